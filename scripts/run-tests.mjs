@@ -1,0 +1,22 @@
+// Runs every compiled test file under dist/test with node:test. `--quick` skips the slow tiers
+// (crash and browser tests) for everyday work; CI runs everything.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+const quick = process.argv.includes('--quick');
+const slowDirs = new Set(['crash']);
+function collect(dir) {
+  const out = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) {
+      if (quick && slowDirs.has(name)) continue;
+      out.push(...collect(p));
+    } else if (name.endsWith('.test.js')) out.push(p);
+  }
+  return out;
+}
+const files = collect('dist/test');
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
+process.exit(r.status ?? 1);

@@ -1,0 +1,31 @@
+// The context a TopicActor step runs in: stamped time, seeded randomness and effect sinks.
+// The host implements it; replay and simulation implement it too. Actors never reach past it.
+import type { Rng } from '../../core/rng.js';
+import type { TopicResult } from '../../core/messages.js';
+
+/** Where an APPEND frame goes in the topic's segments once the WAL has written it. */
+export interface SegmentPlacement {
+  topicId: number;
+  segFirstSeq: number;
+  offset: number;
+}
+
+export interface ActorCtx {
+  /** Time of the input being handled (ms). Constant within a step. */
+  readonly now: number;
+  readonly rng: Rng;
+  /** Sends a reply. `frameNo` names the frame whose WAL timing goes into the performance block. */
+  reply(reqId: number, result: TopicResult, frameNo?: number): void;
+  /** Queues a frame for the WAL. Frame numbers are per actor and strictly increasing. */
+  submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void;
+  setTimer(timerId: number, atMs: number): void;
+  cancelTimer(timerId: number): void;
+  /** A fresh, never reused topic instance id. */
+  newTopicId(): number;
+  /** Topic-count cap (G15): true when a new topic may be created. */
+  tryAcquireTopicSlot(): boolean;
+  releaseTopicSlot(): void;
+  /** Fire-and-forget notices for the host (segment directory creation/removal). */
+  topicCreated(topicId: number): void;
+  topicDeleted(topicId: number): void;
+}

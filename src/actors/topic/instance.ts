@@ -1,0 +1,91 @@
+// TopicInstance: the state of one live instance of a topic (a delete + recreate makes a new
+// one with a new id). Owned by a TopicActor; pure data plus small helpers, no I/O.
+import type { TopicConfig } from './config.js';
+import { IdempotencyTable } from './idempotency.js';
+import { SeqIndex, SlotState } from './seqIndex.js';
+
+/** An accepted batch that has not reached its ack point yet. */
+export interface PendingBatch {
+  firstSeq: number;
+  lastSeq: number;
+  frameNo: number; // 0 when no frame was written (ephemeral)
+  durability: TopicConfig['durability'];
+  bytes: number;
+  tsMs: number;
+}
+
+/** A reply waiting for a visibility or durability condition. */
+export interface Gate {
+  needHead: number;
+  needDurableFrame: number;
+  send(): void;
+}
+
+export interface SegmentCursor {
+  /** First seq of the active segment, its byte size, and every segment's first seq by ordinal. */
+  firstSeq: number;
+  size: number;
+  ordinal: number;
+  firstSeqs: number[];
+}
+
+export class TopicInstance {
+  readonly index = new SeqIndex();
+  /** Last seq handed out, acked or not. */
+  assigned = 0;
+  /** Last visible seq. */
+  head = 0;
+  /** Last seq known fsynced. */
+  durableHead = 0;
+  /** Durable seq ceiling (SEQ_RESERVE) and the highest one submitted. */
+  reservedDurable = 0;
+  reservedSubmitted = 0;
+  readonly reserveFrames: { frameNo: number; ceiling: number }[] = [];
+  lastTsMs = 0;
+  lastWriteTsMs: number | null = null;
+  lastReadTsMs: number | null = null;
+  lastConsumedMs: number | null = null;
+  count = 0;
+  bytes = 0;
+  private earliestHint = 1;
+  idem = new IdempotencyTable();
+  readonly nodeNames: string[] = [''];
+  private readonly nodeIds = new Map<string, number>();
+  readonly pending: PendingBatch[] = [];
+  readonly gates: Gate[] = [];
+  /** Frame number of the create/config frame replies must wait for (durable, G3). */
+  controlFrameNo = 0;
+  segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1] };
+  largestRecentBatch = 0;
+
+  constructor(
+    readonly id: number,
+    readonly name: string,
+    public config: TopicConfig,
+    readonly createdAtMs: number,
+  ) {}
+
+  nodeId(node: string | undefined): number {
+    if (node === undefined) return 0;
+    let id = this.nodeIds.get(node);
+    if (id === undefined) {
+      id = this.nodeNames.length;
+      this.nodeNames.push(node);
+      this.nodeIds.set(node, id);
+    }
+    return id;
+  }
+
+  knownNodeId(node: string): number | undefined {
+    return this.nodeIds.get(node);
+  }
+
+  /** First live seq, else head + 1. */
+  earliest(): number {
+    let s = this.earliestHint;
+    while (s <= this.head && this.index.state(s) !== SlotState.LIVE) s++;
+    this.earliestHint = s;
+    if (s > this.head) return this.head + 1;
+    return s;
+  }
+}

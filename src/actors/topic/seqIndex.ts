@@ -1,0 +1,111 @@
+// SeqIndex: per-topic columns addressed by seq (slot = seq - base), in chunks of 4096.
+// Owned by one TopicActor (worker thread). Seqs are dense at assignment, so lookup is O(1);
+// holes stay as flagged slots. Chunks wholly below the first live seq are dropped from the front.
+import type { RecordText } from './recordText.js';
+
+export const SlotState = { EMPTY: 0, LIVE: 1, DELETED: 2, EVICTED: 3, PADDED: 4 } as const;
+
+const CHUNK = 4096;
+
+class Chunk {
+  readonly ts = new Float64Array(CHUNK);
+  readonly bytes = new Uint32Array(CHUNK);
+  readonly state = new Uint8Array(CHUNK);
+  readonly nodeId = new Uint32Array(CHUNK);
+  /** Where the record's frame lives in the topic's segments: segment ordinal * 2^32 + offset. */
+  readonly loc = new Float64Array(CHUNK);
+  readonly frameLen = new Uint32Array(CHUNK);
+  readonly recIdx = new Uint16Array(CHUNK);
+  /** Hot records keep their text in memory; cold ones are read back from segments. */
+  readonly text: (RecordText | undefined)[] = new Array(CHUNK);
+}
+
+export class SeqIndex {
+  /** Seq of slot 0 of chunks[0]; always a multiple of CHUNK plus 1. */
+  private base = 1;
+  private chunks: Chunk[] = [];
+  /** Highest seq with a slot (assigned or padded). */
+  last = 0;
+
+  private chunkFor(seq: number, create: boolean): { c: Chunk; i: number } | undefined {
+    const slot = seq - this.base;
+    if (slot < 0) return undefined;
+    const ci = Math.floor(slot / CHUNK);
+    while (create && ci >= this.chunks.length) this.chunks.push(new Chunk());
+    const c = this.chunks[ci];
+    return c ? { c, i: slot - ci * CHUNK } : undefined;
+  }
+
+  put(seq: number, tsMs: number, bytes: number, nodeId: number, loc: number, frameLen: number, recIdx: number, text: RecordText | undefined): void {
+    const at = this.chunkFor(seq, true)!;
+    at.c.ts[at.i] = tsMs;
+    at.c.bytes[at.i] = bytes;
+    at.c.state[at.i] = SlotState.LIVE;
+    at.c.nodeId[at.i] = nodeId;
+    at.c.loc[at.i] = loc;
+    at.c.frameLen[at.i] = frameLen;
+    at.c.recIdx[at.i] = recIdx;
+    at.c.text[at.i] = text;
+    if (seq > this.last) this.last = seq;
+  }
+
+  /** Marks [from, to] as padded: seqs that were reserved but whose records never became durable. */
+  pad(from: number, to: number): void {
+    for (let s = from; s <= to; s++) {
+      const at = this.chunkFor(s, true)!;
+      at.c.state[at.i] = SlotState.PADDED;
+      at.c.text[at.i] = undefined;
+    }
+    if (to > this.last) this.last = to;
+  }
+
+  state(seq: number): number {
+    const at = this.chunkFor(seq, false);
+    return at ? at.c.state[at.i]! : SlotState.EMPTY;
+  }
+
+  setState(seq: number, st: number): void {
+    const at = this.chunkFor(seq, false);
+    if (!at) return;
+    at.c.state[at.i] = st;
+    if (st !== SlotState.LIVE) at.c.text[at.i] = undefined;
+  }
+
+  ts(seq: number): number {
+    const at = this.chunkFor(seq, false);
+    return at ? at.c.ts[at.i]! : 0;
+  }
+
+  bytes(seq: number): number {
+    const at = this.chunkFor(seq, false);
+    return at ? at.c.bytes[at.i]! : 0;
+  }
+
+  nodeId(seq: number): number {
+    const at = this.chunkFor(seq, false);
+    return at ? at.c.nodeId[at.i]! : 0;
+  }
+
+  loc(seq: number): { loc: number; frameLen: number; recIdx: number } {
+    const at = this.chunkFor(seq, false)!;
+    return { loc: at.c.loc[at.i]!, frameLen: at.c.frameLen[at.i]!, recIdx: at.c.recIdx[at.i]! };
+  }
+
+  text(seq: number): RecordText | undefined {
+    const at = this.chunkFor(seq, false);
+    return at ? at.c.text[at.i] : undefined;
+  }
+
+  setText(seq: number, t: RecordText | undefined): void {
+    const at = this.chunkFor(seq, false);
+    if (at) at.c.text[at.i] = t;
+  }
+
+  /** Drops whole chunks below `seq` (the first live seq). Their slots must all be dead. */
+  dropBelow(seq: number): void {
+    while (this.chunks.length > 1 && seq - this.base >= CHUNK) {
+      this.chunks.shift();
+      this.base += CHUNK;
+    }
+  }
+}

@@ -1,0 +1,407 @@
+// TopicActor: the single-threaded, sans-IO owner of one topic name (DESIGN 1.4). Every read and
+// write of the topic is an input handled to completion here, so lazy creation cannot race, seq
+// assignment needs no locks, and a delete is atomic with respect to every read.
+// Effects (replies, WAL frames, timers) go through ActorCtx; time is ctx.now, never the clock.
+// Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
+// a non-fsync seq is visible only under a durable reservation; control frames gate replies.
+import { fail, type ErrorResult } from '../../core/errors.js';
+import type { AppendRequest, DeleteTopicRequest, DiffRequest, PutRequest, StateRequest, TopicRequest, TopicSummary, TopicStats } from '../../core/messages.js';
+import { assertNever } from '../../core/errors.js';
+import { encodeJsonFrame } from '../../wal/frame.js';
+import { FrameType } from '../../wal/format.js';
+import { parseAppendBody } from './appendParse.js';
+import { encodeBatch, maybeReserve, renderSeqs } from './appendOp.js';
+import { resolveConfig, sameConfig, TopicConfig } from './config.js';
+import type { ActorCtx } from './ctx.js';
+import { TopicInstance, PendingBatch } from './instance.js';
+import { readFrom } from './readPipeline.js';
+import { renderRecordsArray } from './render.js';
+
+export interface ActorOptions {
+  maxLimit: number;
+  segmentBytes: number;
+  maxTopics: number;
+}
+
+interface ParkedDiff {
+  reqId: number;
+  req: DiffRequest;
+  timerId: number;
+  inst: TopicInstance;
+}
+
+const DIFF_DEFAULT_LIMIT = 256;
+const MiB = 1024 * 1024;
+
+function jsonOpen(obj: Record<string, unknown>): string {
+  const s = JSON.stringify(obj);
+  return s.slice(0, -1);
+}
+
+function okJson(status: 200 | 201, text: string) {
+  return { ok: true as const, status, json: Buffer.from(text, 'utf8'), perf: {} };
+}
+
+export class TopicActor {
+  /** The live instance, or undefined while the topic is absent. */
+  current: TopicInstance | undefined;
+  /** Instances deleted while frames were in flight; kept until their gates drain. */
+  private retired: TopicInstance[] = [];
+  private frameNo = 0;
+  writtenFrameNo = 0;
+  durableFrameNo = 0;
+  private nextTimerId = 1;
+  private readonly parked = new Map<number, ParkedDiff>();
+
+  constructor(
+    readonly name: string,
+    private readonly opts: ActorOptions,
+  ) {}
+
+  private nextFrame = (): number => ++this.frameNo;
+
+  step(ctx: ActorCtx, reqId: number, req: TopicRequest): void {
+    switch (req.op) {
+      case 'append':
+        return this.append(ctx, reqId, req);
+      case 'diff':
+        return this.diff(ctx, reqId, req);
+      case 'state':
+        return this.state(ctx, reqId, req);
+      case 'put':
+        return this.put(ctx, reqId, req);
+      case 'deleteTopic':
+        return this.deleteTopic(ctx, reqId, req);
+      default:
+        assertNever(req);
+    }
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------
+
+  private createInstance(ctx: ActorCtx, config: TopicConfig): TopicInstance {
+    const inst = new TopicInstance(ctx.newTopicId(), this.name, config, ctx.now);
+    this.current = inst;
+    ctx.topicCreated(inst.id);
+    inst.controlFrameNo = this.nextFrame();
+    ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CREATE, inst.id, { name: this.name, config, created_ms: ctx.now }), true);
+    return inst;
+  }
+
+  private put(ctx: ActorCtx, reqId: number, req: PutRequest): void {
+    const inst = this.current;
+    if (!inst) {
+      if (!ctx.tryAcquireTopicSlot()) {
+        return ctx.reply(reqId, fail('throttled', 'too many topics', { limit: 'max_topics', max: this.opts.maxTopics }));
+      }
+      const created = this.createInstance(ctx, req.config);
+      return this.gate(created, 0, created.controlFrameNo, () =>
+        ctx.reply(reqId, okJson(201, jsonOpen({ topic: this.name, created: true, config: created.config }))),
+      );
+    }
+    if (inst.config.type !== req.config.type) {
+      return ctx.reply(
+        reqId,
+        fail('topic_exists_incompatible', `topic ${this.name} exists with type ${inst.config.type}`, {
+          topic: this.name,
+          existing_type: inst.config.type,
+          requested_type: req.config.type,
+        }),
+      );
+    }
+    if (!sameConfig(inst.config, req.config)) {
+      inst.config = req.config;
+      inst.controlFrameNo = this.nextFrame();
+      ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
+    }
+    // An identical PUT still waits for any earlier control frame, so a 200 is always durable.
+    this.gate(inst, 0, inst.controlFrameNo, () => ctx.reply(reqId, okJson(200, jsonOpen({ topic: this.name, created: false, config: inst.config }))));
+  }
+
+  private deleteTopic(ctx: ActorCtx, reqId: number, req: DeleteTopicRequest): void {
+    const inst = this.current;
+    const open = (deleted: boolean) => jsonOpen({ topic: this.name, deleted, routers_removed: [] });
+    if (!inst) return ctx.reply(reqId, okJson(200, open(false)));
+    if (req.ifEmpty && inst.count > 0) {
+      return ctx.reply(reqId, fail('topic_not_empty', `${this.name} still holds ${inst.count} records`, { topic: this.name, count: inst.count }));
+    }
+    const frameNo = this.nextFrame();
+    ctx.submit(frameNo, encodeJsonFrame(FrameType.TOPIC_DELETE, inst.id, { name: this.name }), true);
+    this.current = undefined;
+    ctx.releaseTopicSlot();
+    for (const [id, p] of this.parked) {
+      if (p.inst !== inst) continue;
+      ctx.cancelTimer(p.timerId);
+      this.parked.delete(id);
+      ctx.reply(p.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
+    }
+    if (inst.pending.length > 0 || inst.gates.length > 0) this.retired.push(inst);
+    // The reply waits for the durable delete frame; the retired instance's own gates still drain.
+    const doneGate = { needHead: 0, needDurableFrame: frameNo, send: () => {
+      ctx.topicDeleted(inst.id);
+      ctx.reply(reqId, okJson(200, open(true)));
+    } };
+    this.deleteGates.push(doneGate);
+    this.runGates(ctx);
+  }
+
+  /** Replies gated on frames of no particular instance (topic deletes). */
+  private deleteGates: { needHead: number; needDurableFrame: number; send(): void }[] = [];
+
+  // ---- append ------------------------------------------------------------------------------
+
+  private append(ctx: ActorCtx, reqId: number, req: AppendRequest): void {
+    const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
+    const parsed = parseAppendBody(body);
+    if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
+    const p = parsed.value;
+    let inst = this.current;
+    let created = false;
+    if (!inst) {
+      const cfgAutoCreate =
+        p.config !== null && typeof p.config === 'object' && typeof (p.config as { auto_create?: unknown }).auto_create === 'boolean'
+          ? ((p.config as { auto_create: boolean }).auto_create)
+          : true;
+      if (!(p.create ?? cfgAutoCreate)) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
+      const resolved = resolveConfig(this.name, p.config);
+      if (!resolved.ok) return ctx.reply(reqId, resolved);
+      if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, fail('throttled', 'too many topics', { limit: 'max_topics', max: this.opts.maxTopics }));
+      inst = this.createInstance(ctx, resolved.config);
+      created = true;
+    }
+    const idemKey = p.idempotencyKey ?? req.headerIdemKey;
+    if (idemKey !== undefined) {
+      const prior = inst.idem.get(idemKey, ctx.now, inst.config.idempotency_window_ms);
+      if (prior) {
+        const target = inst;
+        const last = prior.firstSeq + prior.count - 1;
+        return this.gate(target, last, 0, () => ctx.reply(reqId, okJson(200, this.appendJson(target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
+      }
+    }
+    const tsMs = Math.max(ctx.now, inst.lastTsMs);
+    const batch = encodeBatch(inst, body, p, idemKey, tsMs, this.opts.segmentBytes);
+    const cls = inst.config.durability;
+    let frameNo = 0;
+    if (cls !== 'ephemeral') {
+      frameNo = this.nextFrame();
+      ctx.submit(frameNo, batch.frame, cls === 'fsync', { topicId: inst.id, segFirstSeq: inst.segment.firstSeq, offset: inst.segment.size - batch.frame.length });
+    }
+    const count = batch.lastSeq - batch.firstSeq + 1;
+    inst.largestRecentBatch = Math.max(Math.floor(inst.largestRecentBatch * 0.9), count);
+    if (cls !== 'fsync') maybeReserve(inst, ctx, this.nextFrame);
+    inst.pending.push({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
+    const target = inst;
+    this.gate(inst, batch.lastSeq, created ? inst.controlFrameNo : 0, () => {
+      ctx.reply(reqId, okJson(created ? 201 : 200, this.appendJson(target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
+    });
+    this.advance(ctx, inst);
+  }
+
+  private appendJson(inst: TopicInstance, firstSeq: number, count: number, returnSeqs: boolean, created: boolean, deduped: boolean): string {
+    const seqs = returnSeqs ? `,"seqs":[${renderSeqs(firstSeq, count)}]` : '';
+    return `{"topic":${JSON.stringify(this.name)},"first_seq":${firstSeq},"last_seq":${firstSeq + count - 1}${seqs},"head_seq":${inst.head},"count":${count},"created":${created},"deduped":${deduped}`;
+  }
+
+  // ---- WAL acks and visibility ------------------------------------------------------------
+
+  /** Frames of this actor up to `written` are in the page cache, up to `durable` fsynced. */
+  onWalAck(ctx: ActorCtx, written: number, durable: number): void {
+    if (written > this.writtenFrameNo) this.writtenFrameNo = written;
+    if (durable > this.durableFrameNo) this.durableFrameNo = durable;
+    if (this.durableFrameNo > this.writtenFrameNo) this.writtenFrameNo = this.durableFrameNo;
+    for (const inst of this.retired) this.advance(ctx, inst);
+    this.retired = this.retired.filter((i) => i.pending.length > 0 || i.gates.length > 0);
+    if (this.current) this.advance(ctx, this.current);
+    this.runGates(ctx);
+  }
+
+  private ackPointReached(b: PendingBatch): boolean {
+    switch (b.durability) {
+      case 'ephemeral':
+      case 'memory':
+        return true;
+      case 'disk':
+        return this.writtenFrameNo >= b.frameNo;
+      case 'fsync':
+        return this.durableFrameNo >= b.frameNo;
+    }
+  }
+
+  /** Moves batches that reached their ack point into view, in seq order, then runs gates. */
+  private advance(ctx: ActorCtx, inst: TopicInstance): void {
+    while (inst.reserveFrames.length > 0 && inst.reserveFrames[0]!.frameNo <= this.durableFrameNo) {
+      inst.reservedDurable = Math.max(inst.reservedDurable, inst.reserveFrames.shift()!.ceiling);
+    }
+    let moved = false;
+    while (inst.pending.length > 0) {
+      const b = inst.pending[0]!;
+      if (!this.ackPointReached(b)) break;
+      if (b.durability !== 'fsync' && inst.reservedDurable < b.lastSeq) break;
+      inst.pending.shift();
+      inst.head = b.lastSeq;
+      inst.count += b.lastSeq - b.firstSeq + 1;
+      inst.bytes += b.bytes;
+      inst.lastWriteTsMs = b.tsMs;
+      moved = true;
+    }
+    // durableHead: every batch whose frame is fsynced, and everything before the first pending one.
+    const firstPending = inst.pending[0];
+    inst.durableHead = firstPending ? firstPending.firstSeq - 1 : inst.head;
+    if (moved && inst === this.current) this.wakeParked(ctx, inst);
+    this.runInstanceGates(inst);
+  }
+
+  private gate(inst: TopicInstance, needHead: number, needDurableFrame: number, send: () => void): void {
+    inst.gates.push({ needHead, needDurableFrame, send });
+    this.runInstanceGates(inst);
+  }
+
+  private runInstanceGates(inst: TopicInstance): void {
+    if (inst.gates.length === 0) return;
+    const still = [];
+    for (const g of inst.gates) {
+      if (inst.head >= g.needHead && this.durableFrameNo >= g.needDurableFrame) g.send();
+      else still.push(g);
+    }
+    inst.gates.length = 0;
+    inst.gates.push(...still);
+  }
+
+  private runGates(_ctx: ActorCtx): void {
+    if (this.deleteGates.length === 0) return;
+    const still = [];
+    for (const g of this.deleteGates) {
+      if (this.durableFrameNo >= g.needDurableFrame) g.send();
+      else still.push(g);
+    }
+    this.deleteGates = still;
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  private touch(inst: TopicInstance, now: number): void {
+    inst.lastReadTsMs = now;
+    inst.lastConsumedMs = now;
+  }
+
+  private diff(ctx: ActorCtx, reqId: number, req: DiffRequest): void {
+    const inst = this.current;
+    if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
+    this.touch(inst, ctx.now);
+    if (req.waitMs > 0 && req.fromSeq === inst.head && inst.head >= 0 && !this.hasVisibleAfter(inst, req.fromSeq)) {
+      const timerId = this.nextTimerId++;
+      this.parked.set(timerId, { reqId, req, timerId, inst });
+      ctx.setTimer(timerId, ctx.now + req.waitMs);
+      return;
+    }
+    this.answerDiff(ctx, reqId, req, inst);
+  }
+
+  private hasVisibleAfter(inst: TopicInstance, seq: number): boolean {
+    return inst.head > seq;
+  }
+
+  private answerDiff(ctx: ActorCtx, reqId: number, req: DiffRequest, inst: TopicInstance): void {
+    let skip: Set<number> | null = null;
+    if (req.nodes !== null && inst.config.dedupe_node) {
+      skip = new Set();
+      for (const n of req.nodes) {
+        const id = inst.knownNodeId(n);
+        if (id !== undefined) skip.add(id);
+      }
+      if (skip.size === 0) skip = null;
+    }
+    const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.opts.maxLimit);
+    const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
+    const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip });
+    const head = inst.head;
+    const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
+    const suffix =
+      `,"next_from_seq":${r.nextFromSeq},"head_seq":${head},"earliest_seq":${inst.earliest()},` +
+      `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
+    const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
+    ctx.reply(reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
+  }
+
+  private wakeParked(ctx: ActorCtx, inst: TopicInstance): void {
+    for (const [id, p] of this.parked) {
+      if (p.inst !== inst || !this.hasVisibleAfter(inst, p.req.fromSeq)) continue;
+      this.parked.delete(id);
+      ctx.cancelTimer(p.timerId);
+      this.answerDiff(ctx, p.reqId, p.req, inst);
+    }
+  }
+
+  onTimer(ctx: ActorCtx, timerId: number): void {
+    const p = this.parked.get(timerId);
+    if (!p) return;
+    this.parked.delete(timerId);
+    this.answerDiff(ctx, p.reqId, p.req, p.inst);
+  }
+
+  effectivePriority(inst: TopicInstance, now: number): number {
+    if (inst.config.priority !== null) return inst.config.priority;
+    if (!inst.config.auto_priority || inst.lastConsumedMs === null) return 0;
+    const idle = now - inst.lastConsumedMs;
+    if (idle >= 300_000) return 0;
+    return Math.round(500 * Math.pow(2, -idle / 30_000));
+  }
+
+  private state(ctx: ActorCtx, reqId: number, req: StateRequest): void {
+    const inst = this.current;
+    if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
+    if (req.touch) this.touch(inst, ctx.now);
+    const body = {
+      topic: this.name,
+      type: inst.config.type,
+      head_seq: inst.head,
+      earliest_seq: inst.earliest(),
+      next_seq: inst.head + 1,
+      count: inst.count,
+      bytes: inst.bytes,
+      config: inst.config,
+      effective_priority: this.effectivePriority(inst, ctx.now),
+      last_write_ts: inst.lastWriteTsMs,
+      last_read_ts: inst.lastReadTsMs,
+    };
+    ctx.reply(reqId, okJson(200, jsonOpen(body)));
+  }
+
+  summary(now: number, touch: boolean): TopicSummary | undefined {
+    const inst = this.current;
+    if (!inst) return undefined;
+    if (touch) inst.lastConsumedMs = now;
+    return {
+      topic: this.name,
+      head_seq: inst.head,
+      earliest_seq: inst.earliest(),
+      count: inst.count,
+      bytes: inst.bytes,
+      durable: inst.config.durable,
+      effective_priority: this.effectivePriority(inst, now),
+    };
+  }
+
+  stats(): TopicStats | undefined {
+    const inst = this.current;
+    if (!inst) return undefined;
+    return {
+      topic: this.name,
+      type: inst.config.type,
+      durability: inst.config.durability,
+      head_seq: inst.head,
+      earliest_seq: inst.earliest(),
+      count: inst.count,
+      bytes: inst.bytes,
+    };
+  }
+
+  /** True when nothing is waiting on the WAL (used by shutdown and checkpoints). */
+  idle(): boolean {
+    return this.frameNo === this.durableFrameNo;
+  }
+
+  get lastFrameNo(): number {
+    return this.frameNo;
+  }
+}

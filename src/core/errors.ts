@@ -1,0 +1,47 @@
+// The one table of error codes (SPEC 7, RESOLVED G14) and the value type that carries an
+// operating error across threads. Workers return ErrorResult values and never throw; only the
+// HTTP layer renders the envelope.
+
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  batch_too_large: 400,
+  record_too_large: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  topic_not_found: 404,
+  router_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  not_acceptable: 406,
+  router_cycle: 409,
+  topic_exists_incompatible: 409,
+  topic_not_empty: 409,
+  not_a_queue: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  topic_full: 422,
+  throttled: 429,
+  internal: 500,
+  not_ready: 503,
+  shutting_down: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorResult {
+  ok: false;
+  status: number;
+  code: ErrorCode;
+  message: string;
+  detail?: Record<string, unknown>;
+}
+
+export function fail(code: ErrorCode, message: string, detail?: Record<string, unknown>): ErrorResult {
+  const r: ErrorResult = { ok: false, status: ERROR_STATUS[code], code, message };
+  if (detail !== undefined) r.detail = detail;
+  return r;
+}
+
+export function assertNever(x: never): never {
+  throw new Error(`unexpected variant: ${JSON.stringify(x)}`);
+}

@@ -1,0 +1,45 @@
+// The one place Comlink is used: request/response between the main thread and the worker and
+// WAL threads. Streams (WAL acks, replay chunks, pushes) use raw MessagePorts instead. Swapping
+// Comlink out is a change to this file only.
+import * as Comlink from 'comlink';
+import type { MessagePort } from 'node:worker_threads';
+
+export type Remote<T> = Comlink.Remote<T>;
+
+type Handler = ((ev: MessageEvent) => void) | { handleEvent(ev: MessageEvent): void };
+
+/** Adapts a Node MessagePort (on/off) to the DOM-style endpoint Comlink expects. */
+function endpoint(port: MessagePort): Comlink.Endpoint {
+  const listeners = new WeakMap<object, (data: unknown) => void>();
+  return {
+    postMessage: (msg: unknown, transfer?: unknown[]) => port.postMessage(msg, transfer as never),
+    addEventListener: (_type: string, handler: Handler) => {
+      const l = (data: unknown) => {
+        const ev = { data } as MessageEvent;
+        if (typeof handler === 'function') handler(ev);
+        else handler.handleEvent(ev);
+      };
+      port.on('message', l);
+      listeners.set(handler, l);
+    },
+    removeEventListener: (_type: string, handler: Handler) => {
+      const l = listeners.get(handler);
+      if (l) port.off('message', l);
+      listeners.delete(handler);
+    },
+    start: () => port.start(),
+  } as Comlink.Endpoint;
+}
+
+export function expose(api: object, port: MessagePort): void {
+  Comlink.expose(api, endpoint(port));
+}
+
+export function wrap<T>(port: MessagePort): Remote<T> {
+  return Comlink.wrap<T>(endpoint(port));
+}
+
+/** Marks buffers to be transferred (not copied) with a call's argument or return value. */
+export function transfer<T>(value: T, buffers: ArrayBuffer[]): T {
+  return Comlink.transfer(value, buffers);
+}

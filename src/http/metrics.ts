@@ -1,0 +1,144 @@
+// /v0/metrics (RESOLVED 3.3): Prometheus text via prom-client, or JSON with Accept
+// application/json. Topic figures come from the workers over rpc when scraped.
+import client from 'prom-client';
+import type { Supervisor } from '../supervisor/supervisor.js';
+import type { TopicStats } from '../core/messages.js';
+import type { WalStats } from '../wal/groupCommit.js';
+
+const TOPIC_SERIES_MAX = 1000;
+const CLASSES = ['ephemeral', 'memory', 'disk', 'fsync'] as const;
+
+export interface Snapshot {
+  topics: TopicStats[];
+  wal: WalStats | undefined;
+}
+
+export class Metrics {
+  readonly registry = new client.Registry();
+  private readonly started = Date.now();
+  private readonly g: Record<string, client.Gauge<string>> = {};
+  private readonly walCounters: Record<string, client.Counter<string>> = {};
+  readonly fsyncLatency: client.Histogram<string>;
+  readonly appendLatency: client.Histogram<string>;
+
+  constructor(private readonly sup: Supervisor) {
+    const gauge = (name: string, help: string, labelNames: string[] = []) => {
+      this.g[name] = new client.Gauge({ name, help, labelNames, registers: [this.registry] });
+    };
+    gauge('spool_topics', 'Live topics.');
+    gauge('spool_topics_by_class', 'Topics per durability class.', ['class']);
+    gauge('spool_routers', 'Routers.');
+    gauge('spool_records_live', 'Live records, all topics.');
+    gauge('spool_bytes_live', 'Live payload bytes, all topics.');
+    gauge('spool_queue_topics', 'Topics of type queue.');
+    gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
+    gauge('spool_sse_connections', 'Open watch and /work streams.');
+    gauge('spool_watch_sessions', 'Watch sessions in the registry.');
+    gauge('spool_ready', '1 when ready, else 0.');
+    gauge('spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.');
+    gauge('spool_uptime_ms', 'Process uptime in ms.');
+    gauge('spool_topic_head_seq', 'Head seq of each topic.', ['topic']);
+    gauge('spool_topic_earliest_seq', 'Earliest live seq of each topic.', ['topic']);
+    gauge('spool_topic_records_live', 'Live records of each topic.', ['topic']);
+    gauge('spool_topic_bytes_live', 'Live payload bytes of each topic.', ['topic']);
+    gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
+    gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
+    for (const [name, help] of [
+      ['spool_wal_frames_total', 'WAL submissions written since start.'],
+      ['spool_wal_batches_total', 'WAL batches written since start.'],
+      ['spool_wal_fsyncs_total', 'WAL fdatasync calls since start.'],
+      ['spool_wal_bytes_written_total', 'WAL bytes written since start.'],
+    ] as const) {
+      this.walCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
+    }
+    this.fsyncLatency = new client.Histogram({
+      name: 'spool_wal_fsync_latency_us',
+      help: 'Group-commit fsync latency in microseconds.',
+      buckets: [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400],
+      registers: [this.registry],
+    });
+    this.appendLatency = new client.Histogram({
+      name: 'spool_append_latency_ms',
+      help: 'Append request latency (server_total_ms) by durability class.',
+      labelNames: ['class'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
+      registers: [this.registry],
+    });
+  }
+
+  async snapshot(): Promise<Snapshot> {
+    if (this.sup.lifecycle === 'recovering') return { topics: [], wal: undefined };
+    const [lists, wal] = await Promise.all([Promise.all(this.sup.workers.map((w) => w.stats())), this.sup.walStats()]);
+    return { topics: lists.flat().sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0)), wal };
+  }
+
+  private walTotals = { frames: 0, batches: 0, fsyncs: 0, bytesWritten: 0 };
+
+  private absorb(s: Snapshot): void {
+    if (!s.wal) return;
+    for (const us of s.wal.fsyncLatencyUs) this.fsyncLatency.observe(us);
+    this.walTotals = { frames: s.wal.batches, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
+  }
+
+  async prometheus(): Promise<string> {
+    const s = await this.snapshot();
+    this.absorb(s);
+    const g = this.g;
+    for (const k of ['spool_topic_head_seq', 'spool_topic_earliest_seq', 'spool_topic_records_live', 'spool_topic_bytes_live']) g[k]!.reset();
+    g.spool_topics!.set(s.topics.length);
+    for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.topics.filter((t) => t.durability === c).length);
+    g.spool_routers!.set(0);
+    g.spool_records_live!.set(s.topics.reduce((a, t) => a + t.count, 0));
+    g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
+    g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
+    g.spool_queue_leases_in_flight!.set(0);
+    g.spool_sse_connections!.set(0);
+    g.spool_watch_sessions!.set(0);
+    g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
+    g.spool_recovery_progress!.set(this.sup.replayProgress);
+    g.spool_uptime_ms!.set(Date.now() - this.started);
+    for (const t of s.topics.slice(0, TOPIC_SERIES_MAX)) {
+      g.spool_topic_head_seq!.set({ topic: t.topic }, t.head_seq);
+      g.spool_topic_earliest_seq!.set({ topic: t.topic }, t.earliest_seq);
+      g.spool_topic_records_live!.set({ topic: t.topic }, t.count);
+      g.spool_topic_bytes_live!.set({ topic: t.topic }, t.bytes);
+    }
+    g.spool_topic_metrics_truncated!.set(s.topics.length > TOPIC_SERIES_MAX ? 1 : 0);
+    g.spool_wal_queue_depth!.set(s.wal?.queueDepth ?? 0);
+    const totals: Record<string, number> = {
+      spool_wal_frames_total: this.walTotals.frames,
+      spool_wal_batches_total: this.walTotals.batches,
+      spool_wal_fsyncs_total: this.walTotals.fsyncs,
+      spool_wal_bytes_written_total: this.walTotals.bytesWritten,
+    };
+    for (const [name, v] of Object.entries(totals)) {
+      this.walCounters[name]!.reset();
+      this.walCounters[name]!.inc(v);
+    }
+    return this.registry.metrics();
+  }
+
+  async json(): Promise<Record<string, unknown>> {
+    const s = await this.snapshot();
+    this.absorb(s);
+    const byClass = (c: string) => s.topics.filter((t) => t.durability === c).length;
+    return {
+      topics: s.topics.length,
+      topics_ephemeral: byClass('ephemeral'),
+      topics_memory: byClass('memory'),
+      topics_disk: byClass('disk'),
+      topics_fsync: byClass('fsync'),
+      routers: 0,
+      records_live: s.topics.reduce((a, t) => a + t.count, 0),
+      bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
+      queue_topics: s.topics.filter((t) => t.type === 'queue').length,
+      queue_leases_in_flight: 0,
+      sse_connections: 0,
+      watch_sessions: 0,
+      ready: this.sup.lifecycle === 'ready',
+      replay_progress: this.sup.replayProgress,
+      uptime_ms: Date.now() - this.started,
+      wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },
+    };
+  }
+}

@@ -1,0 +1,72 @@
+// Request parsing helpers for the HTTP thread (RESOLVED 0.1, 0.2, 0.4): media type, small JSON
+// bodies, query booleans and integers, topic names. Append bodies are NOT parsed here.
+import type { FastifyRequest } from 'fastify';
+import { isTopicName } from '../core/names.js';
+import { HttpError } from './reply.js';
+
+export function isJsonMediaType(ct: string | undefined): boolean {
+  if (!ct) return false;
+  return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+export function rawBody(req: FastifyRequest): Buffer {
+  return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+}
+
+/**
+ * A required JSON body: 415 without a JSON Content-Type, 400 when empty. `optional` bodies (PUT
+ * topic, diff) may be empty with no Content-Type and then mean {}.
+ */
+export function checkBody(req: FastifyRequest, optional: boolean): Buffer {
+  const body = rawBody(req);
+  if (optional && body.length === 0) return body;
+  if (!isJsonMediaType(req.headers['content-type'])) throw new HttpError('unsupported_media_type', 'Content-Type must be application/json');
+  if (body.length === 0) throw new HttpError('invalid_request', 'request body is required');
+  return body;
+}
+
+/** Parses a small JSON body that must be an object. */
+export function parseSmallBody(req: FastifyRequest, optional: boolean): Record<string, unknown> {
+  const body = checkBody(req, optional);
+  if (body.length === 0) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new HttpError('invalid_request', 'body is not valid JSON');
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('invalid_request', 'body must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+function queryValue(req: FastifyRequest, name: string): string | undefined {
+  const q = req.query as Record<string, string | string[] | undefined>;
+  const v = q[name];
+  return Array.isArray(v) ? v[v.length - 1] : v;
+}
+
+export function queryBool(req: FastifyRequest, name: string, dflt: boolean): boolean {
+  const v = queryValue(req, name);
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  return dflt;
+}
+
+export function queryInt(req: FastifyRequest, name: string): number | undefined {
+  const v = queryValue(req, name);
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) throw new HttpError('invalid_request', `${name} must be a non-negative integer`, { field: name });
+  const n = Number(v);
+  if (!Number.isSafeInteger(n)) throw new HttpError('invalid_request', `${name} is too large`, { field: name });
+  return n;
+}
+
+export function queryString(req: FastifyRequest, name: string): string | undefined {
+  return queryValue(req, name);
+}
+
+export function topicParam(req: FastifyRequest): string {
+  const topic = (req.params as { topic: string }).topic;
+  if (!isTopicName(topic)) throw new HttpError('invalid_request', 'invalid topic name', { topic });
+  return topic;
+}

@@ -1,0 +1,32 @@
+// Health, readiness and metrics (RESOLVED 3). None of them touches a topic's recency.
+import type { FastifyInstance } from 'fastify';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import type { Metrics } from '../metrics.js';
+import { sendError, sendJson } from '../reply.js';
+import { fail } from '../../core/errors.js';
+
+const VERSION = '0.1.0';
+
+export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
+  const started = Date.now();
+  const health = async (req: import('fastify').FastifyRequest, reply: import('fastify').FastifyReply) =>
+    sendJson(req, reply, 200, { status: 'ok', version: VERSION, uptime_ms: Date.now() - started });
+  app.get('/v0/health', health);
+  app.get('/healthz', health);
+
+  const ready = async (req: import('fastify').FastifyRequest, reply: import('fastify').FastifyReply) => {
+    if (sup.lifecycle === 'recovering') {
+      return sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
+    }
+    if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'draining before exit'));
+    return sendJson(req, reply, 200, { status: 'ready', wal_replay_complete: true, topics: sup.liveTopics() });
+  };
+  app.get('/v0/ready', ready);
+  app.get('/readyz', ready);
+
+  app.get('/v0/metrics', async (req, reply) => {
+    if ((req.headers.accept ?? '').includes('application/json')) return sendJson(req, reply, 200, await metrics.json());
+    const text = await metrics.prometheus();
+    return reply.code(200).header('content-type', 'text/plain; version=0.0.4; charset=utf-8').send(text);
+  });
+}

@@ -1,0 +1,141 @@
+// Topic routes: create/configure, state, delete, list, append and diff (SPEC 4.1, 4.2, 4.11,
+// RESOLVED G1, G5–G7). Small bodies are parsed here; append bodies go to the owning worker as
+// raw bytes (a transferred standalone buffer) and are scanned there.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import { resolveConfig } from '../../actors/topic/config.js';
+import { transfer } from '../../core/rpc.js';
+import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam } from '../parse.js';
+import { HttpError, sendError, sendJson, sendResult } from '../reply.js';
+import { check, validateDiff } from '../schemas.js';
+import type { TopicSummary } from '../../core/messages.js';
+
+const IDEMPOTENCY_KEY_MAX_CHARS = 256;
+const WAIT_MS_MAX = 30_000;
+const PAGE_SIZE_DEFAULT = 100;
+const PAGE_SIZE_MAX = 1000;
+
+/** Copies a possibly pooled Buffer into a standalone ArrayBuffer that can be transferred. */
+function standalone(buf: Buffer): Uint8Array {
+  if (buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength && buf.buffer instanceof ArrayBuffer) return new Uint8Array(buf.buffer);
+  const copy = new Uint8Array(buf.byteLength);
+  copy.set(buf);
+  return copy;
+}
+
+function encodeCursor(after: string): string {
+  return Buffer.from(JSON.stringify({ after }), 'utf8').toString('base64url');
+}
+
+function decodeCursor(s: string): string {
+  try {
+    if (!/^[A-Za-z0-9_-]*={0,2}$/.test(s)) throw new Error('not base64url');
+    const v = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
+    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { after?: unknown }).after === 'string') return (v as { after: string }).after;
+  } catch {
+    /* fall through */
+  }
+  throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
+}
+
+export function topicRoutes(app: FastifyInstance, sup: Supervisor): void {
+  const wrap =
+    (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) =>
+    async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+      try {
+        return await fn(req, reply);
+      } catch (err) {
+        if (err instanceof HttpError) return sendError(req, reply, err);
+        throw err;
+      }
+    };
+
+  app.put(
+    '/v0/topics/:topic',
+    wrap(async (req, reply) => {
+      const topic = topicParam(req);
+      const body = parseSmallBody(req, true);
+      const resolved = resolveConfig(topic, body);
+      if (!resolved.ok) return sendError(req, reply, resolved);
+      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config }));
+    }),
+  );
+
+  app.get(
+    '/v0/topics/:topic',
+    wrap(async (req, reply) => {
+      const topic = topicParam(req);
+      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'state', topic, touch: queryBool(req, 'touch', true) }));
+    }),
+  );
+
+  app.delete(
+    '/v0/topics/:topic',
+    wrap(async (req, reply) => {
+      const topic = topicParam(req);
+      const ifEmpty = queryBool(req, 'if_empty', false);
+      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty }));
+    }),
+  );
+
+  app.post(
+    '/v0/topics/:topic',
+    wrap(async (req, reply) => {
+      const topic = topicParam(req);
+      const body = checkBody(req, false);
+      const headerKey = req.headers['idempotency-key'];
+      const idem = Array.isArray(headerKey) ? headerKey[0] : headerKey;
+      if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
+        throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
+      }
+      const bytes = standalone(body);
+      const request = transfer(
+        { op: 'append' as const, topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
+        [bytes.buffer as ArrayBuffer],
+      );
+      return sendResult(req, reply, await sup.workerFor(topic).request(request));
+    }),
+  );
+
+  app.post(
+    '/v0/topics/:topic/diff',
+    wrap(async (req, reply) => {
+      const topic = topicParam(req);
+      const b = check(validateDiff, parseSmallBody(req, true));
+      const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
+      return sendResult(
+        req,
+        reply,
+        await sup.workerFor(topic).request({
+          op: 'diff',
+          topic,
+          fromSeq: b.from_seq ?? 0,
+          limit: b.limit ?? 0,
+          nodes,
+          includeTags: b.include_tags ?? false,
+          includeMeta: b.include_meta ?? true,
+          waitMs: Math.min(b.wait_ms ?? 0, WAIT_MS_MAX),
+          maxBatchBytes: b.max_batch_bytes ?? 0,
+        }),
+      );
+    }),
+  );
+
+  app.get(
+    '/v0/topics',
+    wrap(async (req, reply) => {
+      const prefix = queryString(req, 'prefix') ?? '';
+      const rawSize = queryInt(req, 'page_size') ?? 0;
+      const pageSize = rawSize === 0 ? PAGE_SIZE_DEFAULT : Math.min(rawSize, PAGE_SIZE_MAX);
+      const cursor = queryString(req, 'cursor');
+      const after = cursor ? decodeCursor(cursor) : '';
+      const touch = queryBool(req, 'touch', false);
+      const pages = await Promise.all(sup.workers.map((w) => w.list(prefix, after, pageSize + 1, touch)));
+      const all: TopicSummary[] = pages.flat().sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
+      const topics = all.slice(0, pageSize);
+      const body: Record<string, unknown> = { topics };
+      if (all.length > pageSize) body.next_cursor = encodeCursor(topics[topics.length - 1]!.topic);
+      return sendJson(req, reply, 200, body);
+    }),
+  );
+}

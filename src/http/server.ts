@@ -1,0 +1,101 @@
+// The Fastify front end (main thread). Hook order follows RESOLVED 0.3: lifecycle gate (503),
+// routing (404/405), body size (413, before parsing), media type (415), then the 400 family in
+// the handlers, then state-dependent errors from the workers. Every non-2xx carries the spec's
+// error body, including Fastify's and Node's own errors.
+import Fastify, { FastifyInstance, FastifyError } from 'fastify';
+import compress from '@fastify/compress';
+import type { Socket } from 'node:net';
+import type { Supervisor } from '../supervisor/supervisor.js';
+import { Metrics } from './metrics.js';
+import { fail } from '../core/errors.js';
+import { nowMs } from '../core/stopwatch.js';
+import { sendError, HttpError } from './reply.js';
+import { topicRoutes } from './routes/topics.js';
+import { probeRoutes } from './routes/probes.js';
+
+/** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
+const ROUTE_TABLE: [RegExp, string[]][] = [
+  [/^\/v0\/health$/, ['GET', 'HEAD']],
+  [/^\/healthz$/, ['GET', 'HEAD']],
+  [/^\/v0\/ready$/, ['GET', 'HEAD']],
+  [/^\/readyz$/, ['GET', 'HEAD']],
+  [/^\/v0\/metrics$/, ['GET', 'HEAD']],
+  [/^\/v0\/topics$/, ['GET', 'HEAD']],
+  [/^\/v0\/topics\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'POST', 'DELETE']],
+  [/^\/v0\/topics\/[^/]+\/diff$/, ['POST']],
+];
+
+/** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
+const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz']);
+
+function clientErrorResponse(status: number, reason: string, message: string): string {
+  const body = JSON.stringify({ error: { code: status === 413 ? 'payload_too_large' : 'invalid_request', message } });
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics }> {
+  const s = sup.settings;
+  const app = Fastify({
+    bodyLimit: s.maxBodyBytes,
+    logger: false,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
+      if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+      socket.end(clientErrorResponse(tooLarge ? 431 : 400, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request', `malformed HTTP request (${err.code ?? 'error'})`));
+    },
+  });
+  const metrics = new Metrics(sup);
+
+  app.addHook('onRequest', async (req, reply) => {
+    req.startedAt = nowMs();
+    const path = req.url.split('?')[0]!;
+    if (UNGATED.has(path)) return;
+    if (sup.lifecycle === 'recovering') {
+      return sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
+    }
+    if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'server is shutting down'));
+  });
+
+  await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
+
+  // Every body is read raw (413 decided on size first); media type and JSON are checked per
+  // route, so the order of RESOLVED 0.3 holds and append bodies reach workers unparsed.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: s.maxBodyBytes }, (_req, body, done) => done(null, body));
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0]!;
+    for (const [re, methods] of ROUTE_TABLE) {
+      if (re.test(path)) {
+        reply.header('allow', methods.join(', '));
+        return sendError(req, reply, new HttpError('method_not_allowed', `${req.method} is not allowed on ${path}`), false);
+      }
+    }
+    return sendError(req, reply, new HttpError('not_found', `no route for ${req.method} ${path}`), false);
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof HttpError) return sendError(req, reply, err);
+    switch (err.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendError(req, reply, fail('payload_too_large', `body exceeds ${s.maxBodyBytes} bytes`, { max: s.maxBodyBytes }), false);
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return sendError(req, reply, fail('unsupported_media_type', 'Content-Type must be application/json'));
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return sendError(req, reply, fail('invalid_request', err.message));
+    }
+    if (err.statusCode === 413) return sendError(req, reply, fail('payload_too_large', `body exceeds ${s.maxBodyBytes} bytes`, { max: s.maxBodyBytes }), false);
+    if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return sendError(req, reply, fail('invalid_request', err.message));
+    req.log.error(err);
+    process.stderr.write(`spool: internal error on ${req.method} ${req.url}: ${err.stack ?? err.message}\n`);
+    return sendError(req, reply, fail('internal', 'internal error'));
+  });
+
+  probeRoutes(app, sup, metrics);
+  topicRoutes(app, sup);
+  return { app, metrics };
+}

@@ -1,0 +1,48 @@
+// Single-writer guard for a data directory (DESIGN 2.1): LOCK is created with O_EXCL and holds
+// "pid start-ms". A lock left by a dead process is taken over. Hand-written rather than
+// proper-lockfile: we need exactly this pid check and nothing else (docs/ARCHITECTURE.md).
+import fs from 'node:fs';
+import path from 'node:path';
+
+export class DataDirLockedError extends Error {}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    // A killed process can linger as a zombie until reaped; it holds nothing.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'EPERM';
+  }
+}
+
+export function acquireLock(dataDir: string): () => void {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const file = path.join(dataDir, 'LOCK');
+  const content = `${process.pid} ${Date.now()}\n`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = fs.openSync(file, 'wx');
+      fs.writeSync(fd, content);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      return () => {
+        try {
+          if (fs.readFileSync(file, 'utf8') === content) fs.unlinkSync(file);
+        } catch {
+          /* already gone */
+        }
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(fs.readFileSync(file, 'utf8').split(' ')[0]);
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
+        throw new DataDirLockedError(`data directory ${dataDir} is in use by process ${pid}`);
+      }
+      fs.unlinkSync(file); // stale lock of a dead process
+    }
+  }
+  throw new DataDirLockedError(`could not lock ${dataDir}`);
+}

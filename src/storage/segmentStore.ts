@@ -1,0 +1,120 @@
+// SegmentStore: the topic worker's writer of segment files (DESIGN 2.4). Frames are written at
+// the offset their actor placed them (so the actor can find them again without asking), after
+// the WAL reported them written, with async fs on libuv's pool. Runs in a topic worker thread.
+// Invariant: operations on one topic run in order (a promise chain per topic).
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { SegmentPlacement } from '../actors/topic/ctx.js';
+import { segmentFileName, topicDir } from './layout.js';
+
+interface TopicFiles {
+  chain: Promise<void>;
+  segFirstSeq: number;
+  fd: fs.promises.FileHandle | undefined;
+  dirty: boolean;
+  dirCreated: boolean;
+}
+
+export class SegmentStore {
+  private readonly topics = new Map<number, TopicFiles>();
+  private failed: Error | undefined;
+
+  constructor(private readonly dataDir: string) {}
+
+  private files(topicId: number): TopicFiles {
+    let t = this.topics.get(topicId);
+    if (!t) {
+      t = { chain: Promise.resolve(), segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false };
+      this.topics.set(topicId, t);
+    }
+    return t;
+  }
+
+  private enqueue(t: TopicFiles, op: () => Promise<void>): void {
+    t.chain = t.chain.then(op).catch((err: Error) => {
+      // A failed segment write is not data loss (the WAL still holds the frame) but the
+      // checkpoint must not trim the WAL past it; remember the failure and refuse checkpoints.
+      this.failed = err;
+    });
+  }
+
+  append(place: SegmentPlacement, frame: Buffer): void {
+    const t = this.files(place.topicId);
+    this.enqueue(t, async () => {
+      if (t.segFirstSeq !== place.segFirstSeq || !t.fd) {
+        if (t.fd) {
+          await t.fd.sync();
+          await t.fd.close();
+        }
+        const dir = topicDir(this.dataDir, place.topicId);
+        if (!t.dirCreated) {
+          await fsp.mkdir(dir, { recursive: true });
+          t.dirCreated = true;
+        }
+        t.fd = await fsp.open(path.join(dir, segmentFileName(place.segFirstSeq)), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+        t.segFirstSeq = place.segFirstSeq;
+        t.dirty = true;
+      }
+      await t.fd.write(frame, 0, frame.length, place.offset);
+      t.dirty = true;
+    });
+  }
+
+  /** Waits for every queued write, then fsyncs dirty files and their directories. */
+  async flushAll(): Promise<void> {
+    const dirs = new Set<string>();
+    await Promise.all(
+      [...this.topics.entries()].map(async ([id, t]) => {
+        await t.chain;
+        if (t.dirty && t.fd) {
+          await t.fd.sync();
+          t.dirty = false;
+          dirs.add(topicDir(this.dataDir, id));
+        }
+      }),
+    );
+    for (const d of dirs) await fsyncDir(d);
+    if (this.failed) throw this.failed;
+  }
+
+  /** Forgets a deleted topic instance and removes its directory in the background. */
+  dropTopic(topicId: number): void {
+    const t = this.topics.get(topicId);
+    this.topics.delete(topicId);
+    const dir = topicDir(this.dataDir, topicId);
+    const drop = async () => {
+      if (t?.fd) await t.fd.close();
+      await fsp.rm(dir, { recursive: true, force: true });
+    };
+    (t ? t.chain.then(drop) : drop()).catch(() => undefined);
+  }
+
+  async readFrame(topicId: number, segFirstSeq: number, offset: number, len: number): Promise<Buffer> {
+    const t = this.topics.get(topicId);
+    if (t) await t.chain;
+    const fh = await fsp.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
+    try {
+      const buf = Buffer.allocUnsafeSlow(len);
+      const { bytesRead } = await fh.read(buf, 0, len, offset);
+      if (bytesRead !== len) throw new Error(`short segment read ${bytesRead}/${len}`);
+      return buf;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.flushAll().catch(() => undefined);
+    for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
+  }
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await fsp.open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}

@@ -1,0 +1,36 @@
+// On-disk format constants, gathered in one place (docs/FORMAT.md describes them for people).
+// Every WAL frame and every segment frame uses the same layout, so one decoder reads both.
+
+export const WAL_MAGIC = 'SPOOLWAL';
+export const WAL_FORMAT_VERSION = 1;
+export const WAL_HEADER_BYTES = 32;
+export const SEGMENT_MAGIC = 'SPOOLSEG';
+
+/** 16-byte prefix (bodyLen, crc, type, flags, version, reserved) plus the 8-byte topic id. */
+export const FRAME_PREFIX_BYTES = 16;
+export const FRAME_HEADER_BYTES = 24;
+/** A frame claiming a larger body is garbage (a torn or corrupt length), never an allocation. */
+export const FRAME_BODY_MAX_BYTES = 80 * 1024 * 1024;
+export const FRAME_ALIGN = 8;
+
+export const FrameType = {
+  BOOT: 1,
+  TOPIC_CREATE: 2,
+  TOPIC_CONFIG: 3,
+  TOPIC_DELETE: 4,
+  APPEND: 5,
+  SEQ_RESERVE: 6,
+} as const;
+export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
+export const KNOWN_FRAME_TYPES = new Set<number>(Object.values(FrameType));
+export const FRAME_BODY_VERSION = 1;
+
+export const FrameFlag = { NEEDS_DURABLE: 1 } as const;
+
+/** APPEND body: fixed header then one 12-byte header per record followed by its bytes. */
+export const APPEND_HEAD_BYTES = 24;
+export const APPEND_RECORD_HEAD_BYTES = 12;
+/** metaLen value meaning "this record has no meta". */
+export const META_ABSENT = 0xffffffff;
+
+export const TWO_32 = 0x1_0000_0000;

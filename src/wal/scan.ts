@@ -1,0 +1,140 @@
+// Recovery scan of the WAL (DESIGN 2.3, 2.7), run on the WAL thread before it takes writes.
+// Reads files from the checkpoint position, validates every frame, routes each to the worker
+// that owns its topic, and decides where the log ends:
+// - a bad frame followed by a valid frame in a LATER file is mid-log corruption: refuse to start
+//   (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead);
+// - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
+//   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
+//   the valid prefix, so a later boot never mistakes stale bytes for frames.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { WalPosition } from '../core/messages.js';
+import { walDir, walFileName } from '../storage/layout.js';
+import { checkWalHeader, fsyncDirSync, listWalFiles } from './files.js';
+import { FRAME_ALIGN, WAL_HEADER_BYTES, FrameType } from './format.js';
+import { decodeJsonBody, FrameView, probeFrame } from './frame.js';
+
+export class WalCorruptionError extends Error {}
+
+export interface ScanSink {
+  /** Worker index for a frame, or undefined to drop it (global or unknown-topic frames). */
+  route(buf: Buffer, f: FrameView): number | undefined;
+  /** A chunk of whole frames for one worker, in log order. */
+  emit(worker: number, chunk: Buffer): void;
+  progress(fraction: number): void;
+  /** Every frame, including global ones (BOOT), for epoch bookkeeping. */
+  seen(buf: Buffer, f: FrameView): void;
+}
+
+export interface ScanResult {
+  lastFileNo: number;
+  frames: number;
+  bytes: number;
+  tornBytes: number;
+  quarantinedBytes: number;
+}
+
+const CHUNK_BYTES = 4 * 1024 * 1024;
+
+function findValidFrameAfter(buf: Buffer, off: number): number {
+  for (let p = off + FRAME_ALIGN; p + 24 <= buf.length; p += FRAME_ALIGN) {
+    if (buf.readUInt32LE(p) === 0) continue;
+    if (probeFrame(buf, p, buf.length).ok) return p;
+  }
+  return -1;
+}
+
+export async function scanWal(dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
+  const files = listWalFiles(dataDir).filter((n) => !from || n >= from.fileNo);
+  const dir = walDir(dataDir);
+  const sizes = files.map((n) => fs.statSync(path.join(dir, walFileName(n))).size);
+  const total = sizes.reduce((a, b) => a + b, 0) || 1;
+  let scanned = 0;
+  const result: ScanResult = { lastFileNo: files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
+  const pending = new Map<number, Buffer[]>();
+  const pendingBytes = new Map<number, number>();
+  const flushWorker = (w: number) => {
+    const list = pending.get(w);
+    if (!list || list.length === 0) return;
+    sink.emit(w, Buffer.concat(list));
+    pending.set(w, []);
+    pendingBytes.set(w, 0);
+  };
+
+  for (let i = 0; i < files.length; i++) {
+    const fileNo = files[i]!;
+    const isLast = i === files.length - 1;
+    const file = path.join(dir, walFileName(fileNo));
+    const buf = await fsp.readFile(file);
+    const headerErr = checkWalHeader(buf, fileNo);
+    if (headerErr) {
+      // A file whose header never became durable can only be the newest one (created, then crash).
+      if (isLast && buf.length <= WAL_HEADER_BYTES) continue;
+      if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
+      break;
+    }
+    let off = from && fileNo === from.fileNo ? Math.max(from.offset, WAL_HEADER_BYTES) : WAL_HEADER_BYTES;
+    let stop: string | undefined;
+    while (off < buf.length) {
+      const p = probeFrame(buf, off, buf.length);
+      if (!p.ok) {
+        if (p.reason !== 'end' || buf.subarray(off).some((b) => b !== 0)) stop = p.reason;
+        break;
+      }
+      const f = p.frame;
+      sink.seen(buf, f);
+      const w = sink.route(buf, f);
+      if (w !== undefined) {
+        let list = pending.get(w);
+        if (!list) pending.set(w, (list = []));
+        list.push(buf.subarray(off, off + f.size));
+        const n = (pendingBytes.get(w) ?? 0) + f.size;
+        pendingBytes.set(w, n);
+        if (n >= CHUNK_BYTES) flushWorker(w);
+      }
+      result.frames++;
+      result.bytes += f.size;
+      off += f.size;
+    }
+    if (stop !== undefined) {
+      const later = findValidFrameAfter(buf, off);
+      const laterFileValid = !isLast;
+      if (laterFileValid && !truncateOnCorruption) {
+        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
+      }
+      if (later >= 0) {
+        const qdir = path.join(dir, 'quarantine');
+        fs.mkdirSync(qdir, { recursive: true });
+        fs.writeFileSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), buf.subarray(off));
+        result.quarantinedBytes += buf.length - off;
+      }
+      result.tornBytes += buf.length - off;
+      const fd = fs.openSync(file, 'r+');
+      fs.ftruncateSync(fd, off);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      fsyncDirSync(dir);
+      if (laterFileValid) {
+        // Truncating mode: drop every later file too, keeping only the prefix.
+        for (const n of files.slice(i + 1)) fs.unlinkSync(path.join(dir, walFileName(n)));
+        result.lastFileNo = fileNo;
+        scanned += sizes[i]!;
+        break;
+      }
+    }
+    scanned += sizes[i]!;
+    sink.progress(Math.min(1, scanned / total));
+  }
+  for (const w of pending.keys()) flushWorker(w);
+  sink.progress(1);
+  return result;
+}
+
+export function isTopicCreate(f: FrameView): boolean {
+  return f.type === FrameType.TOPIC_CREATE;
+}
+
+export function topicNameOf(buf: Buffer, f: FrameView): string {
+  return (decodeJsonBody(buf, f) as { name: string }).name;
+}

@@ -1,0 +1,114 @@
+// Entry point of the WAL thread: the shared group-commit fsync actor (DESIGN 1.5). It owns the
+// WAL files. Topic workers reach it over raw ports (submissions in, cumulative acks out); the
+// main thread drives recovery, checkpoints and shutdown over Comlink.
+import { workerData, type MessagePort } from 'node:worker_threads';
+import fs from 'node:fs';
+import path from 'node:path';
+import { expose } from '../core/rpc.js';
+import { workerOf } from '../core/names.js';
+import type { WalOut, WalPosition } from '../core/messages.js';
+import { GroupCommit, WalStats } from './groupCommit.js';
+import { scanWal, ScanResult, topicNameOf } from './scan.js';
+import { encodeJsonFrame } from './frame.js';
+import { FrameType } from './format.js';
+import { listWalFiles } from './files.js';
+import { walDir, walFileName } from '../storage/layout.js';
+
+export interface WalThreadData {
+  dataDir: string;
+  rpcPort: MessagePort;
+  workerPorts: MessagePort[];
+  walFileBytes: number;
+  syncIntervalMs: number;
+}
+
+export interface RecoverReply extends ScanResult {
+  maxEpoch: number;
+}
+
+const data = workerData as WalThreadData;
+let progress = 0;
+let gc: GroupCommit | undefined;
+
+const api = {
+  async recover(from: WalPosition | undefined, idToWorker: [number, number][], truncate: boolean): Promise<RecoverReply> {
+    const table = new Map(idToWorker);
+    const workers = data.workerPorts.length;
+    let maxEpoch = 0;
+    const res = await scanWal(data.dataDir, from, truncate, {
+      route(buf, f) {
+        if (f.type === FrameType.TOPIC_CREATE) {
+          const w = workerOf(topicNameOf(buf, f), workers);
+          table.set(f.topicId, w);
+          return w;
+        }
+        return table.get(f.topicId);
+      },
+      emit(worker, chunk) {
+        const ab = new ArrayBuffer(chunk.length);
+        new Uint8Array(ab).set(chunk);
+        const m: WalOut = { t: 'replay', buf: ab };
+        data.workerPorts[worker]!.postMessage(m, [ab]);
+      },
+      progress(p) {
+        if (p > progress) progress = p;
+      },
+      seen(buf, f) {
+        if (f.topicId > 0) maxEpoch = Math.max(maxEpoch, Math.floor(f.topicId / 0x100_0000));
+        if (f.type === FrameType.BOOT) {
+          const body = JSON.parse(buf.toString('utf8', f.bodyOff, f.bodyOff + f.bodyLen)) as { epoch: number };
+          maxEpoch = Math.max(maxEpoch, body.epoch);
+        }
+      },
+    });
+    for (const p of data.workerPorts) p.postMessage({ t: 'replayDone' } satisfies WalOut);
+    return { ...res, maxEpoch };
+  },
+
+  progress(): number {
+    return progress;
+  },
+
+  /** Starts the writer in a new file and writes a durable BOOT frame. */
+  async start(fileNo: number, bootEpoch: number, bootSeed: string): Promise<void> {
+    gc = new GroupCommit(data.dataDir, data.workerPorts, data.walFileBytes, data.syncIntervalMs, bootEpoch);
+    gc.start(fileNo);
+    await gc.writeOwn(encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
+  },
+
+  waitMark(id: number): Promise<WalPosition> {
+    return gc!.waitMark(id);
+  },
+
+  /** Unlinks WAL files wholly before the checkpoint position. */
+  truncateBefore(pos: WalPosition): number {
+    let removed = 0;
+    for (const n of listWalFiles(data.dataDir)) {
+      if (n >= pos.fileNo) break;
+      fs.unlinkSync(path.join(walDir(data.dataDir), walFileName(n)));
+      removed++;
+    }
+    if (gc) gc.bytesSinceCheckpoint = 0;
+    return removed;
+  },
+
+  bytesSinceCheckpoint(): number {
+    return gc?.bytesSinceCheckpoint ?? 0;
+  },
+
+  stats(): WalStats | undefined {
+    return gc?.snapshotStats();
+  },
+
+  async drain(): Promise<void> {
+    await gc?.drain();
+  },
+
+  lastFileNo(): number {
+    return listWalFiles(data.dataDir).at(-1) ?? 0;
+  },
+};
+
+export type WalApi = typeof api;
+
+expose(api, data.rpcPort);

@@ -1,0 +1,77 @@
+// Entry point of a topic worker thread. Builds one ActorHost and exposes the WorkerApi over
+// Comlink. The facade only turns a call into an input and returns a promise that a later reply
+// effect resolves: Comlink runs exposed methods concurrently, so logic here would break actor
+// atomicity.
+import { workerData, type MessagePort } from 'node:worker_threads';
+import { expose, transfer } from '../core/rpc.js';
+import { SystemClock } from '../core/clock.js';
+import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages.js';
+import { ActorHost } from './host.js';
+import { SegmentStore } from '../storage/segmentStore.js';
+
+export interface WorkerThreadData {
+  workerIndex: number;
+  workers: number;
+  dataDir: string;
+  rpcPort: MessagePort;
+  walPort: MessagePort;
+  counters: SharedArrayBuffer;
+  maxLimit: number;
+  maxTopics: number;
+  segmentBytes: number;
+}
+
+const data = workerData as WorkerThreadData;
+const segments = new SegmentStore(data.dataDir);
+const hostOpts = {
+  workerIndex: data.workerIndex,
+  workers: data.workers,
+  bootEpoch: 0,
+  bootSeed: '',
+  counters: new Int32Array(data.counters),
+  maxLimit: data.maxLimit,
+  maxTopics: data.maxTopics,
+  segmentBytes: data.segmentBytes,
+};
+const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments);
+const replayed = host.waitReplay();
+
+/** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
+function detach(r: TopicResult): TopicResult {
+  if (!r.ok) return r;
+  const j = r.json;
+  if (j.byteOffset === 0 && j.byteLength === j.buffer.byteLength && j.buffer instanceof ArrayBuffer) {
+    return transfer({ ...r, json: new Uint8Array(j.buffer) }, [j.buffer]);
+  }
+  const copy = new Uint8Array(j.byteLength);
+  copy.set(j);
+  return transfer({ ...r, json: copy }, [copy.buffer]);
+}
+
+const api = {
+  async request(req: TopicRequest): Promise<TopicResult> {
+    return detach(await host.request(req));
+  },
+  list(prefix: string, after: string, limit: number, touch: boolean): TopicSummary[] {
+    return host.list(prefix, after, limit, touch);
+  },
+  stats(): TopicStats[] {
+    return host.stats();
+  },
+  async awaitReplay(): Promise<void> {
+    await replayed;
+  },
+  finishRecovery(bootEpoch: number, bootSeed: string): { topics: number; appends: number } {
+    hostOpts.bootEpoch = bootEpoch;
+    hostOpts.bootSeed = bootSeed;
+    return host.finishRecovery(0);
+  },
+  async drain(): Promise<void> {
+    await host.whenIdle();
+    await segments.flushAll();
+  },
+};
+
+export type WorkerApi = typeof api;
+
+expose(api, data.rpcPort);
