@@ -347,6 +347,7 @@ export function scanValue(buf: Uint8Array, pos: number, end: number, depth = 0):
 
 /**
  * Byte length of the valid value [start, end) once whitespace outside strings is removed.
+ * (Not a validator: on invalid input the result is meaningless, but it always terminates.)
  */
 export function compactLength(buf: Uint8Array, start: number, end: number): number {
   let ws = 0;
@@ -355,7 +356,7 @@ export function compactLength(buf: Uint8Array, start: number, end: number): numb
     const c = buf[pos]!;
     if (c === QUOTE) {
       pos++;
-      for (;;) {
+      while (pos < end) {
         const d = buf[pos]!;
         if (d === QUOTE) break;
         pos += d === BACKSLASH ? 2 : 1;
@@ -398,7 +399,7 @@ export function copyCompact(
     const c = src[pos]!;
     if (c === QUOTE) {
       pos++;
-      for (;;) {
+      while (pos < end) {
         const d = src[pos]!;
         if (d === QUOTE) break;
         pos += d === BACKSLASH ? 2 : 1;
@@ -420,11 +421,11 @@ export function copyCompact(
     const c = src[pos++]!;
     if (c === QUOTE) {
       dst[out++] = c;
-      for (;;) {
+      while (pos < end) {
         const d = src[pos++]!;
         dst[out++] = d;
         if (d === QUOTE) break;
-        if (d === BACKSLASH) dst[out++] = src[pos++]!;
+        if (d === BACKSLASH && pos < end) dst[out++] = src[pos++]!;
       }
     } else if (IS_WS[c] === 0) dst[out++] = c;
   }

@@ -87,7 +87,7 @@ export interface TopicStats {
 
 export type WalIn =
   /** Whole encoded frames from one worker turn; `seq` increases by one per submission. */
-  | { t: 'submit'; seq: number; buf: ArrayBuffer; durable: boolean }
+  | { t: 'submit'; seq: number; buf: ArrayBuffer; durable: boolean; frames: number }
   /** Checkpoint mark: the WAL thread records the log position after everything before it. */
   | { t: 'mark'; id: number };
 

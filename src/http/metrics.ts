@@ -77,7 +77,7 @@ export class Metrics {
   private absorb(s: Snapshot): void {
     if (!s.wal) return;
     for (const us of s.wal.fsyncLatencyUs) this.fsyncLatency.observe(us);
-    this.walTotals = { frames: s.wal.batches, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
+    this.walTotals = { frames: s.wal.frames, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
   }
 
   async prometheus(): Promise<string> {

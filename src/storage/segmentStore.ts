@@ -39,7 +39,7 @@ export class SegmentStore {
     });
   }
 
-  append(place: SegmentPlacement, frame: Buffer): void {
+  append(place: SegmentPlacement, frame: Buffer, onWritten?: () => void): void {
     const t = this.files(place.topicId);
     this.enqueue(t, async () => {
       if (t.segFirstSeq !== place.segFirstSeq || !t.fd) {
@@ -58,6 +58,7 @@ export class SegmentStore {
       }
       await t.fd.write(frame, 0, frame.length, place.offset);
       t.dirty = true;
+      onWritten?.();
     });
   }
 
@@ -90,7 +91,8 @@ export class SegmentStore {
     (t ? t.chain.then(drop) : drop()).catch(() => undefined);
   }
 
-  async readFrame(topicId: number, segFirstSeq: number, offset: number, len: number): Promise<Buffer> {
+  /** Reads [offset, offset+len) of a segment (cold reads), after queued writes of the topic. */
+  async readRange(topicId: number, segFirstSeq: number, offset: number, len: number): Promise<Buffer> {
     const t = this.topics.get(topicId);
     if (t) await t.chain;
     const fh = await fsp.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');

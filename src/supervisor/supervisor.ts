@@ -10,6 +10,9 @@ import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
 import type { WalApi, WalThreadData } from '../wal/walThread.js';
 import { acquireLock } from '../storage/lock.js';
 import type { WalStats } from '../wal/groupCommit.js';
+import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
+import { Checkpointer } from './checkpoint.js';
+import { removeOrphanTopicDirs } from './orphans.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
@@ -29,6 +32,7 @@ export class Supervisor {
   private releaseLock: (() => void) | undefined;
   private stopping = false;
   topicCount = 0;
+  private checkpointer: Checkpointer | undefined;
 
   constructor(
     readonly settings: Settings,
@@ -82,6 +86,7 @@ export class Supervisor {
         maxLimit: s.maxLimit,
         maxTopics: s.maxTopics,
         segmentBytes: s.segmentBytes,
+        segmentCacheBytes: s.segmentCacheBytes,
       };
       this.spawn('../worker/main.js', data, [rpc.port2, wal.port1] as never);
       this.workers.push(wrap<WorkerApi>(rpc.port1));
@@ -98,7 +103,11 @@ export class Supervisor {
     this.log.info(`spool: ${s.workers} topic worker(s), 1 WAL thread, data in ${s.dataDir}`);
   }
 
-  /** Recovery (DESIGN 2.7): scan and replay the WAL, pad reservations, start a new WAL file. */
+  /**
+   * Recovery (DESIGN 2.7): snapshot parts to the workers (who index their segments), then the WAL
+   * from the snapshot's cut, then reservations padded, a new WAL file with a durable BOOT frame,
+   * orphan topic directories removed, and a first checkpoint.
+   */
   async recover(): Promise<void> {
     const started = Date.now();
     const poll = setInterval(() => {
@@ -107,17 +116,29 @@ export class Supervisor {
       }, () => undefined);
     }, 50);
     try {
-      const scan = await this.wal.recover(undefined, [], this.settings.recoveryTruncate);
+      const snap = loadNewestSnapshot(this.settings.dataDir, (m) => this.log.error(m));
+      const n = this.workers.length;
+      const byWorker: TopicPart[][] = this.workers.map(() => []);
+      for (const part of snap?.topics ?? []) byWorker[workerOf(part.name, n)]!.push(part);
+      await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!)));
+      const table: [number, number][] = (snap?.topics ?? []).map((p) => [p.id, workerOf(p.name, n)]);
+      const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);
       await Promise.all(this.workers.map((w) => w.awaitReplay()));
-      const epoch = scan.maxEpoch + 1;
+      const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
       const seed = crypto.randomBytes(16).toString('hex');
-      let topics = 0;
-      for (const w of this.workers) topics += (await w.finishRecovery(epoch, seed)).topics;
-      await this.wal.start(scan.lastFileNo + 1, epoch, seed);
-      this.topicCount = topics;
+      const live = new Set<number>();
+      for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
+      await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
+      await removeOrphanTopicDirs(this.settings.dataDir, live);
+      this.checkpointer = new Checkpointer(this.settings.dataDir, this.workers, this.wal, epoch, snap?.previousCut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
+        this.die(`checkpoint failed: ${err.message}`),
+      );
+      await this.checkpointer.run();
+      this.checkpointer.start();
+      this.topicCount = live.size;
       this.lifecycle = 'ready';
       this.log.info(
-        `spool: recovered ${topics} topic(s), ${scan.frames} frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
+        `spool: recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +
           (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
       );
@@ -132,10 +153,13 @@ export class Supervisor {
 
   /** Drain (RESOLVED 1.3 step 4): every frame durable, segments flushed, threads stopped. */
   async shutdown(): Promise<void> {
+    const wasReady = this.lifecycle === 'ready';
     this.lifecycle = 'draining';
-    if (this.lifecycle === 'draining' && this.threads.length > 0) {
+    this.checkpointer?.stop();
+    if (wasReady) {
       await Promise.all(this.workers.map((w) => w.drain()));
       await this.wal.drain();
+      await this.checkpointer?.run(true);
     }
     this.stopping = true;
     await Promise.all(this.threads.map((t) => t.terminate()));

@@ -124,6 +124,7 @@ export class GroupCommit {
         ps.written = it.msg.seq;
         if (it.msg.durable) ps.wantsDurable = it.msg.seq;
         this.stats.batches++;
+        this.stats.frames += it.msg.frames;
       } else {
         // A mark's position is right after everything this port submitted before it.
         const at = { fileNo: this.fileNo, offset: this.offset + size };

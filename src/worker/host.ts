@@ -1,7 +1,8 @@
 // ActorHost: the runtime of one topic worker thread. It feeds inputs to TopicActors one at a
 // time, stamps each with the injected clock, and carries out their effects: replies, WAL
-// submissions (one buffer per event-loop turn), timers and segment writes. It owns no topic
-// state itself. Invariant: an actor step never awaits; effects run after the step returns.
+// submissions (one buffer per event-loop turn), timers, segment writes and cold reads. It also
+// keeps the worker's cache of record texts within its byte budget. It owns no topic state.
+// Invariant: an actor step never awaits; effects run after the step returns.
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
@@ -10,16 +11,17 @@ import type { PerfFields, TopicRequest, TopicResult, TopicStats, TopicSummary, W
 import { assertNever } from '../core/errors.js';
 import { TopicActor, ActorOptions } from '../actors/topic/topicActor.js';
 import type { ActorCtx, SegmentPlacement } from '../actors/topic/ctx.js';
-import { probeFrame } from '../wal/frame.js';
+import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
-import { replayFrame, finishInstanceRecovery, ReplayStats } from '../actors/topic/replay.js';
-import { decodeJsonBody } from '../wal/frame.js';
+import { replayFrame, finishInstanceRecovery, ReplayStats, loadInstance } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
+import type { TopicPart } from '../storage/snapshot.js';
+import { loadSegments } from '../storage/segmentLoad.js';
+import { HotCache } from './hotCache.js';
 
 interface FrameTiming {
   submitAt: number;
   writtenAt: number;
-  durableAt: number;
 }
 
 interface QueuedFrame {
@@ -43,6 +45,7 @@ export interface HostOptions extends ActorOptions {
   bootSeed: string;
   /** Shared counter [topicCount] for the max_topics cap, across workers. */
   counters: Int32Array;
+  segmentCacheBytes: number;
 }
 
 export class ActorHost {
@@ -55,19 +58,27 @@ export class ActorHost {
   private turnFrames: QueuedFrame[] = [];
   private flushScheduled = false;
   private submitSeq = 0;
+  private writtenSeq = 0;
   private readonly inflight: Submission[] = [];
   private nextReqId = 1;
   private localTopicCounter = 0;
   private walFailed: string | undefined;
   private readonly idleWaiters: (() => void)[] = [];
+  private readonly writtenWaiters: { seq: number; resolve: () => void }[] = [];
+  private readonly hot: HotCache;
 
   constructor(
     private readonly clock: Clock,
     private readonly opts: HostOptions,
     private readonly walPort: MessagePort,
     private readonly segments: SegmentStore,
+    private readonly dataDir: string,
   ) {
     walPort.on('message', (m: WalOut) => this.onWal(m));
+    this.hot = new HotCache(opts.segmentCacheBytes, (topicId, from, to) => {
+      const a = this.byTopicId.get(topicId);
+      if (a) this.step(a, () => a.dropTexts(topicId, from, to));
+    });
   }
 
   private actorFor(name: string): TopicActor {
@@ -75,9 +86,14 @@ export class ActorHost {
     if (!a) {
       a = new TopicActor(name, this.opts);
       this.actors.set(name, a);
-      this.rngs.set(a, seededRng(`${this.opts.bootSeed}/${name}`));
     }
     return a;
+  }
+
+  private rngFor(actor: TopicActor): Rng {
+    let r = this.rngs.get(actor);
+    if (!r) this.rngs.set(actor, (r = seededRng(`${this.opts.bootSeed}/${actor.name}`)));
+    return r;
   }
 
   // ---- inputs ------------------------------------------------------------------------------
@@ -95,15 +111,14 @@ export class ActorHost {
   }
 
   private step(actor: TopicActor, fn: (ctx: ActorCtx) => void): void {
-    const ctx = this.makeCtx(actor);
-    fn(ctx);
+    fn(this.makeCtx(actor));
   }
 
   private makeCtx(actor: TopicActor): ActorCtx {
     const host = this;
     return {
       now: this.clock.now(),
-      rng: this.rngs.get(actor)!,
+      rng: this.rngFor(actor),
       reply(reqId, result, frameNo) {
         host.sendReply(actor, reqId, result, frameNo);
       },
@@ -124,8 +139,18 @@ export class ActorHost {
         if (t) clearTimeout(t);
         host.timers.delete(key);
       },
+      readCold(token, topicId, ranges) {
+        Promise.all(ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len))).then(
+          (bufs) => host.step(actor, (c) => actor.onColdRead(c, token, bufs)),
+          (err: Error) => host.step(actor, (c) => actor.onColdRead(c, token, err.message)),
+        );
+      },
+      textsLoaded(topicId, fromSeq, toSeq, bytes) {
+        host.hot.add(topicId, fromSeq, toSeq, bytes);
+      },
       newTopicId() {
-        return host.newTopicId(actor);
+        const local = host.localTopicCounter++;
+        return host.opts.bootEpoch * 0x100_0000 + local * host.opts.workers + host.opts.workerIndex;
       },
       tryAcquireTopicSlot() {
         const max = host.opts.maxTopics;
@@ -144,14 +169,10 @@ export class ActorHost {
       },
       topicDeleted(topicId) {
         host.byTopicId.delete(topicId);
+        host.hot.dropTopic(topicId);
         host.segments.dropTopic(topicId);
       },
     };
-  }
-
-  private newTopicId(_actor: TopicActor): number {
-    const local = this.localTopicCounter++;
-    return this.opts.bootEpoch * 0x100_0000 + local * this.opts.workers + this.opts.workerIndex;
   }
 
   private sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
@@ -160,19 +181,9 @@ export class ActorHost {
     this.replies.delete(reqId);
     if (result.ok && frameNo !== undefined) {
       const t = this.timings.get(actor)?.get(frameNo);
-      if (t) result.perf = { ...result.perf, ...this.walPerf(t, actor, frameNo) };
+      if (t) result.perf = { ...result.perf, ...walPerf(t, actor.durableFrameNo >= frameNo && actor.current?.config.durability === 'fsync') };
     }
     resolve(result);
-  }
-
-  private walPerf(t: FrameTiming, _actor: TopicActor, _frameNo: number): PerfFields {
-    const now = nowMs();
-    const written = t.writtenAt || now;
-    const durable = t.durableAt;
-    return {
-      wal_append_ms: roundMs(Math.max(0, (t.writtenAt ? written : now) - t.submitAt)),
-      fsync_ms: durable ? roundMs(Math.max(0, durable - written)) : 0,
-    };
   }
 
   // ---- WAL submission ----------------------------------------------------------------------
@@ -180,7 +191,7 @@ export class ActorHost {
   private queueFrame(f: QueuedFrame): void {
     let m = this.timings.get(f.actor);
     if (!m) this.timings.set(f.actor, (m = new Map()));
-    m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0, durableAt: 0 });
+    m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0 });
     this.turnFrames.push(f);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -208,7 +219,7 @@ export class ActorHost {
     }
     const seq = ++this.submitSeq;
     this.inflight.push({ seq, frames, written: false });
-    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable };
+    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
     this.walPort.postMessage(msg, [out.buffer]);
   }
 
@@ -236,42 +247,90 @@ export class ActorHost {
       if (s.seq > writtenThrough) break;
       const isDurable = s.seq <= durableThrough;
       for (const f of s.frames) {
-        const t = this.timings.get(f.actor)?.get(f.frameNo);
-        if (t) {
-          if (!s.written) t.writtenAt = now;
-          if (isDurable) t.durableAt = now;
+        if (!s.written) {
+          const t = this.timings.get(f.actor)?.get(f.frameNo);
+          if (t) t.writtenAt = now;
+          if (f.segment) this.writeSegment(f.segment, f.buf);
         }
         let a = acks.get(f.actor);
         if (!a) acks.set(f.actor, (a = { w: 0, d: 0 }));
         a.w = Math.max(a.w, f.frameNo);
         if (isDurable) a.d = Math.max(a.d, f.frameNo);
-        if (!s.written && f.segment) this.segments.append(f.segment, f.buf);
       }
       s.written = true;
     }
+    if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
     for (const [actor, a] of acks) this.step(actor, (ctx) => actor.onWalAck(ctx, a.w, a.d));
     while (this.inflight.length > 0 && this.inflight[0]!.seq <= durableThrough) {
       const s = this.inflight.shift()!;
       for (const f of s.frames) this.timings.get(f.actor)?.delete(f.frameNo);
+    }
+    for (let i = this.writtenWaiters.length - 1; i >= 0; i--) {
+      if (this.writtenWaiters[i]!.seq <= this.writtenSeq) this.writtenWaiters.splice(i, 1)[0]!.resolve();
     }
     if (this.inflight.length === 0 && this.turnFrames.length === 0) {
       for (const w of this.idleWaiters.splice(0)) w();
     }
   }
 
-  /** Resolves once every submitted frame is durable (shutdown, checkpoints). */
+  /** Writes a frame to its segment; once there, its texts may leave memory. */
+  private writeSegment(place: SegmentPlacement, frame: Buffer): void {
+    this.segments.append(place, frame, () => {
+      const head = readAppendHead(frame, (probeFrame(frame, 0, frame.length) as { ok: true; frame: import('../wal/frame.js').FrameView }).frame);
+      this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length);
+    });
+  }
+
+  /** Resolves once every submitted frame is durable (shutdown). */
   whenIdle(): Promise<void> {
-    if (this.inflight.length === 0 && this.turnFrames.length === 0) return Promise.resolve();
+    this.flushTurn();
+    if (this.inflight.length === 0) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  // ---- checkpoints -------------------------------------------------------------------------
+
+  /**
+   * Checkpoint step 1 (DESIGN 2.5): mark the WAL stream, wait until everything submitted before
+   * the mark is written and in the segments, fsync the segments, and return this worker's
+   * snapshot parts. Parts may include effects of later frames; replay is idempotent.
+   */
+  async checkpointPrepare(markId: number, final: boolean): Promise<TopicPart[]> {
+    this.flushTurn();
+    const s = this.submitSeq;
+    this.walPort.postMessage({ t: 'mark', id: markId } satisfies WalIn);
+    if (this.writtenSeq < s) await new Promise<void>((resolve) => this.writtenWaiters.push({ seq: s, resolve }));
+    await this.segments.flushAll();
+    const parts: TopicPart[] = [];
+    for (const a of this.actors.values()) {
+      const inst = a.current;
+      if (!inst) continue;
+      // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
+      // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
+      const reserved = final ? inst.assigned : Math.max(inst.reservedSubmitted, inst.assigned);
+      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved });
+    }
+    return parts;
   }
 
   // ---- recovery ----------------------------------------------------------------------------
 
-  private replayStats: ReplayStats = { appends: 0, skipped: 0 };
+  private readonly replayStats: ReplayStats = { appends: 0, skipped: 0 };
   private replayDone: (() => void) | undefined;
+  private readonly replayed = new Promise<void>((r) => (this.replayDone = r));
 
   waitReplay(): Promise<void> {
-    return new Promise((r) => (this.replayDone = r));
+    return this.replayed;
+  }
+
+  /** Recovery step 3: instances from the snapshot, their records indexed from segments (cold). */
+  async loadSnapshot(parts: TopicPart[]): Promise<void> {
+    for (const part of parts) {
+      const actor = this.actorFor(part.name);
+      const segs = await loadSegments(this.dataDir, part.id);
+      actor.current = loadInstance(part, segs, this.opts.segmentBytes);
+      this.byTopicId.set(part.id, actor);
+    }
   }
 
   private onReplayChunk(buf: Buffer): void {
@@ -282,29 +341,32 @@ export class ActorHost {
       const f = p.frame;
       let actor: TopicActor | undefined;
       if (f.type === FrameType.TOPIC_CREATE) {
-        const name = (decodeJsonBody(buf, f) as { name: string }).name;
-        actor = this.actorFor(name);
+        actor = this.actorFor((decodeJsonBody(buf, f) as { name: string }).name);
         this.byTopicId.set(f.topicId, actor);
       } else {
         actor = this.byTopicId.get(f.topicId);
       }
-      if (actor) replayFrame(actor, buf, f, this.opts.segmentBytes, this.replayStats);
+      if (actor) {
+        const rewrite = replayFrame(actor, buf, f, this.opts.segmentBytes, this.replayStats);
+        // A replayed append missing from its segment is written there again.
+        if (rewrite) this.writeSegment(rewrite.place, rewrite.frame);
+        if (f.type === FrameType.TOPIC_DELETE && !actor.current) this.segments.dropTopic(f.topicId);
+      }
       off += f.size;
     }
   }
 
-  /** Ends recovery: pads reservations, counts topics, and returns how many are live. */
-  finishRecovery(maxLocalCounterSeen: number): { topics: number; appends: number } {
-    this.localTopicCounter = Math.max(this.localTopicCounter, maxLocalCounterSeen);
-    let topics = 0;
+  /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */
+  finishRecovery(): { topics: number; appends: number; ids: number[] } {
+    const ids: number[] = [];
     for (const a of this.actors.values()) {
       if (!a.current) continue;
       finishInstanceRecovery(a.current);
       this.byTopicId.set(a.current.id, a);
-      topics++;
+      ids.push(a.current.id);
     }
-    Atomics.add(this.opts.counters, 0, topics);
-    return { topics, appends: this.replayStats.appends };
+    Atomics.add(this.opts.counters, 0, ids.length);
+    return { topics: ids.length, appends: this.replayStats.appends, ids };
   }
 
   // ---- listings ----------------------------------------------------------------------------
@@ -329,4 +391,16 @@ export class ActorHost {
     }
     return out;
   }
+}
+
+/**
+ * The performance block's WAL fields: `wal_append_ms` is the time from submission to the reply
+ * point for non-fsync classes (enqueue, write, and any reservation wait), or to the write for
+ * fsync; `fsync_ms` is the time parked on the group fsync, and 0 unless the topic is fsync.
+ */
+function walPerf(t: FrameTiming, fsync: boolean): PerfFields {
+  const now = nowMs();
+  if (!fsync) return { wal_append_ms: roundMs(now - t.submitAt), fsync_ms: 0 };
+  const written = t.writtenAt || now;
+  return { wal_append_ms: roundMs(written - t.submitAt), fsync_ms: roundMs(now - written) };
 }

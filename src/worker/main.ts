@@ -8,6 +8,7 @@ import { SystemClock } from '../core/clock.js';
 import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
+import type { TopicPart } from '../storage/snapshot.js';
 
 export interface WorkerThreadData {
   workerIndex: number;
@@ -19,6 +20,7 @@ export interface WorkerThreadData {
   maxLimit: number;
   maxTopics: number;
   segmentBytes: number;
+  segmentCacheBytes: number;
 }
 
 const data = workerData as WorkerThreadData;
@@ -32,8 +34,9 @@ const hostOpts = {
   maxLimit: data.maxLimit,
   maxTopics: data.maxTopics,
   segmentBytes: data.segmentBytes,
+  segmentCacheBytes: data.segmentCacheBytes,
 };
-const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments);
+const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir);
 const replayed = host.waitReplay();
 
 /** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
@@ -58,13 +61,19 @@ const api = {
   stats(): TopicStats[] {
     return host.stats();
   },
+  loadSnapshot(parts: TopicPart[]): Promise<void> {
+    return host.loadSnapshot(parts);
+  },
   async awaitReplay(): Promise<void> {
     await replayed;
   },
-  finishRecovery(bootEpoch: number, bootSeed: string): { topics: number; appends: number } {
+  finishRecovery(bootEpoch: number, bootSeed: string): { topics: number; appends: number; ids: number[] } {
     hostOpts.bootEpoch = bootEpoch;
     hostOpts.bootSeed = bootSeed;
-    return host.finishRecovery(0);
+    return host.finishRecovery();
+  },
+  checkpointPrepare(markId: number, final: boolean): Promise<TopicPart[]> {
+    return host.checkpointPrepare(markId, final);
   },
   async drain(): Promise<void> {
     await host.whenIdle();

@@ -2,6 +2,7 @@
 // and past its edge, error precedence, verbatim data/meta extents, whitespace-laden bodies.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { LIMITS, parseAppendBody, type ParsedAppend, type ParseFailure } from '../../src/actors/topic/appendParse.js';
 import { copyCompact } from '../../src/core/jsonScan.js';
 
@@ -419,4 +420,67 @@ test('offsets are relative to the given buffer (leading whitespace, Uint8Array v
     assert.equal(Buffer.from(view.subarray(r.dataStart, r.dataEnd)).toString(), '[1, 2]');
     assert.equal(r.dataLen, 5);
   }
+});
+
+// fc.jsonValue can produce -0, which JSON.stringify prints as "0".
+const recordArb = fc.record(
+  {
+    data: fc.jsonValue({ maxDepth: 3 }),
+    meta: fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }),
+    tag: fc.string({ maxLength: 10 }),
+    node: fc.string({ maxLength: 10 }),
+  },
+  { requiredKeys: ['data'] },
+);
+
+test('property: random valid batches round-trip data/meta/tag/node verbatim', () => {
+  fc.assert(
+    fc.property(fc.array(recordArb, { minLength: 1, maxLength: 10 }), fc.boolean(), (records, pretty) => {
+      const b = Buffer.from(JSON.stringify({ records }, null, pretty ? 1 : 0));
+      const a = ok(b);
+      assert.equal(a.records.length, records.length);
+      records.forEach((rec, i) => {
+        const p = a.records[i]!;
+        assert.equal(dataText(b, a, i), JSON.stringify(rec.data));
+        assert.equal(metaText(b, a, i), rec.meta === undefined ? undefined : JSON.stringify(rec.meta));
+        assert.equal(p.tag, rec.tag);
+        assert.equal(p.tagLit, rec.tag === undefined ? undefined : JSON.stringify(rec.tag));
+        assert.equal(p.node, rec.node);
+      });
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('property: a body is rejected as malformed iff JSON.parse rejects it', () => {
+  const chars = [...'{}[]",:0123456789.eE+-tfnrulsa \\', 'é'];
+  const mutated = fc
+    .tuple(
+      fc.array(recordArb, { minLength: 1, maxLength: 3 }),
+      fc.array(fc.record({ at: fc.nat(), ch: fc.constantFrom(...chars), del: fc.boolean() }), { maxLength: 3 }),
+    )
+    .map(([records, muts]) => {
+      const cps = Array.from(JSON.stringify({ records }));
+      for (const m of muts) {
+        const at = m.at % cps.length;
+        if (m.del) cps.splice(at, 1);
+        else cps.splice(at, 0, m.ch);
+      }
+      return cps.join('');
+    });
+  fc.assert(
+    fc.property(mutated, (text) => {
+      let valid = true;
+      try {
+        JSON.parse(text);
+      } catch {
+        valid = false;
+      }
+      const r = parse(text);
+      const malformed = !r.ok && r.code === 'invalid_request' && r.detail === undefined;
+      if (!valid) assert.ok(malformed, `accepted invalid JSON ${JSON.stringify(text)}: ${JSON.stringify(r)}`);
+      if (valid) assert.ok(r.ok || !/not valid JSON/.test(r.message), `rejected valid JSON ${JSON.stringify(text)}`);
+    }),
+    { numRuns: 1000 },
+  );
 });

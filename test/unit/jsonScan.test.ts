@@ -252,6 +252,13 @@ test('compactLength and copyCompact agree on values inside a larger buffer', () 
   assert.equal(dst.subarray(0, c.length).toString(), c.toString());
 });
 
+test('compactLength and copyCompact terminate on (invalid) unterminated strings', () => {
+  const b = Buffer.from('[ "abc\\');
+  assert.equal(typeof compactLength(b, 0, b.length), 'number');
+  const dst = Buffer.alloc(64);
+  assert.ok(copyCompact(b, 0, b.length, dst, 0) <= b.length + 1);
+});
+
 // ---------------------------------------------------------------------------------------------
 // Property tests
 // ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Append request body parser (SPEC: append). Owns the shape and limit rules of a POST append body
+// Append request body parser. Owns the shape and limit rules of a POST append body
 // and locates each record's `data` / `meta` as byte extents of the body, so they can be stored
 // VERBATIM (only whitespace outside strings removed, by copyCompact) and never go through
 // JSON.parse + JSON.stringify. Pure and synchronous; runs on the thread that receives the raw

@@ -10,6 +10,12 @@ export interface SegmentPlacement {
   offset: number;
 }
 
+export interface ColdRange {
+  segFirstSeq: number;
+  offset: number;
+  len: number;
+}
+
 export interface ActorCtx {
   /** Time of the input being handled (ms). Constant within a step. */
   readonly now: number;
@@ -19,6 +25,10 @@ export interface ActorCtx {
   /** Queues a frame for the WAL. Frame numbers are per actor and strictly increasing. */
   submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void;
   setTimer(timerId: number, atMs: number): void;
+  /** Reads byte ranges of the topic's segments; the host answers with an onColdRead input. */
+  readCold(token: number, topicId: number, ranges: ColdRange[]): void;
+  /** Texts of [fromSeq, toSeq] are in memory again (the host's cache budget counts them). */
+  textsLoaded(topicId: number, fromSeq: number, toSeq: number, bytes: number): void;
   cancelTimer(timerId: number): void;
   /** A fresh, never reused topic instance id. */
   newTopicId(): number;

@@ -1,20 +1,50 @@
-// Recovery of a TopicActor from replayed WAL frames and snapshot parts (DESIGN 2.5, 3.6).
-// Replay is idempotent: appends at or below the index's last seq are skipped, reservations take
-// a maximum, config frames apply in order, frames of unknown or deleted instances are ignored.
+// Recovery of a TopicActor (DESIGN 2.5, 2.7, 3.6): an instance from its snapshot part with its
+// records indexed from segments, then the WAL frames after the checkpoint. Replay is
+// idempotent: appends at or below the index's last seq are skipped, reservations take a
+// maximum, config frames apply in order, frames of unknown or deleted instances are ignored.
 import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import { indexFrame, placeInSegment } from './appendOp.js';
 import type { TopicConfig } from './config.js';
+import type { SegmentPlacement } from './ctx.js';
 import { TopicInstance } from './instance.js';
+import { SlotState } from './seqIndex.js';
 import type { TopicActor } from './topicActor.js';
+import type { TopicPart } from '../../storage/snapshot.js';
+import type { LoadedSegment } from '../../storage/segmentLoad.js';
+import { forEachFrame } from '../../storage/segmentLoad.js';
+
+const TWO_32 = 0x1_0000_0000;
 
 export interface ReplayStats {
   appends: number;
   skipped: number;
 }
 
-/** Applies one frame (already CRC-checked) to the actor that owns its topic. */
-export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmentBytes: number, stats: ReplayStats): void {
+/** An instance from its snapshot part; its segments' records are indexed cold (no texts). */
+export function loadInstance(part: TopicPart, segs: LoadedSegment[], _segmentBytes: number): TopicInstance {
+  const inst = new TopicInstance(part.id, part.name, part.config, part.created_ms);
+  inst.reservedDurable = part.reserved;
+  segs.forEach((seg, ordinal) => {
+    forEachFrame(seg.buf, (f, off) => {
+      const head = readAppendHead(seg.buf, f);
+      if (head.firstSeq <= inst.index.last) return;
+      if (head.firstSeq > inst.index.last + 1) inst.index.pad(inst.index.last + 1, head.firstSeq - 1);
+      indexFrame(inst, seg.buf.subarray(off, off + f.size), ordinal * TWO_32 + off, false);
+    });
+  });
+  if (segs.length > 0) {
+    const last = segs[segs.length - 1]!;
+    inst.segment = { firstSeq: last.firstSeq, size: last.size, ordinal: segs.length - 1, firstSeqs: segs.map((s) => s.firstSeq) };
+  }
+  return inst;
+}
+
+/**
+ * Applies one frame (already CRC-checked) to the actor that owns its topic. Returns the frame
+ * and its segment placement when it is an append the segments do not hold yet.
+ */
+export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmentBytes: number, stats: ReplayStats): { place: SegmentPlacement; frame: Buffer } | undefined {
   const cur = actor.current;
   switch (f.type) {
     case FrameType.TOPIC_CREATE: {
@@ -34,8 +64,7 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
     }
     case FrameType.SEQ_RESERVE: {
       if (cur?.id !== f.topicId) return;
-      const ceiling = readU64(buf, f.bodyOff);
-      cur.reservedDurable = Math.max(cur.reservedDurable, ceiling);
+      cur.reservedDurable = Math.max(cur.reservedDurable, readU64(buf, f.bodyOff));
       return;
     }
     case FrameType.APPEND: {
@@ -50,7 +79,8 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
       const loc = placeInSegment(cur, head.firstSeq, frame.length, segmentBytes);
       indexFrame(cur, frame, loc, true);
       stats.appends++;
-      return;
+      if (cur.config.durability === 'ephemeral') return;
+      return { place: { topicId: cur.id, segFirstSeq: cur.segment.firstSeq, offset: cur.segment.size - frame.length }, frame };
     }
     default:
       return;
@@ -66,7 +96,7 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   let count = 0;
   let bytes = 0;
   for (let s = 1; s <= last; s++) {
-    if (inst.index.state(s) === 1) {
+    if (inst.index.state(s) === SlotState.LIVE) {
       count++;
       bytes += inst.index.bytes(s);
     }
@@ -79,5 +109,4 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   inst.reservedSubmitted = inst.reservedDurable;
   inst.count = count;
   inst.bytes = bytes;
-  if (last > 0) inst.lastWriteTsMs = null;
 }

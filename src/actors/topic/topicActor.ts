@@ -16,11 +16,18 @@ import type { ActorCtx } from './ctx.js';
 import { TopicInstance, PendingBatch } from './instance.js';
 import { readFrom } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
+import { coldRanges, installTexts } from './coldRead.js';
 
 export interface ActorOptions {
   maxLimit: number;
   segmentBytes: number;
   maxTopics: number;
+}
+
+interface ColdDiff {
+  reqId: number;
+  req: DiffRequest;
+  inst: TopicInstance;
 }
 
 interface ParkedDiff {
@@ -52,6 +59,7 @@ export class TopicActor {
   durableFrameNo = 0;
   private nextTimerId = 1;
   private readonly parked = new Map<number, ParkedDiff>();
+  private readonly coldDiffs = new Map<number, ColdDiff>();
 
   constructor(
     readonly name: string,
@@ -314,6 +322,12 @@ export class TopicActor {
     const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.opts.maxLimit);
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
     const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip });
+    if (r.cold.length > 0) {
+      const token = this.nextTimerId++;
+      this.coldDiffs.set(token, { reqId, req, inst });
+      ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
+      return;
+    }
     const head = inst.head;
     const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
     const suffix =
@@ -330,6 +344,34 @@ export class TopicActor {
       ctx.cancelTimer(p.timerId);
       this.answerDiff(ctx, p.reqId, p.req, inst);
     }
+  }
+
+  /** Segment bytes for a diff that met cold records: install their texts, then answer it. */
+  onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {
+    const c = this.coldDiffs.get(token);
+    if (!c) return;
+    this.coldDiffs.delete(token);
+    if (typeof bufs === 'string') return ctx.reply(c.reqId, fail('internal', `segment read failed: ${bufs}`));
+    if (c.inst !== this.current) {
+      return ctx.reply(c.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
+    }
+    try {
+      for (const buf of bufs) {
+        const loaded = installTexts(c.inst, buf);
+        if (loaded) ctx.textsLoaded(c.inst.id, loaded.from, loaded.to, buf.length);
+      }
+    } catch (err) {
+      // Damage in a segment is reported, never skipped (DESIGN 2.4).
+      return ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
+    }
+    this.answerDiff(ctx, c.reqId, c.req, c.inst);
+  }
+
+  /** The host's cache budget evicts texts of records that are safely in segments. */
+  dropTexts(topicId: number, fromSeq: number, toSeq: number): void {
+    const inst = this.current;
+    if (!inst || inst.id !== topicId) return;
+    for (let s = fromSeq; s <= toSeq; s++) inst.index.setText(s, undefined);
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {

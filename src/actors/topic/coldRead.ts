@@ -1,0 +1,50 @@
+// Cold reads: records whose text was evicted from memory are read back from the topic's
+// segments. The actor asks for byte ranges (one per segment touched, covering every needed
+// frame) and installs the texts when the bytes arrive. Pure; the host does the I/O.
+import { forEachAppendRecord, probeFrame, readAppendHead } from '../../wal/frame.js';
+import { FrameType } from '../../wal/format.js';
+import type { ColdRange } from './ctx.js';
+import type { TopicInstance } from './instance.js';
+import { RecordText } from './recordText.js';
+import { SlotState } from './seqIndex.js';
+
+const TWO_32 = 0x1_0000_0000;
+
+export function coldRanges(inst: TopicInstance, seqs: readonly number[]): ColdRange[] {
+  const bySeg = new Map<number, { start: number; end: number }>();
+  for (const seq of seqs) {
+    const { loc, frameLen } = inst.index.loc(seq);
+    const ordinal = Math.floor(loc / TWO_32);
+    const off = loc - ordinal * TWO_32;
+    const r = bySeg.get(ordinal);
+    if (!r) bySeg.set(ordinal, { start: off, end: off + frameLen });
+    else {
+      r.start = Math.min(r.start, off);
+      r.end = Math.max(r.end, off + frameLen);
+    }
+  }
+  return [...bySeg].map(([ordinal, r]) => ({ segFirstSeq: inst.segment.firstSeqs[ordinal]!, offset: r.start, len: r.end - r.start }));
+}
+
+/** Installs texts for every live, textless record of the frames in `buf`; returns the seq span. */
+export function installTexts(inst: TopicInstance, buf: Buffer): { from: number; to: number } | undefined {
+  let from = Infinity;
+  let to = -Infinity;
+  let off = 0;
+  while (off < buf.length) {
+    const p = probeFrame(buf, off, buf.length);
+    if (!p.ok) throw new Error(`cold read: damaged segment frame (${p.reason})`);
+    if (p.frame.type === FrameType.APPEND && p.frame.topicId === inst.id) {
+      const head = readAppendHead(buf, p.frame);
+      forEachAppendRecord(buf, p.frame, head, (i, r) => {
+        const seq = head.firstSeq + i;
+        if (inst.index.state(seq) !== SlotState.LIVE || inst.index.text(seq) !== undefined) return;
+        inst.index.setText(seq, RecordText.fromExtent(buf, r));
+        from = Math.min(from, seq);
+        to = Math.max(to, seq);
+      });
+    }
+    off += p.frame.size;
+  }
+  return from <= to ? { from, to } : undefined;
+}

@@ -1,0 +1,95 @@
+// Metadata snapshots (DESIGN 2.5): everything recovery must not need the old WAL for. Written
+// on the main thread at a checkpoint (temp file, fsync, rename, fsync dir); read at startup.
+// Format: 24-byte header (magic "SPOOLSNP", u32 version, u32 body length, u32 crc32 of body,
+// u32 reserved) then a JSON body. A bad CRC or version makes recovery fall back to the
+// previous snapshot.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { crc32 } from 'node:zlib';
+import type { WalPosition } from '../core/messages.js';
+import type { TopicConfig } from '../actors/topic/config.js';
+import { metaDir } from './layout.js';
+import { fsyncDir } from './segmentStore.js';
+
+const MAGIC = 'SPOOLSNP';
+const VERSION = 1;
+const HEADER = 24;
+
+/** One topic instance as the snapshot keeps it. */
+export interface TopicPart {
+  id: number;
+  name: string;
+  config: TopicConfig;
+  created_ms: number;
+  /** Seq ceiling no future seq may stay under (max of submitted reservations and head). */
+  reserved: number;
+}
+
+export interface SnapshotBody {
+  version: 1;
+  epoch: number;
+  cut: WalPosition;
+  /** Cut of the previous snapshot: WAL files before it may be unlinked. */
+  previousCut: WalPosition | null;
+  topics: TopicPart[];
+}
+
+function fileName(cut: WalPosition): string {
+  return `snapshot-${String(cut.fileNo).padStart(20, '0')}-${String(cut.offset).padStart(12, '0')}.snap`;
+}
+
+export function encodeSnapshot(body: SnapshotBody): Buffer {
+  const json = Buffer.from(JSON.stringify(body), 'utf8');
+  const head = Buffer.alloc(HEADER);
+  head.write(MAGIC, 0, 'latin1');
+  head.writeUInt32LE(VERSION, 8);
+  head.writeUInt32LE(json.length, 12);
+  head.writeUInt32LE(crc32(json), 16);
+  return Buffer.concat([head, json]);
+}
+
+export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
+  if (buf.length < HEADER || buf.toString('latin1', 0, 8) !== MAGIC || buf.readUInt32LE(8) !== VERSION) return undefined;
+  const len = buf.readUInt32LE(12);
+  if (HEADER + len !== buf.length) return undefined;
+  const json = buf.subarray(HEADER);
+  if (crc32(json) !== buf.readUInt32LE(16)) return undefined;
+  try {
+    return JSON.parse(json.toString('utf8')) as SnapshotBody;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Newest valid snapshot, falling back to older ones when the newest is damaged. */
+export function loadNewestSnapshot(dataDir: string, warn: (m: string) => void): SnapshotBody | undefined {
+  const dir = metaDir(dataDir);
+  if (!fs.existsSync(dir)) return undefined;
+  const names = fs.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  for (const n of names) {
+    const body = decodeSnapshot(fs.readFileSync(path.join(dir, n)));
+    if (body) return body;
+    warn(`spool: snapshot ${n} is damaged; trying an older one`);
+  }
+  return undefined;
+}
+
+/** Writes a snapshot durably and removes every snapshot older than the previous one. */
+export async function writeSnapshot(dataDir: string, body: SnapshotBody): Promise<void> {
+  const dir = metaDir(dataDir);
+  await fsp.mkdir(dir, { recursive: true });
+  const final = path.join(dir, fileName(body.cut));
+  const tmp = `${final}.tmp`;
+  const fh = await fsp.open(tmp, 'w');
+  try {
+    await fh.writeFile(encodeSnapshot(body));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fsp.rename(tmp, final);
+  await fsyncDir(dir);
+  const names = (await fsp.readdir(dir)).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  for (const n of names.slice(2)) await fsp.rm(path.join(dir, n), { force: true });
+}

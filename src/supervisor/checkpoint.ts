@@ -1,0 +1,64 @@
+// Checkpoints (DESIGN 2.5), coordinated from the main thread so the WAL does not grow without
+// bound: workers mark the WAL stream and flush their segments, the WAL thread reports the cut
+// (the earliest mark position), main writes the snapshot durably, and only then are WAL files
+// unlinked — those before the PREVIOUS snapshot's cut, so a damaged newest snapshot can still
+// fall back to the previous one with the WAL it needs.
+import type { Remote } from '../core/rpc.js';
+import type { WorkerApi } from '../worker/main.js';
+import type { WalApi } from '../wal/walThread.js';
+import type { WalPosition } from '../core/messages.js';
+import { writeSnapshot } from '../storage/snapshot.js';
+
+export class Checkpointer {
+  private markId = 0;
+  private running: Promise<void> | undefined;
+  private lastAt = Date.now();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly workers: Remote<WorkerApi>[],
+    private readonly wal: Remote<WalApi>,
+    private readonly epoch: number,
+    private previousCut: WalPosition | null,
+    private readonly everyMs: number,
+    private readonly everyWalBytes: number,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  /** Runs one checkpoint; concurrent callers share the one in progress. */
+  run(final = false): Promise<void> {
+    if (!this.running) {
+      this.running = this.once(final).finally(() => {
+        this.running = undefined;
+        this.lastAt = Date.now();
+      });
+    }
+    return this.running;
+  }
+
+  /** `final`: at shutdown, after a drain, when every assigned seq is durable. */
+  private async once(final: boolean): Promise<void> {
+    const id = ++this.markId;
+    const parts = (await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)))).flat();
+    const cut = await this.wal.waitMark(id);
+    await writeSnapshot(this.dataDir, { version: 1, epoch: this.epoch, cut, previousCut: this.previousCut, topics: parts });
+    if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
+    this.previousCut = cut;
+  }
+
+  /** Checks once a second whether the time or WAL-size trigger has fired. */
+  start(): void {
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      const due = this.everyMs > 0 && Date.now() - this.lastAt >= this.everyMs;
+      const check = due ? Promise.resolve(true) : this.wal.bytesSinceCheckpoint().then((b) => this.everyWalBytes > 0 && b >= this.everyWalBytes);
+      check.then((go) => (go ? this.run() : undefined)).catch((err: Error) => this.onError(err));
+    }, 1000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}

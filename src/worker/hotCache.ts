@@ -1,0 +1,50 @@
+// HotCache: the byte budget for record texts held in memory by one topic worker
+// (SERVICE_SEGMENT_CACHE_BYTES). Ranges enter once their frames are safely in a segment (or were
+// read back from one); the oldest leave first, and the host tells the owning actor to drop
+// their texts. Records not yet in a segment are never evicted, so they never count here.
+
+interface Entry {
+  topicId: number;
+  from: number;
+  to: number;
+  bytes: number;
+}
+
+export class HotCache {
+  private readonly fifo: Entry[] = [];
+  private head = 0;
+  private bytes = 0;
+
+  constructor(
+    private readonly budget: number,
+    private readonly evict: (topicId: number, from: number, to: number) => void,
+  ) {}
+
+  add(topicId: number, from: number, to: number, bytes: number): void {
+    this.fifo.push({ topicId, from, to, bytes });
+    this.bytes += bytes;
+    while (this.bytes > this.budget && this.head < this.fifo.length) {
+      const e = this.fifo[this.head++]!;
+      this.bytes -= e.bytes;
+      this.evict(e.topicId, e.from, e.to);
+    }
+    if (this.head > 4096 && this.head * 2 > this.fifo.length) {
+      this.fifo.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+
+  dropTopic(topicId: number): void {
+    for (let i = this.head; i < this.fifo.length; i++) {
+      const e = this.fifo[i]!;
+      if (e.topicId === topicId && e.bytes > 0) {
+        this.bytes -= e.bytes;
+        e.bytes = 0;
+      }
+    }
+  }
+
+  get usedBytes(): number {
+    return this.bytes;
+  }
+}

@@ -1,0 +1,122 @@
+// Test harness: spawns the real server (dist/cli.js serve) on a free port with its own data
+// directory, waits for readiness, and offers small fetch helpers. Used by HTTP and crash tests.
+import { spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** dist/test/helpers → dist/cli.js */
+export const CLI = path.resolve(here, '../../cli.js');
+
+export interface Server {
+  url: string;
+  port: number;
+  dataDir: string;
+  proc: ChildProcess;
+  stderr: () => string;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for exit. */
+  kill(): Promise<void>;
+}
+
+export function tempDir(prefix = 'spool-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export interface StartOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+  /** Wait for /v0/ready (default true); false returns as soon as the port file exists. */
+  waitReady?: boolean;
+}
+
+export async function startServer(opts: StartOptions = {}): Promise<Server> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const portFile = path.join(dataDir + '-port');
+  fs.rmSync(portFile, { force: true });
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_HOST: '127.0.0.1', SERVICE_PORT: '0', SERVICE_PORT_FILE: portFile, SERVICE_DATA_DIR: dataDir, ...opts.env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 20_000;
+  let port = 0;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`server exited early (${proc.exitCode}): ${err}`);
+    try {
+      const s = fs.readFileSync(portFile, 'utf8').trim();
+      if (/^\d+$/.test(s)) {
+        port = Number(s);
+        break;
+      }
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  if (!port) throw new Error(`server did not bind: ${err}`);
+  const url = `http://127.0.0.1:${port}`;
+  if (opts.waitReady !== false) {
+    while (Date.now() < deadline) {
+      const r = await fetch(`${url}/v0/ready`).catch(() => undefined);
+      if (r?.status === 200) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return {
+    url,
+    port,
+    dataDir,
+    proc,
+    stderr: () => err,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface Resp {
+  status: number;
+  headers: Headers;
+  body: any; // parsed JSON when the response is JSON, else the text
+  text: string;
+}
+
+export async function req(base: string, method: string, p: string, body?: unknown, headers: Record<string, string> = {}): Promise<Resp> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) (init.headers as Record<string, string>)['content-type'] = 'application/json; charset=utf-8';
+  }
+  const r = await fetch(base + p, init);
+  const text = await r.text();
+  let parsed: unknown = text;
+  if ((r.headers.get('content-type') ?? '').includes('json')) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* leave text */
+    }
+  }
+  return { status: r.status, headers: r.headers, body: parsed, text };
+}
+
+/** A client bound to one server. */
+export function client(base: string) {
+  return {
+    get: (p: string, h?: Record<string, string>) => req(base, 'GET', p, undefined, h),
+    put: (p: string, b?: unknown, h?: Record<string, string>) => req(base, 'PUT', p, b, h),
+    post: (p: string, b?: unknown, h?: Record<string, string>) => req(base, 'POST', p, b, h),
+    del: (p: string, h?: Record<string, string>) => req(base, 'DELETE', p, undefined, h),
+  };
+}
