@@ -1,0 +1,79 @@
+// A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
+// delivered only on command, so a test chooses every interleaving.
+import type { ActorCtx, SegmentPlacement } from '../../src/actors/topic/ctx.js';
+import type { TopicResult } from '../../src/core/messages.js';
+import { seededRng } from '../../src/core/rng.js';
+import { TopicActor } from '../../src/actors/topic/topicActor.js';
+import type { TopicRequest } from '../../src/core/messages.js';
+
+export interface SubmittedFrame {
+  frameNo: number;
+  frame: Buffer;
+  durable: boolean;
+  segment: SegmentPlacement | undefined;
+}
+
+export class SimActor {
+  now = 1_700_000_000_000;
+  readonly actor: TopicActor;
+  readonly replies = new Map<number, TopicResult>();
+  readonly frames: SubmittedFrame[] = [];
+  readonly timers = new Map<number, number>();
+  private nextReq = 1;
+  private nextTopic = 1;
+  topics = 0;
+  private readonly rng = seededRng('sim');
+
+  constructor(name = 't', opts = { maxLimit: 1000, segmentBytes: 64 * 1024 * 1024, maxTopics: 0 }) {
+    this.actor = new TopicActor(name, opts);
+  }
+
+  ctx(): ActorCtx {
+    const sim = this;
+    return {
+      now: this.now,
+      rng: this.rng,
+      reply: (reqId, result) => void sim.replies.set(reqId, result),
+      submit: (frameNo, frame, durable, segment) => void sim.frames.push({ frameNo, frame, durable, segment }),
+      setTimer: (id, at) => void sim.timers.set(id, at),
+      cancelTimer: (id) => void sim.timers.delete(id),
+      readCold: () => {
+        throw new Error('no cold reads in SimActor');
+      },
+      textsLoaded: () => undefined,
+      newTopicId: () => sim.nextTopic++,
+      tryAcquireTopicSlot: () => (sim.topics++, true),
+      releaseTopicSlot: () => void sim.topics--,
+      topicCreated: () => undefined,
+      topicDeleted: () => undefined,
+    };
+  }
+
+  /** Sends a request; returns its id (the reply may come later). */
+  send(req: Omit<TopicRequest, 'topic'> & { op: TopicRequest['op'] }): number {
+    const id = this.nextReq++;
+    this.actor.step(this.ctx(), id, { topic: this.actor.name, ...req } as TopicRequest);
+    return id;
+  }
+
+  append(body: unknown, returnSeqs = true, headerIdemKey?: string): number {
+    return this.send({ op: 'append', body: Buffer.from(JSON.stringify(body)), returnSeqs, headerIdemKey } as never);
+  }
+
+  /** Acks every submitted frame up to `frameNo` as written (and durable if asked). */
+  ack(written: number, durable: number): void {
+    this.actor.onWalAck(this.ctx(), written, durable);
+  }
+
+  ackAll(durable = true): void {
+    const last = this.frames.length ? this.frames[this.frames.length - 1]!.frameNo : 0;
+    this.ack(last, durable ? last : 0);
+  }
+
+  reply(id: number): any {
+    const r = this.replies.get(id);
+    if (!r) return undefined;
+    if (!r.ok) return { error: r };
+    return { status: r.status, body: JSON.parse(Buffer.from(r.json).toString('utf8') + '}') };
+  }
+}

@@ -1,0 +1,165 @@
+// TopicActor unit tests through a simulated host: ack points per durability class, seq
+// reservations, idempotency, control-frame gating, long-poll timers and delete atomicity.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SimActor } from '../helpers/simCtx.js';
+import { defaultConfig } from '../../src/actors/topic/config.js';
+
+function cfg(durability: 'ephemeral' | 'memory' | 'disk' | 'fsync') {
+  return { ...defaultConfig(), durability, durable: durability === 'fsync' };
+}
+
+function created(sim: SimActor, durability: 'ephemeral' | 'memory' | 'disk' | 'fsync') {
+  const id = sim.send({ op: 'put', config: cfg(durability) } as never);
+  assert.equal(sim.reply(id), undefined, 'create waits for its durable frame');
+  sim.ackAll();
+  assert.equal(sim.reply(id).status, 201);
+}
+
+test('disk: visible and acked when written, after the reservation is durable', () => {
+  const sim = new SimActor();
+  created(sim, 'disk');
+  const id = sim.append({ records: [{ data: 1 }, { data: 2 }] });
+  // Frames: the append, then a SEQ_RESERVE (durable). Nothing visible yet.
+  assert.equal(sim.reply(id), undefined);
+  const appendFrame = sim.frames.at(-2)!;
+  const reserveFrame = sim.frames.at(-1)!;
+  assert.equal(reserveFrame.durable, true);
+  assert.equal(appendFrame.durable, false);
+  sim.ack(appendFrame.frameNo, appendFrame.frameNo - 1);
+  assert.equal(sim.reply(id), undefined, 'written but the reservation is not durable');
+  sim.ack(reserveFrame.frameNo, reserveFrame.frameNo);
+  const r = sim.reply(id);
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body.seqs, [1, 2]);
+  // The next append sits under the durable reservation: written is enough.
+  const id2 = sim.append({ records: [{ data: 3 }] });
+  sim.ack(sim.frames.at(-1)!.frameNo, reserveFrame.frameNo);
+  assert.equal(sim.reply(id2).body.first_seq, 3);
+});
+
+test('fsync: acked only when durable; no reservation needed', () => {
+  const sim = new SimActor();
+  created(sim, 'fsync');
+  const before = sim.frames.length;
+  const id = sim.append({ records: [{ data: 'a' }] });
+  assert.equal(sim.frames.length, before + 1, 'only the append frame');
+  const f = sim.frames.at(-1)!;
+  assert.equal(f.durable, true);
+  sim.ack(f.frameNo, f.frameNo - 1);
+  assert.equal(sim.reply(id), undefined, 'written is not enough for fsync');
+  sim.ack(f.frameNo, f.frameNo);
+  assert.equal(sim.reply(id).status, 200);
+});
+
+test('memory and ephemeral: acked at once once the reservation is durable', () => {
+  for (const cls of ['memory', 'ephemeral'] as const) {
+    const sim = new SimActor();
+    created(sim, cls);
+    const id = sim.append({ records: [{ data: 'a' }] });
+    const frames = sim.frames.slice(-2).map((f) => f.durable);
+    if (cls === 'ephemeral') assert.deepEqual(sim.frames.at(-1)!.durable, true, 'ephemeral writes only the reservation');
+    else assert.deepEqual(frames, [false, true]);
+    sim.ackAll(true);
+    assert.equal(sim.reply(id).status, 200);
+    const id2 = sim.append({ records: [{ data: 'b' }] });
+    assert.equal(sim.reply(id2).status, 200, `${cls}: ack on enqueue under a durable reservation`);
+  }
+});
+
+test('batches become visible in seq order even when acks arrive for a later class first', () => {
+  const sim = new SimActor();
+  created(sim, 'fsync');
+  const a = sim.append({ records: [{ data: 'a' }] });
+  const fa = sim.frames.at(-1)!;
+  // Reconfigure to memory: the later batch must not overtake the pending fsync batch.
+  sim.send({ op: 'put', config: cfg('memory') } as never);
+  sim.ack(fa.frameNo, fa.frameNo - 1);
+  const b = sim.append({ records: [{ data: 'b' }] });
+  sim.ack(sim.frames.at(-1)!.frameNo, fa.frameNo - 1);
+  assert.equal(sim.reply(a), undefined);
+  assert.equal(sim.reply(b), undefined, 'b waits behind a');
+  sim.ackAll(true);
+  assert.equal(sim.reply(a).body.first_seq, 1);
+  assert.equal(sim.reply(b).body.first_seq, 2);
+});
+
+test('idempotency: a retry gets the original seqs, deduped, nothing appended', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.ackAll();
+  const a = sim.append({ records: [{ data: 1 }, { data: 2 }], idempotency_key: 'k' });
+  sim.ackAll();
+  const frames = sim.frames.length;
+  const b = sim.append({ records: [{ data: 9 }] }, true, 'k');
+  assert.equal(sim.frames.length, frames, 'no frame for a deduped append');
+  assert.deepEqual(sim.reply(b).body.seqs, sim.reply(a).body.seqs);
+  assert.equal(sim.reply(b).body.deduped, true);
+  // Past the window the key is forgotten.
+  sim.now += 120_001;
+  const c = sim.append({ records: [{ data: 9 }], idempotency_key: 'k' });
+  sim.ackAll();
+  assert.equal(sim.reply(c).body.deduped, false);
+  assert.equal(sim.reply(c).body.first_seq, 3);
+});
+
+test('long-poll diff parks with a timer and wakes on visibility', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  const d = sim.send({ op: 'diff', fromSeq: 0, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs: 5000, maxBatchBytes: 0 } as never);
+  assert.equal(sim.reply(d), undefined);
+  assert.equal([...sim.timers.values()][0], sim.now + 5000);
+  sim.append({ records: [{ data: 'x' }] });
+  sim.ackAll();
+  const r = sim.reply(d);
+  assert.equal(r.body.records.length, 1);
+  assert.equal(sim.timers.size, 0, 'timer cancelled');
+  // A parked diff with nothing to read answers empty when its timer fires.
+  const d2 = sim.send({ op: 'diff', fromSeq: 1, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs: 100, maxBatchBytes: 0 } as never);
+  const [timerId] = sim.timers.keys();
+  sim.actor.onTimer(sim.ctx(), timerId!);
+  assert.deepEqual(sim.reply(d2).body.records, []);
+  assert.equal(sim.reply(d2).body.caught_up, true);
+});
+
+test('$ts never decreases within a topic even if the clock steps back', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.ackAll();
+  sim.append({ records: [{ data: 1 }] });
+  sim.now -= 10_000;
+  sim.append({ records: [{ data: 2 }] });
+  sim.ackAll();
+  const d = sim.send({ op: 'diff', fromSeq: 0, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs: 0, maxBatchBytes: 0 } as never);
+  const [a, b] = sim.reply(d).body.records;
+  assert.ok(b.$ts >= a.$ts);
+});
+
+test('delete is atomic: later reads see an absent topic and a recreate starts at seq 1', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.append({ records: [{ data: 1 }] });
+  sim.ackAll();
+  const del = sim.send({ op: 'deleteTopic', ifEmpty: false } as never);
+  const st = sim.send({ op: 'state', touch: false } as never);
+  assert.equal(sim.reply(st).error.code, 'topic_not_found');
+  assert.equal(sim.reply(del), undefined, 'delete reply waits for its durable frame');
+  sim.ackAll();
+  assert.equal(sim.reply(del).body.deleted, true);
+  const a = sim.append({ records: [{ data: 'new' }] });
+  sim.ackAll();
+  assert.equal(sim.reply(a).status, 201);
+  assert.equal(sim.reply(a).body.first_seq, 1);
+});
+
+test('invalid bodies are refused before anything is assigned', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  const frames = sim.frames.length;
+  const r = sim.append({ records: [{ data: 1 }, { nodata: true }] });
+  assert.equal(sim.reply(r).error.code, 'invalid_request');
+  assert.equal(sim.frames.length, frames);
+  const ok = sim.append({ records: [{ data: 1 }] });
+  sim.ackAll();
+  assert.equal(sim.reply(ok).body.first_seq, 1);
+});
