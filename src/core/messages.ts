@@ -51,6 +51,7 @@ export interface PerfFields {
   wal_append_ms?: number;
   fsync_ms?: number;
   records_scanned?: number;
+  throttle_wait_ms?: number;
 }
 
 /** A successful reply: `json` is a JSON object without its closing brace; main adds performance. */

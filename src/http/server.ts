@@ -96,6 +96,6 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   });
 
   probeRoutes(app, sup, metrics);
-  topicRoutes(app, sup);
+  topicRoutes(app, sup, metrics);
   return { app, metrics };
 }

@@ -87,6 +87,7 @@ export class Supervisor {
         maxTopics: s.maxTopics,
         segmentBytes: s.segmentBytes,
         segmentCacheBytes: s.segmentCacheBytes,
+        walInflightBytes: s.walInflightBytes,
       };
       this.spawn('../worker/main.js', data, [rpc.port2, wal.port1] as never);
       this.workers.push(wrap<WorkerApi>(rpc.port1));

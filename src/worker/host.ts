@@ -7,7 +7,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
-import type { PerfFields, TopicRequest, TopicResult, TopicStats, TopicSummary, WalIn, WalOut } from '../core/messages.js';
+import type { AppendRequest, PerfFields, TopicRequest, TopicResult, TopicStats, TopicSummary, WalIn, WalOut } from '../core/messages.js';
 import { assertNever } from '../core/errors.js';
 import { TopicActor, ActorOptions } from '../actors/topic/topicActor.js';
 import type { ActorCtx, SegmentPlacement } from '../actors/topic/ctx.js';
@@ -36,6 +36,7 @@ interface Submission {
   seq: number;
   frames: QueuedFrame[];
   written: boolean;
+  bytes: number;
 }
 
 export interface HostOptions extends ActorOptions {
@@ -46,6 +47,8 @@ export interface HostOptions extends ActorOptions {
   /** Shared counter [topicCount] for the max_topics cap, across workers. */
   counters: Int32Array;
   segmentCacheBytes: number;
+  /** WAL credit: bytes submitted but not yet written (SERVICE_WAL_INFLIGHT_BYTES). */
+  walInflightBytes: number;
 }
 
 export class ActorHost {
@@ -66,6 +69,10 @@ export class ActorHost {
   private readonly idleWaiters: (() => void)[] = [];
   private readonly writtenWaiters: { seq: number; resolve: () => void }[] = [];
   private readonly hot: HotCache;
+  private inflightBytes = 0;
+  /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
+  private readonly deferred: { reqId: number; req: AppendRequest; at: number }[] = [];
+  private readonly throttleWaits = new Map<number, number>();
 
   constructor(
     private readonly clock: Clock,
@@ -148,6 +155,12 @@ export class ActorHost {
       textsLoaded(topicId, fromSeq, toSeq, bytes) {
         host.hot.add(topicId, fromSeq, toSeq, bytes);
       },
+      walCreditExhausted() {
+        return host.opts.walInflightBytes > 0 && host.inflightBytes >= host.opts.walInflightBytes;
+      },
+      deferForCredit(reqId, req) {
+        host.deferred.push({ reqId, req, at: nowMs() });
+      },
       newTopicId() {
         const local = host.localTopicCounter++;
         return host.opts.bootEpoch * 0x100_0000 + local * host.opts.workers + host.opts.workerIndex;
@@ -179,6 +192,11 @@ export class ActorHost {
     const resolve = this.replies.get(reqId);
     if (!resolve) return;
     this.replies.delete(reqId);
+    const waited = this.throttleWaits.get(reqId);
+    if (waited !== undefined) {
+      this.throttleWaits.delete(reqId);
+      if (result.ok) result.perf = { ...result.perf, throttle_wait_ms: roundMs(waited) };
+    }
     if (result.ok && frameNo !== undefined) {
       const t = this.timings.get(actor)?.get(frameNo);
       if (t) result.perf = { ...result.perf, ...walPerf(t, actor.durableFrameNo >= frameNo && actor.current?.config.durability === 'fsync') };
@@ -218,7 +236,8 @@ export class ActorHost {
       p += f.buf.length;
     }
     const seq = ++this.submitSeq;
-    this.inflight.push({ seq, frames, written: false });
+    this.inflight.push({ seq, frames, written: false, bytes: total });
+    this.inflightBytes += total;
     const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
     this.walPort.postMessage(msg, [out.buffer]);
   }
@@ -257,10 +276,12 @@ export class ActorHost {
         a.w = Math.max(a.w, f.frameNo);
         if (isDurable) a.d = Math.max(a.d, f.frameNo);
       }
+      if (!s.written) this.inflightBytes -= s.bytes;
       s.written = true;
     }
     if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
     for (const [actor, a] of acks) this.step(actor, (ctx) => actor.onWalAck(ctx, a.w, a.d));
+    this.releaseDeferred();
     while (this.inflight.length > 0 && this.inflight[0]!.seq <= durableThrough) {
       const s = this.inflight.shift()!;
       for (const f of s.frames) this.timings.get(f.actor)?.delete(f.frameNo);
@@ -270,6 +291,16 @@ export class ActorHost {
     }
     if (this.inflight.length === 0 && this.turnFrames.length === 0) {
       for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  /** Re-sends deferred appends, oldest first, while WAL credit lasts. */
+  private releaseDeferred(): void {
+    while (this.deferred.length > 0 && this.inflightBytes < this.opts.walInflightBytes) {
+      const d = this.deferred.shift()!;
+      this.throttleWaits.set(d.reqId, nowMs() - d.at);
+      const actor = this.actorFor(d.req.topic);
+      this.step(actor, (ctx) => actor.step(ctx, d.reqId, d.req));
     }
   }
 

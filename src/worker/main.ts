@@ -21,6 +21,7 @@ export interface WorkerThreadData {
   maxTopics: number;
   segmentBytes: number;
   segmentCacheBytes: number;
+  walInflightBytes: number;
 }
 
 const data = workerData as WorkerThreadData;
@@ -35,6 +36,7 @@ const hostOpts = {
   maxTopics: data.maxTopics,
   segmentBytes: data.segmentBytes,
   segmentCacheBytes: data.segmentCacheBytes,
+  walInflightBytes: data.walInflightBytes,
 };
 const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir);
 const replayed = host.waitReplay();

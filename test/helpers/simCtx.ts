@@ -22,6 +22,8 @@ export class SimActor {
   private nextReq = 1;
   private nextTopic = 1;
   topics = 0;
+  walCreditExhausted = false;
+  readonly deferred: number[] = [];
   private readonly rng = seededRng('sim');
 
   constructor(name = 't', opts = { maxLimit: 1000, segmentBytes: 64 * 1024 * 1024, maxTopics: 0 }) {
@@ -41,6 +43,8 @@ export class SimActor {
         throw new Error('no cold reads in SimActor');
       },
       textsLoaded: () => undefined,
+      walCreditExhausted: () => sim.walCreditExhausted,
+      deferForCredit: (reqId) => void sim.deferred.push(reqId),
       newTopicId: () => sim.nextTopic++,
       tryAcquireTopicSlot: () => (sim.topics++, true),
       releaseTopicSlot: () => void sim.topics--,

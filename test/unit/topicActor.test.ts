@@ -163,3 +163,19 @@ test('invalid bodies are refused before anything is assigned', () => {
   sim.ackAll();
   assert.equal(sim.reply(ok).body.first_seq, 1);
 });
+
+test('WAL credit exhausted: 429 with nothing applied, or deferred with disable_backpressure', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.walCreditExhausted = true;
+  const frames = sim.frames.length;
+  const r = sim.append({ records: [{ data: 1 }] });
+  const err = sim.reply(r).error;
+  assert.equal(err.code, 'throttled');
+  assert.equal(err.status, 429);
+  assert.ok(err.detail.retry_after_ms > 0);
+  assert.equal(sim.frames.length, frames, 'nothing applied');
+  const d = sim.append({ records: [{ data: 1 }], disable_backpressure: true });
+  assert.equal(sim.reply(d), undefined);
+  assert.deepEqual(sim.deferred, [d]);
+});

@@ -1,7 +1,7 @@
 // The context a TopicActor step runs in: stamped time, seeded randomness and effect sinks.
 // The host implements it; replay and simulation implement it too. Actors never reach past it.
 import type { Rng } from '../../core/rng.js';
-import type { TopicResult } from '../../core/messages.js';
+import type { AppendRequest, TopicResult } from '../../core/messages.js';
 
 /** Where an APPEND frame goes in the topic's segments once the WAL has written it. */
 export interface SegmentPlacement {
@@ -35,6 +35,10 @@ export interface ActorCtx {
   /** Topic-count cap (G15): true when a new topic may be created. */
   tryAcquireTopicSlot(): boolean;
   releaseTopicSlot(): void;
+  /** True while the worker's WAL credit (bytes submitted, not yet written) is exhausted. */
+  walCreditExhausted(): boolean;
+  /** Parks a request until WAL credit is available again; the host re-sends it then. */
+  deferForCredit(reqId: number, req: AppendRequest): void;
   /** Fire-and-forget notices for the host (segment directory creation/removal). */
   topicCreated(topicId: number): void;
   topicDeleted(topicId: number): void;

@@ -163,6 +163,11 @@ export class TopicActor {
     const parsed = parseAppendBody(body);
     if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
     const p = parsed.value;
+    // WAL backpressure (G16): refuse with nothing applied, or wait in the host's FIFO.
+    if (ctx.walCreditExhausted()) {
+      if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
+      return ctx.reply(reqId, fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 }));
+    }
     let inst = this.current;
     let created = false;
     if (!inst) {

@@ -9,6 +9,8 @@ import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam
 import { HttpError, sendError, sendJson, sendResult } from '../reply.js';
 import { check, validateDiff } from '../schemas.js';
 import type { TopicSummary } from '../../core/messages.js';
+import type { Metrics } from '../metrics.js';
+import { nowMs } from '../../core/stopwatch.js';
 
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
@@ -38,7 +40,7 @@ function decodeCursor(s: string): string {
   throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
 }
 
-export function topicRoutes(app: FastifyInstance, sup: Supervisor): void {
+export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
   const wrap =
     (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) =>
     async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
@@ -93,7 +95,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor): void {
         { op: 'append' as const, topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
         [bytes.buffer as ArrayBuffer],
       );
-      return sendResult(req, reply, await sup.workerFor(topic).request(request));
+      const result = await sup.workerFor(topic).request(request);
+      if (result.ok) metrics.appendLatency.observe(nowMs() - req.startedAt);
+      return sendResult(req, reply, result);
     }),
   );
 
