@@ -51,6 +51,7 @@ async function serve(): Promise<void> {
     sup.lifecycle = 'draining';
     app.server.close();
     // Requests already running finish; new ones on open connections get 503 shutting_down.
+    await sup.releaseLongPolls();
     await app.close();
     await sup.shutdown();
     log.info('spool: stopped');

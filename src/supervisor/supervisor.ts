@@ -152,6 +152,11 @@ export class Supervisor {
     return this.wal.stats();
   }
 
+  /** Shutdown: long-polls answer at once instead of holding the drain. */
+  async releaseLongPolls(): Promise<void> {
+    if (this.threads.length > 0) await Promise.all(this.workers.map((w) => w.releaseLongPolls()));
+  }
+
   /** Drain (RESOLVED 1.3 step 4): every frame durable, segments flushed, threads stopped. */
   async shutdown(): Promise<void> {
     const wasReady = this.lifecycle === 'ready';

@@ -312,6 +312,10 @@ export class ActorHost {
     });
   }
 
+  releaseLongPolls(): void {
+    for (const a of this.actors.values()) this.step(a, (ctx) => a.releaseParked(ctx));
+  }
+
   /** Resolves once every submitted frame is durable (shutdown). */
   whenIdle(): Promise<void> {
     this.flushTurn();

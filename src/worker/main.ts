@@ -77,6 +77,9 @@ const api = {
   checkpointPrepare(markId: number, final: boolean): Promise<TopicPart[]> {
     return host.checkpointPrepare(markId, final);
   },
+  releaseLongPolls(): void {
+    host.releaseLongPolls();
+  },
   async drain(): Promise<void> {
     await host.whenIdle();
     await segments.flushAll();

@@ -379,6 +379,15 @@ export class TopicActor {
     for (let s = fromSeq; s <= toSeq; s++) inst.index.setText(s, undefined);
   }
 
+  /** Shutdown: every parked long-poll answers now with what it has. */
+  releaseParked(ctx: ActorCtx): void {
+    for (const [id, p] of this.parked) {
+      this.parked.delete(id);
+      ctx.cancelTimer(p.timerId);
+      this.answerDiff(ctx, p.reqId, p.req, p.inst);
+    }
+  }
+
   onTimer(ctx: ActorCtx, timerId: number): void {
     const p = this.parked.get(timerId);
     if (!p) return;
