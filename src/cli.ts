@@ -9,6 +9,7 @@ import { Supervisor } from './supervisor/supervisor.js';
 import { buildServer } from './http/server.js';
 import { DataDirLockedError } from './storage/lock.js';
 import { WalCorruptionError } from './wal/scan.js';
+import { replayTrace } from './replay/replayer.js';
 
 const log = {
   info: (m: string) => process.stderr.write(`${m}\n`),
@@ -68,13 +69,33 @@ async function serve(): Promise<void> {
   }
 }
 
+/** `spool replay <trace> [--topic T] [--until N]`: exit 0 when the trace replays identically. */
+async function replay(args: string[]): Promise<void> {
+  const file = args[0];
+  if (!file) throw new SettingsError('usage: spool replay <trace> [--topic T] [--until N]');
+  const opt = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const until = opt('--until');
+  const report = replayTrace(file, { topic: opt('--topic'), until: until === undefined ? undefined : Number(until) });
+  if (report.divergence) {
+    const d = report.divergence;
+    process.stdout.write(`divergence at step ${d.step} (actor ${d.actor}, effect #${d.index}):\n  expected ${JSON.stringify(d.expected)}\n  actual   ${JSON.stringify(d.actual)}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`replayed ${report.steps} steps of ${report.actors} actor(s); ${report.compared} effects identical\n`);
+}
+
 async function main(): Promise<void> {
   const cmd = process.argv[2] ?? 'serve';
   switch (cmd) {
     case 'serve':
       return serve();
+    case 'replay':
+      return replay(process.argv.slice(3));
     default:
-      log.error(`usage: spool serve`);
+      log.error(`usage: spool serve | spool replay <trace> [--topic T] [--until N]`);
       process.exit(2);
   }
 }

@@ -23,6 +23,9 @@ export interface Settings {
   segmentBytes: number;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
+  traceDir: string | undefined;
+  traceOutputs: boolean;
+  traceTopics: string;
 }
 
 export class SettingsError extends Error {}
@@ -76,6 +79,9 @@ export function readSettings(env: Env = process.env): Settings {
     segmentBytes: Math.max(1 << 16, int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024)),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
+    traceDir: str(env, 'SERVICE_TRACE_DIR'),
+    traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
+    traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',
   };
 }
 

@@ -88,6 +88,9 @@ export class Supervisor {
         segmentBytes: s.segmentBytes,
         segmentCacheBytes: s.segmentCacheBytes,
         walInflightBytes: s.walInflightBytes,
+        traceDir: s.traceDir,
+        traceOutputs: s.traceOutputs,
+        traceTopics: s.traceTopics,
       };
       this.spawn('../worker/main.js', data, [rpc.port2, wal.port1] as never);
       this.workers.push(wrap<WorkerApi>(rpc.port1));

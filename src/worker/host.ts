@@ -13,7 +13,10 @@ import { TopicActor, ActorOptions } from '../actors/topic/topicActor.js';
 import type { ActorCtx, SegmentPlacement } from '../actors/topic/ctx.js';
 import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
-import { replayFrame, finishInstanceRecovery, ReplayStats, loadInstance } from '../actors/topic/replay.js';
+import type { ReplayStats } from '../actors/topic/replay.js';
+import { applyInput, ActorInput } from '../actors/topic/inputs.js';
+import { encodeTraceValue } from '../replay/traceCodec.js';
+import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { loadSegments } from '../storage/segmentLoad.js';
@@ -80,11 +83,13 @@ export class ActorHost {
     private readonly walPort: MessagePort,
     private readonly segments: SegmentStore,
     private readonly dataDir: string,
+    private readonly trace?: TraceWriter,
+    private readonly traceOutputs = false,
   ) {
     walPort.on('message', (m: WalOut) => this.onWal(m));
     this.hot = new HotCache(opts.segmentCacheBytes, (topicId, from, to) => {
       const a = this.byTopicId.get(topicId);
-      if (a) this.step(a, () => a.dropTexts(topicId, from, to));
+      if (a) this.input(a, { k: 'drop', topicId, from, to });
     });
   }
 
@@ -113,74 +118,96 @@ export class ActorHost {
     return new Promise((resolve) => {
       this.replies.set(reqId, resolve);
       const actor = this.actorFor(req.topic);
-      this.step(actor, (ctx) => actor.step(ctx, reqId, req));
+      this.input(actor, { k: 'req', reqId, req });
     });
   }
 
-  private step(actor: TopicActor, fn: (ctx: ActorCtx) => void): void {
-    fn(this.makeCtx(actor));
+  /** Feeds one input to an actor: the only way actor code runs. Traced when tracing is on. */
+  private input(actor: TopicActor, input: ActorInput, seed?: string): void {
+    const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
+    const ctx = this.makeCtx(actor, traced);
+    applyInput(actor, ctx, input, this.opts);
+    if (traced) {
+      this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
+    }
   }
 
-  private makeCtx(actor: TopicActor): ActorCtx {
+  private makeCtx(actor: TopicActor, rec: { q: unknown[]; out: unknown[] | undefined } | undefined): ActorCtx {
     const host = this;
+    const out = (name: string, ...args: unknown[]) => rec?.out?.push(JSON.parse(encodeTraceValue([name, ...args])));
+    const ask = <T>(v: T): T => (rec?.q.push(v), v);
     return {
       now: this.clock.now(),
       rng: this.rngFor(actor),
       reply(reqId, result, frameNo) {
+        out('reply', reqId, result, frameNo);
         host.sendReply(actor, reqId, result, frameNo);
       },
       submit(frameNo, frame, durable, segment) {
+        out('submit', frameNo, frame, durable, segment);
         host.queueFrame({ actor, frameNo, buf: frame, durable, segment });
       },
       setTimer(timerId, atMs) {
+        out('setTimer', timerId, atMs);
         const key = `${actor.name}\u0000${timerId}`;
         const t = setTimeout(() => {
           host.timers.delete(key);
-          host.step(actor, (c) => actor.onTimer(c, timerId));
+          host.input(actor, { k: 'timer', id: timerId });
         }, Math.max(0, atMs - host.clock.now()));
         host.timers.set(key, t);
       },
       cancelTimer(timerId) {
+        out('cancelTimer', timerId);
         const key = `${actor.name}\u0000${timerId}`;
         const t = host.timers.get(key);
         if (t) clearTimeout(t);
         host.timers.delete(key);
       },
       readCold(token, topicId, ranges) {
+        out('readCold', token, topicId, ranges);
         Promise.all(ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len))).then(
-          (bufs) => host.step(actor, (c) => actor.onColdRead(c, token, bufs)),
-          (err: Error) => host.step(actor, (c) => actor.onColdRead(c, token, err.message)),
+          (bufs) => host.input(actor, { k: 'cold', token, bufs }),
+          (err: Error) => host.input(actor, { k: 'cold', token, bufs: err.message }),
         );
       },
       textsLoaded(topicId, fromSeq, toSeq, bytes) {
+        out('textsLoaded', topicId, fromSeq, toSeq, bytes);
         host.hot.add(topicId, fromSeq, toSeq, bytes);
       },
       walCreditExhausted() {
-        return host.opts.walInflightBytes > 0 && host.inflightBytes >= host.opts.walInflightBytes;
+        return ask(host.opts.walInflightBytes > 0 && host.inflightBytes >= host.opts.walInflightBytes);
       },
       deferForCredit(reqId, req) {
+        out('deferForCredit', reqId);
         host.deferred.push({ reqId, req, at: nowMs() });
+      },
+      rewriteSegment(place, frame) {
+        out('rewriteSegment', place, frame);
+        host.writeSegment(place, frame);
       },
       newTopicId() {
         const local = host.localTopicCounter++;
-        return host.opts.bootEpoch * 0x100_0000 + local * host.opts.workers + host.opts.workerIndex;
+        return ask(host.opts.bootEpoch * 0x100_0000 + local * host.opts.workers + host.opts.workerIndex);
       },
       tryAcquireTopicSlot() {
         const max = host.opts.maxTopics;
         const n = Atomics.add(host.opts.counters, 0, 1) + 1;
         if (max > 0 && n > max) {
           Atomics.sub(host.opts.counters, 0, 1);
-          return false;
+          return ask(false);
         }
-        return true;
+        return ask(true);
       },
       releaseTopicSlot() {
+        out('releaseTopicSlot');
         Atomics.sub(host.opts.counters, 0, 1);
       },
       topicCreated(topicId) {
+        out('topicCreated', topicId);
         host.byTopicId.set(topicId, actor);
       },
       topicDeleted(topicId) {
+        out('topicDeleted', topicId);
         host.byTopicId.delete(topicId);
         host.hot.dropTopic(topicId);
         host.segments.dropTopic(topicId);
@@ -280,7 +307,7 @@ export class ActorHost {
       s.written = true;
     }
     if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
-    for (const [actor, a] of acks) this.step(actor, (ctx) => actor.onWalAck(ctx, a.w, a.d));
+    for (const [actor, a] of acks) this.input(actor, { k: 'wal', written: a.w, durable: a.d });
     this.releaseDeferred();
     while (this.inflight.length > 0 && this.inflight[0]!.seq <= durableThrough) {
       const s = this.inflight.shift()!;
@@ -300,7 +327,7 @@ export class ActorHost {
       const d = this.deferred.shift()!;
       this.throttleWaits.set(d.reqId, nowMs() - d.at);
       const actor = this.actorFor(d.req.topic);
-      this.step(actor, (ctx) => actor.step(ctx, d.reqId, d.req));
+      this.input(actor, { k: 'req', reqId: d.reqId, req: d.req });
     }
   }
 
@@ -313,7 +340,7 @@ export class ActorHost {
   }
 
   releaseLongPolls(): void {
-    for (const a of this.actors.values()) this.step(a, (ctx) => a.releaseParked(ctx));
+    for (const a of this.actors.values()) this.input(a, { k: 'release' });
   }
 
   /** Resolves once every submitted frame is durable (shutdown). */
@@ -363,7 +390,7 @@ export class ActorHost {
     for (const part of parts) {
       const actor = this.actorFor(part.name);
       const segs = await loadSegments(this.dataDir, part.id);
-      actor.current = loadInstance(part, segs, this.opts.segmentBytes);
+      this.input(actor, { k: 'load', part, segs });
       this.byTopicId.set(part.id, actor);
     }
   }
@@ -382,9 +409,8 @@ export class ActorHost {
         actor = this.byTopicId.get(f.topicId);
       }
       if (actor) {
-        const rewrite = replayFrame(actor, buf, f, this.opts.segmentBytes, this.replayStats);
-        // A replayed append missing from its segment is written there again.
-        if (rewrite) this.writeSegment(rewrite.place, rewrite.frame);
+        if (f.type === FrameType.APPEND) this.replayStats.appends++;
+        this.input(actor, { k: 'frame', frame: buf.subarray(off, off + f.size) });
         if (f.type === FrameType.TOPIC_DELETE && !actor.current) this.segments.dropTopic(f.topicId);
       }
       off += f.size;
@@ -394,9 +420,10 @@ export class ActorHost {
   /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */
   finishRecovery(): { topics: number; appends: number; ids: number[] } {
     const ids: number[] = [];
+    this.rngs.clear(); // actors' RNGs are seeded from the boot seed, known only now
     for (const a of this.actors.values()) {
       if (!a.current) continue;
-      finishInstanceRecovery(a.current);
+      this.input(a, { k: 'finish' }, this.opts.bootSeed);
       this.byTopicId.set(a.current.id, a);
       ids.push(a.current.id);
     }

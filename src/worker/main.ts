@@ -9,6 +9,7 @@ import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../cor
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
+import { TraceWriter } from '../replay/traceWriter.js';
 
 export interface WorkerThreadData {
   workerIndex: number;
@@ -22,6 +23,9 @@ export interface WorkerThreadData {
   segmentBytes: number;
   segmentCacheBytes: number;
   walInflightBytes: number;
+  traceDir: string | undefined;
+  traceOutputs: boolean;
+  traceTopics: string;
 }
 
 const data = workerData as WorkerThreadData;
@@ -38,7 +42,21 @@ const hostOpts = {
   segmentCacheBytes: data.segmentCacheBytes,
   walInflightBytes: data.walInflightBytes,
 };
-const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir);
+const trace = data.traceDir
+  ? new TraceWriter(
+      data.traceDir,
+      {
+        v: 1,
+        kind: 'spool-trace',
+        worker: data.workerIndex,
+        workers: data.workers,
+        actor: { maxLimit: data.maxLimit, segmentBytes: data.segmentBytes, maxTopics: data.maxTopics },
+        outputs: data.traceOutputs,
+      },
+      data.traceTopics,
+    )
+  : undefined;
+const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs);
 const replayed = host.waitReplay();
 
 /** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
@@ -83,6 +101,7 @@ const api = {
   async drain(): Promise<void> {
     await host.whenIdle();
     await segments.flushAll();
+    await trace?.close();
   },
 };
 

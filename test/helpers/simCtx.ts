@@ -45,6 +45,7 @@ export class SimActor {
       textsLoaded: () => undefined,
       walCreditExhausted: () => sim.walCreditExhausted,
       deferForCredit: (reqId) => void sim.deferred.push(reqId),
+      rewriteSegment: () => undefined,
       newTopicId: () => sim.nextTopic++,
       tryAcquireTopicSlot: () => (sim.topics++, true),
       releaseTopicSlot: () => void sim.topics--,

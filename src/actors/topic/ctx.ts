@@ -39,6 +39,8 @@ export interface ActorCtx {
   walCreditExhausted(): boolean;
   /** Parks a request until WAL credit is available again; the host re-sends it then. */
   deferForCredit(reqId: number, req: AppendRequest): void;
+  /** Recovery: a replayed append the segments lack is written to its segment again. */
+  rewriteSegment(place: SegmentPlacement, frame: Buffer): void;
   /** Fire-and-forget notices for the host (segment directory creation/removal). */
   topicCreated(topicId: number): void;
   topicDeleted(topicId: number): void;

@@ -1,0 +1,63 @@
+// Every input a TopicActor can receive, as plain data, and the one function that applies an
+// input to an actor. The live host and the trace replayer both go through applyInput, so a
+// recorded trace of inputs reproduces an actor's outputs exactly (DESIGN 7).
+import type { TopicRequest } from '../../core/messages.js';
+import { assertNever } from '../../core/errors.js';
+import type { ActorCtx } from './ctx.js';
+import type { TopicActor } from './topicActor.js';
+import type { FrameView } from '../../wal/frame.js';
+import { probeFrame } from '../../wal/frame.js';
+import { finishInstanceRecovery, loadInstance, replayFrame } from './replay.js';
+import type { TopicPart } from '../../storage/snapshot.js';
+import type { LoadedSegment } from '../../storage/segmentLoad.js';
+
+export type ActorInput =
+  | { k: 'req'; reqId: number; req: TopicRequest }
+  | { k: 'wal'; written: number; durable: number }
+  | { k: 'timer'; id: number }
+  | { k: 'cold'; token: number; bufs: Buffer[] | string }
+  | { k: 'drop'; topicId: number; from: number; to: number }
+  | { k: 'release' }
+  /** Recovery: the snapshot part of this topic and its segments' bytes. */
+  | { k: 'load'; part: TopicPart; segs: LoadedSegment[] }
+  /** Recovery: one WAL frame after the checkpoint (whole frame bytes). */
+  | { k: 'frame'; frame: Buffer }
+  /** Recovery is over: pad reservations, count live records. */
+  | { k: 'finish' };
+
+export interface ApplyOptions {
+  segmentBytes: number;
+}
+
+export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, opts: ApplyOptions): void {
+  switch (input.k) {
+    case 'req':
+      return actor.step(ctx, input.reqId, input.req);
+    case 'wal':
+      return actor.onWalAck(ctx, input.written, input.durable);
+    case 'timer':
+      return actor.onTimer(ctx, input.id);
+    case 'cold':
+      return actor.onColdRead(ctx, input.token, input.bufs);
+    case 'drop':
+      return actor.dropTexts(input.topicId, input.from, input.to);
+    case 'release':
+      return actor.releaseParked(ctx);
+    case 'load':
+      actor.current = loadInstance(input.part, input.segs, opts.segmentBytes);
+      return;
+    case 'frame': {
+      const p = probeFrame(input.frame, 0, input.frame.length);
+      if (!p.ok) throw new Error(`replayed frame is damaged (${p.reason})`);
+      const f: FrameView = p.frame;
+      const rewrite = replayFrame(actor, input.frame, f, opts.segmentBytes, { appends: 0, skipped: 0 });
+      if (rewrite) ctx.rewriteSegment(rewrite.place, rewrite.frame);
+      return;
+    }
+    case 'finish':
+      if (actor.current) finishInstanceRecovery(actor.current);
+      return;
+    default:
+      assertNever(input);
+  }
+}
