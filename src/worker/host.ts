@@ -10,12 +10,12 @@ import { nowMs, roundMs } from '../core/stopwatch.js';
 import type { AppendRequest, PerfFields, TopicRequest, TopicResult, TopicStats, TopicSummary, WalIn, WalOut } from '../core/messages.js';
 import { assertNever } from '../core/errors.js';
 import { TopicActor, ActorOptions } from '../actors/topic/topicActor.js';
-import type { ActorCtx, SegmentPlacement } from '../actors/topic/ctx.js';
+import type { SegmentPlacement } from '../actors/topic/ctx.js';
 import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
-import { encodeTraceValue } from '../replay/traceCodec.js';
+import { HostCtx } from './hostCtx.js';
 import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
@@ -27,7 +27,7 @@ interface FrameTiming {
   writtenAt: number;
 }
 
-interface QueuedFrame {
+export interface QueuedFrame {
   actor: TopicActor;
   frameNo: number;
   buf: Buffer;
@@ -56,10 +56,10 @@ export interface HostOptions extends ActorOptions {
 
 export class ActorHost {
   private readonly actors = new Map<string, TopicActor>();
-  private readonly byTopicId = new Map<number, TopicActor>();
+  readonly byTopicId = new Map<number, TopicActor>();
   private readonly rngs = new Map<TopicActor, Rng>();
   private readonly replies = new Map<number, (r: TopicResult) => void>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly timings = new WeakMap<TopicActor, Map<number, FrameTiming>>();
   private turnFrames: QueuedFrame[] = [];
   private flushScheduled = false;
@@ -67,21 +67,22 @@ export class ActorHost {
   private writtenSeq = 0;
   private readonly inflight: Submission[] = [];
   private nextReqId = 1;
-  private localTopicCounter = 0;
+  localTopicCounter = 0;
   private walFailed: string | undefined;
   private readonly idleWaiters: (() => void)[] = [];
   private readonly writtenWaiters: { seq: number; resolve: () => void }[] = [];
-  private readonly hot: HotCache;
-  private inflightBytes = 0;
+  readonly hot: HotCache;
+  private readonly ctxs = new WeakMap<TopicActor, HostCtx>();
+  inflightBytes = 0;
   /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
-  private readonly deferred: { reqId: number; req: AppendRequest; at: number }[] = [];
+  readonly deferred: { reqId: number; req: AppendRequest; at: number }[] = [];
   private readonly throttleWaits = new Map<number, number>();
 
   constructor(
-    private readonly clock: Clock,
-    private readonly opts: HostOptions,
+    readonly clock: Clock,
+    readonly opts: HostOptions,
     private readonly walPort: MessagePort,
-    private readonly segments: SegmentStore,
+    readonly segments: SegmentStore,
     private readonly dataDir: string,
     private readonly trace?: TraceWriter,
     private readonly traceOutputs = false,
@@ -123,99 +124,18 @@ export class ActorHost {
   }
 
   /** Feeds one input to an actor: the only way actor code runs. Traced when tracing is on. */
-  private input(actor: TopicActor, input: ActorInput, seed?: string): void {
+  input(actor: TopicActor, input: ActorInput, seed?: string): void {
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
-    const ctx = this.makeCtx(actor, traced);
+    let ctx = this.ctxs.get(actor);
+    if (!ctx) this.ctxs.set(actor, (ctx = new HostCtx(this, actor)));
+    ctx.begin(this.clock.now(), this.rngFor(actor), traced);
     applyInput(actor, ctx, input, this.opts);
     if (traced) {
       this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
     }
   }
 
-  private makeCtx(actor: TopicActor, rec: { q: unknown[]; out: unknown[] | undefined } | undefined): ActorCtx {
-    const host = this;
-    const out = (name: string, ...args: unknown[]) => rec?.out?.push(JSON.parse(encodeTraceValue([name, ...args])));
-    const ask = <T>(v: T): T => (rec?.q.push(v), v);
-    return {
-      now: this.clock.now(),
-      rng: this.rngFor(actor),
-      reply(reqId, result, frameNo) {
-        out('reply', reqId, result, frameNo);
-        host.sendReply(actor, reqId, result, frameNo);
-      },
-      submit(frameNo, frame, durable, segment) {
-        out('submit', frameNo, frame, durable, segment);
-        host.queueFrame({ actor, frameNo, buf: frame, durable, segment });
-      },
-      setTimer(timerId, atMs) {
-        out('setTimer', timerId, atMs);
-        const key = `${actor.name}\u0000${timerId}`;
-        const t = setTimeout(() => {
-          host.timers.delete(key);
-          host.input(actor, { k: 'timer', id: timerId });
-        }, Math.max(0, atMs - host.clock.now()));
-        host.timers.set(key, t);
-      },
-      cancelTimer(timerId) {
-        out('cancelTimer', timerId);
-        const key = `${actor.name}\u0000${timerId}`;
-        const t = host.timers.get(key);
-        if (t) clearTimeout(t);
-        host.timers.delete(key);
-      },
-      readCold(token, topicId, ranges) {
-        out('readCold', token, topicId, ranges);
-        Promise.all(ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len))).then(
-          (bufs) => host.input(actor, { k: 'cold', token, bufs }),
-          (err: Error) => host.input(actor, { k: 'cold', token, bufs: err.message }),
-        );
-      },
-      textsLoaded(topicId, fromSeq, toSeq, bytes) {
-        out('textsLoaded', topicId, fromSeq, toSeq, bytes);
-        host.hot.add(topicId, fromSeq, toSeq, bytes);
-      },
-      walCreditExhausted() {
-        return ask(host.opts.walInflightBytes > 0 && host.inflightBytes >= host.opts.walInflightBytes);
-      },
-      deferForCredit(reqId, req) {
-        out('deferForCredit', reqId);
-        host.deferred.push({ reqId, req, at: nowMs() });
-      },
-      rewriteSegment(place, frame) {
-        out('rewriteSegment', place, frame);
-        host.writeSegment(place, frame);
-      },
-      newTopicId() {
-        const local = host.localTopicCounter++;
-        return ask(host.opts.bootEpoch * 0x100_0000 + local * host.opts.workers + host.opts.workerIndex);
-      },
-      tryAcquireTopicSlot() {
-        const max = host.opts.maxTopics;
-        const n = Atomics.add(host.opts.counters, 0, 1) + 1;
-        if (max > 0 && n > max) {
-          Atomics.sub(host.opts.counters, 0, 1);
-          return ask(false);
-        }
-        return ask(true);
-      },
-      releaseTopicSlot() {
-        out('releaseTopicSlot');
-        Atomics.sub(host.opts.counters, 0, 1);
-      },
-      topicCreated(topicId) {
-        out('topicCreated', topicId);
-        host.byTopicId.set(topicId, actor);
-      },
-      topicDeleted(topicId) {
-        out('topicDeleted', topicId);
-        host.byTopicId.delete(topicId);
-        host.hot.dropTopic(topicId);
-        host.segments.dropTopic(topicId);
-      },
-    };
-  }
-
-  private sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
+  sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
     const resolve = this.replies.get(reqId);
     if (!resolve) return;
     this.replies.delete(reqId);
@@ -233,7 +153,7 @@ export class ActorHost {
 
   // ---- WAL submission ----------------------------------------------------------------------
 
-  private queueFrame(f: QueuedFrame): void {
+  queueFrame(f: QueuedFrame): void {
     let m = this.timings.get(f.actor);
     if (!m) this.timings.set(f.actor, (m = new Map()));
     m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0 });
@@ -332,7 +252,7 @@ export class ActorHost {
   }
 
   /** Writes a frame to its segment; once there, its texts may leave memory. */
-  private writeSegment(place: SegmentPlacement, frame: Buffer): void {
+  writeSegment(place: SegmentPlacement, frame: Buffer): void {
     this.segments.append(place, frame, () => {
       const head = readAppendHead(frame, (probeFrame(frame, 0, frame.length) as { ok: true; frame: import('../wal/frame.js').FrameView }).frame);
       this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length);

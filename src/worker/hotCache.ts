@@ -14,6 +14,8 @@ export class HotCache {
   private readonly fifo: Entry[] = [];
   private head = 0;
   private bytes = 0;
+  private readonly victims: Entry[] = [];
+  private scheduled = false;
 
   constructor(
     private readonly budget: number,
@@ -26,7 +28,15 @@ export class HotCache {
     while (this.bytes > this.budget && this.head < this.fifo.length) {
       const e = this.fifo[this.head++]!;
       this.bytes -= e.bytes;
-      this.evict(e.topicId, e.from, e.to);
+      if (e.bytes > 0) this.victims.push(e);
+    }
+    // Evictions are inputs to actors; never run one inside the step that caused it.
+    if (this.victims.length > 0 && !this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(() => {
+        this.scheduled = false;
+        for (const v of this.victims.splice(0)) this.evict(v.topicId, v.from, v.to);
+      });
     }
     if (this.head > 4096 && this.head * 2 > this.fifo.length) {
       this.fifo.splice(0, this.head);

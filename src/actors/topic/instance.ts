@@ -1,6 +1,7 @@
 // TopicInstance: the state of one live instance of a topic (a delete + recreate makes a new
 // one with a new id). Owned by a TopicActor; pure data plus small helpers, no I/O.
 import type { TopicConfig } from './config.js';
+import type { ActorCtx } from './ctx.js';
 import { IdempotencyTable } from './idempotency.js';
 import { SeqIndex, SlotState } from './seqIndex.js';
 
@@ -14,11 +15,14 @@ export interface PendingBatch {
   tsMs: number;
 }
 
-/** A reply waiting for a visibility or durability condition. */
+/**
+ * A reply waiting for a visibility or durability condition. `send` gets the context of the step
+ * that releases it (never a captured one), so its effects belong to that step.
+ */
 export interface Gate {
   needHead: number;
   needDurableFrame: number;
-  send(): void;
+  send(ctx: ActorCtx): void;
 }
 
 export interface SegmentCursor {

@@ -13,7 +13,7 @@ import { parseAppendBody } from './appendParse.js';
 import { encodeBatch, maybeReserve, renderSeqs } from './appendOp.js';
 import { resolveConfig, sameConfig, TopicConfig } from './config.js';
 import type { ActorCtx } from './ctx.js';
-import { TopicInstance, PendingBatch } from './instance.js';
+import { TopicInstance, PendingBatch, type Gate } from './instance.js';
 import { readFrom } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
 import { coldRanges, installTexts } from './coldRead.js';
@@ -103,8 +103,8 @@ export class TopicActor {
         return ctx.reply(reqId, fail('throttled', 'too many topics', { limit: 'max_topics', max: this.opts.maxTopics }));
       }
       const created = this.createInstance(ctx, req.config);
-      return this.gate(created, 0, created.controlFrameNo, () =>
-        ctx.reply(reqId, okJson(201, jsonOpen({ topic: this.name, created: true, config: created.config }))),
+      return this.gate(ctx, created, 0, created.controlFrameNo, (c) =>
+        c.reply(reqId, okJson(201, jsonOpen({ topic: this.name, created: true, config: created.config }))),
       );
     }
     if (inst.config.type !== req.config.type) {
@@ -123,7 +123,7 @@ export class TopicActor {
       ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
     }
     // An identical PUT still waits for any earlier control frame, so a 200 is always durable.
-    this.gate(inst, 0, inst.controlFrameNo, () => ctx.reply(reqId, okJson(200, jsonOpen({ topic: this.name, created: false, config: inst.config }))));
+    this.gate(ctx, inst, 0, inst.controlFrameNo, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: this.name, created: false, config: inst.config }))));
   }
 
   private deleteTopic(ctx: ActorCtx, reqId: number, req: DeleteTopicRequest): void {
@@ -145,16 +145,16 @@ export class TopicActor {
     }
     if (inst.pending.length > 0 || inst.gates.length > 0) this.retired.push(inst);
     // The reply waits for the durable delete frame; the retired instance's own gates still drain.
-    const doneGate = { needHead: 0, needDurableFrame: frameNo, send: () => {
-      ctx.topicDeleted(inst.id);
-      ctx.reply(reqId, okJson(200, open(true)));
+    const doneGate: Gate = { needHead: 0, needDurableFrame: frameNo, send: (c) => {
+      c.topicDeleted(inst.id);
+      c.reply(reqId, okJson(200, open(true)));
     } };
     this.deleteGates.push(doneGate);
     this.runGates(ctx);
   }
 
   /** Replies gated on frames of no particular instance (topic deletes). */
-  private deleteGates: { needHead: number; needDurableFrame: number; send(): void }[] = [];
+  private deleteGates: Gate[] = [];
 
   // ---- append ------------------------------------------------------------------------------
 
@@ -188,7 +188,7 @@ export class TopicActor {
       if (prior) {
         const target = inst;
         const last = prior.firstSeq + prior.count - 1;
-        return this.gate(target, last, 0, () => ctx.reply(reqId, okJson(200, this.appendJson(target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
+        return this.gate(ctx, target, last, 0, (c) => c.reply(reqId, okJson(200, this.appendJson(target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
       }
     }
     const tsMs = Math.max(ctx.now, inst.lastTsMs);
@@ -204,8 +204,8 @@ export class TopicActor {
     if (cls !== 'fsync') maybeReserve(inst, ctx, this.nextFrame);
     inst.pending.push({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
     const target = inst;
-    this.gate(inst, batch.lastSeq, created ? inst.controlFrameNo : 0, () => {
-      ctx.reply(reqId, okJson(created ? 201 : 200, this.appendJson(target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
+    this.gate(ctx, inst, batch.lastSeq, created ? inst.controlFrameNo : 0, (c) => {
+      c.reply(reqId, okJson(created ? 201 : 200, this.appendJson(target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
     });
     this.advance(ctx, inst);
   }
@@ -261,30 +261,30 @@ export class TopicActor {
     const firstPending = inst.pending[0];
     inst.durableHead = firstPending ? firstPending.firstSeq - 1 : inst.head;
     if (moved && inst === this.current) this.wakeParked(ctx, inst);
-    this.runInstanceGates(inst);
+    this.runInstanceGates(ctx, inst);
   }
 
-  private gate(inst: TopicInstance, needHead: number, needDurableFrame: number, send: () => void): void {
+  private gate(ctx: ActorCtx, inst: TopicInstance, needHead: number, needDurableFrame: number, send: (c: ActorCtx) => void): void {
     inst.gates.push({ needHead, needDurableFrame, send });
-    this.runInstanceGates(inst);
+    this.runInstanceGates(ctx, inst);
   }
 
-  private runInstanceGates(inst: TopicInstance): void {
+  private runInstanceGates(ctx: ActorCtx, inst: TopicInstance): void {
     if (inst.gates.length === 0) return;
     const still = [];
     for (const g of inst.gates) {
-      if (inst.head >= g.needHead && this.durableFrameNo >= g.needDurableFrame) g.send();
+      if (inst.head >= g.needHead && this.durableFrameNo >= g.needDurableFrame) g.send(ctx);
       else still.push(g);
     }
     inst.gates.length = 0;
     inst.gates.push(...still);
   }
 
-  private runGates(_ctx: ActorCtx): void {
+  private runGates(ctx: ActorCtx): void {
     if (this.deleteGates.length === 0) return;
     const still = [];
     for (const g of this.deleteGates) {
-      if (this.durableFrameNo >= g.needDurableFrame) g.send();
+      if (this.durableFrameNo >= g.needDurableFrame) g.send(ctx);
       else still.push(g);
     }
     this.deleteGates = still;
