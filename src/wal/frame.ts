@@ -145,6 +145,7 @@ export function encodeAppend(
   idemKey: Buffer | undefined,
   records: readonly AppendRecordInput[],
   flags = 0,
+  onRecord?: (i: number, r: RecordExtent, frame: Buffer) => void,
 ): Buffer {
   const bodyBytes = appendBodySize(idemKey, records);
   const buf = Buffer.allocUnsafeSlow(frameSize(bodyBytes));
@@ -156,7 +157,9 @@ export function encodeAppend(
   buf.writeUInt16LE(0, p + 22);
   p += APPEND_HEAD_BYTES;
   if (idemKey) p += idemKey.copy(buf, p);
-  for (const r of records) {
+  const ext: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
     const nodeLen = r.nodeLit?.length ?? 0;
     const tagLen = r.tagLit?.length ?? 0;
     buf.writeUInt16LE(nodeLen, p);
@@ -164,14 +167,23 @@ export function encodeAppend(
     buf.writeUInt32LE(r.metaLen < 0 ? META_ABSENT : r.metaLen, p + 4);
     buf.writeUInt32LE(r.dataLen, p + 8);
     p += APPEND_RECORD_HEAD_BYTES;
+    ext.nodeOff = p;
+    ext.nodeLen = nodeLen;
     if (r.nodeLit) p += r.nodeLit.copy(buf, p);
+    ext.tagOff = p;
+    ext.tagLen = tagLen;
     if (r.tagLit) p += r.tagLit.copy(buf, p);
+    ext.metaOff = p;
+    ext.metaLen = r.metaLen;
     if (r.metaLen >= 0) {
       r.writeMeta(buf, p);
       p += r.metaLen;
     }
+    ext.dataOff = p;
+    ext.dataLen = r.dataLen;
     r.writeData(buf, p);
     p += r.dataLen;
+    onRecord?.(i, ext, buf);
   }
   sealFrame(buf, 0, FrameType.APPEND, flags, topicId, bodyBytes);
   return buf;

@@ -72,6 +72,10 @@ export async function scanWal(dataDir: string, from: WalPosition | undefined, tr
       // A file whose header never became durable can only be the newest one (created, then crash).
       if (isLast && buf.length <= WAL_HEADER_BYTES) continue;
       if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
+      // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
+      for (const n of files.slice(i)) fs.unlinkSync(path.join(dir, walFileName(n)));
+      fsyncDirSync(dir);
+      result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
       break;
     }
     let off = from && fileNo === from.fileNo ? Math.max(from.offset, WAL_HEADER_BYTES) : WAL_HEADER_BYTES;

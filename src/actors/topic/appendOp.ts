@@ -40,11 +40,24 @@ function recordInputs(body: Buffer, p: ParsedAppend): AppendRecordInput[] {
  */
 export function encodeBatch(inst: TopicInstance, body: Buffer, p: ParsedAppend, idemKey: string | undefined, tsMs: number, segmentBytes: number): EncodedBatch {
   const firstSeq = inst.assigned + 1;
-  const frame = encodeAppend(inst.id, firstSeq, tsMs, idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8'), recordInputs(body, p));
+  const texts: RecordText[] = new Array(p.records.length);
+  const frame = encodeAppend(inst.id, firstSeq, tsMs, idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8'), recordInputs(body, p), 0, (i, r, buf) => {
+    texts[i] = RecordText.fromExtent(buf, r);
+  });
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
   const loc = placeInSegment(inst, firstSeq, frame.length, segmentBytes);
-  const bytes = indexFrame(inst, frame, loc, true);
+  // Index straight from the encoder's extents: no second CRC pass or node re-parse.
+  let bytes = 0;
+  for (let i = 0; i < texts.length; i++) {
+    const t = texts[i]!;
+    const rec = p.records[i]!;
+    const size = t.payloadBytes;
+    bytes += size;
+    inst.index.put(firstSeq + i, tsMs, size, inst.nodeId(rec.node ?? p.node), loc, frame.length, i, t);
+  }
+  if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });
+  if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
   return { frame, firstSeq, lastSeq, bytes };
 }
 
