@@ -25,9 +25,8 @@ export function checkBody(req: FastifyRequest, optional: boolean): Buffer {
   return body;
 }
 
-/** Parses a small JSON body that must be an object. */
-export function parseSmallBody(req: FastifyRequest, optional: boolean): Record<string, unknown> {
-  const body = checkBody(req, optional);
+/** Parses a small JSON body (already through checkBody) that must be an object. */
+export function parseSmallBody(body: Buffer): Record<string, unknown> {
   if (body.length === 0) return {};
   let v: unknown;
   try {

@@ -37,6 +37,9 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   const s = sup.settings;
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
+    // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
+    // reach the name check (400), not Fastify's own 414.
+    maxParamLength: 4096,
     logger: false,
     return503OnClosing: false,
     forceCloseConnections: 'idle',

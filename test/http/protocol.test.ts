@@ -111,7 +111,8 @@ describe('media types and bodies (RESOLVED 0.2)', () => {
   test('append without Content-Type is 415', async () => {
     const t = name();
     const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { body: '{"records":[{"data":1}]}' });
-    assertError(r, 415, 'unsupported_media_type');
+    const d = assertError(r, 415, 'unsupported_media_type');
+    assert.equal(d, undefined, 'unsupported_media_type carries no detail (G14)');
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
   });
 
@@ -132,11 +133,18 @@ describe('media types and bodies (RESOLVED 0.2)', () => {
     }
   });
 
-  test('415 wins over a malformed body and over a bad topic name (RESOLVED 0.3)', async () => {
+  test('415 wins over a malformed body (RESOLVED 0.3)', async () => {
     const r1 = await raw(srv.url, 'POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: '{not json' });
     assertError(r1, 415, 'unsupported_media_type');
+  });
+
+  test('415 wins over an invalid topic name (RESOLVED 0.3: 415 is step 6, names are step 7)', async () => {
     const r2 = await raw(srv.url, 'POST', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{"records":[{"data":1}]}' });
-    assertError(r2, 415, 'unsupported_media_type');
+    assertError(r2, 415, 'unsupported_media_type', 'append');
+    const r3 = await raw(srv.url, 'PUT', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    assertError(r3, 415, 'unsupported_media_type', 'PUT');
+    const r4 = await raw(srv.url, 'POST', `/v0/topics/-bad/diff`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    assertError(r4, 415, 'unsupported_media_type', 'diff');
   });
 
   test('append with JSON Content-Type and an empty body is 400', async () => {
@@ -271,21 +279,38 @@ describe('topic names in paths (RESOLVED 0.4)', () => {
   const bad = ['-lead', '.lead', '_lead', ':lead', 'a'.repeat(256), 'sp%20ace', 'caf%C3%A9', 'a%2Cb', 'a*b', 'a%3Eb', 'tab%09x', 'a%40b', '%20'];
   const decoded = (s: string) => decodeURIComponent(s);
 
-  test('invalid names are 400 with detail.topic on every topic route', async () => {
-    for (const n of bad) {
-      const d1 = assertInvalid(await raw(srv.url, 'GET', `/v0/topics/${n}`), undefined, `GET ${n}`);
-      assert.equal(d1?.topic, decoded(n), `GET ${n}: detail.topic`);
-      const d2 = assertInvalid(await raw(srv.url, 'DELETE', `/v0/topics/${n}`), undefined, `DELETE ${n}`);
-      assert.equal(d2?.topic, decoded(n), `DELETE ${n}: detail.topic`);
-      const d3 = assertInvalid(await raw(srv.url, 'PUT', `/v0/topics/${n}`), undefined, `PUT ${n}`);
-      assert.equal(d3?.topic, decoded(n), `PUT ${n}: detail.topic`);
-      const d4 = assertInvalid(await raw(srv.url, 'POST', `/v0/topics/${n}`, { headers: JSON_CT, body: '{"records":[{"data":1}]}' }), undefined, `append ${n}`);
-      assert.equal(d4?.topic, decoded(n), `append ${n}: detail.topic`);
-      const d5 = assertInvalid(await raw(srv.url, 'POST', `/v0/topics/${n}/diff`, { headers: JSON_CT, body: '{}' }), undefined, `diff ${n}`);
-      assert.equal(d5?.topic, decoded(n), `diff ${n}: detail.topic`);
-    }
+  for (const n of bad) {
+    test(`invalid name ${n.length > 40 ? n.slice(0, 12) + '…(' + n.length + ' chars)' : JSON.stringify(n)} is 400 with detail.topic on every topic route`, async () => {
+      const routes: [string, string, Parameters<typeof raw>[3]][] = [
+        ['GET', `/v0/topics/${n}`, {}],
+        ['GET', `/v0/topics/${n}?touch=false`, {}],
+        ['DELETE', `/v0/topics/${n}`, {}],
+        ['DELETE', `/v0/topics/${n}?if_empty=true`, {}],
+        ['PUT', `/v0/topics/${n}`, {}],
+        ['PUT', `/v0/topics/${n}`, { headers: JSON_CT, body: '{"cap_records":1}' }],
+        ['POST', `/v0/topics/${n}`, { headers: JSON_CT, body: '{"records":[{"data":1}]}' }],
+        ['POST', `/v0/topics/${n}/diff`, { headers: JSON_CT, body: '{}' }],
+        ['POST', `/v0/topics/${n}/diff`, {}],
+      ];
+      for (const [m, p, o] of routes) {
+        const d = assertInvalid(await raw(srv.url, m, p, o), undefined, `${m} ${p.slice(0, 60)}`);
+        assert.deepEqual(d, { topic: decoded(n) }, `${m} ${p.slice(0, 60)}: detail.topic`);
+      }
+    });
+  }
+
+  test('no invalid topic was created', async () => {
     const list = await c.get('/v0/topics?page_size=1000');
     for (const s of list.body.topics) assert.match(s.topic, /^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$/, 'no invalid topic was created');
+  });
+
+  test('a 101-char name is valid on every route', async () => {
+    const n = ('m' + Date.now().toString(36) + 'x'.repeat(101)).slice(0, 101);
+    assertOk(await c.put(`/v0/topics/${n}`), 201, 'PUT 101 chars');
+    assertOk(await c.post(`/v0/topics/${n}`, { records: [{ data: 1 }] }), 200, 'append 101 chars');
+    assertOk(await c.get(`/v0/topics/${n}`), 200, 'GET 101 chars');
+    assertOk(await c.post(`/v0/topics/${n}/diff`, {}), 200, 'diff 101 chars');
+    assertOk(await c.del(`/v0/topics/${n}`), 200, 'DELETE 101 chars');
   });
 
   test('255-char names are valid, 256 are not', async () => {

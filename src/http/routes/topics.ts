@@ -55,8 +55,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
   app.put(
     '/v0/topics/:topic',
     wrap(async (req, reply) => {
+      const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
       const topic = topicParam(req);
-      const body = parseSmallBody(req, true);
+      const body = parseSmallBody(raw);
       const resolved = resolveConfig(topic, body);
       if (!resolved.ok) return sendError(req, reply, resolved);
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config }));
@@ -83,8 +84,8 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
   app.post(
     '/v0/topics/:topic',
     wrap(async (req, reply) => {
-      const topic = topicParam(req);
       const body = checkBody(req, false);
+      const topic = topicParam(req);
       const headerKey = req.headers['idempotency-key'];
       const idem = Array.isArray(headerKey) ? headerKey[0] : headerKey;
       if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
@@ -104,8 +105,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
   app.post(
     '/v0/topics/:topic/diff',
     wrap(async (req, reply) => {
+      const raw = checkBody(req, true);
       const topic = topicParam(req);
-      const b = check(validateDiff, parseSmallBody(req, true));
+      const b = check(validateDiff, parseSmallBody(raw));
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
       return sendResult(
         req,
