@@ -22,8 +22,19 @@ export interface Server {
   kill(): Promise<void>;
 }
 
+const created: string[] = [];
+// Each test file runs in its own process: its temp dirs (and port files) go when it exits.
+process.on('exit', () => {
+  for (const d of created) {
+    fs.rmSync(d, { recursive: true, force: true });
+    fs.rmSync(`${d}-port`, { force: true });
+  }
+});
+
 export function tempDir(prefix = 'spool-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  created.push(d);
+  return d;
 }
 
 export interface StartOptions {
