@@ -134,7 +134,7 @@ export class Supervisor {
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
       await removeOrphanTopicDirs(this.settings.dataDir, live);
-      this.checkpointer = new Checkpointer(this.settings.dataDir, this.workers, this.wal, epoch, snap?.previousCut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
+      this.checkpointer = new Checkpointer(this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
         this.die(`checkpoint failed: ${err.message}`),
       );
       await this.checkpointer.run();
@@ -162,10 +162,10 @@ export class Supervisor {
 
   /** Drain (RESOLVED 1.3 step 4): every frame durable, segments flushed, threads stopped. */
   async shutdown(): Promise<void> {
-    const wasReady = this.lifecycle === 'ready';
     this.lifecycle = 'draining';
     this.checkpointer?.stop();
-    if (wasReady) {
+    // Only a recovered server has a WAL writer and state worth a final checkpoint.
+    if (this.checkpointer) {
       await Promise.all(this.workers.map((w) => w.drain()));
       await this.wal.drain();
       await this.checkpointer?.run(true);

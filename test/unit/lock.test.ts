@@ -1,0 +1,110 @@
+// Single-writer guard of a data directory (src/storage/lock.ts, DESIGN 2.1): LOCK holds
+// "pid start-ms"; a lock naming a dead process is taken over, one naming a live process refuses
+// with DataDirLockedError, and release removes only our own lock.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { acquireLock, DataDirLockedError } from '../../src/storage/lock.js';
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-lock-'));
+  dirs.push(d);
+  return d;
+}
+after(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function exited(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+}
+
+/** A pid that belonged to a process which has exited (and been reaped). */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+  const pid = child.pid!;
+  await exited(child);
+  return pid;
+}
+
+test('acquireLock creates LOCK with "pid start-ms"; release removes it', () => {
+  const dir = path.join(tmp(), 'data'); // created if missing
+  const release = acquireLock(dir);
+  const file = path.join(dir, 'LOCK');
+  const content = fs.readFileSync(file, 'utf8');
+  assert.match(content, /^\d+ \d+\n$/);
+  assert.equal(Number(content.split(' ')[0]), process.pid);
+  release();
+  assert.equal(fs.existsSync(file), false);
+  release(); // idempotent
+});
+
+test('a LOCK naming a dead pid is taken over', async () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  const pid = await deadPid();
+  fs.writeFileSync(file, `${pid} ${Date.now() - 5000}\n`);
+  const release = acquireLock(dir);
+  assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid, 'the lock now names this process');
+  release();
+  assert.equal(fs.existsSync(file), false);
+});
+
+test('a LOCK with unreadable content is taken over', () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  for (const junk of ['', 'garbage', '-5 1', '0 0\n']) {
+    fs.writeFileSync(file, junk);
+    const release = acquireLock(dir);
+    assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid, `content ${JSON.stringify(junk)}`);
+    release();
+  }
+});
+
+test('a LOCK naming a live other process throws DataDirLockedError and is left alone', async () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  try {
+    const pid = child.pid!;
+    const content = `${pid} ${Date.now()}\n`;
+    fs.writeFileSync(file, content);
+    assert.throws(
+      () => acquireLock(dir),
+      (err: unknown) => {
+        assert.ok(err instanceof DataDirLockedError, `got ${String(err)}`);
+        assert.match(err.message, /in use/);
+        assert.ok(err.message.includes(String(pid)), err.message);
+        assert.ok(err.message.includes(dir), err.message);
+        return true;
+      },
+    );
+    assert.equal(fs.readFileSync(file, 'utf8'), content, 'the holder keeps its lock');
+    // Once the holder is gone, the lock is taken over.
+    child.kill('SIGKILL');
+    await exited(child);
+    const release = acquireLock(dir);
+    assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid);
+    release();
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited(child);
+  }
+});
+
+test('release does not remove a LOCK that now belongs to someone else', () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  const release = acquireLock(dir);
+  const other = `${process.pid} ${Date.now() + 1}\nother\n`;
+  fs.writeFileSync(file, other);
+  release();
+  assert.equal(fs.readFileSync(file, 'utf8'), other);
+});

@@ -1,0 +1,352 @@
+// Recovery scan of the WAL (src/wal/scan.ts, DESIGN 2.3): crafted WAL directories with clean
+// logs, torn tails, garbage before a valid frame in the last file (quarantined, treated as torn),
+// and mid-log corruption (a bad frame in a file followed by a later file with valid frames:
+// refuse to start, or keep the prefix with truncateOnCorruption). Scans are idempotent.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { scanWal, WalCorruptionError, type ScanSink, type ScanResult } from '../../src/wal/scan.js';
+import { createWalFile, encodeWalHeader } from '../../src/wal/files.js';
+import { encodeAppend, encodeJsonFrame, encodeSeqReserve, probeFrame, readAppendHead, type AppendRecordInput, type FrameView } from '../../src/wal/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { walDir, walFileName } from '../../src/storage/layout.js';
+import { defaultConfig } from '../../src/actors/topic/config.js';
+import type { WalPosition } from '../../src/core/messages.js';
+
+// ---- fixtures ------------------------------------------------------------------------------
+
+const dirs: string[] = [];
+function tmp(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-walscan-'));
+  dirs.push(d);
+  return d;
+}
+after(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
+function rec(data: string): AppendRecordInput {
+  const b = Buffer.from(data, 'utf8');
+  return { nodeLit: undefined, tagLit: undefined, metaLen: -1, dataLen: b.length, writeMeta: () => undefined, writeData: (dst, off) => void b.copy(dst, off) };
+}
+
+const TOPIC = 0x01_000001; // epoch 1, counter 1
+
+function createFrame(id = TOPIC, name = 'orders'): Buffer {
+  return encodeJsonFrame(FrameType.TOPIC_CREATE, id, { name, config: defaultConfig(), created_ms: 1767225600000 }, 1);
+}
+
+/** An APPEND frame of `n` records starting at `firstSeq`; record data is `"s<seq>"`. */
+function appendFrame(firstSeq: number, n = 3, id = TOPIC): Buffer {
+  const recs: AppendRecordInput[] = [];
+  for (let i = 0; i < n; i++) recs.push(rec(JSON.stringify(`s${firstSeq + i}-${'x'.repeat((firstSeq * 7) % 23)}`)));
+  return encodeAppend(id, firstSeq, 1767225600000 + firstSeq, undefined, recs);
+}
+
+function bootFrame(epoch: number): Buffer {
+  return encodeJsonFrame(FrameType.BOOT, 0, { epoch, seed: 'abc' }, 1);
+}
+
+/** Writes WAL file `fileNo` with the header (via createWalFile) followed by `body`. */
+function writeWal(dataDir: string, fileNo: number, body: Buffer[], epoch = 1): string {
+  const fd = createWalFile(dataDir, fileNo, epoch);
+  try {
+    const b = Buffer.concat(body);
+    if (b.length > 0) fs.writeSync(fd, b, 0, b.length, WAL_HEADER_BYTES);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return walPath(dataDir, fileNo);
+}
+
+function walPath(dataDir: string, fileNo: number): string {
+  return path.join(walDir(dataDir), walFileName(fileNo));
+}
+
+interface Collected {
+  sink: ScanSink;
+  /** Frames delivered through emit, per worker, as hex of their bytes. */
+  emitted: Map<number, string[]>;
+  /** Every frame passed to seen(). */
+  seen: { type: number; topicId: number }[];
+  progress: number[];
+}
+
+function collector(): Collected {
+  const c: Collected = { emitted: new Map(), seen: [], progress: [], sink: undefined as unknown as ScanSink };
+  c.sink = {
+    route(_buf: Buffer, f: FrameView) {
+      return f.topicId === 0 ? undefined : f.topicId % 2;
+    },
+    emit(worker: number, chunk: Buffer) {
+      let list = c.emitted.get(worker);
+      if (!list) c.emitted.set(worker, (list = []));
+      let off = 0;
+      while (off < chunk.length) {
+        const p = probeFrame(chunk, off, chunk.length);
+        assert.ok(p.ok, `emitted chunk holds a bad frame at ${off}`);
+        list.push(chunk.subarray(off, off + p.frame.size).toString('hex'));
+        off += p.frame.size;
+      }
+    },
+    progress(p: number) {
+      c.progress.push(p);
+    },
+    seen(_buf: Buffer, f: FrameView) {
+      c.seen.push({ type: f.type, topicId: f.topicId });
+    },
+  };
+  return c;
+}
+
+async function scan(dataDir: string, opts: { from?: WalPosition; truncate?: boolean } = {}): Promise<{ res: ScanResult; c: Collected }> {
+  const c = collector();
+  const res = await scanWal(dataDir, opts.from, opts.truncate ?? false, c.sink);
+  return { res, c };
+}
+
+function hexes(frames: Buffer[]): string[] {
+  return frames.map((f) => f.toString('hex'));
+}
+
+function size(file: string): number {
+  return fs.statSync(file).size;
+}
+
+function sum(frames: Buffer[]): number {
+  return frames.reduce((a, f) => a + f.length, 0);
+}
+
+function listWal(dataDir: string): string[] {
+  return fs.readdirSync(walDir(dataDir)).filter((n) => n.endsWith('.wal')).sort();
+}
+
+// ---- tests ---------------------------------------------------------------------------------
+
+test('clean log over several files: every frame delivered in order, nothing truncated', async () => {
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1), appendFrame(4, 10), encodeSeqReserve(TOPIC, 1024)];
+  const other = 0x01_000002;
+  const f2 = [createFrame(other, 'audit'), appendFrame(14, 2), appendFrame(1, 1, other), appendFrame(16, 5)];
+  const p1 = writeWal(dir, 1, f1);
+  // The newest file ends in a zeroed tail (pre-zeroed space): a clean end, not a torn one.
+  const p2 = writeWal(dir, 2, [...f2, Buffer.alloc(4096)]);
+  const s1 = size(p1);
+  const s2 = size(p2);
+  const { res, c } = await scan(dir);
+  assert.deepEqual(res, { lastFileNo: 2, frames: f1.length + f2.length, bytes: sum(f1) + sum(f2), tornBytes: 0, quarantinedBytes: 0 });
+  const all = [...f1, ...f2];
+  for (const w of [0, 1]) {
+    const want = hexes(all.filter((f) => probeOk(f).topicId !== 0 && probeOk(f).topicId % 2 === w));
+    assert.deepEqual(c.emitted.get(w) ?? [], want, `worker ${w}`);
+  }
+  assert.deepEqual(
+    c.seen.map((s) => s.type),
+    all.map((f) => probeOk(f).type),
+  );
+  assert.equal(size(p1), s1);
+  assert.equal(size(p2), s2);
+  assert.equal(fs.existsSync(path.join(walDir(dir), 'quarantine')), false);
+  assert.equal(c.progress.at(-1), 1);
+  for (let i = 1; i < c.progress.length; i++) assert.ok(c.progress[i]! >= c.progress[i - 1]!, 'progress never goes down');
+});
+
+test('empty directory and header-only newest file scan clean', async () => {
+  const dir = tmp();
+  assert.deepEqual((await scan(dir)).res, { lastFileNo: 0, frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 });
+  writeWal(dir, 1, [bootFrame(1), createFrame()]);
+  writeWal(dir, 2, []); // rotated, then crashed before any frame
+  const { res } = await scan(dir);
+  assert.equal(res.frames, 2);
+  assert.equal(res.lastFileNo, 2);
+  assert.equal(res.tornBytes, 0);
+  // A newest file whose header never became durable (shorter than a header) is skipped.
+  fs.writeFileSync(walPath(dir, 3), encodeWalHeader(3, 1).subarray(0, 10));
+  const again = await scan(dir);
+  assert.equal(again.res.frames, 2);
+  assert.equal(again.res.tornBytes, 0);
+});
+
+test('torn tail in the last file: frames before it delivered, file truncated at the valid end', async () => {
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  writeWal(dir, 1, f1);
+  const good = [appendFrame(4, 4), appendFrame(8, 2)];
+  const torn = appendFrame(10, 6);
+  // Cuts strictly inside the frame's body (a cut inside the trailing zero padding leaves the
+  // frame whole; frame.test.ts covers that case).
+  const bodyEnd = 16 + torn.readUInt32LE(0);
+  for (const cut of [1, 7, 16, 23, 24, 40, bodyEnd - 9, bodyEnd - 1]) {
+    const d = tmp();
+    fs.cpSync(dir, d, { recursive: true });
+    const part = torn.subarray(0, cut);
+    const p2 = writeWal(d, 2, [...good, part]);
+    const validEnd = WAL_HEADER_BYTES + sum(good);
+    const { res, c } = await scan(d);
+    assert.equal(res.tornBytes, part.length, `cut ${cut}`);
+    assert.equal(res.quarantinedBytes, 0);
+    assert.equal(res.frames, f1.length + good.length);
+    assert.equal(res.lastFileNo, 2);
+    assert.equal(size(p2), validEnd, `file truncated at the valid end (cut ${cut})`);
+    assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1), ...good]));
+    assert.equal(fs.existsSync(path.join(walDir(d), 'quarantine')), false);
+    // Idempotent: a second scan sees the same frames and nothing torn.
+    const second = await scan(d);
+    assert.deepEqual(second.res, { ...res, tornBytes: 0 });
+    assert.deepEqual(second.c.emitted, c.emitted);
+    assert.equal(size(p2), validEnd);
+  }
+});
+
+test('a torn tail that is all non-zero garbage (no valid frame after it) is dropped without quarantine', async () => {
+  const dir = tmp();
+  const good = [bootFrame(1), createFrame(), appendFrame(1)];
+  const garbage = Buffer.alloc(200, 0xab);
+  const p = writeWal(dir, 1, [...good, garbage]);
+  const { res } = await scan(dir);
+  assert.equal(res.tornBytes, 200);
+  assert.equal(res.quarantinedBytes, 0);
+  assert.equal(size(p), WAL_HEADER_BYTES + sum(good));
+});
+
+test('garbage followed by a valid frame later in the same last file: quarantined and treated as torn', async () => {
+  const dir = tmp();
+  const before = [bootFrame(1), createFrame(), appendFrame(1)];
+  // A torn frame (a prefix of a real frame) then valid frames written out of order by the kernel.
+  const torn = appendFrame(4, 5).subarray(0, 40);
+  const after = [appendFrame(9, 2), appendFrame(11, 1)];
+  const p = writeWal(dir, 1, [...before, torn, Buffer.alloc(8), ...after]);
+  const fileBytes = size(p);
+  const validEnd = WAL_HEADER_BYTES + sum(before);
+  const { res, c } = await scan(dir);
+  assert.equal(res.frames, before.length, 'frames after the bad spot are not delivered');
+  assert.equal(res.tornBytes, fileBytes - validEnd);
+  assert.equal(res.quarantinedBytes, fileBytes - validEnd);
+  assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
+  assert.equal(size(p), validEnd);
+  const qdir = path.join(walDir(dir), 'quarantine');
+  const q = fs.readdirSync(qdir);
+  assert.deepEqual(q, [`${walFileName(1)}.${validEnd}`]);
+  const saved = fs.readFileSync(path.join(qdir, q[0]!));
+  assert.deepEqual(saved, Buffer.concat([torn, Buffer.alloc(8), ...after]), 'the quarantine holds exactly the dropped bytes');
+  // Idempotent: nothing new is torn or quarantined on the next scan.
+  const second = await scan(dir);
+  assert.deepEqual(second.res, { ...res, tornBytes: 0, quarantinedBytes: 0 });
+  assert.deepEqual(fs.readdirSync(qdir), q);
+  assert.equal(size(p), validEnd);
+});
+
+test('a zero gap followed by a valid frame in the last file is also quarantined, not a clean end', async () => {
+  const dir = tmp();
+  const before = [bootFrame(1), createFrame()];
+  const p = writeWal(dir, 1, [...before, Buffer.alloc(64), appendFrame(1)]);
+  const { res } = await scan(dir);
+  assert.equal(res.frames, 2);
+  assert.ok(res.quarantinedBytes > 0);
+  assert.equal(size(p), WAL_HEADER_BYTES + sum(before));
+});
+
+test('a bad frame in a non-last file while a later file holds valid frames: WalCorruptionError naming file and offset', async () => {
+  const dir = tmp();
+  const pre = [bootFrame(1), createFrame(), appendFrame(1)];
+  const bad = appendFrame(4, 3);
+  bad[bad.length - 12] = bad[bad.length - 12]! ^ 0x40; // a flipped bit inside the body: CRC fails
+  const tail1 = [appendFrame(7, 2)];
+  const p1 = writeWal(dir, 1, [...pre, bad, ...tail1]);
+  const f2 = [appendFrame(9, 3), appendFrame(12, 1)];
+  const p2 = writeWal(dir, 2, f2);
+  const f3 = [appendFrame(13, 1)];
+  const p3 = writeWal(dir, 3, f3);
+  const sizes = [size(p1), size(p2), size(p3)];
+  const badOff = WAL_HEADER_BYTES + sum(pre);
+  await assert.rejects(scan(dir), (err: unknown) => {
+    assert.ok(err instanceof WalCorruptionError, `got ${String(err)}`);
+    assert.ok(err.message.includes(p1), `message names the file: ${err.message}`);
+    assert.ok(err.message.includes(String(badOff)), `message names the offset ${badOff}: ${err.message}`);
+    assert.match(err.message, /SERVICE_RECOVERY_TRUNCATE/);
+    return true;
+  });
+  // Refusing to start changes nothing on disk.
+  assert.deepEqual([size(p1), size(p2), size(p3)], sizes);
+  assert.deepEqual(listWal(dir), [walFileName(1), walFileName(2), walFileName(3)]);
+
+  // truncateOnCorruption: keep the prefix, drop the rest of that file and every later file.
+  const { res, c } = await scan(dir, { truncate: true });
+  assert.equal(res.frames, pre.length);
+  assert.equal(res.lastFileNo, 1);
+  assert.equal(size(p1), badOff);
+  assert.deepEqual(listWal(dir), [walFileName(1)]);
+  assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
+  // Idempotent afterwards, also without the override.
+  for (const truncate of [true, false]) {
+    const again = await scan(dir, { truncate });
+    assert.deepEqual(again.res, { lastFileNo: 1, frames: pre.length, bytes: sum(pre), tornBytes: 0, quarantinedBytes: 0 });
+    assert.deepEqual(again.c.emitted, c.emitted);
+  }
+});
+
+test('a damaged header in a non-last file: WalCorruptionError; with truncateOnCorruption the prefix is kept and later files removed', async () => {
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  writeWal(dir, 1, f1);
+  const p2 = writeWal(dir, 2, [appendFrame(4, 2)]);
+  writeWal(dir, 3, [appendFrame(6, 2)]);
+  const b = fs.readFileSync(p2);
+  b[3] = b[3]! ^ 0xff; // bad magic
+  fs.writeFileSync(p2, b);
+  await assert.rejects(scan(dir), (err: unknown) => err instanceof WalCorruptionError && err.message.includes(p2));
+  const { res } = await scan(dir, { truncate: true });
+  assert.equal(res.frames, f1.length);
+  // Everything from the damaged file on is dropped, so that frames written after this boot (in
+  // a file numbered after lastFileNo) are not hidden behind the damaged file on the next boot.
+  assert.equal(res.lastFileNo, 1, 'lastFileNo is the last kept file');
+  assert.deepEqual(listWal(dir), [walFileName(1)], 'later files removed');
+  const again = await scan(dir);
+  assert.equal(again.res.frames, f1.length);
+});
+
+test('scanning from a checkpoint position skips earlier files and the prefix of the cut file', async () => {
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  writeWal(dir, 1, f1);
+  const head2 = [appendFrame(4, 2), appendFrame(6, 2)];
+  const tail2 = [appendFrame(8, 1), encodeSeqReserve(TOPIC, 2048)];
+  writeWal(dir, 2, [...head2, ...tail2]);
+  const f3 = [appendFrame(9, 3)];
+  writeWal(dir, 3, f3);
+  const from = { fileNo: 2, offset: WAL_HEADER_BYTES + sum(head2) };
+  const { res, c } = await scan(dir, { from });
+  assert.equal(res.frames, tail2.length + f3.length);
+  assert.equal(res.lastFileNo, 3);
+  assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([...tail2, ...f3]));
+  // The files themselves are untouched by a scan that found nothing wrong.
+  assert.deepEqual(listWal(dir), [walFileName(1), walFileName(2), walFileName(3)]);
+});
+
+test('a torn tail in the last file after earlier good files keeps all earlier files intact', async () => {
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  const p1 = writeWal(dir, 1, f1);
+  const s1 = size(p1);
+  const f2 = [appendFrame(4, 3)];
+  const p2 = writeWal(dir, 2, [...f2, appendFrame(7, 9).subarray(0, 50)]);
+  const { res } = await scan(dir);
+  assert.equal(res.frames, f1.length + f2.length);
+  assert.equal(res.tornBytes, 50);
+  assert.equal(size(p1), s1);
+  assert.equal(size(p2), WAL_HEADER_BYTES + sum(f2));
+  const heads = (await scan(dir)).c.emitted
+    .get(TOPIC % 2)!
+    .map((h) => Buffer.from(h, 'hex'))
+    .filter((b) => probeOk(b).type === FrameType.APPEND)
+    .map((b) => readAppendHead(b, probeOk(b)).firstSeq);
+  assert.deepEqual(heads, [1, 4]);
+});
+
+function probeOk(buf: Buffer): FrameView {
+  const p = probeFrame(buf, 0, buf.length);
+  if (!p.ok) assert.fail(`not a frame: ${p.reason}`);
+  return p.frame;
+}
