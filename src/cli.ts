@@ -61,6 +61,7 @@ async function serve(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
+  if (settings.testRecoveryDelayMs > 0) await new Promise((r) => setTimeout(r, settings.testRecoveryDelayMs));
   try {
     await sup.recover();
   } catch (err) {

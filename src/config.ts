@@ -26,6 +26,8 @@ export interface Settings {
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
+  /** Test hook: recovery starts this much later, so the readiness gate can be observed. */
+  testRecoveryDelayMs: number;
 }
 
 export class SettingsError extends Error {}
@@ -82,6 +84,7 @@ export function readSettings(env: Env = process.env): Settings {
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',
+    testRecoveryDelayMs: int(env, 'SERVICE_TEST_RECOVERY_DELAY_MS', 0),
   };
 }
 
