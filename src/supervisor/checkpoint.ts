@@ -26,8 +26,15 @@ export class Checkpointer {
     private readonly onError: (err: Error) => void,
   ) {}
 
-  /** Runs one checkpoint; concurrent callers share the one in progress. */
-  run(final = false): Promise<void> {
+  /**
+   * Runs one checkpoint; concurrent callers share the one in progress, except a final one,
+   * which waits for it and then runs on its own (its snapshot must record the drained state).
+   */
+  async run(final = false): Promise<void> {
+    if (final) {
+      await this.running?.catch(() => undefined);
+      this.running = undefined;
+    }
     if (!this.running) {
       this.running = this.once(final).finally(() => {
         this.running = undefined;
