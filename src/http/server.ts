@@ -51,17 +51,20 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   });
   const metrics = new Metrics(sup);
 
-  app.addHook('onRequest', async (req, reply) => {
+  // A callback hook, not an async one: it runs on every request and needs no promise.
+  app.addHook('onRequest', (req, reply, done) => {
     req.startedAt = nowMs();
-    const path = req.url.split('?')[0]!;
-    if (UNGATED.has(path)) return;
+    if (sup.lifecycle === 'ready') return done();
+    const q = req.url.indexOf('?');
+    if (UNGATED.has(q < 0 ? req.url : req.url.slice(0, q))) return done();
     if (sup.lifecycle === 'recovering') {
-      return sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
+      sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
+    } else {
+      sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
-    if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'server is shutting down'));
   });
 
-  await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
+  if (!process.env.NOCOMP) await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
 
   // Every body is read raw (413 decided on size first); media type and JSON are checked per
   // route, so the order of RESOLVED 0.3 holds and append bodies reach workers unparsed.

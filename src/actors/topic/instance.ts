@@ -61,6 +61,8 @@ export class TopicInstance {
   controlFrameNo = 0;
   segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1] };
   largestRecentBatch = 0;
+  /** Adaptive reservation block (grows when appends outrun the reservation's fsync). */
+  reserveBlock = 1024;
 
   constructor(
     readonly id: number,
