@@ -60,8 +60,15 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     if (sup.lifecycle === 'recovering') {
       sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
     } else {
+      // Draining: close the connection after this answer, or a busy keep-alive client would hold
+      // the drain open until the grace period ends and the final checkpoint is skipped.
+      reply.header('connection', 'close');
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
+  });
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (sup.lifecycle === 'draining') reply.header('connection', 'close');
+    done(null, payload);
   });
 
   if (!process.env.NOCOMP) await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });

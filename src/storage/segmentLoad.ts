@@ -49,11 +49,11 @@ export async function loadSegments(dataDir: string, topicId: number): Promise<Lo
   return out;
 }
 
-/** Walks the frames of a loaded segment. */
+/** Walks the frames of a loaded (already CRC-checked) segment. */
 export function forEachFrame(buf: Buffer, cb: (f: FrameView, off: number) => void): void {
   let off = 0;
   while (off < buf.length) {
-    const p = probeFrame(buf, off, buf.length);
+    const p = probeFrame(buf, off, buf.length, false);
     if (!p.ok) throw new Error(`segment frame vanished at ${off}`);
     cb(p.frame, off);
     off += p.frame.size;

@@ -89,7 +89,7 @@ export type FrameProbe = { ok: true; frame: FrameView } | { ok: false; reason: '
  * Looks for a frame at `off`. `end` bounds the readable bytes. 'end' means a zero length (clean
  * end of log or pre-zeroed tail); 'short' means the buffer ends inside the frame (read more).
  */
-export function probeFrame(buf: Buffer, off: number, end: number): FrameProbe {
+export function probeFrame(buf: Buffer, off: number, end: number, checkCrc = true): FrameProbe {
   if (end - off < FRAME_PREFIX_BYTES) return { ok: false, reason: end - off <= 0 || isZero(buf, off, end) ? 'end' : 'short' };
   const bodyLen = buf.readUInt32LE(off);
   if (bodyLen === 0) return { ok: false, reason: 'end' };
@@ -100,7 +100,7 @@ export function probeFrame(buf: Buffer, off: number, end: number): FrameProbe {
   const size = alignUp(FRAME_PREFIX_BYTES + bodyLen);
   if (off + FRAME_PREFIX_BYTES + bodyLen > end) return { ok: false, reason: 'short' };
   const crc = buf.readUInt32LE(off + 4);
-  if (crc32(buf.subarray(off + 8, off + FRAME_PREFIX_BYTES + bodyLen)) !== crc) return { ok: false, reason: 'crc' };
+  if (checkCrc && crc32(buf.subarray(off + 8, off + FRAME_PREFIX_BYTES + bodyLen)) !== crc) return { ok: false, reason: 'crc' };
   return {
     ok: true,
     frame: { type, flags: buf.readUInt8(off + 9), topicId: readU64(buf, off + 16), bodyOff: off + FRAME_HEADER_BYTES, bodyLen: bodyLen - 8, size },

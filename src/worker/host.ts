@@ -19,6 +19,7 @@ import { HostCtx } from './hostCtx.js';
 import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
+import type { TopicConfig } from '../actors/topic/config.js';
 import { loadSegments } from '../storage/segmentLoad.js';
 import { HotCache } from './hotCache.js';
 
@@ -197,9 +198,10 @@ export class ActorHost {
         this.walFailed = m.message;
         return;
       case 'replay':
-        return this.onReplayChunk(Buffer.from(m.buf));
+        this.replayChain = this.replayChain.then(() => this.onReplayChunk(Buffer.from(m.buf)));
+        return;
       case 'replayDone':
-        this.replayDone?.();
+        void this.replayChain.then(() => this.replayDone?.());
         return;
       default:
         assertNever(m);
@@ -315,16 +317,31 @@ export class ActorHost {
     }
   }
 
-  private onReplayChunk(buf: Buffer): void {
+  /** Replay chunks are applied in order; a chunk may wait for a topic's segments to load. */
+  private replayChain: Promise<void> = Promise.resolve();
+
+  private async onReplayChunk(buf: Buffer): Promise<void> {
     let off = 0;
     while (off < buf.length) {
-      const p = probeFrame(buf, off, buf.length);
+      // The WAL thread CRC-checked every frame it sends.
+      const p = probeFrame(buf, off, buf.length, false);
       if (!p.ok) throw new Error(`replay chunk holds a bad frame at ${off}: ${p.reason}`);
       const f = p.frame;
       let actor: TopicActor | undefined;
       if (f.type === FrameType.TOPIC_CREATE) {
-        actor = this.actorFor((decodeJsonBody(buf, f) as { name: string }).name);
+        const body = decodeJsonBody(buf, f) as { name: string; config: TopicConfig; created_ms: number };
+        actor = this.actorFor(body.name);
         this.byTopicId.set(f.topicId, actor);
+        // A topic created after the snapshot may already have segments: index them (cold)
+        // instead of replaying, copying and rewriting every append they hold.
+        const known = actor.current?.id === f.topicId; // already loaded from the snapshot
+        const segs = known ? [] : await loadSegments(this.dataDir, f.topicId);
+        if (segs.length > 0) {
+          const part: TopicPart = { id: f.topicId, name: body.name, config: body.config, created_ms: body.created_ms, reserved: 0 };
+          this.input(actor, { k: 'load', part, segs });
+          off += f.size;
+          continue;
+        }
       } else {
         actor = this.byTopicId.get(f.topicId);
       }

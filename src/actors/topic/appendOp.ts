@@ -76,18 +76,22 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
   return loc;
 }
 
-/** Indexes every record of an APPEND frame buffer; returns the batch's payload bytes. */
-export function indexFrame(inst: TopicInstance, frame: Buffer, loc: number, keepText: boolean): number {
-  const probe = probeFrame(frame, 0, frame.length);
+/**
+ * Indexes every record of an APPEND frame that starts at `off` in `buf` (already CRC-checked by
+ * whoever read it); returns the batch's payload bytes. With `keepText` the records stay in
+ * memory as texts over `buf`; otherwise they are cold and read back from segments on demand.
+ */
+export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: number, keepText: boolean): number {
+  const probe = probeFrame(buf, off, buf.length, false);
   if (!probe.ok) throw new Error(`indexFrame: not a frame (${probe.reason})`);
-  const head = readAppendHead(frame, probe.frame);
+  const head = readAppendHead(buf, probe.frame);
   let total = 0;
-  forEachAppendRecord(frame, probe.frame, head, (i, r) => {
-    const node = r.nodeLen > 0 ? (JSON.parse(frame.toString('utf8', r.nodeOff, r.nodeOff + r.nodeLen)) as string) : undefined;
+  forEachAppendRecord(buf, probe.frame, head, (i, r) => {
     const bytes = r.dataLen + Math.max(0, r.metaLen);
     total += bytes;
-    const text = keepText ? RecordText.fromExtent(frame, r) : undefined;
-    inst.index.put(head.firstSeq + i, head.tsMs, bytes, inst.nodeId(node), loc, frame.length, i, text);
+    const text = keepText ? RecordText.fromExtent(buf, r) : undefined;
+    const nodeId = r.nodeLen > 0 ? inst.nodeIdOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
+    inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, probe.frame.size, i, text);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });
   if (head.tsMs > inst.lastTsMs) inst.lastTsMs = head.tsMs;

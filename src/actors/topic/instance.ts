@@ -55,6 +55,7 @@ export class TopicInstance {
   idem = new IdempotencyTable();
   readonly nodeNames: string[] = [''];
   private readonly nodeIds = new Map<string, number>();
+  private readonly nodeIdsByLiteral = new Map<string, number>();
   readonly pending: PendingBatch[] = [];
   readonly gates: Gate[] = [];
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
@@ -78,6 +79,16 @@ export class TopicInstance {
       id = this.nodeNames.length;
       this.nodeNames.push(node);
       this.nodeIds.set(node, id);
+    }
+    return id;
+  }
+
+  /** Node id from a stored JSON string literal (recovery), parsing each distinct literal once. */
+  nodeIdOfLiteral(latin1Literal: string): number {
+    let id = this.nodeIdsByLiteral.get(latin1Literal);
+    if (id === undefined) {
+      id = this.nodeId(JSON.parse(Buffer.from(latin1Literal, 'latin1').toString('utf8')) as string);
+      this.nodeIdsByLiteral.set(latin1Literal, id);
     }
     return id;
   }

@@ -30,7 +30,7 @@ export function loadInstance(part: TopicPart, segs: LoadedSegment[], _segmentByt
       const head = readAppendHead(seg.buf, f);
       if (head.firstSeq <= inst.index.last) return;
       if (head.firstSeq > inst.index.last + 1) inst.index.pad(inst.index.last + 1, head.firstSeq - 1);
-      indexFrame(inst, seg.buf.subarray(off, off + f.size), ordinal * TWO_32 + off, false);
+      indexFrame(inst, seg.buf, off, ordinal * TWO_32 + off, false);
     });
   });
   if (segs.length > 0) {
@@ -75,9 +75,11 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
         return;
       }
       if (head.firstSeq > cur.index.last + 1) cur.index.pad(cur.index.last + 1, head.firstSeq - 1);
-      const frame = Buffer.from(buf.subarray(f.bodyOff - 24, f.bodyOff - 24 + f.size));
+      // The texts stay over the replayed bytes (no copy); the host's cache budget evicts them
+      // once the segment holds the frame.
+      const frame = buf.subarray(f.bodyOff - 24, f.bodyOff - 24 + f.size);
       const loc = placeInSegment(cur, head.firstSeq, frame.length, segmentBytes);
-      indexFrame(cur, frame, loc, true);
+      indexFrame(cur, frame, 0, loc, true);
       stats.appends++;
       if (cur.config.durability === 'ephemeral') return;
       return { place: { topicId: cur.id, segFirstSeq: cur.segment.firstSeq, offset: cur.segment.size - frame.length }, frame };
