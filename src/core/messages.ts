@@ -90,7 +90,9 @@ export type WalIn =
   /** Whole encoded frames from one worker turn; `seq` increases by one per submission. */
   | { t: 'submit'; seq: number; buf: ArrayBuffer; durable: boolean; frames: number }
   /** Checkpoint mark: the WAL thread records the log position after everything before it. */
-  | { t: 'mark'; id: number };
+  | { t: 'mark'; id: number }
+  /** Recovery flow control: a replay chunk of this many bytes has been applied. */
+  | { t: 'replayAck'; bytes: number };
 
 export type WalOut =
   | { t: 'ack'; writtenThrough: number; durableThrough: number }

@@ -83,6 +83,7 @@ export class GroupCommit {
   }
 
   private onMessage(port: number, msg: WalIn): void {
+    if (msg.t === 'replayAck') return; // recovery flow control, handled by the scan
     this.queue.push({ port, msg });
     this.stats.queueDepth = this.queue.length;
     if (!this.flushScheduled) {
@@ -125,7 +126,7 @@ export class GroupCommit {
         if (it.msg.durable) ps.wantsDurable = it.msg.seq;
         this.stats.batches++;
         this.stats.frames += it.msg.frames;
-      } else {
+      } else if (it.msg.t === 'mark') {
         // A mark's position is right after everything this port submitted before it.
         const at = { fileNo: this.fileNo, offset: this.offset + size };
         let list = this.marks.get(it.msg.id);

@@ -21,7 +21,7 @@ export interface ScanSink {
   /** Worker index for a frame, or undefined to drop it (global or unknown-topic frames). */
   route(buf: Buffer, f: FrameView): number | undefined;
   /** A chunk of whole frames for one worker, in log order. */
-  emit(worker: number, chunk: Buffer): void;
+  emit(worker: number, chunk: Buffer): void | Promise<void>;
   progress(fraction: number): void;
   /** Every frame, including global ones (BOOT), for epoch bookkeeping. */
   seen(buf: Buffer, f: FrameView): void;
@@ -54,10 +54,10 @@ export async function scanWal(dataDir: string, from: WalPosition | undefined, tr
   const result: ScanResult = { lastFileNo: files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
   const pending = new Map<number, Buffer[]>();
   const pendingBytes = new Map<number, number>();
-  const flushWorker = (w: number) => {
+  const flushWorker = async (w: number) => {
     const list = pending.get(w);
     if (!list || list.length === 0) return;
-    sink.emit(w, Buffer.concat(list));
+    await sink.emit(w, Buffer.concat(list));
     pending.set(w, []);
     pendingBytes.set(w, 0);
   };
@@ -95,7 +95,7 @@ export async function scanWal(dataDir: string, from: WalPosition | undefined, tr
         list.push(buf.subarray(off, off + f.size));
         const n = (pendingBytes.get(w) ?? 0) + f.size;
         pendingBytes.set(w, n);
-        if (n >= CHUNK_BYTES) flushWorker(w);
+        if (n >= CHUNK_BYTES) await flushWorker(w);
       }
       result.frames++;
       result.bytes += f.size;
@@ -130,7 +130,7 @@ export async function scanWal(dataDir: string, from: WalPosition | undefined, tr
     scanned += sizes[i]!;
     sink.progress(Math.min(1, scanned / total));
   }
-  for (const w of pending.keys()) flushWorker(w);
+  for (const w of pending.keys()) await flushWorker(w);
   sink.progress(1);
   return result;
 }

@@ -6,7 +6,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expose } from '../core/rpc.js';
 import { workerOf } from '../core/names.js';
-import type { WalOut, WalPosition } from '../core/messages.js';
+import type { WalIn, WalOut, WalPosition } from '../core/messages.js';
+
+const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
 import { GroupCommit, WalStats } from './groupCommit.js';
 import { scanWal, ScanResult, topicNameOf } from './scan.js';
 import { encodeJsonFrame } from './frame.js';
@@ -35,6 +37,19 @@ const api = {
     const table = new Map(idToWorker);
     const workers = data.workerPorts.length;
     let maxEpoch = 0;
+    // Flow control: at most REPLAY_WINDOW_BYTES sent to a worker and not yet applied, so a
+    // slow worker (loading segments) never makes the WAL scan pile the log up in memory.
+    const outstanding = new Array<number>(workers).fill(0);
+    const waiters = new Array<(() => void) | undefined>(workers);
+    const onAck = data.workerPorts.map((port, w) => {
+      const l = (m: WalIn) => {
+        if (m.t !== 'replayAck') return;
+        outstanding[w]! -= m.bytes;
+        if (outstanding[w]! < REPLAY_WINDOW_BYTES) waiters[w]?.();
+      };
+      port.on('message', l);
+      return l;
+    });
     const res = await scanWal(data.dataDir, from, truncate, {
       route(buf, f) {
         if (f.type === FrameType.TOPIC_CREATE) {
@@ -44,9 +59,12 @@ const api = {
         }
         return table.get(f.topicId);
       },
-      emit(worker, chunk) {
+      async emit(worker, chunk) {
+        while (outstanding[worker]! >= REPLAY_WINDOW_BYTES) await new Promise<void>((r) => (waiters[worker] = r));
+        waiters[worker] = undefined;
         const ab = new ArrayBuffer(chunk.length);
         new Uint8Array(ab).set(chunk);
+        outstanding[worker]! += chunk.length;
         const m: WalOut = { t: 'replay', buf: ab };
         data.workerPorts[worker]!.postMessage(m, [ab]);
       },
@@ -61,6 +79,7 @@ const api = {
         }
       },
     });
+    data.workerPorts.forEach((p, w) => p.off('message', onAck[w]!));
     for (const p of data.workerPorts) p.postMessage({ t: 'replayDone' } satisfies WalOut);
     return { ...res, maxEpoch };
   },

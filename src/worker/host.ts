@@ -198,7 +198,10 @@ export class ActorHost {
         this.walFailed = m.message;
         return;
       case 'replay':
-        this.replayChain = this.replayChain.then(() => this.onReplayChunk(Buffer.from(m.buf)));
+        this.replayChain = this.replayChain.then(async () => {
+          await this.onReplayChunk(Buffer.from(m.buf));
+          this.walPort.postMessage({ t: 'replayAck', bytes: m.buf.byteLength } satisfies WalIn);
+        });
         return;
       case 'replayDone':
         void this.replayChain.then(() => this.replayDone?.());
