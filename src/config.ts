@@ -77,7 +77,7 @@ export function readSettings(env: Env = process.env): Settings {
     walInflightBytes: int(env, 'SERVICE_WAL_INFLIGHT_BYTES', 64 * 1024 * 1024),
     checkpointMs: int(env, 'SERVICE_CHECKPOINT_MS', 60_000),
     checkpointWalBytes: int(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
-    segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 256 * 1024 * 1024),
+    segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
     segmentBytes: Math.max(1 << 16, int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024)),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),

@@ -28,6 +28,9 @@ interface FrameTiming {
   writtenAt: number;
 }
 
+/** Heap cost of one hot RecordText beyond its bytes (object header and fields), for the budget. */
+export const RECORD_TEXT_OVERHEAD_BYTES = 96;
+
 export interface QueuedFrame {
   actor: TopicActor;
   frameNo: number;
@@ -260,7 +263,7 @@ export class ActorHost {
   writeSegment(place: SegmentPlacement, frame: Buffer): void {
     this.segments.append(place, frame, () => {
       const head = readAppendHead(frame, (probeFrame(frame, 0, frame.length) as { ok: true; frame: import('../wal/frame.js').FrameView }).frame);
-      this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length);
+      this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
     });
   }
 

@@ -7,7 +7,7 @@ import type { AppendRequest, TopicResult } from '../core/messages.js';
 import type { Rng } from '../core/rng.js';
 import { nowMs } from '../core/stopwatch.js';
 import { encodeTraceValue } from '../replay/traceCodec.js';
-import type { ActorHost } from './host.js';
+import { RECORD_TEXT_OVERHEAD_BYTES, type ActorHost } from './host.js';
 
 export interface StepRecord {
   q: unknown[];
@@ -79,7 +79,7 @@ export class HostCtx implements ActorCtx {
 
   textsLoaded(topicId: number, fromSeq: number, toSeq: number, bytes: number): void {
     if (this.rec) this.out('textsLoaded', topicId, fromSeq, toSeq, bytes);
-    this.host.hot.add(topicId, fromSeq, toSeq, bytes);
+    this.host.hot.add(topicId, fromSeq, toSeq, bytes + (toSeq - fromSeq + 1) * RECORD_TEXT_OVERHEAD_BYTES);
   }
 
   walCreditExhausted(): boolean {
