@@ -17,6 +17,7 @@ import { TopicInstance, PendingBatch, type Gate } from './instance.js';
 import { readFrom } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
 import { coldRanges, installTexts } from './coldRead.js';
+import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 
 export interface ActorOptions {
   maxLimit: number;
@@ -28,7 +29,11 @@ interface ColdDiff {
   reqId: number;
   req: DiffRequest;
   inst: TopicInstance;
+  /** Cold reads already done for this diff; a bound, so a bad location can never loop. */
+  attempts: number;
 }
+
+const COLD_READ_ATTEMPTS_MAX = 3;
 
 interface ParkedDiff {
   reqId: number;
@@ -314,7 +319,7 @@ export class TopicActor {
     return inst.head > seq;
   }
 
-  private answerDiff(ctx: ActorCtx, reqId: number, req: DiffRequest, inst: TopicInstance): void {
+  private answerDiff(ctx: ActorCtx, reqId: number, req: DiffRequest, inst: TopicInstance, attempts = 0): void {
     let skip: Set<number> | null = null;
     if (req.nodes !== null && inst.config.dedupe_node) {
       skip = new Set();
@@ -328,8 +333,11 @@ export class TopicActor {
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
     const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip });
     if (r.cold.length > 0) {
+      if (attempts >= COLD_READ_ATTEMPTS_MAX) {
+        return ctx.reply(reqId, fail('internal', `records ${r.cold[0]}.. could not be read back from segments`));
+      }
       const token = this.nextTimerId++;
-      this.coldDiffs.set(token, { reqId, req, inst });
+      this.coldDiffs.set(token, { reqId, req, inst, attempts: attempts + 1 });
       ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
       return;
     }
@@ -369,7 +377,7 @@ export class TopicActor {
       // Damage in a segment is reported, never skipped (DESIGN 2.4).
       return ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
     }
-    this.answerDiff(ctx, c.reqId, c.req, c.inst);
+    this.answerDiff(ctx, c.reqId, c.req, c.inst, c.attempts);
   }
 
   /** The host's cache budget evicts texts of records that are safely in segments. */
@@ -395,69 +403,21 @@ export class TopicActor {
     this.answerDiff(ctx, p.reqId, p.req, p.inst);
   }
 
-  effectivePriority(inst: TopicInstance, now: number): number {
-    if (inst.config.priority !== null) return inst.config.priority;
-    if (!inst.config.auto_priority || inst.lastConsumedMs === null) return 0;
-    const idle = now - inst.lastConsumedMs;
-    if (idle >= 300_000) return 0;
-    return Math.round(500 * Math.pow(2, -idle / 30_000));
-  }
-
   private state(ctx: ActorCtx, reqId: number, req: StateRequest): void {
     const inst = this.current;
     if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
     if (req.touch) this.touch(inst, ctx.now);
-    const body = {
-      topic: this.name,
-      type: inst.config.type,
-      head_seq: inst.head,
-      earliest_seq: inst.earliest(),
-      next_seq: inst.head + 1,
-      count: inst.count,
-      bytes: inst.bytes,
-      config: inst.config,
-      effective_priority: this.effectivePriority(inst, ctx.now),
-      last_write_ts: inst.lastWriteTsMs,
-      last_read_ts: inst.lastReadTsMs,
-    };
-    ctx.reply(reqId, okJson(200, jsonOpen(body)));
+    ctx.reply(reqId, okJson(200, jsonOpen(topicStateBody(inst, ctx.now))));
   }
 
   summary(now: number, touch: boolean): TopicSummary | undefined {
     const inst = this.current;
     if (!inst) return undefined;
     if (touch) inst.lastConsumedMs = now;
-    return {
-      topic: this.name,
-      head_seq: inst.head,
-      earliest_seq: inst.earliest(),
-      count: inst.count,
-      bytes: inst.bytes,
-      durable: inst.config.durable,
-      effective_priority: this.effectivePriority(inst, now),
-    };
+    return topicSummary(inst, now);
   }
 
   stats(): TopicStats | undefined {
-    const inst = this.current;
-    if (!inst) return undefined;
-    return {
-      topic: this.name,
-      type: inst.config.type,
-      durability: inst.config.durability,
-      head_seq: inst.head,
-      earliest_seq: inst.earliest(),
-      count: inst.count,
-      bytes: inst.bytes,
-    };
-  }
-
-  /** True when nothing is waiting on the WAL (used by shutdown and checkpoints). */
-  idle(): boolean {
-    return this.frameNo === this.durableFrameNo;
-  }
-
-  get lastFrameNo(): number {
-    return this.frameNo;
+    return this.current ? topicStats(this.current) : undefined;
   }
 }

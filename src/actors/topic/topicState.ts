@@ -1,0 +1,57 @@
+// Read-only reports of a topic instance: the topic-state body (RESOLVED G1), list summaries
+// (G6), metrics stats, and the effective priority. Pure functions of the instance and a time.
+import type { TopicStats, TopicSummary } from '../../core/messages.js';
+import type { TopicInstance } from './instance.js';
+
+const AUTO_PRIORITY_MAX = 500;
+const AUTO_PRIORITY_HALF_LIFE_MS = 30_000;
+const AUTO_PRIORITY_WINDOW_MS = 300_000;
+
+/** G1: manual priority, else a decaying boost after the last consumption, else 0. */
+export function effectivePriority(inst: TopicInstance, now: number): number {
+  if (inst.config.priority !== null) return inst.config.priority;
+  if (!inst.config.auto_priority || inst.lastConsumedMs === null) return 0;
+  const idle = now - inst.lastConsumedMs;
+  if (idle >= AUTO_PRIORITY_WINDOW_MS) return 0;
+  return Math.round(AUTO_PRIORITY_MAX * Math.pow(2, -idle / AUTO_PRIORITY_HALF_LIFE_MS));
+}
+
+export function topicStateBody(inst: TopicInstance, now: number): Record<string, unknown> {
+  return {
+    topic: inst.name,
+    type: inst.config.type,
+    head_seq: inst.head,
+    earliest_seq: inst.earliest(),
+    next_seq: inst.head + 1,
+    count: inst.count,
+    bytes: inst.bytes,
+    config: inst.config,
+    effective_priority: effectivePriority(inst, now),
+    last_write_ts: inst.lastWriteTsMs,
+    last_read_ts: inst.lastReadTsMs,
+  };
+}
+
+export function topicSummary(inst: TopicInstance, now: number): TopicSummary {
+  return {
+    topic: inst.name,
+    head_seq: inst.head,
+    earliest_seq: inst.earliest(),
+    count: inst.count,
+    bytes: inst.bytes,
+    durable: inst.config.durable,
+    effective_priority: effectivePriority(inst, now),
+  };
+}
+
+export function topicStats(inst: TopicInstance): TopicStats {
+  return {
+    topic: inst.name,
+    type: inst.config.type,
+    durability: inst.config.durability,
+    head_seq: inst.head,
+    earliest_seq: inst.earliest(),
+    count: inst.count,
+    bytes: inst.bytes,
+  };
+}
