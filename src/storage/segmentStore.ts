@@ -8,8 +8,17 @@ import path from 'node:path';
 import type { SegmentPlacement } from '../actors/topic/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
 
+interface PendingWrite {
+  place: SegmentPlacement;
+  frame: Buffer;
+  onWritten: (() => void) | undefined;
+}
+
 interface TopicFiles {
   chain: Promise<void>;
+  /** Frames waiting for the topic's next write; consecutive ones go out in one writev. */
+  pending: PendingWrite[];
+  drainQueued: boolean;
   segFirstSeq: number;
   fd: fs.promises.FileHandle | undefined;
   dirty: boolean;
@@ -25,7 +34,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { chain: Promise.resolve(), segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false };
+      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false };
       this.topics.set(topicId, t);
     }
     return t;
@@ -41,25 +50,52 @@ export class SegmentStore {
 
   append(place: SegmentPlacement, frame: Buffer, onWritten?: () => void): void {
     const t = this.files(place.topicId);
-    this.enqueue(t, async () => {
-      if (t.segFirstSeq !== place.segFirstSeq || !t.fd) {
-        if (t.fd) {
-          await t.fd.sync();
-          await t.fd.close();
-        }
-        const dir = topicDir(this.dataDir, place.topicId);
-        if (!t.dirCreated) {
-          await fsp.mkdir(dir, { recursive: true });
-          t.dirCreated = true;
-        }
-        t.fd = await fsp.open(path.join(dir, segmentFileName(place.segFirstSeq)), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
-        t.segFirstSeq = place.segFirstSeq;
-        t.dirty = true;
+    t.pending.push({ place, frame, onWritten });
+    if (t.drainQueued) return;
+    t.drainQueued = true;
+    this.enqueue(t, () => this.drain(t));
+  }
+
+  /** Writes every pending frame of a topic: one writev per run of contiguous frames. */
+  private async drain(t: TopicFiles): Promise<void> {
+    const batch = t.pending;
+    t.pending = [];
+    t.drainQueued = false;
+    let i = 0;
+    while (i < batch.length) {
+      const first = batch[i]!.place;
+      let end = first.offset + batch[i]!.frame.length;
+      let j = i + 1;
+      while (j < batch.length && batch[j]!.place.segFirstSeq === first.segFirstSeq && batch[j]!.place.offset === end) {
+        end += batch[j]!.frame.length;
+        j++;
       }
-      await t.fd.write(frame, 0, frame.length, place.offset);
+      const fd = await this.openSegment(t, first);
+      await fd.writev(
+        batch.slice(i, j).map((w) => w.frame),
+        first.offset,
+      );
       t.dirty = true;
-      onWritten?.();
-    });
+      for (let k = i; k < j; k++) batch[k]!.onWritten?.();
+      i = j;
+    }
+  }
+
+  private async openSegment(t: TopicFiles, place: SegmentPlacement): Promise<fs.promises.FileHandle> {
+    if (t.segFirstSeq === place.segFirstSeq && t.fd) return t.fd;
+    if (t.fd) {
+      await t.fd.sync();
+      await t.fd.close();
+    }
+    const dir = topicDir(this.dataDir, place.topicId);
+    if (!t.dirCreated) {
+      await fsp.mkdir(dir, { recursive: true });
+      t.dirCreated = true;
+    }
+    t.fd = await fsp.open(path.join(dir, segmentFileName(place.segFirstSeq)), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+    t.segFirstSeq = place.segFirstSeq;
+    t.dirty = true;
+    return t.fd;
   }
 
   /** Waits for every queued write, then fsyncs dirty files and their directories. */
