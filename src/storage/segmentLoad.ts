@@ -17,7 +17,8 @@ export interface LoadedSegment {
   buf: Buffer;
 }
 
-export async function loadSegments(dataDir: string, topicId: number): Promise<LoadedSegment[]> {
+/** A topic's segment files, oldest first; each is read (and checked) on its own. */
+export async function listSegments(dataDir: string, topicId: number): Promise<{ firstSeq: number; file: string }[]> {
   const dir = topicDir(dataDir, topicId);
   let names: string[];
   try {
@@ -25,28 +26,27 @@ export async function loadSegments(dataDir: string, topicId: number): Promise<Lo
   } catch {
     return [];
   }
-  const firsts = names
-    .map(parseSegmentFileName)
-    .filter((n): n is number => n !== undefined)
-    .sort((a, b) => a - b);
-  const out: LoadedSegment[] = [];
-  for (let i = 0; i < firsts.length; i++) {
-    const file = path.join(dir, names.find((n) => parseSegmentFileName(n) === firsts[i])!);
-    const buf = await fsp.readFile(file);
-    let off = 0;
-    while (off < buf.length) {
-      const p = probeFrame(buf, off, buf.length);
-      if (!p.ok) break;
-      if (p.frame.type !== FrameType.APPEND || p.frame.topicId !== topicId) throw new SegmentCorruptionError(`${file}: unexpected frame at ${off}`);
-      off += p.frame.size;
-    }
-    if (off < buf.length) {
-      if (i < firsts.length - 1) throw new SegmentCorruptionError(`${file}: damaged frame at offset ${off} in a sealed segment`);
-      await fsp.truncate(file, off);
-    }
-    out.push({ firstSeq: firsts[i]!, size: off, buf: buf.subarray(0, off) });
+  return names
+    .map((n) => ({ firstSeq: parseSegmentFileName(n), file: path.join(dir, n) }))
+    .filter((s): s is { firstSeq: number; file: string } => s.firstSeq !== undefined)
+    .sort((a, b) => a.firstSeq - b.firstSeq);
+}
+
+/** Reads one segment, CRC-checking every frame; the newest may have a torn tail (truncated). */
+export async function readSegment(topicId: number, seg: { firstSeq: number; file: string }, isNewest: boolean): Promise<LoadedSegment> {
+  const buf = await fsp.readFile(seg.file);
+  let off = 0;
+  while (off < buf.length) {
+    const p = probeFrame(buf, off, buf.length);
+    if (!p.ok) break;
+    if (p.frame.type !== FrameType.APPEND || p.frame.topicId !== topicId) throw new SegmentCorruptionError(`${seg.file}: unexpected frame at ${off}`);
+    off += p.frame.size;
   }
-  return out;
+  if (off < buf.length) {
+    if (!isNewest) throw new SegmentCorruptionError(`${seg.file}: damaged frame at offset ${off} in a sealed segment`);
+    await fsp.truncate(seg.file, off);
+  }
+  return { firstSeq: seg.firstSeq, size: off, buf: buf.subarray(0, off) };
 }
 
 /** Walks the frames of a loaded (already CRC-checked) segment. */

@@ -20,7 +20,7 @@ import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { TopicConfig } from '../actors/topic/config.js';
-import { loadSegments } from '../storage/segmentLoad.js';
+import { listSegments, readSegment } from '../storage/segmentLoad.js';
 import { HotCache } from './hotCache.js';
 
 interface FrameTiming {
@@ -317,10 +317,20 @@ export class ActorHost {
   async loadSnapshot(parts: TopicPart[]): Promise<void> {
     for (const part of parts) {
       const actor = this.actorFor(part.name);
-      const segs = await loadSegments(this.dataDir, part.id);
-      this.input(actor, { k: 'load', part, segs });
+      this.input(actor, { k: 'load', part });
       this.byTopicId.set(part.id, actor);
+      await this.loadSegmentsOf(actor, part.id);
     }
+  }
+
+  /** Feeds a recovering topic its segments one at a time; returns how many there were. */
+  private async loadSegmentsOf(actor: TopicActor, topicId: number): Promise<number> {
+    const segs = await listSegments(this.dataDir, topicId);
+    for (let i = 0; i < segs.length; i++) {
+      const seg = await readSegment(topicId, segs[i]!, i === segs.length - 1);
+      this.input(actor, { k: 'segment', seg });
+    }
+    return segs.length;
   }
 
   /** Replay chunks are applied in order; a chunk may wait for a topic's segments to load. */
@@ -341,10 +351,10 @@ export class ActorHost {
         // A topic created after the snapshot may already have segments: index them (cold)
         // instead of replaying, copying and rewriting every append they hold.
         const known = actor.current?.id === f.topicId; // already loaded from the snapshot
-        const segs = known ? [] : await loadSegments(this.dataDir, f.topicId);
-        if (segs.length > 0) {
+        if (!known && (await listSegments(this.dataDir, f.topicId)).length > 0) {
           const part: TopicPart = { id: f.topicId, name: body.name, config: body.config, created_ms: body.created_ms, reserved: 0 };
-          this.input(actor, { k: 'load', part, segs });
+          this.input(actor, { k: 'load', part });
+          await this.loadSegmentsOf(actor, f.topicId);
           off += f.size;
           continue;
         }

@@ -7,7 +7,7 @@ import type { ActorCtx } from './ctx.js';
 import type { TopicActor } from './topicActor.js';
 import type { FrameView } from '../../wal/frame.js';
 import { probeFrame } from '../../wal/frame.js';
-import { finishInstanceRecovery, loadInstance, replayFrame } from './replay.js';
+import { finishInstanceRecovery, loadInstance, loadSegment, replayFrame } from './replay.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 
@@ -18,8 +18,10 @@ export type ActorInput =
   | { k: 'cold'; token: number; bufs: Buffer[] | string }
   | { k: 'drop'; topicId: number; from: number; to: number }
   | { k: 'release' }
-  /** Recovery: the snapshot part of this topic and its segments' bytes. */
-  | { k: 'load'; part: TopicPart; segs: LoadedSegment[] }
+  /** Recovery: the snapshot part of this topic (its segments follow as `segment` inputs). */
+  | { k: 'load'; part: TopicPart }
+  /** Recovery: the bytes of the topic's next segment, in order. */
+  | { k: 'segment'; seg: LoadedSegment }
   /** Recovery: one WAL frame after the checkpoint (whole frame bytes). */
   | { k: 'frame'; frame: Buffer }
   /** Recovery is over: pad reservations, count live records. */
@@ -44,7 +46,10 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
     case 'release':
       return actor.releaseParked(ctx);
     case 'load':
-      actor.current = loadInstance(input.part, input.segs, opts.segmentBytes);
+      actor.current = loadInstance(input.part);
+      return;
+    case 'segment':
+      if (actor.current) loadSegment(actor.current, input.seg);
       return;
     case 'frame': {
       const p = probeFrame(input.frame, 0, input.frame.length);

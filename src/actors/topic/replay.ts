@@ -21,23 +21,30 @@ export interface ReplayStats {
   skipped: number;
 }
 
-/** An instance from its snapshot part; its segments' records are indexed cold (no texts). */
-export function loadInstance(part: TopicPart, segs: LoadedSegment[], _segmentBytes: number): TopicInstance {
+/** An instance from its snapshot part, before its segments are indexed. */
+export function loadInstance(part: TopicPart): TopicInstance {
   const inst = new TopicInstance(part.id, part.name, part.config, part.created_ms);
   inst.reservedDurable = part.reserved;
-  segs.forEach((seg, ordinal) => {
-    forEachFrame(seg.buf, (f, off) => {
-      const head = readAppendHead(seg.buf, f);
-      if (head.firstSeq <= inst.index.last) return;
-      if (head.firstSeq > inst.index.last + 1) inst.index.pad(inst.index.last + 1, head.firstSeq - 1);
-      indexFrame(inst, seg.buf, off, ordinal * TWO_32 + off, false);
-    });
-  });
-  if (segs.length > 0) {
-    const last = segs[segs.length - 1]!;
-    inst.segment = { firstSeq: last.firstSeq, size: last.size, ordinal: segs.length - 1, firstSeqs: segs.map((s) => s.firstSeq) };
-  }
   return inst;
+}
+
+/**
+ * Indexes the next segment of an instance being recovered (cold: no texts). Segments come one
+ * at a time, in order, so recovery holds at most one segment's bytes.
+ */
+export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
+  const ordinal = inst.segmentsLoaded++;
+  if (ordinal === 0) inst.segment.firstSeqs = [];
+  forEachFrame(seg.buf, (f, off) => {
+    const head = readAppendHead(seg.buf, f);
+    if (head.firstSeq <= inst.index.last) return;
+    if (head.firstSeq > inst.index.last + 1) inst.index.pad(inst.index.last + 1, head.firstSeq - 1);
+    indexFrame(inst, seg.buf, off, ordinal * TWO_32 + off, false);
+  });
+  inst.segment.firstSeqs.push(seg.firstSeq);
+  inst.segment.firstSeq = seg.firstSeq;
+  inst.segment.size = seg.size;
+  inst.segment.ordinal = ordinal;
 }
 
 /**
