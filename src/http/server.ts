@@ -71,7 +71,7 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     done(null, payload);
   });
 
-  if (!process.env.NOCOMP) await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
+  await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
 
   // Every body is read raw (413 decided on size first); media type and JSON are checked per
   // route, so the order of RESOLVED 0.3 holds and append bodies reach workers unparsed.
