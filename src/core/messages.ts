@@ -44,7 +44,16 @@ export interface DeleteTopicRequest {
   ifEmpty: boolean;
 }
 
-export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest;
+export interface DeleteRecordsRequest {
+  op: 'deleteRecords';
+  topic: string;
+  /** Delete seqs below this (exclusive), or null. */
+  beforeSeq: number | null;
+  /** Tag match: Eq value, or Glob literal prefix (the trailing `*` removed), or null. */
+  match: { op: 'Eq' | 'Glob'; value: string } | null;
+}
+
+export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest;
 
 /** Timings the host measured for a reply (performance block). */
 export interface PerfFields {

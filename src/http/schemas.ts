@@ -36,3 +36,32 @@ export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   const field = err?.instancePath.replace(/^\//, '').split('/')[0] || undefined;
   throw new HttpError('invalid_request', `invalid ${field ?? 'body'}: ${err?.message ?? 'bad value'}`, field ? { field } : undefined);
 }
+
+export interface RecordDeleteBody {
+  before_seq?: number;
+  match?: unknown;
+}
+
+export const validateRecordDelete = ajv.compile<RecordDeleteBody>({
+  type: 'object',
+  properties: { before_seq: u64 },
+});
+
+/**
+ * A delete predicate (SPEC 4.9): `["tag","Eq",x]`, `["tag","Glob","p*"]` (a literal prefix and a
+ * single trailing `*`), or a bare string meaning Eq. Returns the Glob prefix without its `*`.
+ */
+export function parseMatch(m: unknown): { op: 'Eq' | 'Glob'; value: string } {
+  const bad = (why: string) => new HttpError('invalid_request', `malformed match: ${why}`, { field: 'match' });
+  if (typeof m === 'string') return { op: 'Eq', value: m };
+  if (!Array.isArray(m) || m.length !== 3) throw bad('expected a tag string or a [field, op, value] tuple');
+  const [field, op, value] = m as unknown[];
+  if (field !== 'tag') throw bad('the only field is "tag"');
+  if (typeof value !== 'string') throw bad('the value must be a string');
+  if (op === 'Eq') return { op, value };
+  if (op !== 'Glob') throw bad('op must be Eq or Glob');
+  if (!value.endsWith('*')) throw bad('a Glob pattern is a literal prefix followed by a single trailing *');
+  const prefix = value.slice(0, -1);
+  if (prefix.includes('*')) throw bad('a Glob pattern may hold only one *, at the end');
+  return { op, value: prefix };
+}

@@ -23,6 +23,7 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics$/, ['GET', 'HEAD']],
   [/^\/v0\/topics\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'POST', 'DELETE']],
   [/^\/v0\/topics\/[^/]+\/diff$/, ['POST']],
+  [/^\/v0\/topics\/[^/]+\/delete$/, ['POST']],
 ];
 
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
@@ -39,7 +40,7 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
     // reach the name check (400), not Fastify's own 414.
-    maxParamLength: 4096,
+    routerOptions: { maxParamLength: 4096 },
     logger: false,
     return503OnClosing: false,
     forceCloseConnections: 'idle',

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../core/messages.js';
 import type { TopicConfig } from '../actors/topic/config.js';
+import type { LossRun } from '../actors/topic/lossLedger.js';
 import { metaDir } from './layout.js';
 import { fsyncDir } from './segmentStore.js';
 
@@ -24,6 +25,13 @@ export interface TopicPart {
   created_ms: number;
   /** Seq ceiling no future seq may stay under (max of submitted reservations and head). */
   reserved: number;
+  /** Retention state (absent in snapshots of topics that never lost a record). */
+  evict_floor?: number;
+  ledger?: LossRun[];
+  /** Every record below this seq is gone (evicted below evict_floor, else deleted). */
+  dead_below?: number;
+  /** User-deleted ranges at or above dead_below, inclusive. */
+  deleted?: [number, number][];
 }
 
 export interface SnapshotBody {

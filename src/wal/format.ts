@@ -20,6 +20,8 @@ export const FrameType = {
   TOPIC_DELETE: 4,
   APPEND: 5,
   SEQ_RESERVE: 6,
+  DELETE: 7,
+  FLOORS: 8,
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 export const KNOWN_FRAME_TYPES = new Set<number>(Object.values(FrameType));

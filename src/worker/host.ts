@@ -16,6 +16,7 @@ import { FrameType } from '../wal/format.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
 import { HostCtx } from './hostCtx.js';
+import { retentionPart } from '../actors/topic/replay.js';
 import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
@@ -298,7 +299,7 @@ export class ActorHost {
       // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
       // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
       const reserved = final ? inst.assigned : Math.max(inst.reservedSubmitted, inst.assigned);
-      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved });
+      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) });
     }
     return parts;
   }
@@ -401,7 +402,7 @@ export class ActorHost {
   stats(): TopicStats[] {
     const out: TopicStats[] = [];
     for (const a of this.actors.values()) {
-      const s = a.stats();
+      const s = a.stats(this.clock.now());
       if (s) out.push(s);
     }
     return out;

@@ -56,6 +56,7 @@ export function encodeBatch(inst: TopicInstance, body: Buffer, p: ParsedAppend, 
     const size = t.payloadBytes;
     bytes += size;
     inst.index.put(firstSeq + i, tsMs, size, inst.nodeId(rec.node ?? p.node), loc, frame.length, i, t);
+    if (rec.tag !== undefined) inst.tags.add(rec.tag, firstSeq + i);
   }
   if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });
   if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
@@ -92,6 +93,7 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
     const text = keepText ? RecordText.fromExtent(buf, r) : undefined;
     const nodeId = r.nodeLen > 0 ? inst.nodeIdOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
     inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, probe.frame.size, i, text);
+    if (r.tagLen > 0) inst.tags.add(inst.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });
   if (head.tsMs > inst.lastTsMs) inst.lastTsMs = head.tsMs;

@@ -2,6 +2,8 @@
 // one with a new id). Owned by a TopicActor; pure data plus small helpers, no I/O.
 import type { TopicConfig } from './config.js';
 import type { ActorCtx } from './ctx.js';
+import { LossLedger } from './lossLedger.js';
+import { TagIndex } from './tagIndex.js';
 import { IdempotencyTable } from './idempotency.js';
 import { SeqIndex, SlotState } from './seqIndex.js';
 
@@ -22,6 +24,8 @@ export interface PendingBatch {
 export interface Gate {
   needHead: number;
   needDurableFrame: number;
+  /** Frame that must be written (0: none). */
+  needWrittenFrame?: number;
   send(ctx: ActorCtx): void;
 }
 
@@ -52,10 +56,27 @@ export class TopicInstance {
   count = 0;
   bytes = 0;
   private earliestHint = 1;
+  /** 1 + the highest seq removed while live by cap or TTL (the involuntary floor). */
+  evictFloor = 1;
+  /** Largest before_seq a prefix delete applied. */
+  deleteBelow = 0;
+  ledger = new LossLedger();
+  /** Floors or ledger changed since the last FLOORS frame. */
+  floorsDirty = false;
+  readonly tags = new TagIndex();
+  /** Any user delete happened (snapshots then record deleted ranges). */
+  hasDeletes = false;
+  /** Recovery only: from the snapshot, applied once segments and the WAL are replayed. */
+  deadBelow = 0;
+  deletedRanges: [number, number][] = [];
+  /** Accepted batches not yet visible: what a `discard: reject` check must count too. */
+  pendingCount = 0;
+  pendingBytes = 0;
   idem = new IdempotencyTable();
   readonly nodeNames: string[] = [''];
   private readonly nodeIds = new Map<string, number>();
   private readonly nodeIdsByLiteral = new Map<string, number>();
+  private readonly tagsByLiteral = new Map<string, string>();
   readonly pending: PendingBatch[] = [];
   readonly gates: Gate[] = [];
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
@@ -93,6 +114,16 @@ export class TopicInstance {
       this.nodeIdsByLiteral.set(latin1Literal, id);
     }
     return id;
+  }
+
+  /** A tag from its stored JSON string literal (recovery), parsing each distinct literal once. */
+  tagOfLiteral(latin1Literal: string): string {
+    let tag = this.tagsByLiteral.get(latin1Literal);
+    if (tag === undefined) {
+      tag = JSON.parse(Buffer.from(latin1Literal, 'latin1').toString('utf8')) as string;
+      if (this.tagsByLiteral.size < 100_000) this.tagsByLiteral.set(latin1Literal, tag);
+    }
+    return tag;
   }
 
   knownNodeId(node: string): number | undefined {

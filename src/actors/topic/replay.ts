@@ -9,6 +9,8 @@ import type { TopicConfig } from './config.js';
 import type { SegmentPlacement } from './ctx.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
+import { LossLedger, type LossRun } from './lossLedger.js';
+import { applyCaps, deleteRecords, deletedRanges, type MatchSpec } from './retention.js';
 import type { TopicActor } from './topicActor.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
@@ -25,7 +27,18 @@ export interface ReplayStats {
 export function loadInstance(part: TopicPart): TopicInstance {
   const inst = new TopicInstance(part.id, part.name, part.config, part.created_ms);
   inst.reservedDurable = part.reserved;
+  inst.evictFloor = part.evict_floor ?? 1;
+  inst.ledger = LossLedger.from(part.ledger);
+  inst.deadBelow = part.dead_below ?? 0;
+  inst.deletedRanges = part.deleted ?? [];
+  inst.hasDeletes = inst.deletedRanges.length > 0;
   return inst;
+}
+
+/** The retention state a snapshot keeps for an instance. */
+export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
+  if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return {};
+  return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst) };
 }
 
 /**
@@ -69,6 +82,22 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
       if (cur?.id === f.topicId) actor.current = undefined;
       return;
     }
+    case FrameType.FLOORS: {
+      if (cur?.id !== f.topicId) return;
+      const body = decodeJsonBody(buf, f) as { evict_floor: number; ledger: LossRun[] };
+      if (body.evict_floor > cur.evictFloor) {
+        cur.evictFloor = body.evict_floor;
+        cur.ledger = LossLedger.from(body.ledger);
+      }
+      return;
+    }
+    case FrameType.DELETE: {
+      if (cur?.id !== f.topicId) return;
+      const body = decodeJsonBody(buf, f) as { before_seq: number | null; match: MatchSpec | null; bound_seq: number };
+      // Re-derives the same set from the same index state (frames replay in order).
+      if (deleteRecords(cur, body.before_seq, body.match, body.bound_seq, true) > 0) cur.hasDeletes = true;
+      return;
+    }
     case FrameType.SEQ_RESERVE: {
       if (cur?.id !== f.topicId) return;
       cur.reservedDurable = Math.max(cur.reservedDurable, readU64(buf, f.bodyOff));
@@ -102,6 +131,17 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
  */
 export function finishInstanceRecovery(inst: TopicInstance): void {
   const last = inst.index.last;
+  // Retention state from the snapshot and FLOORS frames: records below the floors are gone.
+  for (let s = 1; s < Math.min(inst.deadBelow, last + 1); s++) {
+    if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, s < inst.evictFloor ? SlotState.EVICTED : SlotState.DELETED);
+  }
+  for (let s = 1; s < Math.min(inst.evictFloor, last + 1); s++) {
+    if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, SlotState.EVICTED);
+  }
+  for (const [from, to] of inst.deletedRanges) {
+    for (let s = from; s <= Math.min(to, last); s++) if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, SlotState.DELETED);
+  }
+  inst.deletedRanges = [];
   let count = 0;
   let bytes = 0;
   for (let s = 1; s <= last; s++) {
@@ -118,4 +158,7 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   inst.reservedSubmitted = inst.reservedDurable;
   inst.count = count;
   inst.bytes = bytes;
+  // A cap may have been tightened or a batch landed after the last FLOORS frame: re-apply.
+  applyCaps(inst);
+  inst.index.dropBelow(inst.earliest());
 }

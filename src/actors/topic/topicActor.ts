@@ -5,11 +5,12 @@
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // a non-fsync seq is visible only under a durable reservation; control frames gate replies.
 import { fail, type ErrorResult } from '../../core/errors.js';
-import type { AppendRequest, DeleteTopicRequest, DiffRequest, PutRequest, StateRequest, TopicRequest, TopicSummary, TopicStats } from '../../core/messages.js';
+import type { AppendRequest, DeleteRecordsRequest, DeleteTopicRequest, DiffRequest, PutRequest, StateRequest, TopicRequest, TopicSummary, TopicStats } from '../../core/messages.js';
 import { assertNever } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
-import { parseAppendBody } from './appendParse.js';
+import { parseAppendBody, type ParsedAppend } from './appendParse.js';
+import { applyCaps, applyTtl, deleteRecords } from './retention.js';
 import { encodeBatch, maybeReserve, renderSeqs } from './appendOp.js';
 import { resolveConfig, sameConfig, TopicConfig } from './config.js';
 import type { ActorCtx } from './ctx.js';
@@ -85,6 +86,8 @@ export class TopicActor {
         return this.put(ctx, reqId, req);
       case 'deleteTopic':
         return this.deleteTopic(ctx, reqId, req);
+      case 'deleteRecords':
+        return this.deleteRecords(ctx, reqId, req);
       default:
         assertNever(req);
     }
@@ -126,6 +129,10 @@ export class TopicActor {
       inst.config = req.config;
       inst.controlFrameNo = this.nextFrame();
       ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
+      // A tightened cap or TTL applies at once (G5); no stored record is rewritten.
+      applyTtl(inst, ctx.now);
+      applyCaps(inst);
+      this.persistFloors(ctx, inst);
     }
     // An identical PUT still waits for any earlier control frame, so a 200 is always durable.
     this.gate(ctx, inst, 0, inst.controlFrameNo, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: this.name, created: false, config: inst.config }))));
@@ -196,6 +203,8 @@ export class TopicActor {
         return this.gate(ctx, target, last, 0, (c) => c.reply(reqId, okJson(200, this.appendJson(target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
       }
     }
+    const full = this.rejectFull(ctx, inst, p);
+    if (full) return ctx.reply(reqId, full);
     const tsMs = Math.max(ctx.now, inst.lastTsMs);
     const batch = encodeBatch(inst, body, p, idemKey, tsMs, this.opts.segmentBytes);
     const cls = inst.config.durability;
@@ -208,6 +217,8 @@ export class TopicActor {
     inst.largestRecentBatch = Math.max(Math.floor(inst.largestRecentBatch * 0.9), count);
     if (cls !== 'fsync') maybeReserve(inst, ctx, this.nextFrame);
     inst.pending.push({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
+    inst.pendingCount += count;
+    inst.pendingBytes += batch.bytes;
     const target = inst;
     this.gate(ctx, inst, batch.lastSeq, created ? inst.controlFrameNo : 0, (c) => {
       c.reply(reqId, okJson(created ? 201 : 200, this.appendJson(target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
@@ -259,9 +270,14 @@ export class TopicActor {
       inst.head = b.lastSeq;
       inst.count += b.lastSeq - b.firstSeq + 1;
       inst.bytes += b.bytes;
+      inst.pendingCount -= b.lastSeq - b.firstSeq + 1;
+      inst.pendingBytes -= b.bytes;
       inst.lastWriteTsMs = b.tsMs;
       moved = true;
     }
+    // Cap eviction whenever a batch becomes visible: count and bytes never exceed a cap after
+    // a step (DESIGN 3.2).
+    if (moved && applyCaps(inst) > 0) this.persistFloors(ctx, inst);
     // durableHead: every batch whose frame is fsynced, and everything before the first pending one.
     const firstPending = inst.pending[0];
     inst.durableHead = firstPending ? firstPending.firstSeq - 1 : inst.head;
@@ -278,7 +294,7 @@ export class TopicActor {
     if (inst.gates.length === 0) return;
     const still = [];
     for (const g of inst.gates) {
-      if (inst.head >= g.needHead && this.durableFrameNo >= g.needDurableFrame) g.send(ctx);
+      if (inst.head >= g.needHead && this.durableFrameNo >= g.needDurableFrame && this.writtenFrameNo >= (g.needWrittenFrame ?? 0)) g.send(ctx);
       else still.push(g);
     }
     inst.gates.length = 0;
@@ -295,6 +311,70 @@ export class TopicActor {
     this.deleteGates = still;
   }
 
+  // ---- retention ---------------------------------------------------------------------------
+
+  /** TTL is judged when a request arrives, never by a timer. */
+  private expire(ctx: ActorCtx, inst: TopicInstance): void {
+    if (applyTtl(inst, ctx.now) > 0) this.persistFloors(ctx, inst);
+  }
+
+  /** `discard: reject` (SPEC 4.1 rule 3): refuse before any seq is assigned, counting pending batches. */
+  private rejectFull(ctx: ActorCtx, inst: TopicInstance, p: ParsedAppend): ErrorResult | undefined {
+    const c = inst.config;
+    if (c.discard !== 'reject' || (c.cap_records === 0 && c.cap_bytes === 0)) return undefined;
+    let batchBytes = 0;
+    for (const r of p.records) batchBytes += r.dataLen + Math.max(0, r.metaLen);
+    const n = p.records.length;
+    if (c.cap_records > 0 && n > c.cap_records) return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
+    if (c.cap_bytes > 0 && batchBytes > c.cap_bytes) return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
+    this.expire(ctx, inst);
+    const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + n > c.cap_records;
+    const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + batchBytes > c.cap_bytes;
+    if (!overRecords && !overBytes) return undefined;
+    return fail('topic_full', `topic ${this.name} is full`, {
+      topic: this.name,
+      cap_records: c.cap_records,
+      cap_bytes: c.cap_bytes,
+      head_seq: inst.head,
+      earliest_seq: inst.earliest(),
+    });
+  }
+
+  /**
+   * Floors move at once in memory, and a FLOORS frame goes into the same WAL submission as the
+   * frame that caused the move (an append's eviction rides with the append). It never gates a
+   * reply: a floor lost with an unwritten tail is re-derived (caps re-apply at recovery, TTL at
+   * the next request), so only a tail the class never promised can differ.
+   */
+  private persistFloors(ctx: ActorCtx, inst: TopicInstance): void {
+    if (!inst.floorsDirty || inst.config.durability === 'ephemeral') return;
+    inst.floorsDirty = false;
+    ctx.submit(this.nextFrame(), encodeJsonFrame(FrameType.FLOORS, inst.id, { evict_floor: inst.evictFloor, ledger: inst.ledger.runs }), false);
+  }
+
+  /** POST /v0/topics/:topic/delete (SPEC 4.9): permanent, immediate, silent, point-in-time. */
+  private deleteRecords(ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
+    const inst = this.current;
+    if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
+    this.expire(ctx, inst);
+    const bound = inst.head;
+    const deleted = deleteRecords(inst, req.beforeSeq, req.match, bound);
+    inst.hasDeletes ||= deleted > 0;
+    const cls = inst.config.durability;
+    let frameNo = 0;
+    if (cls !== 'ephemeral') {
+      frameNo = this.nextFrame();
+      ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound }), cls === 'fsync');
+    }
+    const body = () =>
+      jsonOpen({ topic: this.name, deleted, earliest_seq: inst.earliest(), head_seq: inst.head, count: inst.count, bytes: inst.bytes });
+    // The reply waits for the delete's ack point, so a delete on an fsync topic is fsynced.
+    const needWritten = cls === 'disk' ? frameNo : 0;
+    const needDurable = cls === 'fsync' ? frameNo : 0;
+    inst.gates.push({ needHead: 0, needDurableFrame: needDurable, needWrittenFrame: needWritten, send: (c) => c.reply(reqId, okJson(200, body()), frameNo || undefined) });
+    this.runInstanceGates(ctx, inst);
+  }
+
   // ---- reads -------------------------------------------------------------------------------
 
   private touch(inst: TopicInstance, now: number): void {
@@ -306,6 +386,7 @@ export class TopicActor {
     const inst = this.current;
     if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
     this.touch(inst, ctx.now);
+    this.expire(ctx, inst);
     if (req.waitMs > 0 && req.fromSeq === inst.head && inst.head >= 0 && !this.hasVisibleAfter(inst, req.fromSeq)) {
       const timerId = this.nextTimerId++;
       this.parked.set(timerId, { reqId, req, timerId, inst });
@@ -407,6 +488,7 @@ export class TopicActor {
     const inst = this.current;
     if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
     if (req.touch) this.touch(inst, ctx.now);
+    this.expire(ctx, inst);
     ctx.reply(reqId, okJson(200, jsonOpen(topicStateBody(inst, ctx.now))));
   }
 
@@ -417,7 +499,7 @@ export class TopicActor {
     return topicSummary(inst, now);
   }
 
-  stats(): TopicStats | undefined {
-    return this.current ? topicStats(this.current) : undefined;
+  stats(now: number): TopicStats | undefined {
+    return this.current ? topicStats(this.current, now) : undefined;
   }
 }

@@ -2,6 +2,7 @@
 // (G6), metrics stats, and the effective priority. Pure functions of the instance and a time.
 import type { TopicStats, TopicSummary } from '../../core/messages.js';
 import type { TopicInstance } from './instance.js';
+import { SlotState } from './seqIndex.js';
 
 const AUTO_PRIORITY_MAX = 500;
 const AUTO_PRIORITY_HALF_LIFE_MS = 30_000;
@@ -32,26 +33,48 @@ export function topicStateBody(inst: TopicInstance, now: number): Record<string,
   };
 }
 
+/**
+ * Counts as TTL would leave them at `now`, without changing state (lists and metrics are not
+ * actor steps; the next request to the topic expires the records for real).
+ */
+export function ttlView(inst: TopicInstance, now: number): { count: number; bytes: number; earliest: number } {
+  let count = inst.count;
+  let bytes = inst.bytes;
+  let s = inst.earliest();
+  const ttl = inst.config.ttl_ms;
+  if (ttl > 0) {
+    for (; s <= inst.head && now - inst.index.ts(s) > ttl; s++) {
+      if (inst.index.state(s) !== SlotState.LIVE) continue;
+      count--;
+      bytes -= inst.index.bytes(s);
+    }
+    while (s <= inst.head && inst.index.state(s) !== SlotState.LIVE) s++;
+  }
+  return { count, bytes, earliest: s > inst.head ? inst.head + 1 : s };
+}
+
 export function topicSummary(inst: TopicInstance, now: number): TopicSummary {
+  const v = ttlView(inst, now);
   return {
     topic: inst.name,
     head_seq: inst.head,
-    earliest_seq: inst.earliest(),
-    count: inst.count,
-    bytes: inst.bytes,
+    earliest_seq: v.earliest,
+    count: v.count,
+    bytes: v.bytes,
     durable: inst.config.durable,
     effective_priority: effectivePriority(inst, now),
   };
 }
 
-export function topicStats(inst: TopicInstance): TopicStats {
+export function topicStats(inst: TopicInstance, now: number): TopicStats {
+  const v = ttlView(inst, now);
   return {
     topic: inst.name,
     type: inst.config.type,
     durability: inst.config.durability,
     head_seq: inst.head,
-    earliest_seq: inst.earliest(),
-    count: inst.count,
-    bytes: inst.bytes,
+    earliest_seq: v.earliest,
+    count: v.count,
+    bytes: v.bytes,
   };
 }

@@ -7,7 +7,7 @@ import { resolveConfig } from '../../actors/topic/config.js';
 import { transfer } from '../../core/rpc.js';
 import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult } from '../reply.js';
-import { check, validateDiff } from '../schemas.js';
+import { check, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
 import type { TopicSummary } from '../../core/messages.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
@@ -124,6 +124,20 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
           maxBatchBytes: b.max_batch_bytes ?? 0,
         }),
       );
+    }),
+  );
+
+  app.post(
+    '/v0/topics/:topic/delete',
+    wrap(async (req, reply) => {
+      const raw = checkBody(req, false);
+      const topic = topicParam(req);
+      const b = check(validateRecordDelete, parseSmallBody(raw));
+      if (b.before_seq === undefined && b.match === undefined) {
+        throw new HttpError('invalid_request', 'give before_seq, match, or both');
+      }
+      const match = b.match === undefined ? null : parseMatch(b.match);
+      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'deleteRecords', topic, beforeSeq: b.before_seq ?? null, match }));
     }),
   );
 
