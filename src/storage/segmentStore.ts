@@ -115,6 +115,14 @@ export class SegmentStore {
     if (this.failed) throw this.failed;
   }
 
+  /** Unlinks a segment whose records are all gone (after the queued writes of its topic). */
+  async unlinkSegment(topicId: number, firstSeq: number): Promise<void> {
+    const t = this.topics.get(topicId);
+    if (t) await t.chain;
+    if (t?.fd && t.segFirstSeq === firstSeq) return; // never the open (active) one
+    await fsp.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)), { force: true });
+  }
+
   /** Forgets a deleted topic instance and removes its directory in the background. */
   dropTopic(topicId: number): void {
     const t = this.topics.get(topicId);

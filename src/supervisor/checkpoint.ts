@@ -52,6 +52,7 @@ export class Checkpointer {
     await writeSnapshot(this.dataDir, { version: 1, epoch: this.epoch, cut, previousCut: this.previousCut, topics: parts });
     if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
     this.previousCut = cut;
+    await Promise.all(this.workers.map((w) => w.checkpointCommitted(id)));
   }
 
   /** Checks once a second whether the time or WAL-size trigger has fired. */

@@ -293,15 +293,35 @@ export class ActorHost {
     if (this.writtenSeq < s) await new Promise<void>((resolve) => this.writtenWaiters.push({ seq: s, resolve }));
     await this.segments.flushAll();
     const parts: TopicPart[] = [];
+    const reclaim: { topicId: number; firstSeq: number }[] = [];
     for (const a of this.actors.values()) {
       const inst = a.current;
       if (!inst) continue;
+      // Whole sealed segments below the first live seq are dead: reclaim them once this
+      // snapshot (which records the floors that killed them) is durable (DESIGN 2.6).
+      const segs = inst.segment.firstSeqs;
+      const earliest = inst.earliest();
+      for (let k = inst.segmentsReclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {
+        reclaim.push({ topicId: inst.id, firstSeq: segs[k]! });
+        inst.segmentsReclaimed = k + 1;
+      }
       // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
       // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
       const reserved = final ? inst.assigned : Math.max(inst.reservedSubmitted, inst.assigned);
       parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) });
     }
+    this.reclaimAfter.set(markId, reclaim);
     return parts;
+  }
+
+  private readonly reclaimAfter = new Map<number, { topicId: number; firstSeq: number }[]>();
+
+  /** Checkpoint step 5: the snapshot is durable, so dead segments may go. */
+  async checkpointCommitted(markId: number): Promise<number> {
+    const list = this.reclaimAfter.get(markId) ?? [];
+    this.reclaimAfter.delete(markId);
+    for (const r of list) await this.segments.unlinkSegment(r.topicId, r.firstSeq);
+    return list.length;
   }
 
   // ---- recovery ----------------------------------------------------------------------------

@@ -95,6 +95,9 @@ const api = {
   checkpointPrepare(markId: number, final: boolean): Promise<TopicPart[]> {
     return host.checkpointPrepare(markId, final);
   },
+  checkpointCommitted(markId: number): Promise<number> {
+    return host.checkpointCommitted(markId);
+  },
   releaseLongPolls(): void {
     host.releaseLongPolls();
   },

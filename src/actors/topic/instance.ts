@@ -82,6 +82,8 @@ export class TopicInstance {
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;
   segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1] };
+  /** Segments (by ordinal) already unlinked because every record in them is gone. */
+  segmentsReclaimed = 0;
   /** Recovery: segments indexed so far (the default cursor above stands until the first). */
   segmentsLoaded = 0;
   largestRecentBatch = 0;
