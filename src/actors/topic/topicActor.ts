@@ -142,6 +142,7 @@ export class TopicActor {
     const inst = this.current;
     const open = (deleted: boolean) => jsonOpen({ topic: this.name, deleted, routers_removed: [] });
     if (!inst) return ctx.reply(reqId, okJson(200, open(false)));
+    this.expire(ctx, inst); // G13: TTL expiry applies before the emptiness check
     if (req.ifEmpty && inst.count > 0) {
       return ctx.reply(reqId, fail('topic_not_empty', `${this.name} still holds ${inst.count} records`, { topic: this.name, count: inst.count }));
     }
@@ -366,12 +367,12 @@ export class TopicActor {
       frameNo = this.nextFrame();
       ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound }), cls === 'fsync');
     }
-    const body = () =>
-      jsonOpen({ topic: this.name, deleted, earliest_seq: inst.earliest(), head_seq: inst.head, count: inst.count, bytes: inst.bytes });
+    // The response describes the topic as the delete left it (head_seq is its point in time).
+    const body = jsonOpen({ topic: this.name, deleted, earliest_seq: inst.earliest(), head_seq: bound, count: inst.count, bytes: inst.bytes });
     // The reply waits for the delete's ack point, so a delete on an fsync topic is fsynced.
     const needWritten = cls === 'disk' ? frameNo : 0;
     const needDurable = cls === 'fsync' ? frameNo : 0;
-    inst.gates.push({ needHead: 0, needDurableFrame: needDurable, needWrittenFrame: needWritten, send: (c) => c.reply(reqId, okJson(200, body()), frameNo || undefined) });
+    inst.gates.push({ needHead: 0, needDurableFrame: needDurable, needWrittenFrame: needWritten, send: (c) => c.reply(reqId, okJson(200, body), frameNo || undefined) });
     this.runInstanceGates(ctx, inst);
   }
 
