@@ -7,6 +7,7 @@ import { appendSingle } from './append-single.js';
 import { catchupDiff } from './catchup-diff.js';
 import { recovery } from './recovery.js';
 import { memory } from './memory.js';
+import { retention } from './retention.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -15,6 +16,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   'catchup-diff': catchupDiff,
   recovery,
   memory,
+  retention,
 };
 
 function usage(): never {
