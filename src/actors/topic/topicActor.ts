@@ -15,9 +15,7 @@ import { encodeBatch, maybeReserve, renderSeqs } from './appendOp.js';
 import { resolveConfig, sameConfig, TopicConfig } from './config.js';
 import type { ActorCtx } from './ctx.js';
 import { TopicInstance, PendingBatch, type Gate } from './instance.js';
-import { readFrom } from './readPipeline.js';
-import { renderRecordsArray } from './render.js';
-import { coldRanges, installTexts } from './coldRead.js';
+import { DiffReads } from './diffReads.js';
 import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 
 export interface ActorOptions {
@@ -26,29 +24,23 @@ export interface ActorOptions {
   maxTopics: number;
 }
 
-interface ColdDiff {
-  reqId: number;
-  req: DiffRequest;
-  inst: TopicInstance;
-  /** Cold reads already done for this diff; a bound, so a bad location can never loop. */
-  attempts: number;
-}
-
-const COLD_READ_ATTEMPTS_MAX = 3;
-
-interface ParkedDiff {
-  reqId: number;
-  req: DiffRequest;
-  timerId: number;
-  inst: TopicInstance;
-}
-
-const DIFF_DEFAULT_LIMIT = 256;
-const MiB = 1024 * 1024;
-
 function jsonOpen(obj: Record<string, unknown>): string {
   const s = JSON.stringify(obj);
   return s.slice(0, -1);
+}
+
+function batchBytes(p: ParsedAppend): number {
+  let n = 0;
+  for (const r of p.records) n += r.dataLen + Math.max(0, r.metaLen);
+  return n;
+}
+
+/** G14: a batch larger than a `discard: reject` cap on its own can never succeed: 400, not 422. */
+function batchExceedsRejectCap(c: TopicConfig, p: ParsedAppend): ErrorResult | undefined {
+  if (c.discard !== 'reject') return undefined;
+  if (c.cap_records > 0 && p.records.length > c.cap_records) return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
+  if (c.cap_bytes > 0 && batchBytes(p) > c.cap_bytes) return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
+  return undefined;
 }
 
 function okJson(status: 200 | 201, text: string) {
@@ -64,13 +56,14 @@ export class TopicActor {
   writtenFrameNo = 0;
   durableFrameNo = 0;
   private nextTimerId = 1;
-  private readonly parked = new Map<number, ParkedDiff>();
-  private readonly coldDiffs = new Map<number, ColdDiff>();
+  private readonly reads: DiffReads;
 
   constructor(
     readonly name: string,
     private readonly opts: ActorOptions,
-  ) {}
+  ) {
+    this.reads = new DiffReads(name, opts.maxLimit, () => this.nextTimerId++);
+  }
 
   private nextFrame = (): number => ++this.frameNo;
 
@@ -150,12 +143,7 @@ export class TopicActor {
     ctx.submit(frameNo, encodeJsonFrame(FrameType.TOPIC_DELETE, inst.id, { name: this.name }), true);
     this.current = undefined;
     ctx.releaseTopicSlot();
-    for (const [id, p] of this.parked) {
-      if (p.inst !== inst) continue;
-      ctx.cancelTimer(p.timerId);
-      this.parked.delete(id);
-      ctx.reply(p.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
-    }
+    this.reads.dropInstance(ctx, inst);
     if (inst.pending.length > 0 || inst.gates.length > 0) this.retired.push(inst);
     // The reply waits for the durable delete frame; the retired instance's own gates still drain.
     const doneGate: Gate = { needHead: 0, needDurableFrame: frameNo, send: (c) => {
@@ -191,6 +179,9 @@ export class TopicActor {
       if (!(p.create ?? cfgAutoCreate)) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
       const resolved = resolveConfig(this.name, p.config);
       if (!resolved.ok) return ctx.reply(reqId, resolved);
+      // A batch that can never fit a reject cap creates nothing either.
+      const never = batchExceedsRejectCap(resolved.config, p);
+      if (never) return ctx.reply(reqId, never);
       if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, fail('throttled', 'too many topics', { limit: 'max_topics', max: this.opts.maxTopics }));
       inst = this.createInstance(ctx, resolved.config);
       created = true;
@@ -282,7 +273,7 @@ export class TopicActor {
     // durableHead: every batch whose frame is fsynced, and everything before the first pending one.
     const firstPending = inst.pending[0];
     inst.durableHead = firstPending ? firstPending.firstSeq - 1 : inst.head;
-    if (moved && inst === this.current) this.wakeParked(ctx, inst);
+    if (moved && inst === this.current) this.reads.wake(ctx, inst);
     this.runInstanceGates(ctx, inst);
   }
 
@@ -323,14 +314,11 @@ export class TopicActor {
   private rejectFull(ctx: ActorCtx, inst: TopicInstance, p: ParsedAppend): ErrorResult | undefined {
     const c = inst.config;
     if (c.discard !== 'reject' || (c.cap_records === 0 && c.cap_bytes === 0)) return undefined;
-    let batchBytes = 0;
-    for (const r of p.records) batchBytes += r.dataLen + Math.max(0, r.metaLen);
-    const n = p.records.length;
-    if (c.cap_records > 0 && n > c.cap_records) return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
-    if (c.cap_bytes > 0 && batchBytes > c.cap_bytes) return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
+    const never = batchExceedsRejectCap(c, p);
+    if (never) return never;
     this.expire(ctx, inst);
-    const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + n > c.cap_records;
-    const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + batchBytes > c.cap_bytes;
+    const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + p.records.length > c.cap_records;
+    const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + batchBytes(p) > c.cap_bytes;
     if (!overRecords && !overBytes) return undefined;
     return fail('topic_full', `topic ${this.name} is full`, {
       topic: this.name,
@@ -388,78 +376,11 @@ export class TopicActor {
     if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
     this.touch(inst, ctx.now);
     this.expire(ctx, inst);
-    if (req.waitMs > 0 && req.fromSeq === inst.head && inst.head >= 0 && !this.hasVisibleAfter(inst, req.fromSeq)) {
-      const timerId = this.nextTimerId++;
-      this.parked.set(timerId, { reqId, req, timerId, inst });
-      ctx.setTimer(timerId, ctx.now + req.waitMs);
-      return;
-    }
-    this.answerDiff(ctx, reqId, req, inst);
+    this.reads.diff(ctx, reqId, req, inst);
   }
 
-  private hasVisibleAfter(inst: TopicInstance, seq: number): boolean {
-    return inst.head > seq;
-  }
-
-  private answerDiff(ctx: ActorCtx, reqId: number, req: DiffRequest, inst: TopicInstance, attempts = 0): void {
-    let skip: Set<number> | null = null;
-    if (req.nodes !== null && inst.config.dedupe_node) {
-      skip = new Set();
-      for (const n of req.nodes) {
-        const id = inst.knownNodeId(n);
-        if (id !== undefined) skip.add(id);
-      }
-      if (skip.size === 0) skip = null;
-    }
-    const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.opts.maxLimit);
-    const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
-    const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip });
-    if (r.cold.length > 0) {
-      if (attempts >= COLD_READ_ATTEMPTS_MAX) {
-        return ctx.reply(reqId, fail('internal', `records ${r.cold[0]}.. could not be read back from segments`));
-      }
-      const token = this.nextTimerId++;
-      this.coldDiffs.set(token, { reqId, req, inst, attempts: attempts + 1 });
-      ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
-      return;
-    }
-    const head = inst.head;
-    const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
-    const suffix =
-      `,"next_from_seq":${r.nextFromSeq},"head_seq":${head},"earliest_seq":${inst.earliest()},` +
-      `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
-    const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
-    ctx.reply(reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
-  }
-
-  private wakeParked(ctx: ActorCtx, inst: TopicInstance): void {
-    for (const [id, p] of this.parked) {
-      if (p.inst !== inst || !this.hasVisibleAfter(inst, p.req.fromSeq)) continue;
-      this.parked.delete(id);
-      ctx.cancelTimer(p.timerId);
-      this.answerDiff(ctx, p.reqId, p.req, inst);
-    }
-  }
-
-  /** Segment bytes for a diff that met cold records: install their texts, then answer it. */
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {
-    const c = this.coldDiffs.get(token);
-    if (!c) return;
-    this.coldDiffs.delete(token);
-    if (typeof bufs === 'string') return ctx.reply(c.reqId, fail('internal', `segment read failed: ${bufs}`));
-    if (c.inst !== this.current) {
-      return ctx.reply(c.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
-    }
-    try {
-      for (const buf of bufs) {
-        const loaded = installTexts(c.inst, buf);
-        if (loaded) ctx.textsLoaded(c.inst.id, loaded.from, loaded.to, buf.length);
-      }
-    } catch (err) {
-      // Damage in a segment is reported, never skipped (DESIGN 2.4).
-      return ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
-    }
-    this.answerDiff(ctx, c.reqId, c.req, c.inst, c.attempts);
+    this.reads.onColdRead(ctx, token, bufs, this.current);
   }
 
   /** The host's cache budget evicts texts of records that are safely in segments. */
@@ -471,18 +392,11 @@ export class TopicActor {
 
   /** Shutdown: every parked long-poll answers now with what it has. */
   releaseParked(ctx: ActorCtx): void {
-    for (const [id, p] of this.parked) {
-      this.parked.delete(id);
-      ctx.cancelTimer(p.timerId);
-      this.answerDiff(ctx, p.reqId, p.req, p.inst);
-    }
+    this.reads.releaseAll(ctx);
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {
-    const p = this.parked.get(timerId);
-    if (!p) return;
-    this.parked.delete(timerId);
-    this.answerDiff(ctx, p.reqId, p.req, p.inst);
+    this.reads.onTimer(ctx, timerId);
   }
 
   private state(ctx: ActorCtx, reqId: number, req: StateRequest): void {

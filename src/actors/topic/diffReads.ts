@@ -1,0 +1,135 @@
+// Diff reads of one topic actor (SPEC 4.2): answering through the read pipeline, long-polls
+// parked on a timer and woken by visibility, and reads that wait for cold records to come back
+// from segments. Owned by the TopicActor; pure, effects go through the ActorCtx.
+import { fail } from '../../core/errors.js';
+import type { DiffRequest } from '../../core/messages.js';
+import type { ActorCtx } from './ctx.js';
+import type { TopicInstance } from './instance.js';
+import { readFrom } from './readPipeline.js';
+import { renderRecordsArray } from './render.js';
+import { coldRanges, installTexts } from './coldRead.js';
+
+const DIFF_DEFAULT_LIMIT = 256;
+const MiB = 1024 * 1024;
+/** Cold reads one diff may need; a bound, so a bad segment location can never loop. */
+const COLD_READ_ATTEMPTS_MAX = 3;
+
+interface Waiting {
+  reqId: number;
+  req: DiffRequest;
+  inst: TopicInstance;
+  attempts: number;
+}
+
+export class DiffReads {
+  /** Long-polls by timer id. */
+  private readonly parked = new Map<number, Waiting>();
+  /** Diffs waiting for segment bytes, by read token. */
+  private readonly cold = new Map<number, Waiting>();
+
+  constructor(
+    private readonly name: string,
+    private readonly maxLimit: number,
+    private readonly nextId: () => number,
+  ) {}
+
+  /** Answers now, or parks a long-poll whose cursor is at the head. */
+  diff(ctx: ActorCtx, reqId: number, req: DiffRequest, inst: TopicInstance): void {
+    if (req.waitMs > 0 && req.fromSeq === inst.head) {
+      const timerId = this.nextId();
+      this.parked.set(timerId, { reqId, req, inst, attempts: 0 });
+      ctx.setTimer(timerId, ctx.now + req.waitMs);
+      return;
+    }
+    this.answer(ctx, { reqId, req, inst, attempts: 0 });
+  }
+
+  private answer(ctx: ActorCtx, w: Waiting): void {
+    const { req, inst } = w;
+    let skip: Set<number> | null = null;
+    if (req.nodes !== null && inst.config.dedupe_node) {
+      skip = new Set();
+      for (const n of req.nodes) {
+        const id = inst.knownNodeId(n);
+        if (id !== undefined) skip.add(id);
+      }
+      if (skip.size === 0) skip = null;
+    }
+    const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.maxLimit);
+    const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
+    const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip });
+    if (r.cold.length > 0) {
+      if (w.attempts >= COLD_READ_ATTEMPTS_MAX) {
+        return ctx.reply(w.reqId, fail('internal', `records ${r.cold[0]}.. could not be read back from segments`));
+      }
+      const token = this.nextId();
+      this.cold.set(token, { ...w, attempts: w.attempts + 1 });
+      ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
+      return;
+    }
+    const head = inst.head;
+    const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
+    const suffix =
+      `,"next_from_seq":${r.nextFromSeq},"head_seq":${head},"earliest_seq":${inst.earliest()},` +
+      `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
+    const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
+    ctx.reply(w.reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
+  }
+
+  /** New records became visible: parked long-polls behind the head answer. */
+  wake(ctx: ActorCtx, inst: TopicInstance): void {
+    for (const [id, p] of this.parked) {
+      if (p.inst !== inst || inst.head <= p.req.fromSeq) continue;
+      this.parked.delete(id);
+      ctx.cancelTimer(id);
+      this.answer(ctx, p);
+    }
+  }
+
+  /** Segment bytes for a diff that met cold records: install their texts, then answer it. */
+  onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string, current: TopicInstance | undefined): void {
+    const c = this.cold.get(token);
+    if (!c) return;
+    this.cold.delete(token);
+    if (typeof bufs === 'string') return ctx.reply(c.reqId, fail('internal', `segment read failed: ${bufs}`));
+    if (c.inst !== current) return ctx.reply(c.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
+    try {
+      for (const buf of bufs) {
+        const loaded = installTexts(c.inst, buf);
+        if (loaded) ctx.textsLoaded(c.inst.id, loaded.from, loaded.to, buf.length);
+      }
+    } catch (err) {
+      // Damage in a segment is reported, never skipped (DESIGN 2.4).
+      return ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
+    }
+    this.answer(ctx, c);
+  }
+
+  /** A timer fired: a parked long-poll answers with what it has. Returns false if not ours. */
+  onTimer(ctx: ActorCtx, timerId: number): boolean {
+    const p = this.parked.get(timerId);
+    if (!p) return false;
+    this.parked.delete(timerId);
+    this.answer(ctx, p);
+    return true;
+  }
+
+  /** Shutdown: every parked long-poll answers now. */
+  releaseAll(ctx: ActorCtx): void {
+    for (const [id, p] of this.parked) {
+      this.parked.delete(id);
+      ctx.cancelTimer(id);
+      this.answer(ctx, p);
+    }
+  }
+
+  /** The instance was deleted: its long-polls end with 404 at once (G3). */
+  dropInstance(ctx: ActorCtx, inst: TopicInstance): void {
+    for (const [id, p] of this.parked) {
+      if (p.inst !== inst) continue;
+      this.parked.delete(id);
+      ctx.cancelTimer(id);
+      ctx.reply(p.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
+    }
+  }
+}
