@@ -407,14 +407,27 @@ export class ActorHost {
 
   // ---- listings ----------------------------------------------------------------------------
 
-  list(prefix: string, after: string, limit: number, touch: boolean): TopicSummary[] {
+  list(prefix: string, after: string, limit: number): TopicSummary[] {
     const names = [...this.actors.keys()].filter((n) => n > after && n.startsWith(prefix)).sort();
     const out: TopicSummary[] = [];
     const now = this.clock.now();
     for (const n of names) {
-      const s = this.actors.get(n)!.summary(now, touch);
+      const s = this.actors.get(n)!.summary(now);
       if (s) out.push(s);
       if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** Records a consumption on each named topic (a list page with touch=true), then re-reports them. */
+  touch(names: string[]): TopicSummary[] {
+    const out: TopicSummary[] = [];
+    for (const n of names) {
+      const a = this.actors.get(n);
+      if (!a) continue;
+      this.input(a, { k: 'consumed' });
+      const s = a.summary(this.clock.now());
+      if (s) out.push(s);
     }
     return out;
   }

@@ -75,8 +75,11 @@ const api = {
   async request(req: TopicRequest): Promise<TopicResult> {
     return detach(await host.request(req));
   },
-  list(prefix: string, after: string, limit: number, touch: boolean): TopicSummary[] {
-    return host.list(prefix, after, limit, touch);
+  list(prefix: string, after: string, limit: number): TopicSummary[] {
+    return host.list(prefix, after, limit);
+  },
+  touch(names: string[]): TopicSummary[] {
+    return host.touch(names);
   },
   stats(): TopicStats[] {
     return host.stats();

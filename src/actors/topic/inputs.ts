@@ -18,6 +18,8 @@ export type ActorInput =
   | { k: 'cold'; token: number; bufs: Buffer[] | string }
   | { k: 'drop'; topicId: number; from: number; to: number }
   | { k: 'release' }
+  /** A topic list with touch=true named this topic. */
+  | { k: 'consumed' }
   /** Recovery: the snapshot part of this topic (its segments follow as `segment` inputs). */
   | { k: 'load'; part: TopicPart }
   /** Recovery: the bytes of the topic's next segment, in order. */
@@ -45,6 +47,8 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return actor.dropTexts(input.topicId, input.from, input.to);
     case 'release':
       return actor.releaseParked(ctx);
+    case 'consumed':
+      return actor.consumed(ctx);
     case 'load':
       actor.current = loadInstance(input.part);
       return;

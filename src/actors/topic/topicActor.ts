@@ -407,11 +407,13 @@ export class TopicActor {
     ctx.reply(reqId, okJson(200, jsonOpen(topicStateBody(inst, ctx.now))));
   }
 
-  summary(now: number, touch: boolean): TopicSummary | undefined {
-    const inst = this.current;
-    if (!inst) return undefined;
-    if (touch) inst.lastConsumedMs = now;
-    return topicSummary(inst, now);
+  summary(now: number): TopicSummary | undefined {
+    return this.current ? topicSummary(this.current, now) : undefined;
+  }
+
+  /** A topic list with touch=true records a consumption (not a read) on each listed topic (G6). */
+  consumed(ctx: ActorCtx): void {
+    if (this.current) this.current.lastConsumedMs = ctx.now;
   }
 
   stats(now: number): TopicStats | undefined {

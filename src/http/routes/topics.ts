@@ -11,6 +11,7 @@ import { check, parseMatch, validateDiff, validateRecordDelete } from '../schema
 import type { TopicSummary } from '../../core/messages.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
+import { workerOf } from '../../core/names.js';
 
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
@@ -150,11 +151,20 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const cursor = queryString(req, 'cursor');
       const after = cursor ? decodeCursor(cursor) : '';
       const touch = queryBool(req, 'touch', false);
-      const pages = await Promise.all(sup.workers.map((w) => w.list(prefix, after, pageSize + 1, touch)));
-      const all: TopicSummary[] = pages.flat().sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0));
-      const topics = all.slice(0, pageSize);
+      const pages = await Promise.all(sup.workers.map((w) => w.list(prefix, after, pageSize + 1)));
+      const byName = (a: TopicSummary, b: TopicSummary) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);
+      const all: TopicSummary[] = pages.flat().sort(byName);
+      let topics = all.slice(0, pageSize);
+      if (touch && topics.length > 0) {
+        // Only the topics on this page are touched; they are re-reported after the touch.
+        const n = sup.workers.length;
+        const groups = sup.workers.map(() => [] as string[]);
+        for (const t of topics) groups[workerOf(t.topic, n)]!.push(t.topic);
+        const fresh = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length ? w.touch(groups[i]!) : Promise.resolve([]))));
+        topics = fresh.flat().sort(byName);
+      }
       const body: Record<string, unknown> = { topics };
-      if (all.length > pageSize) body.next_cursor = encodeCursor(topics[topics.length - 1]!.topic);
+      if (all.length > pageSize) body.next_cursor = encodeCursor(all[pageSize - 1]!.topic);
       return sendJson(req, reply, 200, body);
     }),
   );
