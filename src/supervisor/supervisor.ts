@@ -51,8 +51,8 @@ export class Supervisor {
     return Atomics.load(this.counters, 0);
   }
 
-  private spawn(file: string, data: WorkerThreadData | WalThreadData, transferList: MessagePort[]): Worker {
-    const w = new Worker(new URL(file, import.meta.url), { workerData: data, transferList: transferList as never });
+  private spawn(file: string, data: WorkerThreadData | WalThreadData, transferList: MessagePort[], resourceLimits?: { maxYoungGenerationSizeMb: number }): Worker {
+    const w = new Worker(new URL(file, import.meta.url), { workerData: data, transferList: transferList as never, ...(resourceLimits ? { resourceLimits } : {}) });
     w.on('error', (err) => this.die(`thread ${file} failed: ${err.stack ?? err.message}`));
     w.on('exit', (code) => {
       if (!this.stopping) this.die(`thread ${file} exited with code ${code}`);
@@ -102,7 +102,8 @@ export class Supervisor {
       walFileBytes: s.walFileBytes,
       syncIntervalMs: s.walSyncIntervalMs,
     };
-    this.spawn('../wal/walThread.js', walData, [walRpc.port2, ...walPorts] as never);
+    // The WAL thread's frames are off-heap ArrayBuffers; a small young generation is plenty.
+    this.spawn('../wal/walThread.js', walData, [walRpc.port2, ...walPorts] as never, { maxYoungGenerationSizeMb: 4 });
     this.wal = wrap<WalApi>(walRpc.port1);
     this.log.info(`spool: ${s.workers} topic worker(s), 1 WAL thread, data in ${s.dataDir}`);
   }

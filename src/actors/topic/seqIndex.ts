@@ -16,8 +16,25 @@ class Chunk {
   readonly loc = new Float64Array(CHUNK);
   readonly frameLen = new Uint32Array(CHUNK);
   readonly recIdx = new Uint16Array(CHUNK);
-  /** Hot records keep their text in memory; cold ones are read back from segments. */
-  readonly text: (RecordText | undefined)[] = new Array(CHUNK);
+  /**
+   * Hot records keep their text in memory; cold ones are read back from segments. The array
+   * exists only while the chunk holds a hot record (most chunks of a big topic are cold).
+   */
+  text: (RecordText | undefined)[] | null = null;
+  hot = 0;
+
+  setText(i: number, t: RecordText | undefined): void {
+    const had = this.text !== null && this.text[i] !== undefined;
+    if (t === undefined) {
+      if (!had) return;
+      this.text![i] = undefined;
+      if (--this.hot === 0) this.text = null;
+      return;
+    }
+    if (this.text === null) this.text = new Array(CHUNK);
+    this.text[i] = t;
+    if (!had) this.hot++;
+  }
 }
 
 export class SeqIndex {
@@ -45,7 +62,7 @@ export class SeqIndex {
     at.c.loc[at.i] = loc;
     at.c.frameLen[at.i] = frameLen;
     at.c.recIdx[at.i] = recIdx;
-    at.c.text[at.i] = text;
+    at.c.setText(at.i, text);
     if (seq > this.last) this.last = seq;
   }
 
@@ -54,7 +71,7 @@ export class SeqIndex {
     for (let s = from; s <= to; s++) {
       const at = this.chunkFor(s, true)!;
       at.c.state[at.i] = SlotState.PADDED;
-      at.c.text[at.i] = undefined;
+      at.c.setText(at.i, undefined);
     }
     if (to > this.last) this.last = to;
   }
@@ -68,7 +85,7 @@ export class SeqIndex {
     const at = this.chunkFor(seq, false);
     if (!at) return;
     at.c.state[at.i] = st;
-    if (st !== SlotState.LIVE) at.c.text[at.i] = undefined;
+    if (st !== SlotState.LIVE) at.c.setText(at.i, undefined);
   }
 
   ts(seq: number): number {
@@ -93,12 +110,12 @@ export class SeqIndex {
 
   text(seq: number): RecordText | undefined {
     const at = this.chunkFor(seq, false);
-    return at ? at.c.text[at.i] : undefined;
+    return at && at.c.text !== null ? at.c.text[at.i] : undefined;
   }
 
   setText(seq: number, t: RecordText | undefined): void {
     const at = this.chunkFor(seq, false);
-    if (at) at.c.text[at.i] = t;
+    if (at) at.c.setText(at.i, t);
   }
 
   /** Drops whole chunks below `seq` (the first live seq). Their slots must all be dead. */
