@@ -11,24 +11,15 @@
 // continues at head + 1, and a second server on the same directory refuses to start.
 //
 // The random seed is printed as a diagnostic; rerun a failure with CRASH_SEED=<seed>.
-import { after, test, type TestContext } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CLI, client, startServer as startRaw, tempDir, type Server, type StartOptions } from '../helpers/server.js';
+import { CLI, client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
 
-// Every server started here is killed when the file ends, even after a failed or timed-out test.
-const live = new Set<Server>();
-async function startServer(opts: StartOptions): Promise<Server> {
-  const s = await startRaw(opts);
-  live.add(s);
-  s.proc.once('exit', () => live.delete(s));
-  return s;
-}
-after(async () => {
-  await Promise.all([...live].map((s) => s.kill()));
-});
+killServersAfterFile();
+
 
 /** Removes a test's data directory and port files (kept when the test fails, for inspection). */
 function cleanup(dataDir: string): void {

@@ -14,21 +14,13 @@
 // (seq reservations are padded silently, DESIGN 3.6), so for those classes head_seq, lag,
 // caught_up and next_from_seq are not compared, and scenarios keep at least one live record so
 // earliest_seq (first live seq) is well defined. For fsync topics everything is compared.
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { client, startServer as startRaw, tempDir, type Server, type StartOptions } from '../helpers/server.js';
+import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
 
-const live = new Set<Server>();
-async function startServer(opts: StartOptions): Promise<Server> {
-  const s = await startRaw(opts);
-  live.add(s);
-  s.proc.once('exit', () => live.delete(s));
-  return s;
-}
-after(async () => {
-  await Promise.all([...live].map((s) => s.kill()));
-});
+killServersAfterFile();
+
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const range = (a: number, b: number): number[] => (b < a ? [] : Array.from({ length: b - a + 1 }, (_, i) => a + i));

@@ -1,5 +1,6 @@
 // Test harness: spawns the real server (dist/cli.js serve) on a free port with its own data
 // directory, waits for readiness, and offers small fetch helpers. Used by HTTP and crash tests.
+import { after } from 'node:test';
 import { spawn, ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,8 +24,27 @@ export interface Server {
 }
 
 const created: string[] = [];
-// Each test file runs in its own process: its temp dirs (and port files) go when it exits.
+const running = new Set<ChildProcess>();
+// Each test file runs in its own process: when it exits, every server it started that is still
+// running is killed (even after a failed or timed-out test), and its temp dirs and port files go.
+/**
+ * For files that kill and restart servers: registers an after() hook that SIGKILLs every server
+ * the file started and that is still running, even after a failed or timed-out test.
+ */
+export function killServersAfterFile(): void {
+  after(async () => {
+    await Promise.all(
+      [...running].map((p) => {
+        const gone = new Promise((r) => p.once('exit', r));
+        p.kill('SIGKILL');
+        return gone;
+      }),
+    );
+  });
+}
+
 process.on('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
   for (const d of created) {
     fs.rmSync(d, { recursive: true, force: true });
     fs.rmSync(`${d}-port`, { force: true });
@@ -52,6 +72,8 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
     env: { ...process.env, SERVICE_HOST: '127.0.0.1', SERVICE_PORT: '0', SERVICE_PORT_FILE: portFile, SERVICE_DATA_DIR: dataDir, ...opts.env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
