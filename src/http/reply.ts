@@ -29,7 +29,7 @@ export function perfBlock(req: FastifyRequest, extra: PerfFields = {}): Record<s
 }
 
 export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResult | HttpError, withPerf = true): FastifyReply {
-  const status = e instanceof HttpError ? e.status : e.status;
+  const status = e.status;
   const error: Record<string, unknown> = { code: e.code, message: e.message };
   if (e.detail !== undefined) error.detail = e.detail;
   const body: Record<string, unknown> = { error };
