@@ -10,6 +10,7 @@ import { buildServer } from './http/server.js';
 import { DataDirLockedError } from './storage/lock.js';
 import { WalCorruptionError } from './wal/scan.js';
 import { replayTrace } from './replay/replayer.js';
+import { dumpWal } from './wal/dump.js';
 
 const log = {
   info: (m: string) => process.stderr.write(`${m}\n`),
@@ -95,8 +96,13 @@ async function main(): Promise<void> {
       return serve();
     case 'replay':
       return replay(process.argv.slice(3));
+    case 'wal-dump': {
+      const dir = process.argv[3] ?? readSettings().dataDir;
+      for (const line of dumpWal(dir)) process.stdout.write(`${line}\n`);
+      return;
+    }
     default:
-      log.error(`usage: spool serve | spool replay <trace> [--topic T] [--until N]`);
+      log.error(`usage: spool serve | spool replay <trace> [--topic T] [--until N] | spool wal-dump [data dir]`);
       process.exit(2);
   }
 }

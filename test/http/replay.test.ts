@@ -48,3 +48,16 @@ test('a recorded trace replays identically, and a changed input diverges', async
   assert.equal(cli.status, 1);
   assert.match(cli.stdout, /divergence at step/);
 });
+
+test('spool wal-dump lists the frames of a data directory', async () => {
+  const srv = await startServer();
+  const c = client(srv.url);
+  await c.put('/v0/topics/dump.a', { durability: 'fsync' });
+  await c.post('/v0/topics/dump.a', { records: [{ data: 1 }, { data: 2 }], idempotency_key: 'k1' });
+  assert.equal(await srv.stop(), 0);
+  const out = spawnSync(process.execPath, [CLI, 'wal-dump', srv.dataDir], { encoding: 'utf8' });
+  assert.equal(out.status, 0, out.stderr);
+  assert.match(out.stdout, /BOOT/);
+  assert.match(out.stdout, /TOPIC_CREATE .*"name":"dump\.a"/);
+  assert.match(out.stdout, /APPEND .*seqs 1\.\.2 .*key "k1"/);
+});

@@ -1,0 +1,40 @@
+// `spool wal-dump <data dir>`: a human-readable listing of every WAL frame, for debugging.
+// Reads files directly (the server must not be running on the directory).
+import fs from 'node:fs';
+import path from 'node:path';
+import { walDir, walFileName } from '../storage/layout.js';
+import { checkWalHeader, listWalFiles } from './files.js';
+import { FrameType, WAL_HEADER_BYTES } from './format.js';
+import { probeFrame, readAppendHead, readU64 } from './frame.js';
+
+const NAMES = new Map<number, string>(Object.entries(FrameType).map(([k, v]) => [v, k]));
+
+export function* dumpWal(dataDir: string): Generator<string> {
+  for (const fileNo of listWalFiles(dataDir)) {
+    const file = path.join(walDir(dataDir), walFileName(fileNo));
+    const buf = fs.readFileSync(file);
+    const bad = checkWalHeader(buf, fileNo);
+    yield `${walFileName(fileNo)}: ${buf.length} bytes${bad ? ` (header: ${bad})` : ''}`;
+    if (bad) continue;
+    let off = WAL_HEADER_BYTES;
+    while (off < buf.length) {
+      const p = probeFrame(buf, off, buf.length);
+      if (!p.ok) {
+        if (p.reason !== 'end') yield `  @${off} stop: ${p.reason}`;
+        break;
+      }
+      const f = p.frame;
+      let what = '';
+      if (f.type === FrameType.APPEND) {
+        const h = readAppendHead(buf, f);
+        what = `seqs ${h.firstSeq}..${h.firstSeq + h.count - 1} ts ${h.tsMs}${h.idemKey !== undefined ? ` key ${JSON.stringify(h.idemKey)}` : ''}`;
+      } else if (f.type === FrameType.SEQ_RESERVE) {
+        what = `ceiling ${readU64(buf, f.bodyOff)}`;
+      } else {
+        what = buf.toString('utf8', f.bodyOff, f.bodyOff + Math.min(f.bodyLen, 200));
+      }
+      yield `  @${off} ${NAMES.get(f.type) ?? f.type} topic ${f.topicId.toString(16)} ${f.size}B ${what}`;
+      off += f.size;
+    }
+  }
+}
