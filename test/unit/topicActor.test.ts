@@ -179,3 +179,21 @@ test('WAL credit exhausted: 429 with nothing applied, or deferred with disable_b
   assert.equal(sim.reply(d), undefined);
   assert.deepEqual(sim.deferred, [d]);
 });
+
+test('an idempotent retry is answered under WAL pressure; a 404 wins over pressure', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  const a = sim.append({ records: [{ data: 1 }], idempotency_key: 'k' });
+  sim.ackAll();
+  sim.walCreditExhausted = true;
+  const retry = sim.append({ records: [{ data: 1 }], idempotency_key: 'k' });
+  assert.equal(sim.reply(retry).body.deduped, true);
+  assert.deepEqual(sim.reply(retry).body.seqs, sim.reply(a).body.seqs);
+  const other = new SimActor('absent');
+  other.walCreditExhausted = true;
+  const r = other.append({ records: [{ data: 1 }], create: false });
+  assert.equal(other.reply(r).error.code, 'topic_not_found');
+  const r2 = other.append({ records: [{ data: 1 }] });
+  assert.equal(other.reply(r2).error.code, 'throttled');
+  assert.equal(other.frames.length, 0, 'a refused append creates nothing');
+});

@@ -164,13 +164,18 @@ export class TopicActor {
     const parsed = parseAppendBody(body);
     if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
     const p = parsed.value;
-    // WAL backpressure (G16): refuse with nothing applied, or wait in the host's FIFO.
-    if (ctx.walCreditExhausted()) {
-      if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
-      return ctx.reply(reqId, fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 }));
-    }
+    const idemKey = p.idempotencyKey ?? req.headerIdemKey;
     let inst = this.current;
-    let created = false;
+    // A retry of an applied batch is answered from memory: it needs no WAL, so no credit.
+    if (inst && idemKey !== undefined) {
+      const prior = inst.idem.get(idemKey, ctx.now, inst.config.idempotency_window_ms);
+      if (prior) {
+        const target = inst;
+        const last = prior.firstSeq + prior.count - 1;
+        return this.gate(ctx, target, last, 0, (c) => c.reply(reqId, okJson(200, this.appendJson(target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
+      }
+    }
+    let createWith: TopicConfig | undefined;
     if (!inst) {
       const cfgAutoCreate =
         p.config !== null && typeof p.config === 'object' && typeof (p.config as { auto_create?: unknown }).auto_create === 'boolean'
@@ -182,18 +187,19 @@ export class TopicActor {
       // A batch that can never fit a reject cap creates nothing either.
       const never = batchExceedsRejectCap(resolved.config, p);
       if (never) return ctx.reply(reqId, never);
-      if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, fail('throttled', 'too many topics', { limit: 'max_topics', max: this.opts.maxTopics }));
-      inst = this.createInstance(ctx, resolved.config);
-      created = true;
+      createWith = resolved.config;
     }
-    const idemKey = p.idempotencyKey ?? req.headerIdemKey;
-    if (idemKey !== undefined) {
-      const prior = inst.idem.get(idemKey, ctx.now, inst.config.idempotency_window_ms);
-      if (prior) {
-        const target = inst;
-        const last = prior.firstSeq + prior.count - 1;
-        return this.gate(ctx, target, last, 0, (c) => c.reply(reqId, okJson(200, this.appendJson(target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
-      }
+    // WAL backpressure (G16): refuse with nothing applied (not even a creation), or wait in
+    // the host's FIFO. State-dependent, so after the 404 and 400 checks (RESOLVED 0.3).
+    if (ctx.walCreditExhausted()) {
+      if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
+      return ctx.reply(reqId, fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 }));
+    }
+    let created = false;
+    if (!inst) {
+      if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, fail('throttled', 'too many topics', { limit: 'max_topics', max: this.opts.maxTopics }));
+      inst = this.createInstance(ctx, createWith!);
+      created = true;
     }
     const full = this.rejectFull(ctx, inst, p);
     if (full) return ctx.reply(reqId, full);
