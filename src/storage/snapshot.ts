@@ -48,7 +48,28 @@ function fileName(cut: WalPosition): string {
 }
 
 export function encodeSnapshot(body: SnapshotBody): Buffer {
-  const json = Buffer.from(JSON.stringify(body), 'utf8');
+  return sealSnapshot(Buffer.from(JSON.stringify(body), 'utf8'));
+}
+
+/**
+ * The snapshot body from its pieces, without parsing or re-encoding the topic parts: workers
+ * send their parts as JSON text (comma-separated objects), so the main thread only
+ * concatenates bytes and never stringifies the whole topic directory.
+ */
+export function encodeSnapshotFromParts(head: Omit<SnapshotBody, 'topics'>, partsJson: Uint8Array[]): Buffer {
+  const pieces: Uint8Array[] = [Buffer.from(JSON.stringify(head).slice(0, -1) + ',"topics":[', 'utf8')];
+  let first = true;
+  for (const p of partsJson) {
+    if (p.length === 0) continue;
+    if (!first) pieces.push(Buffer.from(','));
+    pieces.push(p);
+    first = false;
+  }
+  pieces.push(Buffer.from(']}'));
+  return sealSnapshot(Buffer.concat(pieces));
+}
+
+function sealSnapshot(json: Buffer): Buffer {
   const head = Buffer.alloc(HEADER);
   head.write(MAGIC, 0, 'latin1');
   head.writeUInt32LE(VERSION, 8);
@@ -85,13 +106,18 @@ export function loadNewestSnapshot(dataDir: string, warn: (m: string) => void): 
 
 /** Writes a snapshot durably and removes every snapshot older than the previous one. */
 export async function writeSnapshot(dataDir: string, body: SnapshotBody): Promise<void> {
+  await writeSnapshotBytes(dataDir, body.cut, encodeSnapshot(body));
+}
+
+/** Writes encoded snapshot bytes durably and removes every snapshot older than the previous one. */
+export async function writeSnapshotBytes(dataDir: string, cut: WalPosition, bytes: Buffer): Promise<void> {
   const dir = metaDir(dataDir);
   await fsp.mkdir(dir, { recursive: true });
-  const final = path.join(dir, fileName(body.cut));
+  const final = path.join(dir, fileName(cut));
   const tmp = `${final}.tmp`;
   const fh = await fsp.open(tmp, 'w');
   try {
-    await fh.writeFile(encodeSnapshot(body));
+    await fh.writeFile(bytes);
     await fh.sync();
   } finally {
     await fh.close();

@@ -7,7 +7,7 @@ import type { Remote } from '../core/rpc.js';
 import type { WorkerApi } from '../worker/main.js';
 import type { WalApi } from '../wal/walThread.js';
 import type { WalPosition } from '../core/messages.js';
-import { writeSnapshot } from '../storage/snapshot.js';
+import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
 
 export class Checkpointer {
   private markId = 0;
@@ -47,9 +47,10 @@ export class Checkpointer {
   /** `final`: at shutdown, after a drain, when every assigned seq is durable. */
   private async once(final: boolean): Promise<void> {
     const id = ++this.markId;
-    const parts = (await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)))).flat();
+    const parts = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
     const cut = await this.wal.waitMark(id);
-    await writeSnapshot(this.dataDir, { version: 1, epoch: this.epoch, cut, previousCut: this.previousCut, topics: parts });
+    const head = { version: 1 as const, epoch: this.epoch, cut, previousCut: this.previousCut };
+    await writeSnapshotBytes(this.dataDir, cut, encodeSnapshotFromParts(head, parts));
     if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
     this.previousCut = cut;
     await Promise.all(this.workers.map((w) => w.checkpointCommitted(id)));

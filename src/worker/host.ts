@@ -286,7 +286,7 @@ export class ActorHost {
    * the mark is written and in the segments, fsync the segments, and return this worker's
    * snapshot parts. Parts may include effects of later frames; replay is idempotent.
    */
-  async checkpointPrepare(markId: number, final: boolean): Promise<TopicPart[]> {
+  async checkpointPrepare(markId: number, final: boolean): Promise<Uint8Array> {
     this.flushTurn();
     const s = this.submitSeq;
     this.walPort.postMessage({ t: 'mark', id: markId } satisfies WalIn);
@@ -311,7 +311,11 @@ export class ActorHost {
       parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) });
     }
     this.reclaimAfter.set(markId, reclaim);
-    return parts;
+    // Encoded here, off the HTTP thread: comma-separated JSON objects, concatenated by main.
+    const json = parts.map((p) => JSON.stringify(p)).join(',');
+    const out = new Uint8Array(Buffer.byteLength(json));
+    Buffer.from(out.buffer).write(json);
+    return out;
   }
 
   private readonly reclaimAfter = new Map<number, { topicId: number; firstSeq: number }[]>();

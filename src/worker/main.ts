@@ -95,8 +95,9 @@ const api = {
     hostOpts.bootSeed = bootSeed;
     return host.finishRecovery();
   },
-  checkpointPrepare(markId: number, final: boolean): Promise<TopicPart[]> {
-    return host.checkpointPrepare(markId, final);
+  async checkpointPrepare(markId: number, final: boolean): Promise<Uint8Array> {
+    const bytes = await host.checkpointPrepare(markId, final);
+    return transfer(bytes, [bytes.buffer as ArrayBuffer]);
   },
   checkpointCommitted(markId: number): Promise<number> {
     return host.checkpointCommitted(markId);

@@ -163,3 +163,14 @@ test('loadNewestSnapshot: no meta dir or no snapshots gives undefined; temp and 
     body(5, 64),
   );
 });
+
+test('a snapshot assembled from workers\' JSON parts decodes like one encoded whole', async () => {
+  const { encodeSnapshotFromParts } = await import('../../src/storage/snapshot.js');
+  const head = { version: 1 as const, epoch: 3, cut: { fileNo: 2, offset: 64 }, previousCut: null };
+  const a = { id: 1, name: 'a', config: {} as never, created_ms: 5, reserved: 10 };
+  const b = { id: 2, name: 'b', config: {} as never, created_ms: 6, reserved: 0, evict_floor: 4, ledger: [], dead_below: 4, deleted: [[6, 7]] as [number, number][] };
+  const enc = (xs: object[]) => Buffer.from(xs.map((x) => JSON.stringify(x)).join(','));
+  const bytes = encodeSnapshotFromParts(head, [enc([a]), new Uint8Array(0), enc([b])]);
+  assert.deepEqual(decodeSnapshot(bytes), { ...head, topics: [a, b] });
+  assert.deepEqual(decodeSnapshot(encodeSnapshotFromParts(head, [])), { ...head, topics: [] });
+});
