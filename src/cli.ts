@@ -33,7 +33,7 @@ async function serve(): Promise<void> {
   }
   const sup = new Supervisor(settings, log);
   await sup.start();
-  const { app } = await buildServer(sup);
+  const { app, hub } = await buildServer(sup);
   await app.listen({ host: settings.host, port: settings.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;
@@ -54,6 +54,7 @@ async function serve(): Promise<void> {
     app.server.close();
     // Requests already running finish; new ones on open connections get 503 shutting_down.
     await sup.releaseLongPolls();
+    hub.closeAll(); // RESOLVED 1.3 step 3: a terminal error frame on every open stream
     await app.close();
     await sup.shutdown();
     log.info('spool: stopped');

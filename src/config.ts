@@ -23,6 +23,9 @@ export interface Settings {
   segmentBytes: number;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
+  watchSessionTtlMs: number;
+  maxWatchSessions: number;
+  maxSseConnections: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
@@ -81,6 +84,9 @@ export function readSettings(env: Env = process.env): Settings {
     segmentBytes: Math.max(1 << 16, int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024)),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
+    watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
+    maxWatchSessions: int(env, 'SERVICE_MAX_WATCH_SESSIONS', 10_000),
+    maxSseConnections: int(env, 'SERVICE_MAX_SSE_CONNECTIONS', 10_000),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',

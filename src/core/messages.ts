@@ -53,7 +53,41 @@ export interface DeleteRecordsRequest {
   match: { op: 'Eq' | 'Glob'; value: string } | null;
 }
 
-export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest;
+/** One pull of a watch stream (DESIGN 6): the read pipeline from `fromSeq`, rendered as a record frame. */
+export interface WatchReadRequest {
+  op: 'watchRead';
+  topic: string;
+  fromSeq: number;
+  limit: number;
+  maxBatchBytes: number;
+  nodes: string[] | null;
+  includeTags: boolean;
+  includeMeta: boolean;
+  includeData: boolean;
+  /** strong consistency: read only up to the durable head. */
+  strong: boolean;
+  /** First read of this topic since the stream opened: tombstones say `from_seq_too_old`. */
+  first: boolean;
+}
+
+export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest;
+
+/** What a watch read found, besides the rendered record frame payload in `json`. */
+export interface WatchReadMeta {
+  /** False when the topic does not exist (the stream emits topic-deleted). */
+  exists: boolean;
+  instanceId: number;
+  head: number;
+  /** The head a strong session may deliver up to. */
+  deliverableHead: number;
+  earliest: number;
+  /** The cursor after this read (the last seq examined). */
+  next: number;
+  /** Records in `json` (0: `json` is empty). */
+  count: number;
+  /** Rendered tombstone frame payload, or null. */
+  tombstone: { gapTo: number; json: string } | null;
+}
 
 /** Timings the host measured for a reply (performance block). */
 export interface PerfFields {
@@ -69,6 +103,8 @@ export interface OkResult {
   status: 200 | 201;
   json: Uint8Array;
   perf: PerfFields;
+  /** Only on watchRead replies. */
+  watch?: WatchReadMeta;
 }
 
 export type TopicResult = OkResult | ErrorResult;
@@ -91,6 +127,44 @@ export interface TopicStats {
   earliest_seq: number;
   count: number;
   bytes: number;
+}
+
+// ---- worker → main: the events port (watch pushes) ---------------------------------------------
+
+/**
+ * Records (from, to] of one topic instance became visible: `buf` holds each record's pieces
+ * rendered once (DESIGN 6) and `offs` their boundaries, 4 per record plus the end: head
+ * (`{"$seq":…,"$ts":…` and `,"$node":…`), tag piece, data piece, meta piece. The closing brace
+ * is not stored. `nodeIdx` maps each record to `nodes` (-1: no node). `stale` batches carry no
+ * records (the range was evicted at once): tailing sessions must pull instead.
+ */
+export interface WatchBatch {
+  k: 'batch';
+  topic: string;
+  instanceId: number;
+  from: number;
+  to: number;
+  head: number;
+  durableHead: number;
+  dedupeNode: boolean;
+  stale: boolean;
+  buf: Uint8Array;
+  offs: Uint32Array;
+  nodes: string[];
+  nodeIdx: Int32Array;
+}
+
+export type WatchEvent =
+  | WatchBatch
+  /** The durable head moved (strong sessions may pull up to it). */
+  | { k: 'durable'; topic: string; instanceId: number; durableHead: number; head: number }
+  /** The topic instance is gone (deleted, durably). */
+  | { k: 'deleted'; topic: string; instanceId: number; head: number };
+
+/** One message per worker turn on the events port. */
+export interface WatchEvents {
+  t: 'watch';
+  events: WatchEvent[];
 }
 
 // ---- worker ↔ WAL thread ----------------------------------------------------------------------

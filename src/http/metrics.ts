@@ -21,7 +21,10 @@ export class Metrics {
   readonly fsyncLatency: client.Histogram<string>;
   readonly appendLatency: client.Histogram<string>;
 
-  constructor(private readonly sup: Supervisor) {
+  constructor(
+    private readonly sup: Supervisor,
+    private readonly hub: { readonly connections: number; readonly registry: { readonly size: number } },
+  ) {
     const gauge = (name: string, help: string, labelNames: string[] = []) => {
       this.g[name] = new client.Gauge({ name, help, labelNames, registers: [this.registry] });
     };
@@ -91,8 +94,8 @@ export class Metrics {
     g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
     g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
     g.spool_queue_leases_in_flight!.set(0);
-    g.spool_sse_connections!.set(0);
-    g.spool_watch_sessions!.set(0);
+    g.spool_sse_connections!.set(this.hub.connections);
+    g.spool_watch_sessions!.set(this.hub.registry.size);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
     g.spool_recovery_progress!.set(this.sup.replayProgress);
     g.spool_uptime_ms!.set(Date.now() - this.started);
@@ -132,8 +135,8 @@ export class Metrics {
       bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
       queue_topics: s.topics.filter((t) => t.type === 'queue').length,
       queue_leases_in_flight: 0,
-      sse_connections: 0,
-      watch_sessions: 0,
+      sse_connections: this.hub.connections,
+      watch_sessions: this.hub.registry.size,
       ready: this.sup.lifecycle === 'ready',
       replay_progress: this.sup.replayProgress,
       uptime_ms: Date.now() - this.started,

@@ -65,3 +65,37 @@ export function parseMatch(m: unknown): { op: 'Eq' | 'Glob'; value: string } {
   if (prefix.includes('*')) throw bad('a Glob pattern may hold only one *, at the end');
   return { op, value: prefix };
 }
+
+export interface WatchBody {
+  topics: Record<string, { from_seq?: number; tail?: boolean }>;
+  cursor?: string;
+  node?: string | string[];
+  limit?: number;
+  max_batch_bytes?: number;
+  heartbeat_ms?: number;
+  include_meta?: boolean;
+  include_tags?: boolean;
+  include_data?: boolean;
+  consistency?: 'eventual' | 'strong';
+}
+
+/** POST /v0/watch (SPEC 4.3, RESOLVED G4). Topic names and the 256 bound are checked by the route. */
+export const validateWatch = ajv.compile<WatchBody>({
+  type: 'object',
+  required: ['topics'],
+  properties: {
+    topics: {
+      type: 'object',
+      additionalProperties: { type: 'object', properties: { from_seq: u64, tail: { type: 'boolean' } } },
+    },
+    cursor: { type: 'string' },
+    node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+    limit: u64,
+    max_batch_bytes: u64,
+    heartbeat_ms: u64,
+    include_meta: { type: 'boolean' },
+    include_tags: { type: 'boolean' },
+    include_data: { type: 'boolean' },
+    consistency: { enum: ['eventual', 'strong'] },
+  },
+});

@@ -12,6 +12,10 @@ import { nowMs } from '../core/stopwatch.js';
 import { sendError, HttpError } from './reply.js';
 import { topicRoutes } from './routes/topics.js';
 import { probeRoutes } from './routes/probes.js';
+import { watchRoutes } from './routes/watch.js';
+import { WatchHub } from '../watch/hub.js';
+import { WatchRegistry } from '../watch/session.js';
+import { SystemClock } from '../core/clock.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -24,6 +28,8 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'POST', 'DELETE']],
   [/^\/v0\/topics\/[^/]+\/diff$/, ['POST']],
   [/^\/v0\/topics\/[^/]+\/delete$/, ['POST']],
+  [/^\/v0\/watch$/, ['POST']],
+  [/^\/v0\/watch\/[^/]+$/, ['GET']],
 ];
 
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
@@ -34,7 +40,7 @@ function clientErrorResponse(status: number, reason: string, message: string): s
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics }> {
+export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub }> {
   const s = sup.settings;
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
@@ -50,7 +56,9 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
       socket.end(clientErrorResponse(tooLarge ? 431 : 400, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request', `malformed HTTP request (${err.code ?? 'error'})`));
     },
   });
-  const metrics = new Metrics(sup);
+  const registry = new WatchRegistry(new SystemClock(), s.watchSessionTtlMs, s.maxWatchSessions);
+  const hub = new WatchHub(sup, registry, s.maxSseConnections, (m) => process.stderr.write(`${m}\n`));
+  const metrics = new Metrics(sup, hub);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {
@@ -111,5 +119,6 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
 
   probeRoutes(app, sup, metrics);
   topicRoutes(app, sup, metrics);
-  return { app, metrics };
+  watchRoutes(app, sup, hub);
+  return { app, metrics, hub };
 }

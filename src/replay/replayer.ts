@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
 import type { ActorCtx } from '../actors/topic/ctx.js';
+import { publishSummary } from '../actors/topic/ctx.js';
+import type { WatchEvent } from '../core/messages.js';
 import { seededRng, Rng } from '../core/rng.js';
 import { decodeTraceValue, encodeTraceValue, TraceHeader, TraceLine } from './traceCodec.js';
 
@@ -58,6 +60,8 @@ class ReplayCtx implements ActorCtx {
   releaseTopicSlot = () => this.rec('releaseTopicSlot');
   topicCreated = (id: number) => this.rec('topicCreated', id);
   topicDeleted = (id: number) => this.rec('topicDeleted', id);
+  watched = () => this.ask(false);
+  publish = (ev: WatchEvent) => this.rec('publish', ...publishSummary(ev));
 }
 
 export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayReport {

@@ -10,6 +10,7 @@ import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
 import type { WalApi, WalThreadData } from '../wal/walThread.js';
 import { acquireLock } from '../storage/lock.js';
 import type { WalStats } from '../wal/groupCommit.js';
+import type { WatchEvent, WatchEvents } from '../core/messages.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
 import { removeOrphanTopicDirs } from './orphans.js';
@@ -33,6 +34,8 @@ export class Supervisor {
   private stopping = false;
   topicCount = 0;
   private checkpointer: Checkpointer | undefined;
+  /** Receives every worker's watch events (set by the watch hub). */
+  onWatchEvents: ((events: WatchEvent[]) => void) | undefined;
 
   constructor(
     readonly settings: Settings,
@@ -75,6 +78,9 @@ export class Supervisor {
     for (let i = 0; i < s.workers; i++) {
       const rpc = new MessageChannel();
       const wal = new MessageChannel();
+      const events = new MessageChannel();
+      events.port1.on('message', (m: WatchEvents) => this.onWatchEvents?.(m.events));
+      events.port1.unref(); // never what keeps the process alive
       walPorts.push(wal.port2 as unknown as MessagePort);
       const data: WorkerThreadData = {
         workerIndex: i,
@@ -82,6 +88,7 @@ export class Supervisor {
         dataDir: s.dataDir,
         rpcPort: rpc.port2,
         walPort: wal.port1,
+        eventsPort: events.port2,
         counters: this.counters.buffer as SharedArrayBuffer,
         maxLimit: s.maxLimit,
         maxTopics: s.maxTopics,
@@ -92,7 +99,7 @@ export class Supervisor {
         traceOutputs: s.traceOutputs,
         traceTopics: s.traceTopics,
       };
-      this.spawn('../worker/main.js', data, [rpc.port2, wal.port1] as never);
+      this.spawn('../worker/main.js', data, [rpc.port2, wal.port1, events.port2] as never);
       this.workers.push(wrap<WorkerApi>(rpc.port1));
     }
     const walData: WalThreadData = {

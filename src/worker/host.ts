@@ -23,6 +23,7 @@ import type { TopicPart } from '../storage/snapshot.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import { listSegments, readSegment } from '../storage/segmentLoad.js';
 import { HotCache } from './hotCache.js';
+import { WatchOutbox } from './watchOutbox.js';
 
 interface FrameTiming {
   submitAt: number;
@@ -77,6 +78,7 @@ export class ActorHost {
   private readonly idleWaiters: (() => void)[] = [];
   private readonly writtenWaiters: { seq: number; resolve: () => void }[] = [];
   readonly hot: HotCache;
+  readonly watch: WatchOutbox;
   private readonly ctxs = new WeakMap<TopicActor, HostCtx>();
   inflightBytes = 0;
   /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
@@ -91,7 +93,9 @@ export class ActorHost {
     private readonly dataDir: string,
     private readonly trace?: TraceWriter,
     private readonly traceOutputs = false,
+    eventsPort?: MessagePort,
   ) {
+    this.watch = new WatchOutbox(eventsPort);
     walPort.on('message', (m: WalOut) => this.onWal(m));
     this.hot = new HotCache(opts.segmentCacheBytes, (topicId, from, to) => {
       const a = this.byTopicId.get(topicId);
@@ -421,6 +425,15 @@ export class ActorHost {
       if (out.length >= limit) break;
     }
     return out;
+  }
+
+  /** Head and earliest seq of each named topic (null when absent), for a watch POST. */
+  watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
+    const now = this.clock.now();
+    return names.map((n) => {
+      const s = this.actors.get(n)?.summary(now);
+      return s ? { head: s.head_seq, earliest: s.earliest_seq } : null;
+    });
   }
 
   /** Records a consumption on each named topic (a list page with touch=true), then re-reports them. */

@@ -1,9 +1,9 @@
 // HostCtx: the live implementation of ActorCtx, one per actor, reused across steps (a fresh
 // object of closures per step would be garbage on the hot path). `begin` stamps the step's
 // time and RNG; with tracing on, every query answer and effect is also recorded for the trace.
-import type { ActorCtx, ColdRange, SegmentPlacement } from '../actors/topic/ctx.js';
+import { publishSummary, type ActorCtx, type ColdRange, type SegmentPlacement } from '../actors/topic/ctx.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
-import type { AppendRequest, TopicResult } from '../core/messages.js';
+import type { AppendRequest, TopicResult, WatchEvent } from '../core/messages.js';
 import type { Rng } from '../core/rng.js';
 import { nowMs } from '../core/stopwatch.js';
 import { encodeTraceValue } from '../replay/traceCodec.js';
@@ -121,6 +121,15 @@ export class HostCtx implements ActorCtx {
   topicCreated(topicId: number): void {
     if (this.rec) this.out('topicCreated', topicId);
     this.host.byTopicId.set(topicId, this.actor);
+  }
+
+  watched(): boolean {
+    return this.ask(this.host.watch.watched(this.actor.name));
+  }
+
+  publish(event: WatchEvent): void {
+    if (this.rec) this.out('publish', ...publishSummary(event));
+    this.host.watch.publish(event);
   }
 
   topicDeleted(topicId: number): void {

@@ -17,6 +17,8 @@ export interface WorkerThreadData {
   dataDir: string;
   rpcPort: MessagePort;
   walPort: MessagePort;
+  /** Raw port for watch events to main (DESIGN 1.6). */
+  eventsPort: MessagePort;
   counters: SharedArrayBuffer;
   maxLimit: number;
   maxTopics: number;
@@ -56,7 +58,7 @@ const trace = data.traceDir
       data.traceTopics,
     )
   : undefined;
-const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs);
+const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs, data.eventsPort);
 const replayed = host.waitReplay();
 
 /** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
@@ -81,6 +83,9 @@ const api = {
   touch(names: string[]): TopicSummary[] {
     return host.touch(names);
   },
+  watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
+    return host.watermarks(names);
+  },
   stats(): TopicStats[] {
     return host.stats();
   },
@@ -101,6 +106,10 @@ const api = {
   },
   checkpointCommitted(markId: number): Promise<number> {
     return host.checkpointCommitted(markId);
+  },
+  /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
+  watchInterest(topics: string[], delta: 1 | -1): void {
+    host.watch.setInterest(topics, delta);
   },
   releaseLongPolls(): void {
     host.releaseLongPolls();

@@ -1,7 +1,7 @@
 // A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
 // delivered only on command, so a test chooses every interleaving.
 import type { ActorCtx, SegmentPlacement } from '../../src/actors/topic/ctx.js';
-import type { TopicResult } from '../../src/core/messages.js';
+import type { TopicResult, WatchEvent } from '../../src/core/messages.js';
 import { seededRng } from '../../src/core/rng.js';
 import { TopicActor } from '../../src/actors/topic/topicActor.js';
 import type { TopicRequest } from '../../src/core/messages.js';
@@ -23,6 +23,9 @@ export class SimActor {
   private nextTopic = 1;
   topics = 0;
   walCreditExhausted = false;
+  /** Whether a watch stream follows the topic, and what the actor published for it. */
+  watched = false;
+  readonly published: WatchEvent[] = [];
   readonly deferred: number[] = [];
   private readonly rng = seededRng('sim');
 
@@ -51,6 +54,8 @@ export class SimActor {
       releaseTopicSlot: () => void sim.topics--,
       topicCreated: () => undefined,
       topicDeleted: () => undefined,
+      watched: () => sim.watched,
+      publish: (ev) => void sim.published.push(ev),
     };
   }
 

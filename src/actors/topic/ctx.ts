@@ -1,7 +1,7 @@
 // The context a TopicActor step runs in: stamped time, seeded randomness and effect sinks.
 // The host implements it; replay and simulation implement it too. Actors never reach past it.
 import type { Rng } from '../../core/rng.js';
-import type { AppendRequest, TopicResult } from '../../core/messages.js';
+import type { AppendRequest, TopicResult, WatchEvent } from '../../core/messages.js';
 
 /** Where an APPEND frame goes in the topic's segments once the WAL has written it. */
 export interface SegmentPlacement {
@@ -44,4 +44,20 @@ export interface ActorCtx {
   /** Fire-and-forget notices for the host (segment directory creation/removal). */
   topicCreated(topicId: number): void;
   topicDeleted(topicId: number): void;
+  /** True when a watch stream follows this topic (pushes are rendered only then). */
+  watched(): boolean;
+  /** Sends a watch event to main on the events port (batched per turn). */
+  publish(event: WatchEvent): void;
+}
+
+/** What a trace records of a publish effect: its identity, not its bytes (they follow from the state). */
+export function publishSummary(ev: WatchEvent): unknown[] {
+  switch (ev.k) {
+    case 'batch':
+      return [ev.k, ev.instanceId, ev.from, ev.to, ev.durableHead, ev.stale];
+    case 'durable':
+      return [ev.k, ev.instanceId, ev.durableHead];
+    case 'deleted':
+      return [ev.k, ev.instanceId, ev.head];
+  }
 }

@@ -78,6 +78,8 @@ export class TopicInstance {
   private readonly nodeIdsByLiteral = new Map<string, number>();
   private readonly tagsByLiteral = new Map<string, string>();
   readonly pending: PendingBatch[] = [];
+  /** Visible `disk` batches whose frames are not fsynced yet (they bound durableHead). */
+  readonly unsynced: PendingBatch[] = [];
   readonly gates: Gate[] = [];
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;

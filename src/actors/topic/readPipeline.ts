@@ -11,6 +11,8 @@ export interface ReadParams {
   maxBytes: number;
   /** Node ids to omit (already mapped through the instance's intern table), or null. */
   skipNodeIds: Set<number> | null;
+  /** Last seq the read may reach (default: the head); strong watch reads stop at the durable head. */
+  untilSeq?: number;
 }
 
 export interface Tombstone {
@@ -29,6 +31,8 @@ export interface ReadResult {
   nextFromSeq: number;
   scanned: number;
   tombstone: Tombstone | null;
+  /** The cursor the scan started from: `fromSeq`, or `gap_to` after a tombstone. */
+  scanFrom: number;
 }
 
 export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
@@ -52,12 +56,14 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     // Purely deleted or padded gap: move past it silently.
     cursor = earliest - 1;
   }
+  const scanFrom = tombstone ? cursor : p.fromSeq;
+  const until = Math.min(head, p.untilSeq ?? head);
   const items: RenderItem[] = [];
   const cold: number[] = [];
   let bytes = 0;
   let scanned = 0;
   let seq = cursor + 1;
-  for (; seq <= head; seq++) {
+  for (; seq <= until; seq++) {
     if (items.length + cold.length >= p.limit) break;
     scanned++;
     if (inst.index.state(seq) !== SlotState.LIVE) continue;
@@ -69,5 +75,5 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     if (text === undefined) cold.push(seq);
     else items.push({ seq, tsMs: inst.index.ts(seq), text });
   }
-  return { items, cold, nextFromSeq: seq - 1, scanned, tombstone };
+  return { items, cold, nextFromSeq: seq - 1, scanned, tombstone, scanFrom };
 }

@@ -5,7 +5,7 @@
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // a non-fsync seq is visible only under a durable reservation; control frames gate replies.
 import { fail, type ErrorResult } from '../../core/errors.js';
-import type { AppendRequest, DeleteRecordsRequest, DeleteTopicRequest, DiffRequest, PutRequest, StateRequest, TopicRequest, TopicSummary, TopicStats } from '../../core/messages.js';
+import type { AppendRequest, DeleteRecordsRequest, DeleteTopicRequest, DiffRequest, PutRequest, StateRequest, TopicRequest, TopicSummary, TopicStats, WatchReadRequest } from '../../core/messages.js';
 import { assertNever } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
@@ -15,7 +15,8 @@ import { encodeBatch, maybeReserve, renderSeqs } from './appendOp.js';
 import { resolveConfig, sameConfig, TopicConfig } from './config.js';
 import type { ActorCtx } from './ctx.js';
 import { TopicInstance, PendingBatch, type Gate } from './instance.js';
-import { DiffReads } from './diffReads.js';
+import { TopicReads } from './reads.js';
+import { renderPush } from './watchPush.js';
 import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 
 export interface ActorOptions {
@@ -56,13 +57,13 @@ export class TopicActor {
   writtenFrameNo = 0;
   durableFrameNo = 0;
   private nextTimerId = 1;
-  private readonly reads: DiffReads;
+  private readonly reads: TopicReads;
 
   constructor(
     readonly name: string,
     private readonly opts: ActorOptions,
   ) {
-    this.reads = new DiffReads(name, opts.maxLimit, () => this.nextTimerId++);
+    this.reads = new TopicReads(name, opts.maxLimit, () => this.nextTimerId++);
   }
 
   private nextFrame = (): number => ++this.frameNo;
@@ -81,6 +82,8 @@ export class TopicActor {
         return this.deleteTopic(ctx, reqId, req);
       case 'deleteRecords':
         return this.deleteRecords(ctx, reqId, req);
+      case 'watchRead':
+        return this.watchRead(ctx, reqId, req);
       default:
         assertNever(req);
     }
@@ -148,6 +151,8 @@ export class TopicActor {
     // The reply waits for the durable delete frame; the retired instance's own gates still drain.
     const doneGate: Gate = { needHead: 0, needDurableFrame: frameNo, send: (c) => {
       c.topicDeleted(inst.id);
+      // Watch streams learn of it no earlier than the durable delete (G3: one step before the 200).
+      if (c.watched()) c.publish({ k: 'deleted', topic: this.name, instanceId: inst.id, head: inst.head });
       c.reply(reqId, okJson(200, open(true)));
     } };
     this.deleteGates.push(doneGate);
@@ -259,12 +264,16 @@ export class TopicActor {
     while (inst.reserveFrames.length > 0 && inst.reserveFrames[0]!.frameNo <= this.durableFrameNo) {
       inst.reservedDurable = Math.max(inst.reservedDurable, inst.reserveFrames.shift()!.ceiling);
     }
+    const headBefore = inst.head;
+    const durableBefore = inst.durableHead;
     let moved = false;
     while (inst.pending.length > 0) {
       const b = inst.pending[0]!;
       if (!this.ackPointReached(b)) break;
       if (b.durability !== 'fsync' && inst.reservedDurable < b.lastSeq) break;
       inst.pending.shift();
+      // A disk batch is visible once written; it is durable only when its frame is fsynced.
+      if (b.durability === 'disk' && b.frameNo > this.durableFrameNo) inst.unsynced.push(b);
       inst.head = b.lastSeq;
       inst.count += b.lastSeq - b.firstSeq + 1;
       inst.bytes += b.bytes;
@@ -276,11 +285,33 @@ export class TopicActor {
     // Cap eviction whenever a batch becomes visible: count and bytes never exceed a cap after
     // a step (DESIGN 3.2).
     if (moved && applyCaps(inst) > 0) this.persistFloors(ctx, inst);
-    // durableHead: every batch whose frame is fsynced, and everything before the first pending one.
-    const firstPending = inst.pending[0];
-    inst.durableHead = firstPending ? firstPending.firstSeq - 1 : inst.head;
+    // durableHead: the visible prefix whose frames are fsynced. For memory and ephemeral topics,
+    // which are never fsynced, the ack point is the commit point (docs/WATCH.md).
+    while (inst.unsynced.length > 0 && inst.unsynced[0]!.frameNo <= this.durableFrameNo) inst.unsynced.shift();
+    inst.durableHead = inst.unsynced.length > 0 ? inst.unsynced[0]!.firstSeq - 1 : inst.head;
     if (moved && inst === this.current) this.reads.wake(ctx, inst);
+    if (inst === this.current && (moved || inst.durableHead !== durableBefore) && ctx.watched()) this.publish(ctx, inst, headBefore, moved);
     this.runInstanceGates(ctx, inst);
+  }
+
+  /** Tells watch streams what became visible (rendered once, DESIGN 6) or durable. */
+  private publish(ctx: ActorCtx, inst: TopicInstance, headBefore: number, moved: boolean): void {
+    if (!moved) {
+      ctx.publish({ k: 'durable', topic: this.name, instanceId: inst.id, durableHead: inst.durableHead, head: inst.head });
+      return;
+    }
+    const pieces = renderPush(inst, headBefore, inst.head);
+    ctx.publish({
+      k: 'batch',
+      topic: this.name,
+      instanceId: inst.id,
+      from: headBefore,
+      to: inst.head,
+      head: inst.head,
+      durableHead: inst.durableHead,
+      dedupeNode: inst.config.dedupe_node,
+      ...pieces,
+    });
   }
 
   private gate(ctx: ActorCtx, inst: TopicInstance, needHead: number, needDurableFrame: number, send: (c: ActorCtx) => void): void {
@@ -382,7 +413,19 @@ export class TopicActor {
     if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
     this.touch(inst, ctx.now);
     this.expire(ctx, inst);
-    this.reads.diff(ctx, reqId, req, inst);
+    this.reads.read(ctx, reqId, req, inst);
+  }
+
+  /** A watch stream's pull; an absent topic is an answer (topic-deleted), not an error. */
+  private watchRead(ctx: ActorCtx, reqId: number, req: WatchReadRequest): void {
+    const inst = this.current;
+    if (!inst) {
+      const watch = { exists: false, instanceId: 0, head: 0, deliverableHead: 0, earliest: 1, next: req.fromSeq, count: 0, tombstone: null };
+      return ctx.reply(reqId, { ok: true, status: 200, json: Buffer.alloc(0), perf: {}, watch });
+    }
+    this.touch(inst, ctx.now);
+    this.expire(ctx, inst);
+    this.reads.read(ctx, reqId, req, inst);
   }
 
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {

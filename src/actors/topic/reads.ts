@@ -1,11 +1,12 @@
-// Diff reads of one topic actor (SPEC 4.2): answering through the read pipeline, long-polls
-// parked on a timer and woken by visibility, and reads that wait for cold records to come back
-// from segments. Owned by the TopicActor; pure, effects go through the ActorCtx.
+// Reads of one topic actor: diff (SPEC 4.2) and watch pulls (SPEC 4.4, DESIGN 6), both through
+// the one read pipeline, so they can never disagree about gaps. Diff long-polls park on a timer
+// and are woken by visibility; reads that meet cold records wait for them to come back from
+// segments. Owned by the TopicActor; pure, effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
-import type { DiffRequest } from '../../core/messages.js';
+import type { DiffRequest, WatchReadRequest } from '../../core/messages.js';
 import type { ActorCtx } from './ctx.js';
 import type { TopicInstance } from './instance.js';
-import { readFrom } from './readPipeline.js';
+import { readFrom, type ReadResult } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
 import { coldRanges, installTexts } from './coldRead.js';
 
@@ -16,12 +17,12 @@ const COLD_READ_ATTEMPTS_MAX = 3;
 
 interface Waiting {
   reqId: number;
-  req: DiffRequest;
+  req: DiffRequest | WatchReadRequest;
   inst: TopicInstance;
   attempts: number;
 }
 
-export class DiffReads {
+export class TopicReads {
   /** Long-polls by timer id. */
   private readonly parked = new Map<number, Waiting>();
   /** Diffs waiting for segment bytes, by read token. */
@@ -34,8 +35,8 @@ export class DiffReads {
   ) {}
 
   /** Answers now, or parks a long-poll whose cursor is at the head. */
-  diff(ctx: ActorCtx, reqId: number, req: DiffRequest, inst: TopicInstance): void {
-    if (req.waitMs > 0 && req.fromSeq === inst.head) {
+  read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest, inst: TopicInstance): void {
+    if (req.op === 'diff' && req.waitMs > 0 && req.fromSeq === inst.head) {
       const timerId = this.nextId();
       this.parked.set(timerId, { reqId, req, inst, attempts: 0 });
       ctx.setTimer(timerId, ctx.now + req.waitMs);
@@ -57,7 +58,8 @@ export class DiffReads {
     }
     const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.maxLimit);
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
-    const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip });
+    const untilSeq = req.op === 'watchRead' && req.strong ? inst.durableHead : undefined;
+    const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip, untilSeq });
     if (r.cold.length > 0) {
       if (w.attempts >= COLD_READ_ATTEMPTS_MAX) {
         return ctx.reply(w.reqId, fail('internal', `records ${r.cold[0]}.. could not be read back from segments`));
@@ -67,6 +69,7 @@ export class DiffReads {
       ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
       return;
     }
+    if (req.op === 'watchRead') return this.answerWatch(ctx, w.reqId, req, inst, r);
     const head = inst.head;
     const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
     const suffix =
@@ -74,6 +77,41 @@ export class DiffReads {
       `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
     const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
     ctx.reply(w.reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
+  }
+
+  /**
+   * A watch pull: the record frame payload rendered here (once), plus what the stream needs to
+   * judge the topic's state. A tombstone on the first read after connect is `from_seq_too_old`
+   * unless it is `recreated` (RESOLVED 4.3).
+   */
+  private answerWatch(ctx: ActorCtx, reqId: number, req: WatchReadRequest, inst: TopicInstance, r: ReadResult): void {
+    const head = inst.head;
+    const topic = JSON.stringify(this.name);
+    let tombstone = null;
+    if (r.tombstone) {
+      const t = r.tombstone;
+      const reason = req.first && t.reason !== 'recreated' ? 'from_seq_too_old' : t.reason;
+      tombstone = {
+        gapTo: t.gap_to,
+        json: `{"topic":${topic},"reason":"${reason}","gap_from":${t.gap_from},"gap_to":${t.gap_to},"earliest_seq":${t.earliest_seq},"head_seq":${t.head_seq}}`,
+      };
+    }
+    const json =
+      r.items.length === 0
+        ? Buffer.alloc(0)
+        : renderRecordsArray(`{"topic":${topic},"records":`, r.items, `,"from_seq":${r.scanFrom},"to_seq":${r.nextFromSeq},"head_seq":${head}}`, {
+            includeTags: req.includeTags,
+            includeMeta: req.includeMeta,
+            includeData: req.includeData,
+          });
+    const deliverableHead = req.strong ? inst.durableHead : head;
+    ctx.reply(reqId, {
+      ok: true,
+      status: 200,
+      json,
+      perf: { records_scanned: r.scanned },
+      watch: { exists: true, instanceId: inst.id, head, deliverableHead, earliest: inst.earliest(), next: r.nextFromSeq, count: r.items.length, tombstone },
+    });
   }
 
   /** New records became visible: parked long-polls behind the head answer. */

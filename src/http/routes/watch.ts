@@ -1,0 +1,131 @@
+// Watch routes (SPEC 4.3, 4.4; RESOLVED G2, G4, G12, G15, 4.1, 4.8): POST /v0/watch creates a
+// session from a validated subscription; GET /v0/watch/:wid opens its SSE stream.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import { isTopicName, workerOf } from '../../core/names.js';
+import { fail } from '../../core/errors.js';
+import { checkBody, parseSmallBody, queryBool } from '../parse.js';
+import { HttpError, sendError, sendJson } from '../reply.js';
+import { check, validateWatch, type WatchBody } from '../schemas.js';
+import { acceptsEventStream } from '../sse.js';
+import { decodeCursor } from '../../watch/cursor.js';
+import type { WatchOptions } from '../../watch/session.js';
+import type { WatchHub } from '../../watch/hub.js';
+
+const MAX_TOPICS = 256;
+const LIMIT_DEFAULT = 256;
+const MiB = 1024 * 1024;
+const BATCH_BYTES_DEFAULT = 262_144;
+const HEARTBEAT_DEFAULT_MS = 15_000;
+const HEARTBEAT_MIN_MS = 1000;
+const HEARTBEAT_MAX_MS = 60_000;
+
+/** The session options from a validated body, defaults and clamps applied (SPEC 4.3, 8). */
+export function watchOptions(b: WatchBody, maxLimit: number): WatchOptions {
+  const limit = b.limit === undefined || b.limit === 0 ? LIMIT_DEFAULT : b.limit;
+  const bytes = b.max_batch_bytes === undefined ? BATCH_BYTES_DEFAULT : b.max_batch_bytes === 0 ? MiB : b.max_batch_bytes;
+  return {
+    limit: Math.min(limit, maxLimit),
+    maxBatchBytes: Math.min(bytes, 8 * MiB),
+    heartbeatMs: Math.min(HEARTBEAT_MAX_MS, Math.max(HEARTBEAT_MIN_MS, b.heartbeat_ms ?? HEARTBEAT_DEFAULT_MS)),
+    includeMeta: b.include_meta ?? true,
+    includeTags: b.include_tags ?? false,
+    includeData: b.include_data ?? true,
+    nodes: b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node],
+    strong: b.consistency === 'strong',
+  };
+}
+
+interface Watermark {
+  head: number;
+  earliest: number;
+}
+
+export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub): void {
+  const handle =
+    (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) =>
+    async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+      try {
+        return await fn(req, reply);
+      } catch (err) {
+        if (err instanceof HttpError) return sendError(req, reply, err);
+        throw err;
+      }
+    };
+
+  /** Head and earliest of each named topic, one rpc per worker; null for an absent topic. */
+  async function watermarks(names: string[]): Promise<Map<string, Watermark | null>> {
+    const n = sup.workers.length;
+    const groups = sup.workers.map(() => [] as string[]);
+    for (const name of names) groups[workerOf(name, n)]!.push(name);
+    const answers = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
+    const out = new Map<string, Watermark | null>();
+    groups.forEach((g, i) => g.forEach((name, j) => out.set(name, answers[i]![j] ?? null)));
+    return out;
+  }
+
+  app.post(
+    '/v0/watch',
+    handle(async (req, reply) => {
+      const raw = checkBody(req, false);
+      const b = check(validateWatch, parseSmallBody(raw));
+      const names = Object.keys(b.topics).sort();
+      if (names.length === 0) throw new HttpError('invalid_request', 'topics must name at least one topic', { field: 'topics' });
+      if (names.length > MAX_TOPICS) throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
+      for (const name of names) if (!isTopicName(name)) throw new HttpError('invalid_request', 'invalid topic name', { topic: name });
+      let cursor: Map<string, number> | undefined;
+      if (b.cursor !== undefined) {
+        cursor = decodeCursor(b.cursor);
+        if (!cursor) throw new HttpError('invalid_request', 'cursor is not a base64url JSON map of topic to seq', { field: 'cursor' });
+      }
+      const opts = watchOptions(b, sup.settings.maxLimit);
+      const marks = await watermarks(names);
+      const lenient = queryBool(req, 'lenient', false);
+      const start = new Map<string, number>();
+      const topics: Record<string, { from_seq: number; head_seq: number; earliest_seq: number }> = {};
+      for (const name of names) {
+        const m = marks.get(name);
+        if (!m) {
+          if (lenient) continue;
+          return sendError(req, reply, fail('topic_not_found', `topic ${name} does not exist`, { topic: name }));
+        }
+        const t = b.topics[name]!;
+        // G4: the cursor's seq overrides from_seq and tail; tail starts at the head now.
+        const from = cursor?.get(name) ?? (t.tail ? m.head : (t.from_seq ?? 0));
+        start.set(name, from);
+        topics[name] = { from_seq: from, head_seq: m.head, earliest_seq: m.earliest };
+      }
+      if (start.size === 0) return sendError(req, reply, fail('topic_not_found', `none of the named topics exists`, { topic: names[0] }));
+      const session = hub.registry.create(opts, start);
+      if (!session) {
+        return sendError(req, reply, fail('throttled', 'too many watch sessions', { limit: 'max_watch_sessions', max: hub.registry.maxSessions }));
+      }
+      return sendJson(req, reply, 200, {
+        wid: session.wid,
+        stream_url: `/v0/watch/${session.wid}`,
+        session_ttl_ms: hub.registry.ttlMs,
+        topics,
+      });
+    }),
+  );
+
+  app.get(
+    '/v0/watch/:wid',
+    handle(async (req, reply) => {
+      // RESOLVED 4.1: 406, then 404, then (with auth) 401, then 429.
+      if (!acceptsEventStream(req.headers.accept)) throw new HttpError('not_acceptable', 'Accept must allow text/event-stream');
+      hub.registry.collect();
+      const session = hub.registry.get((req.params as { wid: string }).wid);
+      if (!session) throw new HttpError('not_found', 'unknown or expired watch session; POST /v0/watch again');
+      if (!hub.hasRoom()) throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.maxConnections });
+      const lastEventId = req.headers['last-event-id'];
+      if (typeof lastEventId === 'string' && lastEventId !== '') {
+        const given = decodeCursor(lastEventId.trim());
+        if (given) session.rewind(given); // otherwise ignored without error (G12)
+      }
+      reply.hijack();
+      await hub.open(session, reply.raw);
+      return reply;
+    }),
+  );
+}

@@ -1,0 +1,48 @@
+// Server-Sent Events on the wire (SPEC 4.4, 6.1; RESOLVED 4.1, G11): the Accept rule, the
+// response head, and frame encoding. Payloads are JSON on one `data:` line (record texts hold
+// no raw newlines: insignificant whitespace was removed at append, RESOLVED 4.10).
+
+/** True when Accept lists text/event-stream, text/* or *\/* with a q other than 0 (RESOLVED 4.1). */
+export function acceptsEventStream(accept: string | undefined): boolean {
+  if (!accept) return false;
+  for (const range of accept.split(',')) {
+    const [type, ...params] = range.split(';').map((p) => p.trim().toLowerCase());
+    if (type !== 'text/event-stream' && type !== 'text/*' && type !== '*/*') continue;
+    const q = params.find((p) => p.startsWith('q='));
+    if (q !== undefined && Number(q.slice(2)) === 0) continue;
+    return true;
+  }
+  return false;
+}
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+} as const;
+
+/** Sent once at open: the client's reconnect backoff. */
+export const RETRY_FRAME = 'retry: 2000\n\n';
+/** A heartbeat: a bare comment, no id, so it never moves the resume cursor (6.1). */
+export const HEARTBEAT_FRAME = ': hb\n\n';
+
+/** A data-bearing frame whose payload is already-encoded JSON bytes. */
+export function frameHead(event: string, id: string): string {
+  return `id: ${id}\nevent: ${event}\ndata: `;
+}
+
+export const FRAME_END = '\n\n';
+
+export interface ErrorFrame {
+  code: number;
+  error: string;
+  message: string;
+  terminal: boolean;
+  retry_after_ms?: number;
+}
+
+/** An `error` frame (G11): no id line, so it never moves the cursor. */
+export function errorFrame(e: ErrorFrame): string {
+  return `event: error\ndata: ${JSON.stringify(e)}\n\n`;
+}

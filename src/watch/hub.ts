@@ -1,0 +1,147 @@
+// WatchHub (main thread): the open watch streams, the worker events that feed them, and the
+// interest each worker is told about (workers render pushes only for topics with an open
+// stream). It keeps the newest known state of every followed topic, so a pull that raced a push
+// or a delete can tell (DESIGN 6).
+import type { ServerResponse } from 'node:http';
+import type { Supervisor } from '../supervisor/supervisor.js';
+import type { TopicResult, WatchBatch, WatchEvent } from '../core/messages.js';
+import { workerOf } from '../core/names.js';
+import { ProjectionCache, projectionKey, type PushFrames } from './projection.js';
+import type { WatchSession, WatchRegistry } from './session.js';
+import { WatchStream, type StreamDeps } from './stream.js';
+
+interface TopicLatest {
+  instanceId: number;
+  head: number;
+  durableHead: number;
+  deleted: boolean;
+}
+
+export class WatchHub {
+  /** Open streams per followed topic. */
+  private readonly byTopic = new Map<string, Set<WatchStream>>();
+  private readonly latestByTopic = new Map<string, TopicLatest>();
+  private readonly streams = new Set<WatchStream>();
+  private readonly projections = new ProjectionCache();
+  private readonly projectionKeys = new WeakMap<WatchSession, string>();
+  private batchNo = 0;
+  private readonly deps: StreamDeps;
+
+  constructor(
+    private readonly sup: Supervisor,
+    readonly registry: WatchRegistry,
+    /** SERVICE_MAX_SSE_CONNECTIONS; 0 = no cap. */
+    readonly maxConnections: number,
+    private readonly log: (msg: string) => void,
+  ) {
+    sup.onWatchEvents = (events) => this.onEvents(events);
+    this.deps = {
+      read: (topic, fromSeq, first, s) => this.read(topic, fromSeq, first, s),
+      latest: (topic) => this.latestByTopic.get(topic),
+      pushFrames: (b, no, s) => this.pushFrames(b, no, s),
+      closed: (stream) => this.onClosed(stream),
+      now: () => Date.now(),
+      readFailed: (topic, message) => this.log(`spool: watch read of ${topic} failed: ${message}`),
+    };
+  }
+
+  get connections(): number {
+    return this.streams.size;
+  }
+
+  /** True when another stream may open (the SSE connection cap, G15). */
+  hasRoom(): boolean {
+    return this.maxConnections === 0 || this.streams.size < this.maxConnections;
+  }
+
+  /** Opens a stream on a session: interest first, so no push between it and the first read is missed. */
+  async open(session: WatchSession, res: ServerResponse): Promise<void> {
+    const stream = new WatchStream(session, res, this.deps);
+    this.streams.add(stream);
+    this.registry.touch(session, 1);
+    for (const name of session.names) {
+      let set = this.byTopic.get(name);
+      if (!set) this.byTopic.set(name, (set = new Set()));
+      set.add(stream);
+    }
+    await this.setInterest(session.names, 1);
+    stream.open();
+  }
+
+  private onClosed(stream: WatchStream): void {
+    if (!this.streams.delete(stream)) return;
+    this.registry.touch(stream.session, -1);
+    for (const name of stream.session.names) {
+      const set = this.byTopic.get(name);
+      set?.delete(stream);
+      if (set && set.size === 0) {
+        this.byTopic.delete(name);
+        this.latestByTopic.delete(name);
+      }
+    }
+    void this.setInterest(stream.session.names, -1);
+  }
+
+  private async setInterest(names: readonly string[], delta: 1 | -1): Promise<void> {
+    const n = this.sup.workers.length;
+    const groups = this.sup.workers.map(() => [] as string[]);
+    for (const name of names) groups[workerOf(name, n)]!.push(name);
+    await Promise.all(this.sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watchInterest(groups[i]!, delta) : undefined)));
+  }
+
+  private read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
+    const o = s.opts;
+    return this.sup.workerFor(topic).request({
+      op: 'watchRead',
+      topic,
+      fromSeq,
+      limit: o.limit,
+      maxBatchBytes: o.maxBatchBytes,
+      nodes: o.nodes,
+      includeTags: o.includeTags,
+      includeMeta: o.includeMeta,
+      includeData: o.includeData,
+      strong: o.strong,
+      first,
+    });
+  }
+
+  private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
+    let key = this.projectionKeys.get(s);
+    if (key === undefined) this.projectionKeys.set(s, (key = projectionKey(s.opts)));
+    return this.projections.frames(batchNo, b, s.opts, key);
+  }
+
+  /** One message of a worker's turn: every event, in order, to the streams that follow its topic. */
+  private onEvents(events: WatchEvent[]): void {
+    for (const ev of events) {
+      const streams = this.byTopic.get(ev.topic);
+      if (!streams) continue;
+      const prev = this.latestByTopic.get(ev.topic);
+      if (prev && prev.instanceId > ev.instanceId) continue; // a late event of a dead instance
+      switch (ev.k) {
+        case 'batch': {
+          this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.durableHead, deleted: false });
+          const no = ++this.batchNo;
+          for (const s of streams) s.onBatch(s.topic(ev.topic)!, ev, no);
+          break;
+        }
+        case 'durable':
+          this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.durableHead, deleted: false });
+          for (const s of streams) s.onDurable(s.topic(ev.topic)!, ev.instanceId, ev.durableHead);
+          break;
+        case 'deleted':
+          this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.head, deleted: true });
+          for (const s of streams) s.onDeleted(s.topic(ev.topic)!, ev.instanceId, ev.head);
+          break;
+      }
+    }
+  }
+
+  /** Shutdown (RESOLVED 1.3 step 3): every open stream gets a terminal 503 error frame. */
+  closeAll(): void {
+    for (const s of [...this.streams]) {
+      s.fail({ code: 503, error: 'shutting_down', message: 'draining before exit; reconnect later', terminal: true, retry_after_ms: 1000 });
+    }
+  }
+}

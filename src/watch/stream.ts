@@ -1,0 +1,269 @@
+// One open SSE connection of a watch session (SPEC 4.4, 6.2; DESIGN 6). Per topic it is in
+// *backlog* (pulling through the worker's read pipeline), *tailing* (taking pushes whose range
+// starts exactly at its cursor) or *deleted* (terminal for the topic). Anything that is not a
+// contiguous push — a gap, a stale batch, a strong session waiting for durability, a resume
+// after a pause — is pulled, so tombstones, deletes and TTL are always judged by the actor.
+// A stream whose socket backs up is paused: pushes are dropped and cursors stay put until the
+// socket drains, so one slow client costs only itself.
+import type { ServerResponse } from 'node:http';
+import type { TopicResult, WatchBatch, WatchReadMeta } from '../core/messages.js';
+import type { WatchSession } from './session.js';
+import { FRAME_END, HEARTBEAT_FRAME, RETRY_FRAME, SSE_HEADERS, errorFrame, frameHead, type ErrorFrame } from '../http/sse.js';
+import type { PushFrames } from './projection.js';
+
+type Mode = 'backlog' | 'tailing' | 'deleted';
+
+/** What a stream needs from the hub: reads, the newest known state of a topic, frames of a push. */
+export interface StreamDeps {
+  read(topic: string, fromSeq: number, first: boolean, session: WatchSession): Promise<TopicResult>;
+  latest(topic: string): { instanceId: number; head: number; durableHead: number; deleted: boolean } | undefined;
+  pushFrames(b: WatchBatch, batchNo: number, session: WatchSession): PushFrames;
+  closed(stream: WatchStream): void;
+  /** Milliseconds, for heartbeats only (never part of what a frame says). */
+  now(): number;
+  /** A read failed for a reason other than the topic being gone. */
+  readFailed(topic: string, message: string): void;
+}
+
+export class StreamTopic {
+  mode: Mode = 'backlog';
+  /** A pull is in flight (pushes are ignored meanwhile; the pull's end re-checks the head). */
+  reading = false;
+  /** No read has completed since the stream opened (tombstones say from_seq_too_old). */
+  first = true;
+  /** The topic instance this stream follows (0 until the first read). */
+  instanceId = 0;
+  /** Last head this stream observed (topic-deleted reports it, RESOLVED 4.4). */
+  lastHead = 0;
+
+  constructor(
+    readonly name: string,
+    /** Index in the session's name/cursor arrays. */
+    readonly idx: number,
+  ) {}
+}
+
+const MiB = 1024 * 1024;
+const READ_RETRY_MS = 1000;
+
+export class WatchStream {
+  readonly topics: StreamTopic[];
+  private readonly byName = new Map<string, StreamTopic>();
+  private paused = false;
+  private closed = false;
+  private corked = false;
+  private lastWriteMs: number;
+  private hbTimer: NodeJS.Timeout | undefined;
+  /** Socket bytes a stream may hold before it is paused. */
+  private readonly highWater: number;
+
+  constructor(
+    readonly session: WatchSession,
+    private readonly res: ServerResponse,
+    private readonly deps: StreamDeps,
+  ) {
+    this.topics = session.names.map((n, i) => new StreamTopic(n, i));
+    for (const t of this.topics) this.byName.set(t.name, t);
+    this.highWater = Math.max(MiB, 4 * session.opts.maxBatchBytes);
+    this.lastWriteMs = deps.now();
+  }
+
+  topic(name: string): StreamTopic | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Sends the head and `retry:`, then pulls every topic from the session's cursors. */
+  open(): void {
+    this.res.writeHead(200, SSE_HEADERS);
+    this.res.on('close', () => this.onClose());
+    this.res.on('drain', () => this.onDrain());
+    this.write(RETRY_FRAME);
+    this.armHeartbeat();
+    for (const t of this.topics) void this.pull(t);
+  }
+
+  // ---- output ------------------------------------------------------------------------------
+
+  private write(chunk: string | Buffer): void {
+    if (this.closed) return;
+    const sock = this.res.socket;
+    // Frames written in one tick leave in one syscall.
+    if (!this.corked && sock) {
+      this.corked = true;
+      sock.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        sock.uncork();
+      });
+    }
+    const ok = this.res.write(chunk);
+    this.lastWriteMs = this.deps.now();
+    if (!ok || this.res.writableLength > this.highWater) this.pause();
+  }
+
+  /** A data-bearing frame: its id is the whole cursor map as it is after this frame. */
+  private dataFrame(event: string, payload: string | Buffer): void {
+    this.write(frameHead(event, this.session.frameId()));
+    this.write(payload);
+    this.write(FRAME_END);
+  }
+
+  private caughtUp(t: StreamTopic): void {
+    this.dataFrame('caught-up', `{"topic":${JSON.stringify(t.name)},"head_seq":${t.lastHead}}`);
+  }
+
+  private topicDeleted(t: StreamTopic): void {
+    if (t.mode === 'deleted') return;
+    t.mode = 'deleted';
+    this.dataFrame('topic-deleted', `{"topic":${JSON.stringify(t.name)},"head_seq":${t.lastHead},"reason":"deleted"}`);
+    // G2: the server ends the stream after the last topic-deleted.
+    if (this.topics.every((x) => x.mode === 'deleted')) this.end();
+  }
+
+  /** Terminal error frame, then close (shutdown, G11). */
+  fail(e: ErrorFrame): void {
+    if (this.closed) return;
+    this.write(errorFrame(e));
+    this.end();
+  }
+
+  private end(): void {
+    if (this.closed) return;
+    this.res.end();
+    this.onClose();
+  }
+
+  // ---- heartbeats --------------------------------------------------------------------------
+
+  private armHeartbeat(): void {
+    const hb = this.session.opts.heartbeatMs;
+    const due = Math.max(0, this.lastWriteMs + hb - this.deps.now());
+    this.hbTimer = setTimeout(() => {
+      if (this.closed) return;
+      // Suppressed when anything went out within the window (6.1).
+      if (this.deps.now() - this.lastWriteMs >= hb && !this.paused) this.write(HEARTBEAT_FRAME);
+      this.armHeartbeat();
+    }, due);
+    this.hbTimer.unref();
+  }
+
+  // ---- flow control ------------------------------------------------------------------------
+
+  private pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    // Every followed topic drops back to backlog: it resumes by pulling, from its cursor.
+    for (const t of this.topics) if (t.mode === 'tailing') t.mode = 'backlog';
+  }
+
+  private onDrain(): void {
+    if (!this.paused || this.closed) return;
+    this.paused = false;
+    for (const t of this.topics) void this.pull(t);
+  }
+
+  private onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.hbTimer) clearTimeout(this.hbTimer);
+    this.deps.closed(this);
+  }
+
+  // ---- pushes ------------------------------------------------------------------------------
+
+  /** A batch became visible in a topic this stream follows. */
+  onBatch(t: StreamTopic, b: WatchBatch, batchNo: number): void {
+    if (this.closed || this.paused || t.mode !== 'tailing' || t.reading) return;
+    const cursor = this.session.cursor(t.idx);
+    if (b.instanceId !== t.instanceId || b.stale || cursor < b.from || cursor > b.from && cursor < b.to) {
+      void this.pull(t);
+      return;
+    }
+    if (cursor >= b.to) return; // already delivered by a pull
+    if (this.session.opts.strong && b.durableHead < b.to) return; // the durable event pulls it
+    t.lastHead = b.head;
+    const f = this.deps.pushFrames(b, batchNo, this.session);
+    for (let i = 0; i < f.payloads.length; i++) {
+      this.session.setCursor(t.idx, f.tos[i]!);
+      this.dataFrame('record', f.payloads[i]!);
+    }
+    this.session.setCursor(t.idx, b.to);
+  }
+
+  /** The durable head moved: a strong stream tops up by pulling. */
+  onDurable(t: StreamTopic, instanceId: number, durableHead: number): void {
+    if (this.closed || this.paused || t.mode !== 'tailing' || t.reading || !this.session.opts.strong) return;
+    if (instanceId === t.instanceId && durableHead > this.session.cursor(t.idx)) void this.pull(t);
+  }
+
+  onDeleted(t: StreamTopic, instanceId: number, head: number): void {
+    if (this.closed || t.mode === 'deleted') return;
+    // An unknown instance is settled by the read in flight (it checks the hub's latest state).
+    if (t.instanceId === 0 || instanceId !== t.instanceId) return;
+    t.lastHead = Math.max(t.lastHead, head);
+    this.topicDeleted(t);
+  }
+
+  // ---- pulls -------------------------------------------------------------------------------
+
+  /** Reads a topic from its cursor until it is caught up (or the stream pauses or closes). */
+  private async pull(t: StreamTopic): Promise<void> {
+    if (t.reading || t.mode === 'deleted') return;
+    t.reading = true;
+    try {
+      while (!this.closed && !this.paused) {
+        const from = this.session.cursor(t.idx);
+        const r = await this.deps.read(t.name, from, t.first, this.session);
+        // The topic may have been deleted by a push while the read was in flight.
+        if (this.closed || (t.mode as Mode) === 'deleted') return;
+        if (!r.ok) {
+          if (r.code === 'topic_not_found') return this.topicDeleted(t);
+          this.deps.readFailed(t.name, r.message);
+          setTimeout(() => void this.pull(t), READ_RETRY_MS).unref();
+          return;
+        }
+        // The cursor moved meanwhile (another stream of the session): read again from there.
+        if (this.paused || this.session.cursor(t.idx) !== from) continue;
+        const w = r.watch!;
+        if (this.gone(t, w)) return this.topicDeleted(t);
+        t.instanceId = w.instanceId;
+        t.first = false;
+        t.lastHead = w.head;
+        if (w.tombstone) {
+          this.session.setCursor(t.idx, w.tombstone.gapTo);
+          this.dataFrame('tombstone', w.tombstone.json);
+        }
+        if (w.count > 0) {
+          this.session.setCursor(t.idx, w.next);
+          this.dataFrame('record', Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
+        } else {
+          this.session.setCursor(t.idx, w.next);
+        }
+        if (!this.caughtUpAt(t, w)) continue;
+        if (t.mode === 'backlog') {
+          t.mode = 'tailing';
+          this.caughtUp(t);
+        }
+        return;
+      }
+    } finally {
+      t.reading = false;
+    }
+  }
+
+  /** The instance a read saw is gone: the topic was deleted (and maybe recreated) since. */
+  private gone(t: StreamTopic, w: WatchReadMeta): boolean {
+    if (!w.exists) return true;
+    if (t.instanceId !== 0 && w.instanceId !== t.instanceId) return true;
+    const l = this.deps.latest(t.name);
+    return l !== undefined && (l.instanceId > w.instanceId || (l.instanceId === w.instanceId && l.deleted));
+  }
+
+  /** Drained: the read reached the deliverable head, and no push announced anything newer. */
+  private caughtUpAt(t: StreamTopic, w: WatchReadMeta): boolean {
+    if (w.next < w.deliverableHead) return false;
+    const l = this.deps.latest(t.name);
+    if (l === undefined || l.instanceId !== w.instanceId) return true;
+    return w.next >= (this.session.opts.strong ? l.durableHead : l.head);
+  }
+}
