@@ -213,7 +213,12 @@ export class WatchStream {
     try {
       while (!this.closed && !this.paused) {
         const from = this.session.cursor(t.idx);
-        const r = await this.deps.read(t.name, from, t.first, this.session);
+        let r: TopicResult;
+        try {
+          r = await this.deps.read(t.name, from, t.first, this.session);
+        } catch (err) {
+          r = { ok: false, status: 500, code: 'internal', message: (err as Error).message };
+        }
         // The topic may have been deleted by a push while the read was in flight.
         if (this.closed || (t.mode as Mode) === 'deleted') return;
         if (!r.ok) {

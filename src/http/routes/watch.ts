@@ -111,6 +111,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
 
   app.get(
     '/v0/watch/:wid',
+    { exposeHeadRoute: false }, // a HEAD would open a stream it can never send: 405
     handle(async (req, reply) => {
       // RESOLVED 4.1: 406, then 404, then (with auth) 401, then 429.
       if (!acceptsEventStream(req.headers.accept)) throw new HttpError('not_acceptable', 'Accept must allow text/event-stream');
