@@ -40,6 +40,7 @@ export class WatchHub {
       latest: (topic) => this.latestByTopic.get(topic),
       pushFrames: (b, no, s) => this.pushFrames(b, no, s),
       closed: (stream) => this.onClosed(stream),
+      dirty: (stream) => this.markDirty(stream),
       now: () => Date.now(),
       readFailed: (topic, message) => this.log(`spool: watch read of ${topic} failed: ${message}`),
     };
@@ -66,6 +67,20 @@ export class WatchHub {
     }
     await this.setInterest(session.names, 1);
     stream.open();
+  }
+
+  private dirtyStreams: WatchStream[] = [];
+
+  /** One flush per loop iteration, after the iteration's worker messages and read replies. */
+  private markDirty(stream: WatchStream): void {
+    if (this.dirtyStreams.length === 0) setImmediate(() => this.flush());
+    this.dirtyStreams.push(stream);
+  }
+
+  private flush(): void {
+    const streams = this.dirtyStreams;
+    this.dirtyStreams = [];
+    for (const s of streams) s.flush();
   }
 
   private onClosed(stream: WatchStream): void {

@@ -19,6 +19,8 @@ export interface StreamDeps {
   latest(topic: string): { instanceId: number; head: number; durableHead: number; deleted: boolean } | undefined;
   pushFrames(b: WatchBatch, batchNo: number, session: WatchSession): PushFrames;
   closed(stream: WatchStream): void;
+  /** The stream queued bytes: flush it at the end of this loop iteration. */
+  dirty(stream: WatchStream): void;
   /** Milliseconds, for heartbeats only (never part of what a frame says). */
   now(): number;
   /** A read failed for a reason other than the topic being gone. */
@@ -44,6 +46,7 @@ export class StreamTopic {
 }
 
 const MiB = 1024 * 1024;
+const HEARTBEAT = Buffer.from(HEARTBEAT_FRAME);
 const READ_RETRY_MS = 1000;
 
 export class WatchStream {
@@ -51,7 +54,9 @@ export class WatchStream {
   private readonly byName = new Map<string, StreamTopic>();
   private paused = false;
   private closed = false;
-  private corked = false;
+  /** Frames waiting for this loop iteration's flush, and their size. */
+  private out: Buffer[] = [];
+  private outBytes = 0;
   private lastWriteMs: number;
   private hbTimer: NodeJS.Timeout | undefined;
   /** Socket bytes a stream may hold before it is paused. */
@@ -77,35 +82,48 @@ export class WatchStream {
     this.res.writeHead(200, SSE_HEADERS);
     this.res.on('close', () => this.onClose());
     this.res.on('drain', () => this.onDrain());
-    this.write(RETRY_FRAME);
+    this.write(Buffer.from(RETRY_FRAME));
     this.armHeartbeat();
     for (const t of this.topics) void this.pull(t);
   }
 
   // ---- output ------------------------------------------------------------------------------
 
-  private write(chunk: string | Buffer): void {
+  /**
+   * Queues bytes for the hub's flush at the end of this loop iteration: every frame a stream gets
+   * in one iteration (from any number of worker messages) leaves in one write, which is what
+   * keeps a fan-out to many streams affordable under load.
+   */
+  private write(chunk: Buffer): void {
     if (this.closed) return;
-    const sock = this.res.socket;
-    // Frames written in one tick leave in one syscall.
-    if (!this.corked && sock) {
-      this.corked = true;
-      sock.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        sock.uncork();
-      });
-    }
-    const ok = this.res.write(chunk);
+    if (this.out.length === 0) this.deps.dirty(this);
+    this.out.push(chunk);
+    this.outBytes += chunk.length;
     this.lastWriteMs = this.deps.now();
+  }
+
+  /** Writes what this iteration queued; pauses the stream if its socket backs up. */
+  flush(): void {
+    if (this.closed || this.out.length === 0) return;
+    const chunk = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out, this.outBytes);
+    this.out = [];
+    this.outBytes = 0;
+    const ok = this.res.write(chunk);
     if (!ok || this.res.writableLength > this.highWater) this.pause();
   }
 
   /** A data-bearing frame: its id is the whole cursor map as it is after this frame. */
   private dataFrame(event: string, payload: string | Buffer): void {
-    this.write(frameHead(event, this.session.frameId()));
-    this.write(payload);
-    this.write(FRAME_END);
+    const head = frameHead(event, this.session.frameId());
+    if (typeof payload === 'string') {
+      this.write(Buffer.from(head + payload + FRAME_END, 'utf8'));
+      return;
+    }
+    const frame = Buffer.allocUnsafe(head.length + payload.length + FRAME_END.length);
+    frame.write(head, 0, 'latin1'); // ids are base64url, event names ASCII
+    payload.copy(frame, head.length);
+    frame.write(FRAME_END, head.length + payload.length, 'latin1');
+    this.write(frame);
   }
 
   private caughtUp(t: StreamTopic): void {
@@ -123,12 +141,13 @@ export class WatchStream {
   /** Terminal error frame, then close (shutdown, G11). */
   fail(e: ErrorFrame): void {
     if (this.closed) return;
-    this.write(errorFrame(e));
+    this.write(Buffer.from(errorFrame(e), 'utf8'));
     this.end();
   }
 
   private end(): void {
     if (this.closed) return;
+    this.flush();
     this.res.end();
     this.onClose();
   }
@@ -141,7 +160,7 @@ export class WatchStream {
     this.hbTimer = setTimeout(() => {
       if (this.closed) return;
       // Suppressed when anything went out within the window (6.1).
-      if (this.deps.now() - this.lastWriteMs >= hb && !this.paused) this.write(HEARTBEAT_FRAME);
+      if (this.deps.now() - this.lastWriteMs >= hb && !this.paused) this.write(HEARTBEAT);
       this.armHeartbeat();
     }, due);
     this.hbTimer.unref();
