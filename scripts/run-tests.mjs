@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 const quick = process.argv.includes('--quick');
-const slowDirs = new Set(['crash']);
+const slowDirs = new Set(['crash', 'browser']);
 function collect(dir) {
   const out = [];
   for (const name of readdirSync(dir).sort()) {
