@@ -37,6 +37,8 @@ export class StreamTopic {
   instanceId = 0;
   /** Last head this stream observed (topic-deleted reports it, RESOLVED 4.4). */
   lastHead = 0;
+  /** The cursor at this stream's last caught-up frame for the topic (-1: none yet). */
+  caughtUpCursor = -1;
 
   constructor(
     readonly name: string,
@@ -108,8 +110,10 @@ export class WatchStream {
     const chunk = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out, this.outBytes);
     this.out = [];
     this.outBytes = 0;
-    const ok = this.res.write(chunk);
-    if (!ok || this.res.writableLength > this.highWater) this.pause();
+    this.res.write(chunk);
+    // Not write()'s false: Node returns it for any chunk over 16 KiB even when the kernel takes
+    // it all at once. What counts is what stays queued in user space.
+    if (this.res.writableLength > this.highWater) this.pause();
   }
 
   /** A data-bearing frame: its id is the whole cursor map as it is after this frame. */
@@ -202,11 +206,12 @@ export class WatchStream {
     if (this.session.opts.strong && b.durableHead < b.to) return; // the durable event pulls it
     t.lastHead = b.head;
     const f = this.deps.pushFrames(b, batchNo, this.session);
+    // A push whose records are all filtered out sends nothing and leaves the cursor: the next
+    // push then does not start at the cursor and is pulled, as one frame from the cursor.
     for (let i = 0; i < f.payloads.length; i++) {
       this.session.setCursor(t.idx, f.tos[i]!);
       this.dataFrame('record', f.payloads[i]!);
     }
-    this.session.setCursor(t.idx, b.to);
   }
 
   /** The durable head moved: a strong stream tops up by pulling. */
@@ -225,16 +230,22 @@ export class WatchStream {
 
   // ---- pulls -------------------------------------------------------------------------------
 
-  /** Reads a topic from its cursor until it is caught up (or the stream pauses or closes). */
+  /**
+   * Reads a topic from its cursor until it is caught up (or the stream pauses or closes). The
+   * session cursor moves only with a frame (record, tombstone, caught-up), so each record
+   * frame's `from_seq` is exactly the topic's cursor in the previous frame id; reads that only
+   * skip (node filter, deletes, TTL) advance a local position instead.
+   */
   private async pull(t: StreamTopic): Promise<void> {
     if (t.reading || t.mode === 'deleted') return;
     t.reading = true;
     try {
+      let pos = this.session.cursor(t.idx);
       while (!this.closed && !this.paused) {
-        const from = this.session.cursor(t.idx);
+        const before = this.session.cursor(t.idx);
         let r: TopicResult;
         try {
-          r = await this.deps.read(t.name, from, t.first, this.session);
+          r = await this.deps.read(t.name, pos, t.first, this.session);
         } catch (err) {
           r = { ok: false, status: 500, code: 'internal', message: (err as Error).message };
         }
@@ -246,8 +257,12 @@ export class WatchStream {
           setTimeout(() => void this.pull(t), READ_RETRY_MS).unref();
           return;
         }
-        // The cursor moved meanwhile (another stream of the session): read again from there.
-        if (this.paused || this.session.cursor(t.idx) !== from) continue;
+        if (this.paused) return;
+        // Another stream of the session moved the cursor meanwhile: read again from there.
+        if (this.session.cursor(t.idx) !== before) {
+          pos = this.session.cursor(t.idx);
+          continue;
+        }
         const w = r.watch!;
         if (this.gone(t, w)) return this.topicDeleted(t);
         t.instanceId = w.instanceId;
@@ -260,13 +275,17 @@ export class WatchStream {
         if (w.count > 0) {
           this.session.setCursor(t.idx, w.next);
           this.dataFrame('record', Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
-        } else {
-          this.session.setCursor(t.idx, w.next);
         }
+        pos = w.next;
         if (!this.caughtUpAt(t, w)) continue;
         if (t.mode === 'backlog') {
           t.mode = 'tailing';
-          this.caughtUp(t);
+          // A resume that found nothing new since the last caught-up says nothing new.
+          if (pos !== t.caughtUpCursor) {
+            this.session.setCursor(t.idx, pos);
+            t.caughtUpCursor = pos;
+            this.caughtUp(t);
+          }
         }
         return;
       }
