@@ -585,7 +585,7 @@ test('crash: 3 SIGKILL cycles without periodic checkpoints (recovery replays the
   await crashCycles(t, 'wal', { SERVICE_WORKERS: '2', SERVICE_SEGMENT_CACHE_BYTES: '65536' }, 2);
 });
 
-test('topic create, config change and delete are durable across an immediate SIGKILL', { timeout: 30_000 }, async () => {
+test('topic create, config change and delete are durable across an immediate SIGKILL', { timeout: 90_000 }, async () => {
   const dataDir = tempDir('spool-crash-meta-');
   const env = { SERVICE_WORKERS: '2' };
   const expected = new Map<string, unknown>();

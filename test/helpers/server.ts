@@ -77,7 +77,7 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
   let err = '';
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000; // generous: a loaded 2-core CI machine starts slowly
   let port = 0;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`server exited early (${proc.exitCode}): ${err}`);
