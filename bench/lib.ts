@@ -309,6 +309,8 @@ export function cpuNote(c: CpuSplit): string {
 export interface ChildOptions {
   /** Script run with the current node binary. */
   script: string;
+  /** Node options before the script (e.g. `--cpu-prof`, which NODE_OPTIONS does not allow). */
+  nodeArgs?: string[];
   args?: string[];
   /** Data dir; created (and removed on close) when absent. */
   dataDir?: string;
@@ -364,7 +366,7 @@ export class ChildServer {
     const portFile = `${dataDir}.port`;
     fs.rmSync(portFile, { force: true });
     const t0 = process.hrtime.bigint();
-    const proc = spawn(process.execPath, [opts.script, ...(opts.args ?? [])], {
+    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.script, ...(opts.args ?? [])], {
       env: {
         ...process.env,
         SERVICE_HOST: '127.0.0.1',
@@ -472,7 +474,7 @@ function probe(port: number, p: string): Promise<number> {
 }
 
 /** Starts `node dist/cli.js serve` with SERVICE_PORT=0 in a fresh (or given) data dir. */
-export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<ChildServer> {
+export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number } = {}): Promise<ChildServer> {
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} not found: run \`npm run build\` first`);
   return ChildServer.start({ script: CLI, args: ['serve'], readyPath: '/v0/ready', label: opts.label ?? 'spool', ...opts });
 }

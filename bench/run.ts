@@ -8,6 +8,8 @@ import { catchupDiff } from './catchup-diff.js';
 import { recovery } from './recovery.js';
 import { memory } from './memory.js';
 import { retention } from './retention.js';
+import { watchFanout } from './watch-fanout.js';
+import { watchIdleMemory } from './watch-idle-memory.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -17,6 +19,8 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   recovery,
   memory,
   retention,
+  'watch-fanout': () => watchFanout(),
+  'watch-idle-memory': () => watchIdleMemory(),
 };
 
 function usage(): never {
