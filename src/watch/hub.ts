@@ -39,6 +39,7 @@ export class WatchHub {
       read: (topic, fromSeq, first, s) => this.read(topic, fromSeq, first, s),
       latest: (topic) => this.latestByTopic.get(topic),
       pushFrames: (b, no, s) => this.pushFrames(b, no, s),
+      singleTopicFrames: (f, topic) => this.projections.singleTopicFrames(f, topic),
       closed: (stream) => this.onClosed(stream),
       dirty: (stream) => this.markDirty(stream),
       now: () => Date.now(),
@@ -72,15 +73,29 @@ export class WatchHub {
   private dirtyStreams: WatchStream[] = [];
 
   /** One flush per loop iteration, after the iteration's worker messages and read replies. */
+  /** Earliest time (performance.now) of the next flush: flushing gets at most half the thread. */
+  private nextFlushAt = 0;
+
   private markDirty(stream: WatchStream): void {
-    if (this.dirtyStreams.length === 0) setImmediate(() => this.flush());
+    if (this.dirtyStreams.length === 0) {
+      // A flush costs one write per dirty stream. When the last one was long (a fan-out to
+      // many streams), wait as long again before the next, so frames coalesce and requests get
+      // their turn; a flush of a few streams takes microseconds and waits for nothing.
+      const wait = this.nextFlushAt - performance.now();
+      if (wait < 1) setImmediate(() => this.flush());
+      else setTimeout(() => this.flush(), wait);
+    }
     this.dirtyStreams.push(stream);
   }
 
   private flush(): void {
     const streams = this.dirtyStreams;
     this.dirtyStreams = [];
-    for (const s of streams) s.flush();
+    const t0 = performance.now();
+    const now = Date.now();
+    for (const s of streams) s.flush(now);
+    const t1 = performance.now();
+    this.nextFlushAt = t1 + (t1 - t0);
   }
 
   private onClosed(stream: WatchStream): void {
@@ -121,10 +136,20 @@ export class WatchHub {
     });
   }
 
+  /** Frames of the batch being fanned out, per projection (memo for this batch, LRU behind it). */
+  private memoBatchNo = 0;
+  private readonly memo = new Map<string, PushFrames>();
+
   private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
     let key = this.projectionKeys.get(s);
     if (key === undefined) this.projectionKeys.set(s, (key = projectionKey(s.opts)));
-    return this.projections.frames(batchNo, b, s.opts, key);
+    if (batchNo !== this.memoBatchNo) {
+      this.memoBatchNo = batchNo;
+      this.memo.clear();
+    }
+    let f = this.memo.get(key);
+    if (!f) this.memo.set(key, (f = this.projections.frames(batchNo, b, s.opts, key)));
+    return f;
   }
 
   /** One message of a worker's turn: every event, in order, to the streams that follow its topic. */

@@ -4,14 +4,21 @@
 import { LRUCache } from 'lru-cache';
 import type { WatchBatch } from '../core/messages.js';
 import type { WatchOptions } from './session.js';
+import { encodeCursor } from './cursor.js';
+import { FRAME_END, frameHead } from '../http/sse.js';
 
 /** One or more record frame payloads covering a batch, and the cursor after each. */
 export interface PushFrames {
   payloads: Buffer[];
   tos: number[];
+  /**
+   * The whole SSE frames (`id:` line included) as a single-topic session sends them: its id
+   * is a function of the topic and `to` alone, so every such stream shares these bytes.
+   */
+  single?: Buffer[];
 }
 
-const NONE: PushFrames = { payloads: [], tos: [] };
+const NONE: PushFrames = { payloads: [], tos: [], single: [] };
 const DATA_PREFIX_LEN = 8; // ,"data":
 const META_PREFIX_LEN = 8; // ,"meta":
 
@@ -106,4 +113,20 @@ export class ProjectionCache {
     }
     return f;
   }
+
+  /** The frames with their id lines, for sessions that watch only this topic. */
+  singleTopicFrames(f: PushFrames, topic: string): Buffer[] {
+    if (!f.single) f.single = f.payloads.map((p, i) => frame('record', encodeCursor([topic], [f.tos[i]!]), p));
+    return f.single;
+  }
+}
+
+/** One data-bearing SSE frame as bytes: `id:`, `event:`, the payload on one `data:` line. */
+export function frame(event: string, id: string, payload: Buffer): Buffer {
+  const head = frameHead(event, id);
+  const out = Buffer.allocUnsafe(head.length + payload.length + FRAME_END.length);
+  out.write(head, 0, 'latin1'); // ids are base64url, event names ASCII
+  payload.copy(out, head.length);
+  out.write(FRAME_END, head.length + payload.length, 'latin1');
+  return out;
 }
