@@ -371,3 +371,22 @@ test('watchRead: TTL expiry applies at the read; a later tombstone says `ttl`', 
   assert.equal(JSON.parse(first.watch.tombstone!.json).reason, 'from_seq_too_old');
   assert.equal(JSON.parse(first.watch.tombstone!.json).gap_from, 2);
 });
+
+test('a push to open streams counts as a read: last_read_ts moves, and only when watched', () => {
+  const stateOf = (sim: SimActor) => {
+    const id = sim.send({ op: 'state', touch: false } as never);
+    return JSON.parse(Buffer.from((sim.replies.get(id) as { json: Uint8Array }).json).toString('utf8') + '}');
+  };
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.append({ records: [{ data: 1 }] });
+  sim.ackAll(); // visible once its seq reservation is durable
+  assert.equal(stateOf(sim).head_seq, 1);
+  assert.equal(stateOf(sim).last_read_ts, null, 'not watched: no read');
+  sim.watched = true;
+  sim.now += 5000;
+  sim.append({ records: [{ data: 2 }] });
+  sim.ackAll();
+  assert.equal(stateOf(sim).head_seq, 2);
+  assert.equal(stateOf(sim).last_read_ts, sim.now, 'a published batch is a delivery pass');
+});

@@ -300,6 +300,8 @@ export class TopicActor {
       ctx.publish({ k: 'durable', topic: this.name, instanceId: inst.id, durableHead: inst.durableHead, head: inst.head });
       return;
     }
+    // A push to open streams is a watch delivery pass: it counts as a read (G1 last_read_ts).
+    this.touch(inst, ctx.now);
     const pieces = renderPush(inst, headBefore, inst.head);
     ctx.publish({
       k: 'batch',
