@@ -860,3 +860,30 @@ export function markdownTable(rows: Row[]): string {
   }
   return lines.join('\n');
 }
+
+/**
+ * Runs a workload as a script: `node dist/bench/<file>.js [n ...]` with positive integer
+ * arguments; prints the JSON line and the markdown table, and exits 0 only when it met its target.
+ */
+export function runAsScript(moduleUrl: string, usage: string, run: (args: number[] | undefined) => Promise<WorkloadResult>): void {
+  if (process.argv[1] !== fileURLToPath(moduleUrl)) return;
+  installCleanupHandlers();
+  const args = process.argv.slice(2).map(Number);
+  if (args.some((n) => !Number.isInteger(n) || n < 1)) {
+    process.stderr.write(`usage: ${usage}\n`);
+    process.exit(2);
+  }
+  run(args.length ? args : undefined).then(
+    (r) => {
+      emitJson(r);
+      process.stdout.write(`\n${markdownTable(r.rows)}\n`);
+      cleanupAll();
+      process.exit(r.ok ? 0 : 1);
+    },
+    (err: unknown) => {
+      log(`fatal: ${(err as Error).stack ?? String(err)}`);
+      cleanupAll();
+      process.exit(1);
+    },
+  );
+}

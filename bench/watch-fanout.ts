@@ -28,7 +28,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CpuMeter, CpuSplitMeter, HttpClient, benchMs, cleanupAll, createTopic, emitJson, envNumber, installCleanupHandlers, log, markdownTable, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import { CpuMeter, CpuSplitMeter, HttpClient, benchMs, createTopic, envNumber, log, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
 import { Hist, WatcherGroup, type FromChild, type GroupResult, type ToChild } from './watch-client.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -394,24 +394,4 @@ export async function watchFanout(ns: number[] = listFromEnv()): Promise<Workloa
 }
 
 // `node dist/bench/watch-fanout.js [N ...]`
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  installCleanupHandlers();
-  const args = process.argv.slice(2).map(Number);
-  if (args.some((n) => !Number.isInteger(n) || n < 1)) {
-    process.stderr.write('usage: node dist/bench/watch-fanout.js [watchers ...]\n');
-    process.exit(2);
-  }
-  watchFanout(args.length ? args : undefined).then(
-    (r) => {
-      emitJson(r);
-      process.stdout.write(`\n${markdownTable(r.rows)}\n`);
-      cleanupAll();
-      process.exit(r.ok ? 0 : 1);
-    },
-    (err: unknown) => {
-      log(`fatal: ${(err as Error).stack ?? String(err)}`);
-      cleanupAll();
-      process.exit(1);
-    },
-  );
-}
+runAsScript(import.meta.url, 'node dist/bench/watch-fanout.js [watchers ...]', watchFanout);

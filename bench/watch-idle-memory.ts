@@ -13,8 +13,7 @@
 // marginal cost between two steps (RSS(5000) − RSS(1000)) / 4000 cancels one-off growth such as
 // V8's young generation and JIT code, and is the figure compared with the target.
 import fs from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { HttpClient, cleanupAll, createTopic, emitJson, envNumber, installCleanupHandlers, log, markdownTable, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import { HttpClient, createTopic, envNumber, log, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
 import { WatcherGroup } from './watch-client.js';
 
 const TARGET_KIB = 16;
@@ -128,24 +127,4 @@ export async function watchIdleMemory(ks: number[] = listFromEnv()): Promise<Wor
 }
 
 // `node dist/bench/watch-idle-memory.js [K ...]`
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  installCleanupHandlers();
-  const args = process.argv.slice(2).map(Number);
-  if (args.some((n) => !Number.isInteger(n) || n < 1)) {
-    process.stderr.write('usage: node dist/bench/watch-idle-memory.js [K ...]\n');
-    process.exit(2);
-  }
-  watchIdleMemory(args.length ? [...args].sort((a, b) => a - b) : undefined).then(
-    (r) => {
-      emitJson(r);
-      process.stdout.write(`\n${markdownTable(r.rows)}\n`);
-      cleanupAll();
-      process.exit(r.ok ? 0 : 1);
-    },
-    (err: unknown) => {
-      log(`fatal: ${(err as Error).stack ?? String(err)}`);
-      cleanupAll();
-      process.exit(1);
-    },
-  );
-}
+runAsScript(import.meta.url, 'node dist/bench/watch-idle-memory.js [K ...]', (args) => watchIdleMemory(args && [...args].sort((a, b) => a - b)));

@@ -50,3 +50,15 @@ export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicRes
   const head = Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength);
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(Buffer.concat([head, tail]));
 }
+
+/** Wraps a route handler: an HttpError thrown by request checks becomes the spec's error body. */
+export function withHttpErrors(fn: (req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    try {
+      return await fn(req, reply);
+    } catch (err) {
+      if (err instanceof HttpError) return sendError(req, reply, err);
+      throw err;
+    }
+  };
+}

@@ -50,6 +50,13 @@ export class Supervisor {
     return this.workers[workerOf(topic, this.workers.length)]!;
   }
 
+  /** The names split by the worker that owns them, indexed like `workers`. */
+  namesByWorker(names: readonly string[]): string[][] {
+    const groups = this.workers.map(() => [] as string[]);
+    for (const name of names) groups[workerOf(name, this.workers.length)]!.push(name);
+    return groups;
+  }
+
   liveTopics(): number {
     return Atomics.load(this.counters, 0);
   }

@@ -5,7 +5,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicResult, WatchBatch, WatchEvent } from '../core/messages.js';
-import { workerOf } from '../core/names.js';
 import { ProjectionCache, projectionKey, type PushFrames } from './projection.js';
 import type { WatchSession, WatchRegistry } from './session.js';
 import { WatchStream, type StreamDeps } from './stream.js';
@@ -113,9 +112,7 @@ export class WatchHub {
   }
 
   private async setInterest(names: readonly string[], delta: 1 | -1): Promise<void> {
-    const n = this.sup.workers.length;
-    const groups = this.sup.workers.map(() => [] as string[]);
-    for (const name of names) groups[workerOf(name, n)]!.push(name);
+    const groups = this.sup.namesByWorker(names);
     await Promise.all(this.sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watchInterest(groups[i]!, delta) : undefined)));
   }
 
@@ -136,20 +133,10 @@ export class WatchHub {
     });
   }
 
-  /** Frames of the batch being fanned out, per projection (memo for this batch, LRU behind it). */
-  private memoBatchNo = 0;
-  private readonly memo = new Map<string, PushFrames>();
-
   private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
     let key = this.projectionKeys.get(s);
     if (key === undefined) this.projectionKeys.set(s, (key = projectionKey(s.opts)));
-    if (batchNo !== this.memoBatchNo) {
-      this.memoBatchNo = batchNo;
-      this.memo.clear();
-    }
-    let f = this.memo.get(key);
-    if (!f) this.memo.set(key, (f = this.projections.frames(batchNo, b, s.opts, key)));
-    return f;
+    return this.projections.frames(batchNo, b, s.opts, key);
   }
 
   /** One message of a worker's turn: every event, in order, to the streams that follow its topic. */

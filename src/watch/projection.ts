@@ -96,21 +96,19 @@ function seqAt(buf: Buffer, h: number): number {
   }
 }
 
-/** Frames per (batch, projection), shared by every stream with that projection. */
+/**
+ * Frames per (batch, projection), shared by every stream with that projection. A batch's frames
+ * are needed only while it is fanned out, so a few recent batches are kept, keyed by their
+ * number (a cheap lookup on the per-stream path), each with its projections.
+ */
 export class ProjectionCache {
-  private readonly cache = new LRUCache<string, PushFrames>({
-    max: 4096,
-    maxSize: 64 * 1024 * 1024,
-    sizeCalculation: (f) => f.payloads.reduce((a, p) => a + p.length, 0) + 64,
-  });
+  private readonly byBatch = new LRUCache<number, Map<string, PushFrames>>({ max: 16 });
 
   frames(batchNo: number, b: WatchBatch, o: WatchOptions, key: string): PushFrames {
-    const k = `${batchNo}|${key}`;
-    let f = this.cache.get(k);
-    if (!f) {
-      f = projectBatch(b, o);
-      this.cache.set(k, f);
-    }
+    let projections = this.byBatch.get(batchNo);
+    if (!projections) this.byBatch.set(batchNo, (projections = new Map()));
+    let f = projections.get(key);
+    if (!f) projections.set(key, (f = projectBatch(b, o)));
     return f;
   }
 

@@ -1,17 +1,16 @@
 // Topic routes: create/configure, state, delete, list, append and diff (SPEC 4.1, 4.2, 4.11,
 // RESOLVED G1, G5–G7). Small bodies are parsed here; append bodies go to the owning worker as
 // raw bytes (a transferred standalone buffer) and are scanned there.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../actors/topic/config.js';
 import { transfer } from '../../core/rpc.js';
 import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam } from '../parse.js';
-import { HttpError, sendError, sendJson, sendResult } from '../reply.js';
+import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
 import type { TopicSummary } from '../../core/messages.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
-import { workerOf } from '../../core/names.js';
 
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
@@ -42,20 +41,9 @@ function decodeCursor(s: string): string {
 }
 
 export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
-  const wrap =
-    (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) =>
-    async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-      try {
-        return await fn(req, reply);
-      } catch (err) {
-        if (err instanceof HttpError) return sendError(req, reply, err);
-        throw err;
-      }
-    };
-
   app.put(
     '/v0/topics/:topic',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
       const topic = topicParam(req);
       const body = parseSmallBody(raw);
@@ -67,7 +55,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.get(
     '/v0/topics/:topic',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'state', topic, touch: queryBool(req, 'touch', true) }));
     }),
@@ -75,7 +63,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.delete(
     '/v0/topics/:topic',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty }));
@@ -84,7 +72,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.post(
     '/v0/topics/:topic',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const body = checkBody(req, false);
       const topic = topicParam(req);
       const headerKey = req.headers['idempotency-key'];
@@ -105,7 +93,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.post(
     '/v0/topics/:topic/diff',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true);
       const topic = topicParam(req);
       const b = check(validateDiff, parseSmallBody(raw));
@@ -130,7 +118,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.post(
     '/v0/topics/:topic/delete',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false);
       const topic = topicParam(req);
       const b = check(validateRecordDelete, parseSmallBody(raw));
@@ -144,7 +132,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.get(
     '/v0/topics',
-    wrap(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const prefix = queryString(req, 'prefix') ?? '';
       const rawSize = queryInt(req, 'page_size') ?? 0;
       const pageSize = rawSize === 0 ? PAGE_SIZE_DEFAULT : Math.min(rawSize, PAGE_SIZE_MAX);
@@ -157,9 +145,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       let topics = all.slice(0, pageSize);
       if (touch && topics.length > 0) {
         // Only the topics on this page are touched; they are re-reported after the touch.
-        const n = sup.workers.length;
-        const groups = sup.workers.map(() => [] as string[]);
-        for (const t of topics) groups[workerOf(t.topic, n)]!.push(t.topic);
+        const groups = sup.namesByWorker(topics.map((t) => t.topic));
         const fresh = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length ? w.touch(groups[i]!) : Promise.resolve([]))));
         topics = fresh.flat().sort(byName);
       }

@@ -1,11 +1,11 @@
 // Watch routes (SPEC 4.3, 4.4; RESOLVED G2, G4, G12, G15, 4.1, 4.8): POST /v0/watch creates a
 // session from a validated subscription; GET /v0/watch/:wid opens its SSE stream.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import { isTopicName, workerOf } from '../../core/names.js';
+import { isTopicName } from '../../core/names.js';
 import { fail } from '../../core/errors.js';
 import { checkBody, parseSmallBody, queryBool } from '../parse.js';
-import { HttpError, sendError, sendJson } from '../reply.js';
+import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
 import { check, validateWatch, type WatchBody } from '../schemas.js';
 import { acceptsEventStream } from '../sse.js';
 import { decodeCursor } from '../../watch/cursor.js';
@@ -42,22 +42,9 @@ interface Watermark {
 }
 
 export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub): void {
-  const handle =
-    (fn: (req: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) =>
-    async (req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-      try {
-        return await fn(req, reply);
-      } catch (err) {
-        if (err instanceof HttpError) return sendError(req, reply, err);
-        throw err;
-      }
-    };
-
   /** Head and earliest of each named topic, one rpc per worker; null for an absent topic. */
   async function watermarks(names: string[]): Promise<Map<string, Watermark | null>> {
-    const n = sup.workers.length;
-    const groups = sup.workers.map(() => [] as string[]);
-    for (const name of names) groups[workerOf(name, n)]!.push(name);
+    const groups = sup.namesByWorker(names);
     const answers = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
     const out = new Map<string, Watermark | null>();
     groups.forEach((g, i) => g.forEach((name, j) => out.set(name, answers[i]![j] ?? null)));
@@ -66,7 +53,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
 
   app.post(
     '/v0/watch',
-    handle(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false);
       const b = check(validateWatch, parseSmallBody(raw));
       const names = Object.keys(b.topics).sort();
@@ -112,7 +99,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
   app.get(
     '/v0/watch/:wid',
     { exposeHeadRoute: false }, // a HEAD would open a stream it can never send: 405
-    handle(async (req, reply) => {
+    withHttpErrors(async (req, reply) => {
       // RESOLVED 4.1: 406, then 404, then (with auth) 401, then 429.
       if (!acceptsEventStream(req.headers.accept)) throw new HttpError('not_acceptable', 'Accept must allow text/event-stream');
       hub.registry.collect();
