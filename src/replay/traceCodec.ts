@@ -19,7 +19,7 @@ export function decodeTraceValue<T>(s: string): T {
 }
 
 export interface TraceHeader {
-  v: 1;
+  v: 2;
   kind: 'spool-trace';
   worker: number;
   workers: number;

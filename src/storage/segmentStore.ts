@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { SegmentPlacement } from '../actors/topic/ctx.js';
+import type { SegmentPlacement } from '../actors/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
 
 interface PendingWrite {

@@ -3,6 +3,9 @@
 // read back from one); the oldest leave first, and the host tells the owning actor to drop
 // their texts. Records not yet in a segment are never evicted, so they never count here.
 
+/** Heap cost of one hot RecordText beyond its bytes (object header and fields), for the budget. */
+export const RECORD_TEXT_OVERHEAD_BYTES = 96;
+
 interface Entry {
   topicId: number;
   from: number;

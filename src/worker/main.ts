@@ -48,7 +48,7 @@ const trace = data.traceDir
   ? new TraceWriter(
       data.traceDir,
       {
-        v: 1,
+        v: 2,
         kind: 'spool-trace',
         worker: data.workerIndex,
         workers: data.workers,
@@ -59,7 +59,7 @@ const trace = data.traceDir
     )
   : undefined;
 const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs, data.eventsPort);
-const replayed = host.waitReplay();
+const replayed = host.recovery.replayed;
 
 /** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
 function detach(r: TopicResult): TopicResult {
@@ -101,11 +101,11 @@ const api = {
     return host.finishRecovery();
   },
   async checkpointPrepare(markId: number, final: boolean): Promise<Uint8Array> {
-    const bytes = await host.checkpointPrepare(markId, final);
+    const bytes = await host.checkpoints.prepare(markId, final);
     return transfer(bytes, [bytes.buffer as ArrayBuffer]);
   },
   checkpointCommitted(markId: number): Promise<number> {
-    return host.checkpointCommitted(markId);
+    return host.checkpoints.committed(markId);
   },
   /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
   watchInterest(topics: string[], delta: 1 | -1): void {
@@ -115,7 +115,7 @@ const api = {
     host.releaseLongPolls();
   },
   async drain(): Promise<void> {
-    await host.whenIdle();
+    await host.wal.whenIdle();
     await segments.flushAll();
     await trace?.close();
   },

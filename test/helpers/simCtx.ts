@@ -1,6 +1,6 @@
 // A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
 // delivered only on command, so a test chooses every interleaving.
-import type { ActorCtx, SegmentPlacement } from '../../src/actors/topic/ctx.js';
+import { StepCtx, type ActorCtx, type Effect, type SegmentPlacement } from '../../src/actors/ctx.js';
 import type { TopicResult, WatchEvent } from '../../src/core/messages.js';
 import { seededRng } from '../../src/core/rng.js';
 import { TopicActor } from '../../src/actors/topic/topicActor.js';
@@ -33,30 +33,41 @@ export class SimActor {
     this.actor = new TopicActor(name, opts);
   }
 
-  ctx(): ActorCtx {
-    const sim = this;
-    return {
-      now: this.now,
-      rng: this.rng,
-      reply: (reqId, result) => void sim.replies.set(reqId, result),
-      submit: (frameNo, frame, durable, segment) => void sim.frames.push({ frameNo, frame, durable, segment }),
-      setTimer: (id, at) => void sim.timers.set(id, at),
-      cancelTimer: (id) => void sim.timers.delete(id),
-      readCold: () => {
-        throw new Error('no cold reads in SimActor');
+  private readonly stepCtx = new StepCtx(
+    {
+      run: (e: Effect) => {
+        switch (e.k) {
+          case 'reply':
+            return void this.replies.set(e.reqId, e.result);
+          case 'submit':
+            return void this.frames.push({ frameNo: e.frameNo, frame: e.frame, durable: e.durable, segment: e.segment });
+          case 'setTimer':
+            return void this.timers.set(e.timerId, e.atMs);
+          case 'cancelTimer':
+            return void this.timers.delete(e.timerId);
+          case 'readCold':
+            throw new Error('no cold reads in SimActor');
+          case 'deferForCredit':
+            return void this.deferred.push(e.reqId);
+          case 'releaseTopicSlot':
+            return void this.topics--;
+          case 'publish':
+            return void this.published.push(e.event);
+          default:
+            return;
+        }
       },
-      textsLoaded: () => undefined,
-      walCreditExhausted: () => sim.walCreditExhausted,
-      deferForCredit: (reqId) => void sim.deferred.push(reqId),
-      rewriteSegment: () => undefined,
-      newTopicId: () => sim.nextTopic++,
-      tryAcquireTopicSlot: () => (sim.topics++, true),
-      releaseTopicSlot: () => void sim.topics--,
-      topicCreated: () => undefined,
-      topicDeleted: () => undefined,
-      watched: () => sim.watched,
-      publish: (ev) => void sim.published.push(ev),
-    };
+    },
+    {
+      walCreditExhausted: () => this.walCreditExhausted,
+      newTopicId: () => this.nextTopic++,
+      tryAcquireTopicSlot: () => (this.topics++, true),
+      watched: () => this.watched,
+    },
+  );
+
+  ctx(): ActorCtx {
+    return this.stepCtx.begin(this.now, this.rng, undefined);
   }
 
   /** Sends a request; returns its id (the reply may come later). */

@@ -1,10 +1,9 @@
 // The append path of a TopicActor (SPEC 4.1): encode one APPEND frame per batch from the
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
-// seq reservation ahead of what becomes visible. Pure: effects go through the ActorCtx.
+// seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
-import { AppendRecordInput, encodeAppend, forEachAppendRecord, readAppendHead, probeFrame, encodeSeqReserve } from '../../wal/frame.js';
+import { AppendRecordInput, encodeAppend, forEachAppendRecord, readAppendHead, probeFrame } from '../../wal/frame.js';
 import type { ParsedAppend } from './appendParse.js';
-import type { ActorCtx } from './ctx.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 
@@ -55,7 +54,7 @@ export function encodeBatch(inst: TopicInstance, body: Buffer, p: ParsedAppend, 
     const rec = p.records[i]!;
     const size = t.payloadBytes;
     bytes += size;
-    inst.index.put(firstSeq + i, tsMs, size, inst.nodeId(rec.node ?? p.node), loc, frame.length, i, t);
+    inst.index.put(firstSeq + i, tsMs, size, inst.nodes.id(rec.node ?? p.node), loc, frame.length, i, t);
     if (rec.tag !== undefined) inst.tags.add(rec.tag, firstSeq + i);
   }
   if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });
@@ -91,35 +90,14 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
     const bytes = r.dataLen + Math.max(0, r.metaLen);
     total += bytes;
     const text = keepText ? RecordText.fromExtent(buf, r) : undefined;
-    const nodeId = r.nodeLen > 0 ? inst.nodeIdOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
+    const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
     inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, probe.frame.size, i, text);
-    if (r.tagLen > 0) inst.tags.add(inst.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
+    if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });
   if (head.tsMs > inst.lastTsMs) inst.lastTsMs = head.tsMs;
   return total;
 }
-
-/**
- * Keeps the durable seq ceiling ahead of assignment for non-fsync classes (DESIGN 3.6): blocks of
- * max(1024, 4 × the largest recent batch, an adaptive size), the next one submitted once
- * `assigned` passes the middle of the current block, so steady-state appends never wait for
- * it. The adaptive size doubles (up to 2^20) whenever a new block is needed while the previous
- * one is still not durable, i.e. when the topic outruns the fsync; a crash then pads at most
- * one block, which costs seq numbers, never records.
- */
-export function maybeReserve(inst: TopicInstance, ctx: ActorCtx, nextFrameNo: () => number): void {
-  const block = Math.max(1024, 4 * inst.largestRecentBatch, inst.reserveBlock);
-  if (inst.assigned + block / 2 <= inst.reservedSubmitted) return;
-  if (inst.reserveFrames.length > 0) inst.reserveBlock = Math.min(RESERVE_BLOCK_MAX, Math.max(block, inst.reserveBlock) * 2);
-  const ceiling = inst.assigned + Math.max(block, inst.reserveBlock);
-  const frameNo = nextFrameNo();
-  inst.reservedSubmitted = ceiling;
-  inst.reserveFrames.push({ frameNo, ceiling });
-  ctx.submit(frameNo, encodeSeqReserve(inst.id, ceiling), true);
-}
-
-const RESERVE_BLOCK_MAX = 1 << 20;
 
 export function renderSeqs(firstSeq: number, count: number): string {
   const parts = new Array<string>(count);

@@ -3,7 +3,7 @@
 // frame) and installs the texts when the bytes arrive. Pure; the host does the I/O.
 import { forEachAppendRecord, probeFrame, readAppendHead } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
-import type { ColdRange } from './ctx.js';
+import type { ColdRange } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 import { SlotState } from './seqIndex.js';

@@ -3,7 +3,7 @@
 // recorded trace of inputs reproduces an actor's outputs exactly (DESIGN 7).
 import type { TopicRequest } from '../../core/messages.js';
 import { assertNever } from '../../core/errors.js';
-import type { ActorCtx } from './ctx.js';
+import type { ActorCtx } from '../ctx.js';
 import type { TopicActor } from './topicActor.js';
 import type { FrameView } from '../../wal/frame.js';
 import { probeFrame } from '../../wal/frame.js';

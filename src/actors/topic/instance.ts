@@ -1,11 +1,15 @@
 // TopicInstance: the state of one live instance of a topic (a delete + recreate makes a new
 // one with a new id). Owned by a TopicActor; pure data plus small helpers, no I/O.
+// Invariants: assigned >= head >= durableHead; evictFloor <= earliest() <= head + 1; count and
+// bytes are sums over LIVE slots at or below head.
 import type { TopicConfig } from './config.js';
-import type { ActorCtx } from './ctx.js';
+import type { ActorCtx } from '../ctx.js';
 import { LossLedger } from './lossLedger.js';
 import { TagIndex } from './tagIndex.js';
 import { IdempotencyTable } from './idempotency.js';
 import { SeqIndex, SlotState } from './seqIndex.js';
+import { NodeIntern } from './nodeIntern.js';
+import { SeqReservation } from './reservation.js';
 
 /** An accepted batch that has not reached its ack point yet. */
 export interface PendingBatch {
@@ -35,6 +39,18 @@ export interface SegmentCursor {
   size: number;
   ordinal: number;
   firstSeqs: number[];
+  /** Segments (by ordinal) already unlinked because every record in them is gone. */
+  reclaimed: number;
+}
+
+/** State that exists only while the instance is being recovered (dropped by finish). */
+export interface RecoveryScratch {
+  /** From the snapshot: every seq below it is gone (evicted below evictFloor, else deleted). */
+  deadBelow: number;
+  /** From the snapshot: user-deleted ranges at or above deadBelow, inclusive. */
+  deletedRanges: [number, number][];
+  /** Segments indexed so far (the default segment cursor stands until the first). */
+  segmentsLoaded: number;
 }
 
 export class TopicInstance {
@@ -45,10 +61,7 @@ export class TopicInstance {
   head = 0;
   /** Last seq known fsynced. */
   durableHead = 0;
-  /** Durable seq ceiling (SEQ_RESERVE) and the highest one submitted. */
-  reservedDurable = 0;
-  reservedSubmitted = 0;
-  readonly reserveFrames: { frameNo: number; ceiling: number }[] = [];
+  readonly reserve = new SeqReservation();
   lastTsMs = 0;
   lastWriteTsMs: number | null = null;
   lastReadTsMs: number | null = null;
@@ -66,31 +79,19 @@ export class TopicInstance {
   readonly tags = new TagIndex();
   /** Any user delete happened (snapshots then record deleted ranges). */
   hasDeletes = false;
-  /** Recovery only: from the snapshot, applied once segments and the WAL are replayed. */
-  deadBelow = 0;
-  deletedRanges: [number, number][] = [];
+  recovery: RecoveryScratch | undefined;
   /** Accepted batches not yet visible: what a `discard: reject` check must count too. */
   pendingCount = 0;
   pendingBytes = 0;
   idem = new IdempotencyTable();
-  readonly nodeNames: string[] = [''];
-  private readonly nodeIds = new Map<string, number>();
-  private readonly nodeIdsByLiteral = new Map<string, number>();
-  private readonly tagsByLiteral = new Map<string, string>();
+  readonly nodes = new NodeIntern();
   readonly pending: PendingBatch[] = [];
   /** Visible `disk` batches whose frames are not fsynced yet (they bound durableHead). */
   readonly unsynced: PendingBatch[] = [];
   readonly gates: Gate[] = [];
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;
-  segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1] };
-  /** Segments (by ordinal) already unlinked because every record in them is gone. */
-  segmentsReclaimed = 0;
-  /** Recovery: segments indexed so far (the default cursor above stands until the first). */
-  segmentsLoaded = 0;
-  largestRecentBatch = 0;
-  /** Adaptive reservation block (grows when appends outrun the reservation's fsync). */
-  reserveBlock = 1024;
+  segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0 };
 
   constructor(
     readonly id: number,
@@ -98,41 +99,6 @@ export class TopicInstance {
     public config: TopicConfig,
     readonly createdAtMs: number,
   ) {}
-
-  nodeId(node: string | undefined): number {
-    if (node === undefined) return 0;
-    let id = this.nodeIds.get(node);
-    if (id === undefined) {
-      id = this.nodeNames.length;
-      this.nodeNames.push(node);
-      this.nodeIds.set(node, id);
-    }
-    return id;
-  }
-
-  /** Node id from a stored JSON string literal (recovery), parsing each distinct literal once. */
-  nodeIdOfLiteral(latin1Literal: string): number {
-    let id = this.nodeIdsByLiteral.get(latin1Literal);
-    if (id === undefined) {
-      id = this.nodeId(JSON.parse(Buffer.from(latin1Literal, 'latin1').toString('utf8')) as string);
-      this.nodeIdsByLiteral.set(latin1Literal, id);
-    }
-    return id;
-  }
-
-  /** A tag from its stored JSON string literal (recovery), parsing each distinct literal once. */
-  tagOfLiteral(latin1Literal: string): string {
-    let tag = this.tagsByLiteral.get(latin1Literal);
-    if (tag === undefined) {
-      tag = JSON.parse(Buffer.from(latin1Literal, 'latin1').toString('utf8')) as string;
-      if (this.tagsByLiteral.size < 100_000) this.tagsByLiteral.set(latin1Literal, tag);
-    }
-    return tag;
-  }
-
-  knownNodeId(node: string): number | undefined {
-    return this.nodeIds.get(node);
-  }
 
   /** First live seq, else head + 1. */
   earliest(): number {

@@ -4,7 +4,7 @@
 // segments. Owned by the TopicActor; pure, effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
 import type { DiffRequest, WatchReadRequest } from '../../core/messages.js';
-import type { ActorCtx } from './ctx.js';
+import type { ActorCtx } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { readFrom, type ReadResult } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
@@ -51,7 +51,7 @@ export class TopicReads {
     if (req.nodes !== null && inst.config.dedupe_node) {
       skip = new Set();
       for (const n of req.nodes) {
-        const id = inst.knownNodeId(n);
+        const id = inst.nodes.knownId(n);
         if (id !== undefined) skip.add(id);
       }
       if (skip.size === 0) skip = null;

@@ -6,7 +6,7 @@ import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../wal/fr
 import { FrameType } from '../../wal/format.js';
 import { indexFrame, placeInSegment } from './appendOp.js';
 import type { TopicConfig } from './config.js';
-import type { SegmentPlacement } from './ctx.js';
+import type { SegmentPlacement } from '../ctx.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import { LossLedger, type LossRun } from './lossLedger.js';
@@ -26,12 +26,11 @@ export interface ReplayStats {
 /** An instance from its snapshot part, before its segments are indexed. */
 export function loadInstance(part: TopicPart): TopicInstance {
   const inst = new TopicInstance(part.id, part.name, part.config, part.created_ms);
-  inst.reservedDurable = part.reserved;
+  inst.reserve.durable = part.reserved;
   inst.evictFloor = part.evict_floor ?? 1;
   inst.ledger = LossLedger.from(part.ledger);
-  inst.deadBelow = part.dead_below ?? 0;
-  inst.deletedRanges = part.deleted ?? [];
-  inst.hasDeletes = inst.deletedRanges.length > 0;
+  inst.recovery = { deadBelow: part.dead_below ?? 0, deletedRanges: part.deleted ?? [], segmentsLoaded: 0 };
+  inst.hasDeletes = inst.recovery.deletedRanges.length > 0;
   return inst;
 }
 
@@ -46,7 +45,8 @@ export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
  * at a time, in order, so recovery holds at most one segment's bytes.
  */
 export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
-  const ordinal = inst.segmentsLoaded++;
+  inst.recovery ??= { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
+  const ordinal = inst.recovery.segmentsLoaded++;
   if (ordinal === 0) inst.segment.firstSeqs = [];
   forEachFrame(seg.buf, (f, off) => {
     const head = readAppendHead(seg.buf, f);
@@ -100,7 +100,7 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
     }
     case FrameType.SEQ_RESERVE: {
       if (cur?.id !== f.topicId) return;
-      cur.reservedDurable = Math.max(cur.reservedDurable, readU64(buf, f.bodyOff));
+      cur.reserve.durable = Math.max(cur.reserve.durable, readU64(buf, f.bodyOff));
       return;
     }
     case FrameType.APPEND: {
@@ -131,17 +131,18 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
  */
 export function finishInstanceRecovery(inst: TopicInstance): void {
   const last = inst.index.last;
+  const scratch = inst.recovery ?? { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
+  inst.recovery = undefined;
   // Retention state from the snapshot and FLOORS frames: records below the floors are gone.
-  for (let s = 1; s < Math.min(inst.deadBelow, last + 1); s++) {
+  for (let s = 1; s < Math.min(scratch.deadBelow, last + 1); s++) {
     if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, s < inst.evictFloor ? SlotState.EVICTED : SlotState.DELETED);
   }
   for (let s = 1; s < Math.min(inst.evictFloor, last + 1); s++) {
     if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, SlotState.EVICTED);
   }
-  for (const [from, to] of inst.deletedRanges) {
+  for (const [from, to] of scratch.deletedRanges) {
     for (let s = from; s <= Math.min(to, last); s++) if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, SlotState.DELETED);
   }
-  inst.deletedRanges = [];
   let count = 0;
   let bytes = 0;
   for (let s = 1; s <= last; s++) {
@@ -150,12 +151,12 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
       bytes += inst.index.bytes(s);
     }
   }
-  const head = Math.max(last, inst.reservedDurable);
+  const head = Math.max(last, inst.reserve.durable);
   if (head > last) inst.index.pad(last + 1, head);
   inst.assigned = head;
   inst.head = head;
   inst.durableHead = head;
-  inst.reservedSubmitted = inst.reservedDurable;
+  inst.reserve.submitted = inst.reserve.durable;
   inst.count = count;
   inst.bytes = bytes;
   // A cap may have been tightened or a batch landed after the last FLOORS frame: re-apply.

@@ -1,0 +1,190 @@
+// The context an actor step runs in (DESIGN 1.4, 7): the step's stamped time, the actor's seeded
+// RNG, a few queries, and effects. Effects are plain data (`Effect`); `StepCtx` is the one
+// implementation of ActorCtx. The live host, the trace replayer and the simulations differ only
+// in the EffectSink that carries effects out and the Queries that answer questions, so adding an
+// effect is one variant here plus one case per sink. Recording a step for a trace happens here.
+import type { Rng } from '../core/rng.js';
+import type { AppendRequest, TopicResult, WatchEvent } from '../core/messages.js';
+import { assertNever } from '../core/errors.js';
+import { encodeTraceValue } from '../replay/traceCodec.js';
+
+/** Where an APPEND frame goes in the topic's segments once the WAL has written it. */
+export interface SegmentPlacement {
+  topicId: number;
+  segFirstSeq: number;
+  offset: number;
+}
+
+export interface ColdRange {
+  segFirstSeq: number;
+  offset: number;
+  len: number;
+}
+
+/** Everything an actor step can ask its runtime to do, as plain data. */
+export type Effect =
+  /** A reply to request `reqId`; `frameNo` names the frame whose WAL timing goes into performance. */
+  | { k: 'reply'; reqId: number; result: TopicResult; frameNo: number | undefined }
+  /** A frame for the WAL. Frame numbers are per actor and strictly increasing. */
+  | { k: 'submit'; frameNo: number; frame: Buffer; durable: boolean; segment: SegmentPlacement | undefined }
+  | { k: 'setTimer'; timerId: number; atMs: number }
+  | { k: 'cancelTimer'; timerId: number }
+  /** Byte ranges of the topic's segments; the host answers with a `cold` input. */
+  | { k: 'readCold'; token: number; topicId: number; ranges: ColdRange[] }
+  /** Texts of [fromSeq, toSeq] are in memory again (the host's cache budget counts them). */
+  | { k: 'textsLoaded'; topicId: number; fromSeq: number; toSeq: number; bytes: number }
+  /** Park an append until WAL credit is available again; the host re-sends it then. */
+  | { k: 'deferForCredit'; reqId: number; req: AppendRequest }
+  /** Recovery: a replayed append the segments lack is written to its segment again. */
+  | { k: 'rewriteSegment'; place: SegmentPlacement; frame: Buffer }
+  | { k: 'releaseTopicSlot' }
+  | { k: 'topicCreated'; topicId: number }
+  | { k: 'topicDeleted'; topicId: number }
+  /** A watch event for main's events port (batched per turn). */
+  | { k: 'publish'; event: WatchEvent };
+
+/** Questions a step may ask its runtime; every answer is recorded in a trace. */
+export interface Queries {
+  /** True while the worker's WAL credit (bytes submitted, not yet written) is exhausted. */
+  walCreditExhausted(): boolean;
+  /** A fresh, never reused topic instance id. */
+  newTopicId(): number;
+  /** Topic-count cap (G15): true when a new topic may be created. */
+  tryAcquireTopicSlot(): boolean;
+  /** True when a watch stream follows this topic (pushes are rendered only then). */
+  watched(): boolean;
+}
+
+export interface EffectSink {
+  run(e: Effect): void;
+}
+
+/** What a trace keeps of one step: query answers and (optionally) effects, in call order. */
+export interface StepRecord {
+  q: unknown[] | undefined;
+  out: unknown[] | undefined;
+}
+
+/** The interface actor code sees: time, randomness, queries and effect methods. */
+export interface ActorCtx extends Queries {
+  /** Time of the input being handled (ms). Constant within a step. */
+  readonly now: number;
+  readonly rng: Rng;
+  reply(reqId: number, result: TopicResult, frameNo?: number): void;
+  submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void;
+  setTimer(timerId: number, atMs: number): void;
+  cancelTimer(timerId: number): void;
+  readCold(token: number, topicId: number, ranges: ColdRange[]): void;
+  textsLoaded(topicId: number, fromSeq: number, toSeq: number, bytes: number): void;
+  deferForCredit(reqId: number, req: AppendRequest): void;
+  rewriteSegment(place: SegmentPlacement, frame: Buffer): void;
+  releaseTopicSlot(): void;
+  topicCreated(topicId: number): void;
+  topicDeleted(topicId: number): void;
+  publish(event: WatchEvent): void;
+}
+
+/** The recorded form of an effect: its identity, not bulk bytes that follow from the state. */
+export function traceForm(e: Effect): unknown {
+  switch (e.k) {
+    case 'publish': {
+      const ev = e.event;
+      switch (ev.k) {
+        case 'batch':
+          return [e.k, ev.k, ev.instanceId, ev.from, ev.to, ev.durableHead, ev.stale];
+        case 'durable':
+          return [e.k, ev.k, ev.instanceId, ev.durableHead];
+        case 'deleted':
+          return [e.k, ev.k, ev.instanceId, ev.head];
+        default:
+          return assertNever(ev);
+      }
+    }
+    case 'deferForCredit':
+      return [e.k, e.reqId];
+    default:
+      return e;
+  }
+}
+
+/**
+ * The one ActorCtx. Reused across steps of one actor: `begin` stamps the step's time and RNG
+ * (a fresh object of closures per step would be garbage on the hot path).
+ */
+export class StepCtx implements ActorCtx {
+  now = 0;
+  rng!: Rng;
+  private rec: StepRecord | undefined;
+
+  constructor(
+    private readonly sink: EffectSink,
+    private readonly queries: Queries,
+  ) {}
+
+  begin(now: number, rng: Rng, rec: StepRecord | undefined): this {
+    this.now = now;
+    this.rng = rng;
+    this.rec = rec;
+    return this;
+  }
+
+  private emit(e: Effect): void {
+    if (this.rec?.out) this.rec.out.push(JSON.parse(encodeTraceValue(traceForm(e))));
+    this.sink.run(e);
+  }
+
+  private ask<T>(v: T): T {
+    this.rec?.q?.push(v);
+    return v;
+  }
+
+  walCreditExhausted(): boolean {
+    return this.ask(this.queries.walCreditExhausted());
+  }
+  newTopicId(): number {
+    return this.ask(this.queries.newTopicId());
+  }
+  tryAcquireTopicSlot(): boolean {
+    return this.ask(this.queries.tryAcquireTopicSlot());
+  }
+  watched(): boolean {
+    return this.ask(this.queries.watched());
+  }
+
+  reply(reqId: number, result: TopicResult, frameNo?: number): void {
+    this.emit({ k: 'reply', reqId, result, frameNo });
+  }
+  submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void {
+    this.emit({ k: 'submit', frameNo, frame, durable, segment });
+  }
+  setTimer(timerId: number, atMs: number): void {
+    this.emit({ k: 'setTimer', timerId, atMs });
+  }
+  cancelTimer(timerId: number): void {
+    this.emit({ k: 'cancelTimer', timerId });
+  }
+  readCold(token: number, topicId: number, ranges: ColdRange[]): void {
+    this.emit({ k: 'readCold', token, topicId, ranges });
+  }
+  textsLoaded(topicId: number, fromSeq: number, toSeq: number, bytes: number): void {
+    this.emit({ k: 'textsLoaded', topicId, fromSeq, toSeq, bytes });
+  }
+  deferForCredit(reqId: number, req: AppendRequest): void {
+    this.emit({ k: 'deferForCredit', reqId, req });
+  }
+  rewriteSegment(place: SegmentPlacement, frame: Buffer): void {
+    this.emit({ k: 'rewriteSegment', place, frame });
+  }
+  releaseTopicSlot(): void {
+    this.emit({ k: 'releaseTopicSlot' });
+  }
+  topicCreated(topicId: number): void {
+    this.emit({ k: 'topicCreated', topicId });
+  }
+  topicDeleted(topicId: number): void {
+    this.emit({ k: 'topicDeleted', topicId });
+  }
+  publish(event: WatchEvent): void {
+    this.emit({ k: 'publish', event });
+  }
+}

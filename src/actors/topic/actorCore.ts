@@ -1,0 +1,49 @@
+// What the operation modules of a topic actor (lifecycle, append, record delete, visibility, and
+// the queue operations) see of the actor: its live instance, frame numbering, WAL watermarks and
+// reply gates. TopicActor implements it; the modules import only this interface, never the class.
+import type { ActorCtx } from '../ctx.js';
+import type { OkResult } from '../../core/messages.js';
+import type { TopicInstance, Gate } from './instance.js';
+import type { TopicReads } from './reads.js';
+
+export interface ActorOptions {
+  maxLimit: number;
+  segmentBytes: number;
+  maxTopics: number;
+}
+
+export interface ActorCore {
+  readonly name: string;
+  readonly opts: ActorOptions;
+  /** The live instance, or undefined while the topic is absent. */
+  current: TopicInstance | undefined;
+  readonly reads: TopicReads;
+  /** This actor's frames up to here are written (page cache) / fsynced. */
+  readonly writtenFrameNo: number;
+  readonly durableFrameNo: number;
+  /** The next frame number (per actor, strictly increasing). */
+  nextFrame(): number;
+  /** A fresh id for a timer or a cold-read token (never reused within the actor). */
+  nextTimerId(): number;
+  /** Holds `send` until the head and the named frames allow it; runs it at once if they do. */
+  gate(ctx: ActorCtx, inst: TopicInstance, needHead: number, needDurableFrame: number, send: (c: ActorCtx) => void, needWrittenFrame?: number): void;
+  /** A deleted instance whose frames are still in flight: its gates drain as acks arrive. */
+  retire(inst: TopicInstance, done: Gate): void;
+  /** Moves batches that reached their ack point into view, then runs the instance's gates. */
+  advance(ctx: ActorCtx, inst: TopicInstance): void;
+  /** TTL is judged when a request arrives, never by a timer. */
+  expire(ctx: ActorCtx, inst: TopicInstance): void;
+  /** A FLOORS frame when retention moved a floor (never gates a reply). */
+  persistFloors(ctx: ActorCtx, inst: TopicInstance): void;
+  /** A read (diff, watch pass, state with touch): sets last_read_ts and the consumption clock. */
+  touch(inst: TopicInstance, now: number): void;
+}
+
+/** A JSON object without its closing brace (main appends the performance block). */
+export function jsonOpen(obj: Record<string, unknown>): string {
+  return JSON.stringify(obj).slice(0, -1);
+}
+
+export function okJson(status: 200 | 201, text: string): OkResult {
+  return { ok: true, status, json: Buffer.from(text, 'utf8'), perf: {} };
+}

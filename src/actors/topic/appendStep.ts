@@ -1,0 +1,121 @@
+// The append step of a topic actor (SPEC 4.1): parse the raw body, answer idempotent retries from
+// memory, create the topic lazily, check WAL credit and `discard: reject` caps, then encode one
+// APPEND frame and hold the reply until the batch reaches its class's ack point.
+// Checks follow RESOLVED 0.3: 404 and the 400 family before any 429 or 422; nothing is applied
+// (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
+import { fail, type ErrorResult } from '../../core/errors.js';
+import type { AppendRequest } from '../../core/messages.js';
+import type { ActorCtx } from '../ctx.js';
+import { okJson, type ActorCore } from './actorCore.js';
+import { parseAppendBody, type ParsedAppend } from './appendParse.js';
+import { encodeBatch, renderSeqs } from './appendOp.js';
+import { resolveConfig, type TopicConfig } from './config.js';
+import type { TopicInstance } from './instance.js';
+import { createInstance, tooManyTopics } from './lifecycle.js';
+
+function batchBytes(p: ParsedAppend): number {
+  let n = 0;
+  for (const r of p.records) n += r.dataLen + Math.max(0, r.metaLen);
+  return n;
+}
+
+/** G14: a batch larger than a `discard: reject` cap on its own can never succeed: 400, not 422. */
+function batchExceedsRejectCap(c: TopicConfig, p: ParsedAppend): ErrorResult | undefined {
+  if (c.discard !== 'reject') return undefined;
+  if (c.cap_records > 0 && p.records.length > c.cap_records) return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
+  if (c.cap_bytes > 0 && batchBytes(p) > c.cap_bytes) return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
+  return undefined;
+}
+
+/** `discard: reject` (SPEC 4.1 rule 3): refuse before any seq is assigned, counting pending batches. */
+function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, p: ParsedAppend): ErrorResult | undefined {
+  const c = inst.config;
+  if (c.discard !== 'reject' || (c.cap_records === 0 && c.cap_bytes === 0)) return undefined;
+  const never = batchExceedsRejectCap(c, p);
+  if (never) return never;
+  a.expire(ctx, inst);
+  const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + p.records.length > c.cap_records;
+  const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + batchBytes(p) > c.cap_bytes;
+  if (!overRecords && !overBytes) return undefined;
+  return fail('topic_full', `topic ${a.name} is full`, {
+    topic: a.name,
+    cap_records: c.cap_records,
+    cap_bytes: c.cap_bytes,
+    head_seq: inst.head,
+    earliest_seq: inst.earliest(),
+  });
+}
+
+function appendJson(a: ActorCore, inst: TopicInstance, firstSeq: number, count: number, returnSeqs: boolean, created: boolean, deduped: boolean): string {
+  const seqs = returnSeqs ? `,"seqs":[${renderSeqs(firstSeq, count)}]` : '';
+  return `{"topic":${JSON.stringify(a.name)},"first_seq":${firstSeq},"last_seq":${firstSeq + count - 1}${seqs},"head_seq":${inst.head},"count":${count},"created":${created},"deduped":${deduped}`;
+}
+
+/** The config an absent topic would be created with, or the refusal (404, 400) instead. */
+function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: TopicConfig } | ErrorResult {
+  const cfg = p.config;
+  const cfgAutoCreate =
+    cfg !== null && typeof cfg === 'object' && typeof (cfg as { auto_create?: unknown }).auto_create === 'boolean' ? (cfg as { auto_create: boolean }).auto_create : true;
+  if (!(p.create ?? cfgAutoCreate)) return fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name });
+  const resolved = resolveConfig(a.name, cfg);
+  if (!resolved.ok) return resolved;
+  // A batch that can never fit a reject cap creates nothing either.
+  return batchExceedsRejectCap(resolved.config, p) ?? resolved;
+}
+
+export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest): void {
+  const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
+  const parsed = parseAppendBody(body);
+  if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
+  const p = parsed.value;
+  const idemKey = p.idempotencyKey ?? req.headerIdemKey;
+  let inst = a.current;
+  // A retry of an applied batch is answered from memory: it needs no WAL, so no credit.
+  if (inst && idemKey !== undefined) {
+    const prior = inst.idem.get(idemKey, ctx.now, inst.config.idempotency_window_ms);
+    if (prior) {
+      const target = inst;
+      const last = prior.firstSeq + prior.count - 1;
+      return a.gate(ctx, target, last, 0, (c) => c.reply(reqId, okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
+    }
+  }
+  let createWith: TopicConfig | undefined;
+  if (!inst) {
+    const r = configForCreate(a, p);
+    if (!r.ok) return ctx.reply(reqId, r);
+    createWith = r.config;
+  }
+  // WAL backpressure (G16): refuse with nothing applied (not even a creation), or wait in
+  // the host's FIFO. State-dependent, so after the 404 and 400 checks (RESOLVED 0.3).
+  if (ctx.walCreditExhausted()) {
+    if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
+    return ctx.reply(reqId, fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 }));
+  }
+  let created = false;
+  if (!inst) {
+    if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, tooManyTopics(a));
+    inst = createInstance(a, ctx, createWith!);
+    created = true;
+  }
+  const full = rejectFull(a, ctx, inst, p);
+  if (full) return ctx.reply(reqId, full);
+  const tsMs = Math.max(ctx.now, inst.lastTsMs);
+  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts.segmentBytes);
+  const cls = inst.config.durability;
+  let frameNo = 0;
+  if (cls !== 'ephemeral') {
+    frameNo = a.nextFrame();
+    ctx.submit(frameNo, batch.frame, cls === 'fsync', { topicId: inst.id, segFirstSeq: inst.segment.firstSeq, offset: inst.segment.size - batch.frame.length });
+  }
+  const count = batch.lastSeq - batch.firstSeq + 1;
+  inst.reserve.noteBatch(count);
+  if (cls !== 'fsync') inst.reserve.maybeReserve(inst.assigned, inst.id, ctx, () => a.nextFrame());
+  inst.pending.push({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
+  inst.pendingCount += count;
+  inst.pendingBytes += batch.bytes;
+  const target = inst;
+  a.gate(ctx, inst, batch.lastSeq, created ? inst.controlFrameNo : 0, (c) => {
+    c.reply(reqId, okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
+  });
+  a.advance(ctx, inst);
+}

@@ -1,0 +1,82 @@
+// Topic lifecycle steps of a topic actor (RESOLVED G3, G5, G7): create (lazily or by PUT),
+// reconfigure and delete. Control frames are durable before the reply in every class.
+// Pure; effects go through the ActorCtx.
+import { fail } from '../../core/errors.js';
+import type { DeleteTopicRequest, PutRequest } from '../../core/messages.js';
+import { encodeJsonFrame } from '../../wal/frame.js';
+import { FrameType } from '../../wal/format.js';
+import type { ActorCtx } from '../ctx.js';
+import { jsonOpen, okJson, type ActorCore } from './actorCore.js';
+import { sameConfig, type TopicConfig } from './config.js';
+import { TopicInstance } from './instance.js';
+import { applyCaps, applyTtl } from './retention.js';
+
+export function createInstance(a: ActorCore, ctx: ActorCtx, config: TopicConfig): TopicInstance {
+  const inst = new TopicInstance(ctx.newTopicId(), a.name, config, ctx.now);
+  a.current = inst;
+  ctx.topicCreated(inst.id);
+  inst.controlFrameNo = a.nextFrame();
+  ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CREATE, inst.id, { name: a.name, config, created_ms: ctx.now }), true);
+  return inst;
+}
+
+export function tooManyTopics(a: ActorCore) {
+  return fail('throttled', 'too many topics', { limit: 'max_topics', max: a.opts.maxTopics });
+}
+
+/** PUT /v0/topics/:topic (G5): create (201), identical (200, no change) or replace (200). */
+export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest): void {
+  const inst = a.current;
+  if (!inst) {
+    if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, tooManyTopics(a));
+    const created = createInstance(a, ctx, req.config);
+    return a.gate(ctx, created, 0, created.controlFrameNo, (c) => c.reply(reqId, okJson(201, jsonOpen({ topic: a.name, created: true, config: created.config }))));
+  }
+  if (inst.config.type !== req.config.type) {
+    return ctx.reply(
+      reqId,
+      fail('topic_exists_incompatible', `topic ${a.name} exists with type ${inst.config.type}`, {
+        topic: a.name,
+        existing_type: inst.config.type,
+        requested_type: req.config.type,
+      }),
+    );
+  }
+  if (!sameConfig(inst.config, req.config)) {
+    inst.config = req.config;
+    inst.controlFrameNo = a.nextFrame();
+    ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
+    // A tightened cap or TTL applies at once (G5); no stored record is rewritten.
+    applyTtl(inst, ctx.now);
+    applyCaps(inst);
+    a.persistFloors(ctx, inst);
+  }
+  // An identical PUT still waits for any earlier control frame, so a 200 is always durable.
+  a.gate(ctx, inst, 0, inst.controlFrameNo, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
+}
+
+/** DELETE /v0/topics/:topic (G7): the reply waits for the durable TOPIC_DELETE frame. */
+export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteTopicRequest): void {
+  const inst = a.current;
+  const open = (deleted: boolean) => jsonOpen({ topic: a.name, deleted, routers_removed: [] });
+  if (!inst) return ctx.reply(reqId, okJson(200, open(false)));
+  a.expire(ctx, inst); // G13: TTL expiry applies before the emptiness check
+  if (req.ifEmpty && inst.count > 0) {
+    return ctx.reply(reqId, fail('topic_not_empty', `${a.name} still holds ${inst.count} records`, { topic: a.name, count: inst.count }));
+  }
+  const frameNo = a.nextFrame();
+  ctx.submit(frameNo, encodeJsonFrame(FrameType.TOPIC_DELETE, inst.id, { name: a.name }), true);
+  a.current = undefined;
+  ctx.releaseTopicSlot();
+  a.reads.dropInstance(ctx, inst);
+  a.retire(inst, {
+    needHead: 0,
+    needDurableFrame: frameNo,
+    send: (c) => {
+      c.topicDeleted(inst.id);
+      // Watch streams learn of it no earlier than the durable delete (G3: one step before the 200).
+      if (c.watched()) c.publish({ k: 'deleted', topic: a.name, instanceId: inst.id, head: inst.head });
+      c.reply(reqId, okJson(200, open(true)));
+    },
+  });
+}

@@ -1,0 +1,54 @@
+// Interning of a topic instance's `$node` names and decoded tag literals. Records store a small
+// node id (SeqIndex column) instead of a string; readers map a request's node names to ids once.
+// Recovery decodes each distinct stored JSON literal once. Pure data; owned by a TopicInstance.
+
+/** Distinct decoded tag literals kept for recovery; past this each literal is decoded again. */
+const TAG_LITERALS_MAX = 100_000;
+
+export class NodeIntern {
+  /** Node name by id; id 0 is "no node". */
+  readonly names: string[] = [''];
+  private readonly ids = new Map<string, number>();
+  private readonly idsByLiteral = new Map<string, number>();
+  private readonly tagsByLiteral = new Map<string, string>();
+
+  id(node: string | undefined): number {
+    if (node === undefined) return 0;
+    let id = this.ids.get(node);
+    if (id === undefined) {
+      id = this.names.length;
+      this.names.push(node);
+      this.ids.set(node, id);
+    }
+    return id;
+  }
+
+  knownId(node: string): number | undefined {
+    return this.ids.get(node);
+  }
+
+  /** Node id from a stored JSON string literal (recovery), parsing each distinct literal once. */
+  idOfLiteral(latin1Literal: string): number {
+    let id = this.idsByLiteral.get(latin1Literal);
+    if (id === undefined) {
+      id = this.id(decodeLiteral(latin1Literal));
+      this.idsByLiteral.set(latin1Literal, id);
+    }
+    return id;
+  }
+
+  /** A tag from its stored JSON string literal (recovery), parsing each distinct literal once. */
+  tagOfLiteral(latin1Literal: string): string {
+    let tag = this.tagsByLiteral.get(latin1Literal);
+    if (tag === undefined) {
+      tag = decodeLiteral(latin1Literal);
+      if (this.tagsByLiteral.size < TAG_LITERALS_MAX) this.tagsByLiteral.set(latin1Literal, tag);
+    }
+    return tag;
+  }
+}
+
+/** Stored literals are UTF-8 bytes read as latin1 (one char per byte). */
+function decodeLiteral(latin1Literal: string): string {
+  return JSON.parse(Buffer.from(latin1Literal, 'latin1').toString('utf8')) as string;
+}

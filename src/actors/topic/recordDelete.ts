@@ -1,0 +1,31 @@
+// The record-delete step of a topic actor (SPEC 4.9): permanent, immediate, silent and
+// point-in-time. One DELETE frame carries the selector (not a seq list) with the topic's class,
+// and the reply waits for that class's ack point, so an fsync topic's delete is fsynced.
+// Pure; effects go through the ActorCtx.
+import { fail } from '../../core/errors.js';
+import type { DeleteRecordsRequest } from '../../core/messages.js';
+import { encodeJsonFrame } from '../../wal/frame.js';
+import { FrameType } from '../../wal/format.js';
+import type { ActorCtx } from '../ctx.js';
+import { jsonOpen, okJson, type ActorCore } from './actorCore.js';
+import { deleteRecords } from './retention.js';
+
+export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
+  const inst = a.current;
+  if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
+  a.expire(ctx, inst);
+  const bound = inst.head;
+  const deleted = deleteRecords(inst, req.beforeSeq, req.match, bound);
+  inst.hasDeletes ||= deleted > 0;
+  const cls = inst.config.durability;
+  let frameNo = 0;
+  if (cls !== 'ephemeral') {
+    frameNo = a.nextFrame();
+    ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound }), cls === 'fsync');
+  }
+  // The response describes the topic as the delete left it (head_seq is its point in time).
+  const body = jsonOpen({ topic: a.name, deleted, earliest_seq: inst.earliest(), head_seq: bound, count: inst.count, bytes: inst.bytes });
+  const needWritten = cls === 'disk' ? frameNo : 0;
+  const needDurable = cls === 'fsync' ? frameNo : 0;
+  a.gate(ctx, inst, 0, needDurable, (c) => c.reply(reqId, okJson(200, body), frameNo || undefined), needWritten);
+}

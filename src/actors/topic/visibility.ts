@@ -1,0 +1,74 @@
+// When a topic's batches become visible (DESIGN 1.5, 3.2): each class has one ack point, and
+// batches pass it strictly in seq order. A visible batch moves the head, may evict under a cap,
+// wakes parked long-polls and is published to watch streams (rendered once, DESIGN 6).
+// Invariant: a non-fsync batch is visible only under a durable seq reservation. Pure.
+import type { ActorCtx } from '../ctx.js';
+import type { ActorCore } from './actorCore.js';
+import type { PendingBatch, TopicInstance } from './instance.js';
+import { applyCaps } from './retention.js';
+import { renderPush } from './watchPush.js';
+
+function ackPointReached(a: ActorCore, b: PendingBatch): boolean {
+  switch (b.durability) {
+    case 'ephemeral':
+    case 'memory':
+      return true;
+    case 'disk':
+      return a.writtenFrameNo >= b.frameNo;
+    case 'fsync':
+      return a.durableFrameNo >= b.frameNo;
+  }
+}
+
+/** Moves batches that reached their ack point into view, in seq order. Returns the head before. */
+export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): { headBefore: number; durableBefore: number; moved: boolean } {
+  inst.reserve.absorbDurable(a.durableFrameNo);
+  const headBefore = inst.head;
+  const durableBefore = inst.durableHead;
+  let moved = false;
+  while (inst.pending.length > 0) {
+    const b = inst.pending[0]!;
+    if (!ackPointReached(a, b)) break;
+    if (b.durability !== 'fsync' && inst.reserve.durable < b.lastSeq) break;
+    inst.pending.shift();
+    // A disk batch is visible once written; it is durable only when its frame is fsynced.
+    if (b.durability === 'disk' && b.frameNo > a.durableFrameNo) inst.unsynced.push(b);
+    inst.head = b.lastSeq;
+    inst.count += b.lastSeq - b.firstSeq + 1;
+    inst.bytes += b.bytes;
+    inst.pendingCount -= b.lastSeq - b.firstSeq + 1;
+    inst.pendingBytes -= b.bytes;
+    inst.lastWriteTsMs = b.tsMs;
+    moved = true;
+  }
+  // Cap eviction whenever a batch becomes visible: count and bytes never exceed a cap after
+  // a step (DESIGN 3.2).
+  if (moved && applyCaps(inst) > 0) a.persistFloors(ctx, inst);
+  // durableHead: the visible prefix whose frames are fsynced. For memory and ephemeral topics,
+  // which are never fsynced, the ack point is the commit point (docs/WATCH.md).
+  while (inst.unsynced.length > 0 && inst.unsynced[0]!.frameNo <= a.durableFrameNo) inst.unsynced.shift();
+  inst.durableHead = inst.unsynced.length > 0 ? inst.unsynced[0]!.firstSeq - 1 : inst.head;
+  return { headBefore, durableBefore, moved };
+}
+
+/** Tells watch streams what became visible (rendered once, DESIGN 6) or durable. */
+export function publishVisible(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, headBefore: number, moved: boolean): void {
+  if (!moved) {
+    ctx.publish({ k: 'durable', topic: a.name, instanceId: inst.id, durableHead: inst.durableHead, head: inst.head });
+    return;
+  }
+  // A push to open streams is a watch delivery pass: it counts as a read (G1 last_read_ts).
+  a.touch(inst, ctx.now);
+  const pieces = renderPush(inst, headBefore, inst.head);
+  ctx.publish({
+    k: 'batch',
+    topic: a.name,
+    instanceId: inst.id,
+    from: headBefore,
+    to: inst.head,
+    head: inst.head,
+    durableHead: inst.durableHead,
+    dedupeNode: inst.config.dedupe_node,
+    ...pieces,
+  });
+}

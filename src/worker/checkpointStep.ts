@@ -1,0 +1,57 @@
+// A topic worker's part of a checkpoint (DESIGN 2.5): step 1 marks the WAL stream, waits until
+// everything submitted before the mark is written and in the segments, fsyncs the segments and
+// returns this worker's snapshot parts, already encoded as JSON bytes; step 5, once the snapshot
+// is durable, unlinks the segments its floors made wholly dead. Parts may include effects of
+// frames after the mark; replay is idempotent.
+import type { TopicActor } from '../actors/topic/topicActor.js';
+import { retentionPart } from '../actors/topic/replay.js';
+import type { SegmentStore } from '../storage/segmentStore.js';
+import type { TopicPart } from '../storage/snapshot.js';
+import type { WalLink } from './walLink.js';
+
+export class WorkerCheckpoints {
+  /** Segments to unlink once the snapshot of a mark is durable. */
+  private readonly reclaimAfter = new Map<number, { topicId: number; firstSeq: number }[]>();
+
+  constructor(
+    private readonly wal: WalLink,
+    private readonly segments: SegmentStore,
+    private readonly actors: () => Iterable<TopicActor>,
+  ) {}
+
+  async prepare(markId: number, final: boolean): Promise<Uint8Array> {
+    await this.wal.markAndWaitWritten(markId);
+    await this.segments.flushAll();
+    const parts: TopicPart[] = [];
+    const reclaim: { topicId: number; firstSeq: number }[] = [];
+    for (const a of this.actors()) {
+      const inst = a.current;
+      if (!inst) continue;
+      // Whole sealed segments below the first live seq are dead: reclaim them once this
+      // snapshot (which records the floors that killed them) is durable (DESIGN 2.6).
+      const segs = inst.segment.firstSeqs;
+      const earliest = inst.earliest();
+      for (let k = inst.segment.reclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {
+        reclaim.push({ topicId: inst.id, firstSeq: segs[k]! });
+        inst.segment.reclaimed = k + 1;
+      }
+      // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
+      // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
+      const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
+      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) });
+    }
+    this.reclaimAfter.set(markId, reclaim);
+    // Encoded here, off the HTTP thread: comma-separated JSON objects, concatenated by main.
+    const json = parts.map((p) => JSON.stringify(p)).join(',');
+    const out = new Uint8Array(Buffer.byteLength(json));
+    Buffer.from(out.buffer).write(json);
+    return out;
+  }
+
+  async committed(markId: number): Promise<number> {
+    const list = this.reclaimAfter.get(markId) ?? [];
+    this.reclaimAfter.delete(markId);
+    for (const r of list) await this.segments.unlinkSegment(r.topicId, r.firstSeq);
+    return list.length;
+  }
+}

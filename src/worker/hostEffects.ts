@@ -1,0 +1,132 @@
+// The live effect sink and query answers of one actor on a topic worker (DESIGN 1.4): what the
+// actor's steps ask for, carried out against the worker's real services. It depends only on the
+// HostServices interface below (ActorHost implements it), so the host and this module do not
+// import each other.
+import type { EffectSink, Queries, Effect } from '../actors/ctx.js';
+import type { TopicActor } from '../actors/topic/topicActor.js';
+import type { TopicResult } from '../core/messages.js';
+import { assertNever } from '../core/errors.js';
+import type { ActorInput } from '../actors/topic/inputs.js';
+import type { SegmentPlacement } from '../actors/ctx.js';
+import type { SegmentStore } from '../storage/segmentStore.js';
+import type { Clock } from '../core/clock.js';
+import { RECORD_TEXT_OVERHEAD_BYTES, type HotCache } from './hotCache.js';
+import type { WalLink } from './walLink.js';
+import type { WatchOutbox } from './watchOutbox.js';
+import type { HostOptions } from './options.js';
+
+export interface HostServices {
+  readonly clock: Clock;
+  readonly opts: HostOptions;
+  readonly segments: SegmentStore;
+  readonly hot: HotCache;
+  readonly wal: WalLink;
+  readonly watch: WatchOutbox;
+  readonly byTopicId: Map<number, TopicActor>;
+  input(actor: TopicActor, input: ActorInput): void;
+  sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void;
+  writeSegment(place: SegmentPlacement, frame: Buffer): void;
+  /** A never reused local counter for topic ids. */
+  nextLocalTopicNo(): number;
+}
+
+/** Timers of one actor, by its own timer ids. */
+class ActorTimers {
+  private readonly byId = new Map<number, NodeJS.Timeout>();
+
+  constructor(
+    private readonly host: HostServices,
+    private readonly actor: TopicActor,
+  ) {}
+
+  set(timerId: number, atMs: number): void {
+    const t = setTimeout(() => {
+      this.byId.delete(timerId);
+      this.host.input(this.actor, { k: 'timer', id: timerId });
+    }, Math.max(0, atMs - this.host.clock.now()));
+    this.byId.set(timerId, t);
+  }
+
+  cancel(timerId: number): void {
+    const t = this.byId.get(timerId);
+    if (t) clearTimeout(t);
+    this.byId.delete(timerId);
+  }
+}
+
+export class HostEffects implements EffectSink, Queries {
+  private readonly timers: ActorTimers;
+
+  constructor(
+    private readonly host: HostServices,
+    private readonly actor: TopicActor,
+  ) {
+    this.timers = new ActorTimers(host, actor);
+  }
+
+  run(e: Effect): void {
+    const { host, actor } = this;
+    switch (e.k) {
+      case 'reply':
+        return host.sendReply(actor, e.reqId, e.result, e.frameNo);
+      case 'submit':
+        return host.wal.queueFrame({ actor, frameNo: e.frameNo, buf: e.frame, durable: e.durable, segment: e.segment });
+      case 'setTimer':
+        return this.timers.set(e.timerId, e.atMs);
+      case 'cancelTimer':
+        return this.timers.cancel(e.timerId);
+      case 'readCold': {
+        const { token, topicId } = e;
+        Promise.all(e.ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len))).then(
+          (bufs) => host.input(actor, { k: 'cold', token, bufs }),
+          (err: Error) => host.input(actor, { k: 'cold', token, bufs: err.message }),
+        );
+        return;
+      }
+      case 'textsLoaded':
+        return host.hot.add(e.topicId, e.fromSeq, e.toSeq, e.bytes + (e.toSeq - e.fromSeq + 1) * RECORD_TEXT_OVERHEAD_BYTES);
+      case 'deferForCredit':
+        return host.wal.defer(e.reqId, e.req);
+      case 'rewriteSegment':
+        return host.writeSegment(e.place, e.frame);
+      case 'releaseTopicSlot':
+        Atomics.sub(host.opts.counters, 0, 1);
+        return;
+      case 'topicCreated':
+        host.byTopicId.set(e.topicId, actor);
+        return;
+      case 'topicDeleted':
+        host.byTopicId.delete(e.topicId);
+        host.hot.dropTopic(e.topicId);
+        host.segments.dropTopic(e.topicId);
+        return;
+      case 'publish':
+        return host.watch.publish(e.event);
+      default:
+        assertNever(e);
+    }
+  }
+
+  walCreditExhausted(): boolean {
+    return this.host.wal.creditExhausted();
+  }
+
+  newTopicId(): number {
+    const o = this.host.opts;
+    return o.bootEpoch * 0x100_0000 + this.host.nextLocalTopicNo() * o.workers + o.workerIndex;
+  }
+
+  tryAcquireTopicSlot(): boolean {
+    const o = this.host.opts;
+    const n = Atomics.add(o.counters, 0, 1) + 1;
+    if (o.maxTopics > 0 && n > o.maxTopics) {
+      Atomics.sub(o.counters, 0, 1);
+      return false;
+    }
+    return true;
+  }
+
+  watched(): boolean {
+    return this.host.watch.watched(this.actor.name);
+  }
+}

@@ -1,0 +1,215 @@
+// WalLink: a topic worker's side of the WAL port (DESIGN 1.5). Frames queued during one
+// event-loop turn leave as one transferred buffer; cumulative acks come back and are turned
+// into per-actor `wal` inputs, and written frames go on to their segments. It also keeps the
+// worker's WAL credit (bytes submitted, not yet written), the FIFO of appends waiting for
+// credit, and the per-frame timings of the performance block. Runs on the worker thread.
+// Invariant: submissions are acked in order; a frame's segment write follows its WAL write.
+import type { MessagePort } from 'node:worker_threads';
+import type { AppendRequest, PerfFields, WalIn, WalOut } from '../core/messages.js';
+import { assertNever } from '../core/errors.js';
+import { nowMs, roundMs } from '../core/stopwatch.js';
+import type { SegmentPlacement } from '../actors/ctx.js';
+import type { TopicActor } from '../actors/topic/topicActor.js';
+
+interface FrameTiming {
+  submitAt: number;
+  writtenAt: number;
+}
+
+export interface QueuedFrame {
+  actor: TopicActor;
+  frameNo: number;
+  buf: Buffer;
+  durable: boolean;
+  segment: SegmentPlacement | undefined;
+}
+
+interface Submission {
+  seq: number;
+  frames: QueuedFrame[];
+  written: boolean;
+  bytes: number;
+}
+
+/** What the link needs from its host. */
+export interface WalLinkHost {
+  /** Frames of `actor` up to `written` are written, up to `durable` fsynced. */
+  walAck(actor: TopicActor, written: number, durable: number): void;
+  /** A frame the WAL wrote goes on to its segment. */
+  writeSegment(place: SegmentPlacement, frame: Buffer): void;
+  /** An append that waited for credit is handled again. */
+  redeliver(reqId: number, req: AppendRequest): void;
+  /** Recovery messages (replay chunks) are not the link's business. */
+  onReplay(m: Extract<WalOut, { t: 'replay' | 'replayDone' }>): void;
+}
+
+export class WalLink {
+  private readonly timings = new WeakMap<TopicActor, Map<number, FrameTiming>>();
+  private turnFrames: QueuedFrame[] = [];
+  private flushScheduled = false;
+  private submitSeq = 0;
+  private writtenSeq = 0;
+  private readonly inflight: Submission[] = [];
+  /** Set once the WAL thread reported a write or fsync failure. */
+  failed: string | undefined;
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly writtenWaiters: { seq: number; resolve: () => void }[] = [];
+  inflightBytes = 0;
+  /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
+  private readonly deferred: { reqId: number; req: AppendRequest; at: number }[] = [];
+  private readonly throttleWaits = new Map<number, number>();
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly creditBytes: number,
+    private readonly host: WalLinkHost,
+  ) {
+    port.on('message', (m: WalOut) => this.onMessage(m));
+  }
+
+  creditExhausted(): boolean {
+    return this.creditBytes > 0 && this.inflightBytes >= this.creditBytes;
+  }
+
+  defer(reqId: number, req: AppendRequest): void {
+    this.deferred.push({ reqId, req, at: nowMs() });
+  }
+
+  queueFrame(f: QueuedFrame): void {
+    let m = this.timings.get(f.actor);
+    if (!m) this.timings.set(f.actor, (m = new Map()));
+    m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0 });
+    this.turnFrames.push(f);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushTurn());
+    }
+  }
+
+  /** One WAL submission per event-loop turn: all frames of the turn, concatenated. */
+  flushTurn(): void {
+    this.flushScheduled = false;
+    const frames = this.turnFrames;
+    this.turnFrames = [];
+    if (frames.length === 0) return;
+    let total = 0;
+    let durable = false;
+    for (const f of frames) {
+      total += f.buf.length;
+      durable ||= f.durable;
+    }
+    const out = new Uint8Array(new ArrayBuffer(total));
+    let p = 0;
+    for (const f of frames) {
+      out.set(f.buf, p);
+      p += f.buf.length;
+    }
+    const seq = ++this.submitSeq;
+    this.inflight.push({ seq, frames, written: false, bytes: total });
+    this.inflightBytes += total;
+    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
+    this.port.postMessage(msg, [out.buffer]);
+  }
+
+  private onMessage(m: WalOut): void {
+    switch (m.t) {
+      case 'ack':
+        return this.onAck(m.writtenThrough, m.durableThrough);
+      case 'failed':
+        this.failed = m.message;
+        return;
+      case 'replay':
+      case 'replayDone':
+        return this.host.onReplay(m);
+      default:
+        assertNever(m);
+    }
+  }
+
+  private onAck(writtenThrough: number, durableThrough: number): void {
+    const now = nowMs();
+    const acks = new Map<TopicActor, { w: number; d: number }>();
+    for (const s of this.inflight) {
+      if (s.seq > writtenThrough) break;
+      const isDurable = s.seq <= durableThrough;
+      for (const f of s.frames) {
+        if (!s.written) {
+          const t = this.timings.get(f.actor)?.get(f.frameNo);
+          if (t) t.writtenAt = now;
+          if (f.segment) this.host.writeSegment(f.segment, f.buf);
+        }
+        let a = acks.get(f.actor);
+        if (!a) acks.set(f.actor, (a = { w: 0, d: 0 }));
+        a.w = Math.max(a.w, f.frameNo);
+        if (isDurable) a.d = Math.max(a.d, f.frameNo);
+      }
+      if (!s.written) this.inflightBytes -= s.bytes;
+      s.written = true;
+    }
+    if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
+    for (const [actor, a] of acks) this.host.walAck(actor, a.w, a.d);
+    this.releaseDeferred();
+    while (this.inflight.length > 0 && this.inflight[0]!.seq <= durableThrough) {
+      const s = this.inflight.shift()!;
+      for (const f of s.frames) this.timings.get(f.actor)?.delete(f.frameNo);
+    }
+    for (let i = this.writtenWaiters.length - 1; i >= 0; i--) {
+      if (this.writtenWaiters[i]!.seq <= this.writtenSeq) this.writtenWaiters.splice(i, 1)[0]!.resolve();
+    }
+    if (this.inflight.length === 0 && this.turnFrames.length === 0) {
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  /** Re-sends deferred appends, oldest first, while WAL credit lasts. */
+  private releaseDeferred(): void {
+    while (this.deferred.length > 0 && !this.creditExhausted()) {
+      const d = this.deferred.shift()!;
+      this.throttleWaits.set(d.reqId, nowMs() - d.at);
+      this.host.redeliver(d.reqId, d.req);
+    }
+  }
+
+  /**
+   * The performance fields of a reply: the time a deferred append waited for credit, and for a
+   * reply tied to a frame, `wal_append_ms` (submission to the reply point for non-fsync classes,
+   * to the write for fsync) and `fsync_ms` (time parked on the group fsync, 0 unless fsync).
+   */
+  perf(actor: TopicActor, reqId: number, frameNo: number | undefined, fsync: boolean): PerfFields | undefined {
+    let out: PerfFields | undefined;
+    const waited = this.throttleWaits.get(reqId);
+    if (waited !== undefined) {
+      this.throttleWaits.delete(reqId);
+      out = { throttle_wait_ms: roundMs(waited) };
+    }
+    const t = frameNo === undefined ? undefined : this.timings.get(actor)?.get(frameNo);
+    if (t) {
+      const now = nowMs();
+      if (!fsync) out = { ...out, wal_append_ms: roundMs(now - t.submitAt), fsync_ms: 0 };
+      else {
+        const written = t.writtenAt || now;
+        out = { ...out, wal_append_ms: roundMs(written - t.submitAt), fsync_ms: roundMs(now - written) };
+      }
+    }
+    return out;
+  }
+
+  /** Checkpoint: marks the stream and resolves once everything submitted before it is written. */
+  async markAndWaitWritten(markId: number): Promise<void> {
+    this.flushTurn();
+    const s = this.submitSeq;
+    this.port.postMessage({ t: 'mark', id: markId } satisfies WalIn);
+    if (this.writtenSeq < s) await new Promise<void>((resolve) => this.writtenWaiters.push({ seq: s, resolve }));
+  }
+
+  /** Resolves once every submitted frame is durable (shutdown). */
+  whenIdle(): Promise<void> {
+    this.flushTurn();
+    if (this.inflight.length === 0) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  replayAck(bytes: number): void {
+    this.port.postMessage({ t: 'replayAck', bytes } satisfies WalIn);
+  }
+}
