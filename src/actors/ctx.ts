@@ -4,7 +4,8 @@
 // in the EffectSink that carries effects out and the Queries that answer questions, so adding an
 // effect is one variant here plus one case per sink. Recording a step for a trace happens here.
 import type { Rng } from '../core/rng.js';
-import type { AppendRequest, TopicResult, WatchEvent } from '../core/messages.js';
+import type { AppendRequest, TopicResult } from '../core/messages/rpc.js';
+import type { WatchEvent } from '../core/messages/events.js';
 import { assertNever } from '../core/errors.js';
 import { encodeTraceValue } from '../replay/traceCodec.js';
 

@@ -2,7 +2,7 @@
 // application/json. Topic figures come from the workers over rpc when scraped.
 import client from 'prom-client';
 import type { Supervisor } from '../supervisor/supervisor.js';
-import type { TopicStats } from '../core/messages.js';
+import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
 
 const TOPIC_SERIES_MAX = 1000;

@@ -2,7 +2,7 @@
 // performance block (SPEC 2.9). Wire names stay snake_case here and nowhere else on main.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
-import type { PerfFields, TopicResult } from '../core/messages.js';
+import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 
 declare module 'fastify' {

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { WalPosition } from '../core/messages.js';
+import type { WalPosition } from '../core/messages/wal.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
 import { metaDir } from './layout.js';

@@ -6,7 +6,7 @@
 import type { Remote } from '../core/rpc.js';
 import type { WorkerApi } from '../worker/main.js';
 import type { WalApi } from '../wal/walThread.js';
-import type { WalPosition } from '../core/messages.js';
+import type { WalPosition } from '../core/messages/wal.js';
 import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
 
 export class Checkpointer {

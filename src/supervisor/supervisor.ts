@@ -10,7 +10,7 @@ import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
 import type { WalApi, WalThreadData } from '../wal/walThread.js';
 import { acquireLock } from '../storage/lock.js';
 import type { WalStats } from '../wal/groupCommit.js';
-import type { WatchEvent, WatchEvents } from '../core/messages.js';
+import type { WatchEvent, WatchEvents } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
 import { removeOrphanTopicDirs } from './orphans.js';

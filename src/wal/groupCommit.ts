@@ -5,7 +5,7 @@
 // Invariant: a submission is reported durable only after an fdatasync that began after its write.
 import fs from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
-import type { WalIn, WalOut, WalPosition } from '../core/messages.js';
+import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
 import { createWalFile } from './files.js';
 import { WAL_HEADER_BYTES } from './format.js';

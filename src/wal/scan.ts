@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import type { WalPosition } from '../core/messages.js';
+import type { WalPosition } from '../core/messages/wal.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, fsyncDirSync, listWalFiles } from './files.js';
 import { FRAME_ALIGN, WAL_HEADER_BYTES, FrameType } from './format.js';

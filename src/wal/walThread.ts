@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expose } from '../core/rpc.js';
 import { workerOf } from '../core/names.js';
-import type { WalIn, WalOut, WalPosition } from '../core/messages.js';
+import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
 import { GroupCommit, WalStats } from './groupCommit.js';

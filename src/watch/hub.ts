@@ -4,7 +4,8 @@
 // or a delete can tell (DESIGN 6).
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../supervisor/supervisor.js';
-import type { TopicResult, WatchBatch, WatchEvent } from '../core/messages.js';
+import type { TopicResult } from '../core/messages/rpc.js';
+import type { WatchBatch, WatchEvent } from '../core/messages/events.js';
 import { ProjectionCache, projectionKey, type PushFrames } from './projection.js';
 import type { WatchSession, WatchRegistry } from './session.js';
 import { WatchStream, type StreamDeps } from './stream.js';

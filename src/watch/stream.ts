@@ -6,7 +6,8 @@
 // A stream whose socket backs up is paused: pushes are dropped and cursors stay put until the
 // socket drains, so one slow client costs only itself.
 import type { ServerResponse } from 'node:http';
-import type { TopicResult, WatchBatch, WatchReadMeta } from '../core/messages.js';
+import type { TopicResult, WatchReadMeta } from '../core/messages/rpc.js';
+import type { WatchBatch } from '../core/messages/events.js';
 import type { WatchSession } from './session.js';
 import { FRAME_END, HEARTBEAT_FRAME, RETRY_FRAME, SSE_HEADERS, errorFrame, frameHead, type ErrorFrame } from '../http/sse.js';
 import { frame, type PushFrames } from './projection.js';

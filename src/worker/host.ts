@@ -7,7 +7,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
-import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages.js';
+import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';

@@ -5,7 +5,7 @@
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { expose, transfer } from '../core/rpc.js';
 import { SystemClock } from '../core/clock.js';
-import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages.js';
+import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';

@@ -2,7 +2,7 @@
 // segments indexed (cold), then the WAL frames after the checkpoint, streamed by the WAL thread
 // in chunks and applied in order, then the end of recovery (reservations padded, topics
 // counted). Every change to an actor goes through an input, so recovery is traced like the rest.
-import type { WalOut } from '../core/messages.js';
+import type { WalOut } from '../core/messages/wal.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { TopicConfig } from '../actors/topic/config.js';

@@ -2,7 +2,7 @@
 // those are rendered and pushed), and the events of one event-loop turn, sent to main as one
 // message on the raw events port with the batch buffers transferred.
 import type { MessagePort } from 'node:worker_threads';
-import type { WatchEvent, WatchEvents } from '../core/messages.js';
+import type { WatchEvent, WatchEvents } from '../core/messages/events.js';
 
 export class WatchOutbox {
   /** Open streams per topic name, as counted by main. */

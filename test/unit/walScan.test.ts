@@ -13,7 +13,7 @@ import { encodeAppend, encodeJsonFrame, encodeSeqReserve, probeFrame, readAppend
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
 import { walDir, walFileName } from '../../src/storage/layout.js';
 import { defaultConfig } from '../../src/actors/topic/config.js';
-import type { WalPosition } from '../../src/core/messages.js';
+import type { WalPosition } from '../../src/core/messages/wal.js';
 
 // ---- fixtures ------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../helpers/simCtx.js';
 import { defaultConfig, type TopicConfig } from '../../src/actors/topic/config.js';
-import type { WatchBatch, WatchEvent, WatchReadMeta, WatchReadRequest } from '../../src/core/messages.js';
+import type { WatchBatch, WatchEvent } from '../../src/core/messages/events.js';
+import type { WatchReadMeta, WatchReadRequest } from '../../src/core/messages/rpc.js';
 
 type Durability = 'ephemeral' | 'memory' | 'disk' | 'fsync';
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SimActor } from '../helpers/simCtx.js';
 import { defaultConfig, type TopicConfig } from '../../src/actors/topic/config.js';
-import type { WatchBatch } from '../../src/core/messages.js';
+import type { WatchBatch } from '../../src/core/messages/events.js';
 import { ProjectionCache, projectBatch, projectionKey } from '../../src/watch/projection.js';
 import type { WatchOptions } from '../../src/watch/session.js';
 

@@ -2,7 +2,7 @@
 // the queue operations) see of the actor: its live instance, frame numbering, WAL watermarks and
 // reply gates. TopicActor implements it; the modules import only this interface, never the class.
 import type { ActorCtx } from '../ctx.js';
-import type { OkResult } from '../../core/messages.js';
+import type { OkResult } from '../../core/messages/rpc.js';
 import type { TopicInstance, Gate } from './instance.js';
 import type { TopicReads } from './reads.js';
 

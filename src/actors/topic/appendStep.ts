@@ -4,7 +4,7 @@
 // Checks follow RESOLVED 0.3: 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
 import { fail, type ErrorResult } from '../../core/errors.js';
-import type { AppendRequest } from '../../core/messages.js';
+import type { AppendRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from './actorCore.js';
 import { parseAppendBody, type ParsedAppend } from './appendParse.js';

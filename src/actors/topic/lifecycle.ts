@@ -2,7 +2,7 @@
 // reconfigure and delete. Control frames are durable before the reply in every class.
 // Pure; effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
-import type { DeleteTopicRequest, PutRequest } from '../../core/messages.js';
+import type { DeleteTopicRequest, PutRequest } from '../../core/messages/rpc.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';

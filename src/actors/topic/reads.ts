@@ -3,7 +3,7 @@
 // and are woken by visibility; reads that meet cold records wait for them to come back from
 // segments. Owned by the TopicActor; pure, effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
-import type { DiffRequest, WatchReadRequest } from '../../core/messages.js';
+import type { DiffRequest, WatchReadRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { readFrom, type ReadResult } from './readPipeline.js';

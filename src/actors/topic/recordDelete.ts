@@ -3,7 +3,7 @@
 // and the reply waits for that class's ack point, so an fsync topic's delete is fsynced.
 // Pure; effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
-import type { DeleteRecordsRequest } from '../../core/messages.js';
+import type { DeleteRecordsRequest } from '../../core/messages/rpc.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';

@@ -6,7 +6,7 @@
 // Effects go through ActorCtx; time is ctx.now, never the clock.
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // control frames gate replies; a gate runs in the step that releases it.
-import type { TopicRequest, TopicSummary, TopicStats } from '../../core/messages.js';
+import type { TopicRequest, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
 import { assertNever, fail } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';

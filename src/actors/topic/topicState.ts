@@ -1,6 +1,6 @@
 // Read-only reports of a topic instance: the topic-state body (RESOLVED G1), list summaries
 // (G6), metrics stats, and the effective priority. Pure functions of the instance and a time.
-import type { TopicStats, TopicSummary } from '../../core/messages.js';
+import type { TopicStats, TopicSummary } from '../../core/messages/rpc.js';
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 

@@ -8,7 +8,7 @@ import { transfer } from '../../core/rpc.js';
 import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
-import type { TopicSummary } from '../../core/messages.js';
+import type { TopicSummary } from '../../core/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
 

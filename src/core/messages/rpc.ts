@@ -1,10 +1,7 @@
-// Every message that crosses a thread boundary, as plain data in discriminated unions.
-// Boundaries: main→worker rpc (TopicRequest/TopicResult), worker↔WAL port (WalIn/WalOut),
-// main→WAL rpc (see wal/walApi.ts). No functions, class instances or promises cross a thread.
-import type { ErrorResult } from './errors.js';
-import type { TopicConfig } from '../actors/topic/config.js';
-
-// ---- main → worker: topic requests ------------------------------------------------------------
+// The main → topic worker rpc boundary (carried by Comlink, src/core/rpc.ts): topic requests and
+// their results, as plain data. No functions, class instances or promises cross a thread.
+import type { ErrorResult } from '../errors.js';
+import type { TopicConfig } from '../../actors/topic/config.js';
 
 export interface AppendRequest {
   op: 'append';
@@ -129,62 +126,3 @@ export interface TopicStats {
   bytes: number;
 }
 
-// ---- worker → main: the events port (watch pushes) ---------------------------------------------
-
-/**
- * Records (from, to] of one topic instance became visible: `buf` holds each record's pieces
- * rendered once (DESIGN 6) and `offs` their boundaries, 4 per record plus the end: head
- * (`{"$seq":…,"$ts":…` and `,"$node":…`), tag piece, data piece, meta piece. The closing brace
- * is not stored. `nodeIdx` maps each record to `nodes` (-1: no node). `stale` batches carry no
- * records (the range was evicted at once): tailing sessions must pull instead.
- */
-export interface WatchBatch {
-  k: 'batch';
-  topic: string;
-  instanceId: number;
-  from: number;
-  to: number;
-  head: number;
-  durableHead: number;
-  dedupeNode: boolean;
-  stale: boolean;
-  buf: Uint8Array;
-  offs: Uint32Array;
-  nodes: string[];
-  nodeIdx: Int32Array;
-}
-
-export type WatchEvent =
-  | WatchBatch
-  /** The durable head moved (strong sessions may pull up to it). */
-  | { k: 'durable'; topic: string; instanceId: number; durableHead: number; head: number }
-  /** The topic instance is gone (deleted, durably). */
-  | { k: 'deleted'; topic: string; instanceId: number; head: number };
-
-/** One message per worker turn on the events port. */
-export interface WatchEvents {
-  t: 'watch';
-  events: WatchEvent[];
-}
-
-// ---- worker ↔ WAL thread ----------------------------------------------------------------------
-
-export type WalIn =
-  /** Whole encoded frames from one worker turn; `seq` increases by one per submission. */
-  | { t: 'submit'; seq: number; buf: ArrayBuffer; durable: boolean; frames: number }
-  /** Checkpoint mark: the WAL thread records the log position after everything before it. */
-  | { t: 'mark'; id: number }
-  /** Recovery flow control: a replay chunk of this many bytes has been applied. */
-  | { t: 'replayAck'; bytes: number };
-
-export type WalOut =
-  | { t: 'ack'; writtenThrough: number; durableThrough: number }
-  | { t: 'failed'; message: string }
-  /** Recovery: frames for this worker, in log order (whole frames, concatenated). */
-  | { t: 'replay'; buf: ArrayBuffer }
-  | { t: 'replayDone' };
-
-export interface WalPosition {
-  fileNo: number;
-  offset: number;
-}

@@ -1,0 +1,39 @@
+// The worker → main events port (raw, one message per worker turn): watch pushes and `/work`
+// stream events, as plain data with batch buffers transferred.
+
+/**
+ * Records (from, to] of one topic instance became visible: `buf` holds each record's pieces
+ * rendered once (DESIGN 6) and `offs` their boundaries, 4 per record plus the end: head
+ * (`{"$seq":…,"$ts":…` and `,"$node":…`), tag piece, data piece, meta piece. The closing brace
+ * is not stored. `nodeIdx` maps each record to `nodes` (-1: no node). `stale` batches carry no
+ * records (the range was evicted at once): tailing sessions must pull instead.
+ */
+export interface WatchBatch {
+  k: 'batch';
+  topic: string;
+  instanceId: number;
+  from: number;
+  to: number;
+  head: number;
+  durableHead: number;
+  dedupeNode: boolean;
+  stale: boolean;
+  buf: Uint8Array;
+  offs: Uint32Array;
+  nodes: string[];
+  nodeIdx: Int32Array;
+}
+
+export type WatchEvent =
+  | WatchBatch
+  /** The durable head moved (strong sessions may pull up to it). */
+  | { k: 'durable'; topic: string; instanceId: number; durableHead: number; head: number }
+  /** The topic instance is gone (deleted, durably). */
+  | { k: 'deleted'; topic: string; instanceId: number; head: number };
+
+/** One message per worker turn on the events port. */
+export interface WatchEvents {
+  t: 'watch';
+  events: WatchEvent[];
+}
+
