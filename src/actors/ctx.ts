@@ -4,8 +4,8 @@
 // in the EffectSink that carries effects out and the Queries that answer questions, so adding an
 // effect is one variant here plus one case per sink. Recording a step for a trace happens here.
 import type { Rng } from '../core/rng.js';
-import type { AppendRequest, TopicResult } from '../core/messages/rpc.js';
-import type { WatchEvent } from '../core/messages/events.js';
+import type { AppendRequest, TopicRequest, TopicResult } from '../core/messages/rpc.js';
+import type { WatchEvent, WorkEvent } from '../core/messages/events.js';
 import { assertNever } from '../core/errors.js';
 import { encodeTraceValue } from '../replay/traceCodec.js';
 
@@ -42,7 +42,14 @@ export type Effect =
   | { k: 'topicCreated'; topicId: number }
   | { k: 'topicDeleted'; topicId: number }
   /** A watch event for main's events port (batched per turn). */
-  | { k: 'publish'; event: WatchEvent };
+  | { k: 'publish'; event: WatchEvent }
+  /** A `/work` stream event for main's events port (batched per turn). */
+  | { k: 'work'; event: WorkEvent }
+  /**
+   * A request to another topic's actor (dead-letter appends). The host delivers it after this
+   * step, on this worker or over a peer port, and answers with a `peerReply` input carrying `token`.
+   */
+  | { k: 'peerRequest'; token: number; req: TopicRequest };
 
 /** Questions a step may ask its runtime; every answer is recorded in a trace. */
 export interface Queries {
@@ -54,6 +61,8 @@ export interface Queries {
   tryAcquireTopicSlot(): boolean;
   /** True when a watch stream follows this topic (pushes are rendered only then). */
   watched(): boolean;
+  /** The boot epoch of this process (lease ids carry it, so they never repeat across boots). */
+  bootEpoch(): number;
 }
 
 export interface EffectSink {
@@ -83,6 +92,8 @@ export interface ActorCtx extends Queries {
   topicCreated(topicId: number): void;
   topicDeleted(topicId: number): void;
   publish(event: WatchEvent): void;
+  work(event: WorkEvent): void;
+  peerRequest(token: number, req: TopicRequest): void;
 }
 
 /** The recorded form of an effect: its identity, not bulk bytes that follow from the state. */
@@ -103,6 +114,8 @@ export function traceForm(e: Effect): unknown {
     }
     case 'deferForCredit':
       return [e.k, e.reqId];
+    case 'work':
+      return e.event.k === 'jobs' ? [e.k, e.event.k, e.event.connId, e.event.frames.byteLength] : [e.k, e.event];
     default:
       return e;
   }
@@ -151,6 +164,9 @@ export class StepCtx implements ActorCtx {
   watched(): boolean {
     return this.ask(this.queries.watched());
   }
+  bootEpoch(): number {
+    return this.ask(this.queries.bootEpoch());
+  }
 
   reply(reqId: number, result: TopicResult, frameNo?: number): void {
     this.emit({ k: 'reply', reqId, result, frameNo });
@@ -187,5 +203,11 @@ export class StepCtx implements ActorCtx {
   }
   publish(event: WatchEvent): void {
     this.emit({ k: 'publish', event });
+  }
+  work(event: WorkEvent): void {
+    this.emit({ k: 'work', event });
+  }
+  peerRequest(token: number, req: TopicRequest): void {
+    this.emit({ k: 'peerRequest', token, req });
   }
 }

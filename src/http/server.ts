@@ -13,6 +13,7 @@ import { sendError, HttpError } from './reply.js';
 import { topicRoutes } from './routes/topics.js';
 import { probeRoutes } from './routes/probes.js';
 import { watchRoutes } from './routes/watch.js';
+import { queueRoutes } from './routes/queue.js';
 import { WatchHub } from '../watch/hub.js';
 import { WatchRegistry } from '../watch/session.js';
 import { SystemClock } from '../core/clock.js';
@@ -28,6 +29,8 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'POST', 'DELETE']],
   [/^\/v0\/topics\/[^/]+\/diff$/, ['POST']],
   [/^\/v0\/topics\/[^/]+\/delete$/, ['POST']],
+  [/^\/v0\/topics\/[^/]+\/(claim|ack|nack|extend)$/, ['POST']],
+  [/^\/v0\/topics\/[^/]+\/work$/, ['GET']],
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
 ];
@@ -120,5 +123,6 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   probeRoutes(app, sup, metrics);
   topicRoutes(app, sup, metrics);
   watchRoutes(app, sup, hub);
+  queueRoutes(app, sup);
   return { app, metrics, hub };
 }

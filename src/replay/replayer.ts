@@ -49,6 +49,7 @@ class RecordedQueries implements Queries {
   newTopicId = () => this.next(this.nextTopicId++);
   tryAcquireTopicSlot = () => this.next(true);
   watched = () => this.next(false);
+  bootEpoch = () => this.next(0);
 }
 
 /** Replay carries nothing out: effects are only recorded (by StepCtx) and compared. */

@@ -10,6 +10,7 @@ import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../core/messages/wal.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
+import type { QueuePart } from '../actors/queue/leasesLog.js';
 import { metaDir } from './layout.js';
 import { fsyncDir } from './segmentStore.js';
 
@@ -32,6 +33,8 @@ export interface TopicPart {
   dead_below?: number;
   /** User-deleted ranges at or above dead_below, inclusive. */
   deleted?: [number, number][];
+  /** Queue topics: claim leases, nack delays, delivery counts and the dead-letter counter. */
+  queue?: QueuePart;
 }
 
 export interface SnapshotBody {

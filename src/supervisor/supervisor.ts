@@ -10,7 +10,7 @@ import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
 import type { WalApi, WalThreadData } from '../wal/walThread.js';
 import { acquireLock } from '../storage/lock.js';
 import type { WalStats } from '../wal/groupCommit.js';
-import type { WatchEvent, WatchEvents } from '../core/messages/events.js';
+import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
 import { removeOrphanTopicDirs } from './orphans.js';
@@ -36,6 +36,8 @@ export class Supervisor {
   private checkpointer: Checkpointer | undefined;
   /** Receives every worker's watch events (set by the watch hub). */
   onWatchEvents: ((events: WatchEvent[]) => void) | undefined;
+  /** Receives every worker's `/work` stream events (set by the work registry). */
+  onWorkEvents: ((events: WorkEvent[]) => void) | undefined;
 
   constructor(
     readonly settings: Settings,
@@ -82,11 +84,23 @@ export class Supervisor {
     this.releaseLock = acquireLock(s.dataDir);
     const walRpc = new MessageChannel();
     const walPorts: MessagePort[] = [];
+    // A port between every pair of workers, for actor-to-actor requests (dead-letter appends).
+    const peerPorts: (MessagePort | null)[][] = Array.from({ length: s.workers }, () => new Array<MessagePort | null>(s.workers).fill(null));
+    for (let i = 0; i < s.workers; i++) {
+      for (let j = i + 1; j < s.workers; j++) {
+        const ch = new MessageChannel();
+        peerPorts[i]![j] = ch.port1;
+        peerPorts[j]![i] = ch.port2;
+      }
+    }
     for (let i = 0; i < s.workers; i++) {
       const rpc = new MessageChannel();
       const wal = new MessageChannel();
       const events = new MessageChannel();
-      events.port1.on('message', (m: WatchEvents) => this.onWatchEvents?.(m.events));
+      events.port1.on('message', (m: WorkerEvents) => {
+        if (m.watch.length > 0) this.onWatchEvents?.(m.watch);
+        if (m.work.length > 0) this.onWorkEvents?.(m.work);
+      });
       events.port1.unref(); // never what keeps the process alive
       walPorts.push(wal.port2 as unknown as MessagePort);
       const data: WorkerThreadData = {
@@ -96,6 +110,7 @@ export class Supervisor {
         rpcPort: rpc.port2,
         walPort: wal.port1,
         eventsPort: events.port2,
+        peerPorts: peerPorts[i]!,
         counters: this.counters.buffer as SharedArrayBuffer,
         maxLimit: s.maxLimit,
         maxTopics: s.maxTopics,
@@ -106,7 +121,8 @@ export class Supervisor {
         traceOutputs: s.traceOutputs,
         traceTopics: s.traceTopics,
       };
-      this.spawn('../worker/main.js', data, [rpc.port2, wal.port1, events.port2] as never);
+      const peers = peerPorts[i]!.filter((p): p is MessagePort => p !== null);
+      this.spawn('../worker/main.js', data, [rpc.port2, wal.port1, events.port2, ...peers] as never);
       this.workers.push(wrap<WorkerApi>(rpc.port1));
     }
     const walData: WalThreadData = {

@@ -6,6 +6,7 @@ import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
 import { FrameType, WAL_HEADER_BYTES } from './format.js';
 import { probeFrame, readAppendHead, readU64 } from './frame.js';
+import { decodeLeases } from './leasesFrame.js';
 
 const NAMES = new Map<number, string>(Object.entries(FrameType).map(([k, v]) => [v, k]));
 
@@ -28,6 +29,11 @@ export function* dumpWal(dataDir: string): Generator<string> {
       if (f.type === FrameType.APPEND) {
         const h = readAppendHead(buf, f);
         what = `seqs ${h.firstSeq}..${h.firstSeq + h.count - 1} ts ${h.tsMs}${h.idemKey !== undefined ? ` key ${JSON.stringify(h.idemKey)}` : ''}`;
+      } else if (f.type === FrameType.LEASES) {
+        const kinds = ['', 'claimed', 'extended', 'released'];
+        what = decodeLeases(buf, f)
+          .map((e) => `${kinds[e.kind] ?? e.kind} ${e.seq}${e.node ? ` by ${JSON.stringify(e.node)}` : ''}${e.viaWork ? ' (work)' : ''}${e.atMs ? ` at ${e.atMs}` : ''}`)
+          .join(', ');
       } else if (f.type === FrameType.SEQ_RESERVE) {
         what = `ceiling ${readU64(buf, f.bodyOff)}`;
       } else {

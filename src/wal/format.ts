@@ -22,6 +22,7 @@ export const FrameType = {
   SEQ_RESERVE: 6,
   DELETE: 7,
   FLOORS: 8,
+  LEASES: 9,
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 export const KNOWN_FRAME_TYPES = new Set<number>(Object.values(FrameType));
@@ -36,3 +37,9 @@ export const APPEND_RECORD_HEAD_BYTES = 12;
 export const META_ABSENT = 0xffffffff;
 
 export const TWO_32 = 0x1_0000_0000;
+
+/** LEASES body: u32 event count, u32 reserved, then one event (fixed head + node bytes) each. */
+export const LEASES_HEAD_BYTES = 8;
+export const LEASE_EVENT_BYTES = 40;
+export const LeaseEventKind = { CLAIMED: 1, EXTENDED: 2, RELEASED: 3 } as const;
+export const LeaseEventFlag = { VIA_WORK: 1 } as const;

@@ -16,7 +16,8 @@ import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { HotCache, RECORD_TEXT_OVERHEAD_BYTES } from './hotCache.js';
-import { WatchOutbox } from './watchOutbox.js';
+import { EventsOutbox } from './eventsOutbox.js';
+import { PeerLink } from './peers.js';
 import { WalLink } from './walLink.js';
 import { HostEffects, type HostServices } from './hostEffects.js';
 import { WorkerRecovery } from './recovery.js';
@@ -32,7 +33,8 @@ export class ActorHost implements HostServices {
   private nextReqId = 1;
   private localTopicNo = 0;
   readonly hot: HotCache;
-  readonly watch: WatchOutbox;
+  readonly events: EventsOutbox;
+  readonly peers: PeerLink;
   readonly wal: WalLink;
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
@@ -46,8 +48,13 @@ export class ActorHost implements HostServices {
     private readonly trace?: TraceWriter,
     private readonly traceOutputs = false,
     eventsPort?: MessagePort,
+    peerPorts: readonly (MessagePort | undefined)[] = [],
   ) {
-    this.watch = new WatchOutbox(eventsPort);
+    this.events = new EventsOutbox(eventsPort);
+    this.peers = new PeerLink(opts.workerIndex, opts.workers, peerPorts, {
+      request: (req) => this.request(req),
+      peerReply: (actor, token, result) => this.input(actor, { k: 'peerReply', token, result }),
+    });
     this.wal = new WalLink(walPort, opts.walInflightBytes, {
       walAck: (actor, written, durable) => this.input(actor, { k: 'wal', written, durable }),
       writeSegment: (place, frame) => this.writeSegment(place, frame),
@@ -194,6 +201,7 @@ export class ActorHost implements HostServices {
   stats(): TopicStats[] {
     const out: TopicStats[] = [];
     for (const a of this.actorsByName.values()) {
+      if (a.current?.queue) this.input(a, { k: 'sweep' }); // lazy lease expiry, as a traced step
       const s = a.stats(this.clock.now());
       if (s) out.push(s);
     }

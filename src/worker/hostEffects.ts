@@ -12,7 +12,8 @@ import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Clock } from '../core/clock.js';
 import { RECORD_TEXT_OVERHEAD_BYTES, type HotCache } from './hotCache.js';
 import type { WalLink } from './walLink.js';
-import type { WatchOutbox } from './watchOutbox.js';
+import type { EventsOutbox } from './eventsOutbox.js';
+import type { PeerLink } from './peers.js';
 import type { HostOptions } from './options.js';
 
 export interface HostServices {
@@ -21,7 +22,8 @@ export interface HostServices {
   readonly segments: SegmentStore;
   readonly hot: HotCache;
   readonly wal: WalLink;
-  readonly watch: WatchOutbox;
+  readonly events: EventsOutbox;
+  readonly peers: PeerLink;
   readonly byTopicId: Map<number, TopicActor>;
   input(actor: TopicActor, input: ActorInput): void;
   sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void;
@@ -101,7 +103,11 @@ export class HostEffects implements EffectSink, Queries {
         host.segments.dropTopic(e.topicId);
         return;
       case 'publish':
-        return host.watch.publish(e.event);
+        return host.events.publish(e.event);
+      case 'work':
+        return host.events.pushWork(e.event);
+      case 'peerRequest':
+        return host.peers.send(actor, e.token, e.req);
       default:
         assertNever(e);
     }
@@ -127,6 +133,10 @@ export class HostEffects implements EffectSink, Queries {
   }
 
   watched(): boolean {
-    return this.host.watch.watched(this.actor.name);
+    return this.host.events.watched(this.actor.name);
+  }
+
+  bootEpoch(): number {
+    return this.host.opts.bootEpoch;
   }
 }

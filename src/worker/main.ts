@@ -19,6 +19,8 @@ export interface WorkerThreadData {
   walPort: MessagePort;
   /** Raw port for watch events to main (DESIGN 1.6). */
   eventsPort: MessagePort;
+  /** Port to each other worker, by worker index (null for this one): peer requests. */
+  peerPorts: (MessagePort | null)[];
   counters: SharedArrayBuffer;
   maxLimit: number;
   maxTopics: number;
@@ -58,7 +60,7 @@ const trace = data.traceDir
       data.traceTopics,
     )
   : undefined;
-const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs, data.eventsPort);
+const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs, data.eventsPort, data.peerPorts.map((p) => p ?? undefined));
 const replayed = host.recovery.replayed;
 
 /** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
@@ -109,7 +111,7 @@ const api = {
   },
   /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
   watchInterest(topics: string[], delta: 1 | -1): void {
-    host.watch.setInterest(topics, delta);
+    host.events.setInterest(topics, delta);
   },
   releaseLongPolls(): void {
     host.releaseLongPolls();

@@ -64,6 +64,7 @@ export class SimActor {
       newTopicId: () => this.nextTopic++,
       tryAcquireTopicSlot: () => (this.topics++, true),
       watched: () => this.watched,
+      bootEpoch: () => 1,
     },
   );
 

@@ -23,8 +23,10 @@ export interface ActorCore {
   readonly durableFrameNo: number;
   /** The next frame number (per actor, strictly increasing). */
   nextFrame(): number;
-  /** A fresh id for a timer or a cold-read token (never reused within the actor). */
+  /** A fresh id for a timer, a cold-read or a peer-request token (never reused within the actor). */
   nextTimerId(): number;
+  /** The lease counter of lease ids (per actor, so a recreated queue never repeats one). */
+  nextLeaseNo(): number;
   /** Holds `send` until the head and the named frames allow it; runs it at once if they do. */
   gate(ctx: ActorCtx, inst: TopicInstance, needHead: number, needDurableFrame: number, send: (c: ActorCtx) => void, needWrittenFrame?: number): void;
   /** A deleted instance whose frames are still in flight: its gates drain as acks arrive. */

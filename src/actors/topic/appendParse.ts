@@ -76,6 +76,18 @@ export const LIMITS = {
   maxIdempotencyKeyChars: 256,
 } as const;
 
+/**
+ * What a dead-letter copy may add to a record that was within the limits: the three
+ * `$dead_letter_*` meta keys (docs/QUEUES.md). Only actors set it (`AppendRequest.stamped`).
+ */
+export interface LimitAllowance {
+  metaKeys: number;
+  metaBytes: number;
+}
+export const NO_ALLOWANCE: LimitAllowance = { metaKeys: 0, metaBytes: 0 };
+/** Three keys; a 255-byte queue name and two 16-digit numbers fit well within 512 bytes. */
+export const DEAD_LETTER_STAMPS: LimitAllowance = { metaKeys: 3, metaBytes: 512 };
+
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const LBRACE = 0x7b;
@@ -194,7 +206,7 @@ function tooLarge(index: number, limit: string, message: string): ParseFailure {
 }
 
 /** Checks the scratch of record `index` (its object just ended); returns the record or an error. */
-function finishRecord(body: Uint8Array, r: RecordScratch, index: number): ParsedRecord | ParseFailure {
+function finishRecord(body: Uint8Array, r: RecordScratch, index: number, allow: LimitAllowance): ParsedRecord | ParseFailure {
   if (r.dataStart < 0) return invalidField('data', `records[${index}].data is required.`, index);
   if (r.tagStart >= 0 && body[r.tagStart] !== QUOTE)
     return invalidField('tag', `records[${index}].tag must be a string.`, index);
@@ -218,13 +230,13 @@ function finishRecord(body: Uint8Array, r: RecordScratch, index: number): Parsed
   let metaLen = -1;
   if (r.metaStart >= 0) {
     metaLen = r.metaEnd - r.metaStart - r.metaWs;
-    if (metaLen > LIMITS.maxMetaBytes)
+    if (metaLen > LIMITS.maxMetaBytes + allow.metaBytes)
       return tooLarge(index, 'meta_bytes', `records[${index}].meta is larger than ${LIMITS.maxMetaBytes} bytes.`);
-    if (r.metaKeys > LIMITS.maxMetaKeys)
+    if (r.metaKeys > LIMITS.maxMetaKeys + allow.metaKeys)
       return tooLarge(index, 'meta_keys', `records[${index}].meta has more than ${LIMITS.maxMetaKeys} keys.`);
   }
   const dataLen = r.dataEnd - r.dataStart - r.dataWs;
-  if (dataLen + (metaLen < 0 ? 0 : metaLen) > LIMITS.maxRecordBytes)
+  if (dataLen + (metaLen < 0 ? 0 : metaLen) > LIMITS.maxRecordBytes + allow.metaBytes)
     return tooLarge(
       index,
       'record_bytes',
@@ -244,7 +256,7 @@ function finishRecord(body: Uint8Array, r: RecordScratch, index: number): Parsed
   };
 }
 
-export function parseAppendBody(body: Uint8Array): { ok: true; value: ParsedAppend } | ParseFailure {
+export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALLOWANCE): { ok: true; value: ParsedAppend } | ParseFailure {
   const end = body.length;
   const start = skipWs(body, 0, end);
   if (start >= end) return fail('invalid_request', 'Request body is empty.');
@@ -323,7 +335,7 @@ export function parseAppendBody(body: Uint8Array): { ok: true; value: ParsedAppe
     }
     r.dataStart = r.metaStart = r.tagStart = r.nodeStart = -1;
     const oe = walkObject(body, es, end, 2, onRecordMember);
-    const rec = finishRecord(body, r, index);
+    const rec = finishRecord(body, r, index, allow);
     if ('ok' in rec) st.error = rec;
     else st.records.push(rec);
     return oe;

@@ -7,7 +7,7 @@ import { fail, type ErrorResult } from '../../core/errors.js';
 import type { AppendRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from './actorCore.js';
-import { parseAppendBody, type ParsedAppend } from './appendParse.js';
+import { DEAD_LETTER_STAMPS, NO_ALLOWANCE, parseAppendBody, type ParsedAppend } from './appendParse.js';
 import { encodeBatch, renderSeqs } from './appendOp.js';
 import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
@@ -65,7 +65,7 @@ function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: Top
 
 export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest): void {
   const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
-  const parsed = parseAppendBody(body);
+  const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : NO_ALLOWANCE);
   if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
   const p = parsed.value;
   const idemKey = p.idempotencyKey ?? req.headerIdemKey;

@@ -1,7 +1,7 @@
 // Every input a TopicActor can receive, as plain data, and the one function that applies an
 // input to an actor. The live host and the trace replayer both go through applyInput, so a
 // recorded trace of inputs reproduces an actor's outputs exactly (DESIGN 7).
-import type { TopicRequest } from '../../core/messages/rpc.js';
+import type { TopicRequest, TopicResult } from '../../core/messages/rpc.js';
 import { assertNever } from '../../core/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import type { TopicActor } from './topicActor.js';
@@ -18,6 +18,10 @@ export type ActorInput =
   | { k: 'cold'; token: number; bufs: Buffer[] | string }
   | { k: 'drop'; topicId: number; from: number; to: number }
   | { k: 'release' }
+  /** Another topic's actor answered this actor's peer request `token`. */
+  | { k: 'peerReply'; token: number; result: TopicResult }
+  /** Lazy lease expiry of a queue before its stats are read. */
+  | { k: 'sweep' }
   /** A topic list with touch=true named this topic. */
   | { k: 'consumed' }
   /** Recovery: the snapshot part of this topic (its segments follow as `segment` inputs). */
@@ -47,6 +51,10 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return actor.dropTexts(input.topicId, input.from, input.to);
     case 'release':
       return actor.releaseParked(ctx);
+    case 'peerReply':
+      return actor.onPeerReply(ctx, input.token, input.result);
+    case 'sweep':
+      return actor.sweep(ctx);
     case 'consumed':
       return actor.consumed(ctx);
     case 'load':

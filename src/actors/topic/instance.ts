@@ -10,6 +10,7 @@ import { IdempotencyTable } from './idempotency.js';
 import { SeqIndex, SlotState } from './seqIndex.js';
 import { NodeIntern } from './nodeIntern.js';
 import { SeqReservation } from './reservation.js';
+import { QueueState } from '../queue/queueState.js';
 
 /** An accepted batch that has not reached its ack point yet. */
 export interface PendingBatch {
@@ -92,13 +93,17 @@ export class TopicInstance {
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;
   segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0 };
+  /** The lease side of a queue topic (a type never changes within an instance); else undefined. */
+  readonly queue: QueueState | undefined;
 
   constructor(
     readonly id: number,
     readonly name: string,
     public config: TopicConfig,
     readonly createdAtMs: number,
-  ) {}
+  ) {
+    this.queue = config.type === 'queue' ? new QueueState() : undefined;
+  }
 
   /** First live seq, else head + 1. */
   earliest(): number {

@@ -10,6 +10,7 @@ import { jsonOpen, okJson, type ActorCore } from './actorCore.js';
 import { sameConfig, type TopicConfig } from './config.js';
 import { TopicInstance } from './instance.js';
 import { applyCaps, applyTtl } from './retention.js';
+import { dropQueue } from '../queue/queueSteps.js';
 
 export function createInstance(a: ActorCore, ctx: ActorCtx, config: TopicConfig): TopicInstance {
   const inst = new TopicInstance(ctx.newTopicId(), a.name, config, ctx.now);
@@ -69,6 +70,7 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
   a.current = undefined;
   ctx.releaseTopicSlot();
   a.reads.dropInstance(ctx, inst);
+  const endWorkStreams = dropQueue(a, ctx, inst);
   a.retire(inst, {
     needHead: 0,
     needDurableFrame: frameNo,
@@ -76,6 +78,7 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
       c.topicDeleted(inst.id);
       // Watch streams learn of it no earlier than the durable delete (G3: one step before the 200).
       if (c.watched()) c.publish({ k: 'deleted', topic: a.name, instanceId: inst.id, head: inst.head });
+      endWorkStreams?.(c); // `/work` streams end with the terminal 409 frame (G11)
       c.reply(reqId, okJson(200, open(true)));
     },
   });

@@ -125,12 +125,19 @@ export class TopicReads {
   }
 
   /** Segment bytes for a diff that met cold records: install their texts, then answer it. */
-  onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string, current: TopicInstance | undefined): void {
+  /** Returns false when the token is not a read's (the queue side may own it). */
+  onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string, current: TopicInstance | undefined): boolean {
     const c = this.cold.get(token);
-    if (!c) return;
+    if (!c) return false;
     this.cold.delete(token);
-    if (typeof bufs === 'string') return ctx.reply(c.reqId, fail('internal', `segment read failed: ${bufs}`));
-    if (c.inst !== current) return ctx.reply(c.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
+    if (typeof bufs === 'string') {
+      ctx.reply(c.reqId, fail('internal', `segment read failed: ${bufs}`));
+      return true;
+    }
+    if (c.inst !== current) {
+      ctx.reply(c.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
+      return true;
+    }
     try {
       for (const buf of bufs) {
         const loaded = installTexts(c.inst, buf);
@@ -138,9 +145,11 @@ export class TopicReads {
       }
     } catch (err) {
       // Damage in a segment is reported, never skipped (DESIGN 2.4).
-      return ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
+      ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
+      return true;
     }
     this.answer(ctx, c);
+    return true;
   }
 
   /** A timer fired: a parked long-poll answers with what it has. Returns false if not ours. */

@@ -13,6 +13,8 @@ export interface RenderItem {
   seq: number;
   tsMs: number;
   text: RecordText;
+  /** ASCII JSON members (each starting with a comma) written before the closing brace. */
+  extra?: string;
 }
 
 function head(it: RenderItem): string {
@@ -26,6 +28,7 @@ function itemSize(it: RenderItem, h: string, o: RenderOpts): number {
   if (o.includeTags && t.tagLen > 0) n += 8 + t.tagLen; // ,"$tag":
   if (o.includeData) n += 8 + t.dataLen; // ,"data":
   if (o.includeMeta && t.metaLen >= 0) n += 8 + t.metaLen; // ,"meta":
+  if (it.extra !== undefined) n += it.extra.length;
   return n;
 }
 
@@ -48,6 +51,7 @@ function writeItem(out: Buffer, p: number, it: RenderItem, h: string, o: RenderO
     p += out.write(',"meta":', p, 'latin1');
     p += t.buf.copy(out, p, t.metaOff, t.metaOff + t.metaLen);
   }
+  if (it.extra !== undefined) p += out.write(it.extra, p, 'latin1');
   out[p++] = 0x7d; // }
   return p;
 }

@@ -10,7 +10,9 @@ import type { SegmentPlacement } from '../ctx.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import { LossLedger, type LossRun } from './lossLedger.js';
-import { applyCaps, deleteRecords, deletedRanges, type MatchSpec } from './retention.js';
+import { applyCaps, deleteRecords, deleteSeqs, deletedRanges, type MatchSpec } from './retention.js';
+import { decodeLeases } from '../../wal/leasesFrame.js';
+import { finishQueueRecovery, loadQueuePart, queuePart, replayLeases } from '../queue/leasesLog.js';
 import type { TopicActor } from './topicActor.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
@@ -31,13 +33,15 @@ export function loadInstance(part: TopicPart): TopicInstance {
   inst.ledger = LossLedger.from(part.ledger);
   inst.recovery = { deadBelow: part.dead_below ?? 0, deletedRanges: part.deleted ?? [], segmentsLoaded: 0 };
   inst.hasDeletes = inst.recovery.deletedRanges.length > 0;
+  if (inst.queue && part.queue) loadQueuePart(inst.queue.table, part.queue);
   return inst;
 }
 
 /** The retention state a snapshot keeps for an instance. */
 export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
-  if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return {};
-  return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst) };
+  const queue = inst.queue ? { queue: queuePart(inst.queue.table) } : {};
+  if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return queue;
+  return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst), ...queue };
 }
 
 /**
@@ -93,9 +97,20 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
     }
     case FrameType.DELETE: {
       if (cur?.id !== f.topicId) return;
-      const body = decodeJsonBody(buf, f) as { before_seq: number | null; match: MatchSpec | null; bound_seq: number };
+      const body = decodeJsonBody(buf, f) as { before_seq: number | null; match: MatchSpec | null; bound_seq: number; seqs?: number[]; dead_lettered?: number };
+      if (body.seqs !== undefined) {
+        // Queue acks and dead-letter moves name their seqs; the counter is absolute (idempotent).
+        deleteSeqs(cur, body.seqs, true);
+        if (cur.queue && body.dead_lettered !== undefined) cur.queue.table.deadLettered = Math.max(cur.queue.table.deadLettered, body.dead_lettered);
+        return;
+      }
       // Re-derives the same set from the same index state (frames replay in order).
       if (deleteRecords(cur, body.before_seq, body.match, body.bound_seq, true) > 0) cur.hasDeletes = true;
+      return;
+    }
+    case FrameType.LEASES: {
+      if (cur?.id !== f.topicId || !cur.queue) return;
+      replayLeases(cur.queue.table, decodeLeases(buf, f));
       return;
     }
     case FrameType.SEQ_RESERVE: {
@@ -162,4 +177,5 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   // A cap may have been tightened or a batch landed after the last FLOORS frame: re-apply.
   applyCaps(inst);
   inst.index.dropBelow(inst.earliest());
+  if (inst.queue) finishQueueRecovery(inst, inst.queue.table);
 }

@@ -7,10 +7,12 @@ import type { TopicInstance } from './instance.js';
 import type { LossReason } from './lossLedger.js';
 import { SlotState } from './seqIndex.js';
 
+/** The one way a slot leaves LIVE: counters, state, and a queue job's lease table entries. */
 function removeLive(inst: TopicInstance, seq: number, to: number): void {
   inst.count--;
   inst.bytes -= inst.index.bytes(seq);
   inst.index.setState(seq, to);
+  inst.queue?.table.forget(seq);
 }
 
 function evict(inst: TopicInstance, seq: number, reason: LossReason): void {
@@ -88,6 +90,24 @@ export function deleteRecords(inst: TopicInstance, beforeSeq: number | null, mat
   // While replaying, later slots may not be indexed yet and earlier ones may still be marked
   // dead at the end of recovery; chunks are dropped then.
   if (deleted > 0 && !replaying) inst.index.dropBelow(inst.earliest());
+  return deleted;
+}
+
+/**
+ * Deletes the live records among `seqs` (queue acks and dead-letter moves: the DELETE frame
+ * names the seqs). Returns how many were deleted.
+ */
+export function deleteSeqs(inst: TopicInstance, seqs: readonly number[], replaying = false): number {
+  let deleted = 0;
+  for (const s of seqs) {
+    if (s > inst.index.last || inst.index.state(s) !== SlotState.LIVE) continue;
+    removeLive(inst, s, SlotState.DELETED);
+    deleted++;
+  }
+  if (deleted > 0) {
+    inst.hasDeletes = true;
+    if (!replaying) inst.index.dropBelow(inst.earliest());
+  }
   return deleted;
 }
 

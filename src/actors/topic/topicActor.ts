@@ -6,7 +6,7 @@
 // Effects go through ActorCtx; time is ctx.now, never the clock.
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // control frames gate replies; a gate runs in the step that releases it.
-import type { TopicRequest, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
+import type { TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
 import { assertNever, fail } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
@@ -20,6 +20,7 @@ import { deleteRecordsStep } from './recordDelete.js';
 import { applyTtl } from './retention.js';
 import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
+import { onJobsVisible, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
 
 export type { ActorOptions } from './actorCore.js';
 
@@ -33,6 +34,7 @@ export class TopicActor implements ActorCore {
   writtenFrameNo = 0;
   durableFrameNo = 0;
   private timerIds = 1;
+  private leaseNo = 0;
   readonly reads: TopicReads;
 
   constructor(
@@ -50,6 +52,10 @@ export class TopicActor implements ActorCore {
     return this.timerIds++;
   }
 
+  nextLeaseNo(): number {
+    return this.leaseNo++;
+  }
+
   step(ctx: ActorCtx, reqId: number, req: TopicRequest): void {
     switch (req.op) {
       case 'append':
@@ -65,6 +71,14 @@ export class TopicActor implements ActorCore {
         return deleteTopic(this, ctx, reqId, req);
       case 'deleteRecords':
         return deleteRecordsStep(this, ctx, reqId, req);
+      case 'claim':
+      case 'ack':
+      case 'nack':
+      case 'extend':
+      case 'workOpen':
+      case 'workClose':
+      case 'workFlow':
+        return queueStep(this, ctx, reqId, req);
       default:
         assertNever(req);
     }
@@ -88,6 +102,7 @@ export class TopicActor implements ActorCore {
     if (inst === this.current) {
       if (moved) this.reads.wake(ctx, inst);
       if ((moved || inst.durableHead !== durableBefore) && ctx.watched()) publishVisible(this, ctx, inst, headBefore, moved);
+      if (moved && inst.queue) onJobsVisible(this, ctx, inst);
     }
     this.runInstanceGates(ctx, inst);
   }
@@ -162,7 +177,20 @@ export class TopicActor implements ActorCore {
   }
 
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {
-    this.reads.onColdRead(ctx, token, bufs, this.current);
+    if (!this.reads.onColdRead(ctx, token, bufs, this.current)) onQueueCold(this, ctx, this.current, token, bufs);
+  }
+
+  /** Another topic's actor answered a request of this one (a dead-letter append). */
+  onPeerReply(ctx: ActorCtx, token: number, result: TopicResult): void {
+    onPeerReply(this, ctx, this.current, token, result);
+  }
+
+  /** Lazy lease expiry of a queue before its stats are read (host.stats). */
+  sweep(ctx: ActorCtx): void {
+    const inst = this.current;
+    if (!inst?.queue) return;
+    this.expire(ctx, inst);
+    sweepQueue(this, ctx, inst);
   }
 
   /** The host's cache budget evicts texts of records that are safely in segments. */
@@ -178,7 +206,7 @@ export class TopicActor implements ActorCore {
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {
-    this.reads.onTimer(ctx, timerId);
+    if (!this.reads.onTimer(ctx, timerId)) onQueueTimer(this, ctx, this.current, timerId);
   }
 
   private state(ctx: ActorCtx, reqId: number, touch: boolean): void {
@@ -186,6 +214,7 @@ export class TopicActor implements ActorCore {
     if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
     if (touch) this.touch(inst, ctx.now);
     this.expire(ctx, inst);
+    sweepQueue(this, ctx, inst);
     ctx.reply(reqId, okJson(200, jsonOpen(topicStateBody(inst, ctx.now))));
   }
 

@@ -3,6 +3,7 @@
 import type { TopicStats, TopicSummary } from '../../core/messages/rpc.js';
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
+import { queueStats } from '../queue/queueSteps.js';
 
 const AUTO_PRIORITY_MAX = 500;
 const AUTO_PRIORITY_HALF_LIFE_MS = 30_000;
@@ -30,6 +31,7 @@ export function topicStateBody(inst: TopicInstance, now: number): Record<string,
     effective_priority: effectivePriority(inst, now),
     last_write_ts: inst.lastWriteTsMs,
     last_read_ts: inst.lastReadTsMs,
+    ...(inst.queue ? { queue: { ready: inst.queue.ready(inst.count), in_flight: inst.queue.inFlight, dead_lettered: inst.queue.table.deadLettered } } : {}),
   };
 }
 
@@ -76,5 +78,6 @@ export function topicStats(inst: TopicInstance, now: number): TopicStats {
     earliest_seq: v.earliest,
     count: v.count,
     bytes: v.bytes,
+    ...(inst.queue ? { queue: queueStats(inst, inst.queue, v.count, now) } : {}),
   };
 }

@@ -1,5 +1,5 @@
 // The worker → main events port (raw, one message per worker turn): watch pushes and `/work`
-// stream events, as plain data with batch buffers transferred.
+// stream events, as plain data with batch and frame buffers transferred.
 
 /**
  * Records (from, to] of one topic instance became visible: `buf` holds each record's pieces
@@ -31,9 +31,17 @@ export type WatchEvent =
   /** The topic instance is gone (deleted, durably). */
   | { k: 'deleted'; topic: string; instanceId: number; head: number };
 
+/** What a queue actor tells main about one `/work` stream (docs/QUEUES.md). */
+export type WorkEvent =
+  /** Whole SSE `job` frames (`id:` lines included), rendered once by the actor, in lease order. */
+  | { k: 'jobs'; connId: number; topic: string; frames: Uint8Array }
+  /** The stream must end with a terminal error frame (the queue was deleted). */
+  | { k: 'end'; connId: number; topic: string; code: 409; error: 'not_a_queue'; message: string };
+
 /** One message per worker turn on the events port. */
-export interface WatchEvents {
-  t: 'watch';
-  events: WatchEvent[];
+export interface WorkerEvents {
+  t: 'events';
+  watch: WatchEvent[];
+  work: WorkEvent[];
 }
 

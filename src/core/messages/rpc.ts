@@ -9,6 +9,11 @@ export interface AppendRequest {
   body: Uint8Array;
   returnSeqs: boolean;
   headerIdemKey: string | undefined;
+  /**
+   * A dead-letter copy made by another actor (never set from HTTP): its meta may exceed the
+   * per-record meta limits by the three `$dead_letter_*` stamps (docs/QUEUES.md).
+   */
+  stamped?: boolean;
 }
 
 export interface DiffRequest {
@@ -67,7 +72,73 @@ export interface WatchReadRequest {
   first: boolean;
 }
 
-export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest;
+// ---- queue requests (SPEC 4.10, docs/QUEUES.md): validated, defaulted and clamped on main ----
+
+export interface ClaimRequest {
+  op: 'claim';
+  topic: string;
+  node: string;
+  /** Already clamped to [1, 1000]. */
+  max: number;
+  /** Already clamped to [100, 86400000]; null: the topic's lease_ms. */
+  leaseMs: number | null;
+}
+
+/** ack, nack and extend: `leaseIds[i]` ("" = no token) fences `seqs[i]`, or null when absent. */
+export interface AckRequest {
+  op: 'ack';
+  topic: string;
+  node: string;
+  seqs: number[];
+  leaseIds: string[] | null;
+}
+
+export interface NackRequest {
+  op: 'nack';
+  topic: string;
+  node: string;
+  seqs: number[];
+  leaseIds: string[] | null;
+  delayMs: number;
+}
+
+export interface ExtendRequest {
+  op: 'extend';
+  topic: string;
+  node: string;
+  seqs: number[];
+  leaseIds: string[] | null;
+  leaseMs: number;
+}
+
+/** A `/work` stream opens: the actor keeps up to `max` jobs leased to `connId` (ids minted by main). */
+export interface WorkOpenRequest {
+  op: 'workOpen';
+  topic: string;
+  connId: number;
+  node: string;
+  max: number;
+  leaseMs: number | null;
+}
+
+/** The stream closed (or broke): every lease delivered on it is released at once. */
+export interface WorkCloseRequest {
+  op: 'workClose';
+  topic: string;
+  connId: number;
+}
+
+/** The stream's socket backed up (paused) or drained: no new leases while paused. */
+export interface WorkFlowRequest {
+  op: 'workFlow';
+  topic: string;
+  connId: number;
+  paused: boolean;
+}
+
+export type QueueRequest = ClaimRequest | AckRequest | NackRequest | ExtendRequest | WorkOpenRequest | WorkCloseRequest | WorkFlowRequest;
+
+export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest | QueueRequest;
 
 /** What a watch read found, besides the rendered record frame payload in `json`. */
 export interface WatchReadMeta {
@@ -124,5 +195,15 @@ export interface TopicStats {
   earliest_seq: number;
   count: number;
   bytes: number;
+  /** Queue topics only. */
+  queue?: QueueStats;
+}
+
+export interface QueueStats {
+  ready: number;
+  in_flight: number;
+  dead_lettered: number;
+  /** Age of the oldest ready job by its $ts, or null when none is ready (or none found cheaply). */
+  oldest_ready_age_ms: number | null;
 }
 

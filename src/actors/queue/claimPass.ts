@@ -1,0 +1,193 @@
+// One claim pass (DESIGN 4): for one claimer or a whole jitter cohort, in one step.
+// 1. lazy expiry (sweep); 2. the available jobs: the reclaim freelist first, then fresh jobs by
+// the claim cursor; a job due for its (max_deliveries + 1)-th delivery goes to the dead-letter
+// topic instead; 3. the jobs are dealt round-robin in proportion to each claimer's want;
+// 4. each gets a new lease, one more delivery, and one LEASES frame logs the pass; 5. replies
+// and `/work` pushes go out (after that frame is durable when `leases_durable`), once the jobs'
+// texts are in memory (cold ones are read back from segments first).
+// Pure; effects go through the ActorCtx.
+import { fail } from '../../core/errors.js';
+import type { ActorCtx } from '../ctx.js';
+import type { ActorCore } from '../topic/actorCore.js';
+import type { TopicInstance } from '../topic/instance.js';
+import { SlotState } from '../topic/seqIndex.js';
+import { coldRanges, installTexts } from '../topic/coldRead.js';
+import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import { leaseIdOf } from './leaseId.js';
+import type { Lease } from './leaseTable.js';
+import { claimedEvent, logLeases, releasedEvent } from './leasesLog.js';
+import type { Claimer, ParkedPass, QueueState } from './queueState.js';
+import { renderClaimReply, renderJobFrames, type LeasedJob } from './render.js';
+import { startDeadLetter } from './deadLetter.js';
+
+/** How many jobs a claimer wants in this pass. */
+export function wantOf(q: QueueState, c: Claimer): number {
+  if (c.kind === 'poll') return c.max;
+  return c.conn.paused ? 0 : Math.max(0, c.conn.max - q.table.heldBy(c.conn.connId));
+}
+
+/**
+ * Shares of `n` jobs for claimers wanting `wants`: everyone's want when there are enough,
+ * otherwise proportional to the wants (largest remainder, ties to the earlier claimer).
+ */
+export function shares(wants: readonly number[], n: number): number[] {
+  const total = wants.reduce((s, w) => s + w, 0);
+  if (n >= total) return wants.slice();
+  const exact = wants.map((w) => (n * w) / total);
+  const out = exact.map(Math.floor);
+  let left = n - out.reduce((s, v) => s + v, 0);
+  const order = wants.map((_, i) => i).sort((a, b) => exact[b]! - out[b]! - (exact[a]! - out[a]!) || a - b);
+  for (const i of order) {
+    if (left === 0) break;
+    if (out[i]! < wants[i]!) {
+      out[i]!++;
+      left--;
+    }
+  }
+  return out;
+}
+
+/** Deals `jobs` (ascending) one at a time round-robin over the claimers with share left. */
+function deal(jobs: readonly number[], share: readonly number[]): number[][] {
+  const given = share.map(() => [] as number[]);
+  const left = share.slice();
+  let i = 0;
+  for (const seq of jobs) {
+    while (left[i % left.length] === 0) i++;
+    given[i % left.length]!.push(seq);
+    left[i % left.length]!--;
+    i++;
+  }
+  return given;
+}
+
+function isLive(inst: TopicInstance, seq: number): boolean {
+  return seq <= inst.head && inst.index.state(seq) === SlotState.LIVE;
+}
+
+/** The next claimable job: the reclaim freelist first, then fresh jobs past the claim cursor. */
+function nextAvailable(inst: TopicInstance, q: QueueState): number | undefined {
+  const t = q.table;
+  const reclaimed = t.popReclaim((s) => isLive(inst, s));
+  if (reclaimed !== undefined) return reclaimed;
+  // Everything below the first live job is gone: no need to step over it slot by slot.
+  t.claimCursor = Math.max(t.claimCursor, inst.earliest() - 1);
+  while (t.claimCursor < inst.head) {
+    const s = ++t.claimCursor;
+    if (inst.index.state(s) === SlotState.LIVE && t.isClaimable(s)) return s;
+  }
+  return undefined;
+}
+
+function dueForDeadLetter(inst: TopicInstance, q: QueueState, seq: number): boolean {
+  const c = inst.config;
+  return c.max_deliveries > 0 && c.dead_letter !== null && (q.table.deliveries.get(seq) ?? 0) >= c.max_deliveries;
+}
+
+export function newLease(a: ActorCore, ctx: ActorCtx, epoch: number, node: string, leaseMs: number, connId: number): Lease {
+  const parts = { epoch, no: a.nextLeaseNo(), rand: ctx.rng.u32() };
+  return { ...parts, id: leaseIdOf(parts), node, deadlineMs: ctx.now + leaseMs, connId };
+}
+
+function leaseMsOf(c: Claimer): number {
+  return c.kind === 'poll' ? c.leaseMs : c.conn.leaseMs;
+}
+
+function nodeOf(c: Claimer): string {
+  return c.kind === 'poll' ? c.node : c.conn.node;
+}
+
+export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, claimers: Claimer[]): void {
+  q.table.sweep(ctx.now); // lazy expiry: what passed its deadline is ready again
+  const wants = claimers.map((c) => wantOf(q, c));
+  const total = wants.reduce((s, w) => s + w, 0);
+  const jobs: number[] = [];
+  const deadLetter: number[] = [];
+  while (jobs.length < total) {
+    const seq = nextAvailable(inst, q);
+    if (seq === undefined) break;
+    if (dueForDeadLetter(inst, q, seq)) {
+      q.table.inTransit.add(seq);
+      deadLetter.push(seq);
+      continue;
+    }
+    jobs.push(seq);
+  }
+  const given = deal(jobs, shares(wants, jobs.length));
+  const events: LeaseEvent[] = [];
+  const epoch = jobs.length > 0 ? ctx.bootEpoch() : 0;
+  claimers.forEach((c, i) => {
+    for (const seq of given[i]!) {
+      const lease = newLease(a, ctx, epoch, nodeOf(c), leaseMsOf(c), c.kind === 'work' ? c.conn.connId : 0);
+      const deliveries = (q.table.deliveries.get(seq) ?? 0) + 1;
+      q.table.deliveries.set(seq, deliveries);
+      q.table.lease(seq, lease);
+      events.push(claimedEvent(seq, lease, deliveries));
+    }
+  });
+  const pass: ParkedPass = { claimers, given, deadLetter, leasesFrameNo: logLeases(a, ctx, inst, events) };
+  const cold = [...jobs, ...deadLetter].filter((s) => inst.index.text(s) === undefined);
+  if (cold.length > 0) {
+    const token = a.nextTimerId();
+    q.parkedPasses.set(token, pass);
+    ctx.readCold(token, inst.id, coldRanges(inst, cold.sort((x, y) => x - y)));
+    return;
+  }
+  finishPass(a, ctx, inst, q, pass);
+}
+
+/** Segment bytes for a parked pass: install the texts and finish it, or undo it on failure. */
+export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, token: number, bufs: Buffer[] | string): void {
+  const pass = q.parkedPasses.get(token)!;
+  q.parkedPasses.delete(token);
+  let failure = typeof bufs === 'string' ? bufs : undefined;
+  if (typeof bufs !== 'string') {
+    try {
+      for (const buf of bufs) {
+        const loaded = installTexts(inst, buf);
+        if (loaded) ctx.textsLoaded(inst.id, loaded.from, loaded.to, buf.length);
+      }
+    } catch (err) {
+      failure = (err as Error).message; // damage in a segment is reported, never skipped
+    }
+  }
+  if (failure === undefined) return finishPass(a, ctx, inst, q, pass);
+  // The jobs cannot be delivered: their leases are given back and the claimers told.
+  const events: LeaseEvent[] = [];
+  for (const seqs of pass.given) {
+    for (const seq of seqs) {
+      const lease = q.table.unlease(seq);
+      if (!lease) continue;
+      q.table.makeReady(seq);
+      events.push(releasedEvent(seq, lease, 0));
+    }
+  }
+  for (const seq of pass.deadLetter) {
+    q.table.inTransit.delete(seq);
+    q.table.makeReady(seq);
+  }
+  logLeases(a, ctx, inst, events);
+  for (const c of pass.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
+}
+
+/** Replies and pushes of a pass whose texts are in memory; jobs that left meanwhile are dropped. */
+function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, pass: ParkedPass): void {
+  const needDurable = inst.config.leases_durable ? pass.leasesFrameNo : 0;
+  const ready = q.ready(inst.count);
+  pass.claimers.forEach((c, i) => {
+    const jobs: LeasedJob[] = [];
+    for (const seq of pass.given[i]!) {
+      const lease = q.table.active.get(seq);
+      if (!lease || !isLive(inst, seq) || inst.index.text(seq) === undefined) continue;
+      jobs.push({ seq, lease, deliveries: q.table.deliveries.get(seq) ?? 1 });
+    }
+    if (c.kind === 'poll') {
+      const body = renderClaimReply(inst, jobs, ready);
+      a.gate(ctx, inst, 0, needDurable, (g) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} }));
+    } else if (jobs.length > 0 && q.conns.get(c.conn.connId) === c.conn) {
+      const frames = renderJobFrames(inst, jobs);
+      a.gate(ctx, inst, 0, needDurable, (g) => g.work({ k: 'jobs', connId: c.conn.connId, topic: inst.name, frames }));
+    }
+  });
+  for (const seq of pass.deadLetter) startDeadLetter(a, ctx, inst, q, seq);
+}

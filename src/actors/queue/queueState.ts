@@ -1,0 +1,67 @@
+// The queue side of one queue topic instance (DESIGN 4): its lease table, its `/work`
+// connections, the claim cohort waiting for a jitter window, claim passes waiting for cold
+// texts, and dead-letter moves in flight. Created with the instance when its type is `queue`.
+// Pure data; the operations are in the sibling modules.
+import { LeaseTable } from './leaseTable.js';
+
+/** A `/work` stream as the actor sees it (the socket lives on main). */
+export interface WorkConn {
+  connId: number;
+  node: string;
+  /** Jobs kept leased to the connection. */
+  max: number;
+  leaseMs: number;
+  /** The socket is backed up: no new leases until it drains. */
+  paused: boolean;
+}
+
+/** Someone asking for jobs in a claim pass. */
+export type Claimer =
+  | { kind: 'poll'; reqId: number; node: string; max: number; leaseMs: number }
+  | { kind: 'work'; conn: WorkConn };
+
+/** A pass whose jobs were leased but whose replies wait for texts read back from segments. */
+export interface ParkedPass {
+  claimers: Claimer[];
+  given: number[][];
+  deadLetter: number[];
+  leasesFrameNo: number;
+}
+
+/** A job being copied to the dead-letter topic (a peer request in flight or waiting to retry). */
+export interface DeadLetterMove {
+  seq: number;
+  /** The append body sent to the dead-letter topic's actor (kept for retries). */
+  body: Buffer;
+  attempts: number;
+  /** Timer of the next retry, or 0 while a request is in flight. */
+  retryTimerId: number;
+}
+
+export class QueueState {
+  readonly table = new LeaseTable();
+  readonly conns = new Map<number, WorkConn>();
+  /** Claimers waiting for the jitter window (claim_jitter_ms > 0) and its timer (0: none). */
+  cohort: Claimer[] = [];
+  cohortTimerId = 0;
+  /** Passes waiting for cold texts, by read token. */
+  readonly parkedPasses = new Map<number, ParkedPass>();
+  /** Dead-letter moves by peer-request token. */
+  readonly deadLetters = new Map<number, DeadLetterMove>();
+  /** Retry timers of dead-letter moves: timer id → token. */
+  readonly retryTimers = new Map<number, number>();
+  /** A timer that wakes `/work` connections when the next lease expires or delay elapses. */
+  wakeTimerId = 0;
+  wakeAtMs = 0;
+
+  /** Leases currently held, for the `in_flight` counter. */
+  get inFlight(): number {
+    return this.table.active.size;
+  }
+
+  /** Claimable now, given the instance's live job count (after a sweep). */
+  ready(liveCount: number): number {
+    const t = this.table;
+    return liveCount - t.active.size - t.delayed.size - t.inTransit.size;
+  }
+}

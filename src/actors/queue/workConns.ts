@@ -1,0 +1,115 @@
+// `/work` connections of a queue (SPEC 4.10, 6.3; DESIGN 4): the actor keeps each connection
+// topped up to `max` leased jobs, pushing rendered `job` frames to main; it refills whenever jobs
+// or room may have appeared (new visible jobs, acks, nacks, releases, expiry) and, when a
+// connection waits for a lease to expire or a delay to elapse, arms one wake-up timer for the
+// earliest such moment (never one timer per job). A paused connection (its socket backed up)
+// gets no new leases; a closed one gives every lease back at once. Pure.
+import type { WorkCloseRequest, WorkFlowRequest, WorkOpenRequest } from '../../core/messages/rpc.js';
+import type { ActorCtx } from '../ctx.js';
+import { okJson, type ActorCore } from '../topic/actorCore.js';
+import type { TopicInstance } from '../topic/instance.js';
+import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import { runPass, wantOf } from './claimPass.js';
+import { logLeases, releasedEvent } from './leasesLog.js';
+import type { Claimer, QueueState, WorkConn } from './queueState.js';
+
+/** Adds a claimer to the jitter cohort; the first one arms the window's timer. */
+export function joinCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, c: Claimer): void {
+  if (c.kind === 'work' && q.cohort.some((x) => x.kind === 'work' && x.conn === c.conn)) return;
+  q.cohort.push(c);
+  if (q.cohortTimerId === 0) {
+    q.cohortTimerId = a.nextTimerId();
+    ctx.setTimer(q.cohortTimerId, ctx.now + inst.config.claim_jitter_ms);
+  }
+}
+
+/** The jitter window closed: the whole cohort is served in one pass. */
+export function serveCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
+  const claimers = q.cohort.filter((c) => c.kind === 'poll' || q.conns.get(c.conn.connId) === c.conn);
+  q.cohort = [];
+  q.cohortTimerId = 0;
+  runPass(a, ctx, inst, q, claimers);
+  armWake(a, ctx, q);
+}
+
+/** Tops up every connection that has room: jobs or room may have appeared. */
+export function refill(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
+  if (q.conns.size === 0) return;
+  q.table.sweep(ctx.now);
+  const needy: Claimer[] = [];
+  for (const conn of q.conns.values()) {
+    const c: Claimer = { kind: 'work', conn };
+    if (wantOf(q, c) > 0) needy.push(c);
+  }
+  if (needy.length === 0) return;
+  if (inst.config.claim_jitter_ms > 0) {
+    for (const c of needy) joinCohort(a, ctx, inst, q, c);
+    return;
+  }
+  runPass(a, ctx, inst, q, needy);
+  armWake(a, ctx, q);
+}
+
+/** A connection still has room: wake up when the next lease expires or delay elapses. */
+function armWake(a: ActorCore, ctx: ActorCtx, q: QueueState): void {
+  let waiting = false;
+  for (const conn of q.conns.values()) if (wantOf(q, { kind: 'work', conn }) > 0) waiting = true;
+  if (!waiting) return;
+  const due = q.table.nextDueMs();
+  if (due === undefined || (q.wakeTimerId !== 0 && q.wakeAtMs <= due)) return;
+  if (q.wakeTimerId !== 0) ctx.cancelTimer(q.wakeTimerId);
+  q.wakeTimerId = a.nextTimerId();
+  q.wakeAtMs = due;
+  ctx.setTimer(q.wakeTimerId, due);
+}
+
+export function onWake(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
+  q.wakeTimerId = 0;
+  refill(a, ctx, inst, q);
+}
+
+export function openConn(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: WorkOpenRequest): void {
+  const conn: WorkConn = { connId: req.connId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms, paused: false };
+  q.conns.set(conn.connId, conn);
+  // Main opens the stream on this reply; jobs pushed meanwhile wait for it there.
+  ctx.reply(reqId, okJson(200, `{"topic":${JSON.stringify(inst.name)}`));
+  refill(a, ctx, inst, q);
+}
+
+/** Every lease delivered on the connection becomes ready at once (`released` events). */
+export function closeConn(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, connId: number): void {
+  q.conns.delete(connId);
+  q.cohort = q.cohort.filter((c) => c.kind === 'poll' || c.conn.connId !== connId);
+  const events: LeaseEvent[] = [];
+  for (const seq of [...(q.table.byConn.get(connId) ?? [])].sort((x, y) => x - y)) {
+    const lease = q.table.unlease(seq)!;
+    q.table.makeReady(seq);
+    events.push(releasedEvent(seq, lease, 0));
+  }
+  logLeases(a, ctx, inst, events);
+  refill(a, ctx, inst, q);
+}
+
+export function workClose(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, reqId: number, req: WorkCloseRequest): void {
+  const q = inst?.queue;
+  if (inst && q && q.conns.has(req.connId)) closeConn(a, ctx, inst, q, req.connId);
+  ctx.reply(reqId, okJson(200, '{'));
+}
+
+export function workFlow(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, reqId: number, req: WorkFlowRequest): void {
+  const q = inst?.queue;
+  const conn = q?.conns.get(req.connId);
+  if (inst && q && conn && conn.paused !== req.paused) {
+    conn.paused = req.paused;
+    if (!req.paused) refill(a, ctx, inst, q);
+  }
+  ctx.reply(reqId, okJson(200, '{'));
+}
+
+/** The queue instance is gone (deleted): every stream ends with the terminal 409 frame (G11). */
+export function endConns(ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
+  for (const conn of q.conns.values()) {
+    ctx.work({ k: 'end', connId: conn.connId, topic: inst.name, code: 409, error: 'not_a_queue', message: `${inst.name} was deleted or is no longer a queue` });
+  }
+  q.conns.clear();
+}

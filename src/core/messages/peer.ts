@@ -1,0 +1,9 @@
+// The worker ↔ worker peer ports (raw, DESIGN 1.6): one actor's request to another topic's actor
+// when the two live on different workers (dead-letter appends today; router forwards later),
+// and its result. Plain data; request bodies are transferred.
+import type { TopicRequest, TopicResult } from './rpc.js';
+
+export type PeerMessage =
+  /** `id` is the sender's, unique per peer port; the answer carries it back. */
+  | { t: 'req'; id: number; req: TopicRequest }
+  | { t: 'res'; id: number; result: TopicResult };

@@ -1,0 +1,26 @@
+// Queue routes (SPEC 4.10, docs/QUEUES.md): claim, ack, nack and extend. Bodies are small and
+// parsed here; the queue actor of the topic does the rest (404 and 409 not_a_queue included).
+// Queue routes never create a topic.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import type { QueueRequest } from '../../core/messages/rpc.js';
+import { checkBody, parseSmallBody, topicParam } from '../parse.js';
+import { sendResult, withHttpErrors } from '../reply.js';
+import { ackRequest, claimRequest, extendRequest, nackRequest } from '../queueSchemas.js';
+
+export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
+  const route = (path: string, build: (topic: string, body: unknown) => QueueRequest) =>
+    app.post(
+      `/v0/topics/:topic/${path}`,
+      withHttpErrors(async (req: FastifyRequest, reply: FastifyReply) => {
+        const raw = checkBody(req, false); // 415 comes before the 400 family (RESOLVED 0.3)
+        const topic = topicParam(req);
+        const request = build(topic, parseSmallBody(raw));
+        return sendResult(req, reply, await sup.workerFor(topic).request(request));
+      }),
+    );
+  route('claim', claimRequest);
+  route('ack', ackRequest);
+  route('nack', nackRequest);
+  route('extend', extendRequest);
+}
