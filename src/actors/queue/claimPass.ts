@@ -58,6 +58,8 @@ function deal(jobs: readonly number[], share: readonly number[]): number[][] {
     left[i % left.length]!--;
     i++;
   }
+  // Replies list jobs ascending by $seq (SPEC 4.10), reclaimed and fresh ones alike.
+  for (const g of given) g.sort((x, y) => x - y);
   return given;
 }
 
@@ -103,9 +105,14 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
   const total = wants.reduce((s, w) => s + w, 0);
   const jobs: number[] = [];
   const deadLetter: number[] = [];
+  // After a restart the claim cursor starts below jobs that are also on the reclaim freelist:
+  // a job is taken once per pass, whichever way it is found first.
+  const taken = new Set<number>();
   while (jobs.length < total) {
     const seq = nextAvailable(inst, q);
     if (seq === undefined) break;
+    if (taken.has(seq)) continue;
+    taken.add(seq);
     if (dueForDeadLetter(inst, q, seq)) {
       q.table.inTransit.add(seq);
       deadLetter.push(seq);

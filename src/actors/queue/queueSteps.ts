@@ -44,8 +44,8 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
   }
 }
 
-/** New jobs became visible: streams with room take them. */
-export function onJobsVisible(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): void {
+/** Jobs became visible, or leased jobs left the log (a record delete): streams with room refill. */
+export function refillStreams(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): void {
   if (inst.queue) refill(a, ctx, inst, inst.queue);
 }
 

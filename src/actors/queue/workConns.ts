@@ -41,7 +41,7 @@ export function refill(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
     const c: Claimer = { kind: 'work', conn };
     if (wantOf(q, c) > 0) needy.push(c);
   }
-  if (needy.length === 0) return;
+  if (needy.length === 0) return armWake(a, ctx, q);
   if (inst.config.claim_jitter_ms > 0) {
     for (const c of needy) joinCohort(a, ctx, inst, q, c);
     return;
@@ -50,11 +50,13 @@ export function refill(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
   armWake(a, ctx, q);
 }
 
-/** A connection still has room: wake up when the next lease expires or delay elapses. */
+/**
+ * While streams are open, wake up when the next lease expires or delay elapses: a job may become
+ * ready for a stream with room, or a stream's own expired lease may give it room (expiry is
+ * otherwise noticed only by the next request).
+ */
 function armWake(a: ActorCore, ctx: ActorCtx, q: QueueState): void {
-  let waiting = false;
-  for (const conn of q.conns.values()) if (wantOf(q, { kind: 'work', conn }) > 0) waiting = true;
-  if (!waiting) return;
+  if (q.conns.size === 0) return;
   const due = q.table.nextDueMs();
   if (due === undefined || (q.wakeTimerId !== 0 && q.wakeAtMs <= due)) return;
   if (q.wakeTimerId !== 0) ctx.cancelTimer(q.wakeTimerId);

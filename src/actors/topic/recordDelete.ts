@@ -9,6 +9,7 @@ import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';
 import { jsonOpen, okJson, type ActorCore } from './actorCore.js';
 import { deleteRecords } from './retention.js';
+import { refillStreams } from '../queue/queueSteps.js';
 
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
@@ -28,4 +29,5 @@ export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, re
   const needWritten = cls === 'disk' ? frameNo : 0;
   const needDurable = cls === 'fsync' ? frameNo : 0;
   a.gate(ctx, inst, 0, needDurable, (c) => c.reply(reqId, okJson(200, body), frameNo || undefined), needWritten);
+  if (deleted > 0 && inst.queue) refillStreams(a, ctx, inst); // deleted jobs gave `/work` streams room
 }

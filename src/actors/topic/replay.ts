@@ -32,7 +32,10 @@ export function loadInstance(part: TopicPart): TopicInstance {
   inst.evictFloor = part.evict_floor ?? 1;
   inst.ledger = LossLedger.from(part.ledger);
   inst.recovery = { deadBelow: part.dead_below ?? 0, deletedRanges: part.deleted ?? [], segmentsLoaded: 0 };
-  inst.hasDeletes = inst.recovery.deletedRanges.length > 0;
+  // Deleted records below dead_below must stay dead in every later snapshot too: without this,
+  // a restart after a prefix delete wrote no retention part, and the records still in the
+  // active segment came back at the restart after that.
+  inst.hasDeletes = inst.recovery.deletedRanges.length > 0 || inst.recovery.deadBelow > inst.evictFloor;
   if (inst.queue && part.queue) loadQueuePart(inst.queue.table, part.queue);
   return inst;
 }

@@ -20,7 +20,7 @@ import { deleteRecordsStep } from './recordDelete.js';
 import { applyTtl } from './retention.js';
 import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
-import { onJobsVisible, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
+import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
 
 export type { ActorOptions } from './actorCore.js';
 
@@ -102,7 +102,7 @@ export class TopicActor implements ActorCore {
     if (inst === this.current) {
       if (moved) this.reads.wake(ctx, inst);
       if ((moved || inst.durableHead !== durableBefore) && ctx.watched()) publishVisible(this, ctx, inst, headBefore, moved);
-      if (moved && inst.queue) onJobsVisible(this, ctx, inst);
+      if (moved && inst.queue) refillStreams(this, ctx, inst);
     }
     this.runInstanceGates(ctx, inst);
   }

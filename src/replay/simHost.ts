@@ -1,0 +1,342 @@
+// SimHost (DESIGN 7): the real topic actors in one thread with a manual clock, seeded RNGs and a
+// simulated WAL whose writes, fsyncs, timers and peer messages happen only on command, so a test
+// or a fuzzer chooses every interleaving. A crash keeps the durable frames plus all written ones
+// (SIGKILL) or a prefix of them (power loss) and rebuilds the actors through the real recovery
+// code (snapshot part, segments, WAL frames). Same inputs and seed, same outputs: nothing here
+// reads the wall clock or Math.random.
+import { StepCtx, type Effect, type EffectSink, type Queries, type SegmentPlacement } from '../actors/ctx.js';
+import { TopicActor } from '../actors/topic/topicActor.js';
+import { applyInput, type ActorInput } from '../actors/topic/inputs.js';
+import { retentionPart } from '../actors/topic/replay.js';
+import type { ActorOptions } from '../actors/topic/actorCore.js';
+import type { TopicRequest, TopicResult } from '../core/messages/rpc.js';
+import type { WorkEvent } from '../core/messages/events.js';
+import { seededRng, type Rng } from '../core/rng.js';
+import { decodeJsonBody, probeFrame } from '../wal/frame.js';
+import { FrameType } from '../wal/format.js';
+import type { TopicPart } from '../storage/snapshot.js';
+
+export type FrameState = 'queued' | 'written' | 'durable';
+
+export interface SimFrame {
+  actor: string;
+  frameNo: number;
+  buf: Buffer;
+  needsDurable: boolean;
+  segment: SegmentPlacement | undefined;
+  state: FrameState;
+}
+
+interface SimTimer {
+  actor: string;
+  timerId: number;
+  atMs: number;
+  /** Arming order: ties on `atMs` fire in the order they were armed. */
+  order: number;
+}
+
+/** A message between actors waiting to be delivered: a peer request, or its answer. */
+type PeerDelivery = { k: 'req'; from: string; token: number; req: TopicRequest } | { k: 'res'; to: string; token: number; result: TopicResult };
+
+interface Checkpoint {
+  parts: TopicPart[];
+  /** Frames before this index are covered by the parts and segments. */
+  cut: number;
+  /** Segment bytes per topic instance at the checkpoint (fsynced by it). */
+  segments: Map<number, Buffer>;
+}
+
+export interface SimOptions extends ActorOptions {
+  seed: string;
+  startMs?: number;
+}
+
+export class SimHost {
+  nowMs: number;
+  epoch = 1;
+  private bootSeed: string;
+  private actors = new Map<string, TopicActor>();
+  private readonly rngs = new Map<string, Rng>();
+  private readonly ctxs = new Map<string, StepCtx>();
+  readonly frames: SimFrame[] = [];
+  private timers: SimTimer[] = [];
+  private timerOrder = 0;
+  readonly peers: PeerDelivery[] = [];
+  /** Replies by request id (requests from the driver); peer replies go to `peers`. */
+  readonly replies = new Map<number, TopicResult>();
+  private readonly peerReqs = new Map<number, { from: string; token: number }>();
+  readonly work: WorkEvent[] = [];
+  private nextReqId = 1;
+  private localTopicNo = 0;
+  /** Segment bytes per topic instance (APPEND frames at their placed offsets, once written). */
+  private segments = new Map<number, Buffer>();
+  private checkpoint: Checkpoint | undefined;
+  /** Steps taken, for reports. */
+  steps = 0;
+  /** Inputs an effect asked for (cold reads), delivered right after the step that asked. */
+  private followUps: { name: string; input: ActorInput }[] = [];
+  private inStep = false;
+
+  constructor(private readonly opts: SimOptions) {
+    this.nowMs = opts.startMs ?? 1_700_000_000_000;
+    this.bootSeed = `${opts.seed}/boot1`;
+  }
+
+  actor(name: string): TopicActor {
+    let a = this.actors.get(name);
+    if (!a) this.actors.set(name, (a = new TopicActor(name, this.opts)));
+    return a;
+  }
+
+  // ---- driving actors ----------------------------------------------------------------------
+
+  /** Sends a request to its topic's actor; the reply (maybe later) lands in `replies`. */
+  request(req: TopicRequest): number {
+    const reqId = this.nextReqId++;
+    this.input(req.topic, { k: 'req', reqId, req });
+    return reqId;
+  }
+
+  input(name: string, input: ActorInput): void {
+    const a = this.actor(name);
+    let ctx = this.ctxs.get(name);
+    if (!ctx) this.ctxs.set(name, (ctx = new StepCtx(this.sinkFor(name), this.queriesFor())));
+    let rng = this.rngs.get(name);
+    if (!rng) this.rngs.set(name, (rng = seededRng(`${this.bootSeed}/${name}`)));
+    ctx.begin(this.nowMs, rng, undefined);
+    this.steps++;
+    const outer = !this.inStep;
+    this.inStep = true;
+    applyInput(a, ctx, input, this.opts);
+    this.inStep = false;
+    if (!outer) return;
+    while (this.followUps.length > 0) {
+      const f = this.followUps.shift()!;
+      this.input(f.name, f.input);
+    }
+  }
+
+  private queriesFor(): Queries {
+    return {
+      walCreditExhausted: () => false,
+      newTopicId: () => this.epoch * 0x100_0000 + this.localTopicNo++,
+      tryAcquireTopicSlot: () => true,
+      watched: () => false,
+      bootEpoch: () => this.epoch,
+    };
+  }
+
+  private sinkFor(name: string): EffectSink {
+    return {
+      run: (e: Effect) => {
+        switch (e.k) {
+          case 'reply': {
+            const peer = this.peerReqs.get(e.reqId);
+            if (peer) {
+              this.peerReqs.delete(e.reqId);
+              this.peers.push({ k: 'res', to: peer.from, token: peer.token, result: e.result });
+            } else this.replies.set(e.reqId, e.result);
+            return;
+          }
+          case 'submit':
+            this.frames.push({ actor: name, frameNo: e.frameNo, buf: e.frame, needsDurable: e.durable, segment: e.segment, state: 'queued' });
+            return;
+          case 'setTimer':
+            this.timers.push({ actor: name, timerId: e.timerId, atMs: e.atMs, order: this.timerOrder++ });
+            return;
+          case 'cancelTimer':
+            this.timers = this.timers.filter((t) => !(t.actor === name && t.timerId === e.timerId));
+            return;
+          case 'readCold': {
+            const seg = this.segments.get(e.topicId);
+            const bufs = e.ranges.map((r) => seg?.subarray(r.offset, r.offset + r.len) ?? Buffer.alloc(0));
+            // Delivered as the next input, like the host's asynchronous read.
+            this.followUps.push({ name, input: { k: 'cold', token: e.token, bufs } });
+            return;
+          }
+          case 'rewriteSegment':
+            this.writeSegment(e.place, e.frame);
+            return;
+          case 'work':
+            this.work.push(e.event);
+            return;
+          case 'peerRequest':
+            this.peers.push({ k: 'req', from: name, token: e.token, req: e.req });
+            return;
+          case 'textsLoaded':
+          case 'deferForCredit':
+          case 'releaseTopicSlot':
+          case 'topicCreated':
+          case 'topicDeleted':
+          case 'publish':
+            return;
+        }
+      },
+    };
+  }
+
+  private writeSegment(place: SegmentPlacement, frame: Buffer): void {
+    // Segment offsets are per segment file; the sim keeps one growing buffer per instance and
+    // places each segment file after the previous one (segments never roll in the sim's sizes).
+    const cur = this.segments.get(place.topicId) ?? Buffer.alloc(0);
+    const end = place.offset + frame.length;
+    const next = cur.length >= end ? cur : Buffer.concat([cur, Buffer.alloc(end - cur.length)]);
+    frame.copy(next, place.offset);
+    this.segments.set(place.topicId, next);
+  }
+
+  // ---- the simulated WAL -------------------------------------------------------------------
+
+  get queuedFrames(): number {
+    return this.frames.filter((f) => f.state === 'queued').length;
+  }
+
+  /** Writes the next `n` queued frames (page cache), then acks their actors. */
+  writeFrames(n = Infinity): void {
+    const touched = new Set<string>();
+    for (const f of this.frames) {
+      if (n <= 0) break;
+      if (f.state !== 'queued') continue;
+      f.state = 'written';
+      if (f.segment) this.writeSegment(f.segment, f.buf);
+      touched.add(f.actor);
+      n--;
+    }
+    this.ackActors(touched);
+  }
+
+  /** fdatasync: every written frame becomes durable, then their actors are acked. */
+  syncFrames(): void {
+    const touched = new Set<string>();
+    for (const f of this.frames) {
+      if (f.state !== 'written') continue;
+      f.state = 'durable';
+      touched.add(f.actor);
+    }
+    this.ackActors(touched);
+  }
+
+  /** Writes and syncs everything queued (a quiet WAL). */
+  flushAll(): void {
+    this.writeFrames();
+    this.syncFrames();
+  }
+
+  private ackActors(names: Set<string>): void {
+    for (const name of names) {
+      let w = 0;
+      let d = 0;
+      for (const f of this.frames) {
+        if (f.actor !== name) continue;
+        if (f.state !== 'queued') w = Math.max(w, f.frameNo);
+        if (f.state === 'durable') d = Math.max(d, f.frameNo);
+      }
+      this.input(name, { k: 'wal', written: w, durable: d });
+    }
+  }
+
+  // ---- time and messages -------------------------------------------------------------------
+
+  /** When the next timer is due, if any. */
+  nextTimerAtMs(): number | undefined {
+    let at: number | undefined;
+    for (const t of this.timers) if (at === undefined || t.atMs < at) at = t.atMs;
+    return at;
+  }
+
+  /** Moves the clock and fires every timer that came due, earliest first. */
+  advance(ms: number): void {
+    const until = this.nowMs + ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.atMs <= until).sort((a, b) => a.atMs - b.atMs || a.order - b.order)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((t) => t !== due);
+      this.nowMs = Math.max(this.nowMs, due.atMs);
+      this.input(due.actor, { k: 'timer', id: due.timerId });
+    }
+    this.nowMs = until;
+  }
+
+  /** Delivers the oldest waiting peer message; false when none waits. */
+  deliverPeer(): boolean {
+    const m = this.peers.shift();
+    if (!m) return false;
+    if (m.k === 'req') {
+      const reqId = this.nextReqId++;
+      this.peerReqs.set(reqId, { from: m.from, token: m.token });
+      this.input(m.req.topic, { k: 'req', reqId, req: m.req });
+    } else {
+      this.input(m.to, { k: 'peerReply', token: m.token, result: m.result });
+    }
+    return true;
+  }
+
+  // ---- checkpoints and crashes -------------------------------------------------------------
+
+  /** A checkpoint as the real one takes it: everything written is in segments and parts. */
+  takeCheckpoint(): void {
+    this.writeFrames();
+    const parts: TopicPart[] = [];
+    for (const a of this.actors.values()) {
+      const inst = a.current;
+      if (!inst) continue;
+      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved: Math.max(inst.reserve.submitted, inst.assigned), ...retentionPart(inst) });
+    }
+    const segments = new Map<number, Buffer>();
+    for (const [id, buf] of this.segments) segments.set(id, Buffer.from(buf));
+    this.checkpoint = { parts: JSON.parse(JSON.stringify(parts)) as TopicPart[], cut: this.frames.length, segments };
+  }
+
+  /**
+   * A crash: `kill` keeps every written frame (the page cache survives a SIGKILL); `power` keeps
+   * the durable frames plus the first `keepWritten` written-but-unsynced ones. Then recovery.
+   */
+  crash(mode: 'kill' | 'power', keepWritten = 0): void {
+    let kept = 0;
+    const survivors: SimFrame[] = [];
+    for (const f of this.frames) {
+      if (f.state === 'durable' || (f.state === 'written' && (mode === 'kill' || kept++ < keepWritten))) survivors.push(f);
+      else if (mode === 'power' && f.state === 'written') break; // the log is a prefix: the rest is torn
+      else if (f.state === 'queued') break;
+    }
+    this.recover(survivors);
+  }
+
+  private recover(survivors: SimFrame[]): void {
+    const cp = this.checkpoint;
+    const cut = cp ? Math.min(cp.cut, survivors.length) : 0;
+    this.actors = new Map();
+    this.ctxs.clear();
+    this.rngs.clear();
+    this.timers = [];
+    this.peers.length = 0;
+    this.peerReqs.clear();
+    this.work.length = 0;
+    this.segments = new Map();
+    for (const [id, buf] of cp?.segments ?? []) this.segments.set(id, Buffer.from(buf));
+    this.epoch++;
+    this.localTopicNo = 0;
+    this.bootSeed = `${this.opts.seed}/boot${this.epoch}`;
+    const byId = new Map<number, string>();
+    for (const part of cp?.parts ?? []) {
+      this.input(part.name, { k: 'load', part: structuredClone(part) });
+      byId.set(part.id, part.name);
+      const seg = this.segments.get(part.id);
+      if (seg && seg.length > 0) this.input(part.name, { k: 'segment', seg: { firstSeq: 1, size: seg.length, buf: seg } });
+    }
+    // Frames after the cut replay in log order; the survivors become the new WAL (all durable:
+    // recovery fsyncs what it replayed).
+    for (const f of survivors.slice(cut)) {
+      const p = probeFrame(f.buf, 0, f.buf.length);
+      if (!p.ok) throw new Error(`sim frame does not decode (${p.reason})`);
+      if (p.frame.type === FrameType.TOPIC_CREATE) byId.set(p.frame.topicId, (decodeJsonBody(f.buf, p.frame) as { name: string }).name);
+      const name = byId.get(p.frame.topicId);
+      if (name !== undefined) this.input(name, { k: 'frame', frame: f.buf });
+    }
+    this.frames.length = 0;
+    for (const f of survivors) this.frames.push({ ...f, state: 'durable', actor: '' });
+    for (const a of [...this.actors.values()]) if (a.current) this.input(a.name, { k: 'finish' });
+    // The real server checkpoints at the end of recovery, so the next crash replays from here.
+    this.takeCheckpoint();
+  }
+}
