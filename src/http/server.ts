@@ -17,6 +17,7 @@ import { queueRoutes } from './routes/queue.js';
 import { WatchHub } from '../watch/hub.js';
 import { WatchRegistry } from '../watch/session.js';
 import { SystemClock } from '../core/clock.js';
+import { FlushPacer } from '../sse/flushPacer.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -60,7 +61,10 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     },
   });
   const registry = new WatchRegistry(new SystemClock(), s.watchSessionTtlMs, s.maxWatchSessions);
-  const hub = new WatchHub(sup, registry, s.maxSseConnections, (m) => process.stderr.write(`${m}\n`));
+  // One pacer for every SSE stream of the process (watch now, work later): flushing as a whole
+  // takes at most half the main thread.
+  const pacer = new FlushPacer(new SystemClock());
+  const hub = new WatchHub(sup, registry, s.maxSseConnections, (m) => process.stderr.write(`${m}\n`), pacer);
   const metrics = new Metrics(sup, hub);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.

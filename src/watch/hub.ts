@@ -1,9 +1,10 @@
 // WatchHub (main thread): the open watch streams, the worker events that feed them, and the
 // interest each worker is told about (workers render pushes only for topics with an open
 // stream). It keeps the newest known state of every followed topic, so a pull that raced a push
-// or a delete can tell (DESIGN 6).
+// or a delete can tell (DESIGN 6). Flushing is the shared FlushPacer's (src/sse/).
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../supervisor/supervisor.js';
+import type { FlushPacer } from '../sse/flushPacer.js';
 import type { TopicResult } from '../core/messages/rpc.js';
 import type { WatchBatch, WatchEvent } from '../core/messages/events.js';
 import { ProjectionCache, projectionKey, type PushFrames } from './projection.js';
@@ -33,6 +34,8 @@ export class WatchHub {
     /** SERVICE_MAX_SSE_CONNECTIONS; 0 = no cap. */
     readonly maxConnections: number,
     private readonly log: (msg: string) => void,
+    /** The process's one flush pacer, shared with every other SSE stream. */
+    pacer: FlushPacer,
   ) {
     sup.onWatchEvents = (events) => this.onEvents(events);
     this.deps = {
@@ -41,7 +44,7 @@ export class WatchHub {
       pushFrames: (b, no, s) => this.pushFrames(b, no, s),
       singleTopicFrames: (f, topic) => this.projections.singleTopicFrames(f, topic),
       closed: (stream) => this.onClosed(stream),
-      dirty: (stream) => this.markDirty(stream),
+      pacer,
       now: () => Date.now(),
       readFailed: (topic, message) => this.log(`spool: watch read of ${topic} failed: ${message}`),
     };
@@ -68,34 +71,6 @@ export class WatchHub {
     }
     await this.setInterest(session.names, 1);
     stream.open();
-  }
-
-  private dirtyStreams: WatchStream[] = [];
-
-  /** One flush per loop iteration, after the iteration's worker messages and read replies. */
-  /** Earliest time (performance.now) of the next flush: flushing gets at most half the thread. */
-  private nextFlushAt = 0;
-
-  private markDirty(stream: WatchStream): void {
-    if (this.dirtyStreams.length === 0) {
-      // A flush costs one write per dirty stream. When the last one was long (a fan-out to
-      // many streams), wait as long again before the next, so frames coalesce and requests get
-      // their turn; a flush of a few streams takes microseconds and waits for nothing.
-      const wait = this.nextFlushAt - performance.now();
-      if (wait < 1) setImmediate(() => this.flush());
-      else setTimeout(() => this.flush(), wait);
-    }
-    this.dirtyStreams.push(stream);
-  }
-
-  private flush(): void {
-    const streams = this.dirtyStreams;
-    this.dirtyStreams = [];
-    const t0 = performance.now();
-    const now = Date.now();
-    for (const s of streams) s.flush(now);
-    const t1 = performance.now();
-    this.nextFlushAt = t1 + (t1 - t0);
   }
 
   private onClosed(stream: WatchStream): void {

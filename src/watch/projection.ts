@@ -5,7 +5,7 @@ import { LRUCache } from 'lru-cache';
 import type { WatchBatch } from '../core/messages/events.js';
 import type { WatchOptions } from './session.js';
 import { encodeCursor } from './cursor.js';
-import { FRAME_END, frameHead } from '../http/sse.js';
+import { frame } from '../sse/wire.js';
 
 /** One or more record frame payloads covering a batch, and the cursor after each. */
 export interface PushFrames {
@@ -117,14 +117,4 @@ export class ProjectionCache {
     if (!f.single) f.single = f.payloads.map((p, i) => frame('record', encodeCursor([topic], [f.tos[i]!]), p));
     return f.single;
   }
-}
-
-/** One data-bearing SSE frame as bytes: `id:`, `event:`, the payload on one `data:` line. */
-export function frame(event: string, id: string, payload: Buffer): Buffer {
-  const head = frameHead(event, id);
-  const out = Buffer.allocUnsafe(head.length + payload.length + FRAME_END.length);
-  out.write(head, 0, 'latin1'); // ids are base64url, event names ASCII
-  payload.copy(out, head.length);
-  out.write(FRAME_END, head.length + payload.length, 'latin1');
-  return out;
 }

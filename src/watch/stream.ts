@@ -4,13 +4,16 @@
 // contiguous push — a gap, a stale batch, a strong session waiting for durability, a resume
 // after a pause — is pulled, so tombstones, deletes and TTL are always judged by the actor.
 // A stream whose socket backs up is paused: pushes are dropped and cursors stay put until the
-// socket drains, so one slow client costs only itself.
+// socket drains, so one slow client costs only itself. Main thread. The transport (flush
+// pacing, heartbeats, pause on backlog, framing) is src/sse/; this file decides what to send.
 import type { ServerResponse } from 'node:http';
 import type { TopicResult, WatchReadMeta } from '../core/messages/rpc.js';
 import type { WatchBatch } from '../core/messages/events.js';
 import type { WatchSession } from './session.js';
-import { FRAME_END, HEARTBEAT_FRAME, RETRY_FRAME, SSE_HEADERS, errorFrame, frameHead, type ErrorFrame } from '../http/sse.js';
-import { frame, type PushFrames } from './projection.js';
+import { FRAME_END, frame, frameHead, type ErrorFrame } from '../sse/wire.js';
+import type { FlushPacer } from '../sse/flushPacer.js';
+import { SseConnection } from '../sse/sseConnection.js';
+import type { PushFrames } from './projection.js';
 
 type Mode = 'backlog' | 'tailing' | 'deleted';
 
@@ -21,8 +24,8 @@ export interface StreamDeps {
   pushFrames(b: WatchBatch, batchNo: number, session: WatchSession): PushFrames;
   singleTopicFrames(f: PushFrames, topic: string): Buffer[];
   closed(stream: WatchStream): void;
-  /** The stream queued bytes: flush it at the end of this loop iteration. */
-  dirty(stream: WatchStream): void;
+  /** The process's one flush pacer, shared by every SSE stream. */
+  pacer: FlushPacer;
   /** Milliseconds, for heartbeats only (never part of what a frame says). */
   now(): number;
   /** A read failed for a reason other than the topic being gone. */
@@ -50,31 +53,37 @@ export class StreamTopic {
 }
 
 const MiB = 1024 * 1024;
-const HEARTBEAT = Buffer.from(HEARTBEAT_FRAME);
 const READ_RETRY_MS = 1000;
 
 export class WatchStream {
   readonly topics: StreamTopic[];
   private readonly byName = new Map<string, StreamTopic>();
-  private paused = false;
-  private closed = false;
-  /** Frames waiting for this loop iteration's flush, and their size. */
-  private out: Buffer[] = [];
-  private outBytes = 0;
-  private lastWriteMs: number;
-  private hbTimer: NodeJS.Timeout | undefined;
-  /** Socket bytes a stream may hold before it is paused. */
-  private readonly highWater: number;
+  private readonly conn: SseConnection;
 
   constructor(
     readonly session: WatchSession,
-    private readonly res: ServerResponse,
+    res: ServerResponse,
     private readonly deps: StreamDeps,
   ) {
     this.topics = session.names.map((n, i) => new StreamTopic(n, i));
     for (const t of this.topics) this.byName.set(t.name, t);
-    this.highWater = Math.max(MiB, 4 * session.opts.maxBatchBytes);
-    this.lastWriteMs = deps.now();
+    this.conn = new SseConnection(res, deps.pacer, {
+      // Socket bytes a stream may hold before it is paused (docs/WATCH.md, slow consumers).
+      highWaterBytes: Math.max(MiB, 4 * session.opts.maxBatchBytes),
+      heartbeatMs: session.opts.heartbeatMs,
+      now: () => deps.now(),
+      onPause: () => this.onPause(),
+      onResume: () => this.onResume(),
+      onClose: () => deps.closed(this),
+    });
+  }
+
+  private get paused(): boolean {
+    return this.conn.paused;
+  }
+
+  private get closed(): boolean {
+    return this.conn.closed;
   }
 
   topic(name: string): StreamTopic | undefined {
@@ -83,51 +92,17 @@ export class WatchStream {
 
   /** Sends the head and `retry:`, then pulls every topic from the session's cursors. */
   open(): void {
-    this.res.writeHead(200, SSE_HEADERS);
-    this.res.on('close', () => this.onClose());
-    this.res.on('drain', () => this.onDrain());
-    this.write(Buffer.from(RETRY_FRAME));
-    this.armHeartbeat();
+    this.conn.open();
     for (const t of this.topics) void this.pull(t);
   }
 
-  // ---- output ------------------------------------------------------------------------------
-
-  /**
-   * Queues bytes for the hub's flush at the end of this loop iteration: every frame a stream gets
-   * in one iteration (from any number of worker messages) leaves in one write, which is what
-   * keeps a fan-out to many streams affordable under load.
-   */
-  private write(chunk: Buffer): void {
-    if (this.closed) return;
-    if (this.out.length === 0) this.deps.dirty(this);
-    this.out.push(chunk);
-    this.outBytes += chunk.length;
-  }
-
-  /** Writes what this iteration queued; pauses the stream if its socket backs up. */
-  flush(nowMs: number): void {
-    if (this.closed || this.out.length === 0) return;
-    this.lastWriteMs = nowMs;
-    const chunk = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out, this.outBytes);
-    this.out = [];
-    this.outBytes = 0;
-    // A chunked response writes size, CRLF, data and CRLF separately; corked, they leave in one
-    // writev instead of four syscalls.
-    const sock = this.res.socket;
-    sock?.cork();
-    this.res.write(chunk);
-    sock?.uncork();
-    // Not write()'s false: Node returns it for any chunk over 16 KiB even when the kernel takes
-    // it all at once. What counts is what stays queued in user space.
-    if (this.res.writableLength > this.highWater) this.pause();
-  }
+  // ---- frames ------------------------------------------------------------------------------
 
   /** A data-bearing frame: its id is the whole cursor map as it is after this frame. */
   private dataFrame(event: string, payload: string | Buffer): void {
     const id = this.session.frameId();
-    if (typeof payload === 'string') this.write(Buffer.from(frameHead(event, id) + payload + FRAME_END, 'utf8'));
-    else this.write(frame(event, id, payload));
+    if (typeof payload === 'string') this.conn.write(Buffer.from(frameHead(event, id) + payload + FRAME_END, 'utf8'));
+    else this.conn.write(frame(event, id, payload));
   }
 
   private caughtUp(t: StreamTopic): void {
@@ -139,57 +114,23 @@ export class WatchStream {
     t.mode = 'deleted';
     this.dataFrame('topic-deleted', `{"topic":${JSON.stringify(t.name)},"head_seq":${t.lastHead},"reason":"deleted"}`);
     // G2: the server ends the stream after the last topic-deleted.
-    if (this.topics.every((x) => x.mode === 'deleted')) this.end();
+    if (this.topics.every((x) => x.mode === 'deleted')) this.conn.end();
   }
 
   /** Terminal error frame, then close (shutdown, G11). */
   fail(e: ErrorFrame): void {
-    if (this.closed) return;
-    this.write(Buffer.from(errorFrame(e), 'utf8'));
-    this.end();
-  }
-
-  private end(): void {
-    if (this.closed) return;
-    this.flush(this.deps.now());
-    this.res.end();
-    this.onClose();
-  }
-
-  // ---- heartbeats --------------------------------------------------------------------------
-
-  private armHeartbeat(): void {
-    const hb = this.session.opts.heartbeatMs;
-    const due = Math.max(0, this.lastWriteMs + hb - this.deps.now());
-    this.hbTimer = setTimeout(() => {
-      if (this.closed) return;
-      // Suppressed when anything went out within the window (6.1).
-      if (this.deps.now() - this.lastWriteMs >= hb && !this.paused) this.write(HEARTBEAT);
-      this.armHeartbeat();
-    }, due);
-    this.hbTimer.unref();
+    this.conn.fail(e);
   }
 
   // ---- flow control ------------------------------------------------------------------------
 
-  private pause(): void {
-    if (this.paused) return;
-    this.paused = true;
+  private onPause(): void {
     // Every followed topic drops back to backlog: it resumes by pulling, from its cursor.
     for (const t of this.topics) if (t.mode === 'tailing') t.mode = 'backlog';
   }
 
-  private onDrain(): void {
-    if (!this.paused || this.closed) return;
-    this.paused = false;
+  private onResume(): void {
     for (const t of this.topics) void this.pull(t);
-  }
-
-  private onClose(): void {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.hbTimer) clearTimeout(this.hbTimer);
-    this.deps.closed(this);
   }
 
   // ---- pushes ------------------------------------------------------------------------------
@@ -211,7 +152,7 @@ export class WatchStream {
     if (f.payloads.length === 0) return;
     if (this.topics.length === 1) {
       // The common case shares whole frames: nothing is built per stream.
-      for (const fr of this.deps.singleTopicFrames(f, t.name)) this.write(fr);
+      for (const fr of this.deps.singleTopicFrames(f, t.name)) this.conn.write(fr);
       this.session.setCursor(t.idx, f.tos[f.tos.length - 1]!);
       return;
     }

@@ -7,7 +7,7 @@ import { fail } from '../../core/errors.js';
 import { checkBody, parseSmallBody, queryBool } from '../parse.js';
 import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
 import { check, validateWatch, type WatchBody } from '../schemas.js';
-import { acceptsEventStream } from '../sse.js';
+import { acceptsEventStream } from '../../sse/wire.js';
 import { decodeCursor } from '../../watch/cursor.js';
 import type { WatchOptions } from '../../watch/session.js';
 import type { WatchHub } from '../../watch/hub.js';

@@ -1,6 +1,8 @@
-// Server-Sent Events on the wire (SPEC 4.4, 6.1; RESOLVED 4.1, G11): the Accept rule, the
-// response head, and frame encoding. Payloads are JSON on one `data:` line (record texts hold
-// no raw newlines: insignificant whitespace was removed at append, RESOLVED 4.10).
+// Server-Sent Events on the wire (SPEC 4.4, 6.1; RESOLVED 4.1, G11), for every SSE stream of
+// the server (watch and work): the Accept rule, the response head, and frame encoding. Pure
+// functions and constants, run on the main thread. Payloads are JSON on one `data:` line
+// (record texts hold no raw newlines: insignificant whitespace was removed at append, RESOLVED
+// 4.10); only data-bearing frames carry an `id:` line, so nothing else moves a resume cursor.
 
 /** True when Accept lists text/event-stream, text/* or *\/* with a q other than 0 (RESOLVED 4.1). */
 export function acceptsEventStream(accept: string | undefined): boolean {
@@ -33,6 +35,16 @@ export function frameHead(event: string, id: string): string {
 }
 
 export const FRAME_END = '\n\n';
+
+/** One data-bearing SSE frame as bytes: `id:`, `event:`, the payload on one `data:` line. */
+export function frame(event: string, id: string, payload: Buffer): Buffer {
+  const head = frameHead(event, id);
+  const out = Buffer.allocUnsafe(head.length + payload.length + FRAME_END.length);
+  out.write(head, 0, 'latin1'); // ids are base64url, event names ASCII
+  payload.copy(out, head.length);
+  out.write(FRAME_END, head.length + payload.length, 'latin1');
+  return out;
+}
 
 export interface ErrorFrame {
   code: number;
