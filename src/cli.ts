@@ -33,7 +33,7 @@ async function serve(): Promise<void> {
   }
   const sup = new Supervisor(settings, log);
   await sup.start();
-  const { app, hub } = await buildServer(sup);
+  const { app, hub, work } = await buildServer(sup);
   await app.listen({ host: settings.host, port: settings.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;
@@ -55,6 +55,7 @@ async function serve(): Promise<void> {
     // Requests already running finish; new ones on open connections get 503 shutting_down.
     await sup.releaseLongPolls();
     hub.closeAll(); // RESOLVED 1.3 step 3: a terminal error frame on every open stream
+    await work.closeAll(); // ... and every /work stream's leases released before the final checkpoint
     await app.close();
     await sup.shutdown();
     log.info('spool: stopped');

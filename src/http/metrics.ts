@@ -23,7 +23,9 @@ export class Metrics {
 
   constructor(
     private readonly sup: Supervisor,
-    private readonly hub: { readonly connections: number; readonly registry: { readonly size: number } },
+    private readonly hub: { readonly registry: { readonly size: number } },
+    /** Open SSE streams, watch and `/work`. */
+    private readonly sse: { readonly open: number },
   ) {
     const gauge = (name: string, help: string, labelNames: string[] = []) => {
       this.g[name] = new client.Gauge({ name, help, labelNames, registers: [this.registry] });
@@ -94,7 +96,7 @@ export class Metrics {
     g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
     g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
     g.spool_queue_leases_in_flight!.set(0);
-    g.spool_sse_connections!.set(this.hub.connections);
+    g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
     g.spool_recovery_progress!.set(this.sup.replayProgress);
@@ -135,7 +137,7 @@ export class Metrics {
       bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
       queue_topics: s.topics.filter((t) => t.type === 'queue').length,
       queue_leases_in_flight: 0,
-      sse_connections: this.hub.connections,
+      sse_connections: this.sse.open,
       watch_sessions: this.hub.registry.size,
       ready: this.sup.lifecycle === 'ready',
       replay_progress: this.sup.replayProgress,

@@ -14,6 +14,9 @@ import { topicRoutes } from './routes/topics.js';
 import { probeRoutes } from './routes/probes.js';
 import { watchRoutes } from './routes/watch.js';
 import { queueRoutes } from './routes/queue.js';
+import { workRoutes } from './routes/work.js';
+import { WorkRegistry } from '../work/workRegistry.js';
+import { SseSlots } from '../sse/slots.js';
 import { WatchHub } from '../watch/hub.js';
 import { WatchRegistry } from '../watch/session.js';
 import { SystemClock } from '../core/clock.js';
@@ -44,7 +47,7 @@ function clientErrorResponse(status: number, reason: string, message: string): s
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub }> {
+export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry }> {
   const s = sup.settings;
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
@@ -64,8 +67,10 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   // One pacer for every SSE stream of the process (watch now, work later): flushing as a whole
   // takes at most half the main thread.
   const pacer = new FlushPacer(new SystemClock());
-  const hub = new WatchHub(sup, registry, s.maxSseConnections, (m) => process.stderr.write(`${m}\n`), pacer);
-  const metrics = new Metrics(sup, hub);
+  const slots = new SseSlots(s.maxSseConnections);
+  const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
+  const work = new WorkRegistry(sup, pacer, slots);
+  const metrics = new Metrics(sup, hub, slots);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {
@@ -128,5 +133,6 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   topicRoutes(app, sup, metrics);
   watchRoutes(app, sup, hub);
   queueRoutes(app, sup);
-  return { app, metrics, hub };
+  workRoutes(app, sup, work);
+  return { app, metrics, hub, work };
 }

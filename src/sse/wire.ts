@@ -52,6 +52,8 @@ export interface ErrorFrame {
   message: string;
   terminal: boolean;
   retry_after_ms?: number;
+  /** `/work` frames: the queue topic (G11). */
+  topic?: string;
 }
 
 /** An `error` frame (G11): no id line, so it never moves the cursor. */

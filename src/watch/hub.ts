@@ -5,6 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { FlushPacer } from '../sse/flushPacer.js';
+import type { SseSlots } from '../sse/slots.js';
 import type { TopicResult } from '../core/messages/rpc.js';
 import type { WatchBatch, WatchEvent } from '../core/messages/events.js';
 import { ProjectionCache, projectionKey, type PushFrames } from './projection.js';
@@ -31,8 +32,8 @@ export class WatchHub {
   constructor(
     private readonly sup: Supervisor,
     readonly registry: WatchRegistry,
-    /** SERVICE_MAX_SSE_CONNECTIONS; 0 = no cap. */
-    readonly maxConnections: number,
+    /** The SSE connection cap, shared with `/work` streams (G15). */
+    readonly slots: SseSlots,
     private readonly log: (msg: string) => void,
     /** The process's one flush pacer, shared with every other SSE stream. */
     pacer: FlushPacer,
@@ -50,16 +51,10 @@ export class WatchHub {
     };
   }
 
-  get connections(): number {
-    return this.streams.size;
-  }
-
-  /** True when another stream may open (the SSE connection cap, G15). */
-  hasRoom(): boolean {
-    return this.maxConnections === 0 || this.streams.size < this.maxConnections;
-  }
-
-  /** Opens a stream on a session: interest first, so no push between it and the first read is missed. */
+  /**
+   * Opens a stream on a session (its SSE slot already taken): interest first, so no push between
+   * it and the first read is missed.
+   */
   async open(session: WatchSession, res: ServerResponse): Promise<void> {
     const stream = new WatchStream(session, res, this.deps);
     this.streams.add(stream);
@@ -75,6 +70,7 @@ export class WatchHub {
 
   private onClosed(stream: WatchStream): void {
     if (!this.streams.delete(stream)) return;
+    this.slots.release();
     this.registry.touch(stream.session, -1);
     for (const name of stream.session.names) {
       const set = this.byTopic.get(name);

@@ -105,7 +105,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       hub.registry.collect();
       const session = hub.registry.get((req.params as { wid: string }).wid);
       if (!session) throw new HttpError('not_found', 'unknown or expired watch session; POST /v0/watch again');
-      if (!hub.hasRoom()) throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.maxConnections });
+      if (!hub.slots.acquire()) throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.slots.max });
       const lastEventId = req.headers['last-event-id'];
       if (typeof lastEventId === 'string' && lastEventId !== '') {
         const given = decodeCursor(lastEventId.trim());

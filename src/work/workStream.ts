@@ -1,0 +1,81 @@
+// WorkStream (main thread): one open `GET /v0/topics/:q/work` response (SPEC 4.10, 6.3;
+// RESOLVED 4.5). The queue actor leases jobs to the connection and sends their `job` frames,
+// rendered whole, over the events port; this stream only writes them. It opens with
+// `retry: 2000` and one `: hb`, tells the actor when its socket backs up or drains (no new
+// leases while paused), and when it closes, for any reason, tells the actor to release every
+// lease delivered on it. Frames that race ahead of the open (events port vs rpc reply) wait.
+import type { ServerResponse } from 'node:http';
+import type { FlushPacer } from '../sse/flushPacer.js';
+import { SseConnection } from '../sse/sseConnection.js';
+import type { ErrorFrame } from '../sse/wire.js';
+
+/** Bytes a stream may hold in user space before the actor stops leasing to it. */
+const HIGH_WATER_BYTES = 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+
+export interface WorkStreamDeps {
+  /** The socket backed up (true) or drained (false). */
+  flow(stream: WorkStream, paused: boolean): void;
+  /** The stream is gone: release its leases (once). */
+  closed(stream: WorkStream): void;
+}
+
+export class WorkStream {
+  private readonly conn: SseConnection;
+  private opened = false;
+  private early: Buffer[] = [];
+  private isClosed = false;
+
+  constructor(
+    readonly connId: number,
+    readonly topic: string,
+    res: ServerResponse,
+    pacer: FlushPacer,
+    private readonly deps: WorkStreamDeps,
+  ) {
+    this.conn = new SseConnection(res, pacer, {
+      highWaterBytes: HIGH_WATER_BYTES,
+      heartbeatMs: HEARTBEAT_MS,
+      now: () => Date.now(),
+      onPause: () => deps.flow(this, true),
+      onResume: () => deps.flow(this, false),
+      onClose: () => this.onClose(),
+    });
+    // A client may leave while the actor is still opening the stream.
+    res.once('close', () => this.onClose());
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** The actor accepted the stream: send the head, `retry:`, `: hb`, then any early jobs. */
+  open(): void {
+    if (this.isClosed) return;
+    this.opened = true;
+    this.conn.open({ initialHeartbeat: true });
+    for (const f of this.early) this.conn.write(f);
+    this.early = [];
+  }
+
+  /** `job` frames, already rendered by the actor. */
+  jobs(frames: Buffer): void {
+    if (this.isClosed) return;
+    if (this.opened) this.conn.write(frames);
+    else this.early.push(frames);
+  }
+
+  /** A terminal `error` frame (G11), then close. */
+  fail(e: ErrorFrame): void {
+    if (this.isClosed) return;
+    if (this.opened) this.conn.fail(e);
+    else this.onClose();
+  }
+
+  private onClose(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.early = [];
+    this.deps.closed(this);
+  }
+}
