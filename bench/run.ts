@@ -10,6 +10,7 @@ import { memory } from './memory.js';
 import { retention } from './retention.js';
 import { watchFanout } from './watch-fanout.js';
 import { watchIdleMemory } from './watch-idle-memory.js';
+import { queue } from './queue.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -21,6 +22,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   retention,
   'watch-fanout': () => watchFanout(),
   'watch-idle-memory': () => watchIdleMemory(),
+  queue: () => queue(),
 };
 
 function usage(): never {
