@@ -33,7 +33,9 @@ export const validateDiff = ajv.compile<DiffBody>({
 export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (validate(body)) return body;
   const err = validate.errors?.[0];
-  const field = err?.instancePath.replace(/^\//, '').split('/')[0] || undefined;
+  // A missing required property has an empty path; ajv names it in params.missingProperty.
+  const missing = err?.keyword === 'required' ? (err.params as { missingProperty?: string }).missingProperty : undefined;
+  const field = err?.instancePath.replace(/^\//, '').split('/')[0] || missing || undefined;
   throw new HttpError('invalid_request', `invalid ${field ?? 'body'}: ${err?.message ?? 'bad value'}`, field ? { field } : undefined);
 }
 
