@@ -6,6 +6,21 @@ import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
 
 const TOPIC_SERIES_MAX = 1000;
+/** Per-topic families, reset before every scrape so deleted topics disappear. */
+const PER_TOPIC = [
+  'spool_topic_head_seq',
+  'spool_topic_earliest_seq',
+  'spool_topic_records_live',
+  'spool_topic_bytes_live',
+  'spool_topic_queue_ready',
+  'spool_topic_queue_in_flight',
+  'spool_topic_queue_oldest_ready_age_ms',
+  'spool_topic_queue_dead_lettered',
+];
+
+function leasesInFlight(topics: readonly TopicStats[]): number {
+  return topics.reduce((n, t) => n + (t.queue?.in_flight ?? 0), 0);
+}
 const CLASSES = ['ephemeral', 'memory', 'disk', 'fsync'] as const;
 
 export interface Snapshot {
@@ -46,6 +61,10 @@ export class Metrics {
     gauge('spool_topic_earliest_seq', 'Earliest live seq of each topic.', ['topic']);
     gauge('spool_topic_records_live', 'Live records of each topic.', ['topic']);
     gauge('spool_topic_bytes_live', 'Live payload bytes of each topic.', ['topic']);
+    gauge('spool_topic_queue_ready', 'Claimable jobs of each queue topic.', ['topic']);
+    gauge('spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']);
+    gauge('spool_topic_queue_oldest_ready_age_ms', 'Age (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.', ['topic']);
+    gauge('spool_topic_queue_dead_lettered', 'Jobs moved to the dead-letter topic, per queue topic (since it was created).', ['topic']);
     gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
     gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
     for (const [name, help] of [
@@ -88,14 +107,14 @@ export class Metrics {
     const s = await this.snapshot();
     this.absorb(s);
     const g = this.g;
-    for (const k of ['spool_topic_head_seq', 'spool_topic_earliest_seq', 'spool_topic_records_live', 'spool_topic_bytes_live']) g[k]!.reset();
+    for (const k of PER_TOPIC) g[k]!.reset();
     g.spool_topics!.set(s.topics.length);
     for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.topics.filter((t) => t.durability === c).length);
     g.spool_routers!.set(0);
     g.spool_records_live!.set(s.topics.reduce((a, t) => a + t.count, 0));
     g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
     g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
-    g.spool_queue_leases_in_flight!.set(0);
+    g.spool_queue_leases_in_flight!.set(leasesInFlight(s.topics));
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
@@ -106,6 +125,12 @@ export class Metrics {
       g.spool_topic_earliest_seq!.set({ topic: t.topic }, t.earliest_seq);
       g.spool_topic_records_live!.set({ topic: t.topic }, t.count);
       g.spool_topic_bytes_live!.set({ topic: t.topic }, t.bytes);
+      if (t.queue) {
+        g.spool_topic_queue_ready!.set({ topic: t.topic }, t.queue.ready);
+        g.spool_topic_queue_in_flight!.set({ topic: t.topic }, t.queue.in_flight);
+        g.spool_topic_queue_dead_lettered!.set({ topic: t.topic }, t.queue.dead_lettered);
+        if (t.queue.oldest_ready_age_ms !== null) g.spool_topic_queue_oldest_ready_age_ms!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms);
+      }
     }
     g.spool_topic_metrics_truncated!.set(s.topics.length > TOPIC_SERIES_MAX ? 1 : 0);
     g.spool_wal_queue_depth!.set(s.wal?.queueDepth ?? 0);
@@ -136,7 +161,7 @@ export class Metrics {
       records_live: s.topics.reduce((a, t) => a + t.count, 0),
       bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
       queue_topics: s.topics.filter((t) => t.type === 'queue').length,
-      queue_leases_in_flight: 0,
+      queue_leases_in_flight: leasesInFlight(s.topics),
       sse_connections: this.sse.open,
       watch_sessions: this.hub.registry.size,
       ready: this.sup.lifecycle === 'ready',

@@ -156,6 +156,10 @@ describe('metrics', () => {
     'spool_topic_earliest_seq',
     'spool_topic_records_live',
     'spool_topic_bytes_live',
+    'spool_topic_queue_ready',
+    'spool_topic_queue_in_flight',
+    'spool_topic_queue_oldest_ready_age_ms',
+    'spool_topic_queue_dead_lettered',
     'spool_topic_metrics_truncated',
   ];
   const COUNTERS = ['spool_wal_frames_total', 'spool_wal_batches_total', 'spool_wal_fsyncs_total', 'spool_wal_bytes_written_total'];
@@ -222,6 +226,38 @@ describe('metrics', () => {
     assert.ok(count >= 1, 'fsync latency observed');
     const sorted = [...buckets].sort((a, b) => Number(a.labels.le === '+Inf' ? Infinity : a.labels.le) - Number(b.labels.le === '+Inf' ? Infinity : b.labels.le));
     for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i]!.value >= sorted[i - 1]!.value, 'buckets are cumulative');
+  });
+
+  test('queue gauges: per-queue ready, in-flight, oldest ready age, dead-lettered; leases in flight in total and in JSON', async () => {
+    const q = name('mq');
+    await c.put(`/v0/topics/${q}`, { type: 'queue', max_deliveries: 1, dead_letter: `${q}.dlq` });
+    await c.post(`/v0/topics/${q}`, { records: [{ data: 1 }, { data: 2 }, { data: 3 }, { data: 4 }] });
+    const claim = await c.post(`/v0/topics/${q}/claim`, { node: 'w', max: 2 });
+    assert.equal(claim.body.count, 2);
+    // Job 1 was delivered once (max_deliveries 1): nacked, its next delivery moves it instead.
+    await c.post(`/v0/topics/${q}/nack`, { node: 'w', seqs: [1] });
+    const again = await c.post(`/v0/topics/${q}/claim`, { node: 'w2', max: 1 });
+    assert.deepEqual(again.body.claimed.map((j: any) => j.$seq), [3], 'job 1 went to the dead-letter topic');
+    let samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
+    for (let i = 0; i < 50 && one(samples, 'spool_topic_queue_dead_lettered', { topic: q }) !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
+    }
+    assert.equal(one(samples, 'spool_topic_queue_dead_lettered', { topic: q }), 1);
+    assert.equal(one(samples, 'spool_topic_queue_in_flight', { topic: q }), 2, 'jobs 2 and 3 are leased');
+    assert.equal(one(samples, 'spool_topic_queue_ready', { topic: q }), 1, 'job 4 is ready');
+    const age = one(samples, 'spool_topic_queue_oldest_ready_age_ms', { topic: q });
+    assert.ok(age >= 0 && age < 60_000, `oldest ready age ${age}`);
+    assert.ok(one(samples, 'spool_queue_leases_in_flight') >= 2);
+    assert.equal(samples.filter((x) => x.name === 'spool_topic_queue_ready' && x.labels.topic === `${q}.dlq`).length, 0, 'a log topic has no queue series');
+    const j = await c.get('/v0/metrics', { accept: 'application/json' });
+    assert.ok(j.body.queue_leases_in_flight >= 2);
+    assert.ok(j.body.queue_topics >= 1);
+    // Everything leased: no oldest-ready series for the queue.
+    await c.post(`/v0/topics/${q}/claim`, { node: 'w4', max: 5 });
+    samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
+    assert.equal(one(samples, 'spool_topic_queue_ready', { topic: q }), 0);
+    assert.equal(samples.filter((x) => x.name === 'spool_topic_queue_oldest_ready_age_ms' && x.labels.topic === q).length, 0);
   });
 
   test('all four classes are always listed and count topics per class', async () => {
