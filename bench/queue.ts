@@ -865,7 +865,8 @@ export async function queue(parts: number[] = [...PARTS]): Promise<WorkloadResul
   let disk: PartResult | undefined;
   let fsync: PartResult | undefined;
   if (parts.some((p) => p <= 4)) {
-    const srv = await startSpool({ label: 'queue' });
+    const profDir = process.env.BENCH_QUEUE_CPU_PROF;
+    const srv = await startSpool({ label: 'queue', ...(profDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {}) });
     const admin = new HttpClient(srv.port, 1);
     try {
       const parallel = { workers: k.workers, max: k.claimMax, jobs: k.jobs, latency: 'pair' as const, base };
@@ -918,6 +919,10 @@ export async function queue(parts: number[] = [...PARTS]): Promise<WorkloadResul
       }
     } finally {
       admin.close();
+      if (profDir) {
+        const t = await srv.terminate(30_000);
+        log(`queue: server stopped for --cpu-prof (${t.ms.toFixed(0)} ms, code ${t.code}); profiles in ${profDir}`);
+      }
       await srv.close();
     }
   }

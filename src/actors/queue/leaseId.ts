@@ -15,8 +15,8 @@ function hex(v: number, digits: number): string {
   return v.toString(16).padStart(digits, '0');
 }
 
-export function leaseIdOf(p: LeaseIdParts): string {
-  return `lease_${hex(p.epoch & EPOCH_MASK, 6)}${hex(p.no % NO_LIMIT, 10)}${hex(p.rand >>> 0, 8)}`;
+export function leaseIdOf(epoch: number, no: number, rand: number): string {
+  return `lease_${hex(epoch & EPOCH_MASK, 6)}${hex(no % NO_LIMIT, 10)}${hex(rand >>> 0, 8)}`;
 }
 
 /** The syntax RESOLVED 4.5 accepts in `lease_ids` ("" means no token, checked by the caller). */

@@ -46,7 +46,7 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
         table.unlease(e.seq); // a newer claim supersedes whatever the snapshot held
         table.delayed.delete(e.seq);
         if (e.viaWork) break; // released with its socket
-        table.lease(e.seq, { epoch: e.epoch, no: e.no, rand: e.rand, id: leaseIdOf(e), node: e.node, deadlineMs: e.atMs, connId: 0 });
+        table.lease(e.seq, { epoch: e.epoch, no: e.no, rand: e.rand, id: leaseIdOf(e.epoch, e.no, e.rand), node: e.node, deadlineMs: e.atMs, connId: 0 });
         break;
       }
       case LeaseEventKind.EXTENDED: {
@@ -81,7 +81,7 @@ export function queuePart(table: LeaseTable): QueuePart {
 }
 
 export function loadQueuePart(table: LeaseTable, part: QueuePart): void {
-  for (const [seq, epoch, no, rand, node, deadlineMs] of part.leases) table.lease(seq, { epoch, no, rand, id: leaseIdOf({ epoch, no, rand }), node, deadlineMs, connId: 0 });
+  for (const [seq, epoch, no, rand, node, deadlineMs] of part.leases) table.lease(seq, { epoch, no, rand, id: leaseIdOf(epoch, no, rand), node, deadlineMs, connId: 0 });
   for (const [seq, at] of part.delayed) table.delay(seq, at);
   for (const [seq, n] of part.deliveries) table.deliveries.set(seq, n);
   table.deadLettered = part.dead_lettered;
