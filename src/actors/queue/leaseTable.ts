@@ -5,6 +5,7 @@
 // Invariants: `active`, `delayed` and `inTransit` are disjoint and hold only LIVE seqs (a job that
 // leaves the log is forgotten at once); a job has at most one active lease. Expiry is lazy:
 // `sweep(now)` finds what passed its deadline; there are no per-job timers. Pure.
+import assert from 'node:assert/strict';
 import { MinHeap } from './heap.js';
 import type { LeaseIdParts } from './leaseId.js';
 
@@ -51,6 +52,8 @@ export class LeaseTable {
   }
 
   lease(seq: number, lease: Lease): void {
+    // One live lease per job (DESIGN 8.12): callers unlease or only lease claimable jobs.
+    assert.ok(!this.active.has(seq), `job ${seq} leased twice`);
     this.active.set(seq, lease);
     this.deadlines.push({ at: lease.deadlineMs, seq, lease });
     if (lease.connId !== 0) {

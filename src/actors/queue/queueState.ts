@@ -2,6 +2,7 @@
 // connections, the claim cohort waiting for a jitter window, claim passes waiting for cold
 // texts, and dead-letter moves in flight. Created with the instance when its type is `queue`.
 // Pure data; the operations are in the sibling modules.
+import assert from 'node:assert/strict';
 import { LeaseTable } from './leaseTable.js';
 
 /** A `/work` stream as the actor sees it (the socket lives on main). */
@@ -62,6 +63,9 @@ export class QueueState {
   /** Claimable now, given the instance's live job count (after a sweep). */
   ready(liveCount: number): number {
     const t = this.table;
-    return liveCount - t.active.size - t.delayed.size - t.inTransit.size;
+    const ready = liveCount - t.active.size - t.delayed.size - t.inTransit.size;
+    // The table holds only live jobs, in one state each: the counters can never go below 0.
+    assert.ok(ready >= 0, `queue counters disagree: ${liveCount} live, ${t.active.size} leased, ${t.delayed.size} delayed, ${t.inTransit.size} in transit`);
+    return ready;
   }
 }
