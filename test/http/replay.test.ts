@@ -1,12 +1,18 @@
 // Traces and replay (DESIGN 7): a scripted scenario recorded by the real server replays
-// byte for byte in-process; a tampered input is reported as the first divergence.
+// byte for byte in-process; a tampered input is reported as the first divergence. The second
+// test does the same for a queue workload (docs/QUEUES.md; DESIGN 4, 7): claims with a short
+// lease_ms and a reclaim after expiry, nacks with and without delay_ms, extend, ack with
+// lease_ids, a `/work` stream (open, job, ack, close) and a dead-letter move to a second traced
+// actor; a tampered claim time is reported at that claim's step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { startServer, client, tempDir, CLI } from '../helpers/server.js';
+import { openWork } from '../helpers/workStream.js';
 import { replayTrace } from '../../src/replay/replayer.js';
+import { ack, appendJobs, claim, counters, eventually, extend, mkQueue, nack, seqsOf, sleepPast } from './queueUtil.js';
 
 test('a recorded trace replays identically, and a changed input diverges', async () => {
   const traceDir = tempDir('spool-trace-');
@@ -47,6 +53,80 @@ test('a recorded trace replays identically, and a changed input diverges', async
   const cli = spawnSync(process.execPath, [CLI, 'replay', file], { encoding: 'utf8' });
   assert.equal(cli.status, 1);
   assert.match(cli.stdout, /divergence at step/);
+});
+
+test('a recorded queue workload replays identically, and a changed claim time diverges at that claim', async () => {
+  const traceDir = tempDir('spool-trace-q-');
+  const srv = await startServer({ env: { SERVICE_WORKERS: '1', SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'trq.' } });
+  const c = client(srv.url);
+  const q = 'trq.q';
+  const dlq = 'trq.dlq';
+  try {
+    await mkQueue(c, q, { lease_ms: 60_000, max_deliveries: 2, dead_letter: dlq });
+    assert.deepEqual(await appendJobs(c, q, [{ data: { j: 1 }, tag: 'a', meta: { m: 1 } }, { data: { j: 2 } }, { data: { j: 3 }, node: 'prod' }, { data: { j: 4 } }, { data: { j: 5 } }]), [1, 2, 3, 4, 5]);
+    // a short lease, expired and reclaimed
+    const first = await claim(c, q, { node: 'w-a', max: 2, lease_ms: 100 });
+    assert.deepEqual(seqsOf(first.body.claimed), [1, 2]);
+    await sleepPast(Math.max(...first.body.claimed.map((j: any) => j.deadline)));
+    const again = await claim(c, q, { node: 'w-b', max: 1, lease_ms: 100 });
+    assert.deepEqual(seqsOf(again.body.claimed), [1], 'the expired job is reclaimed first');
+    assert.equal(again.body.claimed[0].deliveries, 2);
+    // nack without delay: job 1 is due for its third delivery, so the next claim moves it
+    assert.equal((await nack(c, q, { node: 'w-b', seqs: [1], lease_ids: [again.body.claimed[0].lease_id] })).nacked, 1);
+    const third = await claim(c, q, { node: 'w-c', max: 1 });
+    assert.deepEqual(seqsOf(third.body.claimed), [2], 'job 1 goes to the dead-letter topic; expired job 2 comes instead');
+    await eventually(async () => (await counters(c, q)).dead_lettered === 1, 5000, 'the dead-letter move');
+    // nack with a delay, extend, ack with lease_ids
+    assert.equal((await nack(c, q, { node: 'w-c', seqs: [2], delay_ms: 150 })).nacked, 1);
+    const nackedAt = Date.now();
+    const fresh = await claim(c, q, { node: 'w-a', max: 2 });
+    assert.deepEqual(seqsOf(fresh.body.claimed), [3, 4]);
+    assert.equal((await extend(c, q, { node: 'w-a', seqs: [3, 4], lease_ms: 5000, lease_ids: fresh.body.claimed.map((j: any) => j.lease_id) })).body.extended, 2);
+    const acked = await ack(c, q, { node: 'w-a', seqs: [3, 4], lease_ids: fresh.body.claimed.map((j: any) => j.lease_id) });
+    assert.equal(acked.acked, 2);
+    // a /work stream: open, one job, ack it, close
+    const s = await openWork(srv.url, q, { query: { node: 'w-work', max: '1' } });
+    assert.equal(s.status, 200, s.text);
+    const job = (await s.nextJob(5000)).data as any;
+    assert.equal(job.$seq, 5);
+    assert.equal((await ack(c, q, { node: 'w-work', seqs: [5], lease_ids: [job.lease_id] })).acked, 1);
+    await s.close();
+    // the delayed job comes back (its third delivery would be over max_deliveries 2: moved too)
+    await sleepPast(nackedAt + 150);
+    const late = await claim(c, q, { node: 'w-d', max: 1 });
+    assert.equal(late.body.count, 0, 'job 2 is never delivered a third time');
+    await eventually(async () => (await counters(c, q)).dead_lettered === 2 || JSON.stringify(await counters(c, q)), 5000, 'the second dead-letter move');
+    assert.deepEqual(await counters(c, q), { ready: 0, in_flight: 0, dead_lettered: 2 });
+    assert.equal((await c.get(`/v0/topics/${dlq}?touch=false`)).body.count, 2);
+  } finally {
+    assert.equal(await srv.stop(), 0);
+  }
+  const files = fs.readdirSync(traceDir).map((f) => path.join(traceDir, f));
+  assert.equal(files.length, 1, 'one worker, one trace');
+  const file = files[0]!;
+  const report = replayTrace(file);
+  assert.equal(report.divergence, undefined, JSON.stringify(report.divergence));
+  assert.equal(report.actors, 2, 'the queue and its dead-letter topic');
+  assert.ok(report.steps >= 30, `steps ${report.steps}`);
+  assert.ok(report.compared >= 30, `compared ${report.compared}`);
+  const ok = spawnSync(process.execPath, [CLI, 'replay', file], { encoding: 'utf8' });
+  assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+
+  // Tamper with the time of the claim that leased jobs 3 and 4: its deadlines change.
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const i = lines.findIndex((l) => l.includes('"k":"req"') && l.includes('"op":"claim"') && l.includes('"node":"w-a"') && l.includes('"max":2') && !l.includes('"leaseMs":100'));
+  assert.ok(i > 0, 'the claim of jobs 3 and 4 is in the trace');
+  const line = JSON.parse(lines[i]!);
+  line.at += 1;
+  lines[i] = JSON.stringify(line);
+  fs.writeFileSync(file, lines.join('\n'));
+  const bad = replayTrace(file);
+  assert.ok(bad.divergence, 'the tampered trace diverges');
+  assert.equal(bad.divergence.step, line.n, `divergence at the tampered claim: ${JSON.stringify(bad.divergence).slice(0, 500)}`);
+  assert.equal(bad.divergence.actor, q);
+  const cli = spawnSync(process.execPath, [CLI, 'replay', file], { encoding: 'utf8' });
+  assert.equal(cli.status, 1);
+  assert.match(cli.stdout, new RegExp(`divergence at step ${line.n}\\b`));
 });
 
 test('spool wal-dump lists the frames of a data directory', async () => {
