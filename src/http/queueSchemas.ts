@@ -60,6 +60,9 @@ export function clamp(v: number, lo: number, hi: number): number {
 export function checkNode(node: string | undefined): string {
   if (node === undefined || node === '') throw new HttpError('invalid_request', 'node is required', { field: 'node' });
   if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) throw new HttpError('invalid_request', `node is longer than ${NODE_MAX_BYTES} bytes`, { field: 'node' });
+  // A lone surrogate has no UTF-8 form: the leases log would store U+FFFD and the restored lease
+  // would no longer match the worker's node.
+  if (Buffer.from(node, 'utf8').toString('utf8') !== node) throw new HttpError('invalid_request', 'node is not well-formed Unicode', { field: 'node' });
   return node;
 }
 

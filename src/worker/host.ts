@@ -71,7 +71,7 @@ export class ActorHost implements HostServices {
       byTopicId: this.byTopicId,
       actors: { [Symbol.iterator]: () => this.actorsByName.values() },
       actorFor: (name) => this.actorFor(name),
-      input: (actor, input, seed) => this.input(actor, input, seed),
+      input: (actor, input) => this.input(actor, input),
       resetRngs: () => this.rngs.clear(),
       replayAck: (bytes) => this.wal.replayAck(bytes),
     });
@@ -87,10 +87,13 @@ export class ActorHost implements HostServices {
     return a;
   }
 
-  private rngFor(actor: TopicActor): Rng {
-    let r = this.rngs.get(actor);
-    if (!r) this.rngs.set(actor, (r = seededRng(`${this.opts.bootSeed}/${actor.name}`)));
-    return r;
+  /** The actor's RNG, and whether it was just created (its seed then goes into the trace). */
+  private rngFor(actor: TopicActor): { rng: Rng; fresh: boolean } {
+    const r = this.rngs.get(actor);
+    if (r) return { rng: r, fresh: false };
+    const rng = seededRng(`${this.opts.bootSeed}/${actor.name}`);
+    this.rngs.set(actor, rng);
+    return { rng, fresh: true };
   }
 
   nextLocalTopicNo(): number {
@@ -110,18 +113,24 @@ export class ActorHost implements HostServices {
     });
   }
 
-  /** Feeds one input to an actor: the only way actor code runs. Traced when tracing is on. */
-  input(actor: TopicActor, input: ActorInput, seed?: string): void {
+  /**
+   * Feeds one input to an actor: the only way actor code runs. Traced when tracing is on; the
+   * step that first uses an actor's RNG (after a boot or a recovery) records the seed it came
+   * from, so replay reseeds exactly there, for topics recovered and created alike.
+   */
+  input(actor: TopicActor, input: ActorInput): void {
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
     let ctx = this.ctxs.get(actor);
     if (!ctx) {
       const effects = new HostEffects(this, actor);
       this.ctxs.set(actor, (ctx = new StepCtx(effects, effects)));
     }
-    ctx.begin(this.clock.now(), this.rngFor(actor), traced);
+    const { rng, fresh } = this.rngFor(actor);
+    const seed = fresh ? this.opts.bootSeed : undefined;
+    ctx.begin(this.clock.now(), rng, traced);
     applyInput(actor, ctx, input, this.opts);
     if (traced) {
-      this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
+      this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed !== undefined ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
     }
   }
 
@@ -157,7 +166,7 @@ export class ActorHost implements HostServices {
 
   /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */
   finishRecovery(): { topics: number; appends: number; ids: number[] } {
-    const r = this.recovery.finish(this.opts.bootSeed);
+    const r = this.recovery.finish();
     Atomics.add(this.opts.counters, 0, r.ids.length);
     return r;
   }

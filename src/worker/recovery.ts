@@ -19,7 +19,7 @@ export interface RecoveryHost {
   readonly byTopicId: Map<number, TopicActor>;
   readonly actors: Iterable<TopicActor>;
   actorFor(name: string): TopicActor;
-  input(actor: TopicActor, input: ActorInput, seed?: string): void;
+  input(actor: TopicActor, input: ActorInput): void;
   /** Actors' RNGs are seeded from the boot seed, known only at the end of recovery. */
   resetRngs(): void;
   replayAck(bytes: number): void;
@@ -100,12 +100,12 @@ export class WorkerRecovery {
   }
 
   /** Step 5: pads reservations and counts topics. Returns live topic ids. */
-  finish(bootSeed: string): { topics: number; appends: number; ids: number[] } {
+  finish(): { topics: number; appends: number; ids: number[] } {
     const ids: number[] = [];
     this.host.resetRngs();
     for (const a of this.host.actors) {
       if (!a.current) continue;
-      this.host.input(a, { k: 'finish' }, bootSeed);
+      this.host.input(a, { k: 'finish' });
       this.host.byTopicId.set(a.current.id, a);
       ids.push(a.current.id);
     }

@@ -64,7 +64,7 @@ function checkMoved(rec: any, q: string): void {
   assert.deepEqual(rec.data, POISON.data);
   assert.equal(rec.$tag, POISON.tag);
   assert.equal(rec.$node, POISON.node);
-  assert.deepEqual(Object.keys(rec.meta), [...STAMPS, 'trace', 'z'], `meta keys of ${JSON.stringify(rec)}`);
+  assert.deepEqual(Object.keys(rec.meta), ['trace', 'z', ...STAMPS], `meta keys of ${JSON.stringify(rec)}`);
   assert.deepEqual({ ...rec.meta }, { $dead_letter_from: q, $dead_letter_deliveries: 1, $dead_letter_src_seq: 1, trace: 'abc', z: 0 });
 }
 

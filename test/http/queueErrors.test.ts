@@ -166,6 +166,8 @@ describe('node (every route)', () => {
     ['129 ascii bytes', 'n'.repeat(129)],
     ['129 bytes of 2-byte chars (65 chars)', '\u00fc'.repeat(64) + 'x'],
     ['129 bytes with 4-byte chars (33 chars)', '\u{1F600}'.repeat(32) + 'x'],
+    ['a lone surrogate (no UTF-8 form)', 'w\ud800'],
+    ['a lone low surrogate', '\udc00w'],
     ['a number', 5],
     ['an array', ['w-a']],
     ['null', null],
@@ -178,7 +180,7 @@ describe('node (every route)', () => {
   ];
 
   for (const route of ROUTES) {
-    test(`${route}: missing, empty, over 128 bytes or not a string → 400 detail.field "node"; 128 bytes ok`, async () => {
+    test(`${route}: missing, empty, over 128 bytes, not well-formed Unicode or not a string → 400 detail.field "node"; 128 bytes ok`, async () => {
       const q = await queue();
       await appendJobs(c, q, good.length);
       for (const [what, v] of bad) {

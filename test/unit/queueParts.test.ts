@@ -206,7 +206,7 @@ test('property: a cohort gets shares(wants, n) each, dealt round-robin, every jo
 const LEASE_RE = /^lease_[0-9a-f]{24}$/;
 
 test('leaseIdOf: 24 lowercase hex digits for extreme parts; epoch wraps to 24 bits, counter to 40', () => {
-  const cases: [Parameters<typeof leaseIdOf>[0], string][] = [
+  const cases: [{ epoch: number; no: number; rand: number }, string][] = [
     [{ epoch: 0, no: 0, rand: 0 }, 'lease_' + '0'.repeat(24)],
     [{ epoch: 0xff_ffff, no: 2 ** 40 - 1, rand: 0xffff_ffff }, 'lease_' + 'f'.repeat(24)],
     [{ epoch: 2 ** 24, no: 1, rand: 1 }, 'lease_000000' + '0000000001' + '00000001'],
@@ -216,13 +216,13 @@ test('leaseIdOf: 24 lowercase hex digits for extreme parts; epoch wraps to 24 bi
     [{ epoch: 7, no: Number.MAX_SAFE_INTEGER, rand: 0xdead_beef }, 'lease_000007' + (Number.MAX_SAFE_INTEGER % 2 ** 40).toString(16).padStart(10, '0') + 'deadbeef'],
   ];
   for (const [parts, want] of cases) {
-    const id = leaseIdOf(parts);
+    const id = leaseIdOf(parts.epoch, parts.no, parts.rand);
     assert.match(id, LEASE_RE, JSON.stringify(parts));
     assert.equal(id, want, JSON.stringify(parts));
   }
   fc.assert(
     fc.property(fc.nat({ max: 0xffff_ffff }), fc.maxSafeNat(), fc.nat({ max: 0xffff_ffff }), (epoch, no, rand) => {
-      const id = leaseIdOf({ epoch, no, rand });
+      const id = leaseIdOf(epoch, no, rand);
       assert.match(id, LEASE_RE);
       assert.equal(parseInt(id.slice(6, 12), 16), epoch % 2 ** 24);
       assert.equal(parseInt(id.slice(12, 22), 16), no % 2 ** 40);
@@ -237,7 +237,7 @@ test('leaseIdOf: 24 lowercase hex digits for extreme parts; epoch wraps to 24 bi
 let leaseNo = 0;
 function mkLease(deadlineMs: number, connId = 0, node = 'w'): Lease {
   const parts = { epoch: 1, no: ++leaseNo, rand: 42 };
-  return { ...parts, id: leaseIdOf(parts), node, deadlineMs, connId };
+  return { ...parts, id: leaseIdOf(parts.epoch, parts.no, parts.rand), node, deadlineMs, connId };
 }
 
 const drain = (t: LeaseTable, ok: (s: number) => boolean = () => true): number[] => {
@@ -434,13 +434,15 @@ test('deadLetterBody: meta absent or {} → just the stamps; data, tag and node 
   }
 });
 
-test('deadLetterBody: the stamps come first, then the original meta keys verbatim and in order', () => {
+test('deadLetterBody: the original meta keys verbatim and in order, then the stamps (which win over look-alikes)', () => {
   const meta = '{"z":1e400,"a":{"nested":[1,2]},"m":"\\u2603 snow","dup":1,"dup":2,"$dead_letter_from":"spoof"}';
   const text = stored(`{"data":1,"meta":${meta}}`);
   const body = deadLetterBody('q.name:with-chars', 2 ** 53 - 1, 4_294_967_295, text);
   const p = parseAppendBody(body, DEAD_LETTER_STAMPS);
   assert.ok(p.ok, JSON.stringify(p));
-  assert.equal(parsedMeta(body, p.value), `{${STAMPS('q.name:with-chars', 4_294_967_295, 2 ** 53 - 1)},${meta.slice(1)}`);
+  assert.equal(parsedMeta(body, p.value), `${meta.slice(0, -1)},${STAMPS('q.name:with-chars', 4_294_967_295, 2 ** 53 - 1)}}`);
+  const doc = JSON.parse(body.toString()) as { records: { meta: Record<string, unknown> }[] };
+  assert.equal(doc.records[0]!.meta.$dead_letter_from, 'q.name:with-chars', 'the real stamp wins over the spoofed one');
   assert.ok(body.toString().includes('"z":1e400,'), '1e400 is copied, not re-serialized');
 });
 
@@ -471,7 +473,7 @@ test('deadLetterBody: a full meta (64 keys, 16 KiB) fits only with the DEAD_LETT
   }
   const withA = parseAppendBody(body, DEAD_LETTER_STAMPS);
   assert.ok(withA.ok, JSON.stringify(withA));
-  assert.equal(parsedMeta(body, withA.value), `{${STAMPS(longQueue, 0xffff_ffff, Number.MAX_SAFE_INTEGER)},${full.slice(1)}`);
+  assert.equal(parsedMeta(body, withA.value), `${full.slice(0, -1)},${STAMPS(longQueue, 0xffff_ffff, Number.MAX_SAFE_INTEGER)}}`);
 
   // 64 small keys: only the key count is over without the allowance
   const keysOnly = metaOf(LIMITS.maxMetaKeys, 1000);

@@ -151,10 +151,13 @@ test('pause when the client stops reading (bytes queued past high water), resume
   sock.pause();
   const s = await served;
   const chunk = Buffer.alloc(1024 * 1024, 'x');
+  // Wait in real time between writes: the pacer delays a flush by as long as the previous one
+  // took, which on a loaded machine is longer than a couple of loop turns.
   for (let i = 0; i < 64 && !s.conn.paused; i++) {
+    const flushed = s.writes.length;
     s.conn.write(chunk);
-    await tick();
-    await tick();
+    const until = Date.now() + 500;
+    while (s.writes.length === flushed && Date.now() < until) await sleep(2);
   }
   assert.equal(s.conn.paused, true, 'paused once the socket backed up');
   assert.deepEqual(s.events, ['pause']);

@@ -33,10 +33,12 @@ export function wantOf(q: QueueState, c: Claimer): number {
 export function shares(wants: readonly number[], n: number): number[] {
   const total = wants.reduce((s, w) => s + w, 0);
   if (n >= total) return wants.slice();
-  const exact = wants.map((w) => (n * w) / total);
-  const out = exact.map(Math.floor);
+  // Integer arithmetic (n·w < 2^53 here: n ≤ total ≤ 1000 claimers × 1000), so equal remainders
+  // compare equal and ties really go to the earlier claimer.
+  const rem = wants.map((w) => (n * w) % total);
+  const out = wants.map((w, i) => (n * w - rem[i]!) / total);
   let left = n - out.reduce((s, v) => s + v, 0);
-  const order = wants.map((_, i) => i).sort((a, b) => exact[b]! - out[b]! - (exact[a]! - out[a]!) || a - b);
+  const order = wants.map((_, i) => i).sort((a, b) => rem[b]! - rem[a]! || a - b);
   for (const i of order) {
     if (left === 0) break;
     if (out[i]! < wants[i]!) {

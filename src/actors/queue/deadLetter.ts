@@ -18,14 +18,17 @@ import type { QueueState } from './queueState.js';
 const RETRY_FIRST_MS = 50;
 const RETRY_MAX_MS = 2000;
 
-/** The append body for the dead-letter topic: data, tag and node as stored, meta stamped. */
+/**
+ * The append body for the dead-letter topic: data, tag and node as stored, meta stamped. The
+ * stamps go last, so where the job's own meta already has such keys (a dead letter put back
+ * into a queue, or a spoof), the usual last-key-wins JSON readers see this move's values.
+ */
 export function deadLetterBody(queue: string, seq: number, deliveries: number, t: RecordText): Buffer {
-  const stamps = `"$dead_letter_from":${JSON.stringify(queue)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}`;
+  const stamps = `"$dead_letter_from":${JSON.stringify(queue)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}}`;
   const parts: Buffer[] = [Buffer.from('{"records":[{"data":', 'latin1'), t.buf.subarray(t.dataOff, t.dataOff + t.dataLen)];
-  parts.push(Buffer.from(`,"meta":{${stamps}`, 'latin1'));
-  // The stored meta is compact: `{}` adds nothing, `{"k":…}` adds `,"k":…}` after the stamps.
-  if (t.metaLen > 2) parts.push(Buffer.from(','), t.buf.subarray(t.metaOff + 1, t.metaOff + t.metaLen));
-  else parts.push(Buffer.from('}'));
+  // The stored meta is compact: `{}` holds nothing, `{"k":…}` keeps `{"k":…` before the stamps.
+  if (t.metaLen > 2) parts.push(Buffer.from(',"meta":'), t.buf.subarray(t.metaOff, t.metaOff + t.metaLen - 1), Buffer.from(`,${stamps}`, 'latin1'));
+  else parts.push(Buffer.from(`,"meta":{${stamps}`, 'latin1'));
   if (t.tagLen > 0) parts.push(Buffer.from(',"tag":'), t.buf.subarray(t.tagOff, t.tagOff + t.tagLen));
   if (t.nodeLen > 0) parts.push(Buffer.from(',"node":'), t.buf.subarray(t.nodeOff, t.nodeOff + t.nodeLen));
   parts.push(Buffer.from('}],"create":true}'));
