@@ -182,6 +182,25 @@ function readCpuSeconds(pid: number): number | undefined {
  * asked. `reset()` starts a new window (and resets VmHWM through /proc/<pid>/clear_refs when
  * the kernel allows it; otherwise the polled max alone is used after a reset).
  */
+/** Resident set size of a process, from /proc (Linux). */
+export function vmRss(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/** Median of 5 VmRSS reads 200 ms apart, after `settleMs` of quiet (a memory figure, not a peak). */
+export async function settledRss(srv: ChildServer, settleMs: number): Promise<number> {
+  await sleep(settleMs);
+  const xs: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    xs.push(vmRss(srv.pid));
+    await sleep(200);
+  }
+  xs.sort((a, b) => a - b);
+  return xs[2]!;
+}
+
 export class RssSampler {
   private max = 0;
   private hwmUsable = true;

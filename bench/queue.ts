@@ -42,9 +42,8 @@
 // or an `event: error` frame aborts the part with the server's body in the message (the other
 // parts still run); an ack with `skipped` seqs, a job delivered twice or a drain that does not
 // finish within BENCH_QUEUE_MAX_S (120) marks the workload failed.
-import fs from 'node:fs';
 import http from 'node:http';
-import { CpuSplitMeter, cpuNote, HttpClient, appendMany, benchMs, createTopic, envNumber, log, percentile, round, runAsScript, sleep, startEcho, startSpool, warmupMs, MB, type ChildServer, type CpuSplit, type Resp, type Row, type WorkloadResult } from './lib.js';
+import { CpuSplitMeter, cpuNote, HttpClient, appendMany, benchMs, createTopic, envNumber, log, percentile, round, runAsScript, sleep, startEcho, startSpool, warmupMs, MB, type ChildServer, type CpuSplit, type Resp, type Row, type WorkloadResult, settledRss } from './lib.js';
 
 const FILL_BATCH = 1000;
 const PARTS = [1, 2, 3, 4, 5] as const;
@@ -729,23 +728,7 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
 
 // ---- part 5: memory of ready jobs, queue vs log ------------------------------------------------
 
-function vmRss(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]) * 1024;
-}
 
-/** Median of 5 VmRSS reads 200 ms apart, after `settleMs` of quiet. */
-async function settledRss(srv: ChildServer, settleMs: number): Promise<number> {
-  await sleep(settleMs);
-  const xs: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    xs.push(vmRss(srv.pid));
-    await sleep(200);
-  }
-  xs.sort((a, b) => a - b);
-  return xs[2]!;
-}
 
 interface MemSide {
   before: number;

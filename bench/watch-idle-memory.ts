@@ -12,28 +12,12 @@
 // not possible from outside, so garbage from the opening requests may still be counted; the
 // marginal cost between two steps (RSS(5000) − RSS(1000)) / 4000 cancels one-off growth such as
 // V8's young generation and JIT code, and is the figure compared with the target.
-import fs from 'node:fs';
-import { HttpClient, createTopic, envNumber, log, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
+import { HttpClient, createTopic, envNumber, log, round, startSpool, MB, type Row, type WorkloadResult, runAsScript, settledRss } from './lib.js';
 import { WatcherGroup } from './watch-client.js';
 
 const TARGET_KIB = 16;
 
-function vmRss(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]) * 1024;
-}
 
-async function settledRss(srv: ChildServer, settleMs: number): Promise<number> {
-  await sleep(settleMs);
-  const xs: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    xs.push(vmRss(srv.pid));
-    await sleep(200);
-  }
-  xs.sort((a, b) => a - b);
-  return xs[2]!;
-}
 
 async function createSessions(client: HttpClient, topics: string[], from: number, n: number): Promise<string[]> {
   const urls: string[] = new Array(n);

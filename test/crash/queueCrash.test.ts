@@ -21,6 +21,7 @@
 // The random seed is printed as a diagnostic; rerun a failure with CRASH_SEED=<seed>.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { seededRng } from '../../src/core/rng.js';
 import fs from 'node:fs';
 import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
 
@@ -30,16 +31,6 @@ type Api = ReturnType<typeof client>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Tolerance when judging whether two leases of one seq overlapped. A lease's start is derived as
@@ -378,7 +369,8 @@ async function verify(api: Api, m: QueueModel, ctx: Ctx): Promise<void> {
 test('queue crash: 3 SIGKILLs under claim/ack/nack load; acked jobs never return, the rest are kept and claimable', { timeout: 120_000 }, async (t) => {
   const seed = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Math.floor(Math.random() * 2 ** 31);
   t.diagnostic(`seed ${seed} (rerun with CRASH_SEED=${seed})`);
-  const rnd = mulberry32(seed);
+  const rng = seededRng(`queue-crash/${seed}`);
+  const rnd = () => rng.next();
   const dataDir = tempDir('spool-qcrash-');
   const env = { SERVICE_WORKERS: '2', SERVICE_CHECKPOINT_MS: '500', SERVICE_WAL_SYNC_INTERVAL_MS: '20' };
   const models = [new QueueModel('jobs.plain', 1000, false), new QueueModel('jobs.durable-leases', 2000, true)];

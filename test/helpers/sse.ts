@@ -5,6 +5,7 @@
 // `retry:` blocks as frames of their own, so tests can assert on heartbeats and stream opening.
 import http from 'node:http';
 import net from 'node:net';
+import { ChunkedDecoder } from './chunked.js';
 
 export interface Frame {
   /** 'event' for a dispatched block with event/id/data; 'comment' for a `:` line; 'retry' for a block holding only `retry:`. */
@@ -363,42 +364,14 @@ export function openRawStream(base: string, wid: string, extraHeaders: Record<st
     let head: Buffer = Buffer.alloc(0);
     let headerDone = false;
     let chunked = false;
-    let pending: Buffer = Buffer.alloc(0); // undecoded chunked bytes
-    let chunkLeft = -1; // bytes left in the current chunk; -1 = expecting a size line
     let bodyBytes = 0;
     let settled = false;
     const feedBody = (b: Buffer) => {
       bodyBytes += b.length;
       parser.push(decoder.decode(b, { stream: true }));
     };
-    const dechunk = (b: Buffer) => {
-      pending = pending.length ? Buffer.concat([pending, b]) : b;
-      for (;;) {
-        if (chunkLeft < 0) {
-          const nl = pending.indexOf('\r\n');
-          if (nl < 0) return;
-          const size = parseInt(pending.subarray(0, nl).toString('latin1').split(';')[0]!.trim(), 16);
-          pending = pending.subarray(nl + 2);
-          if (size === 0) {
-            queue.markClosed();
-            return;
-          }
-          chunkLeft = size;
-        }
-        if (chunkLeft > 0) {
-          if (pending.length === 0) return;
-          const take = Math.min(chunkLeft, pending.length);
-          feedBody(pending.subarray(0, take));
-          pending = pending.subarray(take);
-          chunkLeft -= take;
-        }
-        if (chunkLeft === 0) {
-          if (pending.length < 2) return;
-          pending = pending.subarray(2); // CRLF after the chunk
-          chunkLeft = -1;
-        }
-      }
-    };
+    const chunks = new ChunkedDecoder(feedBody, () => queue.markClosed());
+    const dechunk = (b: Buffer) => chunks.push(b);
     const s: RawSseStream = {
       status: 0,
       headerText: '',

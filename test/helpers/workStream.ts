@@ -7,6 +7,7 @@
 // which is how a worker "disconnects" (the server must then release the stream's leases).
 import net from 'node:net';
 import { Frame, FrameQueue, SseParser } from './sse.js';
+import { ChunkedDecoder } from './chunked.js';
 
 export interface WorkOpenOptions {
   /** Query parameters (node, max, lease_ms, ...), encoded with URLSearchParams. */
@@ -82,8 +83,6 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
     let headerDone = false;
     let chunked = false;
     let contentLength = -1;
-    let pending: Buffer = Buffer.alloc(0);
-    let chunkLeft = -1; // -1: expecting a chunk size line
     const bodyChunks: Buffer[] = [];
     let bodyText = '';
     let settled = false;
@@ -165,35 +164,8 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
       }
     };
 
-    const dechunk = (b: Buffer) => {
-      pending = pending.length ? Buffer.concat([pending, b]) : b;
-      for (;;) {
-        if (ended) return;
-        if (chunkLeft < 0) {
-          const nl = pending.indexOf('\r\n');
-          if (nl < 0) return;
-          const size = parseInt(pending.subarray(0, nl).toString('latin1').split(';')[0]!.trim(), 16);
-          pending = pending.subarray(nl + 2);
-          if (!(size > 0)) {
-            endBody();
-            return;
-          }
-          chunkLeft = size;
-        }
-        if (chunkLeft > 0) {
-          if (pending.length === 0) return;
-          const take = Math.min(chunkLeft, pending.length);
-          feedBody(pending.subarray(0, take));
-          pending = pending.subarray(take);
-          chunkLeft -= take;
-        }
-        if (chunkLeft === 0) {
-          if (pending.length < 2) return;
-          pending = pending.subarray(2);
-          chunkLeft = -1;
-        }
-      }
-    };
+    const chunks = new ChunkedDecoder(feedBody, endBody);
+    const dechunk = (b: Buffer) => chunks.push(b);
 
     socket.on('data', (b: Buffer) => {
       if (headerDone) return chunked ? dechunk(b) : feedBody(b);
