@@ -325,6 +325,28 @@ test('LeaseTable: stale heap entries after extend, unlease and re-delay are skip
   assert.equal(t.nextDueMs(), undefined);
 });
 
+test('LeaseTable: the heaps stay bounded under endless extends and delays of far deadlines', () => {
+  const t = new LeaseTable();
+  const day = 86_400_000;
+  for (let seq = 1; seq <= 10; seq++) t.lease(seq, mkLease(day, 0));
+  // A worker extending its 10 one-day leases every second for a day and a half.
+  for (let i = 0; i < 130_000; i++) {
+    const seq = (i % 10) + 1;
+    t.extend(seq, t.active.get(seq)!, day + i);
+    assert.ok(t.heapSizes.deadlines <= 2 * t.active.size + 1024, `deadline heap ${t.heapSizes.deadlines} after ${i} extends`);
+  }
+  // Delays of jobs that are then deleted (forgotten) before their delay elapses.
+  for (let seq = 100; seq < 20_000; seq++) {
+    t.delay(seq, 10 * day);
+    t.forget(seq);
+    assert.ok(t.heapSizes.delays <= 2 * t.delayed.size + 1026, `delay heap ${t.heapSizes.delays}`);
+  }
+  // Nothing live was lost by the compactions: every lease still expires at its last deadline.
+  // (the last extends set deadlines day + 129990 … day + 129999, one per job)
+  assert.deepEqual(t.sweep(day + 129_990), []);
+  assert.equal(t.sweep(day + 130_000).length, 10);
+});
+
 test('LeaseTable: popReclaim serves ascending and drops what is not claimable or not accepted', () => {
   const t = new LeaseTable();
   for (const s of [9, 2, 7, 4, 11, 1]) t.makeReady(s);

@@ -31,6 +31,13 @@ interface DelayEntry {
 
 const byTime = (a: { at: number; seq: number }, b: { at: number; seq: number }) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
 
+/**
+ * Stale heap entries (extended, released or forgotten leases and delays) leave only when they
+ * reach the top, which for long leases may be days away: a heap holding more than twice its
+ * live entries plus this slack is rebuilt from its map, so it stays bounded.
+ */
+const HEAP_SLACK = 1024;
+
 export class LeaseTable {
   readonly active = new Map<number, Lease>();
   /** Seqs leased per `/work` connection. */
@@ -55,7 +62,7 @@ export class LeaseTable {
     // One live lease per job (DESIGN 8.12): callers unlease or only lease claimable jobs.
     assert.ok(!this.active.has(seq), `job ${seq} leased twice`);
     this.active.set(seq, lease);
-    this.deadlines.push({ at: lease.deadlineMs, seq, lease });
+    this.pushDeadline({ at: lease.deadlineMs, seq, lease });
     if (lease.connId !== 0) {
       let set = this.byConn.get(lease.connId);
       if (!set) this.byConn.set(lease.connId, (set = new Set()));
@@ -78,7 +85,12 @@ export class LeaseTable {
 
   extend(seq: number, lease: Lease, deadlineMs: number): void {
     lease.deadlineMs = deadlineMs;
-    this.deadlines.push({ at: deadlineMs, seq, lease });
+    this.pushDeadline({ at: deadlineMs, seq, lease });
+  }
+
+  private pushDeadline(e: DeadlineEntry): void {
+    this.deadlines.push(e);
+    if (this.deadlines.size > 2 * this.active.size + HEAP_SLACK) this.rebuildHeaps();
   }
 
   /** The job is ready again (reclaim freelist, served before fresh jobs). */
@@ -86,9 +98,15 @@ export class LeaseTable {
     this.reclaim.push(seq);
   }
 
+  /** Entries in the heaps, live and stale (for tests of the bound). */
+  get heapSizes(): { deadlines: number; delays: number; reclaim: number } {
+    return { deadlines: this.deadlines.size, delays: this.delays.size, reclaim: this.reclaim.size };
+  }
+
   delay(seq: number, readyAtMs: number): void {
     this.delayed.set(seq, readyAtMs);
     this.delays.push({ at: readyAtMs, seq });
+    if (this.delays.size > 2 * this.delayed.size + HEAP_SLACK) this.rebuildHeaps();
   }
 
   heldBy(connId: number): number {
@@ -158,7 +176,7 @@ export class LeaseTable {
     this.inTransit.delete(seq);
   }
 
-  /** Recovery: rebuilds the heaps from the maps (entries restored without them). */
+  /** Rebuilds the deadline and delay heaps from the maps (recovery, and when stale entries pile up). */
   rebuildHeaps(): void {
     this.deadlines.clear();
     this.delays.clear();
