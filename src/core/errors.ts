@@ -42,6 +42,11 @@ export function fail(code: ErrorCode, message: string, detail?: Record<string, u
   return r;
 }
 
+/** The WAL credit is exhausted (G16): appends, record deletes and acks are refused, nothing applied. */
+export function walBehind(): ErrorResult {
+  return fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 });
+}
+
 export function assertNever(x: never): never {
   throw new Error(`unexpected variant: ${JSON.stringify(x)}`);
 }

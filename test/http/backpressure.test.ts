@@ -57,3 +57,53 @@ test('disable_backpressure waits instead of refusing, and reports throttle_wait_
   }
   assert.ok(waited, 'some append waited for credit');
 });
+
+test('over the WAL credit, acks and record deletes are refused too, with nothing applied', async () => {
+  const c = client(srv.url);
+  await c.put('/v0/topics/bp.q', { type: 'queue', durability: 'fsync' });
+  let ackRefused = 0;
+  let acked = 0;
+  for (let round = 0; round < 10 && ackRefused === 0; round++) {
+    await c.post('/v0/topics/bp.q', { records: Array.from({ length: 40 }, (_, i) => ({ data: i })), disable_backpressure: true });
+    const claim = await c.post('/v0/topics/bp.q/claim', { node: 'w', max: 40 });
+    const seqs: number[] = claim.body.claimed.map((j: any) => j.$seq);
+    const rs = await Promise.all(seqs.map((s) => c.post('/v0/topics/bp.q/ack', { node: 'w', seqs: [s] })));
+    for (const r of rs) assert.ok(r.status === 200 || r.status === 429, `ack status ${r.status} ${r.text}`);
+    const refused = rs.filter((r) => r.status === 429);
+    ackRefused += refused.length;
+    acked += rs.filter((r) => r.status === 200 && r.body.acked === 1).length;
+    if (refused.length > 0) {
+      assert.equal(refused[0]!.body.error.code, 'throttled');
+      assert.ok(refused[0]!.body.error.detail.retry_after_ms > 0);
+      assert.equal(refused[0]!.headers.get('retry-after'), '1');
+    }
+    // A refused ack changed nothing: its job is still leased to w, and acks again later.
+    const st = await c.get('/v0/topics/bp.q?touch=false');
+    assert.equal(st.body.queue.in_flight, refused.length, 'the refused acks left their leases');
+    for (const r of refused) {
+      const s = seqs[rs.indexOf(r)]!;
+      let again;
+      for (let i = 0; i < 50; i++) {
+        again = await c.post('/v0/topics/bp.q/ack', { node: 'w', seqs: [s] });
+        if (again.status === 200) break;
+      }
+      assert.equal(again!.body.acked, 1, 'the job was still leased after the refusal');
+    }
+  }
+  assert.ok(ackRefused > 0, 'some acks were refused for credit');
+  assert.ok(acked > 0);
+  // Record deletes: a burst of single-seq deletes; each refused one deleted nothing.
+  await c.put('/v0/topics/bp.d', { durability: 'fsync' });
+  let delRefused = 0;
+  for (let round = 0; round < 10 && delRefused === 0; round++) {
+    const first = (await c.post('/v0/topics/bp.d', { records: Array.from({ length: 40 }, (_, i) => ({ data: i, tag: `t${i}` })), disable_backpressure: true })).body.first_seq;
+    const rs = await Promise.all(Array.from({ length: 40 }, (_, i) => c.post('/v0/topics/bp.d/delete', { match: `t${i}` })));
+    for (const r of rs) assert.ok(r.status === 200 || r.status === 429, `delete status ${r.status}`);
+    const refused = rs.map((r, i) => (r.status === 429 ? i : -1)).filter((i) => i >= 0);
+    delRefused += refused.length;
+    const d = await c.post('/v0/topics/bp.d/diff', { from_seq: first - 1, limit: 1000 });
+    const left = d.body.records.map((r: any) => r.$seq - first);
+    assert.deepEqual(left, refused, 'exactly the refused deletes left their records');
+  }
+  assert.ok(delRefused > 0, 'some record deletes were refused for credit');
+});

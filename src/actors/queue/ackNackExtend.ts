@@ -6,6 +6,7 @@
 // point; nack and extend log a LEASES frame and answer once it is durable when leases_durable.
 // Pure; effects go through the ActorCtx.
 import type { AckRequest, ExtendRequest, NackRequest } from '../../core/messages/rpc.js';
+import { walBehind } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { LeaseEvent } from '../../wal/leasesFrame.js';
@@ -34,6 +35,9 @@ function counters(inst: TopicInstance, q: QueueState): string {
 }
 
 export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: AckRequest): void {
+  // WAL backpressure (G16, DESIGN 1.5): an ack writes a DELETE frame, so past the credit it is
+  // refused with nothing applied (the leases stay; the worker retries).
+  if (inst.config.durability !== 'ephemeral' && ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
   q.table.sweep(ctx.now);
   const acked: number[] = [];
   const skipped: number[] = [];

@@ -3,7 +3,7 @@
 // APPEND frame and hold the reply until the batch reaches its class's ack point.
 // Checks follow RESOLVED 0.3: 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
-import { fail, type ErrorResult } from '../../core/errors.js';
+import { fail, walBehind, type ErrorResult } from '../../core/errors.js';
 import type { AppendRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from './actorCore.js';
@@ -89,7 +89,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   // the host's FIFO. State-dependent, so after the 404 and 400 checks (RESOLVED 0.3).
   if (ctx.walCreditExhausted()) {
     if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
-    return ctx.reply(reqId, fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 }));
+    return ctx.reply(reqId, walBehind());
   }
   let created = false;
   if (!inst) {

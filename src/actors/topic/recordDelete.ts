@@ -2,7 +2,7 @@
 // point-in-time. One DELETE frame carries the selector (not a seq list) with the topic's class,
 // and the reply waits for that class's ack point, so an fsync topic's delete is fsynced.
 // Pure; effects go through the ActorCtx.
-import { fail } from '../../core/errors.js';
+import { fail, walBehind } from '../../core/errors.js';
 import type { DeleteRecordsRequest } from '../../core/messages/rpc.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
@@ -14,6 +14,8 @@ import { refillStreams } from '../queue/queueSteps.js';
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
   if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
+  // WAL backpressure (G16): a delete writes a frame, so past the credit it is refused, nothing applied.
+  if (inst.config.durability !== 'ephemeral' && ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
   a.expire(ctx, inst);
   const bound = inst.head;
   const deleted = deleteRecords(inst, req.beforeSeq, req.match, bound);
