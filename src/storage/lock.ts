@@ -3,6 +3,7 @@
 // proper-lockfile: we need exactly this pid check and nothing else (docs/ARCHITECTURE.md).
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Fs } from './fs.js';
 
 export class DataDirLockedError extends Error {}
 
@@ -18,30 +19,30 @@ function alive(pid: number): boolean {
   }
 }
 
-export function acquireLock(dataDir: string): () => void {
-  fs.mkdirSync(dataDir, { recursive: true });
+export function acquireLock(fsx: Fs, dataDir: string): () => void {
+  fsx.mkdirSync(dataDir);
   const file = path.join(dataDir, 'LOCK');
   const content = `${process.pid} ${Date.now()}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const fd = fs.openSync(file, 'wx');
-      fs.writeSync(fd, content);
-      fs.fsyncSync(fd);
-      fs.closeSync(fd);
+      const fd = fsx.openSync(file, 'wx');
+      fsx.writeSync(fd, Buffer.from(content), 0);
+      fsx.fsyncSync(fd);
+      fsx.closeSync(fd);
       return () => {
         try {
-          if (fs.readFileSync(file, 'utf8') === content) fs.unlinkSync(file);
+          if (fsx.readFileSync(file).toString('utf8') === content) fsx.unlinkSync(file);
         } catch {
           /* already gone */
         }
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(fs.readFileSync(file, 'utf8').split(' ')[0]);
+      const pid = Number(fsx.readFileSync(file).toString('utf8').split(' ')[0]);
       if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
         throw new DataDirLockedError(`data directory ${dataDir} is in use by process ${pid}`);
       }
-      fs.unlinkSync(file); // stale lock of a dead process
+      fsx.unlinkSync(file); // stale lock of a dead process
     }
   }
   throw new DataDirLockedError(`could not lock ${dataDir}`);

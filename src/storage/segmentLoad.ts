@@ -2,8 +2,8 @@
 // frame is CRC-checked. A torn tail of the newest segment is truncated: the WAL still holds
 // everything since the checkpoint, so replay rewrites it. Damage inside an older (sealed)
 // segment is an error, never skipped.
-import fsp from 'node:fs/promises';
 import path from 'node:path';
+import type { Fs } from './fs.js';
 import { parseSegmentFileName, topicDir } from './layout.js';
 import { probeFrame, FrameView } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
@@ -18,11 +18,11 @@ export interface LoadedSegment {
 }
 
 /** A topic's segment files, oldest first; each is read (and checked) on its own. */
-export async function listSegments(dataDir: string, topicId: number): Promise<{ firstSeq: number; file: string }[]> {
+export async function listSegments(fsx: Fs, dataDir: string, topicId: number): Promise<{ firstSeq: number; file: string }[]> {
   const dir = topicDir(dataDir, topicId);
   let names: string[];
   try {
-    names = await fsp.readdir(dir);
+    names = await fsx.readdir(dir);
   } catch {
     return [];
   }
@@ -33,8 +33,8 @@ export async function listSegments(dataDir: string, topicId: number): Promise<{ 
 }
 
 /** Reads one segment, CRC-checking every frame; the newest may have a torn tail (truncated). */
-export async function readSegment(topicId: number, seg: { firstSeq: number; file: string }, isNewest: boolean): Promise<LoadedSegment> {
-  const buf = await fsp.readFile(seg.file);
+export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: number; file: string }, isNewest: boolean): Promise<LoadedSegment> {
+  const buf = await fsx.readFile(seg.file);
   let off = 0;
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length);
@@ -44,7 +44,7 @@ export async function readSegment(topicId: number, seg: { firstSeq: number; file
   }
   if (off < buf.length) {
     if (!isNewest) throw new SegmentCorruptionError(`${seg.file}: damaged frame at offset ${off} in a sealed segment`);
-    await fsp.truncate(seg.file, off);
+    await fsx.truncate(seg.file, off);
   }
   return { firstSeq: seg.firstSeq, size: off, buf: buf.subarray(0, off) };
 }

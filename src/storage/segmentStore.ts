@@ -2,9 +2,8 @@
 // the offset their actor placed them (so the actor can find them again without asking), after
 // the WAL reported them written, with async fs on libuv's pool. Runs in a topic worker thread.
 // Invariant: operations on one topic run in order (a promise chain per topic).
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { fsyncDir, type Fs, type FsFile } from './fs.js';
 import type { SegmentPlacement } from '../actors/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
 
@@ -20,7 +19,7 @@ interface TopicFiles {
   pending: PendingWrite[];
   drainQueued: boolean;
   segFirstSeq: number;
-  fd: fs.promises.FileHandle | undefined;
+  fd: FsFile | undefined;
   dirty: boolean;
   dirCreated: boolean;
 }
@@ -29,7 +28,10 @@ export class SegmentStore {
   private readonly topics = new Map<number, TopicFiles>();
   private failed: Error | undefined;
 
-  constructor(private readonly dataDir: string) {}
+  constructor(
+    private readonly fsx: Fs,
+    private readonly dataDir: string,
+  ) {}
 
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
@@ -81,7 +83,7 @@ export class SegmentStore {
     }
   }
 
-  private async openSegment(t: TopicFiles, place: SegmentPlacement): Promise<fs.promises.FileHandle> {
+  private async openSegment(t: TopicFiles, place: SegmentPlacement): Promise<FsFile> {
     if (t.segFirstSeq === place.segFirstSeq && t.fd) return t.fd;
     if (t.fd) {
       await t.fd.sync();
@@ -89,10 +91,10 @@ export class SegmentStore {
     }
     const dir = topicDir(this.dataDir, place.topicId);
     if (!t.dirCreated) {
-      await fsp.mkdir(dir, { recursive: true });
+      await this.fsx.mkdir(dir);
       t.dirCreated = true;
     }
-    t.fd = await fsp.open(path.join(dir, segmentFileName(place.segFirstSeq)), fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+    t.fd = await this.fsx.open(path.join(dir, segmentFileName(place.segFirstSeq)), 'r+c');
     t.segFirstSeq = place.segFirstSeq;
     t.dirty = true;
     return t.fd;
@@ -111,7 +113,7 @@ export class SegmentStore {
         }
       }),
     );
-    for (const d of dirs) await fsyncDir(d);
+    for (const d of dirs) await fsyncDir(this.fsx, d);
     if (this.failed) throw this.failed;
   }
 
@@ -120,7 +122,7 @@ export class SegmentStore {
     const t = this.topics.get(topicId);
     if (t) await t.chain;
     if (t?.fd && t.segFirstSeq === firstSeq) return; // never the open (active) one
-    await fsp.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)), { force: true });
+    await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
   }
 
   /** Forgets a deleted topic instance and removes its directory in the background. */
@@ -130,7 +132,7 @@ export class SegmentStore {
     const dir = topicDir(this.dataDir, topicId);
     const drop = async () => {
       if (t?.fd) await t.fd.close();
-      await fsp.rm(dir, { recursive: true, force: true });
+      await this.fsx.rm(dir);
     };
     (t ? t.chain.then(drop) : drop()).catch(() => undefined);
   }
@@ -139,10 +141,10 @@ export class SegmentStore {
   async readRange(topicId: number, segFirstSeq: number, offset: number, len: number): Promise<Buffer> {
     const t = this.topics.get(topicId);
     if (t) await t.chain;
-    const fh = await fsp.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
+    const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
     try {
       const buf = Buffer.allocUnsafeSlow(len);
-      const { bytesRead } = await fh.read(buf, 0, len, offset);
+      const bytesRead = await fh.read(buf, 0, len, offset);
       if (bytesRead !== len) throw new Error(`short segment read ${bytesRead}/${len}`);
       return buf;
     } finally {
@@ -153,14 +155,5 @@ export class SegmentStore {
   async close(): Promise<void> {
     await this.flushAll().catch(() => undefined);
     for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
-  }
-}
-
-export async function fsyncDir(dir: string): Promise<void> {
-  const fh = await fsp.open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }

@@ -3,8 +3,6 @@
 // Format: 24-byte header (magic "SPOOLSNP", u32 version, u32 body length, u32 crc32 of body,
 // u32 reserved) then a JSON body. A bad CRC or version makes recovery fall back to the
 // previous snapshot.
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../core/messages/wal.js';
@@ -12,7 +10,7 @@ import type { TopicConfig } from '../actors/topic/config.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
 import { metaDir } from './layout.js';
-import { fsyncDir } from './segmentStore.js';
+import { fsyncDir, type Fs } from './fs.js';
 
 const MAGIC = 'SPOOLSNP';
 const VERSION = 1;
@@ -95,12 +93,12 @@ export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
 }
 
 /** Newest valid snapshot, falling back to older ones when the newest is damaged. */
-export function loadNewestSnapshot(dataDir: string, warn: (m: string) => void): SnapshotBody | undefined {
+export function loadNewestSnapshot(fsx: Fs, dataDir: string, warn: (m: string) => void): SnapshotBody | undefined {
   const dir = metaDir(dataDir);
-  if (!fs.existsSync(dir)) return undefined;
-  const names = fs.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  if (!fsx.existsSync(dir)) return undefined;
+  const names = fsx.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
   for (const n of names) {
-    const body = decodeSnapshot(fs.readFileSync(path.join(dir, n)));
+    const body = decodeSnapshot(fsx.readFileSync(path.join(dir, n)));
     if (body) return body;
     warn(`spool: snapshot ${n} is damaged; trying an older one`);
   }
@@ -108,25 +106,25 @@ export function loadNewestSnapshot(dataDir: string, warn: (m: string) => void): 
 }
 
 /** Writes a snapshot durably and removes every snapshot older than the previous one. */
-export async function writeSnapshot(dataDir: string, body: SnapshotBody): Promise<void> {
-  await writeSnapshotBytes(dataDir, body.cut, encodeSnapshot(body));
+export async function writeSnapshot(fsx: Fs, dataDir: string, body: SnapshotBody): Promise<void> {
+  await writeSnapshotBytes(fsx, dataDir, body.cut, encodeSnapshot(body));
 }
 
 /** Writes encoded snapshot bytes durably and removes every snapshot older than the previous one. */
-export async function writeSnapshotBytes(dataDir: string, cut: WalPosition, bytes: Buffer): Promise<void> {
+export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosition, bytes: Buffer): Promise<void> {
   const dir = metaDir(dataDir);
-  await fsp.mkdir(dir, { recursive: true });
+  await fsx.mkdir(dir);
   const final = path.join(dir, fileName(cut));
   const tmp = `${final}.tmp`;
-  const fh = await fsp.open(tmp, 'w');
+  const fh = await fsx.open(tmp, 'w');
   try {
     await fh.writeFile(bytes);
     await fh.sync();
   } finally {
     await fh.close();
   }
-  await fsp.rename(tmp, final);
-  await fsyncDir(dir);
-  const names = (await fsp.readdir(dir)).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
-  for (const n of names.slice(2)) await fsp.rm(path.join(dir, n), { force: true });
+  await fsx.rename(tmp, final);
+  await fsyncDir(fsx, dir);
+  const names = (await fsx.readdir(dir)).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  for (const n of names.slice(2)) await fsx.rm(path.join(dir, n));
 }

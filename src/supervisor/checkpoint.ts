@@ -8,6 +8,7 @@ import type { WorkerApi } from '../worker/main.js';
 import type { WalApi } from '../wal/walThread.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
+import type { Fs } from '../storage/fs.js';
 
 export class Checkpointer {
   private markId = 0;
@@ -16,6 +17,7 @@ export class Checkpointer {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
+    private readonly fsx: Fs,
     private readonly dataDir: string,
     private readonly workers: Remote<WorkerApi>[],
     private readonly wal: Remote<WalApi>,
@@ -50,7 +52,7 @@ export class Checkpointer {
     const parts = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
     const cut = await this.wal.waitMark(id);
     const head = { version: 1 as const, epoch: this.epoch, cut, previousCut: this.previousCut };
-    await writeSnapshotBytes(this.dataDir, cut, encodeSnapshotFromParts(head, parts));
+    await writeSnapshotBytes(this.fsx, this.dataDir, cut, encodeSnapshotFromParts(head, parts));
     if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
     this.previousCut = cut;
     await Promise.all(this.workers.map((w) => w.checkpointCommitted(id)));

@@ -9,6 +9,7 @@ import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
 import type { WalApi, WalThreadData } from '../wal/walThread.js';
 import { acquireLock } from '../storage/lock.js';
+import { nodeFs, type Fs } from '../storage/fs.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
@@ -42,6 +43,8 @@ export class Supervisor {
   constructor(
     readonly settings: Settings,
     private readonly log: Logger,
+    /** The data directory's filesystem on this thread (threads build their own, DESIGN 1.8). */
+    private readonly fsx: Fs = nodeFs,
   ) {}
 
   get replayProgress(): number {
@@ -81,7 +84,7 @@ export class Supervisor {
   /** Takes the lock and spawns the threads; then recovery runs in the background. */
   async start(): Promise<void> {
     const s = this.settings;
-    this.releaseLock = acquireLock(s.dataDir);
+    this.releaseLock = acquireLock(this.fsx, s.dataDir);
     const walRpc = new MessageChannel();
     const walPorts: MessagePort[] = [];
     // A port between every pair of workers, for actor-to-actor requests (dead-letter appends).
@@ -151,7 +154,7 @@ export class Supervisor {
       }, () => undefined);
     }, 50);
     try {
-      const snap = loadNewestSnapshot(this.settings.dataDir, (m) => this.log.error(m));
+      const snap = loadNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
       const n = this.workers.length;
       const byWorker: TopicPart[][] = this.workers.map(() => []);
       for (const part of snap?.topics ?? []) byWorker[workerOf(part.name, n)]!.push(part);
@@ -164,8 +167,8 @@ export class Supervisor {
       const live = new Set<number>();
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
-      await removeOrphanTopicDirs(this.settings.dataDir, live);
-      this.checkpointer = new Checkpointer(this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
+      await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, live);
+      this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
         this.die(`checkpoint failed: ${err.message}`),
       );
       await this.checkpointer.run();

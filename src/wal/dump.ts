@@ -1,7 +1,7 @@
 // `spool wal-dump <data dir>`: a human-readable listing of every WAL frame, for debugging.
 // Reads files directly (the server must not be running on the directory).
-import fs from 'node:fs';
 import path from 'node:path';
+import { nodeFs, type Fs } from '../storage/fs.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
 import { FrameType, WAL_HEADER_BYTES } from './format.js';
@@ -10,10 +10,10 @@ import { decodeLeases } from './leasesFrame.js';
 
 const NAMES = new Map<number, string>(Object.entries(FrameType).map(([k, v]) => [v, k]));
 
-export function* dumpWal(dataDir: string): Generator<string> {
-  for (const fileNo of listWalFiles(dataDir)) {
+export function* dumpWal(dataDir: string, fsx: Fs = nodeFs): Generator<string> {
+  for (const fileNo of listWalFiles(fsx, dataDir)) {
     const file = path.join(walDir(dataDir), walFileName(fileNo));
-    const buf = fs.readFileSync(file);
+    const buf = fsx.readFileSync(file);
     const bad = checkWalHeader(buf, fileNo);
     yield `${walFileName(fileNo)}: ${buf.length} bytes${bad ? ` (header: ${bad})` : ''}`;
     if (bad) continue;

@@ -1,8 +1,8 @@
 // WAL file naming, header and creation. Runs on the WAL thread (blocking calls are its job) and
 // in recovery. Header (32 bytes): magic "SPOOLWAL", u32 version, u32 header length, u64 file
 // number, u32 boot epoch, u32 crc32 of bytes [0, 28).
-import fs from 'node:fs';
 import path from 'node:path';
+import { fsyncDirSync, type Fs } from '../storage/fs.js';
 import { crc32 } from 'node:zlib';
 import { walDir, walFileName, parseWalFileName } from '../storage/layout.js';
 import { WAL_FORMAT_VERSION, WAL_HEADER_BYTES, WAL_MAGIC } from './format.js';
@@ -29,32 +29,23 @@ export function checkWalHeader(b: Buffer, fileNo: number): string | undefined {
 }
 
 /** Existing WAL file numbers, ascending. */
-export function listWalFiles(dataDir: string): number[] {
+export function listWalFiles(fsx: Fs, dataDir: string): number[] {
   const dir = walDir(dataDir);
-  if (!fs.existsSync(dir)) return [];
-  return fs
+  if (!fsx.existsSync(dir)) return [];
+  return fsx
     .readdirSync(dir)
     .map(parseWalFileName)
     .filter((n): n is number => n !== undefined)
     .sort((a, b) => a - b);
 }
 
-export function fsyncDirSync(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 /** Creates a new WAL file with its header, fsynced together with its directory entry. */
-export function createWalFile(dataDir: string, fileNo: number, bootEpoch: number): number {
+export function createWalFile(fsx: Fs, dataDir: string, fileNo: number, bootEpoch: number): number {
   const dir = walDir(dataDir);
-  fs.mkdirSync(dir, { recursive: true });
-  const fd = fs.openSync(path.join(dir, walFileName(fileNo)), 'wx');
-  fs.writeSync(fd, encodeWalHeader(fileNo, bootEpoch));
-  fs.fdatasyncSync(fd);
-  fsyncDirSync(dir);
+  fsx.mkdirSync(dir);
+  const fd = fsx.openSync(path.join(dir, walFileName(fileNo)), 'wx');
+  fsx.writeSync(fd, encodeWalHeader(fileNo, bootEpoch), 0);
+  fsx.fdatasyncSync(fd);
+  fsyncDirSync(fsx, dir);
   return fd;
 }

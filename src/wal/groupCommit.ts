@@ -1,14 +1,13 @@
-// GroupCommit: the WAL writer's policy and mechanics (DESIGN 1.5), run by the WAL thread.
-// Submissions from every topic worker queue up while the thread writes or syncs, so batches grow
-// with load without a timer window: one writevSync per flush, at most one fdatasync in flight,
-// covering exactly the bytes written before it started. Acks are cumulative per submitter.
+// GroupCommit: the WAL writer's policy (DESIGN 1.5), run by the WAL thread; the files and
+// syscalls are WalWriter's. Submissions from every topic worker queue up while the thread writes
+// or syncs, so batches grow with load without a timer window: one writev per flush, at most one
+// fdatasync in flight, covering exactly the bytes written before it started. Acks are
+// cumulative per submitter.
 // Invariant: a submission is reported durable only after an fdatasync that began after its write.
-import fs from 'node:fs';
 import type { MessagePort } from 'node:worker_threads';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
-import { createWalFile } from './files.js';
-import { WAL_HEADER_BYTES } from './format.js';
+import type { WalWriter } from './walWriter.js';
 
 const WRITEV_MAX_BYTES = 8 * 1024 * 1024;
 
@@ -42,9 +41,6 @@ export class GroupCommit {
   private readonly ports: PortState[];
   private queue: Item[] = [];
   private flushScheduled = false;
-  private fd = -1;
-  fileNo = 0;
-  offset = 0;
   private syncing = false;
   private syncTimer: NodeJS.Timeout | undefined;
   private unsyncedSince = 0;
@@ -57,29 +53,27 @@ export class GroupCommit {
   bytesSinceCheckpoint = 0;
 
   constructor(
-    private readonly dataDir: string,
+    private readonly writer: WalWriter,
     ports: MessagePort[],
-    private readonly fileBytes: number,
     private readonly syncIntervalMs: number,
-    private readonly bootEpoch: number,
   ) {
     this.ports = ports.map((port) => ({ port, written: 0, durable: 0, wantsDurable: 0, lastAckedWritten: 0, lastAckedDurable: 0 }));
   }
 
+  get fileNo(): number {
+    return this.writer.fileNo;
+  }
+
   /** Opens a fresh file (never appends after a recovered tail) and starts taking submissions. */
   start(fileNo: number): void {
-    this.fd = createWalFile(this.dataDir, fileNo, this.bootEpoch);
-    this.fileNo = fileNo;
-    this.offset = WAL_HEADER_BYTES;
+    this.writer.open(fileNo);
     this.ports.forEach((p, i) => p.port.on('message', (msg: WalIn) => this.onMessage(i, msg)));
   }
 
   /** Writes a frame from the WAL thread itself (BOOT), durable. */
   writeOwn(frame: Buffer): Promise<void> {
     this.writeBuffers([frame]);
-    return new Promise((resolve, reject) =>
-      fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())),
-    );
+    return this.writer.syncAsync();
   }
 
   private onMessage(port: number, msg: WalIn): void {
@@ -115,7 +109,7 @@ export class GroupCommit {
       if (it.msg.t === 'submit') {
         const b = Buffer.from(it.msg.buf);
         if (bufs.length > 0 && size + b.length > WRITEV_MAX_BYTES) break;
-        if (this.offset + size + b.length > this.fileBytes && this.offset > WAL_HEADER_BYTES) {
+        if (!this.writer.fits(size + b.length)) {
           if (bufs.length > 0) break; // write what we have, rotate on the next round
           this.rotate();
         }
@@ -128,7 +122,7 @@ export class GroupCommit {
         this.stats.frames += it.msg.frames;
       } else if (it.msg.t === 'mark') {
         // A mark's position is right after everything this port submitted before it.
-        const at = { fileNo: this.fileNo, offset: this.offset + size };
+        const at = { fileNo: this.writer.fileNo, offset: this.writer.offset + size };
         let list = this.marks.get(it.msg.id);
         if (!list) this.marks.set(it.msg.id, (list = []));
         list.push(at);
@@ -141,15 +135,7 @@ export class GroupCommit {
   }
 
   private writeBuffers(bufs: Buffer[]): void {
-    let size = 0;
-    for (const b of bufs) size += b.length;
-    let written = 0;
-    while (written < size) {
-      // writevSync may write partially; finish the rest.
-      const n = written === 0 ? fs.writevSync(this.fd, bufs, this.offset) : fs.writeSync(this.fd, Buffer.concat(bufs).subarray(written), 0, size - written, this.offset + written);
-      written += n;
-    }
-    this.offset += size;
+    const size = this.writer.write(bufs);
     this.stats.bytesWritten += size;
     this.bytesSinceCheckpoint += size;
     if (this.unsyncedBytes === 0) this.unsyncedSince = nowMs();
@@ -159,17 +145,9 @@ export class GroupCommit {
   private rotate(): void {
     // The old file's last sync completes before the switch, so a valid frame in a later file
     // proves every earlier file was synced (the torn-tail vs corruption rule of recovery).
-    fs.fdatasyncSync(this.fd);
+    this.writer.rotate();
     this.markAllDurable();
-    const old = this.fd;
-    if (!this.syncing) fs.closeSync(old);
-    else this.closeAfterSync.push(old);
-    this.fileNo += 1;
-    this.fd = createWalFile(this.dataDir, this.fileNo, this.bootEpoch);
-    this.offset = WAL_HEADER_BYTES;
   }
-
-  private closeAfterSync: number[] = [];
 
   private markAllDurable(): void {
     for (const p of this.ports) p.durable = p.written;
@@ -192,22 +170,26 @@ export class GroupCommit {
   private startSync(): void {
     this.syncing = true;
     const targets = this.ports.map((p) => p.written);
-    const fd = this.fd;
     const started = nowMs();
     this.unsyncedBytes = 0;
-    fs.fdatasync(fd, (err) => {
-      this.syncing = false;
-      for (const old of this.closeAfterSync.splice(0)) fs.closeSync(old);
-      if (err) return this.fail(err);
-      const us = Math.round((nowMs() - started) * 1000);
-      this.stats.fsyncs++;
-      this.recordLatency(us);
-      this.ports.forEach((p, i) => {
-        if (targets[i]! > p.durable) p.durable = targets[i]!;
-      });
-      this.postAcks();
-      this.maybeSync();
+    this.writer.syncAsync().then(
+      () => this.synced(targets, started),
+      (err: Error) => {
+        this.syncing = false;
+        this.fail(err);
+      },
+    );
+  }
+
+  private synced(targets: number[], started: number): void {
+    this.syncing = false;
+    this.stats.fsyncs++;
+    this.recordLatency(Math.round((nowMs() - started) * 1000));
+    this.ports.forEach((p, i) => {
+      if (targets[i]! > p.durable) p.durable = targets[i]!;
     });
+    this.postAcks();
+    this.maybeSync();
   }
 
   private latencies: number[] = [];
@@ -263,8 +245,8 @@ export class GroupCommit {
   async drain(): Promise<void> {
     this.flush();
     while (this.syncing) await new Promise((r) => setTimeout(r, 1));
-    if (this.fd >= 0) {
-      fs.fdatasyncSync(this.fd);
+    if (this.writer.isOpen) {
+      this.writer.syncNow();
       this.markAllDurable();
       this.postAcks();
     }
@@ -272,7 +254,7 @@ export class GroupCommit {
 
   snapshotStats(): WalStats {
     this.drainLatencies();
-    const s = { ...this.stats, fileNo: this.fileNo, offset: this.offset, fsyncLatencyUs: this.stats.fsyncLatencyUs };
+    const s = { ...this.stats, fileNo: this.writer.fileNo, offset: this.writer.offset, fsyncLatencyUs: this.stats.fsyncLatencyUs };
     this.stats.fsyncLatencyUs = [];
     return s;
   }

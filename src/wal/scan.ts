@@ -6,12 +6,11 @@
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
-import fs from 'node:fs';
-import fsp from 'node:fs/promises';
 import path from 'node:path';
+import { fsyncDirSync, type Fs } from '../storage/fs.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { walDir, walFileName } from '../storage/layout.js';
-import { checkWalHeader, fsyncDirSync, listWalFiles } from './files.js';
+import { checkWalHeader, listWalFiles } from './files.js';
 import { FRAME_ALIGN, WAL_HEADER_BYTES, FrameType } from './format.js';
 import { decodeJsonBody, FrameView, probeFrame } from './frame.js';
 
@@ -45,10 +44,10 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
   return -1;
 }
 
-export async function scanWal(dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
-  const files = listWalFiles(dataDir).filter((n) => !from || n >= from.fileNo);
+export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
+  const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
   const dir = walDir(dataDir);
-  const sizes = files.map((n) => fs.statSync(path.join(dir, walFileName(n))).size);
+  const sizes = files.map((n) => fsx.statSync(path.join(dir, walFileName(n))).size);
   const total = sizes.reduce((a, b) => a + b, 0) || 1;
   let scanned = 0;
   const result: ScanResult = { lastFileNo: files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
@@ -66,15 +65,15 @@ export async function scanWal(dataDir: string, from: WalPosition | undefined, tr
     const fileNo = files[i]!;
     const isLast = i === files.length - 1;
     const file = path.join(dir, walFileName(fileNo));
-    const buf = await fsp.readFile(file);
+    const buf = await fsx.readFile(file);
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
       // A file whose header never became durable can only be the newest one (created, then crash).
       if (isLast && buf.length <= WAL_HEADER_BYTES) continue;
       if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
       // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
-      for (const n of files.slice(i)) fs.unlinkSync(path.join(dir, walFileName(n)));
-      fsyncDirSync(dir);
+      for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
+      fsyncDirSync(fsx, dir);
       result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
       break;
     }
@@ -109,19 +108,19 @@ export async function scanWal(dataDir: string, from: WalPosition | undefined, tr
       }
       if (later >= 0) {
         const qdir = path.join(dir, 'quarantine');
-        fs.mkdirSync(qdir, { recursive: true });
-        fs.writeFileSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), buf.subarray(off));
+        fsx.mkdirSync(qdir);
+        fsx.writeFileSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), buf.subarray(off));
         result.quarantinedBytes += buf.length - off;
       }
       result.tornBytes += buf.length - off;
-      const fd = fs.openSync(file, 'r+');
-      fs.ftruncateSync(fd, off);
-      fs.fsyncSync(fd);
-      fs.closeSync(fd);
-      fsyncDirSync(dir);
+      const fd = fsx.openSync(file, 'r+');
+      fsx.ftruncateSync(fd, off);
+      fsx.fsyncSync(fd);
+      fsx.closeSync(fd);
+      fsyncDirSync(fsx, dir);
       if (laterFileValid) {
         // Truncating mode: drop every later file too, keeping only the prefix.
-        for (const n of files.slice(i + 1)) fs.unlinkSync(path.join(dir, walFileName(n)));
+        for (const n of files.slice(i + 1)) fsx.unlinkSync(path.join(dir, walFileName(n)));
         result.lastFileNo = fileNo;
         scanned += sizes[i]!;
         break;

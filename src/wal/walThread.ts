@@ -2,14 +2,15 @@
 // WAL files. Topic workers reach it over raw ports (submissions in, cumulative acks out); the
 // main thread drives recovery, checkpoints and shutdown over Comlink.
 import { workerData, type MessagePort } from 'node:worker_threads';
-import fs from 'node:fs';
 import path from 'node:path';
+import { nodeFs } from '../storage/fs.js';
 import { expose } from '../core/rpc.js';
 import { workerOf } from '../core/names.js';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
 import { GroupCommit, WalStats } from './groupCommit.js';
+import { WalWriter } from './walWriter.js';
 import { scanWal, ScanResult, topicNameOf } from './scan.js';
 import { encodeJsonFrame } from './frame.js';
 import { FrameType } from './format.js';
@@ -29,6 +30,7 @@ export interface RecoverReply extends ScanResult {
 }
 
 const data = workerData as WalThreadData;
+const fsx = nodeFs;
 let progress = 0;
 let gc: GroupCommit | undefined;
 
@@ -50,7 +52,7 @@ const api = {
       port.on('message', l);
       return l;
     });
-    const res = await scanWal(data.dataDir, from, truncate, {
+    const res = await scanWal(fsx, data.dataDir, from, truncate, {
       route(buf, f) {
         if (f.type === FrameType.TOPIC_CREATE) {
           const w = workerOf(topicNameOf(buf, f), workers);
@@ -90,7 +92,7 @@ const api = {
 
   /** Starts the writer in a new file and writes a durable BOOT frame. */
   async start(fileNo: number, bootEpoch: number, bootSeed: string): Promise<void> {
-    gc = new GroupCommit(data.dataDir, data.workerPorts, data.walFileBytes, data.syncIntervalMs, bootEpoch);
+    gc = new GroupCommit(new WalWriter(fsx, data.dataDir, data.walFileBytes, bootEpoch), data.workerPorts, data.syncIntervalMs);
     gc.start(fileNo);
     await gc.writeOwn(encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
   },
@@ -102,9 +104,9 @@ const api = {
   /** Unlinks WAL files wholly before the checkpoint position. */
   truncateBefore(pos: WalPosition): number {
     let removed = 0;
-    for (const n of listWalFiles(data.dataDir)) {
+    for (const n of listWalFiles(fsx, data.dataDir)) {
       if (n >= pos.fileNo) break;
-      fs.unlinkSync(path.join(walDir(data.dataDir), walFileName(n)));
+      fsx.unlinkSync(path.join(walDir(data.dataDir), walFileName(n)));
       removed++;
     }
     if (gc) gc.bytesSinceCheckpoint = 0;
@@ -124,7 +126,7 @@ const api = {
   },
 
   lastFileNo(): number {
-    return listWalFiles(data.dataDir).at(-1) ?? 0;
+    return listWalFiles(fsx, data.dataDir).at(-1) ?? 0;
   },
 };
 

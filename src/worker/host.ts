@@ -23,6 +23,23 @@ import { HostEffects, type HostServices } from './hostEffects.js';
 import { WorkerRecovery } from './recovery.js';
 import { WorkerCheckpoints } from './checkpointStep.js';
 import type { HostOptions } from './options.js';
+import type { Fs } from '../storage/fs.js';
+
+export interface ActorHostDeps {
+  clock: Clock;
+  opts: HostOptions;
+  /** To the WAL thread: submissions in, acks out. */
+  walPort: MessagePort;
+  segments: SegmentStore;
+  fsx: Fs;
+  dataDir: string;
+  trace?: TraceWriter;
+  traceOutputs?: boolean;
+  /** To main: watch and work events. */
+  eventsPort?: MessagePort;
+  /** To each other worker, by index (undefined for this one). */
+  peerPorts?: readonly (MessagePort | undefined)[];
+}
 
 export class ActorHost implements HostServices {
   private readonly actorsByName = new Map<string, TopicActor>();
@@ -39,17 +56,23 @@ export class ActorHost implements HostServices {
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
 
-  constructor(
-    readonly clock: Clock,
-    readonly opts: HostOptions,
-    walPort: MessagePort,
-    readonly segments: SegmentStore,
-    readonly dataDir: string,
-    private readonly trace?: TraceWriter,
-    private readonly traceOutputs = false,
-    eventsPort?: MessagePort,
-    peerPorts: readonly (MessagePort | undefined)[] = [],
-  ) {
+  readonly clock: Clock;
+  readonly opts: HostOptions;
+  readonly segments: SegmentStore;
+  readonly fsx: Fs;
+  readonly dataDir: string;
+  private readonly trace: TraceWriter | undefined;
+  private readonly traceOutputs: boolean;
+
+  constructor(deps: ActorHostDeps) {
+    const { clock, opts, walPort, segments, fsx, dataDir, eventsPort, peerPorts = [] } = deps;
+    this.clock = clock;
+    this.opts = opts;
+    this.segments = segments;
+    this.fsx = fsx;
+    this.dataDir = dataDir;
+    this.trace = deps.trace;
+    this.traceOutputs = deps.traceOutputs ?? false;
     this.events = new EventsOutbox(eventsPort);
     this.peers = new PeerLink(opts.workerIndex, opts.workers, peerPorts, {
       request: (req) => this.request(req),
@@ -66,6 +89,7 @@ export class ActorHost implements HostServices {
       if (a) this.input(a, { k: 'drop', topicId, from, to });
     });
     this.recovery = new WorkerRecovery({
+      fsx,
       dataDir,
       segments,
       byTopicId: this.byTopicId,

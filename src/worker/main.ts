@@ -8,6 +8,7 @@ import { SystemClock } from '../core/clock.js';
 import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
+import { nodeFs } from '../storage/fs.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { TraceWriter } from '../replay/traceWriter.js';
 
@@ -33,7 +34,8 @@ export interface WorkerThreadData {
 }
 
 const data = workerData as WorkerThreadData;
-const segments = new SegmentStore(data.dataDir);
+const fsx = nodeFs;
+const segments = new SegmentStore(fsx, data.dataDir);
 const hostOpts = {
   workerIndex: data.workerIndex,
   workers: data.workers,
@@ -60,7 +62,18 @@ const trace = data.traceDir
       data.traceTopics,
     )
   : undefined;
-const host = new ActorHost(new SystemClock(), hostOpts, data.walPort, segments, data.dataDir, trace, data.traceOutputs, data.eventsPort, data.peerPorts.map((p) => p ?? undefined));
+const host = new ActorHost({
+  clock: new SystemClock(),
+  opts: hostOpts,
+  walPort: data.walPort,
+  segments,
+  fsx,
+  dataDir: data.dataDir,
+  trace,
+  traceOutputs: data.traceOutputs,
+  eventsPort: data.eventsPort,
+  peerPorts: data.peerPorts.map((p) => p ?? undefined),
+});
 const replayed = host.recovery.replayed;
 
 /** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */

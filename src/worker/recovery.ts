@@ -11,9 +11,11 @@ import { decodeJsonBody, probeFrame } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
+import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment } from '../storage/segmentLoad.js';
 
 export interface RecoveryHost {
+  readonly fsx: Fs;
   readonly dataDir: string;
   readonly segments: SegmentStore;
   readonly byTopicId: Map<number, TopicActor>;
@@ -46,9 +48,9 @@ export class WorkerRecovery {
 
   /** Feeds a recovering topic its segments one at a time. */
   private async loadSegmentsOf(actor: TopicActor, topicId: number): Promise<void> {
-    const segs = await listSegments(this.host.dataDir, topicId);
+    const segs = await listSegments(this.host.fsx, this.host.dataDir, topicId);
     for (let i = 0; i < segs.length; i++) {
-      const seg = await readSegment(topicId, segs[i]!, i === segs.length - 1);
+      const seg = await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
       this.host.input(actor, { k: 'segment', seg });
     }
   }
@@ -80,7 +82,7 @@ export class WorkerRecovery {
         // A topic created after the snapshot may already have segments: index them (cold)
         // instead of replaying, copying and rewriting every append they hold.
         const known = actor.current?.id === f.topicId; // already loaded from the snapshot
-        if (!known && (await listSegments(this.host.dataDir, f.topicId)).length > 0) {
+        if (!known && (await listSegments(this.host.fsx, this.host.dataDir, f.topicId)).length > 0) {
           const part: TopicPart = { id: f.topicId, name: body.name, config: body.config, created_ms: body.created_ms, reserved: 0 };
           this.host.input(actor, { k: 'load', part });
           await this.loadSegmentsOf(actor, f.topicId);

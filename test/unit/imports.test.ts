@@ -44,3 +44,19 @@ test('src/ has no import cycles', () => {
   assert.ok(g.size > 50, `found only ${g.size} modules under ${root}`);
   assert.deepEqual(cycles, []);
 });
+
+/** Modules that may import node:fs: the Fs seam itself, and files outside the data directory. */
+const NODE_FS_ALLOWED = new Set([
+  'storage/fs.ts', // the seam
+  'cli.ts', // SERVICE_PORT_FILE
+  'storage/lock.ts', // /proc/<pid>/stat (is the lock holder alive?)
+  'replay/replayer.ts', // trace files
+  'replay/traceWriter.ts',
+]);
+
+test('only the Fs seam touches the data directory: no other module imports node:fs', () => {
+  const offenders = files(root)
+    .map((f) => path.relative(root, f))
+    .filter((rel) => !NODE_FS_ALLOWED.has(rel) && /from 'node:fs(\/promises)?'/.test(fs.readFileSync(path.join(root, rel), 'utf8')));
+  assert.deepEqual(offenders, []);
+});

@@ -2,6 +2,7 @@
 // "pid start-ms"; a lock naming a dead process is taken over, one naming a live process refuses
 // with DataDirLockedError, and release removes only our own lock.
 import { after, test } from 'node:test';
+import { nodeFs } from '../../src/storage/fs.js';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,7 +37,7 @@ async function deadPid(): Promise<number> {
 
 test('acquireLock creates LOCK with "pid start-ms"; release removes it', () => {
   const dir = path.join(tmp(), 'data'); // created if missing
-  const release = acquireLock(dir);
+  const release = acquireLock(nodeFs, dir);
   const file = path.join(dir, 'LOCK');
   const content = fs.readFileSync(file, 'utf8');
   assert.match(content, /^\d+ \d+\n$/);
@@ -51,7 +52,7 @@ test('a LOCK naming a dead pid is taken over', async () => {
   const file = path.join(dir, 'LOCK');
   const pid = await deadPid();
   fs.writeFileSync(file, `${pid} ${Date.now() - 5000}\n`);
-  const release = acquireLock(dir);
+  const release = acquireLock(nodeFs, dir);
   assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid, 'the lock now names this process');
   release();
   assert.equal(fs.existsSync(file), false);
@@ -62,7 +63,7 @@ test('a LOCK with unreadable content is taken over', () => {
   const file = path.join(dir, 'LOCK');
   for (const junk of ['', 'garbage', '-5 1', '0 0\n']) {
     fs.writeFileSync(file, junk);
-    const release = acquireLock(dir);
+    const release = acquireLock(nodeFs, dir);
     assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid, `content ${JSON.stringify(junk)}`);
     release();
   }
@@ -77,7 +78,7 @@ test('a LOCK naming a live other process throws DataDirLockedError and is left a
     const content = `${pid} ${Date.now()}\n`;
     fs.writeFileSync(file, content);
     assert.throws(
-      () => acquireLock(dir),
+      () => acquireLock(nodeFs, dir),
       (err: unknown) => {
         assert.ok(err instanceof DataDirLockedError, `got ${String(err)}`);
         assert.match(err.message, /in use/);
@@ -90,7 +91,7 @@ test('a LOCK naming a live other process throws DataDirLockedError and is left a
     // Once the holder is gone, the lock is taken over.
     child.kill('SIGKILL');
     await exited(child);
-    const release = acquireLock(dir);
+    const release = acquireLock(nodeFs, dir);
     assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid);
     release();
   } finally {
@@ -102,7 +103,7 @@ test('a LOCK naming a live other process throws DataDirLockedError and is left a
 test('release does not remove a LOCK that now belongs to someone else', () => {
   const dir = tmp();
   const file = path.join(dir, 'LOCK');
-  const release = acquireLock(dir);
+  const release = acquireLock(nodeFs, dir);
   const other = `${process.pid} ${Date.now() + 1}\nother\n`;
   fs.writeFileSync(file, other);
   release();

@@ -1,6 +1,7 @@
 // Metadata snapshots (src/storage/snapshot.ts, DESIGN 2.5): the header + CRC'd JSON codec, the
 // fallback to the previous snapshot when the newest is damaged, and retention of the two newest.
 import { after, test } from 'node:test';
+import { nodeFs } from '../../src/storage/fs.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -104,10 +105,10 @@ test('writeSnapshot keeps only the two newest snapshots (numeric cut order), no 
   ];
   for (let i = 0; i < cuts.length; i++) {
     const [f, o] = cuts[i]!;
-    await writeSnapshot(dir, body(f, o, i));
+    await writeSnapshot(nodeFs, dir, body(f, o, i));
     const names = snapNames(dir);
     assert.ok(names.length <= 2, `after ${i + 1} writes: ${names.join(', ')}`);
-    const loaded = loadNewestSnapshot(dir, () => assert.fail('nothing is damaged'));
+    const loaded = loadNewestSnapshot(nodeFs, dir, () => assert.fail('nothing is damaged'));
     assert.deepEqual(loaded, body(f, o, i), 'the newest snapshot is the one just written');
   }
   assert.deepEqual(snapNames(dir), ['snapshot-00000000000000000010-000000000032.snap', 'snapshot-00000000000000000010-000000004096.snap']);
@@ -120,8 +121,8 @@ test('writeSnapshot keeps only the two newest snapshots (numeric cut order), no 
 
 test('loadNewestSnapshot falls back to the previous snapshot when the newest is damaged', async () => {
   const dir = tmp();
-  await writeSnapshot(dir, body(3, 100, 1));
-  await writeSnapshot(dir, body(4, 200, 2));
+  await writeSnapshot(nodeFs, dir, body(3, 100, 1));
+  await writeSnapshot(nodeFs, dir, body(4, 200, 2));
   const [older, newer] = snapNames(dir);
   assert.ok(older && newer);
   // Damage the newest: one flipped byte in its JSON body.
@@ -130,7 +131,7 @@ test('loadNewestSnapshot falls back to the previous snapshot when the newest is 
   b[b.length - 5] = b[b.length - 5]! ^ 0x01;
   fs.writeFileSync(file, b);
   const warnings: string[] = [];
-  const got = loadNewestSnapshot(dir, (m) => warnings.push(m));
+  const got = loadNewestSnapshot(nodeFs, dir, (m) => warnings.push(m));
   assert.deepEqual(got, body(3, 100, 1));
   assert.equal(warnings.length, 1);
   assert.ok(warnings[0]!.includes(newer), `the warning names the damaged file: ${warnings[0]}`);
@@ -138,28 +139,28 @@ test('loadNewestSnapshot falls back to the previous snapshot when the newest is 
   // A torn newest (truncated) falls back the same way.
   fs.writeFileSync(file, b.subarray(0, 30));
   assert.deepEqual(
-    loadNewestSnapshot(dir, () => undefined),
+    loadNewestSnapshot(nodeFs, dir, () => undefined),
     body(3, 100, 1),
   );
   // Both damaged: nothing to load (recovery then replays the WAL from its start).
   fs.writeFileSync(path.join(metaDir(dir), older), Buffer.alloc(64));
   assert.equal(
-    loadNewestSnapshot(dir, () => undefined),
+    loadNewestSnapshot(nodeFs, dir, () => undefined),
     undefined,
   );
 });
 
 test('loadNewestSnapshot: no meta dir or no snapshots gives undefined; temp and foreign files are ignored', async () => {
   const dir = tmp();
-  assert.equal(loadNewestSnapshot(dir, () => assert.fail('no warning expected')), undefined);
+  assert.equal(loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')), undefined);
   fs.mkdirSync(metaDir(dir), { recursive: true });
-  assert.equal(loadNewestSnapshot(dir, () => assert.fail('no warning expected')), undefined);
-  await writeSnapshot(dir, body(5, 64));
+  assert.equal(loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')), undefined);
+  await writeSnapshot(nodeFs, dir, body(5, 64));
   // A temp file left by a crash mid-write, newer by name, is not a snapshot.
   fs.writeFileSync(path.join(metaDir(dir), 'snapshot-00000000000000000006-000000000064.snap.tmp'), 'garbage');
   fs.writeFileSync(path.join(metaDir(dir), 'notes.txt'), 'x');
   assert.deepEqual(
-    loadNewestSnapshot(dir, () => assert.fail('no warning expected')),
+    loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')),
     body(5, 64),
   );
 });

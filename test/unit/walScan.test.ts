@@ -3,6 +3,7 @@
 // and mid-log corruption (a bad frame in a file followed by a later file with valid frames:
 // refuse to start, or keep the prefix with truncateOnCorruption). Scans are idempotent.
 import { after, test } from 'node:test';
+import { nodeFs } from '../../src/storage/fs.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -51,7 +52,7 @@ function bootFrame(epoch: number): Buffer {
 
 /** Writes WAL file `fileNo` with the header (via createWalFile) followed by `body`. */
 function writeWal(dataDir: string, fileNo: number, body: Buffer[], epoch = 1): string {
-  const fd = createWalFile(dataDir, fileNo, epoch);
+  const fd = createWalFile(nodeFs, dataDir, fileNo, epoch);
   try {
     const b = Buffer.concat(body);
     if (b.length > 0) fs.writeSync(fd, b, 0, b.length, WAL_HEADER_BYTES);
@@ -103,7 +104,7 @@ function collector(): Collected {
 
 async function scan(dataDir: string, opts: { from?: WalPosition; truncate?: boolean } = {}): Promise<{ res: ScanResult; c: Collected }> {
   const c = collector();
-  const res = await scanWal(dataDir, opts.from, opts.truncate ?? false, c.sink);
+  const res = await scanWal(nodeFs, dataDir, opts.from, opts.truncate ?? false, c.sink);
   return { res, c };
 }
 

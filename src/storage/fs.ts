@@ -1,0 +1,141 @@
+// The Fs seam (STYLE habit 4, DESIGN 1.8): every access to the data directory goes through one
+// injected `Fs`, built once at each thread's entry point. `nodeFs` is the real one; tests wrap
+// it (test/support/faultFs.ts: ENOSPC, EIO, crashes at the N-th call) or replace it with a
+// simulated disk that loses what was never fsynced (src/storage/simDisk.ts). The interface is the
+// subset of node:fs that spool uses, with the same meaning, so nodeFs is a thin pass-through.
+// Synchronous calls are for the WAL thread (blocking is its job), startup and offline tools;
+// workers and the HTTP thread use the asynchronous ones.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+
+/** An open file for asynchronous use (segments, snapshots). */
+export interface FsFile {
+  writev(buffers: Uint8Array[], position: number): Promise<number>;
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  writeFile(data: Uint8Array): Promise<void>;
+  /** fsync: data and metadata. */
+  sync(): Promise<void>;
+  truncate(length: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface Fs {
+  // ---- synchronous -------------------------------------------------------------------------
+  /** `flags`: 'r', 'r+', 'w', 'wx' (create, fail if it exists). */
+  openSync(path: string, flags: OpenFlags): number;
+  closeSync(fd: number): void;
+  writeSync(fd: number, buf: Uint8Array, position: number): number;
+  writevSync(fd: number, bufs: Uint8Array[], position: number): number;
+  readSync(fd: number, buf: Uint8Array, position: number): number;
+  fdatasyncSync(fd: number): void;
+  /** fsync of a file or, opened with 'r', of a directory (its entries). */
+  fsyncSync(fd: number): void;
+  ftruncateSync(fd: number, length: number): void;
+  readFileSync(path: string): Buffer;
+  writeFileSync(path: string, data: Uint8Array): void;
+  readdirSync(path: string): string[];
+  /** Recursive; no error if it exists. */
+  mkdirSync(path: string): void;
+  statSync(path: string): { size: number };
+  existsSync(path: string): boolean;
+  unlinkSync(path: string): void;
+  renameSync(from: string, to: string): void;
+  // ---- asynchronous ------------------------------------------------------------------------
+  fdatasync(fd: number): Promise<void>;
+  open(path: string, flags: OpenFlags): Promise<FsFile>;
+  readFile(path: string): Promise<Buffer>;
+  readdir(path: string): Promise<string[]>;
+  /** Recursive; no error if it exists. */
+  mkdir(path: string): Promise<void>;
+  /** Removes a file or a directory tree; no error if absent. */
+  rm(path: string): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  truncate(path: string, length: number): Promise<void>;
+}
+
+/** 'r+c' opens read/write and creates the file if it is missing (never truncating it). */
+export type OpenFlags = 'r' | 'r+' | 'w' | 'wx' | 'r+c';
+
+function nodeFlags(f: OpenFlags): string | number {
+  return f === 'r+c' ? fs.constants.O_RDWR | fs.constants.O_CREAT : f;
+}
+
+class NodeFile implements FsFile {
+  constructor(private readonly fh: fsp.FileHandle) {}
+  async writev(buffers: Uint8Array[], position: number): Promise<number> {
+    return (await this.fh.writev(buffers, position)).bytesWritten;
+  }
+  async read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    return (await this.fh.read(buffer, offset, length, position)).bytesRead;
+  }
+  writeFile(data: Uint8Array): Promise<void> {
+    return this.fh.writeFile(data);
+  }
+  sync(): Promise<void> {
+    return this.fh.sync();
+  }
+  truncate(length: number): Promise<void> {
+    return this.fh.truncate(length);
+  }
+  close(): Promise<void> {
+    return this.fh.close();
+  }
+}
+
+/** The real filesystem. */
+export const nodeFs: Fs = {
+  openSync: (p, flags) => fs.openSync(p, nodeFlags(flags), 0o644),
+  closeSync: (fd) => fs.closeSync(fd),
+  writeSync: (fd, buf, position) => fs.writeSync(fd, buf, 0, buf.byteLength, position),
+  writevSync: (fd, bufs, position) => fs.writevSync(fd, bufs, position),
+  readSync: (fd, buf, position) => fs.readSync(fd, buf, 0, buf.byteLength, position),
+  fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
+  fsyncSync: (fd) => fs.fsyncSync(fd),
+  ftruncateSync: (fd, length) => fs.ftruncateSync(fd, length),
+  readFileSync: (p) => fs.readFileSync(p),
+  writeFileSync: (p, data) => fs.writeFileSync(p, data),
+  readdirSync: (p) => fs.readdirSync(p),
+  mkdirSync: (p) => void fs.mkdirSync(p, { recursive: true }),
+  statSync: (p) => ({ size: fs.statSync(p).size }),
+  existsSync: (p) => fs.existsSync(p),
+  unlinkSync: (p) => fs.unlinkSync(p),
+  renameSync: (from, to) => fs.renameSync(from, to),
+  fdatasync: (fd) => new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve()))),
+  open: async (p, flags) => new NodeFile(await fsp.open(p, nodeFlags(flags), 0o644)),
+  readFile: (p) => fsp.readFile(p),
+  readdir: (p) => fsp.readdir(p),
+  mkdir: async (p) => void (await fsp.mkdir(p, { recursive: true })),
+  rm: (p) => fsp.rm(p, { recursive: true, force: true }),
+  rename: (from, to) => fsp.rename(from, to),
+  truncate: (p, length) => fsp.truncate(p, length),
+};
+
+/** fsync of a directory, so the entries created or renamed in it survive a crash. */
+export function fsyncDirSync(fsx: Fs, dir: string): void {
+  const fd = fsx.openSync(dir, 'r');
+  try {
+    fsx.fsyncSync(fd);
+  } finally {
+    fsx.closeSync(fd);
+  }
+}
+
+export async function fsyncDir(fsx: Fs, dir: string): Promise<void> {
+  const f = await fsx.open(dir, 'r');
+  try {
+    await f.sync();
+  } finally {
+    await f.close();
+  }
+}
+
+/** The errno code of an error from an Fs call (undefined for other errors). */
+export function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Out of space: ENOSPC, or a quota (EDQUOT). */
+export function isDiskFull(err: unknown): boolean {
+  const c = errnoOf(err);
+  return c === 'ENOSPC' || c === 'EDQUOT';
+}
