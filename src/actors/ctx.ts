@@ -63,6 +63,8 @@ export interface Queries {
   watched(): boolean;
   /** The boot epoch of this process (lease ids carry it, so they never repeat across boots). */
   bootEpoch(): number;
+  /** StorageState: OK, FULL (the disk is full) or FAILED (a write or fsync failed). */
+  storageState(): number;
 }
 
 export interface EffectSink {
@@ -166,6 +168,9 @@ export class StepCtx implements ActorCtx {
   }
   bootEpoch(): number {
     return this.ask(this.queries.bootEpoch());
+  }
+  storageState(): number {
+    return this.ask(this.queries.storageState());
   }
 
   reply(reqId: number, result: TopicResult, frameNo?: number): void {

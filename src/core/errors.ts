@@ -42,6 +42,19 @@ export function fail(code: ErrorCode, message: string, detail?: Record<string, u
   return r;
 }
 
+/**
+ * The disk is full (storage FULL): a resource cap clients already retry, so 429 throttled with
+ * detail.limit "disk_space" (the catalog is closed, RESOLVED G14; docs/ARCHITECTURE.md).
+ */
+export function diskFull(): ErrorResult {
+  return fail('throttled', 'the disk is full; writes resume once space is freed', { limit: 'disk_space' });
+}
+
+/** A write or fsync failed (storage FAILED): writes are refused until a restart; reads go on. */
+export function storageFailed(): ErrorResult {
+  return fail('internal', 'a storage write failed; writes are refused until the server restarts (reads still work)');
+}
+
 /** The WAL credit is exhausted (G16): appends, record deletes and acks are refused, nothing applied. */
 export function walBehind(): ErrorResult {
   return fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 });

@@ -4,6 +4,7 @@ import client from 'prom-client';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
+import { storageStateName } from '../storage/storageState.js';
 
 const TOPIC_SERIES_MAX = 1000;
 /** Per-topic families, reset before every scrape so deleted topics disappear. */
@@ -55,6 +56,8 @@ export class Metrics {
     gauge('spool_sse_connections', 'Open watch and /work streams.');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
     gauge('spool_ready', '1 when ready, else 0.');
+    gauge('spool_storage_state', 'Storage: 0 ok, 1 disk full (writes refused with 429 disk_space until space returns), 2 failed (a write or fsync failed; writes refused until a restart).');
+    gauge('spool_storage_writable', '1 when writes are accepted (storage ok), else 0.');
     gauge('spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.');
     gauge('spool_uptime_ms', 'Process uptime in ms.');
     gauge('spool_topic_head_seq', 'Head seq of each topic.', ['topic']);
@@ -118,6 +121,8 @@ export class Metrics {
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
+    g.spool_storage_state!.set(this.sup.storageState);
+    g.spool_storage_writable!.set(this.sup.storageState === 0 ? 1 : 0);
     g.spool_recovery_progress!.set(this.sup.replayProgress);
     g.spool_uptime_ms!.set(Date.now() - this.started);
     for (const t of s.topics.slice(0, TOPIC_SERIES_MAX)) {
@@ -165,6 +170,7 @@ export class Metrics {
       sse_connections: this.sse.open,
       watch_sessions: this.hub.registry.size,
       ready: this.sup.lifecycle === 'ready',
+      storage: storageStateName(this.sup.storageState),
       replay_progress: this.sup.replayProgress,
       uptime_ms: Date.now() - this.started,
       wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },

@@ -50,6 +50,7 @@ class RecordedQueries implements Queries {
   tryAcquireTopicSlot = () => this.next(true);
   watched = () => this.next(false);
   bootEpoch = () => this.next(0);
+  storageState = () => this.next(0);
 }
 
 /** Replay carries nothing out: effects are only recorded (by StepCtx) and compared. */

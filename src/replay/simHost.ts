@@ -54,6 +54,8 @@ export interface SimOptions extends ActorOptions {
 export class SimHost {
   nowMs: number;
   epoch = 1;
+  /** What the actors are told about the disk (StorageState), for tests of the refusals. */
+  storageState = 0;
   private bootSeed: string;
   private actors = new Map<string, TopicActor>();
   private readonly rngs = new Map<string, Rng>();
@@ -123,6 +125,7 @@ export class SimHost {
       tryAcquireTopicSlot: () => true,
       watched: () => false,
       bootEpoch: () => this.epoch,
+      storageState: () => this.storageState,
     };
   }
 

@@ -1,6 +1,8 @@
 // Single-writer guard for a data directory (DESIGN 2.1): LOCK is created with O_EXCL and holds
-// "pid start-ms". A lock left by a dead process is taken over. Hand-written rather than
-// proper-lockfile: we need exactly this pid check and nothing else (docs/ARCHITECTURE.md).
+// "pid start-ms". A lock left by a dead process is taken over. Release keeps the file and writes
+// pid 0 into it (never alive) rather than removing it: a restart on a full disk then takes it
+// over by unlinking it first, which frees the space its O_EXCL create needs. Hand-written rather
+// than proper-lockfile: we need exactly this pid check and nothing else (docs/ARCHITECTURE.md).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Fs } from './fs.js';
@@ -31,7 +33,15 @@ export function acquireLock(fsx: Fs, dataDir: string): () => void {
       fsx.closeSync(fd);
       return () => {
         try {
-          if (fsx.readFileSync(file).toString('utf8') === content) fsx.unlinkSync(file);
+          if (fsx.readFileSync(file).toString('utf8') !== content) return; // someone else's now
+          const released = Buffer.from(`0 ${Date.now()}\n`.padEnd(content.length));
+          const rfd = fsx.openSync(file, 'r+');
+          try {
+            fsx.writeSync(rfd, released, 0); // rewrites the same block: needs no free space
+            fsx.fsyncSync(rfd);
+          } finally {
+            fsx.closeSync(rfd);
+          }
         } catch {
           /* already gone */
         }

@@ -1,9 +1,16 @@
 // SegmentStore: the topic worker's writer of segment files (DESIGN 2.4). Frames are written at
 // the offset their actor placed them (so the actor can find them again without asking), after
 // the WAL reported them written, with async fs on libuv's pool. Runs in a topic worker thread.
-// Invariant: operations on one topic run in order (a promise chain per topic).
+// A write that fails for lack of space is kept and retried (the WAL holds the frame meanwhile,
+// and its texts stay in memory); any other failure is fatal for writes (storage FAILED).
+// Invariants: operations on one topic run in order (a promise chain per topic); flushAll (the
+// checkpoint's step) fails while any frame is not in its segment, so the WAL is never trimmed
+// past a frame that lives only there.
 import path from 'node:path';
-import { fsyncDir, type Fs, type FsFile } from './fs.js';
+import { fsyncDir, isDiskFull, type Fs, type FsFile } from './fs.js';
+
+/** How soon a segment write that hit a full disk is tried again. */
+const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
 
@@ -22,6 +29,8 @@ interface TopicFiles {
   fd: FsFile | undefined;
   dirty: boolean;
   dirCreated: boolean;
+  /** A retry after a full disk is scheduled. */
+  retry: NodeJS.Timeout | undefined;
 }
 
 export class SegmentStore {
@@ -31,12 +40,14 @@ export class SegmentStore {
   constructor(
     private readonly fsx: Fs,
     private readonly dataDir: string,
+    /** A write failed for another reason than space: writes must stop (storage FAILED). */
+    private readonly onFatal: (err: Error) => void = () => undefined,
   ) {}
 
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false };
+      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, retry: undefined };
       this.topics.set(topicId, t);
     }
     return t;
@@ -46,6 +57,7 @@ export class SegmentStore {
     t.chain = t.chain.then(op).catch((err: Error) => {
       // A failed segment write is not data loss (the WAL still holds the frame) but the
       // checkpoint must not trim the WAL past it; remember the failure and refuse checkpoints.
+      if (!this.failed) this.onFatal(err);
       this.failed = err;
     });
   }
@@ -63,6 +75,29 @@ export class SegmentStore {
     const batch = t.pending;
     t.pending = [];
     t.drainQueued = false;
+    const progress = { written: 0 };
+    try {
+      await this.writeRuns(t, batch, progress);
+    } catch (err) {
+      // What was not written goes back in front of whatever queued meanwhile.
+      t.pending = batch.slice(progress.written).concat(t.pending);
+      if (!isDiskFull(err)) throw err;
+      this.retryLater(t);
+    }
+  }
+
+  private retryLater(t: TopicFiles): void {
+    if (t.retry) return;
+    t.retry = setTimeout(() => {
+      t.retry = undefined;
+      if (t.drainQueued || t.pending.length === 0) return;
+      t.drainQueued = true;
+      this.enqueue(t, () => this.drain(t));
+    }, SEGMENT_RETRY_MS);
+  }
+
+  /** Writes the batch, one writev per run of contiguous frames; `progress` counts the frames written. */
+  private async writeRuns(t: TopicFiles, batch: PendingWrite[], progress: { written: number }): Promise<void> {
     let i = 0;
     while (i < batch.length) {
       const first = batch[i]!.place;
@@ -80,6 +115,7 @@ export class SegmentStore {
       t.dirty = true;
       for (let k = i; k < j; k++) batch[k]!.onWritten?.();
       i = j;
+      progress.written = i;
     }
   }
 
@@ -115,6 +151,9 @@ export class SegmentStore {
     );
     for (const d of dirs) await fsyncDir(this.fsx, d);
     if (this.failed) throw this.failed;
+    for (const t of this.topics.values()) {
+      if (t.pending.length > 0) throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
+    }
   }
 
   /** Unlinks a segment whose records are all gone (after the queued writes of its topic). */
@@ -129,6 +168,7 @@ export class SegmentStore {
   dropTopic(topicId: number): void {
     const t = this.topics.get(topicId);
     this.topics.delete(topicId);
+    if (t?.retry) clearTimeout(t.retry);
     const dir = topicDir(this.dataDir, topicId);
     const drop = async () => {
       if (t?.fd) await t.fd.close();

@@ -9,6 +9,10 @@ import type { WalApi } from '../wal/walThread.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';
+import { StorageState } from '../storage/storageState.js';
+
+/** How often a checkpoint is attempted while the disk is full. */
+const FULL_DISK_RETRY_MS = 2000;
 
 export class Checkpointer {
   private markId = 0;
@@ -26,6 +30,8 @@ export class Checkpointer {
     private readonly everyMs: number,
     private readonly everyWalBytes: number,
     private readonly onError: (err: Error) => void,
+    /** The storage state (StorageState): FAILED stops checkpoints, FULL hurries them. */
+    private readonly storageState: () => number = () => StorageState.OK,
   ) {}
 
   /**
@@ -49,7 +55,12 @@ export class Checkpointer {
   /** `final`: at shutdown, after a drain, when every assigned seq is durable. */
   private async once(final: boolean): Promise<void> {
     const id = ++this.markId;
-    const parts = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
+    const prepared = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
+    const parts: Uint8Array[] = [];
+    for (const p of prepared) {
+      if (!p.ok) throw Object.assign(new Error(`a worker could not checkpoint: ${p.message}`), p.diskFull ? { code: 'ENOSPC' } : {});
+      parts.push(p.parts);
+    }
     const cut = await this.wal.waitMark(id);
     const head = { version: 1 as const, epoch: this.epoch, cut, previousCut: this.previousCut };
     await writeSnapshotBytes(this.fsx, this.dataDir, cut, encodeSnapshotFromParts(head, parts));
@@ -61,8 +72,12 @@ export class Checkpointer {
   /** Checks once a second whether the time or WAL-size trigger has fired. */
   start(): void {
     this.timer = setInterval(() => {
-      if (this.running) return;
-      const due = this.everyMs > 0 && Date.now() - this.lastAt >= this.everyMs;
+      const state = this.storageState();
+      if (this.running || state === StorageState.FAILED) return;
+      // On a full disk a checkpoint is what frees WAL files (once segments could catch up), so
+      // it is tried every few seconds instead of waiting for the interval.
+      const hurry = state === StorageState.FULL && Date.now() - this.lastAt >= FULL_DISK_RETRY_MS;
+      const due = hurry || (this.everyMs > 0 && Date.now() - this.lastAt >= this.everyMs);
       const check = due ? Promise.resolve(true) : this.wal.bytesSinceCheckpoint().then((b) => this.everyWalBytes > 0 && b >= this.everyWalBytes);
       check.then((go) => (go ? this.run() : undefined)).catch((err: Error) => this.onError(err));
     }, 1000);

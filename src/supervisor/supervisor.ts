@@ -9,7 +9,8 @@ import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
 import type { WalApi, WalThreadData } from '../wal/walThread.js';
 import { acquireLock } from '../storage/lock.js';
-import { nodeFs, type Fs } from '../storage/fs.js';
+import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
+import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
@@ -76,6 +77,29 @@ export class Supervisor {
     return w;
   }
 
+  get storageState(): number {
+    return Atomics.load(this.counters, STORAGE_STATE_SLOT);
+  }
+
+  private lastCheckpointLogMs = 0;
+
+  /**
+   * A checkpoint failed. Nothing is lost (the WAL keeps everything the snapshot would have
+   * covered; it is just not trimmed). Out of space: it is tried again later (logged at most once
+   * a minute). Anything else: storage can no longer be trusted, writes stop (FAILED).
+   */
+  private checkpointFailed(err: Error): void {
+    if (isDiskFull(err)) {
+      const now = Date.now();
+      if (now - this.lastCheckpointLogMs > 60_000) this.log.error(`spool: checkpoint postponed, the disk is full (${err.message}); the WAL is kept until it succeeds`);
+      this.lastCheckpointLogMs = now;
+      return;
+    }
+    if (Atomics.exchange(this.counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
+      this.log.error(`spool: checkpoint failed: ${err.message}; writes are refused until a restart (reads go on)`);
+    }
+  }
+
   private die(msg: string): void {
     this.log.error(msg);
     process.exit(1);
@@ -134,6 +158,8 @@ export class Supervisor {
       workerPorts: walPorts as never,
       walFileBytes: s.walFileBytes,
       syncIntervalMs: s.walSyncIntervalMs,
+      preallocate: s.walPreallocate,
+      counters: this.counters.buffer as SharedArrayBuffer,
     };
     // The WAL thread's frames are off-heap ArrayBuffers; a small young generation is plenty.
     this.spawn('../wal/walThread.js', walData, [walRpc.port2, ...walPorts] as never, { maxYoungGenerationSizeMb: 4 });
@@ -169,9 +195,11 @@ export class Supervisor {
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, live);
       this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
-        this.die(`checkpoint failed: ${err.message}`),
+        this.checkpointFailed(err),
+        () => this.storageState,
       );
-      await this.checkpointer.run();
+      // A checkpoint that cannot be written now (a full disk) does not stop reads being served.
+      await this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
       this.checkpointer.start();
       this.topicCount = live.size;
       this.lifecycle = 'ready';
@@ -202,7 +230,8 @@ export class Supervisor {
     if (this.checkpointer) {
       await Promise.all(this.workers.map((w) => w.drain()));
       await this.wal.drain();
-      await this.checkpointer?.run(true);
+      // Without a final checkpoint (a full disk, a failed write) the next start replays the WAL.
+      if (this.storageState !== StorageState.FAILED) await this.checkpointer.run(true).catch((err: Error) => this.checkpointFailed(err));
     }
     this.stopping = true;
     await Promise.all(this.threads.map((t) => t.terminate()));

@@ -3,11 +3,22 @@
 // or syncs, so batches grow with load without a timer window: one writev per flush, at most one
 // fdatasync in flight, covering exactly the bytes written before it started. Acks are
 // cumulative per submitter.
+// Storage faults (docs/ARCHITECTURE.md): the writer keeps the next file pre-allocated as a space
+// reserve; when it cannot (ENOSPC, EDQUOT) the storage state turns FULL, the actors refuse new
+// writes, and the reserve is retried until space returns (state OK again). Any write or fsync
+// error is FAILED: nothing more is written, every submission not yet durable is failed
+// ('failed' to each port), and writes stay refused until a restart. Never a crash, never an ack
+// for bytes the disk did not take.
 // Invariant: a submission is reported durable only after an fdatasync that began after its write.
 import type { MessagePort } from 'node:worker_threads';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
 import type { WalWriter } from './walWriter.js';
+import { isDiskFull } from '../storage/fs.js';
+import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
+
+/** How often a missing space reserve (or first file) is tried again while the disk is full. */
+const RESERVE_RETRY_MS = 500;
 
 const WRITEV_MAX_BYTES = 8 * 1024 * 1024;
 
@@ -52,10 +63,17 @@ export class GroupCommit {
   /** Bytes written since the last checkpoint (drives the WAL-size checkpoint trigger). */
   bytesSinceCheckpoint = 0;
 
+  /** File to open once space allows (a start on a full disk), and the frame that goes first in it. */
+  private pendingOpen: { fileNo: number; first: Buffer | undefined } | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly writer: WalWriter,
     ports: MessagePort[],
     private readonly syncIntervalMs: number,
+    /** Shared with every thread; [STORAGE_STATE_SLOT] is the storage state, written here. */
+    private readonly counters: Int32Array,
+    private readonly log: (msg: string) => void,
   ) {
     this.ports = ports.map((port) => ({ port, written: 0, durable: 0, wantsDurable: 0, lastAckedWritten: 0, lastAckedDurable: 0 }));
   }
@@ -64,34 +82,93 @@ export class GroupCommit {
     return this.writer.fileNo;
   }
 
-  /** Opens a fresh file (never appends after a recovered tail) and starts taking submissions. */
-  start(fileNo: number): void {
-    this.writer.open(fileNo);
+  /**
+   * Opens a fresh file (never appends after a recovered tail), with `first` (the BOOT frame)
+   * as its first, durable frame, and starts taking submissions. On a full disk it starts
+   * anyway (reads must be served): the state is FULL, and the file opens once space returns.
+   */
+  start(fileNo: number, first: Buffer): void {
     this.ports.forEach((p, i) => p.port.on('message', (msg: WalIn) => this.onMessage(i, msg)));
+    this.pendingOpen = { fileNo, first };
+    this.tryOpen();
   }
 
-  /** Writes a frame from the WAL thread itself (BOOT), durable. */
-  writeOwn(frame: Buffer): Promise<void> {
-    this.writeBuffers([frame]);
-    return this.writer.syncAsync();
+  private tryOpen(): void {
+    const p = this.pendingOpen;
+    if (!p || this.failed) return;
+    try {
+      this.writer.open(p.fileNo);
+    } catch (err) {
+      if (!isDiskFull(err)) return this.fail(err as Error);
+      this.setFull(true, `cannot create WAL file ${p.fileNo} (${(err as Error).message})`);
+      this.retryLater(() => this.tryOpen());
+      return;
+    }
+    this.pendingOpen = undefined;
+    if (p.first) {
+      try {
+        this.writeBuffers([p.first]);
+      } catch (err) {
+        return this.fail(err as Error);
+      }
+      this.startSync();
+    }
+    this.ensureReserve();
+    this.scheduleFlush();
+  }
+
+  /** Keeps the next file pre-allocated; without it the disk counts as full. */
+  private ensureReserve(): void {
+    if (this.failed || !this.writer.isOpen || this.writer.reserveReady) return;
+    this.writer.prepareNext().then(
+      (ready) => {
+        if (ready) return this.setFull(false, 'space is back: the WAL has its reserve again');
+        this.setFull(true, `cannot pre-allocate WAL file ${this.writer.fileNo + 1}`);
+        this.retryLater(() => this.ensureReserve());
+      },
+      (err: Error) => this.fail(err),
+    );
+  }
+
+  private retryLater(fn: () => void): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      fn();
+    }, RESERVE_RETRY_MS);
+  }
+
+  /** FULL and OK only replace each other; FAILED is final (until a restart). */
+  private setFull(full: boolean, why: string): void {
+    const from = full ? StorageState.OK : StorageState.FULL;
+    const to = full ? StorageState.FULL : StorageState.OK;
+    if (Atomics.compareExchange(this.counters, STORAGE_STATE_SLOT, from, to) === from) {
+      this.log(full ? `spool: disk full: ${why}; writes are refused (429 disk_space) until space returns` : `spool: ${why}; writes are accepted again`);
+    }
   }
 
   private onMessage(port: number, msg: WalIn): void {
     if (msg.t === 'replayAck') return; // recovery flow control, handled by the scan
+    if (this.failed) return; // nothing more is written; the host failed what it had in flight
     this.queue.push({ port, msg });
     this.stats.queueDepth = this.queue.length;
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      // Let everything already waiting on the ports land first.
-      setImmediate(() => this.flush());
-    }
+    // Let everything already waiting on the ports land first.
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.queue.length === 0) return;
+    this.flushScheduled = true;
+    setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.failed) return;
+    // No file yet (a start on a full disk): submissions wait for it.
+    if (this.failed || !this.writer.isOpen) return;
     try {
-      while (this.queue.length > 0) this.flushSome();
+      // flushSome returns false when a rotation must wait for the next file to be prepared.
+      while (this.queue.length > 0) if (!this.flushSome()) break;
     } catch (err) {
       this.fail(err as Error);
       return;
@@ -101,7 +178,7 @@ export class GroupCommit {
     this.maybeSync();
   }
 
-  private flushSome(): void {
+  private flushSome(): boolean {
     const bufs: Buffer[] = [];
     let size = 0;
     let taken = 0;
@@ -111,6 +188,16 @@ export class GroupCommit {
         if (bufs.length > 0 && size + b.length > WRITEV_MAX_BYTES) break;
         if (!this.writer.fits(size + b.length)) {
           if (bufs.length > 0) break; // write what we have, rotate on the next round
+          const preparing = this.writer.preparingNext;
+          if (preparing) {
+            // The next file is being made: rotate once it is there (never race for its name).
+            this.rotationWait ??= preparing.finally(() => {
+              this.rotationWait = undefined;
+              this.scheduleFlush();
+            });
+            this.queue.splice(0, taken);
+            return false;
+          }
           this.rotate();
         }
         bufs.push(b);
@@ -132,6 +219,7 @@ export class GroupCommit {
     }
     this.queue.splice(0, taken);
     if (bufs.length > 0) this.writeBuffers(bufs);
+    return true;
   }
 
   private writeBuffers(bufs: Buffer[]): void {
@@ -142,11 +230,16 @@ export class GroupCommit {
     this.unsyncedBytes += size;
   }
 
+  private rotationWait: Promise<unknown> | undefined;
+
   private rotate(): void {
     // The old file's last sync completes before the switch, so a valid frame in a later file
     // proves every earlier file was synced (the torn-tail vs corruption rule of recovery).
+    // Without a prepared next file this creates one now, which on a full disk throws: the
+    // reserve was outrun, and the batch cannot be written (FAILED).
     this.writer.rotate();
     this.markAllDurable();
+    this.ensureReserve();
   }
 
   private markAllDurable(): void {
@@ -216,13 +309,22 @@ export class GroupCommit {
     }
   }
 
+  /**
+   * A write or fsync failed: the page cache can no longer be trusted (a failed fdatasync is
+   * never retried as if the data were safe). Nothing more is written; every submission not yet
+   * durable is failed by its host, whose actors refuse writes from now on (storage FAILED).
+   */
   private fail(err: Error): void {
+    if (this.failed) return;
     this.failed = err;
+    Atomics.store(this.counters, STORAGE_STATE_SLOT, StorageState.FAILED);
+    this.log(`spool: WAL ${(err as NodeJS.ErrnoException).code ?? 'error'} in file ${this.writer.fileNo}: ${err.message}; writes are refused until a restart (reads go on)`);
+    this.queue = [];
     for (const p of this.ports) p.port.postMessage({ t: 'failed', message: err.message } satisfies WalOut);
-    // Crash-only: recovery is the repair path. Let the main thread see the error and exit.
-    setImmediate(() => {
-      throw err;
-    });
+  }
+
+  get storageFailed(): boolean {
+    return this.failed !== undefined;
   }
 
   /** Resolves with the log position of checkpoint mark `id` once every submitter's mark arrived. */
@@ -244,12 +346,25 @@ export class GroupCommit {
   /** Flushes and fsyncs everything queued (shutdown). */
   async drain(): Promise<void> {
     this.flush();
-    while (this.syncing) await new Promise((r) => setTimeout(r, 1));
-    if (this.writer.isOpen) {
-      this.writer.syncNow();
-      this.markAllDurable();
-      this.postAcks();
+    while (this.rotationWait && !this.failed) {
+      await this.rotationWait;
+      this.flush();
     }
+    while (this.syncing) await new Promise((r) => setTimeout(r, 1));
+    if (this.failed || !this.writer.isOpen) return;
+    try {
+      this.writer.syncNow();
+    } catch (err) {
+      return this.fail(err as Error);
+    }
+    this.markAllDurable();
+    this.postAcks();
+  }
+
+  /** Stops the reserve retries (shutdown). */
+  stop(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
   }
 
   snapshotStats(): WalStats {

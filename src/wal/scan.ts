@@ -7,7 +7,7 @@
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
 import path from 'node:path';
-import { fsyncDirSync, type Fs } from '../storage/fs.js';
+import { fsyncDirSync, isDiskFull, type Fs } from '../storage/fs.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
@@ -35,6 +35,16 @@ export interface ScanResult {
 }
 
 const CHUNK_BYTES = 4 * 1024 * 1024;
+const ZEROS = Buffer.alloc(64 * 1024);
+
+/** True when buf[off..] holds only zeros: the pre-allocated tail (compared natively, 64 KiB at a time). */
+function allZero(buf: Buffer, off: number): boolean {
+  for (let p = off; p < buf.length; p += ZEROS.length) {
+    const n = Math.min(ZEROS.length, buf.length - p);
+    if (buf.compare(ZEROS, 0, n, p, p + n) !== 0) return false;
+  }
+  return true;
+}
 
 function findValidFrameAfter(buf: Buffer, off: number): number {
   for (let p = off + FRAME_ALIGN; p + 24 <= buf.length; p += FRAME_ALIGN) {
@@ -82,7 +92,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     while (off < buf.length) {
       const p = probeFrame(buf, off, buf.length);
       if (!p.ok) {
-        if (p.reason !== 'end' || buf.subarray(off).some((b) => b !== 0)) stop = p.reason;
+        if (p.reason !== 'end' || !allZero(buf, off)) stop = p.reason;
         break;
       }
       const f = p.frame;
@@ -106,18 +116,29 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
       if (laterFileValid && !truncateOnCorruption) {
         throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
       }
-      if (later >= 0) {
-        const qdir = path.join(dir, 'quarantine');
-        fsx.mkdirSync(qdir);
-        fsx.writeFileSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), buf.subarray(off));
-        result.quarantinedBytes += buf.length - off;
-      }
       result.tornBytes += buf.length - off;
-      const fd = fsx.openSync(file, 'r+');
-      fsx.ftruncateSync(fd, off);
-      fsx.fsyncSync(fd);
-      fsx.closeSync(fd);
-      fsyncDirSync(fsx, dir);
+      // Bytes that held valid frames are copied aside before the file is cut. Without the
+      // space for the copy (a full disk) the tail is left as it is: it is never read as data
+      // (writing always continues in a new file), and the next recovery tries again.
+      let keepTail = false;
+      if (later >= 0) {
+        try {
+          const qdir = path.join(dir, 'quarantine');
+          fsx.mkdirSync(qdir);
+          fsx.writeFileSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), buf.subarray(off));
+          result.quarantinedBytes += buf.length - off;
+        } catch (err) {
+          if (!isDiskFull(err)) throw err;
+          keepTail = true;
+        }
+      }
+      if (!keepTail) {
+        const fd = fsx.openSync(file, 'r+');
+        fsx.ftruncateSync(fd, off);
+        fsx.fsyncSync(fd);
+        fsx.closeSync(fd);
+        fsyncDirSync(fsx, dir);
+      }
       if (laterFileValid) {
         // Truncating mode: drop every later file too, keeping only the prefix.
         for (const n of files.slice(i + 1)) fsx.unlinkSync(path.join(dir, walFileName(n)));

@@ -23,6 +23,10 @@ export interface WalThreadData {
   workerPorts: MessagePort[];
   walFileBytes: number;
   syncIntervalMs: number;
+  /** Zero-fill WAL files when they are created (SERVICE_WAL_PREALLOCATE). */
+  preallocate: boolean;
+  /** The supervisor's shared counters: the storage state is written here. */
+  counters: SharedArrayBuffer;
 }
 
 export interface RecoverReply extends ScanResult {
@@ -91,10 +95,14 @@ const api = {
   },
 
   /** Starts the writer in a new file and writes a durable BOOT frame. */
-  async start(fileNo: number, bootEpoch: number, bootSeed: string): Promise<void> {
-    gc = new GroupCommit(new WalWriter(fsx, data.dataDir, data.walFileBytes, bootEpoch), data.workerPorts, data.syncIntervalMs);
-    gc.start(fileNo);
-    await gc.writeOwn(encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
+  /**
+   * Starts the writer in a new file whose first frame is the BOOT frame. On a full disk the
+   * file (and BOOT) wait for space while reads are served (the storage state says FULL).
+   */
+  start(fileNo: number, bootEpoch: number, bootSeed: string): void {
+    const writer = new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
+    gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), (m) => process.stderr.write(`${m}\n`));
+    gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
   },
 
   waitMark(id: number): Promise<WalPosition> {
@@ -123,6 +131,7 @@ const api = {
 
   async drain(): Promise<void> {
     await gc?.drain();
+    gc?.stop();
   },
 
   lastFileNo(): number {

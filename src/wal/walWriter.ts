@@ -1,12 +1,31 @@
 // WalWriter: the WAL files and their syscalls (DESIGN 1.5), used by GroupCommit on the WAL thread,
 // which decides what to write and when to sync. It owns the open file, its number and the write
 // offset, writes whole batches at the offset, rotates to a new file, and fdatasyncs.
-// Invariants: frames are written in order, never after a recovered tail (a run always starts a
-// new file); the old file's last sync completes before a rotation (the torn-tail vs
-// corruption rule of recovery, DESIGN 2.3); an fd is closed only after any sync on it finished.
-import type { Fs } from '../storage/fs.js';
-import { createWalFile } from './files.js';
+// Files are pre-allocated: created with their header and zero-filled to `fileBytes`, fsynced
+// with their directory entry, before any frame goes in. So frame writes never allocate space
+// (ENOSPC shows up while preparing a file, not mid-frame) and fdatasync never has to update
+// the file size. While one file is written, the next is prepared in the background: that file
+// is the WAL's space reserve (docs/ARCHITECTURE.md "Storage faults").
+// Invariants: frames are written in order, never after a recovered tail (a run always starts in
+// a new file); the old file's last sync completes before a rotation (the torn-tail vs corruption
+// rule of recovery, DESIGN 2.3); an fd is closed only after any sync on it finished.
+import path from 'node:path';
+import { fsyncDir, fsyncDirSync, isDiskFull, type Fs } from '../storage/fs.js';
+import { walDir, walFileName } from '../storage/layout.js';
+import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from './format.js';
+
+/** Zeros are written in chunks of this size. */
+const ZERO_CHUNK_BYTES = 1024 * 1024;
+const ZEROS = Buffer.alloc(ZERO_CHUNK_BYTES);
+
+export interface WalWriterOptions {
+  /** Rotate once a batch would pass this size (one oversized batch may overrun it). */
+  fileBytes: number;
+  bootEpoch: number;
+  /** Zero-fill files to fileBytes when they are created (off only in tests of the old layout). */
+  preallocate: boolean;
+}
 
 export class WalWriter {
   private fd = -1;
@@ -15,29 +34,116 @@ export class WalWriter {
   /** Fds of rotated files whose last async sync is still running. */
   private closeAfterSync: number[] = [];
   private syncsInFlight = 0;
+  /** The next file, pre-allocated and durable, ready to take over at the next rotation. */
+  private nextReady: number | undefined;
+  private preparing: Promise<void> | undefined;
 
   constructor(
     private readonly fsx: Fs,
     private readonly dataDir: string,
-    /** Rotate once a batch would pass this size (one oversized batch may overrun). */
-    readonly fileBytes: number,
-    private readonly bootEpoch: number,
+    private readonly opts: WalWriterOptions,
   ) {}
 
   get isOpen(): boolean {
     return this.fd >= 0;
   }
 
-  /** Creates file `fileNo` (header fsynced with its directory entry) and writes from there. */
+  /** The next file is ready: the writer holds a reserve of a whole file of space. */
+  get reserveReady(): boolean {
+    return this.nextReady === this.fileNo + 1;
+  }
+
+  /**
+   * The next file is being prepared: a rotation must wait for it (GroupCommit does), so that
+   * nothing takes over that name while the preparation might still remove a half-made file.
+   */
+  get preparingNext(): Promise<boolean> | undefined {
+    return this.preparing ? this.prepareNext() : undefined;
+  }
+
+  private pathOf(fileNo: number): string {
+    return path.join(walDir(this.dataDir), walFileName(fileNo));
+  }
+
+  /**
+   * Creates file `fileNo` now (header, zero fill, fsynced with its directory entry), or adopts
+   * it if it was prepared, and writes from there. Throws (ENOSPC…) with nothing left behind.
+   */
   open(fileNo: number): void {
-    this.fd = createWalFile(this.fsx, this.dataDir, fileNo, this.bootEpoch);
+    if (this.nextReady === fileNo) {
+      this.nextReady = undefined;
+      this.fd = this.fsx.openSync(this.pathOf(fileNo), 'r+');
+    } else {
+      this.fd = this.createSync(fileNo);
+    }
     this.fileNo = fileNo;
     this.offset = WAL_HEADER_BYTES;
   }
 
+  private createSync(fileNo: number): number {
+    if (this.preparing) throw new Error(`WAL file ${fileNo} is being prepared; rotate after it`);
+    const dir = walDir(this.dataDir);
+    this.fsx.mkdirSync(dir);
+    const file = this.pathOf(fileNo);
+    // A half-made file a failed preparation could not remove holds nothing: start it again.
+    if (this.fsx.existsSync(file) && fileNo > this.fileNo) this.fsx.unlinkSync(file);
+    const fd = this.fsx.openSync(file, 'wx');
+    try {
+      this.fsx.writeSync(fd, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
+      if (this.opts.preallocate) {
+        for (let p = WAL_HEADER_BYTES; p < this.opts.fileBytes; p += ZERO_CHUNK_BYTES) {
+          this.fsx.writeSync(fd, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p)), p);
+        }
+      }
+      this.fsx.fdatasyncSync(fd);
+      fsyncDirSync(this.fsx, dir);
+      return fd;
+    } catch (err) {
+      // A half-made file would only hold space: remove it (that is what frees it on a full disk).
+      this.fsx.closeSync(fd);
+      this.fsx.unlinkSync(file);
+      throw err;
+    }
+  }
+
+  /**
+   * Prepares the next file in the background (async fs on the libuv pool). Resolves true when
+   * it is ready, false when the disk is full (the half-made file is removed); rejects on any
+   * other error.
+   */
+  prepareNext(): Promise<boolean> {
+    const fileNo = this.fileNo + 1;
+    if (this.nextReady === fileNo) return Promise.resolve(true);
+    this.preparing ??= this.prepare(fileNo).finally(() => (this.preparing = undefined));
+    return this.preparing.then(() => this.nextReady === fileNo);
+  }
+
+  private async prepare(fileNo: number): Promise<void> {
+    const dir = walDir(this.dataDir);
+    const file = this.pathOf(fileNo);
+    await this.fsx.mkdir(dir);
+    const f = await this.fsx.open(file, 'wx');
+    try {
+      await f.writev([encodeWalHeader(fileNo, this.opts.bootEpoch)], 0);
+      if (this.opts.preallocate) {
+        for (let p = WAL_HEADER_BYTES; p < this.opts.fileBytes; p += ZERO_CHUNK_BYTES) {
+          await f.writev([ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p))], p);
+        }
+      }
+      await f.sync();
+      await f.close();
+      await fsyncDir(this.fsx, dir);
+      this.nextReady = fileNo;
+    } catch (err) {
+      await f.close().catch(() => undefined);
+      await this.fsx.rm(file);
+      if (!isDiskFull(err)) throw err;
+    }
+  }
+
   /** True when `size` more bytes belong in the current file rather than a new one. */
   fits(size: number): boolean {
-    return this.offset + size <= this.fileBytes || this.offset === WAL_HEADER_BYTES;
+    return this.offset + size <= this.opts.fileBytes || this.offset === WAL_HEADER_BYTES;
   }
 
   /** Writes the buffers at the offset, finishing partial writes. Throws on any error. */
@@ -56,13 +162,16 @@ export class WalWriter {
     return size;
   }
 
-  /** Syncs the current file and moves to the next one. */
+  /**
+   * Syncs the current file and moves to the next one: the prepared one, or one created now
+   * (which throws ENOSPC when the reserve was not there and the disk is full).
+   */
   rotate(): void {
     this.fsx.fdatasyncSync(this.fd);
     const old = this.fd;
+    this.open(this.fileNo + 1);
     if (this.syncsInFlight === 0) this.fsx.closeSync(old);
     else this.closeAfterSync.push(old);
-    this.open(this.fileNo + 1);
   }
 
   /** fdatasync of the current file on the libuv pool; covers what was written before the call. */

@@ -83,6 +83,9 @@ export class ActorHost implements HostServices {
       writeSegment: (place, frame) => this.writeSegment(place, frame),
       redeliver: (reqId, req) => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
       onReplay: (m) => this.recovery.onWal(m),
+      walFailed: () => {
+        for (const a of this.actorsByName.values()) this.input(a, { k: 'walFailed' });
+      },
     });
     this.hot = new HotCache(opts.segmentCacheBytes, (topicId, from, to) => {
       const a = this.byTopicId.get(topicId);
@@ -127,9 +130,7 @@ export class ActorHost implements HostServices {
   // ---- inputs and replies ------------------------------------------------------------------
 
   request(req: TopicRequest): Promise<TopicResult> {
-    if (this.wal.failed !== undefined && req.op !== 'state' && req.op !== 'diff') {
-      return Promise.resolve({ ok: false, status: 500, code: 'internal', message: `WAL failed: ${this.wal.failed}` });
-    }
+    // After a WAL failure the actors refuse writes themselves (storage FAILED); reads go on.
     const reqId = this.nextReqId++;
     return new Promise((resolve) => {
       this.replies.set(reqId, resolve);

@@ -15,6 +15,7 @@ import type { WalLink } from './walLink.js';
 import type { EventsOutbox } from './eventsOutbox.js';
 import type { PeerLink } from './peers.js';
 import type { HostOptions } from './options.js';
+import { STORAGE_STATE_SLOT } from '../storage/storageState.js';
 
 export interface HostServices {
   readonly clock: Clock;
@@ -138,5 +139,9 @@ export class HostEffects implements EffectSink, Queries {
 
   bootEpoch(): number {
     return this.host.opts.bootEpoch;
+  }
+
+  storageState(): number {
+    return Atomics.load(this.host.opts.counters, STORAGE_STATE_SLOT);
   }
 }

@@ -5,10 +5,11 @@
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { expose, transfer } from '../core/rpc.js';
 import { SystemClock } from '../core/clock.js';
-import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
+import type { CheckpointParts, TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
-import { nodeFs } from '../storage/fs.js';
+import { isDiskFull, nodeFs } from '../storage/fs.js';
+import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { TraceWriter } from '../replay/traceWriter.js';
 
@@ -35,13 +36,19 @@ export interface WorkerThreadData {
 
 const data = workerData as WorkerThreadData;
 const fsx = nodeFs;
-const segments = new SegmentStore(fsx, data.dataDir);
+const counters = new Int32Array(data.counters);
+const segments = new SegmentStore(fsx, data.dataDir, (err) => {
+  // A segment write failed for another reason than space: writes stop until a restart.
+  if (Atomics.exchange(counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
+    process.stderr.write(`spool: segment write failed: ${err.message}; writes are refused until a restart (reads go on)\n`);
+  }
+});
 const hostOpts = {
   workerIndex: data.workerIndex,
   workers: data.workers,
   bootEpoch: 0,
   bootSeed: '',
-  counters: new Int32Array(data.counters),
+  counters,
   maxLimit: data.maxLimit,
   maxTopics: data.maxTopics,
   segmentBytes: data.segmentBytes,
@@ -115,9 +122,14 @@ const api = {
     hostOpts.bootSeed = bootSeed;
     return host.finishRecovery();
   },
-  async checkpointPrepare(markId: number, final: boolean): Promise<Uint8Array> {
-    const bytes = await host.checkpoints.prepare(markId, final);
-    return transfer(bytes, [bytes.buffer as ArrayBuffer]);
+  async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
+    try {
+      const parts = await host.checkpoints.prepare(markId, final);
+      return transfer({ ok: true, parts }, [parts.buffer as ArrayBuffer]);
+    } catch (err) {
+      // A full disk only postpones the checkpoint; anything else stops writes (main decides).
+      return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };
+    }
   },
   checkpointCommitted(markId: number): Promise<number> {
     return host.checkpoints.committed(markId);

@@ -42,6 +42,8 @@ export interface WalLinkHost {
   redeliver(reqId: number, req: AppendRequest): void;
   /** Recovery messages (replay chunks) are not the link's business. */
   onReplay(m: Extract<WalOut, { t: 'replay' | 'replayDone' }>): void;
+  /** The WAL failed: nothing submitted and not yet acked ever will be. */
+  walFailed(message: string): void;
 }
 
 export class WalLink {
@@ -54,7 +56,7 @@ export class WalLink {
   /** Set once the WAL thread reported a write or fsync failure. */
   failed: string | undefined;
   private readonly idleWaiters: (() => void)[] = [];
-  private readonly writtenWaiters: { seq: number; resolve: () => void }[] = [];
+  private readonly writtenWaiters: { seq: number; resolve: () => void; reject: (err: Error) => void }[] = [];
   inflightBytes = 0;
   /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
   private readonly deferred: { reqId: number; req: AppendRequest; at: number }[] = [];
@@ -117,8 +119,7 @@ export class WalLink {
       case 'ack':
         return this.onAck(m.writtenThrough, m.durableThrough);
       case 'failed':
-        this.failed = m.message;
-        return;
+        return this.onFailed(m.message);
       case 'replay':
       case 'replayDone':
         return this.host.onReplay(m);
@@ -162,6 +163,20 @@ export class WalLink {
     }
   }
 
+  /**
+   * The WAL failed: no ack will come for what is in flight. Checkpoints waiting for a write
+   * fail, a drain finishes, appends waiting for credit are handed back (their actors refuse
+   * them now), and the host fails every reply that waited for a frame.
+   */
+  private onFailed(message: string): void {
+    if (this.failed !== undefined) return;
+    this.failed = message;
+    for (const w of this.writtenWaiters.splice(0)) w.reject(new Error(`the WAL failed: ${message}`));
+    for (const w of this.idleWaiters.splice(0)) w();
+    for (const d of this.deferred.splice(0)) this.host.redeliver(d.reqId, d.req);
+    this.host.walFailed(message);
+  }
+
   /** Re-sends deferred appends, oldest first, while WAL credit lasts. */
   private releaseDeferred(): void {
     while (this.deferred.length > 0 && !this.creditExhausted()) {
@@ -198,15 +213,16 @@ export class WalLink {
   /** Checkpoint: marks the stream and resolves once everything submitted before it is written. */
   async markAndWaitWritten(markId: number): Promise<void> {
     this.flushTurn();
+    if (this.failed !== undefined) throw new Error(`the WAL failed: ${this.failed}`);
     const s = this.submitSeq;
     this.port.postMessage({ t: 'mark', id: markId } satisfies WalIn);
-    if (this.writtenSeq < s) await new Promise<void>((resolve) => this.writtenWaiters.push({ seq: s, resolve }));
+    if (this.writtenSeq < s) await new Promise<void>((resolve, reject) => this.writtenWaiters.push({ seq: s, resolve, reject }));
   }
 
   /** Resolves once every submitted frame is durable (shutdown). */
   whenIdle(): Promise<void> {
     this.flushTurn();
-    if (this.inflight.length === 0) return Promise.resolve();
+    if (this.inflight.length === 0 || this.failed !== undefined) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
   }
 

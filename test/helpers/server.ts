@@ -62,13 +62,18 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Wait for /v0/ready (default true); false returns as soon as the port file exists. */
   waitReady?: boolean;
+  /** A command the server runs under (e.g. `nsenter -t <pid> -m --` to enter a mount namespace). */
+  prefix?: string[];
+  /** Where the server writes its port (default `<dataDir>-port`). */
+  portFile?: string;
 }
 
 export async function startServer(opts: StartOptions = {}): Promise<Server> {
   const dataDir = opts.dataDir ?? tempDir();
-  const portFile = path.join(dataDir + '-port');
+  const portFile = opts.portFile ?? path.join(dataDir + '-port');
   fs.rmSync(portFile, { force: true });
-  const proc = spawn(process.execPath, [CLI, 'serve'], {
+  const [cmd, ...args] = [...(opts.prefix ?? []), process.execPath, CLI, 'serve'];
+  const proc = spawn(cmd!, args, {
     env: { ...process.env, SERVICE_HOST: '127.0.0.1', SERVICE_PORT: '0', SERVICE_PORT_FILE: portFile, SERVICE_DATA_DIR: dataDir, ...opts.env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -24,6 +24,8 @@ export class SimActor {
   private nextTopic = 1;
   topics = 0;
   walCreditExhausted = false;
+  /** StorageState the actor sees (0 OK, 1 FULL, 2 FAILED). */
+  storageState = 0;
   /** Whether a watch stream follows the topic, and what the actor published for it. */
   watched = false;
   readonly published: WatchEvent[] = [];
@@ -65,6 +67,7 @@ export class SimActor {
       tryAcquireTopicSlot: () => (this.topics++, true),
       watched: () => this.watched,
       bootEpoch: () => 1,
+      storageState: () => this.storageState,
     },
   );
 

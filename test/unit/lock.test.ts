@@ -35,7 +35,7 @@ async function deadPid(): Promise<number> {
   return pid;
 }
 
-test('acquireLock creates LOCK with "pid start-ms"; release removes it', () => {
+test('acquireLock creates LOCK with "pid start-ms"; release marks it free (pid 0) and keeps the file', () => {
   const dir = path.join(tmp(), 'data'); // created if missing
   const release = acquireLock(nodeFs, dir);
   const file = path.join(dir, 'LOCK');
@@ -43,8 +43,12 @@ test('acquireLock creates LOCK with "pid start-ms"; release removes it', () => {
   assert.match(content, /^\d+ \d+\n$/);
   assert.equal(Number(content.split(' ')[0]), process.pid);
   release();
-  assert.equal(fs.existsSync(file), false);
+  // Kept (a restart on a full disk takes it over without needing new space), naming no one.
+  assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), 0);
   release(); // idempotent
+  const again = acquireLock(nodeFs, dir); // a released lock is free
+  assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid);
+  again();
 });
 
 test('a LOCK naming a dead pid is taken over', async () => {
@@ -55,7 +59,7 @@ test('a LOCK naming a dead pid is taken over', async () => {
   const release = acquireLock(nodeFs, dir);
   assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid, 'the lock now names this process');
   release();
-  assert.equal(fs.existsSync(file), false);
+  assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), 0, 'released');
 });
 
 test('a LOCK with unreadable content is taken over', () => {

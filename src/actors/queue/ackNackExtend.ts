@@ -11,7 +11,7 @@ import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
-import { okJson, type ActorCore } from '../topic/actorCore.js';
+import { okJson, writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { deleteSeqs } from '../topic/retention.js';
 import type { Lease } from './leaseTable.js';
@@ -35,9 +35,12 @@ function counters(inst: TopicInstance, q: QueueState): string {
 }
 
 export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: AckRequest): void {
-  // WAL backpressure (G16, DESIGN 1.5): an ack writes a DELETE frame, so past the credit it is
-  // refused with nothing applied (the leases stay; the worker retries).
-  if (inst.config.durability !== 'ephemeral' && ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
+  // An ack writes a DELETE frame: refused on a full disk or past the WAL credit (G16, DESIGN
+  // 1.5), with nothing applied (the leases stay; the worker retries).
+  if (inst.config.durability !== 'ephemeral') {
+    const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
+    if (refused) return ctx.reply(reqId, refused);
+  }
   q.table.sweep(ctx.now);
   const acked: number[] = [];
   const skipped: number[] = [];
@@ -55,7 +58,7 @@ export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
   }
   const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"acked":${acked.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`);
   // The reply waits for the delete's ack point: a durable queue's ack is fsynced (SPEC 3.1).
-  a.gate(ctx, inst, 0, cls === 'fsync' ? frameNo : 0, (c) => c.reply(reqId, body, frameNo || undefined), cls === 'disk' ? frameNo : 0);
+  a.gate(ctx, inst, { reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (c) => c.reply(reqId, body, frameNo || undefined));
   refill(a, ctx, inst, q);
 }
 
@@ -74,7 +77,7 @@ export function nack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
   });
   const frameNo = logLeases(a, ctx, inst, events);
   const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"nacked":${events.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`);
-  a.gate(ctx, inst, 0, inst.config.leases_durable ? frameNo : 0, (c) => c.reply(reqId, body));
+  a.gate(ctx, inst, { reqId, needDurableFrame: inst.config.leases_durable ? frameNo : 0 }, (c) => c.reply(reqId, body));
   refill(a, ctx, inst, q);
 }
 
@@ -95,5 +98,5 @@ export function extend(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
   const frameNo = logLeases(a, ctx, inst, events);
   const map = [...deadlines].map(([s, d]) => `"${s}":${d}`).join(',');
   const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"extended":${events.length},"skipped":[${skipped.join(',')}],"deadlines":{${map}}`);
-  a.gate(ctx, inst, 0, inst.config.leases_durable ? frameNo : 0, (c) => c.reply(reqId, body));
+  a.gate(ctx, inst, { reqId, needDurableFrame: inst.config.leases_durable ? frameNo : 0 }, (c) => c.reply(reqId, body));
 }

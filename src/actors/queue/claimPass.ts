@@ -8,7 +8,7 @@
 // Pure; effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
 import type { ActorCtx } from '../ctx.js';
-import type { ActorCore } from '../topic/actorCore.js';
+import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { coldRanges, installTexts } from '../topic/coldRead.js';
@@ -105,6 +105,15 @@ function nodeOf(c: Claimer): string {
 }
 
 export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, claimers: Claimer[]): void {
+  if (inst.config.leases_durable) {
+    // No lease of a durable leases log may be handed out unlogged (a cohort or a refill may
+    // run after storage turned FULL or FAILED).
+    const refused = writeRefusal(ctx);
+    if (refused) {
+      for (const c of claimers) if (c.kind === 'poll') ctx.reply(c.reqId, refused);
+      return;
+    }
+  }
   q.table.sweep(ctx.now); // lazy expiry: what passed its deadline is ready again
   const wants = claimers.map((c) => wantOf(q, c));
   const total = wants.reduce((s, w) => s + w, 0);
@@ -195,10 +204,10 @@ function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
     }
     if (c.kind === 'poll') {
       const body = renderClaimReply(inst, jobs, ready);
-      a.gate(ctx, inst, 0, needDurable, (g) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} }));
+      a.gate(ctx, inst, { reqId: c.reqId, needDurableFrame: needDurable }, (g) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} }));
     } else if (jobs.length > 0 && q.conns.get(c.conn.connId) === c.conn) {
       const frames = renderJobFrames(inst, jobs);
-      a.gate(ctx, inst, 0, needDurable, (g) => g.work({ k: 'jobs', connId: c.conn.connId, topic: inst.name, frames }));
+      a.gate(ctx, inst, { needDurableFrame: needDurable }, (g) => g.work({ k: 'jobs', connId: c.conn.connId, topic: inst.name, frames }));
     }
   });
   for (const seq of pass.deadLetter) startDeadLetter(a, ctx, inst, q, seq);

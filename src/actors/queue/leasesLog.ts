@@ -8,6 +8,7 @@ import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { LeaseEventKind } from '../../wal/format.js';
+import { StorageState } from '../../storage/storageState.js';
 import { encodeLeases, type LeaseEvent } from '../../wal/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease, LeaseTable } from './leaseTable.js';
@@ -28,6 +29,8 @@ export function releasedEvent(seq: number, lease: Lease, readyAtMs: number): Lea
 /** Writes the events as one LEASES frame; returns its frame number (0: nothing written). */
 export function logLeases(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, events: readonly LeaseEvent[]): number {
   if (events.length === 0 || inst.config.durability === 'ephemeral') return 0;
+  // Storage not OK (only non-durable leases logs get here): the events are not logged.
+  if (ctx.storageState() !== StorageState.OK) return 0;
   const frameNo = a.nextFrame();
   ctx.submit(frameNo, encodeLeases(inst.id, events), inst.config.leases_durable);
   return frameNo;

@@ -6,7 +6,7 @@
 import { assertNever, fail } from '../../core/errors.js';
 import type { QueueRequest, QueueStats, TopicResult } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
-import type { ActorCore } from '../topic/actorCore.js';
+import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { ack, extend, nack } from './ackNackExtend.js';
@@ -24,6 +24,12 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
   const q = inst.queue;
   if (!q) return ctx.reply(reqId, fail('not_a_queue', `topic ${a.name} is not a queue`, { topic: a.name }));
   a.expire(ctx, inst);
+  // A durable leases log cannot log while storage is not OK; other queues go on without
+  // logging their leases (their loss is self-healing: the jobs become claimable again).
+  if (inst.config.leases_durable && req.op !== 'ack') {
+    const refused = writeRefusal(ctx);
+    if (refused) return ctx.reply(reqId, refused);
+  }
   switch (req.op) {
     case 'claim': {
       const c = { kind: 'poll' as const, reqId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms };

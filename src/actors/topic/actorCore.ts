@@ -3,8 +3,10 @@
 // reply gates. TopicActor implements it; the modules import only this interface, never the class.
 import type { ActorCtx } from '../ctx.js';
 import type { OkResult } from '../../core/messages/rpc.js';
-import type { TopicInstance, Gate } from './instance.js';
+import type { TopicInstance, Gate, GateCondition } from './instance.js';
 import type { TopicReads } from './reads.js';
+import { diskFull, storageFailed, type ErrorResult } from '../../core/errors.js';
+import { StorageState } from '../../storage/storageState.js';
 
 export interface ActorOptions {
   maxLimit: number;
@@ -28,7 +30,7 @@ export interface ActorCore {
   /** The lease counter of lease ids (per actor, so a recreated queue never repeats one). */
   nextLeaseNo(): number;
   /** Holds `send` until the head and the named frames allow it; runs it at once if they do. */
-  gate(ctx: ActorCtx, inst: TopicInstance, needHead: number, needDurableFrame: number, send: (c: ActorCtx) => void, needWrittenFrame?: number): void;
+  gate(ctx: ActorCtx, inst: TopicInstance, cond: GateCondition, send: (c: ActorCtx) => void): void;
   /** A deleted instance whose frames are still in flight: its gates drain as acks arrive. */
   retire(inst: TopicInstance, done: Gate): void;
   /** Moves batches that reached their ack point into view, then runs the instance's gates. */
@@ -39,6 +41,16 @@ export interface ActorCore {
   persistFloors(ctx: ActorCtx, inst: TopicInstance): void;
   /** A read (diff, watch pass, state with touch): sets last_read_ts and the consumption clock. */
   touch(inst: TopicInstance, now: number): void;
+}
+
+/**
+ * The refusal for a request that would write to the WAL while storage is not OK (checked before
+ * anything is applied): 429 disk_space while the disk is full, 500 after a failed write.
+ */
+export function writeRefusal(ctx: ActorCtx): ErrorResult | undefined {
+  const s = ctx.storageState();
+  if (s === StorageState.OK) return undefined;
+  return s === StorageState.FULL ? diskFull() : storageFailed();
 }
 
 /** A JSON object without its closing brace (main appends the performance block). */

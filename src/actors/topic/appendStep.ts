@@ -6,7 +6,7 @@
 import { fail, walBehind, type ErrorResult } from '../../core/errors.js';
 import type { AppendRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
-import { okJson, type ActorCore } from './actorCore.js';
+import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE, parseAppendBody, type ParsedAppend } from './appendParse.js';
 import { encodeBatch, renderSeqs } from './appendOp.js';
 import { resolveConfig, type TopicConfig } from './config.js';
@@ -76,7 +76,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     if (prior) {
       const target = inst;
       const last = prior.firstSeq + prior.count - 1;
-      return a.gate(ctx, target, last, 0, (c) => c.reply(reqId, okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
+      return a.gate(ctx, target, { reqId, needHead: last }, (c) => c.reply(reqId, okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
     }
   }
   let createWith: TopicConfig | undefined;
@@ -85,8 +85,11 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     if (!r.ok) return ctx.reply(reqId, r);
     createWith = r.config;
   }
-  // WAL backpressure (G16): refuse with nothing applied (not even a creation), or wait in
-  // the host's FIFO. State-dependent, so after the 404 and 400 checks (RESOLVED 0.3).
+  // Storage (a full disk, a failed write), then WAL backpressure (G16): refuse with nothing
+  // applied (not even a creation), or wait in the host's FIFO. State-dependent, so after the
+  // 404 and 400 checks (RESOLVED 0.3).
+  const refused = writeRefusal(ctx);
+  if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) {
     if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
     return ctx.reply(reqId, walBehind());
@@ -114,7 +117,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   inst.pendingCount += count;
   inst.pendingBytes += batch.bytes;
   const target = inst;
-  a.gate(ctx, inst, batch.lastSeq, created ? inst.controlFrameNo : 0, (c) => {
+  a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
     c.reply(reqId, okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
   });
   a.advance(ctx, inst);

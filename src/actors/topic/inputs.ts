@@ -22,6 +22,8 @@ export type ActorInput =
   | { k: 'peerReply'; token: number; result: TopicResult }
   /** Lazy lease expiry of a queue before its stats are read. */
   | { k: 'sweep' }
+  /** The WAL failed: every reply waiting for a frame fails. */
+  | { k: 'walFailed' }
   /** A topic list with touch=true named this topic. */
   | { k: 'consumed' }
   /** Recovery: the snapshot part of this topic (its segments follow as `segment` inputs). */
@@ -55,6 +57,8 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return actor.onPeerReply(ctx, input.token, input.result);
     case 'sweep':
       return actor.sweep(ctx);
+    case 'walFailed':
+      return actor.onWalFailed(ctx);
     case 'consumed':
       return actor.consumed(ctx);
     case 'load':

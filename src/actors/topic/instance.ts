@@ -26,12 +26,18 @@ export interface PendingBatch {
  * A reply waiting for a visibility or durability condition. `send` gets the context of the step
  * that releases it (never a captured one), so its effects belong to that step.
  */
-export interface Gate {
-  needHead: number;
-  needDurableFrame: number;
+export interface Gate extends GateCondition {
+  send(ctx: ActorCtx): void;
+}
+
+/** What a gate waits for, and the request it answers (failed if the WAL fails meanwhile). */
+export interface GateCondition {
+  reqId?: number;
+  needHead?: number;
+  /** Frame that must be fsynced (0: none). */
+  needDurableFrame?: number;
   /** Frame that must be written (0: none). */
   needWrittenFrame?: number;
-  send(ctx: ActorCtx): void;
 }
 
 export interface SegmentCursor {

@@ -6,7 +6,7 @@ import type { DeleteTopicRequest, PutRequest } from '../../core/messages/rpc.js'
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';
-import { jsonOpen, okJson, type ActorCore } from './actorCore.js';
+import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { sameConfig, type TopicConfig } from './config.js';
 import { TopicInstance } from './instance.js';
 import { applyCaps, applyTtl } from './retention.js';
@@ -29,9 +29,11 @@ export function tooManyTopics(a: ActorCore) {
 export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest): void {
   const inst = a.current;
   if (!inst) {
+    const refused = writeRefusal(ctx); // a creation writes a control frame
+    if (refused) return ctx.reply(reqId, refused);
     if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, tooManyTopics(a));
     const created = createInstance(a, ctx, req.config);
-    return a.gate(ctx, created, 0, created.controlFrameNo, (c) => c.reply(reqId, okJson(201, jsonOpen({ topic: a.name, created: true, config: created.config }))));
+    return a.gate(ctx, created, { reqId, needDurableFrame: created.controlFrameNo }, (c) => c.reply(reqId, okJson(201, jsonOpen({ topic: a.name, created: true, config: created.config }))));
   }
   if (inst.config.type !== req.config.type) {
     return ctx.reply(
@@ -44,6 +46,8 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
     );
   }
   if (!sameConfig(inst.config, req.config)) {
+    const refused = writeRefusal(ctx);
+    if (refused) return ctx.reply(reqId, refused);
     inst.config = req.config;
     inst.controlFrameNo = a.nextFrame();
     ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
@@ -53,7 +57,7 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
     a.persistFloors(ctx, inst);
   }
   // An identical PUT still waits for any earlier control frame, so a 200 is always durable.
-  a.gate(ctx, inst, 0, inst.controlFrameNo, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
+  a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
 }
 
 /** DELETE /v0/topics/:topic (G7): the reply waits for the durable TOPIC_DELETE frame. */
@@ -65,6 +69,8 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
   if (req.ifEmpty && inst.count > 0) {
     return ctx.reply(reqId, fail('topic_not_empty', `${a.name} still holds ${inst.count} records`, { topic: a.name, count: inst.count }));
   }
+  const refused = writeRefusal(ctx); // a delete writes a control frame
+  if (refused) return ctx.reply(reqId, refused);
   const frameNo = a.nextFrame();
   ctx.submit(frameNo, encodeJsonFrame(FrameType.TOPIC_DELETE, inst.id, { name: a.name }), true);
   a.current = undefined;
@@ -72,6 +78,7 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
   a.reads.dropInstance(ctx, inst);
   const endWorkStreams = dropQueue(a, ctx, inst);
   a.retire(inst, {
+    reqId,
     needHead: 0,
     needDurableFrame: frameNo,
     send: (c) => {

@@ -7,15 +7,18 @@ import type { DeleteRecordsRequest } from '../../core/messages/rpc.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';
-import { jsonOpen, okJson, type ActorCore } from './actorCore.js';
+import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { deleteRecords } from './retention.js';
 import { refillStreams } from '../queue/queueSteps.js';
 
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
   if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
-  // WAL backpressure (G16): a delete writes a frame, so past the credit it is refused, nothing applied.
-  if (inst.config.durability !== 'ephemeral' && ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
+  // A delete writes a frame: refused on a full disk or past the WAL credit (G16), nothing applied.
+  if (inst.config.durability !== 'ephemeral') {
+    const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
+    if (refused) return ctx.reply(reqId, refused);
+  }
   a.expire(ctx, inst);
   const bound = inst.head;
   const deleted = deleteRecords(inst, req.beforeSeq, req.match, bound);
@@ -30,6 +33,6 @@ export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, re
   const body = jsonOpen({ topic: a.name, deleted, earliest_seq: inst.earliest(), head_seq: bound, count: inst.count, bytes: inst.bytes });
   const needWritten = cls === 'disk' ? frameNo : 0;
   const needDurable = cls === 'fsync' ? frameNo : 0;
-  a.gate(ctx, inst, 0, needDurable, (c) => c.reply(reqId, okJson(200, body), frameNo || undefined), needWritten);
+  a.gate(ctx, inst, { reqId, needDurableFrame: needDurable, needWrittenFrame: needWritten }, (c) => c.reply(reqId, okJson(200, body), frameNo || undefined));
   if (deleted > 0 && inst.queue) refillStreams(a, ctx, inst); // deleted jobs gave `/work` streams room
 }

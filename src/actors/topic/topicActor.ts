@@ -7,19 +7,20 @@
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // control frames gate replies; a gate runs in the step that releases it.
 import type { TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
-import { assertNever, fail } from '../../core/errors.js';
+import { assertNever, fail, storageFailed } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, jsonOpen, type ActorCore, type ActorOptions } from './actorCore.js';
 import { append } from './appendStep.js';
-import type { Gate, TopicInstance } from './instance.js';
+import type { Gate, GateCondition, TopicInstance } from './instance.js';
 import { deleteTopic, put } from './lifecycle.js';
 import { TopicReads } from './reads.js';
 import { deleteRecordsStep } from './recordDelete.js';
 import { applyTtl } from './retention.js';
 import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
+import { StorageState } from '../../storage/storageState.js';
 import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
 
 export type { ActorOptions } from './actorCore.js';
@@ -107,9 +108,33 @@ export class TopicActor implements ActorCore {
     this.runInstanceGates(ctx, inst);
   }
 
-  gate(ctx: ActorCtx, inst: TopicInstance, needHead: number, needDurableFrame: number, send: (c: ActorCtx) => void, needWrittenFrame = 0): void {
-    inst.gates.push({ needHead, needDurableFrame, needWrittenFrame, send });
-    this.runInstanceGates(ctx, inst);
+  gate(ctx: ActorCtx, inst: TopicInstance, cond: GateCondition, send: (c: ActorCtx) => void): void {
+    if (this.met(inst, cond)) return send(ctx);
+    // After a failed write nothing more becomes durable: a reply that would wait, fails.
+    if (ctx.storageState() === StorageState.FAILED) {
+      if (cond.reqId !== undefined) ctx.reply(cond.reqId, storageFailed());
+      return;
+    }
+    inst.gates.push({ ...cond, send });
+  }
+
+  private met(inst: TopicInstance, g: GateCondition): boolean {
+    return inst.head >= (g.needHead ?? 0) && this.durableFrameNo >= (g.needDurableFrame ?? 0) && this.writtenFrameNo >= (g.needWrittenFrame ?? 0);
+  }
+
+  /**
+   * The WAL failed (storage FAILED): frames not yet written or durable never will be, so every
+   * reply waiting for one fails now (never an ack for bytes the disk did not take); the batches
+   * stay invisible. Pushes waiting on a frame are dropped.
+   */
+  onWalFailed(ctx: ActorCtx): void {
+    const failGates = (gates: Gate[]) => {
+      for (const g of gates) if (g.reqId !== undefined) ctx.reply(g.reqId, storageFailed());
+      gates.length = 0;
+    };
+    for (const inst of [...this.retired, ...(this.current ? [this.current] : [])]) failGates(inst.gates);
+    failGates(this.deleteGates);
+    this.retired = [];
   }
 
   retire(inst: TopicInstance, done: Gate): void {
@@ -121,7 +146,7 @@ export class TopicActor implements ActorCore {
     if (inst.gates.length === 0) return;
     const still = [];
     for (const g of inst.gates) {
-      if (inst.head >= g.needHead && this.durableFrameNo >= g.needDurableFrame && this.writtenFrameNo >= (g.needWrittenFrame ?? 0)) g.send(ctx);
+      if (this.met(inst, g)) g.send(ctx);
       else still.push(g);
     }
     inst.gates.length = 0;
@@ -132,7 +157,7 @@ export class TopicActor implements ActorCore {
     if (this.deleteGates.length === 0) return;
     const still = [];
     for (const g of this.deleteGates) {
-      if (this.durableFrameNo >= g.needDurableFrame) g.send(ctx);
+      if (this.durableFrameNo >= (g.needDurableFrame ?? 0)) g.send(ctx);
       else still.push(g);
     }
     this.deleteGates = still;

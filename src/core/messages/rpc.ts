@@ -199,6 +199,12 @@ export interface TopicStats {
   queue?: QueueStats;
 }
 
+/**
+ * A worker's checkpoint step (DESIGN 2.5 step 1): its snapshot parts as JSON bytes, or why it
+ * cannot take part now (errors cross threads as values: an rpc keeps only an error's message).
+ */
+export type CheckpointParts = { ok: true; parts: Uint8Array } | { ok: false; diskFull: boolean; message: string };
+
 export interface QueueStats {
   ready: number;
   in_flight: number;

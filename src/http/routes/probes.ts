@@ -4,6 +4,7 @@ import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { Metrics } from '../metrics.js';
 import { sendError, sendJson } from '../reply.js';
 import { fail } from '../../core/errors.js';
+import { storageStateName } from '../../storage/storageState.js';
 
 const VERSION = '0.1.0';
 
@@ -19,7 +20,9 @@ export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
     }
     if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'draining before exit'));
-    return sendJson(req, reply, 200, { status: 'ready', wal_replay_complete: true, topics: sup.liveTopics() });
+    // Ready serves reads even when storage is degraded; the body says whether writes are taken.
+    const storage = storageStateName(sup.storageState);
+    return sendJson(req, reply, 200, { status: 'ready', wal_replay_complete: true, topics: sup.liveTopics(), storage, writable: storage === 'ok' });
   };
   app.get('/v0/ready', ready);
   app.get('/readyz', ready);

@@ -1,0 +1,200 @@
+// A full disk, for real (storage faults issue; docs/ARCHITECTURE.md "Storage faults"): the server
+// runs on a small tmpfs in a private mount namespace (held by a `sleep` process, so the tmpfs
+// outlives SIGKILL restarts; servers join it with nsenter); the test fills the tmpfs through
+// /proc/<holder>/root and frees it again. Checked over HTTP:
+// - writes (append, PUT create, record delete, queue ack) answer 429 throttled with Retry-After
+//   and detail.limit "disk_space", and nothing of them is applied;
+// - reads (diff, state, watch), health, readiness (storage "disk_full") and metrics keep working;
+// - writes succeed again within 5 s of a file being deleted, with no restart;
+// - a SIGKILL restart on the still full disk starts, serves every acknowledged record, refuses
+//   writes with the same 429, and writes again once space returns;
+// - nothing acknowledged is lost, nothing refused appears.
+// Needs root (mount, unshare, nsenter); skipped with a message elsewhere.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
+import { openStream } from '../helpers/sse.js';
+
+killServersAfterFile();
+
+const TMPFS_BYTES = 40 * 1024 * 1024;
+const WAL_FILE_BYTES = 4 * 1024 * 1024;
+const RECORD_BYTES = 4000;
+
+function canMountNamespaces(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root (mount in a private mount namespace)';
+  for (const bin of ['unshare', 'nsenter', 'mount']) {
+    if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) return `needs ${bin}`;
+  }
+  const probe = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o size=1m tmpfs /mnt && umount /mnt']);
+  if (probe.status !== 0) return `cannot mount a tmpfs in a private mount namespace: ${probe.stderr.toString().trim()}`;
+  return undefined;
+}
+
+/** A tmpfs at `dir`, visible only inside the namespace of a holder process. */
+async function holdTmpfs(dir: string): Promise<{ holder: ChildProcess; inside: (p: string) => string }> {
+  const holder = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=${TMPFS_BYTES} tmpfs ${dir} && echo ready && exec sleep 3600`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await new Promise<void>((resolve, reject) => {
+    holder.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+    holder.once('exit', (code) => reject(new Error(`tmpfs holder exited (${code})`)));
+  });
+  after(() => void holder.kill('SIGKILL'));
+  // The holder execs sleep in place (no fork), so its /proc root is the namespace's view.
+  return { holder, inside: (p: string) => path.join(`/proc/${holder.pid}/root`, dir, p) };
+}
+
+/** Fills the tmpfs with a filler file until it is full (ENOSPC); returns its path. */
+function fill(inside: (p: string) => string, name: string): string {
+  const file = inside(name);
+  const fd = fs.openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (let off = 0; ; off += chunk.length) fs.writeSync(fd, chunk, 0, chunk.length, off);
+  } catch (err) {
+    assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC', 'the filler stops at a full disk');
+  } finally {
+    fs.closeSync(fd);
+  }
+  return file;
+}
+
+function rec(i: number) {
+  return { data: { i, pad: 'p'.repeat(RECORD_BYTES) } };
+}
+
+function assertDiskFull(r: { status: number; headers: Headers; body: any }, what: string): void {
+  assert.equal(r.status, 429, `${what}: ${JSON.stringify(r.body)}`);
+  assert.equal(r.body.error.code, 'throttled', what);
+  assert.deepEqual(r.body.error.detail, { limit: 'disk_space' }, what);
+  assert.equal(r.headers.get('retry-after'), '1', what);
+}
+
+/** Every acknowledged record is there, in order and identical; nothing else is. */
+async function assertAcked(c: ReturnType<typeof client>, topic: string, acked: number[], what: string): Promise<void> {
+  const got: number[] = [];
+  for (let from = 0; ; ) {
+    const d = await c.post(`/v0/topics/${topic}/diff`, { from_seq: from, limit: 1000 });
+    assert.equal(d.status, 200, `${what}: diff ${JSON.stringify(d.body)}`);
+    for (const r of d.body.records) {
+      assert.equal(r.data.pad.length, RECORD_BYTES, `${what}: record ${r.$seq} intact`);
+      got.push(r.data.i);
+    }
+    if (d.body.caught_up) break;
+    from = d.body.next_from_seq;
+  }
+  assert.deepEqual(got, acked, `${what}: exactly the acknowledged records of ${topic}`);
+}
+
+const skip = canMountNamespaces();
+
+test('a full disk refuses writes with 429 disk_space, serves reads, and recovers when space returns, across a SIGKILL restart', { skip, timeout: 120_000 }, async () => {
+  const mountDir = tempDir('spool-tmpfs-');
+  const { holder, inside } = await holdTmpfs(mountDir);
+  const dataDir = path.join(mountDir, 'data');
+  const portFile = `${tempDir('spool-port-')}/port`;
+  const start = () =>
+    startServer({
+      dataDir,
+      portFile,
+      prefix: ['nsenter', '-t', String(holder.pid), '-m', '--'],
+      env: { SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES), SERVICE_CHECKPOINT_MS: '1000' },
+    });
+  let srv: Server = await start();
+  let c = client(srv.url);
+  assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
+  assert.equal((await c.put('/v0/topics/jobs', { type: 'queue', durability: 'fsync' })).status, 201);
+  assert.equal((await c.post('/v0/topics/jobs', { records: [{ data: 'j1' }, { data: 'j2' }] })).status, 200);
+  const claimed = (await c.post('/v0/topics/jobs/claim', { node: 'w', max: 2 })).body.claimed.map((j: any) => j.$seq);
+  const acked: number[] = [];
+
+  // Fill: a filler takes most of the space, then appends run until the disk is full.
+  const filler = fill(inside, 'filler-1');
+  fs.truncateSync(filler, fs.statSync(filler).size - 12 * 1024 * 1024); // leave 12 MiB for spool
+  let refused: Awaited<ReturnType<typeof c.post>> | undefined;
+  for (let i = 0; i < 20_000 && !refused; i++) {
+    const r = await c.post('/v0/topics/dur', { records: [rec(acked.length)] });
+    if (r.status === 200) acked.push(acked.length);
+    else refused = r;
+  }
+  assert.ok(refused, 'the disk filled up');
+  assertDiskFull(refused, 'append on a full disk');
+  assert.ok(acked.length > 100, `some records were acknowledged first (${acked.length})`);
+
+  // Every other write is refused too, with nothing applied.
+  assertDiskFull(await c.put('/v0/topics/new-topic', {}), 'PUT create');
+  assertDiskFull(await c.post('/v0/topics/dur/delete', { before_seq: 2 }), 'record delete');
+  assertDiskFull(await c.post('/v0/topics/jobs/ack', { node: 'w', seqs: claimed }), 'queue ack');
+  assertDiskFull(await c.post('/v0/topics/auto-created', { records: [{ data: 1 }] }), 'append that would create a topic');
+  assert.equal((await c.get('/v0/topics/new-topic')).status, 404, 'the refused PUT created nothing');
+  assert.equal((await c.get('/v0/topics/jobs?touch=false')).body.queue.in_flight, 2, 'the refused ack left its leases');
+
+  // Reads, watches, probes and metrics go on.
+  await assertAcked(c, 'dur', acked, 'while full');
+  const ready = await c.get('/v0/ready');
+  assert.equal(ready.status, 200);
+  assert.equal(ready.body.storage, 'disk_full');
+  assert.equal(ready.body.writable, false);
+  assert.equal((await c.get('/v0/health')).status, 200);
+  assert.match((await c.get('/v0/metrics')).text, /^spool_storage_state 1$/m);
+  const session = await c.post('/v0/watch', { topics: { dur: { from_seq: 0 } } });
+  assert.equal(session.status, 200, 'a watch session while the disk is full');
+  const w = await openStream(srv.url, session.body.wid);
+  try {
+    const first = await w.nextEvent('record', 10_000);
+    assert.equal(first.data.records[0].data.i, 0);
+  } finally {
+    await w.close();
+  }
+
+  // Space returns: writes succeed again within 5 s, without a restart.
+  fs.unlinkSync(filler);
+  const freedAt = Date.now();
+  for (;;) {
+    const r = await c.post('/v0/topics/dur', { records: [rec(acked.length)] });
+    if (r.status === 200) {
+      acked.push(acked.length);
+      break;
+    }
+    assertDiskFull(r, 'refused until space returns');
+    assert.ok(Date.now() - freedAt < 5000, 'writes resumed within 5 s of space returning');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal((await c.get('/v0/ready')).body.storage, 'ok');
+
+  // Full again, then SIGKILL and a restart on the full disk.
+  const filler2 = fill(inside, 'filler-2');
+  for (let i = 0; i < 5000; i++) {
+    const r = await c.post('/v0/topics/dur', { records: [rec(acked.length)] });
+    if (r.status !== 200) {
+      assertDiskFull(r, `full again (server log: ${srv.stderr().slice(-1500)})`);
+      break;
+    }
+    acked.push(acked.length);
+  }
+  await srv.kill();
+  srv = await start();
+  c = client(srv.url);
+  assert.equal((await c.get('/v0/ready')).body.storage, 'disk_full', 'recovered on a full disk');
+  await assertAcked(c, 'dur', acked, 'after a SIGKILL restart on a full disk');
+  assertDiskFull(await c.post('/v0/topics/dur', { records: [rec(acked.length)] }), 'append after the restart');
+
+  // Space returns once more: writes again within 5 s, everything acknowledged still there.
+  fs.unlinkSync(filler2);
+  const freed2 = Date.now();
+  for (;;) {
+    const r = await c.post('/v0/topics/dur', { records: [rec(acked.length)] });
+    if (r.status === 200) {
+      acked.push(acked.length);
+      break;
+    }
+    assertDiskFull(r, 'refused until space returns (after the restart)');
+    assert.ok(Date.now() - freed2 < 5000, 'writes resumed within 5 s after the restart too');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal((await c.post('/v0/topics/jobs/ack', { node: 'w', seqs: claimed })).body.acked, 2, 'the queue acks now');
+  await assertAcked(c, 'dur', acked, 'at the end');
+  assert.equal(await srv.stop(), 0, 'a clean exit');
+});
