@@ -18,5 +18,12 @@ function collect(dir) {
   return out;
 }
 const files = collect('dist/test');
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { stdio: 'inherit' });
+// A hung test fails after 5 minutes; a test file whose process never exits (a timer left
+// running) stops the whole run after 40 minutes instead of waiting for CI's limit.
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=300000', ...files], {
+  stdio: 'inherit',
+  timeout: 40 * 60 * 1000,
+  killSignal: 'SIGKILL',
+});
+if (r.error) console.error(`test run stopped: ${r.error.message}`);
 process.exit(r.status ?? 1);

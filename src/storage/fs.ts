@@ -1,11 +1,12 @@
 // The Fs seam (STYLE habit 4, DESIGN 1.8): every access to the data directory goes through one
 // injected `Fs`, built once at each thread's entry point. `nodeFs` is the real one; tests wrap
 // it (test/support/faultFs.ts: ENOSPC, EIO, crashes at the N-th call) or replace it with a
-// simulated disk that loses what was never fsynced (src/storage/simDisk.ts). The interface is the
+// simulated disk that loses what was never fsynced (test/support/simDisk.ts). The interface is the
 // subset of node:fs that spool uses, with the same meaning, so nodeFs is a thin pass-through.
 // Synchronous calls are for the WAL thread (blocking is its job), startup and offline tools;
 // workers and the HTTP thread use the asynchronous ones.
 import fs from 'node:fs';
+import path from 'node:path';
 import fsp from 'node:fs/promises';
 
 /** An open file for asynchronous use (segments, snapshots). */
@@ -34,8 +35,8 @@ export interface Fs {
   readFileSync(path: string): Buffer;
   writeFileSync(path: string, data: Uint8Array): void;
   readdirSync(path: string): string[];
-  /** Recursive; no error if it exists. */
-  mkdirSync(path: string): void;
+  /** Recursive; no error if it exists. Returns the first directory it created, if any. */
+  mkdirSync(path: string): string | undefined;
   statSync(path: string): { size: number };
   existsSync(path: string): boolean;
   unlinkSync(path: string): void;
@@ -45,8 +46,8 @@ export interface Fs {
   open(path: string, flags: OpenFlags): Promise<FsFile>;
   readFile(path: string): Promise<Buffer>;
   readdir(path: string): Promise<string[]>;
-  /** Recursive; no error if it exists. */
-  mkdir(path: string): Promise<void>;
+  /** Recursive; no error if it exists. Returns the first directory it created, if any. */
+  mkdir(path: string): Promise<string | undefined>;
   /** Removes a file or a directory tree; no error if absent. */
   rm(path: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
@@ -95,7 +96,7 @@ export const nodeFs: Fs = {
   readFileSync: (p) => fs.readFileSync(p),
   writeFileSync: (p, data) => fs.writeFileSync(p, data),
   readdirSync: (p) => fs.readdirSync(p),
-  mkdirSync: (p) => void fs.mkdirSync(p, { recursive: true }),
+  mkdirSync: (p) => fs.mkdirSync(p, { recursive: true }),
   statSync: (p) => ({ size: fs.statSync(p).size }),
   existsSync: (p) => fs.existsSync(p),
   unlinkSync: (p) => fs.unlinkSync(p),
@@ -104,7 +105,7 @@ export const nodeFs: Fs = {
   open: async (p, flags) => new NodeFile(await fsp.open(p, nodeFlags(flags), 0o644)),
   readFile: (p) => fsp.readFile(p),
   readdir: (p) => fsp.readdir(p),
-  mkdir: async (p) => void (await fsp.mkdir(p, { recursive: true })),
+  mkdir: (p) => fsp.mkdir(p, { recursive: true }),
   rm: (p) => fsp.rm(p, { recursive: true, force: true }),
   rename: (from, to) => fsp.rename(from, to),
   truncate: (p, length) => fsp.truncate(p, length),
@@ -129,13 +130,54 @@ export async function fsyncDir(fsx: Fs, dir: string): Promise<void> {
   }
 }
 
+/** Writes all of `buf` at `position`, finishing short writes. */
+export function writeAllSync(fsx: Fs, fd: number, buf: Uint8Array, position = 0): void {
+  for (let done = 0; done < buf.byteLength; ) done += fsx.writeSync(fd, buf.subarray(done), position + done);
+}
+
+export async function writeAll(f: FsFile, buf: Uint8Array, position = 0): Promise<void> {
+  for (let done = 0; done < buf.byteLength; ) done += await f.writev([buf.subarray(done)], position + done);
+}
+
+/**
+ * mkdir -p that survives a crash: every directory it creates is fsynced into its parent
+ * (a new directory entry is only durable once its parent is, POSIX). Nothing to do if it exists.
+ */
+export function mkdirDurableSync(fsx: Fs, dir: string): void {
+  const first = fsx.mkdirSync(dir);
+  if (first === undefined) return;
+  for (const parent of newDirParents(first, dir)) fsyncDirSync(fsx, parent);
+}
+
+export async function mkdirDurable(fsx: Fs, dir: string): Promise<void> {
+  const first = await fsx.mkdir(dir);
+  if (first === undefined) return;
+  for (const parent of newDirParents(first, dir)) await fsyncDir(fsx, parent);
+}
+
+/**
+ * The directories to fsync after a recursive mkdir of `dir` whose first new directory was
+ * `first`: the parent of each new directory, top first.
+ */
+export function newDirParents(first: string, dir: string): string[] {
+  const out: string[] = [];
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    out.push(path.dirname(d));
+    if (d === path.resolve(first) || path.dirname(d) === d) break;
+  }
+  return out.reverse();
+}
+
 /** The errno code of an error from an Fs call (undefined for other errors). */
 export function errnoOf(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
+/** Linux's EDQUOT: libuv has no name for it, so Node reports code 'UNKNOWN' with this errno. */
+const EDQUOT_ERRNO = -122;
+
 /** Out of space: ENOSPC, or a quota (EDQUOT). */
 export function isDiskFull(err: unknown): boolean {
   const c = errnoOf(err);
-  return c === 'ENOSPC' || c === 'EDQUOT';
+  return c === 'ENOSPC' || c === 'EDQUOT' || (err as NodeJS.ErrnoException | undefined)?.errno === EDQUOT_ERRNO;
 }

@@ -5,7 +5,7 @@
 // than proper-lockfile: we need exactly this pid check and nothing else (docs/ARCHITECTURE.md).
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Fs } from './fs.js';
+import { mkdirDurableSync, type Fs } from './fs.js';
 
 export class DataDirLockedError extends Error {}
 
@@ -22,7 +22,7 @@ function alive(pid: number): boolean {
 }
 
 export function acquireLock(fsx: Fs, dataDir: string): () => void {
-  fsx.mkdirSync(dataDir);
+  mkdirDurableSync(fsx, dataDir);
   const file = path.join(dataDir, 'LOCK');
   const content = `${process.pid} ${Date.now()}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {

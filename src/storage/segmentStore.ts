@@ -7,7 +7,7 @@
 // checkpoint's step) fails while any frame is not in its segment, so the WAL is never trimmed
 // past a frame that lives only there.
 import path from 'node:path';
-import { fsyncDir, isDiskFull, type Fs, type FsFile } from './fs.js';
+import { fsyncDir, isDiskFull, newDirParents, type Fs, type FsFile } from './fs.js';
 
 /** How soon a segment write that hit a full disk is tried again. */
 const SEGMENT_RETRY_MS = 500;
@@ -35,7 +35,11 @@ interface TopicFiles {
 
 export class SegmentStore {
   private readonly topics = new Map<number, TopicFiles>();
+  /** Directories holding a directory created since the last flushAll. */
+  private readonly newDirParents = new Set<string>();
   private failed: Error | undefined;
+  /** Closing: frames waiting for space are not retried any more (the WAL still holds them). */
+  private closed = false;
 
   constructor(
     private readonly fsx: Fs,
@@ -87,7 +91,7 @@ export class SegmentStore {
   }
 
   private retryLater(t: TopicFiles): void {
-    if (t.retry) return;
+    if (t.retry || this.closed) return;
     t.retry = setTimeout(() => {
       t.retry = undefined;
       if (t.drainQueued || t.pending.length === 0) return;
@@ -127,7 +131,9 @@ export class SegmentStore {
     }
     const dir = topicDir(this.dataDir, place.topicId);
     if (!t.dirCreated) {
-      await this.fsx.mkdir(dir);
+      const first = await this.fsx.mkdir(dir);
+      // New directory entries become durable with the next flushAll, like the files in them.
+      if (first !== undefined) for (const parent of newDirParents(first, dir)) this.newDirParents.add(parent);
       t.dirCreated = true;
     }
     t.fd = await this.fsx.open(path.join(dir, segmentFileName(place.segFirstSeq)), 'r+c');
@@ -138,18 +144,21 @@ export class SegmentStore {
 
   /** Waits for every queued write, then fsyncs dirty files and their directories. */
   async flushAll(): Promise<void> {
-    const dirs = new Set<string>();
+    const topicDirs: string[] = [];
     await Promise.all(
       [...this.topics.entries()].map(async ([id, t]) => {
         await t.chain;
         if (t.dirty && t.fd) {
           await t.fd.sync();
           t.dirty = false;
-          dirs.add(topicDir(this.dataDir, id));
+          topicDirs.push(topicDir(this.dataDir, id));
         }
       }),
     );
-    for (const d of dirs) await fsyncDir(this.fsx, d);
+    // Parents first (topics/ before topics/<id>/): a directory is durable before what it holds.
+    const parents = [...this.newDirParents];
+    for (const d of new Set([...parents, ...topicDirs])) await fsyncDir(this.fsx, d);
+    for (const d of parents) this.newDirParents.delete(d);
     if (this.failed) throw this.failed;
     for (const t of this.topics.values()) {
       if (t.pending.length > 0) throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
@@ -193,6 +202,8 @@ export class SegmentStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.topics.values()) clearTimeout(t.retry);
     await this.flushAll().catch(() => undefined);
     for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
   }

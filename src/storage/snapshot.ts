@@ -10,7 +10,7 @@ import type { TopicConfig } from '../actors/topic/config.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
 import { metaDir } from './layout.js';
-import { fsyncDir, type Fs } from './fs.js';
+import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
 
 const MAGIC = 'SPOOLSNP';
 const VERSION = 1;
@@ -113,7 +113,7 @@ export async function writeSnapshot(fsx: Fs, dataDir: string, body: SnapshotBody
 /** Writes encoded snapshot bytes durably and removes every snapshot older than the previous one. */
 export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosition, bytes: Buffer): Promise<void> {
   const dir = metaDir(dataDir);
-  await fsx.mkdir(dir);
+  await mkdirDurable(fsx, dir);
   const final = path.join(dir, fileName(cut));
   const tmp = `${final}.tmp`;
   const fh = await fsx.open(tmp, 'w');

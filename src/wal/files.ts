@@ -2,7 +2,7 @@
 // in recovery. Header (32 bytes): magic "SPOOLWAL", u32 version, u32 header length, u64 file
 // number, u32 boot epoch, u32 crc32 of bytes [0, 28).
 import path from 'node:path';
-import { fsyncDirSync, type Fs } from '../storage/fs.js';
+import { fsyncDirSync, mkdirDurableSync, type Fs } from '../storage/fs.js';
 import { crc32 } from 'node:zlib';
 import { walDir, walFileName, parseWalFileName } from '../storage/layout.js';
 import { WAL_FORMAT_VERSION, WAL_HEADER_BYTES, WAL_MAGIC } from './format.js';
@@ -42,7 +42,7 @@ export function listWalFiles(fsx: Fs, dataDir: string): number[] {
 /** Creates a new WAL file with its header, fsynced together with its directory entry. */
 export function createWalFile(fsx: Fs, dataDir: string, fileNo: number, bootEpoch: number): number {
   const dir = walDir(dataDir);
-  fsx.mkdirSync(dir);
+  mkdirDurableSync(fsx, dir);
   const fd = fsx.openSync(path.join(dir, walFileName(fileNo)), 'wx');
   fsx.writeSync(fd, encodeWalHeader(fileNo, bootEpoch), 0);
   fsx.fdatasyncSync(fd);

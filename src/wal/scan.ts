@@ -7,7 +7,7 @@
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
 import path from 'node:path';
-import { fsyncDirSync, isDiskFull, type Fs } from '../storage/fs.js';
+import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs } from '../storage/fs.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
@@ -123,9 +123,17 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
       let keepTail = false;
       if (later >= 0) {
         try {
+          // Durable before the cut below: the copy, and its name in quarantine/.
           const qdir = path.join(dir, 'quarantine');
-          fsx.mkdirSync(qdir);
-          fsx.writeFileSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), buf.subarray(off));
+          mkdirDurableSync(fsx, qdir);
+          const qfd = fsx.openSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), 'w');
+          try {
+            writeAllSync(fsx, qfd, buf.subarray(off));
+            fsx.fsyncSync(qfd);
+          } finally {
+            fsx.closeSync(qfd);
+          }
+          fsyncDirSync(fsx, qdir);
           result.quarantinedBytes += buf.length - off;
         } catch (err) {
           if (!isDiskFull(err)) throw err;
@@ -142,6 +150,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
       if (laterFileValid) {
         // Truncating mode: drop every later file too, keeping only the prefix.
         for (const n of files.slice(i + 1)) fsx.unlinkSync(path.join(dir, walFileName(n)));
+        fsyncDirSync(fsx, dir);
         result.lastFileNo = fileNo;
         scanned += sizes[i]!;
         break;

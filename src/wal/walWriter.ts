@@ -10,7 +10,7 @@
 // a new file); the old file's last sync completes before a rotation (the torn-tail vs corruption
 // rule of recovery, DESIGN 2.3); an fd is closed only after any sync on it finished.
 import path from 'node:path';
-import { fsyncDir, fsyncDirSync, isDiskFull, type Fs } from '../storage/fs.js';
+import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, writeAll, writeAllSync, type Fs } from '../storage/fs.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from './format.js';
@@ -83,16 +83,16 @@ export class WalWriter {
   private createSync(fileNo: number): number {
     if (this.preparing) throw new Error(`WAL file ${fileNo} is being prepared; rotate after it`);
     const dir = walDir(this.dataDir);
-    this.fsx.mkdirSync(dir);
+    mkdirDurableSync(this.fsx, dir);
     const file = this.pathOf(fileNo);
     // A half-made file a failed preparation could not remove holds nothing: start it again.
     if (this.fsx.existsSync(file) && fileNo > this.fileNo) this.fsx.unlinkSync(file);
     const fd = this.fsx.openSync(file, 'wx');
     try {
-      this.fsx.writeSync(fd, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
+      writeAllSync(this.fsx, fd, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
       if (this.opts.preallocate) {
         for (let p = WAL_HEADER_BYTES; p < this.opts.fileBytes; p += ZERO_CHUNK_BYTES) {
-          this.fsx.writeSync(fd, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p)), p);
+          writeAllSync(this.fsx, fd, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p)), p);
         }
       }
       this.fsx.fdatasyncSync(fd);
@@ -121,13 +121,13 @@ export class WalWriter {
   private async prepare(fileNo: number): Promise<void> {
     const dir = walDir(this.dataDir);
     const file = this.pathOf(fileNo);
-    await this.fsx.mkdir(dir);
+    await mkdirDurable(this.fsx, dir);
     const f = await this.fsx.open(file, 'wx');
     try {
-      await f.writev([encodeWalHeader(fileNo, this.opts.bootEpoch)], 0);
+      await writeAll(f, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
       if (this.opts.preallocate) {
         for (let p = WAL_HEADER_BYTES; p < this.opts.fileBytes; p += ZERO_CHUNK_BYTES) {
-          await f.writev([ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p))], p);
+          await writeAll(f, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p)), p);
         }
       }
       await f.sync();

@@ -119,8 +119,8 @@ export class FaultFs implements Fs {
   readdirSync(p: string): string[] {
     return this.run('readdirSync', { path: p }, () => this.inner.readdirSync(p));
   }
-  mkdirSync(p: string): void {
-    this.run('mkdirSync', { path: p }, () => this.inner.mkdirSync(p));
+  mkdirSync(p: string): string | undefined {
+    return this.run('mkdirSync', { path: p }, () => this.inner.mkdirSync(p));
   }
   statSync(p: string): { size: number } {
     return this.run('statSync', { path: p }, () => this.inner.statSync(p));
@@ -153,7 +153,7 @@ export class FaultFs implements Fs {
   readdir(p: string): Promise<string[]> {
     return this.runAsync('readdir', { path: p }, () => this.inner.readdir(p));
   }
-  mkdir(p: string): Promise<void> {
+  mkdir(p: string): Promise<string | undefined> {
     return this.runAsync('mkdir', { path: p }, () => this.inner.mkdir(p));
   }
   rm(p: string): Promise<void> {

@@ -287,9 +287,9 @@ class SimFs implements Fs {
     const path = normalize(p);
     return this.s('readdirSync', { path }, () => [], (t) => t.readdir(path));
   }
-  mkdirSync(p: string): void {
+  mkdirSync(p: string): string | undefined {
     const path = normalize(p);
-    this.s('mkdirSync', { path }, () => undefined, (t) => t.mkdir(path));
+    return this.s('mkdirSync', { path }, () => undefined, (t) => t.mkdir(path));
   }
   statSync(p: string): { size: number } {
     const path = normalize(p);
@@ -329,7 +329,7 @@ class SimFs implements Fs {
     const path = normalize(p);
     return this.a('readdir', { path }, (t) => t.readdir(path));
   }
-  mkdir(p: string): Promise<void> {
+  mkdir(p: string): Promise<string | undefined> {
     const path = normalize(p);
     return this.a('mkdir', { path }, (t) => t.mkdir(path));
   }

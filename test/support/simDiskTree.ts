@@ -186,9 +186,10 @@ export class SimTree {
     return [...node.entries.keys()].sort();
   }
 
-  /** Recursive; EEXIST if `p` is a file, ENOTDIR through a file. */
-  mkdir(p: string): void {
+  /** Recursive; EEXIST if `p` is a file, ENOTDIR through a file. Returns the first directory created. */
+  mkdir(p: string): string | undefined {
     let dir = this.root;
+    let first: string | undefined;
     const names = p.split('/').filter(Boolean);
     names.forEach((name, i) => {
       const next = dir.entries.get(name);
@@ -197,8 +198,10 @@ export class SimTree {
       const made = new DirNode(this.nextIno++);
       dir.entries.set(name, made);
       if (this.limits.durableMkdir) dir.durable.set(name, made);
+      first ??= '/' + names.slice(0, i + 1).join('/');
       dir = made;
     });
+    return first;
   }
 
   stat(p: string): { size: number } {

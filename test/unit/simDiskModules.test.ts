@@ -2,8 +2,9 @@
 // Fs contract: WalWriter frames read back by scanWal after a crash are exactly the synced ones
 // (durable-only) or a prefix covering them (random); a snapshot survives a crash right after
 // writeSnapshotBytes, and a crash at ANY call of a second snapshot's write leaves the old or the
-// new one, never a damaged one. The `todo` tests are durability gaps found in src/ (reported,
-// not fixed here): they fail today and pass once the directory fsyncs exist.
+// new one, never a damaged one. The last tests cover directory entries: each
+// new directory is fsynced into its parent (mkdirDurable), and a quarantine copy is durable
+// before the WAL is cut.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -51,7 +52,7 @@ async function scannedFrames(fsx: Fs): Promise<number[]> {
 
 /** Writes frames in batches through WalWriter, syncing some batches; returns frames written and synced. */
 async function writeWal(disk: SimDisk, fsx: Fs): Promise<{ written: number; synced: number }> {
-  const w = new WalWriter(fsx, DATA, 1024, 7);
+  const w = new WalWriter(fsx, DATA, { fileBytes: 1024, bootEpoch: 7, preallocate: true });
   w.open(1);
   let written = 0;
   let synced = 0;
@@ -158,9 +159,9 @@ test('a crash at any call of a snapshot write leaves the old snapshot (before th
   }
 });
 
-// ---- durability gaps in src/ (todo: they fail until src/ fsyncs the parent directories) -------
+// ---- new directories and copies are durable before anything relies on them -----------------
 
-test('createWalFile in a fresh data directory makes wal/ durable', { todo: 'src/wal/files.ts createWalFile fsyncs wal/ but never the data directory after mkdir wal/' }, () => {
+test('createWalFile in a fresh data directory makes wal/ durable', () => {
   const disk = new SimDisk();
   mkdirDurable(disk.fs(), DATA);
   createWalFile(disk.fs(), DATA, 1, 1);
@@ -168,7 +169,7 @@ test('createWalFile in a fresh data directory makes wal/ durable', { todo: 'src/
   assert.deepEqual(listWalFiles(disk.fs(), DATA), [1]);
 });
 
-test('the first snapshot of a fresh data directory survives a crash', { todo: 'src/storage/snapshot.ts mkdirs meta/ without fsyncing the data directory' }, async () => {
+test('the first snapshot of a fresh data directory survives a crash', async () => {
   const disk = new SimDisk();
   mkdirDurable(disk.fs(), DATA);
   await writeSnapshotBytes(disk.fs(), DATA, body(3).cut, encodeSnapshot(body(3)));
@@ -176,7 +177,7 @@ test('the first snapshot of a fresh data directory survives a crash', { todo: 's
   assert.deepEqual(load(disk.fs()).snap, body(3));
 });
 
-test('SegmentStore.flushAll makes a new topic directory durable', { todo: 'src/storage/segmentStore.ts fsyncs topics/<id>/ but never topics/ after mkdir of the topic directory' }, async () => {
+test('SegmentStore.flushAll makes a new topic directory durable', async () => {
   const disk = new SimDisk();
   mkdirDurable(disk.fs(), topicsDir(DATA));
   const store = new SegmentStore(disk.fs(), DATA);
@@ -187,7 +188,7 @@ test('SegmentStore.flushAll makes a new topic directory durable', { todo: 'src/s
   assert.equal((await listSegments(disk.fs(), DATA, 0x01_000001)).length, 1);
 });
 
-test('a quarantined WAL tail is durable before the WAL file is truncated', { todo: 'src/wal/scan.ts writes wal/quarantine/<file> without fsyncing it or its directories, then truncates the WAL durably' }, async () => {
+test('a quarantined WAL tail is durable before the WAL file is truncated', async () => {
   const disk = new SimDisk();
   const fsx = disk.fs();
   mkdirDurable(fsx, walDir(DATA));
