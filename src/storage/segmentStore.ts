@@ -201,9 +201,14 @@ export class SegmentStore {
     }
   }
 
-  async close(): Promise<void> {
+  /** Stops retrying frames that wait for space, for good; no I/O (the WAL still holds them). */
+  stop(): void {
     this.closed = true;
     for (const t of this.topics.values()) clearTimeout(t.retry);
+  }
+
+  async close(): Promise<void> {
+    this.stop();
     await this.flushAll().catch(() => undefined);
     for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
   }
