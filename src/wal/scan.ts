@@ -54,6 +54,16 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
   return -1;
 }
 
+/**
+ * True when a WAL file holds any valid frame. A rotation fsyncs the old file before the new one
+ * takes its first frame, so a later file with a frame proves a bad frame before it is mid-log
+ * corruption. A later file without one is the next file the writer pre-allocated in advance
+ * (header and zeros): then the bad frame is only the torn tail of the file being written.
+ */
+function holdsFrame(buf: Buffer): boolean {
+  return findValidFrameAfter(buf, WAL_HEADER_BYTES - FRAME_ALIGN) >= 0;
+}
+
 export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
   const dir = walDir(dataDir);
@@ -112,7 +122,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     }
     if (stop !== undefined) {
       const later = findValidFrameAfter(buf, off);
-      const laterFileValid = !isLast;
+      const laterFileValid = files.slice(i + 1).some((n) => holdsFrame(fsx.readFileSync(path.join(dir, walFileName(n)))));
       if (laterFileValid && !truncateOnCorruption) {
         throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
       }
