@@ -17,7 +17,7 @@ import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
 import { encodeSnapshot, loadNewestSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
 import { metaDir, topicsDir, walDir, walFileName } from '../../src/storage/layout.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
-import { listSegments } from '../../src/storage/segmentLoad.js';
+import { listSegments, readSegment } from '../../src/storage/segmentLoad.js';
 import { SimDisk, type CrashMode } from '../support/simDisk.js';
 
 const DATA = '/srv/spool';
@@ -201,4 +201,24 @@ test('a quarantined WAL tail is durable before the WAL file is truncated', async
   const after = disk.fs();
   const qdir = path.join(walDir(DATA), 'quarantine');
   assert.deepEqual(after.existsSync(qdir) ? after.readdirSync(qdir) : [], [`${walFileName(1)}.${WAL_HEADER_BYTES + frame(0).length}`]);
+});
+
+test('a newest segment whose last frame lost only its zero padding in a crash gets the padding back', async () => {
+  // Found by the crash sweep (test/crash/crashSweep.test.ts): the frame passed its CRC, the index
+  // counted it with its padding, and a cold read of it failed ("short segment read").
+  const id = 0x01_000001;
+  const frames = [encodeJsonFrame(FrameType.APPEND, id, { i: 0 }), ...['', 'x', 'xx', 'xxx'].map((pad) => encodeJsonFrame(FrameType.APPEND, id, { i: 1, pad }))];
+  const lastFrame = frames.slice(1).find((f) => f.readUInt32LE(0) % 8 !== 0)!; // one with padding
+  const padding = lastFrame.length - 16 - lastFrame.readUInt32LE(0);
+  assert.ok(padding > 0);
+  const disk = new SimDisk();
+  const fsx = disk.fs();
+  mkdirDurable(fsx, topicsDir(DATA));
+  const file = path.join(topicsDir(DATA), 'seg.log');
+  fsx.writeFileSync(file, Buffer.concat([frames[0]!, lastFrame.subarray(0, lastFrame.length - padding)]));
+  const seg = await readSegment(fsx, id, { firstSeq: 1, file }, true);
+  const whole = frames[0]!.length + lastFrame.length;
+  assert.equal(seg.size, whole);
+  assert.equal(seg.buf.length, whole);
+  assert.equal(fsx.statSync(file).size, whole, 'the file holds the padding again');
 });
