@@ -55,6 +55,16 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
 }
 
 /**
+ * A frame's bytes with their zero padding. The CRC does not cover the padding, so a crash (in a
+ * file that is not pre-allocated) may leave the last frame whole but short of it; replay writes
+ * the frame into its segment at its padded size, which the index counts on.
+ */
+function wholeFrame(buf: Buffer, off: number, size: number): Buffer {
+  if (off + size <= buf.length) return buf.subarray(off, off + size);
+  return Buffer.concat([buf.subarray(off), Buffer.alloc(off + size - buf.length)]);
+}
+
+/**
  * True when a WAL file holds any valid frame. A rotation fsyncs the old file before the new one
  * takes its first frame, so a later file with a frame proves a bad frame before it is mid-log
  * corruption. A later file without one is the next file the writer pre-allocated in advance
@@ -111,7 +121,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
       if (w !== undefined) {
         let list = pending.get(w);
         if (!list) pending.set(w, (list = []));
-        list.push(buf.subarray(off, off + f.size));
+        list.push(wholeFrame(buf, off, f.size));
         const n = (pendingBytes.get(w) ?? 0) + f.size;
         pendingBytes.set(w, n);
         if (n >= CHUNK_BYTES) await flushWorker(w);

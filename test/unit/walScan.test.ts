@@ -370,3 +370,19 @@ test('a torn tail followed only by the pre-allocated next file (header and zeros
     assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
   }
 });
+
+test('a last frame whose zero padding a crash cut off is delivered whole, padding included', async () => {
+  // Found by the crash sweep (test/crash/crashSweep.test.ts) with SERVICE_WAL_PREALLOCATE=0:
+  // replay wrote the short frame into its segment, and a cold read of it came up short.
+  let firstSeq = 4;
+  while (appendFrame(firstSeq, 2).readUInt32LE(0) % 8 === 0) firstSeq++; // a frame with padding
+  const last = appendFrame(firstSeq, 2);
+  const padding = last.length - 16 - last.readUInt32LE(0);
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  writeWal(dir, 1, [...f1, last.subarray(0, last.length - padding)]);
+  const { res, c } = await scan(dir);
+  assert.equal(res.frames, f1.length + 1);
+  assert.equal(res.tornBytes, 0);
+  assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1), last]));
+});
