@@ -2,7 +2,8 @@
 // Reads files from the checkpoint position, validates every frame, routes each to the worker
 // that owns its topic, and decides where the log ends:
 // - a bad frame followed by a valid frame in a LATER file is mid-log corruption: refuse to start
-//   (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead);
+//   (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead); a later file without frames is the
+//   writer's pre-allocated next file and proves nothing;
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
@@ -54,6 +55,16 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
   return -1;
 }
 
+/** True when the file holds a valid frame anywhere after its header (the writer used it). */
+function holdsFrames(buf: Buffer): boolean {
+  return probeFrame(buf, WAL_HEADER_BYTES, buf.length).ok || findValidFrameAfter(buf, WAL_HEADER_BYTES) >= 0;
+}
+
+async function laterFilesHoldFrames(fsx: Fs, dir: string, later: number[]): Promise<boolean> {
+  for (const n of later) if (holdsFrames(await fsx.readFile(path.join(dir, walFileName(n))))) return true;
+  return false;
+}
+
 export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
   const dir = walDir(dataDir);
@@ -78,8 +89,15 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     const buf = await fsx.readFile(file);
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
-      // A file whose header never became durable can only be the newest one (created, then crash).
-      if (isLast && buf.length <= WAL_HEADER_BYTES) continue;
+      // A file the writer was still creating or pre-allocating when the process died: its
+      // header never became durable and no frame was ever put in it (nor in any later file).
+      // It holds nothing; remove it so it can never sit in the middle of the log.
+      if (!holdsFrames(buf) && !(await laterFilesHoldFrames(fsx, dir, files.slice(i + 1)))) {
+        for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
+        fsyncDirSync(fsx, dir);
+        result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
+        break;
+      }
       if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
       // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
       for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
@@ -112,7 +130,9 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     }
     if (stop !== undefined) {
       const later = findValidFrameAfter(buf, off);
-      const laterFileValid = !isLast;
+      // The next file may exist without frames: pre-allocated (or being pre-allocated) while
+      // this one was written. Only frames in a later file prove this one was complete.
+      const laterFileValid = !isLast && (await laterFilesHoldFrames(fsx, dir, files.slice(i + 1)));
       if (laterFileValid && !truncateOnCorruption) {
         throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
       }

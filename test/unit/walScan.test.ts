@@ -351,3 +351,55 @@ function probeOk(buf: Buffer): FrameView {
   if (!p.ok) assert.fail(`not a frame: ${p.reason}`);
   return p.frame;
 }
+
+// ---- pre-allocated files (SERVICE_WAL_PREALLOCATE) ------------------------------------------
+
+/** WAL file `fileNo` as the writer pre-allocates it: header, then zeros to `bytes`. */
+function writePrepared(dataDir: string, fileNo: number, bytes = 64 * 1024, header = true): string {
+  const b = Buffer.alloc(bytes);
+  if (header) encodeWalHeader(fileNo, 1).copy(b, 0);
+  fs.writeFileSync(walPath(dataDir, fileNo), b);
+  return walPath(dataDir, fileNo);
+}
+
+test('a torn tail followed by the pre-allocated next file (no frames) is a torn tail, not corruption', async () => {
+  const dir = tmp();
+  const good = [bootFrame(1), createFrame(), appendFrame(1)];
+  const torn = appendFrame(4, 5);
+  const p1 = writeWal(dir, 1, [...good, torn.subarray(0, 30)]);
+  writePrepared(dir, 2);
+  const { res } = await scan(dir);
+  assert.equal(res.frames, good.length);
+  assert.equal(res.tornBytes, 30);
+  assert.equal(res.lastFileNo, 2, 'the prepared file stays: the next run starts after it');
+  assert.equal(size(p1), WAL_HEADER_BYTES + sum(good));
+  // The next run writes file 3; a later scan reads through the empty file 2.
+  writeWal(dir, 3, [bootFrame(2), appendFrame(4, 2)]);
+  const again = await scan(dir);
+  assert.equal(again.res.frames, good.length + 2);
+  assert.equal(again.res.tornBytes, 0);
+});
+
+test('a next file caught half pre-allocated (header not durable) is removed, before or after a torn tail', async () => {
+  for (const tornTail of [false, true]) {
+    const dir = tmp();
+    const good = [bootFrame(1), createFrame(), appendFrame(1)];
+    writeWal(dir, 1, tornTail ? [...good, appendFrame(4).subarray(0, 20)] : good);
+    writePrepared(dir, 2, 8192, false); // zeros where the header should be
+    const { res } = await scan(dir);
+    assert.equal(res.frames, good.length);
+    assert.equal(res.lastFileNo, 1, 'the half-made file is gone, so the next run reuses its number');
+    assert.deepEqual(listWal(dir), [walFileName(1)]);
+  }
+});
+
+test('a bad frame followed by frames in a later file is still corruption when a prepared file sits between', async () => {
+  const dir = tmp();
+  const p1 = writeWal(dir, 1, [bootFrame(1), createFrame(), appendFrame(1)]);
+  const b = fs.readFileSync(p1);
+  b[b.length - 5] = b[b.length - 5]! ^ 0xff;
+  fs.writeFileSync(p1, b);
+  writePrepared(dir, 2);
+  writeWal(dir, 3, [bootFrame(2), appendFrame(4, 2)]);
+  await assert.rejects(scan(dir), (err: unknown) => err instanceof WalCorruptionError);
+});
