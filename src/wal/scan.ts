@@ -1,8 +1,10 @@
 // Recovery scan of the WAL (DESIGN 2.3, 2.7), run on the WAL thread before it takes writes.
 // Reads files from the checkpoint position, validates every frame, routes each to the worker
 // that owns its topic, and decides where the log ends:
-// - a bad frame followed by a valid frame in a LATER file is mid-log corruption: refuse to start
-//   (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead);
+// - a bad frame followed by a LATER file that holds anything after its header is mid-log
+//   corruption: refuse to start (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead). A later
+//   file of a header and zeros (the pre-allocated reserve, DESIGN 1.5) or without a header (a
+//   creation cut short) held no frame, so it proves nothing about the earlier file;
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
@@ -54,6 +56,18 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
   return -1;
 }
 
+/**
+ * True when one of the later files holds bytes after its header: frames were written there, so
+ * (rotation syncs the old file first) every earlier file was complete. Pre-allocated files hold
+ * only zeros, and files shorter than a header held nothing.
+ */
+function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): boolean {
+  return later.some((n) => {
+    const b = fsx.readFileSync(path.join(dir, walFileName(n)));
+    return b.length > WAL_HEADER_BYTES && !allZero(b, WAL_HEADER_BYTES);
+  });
+}
+
 export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
   const dir = walDir(dataDir);
@@ -78,8 +92,10 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     const buf = await fsx.readFile(file);
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
-      // A file whose header never became durable can only be the newest one (created, then crash).
-      if (isLast && buf.length <= WAL_HEADER_BYTES) continue;
+      // A file whose header never became durable held no frame (frames follow a durable header):
+      // a creation cut short by a crash, or a preparation stopped when the WAL failed. It is
+      // usually the newest, but a later boot may have started after it.
+      if (buf.length <= WAL_HEADER_BYTES) continue;
       if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
       // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
       for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
@@ -112,9 +128,9 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     }
     if (stop !== undefined) {
       const later = findValidFrameAfter(buf, off);
-      const laterFileValid = !isLast;
+      const laterFileValid = !isLast && laterFileHoldsData(fsx, dir, files.slice(i + 1));
       if (laterFileValid && !truncateOnCorruption) {
-        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
+        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
       }
       result.tornBytes += buf.length - off;
       // Bytes that held valid frames are copied aside before the file is cut. Without the
