@@ -437,7 +437,11 @@ async function workload(rig: WalRig, rounds: number): Promise<void> {
     const seqs = [0, 1].map((p) => rig.submit(p, Array.from({ length: 1 + ((r + p) % 3) }, () => id++ + p * 1000), r % 4 !== 3));
     await rig.until(`round ${r}`, () => rig.state === 'failed' || [0, 1].every((p) => rig.written(p) === seqs[p] && (r % 4 === 3 || rig.durable(p) === seqs[p])));
   }
-  await sleep(10); // past the sync interval: the non-durable tail gets synced or the failure lands
+  // Quiescent: everything durable (the non-durable tail by the interval timer), or failed and
+  // every port told; then a moment for anything that would (wrongly) still come.
+  const told = (p: number) => rig.received[p]!.some((m) => m.t === 'failed');
+  await rig.until('quiescent', () => (rig.state === 'failed' ? [0, 1].every(told) : [0, 1].every((p) => rig.durable(p) === rig.submitted[p]!.length)));
+  await sleep(5);
 }
 
 test('EIO at any single call of a run (file creation, reserve, writes, syncs, rotations): every invariant holds', async () => {
