@@ -1,9 +1,10 @@
 // Recovery scan of the WAL (DESIGN 2.3, 2.7), run on the WAL thread before it takes writes.
 // Reads files from the checkpoint position, validates every frame, routes each to the worker
 // that owns its topic, and decides where the log ends:
-// - a bad frame followed by a valid frame in a LATER file is mid-log corruption: refuse to start
-//   (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead); a later file without frames is the
-//   writer's pre-allocated next file and proves nothing;
+// - a bad frame followed by a LATER file that holds anything after its header is mid-log
+//   corruption: refuse to start (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead). A later
+//   file of a header and zeros (the pre-allocated reserve, DESIGN 1.5) or without a durable
+//   header (a creation cut short) held no frame, so it proves nothing about the earlier file;
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
@@ -55,13 +56,18 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
   return -1;
 }
 
-/** True when the file holds a valid frame anywhere after its header (the writer used it). */
-function holdsFrames(buf: Buffer): boolean {
-  return probeFrame(buf, WAL_HEADER_BYTES, buf.length).ok || findValidFrameAfter(buf, WAL_HEADER_BYTES) >= 0;
+/** True when the file holds nothing after its header but zeros: no frame was ever written to it. */
+function holdsNoData(buf: Buffer): boolean {
+  return buf.length <= WAL_HEADER_BYTES || allZero(buf, WAL_HEADER_BYTES);
 }
 
-async function laterFilesHoldFrames(fsx: Fs, dir: string, later: number[]): Promise<boolean> {
-  for (const n of later) if (holdsFrames(await fsx.readFile(path.join(dir, walFileName(n))))) return true;
+/**
+ * True when one of the later files holds bytes after its header: frames were written there, so
+ * (rotation syncs the old file first) every earlier file was complete. Pre-allocated files hold
+ * only zeros, and files shorter than a header held nothing.
+ */
+async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promise<boolean> {
+  for (const n of later) if (!holdsNoData(await fsx.readFile(path.join(dir, walFileName(n))))) return true;
   return false;
 }
 
@@ -89,10 +95,12 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     const buf = await fsx.readFile(file);
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
-      // A file the writer was still creating or pre-allocating when the process died: its
-      // header never became durable and no frame was ever put in it (nor in any later file).
-      // It holds nothing; remove it so it can never sit in the middle of the log.
-      if (!holdsFrames(buf) && !(await laterFilesHoldFrames(fsx, dir, files.slice(i + 1)))) {
+      // A file whose header never became durable, with nothing but zeros after it, held no
+      // frame (frames follow a durable header): a creation or pre-allocation cut short by a
+      // crash. At the end of the log it is removed, so the next run reuses its number and it
+      // never sits in the middle; elsewhere (left by an older version) it is skipped.
+      if (holdsNoData(buf)) {
+        if (await laterFileHoldsData(fsx, dir, files.slice(i + 1))) continue;
         for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
         fsyncDirSync(fsx, dir);
         result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
@@ -131,10 +139,10 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     if (stop !== undefined) {
       const later = findValidFrameAfter(buf, off);
       // The next file may exist without frames: pre-allocated (or being pre-allocated) while
-      // this one was written. Only frames in a later file prove this one was complete.
-      const laterFileValid = !isLast && (await laterFilesHoldFrames(fsx, dir, files.slice(i + 1)));
+      // this one was written. Only data in a later file proves this one was complete.
+      const laterFileValid = !isLast && (await laterFileHoldsData(fsx, dir, files.slice(i + 1)));
       if (laterFileValid && !truncateOnCorruption) {
-        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
+        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
       }
       result.tornBytes += buf.length - off;
       // Bytes that held valid frames are copied aside before the file is cut. Without the
