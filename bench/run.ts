@@ -11,6 +11,7 @@ import { retention } from './retention.js';
 import { watchFanout } from './watch-fanout.js';
 import { watchIdleMemory } from './watch-idle-memory.js';
 import { queue } from './queue.js';
+import { walPrealloc } from './wal-prealloc.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -23,6 +24,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   'watch-fanout': () => watchFanout(),
   'watch-idle-memory': () => watchIdleMemory(),
   queue: () => queue(),
+  'wal-prealloc': walPrealloc,
 };
 
 function usage(): never {

@@ -127,7 +127,11 @@ export class SegmentStore {
     if (t.segFirstSeq === place.segFirstSeq && t.fd) return t.fd;
     if (t.fd) {
       await t.fd.sync();
-      await t.fd.close();
+      // Forget the old fd before anything can fail: when opening the next segment meets a full
+      // disk, the retry (and flushAll) must not sync a closed fd (EBADF would count as fatal).
+      const old = t.fd;
+      t.fd = undefined;
+      await old.close();
     }
     const dir = topicDir(this.dataDir, place.topicId);
     if (!t.dirCreated) {

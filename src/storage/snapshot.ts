@@ -110,7 +110,10 @@ export async function writeSnapshot(fsx: Fs, dataDir: string, body: SnapshotBody
   await writeSnapshotBytes(fsx, dataDir, body.cut, encodeSnapshot(body));
 }
 
-/** Writes encoded snapshot bytes durably and removes every snapshot older than the previous one. */
+/**
+ * Writes encoded snapshot bytes durably and removes every snapshot older than the previous one.
+ * On failure before the rename the temp file is removed and the previous snapshot stays newest.
+ */
 export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosition, bytes: Buffer): Promise<void> {
   const dir = metaDir(dataDir);
   await mkdirDurable(fsx, dir);
@@ -118,12 +121,20 @@ export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosit
   const tmp = `${final}.tmp`;
   const fh = await fsx.open(tmp, 'w');
   try {
-    await fh.writeFile(bytes);
-    await fh.sync();
-  } finally {
-    await fh.close();
+    try {
+      await fh.writeFile(bytes);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fsx.rename(tmp, final);
+  } catch (err) {
+    // The temp file is never loaded (not a snapshot name), but it holds space, and on a full
+    // disk that is what ran out: remove it, and report the original error (a disk-full one
+    // postpones the checkpoint; the previous snapshot stays the newest).
+    await fsx.rm(tmp).catch(() => undefined);
+    throw err;
   }
-  await fsx.rename(tmp, final);
   await fsyncDir(fsx, dir);
   const names = (await fsx.readdir(dir)).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
   for (const n of names.slice(2)) await fsx.rm(path.join(dir, n));

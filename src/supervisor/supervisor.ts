@@ -204,7 +204,10 @@ export class Supervisor {
         () => this.storageState,
       );
       // A checkpoint that cannot be written now (a full disk) does not stop reads being served.
-      await this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
+      // On a disk too full for the first WAL file the checkpoint's marks wait for that file, so
+      // it runs in the background and completes once space returns.
+      const first = this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
+      if (this.storageState === StorageState.OK) await first;
       if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
       this.topicCount = live.size;
       this.lifecycle = 'ready';

@@ -5,11 +5,14 @@
 // cumulative per submitter.
 // Storage faults (docs/ARCHITECTURE.md): the writer keeps the next file pre-allocated as a space
 // reserve; when it cannot (ENOSPC, EDQUOT) the storage state turns FULL, the actors refuse new
-// writes, and the reserve is retried until space returns (state OK again). Any write or fsync
-// error is FAILED: nothing more is written, every submission not yet durable is failed
-// ('failed' to each port), and writes stay refused until a restart. Never a crash, never an ack
-// for bytes the disk did not take.
-// Invariant: a submission is reported durable only after an fdatasync that began after its write.
+// writes, and the reserve is retried until space returns (state OK again). A rotation only ever
+// moves into the reserve: without it, submissions that do not fit wait (FULL) instead of
+// creating a file on a full disk. Any write or fsync error is FAILED: nothing more is written
+// or synced, every submission not yet durable is failed ('failed' to each port, the last
+// message a port gets), checkpoint marks are rejected, and writes stay refused until a
+// restart. Never a crash, never an ack for bytes the disk did not take.
+// Invariants: a submission is reported written only after its bytes were written, durable only
+// after an fdatasync that began after its write; nothing is posted to a port after 'failed'.
 import type { MessagePort } from 'node:worker_threads';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
@@ -57,7 +60,7 @@ export class GroupCommit {
   private unsyncedSince = 0;
   private unsyncedBytes = 0;
   private readonly marks = new Map<number, WalPosition[]>();
-  private readonly markWaiters = new Map<number, () => void>();
+  private readonly markWaiters = new Map<number, { done: () => void; reject: (err: Error) => void }>();
   readonly stats: WalStats = { frames: 0, batches: 0, fsyncs: 0, bytesWritten: 0, queueDepth: 0, fileNo: 0, offset: 0, fsyncLatencyUs: [] };
   private failed: Error | undefined;
   /** Bytes written since the last checkpoint (drives the WAL-size checkpoint trigger). */
@@ -124,7 +127,12 @@ export class GroupCommit {
     if (this.failed || !this.writer.isOpen || this.writer.reserveReady) return;
     this.writer.prepareNext().then(
       (ready) => {
-        if (ready) return this.setFull(false, 'space is back: the WAL has its reserve again');
+        if (this.failed) return;
+        if (ready) {
+          this.setFull(false, 'space is back: the WAL has its reserve again');
+          this.scheduleFlush(); // a rotation may be waiting for this file
+          return;
+        }
         this.setFull(true, `cannot pre-allocate WAL file ${this.writer.fileNo + 1}`);
         this.retryLater(() => this.ensureReserve());
       },
@@ -175,53 +183,81 @@ export class GroupCommit {
       this.fail(err as Error);
       return;
     }
-    this.stats.queueDepth = 0;
+    this.stats.queueDepth = this.queue.length; // submissions waiting for the next file stay queued
     this.postAcks();
     this.maybeSync();
   }
 
   private flushSome(): boolean {
     const bufs: Buffer[] = [];
+    const batch: Extract<WalIn, { t: 'submit' }>[] = [];
+    const batchPorts: PortState[] = [];
     let size = 0;
     let taken = 0;
+    let blocked = false;
     for (const it of this.queue) {
       if (it.msg.t === 'submit') {
         const b = Buffer.from(it.msg.buf);
         if (bufs.length > 0 && size + b.length > WRITEV_MAX_BYTES) break;
         if (!this.writer.fits(size + b.length)) {
           if (bufs.length > 0) break; // write what we have, rotate on the next round
-          const preparing = this.writer.preparingNext;
-          if (preparing) {
-            // The next file is being made: rotate once it is there (never race for its name).
-            this.rotationWait ??= preparing.finally(() => {
-              this.rotationWait = undefined;
-              this.scheduleFlush();
-            });
-            this.queue.splice(0, taken);
-            return false;
+          if (!this.writer.reserveReady) {
+            this.waitForReserve();
+            blocked = true;
+            break;
           }
           this.rotate();
         }
         bufs.push(b);
         size += b.length;
-        const ps = this.ports[it.port]!;
-        ps.written = it.msg.seq;
-        if (it.msg.durable) ps.wantsDurable = it.msg.seq;
-        this.stats.batches++;
-        this.stats.frames += it.msg.frames;
+        batch.push(it.msg);
+        batchPorts.push(this.ports[it.port]!);
       } else if (it.msg.t === 'mark') {
         // A mark's position is right after everything this port submitted before it.
         const at = { fileNo: this.writer.fileNo, offset: this.writer.offset + size };
         let list = this.marks.get(it.msg.id);
         if (!list) this.marks.set(it.msg.id, (list = []));
         list.push(at);
-        if (list.length === this.ports.length) this.markWaiters.get(it.msg.id)?.();
+        if (list.length === this.ports.length) this.markWaiters.get(it.msg.id)?.done();
       }
       taken++;
     }
     this.queue.splice(0, taken);
     if (bufs.length > 0) this.writeBuffers(bufs);
-    return true;
+    // Only now that the disk took the bytes do the submissions count as written (a write that
+    // throws leaves them unwritten, so no later ack can cover them).
+    batch.forEach((m, i) => {
+      const ps = batchPorts[i]!;
+      ps.written = m.seq;
+      if (m.durable) ps.wantsDurable = m.seq;
+      this.stats.batches++;
+      this.stats.frames += m.frames;
+    });
+    return !blocked;
+  }
+
+  /**
+   * A rotation needs the next file, and takes it only from the reserve: creating it on the spot
+   * would, on a full disk, fail the WAL for what is only FULL. While the file is being prepared
+   * the rotation waits for it (never racing for its name); on a full disk it waits for the
+   * reserve retry, which flushes once the file is there.
+   */
+  private waitForReserve(): void {
+    const preparing = this.writer.preparingNext;
+    if (preparing) {
+      // Its failure is ensureReserve's to handle (FULL or FAILED); here it only ends the wait.
+      this.rotationWait ??= preparing
+        .then(
+          () => undefined,
+          () => undefined,
+        )
+        .then(() => {
+          this.rotationWait = undefined;
+          this.scheduleFlush();
+        });
+    } else if (!this.retryTimer) {
+      this.ensureReserve();
+    }
   }
 
   private writeBuffers(bufs: Buffer[]): void {
@@ -237,8 +273,7 @@ export class GroupCommit {
   private rotate(): void {
     // The old file's last sync completes before the switch, so a valid frame in a later file
     // proves every earlier file was synced (the torn-tail vs corruption rule of recovery).
-    // Without a prepared next file this creates one now, which on a full disk throws: the
-    // reserve was outrun, and the batch cannot be written (FAILED).
+    // Called only with the reserve ready (flushSome), so the switch creates no file.
     this.writer.rotate();
     this.markAllDurable();
     this.ensureReserve();
@@ -263,6 +298,7 @@ export class GroupCommit {
   }
 
   private startSync(): void {
+    if (this.failed) return; // e.g. the interval timer: a failed WAL is never synced again
     this.syncing = true;
     const targets = this.ports.map((p) => p.written);
     const started = nowMs();
@@ -278,6 +314,9 @@ export class GroupCommit {
 
   private synced(targets: number[], started: number): void {
     this.syncing = false;
+    // The WAL failed while this sync ran: 'failed' was the last word to every port, whose hosts
+    // have failed what was in flight; nothing more is acked.
+    if (this.failed) return;
     this.stats.fsyncs++;
     this.recordLatency(Math.round((nowMs() - started) * 1000));
     this.ports.forEach((p, i) => {
@@ -319,19 +358,36 @@ export class GroupCommit {
   private fail(err: Error): void {
     if (this.failed) return;
     this.failed = err;
+    // Nothing more is written or synced: no reserve preparation goes on, no timed sync runs.
+    this.writer.halt();
+    clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
+    this.stop();
     Atomics.store(this.counters, STORAGE_STATE_SLOT, StorageState.FAILED);
     this.log(`spool: WAL ${(err as NodeJS.ErrnoException).code ?? 'error'} in file ${this.writer.fileNo}: ${err.message}; writes are refused until a restart (reads go on)`);
     this.queue = [];
+    // A checkpoint waiting for a mark would wait forever (the marks still queued are dropped).
+    for (const w of this.markWaiters.values()) w.reject(this.markError());
+    this.markWaiters.clear();
+    this.marks.clear();
     for (const p of this.ports) p.port.postMessage({ t: 'failed', message: err.message } satisfies WalOut);
+  }
+
+  private markError(): Error {
+    return new Error(`the WAL failed: ${this.failed!.message}`);
   }
 
   get storageFailed(): boolean {
     return this.failed !== undefined;
   }
 
-  /** Resolves with the log position of checkpoint mark `id` once every submitter's mark arrived. */
+  /**
+   * Resolves with the log position of checkpoint mark `id` once every submitter's mark arrived;
+   * rejects once the WAL failed (the checkpoint fails; storage is FAILED already).
+   */
   waitMark(id: number): Promise<WalPosition> {
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
+      if (this.failed) return reject(this.markError());
       const done = () => {
         const list = this.marks.get(id)!;
         this.marks.delete(id);
@@ -341,7 +397,7 @@ export class GroupCommit {
         resolve(min);
       };
       if ((this.marks.get(id)?.length ?? 0) === this.ports.length) done();
-      else this.markWaiters.set(id, done);
+      else this.markWaiters.set(id, { done, reject });
     });
   }
 

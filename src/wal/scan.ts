@@ -1,8 +1,10 @@
 // Recovery scan of the WAL (DESIGN 2.3, 2.7), run on the WAL thread before it takes writes.
 // Reads files from the checkpoint position, validates every frame, routes each to the worker
 // that owns its topic, and decides where the log ends:
-// - a bad frame followed by a valid frame in a LATER file is mid-log corruption: refuse to start
-//   (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead);
+// - a bad frame followed by a LATER file that holds anything after its header is mid-log
+//   corruption: refuse to start (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead). A later
+//   file of a header and zeros (the pre-allocated reserve, DESIGN 1.5) or without a durable
+//   header (a creation cut short) held no frame, so it proves nothing about the earlier file;
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
@@ -64,14 +66,19 @@ function wholeFrame(buf: Buffer, off: number, size: number): Buffer {
   return Buffer.concat([buf.subarray(off), Buffer.alloc(off + size - buf.length)]);
 }
 
+/** True when the file holds nothing after its header but zeros: no frame was ever written to it. */
+function holdsNoData(buf: Buffer): boolean {
+  return buf.length <= WAL_HEADER_BYTES || allZero(buf, WAL_HEADER_BYTES);
+}
+
 /**
- * True when a WAL file holds any valid frame. A rotation fsyncs the old file before the new one
- * takes its first frame, so a later file with a frame proves a bad frame before it is mid-log
- * corruption. A later file without one is the next file the writer pre-allocated in advance
- * (header and zeros): then the bad frame is only the torn tail of the file being written.
+ * True when one of the later files holds bytes after its header: frames were written there, so
+ * (rotation syncs the old file first) every earlier file was complete. Pre-allocated files hold
+ * only zeros, and files shorter than a header held nothing.
  */
-function holdsFrame(buf: Buffer): boolean {
-  return findValidFrameAfter(buf, WAL_HEADER_BYTES - FRAME_ALIGN) >= 0;
+async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promise<boolean> {
+  for (const n of later) if (!holdsNoData(await fsx.readFile(path.join(dir, walFileName(n))))) return true;
+  return false;
 }
 
 export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
@@ -98,8 +105,17 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     const buf = await fsx.readFile(file);
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
-      // A file whose header never became durable can only be the newest one (created, then crash).
-      if (isLast && buf.length <= WAL_HEADER_BYTES) continue;
+      // A file whose header never became durable, with nothing but zeros after it, held no
+      // frame (frames follow a durable header): a creation or pre-allocation cut short by a
+      // crash. At the end of the log it is removed, so the next run reuses its number and it
+      // never sits in the middle; elsewhere (left by an older version) it is skipped.
+      if (holdsNoData(buf)) {
+        if (await laterFileHoldsData(fsx, dir, files.slice(i + 1))) continue;
+        for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
+        fsyncDirSync(fsx, dir);
+        result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
+        break;
+      }
       if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
       // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
       for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
@@ -132,9 +148,11 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     }
     if (stop !== undefined) {
       const later = findValidFrameAfter(buf, off);
-      const laterFileValid = files.slice(i + 1).some((n) => holdsFrame(fsx.readFileSync(path.join(dir, walFileName(n)))));
+      // The next file may exist without frames: pre-allocated (or being pre-allocated) while
+      // this one was written. Only data in a later file proves this one was complete.
+      const laterFileValid = !isLast && (await laterFileHoldsData(fsx, dir, files.slice(i + 1)));
       if (laterFileValid && !truncateOnCorruption) {
-        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds valid frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
+        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
       }
       result.tornBytes += buf.length - off;
       // Bytes that held valid frames are copied aside before the file is cut. Without the

@@ -8,9 +8,10 @@
 // is the WAL's space reserve (docs/ARCHITECTURE.md "Storage faults").
 // Invariants: frames are written in order, never after a recovered tail (a run always starts in
 // a new file); the old file's last sync completes before a rotation (the torn-tail vs corruption
-// rule of recovery, DESIGN 2.3); an fd is closed only after any sync on it finished.
+// rule of recovery, DESIGN 2.3); an fd is closed only after any sync on it finished; after
+// halt() (the WAL failed) no preparation step starts, so nothing more is written.
 import path from 'node:path';
-import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, writeAll, writeAllSync, type Fs } from '../storage/fs.js';
+import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, writeAll, writeAllSync, type Fs, type FsFile } from '../storage/fs.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from './format.js';
@@ -37,6 +38,8 @@ export class WalWriter {
   /** The next file, pre-allocated and durable, ready to take over at the next rotation. */
   private nextReady: number | undefined;
   private preparing: Promise<void> | undefined;
+  /** The WAL failed: no preparation step starts any more. */
+  private halted = false;
 
   constructor(
     private readonly fsx: Fs,
@@ -108,12 +111,13 @@ export class WalWriter {
 
   /**
    * Prepares the next file in the background (async fs on the libuv pool). Resolves true when
-   * it is ready, false when the disk is full (the half-made file is removed); rejects on any
-   * other error.
+   * it is ready, false when the disk is full (the half-made file is removed) or the writer is
+   * halted; rejects on any other error.
    */
   prepareNext(): Promise<boolean> {
     const fileNo = this.fileNo + 1;
     if (this.nextReady === fileNo) return Promise.resolve(true);
+    if (this.halted) return Promise.resolve(false);
     this.preparing ??= this.prepare(fileNo).finally(() => (this.preparing = undefined));
     return this.preparing.then(() => this.nextReady === fileNo);
   }
@@ -121,24 +125,49 @@ export class WalWriter {
   private async prepare(fileNo: number): Promise<void> {
     const dir = walDir(this.dataDir);
     const file = this.pathOf(fileNo);
-    await mkdirDurable(this.fsx, dir);
-    const f = await this.fsx.open(file, 'wx');
+    let f: FsFile | undefined;
+    let created = false;
     try {
+      this.checkHalted();
+      await mkdirDurable(this.fsx, dir);
+      this.checkHalted();
+      // Creating the file can meet a full disk too (a directory block, an inode): inside the
+      // try, so that it counts as FULL like the zero fill, not as a failed WAL.
+      f = await this.fsx.open(file, 'wx');
+      created = true;
+      this.checkHalted();
       await writeAll(f, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
       if (this.opts.preallocate) {
         for (let p = WAL_HEADER_BYTES; p < this.opts.fileBytes; p += ZERO_CHUNK_BYTES) {
+          this.checkHalted();
           await writeAll(f, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p)), p);
         }
       }
+      this.checkHalted();
       await f.sync();
-      await f.close();
+      const closing = f;
+      f = undefined;
+      await closing.close();
+      this.checkHalted();
       await fsyncDir(this.fsx, dir);
       this.nextReady = fileNo;
     } catch (err) {
-      await f.close().catch(() => undefined);
-      await this.fsx.rm(file);
+      await f?.close().catch(() => undefined);
+      // Halted: nothing more is written, not even the removal. The half-made file (empty, or a
+      // header and maybe zeros) holds no frame, and recovery reads it as such (src/wal/scan.ts).
+      if (this.halted) return;
+      if (created) await this.fsx.rm(file);
       if (!isDiskFull(err)) throw err;
     }
+  }
+
+  private checkHalted(): void {
+    if (this.halted) throw new Error('the WAL failed: preparation stopped');
+  }
+
+  /** The WAL failed (GroupCommit): a preparation in flight stops at its next step, none starts. */
+  halt(): void {
+    this.halted = true;
   }
 
   /** True when `size` more bytes belong in the current file rather than a new one. */

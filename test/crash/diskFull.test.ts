@@ -17,6 +17,8 @@ import path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
 import { openStream } from '../helpers/sse.js';
+import { walDir } from '../../src/storage/layout.js';
+import { WAL_HEADER_BYTES } from '../../src/wal/format.js';
 
 killServersAfterFile();
 
@@ -59,6 +61,16 @@ function fill(inside: (p: string) => string, name: string): string {
     fs.closeSync(fd);
   }
   return file;
+}
+
+/** Deletes the WAL files at the log's end that hold no frame (prepared, pre-zeroed, unwritten). */
+function removePreparedWalFiles(dataDir: string): void {
+  const dir = walDir(dataDir);
+  for (const name of fs.readdirSync(dir).sort().reverse()) {
+    const buf = fs.readFileSync(path.join(dir, name));
+    if (buf.subarray(WAL_HEADER_BYTES).some((b) => b !== 0)) return;
+    fs.unlinkSync(path.join(dir, name));
+  }
 }
 
 function rec(i: number) {
@@ -175,6 +187,11 @@ test('a full disk refuses writes with 429 disk_space, serves reads, and recovers
     acked.push(acked.length);
   }
   await srv.kill();
+  // Whatever the killed server left free goes too, and so does a WAL file it had prepared but not
+  // written (recovery would delete it and free its space): the restart cannot even create its
+  // first WAL file, and must still recover and serve reads.
+  removePreparedWalFiles(inside('data'));
+  const filler3 = fill(inside, 'filler-3');
   srv = await start();
   c = client(srv.url);
   assert.equal((await c.get('/v0/ready')).body.storage, 'disk_full', 'recovered on a full disk');
@@ -183,6 +200,7 @@ test('a full disk refuses writes with 429 disk_space, serves reads, and recovers
 
   // Space returns once more: writes again within 5 s, everything acknowledged still there.
   fs.unlinkSync(filler2);
+  fs.unlinkSync(filler3);
   const freed2 = Date.now();
   for (;;) {
     const r = await c.post('/v0/topics/dur', { records: [rec(acked.length)] });

@@ -288,6 +288,49 @@ test('a bad frame in a non-last file while a later file holds valid frames: WalC
   }
 });
 
+test('a torn tail followed only by later files that hold no frame (the pre-allocated reserve, a header-less file) is a torn tail, not corruption', async () => {
+  // The WAL writer keeps the next file pre-allocated (header + zeros) while it writes the
+  // current one, so a torn tail in the current file always has a "later file" after it.
+  for (const later of ['reserve', 'header-only', 'header-less', 'all three'] as const) {
+    const dir = tmp();
+    const good = [bootFrame(1), createFrame(), appendFrame(1)];
+    const torn = appendFrame(4, 3).subarray(0, 30);
+    const p1 = writeWal(dir, 1, [...good, torn, Buffer.alloc(512)]);
+    if (later === 'reserve' || later === 'all three') writeWal(dir, 2, [Buffer.alloc(4096)]);
+    if (later === 'header-only' || later === 'all three') writeWal(dir, later === 'all three' ? 3 : 2, []);
+    // A creation cut short before its header (or a preparation stopped after a WAL failure).
+    if (later === 'header-less' || later === 'all three') fs.writeFileSync(walPath(dir, later === 'all three' ? 4 : 2), Buffer.alloc(0));
+    const { res, c } = await scan(dir);
+    assert.equal(res.frames, good.length, later);
+    assert.equal(res.tornBytes, torn.length + 512, later);
+    assert.equal(size(p1), WAL_HEADER_BYTES + sum(good), `${later}: cut at the valid end`);
+    assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
+    // A header-less file at the end is removed (the next run reuses its number); a file with a
+    // durable header stays, and the next run starts after it.
+    const lastKept = { reserve: 2, 'header-only': 2, 'header-less': 1, 'all three': 3 }[later];
+    assert.equal(res.lastFileNo, lastKept, later);
+    assert.equal(listWal(dir).at(-1), walFileName(lastKept), later);
+  }
+});
+
+test('a header-less empty file between files with frames is skipped (a creation cut short, then a later boot)', async () => {
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  const f3 = [bootFrame(2), appendFrame(4, 2)];
+  writeWal(dir, 1, f1);
+  fs.writeFileSync(walPath(dir, 2), Buffer.alloc(0));
+  writeWal(dir, 3, f3);
+  const { res } = await scan(dir);
+  assert.deepEqual(res, { lastFileNo: 3, frames: f1.length + f3.length, bytes: sum(f1) + sum(f3), tornBytes: 0, quarantinedBytes: 0 });
+});
+
+test('a torn tail followed by a later file holding anything but zeros after its header is still corruption', async () => {
+  const dir = tmp();
+  writeWal(dir, 1, [bootFrame(1), createFrame(), appendFrame(1).subarray(0, 40)]);
+  writeWal(dir, 2, [Buffer.alloc(64), Buffer.from([1]), Buffer.alloc(64)]);
+  await assert.rejects(scan(dir), WalCorruptionError);
+});
+
 test('a damaged header in a non-last file: WalCorruptionError; with truncateOnCorruption the prefix is kept and later files removed', async () => {
   const dir = tmp();
   const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
@@ -385,4 +428,56 @@ test('a last frame whose zero padding a crash cut off is delivered whole, paddin
   assert.equal(res.frames, f1.length + 1);
   assert.equal(res.tornBytes, 0);
   assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1), last]));
+});
+
+// ---- pre-allocated files (SERVICE_WAL_PREALLOCATE) ------------------------------------------
+
+/** WAL file `fileNo` as the writer pre-allocates it: header, then zeros to `bytes`. */
+function writePrepared(dataDir: string, fileNo: number, bytes = 64 * 1024, header = true): string {
+  const b = Buffer.alloc(bytes);
+  if (header) encodeWalHeader(fileNo, 1).copy(b, 0);
+  fs.writeFileSync(walPath(dataDir, fileNo), b);
+  return walPath(dataDir, fileNo);
+}
+
+test('a torn tail followed by the pre-allocated next file (no frames) is a torn tail, not corruption', async () => {
+  const dir = tmp();
+  const good = [bootFrame(1), createFrame(), appendFrame(1)];
+  const torn = appendFrame(4, 5);
+  const p1 = writeWal(dir, 1, [...good, torn.subarray(0, 30)]);
+  writePrepared(dir, 2);
+  const { res } = await scan(dir);
+  assert.equal(res.frames, good.length);
+  assert.equal(res.tornBytes, 30);
+  assert.equal(res.lastFileNo, 2, 'the prepared file stays: the next run starts after it');
+  assert.equal(size(p1), WAL_HEADER_BYTES + sum(good));
+  // The next run writes file 3; a later scan reads through the empty file 2.
+  writeWal(dir, 3, [bootFrame(2), appendFrame(4, 2)]);
+  const again = await scan(dir);
+  assert.equal(again.res.frames, good.length + 2);
+  assert.equal(again.res.tornBytes, 0);
+});
+
+test('a next file caught half pre-allocated (header not durable) is removed, before or after a torn tail', async () => {
+  for (const tornTail of [false, true]) {
+    const dir = tmp();
+    const good = [bootFrame(1), createFrame(), appendFrame(1)];
+    writeWal(dir, 1, tornTail ? [...good, appendFrame(4).subarray(0, 20)] : good);
+    writePrepared(dir, 2, 8192, false); // zeros where the header should be
+    const { res } = await scan(dir);
+    assert.equal(res.frames, good.length);
+    assert.equal(res.lastFileNo, 1, 'the half-made file is gone, so the next run reuses its number');
+    assert.deepEqual(listWal(dir), [walFileName(1)]);
+  }
+});
+
+test('a bad frame followed by frames in a later file is still corruption when a prepared file sits between', async () => {
+  const dir = tmp();
+  const p1 = writeWal(dir, 1, [bootFrame(1), createFrame(), appendFrame(1)]);
+  const b = fs.readFileSync(p1);
+  b[b.length - 5] = b[b.length - 5]! ^ 0xff;
+  fs.writeFileSync(p1, b);
+  writePrepared(dir, 2);
+  writeWal(dir, 3, [bootFrame(2), appendFrame(4, 2)]);
+  await assert.rejects(scan(dir), (err: unknown) => err instanceof WalCorruptionError);
 });
