@@ -52,6 +52,8 @@ export class Supervisor {
     private readonly fsx: Fs = nodeFs,
     /** Starts the WAL thread and the workers: real threads, or in-process ones in tests. */
     private readonly spawner: ThreadSpawner = workerThreads,
+    /** The boot seed of each recovery (actors seed their RNGs from it): random, or fixed in tests. */
+    private readonly newBootSeed: () => string = () => crypto.randomBytes(16).toString('hex'),
   ) {}
 
   get replayProgress(): number {
@@ -194,7 +196,7 @@ export class Supervisor {
       const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);
       await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
-      const seed = crypto.randomBytes(16).toString('hex');
+      const seed = this.newBootSeed();
       const live = new Set<number>();
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
