@@ -1,15 +1,16 @@
 // The crash sweep (test/support/crashSweep.ts): a whole server hosted in this process on a
-// SimDisk, frozen at every fs call of its boot and of a seeded workload (fsync topics and a disk
-// topic, record deletes, config changes, checkpoints; segments seal and WAL files rotate), then
-// crashed ('durable-only': only fsynced bytes survive; 'random': unsynced writes land or not, the
-// last one torn) and recovered, and the oracle (test/support/crashOracle.ts) checks that nothing
-// acked was lost, nothing appeared, and no seq is reused. A failure prints the case (seed, mode,
+// SimDisk, frozen at every fs call of its boot and of a seeded workload (test/support/crashPlan.ts:
+// topics of all four durability classes, a queue with durable leases claimed and acked, a topic
+// deleted and created again, record deletes, config changes, checkpoints; segments seal and WAL
+// files rotate), then crashed ('durable-only': only fsynced bytes survive; 'random': unsynced
+// writes land or not, the last one torn) and recovered, and the oracle (test/support/crashOracle.ts)
+// checks that nothing acked was lost, nothing appeared, no seq is reused and durable leases hold. A failure prints the case (seed, mode,
 // call), which `npm run fuzz -- --storage --case '<json>'` reruns; more seeds:
 // `npm run fuzz -- --storage --seed S`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dryRun, runCase, sweepPoints, type CaseResult, type CrashCase } from '../support/crashSweep.js';
-import { DEFAULT_SEED } from '../support/crashWorkload.js';
+import { DEFAULT_SEED } from '../support/crashPlan.js';
 import type { CrashMode } from '../support/simDisk.js';
 
 const MODES: CrashMode[] = ['durable-only', 'random'];

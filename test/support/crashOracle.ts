@@ -1,19 +1,29 @@
 // The crash sweep's oracle: checks a world recovered after a crash against the History of the
 // workload that ran before it (test/support/crashWorkload.ts). What must hold, per topic:
-//   1. every acked append is there, at the same $seq, with identical data and tag;
+//   0. the topic exists if the create of an instance was acked and no delete of it was issued,
+//      and is gone if its last instance's delete was acked; what exists is one instance the
+//      history allows (the last one whose create may have landed, or an earlier one whose
+//      delete may not have);
+//   1. every acked append of an `fsync` topic is there, at the same $seq, with identical data
+//      and tag;
 //   2. the records are a prefix (by seq) of what was submitted, minus deletes: an acked delete
-//      stays applied, a delete in flight is applied wholly or not at all; nothing unknown, no
-//      hole, nothing reordered;
-//      (a `disk` topic acks before the fsync, so a crash of the machine may take acked appends
-//      and deletes with it: 1 and "an acked delete stays applied" are only checked for `fsync`)
-//   3. a new append gets a seq above every seq ever acked or recovered (seqs are never reused);
-//   4. a topic whose create was acked exists, with the config of its last acked change (or of a
-//      change that was in flight);
+//      (or queue ack) of an `fsync` topic stays applied, a delete in flight is applied wholly or
+//      not at all; nothing unknown, no hole, nothing reordered; an `ephemeral` topic is empty;
+//      (`disk` and `memory` topics ack before the fsync, so a crash of the machine may take
+//      acked appends and deletes with them: 1 and "an acked delete stays applied" are only
+//      checked for `fsync`)
+//   3. a new append gets a seq above every seq ever acked or recovered (seqs are never reused,
+//      in every class);
+//   4. the config holds the idempotency window of the last acked change (or of one in flight);
+//   5. queue: a job leased by an acked claim (durable leases, and the clock has not moved) is
+//      still leased: another node cannot claim it; every other job still there is claimable,
+//      except as many as the claims in flight may have leased;
 // and the server is ready with writable storage, holding no topic the workload never named.
 // Returns the violations found (empty: all good); never throws for a violation.
 import type { TopicResult } from '../../src/core/messages/rpc.js';
 import { replyBody, type CrashWorld } from './crashWorld.js';
-import type { History, TopicHistory } from './crashWorkload.js';
+import type { History, Instance, TopicHistory } from './crashWorkload.js';
+import type { TopicSpec } from './crashPlan.js';
 
 interface Recovered {
   seq: number;
@@ -21,8 +31,9 @@ interface Recovered {
   tag: string | undefined;
 }
 
-/** A diff page size well within SERVICE_MAX_LIMIT. */
+/** A diff page size and a claim size well within SERVICE_MAX_LIMIT and the claim maximum. */
 const PAGE_RECORDS = 1000;
+const CHECK_NODE = 'oracle';
 
 async function readAll(world: CrashWorld, topic: string): Promise<Recovered[]> {
   const out: Recovered[] = [];
@@ -35,9 +46,11 @@ async function readAll(world: CrashWorld, topic: string): Promise<Recovered[]> {
   }
 }
 
-function checkRecords(topic: string, h: TopicHistory, got: Recovered[], bad: (m: string) => void): number {
-  // Only an fsync topic's acks are durable; a disk topic's acked deletes are merely likely.
-  const durableAcks = h.durability === 'fsync';
+/** Checks 1 and 2 of one instance; returns the highest recovered seq. */
+function checkRecords(topic: string, spec: TopicSpec, h: Instance, got: Recovered[], bad: (m: string) => void): number {
+  if (spec.durability === 'ephemeral' && got.length > 0) bad(`${topic}: an ephemeral topic came back with ${got.length} records`);
+  // Only an fsync topic's acks are durable; another's acked deletes are merely likely.
+  const durableAcks = spec.durability === 'fsync';
   const settled = h.deletes.filter((d) => d.acked && durableAcks);
   const mustGone = new Set(settled.flatMap((d) => d.seqs));
   const mayGone = new Set(h.deletes.filter((d) => !settled.includes(d)).flatMap((d) => d.seqs));
@@ -73,7 +86,7 @@ function checkRecords(topic: string, h: TopicHistory, got: Recovered[], bad: (m:
 }
 
 /** The idempotency windows the recovered config may hold: the last acked one or any later one. */
-function allowedWindows(h: TopicHistory): number[] {
+function allowedWindows(h: Instance): number[] {
   let lastAcked = -1;
   h.windows.forEach((w, i) => {
     if (w.acked) lastAcked = i;
@@ -81,21 +94,68 @@ function allowedWindows(h: TopicHistory): number[] {
   return h.windows.slice(Math.max(0, lastAcked)).map((w) => w.windowMs);
 }
 
-async function checkTopic(world: CrashWorld, topic: string, h: TopicHistory, bad: (m: string) => void): Promise<void> {
+/** Check 0: may the topic be absent? Only if no instance is known to be there. */
+function mayBeAbsent(th: TopicHistory): boolean {
+  const created = th.instances.filter((i) => i.createAcked || i.maxAckedSeq > 0);
+  return created.length === 0 || created.at(-1)!.drop !== undefined;
+}
+
+/** Check 0: the instances that may be the one recovered, newest first. */
+function candidates(th: TopicHistory): Instance[] {
+  const out: Instance[] = [];
+  for (let i = th.instances.length - 1; i >= 0; i--) {
+    const inst = th.instances[i]!;
+    if (!inst.drop?.acked) out.push(inst);
+    if (inst.createAcked) break; // an earlier instance was deleted before this one was created
+  }
+  return out;
+}
+
+/** Check 5 on a queue: claims every claimable job for another node. */
+async function checkQueue(world: CrashWorld, topic: string, h: Instance, present: Set<number>, bad: (m: string) => void): Promise<void> {
+  const r = await world.request({ op: 'claim', topic, node: CHECK_NODE, max: PAGE_RECORDS, leaseMs: null });
+  if (!r.ok) return bad(`${topic}: a claim after recovery failed: ${r.status} ${r.code} ${r.message}`);
+  const claimed = new Set((replyBody(r) as { claimed: { $seq: number }[] }).claimed.map((j) => j.$seq));
+  for (const seq of claimed) {
+    if (!present.has(seq)) bad(`${topic}: a claim after recovery leased seq ${seq}, which is not in the log`);
+    if (h.leases.has(seq)) bad(`${topic}: seq ${seq}, leased by an acked claim (durable leases), was leased again after recovery`);
+  }
+  const inFlight = h.claims.filter((c) => !c.acked).reduce((n, c) => n + c.max, 0);
+  const unclaimable = [...present].filter((s) => !claimed.has(s) && !h.leases.has(s));
+  if (unclaimable.length > inFlight) bad(`${topic}: jobs ${unclaimable.join(',')} are neither leased by an acked claim nor claimable (claims in flight could lease ${inFlight})`);
+}
+
+async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, bad: (m: string) => void): Promise<void> {
   const state = await world.request({ op: 'state', topic, touch: false });
   if (!state.ok) {
-    if (h.createAcked || h.maxAckedSeq > 0) bad(`${topic}: its create was acked but it is gone (${state.code})`);
+    if (!mayBeAbsent(th)) bad(`${topic}: its create was acked but it is gone (${state.code})`);
     return;
   }
   const window = (replyBody(state) as { config: { idempotency_window_ms: number } }).config.idempotency_window_ms;
-  const allowed = allowedWindows(h);
-  if (allowed.length > 0 && !allowed.includes(window)) bad(`${topic}: config window ${window}, expected one of ${allowed.join(', ')}`);
-  const maxRecovered = checkRecords(topic, h, await readAll(world, topic), bad);
+  const got = await readAll(world, topic);
+  // The instance recovered is one of the candidates; judged as the newest it can be.
+  const cands = candidates(th);
+  if (cands.length === 0) return bad(`${topic}: exists, but its last delete was acked`);
+  let chosen: { inst: Instance; maxRecovered: number; violations: string[] } | undefined;
+  for (const inst of cands) {
+    const violations: string[] = [];
+    const maxRecovered = checkRecords(topic, th.spec, inst, got, (m) => void violations.push(m));
+    const allowed = allowedWindows(inst);
+    if (allowed.length > 0 && !allowed.includes(window)) violations.push(`${topic}: config window ${window}, expected one of ${allowed.join(', ')}`);
+    chosen ??= { inst, maxRecovered, violations };
+    if (violations.length === 0) {
+      chosen = { inst, maxRecovered, violations };
+      break;
+    }
+  }
+  const { inst, maxRecovered, violations } = chosen!;
+  violations.forEach((v) => bad(cands.length > 1 ? `${v} (judged as the newest of ${cands.length} instances it may be)` : v));
+  if (th.spec.queue) await checkQueue(world, topic, inst, new Set(got.map((r) => r.seq)), bad);
   const after: TopicResult = await world.request({ op: 'append', topic, body: new TextEncoder().encode('{"records":[{"data":"after-crash"}]}'), returnSeqs: true, headerIdemKey: undefined });
   if (!after.ok) return bad(`${topic}: an append after recovery failed: ${after.status} ${after.code} ${after.message}`);
   const seq = replyBody(after).first_seq as number;
-  const floor = Math.max(maxRecovered, h.maxAckedSeq);
-  if (seq <= floor) bad(`${topic}: an append after recovery got seq ${seq}, reusing a seq (acked up to ${h.maxAckedSeq}, recovered up to ${maxRecovered})`);
+  const floor = Math.max(maxRecovered, inst.maxAckedSeq);
+  if (seq <= floor) bad(`${topic}: an append after recovery got seq ${seq}, reusing a seq (acked up to ${inst.maxAckedSeq}, recovered up to ${maxRecovered})`);
 }
 
 export async function checkRecovered(world: CrashWorld, history: History): Promise<string[]> {
@@ -105,6 +165,6 @@ export async function checkRecovered(world: CrashWorld, history: History): Promi
   if (world.sup.storageState !== 0) bad(`storage state ${world.sup.storageState} after recovery (0 = OK)`);
   const listed = (await Promise.all(world.sup.workers.map((w) => w.list('', '', 10_000)))).flat().map((s) => s.topic);
   for (const name of listed) if (!history.topics.has(name)) bad(`unknown topic ${name} after recovery`);
-  for (const [topic, h] of history.topics) await checkTopic(world, topic, h, bad);
+  for (const [topic, th] of history.topics) await checkTopic(world, topic, th, bad);
   return violations;
 }

@@ -1,15 +1,16 @@
 // The crash sweep: "SIGKILL (or power loss) at any instant loses nothing acked". A case boots a
 // fresh in-process world (test/support/crashWorld.ts) on a SimDisk that freezes at one chosen fs
-// call, during the boot or during the seeded workload (test/support/crashWorkload.ts); the world
-// is abandoned, the disk crashes ('durable-only': only what was fsynced survives; 'random':
-// unsynced writes land or not, the last one torn), and a new world recovers on it (optionally
-// crashing once more during that recovery). The oracle (test/support/crashOracle.ts) then checks
+// call, during the boot or during the seeded workload (test/support/crashPlan.ts, run by
+// crashWorkload.ts); the world is abandoned, the disk crashes ('durable-only': only what was
+// fsynced survives; 'random': unsynced writes land or not, the last one torn), and a new world
+// recovers on it (optionally crashing once more during that recovery). The oracle (test/support/crashOracle.ts) then checks
 // the recovered world against what was acked. Cases are deterministic: a CrashCase (seed, mode,
 // call) reproduces one exactly (`npm run fuzz -- --storage --case '<json>'`).
 import type { Settings } from '../../src/config.js';
 import { SimDisk, type CrashMode, type FreezeInfo } from './simDisk.js';
 import { CrashWorld, sweepSettings } from './crashWorld.js';
-import { makeWorkload, newHistory, runWorkload, type History, type Workload } from './crashWorkload.js';
+import { makeWorkload, type Workload } from './crashPlan.js';
+import { newHistory, runWorkload, type History } from './crashWorkload.js';
 import { checkRecovered } from './crashOracle.js';
 
 export interface CrashCase {

@@ -1,59 +1,42 @@
-// The crash sweep's workload (test/support/crashSweep.ts): a seeded plan of steps against a
-// CrashWorld, and the History of what was submitted and what was acked before the disk froze.
+// Runs the crash sweep's plan (test/support/crashPlan.ts) against a CrashWorld and keeps the
+// History of what was submitted and what was acked before the disk froze, per topic instance.
 // A step's operations are issued together (appends to one topic then share group commits) and
-// the step ends when all of them replied. The plan keeps the oracle exact:
-// - three topics are `fsync` class, so an ack means durable; one is `disk` class (acked on the
-//   write, durable only with a later sync), for what must hold even so (its seqs are never
-//   reused, thanks to its durable reservations); every request succeeds;
-// - a topic's seqs follow submission order: records[i] of a topic gets seq i + 1;
-// - a record delete or a config change is its topic's only operation in its step, so the seqs a
-//   delete covers are known when it is issued (every earlier record of the topic is acked).
+// the step ends when all of them replied. Every reply is checked against the model (seqs, counts
+// of deleted and acked records), so the model stays exact while the world runs.
 // A reply counts as an ack only if it arrives while the disk is not frozen: after the freeze the
 // abandoned world runs on inert calls and its replies are no evidence.
 import assert from 'node:assert/strict';
-import { resolveConfig, type Durability } from '../../src/actors/topic/config.js';
-import type { Settings } from '../../src/config.js';
+import { resolveConfig } from '../../src/actors/topic/config.js';
 import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
-import { seededRng, type Rng } from '../../src/core/rng.js';
 import { replyBody, type CrashWorld } from './crashWorld.js';
+import { CLAIM_NODE, WINDOW_MS_DEFAULT, type RecordInput, type TopicSpec, type WorkOp, type Workload } from './crashPlan.js';
 import type { SimDisk } from './simDisk.js';
 
-export interface RecordInput {
-  /** The record's data as compact JSON text (stored and read back verbatim). */
-  data: string;
-  tag?: string;
-}
-
-export type WorkOp =
-  /** Creates a topic, or changes its idempotency window (a TOPIC_CONFIG frame). */
-  | { t: 'put'; topic: string; windowMs: number }
-  /** `create`: the append may create the topic (lazily, with its class in the config). */
-  | { t: 'append'; topic: string; records: RecordInput[]; create?: boolean }
-  | { t: 'deleteBefore'; topic: string; beforeSeq: number }
-  | { t: 'deleteMatch'; topic: string; prefix: string }
-  | { t: 'checkpoint' };
-
-export interface Workload {
-  seed: string;
-  /** Settings over sweepSettings() (file sizes vary with the seed). */
-  settings: Partial<Settings>;
-  /** Topic names and their durability class. */
-  topics: Map<string, Durability>;
-  /** Each step's operations run concurrently. */
-  steps: WorkOp[][];
-}
-
-/** What one topic was sent, and which of it was acked. */
-export interface TopicHistory {
-  durability: Durability;
+/** What one topic instance (a create, up to its delete) was sent, and which of it was acked. */
+export interface Instance {
   /** Submitted records in order: records[i] is expected at seq i + 1. */
   records: RecordInput[];
   createAcked: boolean;
   /** Highest seq of an acked append (0: none). */
   maxAckedSeq: number;
+  /** Record deletes and queue acks (both delete their seqs with one DELETE frame). */
   deletes: { seqs: number[]; acked: boolean }[];
-  /** Idempotency windows the topic was given (create and config PUTs), in order, each acked or not. */
+  /** Idempotency windows the instance was given (create and config PUTs), in order. */
   windows: { windowMs: number; acked: boolean }[];
+  /** The topic delete that ended it, if one was issued. */
+  drop?: { acked: boolean };
+  /** Queue: jobs leased to CLAIM_NODE by acked claims, seq -> lease id. */
+  leases: Map<number, string>;
+  /** Queue: seqs an ack was issued for (their leases are spent). */
+  ackIssued: Set<number>;
+  /** Queue: claims issued, with their `max`, and whether they replied. */
+  claims: { max: number; acked: boolean }[];
+}
+
+export interface TopicHistory {
+  spec: TopicSpec;
+  /** Instances in creation order; the last is the one operations reach. */
+  instances: Instance[];
 }
 
 export interface History {
@@ -63,173 +46,157 @@ export interface History {
   acked: number;
 }
 
-/** Topic names: chosen so the sweep's two workers each own some (test asserts it). */
-export const SWEEP_TOPICS = ['orders', 'users', 'audit-log', 'metrics'];
+function newInstance(): Instance {
+  return { records: [], createAcked: false, maxAckedSeq: 0, deletes: [], windows: [], leases: new Map(), ackIssued: new Set(), claims: [] };
+}
 
-const WINDOW_MS_DEFAULT = 120_000;
+export function newHistory(workload: Workload): History {
+  const topics = new Map<string, TopicHistory>();
+  for (const [t, spec] of workload.topics) topics.set(t, { spec, instances: [newInstance()] });
+  return { topics, issued: 0, acked: 0 };
+}
 
-/** The seed `npm test` sweeps. */
-export const DEFAULT_SEED = 'sweep-1';
-
-function configOf(topic: string, durability: Durability, windowMs: number) {
-  const r = resolveConfig(topic, { durability, idempotency_window_ms: windowMs });
+function configOf(topic: string, spec: TopicSpec, windowMs: number) {
+  const r = resolveConfig(topic, { durability: spec.durability, idempotency_window_ms: windowMs, ...(spec.queue ? { type: 'queue', leases_durable: true } : {}) });
   assert.ok(r.ok);
   return r.config;
 }
 
-// ---- the plan ----------------------------------------------------------------------------------
-
-function pick<T>(rng: Rng, xs: readonly T[]): T {
-  return xs[Math.floor(rng.next() * xs.length)]!;
-}
-
-function shuffled<T>(rng: Rng, xs: readonly T[]): T[] {
-  const out = [...xs];
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(rng.next() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
-
-function int(rng: Rng, lo: number, hi: number): number {
-  return lo + Math.floor(rng.next() * (hi - lo + 1));
-}
-
-/**
- * A plan of `rounds` rounds and a few more steps: three topics created by PUT (one of them
- * `disk` class), the fourth lazily by an append; appends of 1–4 records (some 300-odd bytes, so 2 KiB segments seal
- * often); prefix deletes, tag deletes, config changes and checkpoints alongside other topics'
- * appends.
- */
-export function makeWorkload(seed: string, rounds = 12): Workload {
-  const rng = seededRng(`workload/${seed}`);
-  const [a, b, c, d] = SWEEP_TOPICS as [string, string, string, string];
-  const topics = new Map<string, Durability>([[a, 'fsync'], [b, 'fsync'], [c, 'fsync'], [d, 'disk']]);
-  const heads = new Map([...topics.keys()].map((t) => [t, 0]));
-  let serial = 0;
-  const records = (topic: string, n: number): RecordInput[] =>
-    Array.from({ length: n }, () => {
-      const k = ++serial;
-      const data = JSON.stringify({ k: `${topic}-${k}`, n: k, pad: 'x'.repeat(pick(rng, [0, 8, 40, 300])) });
-      const tag = pick(rng, [undefined, `keep-${k}`, `drop-${k}`]);
-      return tag === undefined ? { data } : { data, tag };
-    });
-  const append = (topic: string, create = false): WorkOp => {
-    const recs = records(topic, pick(rng, [1, 1, 2, 4]));
-    heads.set(topic, heads.get(topic)! + recs.length);
-    return create ? { t: 'append', topic, records: recs, create } : { t: 'append', topic, records: recs };
-  };
-  const steps: WorkOp[][] = [[a, b, d].map((topic): WorkOp => ({ t: 'put', topic, windowMs: WINDOW_MS_DEFAULT }))];
-  const live = [a, b, d];
-  // From the third round on, one topic gets a special operation while the others append: each
-  // kind in turn, in an order drawn from the seed, so every plan has each kind at least twice.
-  const kinds = shuffled(rng, ['deleteBefore', 'deleteMatch', 'put', 'checkpoint'] as const);
-  for (let round = 0; round < rounds; round++) {
-    if (round === 1) {
-      steps.push([append(c, true), append(a)]);
-      live.push(c);
-    }
-    const special = round >= 2 ? kinds[(round - 2) % kinds.length] : undefined;
-    const target = special && special !== 'checkpoint' ? pick(rng, live) : undefined;
-    const step: WorkOp[] = [];
-    if (special === 'checkpoint') step.push({ t: 'checkpoint' });
-    if (special === 'deleteBefore') step.push({ t: 'deleteBefore', topic: target!, beforeSeq: 1 + Math.floor(heads.get(target!)! * (0.3 + 0.5 * rng.next())) });
-    if (special === 'deleteMatch') step.push({ t: 'deleteMatch', topic: target!, prefix: 'drop-' });
-    if (special === 'put') step.push({ t: 'put', topic: target!, windowMs: int(rng, 1, 600) * 1000 });
-    for (const topic of live) {
-      if (topic === target) continue;
-      for (let k = int(rng, 1, 3); k > 0; k--) step.push(append(topic));
-    }
-    steps.push(step);
-    // Appends to the disk topic alone: acked on the write, with no fsync behind them until a
-    // later step's, so a crash in between loses acked records whose seqs must stay used.
-    if (round % 2 === 1) steps.push(Array.from({ length: int(rng, 1, 2) }, () => append(d)));
-  }
-  steps.push([{ t: 'checkpoint' }, append(a), append(b), append(d)]);
-  for (let k = 0; k < 3; k++) steps.push(live.map((t) => append(t)));
-  // The default seed keeps the sweep's standard sizes; others vary how often files roll over.
-  const settings = seed === DEFAULT_SEED ? {} : { segmentBytes: pick(rng, [1024, 2048, 4096]), walFileBytes: pick(rng, [4096, 8192, 16384]), walPreallocate: rng.next() < 0.7 };
-  return { seed, settings, topics, steps };
-}
-
-// ---- running it -------------------------------------------------------------------------------
-
-export function newHistory(workload: Workload): History {
-  const topics = new Map<string, TopicHistory>();
-  for (const [t, durability] of workload.topics) topics.set(t, { durability, records: [], createAcked: false, maxAckedSeq: 0, deletes: [], windows: [] });
-  return { topics, issued: 0, acked: 0 };
-}
-
-function appendBody(op: Extract<WorkOp, { t: 'append' }>, durability: Durability): Uint8Array {
+function appendBody(op: Extract<WorkOp, { t: 'append' }>, spec: TopicSpec): Uint8Array {
   const recs = op.records.map((r) => `{"data":${r.data}${r.tag !== undefined ? `,"tag":${JSON.stringify(r.tag)}` : ''}}`).join(',');
-  const extra = op.create ? `,"create":true,"config":{"durability":"${durability}"}` : '';
+  const extra = op.create ? `,"create":true,"config":{"durability":"${spec.durability}"}` : '';
   return new TextEncoder().encode(`{"records":[${recs}]${extra}}`);
+}
+
+type Issued = { req: TopicRequest; onReply: (r: TopicResult) => void } | undefined;
+type TopicOp = Exclude<WorkOp, { t: 'checkpoint' }>;
+
+/** The instance an operation reaches: a create after a drop starts a new one. */
+function instanceFor(op: TopicOp, h: TopicHistory): Instance {
+  let inst = h.instances.at(-1)!;
+  if (op.t === 'put' && inst.drop) h.instances.push((inst = newInstance()));
+  return inst;
 }
 
 /**
  * Issues one operation: the model is updated at once (what was submitted), and the returned
- * function, given the reply, records the ack and checks the reply against the model.
+ * function, given the reply, records the ack and checks the reply against the model. Undefined:
+ * nothing to do (an ack with no job held).
  */
-function issue(op: Exclude<WorkOp, { t: 'checkpoint' }>, h: TopicHistory): { req: TopicRequest; onReply: (r: TopicResult) => void } {
+function issue(op: TopicOp, h: TopicHistory): Issued {
+  const inst = instanceFor(op, h);
   switch (op.t) {
     case 'put': {
-      h.windows.push({ windowMs: op.windowMs, acked: false });
-      const w = h.windows.at(-1)!;
+      const w = { windowMs: op.windowMs, acked: false };
+      inst.windows.push(w);
       return {
-        req: { op: 'put', topic: op.topic, config: configOf(op.topic, h.durability, op.windowMs) },
+        req: { op: 'put', topic: op.topic, config: configOf(op.topic, h.spec, op.windowMs) },
         onReply: (r) => {
           replyBody(r);
-          h.createAcked = true;
+          inst.createAcked = true;
           w.acked = true;
         },
       };
     }
-    case 'append': {
-      const first = h.records.length + 1;
-      h.records.push(...op.records);
-      const last = h.records.length;
-      // A lazy create makes the topic with the default window.
-      const created = op.create ? { windowMs: WINDOW_MS_DEFAULT, acked: false } : undefined;
-      if (created) h.windows.push(created);
-      return {
-        req: { op: 'append', topic: op.topic, body: appendBody(op, h.durability), returnSeqs: true, headerIdemKey: undefined },
-        onReply: (r) => {
-          const body = replyBody(r);
-          assert.deepEqual([body.first_seq, body.last_seq], [first, last], `the model expected ${op.topic} seqs ${first}..${last}`);
-          if (created && body.created === true) {
-            h.createAcked = true;
-            created.acked = true;
-          }
-          h.maxAckedSeq = Math.max(h.maxAckedSeq, last);
-        },
-      };
-    }
+    case 'append':
+      return issueAppend(op, h.spec, inst);
     case 'deleteBefore':
-    case 'deleteMatch': {
-      // Every earlier record of the topic is acked (the plan gives a delete its own step).
-      const seqs: number[] = [];
-      h.records.forEach((rec, i) => {
-        const seq = i + 1;
-        if (op.t === 'deleteBefore' ? seq < op.beforeSeq : rec.tag?.startsWith(op.prefix)) seqs.push(seq);
-      });
-      const gone = new Set(h.deletes.flatMap((d) => d.seqs));
-      const deleted = seqs.filter((s) => !gone.has(s)).length;
-      const del = { seqs, acked: false };
-      h.deletes.push(del);
-      const req: TopicRequest =
-        op.t === 'deleteBefore'
-          ? { op: 'deleteRecords', topic: op.topic, beforeSeq: op.beforeSeq, match: null }
-          : { op: 'deleteRecords', topic: op.topic, beforeSeq: null, match: { op: 'Glob', value: op.prefix } };
+    case 'deleteMatch':
+      return issueRecordDelete(op, inst);
+    case 'drop': {
+      const drop = { acked: false };
+      inst.drop = drop;
       return {
-        req,
+        req: { op: 'deleteTopic', topic: op.topic, ifEmpty: false },
         onReply: (r) => {
-          assert.equal(replyBody(r).deleted, deleted, `the model expected ${deleted} records deleted from ${op.topic}`);
-          del.acked = true;
+          assert.equal(replyBody(r).deleted, true, `the model expected ${op.topic} to exist`);
+          drop.acked = true;
         },
       };
     }
+    case 'claim':
+      return issueClaim(op, inst);
+    case 'ack':
+      return issueAck(op, inst);
   }
+}
+
+function issueAppend(op: Extract<WorkOp, { t: 'append' }>, spec: TopicSpec, inst: Instance): Issued {
+  const first = inst.records.length + 1;
+  inst.records.push(...op.records);
+  const last = inst.records.length;
+  // A lazy create makes the topic with the default window.
+  const created = op.create ? { windowMs: WINDOW_MS_DEFAULT, acked: false } : undefined;
+  if (created) inst.windows.push(created);
+  return {
+    req: { op: 'append', topic: op.topic, body: appendBody(op, spec), returnSeqs: true, headerIdemKey: undefined },
+    onReply: (r) => {
+      const body = replyBody(r);
+      assert.deepEqual([body.first_seq, body.last_seq], [first, last], `the model expected ${op.topic} seqs ${first}..${last}`);
+      if (created && body.created === true) {
+        inst.createAcked = true;
+        created.acked = true;
+      }
+      inst.maxAckedSeq = Math.max(inst.maxAckedSeq, last);
+    },
+  };
+}
+
+function issueRecordDelete(op: Extract<WorkOp, { t: 'deleteBefore' | 'deleteMatch' }>, inst: Instance): Issued {
+  // Every earlier record of the topic is acked (the plan gives a delete its own step).
+  const seqs: number[] = [];
+  inst.records.forEach((rec, i) => {
+    const seq = i + 1;
+    if (op.t === 'deleteBefore' ? seq < op.beforeSeq : rec.tag?.startsWith(op.prefix)) seqs.push(seq);
+  });
+  const gone = new Set(inst.deletes.flatMap((d) => d.seqs));
+  const deleted = seqs.filter((s) => !gone.has(s)).length;
+  const del = { seqs, acked: false };
+  inst.deletes.push(del);
+  const req: TopicRequest =
+    op.t === 'deleteBefore'
+      ? { op: 'deleteRecords', topic: op.topic, beforeSeq: op.beforeSeq, match: null }
+      : { op: 'deleteRecords', topic: op.topic, beforeSeq: null, match: { op: 'Glob', value: op.prefix } };
+  return {
+    req,
+    onReply: (r) => {
+      assert.equal(replyBody(r).deleted, deleted, `the model expected ${deleted} records deleted from ${op.topic}`);
+      del.acked = true;
+    },
+  };
+}
+
+function issueClaim(op: Extract<WorkOp, { t: 'claim' }>, inst: Instance): Issued {
+  const claim = { max: op.max, acked: false };
+  inst.claims.push(claim);
+  return {
+    req: { op: 'claim', topic: op.topic, node: CLAIM_NODE, max: op.max, leaseMs: null },
+    onReply: (r) => {
+      const body = replyBody(r) as { claimed: { $seq: number; lease_id: string }[] };
+      assert.ok(body.claimed.length <= op.max, `a claim of at most ${op.max} leased ${body.claimed.length} jobs`);
+      for (const job of body.claimed) {
+        assert.ok(job.$seq <= inst.records.length && !inst.leases.has(job.$seq), `${op.topic}: claimed seq ${job.$seq}, unknown or leased already`);
+        inst.leases.set(job.$seq, job.lease_id);
+      }
+      claim.acked = true;
+    },
+  };
+}
+
+function issueAck(op: Extract<WorkOp, { t: 'ack' }>, inst: Instance): Issued {
+  const seqs = [...inst.leases.keys()].filter((s) => !inst.ackIssued.has(s)).slice(0, op.max);
+  if (seqs.length === 0) return undefined;
+  for (const s of seqs) inst.ackIssued.add(s);
+  const del = { seqs, acked: false };
+  inst.deletes.push(del);
+  return {
+    req: { op: 'ack', topic: op.topic, node: CLAIM_NODE, seqs, leaseIds: seqs.map((s) => inst.leases.get(s)!) },
+    onReply: (r) => {
+      const body = replyBody(r) as { acked: number; skipped: number[] };
+      assert.deepEqual([body.acked, body.skipped], [seqs.length, []], `${op.topic}: an ack of the held jobs ${seqs.join(',')}`);
+      del.acked = true;
+    },
+  };
 }
 
 /** Marks the end of a workload cut short by the freeze. */
@@ -244,16 +211,18 @@ export async function runWorkload(world: CrashWorld, disk: SimDisk, workload: Wo
   for (const step of workload.steps) {
     if (disk.isFrozen) break;
     const replies = step.map((op) => {
-      history.issued++;
       if (op.t === 'checkpoint') {
+        history.issued++;
         return world.checkpoint().then(() => {
           if (!disk.isFrozen) history.acked++;
         });
       }
-      const { req, onReply } = issue(op, history.topics.get(op.topic)!);
-      return world.request(req).then((r) => {
+      const issued = issue(op, history.topics.get(op.topic)!);
+      if (!issued) return Promise.resolve();
+      history.issued++;
+      return world.request(issued.req).then((r) => {
         if (disk.isFrozen) return;
-        onReply(r);
+        issued.onReply(r);
         history.acked++;
       });
     });

@@ -11,13 +11,40 @@ import vm from 'node:vm';
 import { workerOf } from '../../src/core/names.js';
 import { SimDisk } from '../support/simDisk.js';
 import { CrashWorld, sweepSettings } from '../support/crashWorld.js';
-import { DEFAULT_SEED, makeWorkload, runWorkload, SWEEP_TOPICS } from '../support/crashWorkload.js';
+import { DEFAULT_SEED, makeWorkload, SWEEP_TOPICS } from '../support/crashPlan.js';
+import { runWorkload } from '../support/crashWorkload.js';
 import { dryRun, runCase, sweepPoints } from '../support/crashSweep.js';
 
 test('two runs of the sweep workload make the same fs calls', async () => {
   const [a, b] = [await dryRun(DEFAULT_SEED), await dryRun(DEFAULT_SEED)];
   assert.ok(a.totalCalls > 300, `the workload makes ${a.totalCalls} fs calls`);
   assert.deepEqual(b, a);
+});
+
+test('an undisturbed run of the sweep workload acks every kind of operation, rotates WAL files, seals segments and checkpoints', async () => {
+  // The sweep only means something if the workload it crashes does all of this.
+  const workload = makeWorkload(DEFAULT_SEED);
+  const disk = new SimDisk();
+  const world = new CrashWorld(disk, sweepSettings(workload.settings));
+  await world.boot();
+  const h = await runWorkload(world, disk, workload);
+  world.halt();
+  assert.equal(h.acked, h.issued);
+  assert.deepEqual([...new Set(workload.steps.flat().map((o) => o.t))].sort(), ['ack', 'append', 'checkpoint', 'claim', 'deleteBefore', 'deleteMatch', 'drop', 'put']);
+  assert.deepEqual(new Set([...h.topics.values()].map((t) => t.spec.durability)), new Set(['ephemeral', 'memory', 'disk', 'fsync']));
+  for (const [topic, t] of h.topics) assert.ok(t.instances.every((i) => i.createAcked && i.maxAckedSeq > 0), `${topic}: created and appended to`);
+  const users = h.topics.get('users')!.instances;
+  assert.ok(users.length === 2 && users[0]!.drop?.acked, 'users is deleted and created again');
+  const jobs = h.topics.get('jobs')!.instances[0]!;
+  assert.ok(jobs.leases.size >= 3 && jobs.deletes.some((d) => d.acked), 'jobs are claimed and acked');
+  const calls = disk.callLog();
+  assert.ok(calls.length < 1000, 'the call log holds the whole run');
+  const files = (re: RegExp) => new Set(calls.map((c) => c.to ?? c.path ?? '').filter((p) => re.test(p)));
+  assert.ok(files(/\/wal\/\d+\.wal$/).size >= 3, 'WAL files rotate');
+  assert.ok(files(/\/meta\/snapshot-.*\.snap$/).size >= 4, 'checkpoints run (recovery, workload, end)');
+  const segsPerTopic = new Map<string, number>();
+  for (const f of files(/\/topics\/\d+\/seg-\d+\.log$/)) segsPerTopic.set(f.split('/').at(-2)!, (segsPerTopic.get(f.split('/').at(-2)!) ?? 0) + 1);
+  assert.ok([...segsPerTopic.values()].some((n) => n >= 3), 'segments seal');
 });
 
 test('the sweep topics live on both workers', () => {
