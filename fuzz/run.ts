@@ -4,8 +4,9 @@
 //              prints the shrunk counterexample path (the same seed also reruns in
 //              test/unit/queueModel.test.ts via QUEUE_MODEL_SEED)
 //   --storage  the crash sweep (fuzz/storageSweep.ts): a whole in-process server crashed at fs
-//              calls of seeded workloads on a simulated disk; `--points N` per run (default:
-//              every call, both modes), `--case '<json>'` reruns one printed failure
+//              calls of seeded workloads on a simulated disk; `--runs` seeds (default 4),
+//              `--points N` per run (default: every call, both modes), `--case '<json>'` reruns
+//              one printed failure
 import fc from 'fast-check';
 import { queueProperty } from './queueModel.js';
 import { storageCase, storageSweep } from './storageSweep.js';
@@ -21,7 +22,7 @@ const targets: Record<string, (seed: number, runs: number | undefined, path: str
   '--queue': (seed, runs, path) => fc.assert(queueProperty(Number(arg('--commands') ?? 120)), { seed, numRuns: runs ?? 2000, ...(path ? { path } : {}), includeErrorInReport: true }),
   '--storage': async (seed, runs) => {
     const points = arg('--points');
-    const failed = await storageSweep({ seed: arg('--seed') ?? String(seed), runs: runs ?? 1, points: points === undefined ? undefined : Number(points), out });
+    const failed = await storageSweep({ seed: arg('--seed') ?? String(seed), runs: runs ?? 4, points: points === undefined ? undefined : Number(points), out });
     if (failed > 0) throw new Error(`${failed} crash case(s) failed (each printed above with its --case)`);
   },
 };
@@ -36,7 +37,13 @@ async function main(): Promise<void> {
   if (target === '--storage' && one !== undefined) process.exit((await storageCase(one, out)) ? 0 : 1);
   const seed = arg('--seed') !== undefined ? Number(arg('--seed')) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0;
   const runs = arg('--runs') !== undefined ? Number(arg('--runs')) : undefined;
-  out(`fuzz ${target.slice(2)}: seed=${arg('--seed') ?? seed}${runs !== undefined ? ` runs=${runs}` : ''} (reproduce: npm run fuzz -- ${target} --seed ${arg('--seed') ?? seed})`);
+  // The same arguments with the seed rerun the same session.
+  const rest: string[] = [];
+  for (let i = 2; i < process.argv.length; i++) {
+    if (process.argv[i] === '--seed') i++;
+    else rest.push(process.argv[i]!);
+  }
+  out(`fuzz ${target.slice(2)}: seed=${arg('--seed') ?? seed}${runs !== undefined ? ` runs=${runs}` : ''} (reproduce: npm run fuzz -- ${rest.join(' ')} --seed ${arg('--seed') ?? seed})`);
   const started = Date.now();
   try {
     await targets[target]!(seed, runs, arg('--path'));

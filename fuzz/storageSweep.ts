@@ -1,6 +1,6 @@
 // `npm run fuzz -- --storage`: the crash sweep (test/support/crashSweep.ts) on more workloads than
-// `npm test` runs. Each run is one seed (S, S+1, …): its workload plan, file sizes and crash
-// points follow from it. With `--points N` a run crashes at N calls drawn from its boot and
+// `npm test` runs. Each run is one seed (S, S+1, …; 4 runs unless `--runs`): its workload plan,
+// file sizes and crash points follow from it. With `--points N` a run crashes at N calls drawn from its boot and
 // workload (modes alternating, every fourth with a second crash during recovery); without, at
 // every call in both modes. A failure prints its case, and `--case '<json>'` reruns exactly that.
 import { seededRng } from '../src/core/rng.js';
