@@ -5,13 +5,14 @@
 //      history allows (the last one whose create may have landed, or an earlier one whose
 //      delete may not have);
 //   1. every acked append of an `fsync` topic is there, at the same $seq, with identical data
-//      and tag;
+//      and tag; so is every append of a `disk` topic acked (written) before an operation was
+//      issued whose ack waited for an fdatasync (History.syncedTick);
 //   2. the records are a prefix (by seq) of what was submitted, minus deletes: an acked delete
 //      (or queue ack) of an `fsync` topic stays applied, a delete in flight is applied wholly or
 //      not at all; nothing unknown, no hole, nothing reordered; an `ephemeral` topic is empty;
 //      (`disk` and `memory` topics ack before the fsync, so a crash of the machine may take
-//      acked appends and deletes with them: 1 and "an acked delete stays applied" are only
-//      checked for `fsync`)
+//      acked appends and deletes with them: 1 and "an acked delete stays applied" are checked
+//      for `fsync`, and for `disk` up to the last fdatasync known to follow the ack)
 //   3. a new append gets a seq above every seq ever acked or recovered (seqs are never reused,
 //      in every class);
 //   4. the config holds the idempotency window of the last acked change (or of one in flight);
@@ -46,12 +47,18 @@ async function readAll(world: CrashWorld, topic: string): Promise<Recovered[]> {
   }
 }
 
-/** Checks 1 and 2 of one instance; returns the highest recovered seq. */
-function checkRecords(topic: string, spec: TopicSpec, h: Instance, got: Recovered[], bad: (m: string) => void): number {
+/**
+ * Checks 1 and 2 of one instance; returns the highest recovered seq. `syncedTick`: acks of
+ * `disk` appends and deletes before it are durable (see History.syncedTick).
+ */
+function checkRecords(topic: string, spec: TopicSpec, h: Instance, got: Recovered[], syncedTick: number, bad: (m: string) => void): number {
   if (spec.durability === 'ephemeral' && got.length > 0) bad(`${topic}: an ephemeral topic came back with ${got.length} records`);
-  // Only an fsync topic's acks are durable; another's acked deletes are merely likely.
+  // An fsync topic's acks are durable, a disk topic's once an fdatasync followed them; any other
+  // acked append or delete merely likely survives.
   const durableAcks = spec.durability === 'fsync';
-  const settled = h.deletes.filter((d) => d.acked && durableAcks);
+  const durableAck = (tick: number) => durableAcks || (spec.durability === 'disk' && tick < syncedTick);
+  const durableUpTo = Math.max(0, ...h.appendAcks.filter((a) => durableAck(a.tick)).map((a) => a.lastSeq));
+  const settled = h.deletes.filter((d) => d.acked && durableAck(d.tick));
   const mustGone = new Set(settled.flatMap((d) => d.seqs));
   const mayGone = new Set(h.deletes.filter((d) => !settled.includes(d)).flatMap((d) => d.seqs));
   const present = new Set<number>();
@@ -69,9 +76,9 @@ function checkRecords(topic: string, spec: TopicSpec, h: Instance, got: Recovere
     if (mustGone.has(r.seq)) bad(`${topic}: seq ${r.seq} is back although its delete was acked`);
   }
   const maxRecovered = got.at(-1)?.seq ?? 0;
-  for (let seq = 1; seq <= (durableAcks ? Math.max(maxRecovered, h.maxAckedSeq) : maxRecovered); seq++) {
+  for (let seq = 1; seq <= Math.max(maxRecovered, durableUpTo); seq++) {
     if (present.has(seq) || mustGone.has(seq) || mayGone.has(seq)) continue;
-    bad(seq <= maxRecovered ? `${topic}: hole at seq ${seq} (records up to ${maxRecovered} recovered)` : `${topic}: acked seq ${seq} lost (acked up to ${h.maxAckedSeq}, recovered up to ${maxRecovered})`);
+    bad(seq <= maxRecovered ? `${topic}: hole at seq ${seq} (records up to ${maxRecovered} recovered)` : `${topic}: acked seq ${seq} lost (durable acks up to ${durableUpTo}, recovered up to ${maxRecovered})`);
   }
   // A delete that may or may not have survived did so wholly: judged on the records no other
   // delete covers (another one may explain those either way), up to the recovered end (a disk
@@ -125,7 +132,7 @@ async function checkQueue(world: CrashWorld, topic: string, h: Instance, present
   if (unclaimable.length > inFlight) bad(`${topic}: jobs ${unclaimable.join(',')} are neither leased by an acked claim nor claimable (claims in flight could lease ${inFlight})`);
 }
 
-async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, bad: (m: string) => void): Promise<void> {
+async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, syncedTick: number, bad: (m: string) => void): Promise<void> {
   const state = await world.request({ op: 'state', topic, touch: false });
   if (!state.ok) {
     if (!mayBeAbsent(th)) bad(`${topic}: its create was acked but it is gone (${state.code})`);
@@ -139,7 +146,7 @@ async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, ba
   let chosen: { inst: Instance; maxRecovered: number; violations: string[] } | undefined;
   for (const inst of cands) {
     const violations: string[] = [];
-    const maxRecovered = checkRecords(topic, th.spec, inst, got, (m) => void violations.push(m));
+    const maxRecovered = checkRecords(topic, th.spec, inst, got, syncedTick, (m) => void violations.push(m));
     const allowed = allowedWindows(inst);
     if (allowed.length > 0 && !allowed.includes(window)) violations.push(`${topic}: config window ${window}, expected one of ${allowed.join(', ')}`);
     chosen ??= { inst, maxRecovered, violations };
@@ -165,6 +172,6 @@ export async function checkRecovered(world: CrashWorld, history: History): Promi
   if (world.sup.storageState !== 0) bad(`storage state ${world.sup.storageState} after recovery (0 = OK)`);
   const listed = (await Promise.all(world.sup.workers.map((w) => w.list('', '', 10_000)))).flat().map((s) => s.topic);
   for (const name of listed) if (!history.topics.has(name)) bad(`unknown topic ${name} after recovery`);
-  for (const [topic, th] of history.topics) await checkTopic(world, topic, th, bad);
+  for (const [topic, th] of history.topics) await checkTopic(world, topic, th, history.syncedTick, bad);
   return violations;
 }

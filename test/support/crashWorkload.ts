@@ -19,8 +19,10 @@ export interface Instance {
   createAcked: boolean;
   /** Highest seq of an acked append (0: none). */
   maxAckedSeq: number;
-  /** Record deletes and queue acks (both delete their seqs with one DELETE frame). */
-  deletes: { seqs: number[]; acked: boolean }[];
+  /** Acked appends: their last seq and the History tick of the ack. */
+  appendAcks: { lastSeq: number; tick: number }[];
+  /** Record deletes and queue acks (both delete their seqs with one DELETE frame); `tick` of the ack. */
+  deletes: { seqs: number[]; acked: boolean; tick: number }[];
   /** Idempotency windows the instance was given (create and config PUTs), in order. */
   windows: { windowMs: number; acked: boolean }[];
   /** The topic delete that ended it, if one was issued. */
@@ -44,16 +46,25 @@ export interface History {
   /** Operations issued and replies taken as acks. */
   issued: number;
   acked: number;
+  /** A logical clock: +1 at every issue and every ack, so "acked before issued" can be told. */
+  tick: number;
+  /**
+   * The latest issue tick of an acked operation whose reply waited for a WAL fdatasync (or, for
+   * a checkpoint, for segment fsyncs) begun after its submission: everything written to the WAL
+   * before that issue is durable. A `disk` append or delete acked (written) before it survives
+   * a power loss.
+   */
+  syncedTick: number;
 }
 
 function newInstance(): Instance {
-  return { records: [], createAcked: false, maxAckedSeq: 0, deletes: [], windows: [], leases: new Map(), ackIssued: new Set(), claims: [] };
+  return { records: [], createAcked: false, maxAckedSeq: 0, appendAcks: [], deletes: [], windows: [], leases: new Map(), ackIssued: new Set(), claims: [] };
 }
 
 export function newHistory(workload: Workload): History {
   const topics = new Map<string, TopicHistory>();
   for (const [t, spec] of workload.topics) topics.set(t, { spec, instances: [newInstance()] });
-  return { topics, issued: 0, acked: 0 };
+  return { topics, issued: 0, acked: 0, tick: 0, syncedTick: 0 };
 }
 
 function configOf(topic: string, spec: TopicSpec, windowMs: number) {
@@ -68,7 +79,8 @@ function appendBody(op: Extract<WorkOp, { t: 'append' }>, spec: TopicSpec): Uint
   return new TextEncoder().encode(`{"records":[${recs}]${extra}}`);
 }
 
-type Issued = { req: TopicRequest; onReply: (r: TopicResult) => void } | undefined;
+/** `onReply` gets the reply and the tick of its ack; `syncs`: the ack waits for an fdatasync. */
+type Issued = { req: TopicRequest; syncs: boolean; onReply: (r: TopicResult, tick: number) => void } | undefined;
 type TopicOp = Exclude<WorkOp, { t: 'checkpoint' }>;
 
 /** The instance an operation reaches: a create after a drop starts a new one. */
@@ -91,6 +103,7 @@ function issue(op: TopicOp, h: TopicHistory): Issued {
       inst.windows.push(w);
       return {
         req: { op: 'put', topic: op.topic, config: configOf(op.topic, h.spec, op.windowMs) },
+        syncs: true, // control frames are durable before the reply in every class
         onReply: (r) => {
           replyBody(r);
           inst.createAcked = true;
@@ -102,12 +115,13 @@ function issue(op: TopicOp, h: TopicHistory): Issued {
       return issueAppend(op, h.spec, inst);
     case 'deleteBefore':
     case 'deleteMatch':
-      return issueRecordDelete(op, inst);
+      return issueRecordDelete(op, h.spec, inst);
     case 'drop': {
       const drop = { acked: false };
       inst.drop = drop;
       return {
         req: { op: 'deleteTopic', topic: op.topic, ifEmpty: false },
+        syncs: true,
         onReply: (r) => {
           assert.equal(replyBody(r).deleted, true, `the model expected ${op.topic} to exist`);
           drop.acked = true;
@@ -130,7 +144,8 @@ function issueAppend(op: Extract<WorkOp, { t: 'append' }>, spec: TopicSpec, inst
   if (created) inst.windows.push(created);
   return {
     req: { op: 'append', topic: op.topic, body: appendBody(op, spec), returnSeqs: true, headerIdemKey: undefined },
-    onReply: (r) => {
+    syncs: spec.durability === 'fsync',
+    onReply: (r, tick) => {
       const body = replyBody(r);
       assert.deepEqual([body.first_seq, body.last_seq], [first, last], `the model expected ${op.topic} seqs ${first}..${last}`);
       if (created && body.created === true) {
@@ -138,11 +153,12 @@ function issueAppend(op: Extract<WorkOp, { t: 'append' }>, spec: TopicSpec, inst
         created.acked = true;
       }
       inst.maxAckedSeq = Math.max(inst.maxAckedSeq, last);
+      inst.appendAcks.push({ lastSeq: last, tick });
     },
   };
 }
 
-function issueRecordDelete(op: Extract<WorkOp, { t: 'deleteBefore' | 'deleteMatch' }>, inst: Instance): Issued {
+function issueRecordDelete(op: Extract<WorkOp, { t: 'deleteBefore' | 'deleteMatch' }>, spec: TopicSpec, inst: Instance): Issued {
   // Every earlier record of the topic is acked (the plan gives a delete its own step).
   const seqs: number[] = [];
   inst.records.forEach((rec, i) => {
@@ -151,7 +167,7 @@ function issueRecordDelete(op: Extract<WorkOp, { t: 'deleteBefore' | 'deleteMatc
   });
   const gone = new Set(inst.deletes.flatMap((d) => d.seqs));
   const deleted = seqs.filter((s) => !gone.has(s)).length;
-  const del = { seqs, acked: false };
+  const del = { seqs, acked: false, tick: 0 };
   inst.deletes.push(del);
   const req: TopicRequest =
     op.t === 'deleteBefore'
@@ -159,9 +175,11 @@ function issueRecordDelete(op: Extract<WorkOp, { t: 'deleteBefore' | 'deleteMatc
       : { op: 'deleteRecords', topic: op.topic, beforeSeq: null, match: { op: 'Glob', value: op.prefix } };
   return {
     req,
-    onReply: (r) => {
+    syncs: spec.durability === 'fsync',
+    onReply: (r, tick) => {
       assert.equal(replyBody(r).deleted, deleted, `the model expected ${deleted} records deleted from ${op.topic}`);
       del.acked = true;
+      del.tick = tick;
     },
   };
 }
@@ -171,6 +189,7 @@ function issueClaim(op: Extract<WorkOp, { t: 'claim' }>, inst: Instance): Issued
   inst.claims.push(claim);
   return {
     req: { op: 'claim', topic: op.topic, node: CLAIM_NODE, max: op.max, leaseMs: null },
+    syncs: true, // leases_durable: the LEASES frame is fsynced before the reply
     onReply: (r) => {
       const body = replyBody(r) as { claimed: { $seq: number; lease_id: string }[] };
       assert.ok(body.claimed.length <= op.max, `a claim of at most ${op.max} leased ${body.claimed.length} jobs`);
@@ -187,14 +206,16 @@ function issueAck(op: Extract<WorkOp, { t: 'ack' }>, inst: Instance): Issued {
   const seqs = [...inst.leases.keys()].filter((s) => !inst.ackIssued.has(s)).slice(0, op.max);
   if (seqs.length === 0) return undefined;
   for (const s of seqs) inst.ackIssued.add(s);
-  const del = { seqs, acked: false };
+  const del = { seqs, acked: false, tick: 0 };
   inst.deletes.push(del);
   return {
     req: { op: 'ack', topic: op.topic, node: CLAIM_NODE, seqs, leaseIds: seqs.map((s) => inst.leases.get(s)!) },
-    onReply: (r) => {
+    syncs: true, // the queue is fsync class: its acks are fsynced
+    onReply: (r, tick) => {
       const body = replyBody(r) as { acked: number; skipped: number[] };
       assert.deepEqual([body.acked, body.skipped], [seqs.length, []], `${op.topic}: an ack of the held jobs ${seqs.join(',')}`);
       del.acked = true;
+      del.tick = tick;
     },
   };
 }
@@ -213,17 +234,24 @@ export async function runWorkload(world: CrashWorld, disk: SimDisk, workload: Wo
     const replies = step.map((op) => {
       if (op.t === 'checkpoint') {
         history.issued++;
+        // Everything written before the checkpoint began is in segments it fsynced.
+        const at = ++history.tick;
         return world.checkpoint().then(() => {
-          if (!disk.isFrozen) history.acked++;
+          if (disk.isFrozen) return;
+          history.acked++;
+          history.tick++;
+          history.syncedTick = Math.max(history.syncedTick, at);
         });
       }
       const issued = issue(op, history.topics.get(op.topic)!);
       if (!issued) return Promise.resolve();
       history.issued++;
+      const at = ++history.tick;
       return world.request(issued.req).then((r) => {
         if (disk.isFrozen) return;
-        issued.onReply(r);
+        issued.onReply(r, ++history.tick);
         history.acked++;
+        if (issued.syncs) history.syncedTick = Math.max(history.syncedTick, at);
       });
     });
     const all = Promise.all(replies);
