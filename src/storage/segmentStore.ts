@@ -5,7 +5,8 @@
 // and its texts stay in memory); any other failure is fatal for writes (storage FAILED).
 // Invariants: operations on one topic run in order (a promise chain per topic); flushAll (the
 // checkpoint's step) fails while any frame is not in its segment, so the WAL is never trimmed
-// past a frame that lives only there.
+// past a frame that lives only there; a segment is synced and its name durable before the next
+// segment of its topic is created (so the files that survive a crash are a run without a gap).
 import path from 'node:path';
 import { fsyncDir, isDiskFull, newDirParents, type Fs, type FsFile } from './fs.js';
 
@@ -125,6 +126,7 @@ export class SegmentStore {
 
   private async openSegment(t: TopicFiles, place: SegmentPlacement): Promise<FsFile> {
     if (t.segFirstSeq === place.segFirstSeq && t.fd) return t.fd;
+    const dir = topicDir(this.dataDir, place.topicId);
     if (t.fd) {
       await t.fd.sync();
       // Forget the old fd before anything can fail: when opening the next segment meets a full
@@ -132,8 +134,12 @@ export class SegmentStore {
       const old = t.fd;
       t.fd = undefined;
       await old.close();
+      // The sealed segment's name is durable before the next segment's name can be: recovery
+      // takes a topic's segment files as one run and replays only the appends after its end, so
+      // a later segment that survives a crash without an earlier one would hide the WAL's copy
+      // of everything in between.
+      await fsyncDir(this.fsx, dir);
     }
-    const dir = topicDir(this.dataDir, place.topicId);
     if (!t.dirCreated) {
       const first = await this.fsx.mkdir(dir);
       // New directory entries become durable with the next flushAll, like the files in them.
