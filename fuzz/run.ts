@@ -5,7 +5,7 @@
 //              test/unit/queueModel.test.ts via QUEUE_MODEL_SEED)
 //   --storage  the crash sweep (fuzz/storageSweep.ts): a whole in-process server crashed at fs
 //              calls of seeded workloads on a simulated disk; `--runs` seeds (default 4),
-//              `--points N` per run (default: every call, both modes), `--case '<json>'` reruns
+//              `--points N` per run (default: every call, every mode), `--case '<json>'` reruns
 //              one printed failure
 import fc from 'fast-check';
 import { queueProperty } from './queueModel.js';

@@ -1,8 +1,8 @@
 // `npm run fuzz -- --storage`: the crash sweep (test/support/crashSweep.ts) on more workloads than
 // `npm test` runs. Each run is one seed (S, S+1, …; 4 runs unless `--runs`): its workload plan,
 // file sizes and crash points follow from it. With `--points N` a run crashes at N calls drawn from its boot and
-// workload (modes alternating, every fourth with a second crash during recovery); without, at
-// every call in both modes. A failure prints its case, and `--case '<json>'` reruns exactly that.
+// workload (modes in turn, every fourth with a second crash during recovery); without, at
+// every call in all three modes. A failure prints its case, and `--case '<json>'` reruns exactly that.
 import { seededRng } from '../src/core/rng.js';
 import { dryRun, runCase, sweepPoints, type CrashCase } from '../test/support/crashSweep.js';
 import type { CrashMode } from '../test/support/simDisk.js';
@@ -10,12 +10,12 @@ import type { CrashMode } from '../test/support/simDisk.js';
 export interface StorageSweepOptions {
   seed: string;
   runs: number;
-  /** Crash points per run; undefined: every call, both modes. */
+  /** Crash points per run; undefined: every call, every mode. */
   points: number | undefined;
   out: (line: string) => void;
 }
 
-const MODES: CrashMode[] = ['durable-only', 'random'];
+const MODES: CrashMode[] = ['durable-only', 'random', 'random-dirs'];
 
 async function casesOf(seed: string, points: number | undefined): Promise<CrashCase[]> {
   const dry = await dryRun(seed);
@@ -23,8 +23,8 @@ async function casesOf(seed: string, points: number | undefined): Promise<CrashC
   const rng = seededRng(`points/${seed}`);
   return Array.from({ length: points }, (_, k): CrashCase => {
     const at = 1 + Math.floor(rng.next() * dry.totalCalls);
-    const mode = MODES[k % 2]!;
-    return k % 4 === 3 ? { seed, mode, at, again: { at: 1 + Math.floor(rng.next() * dry.recoveryCalls), mode: MODES[(k >> 2) % 2]! } } : { seed, mode, at };
+    const mode = MODES[k % 3]!;
+    return k % 4 === 3 ? { seed, mode, at, again: { at: 1 + Math.floor(rng.next() * dry.recoveryCalls), mode: MODES[(k >> 2) % 3]! } } : { seed, mode, at };
   });
 }
 

@@ -82,7 +82,7 @@ test('a few crash cases of the sweep', async () => {
   const dry = await dryRun(DEFAULT_SEED);
   const points = sweepPoints(dry, 29);
   for (const [i, at] of points.entries()) {
-    const r = await runCase({ seed: DEFAULT_SEED, mode: i % 2 ? 'random' : 'durable-only', at });
+    const r = await runCase({ seed: DEFAULT_SEED, mode: (['durable-only', 'random', 'random-dirs'] as const)[i % 3]!, at });
     assert.deepEqual(r.violations, [], r.report);
   }
 });
