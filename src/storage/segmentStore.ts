@@ -2,11 +2,13 @@
 // the offset their actor placed them (so the actor can find them again without asking), after
 // the WAL reported them written, with async fs on libuv's pool. Runs in a topic worker thread.
 // A write that fails for lack of space is kept and retried (the WAL holds the frame meanwhile,
-// and its texts stay in memory); any other failure is fatal for writes (storage FAILED).
-// Invariants: operations on one topic run in order (a promise chain per topic); flushAll (the
-// checkpoint's step) fails while any frame is not in its segment, so the WAL is never trimmed
-// past a frame that lives only there; a segment is synced and its name durable before the next
-// segment of its topic is created (so the files that survive a crash are a run without a gap).
+// and its texts stay in memory), and so is the rest of a write the disk filled part-way through
+// (a short count); any other failure is fatal for writes (storage FAILED).
+// Invariants: operations on one topic run in order (a promise chain per topic); a frame counts
+// as written only once it is whole in its segment; flushAll (the checkpoint's step) fails while
+// any frame is not, so the WAL is never trimmed past a frame that lives only there; a segment is
+// synced and its name durable before the next segment of its topic is created (so the files
+// that survive a crash are a run without a gap).
 import path from 'node:path';
 import { fsyncDir, isDiskFull, newDirParents, type Fs, type FsFile } from './fs.js';
 
@@ -101,7 +103,13 @@ export class SegmentStore {
     }, SEGMENT_RETRY_MS);
   }
 
-  /** Writes the batch, one writev per run of contiguous frames; `progress` counts the frames written. */
+  /**
+   * Writes the batch, one writev per run of contiguous frames; `progress` counts the frames
+   * written whole. A writev that runs out of space part-way returns a short count (Linux reports
+   * ENOSPC only when nothing fits): the rest of the run is written from there, and when that
+   * fails only the frames that landed whole count as written; the torn one is written again,
+   * whole, by the retry.
+   */
   private async writeRuns(t: TopicFiles, batch: PendingWrite[], progress: { written: number }): Promise<void> {
     let i = 0;
     while (i < batch.length) {
@@ -113,14 +121,27 @@ export class SegmentStore {
         j++;
       }
       const fd = await this.openSegment(t, first);
-      await fd.writev(
-        batch.slice(i, j).map((w) => w.frame),
-        first.offset,
-      );
-      t.dirty = true;
-      for (let k = i; k < j; k++) batch[k]!.onWritten?.();
+      const frames = batch.slice(i, j).map((w) => w.frame);
+      const size = end - first.offset;
+      let done = 0;
+      try {
+        while (done < size) {
+          const n = await fd.writev(done === 0 ? frames : unwritten(frames, done), first.offset + done);
+          if (!(n > 0)) throw new Error(`segment writev at ${first.offset + done} wrote ${n} of ${size - done} bytes`);
+          done += n;
+          t.dirty = true;
+        }
+      } finally {
+        // Only frames wholly on disk are written: a torn one must never count (flushAll would
+        // let the checkpoint trim the WAL that still holds it, and recovery cuts the segment there).
+        let k = i;
+        for (let at = first.offset; k < j && at + batch[k]!.frame.length <= first.offset + done; k++) {
+          at += batch[k]!.frame.length;
+          batch[k]!.onWritten?.();
+        }
+        progress.written = k;
+      }
       i = j;
-      progress.written = i;
     }
   }
 
@@ -222,4 +243,19 @@ export class SegmentStore {
     await this.flushAll().catch(() => undefined);
     for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
   }
+}
+
+/** The part of `bufs` (as one byte sequence) from byte `from` on, without copying. */
+function unwritten(bufs: Buffer[], from: number): Buffer[] {
+  const out: Buffer[] = [];
+  let skip = from;
+  for (const b of bufs) {
+    if (skip >= b.length) {
+      skip -= b.length;
+      continue;
+    }
+    out.push(skip > 0 ? b.subarray(skip) : b);
+    skip = 0;
+  }
+  return out;
 }

@@ -48,6 +48,7 @@ export interface SimDiskOptions {
   seed?: string;
   rng?: Rng;
   capacityBytes?: number;
+  /** Over capacity, the bytes that fit land: a write/writev returns the short count (ENOSPC only when nothing fits), writeFile throws ENOSPC after them. */
   partialWrites?: boolean;
   durableMkdir?: boolean;
 }
@@ -374,7 +375,7 @@ class SimFile implements FsFile {
     return this.a('file.read', length, (t) => t.read(this.fd, buffer, offset, length, position));
   }
   writeFile(data: Uint8Array): Promise<void> {
-    return this.a('file.writeFile', data.byteLength, (t) => void t.write(this.fd, [data], undefined, 'write'));
+    return this.a('file.writeFile', data.byteLength, (t) => void t.write(this.fd, [data], undefined, 'write', true));
   }
   sync(): Promise<void> {
     return this.a('file.sync', undefined, (t) => t.sync(this.fd, 'fsync'));

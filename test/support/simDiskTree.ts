@@ -2,7 +2,9 @@
 // table, every operation with Node's errors (ENOENT, EEXIST, EISDIR, ENOTDIR, EBADF, ENOTEMPTY,
 // ENOSPC), the space limit, the crash transform and describe(). Knows nothing of fault
 // injection, generations or views; an operation either applies whole or throws, except a write
-// under `partialWrites`, which applies the prefix that fits and then throws ENOSPC.
+// under `partialWrites`, which applies the prefix that fits: as on Linux, a positional
+// write/writev then returns that short count (ENOSPC only when nothing fits), while a whole-file
+// write (writeFile, which Node loops over short writes) then throws ENOSPC.
 // Invariants: the root always exists and is durable; a path is normalized to absolute posix
 // form before lookup; fds are never reused; the sum of current file lengths stays within
 // `capacityBytes` (when set).
@@ -20,7 +22,11 @@ const FD_FIRST = 3;
 export interface SimLimits {
   /** Sum of current file lengths allowed; undefined = unlimited. */
   capacityBytes: number | undefined;
-  /** Over capacity, write the bytes that fit before throwing ENOSPC (else write nothing). */
+  /**
+   * Over capacity, write the bytes that fit (else write nothing): a positional write/writev
+   * returns the short count, as Linux does (ENOSPC only when nothing fits); writeFile throws ENOSPC
+   * after the prefix, as Node's loop over short writes does.
+   */
   partialWrites: boolean;
   /** mkdir's new entries are durable at once (ext4's journal in practice); POSIX does not promise it. */
   durableMkdir: boolean;
@@ -119,13 +125,16 @@ export class SimTree {
     return f.node;
   }
 
-  /** Writes the buffers at `positionBytes` (undefined: at the fd's position, advancing it). */
-  write(fd: number, bufs: readonly Uint8Array[], positionBytes: number | undefined, syscall: string): number {
+  /**
+   * Writes the buffers at `positionBytes` (undefined: at the fd's position, advancing it). Returns
+   * the bytes written: short only under partialWrites, and never for a `whole` write (writeFile).
+   */
+  write(fd: number, bufs: readonly Uint8Array[], positionBytes: number | undefined, syscall: string, whole = false): number {
     const node = this.writableFile(fd, syscall);
     const f = this.fds.get(fd)!;
     const at = positionBytes ?? f.posBytes;
     const data = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs);
-    const n = this.writeWithin(node, at, data, syscall, f.path);
+    const n = this.writeWithin(node, at, data, syscall, f.path, whole);
     if (positionBytes === undefined) f.posBytes += n;
     return n;
   }
@@ -166,7 +175,7 @@ export class SimTree {
     if (!this.limits.partialWrites && data.byteLength - oldBytes > this.freeBytes()) throw fsError('ENOSPC', 'write', p);
     const fd = this.open(p, 'w');
     try {
-      this.write(fd, [data], 0, 'write');
+      this.write(fd, [data], 0, 'write', true);
     } finally {
       this.close(fd);
     }
@@ -284,7 +293,7 @@ export class SimTree {
     return cap === undefined ? Infinity : cap - this.usedBytes();
   }
 
-  private writeWithin(node: FileNode, at: number, data: Uint8Array, syscall: string, p: string): number {
+  private writeWithin(node: FileNode, at: number, data: Uint8Array, syscall: string, p: string, whole: boolean): number {
     assert.ok(Number.isInteger(at) && at >= 0, `bad write position ${at}`);
     const growth = Math.max(0, at + data.byteLength - node.sizeBytes);
     if (growth === 0 || growth <= this.freeBytes()) {
@@ -293,7 +302,11 @@ export class SimTree {
     }
     if (this.limits.partialWrites) {
       const fit = Math.min(data.byteLength, node.sizeBytes + this.freeBytes() - at);
-      if (fit > 0) node.write(at, data.subarray(0, fit));
+      if (fit > 0) {
+        node.write(at, data.subarray(0, fit));
+        // Linux reports what a write(2) took as a short count, not as an error.
+        if (!whole) return fit;
+      }
     }
     throw fsError('ENOSPC', syscall, p);
   }

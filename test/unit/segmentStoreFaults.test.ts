@@ -7,14 +7,19 @@
 // - ENOSPC on the flush's fsync rejects flushAll with that error and is retried by the next one;
 // - any other error (EIO) calls onFatal exactly once, however many writes fail, and flushAll
 //   rejects with it;
-// - close() while frames wait for space returns and stops the retries.
+// - close() while frames wait for space returns and stops the retries;
+// - a writev the disk fills part-way through returns a short count (as Linux does, with no
+//   error): the store finishes the run, counts only frames that landed whole, and flushAll
+//   refuses until the torn one is rewritten whole, so a checkpoint can never trim the WAL past
+//   a frame that recovery would cut off the segment (acknowledged records lost, diskFull test).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { isDiskFull } from '../../src/storage/fs.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
 import { segmentFileName, topicDir, topicsDir } from '../../src/storage/layout.js';
-import { encodeJsonFrame } from '../../src/wal/frame.js';
+import { forEachFrame, readSegment } from '../../src/storage/segmentLoad.js';
+import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
 import { FrameType } from '../../src/wal/format.js';
 import { FaultFs } from '../support/faultFs.js';
 import { SimDisk } from '../support/simDisk.js';
@@ -179,6 +184,64 @@ describe('segment store faults', { concurrency: true }, () => {
       const calls = r.ffs.calls;
       await sleep(600);
       assert.equal(r.ffs.calls, calls, 'nothing retried');
+    });
+  });
+
+  test('a short write (the disk fills part-way through a run; Linux returns the count, no error): only whole frames count, the rest waits for space and is rewritten whole', async () => {
+    await withRig(async (r) => {
+      r.append(A, 1, 0);
+      await until('A0 written', () => r.written.length === 1);
+      const len = frame(A, 0).length;
+      r.disk.partialWrites = true;
+      r.disk.capacityBytes = r.disk.usedBytes() + len + (len >> 1); // A1 and half of A2 fit
+      r.append(A, 1, 1);
+      r.append(A, 1, 2);
+      r.append(A, 1, 3); // one run: a single writev of A1..A3
+      await assert.rejects(r.store.flushAll(), waitingForSpace, 'a torn frame is not in its segment');
+      assert.deepEqual(r.written, ['A0', 'A1'], 'only the frames that landed whole are reported');
+      assert.deepEqual(r.fatal, [], 'disk full is not fatal');
+      r.disk.capacityBytes = undefined;
+      await until('the retry wrote the rest', () => r.written.length === 4);
+      assert.deepEqual(r.written, ['A0', 'A1', 'A2', 'A3'], 'in order, each once');
+      await r.store.flushAll();
+      await r.store.close();
+      r.disk.crash('durable-only');
+      assert.deepEqual(r.disk.fs().readFileSync(segPath(A, 1)), r.expected(A, 1), 'the torn frame was rewritten whole');
+      assert.deepEqual(r.fatal, []);
+    });
+  });
+
+  test('no acknowledged frame is lost to a short write: whenever flushAll (the checkpoint) succeeds, recovery after a crash reads every frame appended before it', async () => {
+    // The checkpoint trims the WAL up to its cut once flushAll succeeded, so from then on the
+    // segment is the only copy. Recovery (readSegment) cuts the newest segment at its first bad
+    // frame, and WAL replay pads the seqs it no longer has: a torn frame the store counted as
+    // written lost that record and every one after it up to the cut (2055 and 2056 in the failed
+    // diskFull run).
+    await withRig(async (r) => {
+      const len = frame(A, 0).length;
+      r.append(A, 1, 0);
+      await until('A0 written', () => r.written.length === 1);
+      r.disk.partialWrites = true;
+      r.disk.capacityBytes = r.disk.usedBytes() + (len >> 1); // the disk fills inside A1
+      r.append(A, 1, 1);
+      r.append(A, 1, 2);
+      const appended = [0, 1, 2];
+      const firstTry = await r.store.flushAll().then(
+        () => 'completed',
+        (err: unknown) => (waitingForSpace(err), 'postponed'),
+      );
+      if (firstTry === 'postponed') {
+        // The checkpoint waits (the WAL keeps the frames); space comes back and it completes.
+        r.disk.capacityBytes = undefined;
+        await until('written', () => r.written.length === 3);
+        await r.store.flushAll();
+      }
+      await r.store.close();
+      r.disk.crash('durable-only');
+      const seg = await readSegment(r.disk.fs(), A, { firstSeq: 1, file: segPath(A, 1) }, true);
+      const recovered: number[] = [];
+      forEachFrame(seg.buf, (f) => recovered.push((decodeJsonBody(seg.buf, f) as { i: number }).i));
+      assert.deepEqual(recovered, appended, 'recovery finds every frame the checkpoint vouched for');
     });
   });
 

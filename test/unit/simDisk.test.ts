@@ -395,15 +395,28 @@ test('capacity: a write past it throws ENOSPC and applies nothing; overwrites in
   assert.equal(disk.usedBytes(), 10);
 });
 
-test('capacity with partialWrites: the bytes that fit are written, then ENOSPC', async () => {
+test('capacity with partialWrites: as on Linux, a write takes the bytes that fit and returns that short count; ENOSPC only when nothing fits; writeFile throws after the prefix', async () => {
   const { disk, fsx } = setup('12345678', { capacityBytes: 10, partialWrites: true });
   const fd = fsx.openSync(F, 'r+');
-  assert.throws(() => fsx.writevSync(fd, [Buffer.from('abc'), Buffer.from('def')], 8), { code: 'ENOSPC', syscall: 'writev' });
+  assert.equal(fsx.writevSync(fd, [Buffer.from('abc'), Buffer.from('def')], 8), 2, 'a short count, no error');
+  assert.equal(text(fsx, F), '12345678ab');
+  assert.throws(() => fsx.writevSync(fd, [Buffer.from('cdef')], 10), { code: 'ENOSPC', syscall: 'writev' });
+  assert.throws(() => fsx.writeSync(fd, Buffer.from('cdef'), 10), { code: 'ENOSPC', syscall: 'write' });
   assert.equal(text(fsx, F), '12345678ab');
   fsx.ftruncateSync(fd, 4);
   const fh = await fsx.open('/d/g', 'w');
-  await assert.rejects(fh.writev([Buffer.from('0123456789')], 0), { code: 'ENOSPC' });
+  assert.equal(await fh.writev([Buffer.from('0123456789')], 0), 6);
   assert.equal(disk.peek('/d/g')?.toString(), '012345');
+  await assert.rejects(fh.writev([Buffer.from('6789')], 6), { code: 'ENOSPC' });
+  fsx.unlinkSync('/d/g');
+  await fh.close();
+  const fw = await fsx.open('/d/h', 'w');
+  await assert.rejects(fw.writeFile(Buffer.from('0123456789')), { code: 'ENOSPC' }, 'writeFile loops over short writes, so it fails');
+  assert.equal(disk.peek('/d/h')?.toString(), '012345', 'after landing the prefix');
+  await fw.close();
+  fsx.unlinkSync('/d/h');
+  assert.throws(() => fsx.writeFileSync('/d/i', Buffer.from('0123456789')), { code: 'ENOSPC' });
+  assert.equal(disk.peek('/d/i')?.toString(), '012345');
 });
 
 // ---- Node-like misuse errors ----------------------------------------------------------------
