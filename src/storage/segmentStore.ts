@@ -32,6 +32,8 @@ interface TopicFiles {
   fd: FsFile | undefined;
   dirty: boolean;
   dirCreated: boolean;
+  /** False from sealing a segment until its name is durable (the next one waits for that). */
+  sealedNameDurable: boolean;
   /** A retry after a full disk is scheduled. */
   retry: NodeJS.Timeout | undefined;
 }
@@ -54,7 +56,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, retry: undefined };
+      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined };
       this.topics.set(topicId, t);
     }
     return t;
@@ -154,12 +156,16 @@ export class SegmentStore {
       // disk, the retry (and flushAll) must not sync a closed fd (EBADF would count as fatal).
       const old = t.fd;
       t.fd = undefined;
+      t.sealedNameDurable = false;
       await old.close();
+    }
+    if (!t.sealedNameDurable) {
       // The sealed segment's name is durable before the next segment's name can be: recovery
       // takes a topic's segment files as one run and replays only the appends after its end, so
       // a later segment that survives a crash without an earlier one would hide the WAL's copy
-      // of everything in between.
+      // of everything in between. (A flag, so that a retry after a failure here still does it.)
       await fsyncDir(this.fsx, dir);
+      t.sealedNameDurable = true;
     }
     if (!t.dirCreated) {
       const first = await this.fsx.mkdir(dir);

@@ -15,7 +15,7 @@ import { scanWal, type ScanResult } from '../../src/wal/scan.js';
 import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
 import { encodeSnapshot, loadNewestSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
-import { metaDir, topicDir, topicsDir, walDir, walFileName } from '../../src/storage/layout.js';
+import { metaDir, segmentFileName, topicDir, topicsDir, walDir, walFileName } from '../../src/storage/layout.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
 import { listSegments, readSegment } from '../../src/storage/segmentLoad.js';
 import { SimDisk, type CrashMode } from '../support/simDisk.js';
@@ -259,4 +259,27 @@ test('a sealed segment is synced and its name durable before the next segment of
     const got = (await listSegments(d.fs(), DATA, id)).map((s) => s.firstSeq);
     assert.deepEqual(got, [1, 3, 4].slice(0, got.length), `seed ${seed}: segments ${got.join(',')}`);
   }
+});
+
+test('a segment roll that meets a full disk at the directory fsync makes the sealed name durable on its retry', async () => {
+  const id = 0x01_000001;
+  const [f1, f3] = [1, 3].map((i) => encodeJsonFrame(FrameType.APPEND, id, { i })) as [Buffer, Buffer];
+  const disk = new SimDisk();
+  const dir = topicDir(DATA, id);
+  mkdirDurable(disk.fs(), dir);
+  const store = new SegmentStore(disk.fs(), DATA);
+  store.append({ topicId: id, segFirstSeq: 1, offset: 0 }, f1);
+  disk.failWhen((c) => c.op === 'file.sync' && c.path === dir, 'ENOSPC');
+  store.append({ topicId: id, segFirstSeq: 3, offset: 0 }, f3);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(disk.fs().readdirSync(dir), [segmentFileName(1)], 'the next segment waits for the sealed name');
+  disk.clearFaults();
+  for (let i = 0; i < 40 && disk.fs().readdirSync(dir).length < 2; i++) await new Promise((r) => setTimeout(r, 50)); // the retry, 500 ms on
+  assert.deepEqual(await store.readRange(id, 3, 0, f3.length), f3);
+  store.stop();
+  disk.crash('durable-only');
+  assert.deepEqual(
+    (await listSegments(disk.fs(), DATA, id)).map((s) => s.firstSeq),
+    [1],
+  );
 });
