@@ -138,7 +138,7 @@ function special(p: Planner, rng: Rng, kind: 'deleteBefore' | 'deleteMatch' | 'p
  * 5 and created again in round 7. Odd rounds are followed by two or three steps of appends to
  * the `disk` and `memory` topics alone (acked before a sync, synced only by a later step's).
  */
-export function makeWorkload(seed: string, rounds = 12): Workload {
+export function makeWorkload(seed: string, rounds = 10): Workload {
   const rng = seededRng(`workload/${seed}`);
   const p = new Planner(rng);
   const topics = new Map(SWEEP_TOPIC_SPECS);
