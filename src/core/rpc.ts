@@ -43,3 +43,12 @@ export function wrap<T>(port: MessagePort): Remote<T> {
 export function transfer<T>(value: T, buffers: ArrayBuffer[]): T {
   return Comlink.transfer(value, buffers);
 }
+
+/**
+ * Gives a remote up: its pending calls are dropped (they never settle) and it cannot be used
+ * again. For a world abandoned after a simulated crash: a call left pending would otherwise keep
+ * the whole world reachable (Comlink's finalization registry holds the endpoint strongly).
+ */
+export function release(remote: Remote<unknown>): void {
+  remote[Comlink.releaseProxy]();
+}

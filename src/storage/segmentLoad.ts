@@ -1,7 +1,7 @@
 // Loading a topic's segment files at startup (DESIGN 2.7 step 3), in its topic worker. Every
 // frame is CRC-checked. A torn tail of the newest segment is truncated: the WAL still holds
-// everything since the checkpoint, so replay rewrites it. Damage inside an older (sealed)
-// segment is an error, never skipped.
+// everything since the checkpoint, so replay rewrites it; a last frame missing only its padding
+// gets it back. Damage inside an older (sealed) segment is an error, never skipped.
 import path from 'node:path';
 import type { Fs } from './fs.js';
 import { parseSegmentFileName, topicDir } from './layout.js';
@@ -42,11 +42,13 @@ export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: num
     if (p.frame.type !== FrameType.APPEND || p.frame.topicId !== topicId) throw new SegmentCorruptionError(`${seg.file}: unexpected frame at ${off}`);
     off += p.frame.size;
   }
-  if (off < buf.length) {
-    if (!isNewest) throw new SegmentCorruptionError(`${seg.file}: damaged frame at offset ${off} in a sealed segment`);
-    await fsx.truncate(seg.file, off);
-  }
-  return { firstSeq: seg.firstSeq, size: off, buf: buf.subarray(0, off) };
+  if (off === buf.length) return { firstSeq: seg.firstSeq, size: off, buf };
+  if (!isNewest) throw new SegmentCorruptionError(`${seg.file}: damaged frame at offset ${off} in a sealed segment`);
+  // Shorter: a torn tail, cut off. Longer: the last frame is whole but the crash cut off its
+  // zero padding (not covered by the CRC); the index counts frames with their padding, so it
+  // is restored (extending a file adds zeros), or a cold read of that frame would come up short.
+  await fsx.truncate(seg.file, off);
+  return { firstSeq: seg.firstSeq, size: off, buf: off < buf.length ? buf.subarray(0, off) : Buffer.concat([buf, Buffer.alloc(off - buf.length)]) };
 }
 
 /** Walks the frames of a loaded (already CRC-checked) segment. */

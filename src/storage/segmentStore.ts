@@ -6,7 +6,9 @@
 // (a short count); any other failure is fatal for writes (storage FAILED).
 // Invariants: operations on one topic run in order (a promise chain per topic); a frame counts
 // as written only once it is whole in its segment; flushAll (the checkpoint's step) fails while
-// any frame is not, so the WAL is never trimmed past a frame that lives only there.
+// any frame is not, so the WAL is never trimmed past a frame that lives only there; a segment is
+// synced and its name durable before the next segment of its topic is created (so the files
+// that survive a crash are a run without a gap).
 import path from 'node:path';
 import { fsyncDir, isDiskFull, newDirParents, type Fs, type FsFile } from './fs.js';
 
@@ -30,6 +32,8 @@ interface TopicFiles {
   fd: FsFile | undefined;
   dirty: boolean;
   dirCreated: boolean;
+  /** False from sealing a segment until its name is durable (the next one waits for that). */
+  sealedNameDurable: boolean;
   /** A retry after a full disk is scheduled. */
   retry: NodeJS.Timeout | undefined;
 }
@@ -52,7 +56,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, retry: undefined };
+      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined };
       this.topics.set(topicId, t);
     }
     return t;
@@ -145,15 +149,24 @@ export class SegmentStore {
 
   private async openSegment(t: TopicFiles, place: SegmentPlacement): Promise<FsFile> {
     if (t.segFirstSeq === place.segFirstSeq && t.fd) return t.fd;
+    const dir = topicDir(this.dataDir, place.topicId);
     if (t.fd) {
       await t.fd.sync();
       // Forget the old fd before anything can fail: when opening the next segment meets a full
       // disk, the retry (and flushAll) must not sync a closed fd (EBADF would count as fatal).
       const old = t.fd;
       t.fd = undefined;
+      t.sealedNameDurable = false;
       await old.close();
     }
-    const dir = topicDir(this.dataDir, place.topicId);
+    if (!t.sealedNameDurable) {
+      // The sealed segment's name is durable before the next segment's name can be: recovery
+      // takes a topic's segment files as one run and replays only the appends after its end, so
+      // a later segment that survives a crash without an earlier one would hide the WAL's copy
+      // of everything in between. (A flag, so that a retry after a failure here still does it.)
+      await fsyncDir(this.fsx, dir);
+      t.sealedNameDurable = true;
+    }
     if (!t.dirCreated) {
       const first = await this.fsx.mkdir(dir);
       // New directory entries become durable with the next flushAll, like the files in them.
@@ -225,9 +238,14 @@ export class SegmentStore {
     }
   }
 
-  async close(): Promise<void> {
+  /** Stops retrying frames that wait for space, for good; no I/O (the WAL still holds them). */
+  stop(): void {
     this.closed = true;
     for (const t of this.topics.values()) clearTimeout(t.retry);
+  }
+
+  async close(): Promise<void> {
+    this.stop();
     await this.flushAll().catch(() => undefined);
     for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
   }

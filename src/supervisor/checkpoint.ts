@@ -4,8 +4,8 @@
 // unlinked — those before the PREVIOUS snapshot's cut, so a damaged newest snapshot can still
 // fall back to the previous one with the WAL it needs.
 import type { Remote } from '../core/rpc.js';
-import type { WorkerApi } from '../worker/main.js';
-import type { WalApi } from '../wal/walThread.js';
+import type { WorkerApi } from '../worker/workerApi.js';
+import type { WalApi } from '../wal/walApi.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';

@@ -1,13 +1,14 @@
-// Supervisor (main thread): spawns the WAL thread and the topic workers, wires their ports,
-// places topics on workers, and runs the lifecycle recovering → ready → draining (DESIGN 1.3,
-// 2.7). Crash-only: if any thread dies the process logs and exits; recovery is the repair path.
-import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
+// Supervisor (main thread): starts the WAL thread and the topic workers (through a ThreadSpawner:
+// real threads, or in-process ones in tests), wires their ports, places topics on workers, and
+// runs the lifecycle recovering → ready → draining (DESIGN 1.3, 2.7). Crash-only: if any thread
+// dies the process logs and exits; recovery is the repair path.
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import crypto from 'node:crypto';
 import type { Settings } from '../config.js';
-import { wrap, Remote } from '../core/rpc.js';
+import { release, wrap, Remote } from '../core/rpc.js';
 import { workerOf } from '../core/names.js';
-import type { WorkerApi, WorkerThreadData } from '../worker/main.js';
-import type { WalApi, WalThreadData } from '../wal/walThread.js';
+import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
+import type { WalApi, WalThreadData } from '../wal/walApi.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
 import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
@@ -16,6 +17,7 @@ import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/event
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
 import { removeOrphanTopicDirs } from './orphans.js';
+import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
@@ -28,7 +30,7 @@ export class Supervisor {
   lifecycle: Lifecycle = 'recovering';
   private progress = 0;
   readonly workers: Remote<WorkerApi>[] = [];
-  private readonly threads: Worker[] = [];
+  private readonly threads: SpawnedThread[] = [];
   private wal!: Remote<WalApi>;
   /** [0] = live topic count, shared with workers (max_topics cap). */
   readonly counters = new Int32Array(new SharedArrayBuffer(16));
@@ -36,6 +38,8 @@ export class Supervisor {
   private stopping = false;
   topicCount = 0;
   private checkpointer: Checkpointer | undefined;
+  /** Polls the WAL thread's replay progress while recovering. */
+  private progressPoll: NodeJS.Timeout | undefined;
   /** Receives every worker's watch events (set by the watch hub). */
   onWatchEvents: ((events: WatchEvent[]) => void) | undefined;
   /** Receives every worker's `/work` stream events (set by the work registry). */
@@ -46,6 +50,10 @@ export class Supervisor {
     private readonly log: Logger,
     /** The data directory's filesystem on this thread (threads build their own, DESIGN 1.8). */
     private readonly fsx: Fs = nodeFs,
+    /** Starts the WAL thread and the workers: real threads, or in-process ones in tests. */
+    private readonly spawner: ThreadSpawner = workerThreads,
+    /** The boot seed of each recovery (actors seed their RNGs from it): random, or fixed in tests. */
+    private readonly newBootSeed: () => string = () => crypto.randomBytes(16).toString('hex'),
   ) {}
 
   get replayProgress(): number {
@@ -67,14 +75,14 @@ export class Supervisor {
     return Atomics.load(this.counters, 0);
   }
 
-  private spawn(file: string, data: WorkerThreadData | WalThreadData, transferList: MessagePort[], resourceLimits?: { maxYoungGenerationSizeMb: number }): Worker {
-    const w = new Worker(new URL(file, import.meta.url), { workerData: data, transferList: transferList as never, ...(resourceLimits ? { resourceLimits } : {}) });
-    w.on('error', (err) => this.die(`thread ${file} failed: ${err.stack ?? err.message}`));
-    w.on('exit', (code) => {
-      if (!this.stopping) this.die(`thread ${file} exited with code ${code}`);
-    });
-    this.threads.push(w);
-    return w;
+  /** Crash-only: a thread that fails, or ends before shutdown, ends the process. */
+  private watch(name: string): ThreadEvents {
+    return {
+      failed: (message) => this.die(`thread ${name} failed: ${message}`),
+      exited: (code) => {
+        if (!this.stopping) this.die(`thread ${name} exited with code ${code}`);
+      },
+    };
   }
 
   get storageState(): number {
@@ -149,7 +157,7 @@ export class Supervisor {
         traceTopics: s.traceTopics,
       };
       const peers = peerPorts[i]!.filter((p): p is MessagePort => p !== null);
-      this.spawn('../worker/main.js', data, [rpc.port2, wal.port1, events.port2, ...peers] as never);
+      this.threads.push(this.spawner.worker(data, [rpc.port2, wal.port1, events.port2, ...peers], this.watch(`worker ${i}`)));
       this.workers.push(wrap<WorkerApi>(rpc.port1));
     }
     const walData: WalThreadData = {
@@ -161,8 +169,7 @@ export class Supervisor {
       preallocate: s.walPreallocate,
       counters: this.counters.buffer as SharedArrayBuffer,
     };
-    // The WAL thread's frames are off-heap ArrayBuffers; a small young generation is plenty.
-    this.spawn('../wal/walThread.js', walData, [walRpc.port2, ...walPorts] as never, { maxYoungGenerationSizeMb: 4 });
+    this.threads.push(this.spawner.wal(walData, [walRpc.port2, ...walPorts], this.watch('wal')));
     this.wal = wrap<WalApi>(walRpc.port1);
     this.log.info(`spool: ${s.workers} topic worker(s), 1 WAL thread, data in ${s.dataDir}`);
   }
@@ -174,7 +181,7 @@ export class Supervisor {
    */
   async recover(): Promise<void> {
     const started = Date.now();
-    const poll = setInterval(() => {
+    this.progressPoll = setInterval(() => {
       this.wal.progress().then((p) => {
         if (p > this.progress) this.progress = Math.min(p, 0.99);
       }, () => undefined);
@@ -189,7 +196,7 @@ export class Supervisor {
       const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);
       await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
-      const seed = crypto.randomBytes(16).toString('hex');
+      const seed = this.newBootSeed();
       const live = new Set<number>();
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
@@ -203,7 +210,7 @@ export class Supervisor {
       // it runs in the background and completes once space returns.
       const first = this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
       if (this.storageState === StorageState.OK) await first;
-      this.checkpointer.start();
+      if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
       this.topicCount = live.size;
       this.lifecycle = 'ready';
       this.log.info(
@@ -212,8 +219,27 @@ export class Supervisor {
           (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
       );
     } finally {
-      clearInterval(poll);
+      clearInterval(this.progressPoll);
     }
+  }
+
+  /** Runs a checkpoint now (tests and tools; the timer runs them otherwise). Needs a recovered server. */
+  async checkpoint(): Promise<void> {
+    if (!this.checkpointer) throw new Error('checkpoint before recovery finished');
+    await this.checkpointer.run();
+  }
+
+  /**
+   * Clears the supervisor's timers (checkpoint trigger, replay progress poll) and gives up its
+   * rpc proxies (pending calls never settle), no I/O: for an in-process world abandoned after a
+   * simulated crash, whose threads the spawner stops. A real process is simply killed.
+   */
+  abandon(): void {
+    this.stopping = true;
+    this.checkpointer?.stop();
+    clearInterval(this.progressPoll);
+    for (const w of this.workers) release(w);
+    if (this.wal !== undefined) release(this.wal); // set once start() spawned the WAL thread
   }
 
   walStats(): Promise<WalStats | undefined> {
@@ -237,7 +263,7 @@ export class Supervisor {
       if (this.storageState !== StorageState.FAILED) await this.checkpointer.run(true).catch((err: Error) => this.checkpointFailed(err));
     }
     this.stopping = true;
-    await Promise.all(this.threads.map((t) => t.terminate()));
+    await Promise.all(this.threads.map((t) => t.stop()));
     this.releaseLock?.();
   }
 }

@@ -69,6 +69,8 @@ export class GroupCommit {
   /** File to open once space allows (a start on a full disk), and the frame that goes first in it. */
   private pendingOpen: { fileNo: number; first: Buffer | undefined } | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** stop() was called: no timer is armed again. */
+  private timersStopped = false;
 
   constructor(
     private readonly writer: WalWriter,
@@ -139,7 +141,7 @@ export class GroupCommit {
   }
 
   private retryLater(fn: () => void): void {
-    if (this.retryTimer) return;
+    if (this.retryTimer || this.timersStopped) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       fn();
@@ -286,7 +288,7 @@ export class GroupCommit {
     if (this.syncing || this.failed) return;
     const urgent = this.ports.some((p) => p.wantsDurable > p.durable);
     if (urgent) return this.startSync();
-    if (this.unsyncedBytes > 0 && !this.syncTimer) {
+    if (this.unsyncedBytes > 0 && !this.syncTimer && !this.timersStopped) {
       const wait = Math.max(0, this.syncIntervalMs - (nowMs() - this.unsyncedSince));
       this.syncTimer = setTimeout(() => {
         this.syncTimer = undefined;
@@ -417,10 +419,17 @@ export class GroupCommit {
     this.postAcks();
   }
 
-  /** Stops the reserve retries (shutdown). */
+  /**
+   * Clears the reserve retries and the sync-interval timer for good; no I/O. Shutdown calls it
+   * after the drain (checkpoint marks are still served); an in-process world abandoned after a
+   * simulated crash calls it so nothing of the old writer runs on.
+   */
   stop(): void {
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.timersStopped = true;
+    clearTimeout(this.retryTimer);
+    clearTimeout(this.syncTimer);
     this.retryTimer = undefined;
+    this.syncTimer = undefined;
   }
 
   snapshotStats(): WalStats {

@@ -56,6 +56,16 @@ function findValidFrameAfter(buf: Buffer, off: number): number {
   return -1;
 }
 
+/**
+ * A frame's bytes with their zero padding. The CRC does not cover the padding, so a crash (in a
+ * file that is not pre-allocated) may leave the last frame whole but short of it; replay writes
+ * the frame into its segment at its padded size, which the index counts on.
+ */
+function wholeFrame(buf: Buffer, off: number, size: number): Buffer {
+  if (off + size <= buf.length) return buf.subarray(off, off + size);
+  return Buffer.concat([buf.subarray(off), Buffer.alloc(off + size - buf.length)]);
+}
+
 /** True when the file holds nothing after its header but zeros: no frame was ever written to it. */
 function holdsNoData(buf: Buffer): boolean {
   return buf.length <= WAL_HEADER_BYTES || allZero(buf, WAL_HEADER_BYTES);
@@ -127,7 +137,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
       if (w !== undefined) {
         let list = pending.get(w);
         if (!list) pending.set(w, (list = []));
-        list.push(buf.subarray(off, off + f.size));
+        list.push(wholeFrame(buf, off, f.size));
         const n = (pendingBytes.get(w) ?? 0) + f.size;
         pendingBytes.set(w, n);
         if (n >= CHUNK_BYTES) await flushWorker(w);

@@ -23,6 +23,7 @@ import { HostEffects, type HostServices } from './hostEffects.js';
 import { WorkerRecovery } from './recovery.js';
 import { WorkerCheckpoints } from './checkpointStep.js';
 import type { HostOptions } from './options.js';
+import { WorkerTimers } from './workerTimers.js';
 import type { Fs } from '../storage/fs.js';
 
 export interface ActorHostDeps {
@@ -55,6 +56,7 @@ export class ActorHost implements HostServices {
   readonly wal: WalLink;
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
+  readonly timers = new WorkerTimers();
 
   readonly clock: Clock;
   readonly opts: HostOptions;
@@ -177,6 +179,11 @@ export class ActorHost implements HostServices {
       const head = readAppendHead(frame, p.frame);
       this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
     });
+  }
+
+  /** Clears every actor timer, for good (the worker is being abandoned); no I/O. */
+  stop(): void {
+    this.timers.stop();
   }
 
   releaseLongPolls(): void {

@@ -15,6 +15,7 @@ import type { WalLink } from './walLink.js';
 import type { EventsOutbox } from './eventsOutbox.js';
 import type { PeerLink } from './peers.js';
 import type { HostOptions } from './options.js';
+import type { WorkerTimers } from './workerTimers.js';
 import { STORAGE_STATE_SLOT } from '../storage/storageState.js';
 
 export interface HostServices {
@@ -26,6 +27,7 @@ export interface HostServices {
   readonly events: EventsOutbox;
   readonly peers: PeerLink;
   readonly byTopicId: Map<number, TopicActor>;
+  readonly timers: WorkerTimers;
   input(actor: TopicActor, input: ActorInput): void;
   sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void;
   writeSegment(place: SegmentPlacement, frame: Buffer): void;
@@ -43,16 +45,16 @@ class ActorTimers {
   ) {}
 
   set(timerId: number, atMs: number): void {
-    const t = setTimeout(() => {
+    const t = this.host.timers.after(Math.max(0, atMs - this.host.clock.now()), () => {
       this.byId.delete(timerId);
       this.host.input(this.actor, { k: 'timer', id: timerId });
-    }, Math.max(0, atMs - this.host.clock.now()));
-    this.byId.set(timerId, t);
+    });
+    if (t) this.byId.set(timerId, t);
   }
 
   cancel(timerId: number): void {
     const t = this.byId.get(timerId);
-    if (t) clearTimeout(t);
+    if (t) this.host.timers.clear(t);
     this.byId.delete(timerId);
   }
 }

@@ -11,6 +11,9 @@
 //   crash('random'): directories as above; each file's writes/truncates since its last sync are
 //     replayed over its durable bytes in order, each surviving with probability 1/2, the last
 //     surviving write torn at a random byte (only a prefix of it lands). Draws from the seeded RNG.
+//   crash('random-dirs'): as 'random', and first each unsynced directory change (a new name, a
+//     removal, a rename as one unit) lands or not, a coin each: what a journaling filesystem may
+//     commit before any fsync, which POSIX allows.
 //
 // Views: `fs()` returns the Fs of the live generation. After freeze() or crash() every earlier
 // view and FsFile is DEAD: it touches nothing and never throws; sync calls return inert values
@@ -31,7 +34,7 @@ import { seededRng, type Rng } from '../../src/core/rng.js';
 import { FaultPlan, formatCallLog, fsError, kindOf, syscallOf, type CallInfo, type CallRecord, type FaultCode } from './fsFaults.js';
 import { normalize, SimTree, type SimLimits } from './simDiskTree.js';
 
-export type CrashMode = 'durable-only' | 'random';
+export type CrashMode = 'durable-only' | 'random' | 'random-dirs';
 
 export interface FreezeInfo {
   /** The call after which the disk froze (the number of calls so far, for freeze()/crash()). */
@@ -187,7 +190,7 @@ export class SimDisk {
   /** Freezes (if not yet), then reboots: fds closed, the crash transform applied, a new generation. */
   crash(mode: CrashMode): void {
     this.freezeWith({ call: this.plan.calls, op: 'crash()' });
-    this.tree.crash(mode === 'random' ? this.rng : undefined);
+    this.tree.crash(mode === 'durable-only' ? undefined : this.rng, mode === 'random-dirs');
     this.gen++;
     this.crashes++;
     this.frozenNow = false;

@@ -318,9 +318,13 @@ export class SimTree {
 
   // ---- crash ---------------------------------------------------------------------------------
 
-  /** Every directory takes its durable entries, every file reachable from them its crash bytes. */
-  crash(rng: Rng | undefined): void {
+  /**
+   * Every directory takes its durable entries, every file reachable from them its crash bytes.
+   * With `entries`, each unsynced directory change first becomes durable or not (see landEntries).
+   */
+  crash(rng: Rng | undefined, entries = false): void {
     this.fds.clear();
+    if (rng && entries) this.landEntries(rng);
     const seen = new Set<SimNode>();
     const visit = (n: SimNode): void => {
       if (seen.has(n)) return;
@@ -331,6 +335,41 @@ export class SimTree {
       for (const child of n.entries.values()) visit(child);
     };
     visit(this.root);
+  }
+
+  /**
+   * Unsynced directory changes (a new name, a removed name, a replaced name) land or not, one
+   * coin each, as a journaling filesystem may commit them before any fsync. The changes that
+   * move one node (a rename: its old name goes, its new name comes, maybe over another file)
+   * are one unit, so a rename lands whole or not at all and a file never loses both names.
+   * Draws from `rng` in a fixed order (directories and names sorted).
+   */
+  private landEntries(rng: Rng): void {
+    const units = new Map<SimNode, { dir: DirNode; name: string; to: SimNode | undefined }[]>();
+    const seen = new Set<DirNode>();
+    const visit = (d: DirNode): void => {
+      if (seen.has(d)) return;
+      seen.add(d);
+      for (const name of [...new Set([...d.entries.keys(), ...d.durable.keys()])].sort()) {
+        const cur = d.entries.get(name);
+        const dur = d.durable.get(name);
+        if (cur !== dur) {
+          const key = (cur ?? dur)!;
+          let unit = units.get(key);
+          if (!unit) units.set(key, (unit = []));
+          unit.push({ dir: d, name, to: cur });
+        }
+        for (const n of [cur, dur]) if (n?.kind === 'dir') visit(n);
+      }
+    };
+    visit(this.root);
+    for (const unit of units.values()) {
+      if (rng.next() < 0.5) continue;
+      for (const c of unit) {
+        if (c.to) c.dir.durable.set(c.name, c.to);
+        else c.dir.durable.delete(c.name);
+      }
+    }
   }
 
   /** Everything current becomes durable (test setup: a clean shutdown and sync(2)). */

@@ -211,6 +211,29 @@ test('random crashes keep synced bytes and durable entries exactly', () => {
   }
 });
 
+test('random-dirs crashes land each unsynced name change or not, a rename whole', () => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 64; i++) {
+    const { disk, fsx } = setup('old', { seed: `dirs-${i}` });
+    fsx.writeFileSync('/d/gone', Buffer.from('g'));
+    fsyncDirSync(fsx, D);
+    const fd = fsx.openSync('/d/new', 'wx'); // a new name, its data synced, the directory not
+    fsx.writeSync(fd, Buffer.from('n'), 0);
+    fsx.fsyncSync(fd);
+    fsx.renameSync(F, '/d/g');
+    fsx.unlinkSync('/d/gone');
+    disk.crash('random-dirs');
+    const after = disk.fs();
+    const names = after.readdirSync(D);
+    assert.equal(names.filter((n) => n === 'f' || n === 'g').length, 1, `seed dirs-${i}: a rename lands whole (${names.join(',')})`);
+    assert.equal(text(after, names.includes('g') ? '/d/g' : F), 'old');
+    if (names.includes('new')) assert.equal(text(after, '/d/new'), 'n');
+    seen.add(names.join(','));
+  }
+  // Every combination of the three changes landing or not.
+  assert.equal(seen.size, 8, [...seen].join(' | '));
+});
+
 test('the same seed gives the same crash outcome; different seeds differ', () => {
   const run = (seed: string): string => {
     const { disk, fsx } = setup('base', { seed });

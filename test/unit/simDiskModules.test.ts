@@ -15,9 +15,9 @@ import { scanWal, type ScanResult } from '../../src/wal/scan.js';
 import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
 import { encodeSnapshot, loadNewestSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
-import { metaDir, topicsDir, walDir, walFileName } from '../../src/storage/layout.js';
+import { metaDir, segmentFileName, topicDir, topicsDir, walDir, walFileName } from '../../src/storage/layout.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
-import { listSegments } from '../../src/storage/segmentLoad.js';
+import { listSegments, readSegment } from '../../src/storage/segmentLoad.js';
 import { SimDisk, type CrashMode } from '../support/simDisk.js';
 
 const DATA = '/srv/spool';
@@ -201,4 +201,85 @@ test('a quarantined WAL tail is durable before the WAL file is truncated', async
   const after = disk.fs();
   const qdir = path.join(walDir(DATA), 'quarantine');
   assert.deepEqual(after.existsSync(qdir) ? after.readdirSync(qdir) : [], [`${walFileName(1)}.${WAL_HEADER_BYTES + frame(0).length}`]);
+});
+
+test('a newest segment whose last frame lost only its zero padding in a crash gets the padding back', async () => {
+  // Found by the crash sweep (test/crash/crashSweep.test.ts): the frame passed its CRC, the index
+  // counted it with its padding, and a cold read of it failed ("short segment read").
+  const id = 0x01_000001;
+  const frames = [encodeJsonFrame(FrameType.APPEND, id, { i: 0 }), ...['', 'x', 'xx', 'xxx'].map((pad) => encodeJsonFrame(FrameType.APPEND, id, { i: 1, pad }))];
+  const lastFrame = frames.slice(1).find((f) => f.readUInt32LE(0) % 8 !== 0)!; // one with padding
+  const padding = lastFrame.length - 16 - lastFrame.readUInt32LE(0);
+  assert.ok(padding > 0);
+  const disk = new SimDisk();
+  const fsx = disk.fs();
+  mkdirDurable(fsx, topicsDir(DATA));
+  const file = path.join(topicsDir(DATA), 'seg.log');
+  fsx.writeFileSync(file, Buffer.concat([frames[0]!, lastFrame.subarray(0, lastFrame.length - padding)]));
+  const seg = await readSegment(fsx, id, { firstSeq: 1, file }, true);
+  const whole = frames[0]!.length + lastFrame.length;
+  assert.equal(seg.size, whole);
+  assert.equal(seg.buf.length, whole);
+  assert.equal(fsx.statSync(file).size, whole, 'the file holds the padding again');
+});
+
+test('a sealed segment is synced and its name durable before the next segment of its topic is created', async () => {
+  // Found by the crash sweep in 'random-dirs' mode (test/crash/crashSweep.test.ts): segment names
+  // became durable only at the next checkpoint, so a crash could keep a topic's newer segment
+  // and lose the older one; recovery, which replays only the appends after the segments' end,
+  // then skipped what the WAL held for the lost one (holes, or damaged cold reads).
+  const id = 0x01_000001;
+  const frame = (i: number) => encodeJsonFrame(FrameType.APPEND, id, { i, pad: 'x'.repeat(40) });
+  const [f1, f2, f3, f4] = [1, 2, 3, 4].map(frame) as [Buffer, Buffer, Buffer, Buffer];
+  /** Writes segments 1 (two frames), 3 and 4 with no checkpoint; returns when all are written. */
+  const writeSegments = async (disk: SimDisk) => {
+    mkdirDurable(disk.fs(), topicDir(DATA, id));
+    const store = new SegmentStore(disk.fs(), DATA);
+    store.append({ topicId: id, segFirstSeq: 1, offset: 0 }, f1);
+    store.append({ topicId: id, segFirstSeq: 1, offset: f1.length }, f2);
+    store.append({ topicId: id, segFirstSeq: 3, offset: 0 }, f3);
+    store.append({ topicId: id, segFirstSeq: 4, offset: 0 }, f4);
+    assert.deepEqual(await store.readRange(id, 4, 0, f4.length), f4); // after the queued writes
+  };
+  const disk = new SimDisk();
+  await writeSegments(disk);
+  disk.crash('durable-only');
+  const segs = await listSegments(disk.fs(), DATA, id);
+  assert.deepEqual(
+    segs.map((s) => s.firstSeq),
+    [1, 3],
+    'the sealed segments are named after a power loss (the active one need not be)',
+  );
+  assert.equal((await readSegment(disk.fs(), id, segs[0]!, false)).size, f1.length + f2.length);
+  // Whatever unsynced names land, the segments that survive have no gap.
+  for (let seed = 0; seed < 24; seed++) {
+    const d = new SimDisk({ seed: `names-${seed}` });
+    await writeSegments(d);
+    d.crash('random-dirs');
+    const got = (await listSegments(d.fs(), DATA, id)).map((s) => s.firstSeq);
+    assert.deepEqual(got, [1, 3, 4].slice(0, got.length), `seed ${seed}: segments ${got.join(',')}`);
+  }
+});
+
+test('a segment roll that meets a full disk at the directory fsync makes the sealed name durable on its retry', async () => {
+  const id = 0x01_000001;
+  const [f1, f3] = [1, 3].map((i) => encodeJsonFrame(FrameType.APPEND, id, { i })) as [Buffer, Buffer];
+  const disk = new SimDisk();
+  const dir = topicDir(DATA, id);
+  mkdirDurable(disk.fs(), dir);
+  const store = new SegmentStore(disk.fs(), DATA);
+  store.append({ topicId: id, segFirstSeq: 1, offset: 0 }, f1);
+  disk.failWhen((c) => c.op === 'file.sync' && c.path === dir, 'ENOSPC');
+  store.append({ topicId: id, segFirstSeq: 3, offset: 0 }, f3);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(disk.fs().readdirSync(dir), [segmentFileName(1)], 'the next segment waits for the sealed name');
+  disk.clearFaults();
+  for (let i = 0; i < 40 && disk.fs().readdirSync(dir).length < 2; i++) await new Promise((r) => setTimeout(r, 50)); // the retry, 500 ms on
+  assert.deepEqual(await store.readRange(id, 3, 0, f3.length), f3);
+  store.stop();
+  disk.crash('durable-only');
+  assert.deepEqual(
+    (await listSegments(disk.fs(), DATA, id)).map((s) => s.firstSeq),
+    [1],
+  );
 });

@@ -395,6 +395,41 @@ function probeOk(buf: Buffer): FrameView {
   return p.frame;
 }
 
+test('a torn tail followed only by the pre-allocated next file (header and zeros) is a torn tail, not mid-log corruption', async () => {
+  // The writer keeps the next file ready (WalWriter.prepareNext), so after a power loss the file
+  // being written is usually not the last one. Found by the crash sweep (test/crash/crashSweep.test.ts):
+  // recovery refused to start, asking for SERVICE_RECOVERY_TRUNCATE.
+  for (const reserve of [Buffer.alloc(8192 - WAL_HEADER_BYTES), Buffer.alloc(0)]) {
+    const dir = tmp();
+    const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+    const p1 = writeWal(dir, 1, [...f1, appendFrame(4, 5).subarray(0, 60)]);
+    const p2 = writeWal(dir, 2, [reserve]);
+    const { res, c } = await scan(dir);
+    assert.equal(res.frames, f1.length);
+    assert.equal(res.tornBytes, 60);
+    assert.equal(res.lastFileNo, 2, 'the next boot writes after the reserve file');
+    assert.equal(size(p1), WAL_HEADER_BYTES + sum(f1));
+    assert.equal(size(p2), WAL_HEADER_BYTES + reserve.length, 'the reserve file is left alone');
+    assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
+  }
+});
+
+test('a last frame whose zero padding a crash cut off is delivered whole, padding included', async () => {
+  // Found by the crash sweep (test/crash/crashSweep.test.ts) with SERVICE_WAL_PREALLOCATE=0:
+  // replay wrote the short frame into its segment, and a cold read of it came up short.
+  let firstSeq = 4;
+  while (appendFrame(firstSeq, 2).readUInt32LE(0) % 8 === 0) firstSeq++; // a frame with padding
+  const last = appendFrame(firstSeq, 2);
+  const padding = last.length - 16 - last.readUInt32LE(0);
+  const dir = tmp();
+  const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
+  writeWal(dir, 1, [...f1, last.subarray(0, last.length - padding)]);
+  const { res, c } = await scan(dir);
+  assert.equal(res.frames, f1.length + 1);
+  assert.equal(res.tornBytes, 0);
+  assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1), last]));
+});
+
 // ---- pre-allocated files (SERVICE_WAL_PREALLOCATE) ------------------------------------------
 
 /** WAL file `fileNo` as the writer pre-allocates it: header, then zeros to `bytes`. */

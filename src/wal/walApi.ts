@@ -1,0 +1,151 @@
+// The WAL thread's rpc facade (DESIGN 1.5): recovery's scan, the writer's start, checkpoint
+// marks and cuts, trimming and drain, over the given Fs. Runs on the WAL thread
+// (src/wal/walThread.ts exposes it there) or, in tests, on the caller's thread
+// (test/support/inProcessThreads.ts). Topic workers reach the writer over raw ports
+// (submissions in, cumulative acks out); main drives it over Comlink.
+import type { MessagePort } from 'node:worker_threads';
+import path from 'node:path';
+import type { Fs } from '../storage/fs.js';
+import { workerOf } from '../core/names.js';
+import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
+import { GroupCommit, WalStats } from './groupCommit.js';
+import { WalWriter } from './walWriter.js';
+import { scanWal, ScanResult, topicNameOf } from './scan.js';
+import { encodeJsonFrame } from './frame.js';
+import { FrameType } from './format.js';
+import { listWalFiles } from './files.js';
+import { walDir, walFileName } from '../storage/layout.js';
+
+/** Replay flow control: frames sent to a worker and not yet applied, at most. */
+const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
+
+export interface WalThreadData {
+  dataDir: string;
+  rpcPort: MessagePort;
+  workerPorts: MessagePort[];
+  walFileBytes: number;
+  syncIntervalMs: number;
+  /** Zero-fill WAL files when they are created (SERVICE_WAL_PREALLOCATE). */
+  preallocate: boolean;
+  /** The supervisor's shared counters: the storage state is written here. */
+  counters: SharedArrayBuffer;
+}
+
+export interface RecoverReply extends ScanResult {
+  maxEpoch: number;
+}
+
+export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) => void) {
+  let progress = 0;
+  let gc: GroupCommit | undefined;
+
+  return {
+    async recover(from: WalPosition | undefined, idToWorker: [number, number][], truncate: boolean): Promise<RecoverReply> {
+      const table = new Map(idToWorker);
+      const workers = data.workerPorts.length;
+      let maxEpoch = 0;
+      // Flow control: at most REPLAY_WINDOW_BYTES sent to a worker and not yet applied, so a
+      // slow worker (loading segments) never makes the WAL scan pile the log up in memory.
+      const outstanding = new Array<number>(workers).fill(0);
+      const waiters = new Array<(() => void) | undefined>(workers);
+      const onAck = data.workerPorts.map((port, w) => {
+        const l = (m: WalIn) => {
+          if (m.t !== 'replayAck') return;
+          outstanding[w]! -= m.bytes;
+          if (outstanding[w]! < REPLAY_WINDOW_BYTES) waiters[w]?.();
+        };
+        port.on('message', l);
+        return l;
+      });
+      const res = await scanWal(fsx, data.dataDir, from, truncate, {
+        route(buf, f) {
+          if (f.type === FrameType.TOPIC_CREATE) {
+            const w = workerOf(topicNameOf(buf, f), workers);
+            table.set(f.topicId, w);
+            return w;
+          }
+          return table.get(f.topicId);
+        },
+        async emit(worker, chunk) {
+          while (outstanding[worker]! >= REPLAY_WINDOW_BYTES) await new Promise<void>((r) => (waiters[worker] = r));
+          waiters[worker] = undefined;
+          const ab = new ArrayBuffer(chunk.length);
+          new Uint8Array(ab).set(chunk);
+          outstanding[worker]! += chunk.length;
+          const m: WalOut = { t: 'replay', buf: ab };
+          data.workerPorts[worker]!.postMessage(m, [ab]);
+        },
+        progress(p) {
+          if (p > progress) progress = p;
+        },
+        seen(buf, f) {
+          if (f.topicId > 0) maxEpoch = Math.max(maxEpoch, Math.floor(f.topicId / 0x100_0000));
+          if (f.type === FrameType.BOOT) {
+            const body = JSON.parse(buf.toString('utf8', f.bodyOff, f.bodyOff + f.bodyLen)) as { epoch: number };
+            maxEpoch = Math.max(maxEpoch, body.epoch);
+          }
+        },
+      });
+      data.workerPorts.forEach((p, w) => p.off('message', onAck[w]!));
+      for (const p of data.workerPorts) p.postMessage({ t: 'replayDone' } satisfies WalOut);
+      return { ...res, maxEpoch };
+    },
+
+    progress(): number {
+      return progress;
+    },
+
+    /**
+     * Starts the writer in a new file whose first frame is the BOOT frame. On a full disk the
+     * file (and BOOT) wait for space while reads are served (the storage state says FULL).
+     */
+    start(fileNo: number, bootEpoch: number, bootSeed: string): void {
+      const writer = new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
+      gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), log);
+      gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
+    },
+
+    waitMark(id: number): Promise<WalPosition> {
+      return gc!.waitMark(id);
+    },
+
+    /** Unlinks WAL files wholly before the checkpoint position. */
+    truncateBefore(pos: WalPosition): number {
+      let removed = 0;
+      for (const n of listWalFiles(fsx, data.dataDir)) {
+        if (n >= pos.fileNo) break;
+        fsx.unlinkSync(path.join(walDir(data.dataDir), walFileName(n)));
+        removed++;
+      }
+      if (gc) gc.bytesSinceCheckpoint = 0;
+      return removed;
+    },
+
+    bytesSinceCheckpoint(): number {
+      return gc?.bytesSinceCheckpoint ?? 0;
+    },
+
+    stats(): WalStats | undefined {
+      return gc?.snapshotStats();
+    },
+
+    async drain(): Promise<void> {
+      await gc?.drain();
+      gc?.stop();
+    },
+
+    lastFileNo(): number {
+      return listWalFiles(fsx, data.dataDir).at(-1) ?? 0;
+    },
+
+    /**
+     * Clears the writer's timers (sync interval, space retries) for good and does nothing else,
+     * no I/O: for an in-process host abandoning its world after a simulated crash.
+     */
+    stop(): void {
+      gc?.stop();
+    },
+  };
+}
+
+export type WalApi = ReturnType<typeof createWalApi>;
