@@ -6,6 +6,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import crypto from 'node:crypto';
 import type { Settings } from '../config.js';
 import { release, wrap, Remote } from '../core/rpc.js';
+import { RequestClient } from '../core/requestChannel.js';
 import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
 import type { WalApi, WalThreadData } from '../wal/walApi.js';
@@ -29,7 +30,10 @@ export interface Logger {
 export class Supervisor {
   lifecycle: Lifecycle = 'recovering';
   private progress = 0;
+  /** Control calls to each worker (Comlink). */
   readonly workers: Remote<WorkerApi>[] = [];
+  /** Topic requests to each worker, one message per turn each way (the hot path). */
+  private readonly requestClients: RequestClient[] = [];
   private readonly threads: SpawnedThread[] = [];
   private wal!: Remote<WalApi>;
   /** [0] = live topic count, shared with workers (max_topics cap). */
@@ -60,8 +64,9 @@ export class Supervisor {
     return this.lifecycle === 'recovering' ? this.progress : 1;
   }
 
-  workerFor(topic: string): Remote<WorkerApi> {
-    return this.workers[workerOf(topic, this.workers.length)]!;
+  /** Where requests for `topic` go: the channel to the worker that owns it. */
+  workerFor(topic: string): RequestClient {
+    return this.requestClients[workerOf(topic, this.requestClients.length)]!;
   }
 
   /** The names split by the worker that owns them, indexed like `workers`. */
@@ -130,6 +135,7 @@ export class Supervisor {
     }
     for (let i = 0; i < s.workers; i++) {
       const rpc = new MessageChannel();
+      const requests = new MessageChannel();
       const wal = new MessageChannel();
       const events = new MessageChannel();
       events.port1.on('message', (m: WorkerEvents) => {
@@ -143,6 +149,7 @@ export class Supervisor {
         workers: s.workers,
         dataDir: s.dataDir,
         rpcPort: rpc.port2,
+        requestPort: requests.port2,
         walPort: wal.port1,
         eventsPort: events.port2,
         peerPorts: peerPorts[i]!,
@@ -157,8 +164,9 @@ export class Supervisor {
         traceTopics: s.traceTopics,
       };
       const peers = peerPorts[i]!.filter((p): p is MessagePort => p !== null);
-      this.threads.push(this.spawner.worker(data, [rpc.port2, wal.port1, events.port2, ...peers], this.watch(`worker ${i}`)));
+      this.threads.push(this.spawner.worker(data, [rpc.port2, requests.port2, wal.port1, events.port2, ...peers], this.watch(`worker ${i}`)));
       this.workers.push(wrap<WorkerApi>(rpc.port1));
+      this.requestClients.push(new RequestClient(requests.port1));
     }
     const walData: WalThreadData = {
       dataDir: s.dataDir,
@@ -231,7 +239,7 @@ export class Supervisor {
 
   /**
    * Clears the supervisor's timers (checkpoint trigger, replay progress poll) and gives up its
-   * rpc proxies (pending calls never settle), no I/O: for an in-process world abandoned after a
+   * rpc proxies and request channels (pending calls never settle), no I/O: for an in-process world abandoned after a
    * simulated crash, whose threads the spawner stops. A real process is simply killed.
    */
   abandon(): void {
@@ -239,6 +247,7 @@ export class Supervisor {
     this.checkpointer?.stop();
     clearInterval(this.progressPoll);
     for (const w of this.workers) release(w);
+    for (const c of this.requestClients) c.abandon();
     if (this.wal !== undefined) release(this.wal); // set once start() spawned the WAL thread
   }
 

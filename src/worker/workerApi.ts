@@ -1,12 +1,14 @@
-// A topic worker's rpc facade (DESIGN 1.4): builds one ActorHost on the given Fs and clock and
-// returns the WorkerApi that main calls. Runs on the worker thread (src/worker/main.ts exposes it
+// A topic worker's rpc facade (DESIGN 1.4): builds one ActorHost on the given Fs and clock, serves
+// topic requests on the request channel (src/core/requestChannel.ts, one message per turn each
+// way) and returns the WorkerApi of control calls that main makes over Comlink. Runs on the worker thread (src/worker/main.ts exposes it
 // there) or, in tests, on the caller's thread (test/support/inProcessThreads.ts). The facade only
 // turns a call into an input and returns a promise that a later reply effect resolves: Comlink
 // runs exposed methods concurrently, so logic here would break actor atomicity.
 import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
+import { serveRequests } from '../core/requestChannel.js';
 import type { Clock } from '../core/clock.js';
-import type { CheckpointParts, TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
+import type { CheckpointParts, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
@@ -19,6 +21,8 @@ export interface WorkerThreadData {
   workers: number;
   dataDir: string;
   rpcPort: MessagePort;
+  /** Topic requests from main, batched per turn (src/core/requestChannel.ts). */
+  requestPort: MessagePort;
   walPort: MessagePort;
   /** Raw port for watch events to main (DESIGN 1.6). */
   eventsPort: MessagePort;
@@ -33,18 +37,6 @@ export interface WorkerThreadData {
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
-}
-
-/** Replies cross the thread as transferred standalone buffers, never as cloned pool slabs. */
-function detach(r: TopicResult): TopicResult {
-  if (!r.ok) return r;
-  const j = r.json;
-  if (j.byteOffset === 0 && j.byteLength === j.buffer.byteLength && j.buffer instanceof ArrayBuffer) {
-    return transfer({ ...r, json: new Uint8Array(j.buffer) }, [j.buffer]);
-  }
-  const copy = new Uint8Array(j.byteLength);
-  copy.set(j);
-  return transfer({ ...r, json: copy }, [copy.buffer]);
 }
 
 function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
@@ -97,11 +89,9 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     peerPorts: data.peerPorts.map((p) => p ?? undefined),
   });
   const replayed = host.recovery.replayed;
+  serveRequests(data.requestPort, (req) => host.request(req));
 
   return {
-    async request(req: TopicRequest): Promise<TopicResult> {
-      return detach(await host.request(req));
-    },
     list(prefix: string, after: string, limit: number): TopicSummary[] {
       return host.list(prefix, after, limit);
     },

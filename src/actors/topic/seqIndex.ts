@@ -1,21 +1,60 @@
 // SeqIndex: per-topic columns addressed by seq (slot = seq - base), in chunks of 4096.
 // Owned by one TopicActor (worker thread). Seqs are dense at assignment, so lookup is O(1);
 // holes stay as flagged slots. Chunks wholly below the first live seq are dropped from the front.
+// A chunk starts with room for 16 slots and doubles as it fills (up to 4096), so that a topic
+// of ten records holds ~0.5 KB of columns, not the ~127 KB of a full chunk (many-topics issue).
 import type { RecordText } from './recordText.js';
 
 export const SlotState = { EMPTY: 0, LIVE: 1, DELETED: 2, EVICTED: 3, PADDED: 4 } as const;
 
 const CHUNK = 4096;
+const FIRST_CAPACITY = 16;
 
-class Chunk {
-  readonly ts = new Float64Array(CHUNK);
-  readonly bytes = new Uint32Array(CHUNK);
-  readonly state = new Uint8Array(CHUNK);
-  readonly nodeId = new Uint32Array(CHUNK);
+/** A typed array of `cap` elements holding `old`'s elements first. */
+function grown<T extends Float64Array | Uint32Array | Uint16Array | Uint8Array>(old: T, cap: number): T {
+  const next = new (old.constructor as new (n: number) => T)(cap);
+  next.set(old);
+  return next;
+}
+
+export class Chunk {
+  /** Slots this chunk has room for now (a power of two up to CHUNK). */
+  cap: number;
+  ts: Float64Array;
+  bytes: Uint32Array;
+  state: Uint8Array;
+  nodeId: Uint32Array;
   /** Where the record's frame lives in the topic's segments: segment ordinal * 2^32 + offset. */
-  readonly loc = new Float64Array(CHUNK);
-  readonly frameLen = new Uint32Array(CHUNK);
-  readonly recIdx = new Uint16Array(CHUNK);
+  loc: Float64Array;
+  frameLen: Uint32Array;
+  recIdx: Uint16Array;
+
+  constructor(cap: number) {
+    this.cap = cap;
+    this.ts = new Float64Array(cap);
+    this.bytes = new Uint32Array(cap);
+    this.state = new Uint8Array(cap);
+    this.nodeId = new Uint32Array(cap);
+    this.loc = new Float64Array(cap);
+    this.frameLen = new Uint32Array(cap);
+    this.recIdx = new Uint16Array(cap);
+  }
+
+  /** Makes room for slot `i` (< CHUNK): doubles the columns until it fits. */
+  growFor(i: number): void {
+    let cap = this.cap;
+    while (cap <= i) cap *= 2;
+    if (cap === this.cap) return;
+    this.cap = cap;
+    this.ts = grown(this.ts, cap);
+    this.bytes = grown(this.bytes, cap);
+    this.state = grown(this.state, cap);
+    this.nodeId = grown(this.nodeId, cap);
+    this.loc = grown(this.loc, cap);
+    this.frameLen = grown(this.frameLen, cap);
+    this.recIdx = grown(this.recIdx, cap);
+    if (this.text !== null) this.text.length = cap;
+  }
   /**
    * Hot records keep their text in memory; cold ones are read back from segments. The array
    * exists only while the chunk holds a hot record (most chunks of a big topic are cold).
@@ -31,7 +70,7 @@ class Chunk {
       if (--this.hot === 0) this.text = null;
       return;
     }
-    if (this.text === null) this.text = new Array(CHUNK);
+    if (this.text === null) this.text = new Array(this.cap);
     this.text[i] = t;
     if (!had) this.hot++;
   }
@@ -48,9 +87,15 @@ export class SeqIndex {
     const slot = seq - this.base;
     if (slot < 0) return undefined;
     const ci = Math.floor(slot / CHUNK);
-    while (create && ci >= this.chunks.length) this.chunks.push(new Chunk());
+    const i = slot - ci * CHUNK;
+    if (create) {
+      // Only the last chunk can be partly grown: every chunk before it is full.
+      if (ci >= this.chunks.length) this.chunks.at(-1)?.growFor(CHUNK - 1);
+      while (ci >= this.chunks.length) this.chunks.push(new Chunk(ci > this.chunks.length ? CHUNK : FIRST_CAPACITY));
+      this.chunks[ci]!.growFor(i);
+    }
     const c = this.chunks[ci];
-    return c ? { c, i: slot - ci * CHUNK } : undefined;
+    return c && i < c.cap ? { c, i } : undefined;
   }
 
   put(seq: number, tsMs: number, bytes: number, nodeId: number, loc: number, frameLen: number, recIdx: number, text: RecordText | undefined): void {

@@ -4,7 +4,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../actors/topic/config.js';
-import { transfer } from '../../core/rpc.js';
 import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
@@ -81,11 +80,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
       }
       const bytes = standalone(body);
-      const request = transfer(
-        { op: 'append' as const, topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
+      const result = await sup.workerFor(topic).request(
+        { op: 'append', topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
         [bytes.buffer as ArrayBuffer],
       );
-      const result = await sup.workerFor(topic).request(request);
       if (result.ok) metrics.appendLatency.observe(nowMs() - req.startedAt);
       return sendResult(req, reply, result);
     }),

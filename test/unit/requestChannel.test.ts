@@ -1,0 +1,97 @@
+// The main <-> worker request channel (src/core/requestChannel.ts) over a real MessageChannel:
+// the requests of one turn leave as one message, the results settled in one turn come back as one
+// message, each caller gets its own result whatever the settle order, bodies and reply bytes are
+// transferred, and a handler that throws answers `internal` instead of leaving the caller hanging.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { RequestClient, serveRequests, type RequestBatch, type ResultBatch } from '../../src/core/requestChannel.js';
+import type { AppendRequest, TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
+
+function ok(text: string): TopicResult {
+  return { ok: true, status: 200, json: new Uint8Array(Buffer.from(text)), perf: {} };
+}
+
+function append(topic: string, body: Uint8Array): AppendRequest {
+  return { op: 'append', topic, body, returnSeqs: true, headerIdemKey: undefined };
+}
+
+/** Counts the messages crossing each way. */
+function countMessages(port: MessagePort, into: { n: number; sizes: number[] }): void {
+  port.on('message', (m: RequestBatch | ResultBatch) => {
+    into.n++;
+    into.sizes.push(m.ids.length);
+  });
+}
+
+test('one message per turn each way, results matched to their callers', async () => {
+  const ch = new MessageChannel();
+  const toWorker = { n: 0, sizes: [] as number[] };
+  const toMain = { n: 0, sizes: [] as number[] };
+  countMessages(ch.port2, toWorker);
+  countMessages(ch.port1, toMain);
+  // The worker settles requests out of order, all in one later turn.
+  const waiting: { req: TopicRequest; resolve: (r: TopicResult) => void }[] = [];
+  serveRequests(ch.port2, (req) => new Promise((resolve) => waiting.push({ req, resolve })));
+  const client = new RequestClient(ch.port1);
+  try {
+    const bodies = Array.from({ length: 20 }, (_, i) => new Uint8Array(Buffer.from(`{"records":[{"data":${i}}]}`)));
+    const calls = bodies.map((b, i) => client.request(append(`t${i}`, b), [b.buffer as ArrayBuffer]));
+    assert.ok(bodies.every((b) => b.byteLength > 0), 'not posted before the turn ends');
+    while (waiting.length < 20) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(bodies.every((b) => b.byteLength === 0), 'append bodies were transferred, not copied');
+    assert.deepEqual(toWorker.sizes, [20], 'the 20 requests of one turn crossed as one message');
+    assert.equal(new TextDecoder().decode((waiting[7]!.req as AppendRequest).body), '{"records":[{"data":7}]}');
+    for (const w of [...waiting].reverse()) w.resolve(ok(`{"topic":"${(w.req as AppendRequest).topic}"`));
+    const results = await Promise.all(calls);
+    results.forEach((r, i) => {
+      assert.ok(r.ok);
+      assert.equal(Buffer.from(r.json).toString(), `{"topic":"t${i}"`, `caller ${i} got its own result`);
+    });
+    assert.deepEqual(toMain.sizes, [20], 'the 20 results settled in one turn crossed as one message');
+    assert.equal(client.inflight, 0);
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('a result sharing a buffer with another is copied, and a handler that throws answers internal', async () => {
+  const ch = new MessageChannel();
+  const shared = new Uint8Array(Buffer.from('{"a":1'));
+  let n = 0;
+  serveRequests(ch.port2, async (req) => {
+    if (req.op === 'state' && req.topic === 'boom') throw new Error('bug in the handler');
+    n++;
+    // The same whole buffer for two results of one turn: transferring it twice would throw.
+    return { ok: true, status: 200, json: shared, perf: {} };
+  });
+  const client = new RequestClient(ch.port1);
+  try {
+    const [a, b, boom] = await Promise.all([
+      client.request({ op: 'state', topic: 'x', touch: false }),
+      client.request({ op: 'state', topic: 'y', touch: false }),
+      client.request({ op: 'state', topic: 'boom', touch: false }),
+    ]);
+    assert.equal(n, 2);
+    for (const r of [a, b]) {
+      assert.ok(r!.ok);
+      assert.equal(Buffer.from(r!.json).toString(), '{"a":1');
+    }
+    assert.ok(!boom!.ok);
+    assert.equal(boom!.code, 'internal');
+    assert.equal(boom!.status, 500);
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('close fails pending and later requests', async () => {
+  const ch = new MessageChannel();
+  serveRequests(ch.port2, () => new Promise<TopicResult>(() => undefined));
+  const client = new RequestClient(ch.port1);
+  const pending = client.request({ op: 'state', topic: 'x', touch: false });
+  await new Promise((r) => setTimeout(r, 10));
+  client.close('worker gone');
+  await assert.rejects(pending, /worker gone/);
+  await assert.rejects(client.request({ op: 'state', topic: 'x', touch: false }), /worker gone/);
+});
