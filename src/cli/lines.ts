@@ -1,0 +1,71 @@
+// NDJSON input for the CLI: the lines of stdin or of a file, read in 1 MiB chunks, split on LF
+// (a CR before it is dropped), blank lines skipped. A missing or unreadable file is a usage error.
+import fs from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
+import { usageError } from './common.js';
+
+const CHUNK_BYTES = 1 << 20;
+
+export interface LineSource {
+  /** Total bytes when known (a regular file), for a progress bar. */
+  totalBytes: number | undefined;
+  /** Bytes read so far. */
+  readBytes(): number;
+  /** Batches of lines, each as they come off one chunk, with the 1-based number of the first. */
+  chunks(): AsyncGenerator<{ lines: string[]; firstLineNo: number }>;
+}
+
+/** Opens `file` (or stdin for undefined / '-'). */
+export function openLines(file: string | undefined): LineSource {
+  let fd = 0;
+  let totalBytes: number | undefined;
+  if (file !== undefined && file !== '-') {
+    try {
+      fd = fs.openSync(file, 'r');
+      const st = fs.fstatSync(fd);
+      if (st.isDirectory()) throw usageError(`${file}: is a directory`);
+      if (st.isFile()) totalBytes = st.size;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw usageError(`${file}: no such file`);
+      if ((e as NodeJS.ErrnoException).code === 'EACCES') throw usageError(`${file}: permission denied`);
+      throw e;
+    }
+  }
+  let read = 0;
+  return {
+    totalBytes,
+    readBytes: () => read,
+    async *chunks() {
+      const stream = fs.createReadStream('', { fd, highWaterMark: CHUNK_BYTES, autoClose: fd !== 0 });
+      const dec = new StringDecoder('utf8');
+      let rest = '';
+      let lineNo = 1;
+      const split = (text: string, final: boolean) => {
+        const parts = (rest + text).split('\n');
+        rest = final ? '' : parts.pop()!;
+        const firstLineNo = lineNo;
+        lineNo += parts.length;
+        const lines: string[] = [];
+        // Blank lines are skipped but still counted, so messages name the line a user sees.
+        for (let i = 0; i < parts.length; i++) {
+          let l = parts[i]!;
+          if (l.charCodeAt(l.length - 1) === 13) l = l.slice(0, -1);
+          lines.push(l);
+        }
+        return { lines, firstLineNo };
+      };
+      for await (const buf of stream) {
+        read += (buf as Buffer).length;
+        yield split(dec.write(buf as Buffer), false);
+      }
+      const tail = dec.end() + rest;
+      rest = '';
+      if (tail.length) yield split(tail, true);
+    },
+  };
+}
+
+/** A blank (whitespace-only) line: skipped, not an error. */
+export function isBlank(line: string): boolean {
+  return line.length === 0 || /^\s*$/.test(line);
+}
