@@ -3,7 +3,7 @@
 // answer or a server restart just repeats the same diff: nothing is skipped, and records at or
 // below the cursor are never yielded again. Transient failures (no answer, 429, 503) are waited
 // out with backoff, forever; anything else (404 topic_not_found, 400) ends the iteration.
-import { backoffMs, retryDelayMs, sleep } from './backoff.js';
+import { abortError, backoffMs, retryDelayMs, sleep } from './backoff.js';
 import { SpoolError } from './errors.js';
 import type { ClientCore } from './core.js';
 import type { DiffResult, WatchEvent } from './types.js';
@@ -56,20 +56,26 @@ export async function* follow<S extends Seq>(client: ClientCore<S>, topic: strin
       await sleep(delay, opts.signal);
       continue;
     }
+    const stopped = () => {
+      if (opts.signal?.aborted) throw abortError(opts.signal); // aborted while the caller held an event
+    };
     if (page.tombstone) {
       yield { ...page.tombstone, type: 'tombstone', topic };
+      stopped();
       caughtUp = false;
     }
     for (const record of page.records) {
       // After a `recreated` tombstone the new instance starts below the old cursor.
       if (!page.tombstone && record.$seq <= cursor) continue;
       yield { type: 'record', topic, record };
+      stopped();
       caughtUp = false;
     }
     cursor = page.next_from_seq;
     if (page.caught_up && !caughtUp) {
       caughtUp = true;
       yield { type: 'caught-up', topic, head_seq: page.head_seq };
+      stopped();
     }
   }
 }

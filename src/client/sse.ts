@@ -4,6 +4,7 @@
 // event id; `retry` sets the reconnection time; an unfinished event at the end is dropped).
 // Unlike EventSource it reconnects nowhere by itself: the watch and work streams own that, with
 // a resume position EventSource cannot express. spool's frames: SPEC 6, docs/API.md "Frames".
+import { abortError } from './backoff.js';
 import { CLIENT_CODES, SpoolError } from './errors.js';
 
 export interface SseEvent {
@@ -60,6 +61,11 @@ export class SseDecoder {
     return out;
   }
 
+  /** The stream ended: a CR held back (an LF might have followed) ends its line after all. */
+  finish(): SseEvent[] {
+    return this.buf.endsWith('\r') ? this.push('\n') : [];
+  }
+
   private line(line: string, out: SseEvent[]): void {
     if (line === '') return this.dispatch(out);
     if (line.charCodeAt(0) === 58) return; // a comment (`: hb`)
@@ -100,6 +106,8 @@ export interface ReadSseOptions {
    * throws SpoolError `timeout`. 0 = never.
    */
   idleMs: number;
+  /** The signal the stream was opened with: a read failing after it fired is an abort. */
+  signal?: AbortSignal;
 }
 
 /** Yields the events of an SSE response body until it ends; throws SpoolError on a broken stream. */
@@ -124,10 +132,14 @@ export async function* readSse(res: Response, decoder: SseDecoder, opts: ReadSse
       try {
         chunk = await reader.read();
       } catch (e) {
+        if (opts.signal?.aborted) throw abortError(opts.signal);
         throw new SpoolError({ code: CLIENT_CODES.network_error, message: `the stream broke: ${(e as Error).message}`, cause: e });
       }
       if (idle) throw new SpoolError({ code: CLIENT_CODES.timeout, message: `no bytes on the stream for ${opts.idleMs} ms` });
-      if (chunk.done) return;
+      if (chunk.done) {
+        yield* decoder.finish();
+        return;
+      }
       arm();
       for (const ev of decoder.push(text.decode(chunk.value, { stream: true }))) yield ev;
     }

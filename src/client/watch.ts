@@ -9,7 +9,7 @@
 // subscription again with `cursor` = that map (RESOLVED G4). Records at or below a topic's cursor
 // are dropped as duplicates; a frame starting above the cursor would be a silent gap and throws
 // SpoolError `stream_gap` instead. docs/CLIENT.md "Watch".
-import { backoffMs, retryDelayMs, sleep } from './backoff.js';
+import { abortError, backoffMs, retryDelayMs, sleep } from './backoff.js';
 import { CLIENT_CODES, SpoolError } from './errors.js';
 import { encodeCursor } from './json.js';
 import { readSse, SseDecoder, type SseEvent } from './sse.js';
@@ -119,7 +119,12 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
           }
           const res = await this.client.transport.openStream(`/v0/watch/${encodeURIComponent(this.wid!)}`, undefined, { 'last-event-id': this.cursor }, this.ctl.signal);
           attempt = 0;
-          for await (const ev of readSse(res, new SseDecoder(), { idleMs })) yield* this.onEvent(ev);
+          for await (const ev of readSse(res, new SseDecoder(), { idleMs, signal: this.ctl.signal })) {
+            for (const out of this.onEvent(ev)) {
+              yield out;
+              if (this.ctl.signal.aborted) throw abortError(this.ctl.signal); // close() or abort while the caller held the event
+            }
+          }
           if (this.allDeleted()) return; // the server ends a stream whose topics are all gone
           throw new SpoolError({ code: CLIENT_CODES.network_error, message: 'the server closed the stream' });
         } catch (e) {

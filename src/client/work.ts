@@ -29,7 +29,7 @@ export async function* openWork<S>(client: ClientCore<S>, queue: string, opts: W
     opts.signal,
   );
   yield { type: 'open' };
-  for await (const ev of readSse(res, new SseDecoder(), { idleMs: WORK_IDLE_MS })) {
+  for await (const ev of readSse(res, new SseDecoder(), { idleMs: WORK_IDLE_MS, signal: opts.signal })) {
     if (ev.type === 'job') {
       yield { type: 'job', job: client.decode<Job<S, unknown, unknown>>(ev.data, opts.raw === true, true) };
     } else if (ev.type === 'error') {
