@@ -1,4 +1,4 @@
-// NDJSON input for the CLI: the lines of stdin or of a file, read in 1 MiB chunks, split on LF
+// NDJSON input for the CLI: the lines of stdin or of a file (read in 1 MiB chunks), split on LF
 // (a CR before it is dropped), blank lines skipped. A missing or unreadable file is a usage error.
 import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
@@ -19,7 +19,15 @@ export interface LineSource {
 export function openLines(file: string | undefined): LineSource {
   let fd = 0;
   let totalBytes: number | undefined;
-  if (file !== undefined && file !== '-') {
+  let stdinIsFile = false;
+  try {
+    stdinIsFile = fs.fstatSync(0).isFile();
+  } catch {
+    /* no stdin */
+  }
+  if (file === undefined || file === '-') {
+    if (stdinIsFile) totalBytes = fs.fstatSync(0).size;
+  } else {
     try {
       fd = fs.openSync(file, 'r');
       const st = fs.fstatSync(fd);
@@ -36,7 +44,9 @@ export function openLines(file: string | undefined): LineSource {
     totalBytes,
     readBytes: () => read,
     async *chunks() {
-      const stream = fs.createReadStream('', { fd, highWaterMark: CHUNK_BYTES, autoClose: fd !== 0 });
+      // A pipe or terminal on stdin is read through process.stdin, not fs: fs reads of a
+      // non-blocking pipe fail with EAGAIN, which the stream handle of process.stdin waits out.
+      const stream = fd === 0 && !stdinIsFile ? process.stdin : fs.createReadStream('', { fd, highWaterMark: CHUNK_BYTES, autoClose: fd !== 0 });
       const dec = new StringDecoder('utf8');
       let rest = '';
       let lineNo = 1;

@@ -104,7 +104,7 @@ export async function run(argv: string[]): Promise<Outcome> {
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return outcome; // help or version, already written to stdout
-      outcome.code = reportError(usageError(`${err.message.replace(/^error: /, '')} (see spool ${commandName(argv, program)} --help)`.replace('spool  --help', 'spool --help')), commandName(argv, program), json);
+      outcome.code = reportError(usageError(`${err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')} (see spool ${commandName(argv, program)} --help)`.replace('spool  --help', 'spool --help')), commandName(argv, program), json);
       return outcome;
     }
     const sys = err as NodeJS.ErrnoException;

@@ -198,12 +198,15 @@ export class Worker<S> {
   // ---- one job ---------------------------------------------------------------------------
 
   private start(job: AnyJob<S>, mine: Set<Running> | undefined): Running {
-    const r: Running = { job, ctl: new AbortController(), lost: undefined, settled: Promise.resolve() };
+    let settle!: () => void;
+    // `settled` exists before the handler runs: a handler may call stop(), which waits on it.
+    const r: Running = { job, ctl: new AbortController(), lost: undefined, settled: new Promise<void>((res) => (settle = res)) };
     this.running.set(job.lease_id, r);
     this.stats.started++;
-    r.settled = this.runJob(r).finally(() => {
+    void this.runJob(r).finally(() => {
       this.running.delete(job.lease_id);
       mine?.delete(r);
+      settle();
       const w = this.slotWaiter;
       this.slotWaiter = undefined;
       w?.();
