@@ -175,6 +175,18 @@ test('NDJSON round trip: 100k lines appended from stdin read back byte for byte'
   assert.deepEqual(some[0].data, JSON.parse(lines[99_997]!));
 });
 
+test('a reader that goes away (`spool read t | head -1`) ends the command quietly with exit 0', async () => {
+  for (let k = 0; k < 2; k++) await spool.append('cli.pipe', Array.from({ length: 10_000 }, (_, i) => ({ data: { i, pad: 'x'.repeat(100) } })));
+  const p = spawn(process.execPath, [CLI, 'read', 'cli.pipe'], { env: { ...process.env, SPOOL_URL: srv.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+  await new Promise<void>((r) => p.stdout!.once('data', () => r()));
+  p.stdout!.destroy(); // like `head -1` exiting after its line
+  assert.equal(await exit, 0, err);
+  assert.equal(err, '');
+});
+
 /** A long-running CLI process whose output is collected. */
 function start(args: string[], env: Record<string, string> = {}) {
   const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, SPOOL_URL: srv.url, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -257,6 +269,11 @@ test('work runs the command per job with the data on stdin: exit 0 acks, anythin
   assert.equal(st.count, 1, 'the failed job is still there');
   const d = await spool.diff(q);
   assert.deepEqual(d.records.map((r) => r.data), [{ ok: false, n: 2 }]);
+
+  // no such queue: exit 4
+  const missing = start(['work', 'cli.noqueue', '--', 'true']);
+  assert.equal(await missing.exit, 4, missing.io.stderr);
+  assert.match(missing.io.stderr, /topic_not_found/);
 
   // a command that cannot run: exit 2, and the job is given back at once
   const bad = start(['work', q, '--', '/nonexistent/handler']);
