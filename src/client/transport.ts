@@ -139,23 +139,33 @@ export class Transport {
    * the response head. `signal` aborts the stream at any time.
    */
   async openStream(path: string, query: Query | undefined, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
-    const res = await this.withAbort(
-      signal,
-      this.timeoutMs,
-      (s) => this.fetchFn(this.url(path, query), { method: 'GET', headers: this.headers({ ...headers, accept: 'text/event-stream' }, false), signal: s }),
-      true,
-    );
+    if (signal.aborted) throw errorFromThrown(signal.reason, 'aborted');
+    // The caller's signal goes to fetch as is (combined with the head timeout), so it keeps
+    // aborting the body after the head arrived, and nothing stays registered on it afterwards.
+    const head = new AbortController();
+    const timer = this.timeoutMs > 0 ? setTimeout(() => head.abort(), this.timeoutMs) : undefined;
+    let res: Response;
+    try {
+      res = await this.fetchFn(this.url(path, query), {
+        method: 'GET',
+        headers: this.headers({ ...headers, accept: 'text/event-stream' }, false),
+        signal: AbortSignal.any([signal, head.signal]),
+      });
+    } catch (e) {
+      throw errorFromThrown(e, signal.aborted ? 'aborted' : head.signal.aborted ? 'timeout' : undefined);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+    }
     if (res.status === 200) return res;
     const text = await res.text().catch(() => '');
     throw errorFromResponse(res.status, res.headers.get('retry-after'), text, Date.now());
   }
 
   /**
-   * Runs `fn` with a signal that fires on the caller's abort or after `timeoutMs` (0 = never). The
-   * timer is cleared once `fn` settles; with `keepLinked` the caller's signal still aborts what
-   * `fn` returned (a stream body), otherwise the link is dropped too.
+   * Runs `fn` with a signal that fires on the caller's abort or after `timeoutMs` (0 = never);
+   * both the timer and the link to the caller's signal end when `fn` settles.
    */
-  private async withAbort<T>(outer: AbortSignal | undefined, timeoutMs: number, fn: (s: AbortSignal) => Promise<T>, keepLinked = false): Promise<T> {
+  private async withAbort<T>(outer: AbortSignal | undefined, timeoutMs: number, fn: (s: AbortSignal) => Promise<T>): Promise<T> {
     if (outer?.aborted) throw errorFromThrown(outer.reason, 'aborted');
     const ctl = new AbortController();
     let why: 'aborted' | 'timeout' | undefined;
@@ -171,7 +181,7 @@ export class Transport {
       throw errorFromThrown(e, why);
     } finally {
       if (timer !== undefined) clearTimeout(timer);
-      if (!keepLinked && outer) outer.removeEventListener('abort', onAbort);
+      outer?.removeEventListener('abort', onAbort);
     }
   }
 }
