@@ -165,7 +165,7 @@ export function readRchar(pid: number): number | undefined {
 const CLK_TCK = 100; // Linux USER_HZ; /proc/<pid>/stat times are in these ticks
 
 /** utime + stime of the whole process (all threads), seconds. */
-function readCpuSeconds(pid: number): number | undefined {
+export function readCpuSeconds(pid: number): number | undefined {
   try {
     const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = s.slice(s.lastIndexOf(')') + 2).split(' ');

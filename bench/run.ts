@@ -12,6 +12,7 @@ import { watchFanout } from './watch-fanout.js';
 import { watchIdleMemory } from './watch-idle-memory.js';
 import { queue } from './queue.js';
 import { walPrealloc } from './wal-prealloc.js';
+import { cliAppend } from './cli-append.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -25,6 +26,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   'watch-idle-memory': () => watchIdleMemory(),
   queue: () => queue(),
   'wal-prealloc': walPrealloc,
+  'cli-append': cliAppend,
 };
 
 function usage(): never {

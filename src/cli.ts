@@ -1,119 +1,17 @@
-// spool command line: `spool serve` runs the server in the foreground.
+// The `spool` executable (package.json `bin`, dist/cli.js): the server (`spool serve`) and the
+// command-line client (docs/CLI.md). The commands live in src/cli/, one module each.
 // The libuv pool runs fdatasync, segment I/O and zlib; size it before anything touches it.
 process.env.UV_THREADPOOL_SIZE ??= '8';
 
-import fs from 'node:fs';
-import path from 'node:path';
-import { readSettings, isLoopback, SettingsError } from './config.js';
-import { Supervisor } from './supervisor/supervisor.js';
-import { buildServer } from './http/server.js';
-import { DataDirLockedError } from './storage/lock.js';
-import { WalCorruptionError } from './wal/scan.js';
-import { replayTrace } from './replay/replayer.js';
-import { dumpWal } from './wal/dump.js';
-
-const log = {
-  info: (m: string) => process.stderr.write(`${m}\n`),
-  error: (m: string) => process.stderr.write(`${m}\n`),
-};
-
-function writePortFile(file: string, port: number): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  fs.writeFileSync(tmp, String(port));
-  fs.renameSync(tmp, file);
-}
-
-async function serve(): Promise<void> {
-  const settings = readSettings();
-  if (!isLoopback(settings.host) && !settings.apiKeys && !settings.allowInsecureNoAuth) {
-    throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
-  }
-  if (settings.apiKeys) {
-    throw new SettingsError('SERVICE_API_KEYS is not supported by this build yet (API keys and scopes are a separate issue); unset it to run in dev mode');
-  }
-  const sup = new Supervisor(settings, log);
-  await sup.start();
-  const { app, hub, work } = await buildServer(sup);
-  await app.listen({ host: settings.host, port: settings.port });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : settings.port;
-  if (settings.portFile) writePortFile(settings.portFile, port);
-  log.info(`spool: listening on http://${settings.host}:${port}`);
-
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info(`spool: ${signal}, draining`);
-    const force = setTimeout(() => {
-      log.error('spool: drain took too long, exiting');
-      process.exit(0);
-    }, settings.shutdownGraceMs);
-    force.unref();
-    sup.lifecycle = 'draining';
-    app.server.close();
-    // Requests already running finish; new ones on open connections get 503 shutting_down.
-    await sup.releaseLongPolls();
-    hub.closeAll(); // RESOLVED 1.3 step 3: a terminal error frame on every open stream
-    await work.closeAll(); // ... and every /work stream's leases released before the final checkpoint
-    await app.close();
-    await sup.shutdown();
-    log.info('spool: stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-
-  if (settings.testRecoveryDelayMs > 0) await new Promise((r) => setTimeout(r, settings.testRecoveryDelayMs));
-  try {
-    await sup.recover();
-  } catch (err) {
-    log.error(`spool: recovery failed: ${(err as Error).message}`);
-    process.exit(1);
-  }
-}
-
-/** `spool replay <trace> [--topic T] [--until N]`: exit 0 when the trace replays identically. */
-async function replay(args: string[]): Promise<void> {
-  const file = args[0];
-  if (!file) throw new SettingsError('usage: spool replay <trace> [--topic T] [--until N]');
-  const opt = (name: string) => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const until = opt('--until');
-  const report = replayTrace(file, { topic: opt('--topic'), until: until === undefined ? undefined : Number(until) });
-  if (report.divergence) {
-    const d = report.divergence;
-    process.stdout.write(`divergence at step ${d.step} (actor ${d.actor}, effect #${d.index}):\n  expected ${JSON.stringify(d.expected)}\n  actual   ${JSON.stringify(d.actual)}\n`);
-    process.exit(1);
-  }
-  process.stdout.write(`replayed ${report.steps} steps of ${report.actors} actor(s); ${report.compared} effects identical\n`);
-}
-
-async function main(): Promise<void> {
-  const cmd = process.argv[2] ?? 'serve';
-  switch (cmd) {
-    case 'serve':
-      return serve();
-    case 'replay':
-      return replay(process.argv.slice(3));
-    case 'wal-dump': {
-      const dir = process.argv[3] ?? readSettings().dataDir;
-      for (const line of dumpWal(dir)) process.stdout.write(`${line}\n`);
-      return;
-    }
-    default:
-      log.error(`usage: spool serve | spool replay <trace> [--topic T] [--until N] | spool wal-dump [data dir]`);
-      process.exit(2);
-  }
-}
-
-main().catch((err: unknown) => {
-  if (err instanceof SettingsError || err instanceof DataDirLockedError || err instanceof WalCorruptionError) {
-    log.error(`spool: ${err.message}`);
-  } else {
-    log.error(`spool: fatal: ${(err as Error).stack ?? String(err)}`);
-  }
-  process.exit(1);
+// A reader that went away (`spool read t | head`) is not an error: stop quietly, like other tools.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
 });
+
+const { run } = await import('./cli/program.js');
+const outcome = await run(process.argv.slice(2));
+if (!outcome.keepAlive) {
+  // Exit once stdout is flushed, without waiting for idle keep-alive sockets to time out.
+  process.stdout.write('', () => process.exit(outcome.code));
+}

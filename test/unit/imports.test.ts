@@ -48,7 +48,9 @@ test('src/ has no import cycles', () => {
 /** Modules that may import node:fs: the Fs seam itself, and files outside the data directory. */
 const NODE_FS_ALLOWED = new Set([
   'storage/fs.ts', // the seam
-  'cli.ts', // SERVICE_PORT_FILE
+  'cli/serve.ts', // SERVICE_PORT_FILE
+  'cli/lines.ts', // NDJSON input files of `spool append --file`
+  'cli/program.ts', // existence checks of `replay` and `wal-dump` arguments
   'storage/lock.ts', // /proc/<pid>/stat (is the lock holder alive?)
   'replay/replayer.ts', // trace files
   'replay/traceWriter.ts',
@@ -58,5 +60,41 @@ test('only the Fs seam touches the data directory: no other module imports node:
   const offenders = files(root)
     .map((f) => path.relative(root, f))
     .filter((rel) => !NODE_FS_ALLOWED.has(rel) && /from 'node:fs(\/promises)?'/.test(fs.readFileSync(path.join(root, rel), 'utf8')));
+  assert.deepEqual(offenders, []);
+});
+
+/** Every `from '...'` of a module, relative or not. */
+function specifiers(file: string): string[] {
+  return [...fs.readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^'"]*?from\s+'([^']+)'|^\s*(?:const|let)\s.*?await import\('([^']+)'\)/gm)].map((m) => (m[1] ?? m[2])!);
+}
+
+test('the client library (src/client) imports only itself: no server code, no Node built-in, no package', () => {
+  const dir = path.join(root, 'client');
+  const offenders: string[] = [];
+  for (const f of files(dir)) {
+    for (const spec of specifiers(f)) {
+      const inside = spec.startsWith('.') && path.join(path.dirname(f), spec).startsWith(dir + path.sep);
+      if (!inside) offenders.push(`${path.relative(root, f)} imports ${spec}`);
+    }
+    // Browser-safe: no Node globals either.
+    const src = fs.readFileSync(f, 'utf8').replace(/\/\/.*$/gm, '');
+    for (const g of ['Buffer', 'process.', 'require(', '__dirname', 'NodeJS.']) if (src.includes(g)) offenders.push(`${path.relative(root, f)} uses ${g}`);
+  }
+  assert.ok(files(dir).length >= 10, `found only ${files(dir).length} client modules`);
+  assert.deepEqual(offenders, []);
+});
+
+test('client commands of the CLI do not load server code: only serve, replay and wal-dump do, lazily', () => {
+  const serverDirs = ['actors', 'core', 'http', 'replay', 'sse', 'storage', 'supervisor', 'wal', 'watch', 'work', 'worker'].map((d) => path.join(root, d) + path.sep);
+  const lazy = new Set(['cli/serve.ts', 'cli/replay.ts', 'cli/walDump.ts']);
+  const offenders: string[] = [];
+  for (const f of [path.join(root, 'cli.ts'), ...files(path.join(root, 'cli'))]) {
+    if (lazy.has(path.relative(root, f))) continue;
+    const src = fs.readFileSync(f, 'utf8');
+    for (const m of src.matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)) {
+      const target = path.join(path.dirname(f), m[1]!);
+      if (serverDirs.some((d) => target.startsWith(d)) || target === path.join(root, 'config.js')) offenders.push(`${path.relative(root, f)} imports ${m[1]}`);
+    }
+  }
   assert.deepEqual(offenders, []);
 });

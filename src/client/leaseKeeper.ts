@@ -1,0 +1,76 @@
+// Keeps one job's lease alive while its handler runs: extends it every third of the lease
+// (`extend` sets the deadline to now + lease_ms, SPEC 3.1), always with the job's lease_id, so a
+// worker whose lease was lost can never extend someone else's delivery. The lease counts as lost
+// when the server skips the seq (expired and reclaimed, or released with its /work connection),
+// or when no extension has succeeded for a whole lease (the deadline has passed by our clock);
+// then `onLost` fires once and the keeper stops.
+import type { ClientCore } from './core.js';
+import type { SpoolError } from './errors.js';
+
+export interface LeaseKeeperOptions<S> {
+  client: ClientCore<S>;
+  queue: string;
+  node: string;
+  seq: S;
+  leaseId: string;
+  leaseMs: number;
+  onLost: (why: string) => void;
+  onError?: (err: SpoolError) => void;
+}
+
+export class LeaseKeeper<S> {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+  private lost = false;
+  private lastOkAt: number;
+  private inFlight: Promise<void> | undefined;
+
+  constructor(private readonly o: LeaseKeeperOptions<S>) {
+    this.lastOkAt = Date.now();
+  }
+
+  get isLost(): boolean {
+    return this.lost;
+  }
+
+  start(): void {
+    this.schedule();
+  }
+
+  /** Stops extending; waits for an extension already on the wire so it cannot land after an ack. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    await this.inFlight;
+  }
+
+  private schedule(): void {
+    if (this.stopped || this.lost) return;
+    this.timer = setTimeout(() => {
+      this.inFlight = this.tick().finally(() => {
+        this.inFlight = undefined;
+        this.schedule();
+      });
+    }, Math.max(50, Math.floor(this.o.leaseMs / 3)));
+  }
+
+  private async tick(): Promise<void> {
+    const o = this.o;
+    const sentAt = Date.now();
+    try {
+      const r = await o.client.extend(o.queue, { node: o.node, seqs: [o.seq], lease_ids: [o.leaseId], lease_ms: o.leaseMs });
+      if (this.stopped) return;
+      if (r.extended === 1) this.lastOkAt = sentAt;
+      else this.markLost('the lease expired or was released (extend skipped it)');
+    } catch (e) {
+      o.onError?.(e as SpoolError);
+      if (!this.stopped && Date.now() - this.lastOkAt >= o.leaseMs) this.markLost(`no extension succeeded for ${o.leaseMs} ms`);
+    }
+  }
+
+  private markLost(why: string): void {
+    if (this.lost) return;
+    this.lost = true;
+    this.o.onLost(why);
+  }
+}

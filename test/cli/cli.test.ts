@@ -1,0 +1,282 @@
+// The `spool` command line, run as the built binary (node dist/cli.js) against a spawned server
+// (docs/CLI.md): help and version on stdout with exit 0, usage errors as one line and exit 2,
+// the documented exit codes for 4xx and unreachable servers, --json output parsed, an NDJSON
+// round trip of 100k lines (append then read back identical), `tail -f` across a server restart,
+// and `work` acking on exit 0 and nacking otherwise.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startServer, killServersAfterFile, tempDir, CLI, type Server } from '../helpers/server.js';
+import { Spool } from '../../src/client/index.js';
+
+killServersAfterFile();
+let srv: Server;
+let spool: Spool;
+before(async () => {
+  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  spool = new Spool({ url: srv.url });
+});
+after(async () => {
+  await srv?.stop();
+});
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI to completion (against `srv` unless --url is given). */
+function cli(args: string[], opts: { input?: string; env?: Record<string, string> } = {}): Run {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    input: opts.input,
+    encoding: 'utf8',
+    env: { ...process.env, SPOOL_URL: srv.url, ...opts.env },
+    maxBuffer: 256 * 1024 * 1024,
+    timeout: 60_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A one-line error on stderr, no stack trace. */
+function oneLine(r: Run, re: RegExp): void {
+  const lines = r.stderr.trimEnd().split('\n');
+  assert.equal(lines.length, 1, `one line on stderr: ${JSON.stringify(r.stderr)}`);
+  assert.match(lines[0]!, re);
+  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('help and version go to stdout with exit 0; bare `spool` prints the help', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.resolve(path.dirname(CLI), '../package.json'), 'utf8'));
+  for (const args of [[], ['--help'], ['help'], ['-h']]) {
+    const r = cli(args);
+    assert.equal(r.status, 0, `spool ${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stdout, /^Usage: spool /);
+    assert.match(r.stdout, /append \[options\] <topic>/);
+    assert.equal(r.stderr, '');
+  }
+  for (const args of [['append', '--help'], ['help', 'append'], ['topics', 'put', '--help'], ['work', '--help']]) {
+    const r = cli(args);
+    assert.equal(r.status, 0, args.join(' '));
+    assert.match(r.stdout, /^Usage: spool /);
+    assert.match(r.stdout, /--url <url>|put|work/);
+  }
+  const v = cli(['--version']);
+  assert.deepEqual([v.status, v.stdout.trim()], [0, pkg.version]);
+});
+
+test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
+  const cases: [string[], RegExp][] = [
+    [['bogus'], /unknown command 'bogus'/],
+    [['read'], /missing required argument 'topic'/],
+    [['read', 't', '--limit', 'x'], /--limit .*invalid/],
+    [['read', 't', '--nope'], /unknown option '--nope'/],
+    [['append', 't', '{bad'], /argument 1: not valid JSON/],
+    [['append', 't', '--file', '/nonexistent/x.ndjson'], /\/nonexistent\/x\.ndjson: no such file/],
+    [['replay', '/nonexistent/trace.jsonl'], /no such trace file/],
+    [['wal-dump', '/nonexistent/data'], /no such data directory/],
+    [['topics'], /a subcommand is required/],
+    [['topics', 'put', 't', '--type', 'stream'], /--type .*invalid|Allowed choices/],
+    [['rm-records', 't'], /give --before, --tag or --tag-prefix/],
+    [['ack', 'q', 'seventeen'], /not a job/],
+    [['work', 'q'], /missing required argument 'command'/],
+    [['read', 't', '--url', 'not a url'], /--url: not a URL/],
+  ];
+  for (const [args, re] of cases) {
+    const r = cli(args);
+    assert.equal(r.status, 2, `spool ${args.join(' ')}: exit ${r.status}, stderr ${r.stderr}`);
+    oneLine(r, re);
+    assert.equal(r.stdout, '', `nothing on stdout for spool ${args.join(' ')}`);
+  }
+  // NDJSON input with a bad line: exit 2, naming the line, after the lines before it landed
+  const r = cli(['append', 'cli.badline'], { input: '1\n2\n{oops\n4\n' });
+  assert.equal(r.status, 2);
+  oneLine(r, /stdin line 3: not valid JSON/);
+});
+
+test('exit codes for server answers: 4 not found, 3 refused, 5 unreachable; --json errors are JSON', async () => {
+  const nf = cli(['topics', 'get', 'cli.absent']);
+  assert.equal(nf.status, 4);
+  oneLine(nf, /spool topics get: .*HTTP 404 topic_not_found/);
+  const nfj = cli(['topics', 'get', 'cli.absent', '--json']);
+  assert.equal(nfj.status, 4);
+  assert.deepEqual(JSON.parse(nfj.stderr).error, { code: 'topic_not_found', status: 404, message: 'topic cli.absent does not exist', detail: { topic: 'cli.absent' } });
+  assert.equal(cli(['read', 'cli.absent']).status, 4);
+  assert.equal(cli(['append', 'cli.absent', '1', '--no-create']).status, 4);
+
+  await spool.putTopic('cli.log', {});
+  const conflict = cli(['topics', 'put', 'cli.log', '--type', 'queue']);
+  assert.equal(conflict.status, 3);
+  oneLine(conflict, /409 topic_exists_incompatible/);
+  const notQueue = cli(['claim', 'cli.log']);
+  assert.equal(notQueue.status, 3);
+  const badTag = cli(['rm-records', 'cli.log', '--tag-prefix', 'a*b']);
+  assert.equal(badTag.status, 2);
+
+  const down = cli(['stats', '--url', 'http://127.0.0.1:1']);
+  assert.equal(down.status, 5);
+  oneLine(down, /network_error/);
+});
+
+test('--json output parses: topics put/get/ls/rm, append, stats, claim/ack/nack, rm-records', async () => {
+  const put = JSON.parse(cli(['topics', 'put', 'cli.j', '--cap-records', '100', '--json']).stdout);
+  assert.deepEqual([put.topic, put.created, put.config.cap_records], ['cli.j', true, 100]);
+  const app = JSON.parse(cli(['append', 'cli.j', '{"a":1}', '"two"', '3', '--tag', 'x', '--json']).stdout);
+  assert.deepEqual([app.count, app.first_seq, app.last_seq], [3, 1, 3]);
+  const get = JSON.parse(cli(['topics', 'get', 'cli.j', '--json']).stdout);
+  assert.deepEqual([get.head_seq, get.count, get.config.cap_records], [3, 3, 100]);
+  const ls = JSON.parse(cli(['topics', 'ls', '--prefix', 'cli.j', '--json']).stdout);
+  assert.deepEqual(ls.map((t: { topic: string }) => t.topic), ['cli.j']);
+  const rm = JSON.parse(cli(['rm-records', 'cli.j', '--tag', 'x', '--before', '3', '--json']).stdout);
+  assert.deepEqual([rm.deleted, rm.count], [2, 1]);
+  const stats = JSON.parse(cli(['stats', '--json']).stdout);
+  assert.equal(stats.health.status, 'ok');
+  assert.equal(stats.ready.status, 'ready');
+  assert.deepEqual(stats.topics.find((t: { topic: string }) => t.topic === 'cli.j'), { topic: 'cli.j', head_seq: 3, earliest_seq: 3, records: 1, bytes: 1 });
+  assert.equal(JSON.parse(cli(['topics', 'rm', 'cli.j', '--json']).stdout).deleted, true);
+
+  await spool.putTopic('cli.q', { type: 'queue' });
+  await spool.append('cli.q', [{ data: { big: 1 } }, { data: 'b' }, { data: 'c' }]);
+  const claim = JSON.parse(cli(['claim', 'cli.q', '--max', '2', '--node', 'n1', '--json']).stdout);
+  assert.deepEqual(claim.claimed.map((j: { $seq: number; data: unknown }) => [j.$seq, j.data]), [[1, { big: 1 }], [2, 'b']]);
+  const [j1, j2] = claim.claimed;
+  const ack = JSON.parse(cli(['ack', 'cli.q', `${j1.$seq}:${j1.lease_id}`, '--node', 'n1', '--json']).stdout);
+  assert.equal(ack.acked, 1);
+  const nack = JSON.parse(cli(['nack', 'cli.q', String(j2.$seq), '--node', 'n1', '--delay-ms', '60000', '--json']).stdout);
+  assert.equal(nack.nacked, 1);
+  // a settle of a job not held: the seq is skipped and the exit code says so
+  const stale = cli(['ack', 'cli.q', `${j1.$seq}:${j1.lease_id}`, '--node', 'n1']);
+  assert.equal(stale.status, 3);
+  assert.match(stale.stdout, /acked 0; skipped .*: 1/);
+  // the human form of claim: seq, lease id, deliveries, data
+  const human = cli(['claim', 'cli.q', '--node', 'n2']);
+  assert.match(human.stdout, /^3\tlease_[0-9a-f]+\t1\t"c"\n$/);
+});
+
+test('NDJSON round trip: 100k lines appended from stdin read back byte for byte', { timeout: 120_000 }, () => {
+  const tricky = ['{"big":12345678901234567890,"e":1e400,"f":1.50,"z":-0}', '"\\u00e9 \\" \\\\ \\n"', 'null', '[1,[2,{"a":[]}]]', '{"k":"v","k":"dup"}', '"😀"', 'true', '-1.5e-7'];
+  const lines: string[] = [];
+  for (let i = 0; i < 100_000; i++) lines.push(i % 1000 < tricky.length ? tricky[i % 1000]! : `{"n":${i},"s":"line ${i}","a":[${i},${i * 2}]}`);
+  const input = lines.join('\n') + '\n';
+  const a = cli(['append', 'cli.round', '--json', '--batch', '7000'], { input });
+  assert.equal(a.status, 0, a.stderr);
+  const sum = JSON.parse(a.stdout);
+  assert.deepEqual([sum.count, sum.first_seq, sum.last_seq, sum.batches], [100_000, 1, 100_000, 15]);
+  const r = cli(['read', 'cli.round', '--data']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, input, 'identical');
+  // full records: seqs in order, and --from / --limit
+  const some = cli(['read', 'cli.round', '--from', '99997', '--limit', '2']).stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(some.map((x) => x.$seq), [99_998, 99_999]);
+  assert.deepEqual(some[0].data, JSON.parse(lines[99_997]!));
+});
+
+test('a reader that goes away (`spool read t | head -1`) ends the command quietly with exit 0', async () => {
+  for (let k = 0; k < 2; k++) await spool.append('cli.pipe', Array.from({ length: 10_000 }, (_, i) => ({ data: { i, pad: 'x'.repeat(100) } })));
+  const p = spawn(process.execPath, [CLI, 'read', 'cli.pipe'], { env: { ...process.env, SPOOL_URL: srv.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
+  await new Promise<void>((r) => p.stdout!.once('data', () => r()));
+  p.stdout!.destroy(); // like `head -1` exiting after its line
+  assert.equal(await exit, 0, err);
+  assert.equal(err, '');
+});
+
+/** A long-running CLI process whose output is collected. */
+function start(args: string[], env: Record<string, string> = {}) {
+  const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, SPOOL_URL: srv.url, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const io = { stdout: '', stderr: '' };
+  p.stdout!.on('data', (d: Buffer) => (io.stdout += d.toString()));
+  p.stderr!.on('data', (d: Buffer) => (io.stderr += d.toString()));
+  const exit = new Promise<number | null>((r) => p.once('exit', (code) => r(code)));
+  return { p, io, exit };
+}
+
+async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+test('tail -f follows several topics across a server restart: every record once, in order; SIGTERM exits 0', { timeout: 90_000 }, async () => {
+  const own = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  const api = new Spool({ url: own.url });
+  await api.append('tail.a', [{ data: 'a1' }, { data: 'a2' }]);
+  await api.append('tail.b', [{ data: 'b1' }]);
+  const tail = start(['tail', 'tail.a', 'tail.b', '-f', '-n', '1'], { SPOOL_URL: own.url });
+  let second: Server | undefined;
+  try {
+    const lines = () => tail.io.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { topic: string; $seq: number; data: string });
+    await until('the last record of each topic', () => lines().length >= 2);
+    await api.append('tail.a', [{ data: 'a3' }]);
+    await until('a live record', () => lines().length >= 3);
+    assert.equal(await own.stop(), 0);
+    second = await startServer({ dataDir: own.dataDir, env: { SERVICE_WORKERS: '1', SERVICE_PORT: String(own.port) } });
+    const api2 = new Spool({ url: second.url });
+    await api2.append('tail.a', [{ data: 'a4' }, { data: 'a5' }]);
+    await api2.append('tail.b', [{ data: 'b2' }]);
+    await until('records appended after the restart', () => lines().length >= 6, 30_000);
+    await sleep(300);
+    tail.p.kill('SIGTERM');
+    assert.equal(await tail.exit, 0, tail.io.stderr);
+    const got = lines().map((l) => `${l.topic}:${l.$seq}:${l.data}`);
+    assert.deepEqual(got.filter((x) => x.startsWith('tail.a')), ['tail.a:2:a2', 'tail.a:3:a3', 'tail.a:4:a4', 'tail.a:5:a5']);
+    assert.deepEqual(got.filter((x) => x.startsWith('tail.b')), ['tail.b:1:b1', 'tail.b:2:b2']);
+    assert.match(tail.io.stderr, /reconnecting/);
+  } finally {
+    tail.p.kill('SIGKILL');
+    await second?.stop();
+  }
+});
+
+test('tail without -f prints up to the heads and exits 0', async () => {
+  await spool.append('tail.c', [1, 2, 3, 4, 5].map((n) => ({ data: n })));
+  const r = cli(['tail', 'tail.c', '-n', '2', '--data']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, '4\n5\n');
+});
+
+test('work runs the command per job with the data on stdin: exit 0 acks, anything else nacks', { timeout: 60_000 }, async () => {
+  const q = 'cli.work';
+  await spool.putTopic(q, { type: 'queue' });
+  await spool.append(q, [{ data: { ok: true, n: 1 } }, { data: { ok: false, n: 2 } }, { data: { ok: true, n: 3 } }]);
+  const dir = tempDir('spool-cli-work-');
+  const script = path.join(dir, 'job.mjs');
+  fs.writeFileSync(
+    script,
+    `let s=''; process.stdin.on('data', d => s += d); process.stdin.on('end', () => {
+       const job = JSON.parse(s);
+       process.stdout.write(process.env.SPOOL_JOB_SEQ + ':' + process.env.SPOOL_JOB_DELIVERIES + ':' + job.n + '\\n');
+       process.exit(job.ok ? 0 : 3);
+     });`,
+  );
+  const w = start(['work', q, '--max-jobs', '3', '--json', '--node', 'cli-worker', '--', process.execPath, script]);
+  const code = await w.exit;
+  assert.equal(code, 0, w.io.stderr);
+  const outLines = w.io.stdout.trim().split('\n');
+  const summary = JSON.parse(outLines.pop()!);
+  assert.deepEqual(summary, { queue: q, node: 'cli-worker', started: 3, acked: 2, nacked: 1, lost: 0 });
+  assert.deepEqual(outLines.sort(), ['1:1:1', '2:1:2', '3:1:3'], 'each job once, seq and deliveries in the environment');
+  assert.match(w.io.stderr, /job 2: .*exited with status 3/);
+  const st = await spool.getTopic(q);
+  assert.equal(st.count, 1, 'the failed job is still there');
+  const d = await spool.diff(q);
+  assert.deepEqual(d.records.map((r) => r.data), [{ ok: false, n: 2 }]);
+
+  // no such queue: exit 4
+  const missing = start(['work', 'cli.noqueue', '--', 'true']);
+  assert.equal(await missing.exit, 4, missing.io.stderr);
+  assert.match(missing.io.stderr, /topic_not_found/);
+
+  // a command that cannot run: exit 2, and the job is given back at once
+  const bad = start(['work', q, '--', '/nonexistent/handler']);
+  assert.equal(await bad.exit, 2);
+  assert.match(bad.io.stderr, /cannot run \/nonexistent\/handler: command not found/);
+});
