@@ -1,7 +1,7 @@
 // WalLink: a topic worker's side of the WAL port (DESIGN 1.5). Frames queued during one
 // event-loop turn leave as one transferred buffer; cumulative acks come back and are turned
 // into per-actor `wal` inputs, and written frames go on to their segments. It also keeps the
-// worker's WAL credit (bytes submitted, not yet written), the FIFO of appends waiting for
+// worker's WAL credit (bytes queued or submitted, not yet written), the FIFO of appends waiting for
 // credit, and the per-frame timings of the performance block. Runs on the worker thread.
 // Invariant: submissions are acked in order; a frame's segment write follows its WAL write.
 import type { MessagePort } from 'node:worker_threads';
@@ -83,6 +83,9 @@ export class WalLink {
     if (!m) this.timings.set(f.actor, (m = new Map()));
     m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0 });
     this.turnFrames.push(f);
+    // Credit counts a frame from the moment it is queued, so that the requests of one turn (they
+    // arrive from main as one message) cannot together outrun it before the turn is submitted.
+    this.inflightBytes += f.buf.length;
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flushTurn());
@@ -109,7 +112,6 @@ export class WalLink {
     }
     const seq = ++this.submitSeq;
     this.inflight.push({ seq, frames, written: false, bytes: total });
-    this.inflightBytes += total;
     const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
     this.port.postMessage(msg, [out.buffer]);
   }

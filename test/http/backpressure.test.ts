@@ -15,11 +15,10 @@ after(async () => {
 });
 
 /**
- * Requests that arrive in the same event-loop turn go to the worker as one message, and the WAL
- * credit is only checked against frames of earlier turns (the turn's frames are submitted
- * together). So each burst runs beside a large append (the WAL thread is busy writing it for
- * a few ms) and its requests are spread over several turns of this process: some of them reach
- * the worker while earlier frames are still unwritten.
+ * Each burst runs beside a large append (the WAL thread is busy writing it for a few ms) and its
+ * requests are spread over several turns of this process, so requests meet the credit both
+ * within one turn (frames count from the moment they are queued) and across turns while earlier
+ * frames are still unwritten.
  */
 async function spread<T>(n: number, send: (i: number) => Promise<T>): Promise<T[]> {
   const c = client(srv.url);
