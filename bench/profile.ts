@@ -22,7 +22,7 @@ interface Profile {
 }
 
 /** Top self-time frames of one .cpuprofile, as share of the busy (non-idle) samples. */
-export function topFrames(file: string, n = 15): string[] {
+function topFrames(file: string, n = 15): string[] {
   const p = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((x) => [x.id, x]));
   const self = new Map<string, number>();

@@ -6,35 +6,19 @@
 // top frames of both threads. Buffers (append bodies, rendered replies) are transferred, never
 // cloned. Plain data only crosses; ids are per channel and never reused while pending.
 import type { MessagePort } from 'node:worker_threads';
-import type { TopicRequest, TopicResult } from './messages/rpc.js';
+import type { RequestBatch, ResultBatch, TopicRequest, TopicResult } from './messages/rpc.js';
 import { fail } from './errors.js';
-
-/** main → worker: the requests of one turn. */
-export interface RequestBatch {
-  ids: number[];
-  reqs: TopicRequest[];
-}
-
-/** worker → main: the results settled in one turn. */
-export interface ResultBatch {
-  ids: number[];
-  results: TopicResult[];
-}
-
-interface Pending {
-  resolve: (r: TopicResult) => void;
-  reject: (err: Error) => void;
-}
 
 /** Main's end: `request` resolves with the worker's result. */
 export class RequestClient {
   private nextId = 1;
-  private readonly pending = new Map<number, Pending>();
+  /** The resolver of each request still waiting for its result. */
+  private readonly pending = new Map<number, (r: TopicResult) => void>();
   private ids: number[] = [];
   private reqs: TopicRequest[] = [];
   private transfers: ArrayBuffer[] = [];
   private flushScheduled = false;
-  private closedReason: string | undefined;
+  private abandoned = false;
 
   constructor(private readonly port: MessagePort) {
     port.on('message', (m: ResultBatch) => this.onResults(m));
@@ -42,7 +26,7 @@ export class RequestClient {
 
   /** Sends `req` with the next flush of this turn; `transfer` lists buffers it gives away. */
   request(req: TopicRequest, transfer?: ArrayBuffer[]): Promise<TopicResult> {
-    if (this.closedReason !== undefined) return Promise.reject(new Error(this.closedReason));
+    if (this.abandoned) return Promise.reject(new Error('the worker was abandoned'));
     const id = this.nextId++;
     this.ids.push(id);
     this.reqs.push(req);
@@ -52,26 +36,12 @@ export class RequestClient {
       // The check phase runs right after the poll phase that parsed this turn's requests.
       setImmediate(() => this.flush());
     }
-    return new Promise<TopicResult>((resolve, reject) => this.pending.set(id, { resolve, reject }));
-  }
-
-  /** Requests still waiting for a result. */
-  get inflight(): number {
-    return this.pending.size;
-  }
-
-  /** Fails every pending and later request (the worker is gone). */
-  close(reason: string): void {
-    this.closedReason = reason;
-    const err = new Error(reason);
-    for (const p of this.pending.values()) p.reject(err);
-    this.pending.clear();
-    this.port.close();
+    return new Promise<TopicResult>((resolve) => this.pending.set(id, resolve));
   }
 
   /** Gives up the channel without settling anything (an in-process world abandoned after a crash). */
   abandon(): void {
-    this.closedReason = 'the worker was abandoned';
+    this.abandoned = true;
     this.pending.clear();
     this.ids = [];
     this.reqs = [];
@@ -93,10 +63,10 @@ export class RequestClient {
   private onResults(m: ResultBatch): void {
     for (let i = 0; i < m.ids.length; i++) {
       const id = m.ids[i]!;
-      const p = this.pending.get(id);
-      if (!p) continue; // closed meanwhile
+      const resolve = this.pending.get(id);
+      if (!resolve) continue; // abandoned meanwhile
       this.pending.delete(id);
-      p.resolve(m.results[i]!);
+      resolve(m.results[i]!);
     }
   }
 }

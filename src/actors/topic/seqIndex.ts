@@ -17,7 +17,7 @@ function grown<T extends Float64Array | Uint32Array | Uint16Array | Uint8Array>(
   return next;
 }
 
-export class Chunk {
+class Chunk {
   /** Slots this chunk has room for now (a power of two up to CHUNK). */
   cap: number;
   ts: Float64Array;

@@ -1,5 +1,5 @@
-// The main → topic worker rpc boundary (carried by Comlink, src/core/rpc.ts): topic requests and
-// their results, as plain data. No functions, class instances or promises cross a thread.
+// The main → topic worker rpc boundary: topic requests and their results (carried in batches by
+// src/core/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
 import type { ErrorResult } from '../errors.js';
 import type { TopicConfig } from '../../actors/topic/config.js';
 
@@ -213,3 +213,15 @@ export interface QueueStats {
   oldest_ready_age_ms: number | null;
 }
 
+
+/** main → worker on the request channel: the requests of one turn. */
+export interface RequestBatch {
+  ids: number[];
+  reqs: TopicRequest[];
+}
+
+/** worker → main on the request channel: the results settled in one turn. */
+export interface ResultBatch {
+  ids: number[];
+  results: TopicResult[];
+}
