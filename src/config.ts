@@ -23,6 +23,8 @@ export interface Settings {
   checkpointWalBytes: number;
   segmentCacheBytes: number;
   segmentBytes: number;
+  /** Segment files each worker keeps open for writing (least recently written closed first). */
+  segmentOpenFiles: number;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
   watchSessionTtlMs: number;
@@ -85,6 +87,7 @@ export function readSettings(env: Env = process.env): Settings {
     checkpointWalBytes: int(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
     segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
     segmentBytes: Math.max(1 << 16, int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024)),
+    segmentOpenFiles: Math.max(1, int(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024)),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
     watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),

@@ -158,6 +158,7 @@ export class Supervisor {
         maxTopics: s.maxTopics,
         segmentBytes: s.segmentBytes,
         segmentCacheBytes: s.segmentCacheBytes,
+        segmentOpenFiles: s.segmentOpenFiles,
         walInflightBytes: s.walInflightBytes,
         traceDir: s.traceDir,
         traceOutputs: s.traceOutputs,

@@ -33,6 +33,7 @@ export interface WorkerThreadData {
   maxTopics: number;
   segmentBytes: number;
   segmentCacheBytes: number;
+  segmentOpenFiles: number;
   walInflightBytes: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
@@ -62,7 +63,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     if (Atomics.exchange(counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
       log(`spool: segment write failed: ${err.message}; writes are refused until a restart (reads go on)`);
     }
-  });
+  }, data.segmentOpenFiles);
   const hostOpts = {
     workerIndex: data.workerIndex,
     workers: data.workers,

@@ -2,9 +2,11 @@
 // a time and reads the segments of topics created since ahead of the WAL replay. Every
 // acknowledged `fsync` record of every topic must come back, byte for byte and in order, whichever
 // path recovered its topic: 600 topics in the snapshot of a clean stop (some appended to again
-// after it), 600 created after it and known only from the WAL, then SIGKILL.
+// after it), 600 created after it and known only from the WAL, then SIGKILL. Each worker keeps at
+// most 64 segment files open (SERVICE_SEGMENT_OPEN_FILES), so writes close and reopen files.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { client, killServersAfterFile, startServer, tempDir } from '../helpers/server.js';
 
 killServersAfterFile();
@@ -25,7 +27,8 @@ async function lanes(from: number, to: number, fn: (i: number) => Promise<void>)
 test('every acked fsync record of 1200 small topics survives SIGKILL, from snapshot and WAL alike', { timeout: 240_000 }, async () => {
   const dataDir = tempDir('spool-many-topics-');
   // Checkpoints only at start and stop: the second server's topics live in the WAL alone.
-  const env = { SERVICE_WORKERS: '2', SERVICE_CHECKPOINT_MS: '3600000', SERVICE_CHECKPOINT_WAL_BYTES: '0' };
+  const env = { SERVICE_WORKERS: '2', SERVICE_CHECKPOINT_MS: '3600000', SERVICE_CHECKPOINT_WAL_BYTES: '0', SERVICE_SEGMENT_OPEN_FILES: '64' };
+  const openFds = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
   const acked = new Map<string, unknown[]>();
   const append = async (c: ReturnType<typeof client>, topic: string, records: unknown[]) => {
     const r = await c.post(`/v0/topics/${topic}`, { records: records.map((data) => ({ data })) });
@@ -51,6 +54,9 @@ test('every acked fsync record of 1200 small topics survives SIGKILL, from snaps
     assert.equal((await c.put(`/v0/topics/${name(i)}`, { durability: 'fsync' })).status, 201);
     await append(c, name(i), [{ i, k: 0 }, null, [i, 'x'.repeat(i % 50)]]);
   });
+  // 1200 topics have written; the process holds the bounded segment files, not one per topic.
+  const fds = openFds(srv.proc.pid!);
+  assert.ok(fds < 2 * 64 + 150, `${fds} open file descriptors`);
   await srv.kill();
 
   srv = await startServer({ dataDir, env });
