@@ -28,6 +28,10 @@ export interface Settings {
   watchSessionTtlMs: number;
   maxWatchSessions: number;
   maxSseConnections: number;
+  maxSseConnectionsPerKey: number;
+  maxInflightPerKey: number;
+  /** Live bytes over all topics (G15 max_total_bytes); 0 = no cap. */
+  maxTotalBytes: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
@@ -90,6 +94,9 @@ export function readSettings(env: Env = process.env): Settings {
     watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
     maxWatchSessions: int(env, 'SERVICE_MAX_WATCH_SESSIONS', 10_000),
     maxSseConnections: int(env, 'SERVICE_MAX_SSE_CONNECTIONS', 10_000),
+    maxSseConnectionsPerKey: int(env, 'SERVICE_MAX_SSE_CONNECTIONS_PER_KEY', 1000),
+    maxInflightPerKey: int(env, 'SERVICE_MAX_INFLIGHT_PER_KEY', 1000),
+    maxTotalBytes: int(env, 'SERVICE_MAX_TOTAL_BYTES', 0),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',

@@ -21,6 +21,8 @@ import { WatchHub } from '../watch/hub.js';
 import { WatchRegistry } from '../watch/session.js';
 import { SystemClock } from '../core/clock.js';
 import { FlushPacer } from '../sse/flushPacer.js';
+import { KeyRing } from '../auth/keys.js';
+import { Admission } from './admission.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -42,13 +44,22 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
 const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz']);
 
+/** A URL fit for a log line: a `?token=` value (an API key) never reaches stderr. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1<redacted>');
+}
+
 function clientErrorResponse(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ error: { code: status === 413 ? 'payload_too_large' : 'invalid_request', message } });
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry }> {
+export async function buildServer(
+  sup: Supervisor,
+  keys: KeyRing = KeyRing.parse(undefined),
+): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; admission: Admission }> {
   const s = sup.settings;
+  const admission = new Admission(keys, { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey });
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
@@ -87,6 +98,8 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
   });
+  // After the lifecycle gate: 401, then (once routed) 403 and the per-key inflight cap.
+  app.addHook('onRequest', admission.hook);
   app.addHook('onSend', (_req, reply, payload, done) => {
     if (sup.lifecycle === 'draining') reply.header('connection', 'close');
     done(null, payload);
@@ -125,14 +138,14 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return sendError(req, reply, fail('invalid_request', err.message));
     req.log.error(err);
-    process.stderr.write(`spool: internal error on ${req.method} ${req.url}: ${err.stack ?? err.message}\n`);
+    process.stderr.write(`spool: internal error on ${req.method} ${redactUrl(req.url)}: ${err.stack ?? err.message}\n`);
     return sendError(req, reply, fail('internal', 'internal error'));
   });
 
   probeRoutes(app, sup, metrics);
-  topicRoutes(app, sup, metrics);
-  watchRoutes(app, sup, hub);
+  topicRoutes(app, sup, metrics, admission);
+  watchRoutes(app, sup, hub, admission);
   queueRoutes(app, sup);
-  workRoutes(app, sup, work);
-  return { app, metrics, hub, work };
+  workRoutes(app, sup, work, admission);
+  return { app, metrics, hub, work, admission };
 }

@@ -10,6 +10,8 @@ import { check, parseMatch, validateDiff, validateRecordDelete } from '../schema
 import type { TopicSummary } from '../../core/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
+import type { Admission } from '../admission.js';
+import { listPrefixes } from '../../auth/allowlist.js';
 
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
@@ -39,13 +41,14 @@ function decodeCursor(s: string): string {
   throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
 }
 
-export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
+export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   app.put(
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
       const topic = topicParam(req);
       const body = parseSmallBody(raw);
+      if (typeof body.dead_letter === 'string') admission.requireNames(req, 'topic', [body.dead_letter]);
       const resolved = resolveConfig(topic, body);
       if (!resolved.ok) return sendError(req, reply, resolved);
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config }));
@@ -81,7 +84,14 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       }
       const bytes = standalone(body);
       const result = await sup.workerFor(topic).request(
-        { op: 'append', topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
+        {
+          op: 'append',
+          topic,
+          body: bytes,
+          returnSeqs: queryBool(req, 'return_seqs', true),
+          headerIdemKey: idem === '' ? undefined : idem,
+          auth: admission.appendAuth(req),
+        },
         [bytes.buffer as ArrayBuffer],
       );
       if (result.ok) metrics.appendLatency.observe(nowMs() - req.startedAt);
@@ -137,7 +147,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const cursor = queryString(req, 'cursor');
       const after = cursor ? decodeCursor(cursor) : '';
       const touch = queryBool(req, 'touch', false);
-      const pages = await Promise.all(sup.workers.map((w) => w.list(prefix, after, pageSize + 1)));
+      // Filtered, not refused (G10): one prefix query per allowed prefix that meets `prefix`.
+      const queries = listPrefixes(admission.allowlist(req), prefix);
+      const pages = await Promise.all(queries.flatMap((q) => sup.workers.map((w) => w.list(q, after, pageSize + 1))));
       const byName = (a: TopicSummary, b: TopicSummary) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);
       const all: TopicSummary[] = pages.flat().sort(byName);
       let topics = all.slice(0, pageSize);

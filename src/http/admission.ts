@@ -1,0 +1,202 @@
+// Admission (main thread): ONE onRequest hook driven by ONE route table (RESOLVED 0.3, G8, G10,
+// G15). Each route declares the scopes it needs and which path name it touches; the hook decides
+// 401 (missing or unknown key), 403 (scope, then the path name against the key's allowlist) and
+// the per-key inflight cap (429). Names that live in bodies (watch topics, `dead_letter`, router
+// source/dest) are checked by `requireNames` right after the body parses, still from here; the
+// append's "admin when it would create with a config" is decided by the topic actor from the
+// `AppendAuth` this module computes. No route looks at keys itself.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Allowlist, type Scope, allowsName, firstRefused } from '../auth/allowlist.js';
+import { type ApiKey, KeyRing, bearerToken } from '../auth/keys.js';
+import { KeySlots } from '../auth/keySlots.js';
+import { HttpError, sendError } from './reply.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated key (auth enabled), set by the admission hook. */
+    apiKey?: ApiKey;
+  }
+}
+
+type NameKind = 'topic' | 'router';
+
+export interface RouteRule {
+  scopes: readonly Scope[];
+  /** The path parameter checked against the allowlist (G10), if any. */
+  pathName?: NameKind;
+  /**
+   * `probe`: no key unless SERVICE_PROBE_AUTH; `stream`: an SSE GET, `?token=` accepted and not
+   * counted as inflight; `watchStream`: the session decides (its creating key, RESOLVED 4.1
+   * order 406, 404, 401), via `admitWatchStream`.
+   */
+  kind?: 'probe' | 'stream' | 'watchStream';
+}
+
+const R: Scope = 'read';
+const W: Scope = 'write';
+const D: Scope = 'delete';
+const A: Scope = 'admin';
+
+/** G8, keyed by method and the Fastify route pattern. Router rows apply once the routes exist. */
+export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
+  'GET /v0/health': { scopes: [], kind: 'probe' },
+  'GET /healthz': { scopes: [], kind: 'probe' },
+  'GET /v0/ready': { scopes: [], kind: 'probe' },
+  'GET /readyz': { scopes: [], kind: 'probe' },
+  'GET /v0/metrics': { scopes: [R] },
+  'GET /v0/topics': { scopes: [R] }, // results filtered (listQueries)
+  'GET /v0/topics/:topic': { scopes: [R], pathName: 'topic' },
+  'PUT /v0/topics/:topic': { scopes: [A], pathName: 'topic' }, // + dead_letter (requireNames)
+  'DELETE /v0/topics/:topic': { scopes: [D], pathName: 'topic' },
+  'POST /v0/topics/:topic': { scopes: [W], pathName: 'topic' }, // + admin to create with config (appendAuth)
+  'POST /v0/topics/:topic/diff': { scopes: [R], pathName: 'topic' },
+  'POST /v0/topics/:topic/delete': { scopes: [D], pathName: 'topic' },
+  'POST /v0/topics/:topic/claim': { scopes: [R, W], pathName: 'topic' },
+  'POST /v0/topics/:topic/ack': { scopes: [W], pathName: 'topic' },
+  'POST /v0/topics/:topic/nack': { scopes: [W], pathName: 'topic' },
+  'POST /v0/topics/:topic/extend': { scopes: [W], pathName: 'topic' },
+  'GET /v0/topics/:topic/work': { scopes: [R, W], pathName: 'topic', kind: 'stream' },
+  'PUT /v0/routers/:router': { scopes: [A], pathName: 'router' }, // + source, dest (requireRouterEnds)
+  'GET /v0/routers/:router': { scopes: [R], pathName: 'router' }, // + stored source, dest
+  'DELETE /v0/routers/:router': { scopes: [D], pathName: 'router' }, // + stored source, dest
+  'GET /v0/routers': { scopes: [R] }, // results filtered (routerVisible)
+  'POST /v0/watch': { scopes: [R] }, // + every key of topics (requireNames)
+  'GET /v0/watch/:wid': { scopes: [], kind: 'watchStream' },
+};
+
+export function ruleFor(method: string, url: string | undefined): RouteRule | undefined {
+  if (url === undefined) return undefined;
+  return ROUTE_RULES[`${method === 'HEAD' ? 'GET' : method} ${url}`];
+}
+
+function queryToken(req: FastifyRequest): string | undefined {
+  const v = (req.query as Record<string, string | string[] | undefined> | undefined)?.token;
+  const t = (Array.isArray(v) ? v[v.length - 1] : v)?.trim();
+  return t === '' ? undefined : t;
+}
+
+export interface AdmissionOptions {
+  probeAuth: boolean;
+  maxInflightPerKey: number;
+  maxSseConnectionsPerKey: number;
+}
+
+/** What the topic actor needs to finish an append's authorization (G8 append row, G10). */
+export interface AppendAuth {
+  /** The key has admin: it may create a topic from a body `config`. */
+  admin: boolean;
+  /** Checked against `config.dead_letter`. */
+  prefixes: Allowlist;
+}
+
+export class Admission {
+  readonly inflight: KeySlots;
+  readonly streams: KeySlots;
+
+  constructor(
+    readonly keys: KeyRing,
+    private readonly opts: AdmissionOptions,
+  ) {
+    this.inflight = new KeySlots(opts.maxInflightPerKey);
+    this.streams = new KeySlots(opts.maxSseConnectionsPerKey);
+  }
+
+  get enabled(): boolean {
+    return this.keys.enabled;
+  }
+
+  /** The onRequest hook (registered after the lifecycle gate). */
+  readonly hook = (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    if (!this.keys.enabled) return done(); // dev mode: the header is ignored
+    const rule = ruleFor(req.method, req.routeOptions.url);
+    if (rule?.kind === 'watchStream') return done();
+    if (rule?.kind === 'probe' && !this.opts.probeAuth) return done();
+    const token = bearerToken(req.headers.authorization) ?? (rule?.kind === 'stream' ? queryToken(req) : undefined);
+    const key = this.keys.authenticate(token);
+    if (!key) return void sendError(req, reply, unauthorized());
+    req.apiKey = key;
+    if (!rule) return done(); // 404 / 405 follow
+    const missing = rule.scopes.some((s) => !key.scopes.has(s));
+    if (missing) return void sendError(req, reply, new HttpError('forbidden', 'this key lacks a scope the route needs', { required: [...rule.scopes] }));
+    if (rule.pathName) {
+      const name = (req.params as Record<string, string>)[rule.pathName];
+      if (name !== undefined && !allowsName(key.prefixes, name)) return void sendError(req, reply, forbiddenName(rule.pathName, name));
+    }
+    if (rule.kind !== 'stream') {
+      if (!this.inflight.acquire(key.id)) {
+        return void sendError(req, reply, throttledCap('too many requests in flight for this key', 'max_inflight_per_key', this.inflight.max));
+      }
+      reply.raw.once('close', this.inflight.releaser(key.id));
+    }
+    done();
+  };
+
+  /** 403 naming the first body name outside the key's allowlist (G10); call right after parsing. */
+  requireNames(req: FastifyRequest, kind: NameKind, names: Iterable<string>): void {
+    const bad = firstRefused(req.apiKey?.prefixes ?? null, names);
+    if (bad !== undefined) throw forbiddenName(kind, bad);
+  }
+
+  /**
+   * Router routes (for the lead to wire at merge): a router PUT's `source` and `dest`, and the
+   * stored ones on GET/DELETE of an existing router, must be allowed (G8, G10): 403 with
+   * `detail.topic` naming the first refused one.
+   */
+  requireRouterEnds(req: FastifyRequest, source: string, dest: string): void {
+    this.requireNames(req, 'topic', [source, dest]);
+  }
+
+  /** GET /v0/routers filter: a router is listed only when its name, source and dest are allowed. */
+  routerVisible(req: FastifyRequest, router: { name: string; source: string; dest: string }): boolean {
+    const p = req.apiKey?.prefixes ?? null;
+    return allowsName(p, router.name) && allowsName(p, router.source) && allowsName(p, router.dest);
+  }
+
+  /** The allowlist of the request's key (null: any name). */
+  allowlist(req: FastifyRequest): Allowlist {
+    return req.apiKey?.prefixes ?? null;
+  }
+
+  /** For an append: what the actor decides once it knows whether the topic exists. */
+  appendAuth(req: FastifyRequest): AppendAuth | undefined {
+    const key = req.apiKey;
+    if (!key) return undefined;
+    return { admin: key.scopes.has('admin'), prefixes: key.prefixes };
+  }
+
+  /**
+   * The watch stream GET, after its 406 and 404 (RESOLVED 4.1): with auth enabled the bearer
+   * (header, else `?token=`) must be the key that created the session, else 401 — a broader key
+   * too. Returns the owner, to charge the stream to.
+   */
+  admitWatchStream(req: FastifyRequest, ownerId: number | undefined): ApiKey | undefined {
+    if (!this.keys.enabled) return undefined;
+    const key = this.keys.authenticate(bearerToken(req.headers.authorization) ?? queryToken(req));
+    if (!key || key.id !== ownerId) throw unauthorized();
+    return key;
+  }
+
+  /**
+   * Charges an SSE stream to its key (G15 max_sse_connections_per_key; auth enabled only).
+   * Returns the release function (call it when the stream closes), or throws 429.
+   */
+  acquireStream(key: ApiKey | undefined): () => void {
+    if (!key) return () => {};
+    if (!this.streams.acquire(key.id)) {
+      throw throttledCap('too many SSE connections for this key', 'max_sse_connections_per_key', this.streams.max);
+    }
+    return this.streams.releaser(key.id);
+  }
+}
+
+function unauthorized(): HttpError {
+  return new HttpError('unauthorized', 'a valid API key is required (Authorization: Bearer <key>)');
+}
+
+function forbiddenName(kind: NameKind, name: string): HttpError {
+  return new HttpError('forbidden', `this key may not name ${kind} ${JSON.stringify(name)}`, { [kind]: name });
+}
+
+export function throttledCap(message: string, limit: string, max: number): HttpError {
+  return new HttpError('throttled', message, { limit, max });
+}
