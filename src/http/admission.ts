@@ -79,6 +79,8 @@ export interface AdmissionOptions {
   probeAuth: boolean;
   maxInflightPerKey: number;
   maxSseConnectionsPerKey: number;
+  /** G15 max_total_bytes; 0 = no cap. */
+  maxTotalBytes: number;
 }
 
 /** What the topic actor needs to finish an append's authorization (G8 append row, G10). */
@@ -150,6 +152,16 @@ export class Admission {
   routerVisible(req: FastifyRequest, router: { name: string; source: string; dest: string }): boolean {
     const p = req.apiKey?.prefixes ?? null;
     return allowsName(p, router.name) && allowsName(p, router.source) && allowsName(p, router.dest);
+  }
+
+  /**
+   * G15 max_total_bytes, on every append (dev mode too): refused once the live bytes of all
+   * topics have reached the cap. The total is the workers' last sample (at most ~100 ms old), so
+   * a burst may pass the cap by what arrives within one sample.
+   */
+  requireByteRoom(liveBytes: number): void {
+    const max = this.opts.maxTotalBytes;
+    if (max > 0 && liveBytes >= max) throw throttledCap('the service holds its maximum of live bytes', 'max_total_bytes', max);
   }
 
   /** The allowlist of the request's key (null: any name). */

@@ -59,7 +59,7 @@ export async function buildServer(
   keys: KeyRing = KeyRing.parse(undefined),
 ): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; admission: Admission }> {
   const s = sup.settings;
-  const admission = new Admission(keys, { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey });
+  const admission = new Admission(keys, { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey, maxTotalBytes: s.maxTotalBytes });
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still

@@ -82,6 +82,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
         throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
       }
+      admission.requireByteRoom(sup.liveBytes()); // G15, state-dependent: after the 400s of main
       const bytes = standalone(body);
       const result = await sup.workerFor(topic).request(
         {
