@@ -10,12 +10,40 @@ import { type Allowlist, type Scope, allowsName, firstRefused } from '../auth/al
 import { type ApiKey, KeyRing, bearerToken } from '../auth/keys.js';
 import { KeySlots } from '../auth/keySlots.js';
 import { HttpError, sendError } from './reply.js';
+import type { Admit, PressureGate } from '../pressure/gate.js';
+import type { PriorityBook } from '../pressure/priorityBook.js';
+import { rawBody } from './parse.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated key (auth enabled), set by the admission hook. */
     apiKey?: ApiKey;
+    /** Time parked behind the pressure gate (performance.throttle_wait_ms). */
+    throttleWaitMs?: number;
   }
+}
+
+/** The pressure side of admission (G16): the gate, the priority book, the clock. */
+export interface PressureParts {
+  gate: PressureGate;
+  book: PriorityBook;
+  now: () => number;
+}
+
+const DISABLE_BP = Buffer.from('"disable_backpressure"');
+
+/** `"disable_backpressure"`, `:`, `true` with JSON whitespace between (append bodies are not parsed on main). */
+export function setsDisableBackpressure(body: Buffer): boolean {
+  const ws = (c: number | undefined) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+  for (let at = body.indexOf(DISABLE_BP); at >= 0; at = body.indexOf(DISABLE_BP, at + 1)) {
+    let i = at + DISABLE_BP.length;
+    while (ws(body[i])) i++;
+    if (body[i] !== 0x3a) continue;
+    i++;
+    while (ws(body[i])) i++;
+    if (body.toString('latin1', i, i + 4) === 'true') return true;
+  }
+  return false;
 }
 
 type NameKind = 'topic' | 'router';
@@ -30,6 +58,13 @@ export interface RouteRule {
    * order 406, 404, 401), via `admitWatchStream`.
    */
   kind?: 'probe' | 'stream' | 'watchStream';
+  /**
+   * The pressure gate (G16): `hold` keeps the gate slot until the answer is sent; `pass` (a diff,
+   * which may long-poll) only waits its turn. Absent: the route does not go through the gate.
+   */
+  gate?: 'hold' | 'pass';
+  /** The route consumes the path topic (G1 auto-priority recency): `touch` = unless ?touch=false. */
+  consumes?: 'always' | 'touch';
 }
 
 const R: Scope = 'read';
@@ -45,16 +80,16 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /readyz': { scopes: [], kind: 'probe' },
   'GET /v0/metrics': { scopes: [R] },
   'GET /v0/topics': { scopes: [R] }, // results filtered (listQueries)
-  'GET /v0/topics/:topic': { scopes: [R], pathName: 'topic' },
-  'PUT /v0/topics/:topic': { scopes: [A], pathName: 'topic' }, // + dead_letter (requireNames)
-  'DELETE /v0/topics/:topic': { scopes: [D], pathName: 'topic' },
-  'POST /v0/topics/:topic': { scopes: [W], pathName: 'topic' }, // + admin to create with config (appendAuth)
-  'POST /v0/topics/:topic/diff': { scopes: [R], pathName: 'topic' },
-  'POST /v0/topics/:topic/delete': { scopes: [D], pathName: 'topic' },
-  'POST /v0/topics/:topic/claim': { scopes: [R, W], pathName: 'topic' },
-  'POST /v0/topics/:topic/ack': { scopes: [W], pathName: 'topic' },
-  'POST /v0/topics/:topic/nack': { scopes: [W], pathName: 'topic' },
-  'POST /v0/topics/:topic/extend': { scopes: [W], pathName: 'topic' },
+  'GET /v0/topics/:topic': { scopes: [R], pathName: 'topic', gate: 'hold', consumes: 'touch' },
+  'PUT /v0/topics/:topic': { scopes: [A], pathName: 'topic', gate: 'hold' }, // + dead_letter (requireNames)
+  'DELETE /v0/topics/:topic': { scopes: [D], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic': { scopes: [W], pathName: 'topic', gate: 'hold' }, // + admin to create with config (appendAuth)
+  'POST /v0/topics/:topic/diff': { scopes: [R], pathName: 'topic', gate: 'pass', consumes: 'always' },
+  'POST /v0/topics/:topic/delete': { scopes: [D], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/claim': { scopes: [R, W], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/ack': { scopes: [W], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/nack': { scopes: [W], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/extend': { scopes: [W], pathName: 'topic', gate: 'hold' },
   'GET /v0/topics/:topic/work': { scopes: [R, W], pathName: 'topic', kind: 'stream' },
   'PUT /v0/routers/:router': { scopes: [A], pathName: 'router' }, // + source, dest (requireRouterEnds)
   'GET /v0/routers/:router': { scopes: [R], pathName: 'router' }, // + stored source, dest
@@ -98,6 +133,7 @@ export class Admission {
   constructor(
     readonly keys: KeyRing,
     private readonly opts: AdmissionOptions,
+    readonly pressure: PressureParts,
   ) {
     this.inflight = new KeySlots(opts.maxInflightPerKey);
     this.streams = new KeySlots(opts.maxSseConnectionsPerKey);
@@ -131,6 +167,35 @@ export class Admission {
       reply.raw.once('close', this.inflight.releaser(key.id));
     }
     done();
+  };
+
+  /**
+   * The preHandler hook (body read, before the route): records consumption for auto-priority,
+   * then passes gated routes through the pressure gate, ordered by the path topic's
+   * effective_priority. A shed request is 429 throttled with detail.retry_after_ms, nothing
+   * applied. An append whose body sets disable_backpressure waits instead (a byte search: data
+   * that merely contains that text also waits, which is harmless).
+   */
+  readonly gateHook = (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    const rule = ruleFor(req.method, req.routeOptions.url);
+    if (!rule?.gate) return done();
+    const topic = (req.params as Record<string, string>).topic ?? '';
+    const { gate, book, now } = this.pressure;
+    if (rule.consumes === 'always' || (rule.consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
+    const isAppend = req.method === 'POST' && req.routeOptions.url === '/v0/topics/:topic';
+    const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
+    const settle = (a: Admit) => {
+      if (!a.ok) {
+        return void sendError(req, reply, new HttpError('throttled', 'the server is under pressure; retry later', { retry_after_ms: a.retryAfterMs }));
+      }
+      if (a.waitedMs > 0) req.throttleWaitMs = a.waitedMs;
+      if (rule.gate === 'pass') a.release();
+      else reply.raw.once('close', a.release);
+      done();
+    };
+    const a = gate.admit(book.effective(topic, now()), bounded);
+    if (a instanceof Promise) void a.then(settle);
+    else settle(a);
   };
 
   /** 403 naming the first body name outside the key's allowlist (G10); call right after parsing. */

@@ -23,6 +23,10 @@ import { SystemClock } from '../core/clock.js';
 import { FlushPacer } from '../sse/flushPacer.js';
 import { KeyRing } from '../auth/keys.js';
 import { Admission } from './admission.js';
+import { PressureMonitor } from '../pressure/monitor.js';
+import { PressureGate } from '../pressure/gate.js';
+import { PriorityBook } from '../pressure/priorityBook.js';
+import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -59,7 +63,16 @@ export async function buildServer(
   keys: KeyRing = KeyRing.parse(undefined),
 ): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; admission: Admission }> {
   const s = sup.settings;
-  const admission = new Admission(keys, { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey, maxTotalBytes: s.maxTotalBytes });
+  const monitor = new PressureMonitor({ elu: s.pressureElu, lagMs: s.pressureLagMs, walQueueBytes: s.pressureWalQueueBytes, force: s.pressureForce }, sup.gauges, s.workers);
+  monitor.start();
+  const gate = new PressureGate(monitor, { parkBoundMs: s.pressureParkMs, maxParked: s.pressureMaxParked, inflightMax: s.pressureInflight, windowMs: s.pressureWindowMs, agingPerS: s.pressureAgingPerS }, Date.now);
+  const book = new PriorityBook(s.maxTopics);
+  sup.onReady.push(() => seedPriorities(sup, book));
+  const admission = new Admission(
+    keys,
+    { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey, maxTotalBytes: s.maxTotalBytes },
+    { gate, book, now: Date.now },
+  );
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
@@ -82,6 +95,7 @@ export async function buildServer(
   const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
   const metrics = new Metrics(sup, hub, slots);
+  registerPressureMetrics(metrics, monitor, gate);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {
@@ -111,6 +125,10 @@ export async function buildServer(
   // route, so the order of RESOLVED 0.3 holds and append bodies reach workers unparsed.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: s.maxBodyBytes }, (_req, body, done) => done(null, body));
+
+  app.addHook('onClose', (_app, done) => (monitor.stop(), done()));
+  // Body read, route not yet run: the pressure gate (G16).
+  app.addHook('preHandler', admission.gateHook);
 
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0]!;

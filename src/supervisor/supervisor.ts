@@ -39,6 +39,8 @@ export class Supervisor {
   private wal!: Remote<WalApi>;
   /** [0] = live topic count, shared with workers (max_topics cap). */
   readonly counters = new Int32Array(new SharedArrayBuffer(16));
+  /** Called once recovery completes and the server turns ready. */
+  readonly onReady: (() => void)[] = [];
   /** Per-worker gauges (core/gauges.ts): live bytes, loop utilisation and delay, WAL queue. */
   readonly gauges: Float64Array;
   private releaseLock: (() => void) | undefined;
@@ -235,6 +237,7 @@ export class Supervisor {
       if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
       this.topicCount = live.size;
       this.lifecycle = 'ready';
+      for (const f of this.onReady) f();
       this.log.info(
         `spool: recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +

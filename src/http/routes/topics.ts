@@ -51,7 +51,13 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       if (typeof body.dead_letter === 'string') admission.requireNames(req, 'topic', [body.dead_letter]);
       const resolved = resolveConfig(topic, body);
       if (!resolved.ok) return sendError(req, reply, resolved);
-      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config }));
+      const r = await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config });
+      if (r.ok) {
+        // The priority book (G16) learns the topic's priority from the config now in force.
+        const cfg = (JSON.parse(`${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')}}`) as { config?: { priority: number | null; auto_priority: boolean } }).config;
+        if (cfg) admission.pressure.book.configured(topic, cfg.priority, cfg.auto_priority);
+      }
+      return sendResult(req, reply, r);
     }),
   );
 
@@ -68,7 +74,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
-      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty }));
+      const r = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty });
+      if (r.ok) admission.pressure.book.forget(topic);
+      return sendResult(req, reply, r);
     }),
   );
 
@@ -156,6 +164,8 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       let topics = all.slice(0, pageSize);
       if (touch && topics.length > 0) {
         // Only the topics on this page are touched; they are re-reported after the touch.
+        const { book, now } = admission.pressure;
+        for (const t of topics) book.consumed(t.topic, now());
         const groups = sup.namesByWorker(topics.map((t) => t.topic));
         const fresh = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length ? w.touch(groups[i]!) : Promise.resolve([]))));
         topics = fresh.flat().sort(byName);

@@ -86,6 +86,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       }
       if (start.size === 0) return sendError(req, reply, fail('topic_not_found', `none of the named topics exists`, { topic: names[0] }));
       const session = hub.registry.create(opts, start, req.apiKey?.id);
+      if (session) for (const name of start.keys()) admission.pressure.book.consumed(name, admission.pressure.now());
       if (!session) {
         return sendError(req, reply, fail('throttled', 'too many watch sessions', { limit: 'max_watch_sessions', max: hub.registry.maxSessions }));
       }
