@@ -41,6 +41,8 @@ export interface Settings {
   pressureInflight: number;
   pressureWindowMs: number;
   pressureAgingPerS: number;
+  /** Pacing tick of SSE streams of low-priority topics under pressure. */
+  pressurePaceMs: number;
   /** Test hook: pressure is always on, so ordering and shedding are deterministic. */
   pressureForce: boolean;
   traceDir: string | undefined;
@@ -125,6 +127,7 @@ export function readSettings(env: Env = process.env): Settings {
     pressureInflight: Math.max(1, int(env, 'SERVICE_PRESSURE_INFLIGHT', 64)),
     pressureWindowMs: int(env, 'SERVICE_PRESSURE_WINDOW_MS', 2),
     pressureAgingPerS: int(env, 'SERVICE_PRESSURE_AGING_PER_S', 1000),
+    pressurePaceMs: Math.max(10, int(env, 'SERVICE_PRESSURE_PACE_MS', 1000)),
     pressureForce: bool(env, 'SERVICE_PRESSURE_FORCE'),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),

@@ -25,6 +25,7 @@ import { KeyRing } from '../auth/keys.js';
 import { Admission } from './admission.js';
 import { PressureMonitor } from '../pressure/monitor.js';
 import { PressureGate } from '../pressure/gate.js';
+import { StreamPacer } from '../pressure/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 
@@ -94,6 +95,9 @@ export async function buildServer(
   const slots = new SseSlots(s.maxSseConnections);
   const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
+  // Topics below priority 0 (a negative manual priority) are paced under pressure.
+  const streamPacer = new StreamPacer(monitor, book, Date.now, hub, work, { paceMs: s.pressurePaceMs, below: 0 });
+  streamPacer.start();
   const metrics = new Metrics(sup, hub, slots);
   registerPressureMetrics(metrics, monitor, gate);
 
@@ -126,7 +130,7 @@ export async function buildServer(
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: s.maxBodyBytes }, (_req, body, done) => done(null, body));
 
-  app.addHook('onClose', (_app, done) => (monitor.stop(), done()));
+  app.addHook('onClose', (_app, done) => (monitor.stop(), streamPacer.stop(), done()));
   // Body read, route not yet run: the pressure gate (G16).
   app.addHook('preHandler', admission.gateHook);
 

@@ -24,6 +24,11 @@ export class WatchHub {
   private readonly byTopic = new Map<string, Set<WatchStream>>();
   private readonly latestByTopic = new Map<string, TopicLatest>();
   private readonly streams = new Set<WatchStream>();
+
+  /** The open streams (pressure pacing walks them). */
+  openStreams(): Iterable<WatchStream> {
+    return this.streams;
+  }
   private readonly projections = new ProjectionCache();
   private readonly projectionKeys = new WeakMap<WatchSession, string>();
   private batchNo = 0;

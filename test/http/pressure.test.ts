@@ -119,3 +119,62 @@ describe('the park bound (150 ms, shorter than the window)', () => {
     assert.equal(d.status, 200, 'probes never wait');
   });
 });
+
+describe('streams under pressure (pacing tick 300 ms)', () => {
+  let srv: Server;
+  before(async () => {
+    srv = await startServer({ env: { SERVICE_PRESSURE_FORCE: '1', SERVICE_PRESSURE_PACE_MS: '300', SERVICE_WORKERS: '1' } });
+    assert.equal((await req(srv.url, 'PUT', '/v0/topics/sp.slow', { priority: -5 })).status, 201);
+    assert.equal((await req(srv.url, 'PUT', '/v0/topics/sp.fast', { priority: 0 })).status, 201);
+    assert.equal((await req(srv.url, 'PUT', '/v0/topics/sp.q', { type: 'queue', priority: -5 })).status, 201);
+  });
+  after(async () => {
+    await srv?.stop();
+  });
+
+  test('a watch stream gets the advisory 429 frame; its low topic slows down and skips nothing', async () => {
+    const { openStream } = await import('../helpers/sse.js');
+    const w = await req(srv.url, 'POST', '/v0/watch', { topics: { 'sp.slow': {}, 'sp.fast': {} }, limit: 10 });
+    const s = await openStream(srv.url, w.body.wid);
+    try {
+      const adv = await s.nextEvent('error', 3000);
+      assert.deepEqual({ ...adv.data, message: undefined }, { code: 429, error: 'throttled', message: undefined, terminal: false, retry_after_ms: 300, topics: ['sp.slow'] });
+      assert.equal(adv.id, undefined, 'no id: the cursor does not move');
+      for (let b = 0; b < 3; b++) {
+        const r = await req(srv.url, 'POST', '/v0/topics/sp.slow', { records: Array.from({ length: 10 }, (_, i) => ({ data: b * 10 + i })) });
+        assert.equal(r.status, 200);
+      }
+      const t0 = Date.now();
+      assert.equal((await req(srv.url, 'POST', '/v0/topics/sp.fast', { records: [{ data: 'f' }] })).status, 200);
+      const fast = await s.nextEvent('record', 3000, (f) => f.data.topic === 'sp.fast');
+      assert.ok(Date.now() - t0 < 250, 'the unpaced topic is pushed at once');
+      assert.equal(fast.data.records[0].data, 'f');
+      const got: number[] = [];
+      const at: number[] = [];
+      while (got.length < 30) {
+        const f = await s.nextEvent('record', 5000, (x) => x.data.topic === 'sp.slow');
+        got.push(...f.data.records.map((r: { data: number }) => r.data));
+        at.push(f.at);
+      }
+      assert.deepEqual(got, Array.from({ length: 30 }, (_, i) => i), 'every record, in order');
+      assert.ok(at[at.length - 1]! - at[0]! >= 400, `paced: frames ${at.map((x) => x - at[0]!).join(',')} ms apart`);
+      assert.equal(s.closed, false, 'the stream stays open');
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a /work stream of a low-priority queue gets the advisory frame with its topic', async () => {
+    const { openStream } = await import('../helpers/sse.js');
+    const s = await openStream(srv.url, '', { path: '/v0/topics/sp.q/work', query: { node: 'n1' } });
+    try {
+      assert.equal(s.status, 200);
+      const adv = await s.nextEvent('error', 3000);
+      assert.equal(adv.data.code, 429);
+      assert.equal(adv.data.terminal, false);
+      assert.equal(adv.data.topic, 'sp.q');
+    } finally {
+      await s.close();
+    }
+  });
+});
