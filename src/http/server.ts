@@ -22,7 +22,7 @@ import { WatchRegistry } from '../watch/session.js';
 import { SystemClock } from '../core/clock.js';
 import { FlushPacer } from '../sse/flushPacer.js';
 import { KeyRing } from '../auth/keys.js';
-import { Admission } from './admission.js';
+import { Admission, ruleFor } from './admission.js';
 import { PressureMonitor } from '../pressure/monitor.js';
 import { PressureGate } from '../pressure/gate.js';
 import { StreamPacer } from '../pressure/streamPacer.js';
@@ -164,6 +164,13 @@ export async function buildServer(
     return sendError(req, reply, fail('internal', 'internal error'));
   });
 
+  // Every route passes admission: one registered without a rule in ROUTE_RULES is a programming
+  // error, caught at startup (a router route merged without its G8 row, say).
+  app.addHook('onRoute', (r) => {
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) {
+      if (!ruleFor(m, r.url)) throw new Error(`route ${m} ${r.url} has no admission rule (src/http/admission.ts ROUTE_RULES)`);
+    }
+  });
   probeRoutes(app, sup, metrics);
   topicRoutes(app, sup, metrics, admission);
   watchRoutes(app, sup, hub, admission);
