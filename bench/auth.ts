@@ -10,6 +10,8 @@
 //    pressure thresholds tuned to this machine (see overload()); /v0/metrics is sampled meanwhile. Reports each side's p99 and the share
 //    of 429s by priority. Target: the high topic's p99 within 2x of unloaded; the 429s land on the
 //    low topics; no 5xx, no timeouts.
+import { KeyRing, bearerToken } from '../src/auth/keys.js';
+import { allowsName } from '../src/auth/allowlist.js';
 import { HttpClient, appendBody, benchMs, createTopic, loadRow, log, percentile, round, runLoad, startSpool, warmupMs, type ChildServer, type Row, type WorkloadResult } from './lib.js';
 
 const KEYS = Array.from({ length: 20 }, (_, i) => `bench-key-${i}-${'x'.repeat(24)}:rw+a:auth.|other${i}.`).join(',');
@@ -149,9 +151,32 @@ async function overload(rows: Row[], summary: Record<string, unknown>): Promise<
   }
 }
 
+/**
+ * The check itself, in this process: bearer parsing, SHA-256 of the token, 20 constant-time
+ * digest comparisons and the allowlist, per request. Unlike the HTTP runs it does not depend on
+ * what else the shared machine is doing.
+ */
+function checkCostUs(rows: Row[], summary: Record<string, unknown>): void {
+  const ring = KeyRing.parse(KEYS);
+  const header = `Bearer ${LAST_KEY}`;
+  const n = 200_000;
+  let ok = 0;
+  for (let i = 0; i < 20_000; i++) ok += ring.authenticate(bearerToken(header)) ? 1 : 0;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    const k = ring.authenticate(bearerToken(header));
+    if (k && allowsName(k.prefixes, 'auth.t1')) ok++;
+  }
+  const us = Number(process.hrtime.bigint() - t0) / 1e3 / n;
+  if (ok < n) throw new Error('the bench key did not authenticate');
+  summary.auth_check_us = round(us, 2);
+  rows.push({ name: 'auth check per request (20 keys, in-process)', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${us.toFixed(2)} µs` });
+}
+
 export async function auth(): Promise<WorkloadResult> {
   const rows: Row[] = [];
   const summary: Record<string, unknown> = { targets: { auth_on_vs_off_single_64c: '>= 0.97', overload_high_p99_ratio: '<= 2', overload_5xx_or_timeouts: 0 } };
+  checkCostUs(rows, summary);
   await costOfAuth(rows, summary);
   const clean = await overload(rows, summary);
   return { workload: 'auth', ok: clean, rows, summary, ...(clean ? {} : { error: '5xx or timeouts under overload' }) };

@@ -184,7 +184,11 @@ export class Admission {
     if (rule.consumes === 'always' || (rule.consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
     const isAppend = req.method === 'POST' && req.routeOptions.url === '/v0/topics/:topic';
     const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
+    // A client gone while parked would never fire 'close' again: its slot is given back at once.
+    let gone = false;
+    reply.raw.once('close', () => (gone = true));
     const settle = (a: Admit) => {
+      if (a.ok && gone) return a.release();
       if (!a.ok) {
         return void sendError(req, reply, new HttpError('throttled', 'the server is under pressure; retry later', { retry_after_ms: a.retryAfterMs }));
       }
