@@ -42,8 +42,11 @@ function parseScopes(field: string | undefined, entryNo: number): Set<Scope> {
   return out;
 }
 
+/** One-shot `crypto.hash` where Node has it (20.12+): no Hash object per request. */
+const oneShot = (crypto as unknown as { hash?: (alg: string, data: string, enc: 'buffer') => Buffer }).hash;
+
 function sha256(s: string): Buffer {
-  return crypto.createHash('sha256').update(s, 'utf8').digest();
+  return oneShot ? oneShot('sha256', s, 'buffer') : crypto.createHash('sha256').update(s, 'utf8').digest();
 }
 
 type Compare = (a: Buffer, b: Buffer) => boolean;

@@ -129,6 +129,7 @@ export interface AppendAuth {
 export class Admission {
   readonly inflight: KeySlots;
   readonly streams: KeySlots;
+  private readonly lastBySocket = new WeakMap<object, { header: string; key: ApiKey }>();
 
   constructor(
     readonly keys: KeyRing,
@@ -149,8 +150,7 @@ export class Admission {
     const rule = ruleFor(req.method, req.routeOptions.url);
     if (rule?.kind === 'watchStream') return done();
     if (rule?.kind === 'probe' && !this.opts.probeAuth) return done();
-    const token = bearerToken(req.headers.authorization) ?? (rule?.kind === 'stream' ? queryToken(req) : undefined);
-    const key = this.keys.authenticate(token);
+    const key = this.authenticate(req, rule?.kind === 'stream');
     if (!key) return void sendError(req, reply, unauthorized());
     req.apiKey = key;
     if (!rule) return done(); // 404 / 405 follow
@@ -168,6 +168,29 @@ export class Admission {
     }
     done();
   };
+
+  /**
+   * The key of a request: the bearer header, else (on SSE GETs) `?token=`. Decision: a keep-alive
+   * connection remembers the last Authorization header it presented and the key it resolved to,
+   * so a client sending the same header again skips the hash and the comparisons (they are most
+   * of the per-request cost of auth). What is remembered is what that connection itself sent,
+   * never a configured secret; it goes with the socket; any other header is checked in full.
+   */
+  private authenticate(req: FastifyRequest, allowQuery: boolean): ApiKey | undefined {
+    const header = req.headers.authorization;
+    const sock = req.raw.socket;
+    if (typeof header === 'string') {
+      const last = this.lastBySocket.get(sock);
+      if (last && last.header === header) return last.key;
+      const token = bearerToken(header);
+      if (token !== undefined) {
+        const key = this.keys.authenticate(token);
+        if (key) this.lastBySocket.set(sock, { header, key });
+        return key; // a bearer header wins over ?token= (G8)
+      }
+    }
+    return allowQuery ? this.keys.authenticate(queryToken(req)) : undefined;
+  }
 
   /**
    * The preHandler hook (body read, before the route): records consumption for auto-priority,

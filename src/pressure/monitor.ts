@@ -23,7 +23,6 @@ export interface PressureReport {
 }
 
 export class PressureMonitor {
-  private readonly loop = new LoopSampler();
   private timer: NodeJS.Timeout | undefined;
   pressured: boolean;
   /** Called when pressure turns off (parked work may all run). */
@@ -33,6 +32,8 @@ export class PressureMonitor {
     private readonly t: PressureThresholds,
     private readonly gauges: Float64Array,
     private readonly workers: number,
+    /** This thread's loop; a test passes fixed readings. */
+    private readonly loop: Pick<LoopSampler, 'sample' | 'stop' | 'elu' | 'lagP99Ms'> = new LoopSampler(),
   ) {
     this.pressured = t.force;
   }

@@ -231,6 +231,31 @@ test('/work accepts ?token= and checks read+write and the allowlist', async () =
   const s = await callStream('/v0/topics/t42.q/work', {}, { node: 'n9', token: SECRETS.tenant });
   assert.equal(s.status, 200);
   assert.equal((await callStream('/v0/topics/t42.q/work', {}, { node: 'n9', token: SECRETS.noWrite })).status, 403);
+  // A bearer header wins over ?token=: a wrong header is 401 whatever the query says.
+  assert.equal((await callStream('/v0/topics/t42.q/work', bearer('sk-wrong'), { node: 'n9', token: SECRETS.tenant })).status, 401);
+});
+
+test('one keep-alive connection switching keys is judged per request', async () => {
+  const http = await import('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const sockets = new Set<unknown>();
+  const get = (k: string) =>
+    new Promise<number>((resolve, reject) => {
+      const r = http.get(`${srv.url}/v0/topics/m.log`, { agent, headers: bearer(k) }, (res) => {
+        sockets.add(res.socket);
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      r.on('error', reject);
+    });
+  try {
+    for (const [k, want] of [[SECRETS.all, 200], [SECRETS.noRead, 403], ['sk-wrong', 401], [SECRETS.all, 200], [SECRETS.tenant, 403]] as const) {
+      assert.equal(await get(k), want, k);
+    }
+    assert.equal(sockets.size, 1, 'all on one connection');
+  } finally {
+    agent.destroy();
+  }
 });
 
 test('no configured secret appears in any error body or in the server output', async () => {
