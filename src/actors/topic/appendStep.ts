@@ -13,6 +13,7 @@ import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
 import { allowsName } from '../../auth/allowlist.js';
+import { effectivePriority } from './topicState.js';
 
 function batchBytes(p: ParsedAppend): number {
   let n = 0;
@@ -106,7 +107,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const refused = writeRefusal(ctx);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) {
-    if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
+    if (p.disableBackpressure) return ctx.deferForCredit(reqId, req, inst ? effectivePriority(inst, ctx.now) : 0);
     return ctx.reply(reqId, walBehind());
   }
   let created = false;
