@@ -95,6 +95,7 @@ export async function buildServer(
   const slots = new SseSlots(s.maxSseConnections);
   const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
+  hub.onDelivery = (topic) => book.consumed(topic, Date.now());
   // Topics below priority 0 (a negative manual priority) are paced under pressure.
   const streamPacer = new StreamPacer(monitor, book, Date.now, hub, work, { paceMs: s.pressurePaceMs, below: 0 });
   streamPacer.start();

@@ -4,7 +4,7 @@
 // Decision: main keeps its own small copy instead of asking the owning actor per request (a
 // round trip is exactly what pressure cannot afford). It learns `priority` / `auto_priority` from
 // every topic PUT answer and from the topic list at boot, and consumption from the routes that
-// consume (diff, state with touch, list with touch, watch POST and stream open). Recency clocks
+// consume (diff, state with touch, list with touch, watch POST, each watch delivery pass). Recency clocks
 // are not persisted (G1), so after a restart only manual priorities are known, as in the actor.
 import { LRUCache } from 'lru-cache';
 

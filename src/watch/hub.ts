@@ -95,6 +95,7 @@ export class WatchHub {
 
   private read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
     const o = s.opts;
+    this.onDelivery?.(topic);
     return this.sup.workerFor(topic).request({
       op: 'watchRead',
       topic,
@@ -109,6 +110,9 @@ export class WatchHub {
       first,
     });
   }
+
+  /** Called per topic on each watch delivery pass (push or pull): auto-priority recency (G1). */
+  onDelivery: ((topic: string) => void) | undefined;
 
   private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
     let key = this.projectionKeys.get(s);
@@ -127,6 +131,7 @@ export class WatchHub {
         case 'batch': {
           this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.durableHead, deleted: false });
           const no = ++this.batchNo;
+          this.onDelivery?.(ev.topic); // a watch delivery pass consumes the topic (G1)
           for (const s of streams) s.onBatch(s.topic(ev.topic)!, ev, no);
           break;
         }
