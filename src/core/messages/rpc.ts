@@ -14,6 +14,11 @@ export interface AppendRequest {
    * per-record meta limits by the three `$dead_letter_*` stamps (docs/QUEUES.md).
    */
   stamped?: boolean;
+  /**
+   * Set when auth is enabled (RESOLVED G8 append row, G10): whether the key may create the topic
+   * from a body `config` (admin), and the allowlist a `config.dead_letter` must meet.
+   */
+  auth?: { admin: boolean; prefixes: readonly string[] | null };
 }
 
 export interface DiffRequest {
