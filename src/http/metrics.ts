@@ -1,6 +1,11 @@
 // /v0/metrics (RESOLVED 3.3): Prometheus text via prom-client, or JSON with Accept
-// application/json. Topic figures come from the workers over rpc when scraped.
+// application/json. Topic figures come from the workers over rpc when scraped; request
+// metrics (requestMetrics.ts) and histograms are counted as things happen, with a fixed size
+// whether or not anyone scrapes. Default process and event-loop metrics come from prom-client.
 import client from 'prom-client';
+import { FixedHistogram } from './fixedHistogram.js';
+import { RequestMetrics } from './requestMetrics.js';
+import { FSYNC_BUCKETS_US } from '../core/latencyBuckets.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
@@ -34,8 +39,9 @@ export class Metrics {
   private readonly started = Date.now();
   private readonly g: Record<string, client.Gauge<string>> = {};
   private readonly walCounters: Record<string, client.Counter<string>> = {};
-  readonly fsyncLatency: client.Histogram<string>;
-  readonly appendLatency: client.Histogram<string>;
+  readonly fsyncLatency: FixedHistogram;
+  readonly appendLatency: client.Histogram<'durability'>;
+  readonly requests: RequestMetrics;
 
   constructor(
     private readonly sup: Supervisor,
@@ -78,18 +84,21 @@ export class Metrics {
     ] as const) {
       this.walCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
-    this.fsyncLatency = new client.Histogram({
-      name: 'spool_wal_fsync_latency_us',
-      help: 'Group-commit fsync latency in microseconds.',
-      buckets: [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400],
-      registers: [this.registry],
-    });
+    this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_us', 'Group-commit fsync latency in microseconds.', FSYNC_BUCKETS_US, this.registry);
     this.appendLatency = new client.Histogram({
       name: 'spool_append_latency_ms',
-      help: 'Append request latency (server_total_ms), every class.',
+      help: 'Append request latency (server_total_ms) by durability class.',
+      labelNames: ['durability'],
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
       registers: [this.registry],
     });
+    this.requests = new RequestMetrics(this.registry);
+    client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** For the shutdown summary: requests answered, 4xx and 5xx replies. */
+  requestTotals(): Record<string, number> {
+    return { ...this.requests.totals };
   }
 
   async snapshot(): Promise<Snapshot> {
@@ -102,7 +111,7 @@ export class Metrics {
 
   private absorb(s: Snapshot): void {
     if (!s.wal) return;
-    for (const us of s.wal.fsyncLatencyUs) this.fsyncLatency.observe(us);
+    this.fsyncLatency.update(s.wal.fsyncLatencyUs);
     this.walTotals = { frames: s.wal.frames, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
   }
 
@@ -173,6 +182,7 @@ export class Metrics {
       storage: storageStateName(this.sup.storageState),
       replay_progress: this.sup.replayProgress,
       uptime_ms: Date.now() - this.started,
+      http: this.requestTotals(),
       wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },
     };
   }

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
 import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
+import './requestMetrics.js'; // FastifyRequest.spoolError
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,6 +33,8 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResu
   const status = e.status;
   const error: Record<string, unknown> = { code: e.code, message: e.message };
   if (e.detail !== undefined) error.detail = e.detail;
+  const cause = status === 429 && typeof e.detail?.limit === 'string' ? e.detail.limit : undefined;
+  req.spoolError = cause === undefined ? { code: e.code } : { code: e.code, cause };
   const body: Record<string, unknown> = { error };
   if (withPerf) body.performance = perfBlock(req);
   if (status === 429 || status === 503) reply.header('retry-after', '1');

@@ -2,9 +2,12 @@
 // routing (404/405), body size (413, before parsing), media type (415), then the 400 family in
 // the handlers, then state-dependent errors from the workers. Every non-2xx carries the spec's
 // error body, including Fastify's and Node's own errors.
-import Fastify, { FastifyInstance, FastifyError } from 'fastify';
+import Fastify, { FastifyInstance, FastifyError, LogController } from 'fastify';
 import compress from '@fastify/compress';
 import type { Socket } from 'node:net';
+import crypto from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { RequestMetrics } from './requestMetrics.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { Metrics } from './metrics.js';
 import { fail } from '../core/errors.js';
@@ -47,14 +50,34 @@ function clientErrorResponse(status: number, reason: string, message: string): s
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry }> {
+/** An `x-request-id` from the client is used (and echoed) when it is this short and plain. */
+const REQUEST_ID_RE = /^[\w.:@/+=-]{1,128}$/;
+
+function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const h = req.headers['x-request-id'];
+  if (typeof h === 'string' && REQUEST_ID_RE.test(h)) return h;
+  return crypto.randomBytes(8).toString('hex');
+}
+
+export async function buildServer(
+  sup: Supervisor,
+  logger?: FastifyBaseLogger,
+): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; slots: SseSlots }> {
   const s = sup.settings;
   const app = Fastify({
+    // pino (src/log.ts); Fastify's own per-request lines are off, onResponse below logs one.
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    genReqId: requestId,
+    // Errors Fastify raises before routing (a bad percent-escape in the path): the spec's body.
+    frameworkErrors(err, req, reply) {
+      reply.header('x-request-id', req.id);
+      sendError(req, reply, fail('invalid_request', err.code === 'FST_ERR_BAD_URL' ? `malformed URL: ${req.url}` : err.message), false);
+    },
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
     // reach the name check (400), not Fastify's own 414.
     routerOptions: { maxParamLength: 4096 },
-    logger: false,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
@@ -68,7 +91,7 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   // takes at most half the main thread.
   const pacer = new FlushPacer(new SystemClock());
   const slots = new SseSlots(s.maxSseConnections);
-  const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
+  const hub = new WatchHub(sup, registry, slots, (m) => app.log.error(m.replace(/^spool: /, '')), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
   const metrics = new Metrics(sup, hub, slots);
 
@@ -87,9 +110,18 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
   });
-  app.addHook('onSend', (_req, reply, payload, done) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
+    reply.header('x-request-id', req.id);
     if (sup.lifecycle === 'draining') reply.header('connection', 'close');
     done(null, payload);
+  });
+  // One line per request at debug; every 5xx at error, with its request id and error code.
+  app.addHook('onResponse', (req, reply, done) => {
+    metrics.requests.observe(req, reply);
+    const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
+    if (reply.statusCode >= 500) req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
+    else req.log.debug(line, 'request');
+    done();
   });
 
   await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
@@ -124,8 +156,7 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     if (err.statusCode === 413) return sendError(req, reply, fail('payload_too_large', `body exceeds ${s.maxBodyBytes} bytes`, { max: s.maxBodyBytes }), false);
     if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return sendError(req, reply, fail('invalid_request', err.message));
-    req.log.error(err);
-    process.stderr.write(`spool: internal error on ${req.method} ${req.url}: ${err.stack ?? err.message}\n`);
+    req.log.error({ err, req_id: req.id }, `internal error on ${req.method} ${req.url}`);
     return sendError(req, reply, fail('internal', 'internal error'));
   });
 
@@ -134,5 +165,5 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   watchRoutes(app, sup, hub);
   queueRoutes(app, sup);
   workRoutes(app, sup, work);
-  return { app, metrics, hub, work };
+  return { app, metrics, hub, work, slots };
 }

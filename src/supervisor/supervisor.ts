@@ -23,9 +23,12 @@ import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawne
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
 export interface Logger {
-  info(msg: string): void;
-  error(msg: string): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
 }
+
+/** Recovery logs its progress (bytes, frames, topics, ETA) this often. */
+const RECOVERY_LOG_INTERVAL_MS = 3000;
 
 export class Supervisor {
   lifecycle: Lifecycle = 'recovering';
@@ -189,9 +192,16 @@ export class Supervisor {
    */
   async recover(): Promise<void> {
     const started = Date.now();
+    let lastLogMs = started;
     this.progressPoll = setInterval(() => {
-      this.wal.progress().then((p) => {
-        if (p > this.progress) this.progress = Math.min(p, 0.99);
+      this.wal.replayStatus().then((r) => {
+        if (r.fraction > this.progress) this.progress = Math.min(r.fraction, 0.99);
+        const now = Date.now();
+        if (now - lastLogMs < RECOVERY_LOG_INTERVAL_MS || this.lifecycle !== 'recovering') return;
+        lastLogMs = now;
+        const elapsedMs = now - started;
+        const etaMs = r.fraction > 0 && r.fraction < 1 ? Math.round((elapsedMs * (1 - r.fraction)) / r.fraction) : null;
+        this.log.info(`recovering: ${(r.fraction * 100).toFixed(1)} % of the WAL`, { progress: r.fraction, bytes: r.bytes, frames: r.frames, topics: r.topics, elapsed_ms: elapsedMs, eta_ms: etaMs });
       }, () => undefined);
     }, 50);
     try {
@@ -222,9 +232,10 @@ export class Supervisor {
       this.topicCount = live.size;
       this.lifecycle = 'ready';
       this.log.info(
-        `spool: recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
+        `recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +
           (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
+        { topics: live.size, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
       );
     } finally {
       clearInterval(this.progressPoll);

@@ -118,7 +118,8 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   inst.pendingBytes += batch.bytes;
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
-    c.reply(reqId, okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
+    // The class rides along for the append-latency histogram on main (metrics by class).
+    c.reply(reqId, { ...okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), durability: cls }, frameNo || undefined);
   });
   a.advance(ctx, inst);
 }

@@ -173,6 +173,8 @@ export interface OkResult {
   perf: PerfFields;
   /** Only on watchRead replies. */
   watch?: WatchReadMeta;
+  /** Only on fresh append replies: the topic's class, for the append-latency metric. */
+  durability?: 'ephemeral' | 'memory' | 'disk' | 'fsync';
 }
 
 export type TopicResult = OkResult | ErrorResult;

@@ -84,7 +84,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         { op: 'append', topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
         [bytes.buffer as ArrayBuffer],
       );
-      if (result.ok) metrics.appendLatency.observe(nowMs() - req.startedAt);
+      if (result.ok && result.durability) metrics.appendLatency.observe({ durability: result.durability }, nowMs() - req.startedAt);
       return sendResult(req, reply, result);
     }),
   );
