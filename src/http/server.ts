@@ -8,6 +8,7 @@ import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { RequestMetrics } from './requestMetrics.js';
+import { warningHeader } from '../core/unknownFields.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { Metrics } from './metrics.js';
 import { fail } from '../core/errors.js';
@@ -112,6 +113,8 @@ export async function buildServer(
   });
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
+    // RESOLVED 0.2 keeps unknown fields accepted; the reply says which were ignored.
+    if (req.unknownFields) reply.header('warning', warningHeader(req.unknownFields));
     if (sup.lifecycle === 'draining') reply.header('connection', 'close');
     done(null, payload);
   });

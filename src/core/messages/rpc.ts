@@ -175,6 +175,8 @@ export interface OkResult {
   watch?: WatchReadMeta;
   /** Only on fresh append replies: the topic's class, for the append-latency metric. */
   durability?: 'ephemeral' | 'memory' | 'disk' | 'fsync';
+  /** Request fields the worker ignored (append bodies), for the Warning header. */
+  unknownFields?: string[];
 }
 
 export type TopicResult = OkResult | ErrorResult;

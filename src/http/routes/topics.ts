@@ -45,7 +45,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
       const topic = topicParam(req);
-      const body = parseSmallBody(raw);
+      const body = parseSmallBody(raw, req);
       const resolved = resolveConfig(topic, body);
       if (!resolved.ok) return sendError(req, reply, resolved);
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config }));
@@ -94,7 +94,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true);
       const topic = topicParam(req);
-      const b = check(validateDiff, parseSmallBody(raw));
+      const b = check(validateDiff, parseSmallBody(raw, req));
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
       return sendResult(
         req,
@@ -119,7 +119,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false);
       const topic = topicParam(req);
-      const b = check(validateRecordDelete, parseSmallBody(raw));
+      const b = check(validateRecordDelete, parseSmallBody(raw, req));
       if (b.before_seq === undefined && b.match === undefined) {
         throw new HttpError('invalid_request', 'give before_seq, match, or both');
       }
