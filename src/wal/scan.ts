@@ -48,7 +48,7 @@ function allZero(buf: Buffer, off: number): boolean {
   return true;
 }
 
-function findValidFrameAfter(buf: Buffer, off: number): number {
+export function findValidFrameAfter(buf: Buffer, off: number): number {
   for (let p = off + FRAME_ALIGN; p + 24 <= buf.length; p += FRAME_ALIGN) {
     if (buf.readUInt32LE(p) === 0) continue;
     if (probeFrame(buf, p, buf.length).ok) return p;
