@@ -17,6 +17,8 @@ import { workCommand } from './work.js';
 import { statsCommand } from './stats.js';
 import { verifyCommand } from './verify.js';
 import { inspectCommand } from './inspect.js';
+import { backupCommand } from './backup.js';
+import { restoreCommand } from './restore.js';
 
 /** The package version (dist/src/cli/program.js → package.json). */
 export function version(): string {
@@ -59,7 +61,7 @@ function serverCommands(program: Command, outcome: Outcome): void {
       walDump(dir, o.force);
     });
   // Offline tools and backups, one module each; their server code loads only when they run.
-  for (const make of [verifyCommand, inspectCommand]) program.addCommand(make(outcome));
+  for (const make of [verifyCommand, inspectCommand, backupCommand, restoreCommand]) program.addCommand(make(outcome));
 }
 
 export function buildProgram(outcome: Outcome): Command {

@@ -19,6 +19,7 @@ import { probeRoutes } from './routes/probes.js';
 import { watchRoutes } from './routes/watch.js';
 import { queueRoutes } from './routes/queue.js';
 import { workRoutes } from './routes/work.js';
+import { backupRoutes } from './routes/backup.js';
 import { WorkRegistry } from '../work/workRegistry.js';
 import { SseSlots } from '../sse/slots.js';
 import { WatchHub } from '../watch/hub.js';
@@ -41,6 +42,7 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+\/work$/, ['GET']],
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
+  [/^\/v0\/backup$/, ['GET', 'HEAD']],
 ];
 
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
@@ -168,5 +170,6 @@ export async function buildServer(
   watchRoutes(app, sup, hub);
   queueRoutes(app, sup);
   workRoutes(app, sup, work);
+  backupRoutes(app, sup);
   return { app, metrics, hub, work, slots };
 }

@@ -17,6 +17,7 @@ import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
+import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 
@@ -219,6 +220,7 @@ export class Supervisor {
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, live);
+      if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
       this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
         this.checkpointFailed(err),
         () => this.storageState,
@@ -260,6 +262,20 @@ export class Supervisor {
     for (const w of this.workers) release(w);
     for (const c of this.requestClients) c.abandon();
     if (this.wal !== undefined) release(this.wal); // set once start() spawned the WAL thread
+  }
+
+  /** What an online backup needs (src/supervisor/backup.ts); only once recovered. */
+  backupSource(): BackupSource {
+    const cp = this.checkpointer;
+    if (!cp) throw new Error('backup before recovery finished');
+    return {
+      withFreshCheckpoint: (fn) => cp.withFreshCheckpoint(fn),
+      walPosition: async () => {
+        const s = await this.wal.stats();
+        if (!s) throw new Error('the WAL writer is not running');
+        return { fileNo: s.fileNo, offset: s.offset };
+      },
+    };
   }
 
   walStats(): Promise<WalStats | undefined> {
