@@ -20,6 +20,8 @@ import { watchRoutes } from './routes/watch.js';
 import { queueRoutes } from './routes/queue.js';
 import { workRoutes } from './routes/work.js';
 import { backupRoutes } from './routes/backup.js';
+import { statusRoutes } from './routes/status.js';
+import { registerOpenApi } from './openapi.js';
 import { WorkRegistry } from '../work/workRegistry.js';
 import { SseSlots } from '../sse/slots.js';
 import { WatchHub } from '../watch/hub.js';
@@ -43,10 +45,12 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
   [/^\/v0\/backup$/, ['GET', 'HEAD']],
+  [/^\/v0\/openapi\.json$/, ['GET', 'HEAD']],
+  [/^\/$/, ['GET', 'HEAD']],
 ];
 
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
-const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz']);
+const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz', '/v0/openapi.json', '/']);
 
 function clientErrorResponse(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ error: { code: status === 413 ? 'payload_too_large' : 'invalid_request', message } });
@@ -165,7 +169,9 @@ export async function buildServer(
     return sendError(req, reply, fail('internal', 'internal error'));
   });
 
+  await registerOpenApi(app); // before the routes: it attaches each one's documented schema
   probeRoutes(app, sup, metrics);
+  statusRoutes(app);
   topicRoutes(app, sup, metrics);
   watchRoutes(app, sup, hub);
   queueRoutes(app, sup);

@@ -54,6 +54,7 @@ const NODE_FS_ALLOWED = new Set([
   'storage/lock.ts', // /proc/<pid>/stat (is the lock holder alive?)
   'supervisor/backup.ts', // online backup: hard links of live files, out of band like cp
   'http/routes/backup.ts', // streams the staged hard links
+  'http/routes/status.ts', // the static status page
   'cli/backup.ts', // writes the backup tar or directory
   'cli/restore.ts', // reads a backup tar file
   'cli/untar.ts', // unpacks a backup into an empty directory

@@ -29,7 +29,8 @@ export interface TopicConfig {
 }
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
-const schema = {
+/** The JSON Schema of a topic config in a request (also the OpenAPI document's TopicConfig). */
+export const CONFIG_SCHEMA = {
   type: 'object',
   properties: {
     type: { enum: ['log', 'queue'] },
@@ -53,10 +54,10 @@ const schema = {
 } as const;
 
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
-const validate = ajv.compile(schema);
+const validate = ajv.compile(CONFIG_SCHEMA);
 
 /** The config keys a request may send; anything else is ignored with a warning. */
-export const CONFIG_FIELDS: ReadonlySet<string> = new Set(Object.keys(schema.properties));
+export const CONFIG_FIELDS: ReadonlySet<string> = new Set(Object.keys(CONFIG_SCHEMA.properties));
 
 export function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
