@@ -22,6 +22,7 @@ const PER_TOPIC = [
   'spool_topic_queue_in_flight',
   'spool_topic_queue_oldest_ready_age_ms',
   'spool_topic_queue_dead_lettered',
+  'spool_topic_watch_lag',
 ];
 
 function leasesInFlight(topics: readonly TopicStats[]): number {
@@ -42,10 +43,12 @@ export class Metrics {
   readonly fsyncLatency: FixedHistogram;
   readonly appendLatency: client.Histogram<'durability'>;
   readonly requests: RequestMetrics;
+  readonly diffLatency: client.Histogram<'long_poll'>;
+  readonly watchLatency: client.Histogram<string>;
 
   constructor(
     private readonly sup: Supervisor,
-    private readonly hub: { readonly registry: { readonly size: number } },
+    private readonly hub: { readonly registry: { readonly size: number }; watchLag(): Map<string, number> },
     /** Open SSE streams, watch and `/work`. */
     private readonly sse: { readonly open: number },
   ) {
@@ -74,6 +77,7 @@ export class Metrics {
     gauge('spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']);
     gauge('spool_topic_queue_oldest_ready_age_ms', 'Age (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.', ['topic']);
     gauge('spool_topic_queue_dead_lettered', 'Jobs moved to the dead-letter topic, per queue topic (since it was created).', ['topic']);
+    gauge('spool_topic_watch_lag', 'Largest lag (head − cursor, in seqs) of the open watch streams following each topic.', ['topic']);
     gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
     gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
     for (const [name, help] of [
@@ -90,6 +94,19 @@ export class Metrics {
       help: 'Append request latency (server_total_ms) by durability class.',
       labelNames: ['durability'],
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
+      registers: [this.registry],
+    });
+    this.diffLatency = new client.Histogram({
+      name: 'spool_diff_latency_ms',
+      help: 'Diff request latency in ms; long_poll="true" when wait_ms was given (includes the wait).',
+      labelNames: ['long_poll'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000],
+      registers: [this.registry],
+    });
+    this.watchLatency = new client.Histogram({
+      name: 'spool_watch_delivery_latency_ms',
+      help: 'Age of each batch pushed to watch streams (now − its first record $ts) in ms.',
+      buckets: [0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000],
       registers: [this.registry],
     });
     this.requests = new RequestMetrics(this.registry);
@@ -146,6 +163,8 @@ export class Metrics {
         if (t.queue.oldest_ready_age_ms !== null) g.spool_topic_queue_oldest_ready_age_ms!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms);
       }
     }
+    let lagSeries = 0;
+    for (const [topic, lag] of this.hub.watchLag()) if (lagSeries++ < TOPIC_SERIES_MAX) g.spool_topic_watch_lag!.set({ topic }, lag);
     g.spool_topic_metrics_truncated!.set(s.topics.length > TOPIC_SERIES_MAX ? 1 : 0);
     g.spool_wal_queue_depth!.set(s.wal?.queueDepth ?? 0);
     const totals: Record<string, number> = {

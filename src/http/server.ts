@@ -101,6 +101,7 @@ export async function buildServer(
   const hub = new WatchHub(sup, registry, slots, (m) => app.log.error(m.replace(/^spool: /, '')), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
   const metrics = new Metrics(sup, hub, slots);
+  hub.onBatchLatency = (ms) => metrics.watchLatency.observe(ms);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {

@@ -96,21 +96,20 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const topic = topicParam(req);
       const b = check(validateDiff, parseSmallBody(raw, req));
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
-      return sendResult(
-        req,
-        reply,
-        await sup.workerFor(topic).request({
-          op: 'diff',
-          topic,
-          fromSeq: b.from_seq ?? 0,
-          limit: b.limit ?? 0,
-          nodes,
-          includeTags: b.include_tags ?? false,
-          includeMeta: b.include_meta ?? true,
-          waitMs: Math.min(b.wait_ms ?? 0, WAIT_MS_MAX),
-          maxBatchBytes: b.max_batch_bytes ?? 0,
-        }),
-      );
+      const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
+      const result = await sup.workerFor(topic).request({
+        op: 'diff',
+        topic,
+        fromSeq: b.from_seq ?? 0,
+        limit: b.limit ?? 0,
+        nodes,
+        includeTags: b.include_tags ?? false,
+        includeMeta: b.include_meta ?? true,
+        waitMs,
+        maxBatchBytes: b.max_batch_bytes ?? 0,
+      });
+      if (result.ok) metrics.diffLatency.observe({ long_poll: waitMs > 0 ? 'true' : 'false' }, nowMs() - req.startedAt);
+      return sendResult(req, reply, result);
     }),
   );
 
