@@ -129,7 +129,9 @@ export async function buildServer(
   app.addHook('onResponse', (req, reply, done) => {
     metrics.requests.observe(req, reply);
     const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
-    if (reply.statusCode >= 500) req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
+    // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
+    const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');
+    if (reply.statusCode >= 500 && !probe) req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
     else req.log.debug(line, 'request');
     done();
   });

@@ -30,16 +30,17 @@ export function backupRoutes(app: FastifyInstance, sup: Supervisor): void {
     withHttpErrors(async (req, reply) => {
       const staged = await stageBackup(sup.settings.dataDir, sup.backupSource());
       const pack = tar.pack();
-      let removed = false;
-      const done = () => {
-        if (!removed) staged.remove();
-        removed = true;
-      };
-      reply.raw.on('close', done);
+      let closed = false;
+      // However the reply ends (finished, client gone, HEAD), the tar stops and the links go.
+      reply.raw.on('close', () => {
+        closed = true;
+        pack.destroy();
+        staged.remove();
+      });
       writeEntries(pack, staged).catch((err: Error) => {
+        if (closed) return req.log.warn({ point: staged.point }, 'backup stream closed before the end (client went away)');
         req.log.error({ err }, 'backup stream failed');
         pack.destroy(err);
-        done();
       });
       req.log.info({ point: staged.point, files: staged.files.length }, 'backup started');
       return reply.code(200).header('content-type', 'application/x-tar').header('spool-backup-point', `${staged.point.fileNo}:${staged.point.offset}`).send(pack);
