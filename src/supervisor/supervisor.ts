@@ -17,6 +17,7 @@ import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
+import { RecoveryProgressLog } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
@@ -193,16 +194,12 @@ export class Supervisor {
    */
   async recover(): Promise<void> {
     const started = Date.now();
-    let lastLogMs = started;
+    const progressLog = new RecoveryProgressLog(started, RECOVERY_LOG_INTERVAL_MS);
     this.progressPoll = setInterval(() => {
       this.wal.replayStatus().then((r) => {
         if (r.fraction > this.progress) this.progress = Math.min(r.fraction, 0.99);
-        const now = Date.now();
-        if (now - lastLogMs < RECOVERY_LOG_INTERVAL_MS || this.lifecycle !== 'recovering') return;
-        lastLogMs = now;
-        const elapsedMs = now - started;
-        const etaMs = r.fraction > 0 && r.fraction < 1 ? Math.round((elapsedMs * (1 - r.fraction)) / r.fraction) : null;
-        this.log.info(`recovering: ${(r.fraction * 100).toFixed(1)} % of the WAL`, { progress: r.fraction, bytes: r.bytes, frames: r.frames, topics: r.topics, elapsed_ms: elapsedMs, eta_ms: etaMs });
+        const line = this.lifecycle === 'recovering' ? progressLog.observe(r, Date.now()) : undefined;
+        if (line) this.log.info(line.msg, line.fields);
       }, () => undefined);
     }, 50);
     try {
