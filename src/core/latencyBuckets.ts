@@ -5,6 +5,9 @@
 /** Upper bounds (µs) of spool_wal_fsync_latency_us; +Inf is implied. */
 export const FSYNC_BUCKETS_US = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400] as const;
 
+/** Upper bounds of spool_wal_group_frames (frames per WAL write). */
+export const GROUP_FRAMES_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024] as const;
+
 export interface BucketCounts {
   /** Per bucket (not cumulative), one more than the bounds: the last is +Inf. */
   counts: number[];

@@ -5,7 +5,7 @@
 import client from 'prom-client';
 import { FixedHistogram } from './fixedHistogram.js';
 import { RequestMetrics } from './requestMetrics.js';
-import { FSYNC_BUCKETS_US } from '../core/latencyBuckets.js';
+import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS } from '../core/latencyBuckets.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
@@ -41,6 +41,7 @@ export class Metrics {
   private readonly g: Record<string, client.Gauge<string>> = {};
   private readonly walCounters: Record<string, client.Counter<string>> = {};
   readonly fsyncLatency: FixedHistogram;
+  readonly groupFrames: FixedHistogram;
   readonly appendLatency: client.Histogram<'durability'>;
   readonly requests: RequestMetrics;
   readonly diffLatency: client.Histogram<'long_poll'>;
@@ -89,6 +90,7 @@ export class Metrics {
       this.walCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
     this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_us', 'Group-commit fsync latency in microseconds.', FSYNC_BUCKETS_US, this.registry);
+    this.groupFrames = new FixedHistogram('spool_wal_group_frames', 'Frames per WAL write (the size of each group commit).', GROUP_FRAMES_BUCKETS, this.registry);
     this.appendLatency = new client.Histogram({
       name: 'spool_append_latency_ms',
       help: 'Append request latency (server_total_ms) by durability class.',
@@ -129,6 +131,7 @@ export class Metrics {
   private absorb(s: Snapshot): void {
     if (!s.wal) return;
     this.fsyncLatency.update(s.wal.fsyncLatencyUs);
+    this.groupFrames.update(s.wal.groupFrames);
     this.walTotals = { frames: s.wal.frames, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
   }
 

@@ -71,6 +71,8 @@ test('request, error, throttle, append-latency and process metrics after a workl
     assert.ok(fsyncs >= 300, `${fsyncs} fsyncs`);
     assert.equal(find('spool_wal_fsync_latency_us_count')?.value, fsyncs, 'every fsync counted though nobody scraped');
     assert.equal(all.filter((x) => x.name === 'spool_wal_fsync_latency_us_bucket').length, FSYNC_BUCKETS_US.length + 1);
+    assert.ok(find('spool_wal_group_frames_count')!.value >= 300, 'every WAL write counted in the group-size histogram');
+    assert.ok(find('spool_wal_group_frames_sum')!.value >= find('spool_wal_group_frames_count')!.value);
     const json = (await (await fetch(`${s.url}/v0/metrics`, { headers: { accept: 'application/json' } })).json()) as { http: { requests: number } };
     assert.ok(json.http.requests >= 304);
   } finally {
