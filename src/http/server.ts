@@ -30,7 +30,7 @@ import { SystemClock } from '../core/clock.js';
 import { FlushPacer } from '../sse/flushPacer.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
-const ROUTE_TABLE: [RegExp, string[]][] = [
+export const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/health$/, ['GET', 'HEAD']],
   [/^\/healthz$/, ['GET', 'HEAD']],
   [/^\/v0\/ready$/, ['GET', 'HEAD']],

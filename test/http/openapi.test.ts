@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type Server } from '../helpers/server.js';
 import { ROUTE_DOCS } from '../../src/http/openapi.js';
+import { ROUTE_TABLE } from '../../src/http/server.js';
 
 let srv: Server;
 before(async () => {
@@ -58,6 +59,18 @@ test('the document is OpenAPI 3.1 and well formed', async () => {
   assert.equal(ops, Object.keys(ROUTE_DOCS).length, 'every documented route is in the document');
   const errors = doc.paths['/v0/topics/{topic}']!.put!.responses['4XX'];
   assert.ok(errors, 'errors are documented');
+});
+
+test("every route of the server's route table is documented", () => {
+  const documented = Object.keys(ROUTE_DOCS).map((k) => {
+    const [method, p] = k.split(' ');
+    return { method: method!, path: p!.replace(/:[a-z]+/g, 'x') };
+  });
+  for (const [re, methods] of ROUTE_TABLE) {
+    for (const m of methods.filter((x) => x !== 'HEAD')) {
+      assert.ok(documented.some((d) => d.method === m && re.test(d.path)), `${m} ${re} has a row in ROUTE_DOCS (src/http/openapi.ts)`);
+    }
+  }
 });
 
 test('every documented route exists', async () => {
