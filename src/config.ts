@@ -1,6 +1,8 @@
-// SERVICE_* settings (RESOLVED 1.1), read once at process start on the main thread.
-// A malformed numeric setting is a startup error naming the variable.
+// SERVICE_* settings (RESOLVED 1.1), read once at process start on the main thread. The
+// environment is first validated against the one schema in configSchema.ts: every problem is
+// reported at once (SettingsError, exit 2), booleans are exactly 1/0/true/false.
 import os from 'node:os';
+import { validateEnv, type LOG_LEVELS } from './configSchema.js';
 
 export interface Settings {
   host: string;
@@ -50,6 +52,7 @@ export interface Settings {
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
+  logLevel: (typeof LOG_LEVELS)[number];
   /** Test hook: recovery starts this much later, so the readiness gate can be observed. */
   testRecoveryDelayMs: number;
 }
@@ -65,7 +68,7 @@ function str(env: Env, name: string): string | undefined {
 
 function bool(env: Env, name: string): boolean {
   const v = str(env, name);
-  return v === '1' || v?.toLowerCase() === 'true';
+  return v === '1' || v === 'true';
 }
 
 function int(env: Env, name: string, dflt: number): number {
@@ -92,6 +95,8 @@ export function defaultWorkers(): number {
 }
 
 export function readSettings(env: Env = process.env): Settings {
+  const problems = validateEnv(env);
+  if (problems.length > 0) throw new SettingsError(problems.join('; '));
   const workers = int(env, 'SERVICE_WORKERS', defaultWorkers());
   return {
     host: str(env, 'SERVICE_HOST') ?? '127.0.0.1',
@@ -135,10 +140,16 @@ export function readSettings(env: Env = process.env): Settings {
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',
+    logLevel: (str(env, 'SERVICE_LOG_LEVEL') ?? 'info') as Settings['logLevel'],
     testRecoveryDelayMs: int(env, 'SERVICE_TEST_RECOVERY_DELAY_MS', 0),
   };
 }
 
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+/** The settings in effect, for the start-up log line: secrets masked. */
+export function effectiveSettings(s: Settings): Record<string, unknown> {
+  return { ...s, apiKeys: s.apiKeys === undefined ? undefined : '***' };
 }

@@ -65,7 +65,8 @@ export function clientFor(opts: ClientOpts): Spool<'bigint'> {
   } catch {
     throw usageError(`--url: not a URL: ${opts.url}`);
   }
-  return new Spool({ url: opts.url, key: opts.key, int64: 'bigint' });
+  // A field the server ignored (a typo such as `ttl` for `ttl_ms`) is said on stderr.
+  return new Spool({ url: opts.url, key: opts.key, int64: 'bigint', onWarning: (w) => note(`spool: warning: ${w}`) });
 }
 
 /** The worker identity for claim/ack/nack/work: --node, else SPOOL_NODE, else `cli@<host>`. */

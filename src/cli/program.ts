@@ -16,6 +16,10 @@ import { claimCommand } from './claim.js';
 import { ackCommand, nackCommand } from './settle.js';
 import { workCommand } from './work.js';
 import { statsCommand } from './stats.js';
+import { verifyCommand } from './verify.js';
+import { inspectCommand } from './inspect.js';
+import { backupCommand } from './backup.js';
+import { restoreCommand } from './restore.js';
 
 /** The package version (dist/src/cli/program.js → package.json). */
 export function version(): string {
@@ -51,11 +55,14 @@ function serverCommands(program: Command, outcome: Outcome): void {
     .command('wal-dump')
     .description("list the WAL's frames, one a line (while the server is stopped)")
     .argument('[dataDir]', 'data directory (default SERVICE_DATA_DIR or ./data)')
-    .action(async (dir: string | undefined) => {
+    .option('--force', 'read a directory a running server holds')
+    .action(async (dir: string | undefined, o: { force?: boolean }) => {
       if (dir !== undefined && !fs.existsSync(dir)) throw usageError(`no such data directory: ${dir}`);
       const { walDump } = await import('./walDump.js');
-      walDump(dir);
+      walDump(dir, o.force);
     });
+  // Offline tools and backups, one module each; their server code loads only when they run.
+  for (const make of [verifyCommand, inspectCommand, backupCommand, restoreCommand]) program.addCommand(make(outcome));
 }
 
 export function buildProgram(outcome: Outcome): Command {

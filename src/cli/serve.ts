@@ -1,18 +1,28 @@
 // `spool serve`: runs the server in the foreground until SIGTERM/SIGINT (RESOLVED 1.2, 1.3).
-// Loaded only when this command runs, so client commands never pull in server code.
+// Loaded only when this command runs, so client commands never pull in server code. Logs are
+// JSON lines on stderr (src/log.ts). Exit codes: 0 after a clean drain, 1 when recovery or the
+// drain failed (a drain out of grace logs what was still open), 2 for a bad setting.
 import fs from 'node:fs';
 import path from 'node:path';
-import { readSettings, isLoopback, SettingsError } from '../config.js';
+import { readSettings, isLoopback, SettingsError, effectiveSettings } from '../config.js';
+import { unknownSettings } from '../configSchema.js';
 import { KeyRing, KeySyntaxError } from '../auth/keys.js';
-import { Supervisor } from '../supervisor/supervisor.js';
+import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.js';
 import { buildServer } from '../http/server.js';
 import { DataDirLockedError } from '../storage/lock.js';
 import { WalCorruptionError } from '../wal/scan.js';
+import { createLogger, type Logger } from '../log.js';
 
-const log = {
-  info: (m: string) => process.stderr.write(`${m}\n`),
-  error: (m: string) => process.stderr.write(`${m}\n`),
-};
+/** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
+let logger: Logger = createLogger('info');
+
+function supervisorLog(l: Logger): SupLogger {
+  const strip = (m: string) => m.replace(/^spool: /, '');
+  return {
+    info: (m, fields) => l.info(fields ?? {}, strip(m)),
+    error: (m, fields) => l.error(fields ?? {}, strip(m)),
+  };
+}
 
 function writePortFile(file: string, port: number): void {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
@@ -22,6 +32,11 @@ function writePortFile(file: string, port: number): void {
 
 export async function serve(): Promise<void> {
   const settings = readSettings();
+  logger = createLogger(settings.logLevel);
+  for (const u of unknownSettings(process.env)) {
+    logger.warn({ setting: u.name, closest: u.closest }, `unknown setting ${u.name} ignored (did you mean ${u.closest}?)`);
+  }
+  logger.info({ config: effectiveSettings(settings) }, 'effective config');
   // RESOLVED 1.2: a malformed key entry (the message names the bad scope token, never the
   // secret), then the loopback check, both before anything binds.
   let keys: KeyRing;
@@ -34,35 +49,47 @@ export async function serve(): Promise<void> {
   if (!isLoopback(settings.host) && !keys.enabled && !settings.allowInsecureNoAuth) {
     throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
   }
-  const sup = new Supervisor(settings, log);
+  const sup = new Supervisor(settings, supervisorLog(logger));
   await sup.start();
-  const { app, hub, work } = await buildServer(sup, keys);
-  if (keys.enabled) log.info(`spool: auth enabled, ${keys.keys.length} API key(s)`);
+  const { app, hub, work, metrics, slots } = await buildServer(sup, keys, logger);
+  if (keys.enabled) logger.info({ api_keys: keys.keys.length }, `auth enabled, ${keys.keys.length} API key(s)`);
   await app.listen({ host: settings.host, port: settings.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;
   if (settings.portFile) writePortFile(settings.portFile, port);
-  log.info(`spool: listening on http://${settings.host}:${port}`);
+  logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    log.info(`spool: ${signal}, draining`);
+    const startedMs = Date.now();
+    let phase = 'closing the listener';
+    logger.info({ signal, grace_ms: settings.shutdownGraceMs }, 'draining');
     const force = setTimeout(() => {
-      log.error('spool: drain took too long, exiting');
-      process.exit(0);
+      app.server.getConnections((_err, connections) => {
+        logger.error(
+          { phase, connections, sse_streams: slots.open, work_streams: work.size, watch_sessions: hub.registry.size, elapsed_ms: Date.now() - startedMs },
+          `drain ran out of its ${settings.shutdownGraceMs} ms grace while ${phase}; exiting without a final checkpoint`,
+        );
+        process.exit(1);
+      });
     }, settings.shutdownGraceMs);
     force.unref();
     sup.lifecycle = 'draining';
     app.server.close();
     // Requests already running finish; new ones on open connections get 503 shutting_down.
+    phase = 'answering long-polls';
     await sup.releaseLongPolls();
+    phase = 'closing watch streams';
     hub.closeAll(); // RESOLVED 1.3 step 3: a terminal error frame on every open stream
+    phase = 'releasing /work leases';
     await work.closeAll(); // ... and every /work stream's leases released before the final checkpoint
+    phase = 'finishing HTTP requests';
     await app.close();
+    phase = 'flushing the WAL and the final checkpoint';
     await sup.shutdown();
-    log.info('spool: stopped');
+    logger.info({ signal, drain_ms: Date.now() - startedMs, uptime_s: Math.round(process.uptime()), ...metrics.requestTotals(), topics: sup.liveTopics() }, 'stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -72,14 +99,18 @@ export async function serve(): Promise<void> {
   try {
     await sup.recover();
   } catch (err) {
-    log.error(`spool: recovery failed: ${(err as Error).message}`);
+    logger.error({ err }, `recovery failed: ${(err as Error).message}`);
     process.exit(1);
   }
 }
 
-/** A server that could not start: a known cause is one line, anything else keeps its stack. Exit 1. */
+/** A server that could not start, logged at error: a known cause is one line, anything else keeps its stack. */
 export function reportServeFailure(err: unknown): number {
-  if (err instanceof SettingsError || err instanceof DataDirLockedError || err instanceof WalCorruptionError) log.error(`spool: ${err.message}`);
-  else log.error(`spool: fatal: ${(err as Error).stack ?? String(err)}`);
+  if (err instanceof SettingsError) {
+    logger.error({ refused: 'settings' }, `refused to start: ${err.message}`);
+    return 2;
+  }
+  if (err instanceof DataDirLockedError || err instanceof WalCorruptionError) logger.error(`refused to start: ${err.message}`);
+  else logger.error({ err }, `fatal: ${(err as Error).message}`);
   return 1;
 }

@@ -29,6 +29,17 @@ export interface TransportOptions {
   fetch?: typeof fetch;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
+  /**
+   * Called with each warning the server attached to a reply (`Warning: 299 - "…"`), such as
+   * `unknown field "ttl"` for a field it ignored: typos surface instead of silently doing nothing.
+   */
+  onWarning?: (message: string) => void;
+}
+
+/** The texts of the `299` warnings of a `Warning` header value. */
+export function parseWarnings(header: string | null): string[] {
+  if (!header) return [];
+  return [...header.matchAll(/299 [^ ]+ "((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!.replace(/\\(.)/g, '$1'));
 }
 
 export type Query = Record<string, string | number | bigint | boolean | undefined>;
@@ -104,6 +115,7 @@ export class Transport {
       let err: SpoolError;
       try {
         const a = await this.once(call);
+        if (this.opts.onWarning) for (const w of parseWarnings(a.headers.get('warning'))) this.opts.onWarning(w);
         if (a.status >= 200 && a.status < 300) return a;
         err = errorFromResponse(a.status, a.headers.get('retry-after'), a.text, Date.now());
       } catch (e) {

@@ -97,6 +97,11 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /v0/routers': { scopes: [R] }, // results filtered (routerVisible)
   'POST /v0/watch': { scopes: [R] }, // + every key of topics (requireNames)
   'GET /v0/watch/:wid': { scopes: [], kind: 'watchStream' },
+  // Operations (issue 14): the static status page and the API description hold no data; a
+  // backup holds all of it.
+  'GET /': { scopes: [], kind: 'probe' },
+  'GET /v0/openapi.json': { scopes: [], kind: 'probe' },
+  'GET /v0/backup': { scopes: [A] },
 };
 
 export function ruleFor(method: string, url: string | undefined): RouteRule | undefined {

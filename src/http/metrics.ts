@@ -1,6 +1,11 @@
 // /v0/metrics (RESOLVED 3.3): Prometheus text via prom-client, or JSON with Accept
-// application/json. Topic figures come from the workers over rpc when scraped.
+// application/json. Topic figures come from the workers over rpc when scraped; request
+// metrics (requestMetrics.ts) and histograms are counted as things happen, with a fixed size
+// whether or not anyone scrapes. Default process and event-loop metrics come from prom-client.
 import client from 'prom-client';
+import { FixedHistogram } from './fixedHistogram.js';
+import { RequestMetrics } from './requestMetrics.js';
+import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS } from '../core/latencyBuckets.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
@@ -17,6 +22,7 @@ const PER_TOPIC = [
   'spool_topic_queue_in_flight',
   'spool_topic_queue_oldest_ready_age_ms',
   'spool_topic_queue_dead_lettered',
+  'spool_topic_watch_lag',
 ];
 
 function leasesInFlight(topics: readonly TopicStats[]): number {
@@ -34,14 +40,18 @@ export class Metrics {
   private readonly started = Date.now();
   private readonly g: Record<string, client.Gauge<string>> = {};
   private readonly walCounters: Record<string, client.Counter<string>> = {};
-  readonly fsyncLatency: client.Histogram<string>;
-  readonly appendLatency: client.Histogram<string>;
+  readonly fsyncLatency: FixedHistogram;
+  readonly groupFrames: FixedHistogram;
+  readonly appendLatency: client.Histogram<'durability'>;
+  readonly requests: RequestMetrics;
+  readonly diffLatency: client.Histogram<'long_poll'>;
+  readonly watchLatency: client.Histogram<string>;
   /** More top-level keys of the JSON form, computed per scrape (e.g. `pressure`). */
   readonly jsonExtras: Record<string, () => unknown> = {};
 
   constructor(
     private readonly sup: Supervisor,
-    private readonly hub: { readonly registry: { readonly size: number } },
+    private readonly hub: { readonly registry: { readonly size: number }; watchLag(): Map<string, number> },
     /** Open SSE streams, watch and `/work`. */
     private readonly sse: { readonly open: number },
   ) {
@@ -70,6 +80,7 @@ export class Metrics {
     gauge('spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']);
     gauge('spool_topic_queue_oldest_ready_age_ms', 'Age (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.', ['topic']);
     gauge('spool_topic_queue_dead_lettered', 'Jobs moved to the dead-letter topic, per queue topic (since it was created).', ['topic']);
+    gauge('spool_topic_watch_lag', 'Largest lag (head − cursor, in seqs) of the open watch streams following each topic.', ['topic']);
     gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
     gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
     for (const [name, help] of [
@@ -80,18 +91,35 @@ export class Metrics {
     ] as const) {
       this.walCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
-    this.fsyncLatency = new client.Histogram({
-      name: 'spool_wal_fsync_latency_us',
-      help: 'Group-commit fsync latency in microseconds.',
-      buckets: [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400],
-      registers: [this.registry],
-    });
+    this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_us', 'Group-commit fsync latency in microseconds.', FSYNC_BUCKETS_US, this.registry);
+    this.groupFrames = new FixedHistogram('spool_wal_group_frames', 'Frames per WAL write (the size of each group commit).', GROUP_FRAMES_BUCKETS, this.registry);
     this.appendLatency = new client.Histogram({
       name: 'spool_append_latency_ms',
-      help: 'Append request latency (server_total_ms), every class.',
+      help: 'Append request latency (server_total_ms) by durability class.',
+      labelNames: ['durability'],
       buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
       registers: [this.registry],
     });
+    this.diffLatency = new client.Histogram({
+      name: 'spool_diff_latency_ms',
+      help: 'Diff request latency in ms; long_poll="true" when wait_ms was given (includes the wait).',
+      labelNames: ['long_poll'],
+      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000],
+      registers: [this.registry],
+    });
+    this.watchLatency = new client.Histogram({
+      name: 'spool_watch_delivery_latency_ms',
+      help: 'Age of each batch pushed to watch streams (now − its first record $ts) in ms.',
+      buckets: [0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000],
+      registers: [this.registry],
+    });
+    this.requests = new RequestMetrics(this.registry);
+    client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** For the shutdown summary: requests answered, 4xx and 5xx replies. */
+  requestTotals(): Record<string, number> {
+    return { ...this.requests.totals };
   }
 
   async snapshot(): Promise<Snapshot> {
@@ -104,7 +132,8 @@ export class Metrics {
 
   private absorb(s: Snapshot): void {
     if (!s.wal) return;
-    for (const us of s.wal.fsyncLatencyUs) this.fsyncLatency.observe(us);
+    this.fsyncLatency.update(s.wal.fsyncLatencyUs);
+    this.groupFrames.update(s.wal.groupFrames);
     this.walTotals = { frames: s.wal.frames, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
   }
 
@@ -139,6 +168,8 @@ export class Metrics {
         if (t.queue.oldest_ready_age_ms !== null) g.spool_topic_queue_oldest_ready_age_ms!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms);
       }
     }
+    let lagSeries = 0;
+    for (const [topic, lag] of this.hub.watchLag()) if (lagSeries++ < TOPIC_SERIES_MAX) g.spool_topic_watch_lag!.set({ topic }, lag);
     g.spool_topic_metrics_truncated!.set(s.topics.length > TOPIC_SERIES_MAX ? 1 : 0);
     g.spool_wal_queue_depth!.set(s.wal?.queueDepth ?? 0);
     const totals: Record<string, number> = {
@@ -175,6 +206,7 @@ export class Metrics {
       storage: storageStateName(this.sup.storageState),
       replay_progress: this.sup.replayProgress,
       uptime_ms: Date.now() - this.started,
+      http: this.requestTotals(),
       wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },
       ...Object.fromEntries(Object.entries(this.jsonExtras).map(([k, f]) => [k, f()])),
     };

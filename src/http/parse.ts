@@ -3,6 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import { isTopicName } from '../core/names.js';
 import { HttpError } from './reply.js';
+import { noteUnknownFields } from './bodyFields.js';
 
 export function isJsonMediaType(ct: string | undefined): boolean {
   if (!ct) return false;
@@ -25,8 +26,8 @@ export function checkBody(req: FastifyRequest, optional: boolean): Buffer {
   return body;
 }
 
-/** Parses a small JSON body (already through checkBody) that must be an object. */
-export function parseSmallBody(body: Buffer): Record<string, unknown> {
+/** Parses a small JSON body (already through checkBody) that must be an object; notes its unknown fields on `req`. */
+export function parseSmallBody(body: Buffer, req?: FastifyRequest): Record<string, unknown> {
   if (body.length === 0) return {};
   let v: unknown;
   try {
@@ -35,6 +36,7 @@ export function parseSmallBody(body: Buffer): Record<string, unknown> {
     throw new HttpError('invalid_request', 'body is not valid JSON');
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('invalid_request', 'body must be a JSON object');
+  if (req) noteUnknownFields(req, v as Record<string, unknown>);
   return v as Record<string, unknown>;
 }
 

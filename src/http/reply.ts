@@ -4,6 +4,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
 import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
+import './requestMetrics.js'; // FastifyRequest.spoolError
+import './bodyFields.js'; // FastifyRequest.unknownFields
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,6 +37,8 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResu
   const status = e.status;
   const error: Record<string, unknown> = { code: e.code, message: e.message };
   if (e.detail !== undefined) error.detail = e.detail;
+  const cause = status === 429 && typeof e.detail?.limit === 'string' ? e.detail.limit : undefined;
+  req.spoolError = cause === undefined ? { code: e.code } : { code: e.code, cause };
   const body: Record<string, unknown> = { error };
   if (withPerf) body.performance = perfBlock(req);
   if (status === 429 || status === 503) {
@@ -53,6 +57,7 @@ export function sendJson(req: FastifyRequest, reply: FastifyReply, status: numbe
 /** A worker's reply: its JSON object (without the closing brace) plus the performance block. */
 export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicResult): FastifyReply {
   if (!r.ok) return sendError(req, reply, r);
+  if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
   const tail = Buffer.from(`,"performance":${JSON.stringify(perfBlock(req, r.perf))}}`, 'utf8');
   const head = Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength);
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(Buffer.concat([head, tail]));

@@ -2,6 +2,7 @@
 // Coercion is off: a wrong JSON type is a 400. Integers are bounded by 2^53-1 (RESOLVED 0.2).
 import { Ajv, type ValidateFunction } from 'ajv';
 import { HttpError } from './reply.js';
+import { describeAjvError } from '../core/ajvMessage.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
@@ -36,7 +37,7 @@ export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   // A missing required property has an empty path; ajv names it in params.missingProperty.
   const missing = err?.keyword === 'required' ? (err.params as { missingProperty?: string }).missingProperty : undefined;
   const field = err?.instancePath.replace(/^\//, '').split('/')[0] || missing || undefined;
-  throw new HttpError('invalid_request', `invalid ${field ?? 'body'}: ${err?.message ?? 'bad value'}`, field ? { field } : undefined);
+  throw new HttpError('invalid_request', `invalid ${field ?? 'body'}: ${describeAjvError(err)}`, field ? { field } : undefined);
 }
 
 export interface RecordDeleteBody {

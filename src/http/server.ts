@@ -2,9 +2,13 @@
 // routing (404/405), body size (413, before parsing), media type (415), then the 400 family in
 // the handlers, then state-dependent errors from the workers. Every non-2xx carries the spec's
 // error body, including Fastify's and Node's own errors.
-import Fastify, { FastifyInstance, FastifyError } from 'fastify';
+import Fastify, { FastifyInstance, FastifyError, LogController } from 'fastify';
 import compress from '@fastify/compress';
 import type { Socket } from 'node:net';
+import crypto from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { RequestMetrics } from './requestMetrics.js';
+import { warningHeader } from '../core/unknownFields.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { Metrics } from './metrics.js';
 import { fail } from '../core/errors.js';
@@ -15,6 +19,9 @@ import { probeRoutes } from './routes/probes.js';
 import { watchRoutes } from './routes/watch.js';
 import { queueRoutes } from './routes/queue.js';
 import { workRoutes } from './routes/work.js';
+import { backupRoutes } from './routes/backup.js';
+import { statusRoutes } from './routes/status.js';
+import { registerOpenApi } from './openapi.js';
 import { WorkRegistry } from '../work/workRegistry.js';
 import { SseSlots } from '../sse/slots.js';
 import { WatchHub } from '../watch/hub.js';
@@ -30,7 +37,7 @@ import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
-const ROUTE_TABLE: [RegExp, string[]][] = [
+export const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/health$/, ['GET', 'HEAD']],
   [/^\/healthz$/, ['GET', 'HEAD']],
   [/^\/v0\/ready$/, ['GET', 'HEAD']],
@@ -44,10 +51,13 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+\/work$/, ['GET']],
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
+  [/^\/v0\/backup$/, ['GET', 'HEAD']],
+  [/^\/v0\/openapi\.json$/, ['GET', 'HEAD']],
+  [/^\/$/, ['GET', 'HEAD']],
 ];
 
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
-const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz']);
+const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz', '/v0/openapi.json', '/']);
 
 /** A URL fit for a log line: a `?token=` value (an API key) never reaches stderr. */
 export function redactUrl(url: string): string {
@@ -59,10 +69,20 @@ function clientErrorResponse(status: number, reason: string, message: string): s
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
+/** An `x-request-id` from the client is used (and echoed) when it is this short and plain. */
+const REQUEST_ID_RE = /^[\w.:@/+=-]{1,128}$/;
+
+function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const h = req.headers['x-request-id'];
+  if (typeof h === 'string' && REQUEST_ID_RE.test(h)) return h;
+  return crypto.randomBytes(8).toString('hex');
+}
+
 export async function buildServer(
   sup: Supervisor,
   keys: KeyRing = KeyRing.parse(undefined),
-): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; admission: Admission }> {
+  logger?: FastifyBaseLogger,
+): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; slots: SseSlots; admission: Admission }> {
   const s = sup.settings;
   const monitor = new PressureMonitor({ elu: s.pressureElu, lagMs: s.pressureLagMs, walQueueBytes: s.pressureWalQueueBytes, force: s.pressureForce }, sup.gauges, s.workers);
   monitor.start();
@@ -75,11 +95,19 @@ export async function buildServer(
     { gate, book, now: Date.now },
   );
   const app = Fastify({
+    // pino (src/log.ts); Fastify's own per-request lines are off, onResponse below logs one.
+    loggerInstance: logger,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    genReqId: requestId,
+    // Errors Fastify raises before routing (a bad percent-escape in the path): the spec's body.
+    frameworkErrors(err, req, reply) {
+      reply.header('x-request-id', req.id);
+      sendError(req, reply, fail('invalid_request', err.code === 'FST_ERR_BAD_URL' ? `malformed URL: ${req.url}` : err.message), false);
+    },
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
     // reach the name check (400), not Fastify's own 414.
     routerOptions: { maxParamLength: 4096 },
-    logger: false,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
@@ -93,7 +121,7 @@ export async function buildServer(
   // takes at most half the main thread.
   const pacer = new FlushPacer(new SystemClock());
   const slots = new SseSlots(s.maxSseConnections);
-  const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
+  const hub = new WatchHub(sup, registry, slots, (m) => app.log.error(m.replace(/^spool: /, '')), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
   hub.onDelivery = (topic) => book.consumed(topic, Date.now());
   // Topics below priority 0 (a negative manual priority) are paced under pressure.
@@ -101,6 +129,7 @@ export async function buildServer(
   streamPacer.start();
   const metrics = new Metrics(sup, hub, slots);
   registerPressureMetrics(metrics, monitor, gate);
+  hub.onBatchLatency = (ms) => metrics.watchLatency.observe(ms);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {
@@ -119,9 +148,22 @@ export async function buildServer(
   });
   // After the lifecycle gate: 401, then (once routed) 403 and the per-key inflight cap.
   app.addHook('onRequest', admission.hook);
-  app.addHook('onSend', (_req, reply, payload, done) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
+    reply.header('x-request-id', req.id);
+    // RESOLVED 0.2 keeps unknown fields accepted; the reply says which were ignored.
+    if (req.unknownFields) reply.header('warning', warningHeader(req.unknownFields));
     if (sup.lifecycle === 'draining') reply.header('connection', 'close');
     done(null, payload);
+  });
+  // One line per request at debug; every 5xx at error, with its request id and error code.
+  app.addHook('onResponse', (req, reply, done) => {
+    metrics.requests.observe(req, reply);
+    const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
+    // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
+    const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');
+    if (reply.statusCode >= 500 && !probe) req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
+    else req.log.debug(line, 'request');
+    done();
   });
 
   await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
@@ -160,8 +202,7 @@ export async function buildServer(
     if (err.statusCode === 413) return sendError(req, reply, fail('payload_too_large', `body exceeds ${s.maxBodyBytes} bytes`, { max: s.maxBodyBytes }), false);
     if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return sendError(req, reply, fail('invalid_request', err.message));
-    req.log.error(err);
-    process.stderr.write(`spool: internal error on ${req.method} ${redactUrl(req.url)}: ${err.stack ?? err.message}\n`);
+    req.log.error({ err, req_id: req.id }, `internal error on ${req.method} ${redactUrl(req.url)}`);
     return sendError(req, reply, fail('internal', 'internal error'));
   });
 
@@ -172,10 +213,13 @@ export async function buildServer(
       if (!ruleFor(m, r.url)) throw new Error(`route ${m} ${r.url} has no admission rule (src/http/admission.ts ROUTE_RULES)`);
     }
   });
+  await registerOpenApi(app); // before the routes: it attaches each one's documented schema
   probeRoutes(app, sup, metrics);
+  statusRoutes(app);
   topicRoutes(app, sup, metrics, admission);
   watchRoutes(app, sup, hub, admission);
   queueRoutes(app, sup);
   workRoutes(app, sup, work, admission);
-  return { app, metrics, hub, work, admission };
+  backupRoutes(app, sup);
+  return { app, metrics, hub, work, slots, admission };
 }

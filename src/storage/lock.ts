@@ -57,3 +57,15 @@ export function acquireLock(fsx: Fs, dataDir: string): () => void {
   }
   throw new DataDirLockedError(`could not lock ${dataDir}`);
 }
+
+/** The pid of a live process holding `dataDir`'s LOCK, if any (offline tools refuse such a dir). */
+export function liveLockHolder(fsx: Fs, dataDir: string): number | undefined {
+  let text: string;
+  try {
+    text = fsx.readFileSync(path.join(dataDir, 'LOCK')).toString('utf8');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(text.split(' ')[0]);
+  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid) ? pid : undefined;
+}

@@ -17,6 +17,8 @@ const FULL_DISK_RETRY_MS = 2000;
 export class Checkpointer {
   private markId = 0;
   private running: Promise<void> | undefined;
+  /** Set while a backup links files: no checkpoint may trim the WAL or unlink segments then. */
+  private held: Promise<void> | undefined;
   private lastAt = Date.now();
   private timer: NodeJS.Timeout | undefined;
 
@@ -39,6 +41,7 @@ export class Checkpointer {
    * which waits for it and then runs on its own (its snapshot must record the drained state).
    */
   async run(final = false): Promise<void> {
+    while (this.held) await this.held;
     if (final) {
       await this.running?.catch(() => undefined);
       this.running = undefined;
@@ -50,6 +53,24 @@ export class Checkpointer {
       });
     }
     return this.running;
+  }
+
+  /**
+   * Runs a checkpoint of its own, then `fn` with its cut while no other checkpoint can run
+   * (an online backup: the snapshot stays the newest and nothing it needs is unlinked).
+   */
+  async withFreshCheckpoint<T>(fn: (cut: WalPosition) => Promise<T>): Promise<T> {
+    while (this.held || this.running) await (this.held ?? this.running)!.catch(() => undefined);
+    let release!: () => void;
+    this.held = new Promise<void>((r) => (release = r));
+    try {
+      await this.once(false);
+      this.lastAt = Date.now();
+      return await fn(this.previousCut!);
+    } finally {
+      this.held = undefined;
+      release();
+    }
   }
 
   /** `final`: at shutdown, after a drain, when every assigned seq is durable. */
@@ -73,7 +94,7 @@ export class Checkpointer {
   start(): void {
     this.timer = setInterval(() => {
       const state = this.storageState();
-      if (this.running || state === StorageState.FAILED) return;
+      if (this.running || this.held || state === StorageState.FAILED) return;
       // On a full disk a checkpoint is what frees WAL files (once segments could catch up), so
       // it is tried every few seconds instead of waiting for the interval.
       const hurry = state === StorageState.FULL && Date.now() - this.lastAt >= FULL_DISK_RETRY_MS;

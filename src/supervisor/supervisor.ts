@@ -18,15 +18,20 @@ import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
+import { RecoveryProgressLog } from './recoveryProgress.js';
+import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
 export interface Logger {
-  info(msg: string): void;
-  error(msg: string): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
 }
+
+/** Recovery logs its progress (bytes, frames, topics, ETA) this often. */
+const RECOVERY_LOG_INTERVAL_MS = 3000;
 
 export class Supervisor {
   lifecycle: Lifecycle = 'recovering';
@@ -206,9 +211,12 @@ export class Supervisor {
    */
   async recover(): Promise<void> {
     const started = Date.now();
+    const progressLog = new RecoveryProgressLog(started, RECOVERY_LOG_INTERVAL_MS);
     this.progressPoll = setInterval(() => {
-      this.wal.progress().then((p) => {
-        if (p > this.progress) this.progress = Math.min(p, 0.99);
+      this.wal.replayStatus().then((r) => {
+        if (r.fraction > this.progress) this.progress = Math.min(r.fraction, 0.99);
+        const line = this.lifecycle === 'recovering' ? progressLog.observe(r, Date.now()) : undefined;
+        if (line) this.log.info(line.msg, line.fields);
       }, () => undefined);
     }, 50);
     try {
@@ -226,6 +234,7 @@ export class Supervisor {
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
       await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, live);
+      if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
       this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
         this.checkpointFailed(err),
         () => this.storageState,
@@ -240,9 +249,10 @@ export class Supervisor {
       this.lifecycle = 'ready';
       for (const f of this.onReady) f();
       this.log.info(
-        `spool: recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
+        `recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +
           (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
+        { topics: live.size, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
       );
     } finally {
       clearInterval(this.progressPoll);
@@ -267,6 +277,20 @@ export class Supervisor {
     for (const w of this.workers) release(w);
     for (const c of this.requestClients) c.abandon();
     if (this.wal !== undefined) release(this.wal); // set once start() spawned the WAL thread
+  }
+
+  /** What an online backup needs (src/supervisor/backup.ts); only once recovered. */
+  backupSource(): BackupSource {
+    const cp = this.checkpointer;
+    if (!cp) throw new Error('backup before recovery finished');
+    return {
+      withFreshCheckpoint: (fn) => cp.withFreshCheckpoint(fn),
+      walPosition: async () => {
+        const s = await this.wal.stats();
+        if (!s) throw new Error('the WAL writer is not running');
+        return { fileNo: s.fileNo, offset: s.offset };
+      },
+    };
   }
 
   walStats(): Promise<WalStats | undefined> {

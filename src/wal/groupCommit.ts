@@ -13,6 +13,7 @@
 // restart. Never a crash, never an ack for bytes the disk did not take.
 // Invariants: a submission is reported written only after its bytes were written, durable only
 // after an fdatasync that began after its write; nothing is posted to a port after 'failed'.
+import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS, LatencyBuckets, type BucketCounts } from '../core/latencyBuckets.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
@@ -48,7 +49,10 @@ export interface WalStats {
   queueDepth: number;
   fileNo: number;
   offset: number;
-  fsyncLatencyUs: number[];
+  /** Fixed size, cumulative since start. */
+  fsyncLatencyUs: BucketCounts;
+  /** Frames per write, fixed size, cumulative. */
+  groupFrames: BucketCounts;
 }
 
 export class GroupCommit {
@@ -61,7 +65,10 @@ export class GroupCommit {
   private unsyncedBytes = 0;
   private readonly marks = new Map<number, WalPosition[]>();
   private readonly markWaiters = new Map<number, { done: () => void; reject: (err: Error) => void }>();
-  readonly stats: WalStats = { frames: 0, batches: 0, fsyncs: 0, bytesWritten: 0, queueDepth: 0, fileNo: 0, offset: 0, fsyncLatencyUs: [] };
+  readonly stats: WalStats = { frames: 0, batches: 0, fsyncs: 0, bytesWritten: 0, queueDepth: 0, fileNo: 0, offset: 0, fsyncLatencyUs: { counts: [], sum: 0, count: 0 }, groupFrames: { counts: [], sum: 0, count: 0 } };
+  private readonly fsyncLatency = new LatencyBuckets(FSYNC_BUCKETS_US);
+  /** Frames per write (the group of a group commit). */
+  private readonly groupFrames = new LatencyBuckets(GROUP_FRAMES_BUCKETS);
   private failed: Error | undefined;
   /** Bytes written since the last checkpoint (drives the WAL-size checkpoint trigger). */
   bytesSinceCheckpoint = 0;
@@ -233,6 +240,7 @@ export class GroupCommit {
       this.stats.batches++;
       this.stats.frames += m.frames;
     });
+    if (batch.length > 0) this.groupFrames.observe(batch.reduce((n, m) => n + m.frames, 0));
     return !blocked;
   }
 
@@ -326,18 +334,8 @@ export class GroupCommit {
     this.maybeSync();
   }
 
-  private latencies: number[] = [];
   private recordLatency(us: number): void {
-    this.latencies.push(us);
-    if (this.latencies.length >= 256) this.drainLatencies();
-  }
-
-  /** Fsync latencies (µs) since the last call, for the metrics histogram. */
-  drainLatencies(): number[] {
-    const l = this.latencies;
-    this.latencies = [];
-    this.stats.fsyncLatencyUs.push(...l);
-    return l;
+    this.fsyncLatency.observe(us);
   }
 
   private postAcks(): void {
@@ -433,9 +431,6 @@ export class GroupCommit {
   }
 
   snapshotStats(): WalStats {
-    this.drainLatencies();
-    const s = { ...this.stats, fileNo: this.writer.fileNo, offset: this.writer.offset, fsyncLatencyUs: this.stats.fsyncLatencyUs };
-    this.stats.fsyncLatencyUs = [];
-    return s;
+    return { ...this.stats, fileNo: this.writer.fileNo, offset: this.writer.offset, fsyncLatencyUs: this.fsyncLatency.snapshot(), groupFrames: this.groupFrames.snapshot() };
   }
 }

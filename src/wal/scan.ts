@@ -48,7 +48,7 @@ function allZero(buf: Buffer, off: number): boolean {
   return true;
 }
 
-function findValidFrameAfter(buf: Buffer, off: number): number {
+export function findValidFrameAfter(buf: Buffer, off: number): number {
   for (let p = off + FRAME_ALIGN; p + 24 <= buf.length; p += FRAME_ALIGN) {
     if (buf.readUInt32LE(p) === 0) continue;
     if (probeFrame(buf, p, buf.length).ok) return p;
@@ -140,7 +140,10 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
         list.push(wholeFrame(buf, off, f.size));
         const n = (pendingBytes.get(w) ?? 0) + f.size;
         pendingBytes.set(w, n);
-        if (n >= CHUNK_BYTES) await flushWorker(w);
+        if (n >= CHUNK_BYTES) {
+          await flushWorker(w);
+          sink.progress(Math.min(1, (scanned + off) / total)); // within a file too: files are 64 MiB
+        }
       }
       result.frames++;
       result.bytes += f.size;

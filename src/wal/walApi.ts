@@ -37,6 +37,8 @@ export interface RecoverReply extends ScanResult {
 
 export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) => void) {
   let progress = 0;
+  /** Frames and bytes scanned, topics known, for the recovery progress log lines. */
+  const replay = { frames: 0, bytes: 0, topics: 0 };
   let gc: GroupCommit | undefined;
 
   return {
@@ -79,6 +81,9 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
           if (p > progress) progress = p;
         },
         seen(buf, f) {
+          replay.frames++;
+          replay.bytes += f.size;
+          replay.topics = table.size;
           if (f.topicId > 0) maxEpoch = Math.max(maxEpoch, Math.floor(f.topicId / 0x100_0000));
           if (f.type === FrameType.BOOT) {
             const body = JSON.parse(buf.toString('utf8', f.bodyOff, f.bodyOff + f.bodyLen)) as { epoch: number };
@@ -93,6 +98,10 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
 
     progress(): number {
       return progress;
+    },
+
+    replayStatus(): { fraction: number; frames: number; bytes: number; topics: number } {
+      return { fraction: progress, ...replay };
     },
 
     /**

@@ -34,6 +34,9 @@ export class WatchHub {
   private batchNo = 0;
   private readonly deps: StreamDeps;
 
+  /** Observes each pushed batch's age (now − its first record's $ts): watch delivery latency. */
+  onBatchLatency: ((ms: number) => void) | undefined;
+
   constructor(
     private readonly sup: Supervisor,
     readonly registry: WatchRegistry,
@@ -129,6 +132,7 @@ export class WatchHub {
       if (prev && prev.instanceId > ev.instanceId) continue; // a late event of a dead instance
       switch (ev.k) {
         case 'batch': {
+          if (this.onBatchLatency && !ev.stale && ev.offs.length > 1) this.onBatchLatency(batchAgeMs(ev));
           this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.durableHead, deleted: false });
           const no = ++this.batchNo;
           this.onDelivery?.(ev.topic); // a watch delivery pass consumes the topic (G1)
@@ -147,10 +151,32 @@ export class WatchHub {
     }
   }
 
+  /** Per followed topic, the largest lag (head − cursor, in seqs) of its open streams' sessions, where the head is known. */
+  watchLag(): Map<string, number> {
+    const lag = new Map<string, number>();
+    for (const s of this.streams) {
+      s.session.names.forEach((name, i) => {
+        const head = this.latestByTopic.get(name)?.head;
+        if (head === undefined) return;
+        lag.set(name, Math.max(lag.get(name) ?? 0, head - s.session.cursor(i)));
+      });
+    }
+    return lag;
+  }
+
   /** Shutdown (RESOLVED 1.3 step 3): every open stream gets a terminal 503 error frame. */
   closeAll(): void {
     for (const s of [...this.streams]) {
       s.fail({ code: 503, error: 'shutting_down', message: 'draining before exit; reconnect later', terminal: true, retry_after_ms: 1000 });
     }
   }
+}
+
+const TS_RE = /"\$ts":(\d+)/;
+
+/** Milliseconds since the batch's first record was stamped (its head piece holds `"$ts":…`). */
+function batchAgeMs(b: WatchBatch): number {
+  const head = Buffer.from(b.buf.buffer, b.buf.byteOffset + b.offs[0]!, Math.min(64, b.offs[1]! - b.offs[0]!)).toString('latin1');
+  const m = TS_RE.exec(head);
+  return m ? Math.max(0, Date.now() - Number(m[1])) : 0;
 }

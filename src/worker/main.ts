@@ -4,8 +4,9 @@ import { workerData } from 'node:worker_threads';
 import { expose } from '../core/rpc.js';
 import { SystemClock } from '../core/clock.js';
 import { nodeFs } from '../storage/fs.js';
+import { threadLogLine } from '../core/logLine.js';
 import { createWorkerApi, type WorkerThreadData } from './workerApi.js';
 
 const data = workerData as WorkerThreadData;
-const api = createWorkerApi(data, nodeFs, new SystemClock(), (m) => process.stderr.write(`${m}\n`));
+const api = createWorkerApi(data, nodeFs, new SystemClock(), (m) => process.stderr.write(threadLogLine(`worker ${data.workerIndex}`, m)));
 expose(api, data.rpcPort);

@@ -27,7 +27,7 @@ function allowSet(v: string | undefined): Set<string> {
 describe('routing', () => {
   test('unknown paths are 404 not_found with the error envelope', async () => {
     for (const [m, p] of [
-      ['GET', '/'],
+      ['GET', '/index.html'], // `/` itself is the status page (docs/OPERATIONS.md)
       ['GET', '/v0'],
       ['GET', '/v0/nope'],
       ['GET', '/v1/topics'],

@@ -52,6 +52,12 @@ const NODE_FS_ALLOWED = new Set([
   'cli/lines.ts', // NDJSON input files of `spool append --file`
   'cli/program.ts', // existence checks of `replay` and `wal-dump` arguments
   'storage/lock.ts', // /proc/<pid>/stat (is the lock holder alive?)
+  'supervisor/backup.ts', // online backup: hard links of live files, out of band like cp
+  'http/routes/backup.ts', // streams the staged hard links
+  'http/routes/status.ts', // the static status page
+  'cli/backup.ts', // writes the backup tar or directory
+  'cli/restore.ts', // reads a backup tar file
+  'cli/untar.ts', // unpacks a backup into an empty directory
   'replay/replayer.ts', // trace files
   'replay/traceWriter.ts',
 ]);
@@ -84,9 +90,9 @@ test('the client library (src/client) imports only itself: no server code, no No
   assert.deepEqual(offenders, []);
 });
 
-test('client commands of the CLI do not load server code: only serve, replay and wal-dump do, lazily', () => {
+test('client commands of the CLI do not load server code: only serve, replay, wal-dump and the offline tools do, lazily', () => {
   const serverDirs = ['actors', 'core', 'http', 'replay', 'sse', 'storage', 'supervisor', 'wal', 'watch', 'work', 'worker'].map((d) => path.join(root, d) + path.sep);
-  const lazy = new Set(['cli/serve.ts', 'cli/replay.ts', 'cli/walDump.ts']);
+  const lazy = new Set(['cli/serve.ts', 'cli/replay.ts', 'cli/walDump.ts', 'cli/offline.ts']);
   const offenders: string[] = [];
   for (const f of [path.join(root, 'cli.ts'), ...files(path.join(root, 'cli'))]) {
     if (lazy.has(path.relative(root, f))) continue;

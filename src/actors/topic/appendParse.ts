@@ -16,6 +16,8 @@
 // Duplicate keys: the last occurrence wins (as JSON.parse), for the envelope and inside records;
 // an earlier occurrence is still required to be well-formed JSON.
 import { fail } from '../../core/errors.js';
+import { collectUnknown, UNKNOWN_FIELDS_MAX } from '../../core/unknownFields.js';
+import { CONFIG_FIELDS } from './config.js';
 import {
   JsonScanError,
   bytesToString,
@@ -56,6 +58,8 @@ export interface ParsedAppend {
   /** Materialized with JSON.parse of its extent (it is small); validated elsewhere. */
   config: unknown | undefined;
   disableBackpressure: boolean;
+  /** Ignored field names (top level, `records[i].x`, `config.x`), for the Warning header; bounded. */
+  unknownFields: string[];
 }
 
 export type ParseFailure = {
@@ -295,10 +299,20 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
     nodeEnd: -1,
   };
 
+  const unknownFields: string[] = [];
+  const recordKeysSeen = new Set<string>();
+  let recordIndex = 0;
   // Member of a record object (depth: body object, records array, record object are open).
   const onRecordMember = (ks: number, ke: number, vs: number): number => {
     const id = keyId(body, ks, ke, RECORD_KEYS);
     const ve = scanValue(body, vs, end, 3);
+    if (id === K_OTHER && unknownFields.length < UNKNOWN_FIELDS_MAX) {
+      const name = decodeStringLiteral(body, ks, ke);
+      if (!recordKeysSeen.has(name)) {
+        recordKeysSeen.add(name);
+        unknownFields.push(`records[${recordIndex}].${name}`);
+      }
+    }
     switch (id) {
       case K_DATA:
         r.dataStart = vs;
@@ -334,6 +348,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
       return scanValue(body, es, end, 2);
     }
     r.dataStart = r.metaStart = r.tagStart = r.nodeStart = -1;
+    recordIndex = index;
     const oe = walkObject(body, es, end, 2, onRecordMember);
     const rec = finishRecord(body, r, index, allow);
     if ('ok' in rec) st.error = rec;
@@ -351,6 +366,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
       return walkArray(body, vs, end, 1, onRecord);
     }
     const ve = scanValue(body, vs, end, 1);
+    if (id === K_OTHER && unknownFields.length < UNKNOWN_FIELDS_MAX) unknownFields.push(decodeStringLiteral(body, ks, ke));
     switch (id) {
       case K_NODE:
         nodeS = vs;
@@ -430,6 +446,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
   if (configS >= 0) {
     if (body[configS] !== LBRACE) return invalidField('config', 'config must be an object.');
     config = JSON.parse(bytesToString(body, configS, configE));
+    collectUnknown(unknownFields, config, CONFIG_FIELDS, 'config.');
   }
 
   return {
@@ -442,6 +459,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
       create,
       config,
       disableBackpressure,
+      unknownFields,
     },
   };
 }

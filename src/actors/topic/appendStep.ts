@@ -4,7 +4,7 @@
 // Checks follow RESOLVED 0.3: 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
 import { fail, walBehind, type ErrorResult } from '../../core/errors.js';
-import type { AppendRequest } from '../../core/messages/rpc.js';
+import type { AppendRequest, OkResult } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE, parseAppendBody, type ParsedAppend } from './appendParse.js';
@@ -73,6 +73,11 @@ function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: Top
   return batchExceedsRejectCap(resolved.config, p) ?? resolved;
 }
 
+/** The names the parser ignored ride on the reply, for main's Warning header. */
+function withUnknown(r: OkResult, p: ParsedAppend): OkResult {
+  return p.unknownFields.length > 0 ? { ...r, unknownFields: p.unknownFields } : r;
+}
+
 export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest): void {
   const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
   const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : NO_ALLOWANCE);
@@ -88,7 +93,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     if (prior) {
       const target = inst;
       const last = prior.firstSeq + prior.count - 1;
-      return a.gate(ctx, target, { reqId, needHead: last }, (c) => c.reply(reqId, okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true))));
+      return a.gate(ctx, target, { reqId, needHead: last }, (c) => c.reply(reqId, withUnknown(okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true)), p)));
     }
   }
   let createWith: TopicConfig | undefined;
@@ -134,7 +139,8 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   inst.pendingBytes += batch.bytes;
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
-    c.reply(reqId, okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
+    // The class rides along for the append-latency histogram on main (metrics by class).
+    c.reply(reqId, withUnknown({ ...okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), durability: cls }, p), frameNo || undefined);
   });
   a.advance(ctx, inst);
 }

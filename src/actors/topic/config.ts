@@ -3,6 +3,7 @@
 import { Ajv } from 'ajv';
 import { fail, ErrorResult } from '../../core/errors.js';
 import { isTopicName } from '../../core/names.js';
+import { describeAjvError } from '../../core/ajvMessage.js';
 
 export type Durability = 'ephemeral' | 'memory' | 'disk' | 'fsync';
 
@@ -28,7 +29,8 @@ export interface TopicConfig {
 }
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
-const schema = {
+/** The JSON Schema of a topic config in a request (also the OpenAPI document's TopicConfig). */
+export const CONFIG_SCHEMA = {
   type: 'object',
   properties: {
     type: { enum: ['log', 'queue'] },
@@ -52,7 +54,10 @@ const schema = {
 } as const;
 
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
-const validate = ajv.compile(schema);
+const validate = ajv.compile(CONFIG_SCHEMA);
+
+/** The config keys a request may send; anything else is ignored with a warning. */
+export const CONFIG_FIELDS: ReadonlySet<string> = new Set(Object.keys(CONFIG_SCHEMA.properties));
 
 export function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
@@ -93,7 +98,7 @@ export function resolveConfig(topic: string, input: unknown): { ok: true; config
   if (!validate(input)) {
     const err = validate.errors?.[0];
     const field = err?.instancePath.replace(/^\//, '') || undefined;
-    return fail('invalid_request', `invalid config${field ? ` field ${field}` : ''}: ${err?.message ?? 'bad value'}`, field ? { field } : undefined);
+    return fail('invalid_request', `invalid config${field ? ` field ${field}` : ''}: ${describeAjvError(err)}`, field ? { field } : undefined);
   }
   const c = input as Partial<Record<keyof TopicConfig, unknown>>;
   if (typeof c.dead_letter === 'string' && !isTopicName(c.dead_letter)) {

@@ -178,6 +178,10 @@ export interface OkResult {
   perf: PerfFields;
   /** Only on watchRead replies. */
   watch?: WatchReadMeta;
+  /** Only on fresh append replies: the topic's class, for the append-latency metric. */
+  durability?: 'ephemeral' | 'memory' | 'disk' | 'fsync';
+  /** Request fields the worker ignored (append bodies), for the Warning header. */
+  unknownFields?: string[];
 }
 
 export type TopicResult = OkResult | ErrorResult;

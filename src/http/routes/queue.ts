@@ -15,7 +15,7 @@ export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
       withHttpErrors(async (req: FastifyRequest, reply: FastifyReply) => {
         const raw = checkBody(req, false); // 415 comes before the 400 family (RESOLVED 0.3)
         const topic = topicParam(req);
-        const request = build(topic, parseSmallBody(raw));
+        const request = build(topic, parseSmallBody(raw, req));
         return sendResult(req, reply, await sup.workerFor(topic).request(request));
       }),
     );

@@ -47,7 +47,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
       const topic = topicParam(req);
-      const body = parseSmallBody(raw);
+      const body = parseSmallBody(raw, req);
       if (typeof body.dead_letter === 'string') admission.requireNames(req, 'topic', [body.dead_letter]);
       const resolved = resolveConfig(topic, body);
       if (!resolved.ok) return sendError(req, reply, resolved);
@@ -103,7 +103,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         },
         [bytes.buffer as ArrayBuffer],
       );
-      if (result.ok) metrics.appendLatency.observe(nowMs() - req.startedAt);
+      if (result.ok && result.durability) metrics.appendLatency.observe({ durability: result.durability }, nowMs() - req.startedAt);
       return sendResult(req, reply, result);
     }),
   );
@@ -113,23 +113,22 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true);
       const topic = topicParam(req);
-      const b = check(validateDiff, parseSmallBody(raw));
+      const b = check(validateDiff, parseSmallBody(raw, req));
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
-      return sendResult(
-        req,
-        reply,
-        await sup.workerFor(topic).request({
-          op: 'diff',
-          topic,
-          fromSeq: b.from_seq ?? 0,
-          limit: b.limit ?? 0,
-          nodes,
-          includeTags: b.include_tags ?? false,
-          includeMeta: b.include_meta ?? true,
-          waitMs: Math.min(b.wait_ms ?? 0, WAIT_MS_MAX),
-          maxBatchBytes: b.max_batch_bytes ?? 0,
-        }),
-      );
+      const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
+      const result = await sup.workerFor(topic).request({
+        op: 'diff',
+        topic,
+        fromSeq: b.from_seq ?? 0,
+        limit: b.limit ?? 0,
+        nodes,
+        includeTags: b.include_tags ?? false,
+        includeMeta: b.include_meta ?? true,
+        waitMs,
+        maxBatchBytes: b.max_batch_bytes ?? 0,
+      });
+      if (result.ok) metrics.diffLatency.observe({ long_poll: waitMs > 0 ? 'true' : 'false' }, nowMs() - req.startedAt);
+      return sendResult(req, reply, result);
     }),
   );
 
@@ -138,7 +137,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false);
       const topic = topicParam(req);
-      const b = check(validateRecordDelete, parseSmallBody(raw));
+      const b = check(validateRecordDelete, parseSmallBody(raw, req));
       if (b.before_seq === undefined && b.match === undefined) {
         throw new HttpError('invalid_request', 'give before_seq, match, or both');
       }

@@ -56,7 +56,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
     '/v0/watch',
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false);
-      const b = check(validateWatch, parseSmallBody(raw));
+      const b = check(validateWatch, parseSmallBody(raw, req));
       const names = Object.keys(b.topics).sort();
       if (names.length === 0) throw new HttpError('invalid_request', 'topics must name at least one topic', { field: 'topics' });
       if (names.length > MAX_TOPICS) throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });

@@ -1,0 +1,191 @@
+// Offline check of a data directory (`spool verify`, docs/OPERATIONS.md): every WAL frame's CRC,
+// every segment frame's CRC and its agreement with the file it is in (topic id, seq order,
+// first seq), every snapshot's CRC and invariants, and the seq reservations (no APPEND frame
+// of a reserved topic in the WAL past its ceiling). Read-only: it never truncates or repairs.
+// A torn tail (the end of the newest WAL file or segment, a crash's normal leftover) is a
+// note, not damage: recovery drops it. Anything else found is a problem, and the CLI exits 1.
+import path from 'node:path';
+import type { Fs } from './fs.js';
+import { metaDir, parseSegmentFileName, topicsDir, walDir, walFileName } from './layout.js';
+import { decodeSnapshot, type SnapshotBody, type TopicPart } from './snapshot.js';
+import { checkWalHeader, listWalFiles } from '../wal/files.js';
+import { FrameType, WAL_HEADER_BYTES } from '../wal/format.js';
+import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../wal/frame.js';
+import { findValidFrameAfter } from '../wal/scan.js';
+
+export interface VerifyReport {
+  problems: string[];
+  notes: string[];
+  walFiles: number;
+  walFrames: number;
+  segments: number;
+  segmentFrames: number;
+  snapshots: number;
+  topics: number;
+}
+
+/** Per-topic facts gathered from the WAL, for the reservation check. */
+interface WalTopic {
+  /** Highest SEQ_RESERVE ceiling (or the snapshot's `reserved`). */
+  ceiling: number;
+  /** Highest seq appended while the topic was not `fsync` (fsync topics reserve nothing). */
+  maxReservedSeq: number;
+  fsync: boolean;
+}
+
+const SNAPSHOT_RE = /^snapshot-\d{20}-\d{12}\.snap$/;
+
+export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
+  const r: VerifyReport = { problems: [], notes: [], walFiles: 0, walFrames: 0, segments: 0, segmentFrames: 0, snapshots: 0, topics: 0 };
+  const newest = checkSnapshots(fsx, dataDir, r);
+  checkWal(fsx, dataDir, r, newest);
+  checkSegments(fsx, dataDir, r);
+  return r;
+}
+
+function checkSnapshots(fsx: Fs, dataDir: string, r: VerifyReport): SnapshotBody | undefined {
+  const dir = metaDir(dataDir);
+  if (!fsx.existsSync(dir)) return undefined;
+  const names = fsx.readdirSync(dir).filter((n) => SNAPSHOT_RE.test(n)).sort().reverse();
+  let newest: SnapshotBody | undefined;
+  for (const n of names) {
+    r.snapshots++;
+    const body = decodeSnapshot(fsx.readFileSync(path.join(dir, n)));
+    if (!body) {
+      r.problems.push(`snapshot ${n}: damaged (bad magic, version, length or CRC)`);
+      continue;
+    }
+    newest ??= body;
+    checkSnapshotBody(n, body, r);
+  }
+  r.topics = newest?.topics.length ?? 0;
+  return newest;
+}
+
+function checkSnapshotBody(n: string, body: SnapshotBody, r: VerifyReport): void {
+  const bad = (m: string) => r.problems.push(`snapshot ${n}: ${m}`);
+  const m = /^snapshot-(\d{20})-(\d{12})\.snap$/.exec(n)!;
+  if (Number(m[1]) !== body.cut.fileNo || Number(m[2]) !== body.cut.offset) bad(`its name disagrees with its cut ${body.cut.fileNo}:${body.cut.offset}`);
+  if (body.previousCut && (body.previousCut.fileNo > body.cut.fileNo || (body.previousCut.fileNo === body.cut.fileNo && body.previousCut.offset > body.cut.offset))) {
+    bad('previousCut is after cut');
+  }
+  const ids = new Set<number>();
+  const names = new Set<string>();
+  for (const t of body.topics) {
+    if (ids.has(t.id)) bad(`topic id ${t.id} appears twice`);
+    if (names.has(t.name)) bad(`topic ${t.name} appears twice`);
+    ids.add(t.id);
+    names.add(t.name);
+    checkTopicPart(t, (msg) => bad(`topic ${t.name}: ${msg}`));
+  }
+}
+
+function checkTopicPart(t: TopicPart, bad: (m: string) => void): void {
+  if (!Number.isSafeInteger(t.reserved) || t.reserved < 0) bad(`reserved ${t.reserved} is not a seq`);
+  if (t.dead_below !== undefined && t.dead_below > t.reserved + 1) bad(`dead_below ${t.dead_below} is above reserved + 1 (${t.reserved + 1})`);
+  if (t.evict_floor !== undefined && t.evict_floor > t.reserved + 1) bad(`evict_floor ${t.evict_floor} is above reserved + 1`);
+  let prev = (t.dead_below ?? 1) - 1;
+  for (const [a, b] of t.deleted ?? []) {
+    if (!(a <= b)) bad(`deleted range [${a}, ${b}] is reversed`);
+    if (a <= prev) bad(`deleted range [${a}, ${b}] overlaps or is out of order`);
+    if (b > t.reserved) bad(`deleted range [${a}, ${b}] is above reserved ${t.reserved}`);
+    prev = b;
+  }
+  if (t.queue) {
+    for (const [seq] of t.queue.leases) if (seq > t.reserved) bad(`a lease on seq ${seq} above reserved ${t.reserved}`);
+  }
+}
+
+function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody | undefined): void {
+  const files = listWalFiles(fsx, dataDir);
+  const topics = new Map<number, WalTopic>();
+  for (const t of snap?.topics ?? []) topics.set(t.id, { ceiling: t.reserved, maxReservedSeq: 0, fsync: t.config.durability === 'fsync' });
+  for (let i = 0; i < files.length; i++) {
+    const fileNo = files[i]!;
+    const name = walFileName(fileNo);
+    const buf = fsx.readFileSync(path.join(walDir(dataDir), name));
+    r.walFiles++;
+    const headerErr = checkWalHeader(buf, fileNo);
+    if (headerErr) {
+      if (buf.subarray(WAL_HEADER_BYTES).every((b) => b === 0)) r.notes.push(`wal ${name}: ${headerErr}, holds no frame (a creation cut short)`);
+      else r.problems.push(`wal ${name}: ${headerErr}`);
+      continue;
+    }
+    let off = WAL_HEADER_BYTES;
+    while (off < buf.length) {
+      const p = probeFrame(buf, off, buf.length);
+      if (!p.ok) {
+        if (p.reason === 'end') break;
+        const later = findValidFrameAfter(buf, off) >= 0 || i < files.length - 1;
+        if (later) r.problems.push(`wal ${name}: damaged frame at offset ${off} (${p.reason}) with frames after it`);
+        else r.notes.push(`wal ${name}: torn tail at offset ${off} (${p.reason}); recovery drops ${buf.length - off} bytes`);
+        break;
+      }
+      r.walFrames++;
+      noteReservation(buf, p.frame, topics);
+      off += p.frame.size;
+    }
+  }
+  // A frame may precede the SEQ_RESERVE submitted in the same turn, so the check is on totals:
+  // after a crash the head restarts at the ceiling, which must cover every seq in the WAL.
+  for (const [id, t] of topics) {
+    if (t.maxReservedSeq > t.ceiling) r.problems.push(`wal: topic ${id.toString(16)} has seq ${t.maxReservedSeq} in the WAL above its reserved ceiling ${t.ceiling}`);
+  }
+}
+
+/** SEQ_RESERVE raises a topic's ceiling; APPENDs of a non-fsync topic must end up under it. */
+function noteReservation(buf: Buffer, f: FrameView, topics: Map<number, WalTopic>): void {
+  const t = topics.get(f.topicId) ?? { ceiling: 0, maxReservedSeq: 0, fsync: false };
+  topics.set(f.topicId, t);
+  if (f.type === FrameType.SEQ_RESERVE) t.ceiling = Math.max(t.ceiling, readU64(buf, f.bodyOff));
+  else if (f.type === FrameType.TOPIC_CREATE || f.type === FrameType.TOPIC_CONFIG) {
+    const body = decodeJsonBody(buf, f) as { config?: { durability?: string } };
+    t.fsync = body.config?.durability === 'fsync';
+  } else if (f.type === FrameType.APPEND && !t.fsync) {
+    const h = readAppendHead(buf, f);
+    t.maxReservedSeq = Math.max(t.maxReservedSeq, h.firstSeq + h.count - 1);
+  }
+}
+
+function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport): void {
+  const root = topicsDir(dataDir);
+  if (!fsx.existsSync(root)) return;
+  for (const dirName of fsx.readdirSync(root).sort()) {
+    if (!/^[0-9a-f]{12}$/.test(dirName)) continue;
+    const topicId = parseInt(dirName, 16);
+    const segs = fsx
+      .readdirSync(path.join(root, dirName))
+      .map((n) => ({ n, first: parseSegmentFileName(n) }))
+      .filter((s): s is { n: string; first: number } => s.first !== undefined)
+      .sort((a, b) => a.first - b.first);
+    let lastSeq = 0;
+    segs.forEach((s, k) => {
+      r.segments++;
+      const where = `segment ${dirName}/${s.n}`;
+      const buf = fsx.readFileSync(path.join(root, dirName, s.n));
+      let off = 0;
+      let first = true;
+      while (off < buf.length) {
+        const p = probeFrame(buf, off, buf.length);
+        if (!p.ok) {
+          if (p.reason === 'end' && buf.subarray(off).every((b) => b === 0)) break;
+          if (k === segs.length - 1 && findValidFrameAfter(buf, off) < 0) r.notes.push(`${where}: torn tail at offset ${off} (${p.reason}); recovery truncates it`);
+          else r.problems.push(`${where}: damaged frame at offset ${off} (${p.reason})`);
+          break;
+        }
+        const f = p.frame;
+        if (f.type !== FrameType.APPEND) r.problems.push(`${where} @${off}: a frame of type ${f.type}, not APPEND`);
+        else if (f.topicId !== topicId) r.problems.push(`${where} @${off}: a frame of topic ${f.topicId.toString(16)} in the directory of ${dirName}`);
+        else {
+          const h = readAppendHead(buf, f);
+          if (first && h.firstSeq < s.first) r.problems.push(`${where}: first frame starts at seq ${h.firstSeq}, below the file's first seq ${s.first}`);
+          if (h.firstSeq <= lastSeq) r.problems.push(`${where} @${off}: seqs ${h.firstSeq}.. do not follow ${lastSeq}`);
+          lastSeq = h.firstSeq + h.count - 1;
+        }
+        first = false;
+        r.segmentFrames++;
+        off += f.size;
+      }
+    });
+  }
+}

@@ -1,0 +1,91 @@
+// Logs (src/log.ts, src/cli/serve.ts): JSON lines on stderr, one per request at debug with the
+// request id echoed, refused starts at error with exit 2, unknown settings warned about, the
+// shutdown summary, a drain out of grace exiting 1, and no key or record data ever logged.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { startServer, tempDir, CLI } from '../helpers/server.js';
+
+interface Line {
+  level: string;
+  msg: string;
+  [k: string]: unknown;
+}
+
+function parseLines(stderr: string): Line[] {
+  return stderr
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.startsWith('(node:') && !l.startsWith('(Use `node'))
+    .map((l) => {
+      try {
+        return JSON.parse(l) as Line;
+      } catch {
+        assert.fail(`not a JSON log line: ${l}`);
+      }
+    });
+}
+
+const SECRET_DATA = 'record-secret-7f3a9c';
+
+test('requests at debug carry the request id; record data is never logged; the shutdown summary', async () => {
+  const s = await startServer({ env: { SERVICE_LOG_LEVEL: 'debug', SERVICE_DATA_DIRR: 'typo' } });
+  const put = await fetch(`${s.url}/v0/topics/logs.t`, { method: 'PUT', headers: { 'content-type': 'application/json', 'x-request-id': 'req-abc.1' }, body: '{}' });
+  assert.equal(put.headers.get('x-request-id'), 'req-abc.1', 'echoed');
+  const app = await fetch(`${s.url}/v0/topics/logs.t`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer tok-secret-1' },
+    body: JSON.stringify({ records: [{ data: { s: SECRET_DATA }, meta: { m: SECRET_DATA } }] }),
+  });
+  assert.equal(app.status, 200);
+  assert.match(app.headers.get('x-request-id') ?? '', /^[0-9a-f]{16}$/, 'one is made up when none was sent');
+  const bad = await fetch(`${s.url}/v0/topics/a%2`, { headers: { 'x-request-id': 'bad-url' } });
+  assert.equal(bad.status, 400);
+  assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'invalid_request');
+  assert.equal(await s.stop(), 0);
+  const lines = parseLines(s.stderr());
+  const req = lines.find((l) => l.req_id === 'req-abc.1');
+  assert.ok(req, 'the request line carries the client id');
+  assert.equal(req.level, 'debug');
+  assert.equal(req.status, 201);
+  assert.equal(req.route, '/v0/topics/:topic');
+  const warn = lines.find((l) => l.level === 'warn' && l.setting === 'SERVICE_DATA_DIRR');
+  assert.equal(warn?.closest, 'SERVICE_DATA_DIR');
+  assert.ok(lines.find((l) => l.msg === 'effective config'), 'effective config at start');
+  const stopped = lines.find((l) => l.msg === 'stopped');
+  assert.ok(stopped, 'shutdown summary');
+  assert.ok((stopped.requests as number) >= 2);
+  assert.doesNotMatch(s.stderr(), new RegExp(SECRET_DATA), 'record data never logged');
+  assert.doesNotMatch(s.stderr(), /tok-secret-1/, 'tokens never logged');
+});
+
+test('a bad setting refuses the start at error with exit 2, and the key value is never printed', () => {
+  const dir = tempDir();
+  const r = spawnSync(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '70000', SERVICE_ALLOW_INSECURE_NO_AUTH: 'yes', SERVICE_API_KEYS: 'sk-very-secret' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(r.status, 2, r.stderr);
+  const lines = parseLines(r.stderr);
+  const err = lines.find((l) => l.level === 'error');
+  assert.ok(err, r.stderr);
+  assert.match(err.msg, /SERVICE_PORT must be between 0 and 65535, got "70000"/);
+  assert.match(err.msg, /SERVICE_ALLOW_INSECURE_NO_AUTH must be one of 1, 0, true, false, got "yes"/);
+  assert.doesNotMatch(r.stderr, /sk-very-secret/);
+  // A key entry with an unknown scope refuses the start; the message names the scope, never the key.
+  const keys = spawnSync(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '0', SERVICE_API_KEYS: 'sk-very-secret:reed' }, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(keys.status, 2, keys.stderr);
+  assert.ok(parseLines(keys.stderr).some((l) => l.level === 'error' && /refused to start/.test(l.msg)));
+  assert.doesNotMatch(keys.stderr, /sk-very-secret/, 'the effective config masks the keys');
+});
+
+test('a drain that runs out of grace exits 1 and says what was still open', async () => {
+  const s = await startServer({ env: { SERVICE_SHUTDOWN_GRACE_MS: '1' } });
+  const code = await s.stop();
+  assert.equal(code, 1, s.stderr());
+  const line = parseLines(s.stderr()).find((l) => /ran out of its 1 ms grace/.test(l.msg));
+  assert.ok(line, s.stderr());
+  assert.equal(line.level, 'error');
+  assert.equal(typeof line.phase, 'string');
+  assert.equal(typeof line.connections, 'number');
+});

@@ -1,0 +1,97 @@
+// GET /v0/openapi.json: an OpenAPI 3.1 document (checked structurally: info, paths, operations
+// with responses and descriptions, every $ref resolving) that documents every route the server
+// has, and every route it documents exists (requested, it is never "no route" nor 405).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, type Server } from '../helpers/server.js';
+import { ROUTE_DOCS } from '../../src/http/openapi.js';
+import { ROUTE_TABLE } from '../../src/http/server.js';
+
+let srv: Server;
+before(async () => {
+  srv = await startServer();
+  await fetch(`${srv.url}/v0/topics/oa.q`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"type":"queue"}' });
+});
+after(async () => {
+  await srv?.stop();
+});
+
+interface Doc {
+  openapi: string;
+  info: { title: string; version: string };
+  components?: { schemas?: Record<string, unknown> };
+  paths: Record<string, Record<string, { summary?: string; responses: Record<string, { description?: string }> }>>;
+}
+
+function refs(v: unknown, out: string[] = []): string[] {
+  if (Array.isArray(v)) v.forEach((x) => refs(x, out));
+  else if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      if (k === '$ref' && typeof x === 'string') out.push(x);
+      else refs(x, out);
+    }
+  }
+  return out;
+}
+
+test('the document is OpenAPI 3.1 and well formed', async () => {
+  const r = await fetch(`${srv.url}/v0/openapi.json`);
+  assert.equal(r.status, 200);
+  const doc = (await r.json()) as Doc;
+  assert.equal(doc.openapi, '3.1.0');
+  assert.equal(doc.info.title, 'spool');
+  assert.match(doc.info.version, /^\d+\.\d+\.\d+/);
+  let ops = 0;
+  for (const [p, item] of Object.entries(doc.paths)) {
+    assert.match(p, /^\//);
+    for (const [method, op] of Object.entries(item)) {
+      assert.ok(['get', 'put', 'post', 'delete', 'head'].includes(method), `${method} ${p}`);
+      assert.ok(op.summary, `${method} ${p} has a summary`);
+      assert.ok(Object.keys(op.responses).length > 0, `${method} ${p} has responses`);
+      for (const [code, resp] of Object.entries(op.responses)) assert.ok(resp.description, `${method} ${p} ${code} has a description`);
+      if (method !== 'head') ops++;
+    }
+  }
+  for (const ref of refs(doc)) {
+    const m = /^#\/components\/schemas\/(.+)$/.exec(ref);
+    assert.ok(m && doc.components?.schemas?.[m[1]!], `$ref ${ref} resolves`);
+  }
+  assert.equal(ops, Object.keys(ROUTE_DOCS).length, 'every documented route is in the document');
+  const errors = doc.paths['/v0/topics/{topic}']!.put!.responses['4XX'];
+  assert.ok(errors, 'errors are documented');
+});
+
+test("every route of the server's route table is documented", () => {
+  const documented = Object.keys(ROUTE_DOCS).map((k) => {
+    const [method, p] = k.split(' ');
+    return { method: method!, path: p!.replace(/:[a-z]+/g, 'x') };
+  });
+  for (const [re, methods] of ROUTE_TABLE) {
+    for (const m of methods.filter((x) => x !== 'HEAD')) {
+      assert.ok(documented.some((d) => d.method === m && re.test(d.path)), `${m} ${re} has a row in ROUTE_DOCS (src/http/openapi.ts)`);
+    }
+  }
+});
+
+test('every documented route exists', async () => {
+  const doc = (await (await fetch(`${srv.url}/v0/openapi.json`)).json()) as Doc;
+  for (const [p, item] of Object.entries(doc.paths)) {
+    for (const method of Object.keys(item).filter((m) => m !== 'head')) {
+      const url = srv.url + p.replace('{topic}', 'oa.q').replace('{wid}', 'w_absent');
+      const ctl = new AbortController();
+      const hasBody = method === 'put' || method === 'post';
+      const r = await fetch(url, {
+        method: method.toUpperCase(),
+        headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...(p.endsWith('/work') ? { accept: 'text/event-stream' } : {}) },
+        body: hasBody ? '{}' : undefined,
+        signal: ctl.signal,
+      });
+      assert.notEqual(r.status, 405, `${method} ${p}`);
+      if (r.status === 404) {
+        const body = (await r.json()) as { error: { message: string } };
+        assert.doesNotMatch(body.error.message, /^no route/, `${method} ${p} exists`);
+      }
+      ctl.abort(); // SSE streams and the backup tar are not read to the end
+    }
+  }
+});
