@@ -15,6 +15,7 @@ import { probeRoutes } from './routes/probes.js';
 import { watchRoutes } from './routes/watch.js';
 import { queueRoutes } from './routes/queue.js';
 import { workRoutes } from './routes/work.js';
+import { routerRoutes } from './routes/routers.js';
 import { WorkRegistry } from '../work/workRegistry.js';
 import { SseSlots } from '../sse/slots.js';
 import { WatchHub } from '../watch/hub.js';
@@ -37,6 +38,8 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+\/work$/, ['GET']],
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
+  [/^\/v0\/routers$/, ['GET', 'HEAD']],
+  [/^\/v0\/routers\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'DELETE']],
 ];
 
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
@@ -134,5 +137,6 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   watchRoutes(app, sup, hub);
   queueRoutes(app, sup);
   workRoutes(app, sup, work);
+  routerRoutes(app, sup);
   return { app, metrics, hub, work };
 }

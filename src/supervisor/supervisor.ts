@@ -19,6 +19,7 @@ import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
+import { RouterRegistry } from './routerRegistry.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
@@ -48,6 +49,8 @@ export class Supervisor {
   onWatchEvents: ((events: WatchEvent[]) => void) | undefined;
   /** Receives every worker's `/work` stream events (set by the work registry). */
   onWorkEvents: ((events: WorkEvent[]) => void) | undefined;
+  /** Router definitions (DESIGN 5); loaded at the end of recovery. */
+  readonly routers: RouterRegistry;
 
   constructor(
     readonly settings: Settings,
@@ -58,7 +61,23 @@ export class Supervisor {
     private readonly spawner: ThreadSpawner = workerThreads,
     /** The boot seed of each recovery (actors seed their RNGs from it): random, or fixed in tests. */
     private readonly newBootSeed: () => string = () => crypto.randomBytes(16).toString('hex'),
-  ) {}
+  ) {
+    this.routers = new RouterRegistry(
+      {
+        request: (req) => this.workerFor(req.topic).request(req),
+        exists: async (names) => {
+          const groups = this.namesByWorker(names);
+          const marks = await Promise.all(this.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
+          const found = new Set<string>();
+          groups.forEach((g, i) => g.forEach((n, j) => marks[i]![j] && found.add(n)));
+          return names.map((n) => found.has(n));
+        },
+      },
+      fsx,
+      settings.dataDir,
+      settings.maxRouters,
+    );
+  }
 
   get replayProgress(): number {
     return this.lifecycle === 'recovering' ? this.progress : 1;
@@ -220,6 +239,7 @@ export class Supervisor {
       if (this.storageState === StorageState.OK) await first;
       if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
       this.topicCount = live.size;
+      await this.routers.load();
       this.lifecycle = 'ready';
       this.log.info(
         `spool: recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +

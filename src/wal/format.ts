@@ -33,6 +33,11 @@ export const FrameFlag = { NEEDS_DURABLE: 1 } as const;
 /** APPEND body: fixed header then one 12-byte header per record followed by its bytes. */
 export const APPEND_HEAD_BYTES = 24;
 export const APPEND_RECORD_HEAD_BYTES = 12;
+/**
+ * APPEND head flags (u16 at body offset 22, 0 before routers). FORWARD: a router copy batch; a
+ * u32 length and the forward header's JSON follow the idempotency key (docs/FORMAT.md).
+ */
+export const AppendFlag = { FORWARD: 1 } as const;
 /** metaLen value meaning "this record has no meta". */
 export const META_ABSENT = 0xffffffff;
 

@@ -12,6 +12,10 @@ import { encodeBatch, renderSeqs } from './appendOp.js';
 import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
+import { ackAfterAppend, answeredBeforeAppend } from '../router/applied.js';
+
+/** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
+const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };
 
 function batchBytes(p: ParsedAppend): number {
   let n = 0;
@@ -65,10 +69,11 @@ function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: Top
 
 export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest): void {
   const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
-  const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : NO_ALLOWANCE);
+  const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : req.forward ? ROUTER_STAMPS : NO_ALLOWANCE);
   if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
   const p = parsed.value;
   const idemKey = p.idempotencyKey ?? req.headerIdemKey;
+  if (req.forward && answeredBeforeAppend(a, ctx, reqId, req.forward)) return;
   let inst = a.current;
   // A retry of an applied batch is answered from memory: it needs no WAL, so no credit.
   if (inst && idemKey !== undefined) {
@@ -103,7 +108,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const full = rejectFull(a, ctx, inst, p);
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
-  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts.segmentBytes);
+  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts.segmentBytes, req.forward);
   const cls = inst.config.durability;
   let frameNo = 0;
   if (cls !== 'ephemeral') {
@@ -118,7 +123,9 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   inst.pendingBytes += batch.bytes;
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
-    c.reply(reqId, okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), frameNo || undefined);
+    const r = okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false));
+    if (req.forward) r.forward = ackAfterAppend(target, req.forward);
+    c.reply(reqId, r, frameNo || undefined);
   });
   a.advance(ctx, inst);
 }

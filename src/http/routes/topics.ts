@@ -56,6 +56,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
+      await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'state', topic, touch: queryBool(req, 'touch', true) }));
     }),
   );
@@ -65,7 +66,11 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
-      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty }));
+      // The cascade (G3): the routers naming the topic go with it, echoed in routers_removed.
+      const routersRemoved = sup.routers.naming(topic);
+      const result = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved });
+      if (result.ok && routersRemoved.length > 0) await sup.routers.removeFor(topic, routersRemoved);
+      return sendResult(req, reply, result);
     }),
   );
 
@@ -96,6 +101,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const topic = topicParam(req);
       const b = check(validateDiff, parseSmallBody(raw));
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
+      await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
       return sendResult(
         req,
         reply,
