@@ -5,6 +5,7 @@ import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import { storageStateName } from '../storage/storageState.js';
+import { RouterMetrics, routerStatsOf } from './routerMetrics.js';
 
 const TOPIC_SERIES_MAX = 1000;
 /** Per-topic families, reset before every scrape so deleted topics disappear. */
@@ -36,6 +37,7 @@ export class Metrics {
   private readonly walCounters: Record<string, client.Counter<string>> = {};
   readonly fsyncLatency: client.Histogram<string>;
   readonly appendLatency: client.Histogram<string>;
+  private readonly routerMetrics: RouterMetrics;
 
   constructor(
     private readonly sup: Supervisor,
@@ -84,6 +86,7 @@ export class Metrics {
       buckets: [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400],
       registers: [this.registry],
     });
+    this.routerMetrics = new RouterMetrics(this.registry);
     this.appendLatency = new client.Histogram({
       name: 'spool_append_latency_ms',
       help: 'Append request latency (server_total_ms), every class.',
@@ -113,7 +116,8 @@ export class Metrics {
     for (const k of PER_TOPIC) g[k]!.reset();
     g.spool_topics!.set(s.topics.length);
     for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.topics.filter((t) => t.durability === c).length);
-    g.spool_routers!.set(0);
+    g.spool_routers!.set(this.sup.routers.size);
+    this.routerMetrics.set(routerStatsOf(s.topics));
     g.spool_records_live!.set(s.topics.reduce((a, t) => a + t.count, 0));
     g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
     g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
@@ -162,7 +166,8 @@ export class Metrics {
       topics_memory: byClass('memory'),
       topics_disk: byClass('disk'),
       topics_fsync: byClass('fsync'),
-      routers: 0,
+      routers: this.sup.routers.size,
+      router_stats: routerStatsOf(s.topics),
       records_live: s.topics.reduce((a, t) => a + t.count, 0),
       bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
       queue_topics: s.topics.filter((t) => t.type === 'queue').length,

@@ -52,6 +52,7 @@ export function installRouter(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, 
     total: 0,
     lastError: null,
     trimmed: 0,
+    batchMax: FORWARD_RECORDS_MAX,
   };
   r.forwarders.set(def.name, f);
   pump(a, ctx, inst, f);
@@ -78,7 +79,7 @@ function pump(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarder): v
   if (f.inflight || f.retryTimerId || f.coldToken) return;
   if (!f.known) {
     const token = a.nextTimerId();
-    f.inflight = { token, kind: 'probe', srcLast: 0 };
+    f.inflight = { token, kind: 'probe', srcLast: 0, count: 0 };
     ctx.peerRequest(token, { op: 'routerProbe', topic: f.def.dest, routerId: f.def.id });
     return;
   }
@@ -113,7 +114,7 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   const body = new CopyBody(f.def, inst.id);
   const runs: OriginRun[] = [];
   let last = f.cursor;
-  for (let s = from; s <= inst.head && body.count < FORWARD_RECORDS_MAX && body.bytes < FORWARD_BYTES_MAX; s++) {
+  for (let s = from; s <= inst.head && body.count < f.batchMax && body.bytes < FORWARD_BYTES_MAX; s++) {
     last = s;
     const st = inst.index.state(s);
     if (st === SlotState.EVICTED) f.trimmed++;
@@ -137,7 +138,7 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     return true;
   }
   const token = a.nextTimerId();
-  f.inflight = { token, kind: 'forward', srcLast: last };
+  f.inflight = { token, kind: 'forward', srcLast: last, count: body.count };
   const fwd = { router: f.def.name, routerId: f.def.id, destId: f.destId, srcFirst: f.cursor + 1, srcLast: last, runs };
   ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: body.finish(), returnSeqs: false, headerIdemKey: undefined, forward: fwd });
   return false;
@@ -152,9 +153,16 @@ function byToken(inst: TopicInstance, token: number): Forwarder | undefined {
 export function onRouterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, token: number, result: TopicResult): boolean {
   const f = inst && byToken(inst, token);
   if (!inst || !f) return false;
+  const sent = f.inflight!;
   f.inflight = null;
   if (!result.ok || !result.forward) {
     f.lastError = result.ok ? 'internal' : result.code;
+    // A batch larger than a `discard: reject` dest's cap can never fit whole: send less at once.
+    if (!result.ok && result.code === 'record_too_large' && sent.count > 1) {
+      f.batchMax = Math.max(1, Math.floor(sent.count / 2));
+      pump(a, ctx, inst, f);
+      return true;
+    }
     f.attempts++;
     f.retryTimerId = a.nextTimerId();
     ctx.setTimer(f.retryTimerId, ctx.now + Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (f.attempts - 1)));
@@ -169,6 +177,7 @@ export function onRouterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance |
   f.total = ack.total;
   f.attempts = 0;
   f.lastError = null;
+  if (f.batchMax < FORWARD_RECORDS_MAX) f.batchMax = Math.min(FORWARD_RECORDS_MAX, f.batchMax * 2);
   pump(a, ctx, inst, f);
   return true;
 }

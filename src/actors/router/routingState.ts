@@ -9,6 +9,8 @@ export interface InFlight {
   /** A probe asks the dest how far it holds this router; a forward carries copies of (cursor, srcLast]. */
   kind: 'probe' | 'forward';
   srcLast: number;
+  /** Copies in a forward. */
+  count: number;
 }
 
 export interface Forwarder {
@@ -27,6 +29,8 @@ export interface Forwarder {
   /** forwarded_total as the dest last acknowledged it. */
   total: number;
   lastError: string | null;
+  /** Records per batch now: halved when a dest refuses a batch as too large for its caps. */
+  batchMax: number;
   /** Source records lost before they were forwarded (evicted): a source_trim notice is owed. */
   trimmed: number;
 }
