@@ -137,6 +137,30 @@ for (const same of [false, true]) {
       assert.deepEqual(got.map((r: any) => r.data), [1, 2, 3]);
     });
 
+    test('records evicted from the source before forwarding give dest readers a source_trim tombstone', async () => {
+      const [s, d] = pair(same);
+      assertOk(await c.put(`/v0/topics/${s}`, { cap_records: 2 }), 201);
+      assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 1 }), 201);
+      assertOk(await route(s, d), 201);
+      assertOk(await append(s, [{ data: 1 }]), 200);
+      for (const v of [2, 3, 4, 5, 6]) assertOk(await append(s, [{ data: v }]), 200); // 2-4 evicted at the source
+      assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 100 }), 200);
+      const deadline = Date.now() + 10_000;
+      let first: any;
+      while (Date.now() < deadline) {
+        first = assertOk(await c.post(`/v0/topics/${d}/diff`, {}), 200);
+        if (first.head_seq >= 4) break;
+        await sleep(50);
+      }
+      assert.deepEqual(first.records.map((r: any) => r.data), [1]);
+      assert.equal(first.tombstone, null);
+      const second = assertOk(await c.post(`/v0/topics/${d}/diff`, { from_seq: first.next_from_seq }), 200);
+      assert.deepEqual(second.tombstone, { gap_from: 2, gap_to: 2, reason: 'source_trim', missed_estimate: 3, earliest_seq: 1, head_seq: 4 });
+      assert.deepEqual(second.records.map((r: any) => r.data), [5, 6]);
+      // forwarded_total counts copies, not the marker.
+      assert.equal(assertOk(await c.get(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`), 200).forwarded_total, 3);
+    });
+
     test('allow_cycle mirror A↔B: exactly one copy per write, and a reader never sees its own node', async () => {
       const [a, b] = pair(same);
       assertOk(await route(a, b, { allow_cycle: true }), 201);

@@ -18,6 +18,8 @@ interface ForwardHeader {
   s: number;
   t: number;
   o: OriginRun[];
+  /** Trim notice: the batch's one record is a marker for this many lost source records. */
+  l?: number;
 }
 
 export function appliedOf(inst: TopicInstance): AppliedTable {
@@ -58,10 +60,11 @@ export function answeredBeforeAppend(a: ActorCore, ctx: ActorCtx, reqId: number,
 /** The forward header bytes of a copy batch of `count` records, noting it as applied. */
 export function applyForward(inst: TopicInstance, fwd: ForwardInfo, firstSeq: number, count: number): Buffer {
   const table = appliedOf(inst);
-  const total = table.get(fwd.routerId).total + count;
+  const total = table.get(fwd.routerId).total + (fwd.lost ? 0 : count);
   table.note(fwd.routerId, fwd.srcLast, total);
   provenanceOf(inst).add(firstSeq, fwd.runs);
-  const h: ForwardHeader = { r: fwd.routerId, n: fwd.router, s: fwd.srcLast, t: total, o: fwd.runs };
+  if (fwd.lost) provenanceOf(inst).markLost(firstSeq, fwd.lost);
+  const h: ForwardHeader = { r: fwd.routerId, n: fwd.router, s: fwd.srcLast, t: total, o: fwd.runs, ...(fwd.lost ? { l: fwd.lost } : {}) };
   return Buffer.from(JSON.stringify(h), 'utf8');
 }
 
@@ -70,6 +73,7 @@ export function replayForward(inst: TopicInstance, fwd: Buffer, firstSeq: number
   const h = JSON.parse(fwd.toString('utf8')) as ForwardHeader;
   appliedOf(inst).note(h.r, h.s, h.t);
   provenanceOf(inst).add(firstSeq, h.o);
+  if (h.l) provenanceOf(inst).markLost(firstSeq, h.l);
 }
 
 /** `routerProbe`: how far this topic holds a router's copies (404 when absent). */

@@ -51,7 +51,6 @@ export function installRouter(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, 
     coldToken: 0,
     total: 0,
     lastError: null,
-    trimmed: 0,
     batchMax: FORWARD_RECORDS_MAX,
   };
   r.forwarders.set(def.name, f);
@@ -101,7 +100,9 @@ function coldNeeded(inst: TopicInstance, from: number): number[] {
 
 /**
  * Builds and sends the batch after the cursor; returns true when the loop may go on (the
- * window held nothing to copy, so the cursor moved on without a request).
+ * window held nothing to copy, so the cursor moved on without a request). A batch is either
+ * copies or one trim notice: a run of source records lost before they were forwarded (evicted,
+ * or behind a trim marker this topic got from upstream) becomes a `source_trim` marker in the dest.
  */
 function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarder): boolean {
   const from = f.cursor + 1;
@@ -113,25 +114,40 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   }
   const body = new CopyBody(f.def, inst.id);
   const runs: OriginRun[] = [];
+  let lost = 0;
   let last = f.cursor;
   for (let s = from; s <= inst.head && body.count < f.batchMax && body.bytes < FORWARD_BYTES_MAX; s++) {
-    last = s;
     const st = inst.index.state(s);
-    if (st === SlotState.EVICTED) f.trimmed++;
-    if (st !== SlotState.LIVE) continue; // deletes never propagate; padding is nothing
+    const marker = st === SlotState.LIVE ? inst.provenance?.lost.get(s) : undefined;
+    const missed = st === SlotState.EVICTED ? 1 : (marker ?? 0);
+    if (missed > 0) {
+      if (body.count > 0) break; // the copies go first; the notice starts the next batch
+      lost += missed;
+      last = s;
+      continue;
+    }
+    if (st !== SlotState.LIVE) {
+      last = s; // deletes never propagate; padding is nothing
+      continue;
+    }
     const t = inst.index.text(s)!;
     const prov = inst.provenance?.of(s);
     const origin = prov?.origin ?? inst.name;
     const hops = (prov?.hops ?? 0) + 1;
-    if (origin === f.def.dest || hops > HOPS_MAX) continue; // never back to its origin
     const tag = t.tagLen > 0 ? inst.nodes.tagOfLiteral(t.buf.toString('latin1', t.tagOff, t.tagOff + t.tagLen)) : undefined;
-    if (!passesFilter(f.def.filter, tag)) continue;
+    // Never back to its origin, never past 8 hops, only what the filter passes.
+    if (origin === f.def.dest || hops > HOPS_MAX || !passesFilter(f.def.filter, tag)) {
+      last = s;
+      continue;
+    }
+    if (lost > 0) break; // the notice goes alone
     body.add(s, t);
+    last = s;
     const run = runs[runs.length - 1];
     if (run && run[1] === origin && run[2] === hops) run[0]++;
     else runs.push([1, origin, hops]);
   }
-  if (body.count === 0) {
+  if (body.count === 0 && lost === 0) {
     // Nothing to copy in this window: progress only, which need not be durable (re-checking
     // the range after a crash is harmless).
     f.cursor = last;
@@ -139,8 +155,9 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   }
   const token = a.nextTimerId();
   f.inflight = { token, kind: 'forward', srcLast: last, count: body.count };
-  const fwd = { router: f.def.name, routerId: f.def.id, destId: f.destId, srcFirst: f.cursor + 1, srcLast: last, runs };
-  ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: body.finish(), returnSeqs: false, headerIdemKey: undefined, forward: fwd });
+  const fwd = { router: f.def.name, routerId: f.def.id, destId: f.destId, srcFirst: f.cursor + 1, srcLast: last, runs, ...(lost > 0 ? { lost } : {}) };
+  const bytes = lost > 0 ? Buffer.from('{"create":false,"records":[{"data":null}]}') : body.finish();
+  ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: bytes, returnSeqs: false, headerIdemKey: undefined, forward: fwd });
   return false;
 }
 

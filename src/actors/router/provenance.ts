@@ -13,6 +13,21 @@ export class Provenance {
   private readonly last: number[] = [];
   private readonly origin: string[] = [];
   private readonly hops: number[] = [];
+  /**
+   * Trim markers (SPEC 2.8 `source_trim`): seq of the marker record → source records lost before
+   * they were forwarded. Readers crossing a marker get a tombstone instead of the record.
+   */
+  readonly lost = new Map<number, number>();
+
+  markLost(seq: number, count: number): void {
+    this.lost.set(seq, count);
+  }
+
+  /** True when a trim marker lies in [from, to]. */
+  hasLostIn(from: number, to: number): boolean {
+    for (const s of this.lost.keys()) if (s >= from && s <= to) return true;
+    return false;
+  }
 
   /** Records the runs of a copy batch whose first record got `firstSeq`. */
   add(firstSeq: number, runs: readonly OriginRun[]): void {
@@ -44,6 +59,7 @@ export class Provenance {
 
   /** Forgets runs wholly below `seq` (records gone from the topic). */
   dropBelow(seq: number): void {
+    for (const s of this.lost.keys()) if (s < seq) this.lost.delete(s);
     let n = 0;
     while (n < this.last.length && this.last[n]! < seq) n++;
     if (n > 0) this.dropFront(n);

@@ -31,8 +31,6 @@ export interface Forwarder {
   lastError: string | null;
   /** Records per batch now: halved when a dest refuses a batch as too large for its caps. */
   batchMax: number;
-  /** Source records lost before they were forwarded (evicted): a source_trim notice is owed. */
-  trimmed: number;
 }
 
 /** A routerDrain waiting until each named forwarder reaches `target` (or is blocked). */

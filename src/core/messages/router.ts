@@ -40,6 +40,11 @@ export interface ForwardInfo {
   srcLast: number;
   /** Origin and hop count of each copy, in record order (run-length). */
   runs: OriginRun[];
+  /**
+   * A trim notice (SPEC 2.8 `source_trim`): this many source records in (srcFirst, srcLast]
+   * were lost before they were forwarded; the batch is one marker record, not copies.
+   */
+  lost?: number;
 }
 
 /** A dest's answer to a forward or a probe: how far it holds this router's copies. */
