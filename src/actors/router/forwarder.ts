@@ -116,7 +116,9 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   const runs: OriginRun[] = [];
   let lost = 0;
   let last = f.cursor;
-  for (let s = from; s <= inst.head && body.count < f.batchMax && body.bytes < FORWARD_BYTES_MAX; s++) {
+  // The same window coldNeeded checked: every live text in it is in memory.
+  const windowEnd = Math.min(inst.head, from + FORWARD_RECORDS_MAX - 1);
+  for (let s = from; s <= windowEnd && body.count < f.batchMax && body.bytes < FORWARD_BYTES_MAX; s++) {
     const st = inst.index.state(s);
     const marker = st === SlotState.LIVE ? inst.provenance?.lost.get(s) : undefined;
     const missed = st === SlotState.EVICTED ? 1 : (marker ?? 0);
