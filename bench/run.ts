@@ -13,6 +13,7 @@ import { watchIdleMemory } from './watch-idle-memory.js';
 import { queue } from './queue.js';
 import { walPrealloc } from './wal-prealloc.js';
 import { cliAppend } from './cli-append.js';
+import { router } from './router.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -27,6 +28,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   queue: () => queue(),
   'wal-prealloc': walPrealloc,
   'cli-append': cliAppend,
+  router: () => router(),
 };
 
 function usage(): never {
