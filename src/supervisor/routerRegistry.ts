@@ -97,14 +97,29 @@ export class RouterRegistry {
   async load(): Promise<void> {
     const file = loadRouters(this.fsx, this.dataDir);
     this.nextId = file.nextId;
-    let dropped = false;
+    let changed = false;
     for (const r of file.routers) {
       const [src, dst] = await this.host.exists([r.source, r.dest]);
-      const res = src && dst ? await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(r), start: r.start }) : undefined;
-      if (res?.ok) this.index(r);
-      else dropped = true; // a topic deleted before the cascade was stored (a crash in between)
+      let res = src && dst ? await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(r), start: r.start }) : undefined;
+      if (!res?.ok) {
+        changed = true; // a topic deleted before the cascade was stored (a crash in between)
+        continue;
+      }
+      const at = startOf(res.json);
+      if (at.head < r.start) {
+        // The source's seqs went back (an ephemeral source after a restart): its old seqs mean
+        // nothing to the dest's dedupe, so the router continues under a new id from the head.
+        const fresh: StoredRouter = { ...r, id: this.nextId++ };
+        res = await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(fresh), start: null });
+        if (!res.ok) continue;
+        fresh.start = startOf(res.json).start;
+        this.index(fresh);
+        changed = true;
+        continue;
+      }
+      this.index(r);
     }
-    if (dropped) await this.save();
+    if (changed) await this.save();
   }
 
   put(name: string, input: RouterInput): Promise<PutOutcome> {
@@ -147,7 +162,7 @@ export class RouterRegistry {
     const def: RouterDef = { ...wanted, id: had ? had.id : this.nextId++ };
     const res = await this.host.request({ op: 'routerSet', topic: input.source, def, start: had ? had.start : null });
     if (!res.ok) return res;
-    const start = had ? had.start : (JSON.parse(Buffer.from(res.json).toString('utf8') + '}') as { start: number }).start;
+    const start = had ? had.start : startOf(res.json).start;
     this.index({ ...def, start });
     await this.save();
     return { ok: true, created: !had, def };
@@ -199,6 +214,11 @@ export class RouterRegistry {
       await this.host.request({ op: 'routerDrain', topic: source, routers: names, wait: true });
     }
   }
+}
+
+/** A routerSet reply: where the forwarder starts, and the source head. */
+function startOf(json: Uint8Array): { start: number; head: number } {
+  return JSON.parse(Buffer.from(json).toString('utf8') + '}') as { start: number; head: number };
 }
 
 export function defOf(r: StoredRouter): RouterDef {

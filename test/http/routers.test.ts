@@ -226,4 +226,31 @@ describe('limits and restarts', () => {
       await s2.stop();
     }
   });
+
+  test('an ephemeral source after a clean stop and after a SIGKILL: its router keeps forwarding new records', async () => {
+    const s2 = await startServer();
+    try {
+      const c2 = client(s2.url);
+      assertOk(await c2.put('/v0/topics/eph', { durability: 'ephemeral' }), 201);
+      assertOk(await c2.put('/v0/routers/eph-%3Ekeep', { source: 'eph', dest: 'keep', guarantee: 'exactly_once' }), 201);
+      assertOk(await c2.post('/v0/topics/eph', { records: [{ data: 1 }, { data: 2 }, { data: 3 }] }), 200);
+      assert.equal(assertOk(await c2.get('/v0/topics/keep'), 200).count, 3);
+      await s2.stop();
+      const s3 = await startServer({ dataDir: s2.dataDir });
+      const c3 = client(s3.url);
+      assertOk(await c3.post('/v0/topics/eph', { records: [{ data: 4 }, { data: 5 }] }), 200);
+      const diff = assertOk(await c3.post('/v0/topics/keep/diff', {}), 200);
+      assert.deepEqual(diff.records.map((r: any) => r.data), [1, 2, 3, 4, 5]);
+      assert.equal(assertOk(await c3.get('/v0/routers/eph-%3Ekeep'), 200).forwarded_total, 5);
+      await s3.kill(); // its seqs may start again at 1: the router goes on under a new id
+      const s4 = await startServer({ dataDir: s2.dataDir });
+      const c4 = client(s4.url);
+      assertOk(await c4.post('/v0/topics/eph', { records: [{ data: 6 }] }), 200);
+      const after = assertOk(await c4.post('/v0/topics/keep/diff', {}), 200);
+      assert.deepEqual(after.records.map((r: any) => r.data), [1, 2, 3, 4, 5, 6]);
+      await s4.stop();
+    } finally {
+      await s2.stop();
+    }
+  });
 });
