@@ -23,6 +23,8 @@ export const FrameType = {
   DELETE: 7,
   FLOORS: 8,
   LEASES: 9,
+  /** An ephemeral router dest's progress (its copies have no APPEND frame to carry it). */
+  ROUTER_PROGRESS: 10,
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 export const KNOWN_FRAME_TYPES = new Set<number>(Object.values(FrameType));

@@ -253,4 +253,25 @@ describe('limits and restarts', () => {
       await s2.stop();
     }
   });
+
+  test('an ephemeral dest keeps its router progress across a SIGKILL (ROUTER_PROGRESS): nothing is copied again', async () => {
+    const s2 = await startServer();
+    try {
+      const c2 = client(s2.url);
+      assertOk(await c2.put('/v0/topics/mem', { durability: 'ephemeral' }), 201);
+      assertOk(await c2.put('/v0/routers/src-%3Emem', { source: 'src', dest: 'mem' }), 201);
+      assertOk(await c2.post('/v0/topics/src', { records: [{ data: 1 }, { data: 2 }, { data: 3 }] }), 200);
+      assert.equal(assertOk(await c2.get('/v0/topics/mem'), 200).count, 3);
+      await new Promise((r) => setTimeout(r, 300)); // the progress frame is written, not fsynced
+      await s2.kill();
+      const s3 = await startServer({ dataDir: s2.dataDir });
+      const c3 = client(s3.url);
+      assertOk(await c3.post('/v0/topics/src', { records: [{ data: 4 }] }), 200);
+      const diff = assertOk(await c3.post('/v0/topics/mem/diff', {}), 200);
+      assert.deepEqual(diff.records.map((r: any) => r.data), [4]);
+      await s3.stop();
+    } finally {
+      await s2.stop();
+    }
+  });
 });

@@ -68,6 +68,17 @@ export function applyForward(inst: TopicInstance, fwd: ForwardInfo, firstSeq: nu
   return Buffer.from(JSON.stringify(h), 'utf8');
 }
 
+/** An ephemeral dest's progress frame body (its copies are never in the WAL). */
+export function progressBody(inst: TopicInstance, routerId: number): { r: number; s: number; t: number } {
+  const a = appliedOf(inst).get(routerId);
+  return { r: routerId, s: a.srcLast, t: a.total };
+}
+
+/** Recovery: a ROUTER_PROGRESS frame of an ephemeral dest. */
+export function replayProgress(inst: TopicInstance, body: { r: number; s: number; t: number }): void {
+  appliedOf(inst).note(body.r, body.s, body.t);
+}
+
 /** Recovery: a replayed or segment-indexed copy batch's forward header. */
 export function replayForward(inst: TopicInstance, fwd: Buffer, firstSeq: number): void {
   const h = JSON.parse(fwd.toString('utf8')) as ForwardHeader;

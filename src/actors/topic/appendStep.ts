@@ -12,7 +12,9 @@ import { encodeBatch, renderSeqs } from './appendOp.js';
 import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
-import { ackAfterAppend, answeredBeforeAppend } from '../router/applied.js';
+import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/applied.js';
+import { encodeJsonFrame } from '../../wal/frame.js';
+import { FrameType } from '../../wal/format.js';
 
 /** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
 const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };
@@ -114,6 +116,10 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
     ctx.submit(frameNo, batch.frame, cls === 'fsync', { topicId: inst.id, segFirstSeq: inst.segment.firstSeq, offset: inst.segment.size - batch.frame.length });
+  } else if (req.forward) {
+    // An ephemeral dest keeps no copies across a restart, but its router progress must survive,
+    // or the forwarder would copy everything since the router's creation again.
+    ctx.submit(a.nextFrame(), encodeJsonFrame(FrameType.ROUTER_PROGRESS, inst.id, progressBody(inst, req.forward.routerId)), false);
   }
   const count = batch.lastSeq - batch.firstSeq + 1;
   inst.reserve.noteBatch(count);

@@ -17,7 +17,7 @@ import type { TopicActor } from './topicActor.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { forEachFrame } from '../../storage/segmentLoad.js';
-import { appliedOf } from '../router/applied.js';
+import { appliedOf, replayProgress } from '../router/applied.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -117,6 +117,10 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
     case FrameType.LEASES: {
       if (cur?.id !== f.topicId || !cur.queue) return;
       replayLeases(cur.queue.table, decodeLeases(buf, f));
+      return;
+    }
+    case FrameType.ROUTER_PROGRESS: {
+      if (cur?.id === f.topicId) replayProgress(cur, decodeJsonBody(buf, f) as { r: number; s: number; t: number });
       return;
     }
     case FrameType.SEQ_RESERVE: {
