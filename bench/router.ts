@@ -109,16 +109,16 @@ async function latency(srv: ChildServer, client: HttpClient, sameWorker: boolean
   const w = await client.json('POST', '/v0/watch', { topics: { [dst]: { tail: true } } });
   const base = process.hrtime.bigint();
   const lat: number[] = [];
+  const rate = envNumber('BENCH_ROUTER_RATE', 500);
+  const total = Math.round(rate * envNumber('BENCH_ROUTER_LATENCY_S', 5));
+  const warm = Math.round(rate / 2);
   const stream = await new Promise<http.IncomingMessage>((resolve, reject) => {
     http.get({ host: '127.0.0.1', port: srv.port, path: `/v0/watch/${w.wid}`, headers: { accept: 'text/event-stream' } }, resolve).on('error', reject);
   });
   stream.on('data', (c: Buffer) => {
     const now = Number(process.hrtime.bigint() - base);
-    for (const m of c.toString('latin1').matchAll(/"wt":(\d+)/g)) lat.push((now - Number(m[1])) / 1e6);
+    for (const m of c.toString('latin1').matchAll(/"wt":(\d+),"i":(\d+)/g)) if (Number(m[2]) >= warm) lat.push((now - Number(m[1])) / 1e6);
   });
-  const rate = envNumber('BENCH_ROUTER_RATE', 500);
-  const total = Math.round(rate * envNumber('BENCH_ROUTER_LATENCY_S', 5));
-  const warm = Math.round(rate / 2);
   const start = Date.now();
   for (let i = 0; i < total + warm; i++) {
     const due = start + (i * 1000) / rate;
@@ -126,7 +126,6 @@ async function latency(srv: ChildServer, client: HttpClient, sameWorker: boolean
     if (wait > 0) await sleep(wait);
     const wt = Number(process.hrtime.bigint() - base);
     void client.post(`/v0/topics/${src}`, `{"records":[{"data":{"wt":${wt},"i":${i}}}]}`);
-    if (i === warm) lat.length = 0;
   }
   await sleep(500);
   stream.destroy();

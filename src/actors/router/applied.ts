@@ -62,8 +62,10 @@ export function applyForward(inst: TopicInstance, fwd: ForwardInfo, firstSeq: nu
   const table = appliedOf(inst);
   const total = table.get(fwd.routerId).total + (fwd.lost ? 0 : count);
   table.note(fwd.routerId, fwd.srcLast, total);
-  provenanceOf(inst).add(firstSeq, fwd.runs);
-  if (fwd.lost) provenanceOf(inst).markLost(firstSeq, fwd.lost);
+  const prov = provenanceOf(inst);
+  prov.dropBelow(inst.earliest()); // runs and markers of records gone from the topic
+  prov.add(firstSeq, fwd.runs);
+  if (fwd.lost) prov.markLost(firstSeq, fwd.lost);
   const h: ForwardHeader = { r: fwd.routerId, n: fwd.router, s: fwd.srcLast, t: total, o: fwd.runs, ...(fwd.lost ? { l: fwd.lost } : {}) };
   return Buffer.from(JSON.stringify(h), 'utf8');
 }
