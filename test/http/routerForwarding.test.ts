@@ -4,7 +4,8 @@
 // at_least_once (unchanged) and exactly_once (`_spool_router`), deletes never propagate,
 // read-your-writes (diff, state, router GET and a chain a→b→c on the next read, no polling),
 // a refused forward (full `reject` dest) retried with backoff and never lost, and an allow_cycle
-// mirror A↔B making exactly one copy per write, with `$node` kept so a reader never sees its own.
+// mirror A↔B making exactly one copy per write, with `$node` kept so a reader never sees its own;
+// and the 8-hop limit along a chain of routers.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
@@ -177,3 +178,15 @@ for (const same of [false, true]) {
     });
   });
 }
+
+test('a copy travels at most 8 hops: along a chain of 9 routers the last topic gets nothing', async () => {
+  const base = name('chain');
+  const t = Array.from({ length: 10 }, (_, i) => `${base}.${i}`);
+  for (let i = 0; i < 9; i++) assertOk(await route(t[i]!, t[i + 1]!), 201);
+  assertOk(await append(t[0]!, [{ data: 'x' }]), 200);
+  for (let i = 1; i <= 8; i++) assert.deepEqual((await diff(t[i]!)).map((r: any) => r.data), ['x'], `hop ${i}`);
+  assert.deepEqual(await diff(t[9]!), []);
+  // A record written in the middle of the chain has hops to spare again.
+  assertOk(await append(t[5]!, [{ data: 'y' }]), 200);
+  assert.deepEqual((await diff(t[9]!)).map((r: any) => r.data), ['y']);
+});
