@@ -3,7 +3,7 @@
 // delete's match parser (SPEC 4.9), so both accept exactly the same tuples.
 import { Ajv } from 'ajv';
 import { isRouterName, isTopicName } from '../core/names.js';
-import type { RouterInput, } from '../supervisor/routerRegistry.js';
+import type { RouterInput } from '../supervisor/routerRegistry.js';
 import type { RouterDef } from '../core/messages/router.js';
 import { filterTuple } from '../actors/router/filter.js';
 import { HttpError } from './reply.js';
