@@ -521,6 +521,8 @@ export class HttpClient {
     readonly port: number,
     concurrency: number,
     private readonly timeoutMs = 60_000,
+    /** Sent on every request (e.g. an `authorization` bearer). */
+    private readonly extraHeaders: Record<string, string> = {},
   ) {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, maxFreeSockets: concurrency, scheduling: 'fifo' });
   }
@@ -536,7 +538,7 @@ export class HttpClient {
           port: this.port,
           method,
           path: p,
-          headers: buf ? { ...JSON_HEADERS, 'content-length': buf.length } : undefined,
+          headers: buf ? { ...JSON_HEADERS, ...this.extraHeaders, 'content-length': buf.length } : this.extraHeaders,
         },
         (res) => {
           const chunks: Buffer[] = [];

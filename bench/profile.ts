@@ -3,10 +3,14 @@
 // PROFILE_WORKLOAD=append (default): single-record appends, PROFILE_CLIENTS clients (64), to a
 //   PROFILE_CLASS topic (disk), for BENCH_SECONDS (5);
 // PROFILE_WORKLOAD=diff: 200k records of ~256 B loaded first, then one reader pages through them
-//   with diff, limit 1000, PROFILE_ROUNDS times (3).
+//   with diff, limit 1000, PROFILE_ROUNDS times (3);
+// PROFILE_WORKLOAD=create: PROFILE_TOPICS (5000) new topics, each made by one append of 10
+//   records from 32 writers (the many-topics creation path);
+// PROFILE_WORKLOAD=restart: the same topics made by an unprofiled server, which is SIGKILLed;
+//   the profile is of the restart on the same data dir, up to /v0/ready (recovery).
 import fs from 'node:fs';
 import path from 'node:path';
-import { HttpClient, appendBody, appendMany, benchMs, createTopic, log, runLoad, scanPage, startSpool, type ChildServer } from './lib.js';
+import { HttpClient, appendBody, appendMany, benchMs, createTopic, log, runLoad, removeDir, scanPage, startSpool, tempDir, type ChildServer } from './lib.js';
 
 interface ProfileNode {
   id: number;
@@ -84,16 +88,52 @@ async function diffLoad(srv: ChildServer): Promise<void> {
   }
 }
 
+async function createLoad(srv: ChildServer): Promise<void> {
+  const topics = Number(process.env.PROFILE_TOPICS ?? 5000);
+  const client = new HttpClient(srv.port, 32);
+  try {
+    const body = appendBody(10);
+    let next = 0;
+    const t0 = process.hrtime.bigint();
+    const loop = async () => {
+      while (next < topics) {
+        const r = await client.post(`/v0/topics/c.${next++}`, body);
+        if (r.status > 299) throw new Error(`append: ${r.status} ${r.body.toString('utf8').slice(0, 200)}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, loop));
+    log(`profile: created ${Math.round(topics / (Number(process.hrtime.bigint() - t0) / 1e9))} topics/s`);
+  } finally {
+    client.close();
+  }
+}
+
+const LOADS: Record<string, (srv: ChildServer) => Promise<void>> = { append: appendLoad, diff: diffLoad, create: createLoad };
+
 async function main(): Promise<void> {
   const dir = path.resolve(process.env.PROFILE_DIR ?? 'prof');
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
-  const srv = await startSpool({ label: 'profile', nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  const workload = process.env.PROFILE_WORKLOAD ?? 'append';
+  let dataDir: string | undefined;
+  if (workload === 'restart') {
+    dataDir = tempDir('spool-profile-restart-');
+    const first = await startSpool({ label: 'profile-load', dataDir, keepDir: true });
+    await createLoad(first);
+    await first.kill();
+  }
+  const srv = await startSpool({ label: 'profile', dataDir, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], readyTimeoutMs: 600_000 });
   try {
-    await (process.env.PROFILE_WORKLOAD === 'diff' ? diffLoad(srv) : appendLoad(srv));
+    if (workload === 'restart') log(`profile: ready ${Math.round(srv.readyMs)} ms after spawn`);
+    else {
+      const load = LOADS[workload];
+      if (!load) throw new Error(`PROFILE_WORKLOAD must be one of restart, ${Object.keys(LOADS).join(', ')}`);
+      await load(srv);
+    }
   } finally {
     await srv.terminate(); // profiles are written at a clean exit
     await srv.close();
+    if (dataDir) removeDir(dataDir);
   }
   for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) console.log(topFrames(path.join(dir, f)).join('\n'));
 }

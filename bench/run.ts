@@ -14,6 +14,8 @@ import { queue } from './queue.js';
 import { walPrealloc } from './wal-prealloc.js';
 import { cliAppend } from './cli-append.js';
 import { router } from './router.js';
+import { manyTopics } from './many-topics.js';
+import { auth } from './auth.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -29,6 +31,8 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   'wal-prealloc': walPrealloc,
   'cli-append': cliAppend,
   router: () => router(),
+  'many-topics': manyTopics,
+  auth,
 };
 
 function usage(): never {

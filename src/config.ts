@@ -25,11 +25,30 @@ export interface Settings {
   checkpointWalBytes: number;
   segmentCacheBytes: number;
   segmentBytes: number;
+  /** Segment files each worker keeps open for writing (least recently written closed first). */
+  segmentOpenFiles: number;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
   watchSessionTtlMs: number;
   maxWatchSessions: number;
   maxSseConnections: number;
+  maxSseConnectionsPerKey: number;
+  maxInflightPerKey: number;
+  /** Live bytes over all topics (G15 max_total_bytes); 0 = no cap. */
+  maxTotalBytes: number;
+  /** G16 pressure: thresholds, the park bound and the scheduler under pressure. */
+  pressureElu: number;
+  pressureLagMs: number;
+  pressureWalQueueBytes: number;
+  pressureParkMs: number;
+  pressureMaxParked: number;
+  pressureInflight: number;
+  pressureWindowMs: number;
+  pressureAgingPerS: number;
+  /** Pacing tick of SSE streams of low-priority topics under pressure. */
+  pressurePaceMs: number;
+  /** Test hook: pressure is always on, so ordering and shedding are deterministic. */
+  pressureForce: boolean;
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
@@ -57,6 +76,15 @@ function int(env: Env, name: string, dflt: number): number {
   if (!/^\d+$/.test(v.trim())) throw new SettingsError(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
   const n = Number(v.trim());
   if (!Number.isSafeInteger(n)) throw new SettingsError(`${name} is too large`);
+  return n;
+}
+
+/** A number in [0, 1] (e.g. an event-loop utilisation threshold). */
+function fraction(env: Env, name: string, dflt: number): number {
+  const v = str(env, name);
+  if (v === undefined) return dflt;
+  const n = Number(v.trim());
+  if (!/^\d*\.?\d+$/.test(v.trim()) || !(n >= 0 && n <= 1)) throw new SettingsError(`${name} must be a number between 0 and 1, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -88,11 +116,25 @@ export function readSettings(env: Env = process.env): Settings {
     checkpointWalBytes: int(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
     segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
     segmentBytes: Math.max(1 << 16, int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024)),
+    segmentOpenFiles: Math.max(1, int(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024)),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
     watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
     maxWatchSessions: int(env, 'SERVICE_MAX_WATCH_SESSIONS', 10_000),
     maxSseConnections: int(env, 'SERVICE_MAX_SSE_CONNECTIONS', 10_000),
+    maxSseConnectionsPerKey: int(env, 'SERVICE_MAX_SSE_CONNECTIONS_PER_KEY', 1000),
+    maxInflightPerKey: int(env, 'SERVICE_MAX_INFLIGHT_PER_KEY', 1000),
+    maxTotalBytes: int(env, 'SERVICE_MAX_TOTAL_BYTES', 0),
+    pressureElu: fraction(env, 'SERVICE_PRESSURE_ELU', 0.9),
+    pressureLagMs: int(env, 'SERVICE_PRESSURE_LAG_MS', 50),
+    pressureWalQueueBytes: int(env, 'SERVICE_PRESSURE_WAL_QUEUE_BYTES', 32 * 1024 * 1024),
+    pressureParkMs: int(env, 'SERVICE_PRESSURE_PARK_MS', 1000),
+    pressureMaxParked: int(env, 'SERVICE_PRESSURE_MAX_PARKED', 10_000),
+    pressureInflight: Math.max(1, int(env, 'SERVICE_PRESSURE_INFLIGHT', 64)),
+    pressureWindowMs: int(env, 'SERVICE_PRESSURE_WINDOW_MS', 2),
+    pressureAgingPerS: int(env, 'SERVICE_PRESSURE_AGING_PER_S', 1000),
+    pressurePaceMs: Math.max(10, int(env, 'SERVICE_PRESSURE_PACE_MS', 1000)),
+    pressureForce: bool(env, 'SERVICE_PRESSURE_FORCE'),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',

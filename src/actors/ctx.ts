@@ -35,7 +35,7 @@ export type Effect =
   /** Texts of [fromSeq, toSeq] are in memory again (the host's cache budget counts them). */
   | { k: 'textsLoaded'; topicId: number; fromSeq: number; toSeq: number; bytes: number }
   /** Park an append until WAL credit is available again; the host re-sends it then. */
-  | { k: 'deferForCredit'; reqId: number; req: AppendRequest }
+  | { k: 'deferForCredit'; reqId: number; req: AppendRequest; /** effective_priority now (G16): the WAL wait is served by it. */ priority: number }
   /** Recovery: a replayed append the segments lack is written to its segment again. */
   | { k: 'rewriteSegment'; place: SegmentPlacement; frame: Buffer }
   | { k: 'releaseTopicSlot' }
@@ -88,7 +88,7 @@ export interface ActorCtx extends Queries {
   cancelTimer(timerId: number): void;
   readCold(token: number, topicId: number, ranges: ColdRange[]): void;
   textsLoaded(topicId: number, fromSeq: number, toSeq: number, bytes: number): void;
-  deferForCredit(reqId: number, req: AppendRequest): void;
+  deferForCredit(reqId: number, req: AppendRequest, priority: number): void;
   rewriteSegment(place: SegmentPlacement, frame: Buffer): void;
   releaseTopicSlot(): void;
   topicCreated(topicId: number): void;
@@ -191,8 +191,8 @@ export class StepCtx implements ActorCtx {
   textsLoaded(topicId: number, fromSeq: number, toSeq: number, bytes: number): void {
     this.emit({ k: 'textsLoaded', topicId, fromSeq, toSeq, bytes });
   }
-  deferForCredit(reqId: number, req: AppendRequest): void {
-    this.emit({ k: 'deferForCredit', reqId, req });
+  deferForCredit(reqId: number, req: AppendRequest, priority: number): void {
+    this.emit({ k: 'deferForCredit', reqId, req, priority });
   }
   rewriteSegment(place: SegmentPlacement, frame: Buffer): void {
     this.emit({ k: 'rewriteSegment', place, frame });

@@ -107,6 +107,12 @@ export function out(text: string): Promise<void> | void {
   if (!process.stdout.write(text)) return new Promise((r) => process.stdout.once('drain', () => r()));
 }
 
+/** Rows as aligned columns (the first row is the header); the last column is not padded. */
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
 export function printJson(v: unknown): void {
   process.stdout.write(`${stringify(v)}\n`);
 }

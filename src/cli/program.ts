@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { EXIT, reportError, usageError, parseCount, type Outcome } from './common.js';
 import { topicsCommand } from './topics.js';
+import { routersCommand } from './routers.js';
 import { appendCommand } from './append.js';
 import { readCommand } from './read.js';
 import { tailCommand } from './tail.js';
@@ -65,7 +66,7 @@ export function buildProgram(outcome: Outcome): Command {
     .addHelpText('after', '\nEvery client command takes --url (SPOOL_URL), --key (SPOOL_API_KEY) and --json.\nExit codes: 0 ok, 1 failure, 2 usage, 3 request refused (4xx), 4 not found (404), 5 unavailable.')
     .showSuggestionAfterError(true);
   serverCommands(program, outcome);
-  for (const make of [topicsCommand, appendCommand, readCommand, tailCommand, rmRecordsCommand, claimCommand, ackCommand, nackCommand, workCommand, statsCommand]) {
+  for (const make of [topicsCommand, routersCommand, appendCommand, readCommand, tailCommand, rmRecordsCommand, claimCommand, ackCommand, nackCommand, workCommand, statsCommand]) {
     program.addCommand(make(outcome));
   }
   // Every command (and subcommand) reports usage errors through run() below, not by itself.

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { readSettings, isLoopback, SettingsError } from '../config.js';
+import { KeyRing, KeySyntaxError } from '../auth/keys.js';
 import { Supervisor } from '../supervisor/supervisor.js';
 import { buildServer } from '../http/server.js';
 import { DataDirLockedError } from '../storage/lock.js';
@@ -21,15 +22,22 @@ function writePortFile(file: string, port: number): void {
 
 export async function serve(): Promise<void> {
   const settings = readSettings();
-  if (!isLoopback(settings.host) && !settings.apiKeys && !settings.allowInsecureNoAuth) {
-    throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
+  // RESOLVED 1.2: a malformed key entry (the message names the bad scope token, never the
+  // secret), then the loopback check, both before anything binds.
+  let keys: KeyRing;
+  try {
+    keys = KeyRing.parse(settings.apiKeys);
+  } catch (err) {
+    if (err instanceof KeySyntaxError) throw new SettingsError(err.message);
+    throw err;
   }
-  if (settings.apiKeys) {
-    throw new SettingsError('SERVICE_API_KEYS is not supported by this build yet (API keys and scopes are a separate issue); unset it to run in dev mode');
+  if (!isLoopback(settings.host) && !keys.enabled && !settings.allowInsecureNoAuth) {
+    throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
   }
   const sup = new Supervisor(settings, log);
   await sup.start();
-  const { app, hub, work } = await buildServer(sup);
+  const { app, hub, work } = await buildServer(sup, keys);
+  if (keys.enabled) log.info(`spool: auth enabled, ${keys.keys.length} API key(s)`);
   await app.listen({ host: settings.host, port: settings.port });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;

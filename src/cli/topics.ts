@@ -1,12 +1,7 @@
 // `spool topics ls|get|put|rm` (API: GET /v0/topics, GET/PUT/DELETE /v0/topics/:topic).
 import { Command, Option } from 'commander';
-import { CliError, EXIT, clientFor, parseCount, parseJsonArg, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { CliError, EXIT, clientFor, parseCount, parseJsonArg, printJson, table, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import type { TopicConfig } from '../client/types.js';
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
-}
 
 function ls(): Command {
   return withClientOptions(new Command('ls'))

@@ -2,7 +2,6 @@
 // Transport (retries included), plus the long-running helpers built on them: `watch` (SSE with
 // resume), `follow` (long-poll diff), `worker` (queue jobs with lease keeping). Browser-safe: it
 // uses only fetch, AbortController, TextDecoder, crypto.getRandomValues, atob/btoa and timers.
-// Routers are not built on the server yet, so there are no router calls here.
 import { Transport, type Call, type TransportOptions } from './transport.js';
 import { decodeJson, encodeJson } from './json.js';
 import { WatchStream, type WatchOptions } from './watch.js';
@@ -25,6 +24,7 @@ type Raw = { raw: true };
 type NotRaw = { raw?: false };
 
 const path = (topic: string, tail = '') => `/v0/topics/${encodeURIComponent(topic)}${tail}`;
+const routerPath = (router: string) => `/v0/routers/${encodeURIComponent(router)}`;
 
 export class Spool<M extends T.Int64Mode = 'number'> {
   readonly transport: Transport;
@@ -177,6 +177,37 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   follow(topic: string, opts: FollowOptions<T.SeqOf<M>> & Raw): AsyncGenerator<T.WatchEvent<T.SeqOf<M>, T.RawRecord<T.SeqOf<M>>>>;
   follow(topic: string, opts: FollowOptions<T.SeqOf<M>> = {}): AsyncGenerator<T.WatchEvent<T.SeqOf<M>, unknown>> {
     return follow(this, topic, opts);
+  }
+
+  // ---- routers ----------------------------------------------------------------------------
+
+  /** PUT: create (201, `created: true`) or reconfigure; `source` and `dest` cannot change (409). */
+  putRouter(router: string, config: T.RouterConfig, opts: { signal?: AbortSignal } = {}): Promise<T.PutRouterResult> {
+    return this.json({ method: 'PUT', path: routerPath(router), body: encodeJson(config), idempotent: true, signal: opts.signal });
+  }
+
+  getRouter(router: string, opts: { signal?: AbortSignal } = {}): Promise<T.RouterInfo> {
+    return this.json({ method: 'GET', path: routerPath(router), idempotent: true, signal: opts.signal });
+  }
+
+  /** Idempotent: `deleted` is false when the router was absent. */
+  deleteRouter(router: string, opts: { signal?: AbortSignal } = {}): Promise<T.DeleteRouterResult> {
+    return this.json({ method: 'DELETE', path: routerPath(router), idempotent: true, signal: opts.signal });
+  }
+
+  listRouters(opts: T.ListRoutersOptions & { signal?: AbortSignal } = {}): Promise<T.RouterPage> {
+    const { signal, ...query } = opts;
+    return this.json({ method: 'GET', path: '/v0/routers', query: { ...query }, idempotent: true, signal });
+  }
+
+  /** Every router (matching the filters), following `next_cursor` page by page. */
+  async *routers(opts: Omit<T.ListRoutersOptions, 'cursor'> & { signal?: AbortSignal } = {}): AsyncGenerator<T.RouterSummary> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listRouters({ ...opts, cursor });
+      yield* page.routers;
+      cursor = page.next_cursor;
+    } while (cursor);
   }
 
   // ---- queues -----------------------------------------------------------------------------

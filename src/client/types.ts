@@ -320,3 +320,67 @@ export interface Ready {
   writable?: boolean;
   performance?: Performance;
 }
+
+// ---- routers (SPEC 2.5, 4.5-4.8) ------------------------------------------------------------
+
+export type RouterGuarantee = 'at_least_once' | 'exactly_once';
+
+/** A router's writable config (PUT body). `source` and `dest` are required and never change. */
+export interface RouterConfig {
+  source: string;
+  dest: string;
+  preserve_node?: boolean;
+  preserve_tag?: boolean;
+  /** Request-only: false refuses (404 topic_not_found) when `dest` does not exist. */
+  create_dest?: boolean;
+  /** The delete match language (a tag Eq or Glob tuple); null forwards every record. */
+  filter?: TagMatch | null;
+  allow_cycle?: boolean;
+  guarantee?: RouterGuarantee;
+}
+
+/** A router as the server reports it: the resolved config echoed, plus its progress. */
+export interface RouterInfo {
+  router: string;
+  source: string;
+  dest: string;
+  preserve_node: boolean;
+  preserve_tag: boolean;
+  filter: TagMatch | null;
+  allow_cycle: boolean;
+  guarantee: RouterGuarantee;
+  forwarded_total: number;
+  performance?: Performance;
+}
+
+export interface PutRouterResult extends Omit<RouterInfo, 'forwarded_total'> {
+  created: boolean;
+}
+
+export interface RouterSummary {
+  router: string;
+  source: string;
+  dest: string;
+  guarantee: RouterGuarantee;
+  forwarded_total: number;
+}
+
+export interface ListRoutersOptions {
+  prefix?: string;
+  source?: string;
+  dest?: string;
+  page_size?: number;
+  cursor?: string;
+}
+
+export interface RouterPage {
+  routers: RouterSummary[];
+  next_cursor?: string;
+  performance?: Performance;
+}
+
+export interface DeleteRouterResult {
+  router: string;
+  deleted: boolean;
+  performance?: Performance;
+}

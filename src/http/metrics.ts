@@ -38,6 +38,8 @@ export class Metrics {
   readonly fsyncLatency: client.Histogram<string>;
   readonly appendLatency: client.Histogram<string>;
   private readonly routerMetrics: RouterMetrics;
+  /** More top-level keys of the JSON form, computed per scrape (e.g. `pressure`). */
+  readonly jsonExtras: Record<string, () => unknown> = {};
 
   constructor(
     private readonly sup: Supervisor,
@@ -179,6 +181,7 @@ export class Metrics {
       replay_progress: this.sup.replayProgress,
       uptime_ms: Date.now() - this.started,
       wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },
+      ...Object.fromEntries(Object.entries(this.jsonExtras).map(([k, f]) => [k, f()])),
     };
   }
 }

@@ -25,7 +25,10 @@ export class HttpError extends Error {
 }
 
 export function perfBlock(req: FastifyRequest, extra: PerfFields = {}): Record<string, number> {
-  return { server_total_ms: roundMs(nowMs() - (req.startedAt ?? nowMs())), ...extra };
+  const out: Record<string, number> = { server_total_ms: roundMs(nowMs() - (req.startedAt ?? nowMs())), ...extra };
+  // Parked behind the pressure gate on main, plus any wait for WAL credit in the worker.
+  if (req.throttleWaitMs !== undefined) out.throttle_wait_ms = roundMs(req.throttleWaitMs + (extra.throttle_wait_ms ?? 0));
+  return out;
 }
 
 export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResult | HttpError, withPerf = true): FastifyReply {
@@ -34,7 +37,11 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResu
   if (e.detail !== undefined) error.detail = e.detail;
   const body: Record<string, unknown> = { error };
   if (withPerf) body.performance = perfBlock(req);
-  if (status === 429 || status === 503) reply.header('retry-after', '1');
+  if (status === 429 || status === 503) {
+    // Whole seconds, at least 1 (RESOLVED 0.5, G16): from detail.retry_after_ms when given.
+    const ms = e.detail?.retry_after_ms;
+    reply.header('retry-after', String(typeof ms === 'number' ? Math.max(1, Math.ceil(ms / 1000)) : 1));
+  }
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 

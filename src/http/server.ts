@@ -22,6 +22,13 @@ import { WatchHub } from '../watch/hub.js';
 import { WatchRegistry } from '../watch/session.js';
 import { SystemClock } from '../core/clock.js';
 import { FlushPacer } from '../sse/flushPacer.js';
+import { KeyRing } from '../auth/keys.js';
+import { Admission, ruleFor } from './admission.js';
+import { PressureMonitor } from '../pressure/monitor.js';
+import { PressureGate } from '../pressure/gate.js';
+import { StreamPacer } from '../pressure/streamPacer.js';
+import { PriorityBook } from '../pressure/priorityBook.js';
+import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -45,13 +52,31 @@ const ROUTE_TABLE: [RegExp, string[]][] = [
 /** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
 const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz']);
 
+/** A URL fit for a log line: a `?token=` value (an API key) never reaches stderr. */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&]token=)[^&#]*/gi, '$1<redacted>');
+}
+
 function clientErrorResponse(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ error: { code: status === 413 ? 'payload_too_large' : 'invalid_request', message } });
   return `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry }> {
+export async function buildServer(
+  sup: Supervisor,
+  keys: KeyRing = KeyRing.parse(undefined),
+): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; admission: Admission }> {
   const s = sup.settings;
+  const monitor = new PressureMonitor({ elu: s.pressureElu, lagMs: s.pressureLagMs, walQueueBytes: s.pressureWalQueueBytes, force: s.pressureForce }, sup.gauges, s.workers);
+  monitor.start();
+  const gate = new PressureGate(monitor, { parkBoundMs: s.pressureParkMs, maxParked: s.pressureMaxParked, inflightMax: s.pressureInflight, windowMs: s.pressureWindowMs, agingPerS: s.pressureAgingPerS }, Date.now);
+  const book = new PriorityBook(s.maxTopics);
+  sup.onReady.push(() => seedPriorities(sup, book));
+  const admission = new Admission(
+    keys,
+    { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey, maxTotalBytes: s.maxTotalBytes },
+    { gate, book, now: Date.now },
+  );
   const app = Fastify({
     bodyLimit: s.maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
@@ -73,7 +98,12 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   const slots = new SseSlots(s.maxSseConnections);
   const hub = new WatchHub(sup, registry, slots, (m) => process.stderr.write(`${m}\n`), pacer);
   const work = new WorkRegistry(sup, pacer, slots);
+  hub.onDelivery = (topic) => book.consumed(topic, Date.now());
+  // Topics below priority 0 (a negative manual priority) are paced under pressure.
+  const streamPacer = new StreamPacer(monitor, book, Date.now, hub, work, { paceMs: s.pressurePaceMs, below: 0 });
+  streamPacer.start();
   const metrics = new Metrics(sup, hub, slots);
+  registerPressureMetrics(metrics, monitor, gate);
 
   // A callback hook, not an async one: it runs on every request and needs no promise.
   app.addHook('onRequest', (req, reply, done) => {
@@ -90,6 +120,8 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
   });
+  // After the lifecycle gate: 401, then (once routed) 403 and the per-key inflight cap.
+  app.addHook('onRequest', admission.hook);
   app.addHook('onSend', (_req, reply, payload, done) => {
     if (sup.lifecycle === 'draining') reply.header('connection', 'close');
     done(null, payload);
@@ -101,6 +133,10 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
   // route, so the order of RESOLVED 0.3 holds and append bodies reach workers unparsed.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: s.maxBodyBytes }, (_req, body, done) => done(null, body));
+
+  app.addHook('onClose', (_app, done) => (monitor.stop(), streamPacer.stop(), done()));
+  // Body read, route not yet run: the pressure gate (G16).
+  app.addHook('preHandler', admission.gateHook);
 
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0]!;
@@ -128,15 +164,22 @@ export async function buildServer(sup: Supervisor): Promise<{ app: FastifyInstan
     if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return sendError(req, reply, fail('invalid_request', err.message));
     req.log.error(err);
-    process.stderr.write(`spool: internal error on ${req.method} ${req.url}: ${err.stack ?? err.message}\n`);
+    process.stderr.write(`spool: internal error on ${req.method} ${redactUrl(req.url)}: ${err.stack ?? err.message}\n`);
     return sendError(req, reply, fail('internal', 'internal error'));
   });
 
+  // Every route passes admission: one registered without a rule in ROUTE_RULES is a programming
+  // error, caught at startup (a router route merged without its G8 row, say).
+  app.addHook('onRoute', (r) => {
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) {
+      if (!ruleFor(m, r.url)) throw new Error(`route ${m} ${r.url} has no admission rule (src/http/admission.ts ROUTE_RULES)`);
+    }
+  });
   probeRoutes(app, sup, metrics);
-  topicRoutes(app, sup, metrics);
-  watchRoutes(app, sup, hub);
+  topicRoutes(app, sup, metrics, admission);
+  watchRoutes(app, sup, hub, admission);
   queueRoutes(app, sup);
-  workRoutes(app, sup, work);
-  routerRoutes(app, sup);
-  return { app, metrics, hub, work };
+  workRoutes(app, sup, work, admission);
+  routerRoutes(app, sup, admission);
+  return { app, metrics, hub, work, admission };
 }

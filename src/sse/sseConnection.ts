@@ -95,6 +95,12 @@ export class SseConnection implements PacedFlush {
     if (this.res.writableLength > this.opts.highWaterBytes) this.pause();
   }
 
+  /** A non-terminal error frame (G11 advisory pacing, 429): the stream stays open. */
+  advise(e: ErrorFrame): void {
+    if (this.isClosed) return;
+    this.write(Buffer.from(errorFrame({ ...e, terminal: false }), 'utf8'));
+  }
+
   /** Terminal error frame, then close (shutdown, G11). */
   fail(e: ErrorFrame): void {
     if (this.isClosed) return;

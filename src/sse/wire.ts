@@ -54,6 +54,8 @@ export interface ErrorFrame {
   retry_after_ms?: number;
   /** `/work` frames: the queue topic (G11). */
   topic?: string;
+  /** Watch 429: the topics being paced (G11, G16). */
+  topics?: string[];
 }
 
 /** An `error` frame (G11): no id line, so it never moves the cursor. */

@@ -9,6 +9,10 @@
 // any frame is not, so the WAL is never trimmed past a frame that lives only there; a segment is
 // synced and its name durable before the next segment of its topic is created (so the files
 // that survive a crash are a run without a gap).
+// Open files are bounded (`maxOpenFiles`, least recently written closed first): a topic keeps no
+// descriptor while idle, so the count of topics is not limited by `ulimit -n`. A file closed
+// with unsynced writes stays dirty and is reopened to be fsynced (Linux reports a writeback
+// error to a descriptor opened after it, as long as no one has seen it yet).
 import path from 'node:path';
 import { fsyncDir, isDiskFull, newDirParents, type Fs, type FsFile } from './fs.js';
 
@@ -24,12 +28,16 @@ interface PendingWrite {
 }
 
 interface TopicFiles {
+  id: number;
   chain: Promise<void>;
   /** Frames waiting for the topic's next write; consecutive ones go out in one writev. */
   pending: PendingWrite[];
   drainQueued: boolean;
+  /** The segment frames go to (-1: none written since the start). */
   segFirstSeq: number;
+  /** Open on segFirstSeq, or closed to bound open files (then reopened on the next write). */
   fd: FsFile | undefined;
+  /** segFirstSeq holds writes not fsynced yet (whether or not fd is open). */
   dirty: boolean;
   dirCreated: boolean;
   /** False from sealing a segment until its name is durable (the next one waits for that). */
@@ -38,8 +46,13 @@ interface TopicFiles {
   retry: NodeJS.Timeout | undefined;
 }
 
+/** Segment files a worker keeps open for writing, by default. */
+export const DEFAULT_MAX_OPEN_SEGMENTS = 1024;
+
 export class SegmentStore {
   private readonly topics = new Map<number, TopicFiles>();
+  /** Topics with an open fd, least recently written first (a Map keeps insertion order). */
+  private readonly openFiles = new Map<number, TopicFiles>();
   /** Directories holding a directory created since the last flushAll. */
   private readonly newDirParents = new Set<string>();
   private failed: Error | undefined;
@@ -51,12 +64,49 @@ export class SegmentStore {
     private readonly dataDir: string,
     /** A write failed for another reason than space: writes must stop (storage FAILED). */
     private readonly onFatal: (err: Error) => void = () => undefined,
+    private readonly maxOpenFiles = DEFAULT_MAX_OPEN_SEGMENTS,
   ) {}
+
+  /** Open fds right now (for tests and metrics). */
+  get openCount(): number {
+    let n = 0;
+    for (const t of this.topics.values()) if (t.fd) n++;
+    return n;
+  }
+
+  private segPath(t: TopicFiles, firstSeq = t.segFirstSeq): string {
+    return path.join(topicDir(this.dataDir, t.id), segmentFileName(firstSeq));
+  }
+
+  /** Marks `t`'s fd as just used; past the bound, the least recently used one is closed. */
+  private touchOpen(t: TopicFiles): void {
+    this.openFiles.delete(t.id);
+    this.openFiles.set(t.id, t);
+    while (this.openFiles.size > this.maxOpenFiles) {
+      const [id, lru] = this.openFiles.entries().next().value as [number, TopicFiles];
+      this.openFiles.delete(id);
+      // After the topic's queued operations; skipped if a write reopened or used it meanwhile.
+      this.enqueue(lru, async () => {
+        if (!this.openFiles.has(lru.id)) await this.closeFile(lru);
+      });
+    }
+  }
+
+  /** fsyncs the file writes went to, through its open fd or a fresh one. */
+  private async syncFile(t: TopicFiles): Promise<void> {
+    if (t.fd) return t.fd.sync();
+    const fh = await this.fsx.open(this.segPath(t), 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
 
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined };
+      t = { id: topicId, chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined };
       this.topics.set(topicId, t);
     }
     return t;
@@ -69,6 +119,16 @@ export class SegmentStore {
       if (!this.failed) this.onFatal(err);
       this.failed = err;
     });
+  }
+
+  /** Runs `op` after the topic's queued operations; its failure goes to the caller only. */
+  private onChain<T>(t: TopicFiles, op: () => Promise<T>): Promise<T> {
+    const p = t.chain.then(op);
+    t.chain = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    return p;
   }
 
   append(place: SegmentPlacement, frame: Buffer, onWritten?: () => void): void {
@@ -148,16 +208,22 @@ export class SegmentStore {
   }
 
   private async openSegment(t: TopicFiles, place: SegmentPlacement): Promise<FsFile> {
-    if (t.segFirstSeq === place.segFirstSeq && t.fd) return t.fd;
+    if (t.segFirstSeq === place.segFirstSeq && t.fd) {
+      this.touchOpen(t);
+      return t.fd;
+    }
     const dir = topicDir(this.dataDir, place.topicId);
-    if (t.fd) {
-      await t.fd.sync();
+    if (t.segFirstSeq !== -1 && t.segFirstSeq !== place.segFirstSeq) {
+      // Sealing the previous segment: its data durable first.
+      if (t.fd || t.dirty) await this.syncFile(t);
+      t.dirty = false;
       // Forget the old fd before anything can fail: when opening the next segment meets a full
       // disk, the retry (and flushAll) must not sync a closed fd (EBADF would count as fatal).
       const old = t.fd;
       t.fd = undefined;
+      this.openFiles.delete(t.id);
       t.sealedNameDurable = false;
-      await old.close();
+      await old?.close();
     }
     if (!t.sealedNameDurable) {
       // The sealed segment's name is durable before the next segment's name can be: recovery
@@ -173,9 +239,10 @@ export class SegmentStore {
       if (first !== undefined) for (const parent of newDirParents(first, dir)) this.newDirParents.add(parent);
       t.dirCreated = true;
     }
-    t.fd = await this.fsx.open(path.join(dir, segmentFileName(place.segFirstSeq)), 'r+c');
+    t.fd = await this.fsx.open(this.segPath(t, place.segFirstSeq), 'r+c');
     t.segFirstSeq = place.segFirstSeq;
     t.dirty = true;
+    this.touchOpen(t);
     return t.fd;
   }
 
@@ -184,12 +251,14 @@ export class SegmentStore {
     const topicDirs: string[] = [];
     await Promise.all(
       [...this.topics.entries()].map(async ([id, t]) => {
-        await t.chain;
-        if (t.dirty && t.fd) {
-          await t.fd.sync();
+        // On the topic's chain, so that no write, rotation or close of its fd runs meanwhile.
+        const synced = await this.onChain(t, async () => {
+          if (!t.dirty || t.segFirstSeq === -1) return false;
+          await this.syncFile(t);
           t.dirty = false;
-          topicDirs.push(topicDir(this.dataDir, id));
-        }
+          return true;
+        });
+        if (synced) topicDirs.push(topicDir(this.dataDir, id));
       }),
     );
     // Parents first (topics/ before topics/<id>/): a directory is durable before what it holds.
@@ -206,7 +275,7 @@ export class SegmentStore {
   async unlinkSegment(topicId: number, firstSeq: number): Promise<void> {
     const t = this.topics.get(topicId);
     if (t) await t.chain;
-    if (t?.fd && t.segFirstSeq === firstSeq) return; // never the open (active) one
+    if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
     await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
   }
 
@@ -214,10 +283,11 @@ export class SegmentStore {
   dropTopic(topicId: number): void {
     const t = this.topics.get(topicId);
     this.topics.delete(topicId);
+    this.openFiles.delete(topicId);
     if (t?.retry) clearTimeout(t.retry);
     const dir = topicDir(this.dataDir, topicId);
     const drop = async () => {
-      if (t?.fd) await t.fd.close();
+      if (t) await this.closeFile(t);
       await this.fsx.rm(dir);
     };
     (t ? t.chain.then(drop) : drop()).catch(() => undefined);
@@ -247,7 +317,15 @@ export class SegmentStore {
   async close(): Promise<void> {
     this.stop();
     await this.flushAll().catch(() => undefined);
-    for (const t of this.topics.values()) await t.fd?.close().catch(() => undefined);
+    for (const t of this.topics.values()) await this.onChain(t, () => this.closeFile(t)).catch(() => undefined);
+  }
+
+  /** Closes the topic's fd, if open (on its chain: nothing else uses the fd meanwhile). */
+  private async closeFile(t: TopicFiles): Promise<void> {
+    this.openFiles.delete(t.id);
+    const fd = t.fd;
+    t.fd = undefined;
+    await fd?.close();
   }
 }
 

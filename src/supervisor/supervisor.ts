@@ -2,6 +2,7 @@
 // real threads, or in-process ones in tests), wires their ports, places topics on workers, and
 // runs the lifecycle recovering → ready → draining (DESIGN 1.3, 2.7). Crash-only: if any thread
 // dies the process logs and exits; recovery is the repair path.
+import { GAUGE, gauge, newGauges } from '../core/gauges.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import crypto from 'node:crypto';
 import type { Settings } from '../config.js';
@@ -39,6 +40,10 @@ export class Supervisor {
   private wal!: Remote<WalApi>;
   /** [0] = live topic count, shared with workers (max_topics cap). */
   readonly counters = new Int32Array(new SharedArrayBuffer(16));
+  /** Called once recovery completes and the server turns ready. */
+  readonly onReady: (() => void)[] = [];
+  /** Per-worker gauges (core/gauges.ts): live bytes, loop utilisation and delay, WAL queue. */
+  readonly gauges: Float64Array;
   private releaseLock: (() => void) | undefined;
   private stopping = false;
   topicCount = 0;
@@ -77,6 +82,14 @@ export class Supervisor {
       settings.dataDir,
       settings.maxRouters,
     );
+    this.gauges = newGauges(settings.workers);
+  }
+
+  /** Live bytes over all topics, as last sampled by the workers (at most ~100 ms old). */
+  liveBytes(): number {
+    let n = 0;
+    for (let i = 0; i < this.settings.workers; i++) n += gauge(this.gauges, i, GAUGE.liveBytes);
+    return n;
   }
 
   get replayProgress(): number {
@@ -173,10 +186,13 @@ export class Supervisor {
         eventsPort: events.port2,
         peerPorts: peerPorts[i]!,
         counters: this.counters.buffer as SharedArrayBuffer,
+        gauges: this.gauges.buffer as SharedArrayBuffer,
+        sampleLiveBytes: s.maxTotalBytes > 0,
         maxLimit: s.maxLimit,
         maxTopics: s.maxTopics,
         segmentBytes: s.segmentBytes,
         segmentCacheBytes: s.segmentCacheBytes,
+        segmentOpenFiles: s.segmentOpenFiles,
         walInflightBytes: s.walInflightBytes,
         traceDir: s.traceDir,
         traceOutputs: s.traceOutputs,
@@ -241,6 +257,7 @@ export class Supervisor {
       this.topicCount = live.size;
       await this.routers.load();
       this.lifecycle = 'ready';
+      for (const f of this.onReady) f();
       this.log.info(
         `spool: recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +

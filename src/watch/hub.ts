@@ -24,6 +24,11 @@ export class WatchHub {
   private readonly byTopic = new Map<string, Set<WatchStream>>();
   private readonly latestByTopic = new Map<string, TopicLatest>();
   private readonly streams = new Set<WatchStream>();
+
+  /** The open streams (pressure pacing walks them). */
+  openStreams(): Iterable<WatchStream> {
+    return this.streams;
+  }
   private readonly projections = new ProjectionCache();
   private readonly projectionKeys = new WeakMap<WatchSession, string>();
   private batchNo = 0;
@@ -91,6 +96,7 @@ export class WatchHub {
   private async read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
     const o = s.opts;
     await this.sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
+    this.onDelivery?.(topic);
     return this.sup.workerFor(topic).request({
       op: 'watchRead',
       topic,
@@ -105,6 +111,9 @@ export class WatchHub {
       first,
     });
   }
+
+  /** Called per topic on each watch delivery pass (push or pull): auto-priority recency (G1). */
+  onDelivery: ((topic: string) => void) | undefined;
 
   private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
     let key = this.projectionKeys.get(s);
@@ -123,6 +132,7 @@ export class WatchHub {
         case 'batch': {
           this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.durableHead, deleted: false });
           const no = ++this.batchNo;
+          this.onDelivery?.(ev.topic); // a watch delivery pass consumes the topic (G1)
           for (const s of streams) s.onBatch(s.topic(ev.topic)!, ev, no);
           break;
         }

@@ -36,6 +36,12 @@ export class WatchSession {
     /** Per-topic cursor (last seq delivered or skipped past), parallel to `names`. */
     private readonly cursors: number[],
     nowMs: number,
+    /**
+     * The key that created the session (auth enabled): only it opens the stream (SPEC 5.7), and
+     * the stream is charged to it. Its allowlist was checked against every topic at creation,
+     * and the topic set never changes, so the stream cannot deliver a topic outside it.
+     */
+    readonly ownerKeyId?: number,
   ) {
     this.lastAccessMs = nowMs;
   }
@@ -87,12 +93,12 @@ export class WatchRegistry {
   }
 
   /** A new session, or undefined at the cap (after collecting). */
-  create(opts: WatchOptions, start: Map<string, number>): WatchSession | undefined {
+  create(opts: WatchOptions, start: Map<string, number>, ownerKeyId?: number): WatchSession | undefined {
     this.collect();
     if (this.maxSessions > 0 && this.sessions.size >= this.maxSessions) return undefined;
     const wid = `wid_${crypto.randomBytes(16).toString('base64url')}`;
     const names = [...start.keys()].sort();
-    const s = new WatchSession(wid, opts, names, names.map((n) => start.get(n)!), this.clock.now());
+    const s = new WatchSession(wid, opts, names, names.map((n) => start.get(n)!), this.clock.now(), ownerKeyId);
     this.sessions.set(wid, s);
     return s;
   }

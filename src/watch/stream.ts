@@ -59,6 +59,8 @@ export class WatchStream {
   readonly topics: StreamTopic[];
   private readonly byName = new Map<string, StreamTopic>();
   private readonly conn: SseConnection;
+  /** Topics paced under pressure (G16): no pushes, one pull per pacing tick. */
+  private paced = new Set<string>();
 
   constructor(
     readonly session: WatchSession,
@@ -122,6 +124,31 @@ export class WatchStream {
     this.conn.fail(e);
   }
 
+  // ---- pressure pacing (G16) ---------------------------------------------------------------
+
+  /**
+   * Paces these topics (empty: none): they take no pushes and deliver at most one record frame
+   * per `pullPaced` call, from their cursor, so they slow down and skip nothing. Topics that
+   * stop being paced pull at once. Returns whether the set changed.
+   */
+  setPaced(names: readonly string[]): boolean {
+    const next = new Set(names.filter((n) => this.byName.has(n)));
+    const changed = next.size !== this.paced.size || [...next].some((n) => !this.paced.has(n));
+    const freed = [...this.paced].filter((n) => !next.has(n));
+    this.paced = next;
+    for (const n of freed) void this.pull(this.byName.get(n)!);
+    return changed;
+  }
+
+  pullPaced(): void {
+    for (const n of this.paced) void this.pull(this.byName.get(n)!);
+  }
+
+  /** The advisory 429 error frame (G11): the stream stays open. */
+  advise(e: ErrorFrame): void {
+    this.conn.advise(e);
+  }
+
   // ---- flow control ------------------------------------------------------------------------
 
   private onPause(): void {
@@ -138,6 +165,10 @@ export class WatchStream {
   /** A batch became visible in a topic this stream follows. */
   onBatch(t: StreamTopic, b: WatchBatch, batchNo: number): void {
     if (this.closed || this.paused || t.mode !== 'tailing' || t.reading) return;
+    if (this.paced.has(t.name)) {
+      t.mode = 'backlog'; // the next pacing tick pulls it from the cursor
+      return;
+    }
     const cursor = this.session.cursor(t.idx);
     if (b.instanceId !== t.instanceId || b.stale || cursor < b.from || cursor > b.from && cursor < b.to) {
       void this.pull(t);
@@ -225,7 +256,10 @@ export class WatchStream {
           this.dataFrame('record', Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength));
         }
         pos = w.next;
-        if (!this.caughtUpAt(t, w)) continue;
+        if (!this.caughtUpAt(t, w)) {
+          if (this.paced.has(t.name) && w.count > 0) return; // one frame per pacing tick
+          continue;
+        }
         if (t.mode === 'backlog') {
           t.mode = 'tailing';
           // A resume that found nothing new since the last caught-up says nothing new.

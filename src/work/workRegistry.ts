@@ -11,6 +11,11 @@ import { WorkStream } from './workStream.js';
 
 export class WorkRegistry {
   private readonly streams = new Map<number, WorkStream>();
+
+  /** The open streams (pressure pacing walks them). */
+  openStreams(): Iterable<WorkStream> {
+    return this.streams.values();
+  }
   private nextConnId = 1;
   /** Releases in flight (rpc), so a shutdown can wait for them before the final checkpoint. */
   private readonly releasing = new Set<Promise<unknown>>();

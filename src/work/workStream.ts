@@ -65,6 +65,11 @@ export class WorkStream {
     else this.early.push(frames);
   }
 
+  /** The advisory 429 error frame (G11, G16): the stream stays open. */
+  advise(e: ErrorFrame): void {
+    if (this.opened) this.conn.advise(e);
+  }
+
   /** A terminal `error` frame (G11), then close. */
   fail(e: ErrorFrame): void {
     if (this.isClosed) return;

@@ -205,6 +205,13 @@ export class ActorHost implements HostServices {
 
   // ---- listings ----------------------------------------------------------------------------
 
+  /** Live bytes over every topic of this worker (G15 max_total_bytes): a read, not an input. */
+  liveBytes(): number {
+    let n = 0;
+    for (const a of this.actorsByName.values()) n += a.current?.bytes ?? 0;
+    return n;
+  }
+
   list(prefix: string, after: string, limit: number): TopicSummary[] {
     const names = [...this.actorsByName.keys()].filter((n) => n > after && n.startsWith(prefix)).sort();
     const out: TopicSummary[] = [];

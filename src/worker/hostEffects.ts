@@ -91,7 +91,7 @@ export class HostEffects implements EffectSink, Queries {
       case 'textsLoaded':
         return host.hot.add(e.topicId, e.fromSeq, e.toSeq, e.bytes + (e.toSeq - e.fromSeq + 1) * RECORD_TEXT_OVERHEAD_BYTES);
       case 'deferForCredit':
-        return host.wal.defer(e.reqId, e.req);
+        return host.wal.defer(e.reqId, e.req, e.priority);
       case 'rewriteSegment':
         return host.writeSegment(e.place, e.frame);
       case 'releaseTopicSlot':

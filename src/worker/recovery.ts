@@ -12,7 +12,18 @@ import { FrameType } from '../wal/format.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
-import { listSegments, readSegment } from '../storage/segmentLoad.js';
+import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
+
+/** Topics whose segments load at once during recovery. */
+const LOAD_PARALLEL = 16;
+/** Topics created after the snapshot whose segments are read ahead of the WAL replay. */
+const READ_AHEAD = 8;
+
+/** A topic's segment files, and the first one's contents when it is the only one. */
+interface ReadAhead {
+  segs: { firstSeq: number; file: string }[];
+  first: Promise<LoadedSegment> | undefined;
+}
 
 export interface RecoveryHost {
   readonly fsx: Fs;
@@ -36,23 +47,50 @@ export class WorkerRecovery {
 
   constructor(private readonly host: RecoveryHost) {}
 
-  /** Step 3: instances from the snapshot, their records indexed from segments (cold). */
+  /**
+   * Step 3: instances from the snapshot, their records indexed from segments (cold). Topics load
+   * LOAD_PARALLEL at a time: with many small topics the cost is file-system round trips
+   * (readdir, open, read, close per topic), which overlap on libuv's pool; each topic's own
+   * segments still come in order.
+   */
   async loadSnapshot(parts: TopicPart[]): Promise<void> {
-    for (const part of parts) {
+    const actors = parts.map((part) => {
       const actor = this.host.actorFor(part.name);
       this.host.input(actor, { k: 'load', part });
       this.host.byTopicId.set(part.id, actor);
-      await this.loadSegmentsOf(actor, part.id);
+      return actor;
+    });
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < parts.length) {
+        const i = next++;
+        await this.loadSegmentsOf(actors[i]!, parts[i]!.id);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, parts.length) }, lane));
+  }
+
+  /** Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already). */
+  private async loadSegmentsOf(actor: TopicActor, topicId: number, ahead?: ReadAhead): Promise<void> {
+    const segs = ahead?.segs ?? (await listSegments(this.host.fsx, this.host.dataDir, topicId));
+    for (let i = 0; i < segs.length; i++) {
+      const seg = i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
+      this.host.input(actor, { k: 'segment', seg });
     }
   }
 
-  /** Feeds a recovering topic its segments one at a time. */
-  private async loadSegmentsOf(actor: TopicActor, topicId: number): Promise<void> {
-    const segs = await listSegments(this.host.fsx, this.host.dataDir, topicId);
-    for (let i = 0; i < segs.length; i++) {
-      const seg = await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
-      this.host.input(actor, { k: 'segment', seg });
-    }
+  /**
+   * Lists (and, for a one-segment topic, reads) the segments of a topic created after the
+   * snapshot, ahead of the replay reaching its TOPIC_CREATE. Memory: at most READ_AHEAD segments
+   * wait, and a segment this new holds less than the WAL since the checkpoint (a checkpoint
+   * follows every SERVICE_CHECKPOINT_WAL_BYTES).
+   */
+  private readAhead(topicId: number): Promise<ReadAhead> {
+    return listSegments(this.host.fsx, this.host.dataDir, topicId).then((segs) => {
+      const first = segs.length === 1 ? readSegment(this.host.fsx, topicId, segs[0]!, true) : undefined;
+      first?.catch(() => undefined); // awaited (and reported) by loadSegmentsOf
+      return { segs, first };
+    });
   }
 
   /** Step 4: a chunk of frames from the WAL thread, or the end of the scan. */
@@ -67,7 +105,32 @@ export class WorkerRecovery {
     }
   }
 
+  /** Offsets of the TOPIC_CREATE frames of topics not loaded from the snapshot, in order. */
+  private newTopicCreates(buf: Buffer): { off: number; topicId: number }[] {
+    const out: { off: number; topicId: number }[] = [];
+    for (let off = 0; off < buf.length; ) {
+      const p = probeFrame(buf, off, buf.length, false);
+      if (!p.ok) break; // applyChunk reports it
+      if (p.frame.type === FrameType.TOPIC_CREATE && !this.host.byTopicId.has(p.frame.topicId)) out.push({ off, topicId: p.frame.topicId });
+      off += p.frame.size;
+    }
+    return out;
+  }
+
   private async applyChunk(buf: Buffer): Promise<void> {
+    // Topics created in this chunk are listed and read READ_AHEAD at a time, ahead of the replay.
+    const creates = this.newTopicCreates(buf);
+    const ahead = new Map<number, Promise<ReadAhead>>();
+    let started = 0;
+    const topUp = () => {
+      while (started < creates.length && ahead.size < READ_AHEAD) {
+        const c = creates[started++]!;
+        const p = this.readAhead(c.topicId);
+        p.catch(() => undefined); // awaited (and reported) when the replay gets there
+        ahead.set(c.off, p);
+      }
+    };
+    topUp();
     let off = 0;
     while (off < buf.length) {
       // The WAL thread CRC-checked every frame it sends.
@@ -78,14 +141,18 @@ export class WorkerRecovery {
       if (f.type === FrameType.TOPIC_CREATE) {
         const body = decodeJsonBody(buf, f) as { name: string; config: TopicConfig; created_ms: number };
         actor = this.host.actorFor(body.name);
+        const pending = ahead.get(off);
+        ahead.delete(off);
+        topUp();
         this.host.byTopicId.set(f.topicId, actor);
         // A topic created after the snapshot may already have segments: index them (cold)
         // instead of replaying, copying and rewriting every append they hold.
         const known = actor.current?.id === f.topicId; // already loaded from the snapshot
-        if (!known && (await listSegments(this.host.fsx, this.host.dataDir, f.topicId)).length > 0) {
+        const read = known ? undefined : await (pending ?? this.readAhead(f.topicId));
+        if (read && read.segs.length > 0) {
           const part: TopicPart = { id: f.topicId, name: body.name, config: body.config, created_ms: body.created_ms, reserved: 0 };
           this.host.input(actor, { k: 'load', part });
-          await this.loadSegmentsOf(actor, f.topicId);
+          await this.loadSegmentsOf(actor, f.topicId, read);
           off += f.size;
           continue;
         }

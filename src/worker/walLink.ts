@@ -11,6 +11,18 @@ import { assertNever } from '../core/errors.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import type { SegmentPlacement } from '../actors/ctx.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
+import { MinHeap } from '../actors/queue/heap.js';
+
+/** Priority points a deferred append gains per ms of waiting (as the HTTP gate's default). */
+const DEFER_AGING_PER_MS = 1;
+
+interface Deferred {
+  reqId: number;
+  req: AppendRequest;
+  at: number;
+  key: number;
+  no: number;
+}
 
 interface FrameTiming {
   submitAt: number;
@@ -59,7 +71,13 @@ export class WalLink {
   private readonly writtenWaiters: { seq: number; resolve: () => void; reject: (err: Error) => void }[] = [];
   inflightBytes = 0;
   /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
-  private readonly deferred: { reqId: number; req: AppendRequest; at: number }[] = [];
+  /**
+   * Appends waiting for credit (disable_backpressure), served best first (G16): effective
+   * priority plus one point per ms waited (a static heap key, since all age alike), so a low
+   * priority waits longer but is never starved.
+   */
+  private readonly deferred = new MinHeap<Deferred>((a, b) => a.key > b.key || (a.key === b.key && a.no < b.no));
+  private deferredNo = 0;
   private readonly throttleWaits = new Map<number, number>();
 
   constructor(
@@ -74,8 +92,9 @@ export class WalLink {
     return this.creditBytes > 0 && this.inflightBytes >= this.creditBytes;
   }
 
-  defer(reqId: number, req: AppendRequest): void {
-    this.deferred.push({ reqId, req, at: nowMs() });
+  defer(reqId: number, req: AppendRequest, priority: number): void {
+    const at = nowMs();
+    this.deferred.push({ reqId, req, at, key: priority - DEFER_AGING_PER_MS * at, no: this.deferredNo++ });
   }
 
   queueFrame(f: QueuedFrame): void {
@@ -175,14 +194,14 @@ export class WalLink {
     this.failed = message;
     for (const w of this.writtenWaiters.splice(0)) w.reject(new Error(`the WAL failed: ${message}`));
     for (const w of this.idleWaiters.splice(0)) w();
-    for (const d of this.deferred.splice(0)) this.host.redeliver(d.reqId, d.req);
+    for (let d = this.deferred.pop(); d; d = this.deferred.pop()) this.host.redeliver(d.reqId, d.req);
     this.host.walFailed(message);
   }
 
-  /** Re-sends deferred appends, oldest first, while WAL credit lasts. */
+  /** Re-sends deferred appends, best first, while WAL credit lasts. */
   private releaseDeferred(): void {
-    while (this.deferred.length > 0 && !this.creditExhausted()) {
-      const d = this.deferred.shift()!;
+    while (this.deferred.size > 0 && !this.creditExhausted()) {
+      const d = this.deferred.pop()!;
       this.throttleWaits.set(d.reqId, nowMs() - d.at);
       this.host.redeliver(d.reqId, d.req);
     }

@@ -4,6 +4,7 @@
 // there) or, in tests, on the caller's thread (test/support/inProcessThreads.ts). The facade only
 // turns a call into an input and returns a promise that a later reply effect resolves: Comlink
 // runs exposed methods concurrently, so logic here would break actor atomicity.
+import { startGaugeSampler } from './gaugeSampler.js';
 import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
 import { serveRequests } from '../core/requestChannel.js';
@@ -29,10 +30,15 @@ export interface WorkerThreadData {
   /** Port to each other worker, by worker index (null for this one): peer requests. */
   peerPorts: (MessagePort | null)[];
   counters: SharedArrayBuffer;
+  /** Per-worker gauges read by main (core/gauges.ts); this worker writes its own row. */
+  gauges: SharedArrayBuffer;
+  /** Sum live bytes into the gauges (only when SERVICE_MAX_TOTAL_BYTES is set: O(topics)). */
+  sampleLiveBytes: boolean;
   maxLimit: number;
   maxTopics: number;
   segmentBytes: number;
   segmentCacheBytes: number;
+  segmentOpenFiles: number;
   walInflightBytes: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
@@ -62,7 +68,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     if (Atomics.exchange(counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
       log(`spool: segment write failed: ${err.message}; writes are refused until a restart (reads go on)`);
     }
-  });
+  }, data.segmentOpenFiles);
   const hostOpts = {
     workerIndex: data.workerIndex,
     workers: data.workers,
@@ -90,6 +96,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
   });
   const replayed = host.recovery.replayed;
   serveRequests(data.requestPort, (req) => host.request(req));
+  const stopGauges = startGaugeSampler(new Float64Array(data.gauges), data.workerIndex, {
+    liveBytes: data.sampleLiveBytes ? () => host.liveBytes() : undefined,
+    walQueuedBytes: () => host.wal.inflightBytes,
+  });
 
   return {
     list(prefix: string, after: string, limit: number): TopicSummary[] {
@@ -145,6 +155,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
      * a simulated crash calls this so nothing of the old world runs on.
      */
     stop(): void {
+      stopGauges();
       host.stop();
       segments.stop();
     },

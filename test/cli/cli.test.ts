@@ -3,24 +3,19 @@
 // the documented exit codes for 4xx and unreachable servers, --json output parsed, an NDJSON
 // round trip of 100k lines (append then read back identical), `tail -f` across a server restart,
 // and `work` acking on exit 0 and nacking otherwise.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startServer, killServersAfterFile, tempDir, CLI, type Server } from '../helpers/server.js';
+import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool } from '../../src/client/index.js';
 
 killServersAfterFile();
 let srv: Server;
 let spool: Spool;
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  spool = new Spool({ url: srv.url });
-});
-after(async () => {
-  await srv?.stop();
-});
+useSpoolServer((s, c) => ((srv = s), (spool = c)));
 
 interface Run {
   status: number | null;

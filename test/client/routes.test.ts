@@ -1,35 +1,19 @@
 // The client library against a real spawned server (docs/CLIENT.md, docs/API.md): every built
 // route through its typed call, errors as SpoolError with code/status/detail, seqs as bigints,
 // raw record texts, and the package export `spool/client`.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, type Server } from '../helpers/server.js';
+import type { Server } from '../helpers/server.js';
+import { useSpoolServer, spoolError } from '../helpers/spoolServer.js';
 import { Spool, SpoolError } from '../../src/client/index.js';
 
 let srv: Server;
 let spool: Spool;
+useSpoolServer((s, c) => ((srv = s), (spool = c)));
 
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  spool = new Spool({ url: srv.url });
-});
-after(async () => {
-  await srv?.stop();
-});
-
-/** Runs `fn`, which must reject with a SpoolError; returns it. */
-async function spoolError(fn: () => Promise<unknown>): Promise<SpoolError> {
-  try {
-    await fn();
-  } catch (e) {
-    assert.ok(e instanceof SpoolError, `expected a SpoolError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 test('probes: health, ready, metrics (text and JSON)', async () => {
   const h = await spool.health();

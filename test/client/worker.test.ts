@@ -2,25 +2,20 @@
 // lease keeps it and acks exactly once; a failure is nacked with backoff and redelivered; a lost
 // lease aborts the handler and is never acked over the new holder; a worker process killed
 // mid-job has its job redelivered; stop() is graceful; concurrency is a bound.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, killServersAfterFile, tempDir, type Server } from '../helpers/server.js';
+import { killServersAfterFile, tempDir, type Server } from '../helpers/server.js';
+import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool, SpoolError, type Job } from '../../src/client/index.js';
 
 killServersAfterFile();
 let srv: Server;
 let spool: Spool;
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  spool = new Spool({ url: srv.url });
-});
-after(async () => {
-  await srv?.stop();
-});
+useSpoolServer((s, c) => ((srv = s), (spool = c)));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const here = path.dirname(fileURLToPath(import.meta.url));

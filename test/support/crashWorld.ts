@@ -28,6 +28,9 @@ export function sweepSettings(over: Partial<Settings> = {}): Settings {
     // No record text stays in memory once its frame is in a segment: every read after recovery
     // comes back from the segment files, so the oracle checks what is on disk.
     segmentCacheBytes: 0,
+    // Fewer open segment files than topics: writes close and reopen files, and checkpoints
+    // fsync files that were closed dirty.
+    segmentOpenFiles: 2,
     checkpointMs: 0,
     checkpointWalBytes: 0,
     // fsync-class frames sync at once; anything else waits for one of those (never the timer).

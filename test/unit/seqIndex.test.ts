@@ -1,7 +1,7 @@
 // SeqIndex against a plain Map model (many-topics issue: chunks start small and grow): any
 // sequence of puts (dense, with reservation gaps padded), state changes, text changes and front
 // drops reads back exactly what the model holds, across the 16 -> 4096 growth steps and chunk
-// boundaries. And a small topic holds small columns.
+// boundaries. A small topic holds small columns, and padding allocates no slots.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -47,13 +47,14 @@ test('SeqIndex reads back what a Map model holds, whatever the growth and drops'
             model.set(seq, slot);
           }
         } else if (op.t === 'pad') {
-          idx.pad(last + 1, last + op.n);
-          for (let s = last + 1; s <= last + op.n; s++) model.set(s, { state: SlotState.PADDED, ts: 0, bytes: 0, nodeId: 0, loc: 0, frameLen: 0, recIdx: 0, text: undefined });
+          idx.pad(last + op.n);
+          for (let s = last + 1; s <= last + op.n; s++) model.set(s, { state: SlotState.EMPTY, ts: 0, bytes: 0, nodeId: 0, loc: 0, frameLen: 0, recIdx: 0, text: undefined });
           last += op.n;
         } else if (op.t === 'state' || op.t === 'cold') {
           const seq = last - op.back;
           const m = model.get(seq);
-          if (!m || seq <= dropped) continue;
+          // Callers change only slots that held a record; padded seqs stay EMPTY.
+          if (!m || seq <= dropped || m.state === SlotState.EMPTY) continue;
           if (op.t === 'state') {
             idx.setState(seq, op.st);
             m.state = op.st;
@@ -66,6 +67,7 @@ test('SeqIndex reads back what a Map model holds, whatever the growth and drops'
           const seq = Math.max(1, last - op.back);
           // The caller's contract: every slot below the drop point is dead.
           for (let s = dropped + 1; s < seq; s++) {
+            if (model.get(s)!.state === SlotState.EMPTY) continue;
             idx.setState(s, SlotState.DELETED);
             model.get(s)!.state = SlotState.DELETED;
             model.get(s)!.text = undefined;
@@ -78,7 +80,7 @@ test('SeqIndex reads back what a Map model holds, whatever the growth and drops'
       for (const [seq, m] of model) {
         if (seq <= dropped) continue;
         assert.equal(idx.state(seq), m.state, `state of ${seq}`);
-        if (m.state === SlotState.PADDED) continue;
+        if (m.state === SlotState.EMPTY) continue;
         assert.equal(idx.ts(seq), m.ts, `ts of ${seq}`);
         assert.equal(idx.bytes(seq), m.bytes, `bytes of ${seq}`);
         assert.equal(idx.nodeId(seq), m.nodeId, `nodeId of ${seq}`);
@@ -107,4 +109,17 @@ test('a topic of ten records holds columns for 16 slots, not 4096', () => {
   );
   assert.equal(idx.ts(4097), 4097);
   assert.equal(idx.text(10)?.dataLen, 2);
+});
+
+test('padding a reservation block after a crash allocates no slots', () => {
+  const idx = new SeqIndex();
+  for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
+  idx.pad(1034);
+  const chunks = (idx as unknown as { chunks: { cap: number }[] }).chunks;
+  assert.deepEqual(chunks.map((c) => c.cap), [16], 'still the 16 slots of the ten records');
+  assert.equal(idx.last, 1034);
+  assert.equal(idx.state(500), SlotState.EMPTY);
+  idx.put(1035, 1, 1, 0, 1, 64, 0, undefined);
+  assert.equal(idx.state(1035), SlotState.LIVE);
+  assert.equal(idx.state(1034), SlotState.EMPTY);
 });

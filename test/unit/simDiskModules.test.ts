@@ -283,3 +283,39 @@ test('a segment roll that meets a full disk at the directory fsync makes the sea
     [1],
   );
 });
+
+test('open segment files are bounded; a file closed with unsynced writes is still made durable by flushAll', async () => {
+  // Many-topics issue: a topic kept its segment fd open for good, so the count of topics that
+  // had written was limited by `ulimit -n` (EMFILE then failed segment writes for the worker).
+  const disk = new SimDisk();
+  mkdirDurable(disk.fs(), topicsDir(DATA));
+  const store = new SegmentStore(disk.fs(), DATA, undefined, 2);
+  const ids = [1, 2, 3, 4, 5].map((k) => 0x01_000000 + k);
+  const frames = new Map<number, Buffer[]>();
+  for (let round = 0; round < 3; round++) {
+    for (const id of ids) {
+      const f = encodeJsonFrame(FrameType.APPEND, id, { id, round });
+      const fs = frames.get(id) ?? [];
+      store.append({ topicId: id, segFirstSeq: 1, offset: fs.reduce((n, b) => n + b.length, 0) }, f);
+      frames.set(id, [...fs, f]);
+    }
+  }
+  for (const id of ids) {
+    const want = Buffer.concat(frames.get(id)!);
+    assert.deepEqual(await store.readRange(id, 1, 0, want.length), want, `topic ${id} reads back`);
+  }
+  assert.ok(store.openCount <= 2, `${store.openCount} files open`);
+  // A roll of a topic whose fd was closed while dirty syncs the sealed file first.
+  const last = ids[0]!;
+  const rolled = encodeJsonFrame(FrameType.APPEND, last, { rolled: true });
+  store.append({ topicId: last, segFirstSeq: 99, offset: 0 }, rolled);
+  await store.flushAll();
+  assert.ok(store.openCount <= 2, `${store.openCount} files open after the flush`);
+  disk.crash('durable-only');
+  for (const id of ids) {
+    const segs = await listSegments(disk.fs(), DATA, id);
+    const seg = await readSegment(disk.fs(), id, segs[0]!, segs.length === 1);
+    assert.deepEqual(seg.buf, Buffer.concat(frames.get(id)!), `topic ${id} is durable`);
+  }
+  assert.deepEqual((await listSegments(disk.fs(), DATA, last)).map((s) => s.firstSeq), [1, 99]);
+});

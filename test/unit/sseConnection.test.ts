@@ -15,6 +15,14 @@ const pacer = new FlushPacer(new SystemClock());
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** At least two loop iterations, then more (up to 1 s) until `done`. */
+async function ticksUntil(done: () => boolean): Promise<void> {
+  await tick();
+  await tick();
+  const end = Date.now() + 1000;
+  while (!done() && Date.now() < end) await tick();
+}
+
 interface Served {
   conn: SseConnection;
   /** Every chunk the connection handed to res.write, in order. */
@@ -111,12 +119,12 @@ test('frames written in one loop iteration leave in one write; the next iteratio
   s.conn.write(Buffer.from('id: 2\nevent: record\ndata: {"a":2}\n\n'));
   s.conn.write(Buffer.from('id: 3\nevent: record\ndata: {"a":3}\n\n'));
   assert.equal(s.writes.length, before, 'nothing is written before the paced flush');
-  await tick();
-  await tick();
+  // The pacer waits after a flush as long as the flush took, so on a loaded machine the next
+  // flush may take a few iterations: wait for it, then check it wrote once.
+  await ticksUntil(() => s.writes.length > before);
   assert.equal(s.writes.length, before + 1);
   s.conn.write(Buffer.from('id: 4\nevent: record\ndata: {"a":4}\n\n'));
-  await tick();
-  await tick();
+  await ticksUntil(() => s.writes.length > before + 1);
   assert.equal(s.writes.length, before + 2);
   await c.until(() => c.blocks().length === 5);
   assert.deepEqual(c.blocks().slice(1).map((b) => b.split('\n')[0]), ['id: 1', 'id: 2', 'id: 3', 'id: 4']);

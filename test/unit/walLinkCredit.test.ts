@@ -42,3 +42,24 @@ test('frames of one turn count against the WAL credit before the turn is submitt
     ch.port1.close();
   }
 });
+
+test('appends waiting for credit are redelivered highest effective priority first (G16)', async () => {
+  const ch = new MessageChannel();
+  const order: number[] = [];
+  const link = new WalLink(ch.port1, 1000, { ...host, redeliver: (reqId) => void order.push(reqId) });
+  try {
+    link.queueFrame(frame({}, 1, 2000));
+    assert.equal(link.creditExhausted(), true);
+    const req = { op: 'append', topic: 't', body: new Uint8Array(), returnSeqs: true, headerIdemKey: undefined } as const;
+    link.defer(1, req, -1000);
+    link.defer(2, req, 0);
+    link.defer(3, req, 1000);
+    link.defer(4, req, 0);
+    await new Promise((r) => setTimeout(r, 20)); // the submission leaves
+    ch.port2.postMessage({ t: 'ack', writtenThrough: 1, durableThrough: 0 });
+    while (order.length < 4) await new Promise((r) => setTimeout(r, 5));
+    assert.deepEqual(order, [3, 2, 4, 1], 'by priority, then arrival');
+  } finally {
+    ch.port1.close();
+  }
+});

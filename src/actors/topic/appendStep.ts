@@ -18,6 +18,8 @@ import { FrameType } from '../../wal/format.js';
 
 /** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
 const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };
+import { allowsName } from '../../auth/allowlist.js';
+import { effectivePriority } from './topicState.js';
 
 function batchBytes(p: ParsedAppend): number {
   let n = 0;
@@ -57,6 +59,14 @@ function appendJson(a: ActorCore, inst: TopicInstance, firstSeq: number, count: 
   return `{"topic":${JSON.stringify(a.name)},"first_seq":${firstSeq},"last_seq":${firstSeq + count - 1}${seqs},"head_seq":${inst.head},"count":${count},"created":${created},"deduped":${deduped}`;
 }
 
+/** G10: a `config.dead_letter` outside the key's allowlist is 403 naming it, right after the parse. */
+function deadLetterRefused(req: AppendRequest, p: ParsedAppend): ErrorResult | undefined {
+  const cfg = p.config as { dead_letter?: unknown } | undefined;
+  if (!req.auth || cfg === null || typeof cfg !== 'object' || typeof cfg.dead_letter !== 'string') return undefined;
+  if (allowsName(req.auth.prefixes, cfg.dead_letter)) return undefined;
+  return fail('forbidden', `this key may not name topic ${JSON.stringify(cfg.dead_letter)}`, { topic: cfg.dead_letter });
+}
+
 /** The config an absent topic would be created with, or the refusal (404, 400) instead. */
 function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: TopicConfig } | ErrorResult {
   const cfg = p.config;
@@ -74,6 +84,8 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : req.forward ? ROUTER_STAMPS : NO_ALLOWANCE);
   if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
   const p = parsed.value;
+  const refusedName = deadLetterRefused(req, p);
+  if (refusedName) return ctx.reply(reqId, refusedName);
   const idemKey = p.idempotencyKey ?? req.headerIdemKey;
   if (req.forward && answeredBeforeAppend(a, ctx, reqId, req.forward)) return;
   let inst = a.current;
@@ -88,6 +100,10 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   }
   let createWith: TopicConfig | undefined;
   if (!inst) {
+    // Creating from a body config configures a topic: admin too (G8), checked before the 404.
+    if (req.auth && !req.auth.admin && p.config !== undefined) {
+      return ctx.reply(reqId, fail('forbidden', 'creating a topic with a config needs the admin scope', { required: ['write', 'admin'] }));
+    }
     const r = configForCreate(a, p);
     if (!r.ok) return ctx.reply(reqId, r);
     createWith = r.config;
@@ -98,7 +114,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const refused = writeRefusal(ctx);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) {
-    if (p.disableBackpressure) return ctx.deferForCredit(reqId, req);
+    if (p.disableBackpressure) return ctx.deferForCredit(reqId, req, inst ? effectivePriority(inst, ctx.now) : 0);
     return ctx.reply(reqId, walBehind());
   }
   let created = false;

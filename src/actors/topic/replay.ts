@@ -61,7 +61,7 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
   forEachFrame(seg.buf, (f, off) => {
     const head = readAppendHead(seg.buf, f);
     if (head.firstSeq <= inst.index.last) return;
-    if (head.firstSeq > inst.index.last + 1) inst.index.pad(inst.index.last + 1, head.firstSeq - 1);
+    if (head.firstSeq > inst.index.last + 1) inst.index.pad(head.firstSeq - 1);
     indexFrame(inst, seg.buf, off, ordinal * TWO_32 + off, false);
   });
   inst.segment.firstSeqs.push(seg.firstSeq);
@@ -135,7 +135,7 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
         stats.skipped++;
         return;
       }
-      if (head.firstSeq > cur.index.last + 1) cur.index.pad(cur.index.last + 1, head.firstSeq - 1);
+      if (head.firstSeq > cur.index.last + 1) cur.index.pad(head.firstSeq - 1);
       // The texts stay over the replayed bytes (no copy); the host's cache budget evicts them
       // once the segment holds the frame.
       const frame = buf.subarray(f.bodyOff - 24, f.bodyOff - 24 + f.size);
@@ -177,7 +177,7 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
     }
   }
   const head = Math.max(last, inst.reserve.durable);
-  if (head > last) inst.index.pad(last + 1, head);
+  inst.index.pad(head);
   inst.assigned = head;
   inst.head = head;
   inst.durableHead = head;

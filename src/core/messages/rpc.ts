@@ -17,6 +17,11 @@ export interface AppendRequest {
   stamped?: boolean;
   /** A router's copy batch (never set from HTTP): dedupe and progress ride in its frame. */
   forward?: ForwardInfo;
+  /**
+   * Set when auth is enabled (RESOLVED G8 append row, G10): whether the key may create the topic
+   * from a body `config` (admin), and the allowlist a `config.dead_letter` must meet.
+   */
+  auth?: { admin: boolean; prefixes: readonly string[] | null };
 }
 
 export interface DiffRequest {

@@ -8,6 +8,7 @@ import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
 import { routerInput, routerJson, routerName } from '../routerSchemas.js';
 import { defOf, type RouterRegistry } from '../../supervisor/routerRegistry.js';
 import type { StoredRouter } from '../../supervisor/routerStore.js';
+import type { Admission } from '../admission.js';
 
 const PAGE_SIZE_DEFAULT = 100;
 const PAGE_SIZE_MAX = 1000;
@@ -39,7 +40,7 @@ async function totals(reg: RouterRegistry, page: StoredRouter[]): Promise<Map<st
   return out;
 }
 
-export function routerRoutes(app: FastifyInstance, sup: Supervisor): void {
+export function routerRoutes(app: FastifyInstance, sup: Supervisor, admission: Admission): void {
   const reg = sup.routers;
 
   app.put(
@@ -47,7 +48,11 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor): void {
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false); // 415 comes before the 400 family (RESOLVED 0.3)
       const name = routerName(req.params);
-      const input = routerInput(parseSmallBody(raw));
+      const body = parseSmallBody(raw);
+      // G10: the named ends against the key's allowlist, right after the body parses (0.3).
+      const ends = [body.source, body.dest].filter((t): t is string => typeof t === 'string');
+      admission.requireNames(req, 'topic', ends);
+      const input = routerInput(body);
       const out = await reg.put(name, input);
       if (!out.ok) return sendError(req, reply, out);
       return sendJson(req, reply, out.created ? 201 : 200, { ...routerJson(out.def), created: out.created });
@@ -60,6 +65,7 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor): void {
       const name = routerName(req.params);
       const r = reg.get(name);
       if (!r) return sendError(req, reply, fail('router_not_found', `router ${name} does not exist`, { router: name }));
+      admission.requireRouterEnds(req, r.source, r.dest);
       const s = await reg.stats(r, true); // read-your-writes: pending forwards first
       return sendJson(req, reply, 200, { ...routerJson(defOf(r)), forwarded_total: s?.forwarded_total ?? 0 });
     }),
@@ -69,6 +75,8 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor): void {
     '/v0/routers/:router',
     withHttpErrors(async (req, reply) => {
       const name = routerName(req.params);
+      const r = reg.get(name);
+      if (r) admission.requireRouterEnds(req, r.source, r.dest);
       return sendJson(req, reply, 200, { router: name, deleted: await reg.delete(name) });
     }),
   );
@@ -83,7 +91,7 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor): void {
       const pageSize = rawSize === 0 ? PAGE_SIZE_DEFAULT : Math.min(rawSize, PAGE_SIZE_MAX);
       const cursor = queryString(req, 'cursor');
       const after = cursor ? decodeCursor(cursor) : '';
-      const all = reg.all().filter((r) => r.name > after && r.name.startsWith(prefix) && (source === undefined || r.source === source) && (dest === undefined || r.dest === dest));
+      const all = reg.all().filter((r) => admission.routerVisible(req, r) && r.name > after && r.name.startsWith(prefix) && (source === undefined || r.source === source) && (dest === undefined || r.dest === dest));
       const page = all.slice(0, pageSize);
       const t = await totals(reg, page);
       const body: Record<string, unknown> = {

@@ -10,6 +10,8 @@ import { check, parseMatch, validateDiff, validateRecordDelete } from '../schema
 import type { TopicSummary } from '../../core/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
+import type { Admission } from '../admission.js';
+import { listPrefixes } from '../../auth/allowlist.js';
 
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
@@ -39,16 +41,23 @@ function decodeCursor(s: string): string {
   throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
 }
 
-export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
+export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   app.put(
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
       const topic = topicParam(req);
       const body = parseSmallBody(raw);
+      if (typeof body.dead_letter === 'string') admission.requireNames(req, 'topic', [body.dead_letter]);
       const resolved = resolveConfig(topic, body);
       if (!resolved.ok) return sendError(req, reply, resolved);
-      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config }));
+      const r = await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config });
+      if (r.ok) {
+        // The priority book (G16) learns the topic's priority from the config now in force.
+        const cfg = (JSON.parse(`${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')}}`) as { config?: { priority: number | null; auto_priority: boolean } }).config;
+        if (cfg) admission.pressure.book.configured(topic, cfg.priority, cfg.auto_priority);
+      }
+      return sendResult(req, reply, r);
     }),
   );
 
@@ -68,9 +77,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const ifEmpty = queryBool(req, 'if_empty', false);
       // The cascade (G3): the routers naming the topic go with it, echoed in routers_removed.
       const routersRemoved = sup.routers.naming(topic);
-      const result = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved });
-      if (result.ok && routersRemoved.length > 0) await sup.routers.removeFor(topic, routersRemoved);
-      return sendResult(req, reply, result);
+      const r = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved });
+      if (r.ok) admission.pressure.book.forget(topic);
+      if (r.ok && routersRemoved.length > 0) await sup.routers.removeFor(topic, routersRemoved);
+      return sendResult(req, reply, r);
     }),
   );
 
@@ -84,9 +94,17 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
         throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
       }
+      admission.requireByteRoom(sup.liveBytes()); // G15, state-dependent: after the 400s of main
       const bytes = standalone(body);
       const result = await sup.workerFor(topic).request(
-        { op: 'append', topic, body: bytes, returnSeqs: queryBool(req, 'return_seqs', true), headerIdemKey: idem === '' ? undefined : idem },
+        {
+          op: 'append',
+          topic,
+          body: bytes,
+          returnSeqs: queryBool(req, 'return_seqs', true),
+          headerIdemKey: idem === '' ? undefined : idem,
+          auth: admission.appendAuth(req),
+        },
         [bytes.buffer as ArrayBuffer],
       );
       if (result.ok) metrics.appendLatency.observe(nowMs() - req.startedAt);
@@ -143,12 +161,16 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const cursor = queryString(req, 'cursor');
       const after = cursor ? decodeCursor(cursor) : '';
       const touch = queryBool(req, 'touch', false);
-      const pages = await Promise.all(sup.workers.map((w) => w.list(prefix, after, pageSize + 1)));
+      // Filtered, not refused (G10): one prefix query per allowed prefix that meets `prefix`.
+      const queries = listPrefixes(admission.allowlist(req), prefix);
+      const pages = await Promise.all(queries.flatMap((q) => sup.workers.map((w) => w.list(q, after, pageSize + 1))));
       const byName = (a: TopicSummary, b: TopicSummary) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);
       const all: TopicSummary[] = pages.flat().sort(byName);
       let topics = all.slice(0, pageSize);
       if (touch && topics.length > 0) {
         // Only the topics on this page are touched; they are re-reported after the touch.
+        const { book, now } = admission.pressure;
+        for (const t of topics) book.consumed(t.topic, now());
         const groups = sup.namesByWorker(topics.map((t) => t.topic));
         const fresh = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length ? w.touch(groups[i]!) : Promise.resolve([]))));
         topics = fresh.flat().sort(byName);

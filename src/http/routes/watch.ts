@@ -11,6 +11,7 @@ import { acceptsEventStream } from '../../sse/wire.js';
 import { decodeCursor } from '../../watch/cursor.js';
 import type { WatchOptions } from '../../watch/session.js';
 import type { WatchHub } from '../../watch/hub.js';
+import type { Admission } from '../admission.js';
 
 const MAX_TOPICS = 256;
 const LIMIT_DEFAULT = 256;
@@ -41,7 +42,7 @@ interface Watermark {
   earliest: number;
 }
 
-export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub): void {
+export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub, admission: Admission): void {
   /** Head and earliest of each named topic, one rpc per worker; null for an absent topic. */
   async function watermarks(names: string[]): Promise<Map<string, Watermark | null>> {
     const groups = sup.namesByWorker(names);
@@ -60,6 +61,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       if (names.length === 0) throw new HttpError('invalid_request', 'topics must name at least one topic', { field: 'topics' });
       if (names.length > MAX_TOPICS) throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
       for (const name of names) if (!isTopicName(name)) throw new HttpError('invalid_request', 'invalid topic name', { topic: name });
+      admission.requireNames(req, 'topic', names); // G10: every key of topics, right after the parse
       let cursor: Map<string, number> | undefined;
       if (b.cursor !== undefined) {
         cursor = decodeCursor(b.cursor);
@@ -83,7 +85,8 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
         topics[name] = { from_seq: from, head_seq: m.head, earliest_seq: m.earliest };
       }
       if (start.size === 0) return sendError(req, reply, fail('topic_not_found', `none of the named topics exists`, { topic: names[0] }));
-      const session = hub.registry.create(opts, start);
+      const session = hub.registry.create(opts, start, req.apiKey?.id);
+      if (session) for (const name of start.keys()) admission.pressure.book.consumed(name, admission.pressure.now());
       if (!session) {
         return sendError(req, reply, fail('throttled', 'too many watch sessions', { limit: 'max_watch_sessions', max: hub.registry.maxSessions }));
       }
@@ -105,7 +108,16 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       hub.registry.collect();
       const session = hub.registry.get((req.params as { wid: string }).wid);
       if (!session) throw new HttpError('not_found', 'unknown or expired watch session; POST /v0/watch again');
+      const owner = admission.admitWatchStream(req, session.ownerKeyId); // 401 unless the creating key
       if (!hub.slots.acquire()) throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.slots.max });
+      let releaseKey: () => void;
+      try {
+        releaseKey = admission.acquireStream(owner); // charged to the creating key (G15)
+      } catch (err) {
+        hub.slots.release();
+        throw err;
+      }
+      reply.raw.once('close', releaseKey);
       const lastEventId = req.headers['last-event-id'];
       if (typeof lastEventId === 'string' && lastEventId !== '') {
         const given = decodeCursor(lastEventId.trim());

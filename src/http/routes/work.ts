@@ -10,8 +10,9 @@ import { HttpError, sendError, sendResult, withHttpErrors } from '../reply.js';
 import { checkNode, clampLeaseMs, clampMax } from '../queueSchemas.js';
 import { acceptsEventStream } from '../../sse/wire.js';
 import type { WorkRegistry } from '../../work/workRegistry.js';
+import type { Admission } from '../admission.js';
 
-export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegistry): void {
+export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegistry, admission: Admission): void {
   app.get(
     '/v0/topics/:topic/work',
     { exposeHeadRoute: false }, // a HEAD would open a stream it can never send: 405
@@ -30,6 +31,14 @@ export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegi
         if (type !== 'queue') return sendError(req, reply, fail('not_a_queue', `topic ${topic} is not a queue`, { topic }));
         return sendError(req, reply, fail('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: work.slots.max }));
       }
+      let releaseKey: () => void;
+      try {
+        releaseKey = admission.acquireStream(req.apiKey); // charged to the opening key (G15)
+      } catch (err) {
+        work.slots.release();
+        throw err;
+      }
+      reply.raw.once('close', releaseKey);
       const stream = work.create(topic, reply.raw);
       const opened = await worker.request({ op: 'workOpen', topic, connId: stream.connId, node, max, leaseMs });
       if (!opened.ok) {
