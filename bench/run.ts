@@ -13,6 +13,7 @@ import { watchIdleMemory } from './watch-idle-memory.js';
 import { queue } from './queue.js';
 import { walPrealloc } from './wal-prealloc.js';
 import { cliAppend } from './cli-append.js';
+import { router } from './router.js';
 import { manyTopics } from './many-topics.js';
 import { auth } from './auth.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
@@ -29,6 +30,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   queue: () => queue(),
   'wal-prealloc': walPrealloc,
   'cli-append': cliAppend,
+  router: () => router(),
   'many-topics': manyTopics,
   auth,
 };

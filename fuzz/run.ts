@@ -3,6 +3,8 @@
 //   --queue    the queue/lease model (fuzz/queueModel.ts) on the real queue actor; a failure
 //              prints the shrunk counterexample path (the same seed also reruns in
 //              test/unit/queueModel.test.ts via QUEUE_MODEL_SEED)
+//   --router   the router forwarding model (fuzz/routerModel.ts) on the real source and dest
+//              actors; reruns in test/unit/routerModel.test.ts via ROUTER_MODEL_SEED
 //   --storage  the crash sweep (fuzz/storageSweep.ts): a whole in-process server crashed at fs
 //              calls of seeded workloads on a simulated disk; `--runs` seeds (default 4),
 //              `--points N` per run (default: every call, every mode), `--case '<json>'` reruns
@@ -10,6 +12,7 @@
 import fc from 'fast-check';
 import { queueProperty } from './queueModel.js';
 import { storageCase, storageSweep } from './storageSweep.js';
+import { routerProperty } from './routerModel.js';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -20,6 +23,7 @@ const out = (line: string) => void process.stdout.write(`${line}\n`);
 
 const targets: Record<string, (seed: number, runs: number | undefined, path: string | undefined) => void | Promise<void>> = {
   '--queue': (seed, runs, path) => fc.assert(queueProperty(Number(arg('--commands') ?? 120)), { seed, numRuns: runs ?? 2000, ...(path ? { path } : {}), includeErrorInReport: true }),
+  '--router': (seed, runs, path) => fc.assert(routerProperty(Number(arg('--commands') ?? 120)), { seed, numRuns: runs ?? 1000, ...(path ? { path } : {}), includeErrorInReport: true }),
   '--storage': async (seed, runs) => {
     const points = arg('--points');
     const failed = await storageSweep({ seed: arg('--seed') ?? String(seed), runs: runs ?? 4, points: points === undefined ? undefined : Number(points), out });

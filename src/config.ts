@@ -15,6 +15,8 @@ export interface Settings {
   maxBodyBytes: number;
   maxLimit: number;
   maxTopics: number;
+  /** Router-count cap (G15); 0 = unlimited. */
+  maxRouters: number;
   workers: number;
   walSyncIntervalMs: number;
   walFileBytes: number;
@@ -109,6 +111,7 @@ export function readSettings(env: Env = process.env): Settings {
     maxBodyBytes: int(env, 'SERVICE_MAX_BODY_BYTES', 64 * 1024 * 1024),
     maxLimit: Math.max(1, int(env, 'SERVICE_MAX_LIMIT', 1000)),
     maxTopics: int(env, 'SERVICE_MAX_TOPICS', 100_000),
+    maxRouters: int(env, 'SERVICE_MAX_ROUTERS', 10_000),
     workers: Math.max(1, workers),
     walSyncIntervalMs: int(env, 'SERVICE_WAL_SYNC_INTERVAL_MS', 200),
     walFileBytes: Math.max(1 << 20, int(env, 'SERVICE_WAL_FILE_BYTES', 64 * 1024 * 1024)),

@@ -35,6 +35,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_MAX_BODY_BYTES', kind: 'int', readme: '`67108864`' },
   { env: 'SERVICE_MAX_LIMIT', kind: 'int', readme: '`1000`' },
   { env: 'SERVICE_MAX_TOPICS', kind: 'int', readme: '`100000`' },
+  { env: 'SERVICE_MAX_ROUTERS', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_WORKERS', kind: 'int', readme: 'cores − 1, 1..8', min: 1, max: 64 },
   { env: 'SERVICE_WAL_SYNC_INTERVAL_MS', kind: 'int', readme: '`200`' },
   { env: 'SERVICE_WAL_FILE_BYTES', kind: 'int', readme: '`67108864`' },

@@ -52,7 +52,7 @@ interface PutOpts extends ClientOpts {
 
 function put(): Command {
   return withClientOptions(new Command('put'))
-    .description('create a router or change its config (source and dest of an existing router cannot change)')
+    .description('create a router or replace its config (fields left out take their defaults; source and dest of an existing router cannot change)')
     .argument('<router>')
     .requiredOption('--source <topic>', 'topic to forward from')
     .requiredOption('--dest <topic>', 'topic to forward into')

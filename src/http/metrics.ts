@@ -10,6 +10,7 @@ import type { Supervisor } from '../supervisor/supervisor.js';
 import type { TopicStats } from '../core/messages/rpc.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import { storageStateName } from '../storage/storageState.js';
+import { RouterMetrics, routerStatsOf } from './routerMetrics.js';
 
 const TOPIC_SERIES_MAX = 1000;
 /** Per-topic families, reset before every scrape so deleted topics disappear. */
@@ -46,6 +47,7 @@ export class Metrics {
   readonly requests: RequestMetrics;
   readonly diffLatency: client.Histogram<'long_poll'>;
   readonly watchLatency: client.Histogram<string>;
+  private readonly routerMetrics: RouterMetrics;
   /** More top-level keys of the JSON form, computed per scrape (e.g. `pressure`). */
   readonly jsonExtras: Record<string, () => unknown> = {};
 
@@ -93,6 +95,7 @@ export class Metrics {
     }
     this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_us', 'Group-commit fsync latency in microseconds.', FSYNC_BUCKETS_US, this.registry);
     this.groupFrames = new FixedHistogram('spool_wal_group_frames', 'Frames per WAL write (the size of each group commit).', GROUP_FRAMES_BUCKETS, this.registry);
+    this.routerMetrics = new RouterMetrics(this.registry);
     this.appendLatency = new client.Histogram({
       name: 'spool_append_latency_ms',
       help: 'Append request latency (server_total_ms) by durability class.',
@@ -144,7 +147,8 @@ export class Metrics {
     for (const k of PER_TOPIC) g[k]!.reset();
     g.spool_topics!.set(s.topics.length);
     for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.topics.filter((t) => t.durability === c).length);
-    g.spool_routers!.set(0);
+    g.spool_routers!.set(this.sup.routers.size);
+    this.routerMetrics.set(routerStatsOf(s.topics));
     g.spool_records_live!.set(s.topics.reduce((a, t) => a + t.count, 0));
     g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
     g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
@@ -195,7 +199,8 @@ export class Metrics {
       topics_memory: byClass('memory'),
       topics_disk: byClass('disk'),
       topics_fsync: byClass('fsync'),
-      routers: 0,
+      routers: this.sup.routers.size,
+      router_stats: routerStatsOf(s.topics),
       records_live: s.topics.reduce((a, t) => a + t.count, 0),
       bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
       queue_topics: s.topics.filter((t) => t.type === 'queue').length,

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import { CONFIG_SCHEMA } from '../actors/topic/config.js';
 import { validateDiff, validateWatch } from './schemas.js';
+import { validateRouter } from './routerSchemas.js';
 import { version } from './version.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
@@ -24,6 +25,8 @@ const STATE = { topic: { type: 'string' }, type: { enum: ['log', 'queue'] }, hea
 const RECORD_OUT = obj({ $seq: u64, $ts: u64, $node: { type: 'string' }, tag: { type: 'string' }, data: {}, meta: { type: 'object' } }, ['$seq', '$ts']);
 const TOMBSTONE = { type: ['object', 'null'], description: 'records lost between the cursor and the first record returned', properties: { reason: { enum: ['cap', 'ttl', 'mixed', 'recreated'] }, gap_from: u64, gap_to: u64, count: u64 } };
 const APPENDED = { topic: { type: 'string' }, first_seq: u64, last_seq: u64, seqs: { type: 'array', items: u64 }, head_seq: u64, count: u64, created: { type: 'boolean' }, deduped: { type: 'boolean' } };
+const ROUTER_PARAMS = obj({ router: { type: 'string' } }, ['router']);
+const ROUTER = { router: { type: 'string' }, created: { type: 'boolean' }, source: { type: 'string' }, dest: { type: 'string' }, preserve_node: { type: 'boolean' }, preserve_tag: { type: 'boolean' }, filter: {}, allow_cycle: { type: 'boolean' }, guarantee: { enum: ['at_least_once', 'exactly_once'] } };
 const SSE = { 200: { description: 'Server-Sent Events (text/event-stream)', content: { 'text/event-stream': { schema: { type: 'string' } } } } };
 
 interface RouteDoc {
@@ -65,6 +68,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /v0/topics/:topic/work': { summary: 'Jobs pushed over Server-Sent Events', tags: ['queues'], params: topicParams, querystring: obj({ node: { type: 'string' }, max: u64, lease_ms: u64 }), response: { ...SSE, ...errors } },
   'POST /v0/watch': { summary: 'Create a watch session over up to 256 topics', tags: ['watch'], body: validateWatch.schema, response: { ...ok('wid, cursors'), ...errors } },
   'GET /v0/watch/:wid': { summary: 'Stream a watch session (Server-Sent Events)', tags: ['watch'], params: obj({ wid: { type: 'string' } }, ['wid']), response: { ...SSE, ...errors } },
+  'PUT /v0/routers/:router': { summary: 'Create or configure a router (forwarding from source to dest)', tags: ['routers'], params: ROUTER_PARAMS, body: { ...validateRouter.schema as object, properties: { ...(validateRouter.schema as { properties: object }).properties, filter: { description: 'a tag match tuple (as record delete), or null' } } }, response: { ...reply('unchanged or reconfigured', ROUTER), ...reply('created', ROUTER, 201), ...errors } },
+  'GET /v0/routers/:router': { summary: 'A router, with records forwarded', tags: ['routers'], params: ROUTER_PARAMS, response: { ...reply('the router', { ...ROUTER, forwarded_total: u64 }), ...errors } },
+  'DELETE /v0/routers/:router': { summary: 'Delete a router (idempotent)', tags: ['routers'], params: ROUTER_PARAMS, response: { ...reply('deleted, or absent', { router: { type: 'string' }, deleted: { type: 'boolean' } }), ...errors } },
+  'GET /v0/routers': { summary: 'List routers (cursor-paginated)', tags: ['routers'], querystring: obj({ prefix: { type: 'string' }, source: { type: 'string' }, dest: { type: 'string' }, page_size: u64, cursor: { type: 'string' } }), response: { ...reply('a page of routers', { routers: { type: 'array', items: obj({ router: { type: 'string' }, source: { type: 'string' }, dest: { type: 'string' }, guarantee: { type: 'string' }, forwarded_total: u64 }) }, next_cursor: { type: 'string', description: 'absent on the last page' } }), ...errors } },
   'GET /v0/backup': { summary: 'An online backup: a tar consistent as of one WAL position', tags: ['operations'], response: { 200: { description: 'application/x-tar', content: { 'application/x-tar': { schema: { type: 'string', format: 'binary' } } } }, ...errors } },
 };
 

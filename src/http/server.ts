@@ -22,6 +22,7 @@ import { workRoutes } from './routes/work.js';
 import { backupRoutes } from './routes/backup.js';
 import { statusRoutes } from './routes/status.js';
 import { registerOpenApi } from './openapi.js';
+import { routerRoutes } from './routes/routers.js';
 import { WorkRegistry } from '../work/workRegistry.js';
 import { SseSlots } from '../sse/slots.js';
 import { WatchHub } from '../watch/hub.js';
@@ -51,6 +52,8 @@ export const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+\/work$/, ['GET']],
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
+  [/^\/v0\/routers$/, ['GET', 'HEAD']],
+  [/^\/v0\/routers\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'DELETE']],
   [/^\/v0\/backup$/, ['GET', 'HEAD']],
   [/^\/v0\/openapi\.json$/, ['GET', 'HEAD']],
   [/^\/$/, ['GET', 'HEAD']],
@@ -220,6 +223,7 @@ export async function buildServer(
   watchRoutes(app, sup, hub, admission);
   queueRoutes(app, sup);
   workRoutes(app, sup, work, admission);
+  routerRoutes(app, sup, admission);
   backupRoutes(app, sup);
   return { app, metrics, hub, work, slots, admission };
 }

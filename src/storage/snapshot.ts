@@ -9,6 +9,7 @@ import type { WalPosition } from '../core/messages/wal.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
+import type { AppliedPart } from '../actors/router/appliedTable.js';
 import { metaDir } from './layout.js';
 import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
 
@@ -33,6 +34,8 @@ export interface TopicPart {
   deleted?: [number, number][];
   /** Queue topics: claim leases, nack delays, delivery counts and the dead-letter counter. */
   queue?: QueuePart;
+  /** Router dests: per router id, [last source seq held, forwarded total] (DESIGN 5). */
+  routers_applied?: AppliedPart;
 }
 
 export interface SnapshotBody {

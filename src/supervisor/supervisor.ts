@@ -22,6 +22,7 @@ import { RecoveryProgressLog } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
+import { RouterRegistry } from './routerRegistry.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
@@ -58,6 +59,8 @@ export class Supervisor {
   onWatchEvents: ((events: WatchEvent[]) => void) | undefined;
   /** Receives every worker's `/work` stream events (set by the work registry). */
   onWorkEvents: ((events: WorkEvent[]) => void) | undefined;
+  /** Router definitions (DESIGN 5); loaded at the end of recovery. */
+  readonly routers: RouterRegistry;
 
   constructor(
     readonly settings: Settings,
@@ -69,6 +72,21 @@ export class Supervisor {
     /** The boot seed of each recovery (actors seed their RNGs from it): random, or fixed in tests. */
     private readonly newBootSeed: () => string = () => crypto.randomBytes(16).toString('hex'),
   ) {
+    this.routers = new RouterRegistry(
+      {
+        request: (req) => this.workerFor(req.topic).request(req),
+        exists: async (names) => {
+          const groups = this.namesByWorker(names);
+          const marks = await Promise.all(this.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
+          const found = new Set<string>();
+          groups.forEach((g, i) => g.forEach((n, j) => marks[i]![j] && found.add(n)));
+          return names.map((n) => found.has(n));
+        },
+      },
+      fsx,
+      settings.dataDir,
+      settings.maxRouters,
+    );
     this.gauges = newGauges(settings.workers);
   }
 
@@ -246,6 +264,7 @@ export class Supervisor {
       if (this.storageState === StorageState.OK) await first;
       if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
       this.topicCount = live.size;
+      await this.routers.load();
       this.lifecycle = 'ready';
       for (const f of this.onReady) f();
       this.log.info(

@@ -23,6 +23,8 @@ export const FrameType = {
   DELETE: 7,
   FLOORS: 8,
   LEASES: 9,
+  /** An ephemeral router dest's progress (its copies have no APPEND frame to carry it). */
+  ROUTER_PROGRESS: 10,
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 export const KNOWN_FRAME_TYPES = new Set<number>(Object.values(FrameType));
@@ -33,6 +35,11 @@ export const FrameFlag = { NEEDS_DURABLE: 1 } as const;
 /** APPEND body: fixed header then one 12-byte header per record followed by its bytes. */
 export const APPEND_HEAD_BYTES = 24;
 export const APPEND_RECORD_HEAD_BYTES = 12;
+/**
+ * APPEND head flags (u16 at body offset 22, 0 before routers). FORWARD: a router copy batch; a
+ * u32 length and the forward header's JSON follow the idempotency key (docs/FORMAT.md).
+ */
+export const AppendFlag = { FORWARD: 1 } as const;
 /** metaLen value meaning "this record has no meta". */
 export const META_ABSENT = 0xffffffff;
 

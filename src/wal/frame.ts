@@ -10,6 +10,7 @@
 // reported as "no frame here", never as data.
 import { crc32 } from 'node:zlib';
 import {
+  AppendFlag,
   APPEND_HEAD_BYTES,
   APPEND_RECORD_HEAD_BYTES,
   FRAME_ALIGN,
@@ -129,8 +130,8 @@ export interface AppendRecordInput {
   writeData(dst: Buffer, off: number): void;
 }
 
-export function appendBodySize(idemKey: Buffer | undefined, records: readonly AppendRecordInput[]): number {
-  let n = APPEND_HEAD_BYTES + (idemKey ? idemKey.length : 0);
+export function appendBodySize(idemKey: Buffer | undefined, records: readonly AppendRecordInput[], fwd?: Buffer): number {
+  let n = APPEND_HEAD_BYTES + (idemKey ? idemKey.length : 0) + (fwd ? 4 + fwd.length : 0);
   for (const r of records) {
     n += APPEND_RECORD_HEAD_BYTES + (r.nodeLit?.length ?? 0) + (r.tagLit?.length ?? 0) + Math.max(0, r.metaLen) + r.dataLen;
   }
@@ -146,17 +147,23 @@ export function encodeAppend(
   records: readonly AppendRecordInput[],
   flags = 0,
   onRecord?: (i: number, r: RecordExtent, frame: Buffer) => void,
+  /** A router copy batch's forward header (JSON, docs/FORMAT.md), or none. */
+  fwd?: Buffer,
 ): Buffer {
-  const bodyBytes = appendBodySize(idemKey, records);
+  const bodyBytes = appendBodySize(idemKey, records, fwd);
   const buf = Buffer.allocUnsafeSlow(frameSize(bodyBytes));
   let p = FRAME_HEADER_BYTES;
   writeU64(buf, p, firstSeq);
   writeU64(buf, p + 8, tsMs);
   buf.writeUInt32LE(records.length, p + 16);
   buf.writeUInt16LE(idemKey ? idemKey.length : 0, p + 20);
-  buf.writeUInt16LE(0, p + 22);
+  buf.writeUInt16LE(fwd ? AppendFlag.FORWARD : 0, p + 22);
   p += APPEND_HEAD_BYTES;
   if (idemKey) p += idemKey.copy(buf, p);
+  if (fwd) {
+    buf.writeUInt32LE(fwd.length, p);
+    p += 4 + fwd.copy(buf, p + 4);
+  }
   const ext: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
   for (let i = 0; i < records.length; i++) {
     const r = records[i]!;
@@ -194,6 +201,8 @@ export interface AppendHead {
   tsMs: number;
   count: number;
   idemKey: string | undefined;
+  /** The forward header's JSON bytes (router copy batches only), else undefined. */
+  fwd: Buffer | undefined;
   /** Offset of the first record header. */
   recordsOff: number;
 }
@@ -201,12 +210,21 @@ export interface AppendHead {
 export function readAppendHead(buf: Buffer, f: FrameView): AppendHead {
   const p = f.bodyOff;
   const keyLen = buf.readUInt16LE(p + 20);
+  const flags = buf.readUInt16LE(p + 22);
+  let recordsOff = p + APPEND_HEAD_BYTES + keyLen;
+  let fwd: Buffer | undefined;
+  if (flags & AppendFlag.FORWARD) {
+    const len = buf.readUInt32LE(recordsOff);
+    fwd = buf.subarray(recordsOff + 4, recordsOff + 4 + len);
+    recordsOff += 4 + len;
+  }
   return {
     firstSeq: readU64(buf, p),
     tsMs: readU64(buf, p + 8),
     count: buf.readUInt32LE(p + 16),
     idemKey: keyLen > 0 ? buf.toString('utf8', p + APPEND_HEAD_BYTES, p + APPEND_HEAD_BYTES + keyLen) : undefined,
-    recordsOff: p + APPEND_HEAD_BYTES + keyLen,
+    fwd,
+    recordsOff,
   };
 }
 

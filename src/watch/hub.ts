@@ -96,8 +96,9 @@ export class WatchHub {
     await Promise.all(this.sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watchInterest(groups[i]!, delta) : undefined)));
   }
 
-  private read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
+  private async read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
     const o = s.opts;
+    await this.sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
     this.onDelivery?.(topic);
     return this.sup.workerFor(topic).request({
       op: 'watchRead',

@@ -1,5 +1,5 @@
 // Peer requests between topic actors (DESIGN 1.6): an actor's request to another topic's actor
-// (dead-letter appends today) goes, after the step that made it, to the owning worker: this
+// (dead-letter appends, router forwards and probes) goes, after the step that made it, to the owning worker: this
 // one (an ordinary request to the host) or another over its peer port. The answer comes back as
 // a `peerReply` input to the asking actor. Never through the HTTP thread. Runs on a worker.
 import type { MessagePort } from 'node:worker_threads';
@@ -16,6 +16,10 @@ export interface PeerHost {
 /** A copy that owns its whole buffer, so the original can be kept (retries) and the copy moved. */
 function movable(req: TopicRequest): { req: TopicRequest; transfer: ArrayBuffer[] } {
   if (req.op !== 'append') return { req, transfer: [] };
+  // A router forward's body is built for this one send (a retry builds a new one): when it owns
+  // its whole ArrayBuffer (not a pool slice) it moves without a copy.
+  const own = req.body.byteOffset === 0 && req.body.byteLength === req.body.buffer.byteLength;
+  if (req.forward && own) return { req, transfer: [req.body.buffer as ArrayBuffer] };
   const body = req.body.slice();
   return { req: { ...req, body }, transfer: [body.buffer as ArrayBuffer] };
 }

@@ -6,6 +6,8 @@ import { AppendRecordInput, encodeAppend, forEachAppendRecord, readAppendHead, p
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
+import type { ForwardInfo } from '../../core/messages/router.js';
+import { applyForward, replayForward } from '../router/applied.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -38,12 +40,23 @@ function recordInputs(body: Buffer, p: ParsedAppend): AppendRecordInput[] {
  * Assigns seqs to a parsed batch, encodes its frame and indexes its records (not yet visible:
  * reads stop at `head`). Returns the frame so the caller can submit it per the topic's class.
  */
-export function encodeBatch(inst: TopicInstance, body: Buffer, p: ParsedAppend, idemKey: string | undefined, tsMs: number, segmentBytes: number): EncodedBatch {
+export function encodeBatch(
+  inst: TopicInstance,
+  body: Buffer,
+  p: ParsedAppend,
+  idemKey: string | undefined,
+  tsMs: number,
+  segmentBytes: number,
+  fwd?: ForwardInfo,
+): EncodedBatch {
   const firstSeq = inst.assigned + 1;
   const texts: RecordText[] = new Array(p.records.length);
-  const frame = encodeAppend(inst.id, firstSeq, tsMs, idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8'), recordInputs(body, p), 0, (i, r, buf) => {
+  // A router copy batch: its progress rides in the same frame (one checksummed unit).
+  const fwdHeader = fwd ? applyForward(inst, fwd, firstSeq, p.records.length) : undefined;
+  const idem = idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8');
+  const frame = encodeAppend(inst.id, firstSeq, tsMs, idem, recordInputs(body, p), 0, (i, r, buf) => {
     texts[i] = RecordText.fromExtent(buf, r);
-  });
+  }, fwdHeader);
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
   const loc = placeInSegment(inst, firstSeq, frame.length, segmentBytes);
@@ -95,6 +108,7 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
     if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });
+  if (head.fwd !== undefined) replayForward(inst, head.fwd, head.firstSeq);
   if (head.tsMs > inst.lastTsMs) inst.lastTsMs = head.tsMs;
   return total;
 }

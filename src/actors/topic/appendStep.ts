@@ -12,6 +12,12 @@ import { encodeBatch, renderSeqs } from './appendOp.js';
 import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
+import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/applied.js';
+import { encodeJsonFrame } from '../../wal/frame.js';
+import { FrameType } from '../../wal/format.js';
+
+/** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
+const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };
 import { allowsName } from '../../auth/allowlist.js';
 import { effectivePriority } from './topicState.js';
 
@@ -80,12 +86,13 @@ function withUnknown(r: OkResult, p: ParsedAppend): OkResult {
 
 export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest): void {
   const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
-  const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : NO_ALLOWANCE);
+  const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : req.forward ? ROUTER_STAMPS : NO_ALLOWANCE);
   if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
   const p = parsed.value;
   const refusedName = deadLetterRefused(req, p);
   if (refusedName) return ctx.reply(reqId, refusedName);
   const idemKey = p.idempotencyKey ?? req.headerIdemKey;
+  if (req.forward && answeredBeforeAppend(a, ctx, reqId, req.forward)) return;
   let inst = a.current;
   // A retry of an applied batch is answered from memory: it needs no WAL, so no credit.
   if (inst && idemKey !== undefined) {
@@ -124,12 +131,16 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const full = rejectFull(a, ctx, inst, p);
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
-  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts.segmentBytes);
+  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts.segmentBytes, req.forward);
   const cls = inst.config.durability;
   let frameNo = 0;
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
     ctx.submit(frameNo, batch.frame, cls === 'fsync', { topicId: inst.id, segFirstSeq: inst.segment.firstSeq, offset: inst.segment.size - batch.frame.length });
+  } else if (req.forward) {
+    // An ephemeral dest keeps no copies across a restart, but its router progress must survive,
+    // or the forwarder would copy everything since the router's creation again.
+    ctx.submit(a.nextFrame(), encodeJsonFrame(FrameType.ROUTER_PROGRESS, inst.id, progressBody(inst, req.forward.routerId)), false);
   }
   const count = batch.lastSeq - batch.firstSeq + 1;
   inst.reserve.noteBatch(count);
@@ -140,7 +151,9 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
     // The class rides along for the append-latency histogram on main (metrics by class).
-    c.reply(reqId, withUnknown({ ...okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), durability: cls }, p), frameNo || undefined);
+    const r = withUnknown({ ...okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), durability: cls }, p);
+    if (req.forward) r.forward = ackAfterAppend(target, req.forward);
+    c.reply(reqId, r, frameNo || undefined);
   });
   a.advance(ctx, inst);
 }

@@ -11,6 +11,9 @@ import { SeqIndex, SlotState } from './seqIndex.js';
 import { NodeIntern } from './nodeIntern.js';
 import { SeqReservation } from './reservation.js';
 import { QueueState } from '../queue/queueState.js';
+import type { AppliedTable } from '../router/appliedTable.js';
+import type { Provenance } from '../router/provenance.js';
+import type { RoutingState } from '../router/routingState.js';
 
 /** An accepted batch that has not reached its ack point yet. */
 export interface PendingBatch {
@@ -101,6 +104,12 @@ export class TopicInstance {
   segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0 };
   /** The lease side of a queue topic (a type never changes within an instance); else undefined. */
   readonly queue: QueueState | undefined;
+  /** Routers with this topic as source (created at the first install), else undefined. */
+  routing: RoutingState | undefined = undefined;
+  /** Dest side: progress of each router copying into this topic (created at the first copy). */
+  applied: AppliedTable | undefined = undefined;
+  /** Dest side: origin topic and hop count of copies (created at the first copy). */
+  provenance: Provenance | undefined = undefined;
 
   constructor(
     readonly id: number,

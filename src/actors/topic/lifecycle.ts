@@ -11,6 +11,7 @@ import { sameConfig, type TopicConfig } from './config.js';
 import { TopicInstance } from './instance.js';
 import { applyCaps, applyTtl } from './retention.js';
 import { dropQueue } from '../queue/queueSteps.js';
+import { releaseDrains } from '../router/drain.js';
 
 export function createInstance(a: ActorCore, ctx: ActorCtx, config: TopicConfig): TopicInstance {
   const inst = new TopicInstance(ctx.newTopicId(), a.name, config, ctx.now);
@@ -28,6 +29,10 @@ export function tooManyTopics(a: ActorCore) {
 /** PUT /v0/topics/:topic (G5): create (201), identical (200, no change) or replace (200). */
 export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest): void {
   const inst = a.current;
+  if (inst && req.ensure) {
+    // Router auto-create (G3): an existing topic stays as it is.
+    return a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
+  }
   if (!inst) {
     const refused = writeRefusal(ctx); // a creation writes a control frame
     if (refused) return ctx.reply(reqId, refused);
@@ -63,7 +68,7 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
 /** DELETE /v0/topics/:topic (G7): the reply waits for the durable TOPIC_DELETE frame. */
 export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteTopicRequest): void {
   const inst = a.current;
-  const open = (deleted: boolean) => jsonOpen({ topic: a.name, deleted, routers_removed: [] });
+  const open = (deleted: boolean) => jsonOpen({ topic: a.name, deleted, routers_removed: deleted ? (req.routersRemoved ?? []) : [] });
   if (!inst) return ctx.reply(reqId, okJson(200, open(false)));
   a.expire(ctx, inst); // G13: TTL expiry applies before the emptiness check
   if (req.ifEmpty && inst.count > 0) {
@@ -76,6 +81,7 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
   a.current = undefined;
   ctx.releaseTopicSlot();
   a.reads.dropInstance(ctx, inst);
+  releaseDrains(ctx, inst);
   const endWorkStreams = dropQueue(a, ctx, inst);
   a.retire(inst, {
     reqId,

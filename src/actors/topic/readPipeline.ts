@@ -56,7 +56,9 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     // Purely deleted or padded gap: move past it silently.
     cursor = earliest - 1;
   }
-  const scanFrom = tombstone ? cursor : p.fromSeq;
+  let scanFrom = tombstone ? cursor : p.fromSeq;
+  // Trim markers of a router dest (SPEC 2.8 source_trim): a tombstone, never a record.
+  const lost = inst.provenance !== undefined && inst.provenance.lost.size > 0 ? inst.provenance.lost : undefined;
   const until = Math.min(head, p.untilSeq ?? head);
   const items: RenderItem[] = [];
   const cold: number[] = [];
@@ -67,6 +69,14 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     if (items.length + cold.length >= p.limit) break;
     scanned++;
     if (inst.index.state(seq) !== SlotState.LIVE) continue;
+    const missed = lost?.get(seq);
+    if (missed !== undefined) {
+      // One tombstone per read: a marker after records (or after another gap) waits for the next.
+      if (tombstone || items.length + cold.length > 0) break;
+      tombstone = { gap_from: seq, gap_to: seq, reason: 'source_trim', missed_estimate: missed, earliest_seq: earliest, head_seq: head };
+      scanFrom = seq;
+      continue;
+    }
     if (p.skipNodeIds !== null && p.skipNodeIds.has(inst.index.nodeId(seq))) continue;
     const size = inst.index.bytes(seq);
     if (items.length + cold.length > 0 && bytes + size > p.maxBytes) break;

@@ -90,7 +90,7 @@ export class TopicReads {
     let tombstone = null;
     if (r.tombstone) {
       const t = r.tombstone;
-      const reason = req.first && t.reason !== 'recreated' ? 'from_seq_too_old' : t.reason;
+      const reason = req.first && t.reason !== 'recreated' && t.reason !== 'source_trim' ? 'from_seq_too_old' : t.reason;
       tombstone = {
         gapTo: t.gap_to,
         json: `{"topic":${topic},"reason":"${reason}","gap_from":${t.gap_from},"gap_to":${t.gap_to},"earliest_seq":${t.earliest_seq},"head_seq":${t.head_seq}}`,

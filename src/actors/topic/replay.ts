@@ -17,6 +17,7 @@ import type { TopicActor } from './topicActor.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { forEachFrame } from '../../storage/segmentLoad.js';
+import { appliedOf, replayProgress } from '../router/applied.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -37,12 +38,14 @@ export function loadInstance(part: TopicPart): TopicInstance {
   // active segment came back at the restart after that.
   inst.hasDeletes = inst.recovery.deletedRanges.length > 0 || inst.recovery.deadBelow > inst.evictFloor;
   if (inst.queue && part.queue) loadQueuePart(inst.queue.table, part.queue);
+  if (part.routers_applied) appliedOf(inst).load(part.routers_applied);
   return inst;
 }
 
 /** The retention state a snapshot keeps for an instance. */
 export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
-  const queue = inst.queue ? { queue: queuePart(inst.queue.table) } : {};
+  const applied = inst.applied?.part();
+  const queue = { ...(inst.queue ? { queue: queuePart(inst.queue.table) } : {}), ...(applied ? { routers_applied: applied } : {}) };
   if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return queue;
   return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst), ...queue };
 }
@@ -114,6 +117,10 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
     case FrameType.LEASES: {
       if (cur?.id !== f.topicId || !cur.queue) return;
       replayLeases(cur.queue.table, decodeLeases(buf, f));
+      return;
+    }
+    case FrameType.ROUTER_PROGRESS: {
+      if (cur?.id === f.topicId) replayProgress(cur, decodeJsonBody(buf, f) as { r: number; s: number; t: number });
       return;
     }
     case FrameType.SEQ_RESERVE: {

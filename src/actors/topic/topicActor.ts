@@ -22,6 +22,8 @@ import { topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
 import { StorageState } from '../../storage/storageState.js';
 import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
+import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
+import { routerStep } from '../router/routerSteps.js';
 
 export type { ActorOptions } from './actorCore.js';
 
@@ -80,6 +82,11 @@ export class TopicActor implements ActorCore {
       case 'workClose':
       case 'workFlow':
         return queueStep(this, ctx, reqId, req);
+      case 'routerSet':
+      case 'routerRemove':
+      case 'routerDrain':
+      case 'routerProbe':
+        return routerStep(this, ctx, reqId, req);
       default:
         assertNever(req);
     }
@@ -104,6 +111,7 @@ export class TopicActor implements ActorCore {
       if (moved) this.reads.wake(ctx, inst);
       if ((moved || inst.durableHead !== durableBefore) && ctx.watched()) publishVisible(this, ctx, inst, headBefore, moved);
       if (moved && inst.queue) refillStreams(this, ctx, inst);
+      if (moved && inst.routing) pumpAll(this, ctx, inst);
     }
     this.runInstanceGates(ctx, inst);
   }
@@ -202,12 +210,13 @@ export class TopicActor implements ActorCore {
   }
 
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {
-    if (!this.reads.onColdRead(ctx, token, bufs, this.current)) onQueueCold(this, ctx, this.current, token, bufs);
+    if (this.reads.onColdRead(ctx, token, bufs, this.current)) return;
+    if (!onRouterCold(this, ctx, this.current, token, bufs)) onQueueCold(this, ctx, this.current, token, bufs);
   }
 
-  /** Another topic's actor answered a request of this one (a dead-letter append). */
+  /** Another topic's actor answered a request of this one (a router forward or probe, a dead-letter append). */
   onPeerReply(ctx: ActorCtx, token: number, result: TopicResult): void {
-    onPeerReply(this, ctx, this.current, token, result);
+    if (!onRouterReply(this, ctx, this.current, token, result)) onPeerReply(this, ctx, this.current, token, result);
   }
 
   /** Lazy lease expiry of a queue before its stats are read (host.stats). */
@@ -231,7 +240,8 @@ export class TopicActor implements ActorCore {
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {
-    if (!this.reads.onTimer(ctx, timerId)) onQueueTimer(this, ctx, this.current, timerId);
+    if (this.reads.onTimer(ctx, timerId)) return;
+    if (!onRouterTimer(this, ctx, this.current, timerId)) onQueueTimer(this, ctx, this.current, timerId);
   }
 
   private state(ctx: ActorCtx, reqId: number, touch: boolean): void {

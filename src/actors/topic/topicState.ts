@@ -4,6 +4,7 @@ import type { TopicStats, TopicSummary } from '../../core/messages/rpc.js';
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import { queueStats } from '../queue/queueSteps.js';
+import { routerStats } from '../router/drain.js';
 
 const AUTO_PRIORITY_MAX = 500;
 const AUTO_PRIORITY_HALF_LIFE_MS = 30_000;
@@ -79,5 +80,6 @@ export function topicStats(inst: TopicInstance, now: number): TopicStats {
     count: v.count,
     bytes: v.bytes,
     ...(inst.queue ? { queue: queueStats(inst, inst.queue, v.count, now) } : {}),
+    ...(inst.routing && inst.routing.forwarders.size > 0 ? { routers: routerStats(inst) } : {}),
   };
 }

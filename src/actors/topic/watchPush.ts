@@ -30,6 +30,7 @@ function piecesSize(head: string, t: RecordText): number {
 /** Pieces of the live records in (from, to]; `stale` when eviction already reached into them. */
 export function renderPush(inst: TopicInstance, from: number, to: number): PushPieces {
   if (inst.evictFloor > from + 1) return EMPTY;
+  if (inst.provenance?.hasLostIn(from + 1, to)) return EMPTY; // a source_trim marker: streams pull
   const seqs: number[] = [];
   const texts: RecordText[] = [];
   const heads: string[] = [];

@@ -2,6 +2,7 @@
 // src/core/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
 import type { ErrorResult } from '../errors.js';
 import type { TopicConfig } from '../../actors/topic/config.js';
+import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats } from './router.js';
 
 export interface AppendRequest {
   op: 'append';
@@ -14,6 +15,8 @@ export interface AppendRequest {
    * per-record meta limits by the three `$dead_letter_*` stamps (docs/QUEUES.md).
    */
   stamped?: boolean;
+  /** A router's copy batch (never set from HTTP): dedupe and progress ride in its frame. */
+  forward?: ForwardInfo;
   /**
    * Set when auth is enabled (RESOLVED G8 append row, G10): whether the key may create the topic
    * from a body `config` (admin), and the allowlist a `config.dead_letter` must meet.
@@ -43,12 +46,16 @@ export interface PutRequest {
   op: 'put';
   topic: string;
   config: TopicConfig;
+  /** Create with `config` if absent, else leave the topic as it is (router auto-create, G3). */
+  ensure?: boolean;
 }
 
 export interface DeleteTopicRequest {
   op: 'deleteTopic';
   topic: string;
   ifEmpty: boolean;
+  /** Routers the registry removes with the topic, echoed in `routers_removed` (G7). */
+  routersRemoved?: string[];
 }
 
 export interface DeleteRecordsRequest {
@@ -143,7 +150,7 @@ export interface WorkFlowRequest {
 
 export type QueueRequest = ClaimRequest | AckRequest | NackRequest | ExtendRequest | WorkOpenRequest | WorkCloseRequest | WorkFlowRequest;
 
-export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest | QueueRequest;
+export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest | QueueRequest | RouterRequest;
 
 /** What a watch read found, besides the rendered record frame payload in `json`. */
 export interface WatchReadMeta {
@@ -182,6 +189,10 @@ export interface OkResult {
   durability?: 'ephemeral' | 'memory' | 'disk' | 'fsync';
   /** Request fields the worker ignored (append bodies), for the Warning header. */
   unknownFields?: string[];
+  /** Only on router forwards and probes. */
+  forward?: ForwardAck;
+  /** Only on router drains. */
+  routers?: RouterStats[];
 }
 
 export type TopicResult = OkResult | ErrorResult;
@@ -206,6 +217,8 @@ export interface TopicStats {
   bytes: number;
   /** Queue topics only. */
   queue?: QueueStats;
+  /** Topics that are the source of routers. */
+  routers?: RouterStats[];
 }
 
 /**

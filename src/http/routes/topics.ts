@@ -65,6 +65,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
+      await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'state', topic, touch: queryBool(req, 'touch', true) }));
     }),
   );
@@ -74,8 +75,11 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
-      const r = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty });
+      // The cascade (G3): the routers naming the topic go with it, echoed in routers_removed.
+      const routersRemoved = sup.routers.naming(topic);
+      const r = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved });
       if (r.ok) admission.pressure.book.forget(topic);
+      if (r.ok && routersRemoved.length > 0) await sup.routers.removeFor(topic, routersRemoved);
       return sendResult(req, reply, r);
     }),
   );
@@ -115,6 +119,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const topic = topicParam(req);
       const b = check(validateDiff, parseSmallBody(raw, req));
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
+      await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
       const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
       const result = await sup.workerFor(topic).request({
         op: 'diff',

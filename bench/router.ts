@@ -1,0 +1,163 @@
+// Workload router: what a router costs and how fast it forwards (issue 10). One spool server
+// with SERVICE_WORKERS=2 (so source and dest can sit on different workers). Run alone with
+// `node dist/bench/router.js`.
+//   1. baseline: 16 writers × batches of 100 records of 256 B into a `disk` topic without a
+//      router, BENCH_SECONDS (5) after a warm-up: source records/s.
+//   2. with a router: the same load into a `disk` source whose router copies every record to a
+//      `disk` dest on the other worker. Source records/s next to the baseline (target: at least
+//      80% of it), the router's lag sampled from /v0/metrics every 250 ms during the load (a
+//      metrics read never drains), and after the load the time until the lag is 0. Forwarding
+//      rate = records copied / (load time + that drain time); "keeps up" = the lag at the end of
+//      the load is no larger than at its middle plus one second's worth of records.
+//   3./4. append-to-visible latency, source and dest on the same worker and on different
+//      workers: one writer appends single records at BENCH_ROUTER_RATE (500)/s (paced, not
+//      closed-loop) for BENCH_ROUTER_LATENCY_S (5) s; a watch stream tails the dest; each record's
+//      data carries its send time (process.hrtime), latency = its `record` frame's arrival - send.
+//      Target: p50 ≤ 2 ms.
+import http from 'node:http';
+import { workerOf } from '../src/core/names.js';
+import { CpuSplitMeter, cpuNote, HttpClient, appendBody, benchMs, createTopic, envNumber, loadRow, log, percentile, round, runAsScript, runLoad, sleep, startSpool, warmupMs, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+
+const WRITERS = 16;
+const BATCH = 100;
+const WORKERS = 2;
+const TARGET_RATIO = 0.8;
+const TARGET_P50_MS = 2;
+
+/** A source and a dest on the same or on different workers (only the dest name varies). */
+function pair(prefix: string, sameWorker: boolean): [string, string] {
+  const s = `${prefix}.src`;
+  for (let i = 0; i < 1000; i++) {
+    const d = `${prefix}.dest${i}`;
+    if ((workerOf(s, WORKERS) === workerOf(d, WORKERS)) === sameWorker) return [s, d];
+  }
+  throw new Error(`no ${sameWorker ? 'same' : 'other'}-worker dest for ${s}`);
+}
+
+/** /v0/metrics in its JSON form (Accept: application/json): the router's figures. */
+function metricsJson(port: number): Promise<any> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/v0/metrics', headers: { accept: 'application/json' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+async function lagOf(port: number, router: string): Promise<{ lag: number; total: number }> {
+  const m = await metricsJson(port);
+  const s = (m.router_stats as { router: string; lag: number; forwarded_total: number }[]).find((x) => x.router === router);
+  return { lag: s?.lag ?? 0, total: s?.forwarded_total ?? 0 };
+}
+
+async function throughput(srv: ChildServer, client: HttpClient, withRouter: boolean): Promise<{ row: Row; rate: number; ok: boolean; extra: Record<string, unknown> }> {
+  const [src, dst] = pair(withRouter ? 'rb.fw' : 'rb.plain', false);
+  await createTopic(client, src, { durability: 'disk' });
+  const router = `${src}->${dst}`;
+  if (withRouter) await client.json('PUT', `/v0/routers/${encodeURIComponent(router)}`, { source: src, dest: dst });
+  const bodies = Array.from({ length: WRITERS }, (_, w) => appendBody(BATCH, w * BATCH));
+  const common = { client, concurrency: WRITERS, path: `/v0/topics/${src}`, bodies, recordsPerRequest: BATCH, server: srv };
+  await runLoad({ ...common, durationMs: warmupMs() });
+  if (withRouter) while ((await lagOf(srv.port, router)).lag > 0) await sleep(50);
+  srv.rss.reset();
+  const before = withRouter ? (await lagOf(srv.port, router)).total : 0;
+  const cpu = new CpuSplitMeter(srv.pid).start();
+  const durationMs = benchMs(5);
+  const lags: number[] = [];
+  let sampling = withRouter;
+  const sampler = (async () => {
+    while (sampling) {
+      lags.push((await lagOf(srv.port, router)).lag);
+      await sleep(250);
+    }
+  })();
+  const r = await runLoad({ ...common, durationMs });
+  sampling = false;
+  await sampler;
+  const split = cpu.stop();
+  const t0 = Date.now();
+  let copied = 0;
+  if (withRouter) {
+    for (;;) {
+      const s = await lagOf(srv.port, router);
+      copied = s.total - before;
+      if (s.lag === 0 || Date.now() - t0 > 60_000) break;
+      await sleep(20);
+    }
+  }
+  const drainMs = Date.now() - t0;
+  const fwdRate = copied / (r.elapsedS + drainMs / 1000);
+  const mid = lags[Math.floor(lags.length / 2)] ?? 0;
+  const end = lags[lags.length - 1] ?? 0;
+  const keepsUp = !withRouter || end <= mid + r.recordsPerSec;
+  const notes = withRouter
+    ? `dest on the other worker; forwarded ${round(fwdRate, 0)} rec/s (${copied} copies, drained ${drainMs} ms after the load); lag max ${Math.max(0, ...lags)}, mid ${mid}, end ${end}${keepsUp ? '' : ' (GROWING)'}; ${cpuNote(split)}`
+    : `no router; ${cpuNote(split)}`;
+  const row = loadRow(withRouter ? 'router: source append-batch with a router (disk, 16×100)' : 'router: baseline append-batch, no router (disk, 16×100)', r, srv.rss.peakBytes(), notes, withRouter ? { forwarded_per_s: round(fwdRate, 0), drain_ms: drainMs, lag_samples: lags } : {});
+  return { row, rate: r.recordsPerSec, ok: r.errors === 0 && keepsUp && (!withRouter || copied >= r.records), extra: { copied, drainMs, lags } };
+}
+
+/** Append-to-visible-in-dest latency at a paced rate, via a watch stream tailing the dest. */
+async function latency(srv: ChildServer, client: HttpClient, sameWorker: boolean): Promise<Row> {
+  const [src, dst] = pair(sameWorker ? 'rl.same' : 'rl.diff', sameWorker);
+  await createTopic(client, src, { durability: 'disk' });
+  await client.json('PUT', `/v0/routers/${encodeURIComponent(`${src}->${dst}`)}`, { source: src, dest: dst });
+  const w = await client.json('POST', '/v0/watch', { topics: { [dst]: { tail: true } } });
+  const base = process.hrtime.bigint();
+  const lat: number[] = [];
+  const rate = envNumber('BENCH_ROUTER_RATE', 500);
+  const total = Math.round(rate * envNumber('BENCH_ROUTER_LATENCY_S', 5));
+  const warm = Math.round(rate / 2);
+  const stream = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: srv.port, path: `/v0/watch/${w.wid}`, headers: { accept: 'text/event-stream' } }, resolve).on('error', reject);
+  });
+  stream.on('data', (c: Buffer) => {
+    const now = Number(process.hrtime.bigint() - base);
+    for (const m of c.toString('latin1').matchAll(/"wt":(\d+),"i":(\d+)/g)) if (Number(m[2]) >= warm) lat.push((now - Number(m[1])) / 1e6);
+  });
+  const start = Date.now();
+  for (let i = 0; i < total + warm; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - Date.now();
+    if (wait > 0) await sleep(wait);
+    const wt = Number(process.hrtime.bigint() - base);
+    void client.post(`/v0/topics/${src}`, `{"records":[{"data":{"wt":${wt},"i":${i}}}]}`);
+  }
+  await sleep(500);
+  stream.destroy();
+  const sorted = lat.slice().sort((a, b) => a - b);
+  return {
+    name: `router: append→visible in dest, ${sameWorker ? 'same worker' : 'different workers'} (${rate} rec/s)`,
+    recordsPerSec: rate,
+    p50Ms: round(percentile(sorted, 50), 3),
+    p99Ms: round(percentile(sorted, 99), 3),
+    peakRssMB: null,
+    notes: `${sorted.length} of ${total} measured records seen on a watch stream of the dest; target p50 ≤ ${TARGET_P50_MS} ms`,
+  };
+}
+
+export async function router(): Promise<WorkloadResult> {
+  const srv = await startSpool({ label: 'router', env: { SERVICE_WORKERS: String(WORKERS) } });
+  const client = new HttpClient(srv.port, WRITERS + 4);
+  try {
+    log(`router: ${WRITERS} writers x ${BATCH} records, without then with a router`);
+    const base = await throughput(srv, client, false);
+    const fw = await throughput(srv, client, true);
+    const ratio = fw.rate / base.rate;
+    fw.row.notes = `${round(ratio * 100, 0)}% of the baseline (target ≥ ${TARGET_RATIO * 100}%); ${fw.row.notes}`;
+    const same = await latency(srv, client, true);
+    const diff = await latency(srv, client, false);
+    srv.assertAlive();
+    const ok = base.ok && fw.ok && ratio >= TARGET_RATIO && (same.p50Ms ?? Infinity) <= TARGET_P50_MS && (diff.p50Ms ?? Infinity) <= TARGET_P50_MS;
+    return { workload: 'router', ok, rows: [base.row, fw.row, same, diff], summary: { ratio: round(ratio, 3) }, ...(ok ? {} : { error: 'a router target was missed (see notes)' }) };
+  } finally {
+    client.close();
+    await srv.close();
+  }
+}
+
+runAsScript(import.meta.url, 'node dist/bench/router.js', () => router());

@@ -1,0 +1,36 @@
+// Per router id, the highest source seq a dest topic holds copies of and the router's
+// forwarded total (DESIGN 5, dest side); see applied.ts. Plain data, no imports of topic state.
+
+export interface Applied {
+  srcLast: number;
+  total: number;
+}
+
+/** Snapshot form: router id → [srcLast, total]. */
+export type AppliedPart = Record<string, [number, number]>;
+
+export class AppliedTable {
+  private readonly byId = new Map<number, Applied>();
+
+  get(routerId: number): Applied {
+    return this.byId.get(routerId) ?? { srcLast: 0, total: 0 };
+  }
+
+  /** Progress only moves forward (replay of an older frame changes nothing). */
+  note(routerId: number, srcLast: number, total: number): void {
+    const cur = this.byId.get(routerId);
+    if (!cur || srcLast > cur.srcLast) this.byId.set(routerId, { srcLast, total });
+  }
+
+  part(): AppliedPart | undefined {
+    if (this.byId.size === 0) return undefined;
+    const out: AppliedPart = {};
+    for (const [id, a] of this.byId) out[id] = [a.srcLast, a.total];
+    return out;
+  }
+
+  load(part: AppliedPart | undefined): void {
+    for (const [id, [s, t]] of Object.entries(part ?? {})) this.note(Number(id), s, t);
+  }
+}
+

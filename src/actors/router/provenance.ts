@@ -1,0 +1,78 @@
+// Provenance of forwarded records (DESIGN 5, loop prevention layer 3): the origin topic and hop
+// count of each copy a router wrote into this topic, kept as runs of consecutive seqs (a copy
+// batch is usually one run). A seq in no run was written here directly: origin is this topic,
+// 0 hops. Never on the wire; rebuilt at recovery from the APPEND frames' forward headers.
+// Owned by one TopicInstance; pure.
+import type { OriginRun } from '../../core/messages/router.js';
+
+/** Runs kept at most; the oldest go first (their records are the first to leave the topic). */
+const RUNS_MAX = 65_536;
+
+export class Provenance {
+  private readonly first: number[] = [];
+  private readonly last: number[] = [];
+  private readonly origin: string[] = [];
+  private readonly hops: number[] = [];
+  /**
+   * Trim markers (SPEC 2.8 `source_trim`): seq of the marker record → source records lost before
+   * they were forwarded. Readers crossing a marker get a tombstone instead of the record.
+   */
+  readonly lost = new Map<number, number>();
+
+  markLost(seq: number, count: number): void {
+    this.lost.set(seq, count);
+  }
+
+  /** True when a trim marker lies in [from, to]. */
+  hasLostIn(from: number, to: number): boolean {
+    for (const s of this.lost.keys()) if (s >= from && s <= to) return true;
+    return false;
+  }
+
+  /** Records the runs of a copy batch whose first record got `firstSeq`. */
+  add(firstSeq: number, runs: readonly OriginRun[]): void {
+    let seq = firstSeq;
+    for (const [count, origin, hops] of runs) {
+      if (count <= 0) continue;
+      if (this.first.length > 0 && seq <= this.last[this.last.length - 1]!) return; // replayed twice
+      this.first.push(seq);
+      this.last.push(seq + count - 1);
+      this.origin.push(origin);
+      this.hops.push(hops);
+      seq += count;
+    }
+    if (this.first.length > RUNS_MAX) this.dropFront(this.first.length - RUNS_MAX);
+  }
+
+  /** Origin and hops of `seq`, or undefined when it was written to this topic directly. */
+  of(seq: number): { origin: string; hops: number } | undefined {
+    let lo = 0;
+    let hi = this.first.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.last[mid]! < seq) lo = mid + 1;
+      else if (this.first[mid]! > seq) hi = mid - 1;
+      else return { origin: this.origin[mid]!, hops: this.hops[mid]! };
+    }
+    return undefined;
+  }
+
+  /** Forgets runs wholly below `seq` (records gone from the topic). */
+  dropBelow(seq: number): void {
+    for (const s of this.lost.keys()) if (s < seq) this.lost.delete(s);
+    let n = 0;
+    while (n < this.last.length && this.last[n]! < seq) n++;
+    if (n > 0) this.dropFront(n);
+  }
+
+  get size(): number {
+    return this.first.length;
+  }
+
+  private dropFront(n: number): void {
+    this.first.splice(0, n);
+    this.last.splice(0, n);
+    this.origin.splice(0, n);
+    this.hops.splice(0, n);
+  }
+}

@@ -1,0 +1,37 @@
+// Per-router metrics (DESIGN 5): forwarded total, lag in source records and the last refusal of
+// each router, from the source actors' stats (TopicStats.routers). All router metric code is
+// here: register on a prom-client registry, set from a scrape's topic stats, or render for JSON.
+import client from 'prom-client';
+import type { TopicStats } from '../core/messages/rpc.js';
+import type { RouterStats } from '../core/messages/router.js';
+
+/** Series per family at most, like the per-topic ones (first by router name). */
+const ROUTER_SERIES_MAX = 1000;
+
+export function routerStatsOf(topics: readonly TopicStats[]): RouterStats[] {
+  return topics.flatMap((t) => t.routers ?? []).sort((a, b) => (a.router < b.router ? -1 : a.router > b.router ? 1 : 0));
+}
+
+export class RouterMetrics {
+  private readonly total: client.Gauge<string>;
+  private readonly lag: client.Gauge<string>;
+  private readonly blocked: client.Gauge<string>;
+
+  constructor(registry: client.Registry) {
+    const gauge = (name: string, help: string, labelNames: string[]) => new client.Gauge({ name, help, labelNames, registers: [registry] });
+    this.total = gauge('spool_router_forwarded_total', 'Records forwarded by each router since its creation (as its dest acknowledged).', ['router']);
+    this.lag = gauge('spool_router_lag_records', 'Source records each router has not handled yet.', ['router']);
+    this.blocked = gauge('spool_router_blocked', '1 while a router backs off after a refused forward (label code: the refusal), else 0.', ['router', 'code']);
+  }
+
+  set(stats: readonly RouterStats[]): void {
+    this.total.reset();
+    this.lag.reset();
+    this.blocked.reset();
+    for (const s of stats.slice(0, ROUTER_SERIES_MAX)) {
+      this.total.set({ router: s.router }, s.forwarded_total);
+      this.lag.set({ router: s.router }, s.lag);
+      this.blocked.set({ router: s.router, code: s.last_error ?? '' }, s.last_error === null ? 0 : 1);
+    }
+  }
+}

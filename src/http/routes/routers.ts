@@ -1,0 +1,104 @@
+// Router routes (SPEC 4.5-4.8): PUT, GET, DELETE /v0/routers/:router and GET /v0/routers. The
+// registry on main keeps the definitions; forwarding itself never passes through here.
+import type { FastifyInstance } from 'fastify';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import { fail } from '../../core/errors.js';
+import { checkBody, parseSmallBody, queryInt, queryString } from '../parse.js';
+import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
+import { routerInput, routerJson, routerName } from '../routerSchemas.js';
+import { defOf, type RouterRegistry } from '../../supervisor/routerRegistry.js';
+import type { StoredRouter } from '../../supervisor/routerStore.js';
+import type { Admission } from '../admission.js';
+
+const PAGE_SIZE_DEFAULT = 100;
+const PAGE_SIZE_MAX = 1000;
+
+function encodeCursor(after: string): string {
+  return Buffer.from(JSON.stringify({ after }), 'utf8').toString('base64url');
+}
+
+function decodeCursor(s: string): string {
+  try {
+    if (!/^[A-Za-z0-9_-]*={0,2}$/.test(s)) throw new Error('not base64url');
+    const v = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
+    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { after?: unknown }).after === 'string') return (v as { after: string }).after;
+  } catch {
+    /* fall through */
+  }
+  throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
+}
+
+/** forwarded_total of each router, one stats request per source topic (no drain). */
+async function totals(reg: RouterRegistry, page: StoredRouter[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  await Promise.all(
+    page.map(async (r) => {
+      const s = await reg.stats(r, false);
+      out.set(r.name, s?.forwarded_total ?? 0);
+    }),
+  );
+  return out;
+}
+
+export function routerRoutes(app: FastifyInstance, sup: Supervisor, admission: Admission): void {
+  const reg = sup.routers;
+
+  app.put(
+    '/v0/routers/:router',
+    withHttpErrors(async (req, reply) => {
+      const raw = checkBody(req, false); // 415 comes before the 400 family (RESOLVED 0.3)
+      const name = routerName(req.params);
+      const body = parseSmallBody(raw);
+      // G10: the named ends against the key's allowlist, right after the body parses (0.3).
+      const ends = [body.source, body.dest].filter((t): t is string => typeof t === 'string');
+      admission.requireNames(req, 'topic', ends);
+      const input = routerInput(body);
+      const out = await reg.put(name, input);
+      if (!out.ok) return sendError(req, reply, out);
+      return sendJson(req, reply, out.created ? 201 : 200, { ...routerJson(out.def), created: out.created });
+    }),
+  );
+
+  app.get(
+    '/v0/routers/:router',
+    withHttpErrors(async (req, reply) => {
+      const name = routerName(req.params);
+      const r = reg.get(name);
+      if (!r) return sendError(req, reply, fail('router_not_found', `router ${name} does not exist`, { router: name }));
+      admission.requireRouterEnds(req, r.source, r.dest);
+      const s = await reg.stats(r, true); // read-your-writes: pending forwards first
+      return sendJson(req, reply, 200, { ...routerJson(defOf(r)), forwarded_total: s?.forwarded_total ?? 0 });
+    }),
+  );
+
+  app.delete(
+    '/v0/routers/:router',
+    withHttpErrors(async (req, reply) => {
+      const name = routerName(req.params);
+      const r = reg.get(name);
+      if (r) admission.requireRouterEnds(req, r.source, r.dest);
+      return sendJson(req, reply, 200, { router: name, deleted: await reg.delete(name) });
+    }),
+  );
+
+  app.get(
+    '/v0/routers',
+    withHttpErrors(async (req, reply) => {
+      const prefix = queryString(req, 'prefix') ?? '';
+      const source = queryString(req, 'source');
+      const dest = queryString(req, 'dest');
+      const rawSize = queryInt(req, 'page_size') ?? 0;
+      const pageSize = rawSize === 0 ? PAGE_SIZE_DEFAULT : Math.min(rawSize, PAGE_SIZE_MAX);
+      const cursor = queryString(req, 'cursor');
+      const after = cursor ? decodeCursor(cursor) : '';
+      const all = reg.all().filter((r) => admission.routerVisible(req, r) && r.name > after && r.name.startsWith(prefix) && (source === undefined || r.source === source) && (dest === undefined || r.dest === dest));
+      const page = all.slice(0, pageSize);
+      const t = await totals(reg, page);
+      const body: Record<string, unknown> = {
+        routers: page.map((r) => ({ router: r.name, source: r.source, dest: r.dest, guarantee: r.guarantee, forwarded_total: t.get(r.name) ?? 0 })),
+      };
+      if (all.length > pageSize) body.next_cursor = encodeCursor(page[page.length - 1]!.name);
+      return sendJson(req, reply, 200, body);
+    }),
+  );
+}

@@ -1,0 +1,227 @@
+// RouterRegistry (DESIGN 5), main thread: the router definitions. It checks a PUT against the
+// graph (re-point, fan-in, cycle), the router cap (G15, before any auto-create) and the dest's
+// existence, creates missing topics, has the source topic's actor install the forwarder (which
+// starts at its head: no backfill), then stores the definition (meta/routers.json). It removes
+// routers with a topic (cascade), reinstalls them after a restart, and walks the upstream chain
+// for read-your-writes drains. Changes are serialized; per-record traffic never comes here.
+import { fail, type ErrorResult } from '../core/errors.js';
+import type { TopicRequest, TopicResult } from '../core/messages/rpc.js';
+import type { RouterDef, RouterStats } from '../core/messages/router.js';
+import { defaultConfig } from '../actors/topic/config.js';
+import type { Fs } from '../storage/fs.js';
+import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from './routerGraph.js';
+import { loadRouters, saveRouters, type StoredRouter } from './routerStore.js';
+
+/** What the registry needs of the supervisor: topic requests, and which topics exist. */
+export interface RouterHost {
+  request(req: TopicRequest): Promise<TopicResult>;
+  exists(topics: string[]): Promise<boolean[]>;
+}
+
+/** A PUT body, validated and defaulted on the HTTP thread. */
+export type RouterInput = Omit<RouterDef, 'name' | 'id'> & { createDest: boolean };
+
+export type PutOutcome = { ok: true; created: boolean; def: RouterDef } | ErrorResult;
+
+function sameDef(a: RouterDef, b: Omit<RouterDef, 'id'>): boolean {
+  return (
+    a.preserveNode === b.preserveNode &&
+    a.preserveTag === b.preserveTag &&
+    a.allowCycle === b.allowCycle &&
+    a.guarantee === b.guarantee &&
+    JSON.stringify(a.filter) === JSON.stringify(b.filter)
+  );
+}
+
+export class RouterRegistry {
+  private readonly routers = new Map<string, StoredRouter>();
+  private readonly byDest = new Map<string, Set<string>>();
+  private nextId = 1;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly host: RouterHost,
+    private readonly fsx: Fs,
+    private readonly dataDir: string,
+    private readonly maxRouters: number,
+  ) {}
+
+  get size(): number {
+    return this.routers.size;
+  }
+
+  get(name: string): StoredRouter | undefined {
+    return this.routers.get(name);
+  }
+
+  /** All routers in name order. */
+  all(): StoredRouter[] {
+    return [...this.routers.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** Routers naming `topic` as source or dest, ascending. */
+  naming(topic: string): string[] {
+    return this.all()
+      .filter((r) => r.source === topic || r.dest === topic)
+      .map((r) => r.name);
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(fn, fn);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private index(r: StoredRouter): void {
+    this.routers.set(r.name, r);
+    let s = this.byDest.get(r.dest);
+    if (!s) this.byDest.set(r.dest, (s = new Set()));
+    s.add(r.name);
+  }
+
+  private unindex(name: string): StoredRouter | undefined {
+    const r = this.routers.get(name);
+    if (!r) return undefined;
+    this.routers.delete(name);
+    const s = this.byDest.get(r.dest);
+    s?.delete(name);
+    if (s?.size === 0) this.byDest.delete(r.dest);
+    return r;
+  }
+
+  private save(): Promise<void> {
+    return saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers: this.all() });
+  }
+
+  /** Startup, after recovery: reinstall every router whose topics survived; drop the rest. */
+  async load(): Promise<void> {
+    const file = loadRouters(this.fsx, this.dataDir);
+    this.nextId = file.nextId;
+    let changed = false;
+    for (const r of file.routers) {
+      const [src, dst] = await this.host.exists([r.source, r.dest]);
+      let res = src && dst ? await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(r), start: r.start }) : undefined;
+      if (!res?.ok) {
+        changed = true; // a topic deleted before the cascade was stored (a crash in between)
+        continue;
+      }
+      const at = startOf(res.json);
+      if (at.head < r.start) {
+        // The source's seqs went back (an ephemeral source after a restart): its old seqs mean
+        // nothing to the dest's dedupe, so the router continues under a new id from the head.
+        const fresh: StoredRouter = { ...r, id: this.nextId++ };
+        res = await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(fresh), start: null });
+        if (!res.ok) continue;
+        fresh.start = startOf(res.json).start;
+        this.index(fresh);
+        changed = true;
+        continue;
+      }
+      this.index(r);
+    }
+    if (changed) await this.save();
+  }
+
+  put(name: string, input: RouterInput): Promise<PutOutcome> {
+    return this.serial(() => this.putNow(name, input));
+  }
+
+  private async putNow(name: string, input: RouterInput): Promise<PutOutcome> {
+    const { createDest, ...rest } = input;
+    const wanted: Omit<RouterDef, 'id'> = { name, ...rest };
+    const had = this.routers.get(name);
+    if (had && (had.source !== input.source || had.dest !== input.dest)) {
+      return fail('topic_exists_incompatible', `router ${name} cannot be re-pointed; delete and recreate it`, {
+        router: name,
+        reason: 'router_repoint_forbidden',
+        existing_source: had.source,
+        existing_dest: had.dest,
+      });
+    }
+    if (had && sameDef(had, wanted)) return { ok: true, created: false, def: defOf(had) };
+    const edges = this.routers.values();
+    if (!had && !createDest && !(await this.host.exists([input.dest]))[0]) {
+      return fail('topic_not_found', `topic ${input.dest} does not exist`, { topic: input.dest });
+    }
+    if (!had) {
+      const other = fanInConflict(edges, input.source, input.dest);
+      if (other) return fail('topic_exists_incompatible', `${input.dest} is already the dest of router ${other.name} from ${other.source}`, { topic: input.dest, reason: 'router_dest_fan_in' });
+    }
+    if (!input.allowCycle) {
+      const cycle = cycleThrough(this.routers.values(), input.source, input.dest, name);
+      if (cycle) return fail('router_cycle', `router ${name} would close the cycle ${cycle.join(' -> ')}`, { cycle });
+    }
+    if (!had && this.maxRouters > 0 && this.routers.size >= this.maxRouters) {
+      return fail('throttled', 'too many routers', { limit: 'max_routers', max: this.maxRouters });
+    }
+    // Topics first (the source always, the dest with create_dest), then the forwarder.
+    for (const topic of had ? [] : createDest ? [input.source, input.dest] : [input.source]) {
+      const r = await this.host.request({ op: 'put', topic, config: defaultConfig(), ensure: true });
+      if (!r.ok) return r;
+    }
+    const def: RouterDef = { ...wanted, id: had ? had.id : this.nextId++ };
+    const res = await this.host.request({ op: 'routerSet', topic: input.source, def, start: had ? had.start : null });
+    if (!res.ok) return res;
+    const start = had ? had.start : startOf(res.json).start;
+    this.index({ ...def, start });
+    await this.save();
+    return { ok: true, created: !had, def };
+  }
+
+  /** DELETE /v0/routers/:router: true when it existed. Forwarding stops at once. */
+  delete(name: string): Promise<boolean> {
+    return this.serial(async () => {
+      const r = this.unindex(name);
+      if (!r) return false;
+      await this.save();
+      await this.host.request({ op: 'routerRemove', topic: r.source, router: name });
+      return true;
+    });
+  }
+
+  /** Topic delete cascade (G3): the routers naming `topic` are gone (its actor dropped its own). */
+  removeFor(topic: string, names: readonly string[]): Promise<void> {
+    return this.serial(async () => {
+      const gone = names.map((n) => this.unindex(n)).filter((r): r is StoredRouter => r !== undefined);
+      if (gone.length === 0) return;
+      await this.save();
+      for (const r of gone) if (r.source !== topic) await this.host.request({ op: 'routerRemove', topic: r.source, router: r.name });
+    });
+  }
+
+  /** Read-your-writes (RESOLVED 4.6): applies pending forwards into `topic`, upstream first. */
+  async drainInto(topic: string): Promise<void> {
+    if (!this.byDest.has(topic)) return;
+    await this.drainEdges(upstreamOrder((t) => this.edgesInto(t), topic));
+  }
+
+  /** A router's figures, after draining it (and what feeds its source) when `wait`. */
+  async stats(r: StoredRouter, wait: boolean): Promise<RouterStats | undefined> {
+    if (wait) await this.drainInto(r.source);
+    const res = await this.host.request({ op: 'routerDrain', topic: r.source, routers: [r.name], wait });
+    return res.ok ? res.routers?.[0] : undefined;
+  }
+
+  private edgesInto(topic: string): Edge[] {
+    return [...(this.byDest.get(topic) ?? [])].map((n) => this.routers.get(n)!);
+  }
+
+  private async drainEdges(edges: Edge[]): Promise<void> {
+    for (let i = 0; i < edges.length; ) {
+      const source = edges[i]!.source;
+      const names: string[] = [];
+      for (; i < edges.length && edges[i]!.source === source; i++) names.push(edges[i]!.name);
+      await this.host.request({ op: 'routerDrain', topic: source, routers: names, wait: true });
+    }
+  }
+}
+
+/** A routerSet reply: where the forwarder starts, and the source head. */
+function startOf(json: Uint8Array): { start: number; head: number } {
+  return JSON.parse(Buffer.from(json).toString('utf8') + '}') as { start: number; head: number };
+}
+
+export function defOf(r: StoredRouter): RouterDef {
+  const { start: _start, ...def } = r;
+  return def;
+}

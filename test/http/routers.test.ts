@@ -1,0 +1,277 @@
+// Router definitions over HTTP (SPEC 2.5, 4.5-4.8, RESOLVED 0.4, G3, G7, G14, G15, 4.6):
+// PUT upsert (201 / 200 identical / 200 diff, defaults echoed), every 400 with its detail,
+// re-point 409, fan-in 409, cycle 409 with the G14 path, create_dest false 404, the router cap
+// (429 before any auto-create), GET with forwarded_total and router_not_found, list filters
+// and paging with an opaque cursor (400 when corrupt), idempotent DELETE, the topic-delete
+// cascade with routers_removed, no resurrection on recreate, and routers surviving restarts.
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, client, Server } from '../helpers/server.js';
+import { assertError, assertInvalid, assertOk, namer, raw } from './util.js';
+
+let srv: Server;
+let c: ReturnType<typeof client>;
+const name = namer('rt');
+const enc = encodeURIComponent;
+
+before(async () => {
+  srv = await startServer();
+  c = client(srv.url);
+});
+after(async () => {
+  await srv?.stop();
+});
+
+const put = (r: string, body: unknown) => c.put(`/v0/routers/${enc(r)}`, body);
+
+describe('PUT /v0/routers/:router', () => {
+  test('creates (201) with every default echoed, then identical is 200 created false, a change 200', async () => {
+    const [s, d] = [name('s'), name('d')];
+    const r = `${s}->${d}`;
+    const b = assertOk(await put(r, { source: s, dest: d }), 201);
+    assert.deepEqual(
+      { ...b, performance: undefined },
+      { router: r, created: true, source: s, dest: d, preserve_node: true, preserve_tag: true, filter: null, allow_cycle: false, guarantee: 'at_least_once', performance: undefined },
+    );
+    // The auto-created topics exist with the default config.
+    assertOk(await c.get(`/v0/topics/${s}`), 200);
+    assertOk(await c.get(`/v0/topics/${d}`), 200);
+    const same = assertOk(await put(r, { source: s, dest: d, create_dest: false }), 200);
+    assert.equal(same.created, false);
+    const diff = assertOk(await put(r, { source: s, dest: d, preserve_node: false, filter: ['tag', 'Glob', 'a*'], guarantee: 'exactly_once' }), 200);
+    assert.equal(diff.created, false);
+    assert.equal(diff.preserve_node, false);
+    assert.deepEqual(diff.filter, ['tag', 'Glob', 'a*']);
+    assert.equal(diff.guarantee, 'exactly_once');
+    const got = assertOk(await c.get(`/v0/routers/${enc(r)}`), 200);
+    assert.deepEqual(got.filter, ['tag', 'Glob', 'a*']);
+    assert.equal(got.forwarded_total, 0);
+    // A bare string filter is the Eq shorthand of the delete language.
+    assert.deepEqual(assertOk(await put(r, { source: s, dest: d, filter: 'x' }), 200).filter, ['tag', 'Eq', 'x']);
+  });
+
+  test('400s: body, names, required fields, source = dest, filter, types', async () => {
+    const s = name('s');
+    assertInvalid(await put('ok', { dest: 'x' }), 'source');
+    assertInvalid(await put('ok', { source: s }), 'dest');
+    assertInvalid(await put('ok', { source: s, dest: s }), 'dest');
+    assertInvalid(await put('ok', { source: s, dest: 'y', guarantee: 'twice' }), 'guarantee');
+    assertInvalid(await put('ok', { source: s, dest: 'y', preserve_tag: 'yes' }), 'preserve_tag');
+    for (const filter of [['tag', 'Eq'], ['node', 'Eq', 'x'], ['tag', 'Like', 'x'], ['tag', 'Glob', 'x'], ['tag', 'Glob', 'a*b*'], 7]) {
+      assertInvalid(await put('ok', { source: s, dest: 'y', filter }), 'filter', JSON.stringify(filter));
+    }
+    assert.deepEqual(assertInvalid(await put('ok', { source: '.bad', dest: 'y' })), { topic: '.bad' });
+    assert.deepEqual(assertInvalid(await put('>bad', { source: s, dest: 'y' })), { router: '>bad' });
+    assertInvalid(await put('ok', [1]));
+    const noCt = await raw(srv.url, 'PUT', '/v0/routers/ok', { body: '{}' });
+    assertError(noCt, 415, 'unsupported_media_type');
+    const empty = await raw(srv.url, 'PUT', '/v0/routers/ok', { body: '', headers: { 'content-type': 'application/json' } });
+    assertInvalid(empty);
+    // Nothing was created by any of these.
+    assertError(await c.get(`/v0/topics/${s}`), 404, 'topic_not_found');
+    assertError(await c.get('/v0/routers/ok'), 404, 'router_not_found');
+  });
+
+  test('re-pointing is 409 router_repoint_forbidden with the existing ends', async () => {
+    const [s, d, x] = [name('s'), name('d'), name('x')];
+    const r = name('r');
+    assertOk(await put(r, { source: s, dest: d }), 201);
+    const detail = assertError(await put(r, { source: s, dest: x }), 409, 'topic_exists_incompatible');
+    assert.deepEqual(detail, { router: r, reason: 'router_repoint_forbidden', existing_source: s, existing_dest: d });
+    assertError(await put(r, { source: x, dest: d }), 409, 'topic_exists_incompatible');
+  });
+
+  test('fan-in from another source is 409 router_dest_fan_in; a second router from the same source is fine', async () => {
+    const [a, b, d] = [name('a'), name('b'), name('d')];
+    assertOk(await put(name('r'), { source: a, dest: d }), 201);
+    assert.deepEqual(assertError(await put(name('r'), { source: b, dest: d }), 409, 'topic_exists_incompatible'), { topic: d, reason: 'router_dest_fan_in' });
+    assertOk(await put(name('r'), { source: a, dest: d, filter: 'x' }), 201);
+  });
+
+  test('a cycle is 409 router_cycle with the path (G14), unless allow_cycle', async () => {
+    const [a, b, cc] = [name('a'), name('b'), name('c')];
+    assertOk(await put(name('r'), { source: a, dest: b }), 201);
+    assertOk(await put(name('r'), { source: b, dest: cc }), 201);
+    const r = name('r');
+    assert.deepEqual(assertError(await put(r, { source: cc, dest: a }), 409, 'router_cycle'), { cycle: [cc, a, b, cc] });
+    assertError(await c.get(`/v0/routers/${r}`), 404, 'router_not_found');
+    assertOk(await put(r, { source: cc, dest: a, allow_cycle: true }), 201);
+    // Turning allow_cycle off on a router inside a cycle is refused the same way.
+    assertError(await put(r, { source: cc, dest: a, allow_cycle: false }), 409, 'router_cycle');
+  });
+
+  test('create_dest false with an absent dest is 404 topic_not_found and creates nothing', async () => {
+    const [s, d] = [name('s'), name('d')];
+    assert.deepEqual(assertError(await put(name('r'), { source: s, dest: d, create_dest: false }), 404, 'topic_not_found'), { topic: d });
+    assertError(await c.get(`/v0/topics/${s}`), 404, 'topic_not_found');
+    assertOk(await c.put(`/v0/topics/${d}`, {}), 201);
+    assertOk(await put(name('r'), { source: s, dest: d, create_dest: false }), 201);
+  });
+
+  test('an existing topic keeps its config when a router names it', async () => {
+    const [s, d] = [name('s'), name('d')];
+    assertOk(await c.put(`/v0/topics/${d}`, { durability: 'fsync', cap_records: 5 }), 201);
+    assertOk(await put(name('r'), { source: s, dest: d }), 201);
+    const st = assertOk(await c.get(`/v0/topics/${d}`), 200);
+    assert.equal(st.config.durability, 'fsync');
+    assert.equal(st.config.cap_records, 5);
+  });
+});
+
+describe('GET, list and DELETE', () => {
+  test('GET of an absent router is 404 router_not_found with detail.router; a bad name 400', async () => {
+    assert.deepEqual(assertError(await c.get('/v0/routers/nope-%3Enothing'), 404, 'router_not_found'), { router: 'nope->nothing' });
+    assert.deepEqual(assertInvalid(await c.get('/v0/routers/-x')), { router: '-x' });
+  });
+
+  test('list filters by prefix, source and dest, pages with an opaque cursor, 400 on a corrupt one', async () => {
+    const p = name('L');
+    const [s1, s2] = [name('s'), name('s')];
+    for (let i = 0; i < 5; i++) assertOk(await put(`${p}-${i}`, { source: i < 3 ? s1 : s2, dest: `${p}.d${i}`, guarantee: i === 0 ? 'exactly_once' : 'at_least_once' }), 201);
+    const all = assertOk(await c.get(`/v0/routers?prefix=${enc(p)}`), 200);
+    assert.deepEqual(all.routers.map((r: any) => r.router), [0, 1, 2, 3, 4].map((i) => `${p}-${i}`));
+    assert.deepEqual(all.routers[0], { router: `${p}-0`, source: s1, dest: `${p}.d0`, guarantee: 'exactly_once', forwarded_total: 0 });
+    assert.equal(all.next_cursor, undefined);
+    assert.equal(assertOk(await c.get(`/v0/routers?prefix=${enc(p)}&source=${s2}`), 200).routers.length, 2);
+    assert.deepEqual(assertOk(await c.get(`/v0/routers?dest=${enc(`${p}.d1`)}`), 200).routers.map((r: any) => r.router), [`${p}-1`]);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 10; i++) {
+      const page = assertOk(await c.get(`/v0/routers?prefix=${enc(p)}&page_size=2${cursor ? `&cursor=${cursor}` : ''}`), 200);
+      seen.push(...page.routers.map((r: any) => r.router));
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    assert.deepEqual(seen, all.routers.map((r: any) => r.router));
+    assertInvalid(await c.get('/v0/routers?cursor=%%%'), 'cursor');
+    assertInvalid(await c.get(`/v0/routers?cursor=${Buffer.from('{"x":1}').toString('base64url')}`), 'cursor');
+    assertInvalid(await c.get('/v0/routers?page_size=abc'));
+  });
+
+  test('DELETE is idempotent: deleted true, then false', async () => {
+    const r = name('r');
+    assertOk(await put(r, { source: name('s'), dest: name('d') }), 201);
+    assert.deepEqual({ ...assertOk(await c.del(`/v0/routers/${r}`), 200), performance: 0 }, { router: r, deleted: true, performance: 0 });
+    assert.equal(assertOk(await c.del(`/v0/routers/${r}`), 200).deleted, false);
+    assertError(await c.get(`/v0/routers/${r}`), 404, 'router_not_found');
+  });
+
+  test('405 with Allow on the router paths', async () => {
+    const r = await c.post('/v0/routers/x', {});
+    assertError(r, 405, 'method_not_allowed');
+    assert.match(r.headers.get('allow') ?? '', /PUT/);
+  });
+});
+
+describe('topic delete cascade', () => {
+  test('deleting a source or a dest removes every router naming it (ascending); recreating does not resurrect them', async () => {
+    const [s, d1, d2] = [name('s'), name('d'), name('d')];
+    const [r1, r2] = [`${s}->${d1}`, `${s}->${d2}`];
+    assertOk(await put(r2, { source: s, dest: d2 }), 201);
+    assertOk(await put(r1, { source: s, dest: d1 }), 201);
+    const del = assertOk(await c.del(`/v0/topics/${d1}`), 200);
+    assert.deepEqual(del.routers_removed, [r1]);
+    const delS = assertOk(await c.del(`/v0/topics/${s}`), 200);
+    assert.deepEqual(delS.routers_removed, [r2]);
+    assert.deepEqual(assertOk(await c.del(`/v0/topics/${s}`), 200).routers_removed, []);
+    assertError(await c.get(`/v0/routers/${enc(r1)}`), 404, 'router_not_found');
+    // Recreated: no router comes back, nothing is forwarded.
+    assertOk(await c.post(`/v0/topics/${s}`, { records: [{ data: 1 }] }), 201);
+    const d2state = assertOk(await c.get(`/v0/topics/${d2}`), 200);
+    assert.equal(d2state.count, 0);
+    assert.equal(assertOk(await c.get(`/v0/routers?source=${s}`), 200).routers.length, 0);
+  });
+});
+
+describe('limits and restarts', () => {
+  test('SERVICE_MAX_ROUTERS: 429 throttled {limit, max} with Retry-After, checked before any auto-create', async () => {
+    const s2 = await startServer({ env: { SERVICE_MAX_ROUTERS: '1' } });
+    try {
+      const c2 = client(s2.url);
+      assertOk(await c2.put('/v0/routers/one', { source: 'a', dest: 'b' }), 201);
+      const r = await c2.put('/v0/routers/two', { source: 'x', dest: 'y' });
+      assert.deepEqual(assertError(r, 429, 'throttled'), { limit: 'max_routers', max: 1 });
+      assert.equal(r.headers.get('retry-after'), '1');
+      assertError(await c2.get('/v0/topics/x'), 404, 'topic_not_found');
+      assertError(await c2.get('/v0/topics/y'), 404, 'topic_not_found');
+      // Updating the existing one still works at the cap.
+      assertOk(await c2.put('/v0/routers/one', { source: 'a', dest: 'b', preserve_tag: false }), 200);
+    } finally {
+      await s2.stop();
+    }
+  });
+
+  test('routers survive a clean restart and a SIGKILL, and keep forwarding', async () => {
+    const s2 = await startServer();
+    try {
+      const c2 = client(s2.url);
+      assertOk(await c2.put('/v0/routers/keep', { source: 'a', dest: 'b', filter: ['tag', 'Eq', 'k'], guarantee: 'exactly_once' }), 201);
+      assertOk(await c2.post('/v0/topics/a', { records: [{ data: 1, tag: 'k' }] }), 200);
+      await s2.stop();
+      const s3 = await startServer({ dataDir: s2.dataDir });
+      const c3 = client(s3.url);
+      const got = assertOk(await c3.get('/v0/routers/keep'), 200);
+      assert.deepEqual(got.filter, ['tag', 'Eq', 'k']);
+      assert.equal(got.forwarded_total, 1);
+      assertOk(await c3.post('/v0/topics/a', { records: [{ data: 2, tag: 'k' }] }), 200);
+      await s3.kill();
+      const s4 = await startServer({ dataDir: s2.dataDir });
+      const c4 = client(s4.url);
+      assertOk(await c4.post('/v0/topics/a', { records: [{ data: 3, tag: 'k' }, { data: 4, tag: 'z' }] }), 200);
+      const diff = assertOk(await c4.post('/v0/topics/b/diff', {}), 200);
+      assert.deepEqual(diff.records.map((r: any) => r.data), [1, 2, 3]);
+      assert.equal(assertOk(await c4.get('/v0/routers/keep'), 200).forwarded_total, 3);
+      await s4.stop();
+    } finally {
+      await s2.stop();
+    }
+  });
+
+  test('an ephemeral source after a clean stop and after a SIGKILL: its router keeps forwarding new records', async () => {
+    const s2 = await startServer();
+    try {
+      const c2 = client(s2.url);
+      assertOk(await c2.put('/v0/topics/eph', { durability: 'ephemeral' }), 201);
+      assertOk(await c2.put('/v0/routers/eph-%3Ekeep', { source: 'eph', dest: 'keep', guarantee: 'exactly_once' }), 201);
+      assertOk(await c2.post('/v0/topics/eph', { records: [{ data: 1 }, { data: 2 }, { data: 3 }] }), 200);
+      assert.equal(assertOk(await c2.get('/v0/topics/keep'), 200).count, 3);
+      await s2.stop();
+      const s3 = await startServer({ dataDir: s2.dataDir });
+      const c3 = client(s3.url);
+      assertOk(await c3.post('/v0/topics/eph', { records: [{ data: 4 }, { data: 5 }] }), 200);
+      const diff = assertOk(await c3.post('/v0/topics/keep/diff', {}), 200);
+      assert.deepEqual(diff.records.map((r: any) => r.data), [1, 2, 3, 4, 5]);
+      assert.equal(assertOk(await c3.get('/v0/routers/eph-%3Ekeep'), 200).forwarded_total, 5);
+      await s3.kill(); // its seqs may start again at 1: the router goes on under a new id
+      const s4 = await startServer({ dataDir: s2.dataDir });
+      const c4 = client(s4.url);
+      assertOk(await c4.post('/v0/topics/eph', { records: [{ data: 6 }] }), 200);
+      const after = assertOk(await c4.post('/v0/topics/keep/diff', {}), 200);
+      assert.deepEqual(after.records.map((r: any) => r.data), [1, 2, 3, 4, 5, 6]);
+      await s4.stop();
+    } finally {
+      await s2.stop();
+    }
+  });
+
+  test('an ephemeral dest keeps its router progress across a SIGKILL (ROUTER_PROGRESS): nothing is copied again', async () => {
+    const s2 = await startServer();
+    try {
+      const c2 = client(s2.url);
+      assertOk(await c2.put('/v0/topics/mem', { durability: 'ephemeral' }), 201);
+      assertOk(await c2.put('/v0/routers/src-%3Emem', { source: 'src', dest: 'mem' }), 201);
+      assertOk(await c2.post('/v0/topics/src', { records: [{ data: 1 }, { data: 2 }, { data: 3 }] }), 200);
+      assert.equal(assertOk(await c2.get('/v0/topics/mem'), 200).count, 3);
+      await new Promise((r) => setTimeout(r, 300)); // the progress frame is written, not fsynced
+      await s2.kill();
+      const s3 = await startServer({ dataDir: s2.dataDir });
+      const c3 = client(s3.url);
+      assertOk(await c3.post('/v0/topics/src', { records: [{ data: 4 }] }), 200);
+      const diff = assertOk(await c3.post('/v0/topics/mem/diff', {}), 200);
+      assert.deepEqual(diff.records.map((r: any) => r.data), [4]);
+      await s3.stop();
+    } finally {
+      await s2.stop();
+    }
+  });
+});

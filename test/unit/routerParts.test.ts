@@ -1,0 +1,140 @@
+// Unit tests of the router parts (DESIGN 5): the graph rules (G14 cycle path, fan-in, upstream
+// drain order), the filter (delete match language), provenance runs and trim markers, the
+// applied table, the APPEND frame's forward header round trip, and the copy body's bytes
+// (stored texts concatenated, `_spool_router` last in meta, preserve_* honoured).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from '../../src/supervisor/routerGraph.js';
+import { filterTuple, passesFilter } from '../../src/actors/router/filter.js';
+import { Provenance } from '../../src/actors/router/provenance.js';
+import { AppliedTable } from '../../src/actors/router/appliedTable.js';
+import { CopyBody } from '../../src/actors/router/copyBody.js';
+import { encodeAppend, probeFrame, readAppendHead, forEachAppendRecord, type AppendRecordInput } from '../../src/wal/frame.js';
+import { RecordText } from '../../src/actors/topic/recordText.js';
+import type { RouterDef } from '../../src/core/messages/router.js';
+
+const e = (name: string, source: string, dest: string): Edge => ({ name, source, dest });
+
+test('cycle path: the new source, then the shortest path from its dest back to it (G14 example)', () => {
+  const edges = [e('r1', 'a', 'b'), e('r2', 'b', 'c')];
+  assert.deepEqual(cycleThrough(edges, 'c', 'a'), ['c', 'a', 'b', 'c']);
+  assert.deepEqual(cycleThrough(edges, 'b', 'a'), ['b', 'a', 'b']);
+  assert.equal(cycleThrough(edges, 'a', 'c'), null);
+  assert.equal(cycleThrough(edges, 'x', 'y'), null);
+  // A router being updated (allow_cycle turned off) is judged against the others.
+  assert.deepEqual(cycleThrough([...edges, e('r3', 'c', 'a')], 'c', 'a', 'r3'), ['c', 'a', 'b', 'c']);
+  assert.deepEqual(cycleThrough([e('1', 'a', 'b'), e('2', 'b', 'c'), e('3', 'c', 'd'), e('4', 'b', 'd')], 'd', 'a'), ['d', 'a', 'b', 'd']);
+});
+
+test('fan-in: another source into the same dest conflicts; the same source does not', () => {
+  const edges = [e('r1', 'a', 'd')];
+  assert.equal(fanInConflict(edges, 'a', 'd'), undefined);
+  assert.equal(fanInConflict(edges, 'b', 'd')?.name, 'r1');
+  assert.equal(fanInConflict(edges, 'b', 'd', 'r1'), undefined);
+});
+
+test('upstream drain order: upstream first, cycles cut', () => {
+  const edges = [e('ab', 'a', 'b'), e('bc', 'b', 'c'), e('xb', 'x', 'b'), e('cb', 'c', 'b')];
+  const into = (t: string) => edges.filter((x) => x.dest === t);
+  const order = upstreamOrder(into, 'c').map((x) => x.name);
+  assert.ok(order.indexOf('ab') < order.indexOf('bc'));
+  assert.ok(order.indexOf('xb') < order.indexOf('bc'));
+  assert.equal(new Set(order).size, order.length);
+  assert.deepEqual(upstreamOrder(into, 'a'), []);
+});
+
+test('filter: Eq, Glob prefix, untagged never matches, null forwards all; tuple echo', () => {
+  assert.ok(passesFilter(null, undefined));
+  assert.ok(passesFilter({ op: 'Eq', value: 'x' }, 'x'));
+  assert.ok(!passesFilter({ op: 'Eq', value: 'x' }, 'xy'));
+  assert.ok(passesFilter({ op: 'Glob', value: 'or' }, 'orders'));
+  assert.ok(passesFilter({ op: 'Glob', value: '' }, 'anything'));
+  assert.ok(!passesFilter({ op: 'Glob', value: '' }, undefined));
+  assert.deepEqual(filterTuple({ op: 'Glob', value: 'or' }), ['tag', 'Glob', 'or*']);
+  assert.equal(filterTuple(null), null);
+});
+
+test('provenance: runs by seq, lookups, trim markers, pruning', () => {
+  const p = new Provenance();
+  p.add(10, [
+    [2, 'a', 1],
+    [3, 'b', 2],
+  ]);
+  p.add(20, [[1, 'a', 3]]);
+  p.add(12, [[5, 'z', 9]]); // a replay of an older frame adds nothing
+  assert.deepEqual(p.of(10), { origin: 'a', hops: 1 });
+  assert.deepEqual(p.of(14), { origin: 'b', hops: 2 });
+  assert.equal(p.of(15), undefined);
+  assert.deepEqual(p.of(20), { origin: 'a', hops: 3 });
+  p.markLost(16, 4);
+  assert.ok(p.hasLostIn(15, 16));
+  assert.ok(!p.hasLostIn(17, 30));
+  p.dropBelow(17);
+  assert.equal(p.of(10), undefined);
+  assert.equal(p.lost.size, 0);
+  assert.equal(p.size, 1);
+});
+
+test('applied table: progress only moves forward; snapshot part round trip', () => {
+  const t = new AppliedTable();
+  assert.deepEqual(t.get(1), { srcLast: 0, total: 0 });
+  t.note(1, 10, 4);
+  t.note(1, 7, 2);
+  assert.deepEqual(t.get(1), { srcLast: 10, total: 4 });
+  const u = new AppliedTable();
+  u.load(t.part());
+  assert.deepEqual(u.get(1), { srcLast: 10, total: 4 });
+  assert.equal(new AppliedTable().part(), undefined);
+});
+
+function rec(data: string, meta?: string, tag?: string, node?: string): AppendRecordInput {
+  const d = Buffer.from(data);
+  const m = meta === undefined ? undefined : Buffer.from(meta);
+  return {
+    nodeLit: node === undefined ? undefined : Buffer.from(JSON.stringify(node)),
+    tagLit: tag === undefined ? undefined : Buffer.from(JSON.stringify(tag)),
+    metaLen: m ? m.length : -1,
+    dataLen: d.length,
+    writeMeta: (dst, off) => void m?.copy(dst, off),
+    writeData: (dst, off) => void d.copy(dst, off),
+  };
+}
+
+test('APPEND forward header: flag, bytes and records round trip; frames without it read as before', () => {
+  const fwd = Buffer.from('{"r":3,"n":"a->b","s":42,"t":7,"o":[[2,"a",1]]}');
+  const frame = encodeAppend(9, 5, 1000, Buffer.from('idem'), [rec('1'), rec('"x"', '{"k":1}', 't', 'n')], 0, undefined, fwd);
+  const p = probeFrame(frame, 0, frame.length);
+  assert.ok(p.ok);
+  const head = readAppendHead(frame, p.frame);
+  assert.equal(head.idemKey, 'idem');
+  assert.deepEqual(head.fwd && JSON.parse(head.fwd.toString()), JSON.parse(fwd.toString()));
+  const datas: string[] = [];
+  forEachAppendRecord(frame, p.frame, head, (_i, r) => datas.push(frame.toString('utf8', r.dataOff, r.dataOff + r.dataLen)));
+  assert.deepEqual(datas, ['1', '"x"']);
+  const plain = encodeAppend(9, 5, 1000, undefined, [rec('1')]);
+  const q = probeFrame(plain, 0, plain.length);
+  assert.ok(q.ok);
+  assert.equal(readAppendHead(plain, q.frame).fwd, undefined);
+});
+
+test('copy body: stored bytes, preserve_* honoured, _spool_router last in meta for exactly_once', () => {
+  const frame = encodeAppend(9, 1, 1000, undefined, [rec('{"a":1}', '{"k":1}', 't', 'n'), rec('2')]);
+  const p = probeFrame(frame, 0, frame.length);
+  assert.ok(p.ok);
+  const texts: RecordText[] = [];
+  forEachAppendRecord(frame, p.frame, readAppendHead(frame, p.frame), (_i, r) => texts.push(RecordText.fromExtent(frame, r)));
+  const def: RouterDef = { name: 'a->b', id: 1, source: 'a', dest: 'b', preserveNode: true, preserveTag: false, filter: null, allowCycle: false, guarantee: 'exactly_once' };
+  const b = new CopyBody(def, 77);
+  b.add(1, texts[0]!);
+  b.add(2, texts[1]!);
+  assert.deepEqual(JSON.parse(b.finish().toString()), {
+    create: false,
+    records: [
+      { data: { a: 1 }, meta: { k: 1, _spool_router: 'a->b:77:1' }, node: 'n' },
+      { data: 2, meta: { _spool_router: 'a->b:77:2' } },
+    ],
+  });
+  const plain = new CopyBody({ ...def, guarantee: 'at_least_once', preserveNode: false, preserveTag: true }, 77);
+  plain.add(1, texts[0]!);
+  assert.equal(plain.finish().toString(), '{"create":false,"records":[{"data":{"a":1},"meta":{"k":1},"tag":"t"}]}');
+});
