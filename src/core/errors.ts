@@ -55,6 +55,11 @@ export function storageFailed(): ErrorResult {
   return fail('internal', 'a storage write failed; writes are refused until the server restarts (reads still work)');
 }
 
+/** G15 max_total_bytes is reached: appends are refused (router forwards wait and retry). */
+export function totalBytesReached(max: number): ErrorResult {
+  return fail('throttled', 'the service holds its maximum of live bytes', { limit: 'max_total_bytes', max });
+}
+
 /** The WAL credit is exhausted (G16): appends, record deletes and acks are refused, nothing applied. */
 export function walBehind(): ErrorResult {
   return fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 });

@@ -27,3 +27,10 @@ export function gauge(g: Float64Array, worker: number, field: number): number {
 export function setGauge(g: Float64Array, worker: number, field: number, v: number): void {
   g[worker * GAUGE_STRIDE + field] = v;
 }
+
+/** Live bytes over every worker's topics, as last sampled (at most ~100 ms old). */
+export function totalLiveBytes(g: Float64Array, workers: number): number {
+  let n = 0;
+  for (let i = 0; i < workers; i++) n += gauge(g, i, GAUGE.liveBytes);
+  return n;
+}

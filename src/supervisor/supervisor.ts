@@ -2,7 +2,7 @@
 // real threads, or in-process ones in tests), wires their ports, places topics on workers, and
 // runs the lifecycle recovering → ready → draining (DESIGN 1.3, 2.7). Crash-only: if any thread
 // dies the process logs and exits; recovery is the repair path.
-import { GAUGE, gauge, newGauges } from '../core/gauges.js';
+import { newGauges, totalLiveBytes } from '../core/gauges.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import crypto from 'node:crypto';
 import type { Settings } from '../config.js';
@@ -92,9 +92,7 @@ export class Supervisor {
 
   /** Live bytes over all topics, as last sampled by the workers (at most ~100 ms old). */
   liveBytes(): number {
-    let n = 0;
-    for (let i = 0; i < this.settings.workers; i++) n += gauge(this.gauges, i, GAUGE.liveBytes);
-    return n;
+    return totalLiveBytes(this.gauges, this.settings.workers);
   }
 
   get replayProgress(): number {
@@ -193,6 +191,7 @@ export class Supervisor {
         counters: this.counters.buffer as SharedArrayBuffer,
         gauges: this.gauges.buffer as SharedArrayBuffer,
         sampleLiveBytes: s.maxTotalBytes > 0,
+        maxTotalBytes: s.maxTotalBytes,
         maxLimit: s.maxLimit,
         maxTopics: s.maxTopics,
         segmentBytes: s.segmentBytes,

@@ -8,6 +8,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
 import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
+import type { ErrorResult } from '../core/errors.js';
 import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
@@ -40,6 +41,12 @@ export interface ActorHostDeps {
   eventsPort?: MessagePort;
   /** To each other worker, by index (undefined for this one). */
   peerPorts?: readonly (MessagePort | undefined)[];
+  /**
+   * Why a router forward must wait before it reaches its dest actor (G15 max_total_bytes:
+   * "router forwards wait and retry"), or undefined to let it through. Decided here, outside
+   * any actor step: the refusal reaches the forwarder as an ordinary reply, so traces replay it.
+   */
+  forwardRefusal?: () => ErrorResult | undefined;
 }
 
 export class ActorHost implements HostServices {
@@ -76,8 +83,12 @@ export class ActorHost implements HostServices {
     this.trace = deps.trace;
     this.traceOutputs = deps.traceOutputs ?? false;
     this.events = new EventsOutbox(eventsPort);
+    const forwardRefusal = deps.forwardRefusal;
     this.peers = new PeerLink(opts.workerIndex, opts.workers, peerPorts, {
-      request: (req) => this.request(req),
+      request: (req) => {
+        const refused = req.op === 'append' && req.forward ? forwardRefusal?.() : undefined;
+        return refused ? Promise.resolve(refused) : this.request(req);
+      },
       peerReply: (actor, token, result) => this.input(actor, { k: 'peerReply', token, result }),
     });
     this.wal = new WalLink(walPort, opts.walInflightBytes, {

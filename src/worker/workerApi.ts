@@ -5,6 +5,8 @@
 // turns a call into an input and returns a promise that a later reply effect resolves: Comlink
 // runs exposed methods concurrently, so logic here would break actor atomicity.
 import { startGaugeSampler } from './gaugeSampler.js';
+import { totalLiveBytes } from '../core/gauges.js';
+import { totalBytesReached } from '../core/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
 import { serveRequests } from '../core/requestChannel.js';
@@ -34,6 +36,8 @@ export interface WorkerThreadData {
   gauges: SharedArrayBuffer;
   /** Sum live bytes into the gauges (only when SERVICE_MAX_TOTAL_BYTES is set: O(topics)). */
   sampleLiveBytes: boolean;
+  /** G15 max_total_bytes (0 = no cap): router forwards wait while every worker's live bytes reach it. */
+  maxTotalBytes: number;
   maxLimit: number;
   maxTopics: number;
   segmentBytes: number;
@@ -82,6 +86,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     walInflightBytes: data.walInflightBytes,
   };
   const trace = traceWriterFor(data);
+  const gauges = new Float64Array(data.gauges);
   const host = new ActorHost({
     clock,
     opts: hostOpts,
@@ -93,10 +98,11 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     traceOutputs: data.traceOutputs,
     eventsPort: data.eventsPort,
     peerPorts: data.peerPorts.map((p) => p ?? undefined),
+    forwardRefusal: data.maxTotalBytes > 0 ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined) : undefined,
   });
   const replayed = host.recovery.replayed;
   serveRequests(data.requestPort, (req) => host.request(req));
-  const stopGauges = startGaugeSampler(new Float64Array(data.gauges), data.workerIndex, {
+  const stopGauges = startGaugeSampler(gauges, data.workerIndex, {
     liveBytes: data.sampleLiveBytes ? () => host.liveBytes() : undefined,
     walQueuedBytes: () => host.wal.inflightBytes,
   });
