@@ -3,30 +3,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { fail } from '../../core/errors.js';
-import { checkBody, parseSmallBody, queryInt, queryString } from '../parse.js';
-import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
+import { checkBody, parseSmallBody, queryString } from '../parse.js';
+import { sendError, sendJson, withHttpErrors } from '../reply.js';
 import { routerInput, routerJson, routerName } from '../routerSchemas.js';
 import { defOf, type RouterRegistry } from '../../supervisor/routerRegistry.js';
 import type { StoredRouter } from '../../supervisor/routerStore.js';
 import type { Admission } from '../admission.js';
+import { encodeCursor, pageQuery } from '../listPage.js';
 
-const PAGE_SIZE_DEFAULT = 100;
-const PAGE_SIZE_MAX = 1000;
 
-function encodeCursor(after: string): string {
-  return Buffer.from(JSON.stringify({ after }), 'utf8').toString('base64url');
-}
-
-function decodeCursor(s: string): string {
-  try {
-    if (!/^[A-Za-z0-9_-]*={0,2}$/.test(s)) throw new Error('not base64url');
-    const v = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
-    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { after?: unknown }).after === 'string') return (v as { after: string }).after;
-  } catch {
-    /* fall through */
-  }
-  throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
-}
 
 /** forwarded_total of each router, one stats request per source topic (no drain). */
 async function totals(reg: RouterRegistry, page: StoredRouter[]): Promise<Map<string, number>> {
@@ -87,10 +72,7 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor, admission: A
       const prefix = queryString(req, 'prefix') ?? '';
       const source = queryString(req, 'source');
       const dest = queryString(req, 'dest');
-      const rawSize = queryInt(req, 'page_size') ?? 0;
-      const pageSize = rawSize === 0 ? PAGE_SIZE_DEFAULT : Math.min(rawSize, PAGE_SIZE_MAX);
-      const cursor = queryString(req, 'cursor');
-      const after = cursor ? decodeCursor(cursor) : '';
+      const { pageSize, after } = pageQuery(req);
       const all = reg.all().filter((r) => admission.routerVisible(req, r) && r.name > after && r.name.startsWith(prefix) && (source === undefined || r.source === source) && (dest === undefined || r.dest === dest));
       const page = all.slice(0, pageSize);
       const t = await totals(reg, page);

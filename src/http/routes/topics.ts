@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../actors/topic/config.js';
-import { checkBody, parseSmallBody, queryBool, queryInt, queryString, topicParam } from '../parse.js';
+import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
 import type { TopicSummary } from '../../core/messages/rpc.js';
@@ -12,11 +12,10 @@ import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
 import type { Admission } from '../admission.js';
 import { listPrefixes } from '../../auth/allowlist.js';
+import { encodeCursor, pageQuery } from '../listPage.js';
 
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
-const PAGE_SIZE_DEFAULT = 100;
-const PAGE_SIZE_MAX = 1000;
 
 /** Copies a possibly pooled Buffer into a standalone ArrayBuffer that can be transferred. */
 function standalone(buf: Buffer): Uint8Array {
@@ -26,20 +25,6 @@ function standalone(buf: Buffer): Uint8Array {
   return copy;
 }
 
-function encodeCursor(after: string): string {
-  return Buffer.from(JSON.stringify({ after }), 'utf8').toString('base64url');
-}
-
-function decodeCursor(s: string): string {
-  try {
-    if (!/^[A-Za-z0-9_-]*={0,2}$/.test(s)) throw new Error('not base64url');
-    const v = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
-    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { after?: unknown }).after === 'string') return (v as { after: string }).after;
-  } catch {
-    /* fall through */
-  }
-  throw new HttpError('invalid_request', 'malformed cursor', { field: 'cursor' });
-}
 
 export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   app.put(
@@ -155,10 +140,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     '/v0/topics',
     withHttpErrors(async (req, reply) => {
       const prefix = queryString(req, 'prefix') ?? '';
-      const rawSize = queryInt(req, 'page_size') ?? 0;
-      const pageSize = rawSize === 0 ? PAGE_SIZE_DEFAULT : Math.min(rawSize, PAGE_SIZE_MAX);
-      const cursor = queryString(req, 'cursor');
-      const after = cursor ? decodeCursor(cursor) : '';
+      const { pageSize, after } = pageQuery(req);
       const touch = queryBool(req, 'touch', false);
       // Filtered, not refused (G10): one prefix query per allowed prefix that meets `prefix`.
       const queries = listPrefixes(admission.allowlist(req), prefix);
