@@ -6,6 +6,8 @@
 //   with diff, limit 1000, PROFILE_ROUNDS times (3);
 // PROFILE_WORKLOAD=create: PROFILE_TOPICS (5000) new topics, each made by one append of 10
 //   records from 32 writers (the many-topics creation path);
+// PROFILE_WORKLOAD=diffs: those topics made first, then PROFILE_DIFFS (20000) single-topic diffs
+//   of random topics at 16 readers (the per-request cost of a small read);
 // PROFILE_WORKLOAD=restart: the same topics made by an unprofiled server, which is SIGKILLed;
 //   the profile is of the restart on the same data dir, up to /v0/ready (recovery).
 import fs from 'node:fs';
@@ -108,7 +110,32 @@ async function createLoad(srv: ChildServer): Promise<void> {
   }
 }
 
-const LOADS: Record<string, (srv: ChildServer) => Promise<void>> = { append: appendLoad, diff: diffLoad, create: createLoad };
+async function randomDiffs(srv: ChildServer): Promise<void> {
+  await createLoad(srv);
+  const topics = Number(process.env.PROFILE_TOPICS ?? 5000);
+  const total = Number(process.env.PROFILE_DIFFS ?? 20000);
+  const client = new HttpClient(srv.port, 16);
+  try {
+    const body = Buffer.from('{"from_seq":0}');
+    let done = 0;
+    let seed = 7;
+    const t0 = process.hrtime.bigint();
+    const loop = async () => {
+      while (done < total) {
+        done++;
+        seed = (seed * 1103515245 + 12345) >>> 0;
+        const r = await client.post(`/v0/topics/c.${seed % topics}/diff`, body);
+        if (r.status !== 200) throw new Error(`diff: ${r.status} ${r.body.toString('utf8').slice(0, 200)}`);
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, loop));
+    log(`profile: ${Math.round(total / (Number(process.hrtime.bigint() - t0) / 1e9))} diffs/s`);
+  } finally {
+    client.close();
+  }
+}
+
+const LOADS: Record<string, (srv: ChildServer) => Promise<void>> = { append: appendLoad, diff: diffLoad, create: createLoad, diffs: randomDiffs };
 
 async function main(): Promise<void> {
   const dir = path.resolve(process.env.PROFILE_DIR ?? 'prof');

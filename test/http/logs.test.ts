@@ -37,7 +37,7 @@ test('requests at debug carry the request id; record data is never logged; the s
     body: JSON.stringify({ records: [{ data: { s: SECRET_DATA }, meta: { m: SECRET_DATA } }] }),
   });
   assert.equal(app.status, 200);
-  assert.match(app.headers.get('x-request-id') ?? '', /^[0-9a-f]{16}$/, 'one is made up when none was sent');
+  assert.match(app.headers.get('x-request-id') ?? '', /^[0-9a-f]{8}-[0-9a-z]+$/, 'one is made up when none was sent (process prefix, counter)');
   const bad = await fetch(`${s.url}/v0/topics/a%2`, { headers: { 'x-request-id': 'bad-url' } });
   assert.equal(bad.status, 400);
   assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'invalid_request');
