@@ -54,3 +54,30 @@ test('the status page shows health, topics and queues, and tails a topic live', 
   assert.ok(fs.statSync(shot).size > 1000, 'a screenshot was taken');
   t.diagnostic(`screenshot: ${shot}`);
 });
+
+test('on a server with API keys the page asks for one, then shows topics and tails over ?token=', async () => {
+  const KEY = 'sk-status-page-1';
+  const keyed = await startServer({ env: { SERVICE_API_KEYS: `${KEY}:rw` } });
+  try {
+    const headers = { ...JSON_CT, authorization: `Bearer ${KEY}` };
+    assert.equal((await fetch(`${keyed.url}/v0/topics/ui.keyed`, { method: 'POST', headers, body: '{"records":[{"data":1}]}' })).status, 201);
+    browser ??= await launchChromium();
+    const page = await browser.context.newPage();
+    await page.goto(`${keyed.url}/`);
+    await page.waitForSelector('#keyForm:not([hidden])', { timeout: 15_000 });
+    assert.equal(await page.$('#topics tr[data-topic="ui.keyed"]'), null, 'nothing listed without a key');
+    await page.fill('#key', KEY);
+    await page.click('#keyForm button');
+    await page.waitForSelector('#topics tr[data-topic="ui.keyed"]', { timeout: 15_000 });
+    await page.click('#topics tr[data-topic="ui.keyed"] button');
+    let shown = false;
+    for (let i = 0; i < 50 && !shown; i++) {
+      await fetch(`${keyed.url}/v0/topics/ui.keyed`, { method: 'POST', headers, body: JSON.stringify({ records: [{ data: { keyed: i } }] }) });
+      shown = await page.waitForFunction(() => /"keyed":\d+/.test((globalThis as any).document.getElementById('tail').textContent ?? ''), undefined, { timeout: 300 }).then(() => true, () => false);
+    }
+    assert.ok(shown, 'the live tail works with the key as ?token=');
+    await page.close();
+  } finally {
+    await keyed.stop();
+  }
+});
