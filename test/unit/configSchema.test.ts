@@ -59,3 +59,19 @@ test("README's settings table lists exactly the schema's settings, with the same
   );
   for (const [name, dflt] of rows) assert.equal(dflt, SETTINGS.find((d) => d.env === name)!.readme, `default of ${name}`);
 });
+
+test("every documented default is the code's default: setting it explicitly changes nothing", () => {
+  // The schema's `readme` column is what README shows; readSettings holds the real defaults.
+  const base = readSettings({});
+  let checked = 0;
+  for (const d of SETTINGS) {
+    const m = /^`([^`]+)`$/.exec(d.readme);
+    let value: string | undefined;
+    if (d.kind === 'bool') value = d.readme === 'unset' ? '0' : m?.[1];
+    else if (d.kind !== 'string' && m) value = m[1];
+    if (value === undefined) continue;
+    assert.deepEqual(readSettings({ [d.env]: value }), base, `${d.env}=${value} is documented as the default`);
+    checked++;
+  }
+  assert.ok(checked >= 35, `${checked} defaults checked`);
+});
