@@ -73,22 +73,16 @@ function bool(env: Env, name: string): boolean {
   return v === '1' || v === 'true';
 }
 
+// validateEnv has checked every value against the schema (pattern, range) before these read
+// them, so they only convert.
 function int(env: Env, name: string, dflt: number): number {
   const v = str(env, name);
-  if (v === undefined) return dflt;
-  if (!/^\d+$/.test(v.trim())) throw new SettingsError(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
-  const n = Number(v.trim());
-  if (!Number.isSafeInteger(n)) throw new SettingsError(`${name} is too large`);
-  return n;
+  return v === undefined ? dflt : Number(v.trim());
 }
 
-/** A number in [0, 1] (e.g. an event-loop utilisation threshold). */
 function fraction(env: Env, name: string, dflt: number): number {
   const v = str(env, name);
-  if (v === undefined) return dflt;
-  const n = Number(v.trim());
-  if (!/^\d*\.?\d+$/.test(v.trim()) || !(n >= 0 && n <= 1)) throw new SettingsError(`${name} must be a number between 0 and 1, got ${JSON.stringify(v)}`);
-  return n;
+  return v === undefined ? dflt : Number(v.trim());
 }
 
 export function defaultWorkers(): number {
@@ -99,8 +93,7 @@ export function defaultWorkers(): number {
 export function readSettings(env: Env = process.env): Settings {
   const problems = validateEnv(env);
   if (problems.length > 0) throw new SettingsError(problems.join('; '));
-  const workers = int(env, 'SERVICE_WORKERS', defaultWorkers());
-  return {
+    return {
     host: str(env, 'SERVICE_HOST') ?? '127.0.0.1',
     port: int(env, 'SERVICE_PORT', 4000),
     portFile: str(env, 'SERVICE_PORT_FILE'),
@@ -109,19 +102,19 @@ export function readSettings(env: Env = process.env): Settings {
     allowInsecureNoAuth: bool(env, 'SERVICE_ALLOW_INSECURE_NO_AUTH'),
     probeAuth: bool(env, 'SERVICE_PROBE_AUTH'),
     maxBodyBytes: int(env, 'SERVICE_MAX_BODY_BYTES', 64 * 1024 * 1024),
-    maxLimit: Math.max(1, int(env, 'SERVICE_MAX_LIMIT', 1000)),
+    maxLimit: int(env, 'SERVICE_MAX_LIMIT', 1000),
     maxTopics: int(env, 'SERVICE_MAX_TOPICS', 100_000),
     maxRouters: int(env, 'SERVICE_MAX_ROUTERS', 10_000),
-    workers: Math.max(1, workers),
+    workers: int(env, 'SERVICE_WORKERS', defaultWorkers()),
     walSyncIntervalMs: int(env, 'SERVICE_WAL_SYNC_INTERVAL_MS', 200),
-    walFileBytes: Math.max(1 << 20, int(env, 'SERVICE_WAL_FILE_BYTES', 64 * 1024 * 1024)),
+    walFileBytes: int(env, 'SERVICE_WAL_FILE_BYTES', 64 * 1024 * 1024),
     walPreallocate: str(env, 'SERVICE_WAL_PREALLOCATE') === undefined ? true : bool(env, 'SERVICE_WAL_PREALLOCATE'),
     walInflightBytes: int(env, 'SERVICE_WAL_INFLIGHT_BYTES', 64 * 1024 * 1024),
     checkpointMs: int(env, 'SERVICE_CHECKPOINT_MS', 60_000),
     checkpointWalBytes: int(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
     segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
-    segmentBytes: Math.max(1 << 16, int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024)),
-    segmentOpenFiles: Math.max(1, int(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024)),
+    segmentBytes: int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
+    segmentOpenFiles: int(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
     watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
@@ -135,10 +128,10 @@ export function readSettings(env: Env = process.env): Settings {
     pressureWalQueueBytes: int(env, 'SERVICE_PRESSURE_WAL_QUEUE_BYTES', 32 * 1024 * 1024),
     pressureParkMs: int(env, 'SERVICE_PRESSURE_PARK_MS', 1000),
     pressureMaxParked: int(env, 'SERVICE_PRESSURE_MAX_PARKED', 10_000),
-    pressureInflight: Math.max(1, int(env, 'SERVICE_PRESSURE_INFLIGHT', 64)),
+    pressureInflight: int(env, 'SERVICE_PRESSURE_INFLIGHT', 64),
     pressureWindowMs: int(env, 'SERVICE_PRESSURE_WINDOW_MS', 2),
     pressureAgingPerS: int(env, 'SERVICE_PRESSURE_AGING_PER_S', 1000),
-    pressurePaceMs: Math.max(10, int(env, 'SERVICE_PRESSURE_PACE_MS', 1000)),
+    pressurePaceMs: int(env, 'SERVICE_PRESSURE_PACE_MS', 1000),
     pressureForce: bool(env, 'SERVICE_PRESSURE_FORCE'),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),

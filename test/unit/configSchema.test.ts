@@ -17,6 +17,9 @@ test('each kind of bad value is named, with what is allowed', () => {
   assert.deepEqual(validateEnv({ SERVICE_CHECKPOINT_MS: '1.5' }), ['SERVICE_CHECKPOINT_MS must be a non-negative integer, got "1.5"']);
   assert.deepEqual(validateEnv({ SERVICE_LOG_LEVEL: 'verbose' }), ['SERVICE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"']);
   assert.deepEqual(validateEnv({ SERVICE_WORKERS: '0' }), ['SERVICE_WORKERS must be between 1 and 64, got "0"']);
+  // Lower bounds are refused, never clamped in silence.
+  assert.deepEqual(validateEnv({ SERVICE_SEGMENT_BYTES: '4096' }), ['SERVICE_SEGMENT_BYTES must be between 65536 and 9007199254740991, got "4096"']);
+  assert.deepEqual(validateEnv({ SERVICE_MAX_LIMIT: '0' }), ['SERVICE_MAX_LIMIT must be between 1 and 9007199254740991, got "0"']);
   assert.deepEqual(validateEnv({ SERVICE_RECOVERY_TRUNCATE: 'TRUE' }).length, 1, 'booleans are exact');
   for (const ok of ['1', '0', 'true', 'false']) assert.deepEqual(validateEnv({ SERVICE_TRACE_OUTPUTS: ok }), []);
   assert.deepEqual(validateEnv({ SERVICE_PORT: '' }), [], 'empty is unset');
