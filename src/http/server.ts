@@ -149,7 +149,7 @@ export async function buildServer(
     const q = req.url.indexOf('?');
     if (UNGATED.has(q < 0 ? req.url : req.url.slice(0, q))) return done();
     if (sup.lifecycle === 'recovering') {
-      sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
+      sendError(req, reply, fail('not_ready', 'recovery in progress', sup.recoveryDetail));
     } else {
       // Draining: close the connection after this answer, or a busy keep-alive client would hold
       // the drain open until the grace period ends and the final checkpoint is skipped.

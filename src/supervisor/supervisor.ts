@@ -18,7 +18,7 @@ import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
-import { RecoveryProgressLog } from './recoveryProgress.js';
+import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
@@ -37,6 +37,8 @@ const RECOVERY_LOG_INTERVAL_MS = 3000;
 export class Supervisor {
   lifecycle: Lifecycle = 'recovering';
   private progress = 0;
+  /** Snapshot topics loaded by the workers, of all the snapshot holds (0/0 until it is read). */
+  private readonly snapshotTopics: TopicsStatus = { loaded: 0, total: 0 };
   /** Control calls to each worker (Comlink). */
   readonly workers: Remote<WorkerApi>[] = [];
   /** Topic requests to each worker, one message per turn each way (the hot path). */
@@ -97,6 +99,11 @@ export class Supervisor {
 
   get replayProgress(): number {
     return this.lifecycle === 'recovering' ? this.progress : 1;
+  }
+
+  /** The `not_ready` detail: the fraction, and the snapshot topics loaded so far (RESOLVED 3.2). */
+  get recoveryDetail(): { replay_progress: number; topics_loaded: number; topics_total: number } {
+    return { replay_progress: this.replayProgress, topics_loaded: this.snapshotTopics.loaded, topics_total: this.snapshotTopics.total };
   }
 
   /** Where requests for `topic` go: the channel to the worker that owns it. */
@@ -229,10 +236,14 @@ export class Supervisor {
   async recover(): Promise<void> {
     const started = Date.now();
     const progressLog = new RecoveryProgressLog(started, RECOVERY_LOG_INTERVAL_MS);
+    let loading = true; // the workers are indexing the snapshot's topics
     this.progressPoll = setInterval(() => {
-      this.wal.replayStatus().then((r) => {
-        if (r.fraction > this.progress) this.progress = Math.min(r.fraction, 0.99);
-        const line = this.lifecycle === 'recovering' ? progressLog.observe(r, Date.now()) : undefined;
+      const loaded = loading ? Promise.all(this.workers.map((w) => w.snapshotTopicsLoaded())) : Promise.resolve(undefined);
+      Promise.all([this.wal.replayStatus(), loaded]).then(([r, counts]) => {
+        if (counts) this.snapshotTopics.loaded = Math.max(this.snapshotTopics.loaded, counts.reduce((a, b) => a + b, 0));
+        const fraction = recoveryFraction(this.snapshotTopics, r.fraction);
+        if (fraction > this.progress) this.progress = Math.min(fraction, 0.99);
+        const line = this.lifecycle === 'recovering' ? progressLog.observe(r, this.snapshotTopics, Date.now()) : undefined;
         if (line) this.log.info(line.msg, line.fields);
       }, () => undefined);
     }, 50);
@@ -241,7 +252,10 @@ export class Supervisor {
       const n = this.workers.length;
       const byWorker: TopicPart[][] = this.workers.map(() => []);
       for (const part of snap?.topics ?? []) byWorker[workerOf(part.name, n)]!.push(part);
+      this.snapshotTopics.total = snap?.topics.length ?? 0;
       await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!)));
+      loading = false;
+      this.snapshotTopics.loaded = this.snapshotTopics.total;
       const table: [number, number][] = (snap?.topics ?? []).map((p) => [p.id, workerOf(p.name, n)]);
       const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);
       await Promise.all(this.workers.map((w) => w.awaitReplay()));

@@ -40,6 +40,8 @@ export interface RecoveryHost {
 
 export class WorkerRecovery {
   private readonly stats: ReplayStats = { appends: 0, skipped: 0 };
+  /** Snapshot topics whose segments are indexed (recovery progress, `/v0/ready`). */
+  snapshotTopicsLoaded = 0;
   private replayDone: (() => void) | undefined;
   readonly replayed = new Promise<void>((r) => (this.replayDone = r));
   /** Replay chunks are applied in order; a chunk may wait for a topic's segments to load. */
@@ -65,6 +67,7 @@ export class WorkerRecovery {
       while (next < parts.length) {
         const i = next++;
         await this.loadSegmentsOf(actors[i]!, parts[i]!.id);
+        this.snapshotTopicsLoaded++;
       }
     };
     await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, parts.length) }, lane));

@@ -123,6 +123,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     loadSnapshot(parts: TopicPart[]): Promise<void> {
       return host.loadSnapshot(parts);
     },
+    /** Snapshot topics indexed so far (polled by the supervisor while recovering). */
+    snapshotTopicsLoaded(): number {
+      return host.recovery.snapshotTopicsLoaded;
+    },
     async awaitReplay(): Promise<void> {
       await replayed;
     },

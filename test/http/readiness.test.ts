@@ -14,6 +14,8 @@ test('503 not_ready with replay_progress until recovery completes, then 200', as
     assert.equal(ready.headers.get('retry-after'), '1');
     const p = ready.body.error.detail.replay_progress;
     assert.ok(typeof p === 'number' && p >= 0 && p <= 1);
+    const { topics_loaded: loaded, topics_total: total } = ready.body.error.detail;
+    assert.ok(Number.isInteger(loaded) && Number.isInteger(total) && loaded <= total, 'snapshot topics loaded, of the total');
     const append = await c.post('/v0/topics/rd', { records: [{ data: 1 }] });
     assert.equal(append.status, 503);
     assert.equal(append.body.error.code, 'not_ready');

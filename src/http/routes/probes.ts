@@ -17,7 +17,7 @@ export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   const ready = async (req: import('fastify').FastifyRequest, reply: import('fastify').FastifyReply) => {
     if (sup.lifecycle === 'recovering') {
-      return sendError(req, reply, fail('not_ready', 'recovery in progress', { replay_progress: sup.replayProgress }));
+      return sendError(req, reply, fail('not_ready', 'recovery in progress', sup.recoveryDetail));
     }
     if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'draining before exit'));
     // Ready serves reads even when storage is degraded; the body says whether writes are taken.
