@@ -3,7 +3,7 @@
 // metrics (requestMetrics.ts) and histograms are counted as things happen, with a fixed size
 // whether or not anyone scrapes. Default process and event-loop metrics come from prom-client.
 import client from 'prom-client';
-import { FixedHistogram } from './fixedHistogram.js';
+import { FixedHistogram, LabeledHistogram } from './fixedHistogram.js';
 import { RequestMetrics } from './requestMetrics.js';
 import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS } from '../core/latencyBuckets.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
@@ -43,9 +43,9 @@ export class Metrics {
   private readonly walCounters: Record<string, client.Counter<string>> = {};
   readonly fsyncLatency: FixedHistogram;
   readonly groupFrames: FixedHistogram;
-  readonly appendLatency: client.Histogram<'durability'>;
+  readonly appendLatency: LabeledHistogram;
   readonly requests: RequestMetrics;
-  readonly diffLatency: client.Histogram<'long_poll'>;
+  readonly diffLatency: LabeledHistogram;
   readonly watchLatency: client.Histogram<string>;
   private readonly routerMetrics: RouterMetrics;
   /** More top-level keys of the JSON form, computed per scrape (e.g. `pressure`). */
@@ -96,20 +96,21 @@ export class Metrics {
     this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_us', 'Group-commit fsync latency in microseconds.', FSYNC_BUCKETS_US, this.registry);
     this.groupFrames = new FixedHistogram('spool_wal_group_frames', 'Frames per WAL write (the size of each group commit).', GROUP_FRAMES_BUCKETS, this.registry);
     this.routerMetrics = new RouterMetrics(this.registry);
-    this.appendLatency = new client.Histogram({
-      name: 'spool_append_latency_ms',
-      help: 'Append request latency (server_total_ms) by durability class.',
-      labelNames: ['durability'],
-      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
-      registers: [this.registry],
-    });
-    this.diffLatency = new client.Histogram({
-      name: 'spool_diff_latency_ms',
-      help: 'Diff request latency in ms; long_poll="true" when wait_ms was given (includes the wait).',
-      labelNames: ['long_poll'],
-      buckets: [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000],
-      registers: [this.registry],
-    });
+    // Observed on every append and diff: LabeledHistogram (no label hashing per observation).
+    this.appendLatency = new LabeledHistogram(
+      'spool_append_latency_ms',
+      'Append request latency (server_total_ms) by durability class.',
+      'durability',
+      [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
+      this.registry,
+    );
+    this.diffLatency = new LabeledHistogram(
+      'spool_diff_latency_ms',
+      'Diff request latency in ms; long_poll="true" when wait_ms was given (includes the wait).',
+      'long_poll',
+      [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000],
+      this.registry,
+    );
     this.watchLatency = new client.Histogram({
       name: 'spool_watch_delivery_latency_ms',
       help: 'Age of each batch pushed to watch streams (now − its first record $ts) in ms.',

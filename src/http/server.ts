@@ -7,6 +7,7 @@ import compress from '@fastify/compress';
 import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
+import { levelEnabled, requestLoggerFactory } from './requestLogger.js';
 import { RequestMetrics } from './requestMetrics.js';
 import { warningHeader } from '../core/unknownFields.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
@@ -110,6 +111,7 @@ export async function buildServer(
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
     genReqId: requestId,
+    childLoggerFactory: requestLoggerFactory,
     // Errors Fastify raises before routing (a bad percent-escape in the path): the spec's body.
     frameworkErrors(err, req, reply) {
       reply.header('x-request-id', req.id);
@@ -167,8 +169,10 @@ export async function buildServer(
     done(null, payload);
   });
   // One line per request at debug; every 5xx at error, with its request id and error code.
+  const debugLines = levelEnabled(app.log, 'debug');
   app.addHook('onResponse', (req, reply, done) => {
     metrics.requests.observe(req, reply);
+    if (reply.statusCode < 500 && !debugLines) return done(); // no line to write: build none
     const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
     // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
     const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');

@@ -92,7 +92,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         },
         [bytes.buffer as ArrayBuffer],
       );
-      if (result.ok && result.durability) metrics.appendLatency.observe({ durability: result.durability }, nowMs() - req.startedAt);
+      if (result.ok && result.durability) metrics.appendLatency.observe(result.durability, nowMs() - req.startedAt);
       return sendResult(req, reply, result);
     }),
   );
@@ -117,7 +117,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         waitMs,
         maxBatchBytes: b.max_batch_bytes ?? 0,
       });
-      if (result.ok) metrics.diffLatency.observe({ long_poll: waitMs > 0 ? 'true' : 'false' }, nowMs() - req.startedAt);
+      if (result.ok) metrics.diffLatency.observe(waitMs > 0 ? 'true' : 'false', nowMs() - req.startedAt);
       return sendResult(req, reply, result);
     }),
   );
