@@ -340,10 +340,14 @@ export class Supervisor {
     this.checkpointer?.stop();
     // Only a recovered server has a WAL writer and state worth a final checkpoint.
     if (this.checkpointer) {
-      await Promise.all(this.workers.map((w) => w.drain()));
+      const drained = await Promise.all(this.workers.map((w) => w.drain()));
       await this.wal.drain();
-      // Without a final checkpoint (a full disk, a failed write) the next start replays the WAL.
-      if (this.storageState !== StorageState.FAILED) await this.checkpointer.run(true).catch((err: Error) => this.checkpointFailed(err));
+      // Without a final checkpoint (a full disk, a failed write) the next start replays the WAL,
+      // which holds every acknowledged frame: nothing is lost, the restart only takes longer.
+      const incomplete = drained.find((d) => !d.complete);
+      const why = incomplete && !incomplete.complete ? incomplete.why : this.storageState === StorageState.FULL ? 'the disk is full' : this.storageState === StorageState.FAILED ? 'storage failed' : undefined;
+      if (why) this.log.error(`spool: final checkpoint skipped: ${why}; the next start replays the WAL`);
+      else await this.checkpointer.run(true).catch((err: Error) => this.checkpointFailed(err));
     }
     this.stopping = true;
     await Promise.all(this.threads.map((t) => t.stop()));

@@ -399,10 +399,14 @@ export class GroupCommit {
     });
   }
 
-  /** Flushes and fsyncs everything queued (shutdown). */
+  /**
+   * Flushes and fsyncs everything queued (shutdown). On a full disk, submissions waiting for the
+   * next file stay unwritten (none was acknowledged: an ack needs its frame written) and what is
+   * written is fsynced.
+   */
   async drain(): Promise<void> {
     this.flush();
-    while (this.rotationWait && !this.failed) {
+    while (this.rotationWait && !this.failed && Atomics.load(this.counters, STORAGE_STATE_SLOT) !== StorageState.FULL) {
       await this.rotationWait;
       this.flush();
     }

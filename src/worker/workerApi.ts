@@ -11,7 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
 import { serveRequests } from '../core/requestChannel.js';
 import type { Clock } from '../core/clock.js';
-import type { CheckpointParts, TopicStats, TopicSummary } from '../core/messages/rpc.js';
+import type { CheckpointParts, DrainResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
@@ -154,10 +154,22 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     releaseLongPolls(): void {
       host.releaseLongPolls();
     },
-    async drain(): Promise<void> {
-      await host.wal.whenIdle();
-      await segments.flushAll();
-      await trace?.close();
+    async drain(): Promise<DrainResult> {
+      try {
+        // Frames queued for the WAL wait for space once the disk is full: stop waiting for them then.
+        const full = () => Atomics.load(counters, STORAGE_STATE_SLOT) === StorageState.FULL;
+        let poll: NodeJS.Timeout | undefined;
+        const filled = new Promise<void>((r) => (poll = setInterval(() => full() && r(), 50)));
+        await Promise.race([host.wal.whenIdle(), filled]).finally(() => clearInterval(poll));
+        if (full()) return { complete: false, why: 'the disk is full' };
+        await segments.flushAll();
+        return { complete: true };
+      } catch (err) {
+        if (isDiskFull(err as Error)) return { complete: false, why: `the disk is full (${(err as Error).message})` };
+        throw err;
+      } finally {
+        await trace?.close();
+      }
     },
     /**
      * Clears every timer of this worker (actor timers, segment retries) and does nothing else,

@@ -216,3 +216,49 @@ test('a full disk refuses writes with 429 disk_space, serves reads, and recovers
   await assertAcked(c, 'dur', acked, 'at the end');
   assert.equal(await srv.stop(), 0, 'a clean exit');
 });
+
+test('SIGTERM on a full disk exits promptly and cleanly, and a restart serves every acknowledged record', { skip, timeout: 120_000 }, async () => {
+  const mountDir = tempDir('spool-tmpfs-');
+  const { holder, inside } = await holdTmpfs(mountDir);
+  const dataDir = path.join(mountDir, 'data');
+  const portFile = `${tempDir('spool-port-')}/port`;
+  const start = () =>
+    startServer({
+      dataDir,
+      portFile,
+      prefix: ['nsenter', '-t', String(holder.pid), '-m', '--'],
+      env: { SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES), SERVICE_CHECKPOINT_MS: '1000', SERVICE_SHUTDOWN_GRACE_MS: '20000' },
+    });
+  let srv: Server = await start();
+  let c = client(srv.url);
+  assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
+  assert.equal((await c.put('/v0/topics/dsk', { durability: 'disk' })).status, 201);
+  const acked: Record<string, number[]> = { dur: [], dsk: [] };
+  const filler = fill(inside, 'filler-1');
+  fs.truncateSync(filler, fs.statSync(filler).size - 12 * 1024 * 1024);
+  let full = false;
+  for (let i = 0; i < 20_000 && !full; i++) {
+    const topic = i % 2 === 0 ? 'dur' : 'dsk';
+    const r = await c.post(`/v0/topics/${topic}`, { records: [rec(acked[topic]!.length)] });
+    if (r.status === 200) acked[topic]!.push(acked[topic]!.length);
+    else {
+      assertDiskFull(r, 'append on a full disk');
+      full = true;
+    }
+  }
+  assert.ok(full, 'the disk filled up');
+  const t0 = Date.now();
+  srv.proc.kill('SIGTERM');
+  const code = await srv.stop();
+  const tookMs = Date.now() - t0;
+  assert.equal(code, 0, `a clean exit on a full disk (log: ${srv.stderr().slice(-2000)})`);
+  assert.ok(tookMs < 5000, `SIGTERM on a full disk took ${tookMs} ms (grace 20000)`);
+  assert.match(srv.stderr(), /final checkpoint skipped/, 'the log says why there was no final checkpoint');
+
+  fs.unlinkSync(filler);
+  srv = await start();
+  c = client(srv.url);
+  await assertAcked(c, 'dur', acked.dur!, 'fsync topic after the restart');
+  await assertAcked(c, 'dsk', acked.dsk!, 'disk topic after the restart');
+  assert.equal(await srv.stop(), 0);
+});
