@@ -102,18 +102,23 @@ async function assertAcked(c: ReturnType<typeof client>, topic: string, acked: n
 
 const skip = canMountNamespaces();
 
-test('a full disk refuses writes with 429 disk_space, serves reads, and recovers when space returns, across a SIGKILL restart', { skip, timeout: 120_000 }, async () => {
+/** A data dir on its own small tmpfs, and how to start a server on it (again and again). */
+async function tmpfsServer(env: Record<string, string> = {}): Promise<{ inside: (p: string) => string; start: () => Promise<Server> }> {
   const mountDir = tempDir('spool-tmpfs-');
   const { holder, inside } = await holdTmpfs(mountDir);
-  const dataDir = path.join(mountDir, 'data');
   const portFile = `${tempDir('spool-port-')}/port`;
   const start = () =>
     startServer({
-      dataDir,
+      dataDir: path.join(mountDir, 'data'),
       portFile,
       prefix: ['nsenter', '-t', String(holder.pid), '-m', '--'],
-      env: { SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES), SERVICE_CHECKPOINT_MS: '1000' },
+      env: { SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES), SERVICE_CHECKPOINT_MS: '1000', ...env },
     });
+  return { inside, start };
+}
+
+test('a full disk refuses writes with 429 disk_space, serves reads, and recovers when space returns, across a SIGKILL restart', { skip, timeout: 120_000 }, async () => {
+  const { inside, start } = await tmpfsServer();
   let srv: Server = await start();
   let c = client(srv.url);
   assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
@@ -218,17 +223,7 @@ test('a full disk refuses writes with 429 disk_space, serves reads, and recovers
 });
 
 test('SIGTERM on a full disk exits promptly and cleanly, and a restart serves every acknowledged record', { skip, timeout: 120_000 }, async () => {
-  const mountDir = tempDir('spool-tmpfs-');
-  const { holder, inside } = await holdTmpfs(mountDir);
-  const dataDir = path.join(mountDir, 'data');
-  const portFile = `${tempDir('spool-port-')}/port`;
-  const start = () =>
-    startServer({
-      dataDir,
-      portFile,
-      prefix: ['nsenter', '-t', String(holder.pid), '-m', '--'],
-      env: { SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES), SERVICE_CHECKPOINT_MS: '1000', SERVICE_SHUTDOWN_GRACE_MS: '20000' },
-    });
+  const { inside, start } = await tmpfsServer({ SERVICE_SHUTDOWN_GRACE_MS: '20000' });
   let srv: Server = await start();
   let c = client(srv.url);
   assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
