@@ -225,7 +225,8 @@ export interface TopicStats {
  * A worker's checkpoint step (DESIGN 2.5 step 1): its snapshot parts as JSON bytes, or why it
  * cannot take part now (errors cross threads as values: an rpc keeps only an error's message).
  */
-export type CheckpointParts = { ok: true; parts: Uint8Array } | { ok: false; diskFull: boolean; message: string };
+/** A worker's checkpoint step: its snapshot parts (JSON text) and the packs it holds nothing live in. */
+export type CheckpointParts = { ok: true; parts: Uint8Array; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
 
 export interface QueueStats {
   ready: number;
