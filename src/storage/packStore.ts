@@ -89,6 +89,11 @@ export class PackStore {
     return this.pending.some((p) => p.topicId === topicId);
   }
 
+  /** The topic has packed frames, written or queued. */
+  holds(topicId: number): boolean {
+    return this.map.has(topicId) || this.waiting(topicId);
+  }
+
   private enqueue(op: () => Promise<void>): void {
     this.chain = this.chain.then(op).catch((err: Error) => {
       // Not data loss (the WAL still holds the frames), but no checkpoint may trim past them.

@@ -245,7 +245,7 @@ export class SegmentStore {
     if (!t.packSealed) {
       // Recovery reads a topic's packed frames, then its own segments, as one run: the packed
       // ones must not be lost in a crash that keeps this new file.
-      if (this.packs?.map.has(t.id)) await this.packs.sealTopic(t.id);
+      if (this.packs?.holds(t.id)) await this.packs.sealTopic(t.id);
       t.packSealed = true;
     }
     if (!t.dirCreated) {
