@@ -34,6 +34,8 @@ export interface PackStoreOptions {
 }
 
 interface PendingFrame {
+  /** Arrival number: frames are written in this order. */
+  no: number;
   topicId: number;
   /** Logical offset the actor placed the frame at: always the end of its packed segment. */
   offset: number;
@@ -57,6 +59,8 @@ export class PackStore {
   readonly readers: PackReaders;
   private chain: Promise<void> = Promise.resolve();
   private pending: PendingFrame[] = [];
+  /** Frames appended so far (the next frame's arrival number). */
+  private appended = 0;
   private drainQueued = false;
   private current: CurrentPack | undefined;
   private failed: Error | undefined;
@@ -78,7 +82,7 @@ export class PackStore {
 
   /** Queues a frame for the end of the topic's packed segment. */
   append(topicId: number, offset: number, frame: Buffer, onWritten?: () => void): void {
-    this.pending.push({ topicId, offset, frame, onWritten });
+    this.pending.push({ no: this.appended++, topicId, offset, frame, onWritten });
     if (this.drainQueued) return;
     this.drainQueued = true;
     this.enqueue(() => this.drain());
@@ -216,8 +220,13 @@ export class PackStore {
     });
   }
 
-  /** Waits for every queued write, then fsyncs the current pack (the checkpoint's step). */
+  /**
+   * Waits for every write queued before the call, then fsyncs the current pack (the checkpoint's
+   * step). Frames that arrive meanwhile are not waited for (nor refused over): they come after
+   * the checkpoint's mark.
+   */
   async flush(): Promise<void> {
+    const before = this.appended;
     await this.onChain(async () => {
       const cur = this.current;
       if (cur?.dirty) {
@@ -230,7 +239,8 @@ export class PackStore {
       }
     });
     if (this.failed) throw this.failed;
-    if (this.pending.length > 0) throw Object.assign(new Error('pack writes are waiting for disk space'), { code: 'ENOSPC' });
+    // Pending frames are in arrival order: one from before the call waits for space.
+    if (this.pending.length > 0 && this.pending[0]!.no < before) throw Object.assign(new Error('pack writes are waiting for disk space'), { code: 'ENOSPC' });
   }
 
   /** Logical bytes [offset, offset + len) of a topic's packed segment (cold reads). */

@@ -247,7 +247,7 @@ export class Supervisor {
       for (const part of snap?.topics ?? []) byWorker[workerOf(part.name, n)]!.push(part);
       // Pack numbers continue above every pack on disk, one sequence for all workers.
       const packNames = listPackNamesSync(this.fsx, this.settings.dataDir);
-      Atomics.store(this.counters, PACK_NO_SLOT, 1 + Math.max(0, ...packNames.map((p) => parsePackFileName(p)!.no)));
+      Atomics.store(this.counters, PACK_NO_SLOT, 1 + packNames.reduce((m, p) => Math.max(m, parsePackFileName(p)!.no), 0));
       await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, snap?.epoch ?? 0)));
       const table: [number, number][] = (snap?.topics ?? []).map((p) => [p.id, workerOf(p.name, n)]);
       const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);

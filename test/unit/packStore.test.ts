@@ -283,3 +283,23 @@ test("a topic's packed frames are durable before its first own segment file is w
   disk.crash('durable-only');
   assert.deepEqual((await scanAll(disk)).get(T), f1);
 });
+
+test('flush waits only for frames queued before it: frames arriving during its fsync neither wait nor fail it', async () => {
+  const r = rig(1 << 20);
+  r.append(TOPICS[0]!);
+  await r.store.flush();
+  let arrived = 0;
+  // A hook, not a fault: a frame arrives while the flush's fsync runs (a WAL ack during a checkpoint).
+  r.ffs.failWhen((c) => {
+    if (c.op === 'file.sync' && /pack-/.test(c.path ?? '') && arrived++ === 0) r.append(TOPICS[1]!);
+    return false;
+  }, 'EIO');
+  r.append(TOPICS[0]!);
+  await r.store.flush();
+  assert.equal(arrived, 1, 'a frame arrived during the fsync');
+  await until('the late frame written', () => r.written.length === 3);
+  r.ffs.clear();
+  await r.store.flush();
+  await r.store.close();
+  assert.deepEqual(r.fatal, []);
+});
