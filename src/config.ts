@@ -29,6 +29,10 @@ export interface Settings {
   segmentBytes: number;
   /** Segment files each worker keeps open for writing (least recently written closed first). */
   segmentOpenFiles: number;
+  /** A topic's first segment lives in shared pack files until it would pass this size (0: never). */
+  packBytes: number;
+  /** A pack file is sealed (and a new one started) at about this size. */
+  packFileBytes: number;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
   watchSessionTtlMs: number;
@@ -115,6 +119,8 @@ export function readSettings(env: Env = process.env): Settings {
     segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
     segmentBytes: int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
     segmentOpenFiles: int(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
+    packBytes: int(env, 'SERVICE_PACK_BYTES', 64 * 1024),
+    packFileBytes: int(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
     watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),

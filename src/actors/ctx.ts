@@ -14,12 +14,16 @@ export interface SegmentPlacement {
   topicId: number;
   segFirstSeq: number;
   offset: number;
+  /** The topic's first segment, kept in the worker's shared pack files (absent: its own file). */
+  packed?: boolean;
 }
 
 export interface ColdRange {
   segFirstSeq: number;
   offset: number;
   len: number;
+  /** A range of the topic's packed first segment (absent: an own segment file). */
+  packed?: boolean;
 }
 
 /** Everything an actor step can ask its runtime to do, as plain data. */

@@ -24,6 +24,7 @@ export function inspectCommand(outcome: Outcome): Command {
         else {
           process.stdout.write(`${t.name} (id ${t.id}) ${t.type} ${t.durability}${t.in_wal_only ? ', created after the newest snapshot' : ''}\n`);
           process.stdout.write(`  reserved ${t.reserved ?? '-'}  evict_floor ${t.evict_floor ?? '-'}  dead_below ${t.dead_below ?? '-'}  deleted ranges ${t.deleted_ranges}\n`);
+          if (t.packed_bytes > 0) process.stdout.write(`  packed  ${t.packed_bytes} bytes in pack files\n`);
           for (const s of t.segments) process.stdout.write(`  seg-${s.first_seq}  ${s.bytes} bytes\n`);
         }
         outcome.code = EXIT.ok;
@@ -34,6 +35,9 @@ export function inspectCommand(outcome: Outcome): Command {
         return;
       }
       process.stdout.write(`snapshot ${info.snapshot ?? '(none)'}; ${info.wal_files.length} WAL file(s), ${info.wal_files.reduce((a, w) => a + w.bytes, 0)} bytes\n`);
+      const packBytes = info.packs.reduce((a, p) => a + p.bytes, 0);
+      const packLive = info.packs.reduce((a, p) => a + p.live_bytes, 0);
+      process.stdout.write(`${info.packs.length} pack file(s), ${packBytes} bytes, ${packLive} of them of listed topics\n`);
       process.stdout.write(`${'TOPIC'.padEnd(32)} ${'TYPE'.padEnd(5)} ${'CLASS'.padEnd(9)} ${'SEGS'.padStart(4)} ${'BYTES'.padStart(12)} ${'RESERVED'.padStart(10)} FLOORS\n`);
       for (const t of info.topics) {
         const floors = `evict ${t.evict_floor ?? '-'} dead ${t.dead_below ?? '-'}`;

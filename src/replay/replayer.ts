@@ -82,7 +82,7 @@ export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayRepor
     queries.reset(line.q ?? []);
     const out: unknown[] = [];
     const ctx = new StepCtx(DISCARD, queries).begin(line.at, rng, { q: undefined, out });
-    applyInput(actor, ctx, line.in as ActorInput, { segmentBytes: header.actor.segmentBytes });
+    applyInput(actor, ctx, line.in as ActorInput, { segmentBytes: header.actor.segmentBytes, packBytes: header.actor.packBytes ?? 0 });
     report.steps++;
     if (rawLine.out === undefined) continue;
     const expected = rawLine.out.map((o) => JSON.stringify(o));

@@ -181,3 +181,18 @@ export function isDiskFull(err: unknown): boolean {
   const c = errnoOf(err);
   return c === 'ENOSPC' || c === 'EDQUOT' || (err as NodeJS.ErrnoException | undefined)?.errno === EDQUOT_ERRNO;
 }
+
+/** The part of `bufs` (as one byte sequence) from byte `from` on, without copying. */
+export function unwritten(bufs: Buffer[], from: number): Buffer[] {
+  const out: Buffer[] = [];
+  let skip = from;
+  for (const b of bufs) {
+    if (skip >= b.length) {
+      skip -= b.length;
+      continue;
+    }
+    out.push(skip > 0 ? b.subarray(skip) : b);
+    skip = 0;
+  }
+  return out;
+}

@@ -1,9 +1,11 @@
 // Offline description of a data directory (`spool inspect`): its topics by name with class,
-// type, floors, reservation ceiling, segments and bytes on disk, from the newest snapshot plus
-// the topic frames (create, config, delete) the WAL holds after it. Read-only.
+// type, floors, reservation ceiling, segments, packed bytes and bytes on disk, from the newest
+// snapshot plus the topic frames (create, config, delete) the WAL holds after it, and the pack
+// files with how many of their bytes belong to live topics. Read-only.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { metaDir, parseSegmentFileName, topicDir, walDir, walFileName } from './layout.js';
+import { metaDir, packsDir, parseSegmentFileName, topicDir, walDir, walFileName } from './layout.js';
+import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot } from './snapshot.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
 import { FrameType, WAL_HEADER_BYTES } from '../wal/format.js';
@@ -22,12 +24,16 @@ export interface TopicInfo {
   /** Created after the newest snapshot (its state is all in the WAL). */
   in_wal_only: boolean;
   segments: { first_seq: number; bytes: number }[];
+  /** Bytes of the topic's frames in pack files (its packed first segment; 0: none). */
+  packed_bytes: number;
   bytes_on_disk: number;
 }
 
 export interface DataDirInfo {
   snapshot: string | null;
   wal_files: { file: string; bytes: number }[];
+  /** Pack files (docs/FORMAT.md), oldest first; `live_bytes`: frames of topics listed here. */
+  packs: { file: string; bytes: number; frames: number; live_bytes: number }[];
   topics: TopicInfo[];
 }
 
@@ -47,6 +53,7 @@ export function inspectDataDir(fsx: Fs, dataDir: string): DataDirInfo {
       deleted_ranges: t.deleted?.length ?? 0,
       in_wal_only: false,
       segments: [],
+      packed_bytes: 0,
       bytes_on_disk: 0,
     });
   }
@@ -73,8 +80,33 @@ export function inspectDataDir(fsx: Fs, dataDir: string): DataDirInfo {
       t.bytes_on_disk += bytes;
     }
   }
+  const packs = inspectPacks(fsx, dataDir, byId);
   const topics = [...byId.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { snapshot: snapName ?? null, wal_files: walFiles, topics };
+  return { snapshot: snapName ?? null, wal_files: walFiles, packs, topics };
+}
+
+/** Each pack's size, frames and bytes of listed topics; adds those bytes to the topics. */
+function inspectPacks(fsx: Fs, dataDir: string, byId: Map<number, TopicInfo>): DataDirInfo['packs'] {
+  const out: DataDirInfo['packs'] = [];
+  for (const p of listPacks(listPackNamesSync(fsx, dataDir))) {
+    const buf = fsx.readFileSync(path.join(packsDir(dataDir), p.name));
+    const { end } = validPrefix(buf);
+    const row = { file: p.name, bytes: buf.length, frames: 0, live_bytes: 0 };
+    for (let off = 0; off < Math.min(end, buf.length); ) {
+      const f = probeFrame(buf, off, buf.length, false);
+      if (!f.ok) break;
+      row.frames++;
+      const t = byId.get(f.frame.topicId);
+      if (t) {
+        t.packed_bytes += f.frame.size;
+        t.bytes_on_disk += f.frame.size;
+        row.live_bytes += f.frame.size;
+      }
+      off += f.frame.size;
+    }
+    out.push(row);
+  }
+  return out;
 }
 
 function newestSnapshotName(fsx: Fs, dataDir: string): string | undefined {
@@ -98,6 +130,7 @@ function applyTopicFrame(buf: Buffer, f: { type: number; topicId: number; bodyOf
       deleted_ranges: 0,
       in_wal_only: true,
       segments: [],
+      packed_bytes: 0,
       bytes_on_disk: 0,
     });
   } else if (f.type === FrameType.TOPIC_CONFIG) {

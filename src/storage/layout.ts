@@ -1,4 +1,5 @@
-// Paths inside SERVICE_DATA_DIR (docs/FORMAT.md): wal/, meta/, topics/<id hex>/seg-<first>.log.
+// Paths inside SERVICE_DATA_DIR (docs/FORMAT.md): wal/, meta/, topics/<id hex>/seg-<first>.log,
+// packs/pack-<no>-<writer>-<workers>.log.
 import path from 'node:path';
 
 export function walDir(dataDir: string): string {
@@ -33,4 +34,35 @@ export function segmentFileName(firstSeq: number): string {
 export function parseSegmentFileName(name: string): number | undefined {
   const m = /^seg-(\d{20})\.log$/.exec(name);
   return m ? Number(m[1]) : undefined;
+}
+
+/**
+ * Index in the supervisor's shared counters of the next pack number (0 is the topic count, 1 the
+ * storage state): one sequence for every worker, set at recovery above every pack on disk.
+ */
+export const PACK_NO_SLOT = 2;
+
+/** Shared pack files of small topics' first segments (docs/FORMAT.md "Pack files"). */
+export function packsDir(dataDir: string): string {
+  return path.join(dataDir, 'packs');
+}
+
+/** A pack's name: its number (one sequence for the whole data dir), writer and worker count. */
+export interface PackName {
+  no: number;
+  /** Index of the worker that wrote it. */
+  writer: number;
+  /** SERVICE_WORKERS of the process that wrote it. */
+  workers: number;
+}
+
+export function packFileName(p: PackName): string {
+  return `pack-${String(p.no).padStart(20, '0')}-${p.writer}-${p.workers}.log`;
+}
+
+export function parsePackFileName(name: string): PackName | undefined {
+  const m = /^pack-(\d{20})-(\d{1,3})-(\d{1,3})\.log$/.exec(name);
+  if (!m) return undefined;
+  const p = { no: Number(m[1]), writer: Number(m[2]), workers: Number(m[3]) };
+  return p.workers > 0 && p.writer < p.workers ? p : undefined;
 }

@@ -13,8 +13,12 @@
 // descriptor while idle, so the count of topics is not limited by `ulimit -n`. A file closed
 // with unsynced writes stays dirty and is reopened to be fsynced (Linux reports a writeback
 // error to a descriptor opened after it, as long as no one has seen it yet).
+// Packed placements (a small topic's first segment, docs/FORMAT.md "Pack files") go to the
+// worker's PackStore instead; a topic's packed frames are made durable before its first own
+// segment file is created.
 import path from 'node:path';
-import { fsyncDir, isDiskFull, newDirParents, type Fs, type FsFile } from './fs.js';
+import type { PackStore } from './packStore.js';
+import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } from './fs.js';
 
 /** How soon a segment write that hit a full disk is tried again. */
 const SEGMENT_RETRY_MS = 500;
@@ -44,6 +48,8 @@ interface TopicFiles {
   sealedNameDurable: boolean;
   /** A retry after a full disk is scheduled. */
   retry: NodeJS.Timeout | undefined;
+  /** The topic's packed frames are durable (checked before its first own segment is created). */
+  packSealed: boolean;
 }
 
 /** Segment files a worker keeps open for writing, by default. */
@@ -65,6 +71,8 @@ export class SegmentStore {
     /** A write failed for another reason than space: writes must stop (storage FAILED). */
     private readonly onFatal: (err: Error) => void = () => undefined,
     private readonly maxOpenFiles = DEFAULT_MAX_OPEN_SEGMENTS,
+    /** Where packed placements go (none: every placement must be an own file). */
+    readonly packs?: PackStore,
   ) {}
 
   /** Open fds right now (for tests and metrics). */
@@ -106,7 +114,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { id: topicId, chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined };
+      t = { id: topicId, chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false };
       this.topics.set(topicId, t);
     }
     return t;
@@ -132,6 +140,7 @@ export class SegmentStore {
   }
 
   append(place: SegmentPlacement, frame: Buffer, onWritten?: () => void): void {
+    if (place.packed) return this.packStore().append(place.topicId, place.offset, frame, onWritten);
     const t = this.files(place.topicId);
     t.pending.push({ place, frame, onWritten });
     if (t.drainQueued) return;
@@ -233,6 +242,12 @@ export class SegmentStore {
       await fsyncDir(this.fsx, dir);
       t.sealedNameDurable = true;
     }
+    if (!t.packSealed) {
+      // Recovery reads a topic's packed frames, then its own segments, as one run: the packed
+      // ones must not be lost in a crash that keeps this new file.
+      if (this.packs?.holds(t.id)) await this.packs.sealTopic(t.id);
+      t.packSealed = true;
+    }
     if (!t.dirCreated) {
       const first = await this.fsx.mkdir(dir);
       // New directory entries become durable with the next flushAll, like the files in them.
@@ -246,9 +261,16 @@ export class SegmentStore {
     return t.fd;
   }
 
+  private packStore(): PackStore {
+    if (!this.packs) throw new Error('a packed placement, but this store has no pack store');
+    return this.packs;
+  }
+
   /** Waits for every queued write, then fsyncs dirty files and their directories. */
   async flushAll(): Promise<void> {
     const topicDirs: string[] = [];
+    const packs = this.packs?.flush();
+    packs?.catch(() => undefined); // awaited below
     await Promise.all(
       [...this.topics.entries()].map(async ([id, t]) => {
         // On the topic's chain, so that no write, rotation or close of its fd runs meanwhile.
@@ -265,6 +287,7 @@ export class SegmentStore {
     const parents = [...this.newDirParents];
     for (const d of new Set([...parents, ...topicDirs])) await fsyncDir(this.fsx, d);
     for (const d of parents) this.newDirParents.delete(d);
+    await packs;
     if (this.failed) throw this.failed;
     for (const t of this.topics.values()) {
       if (t.pending.length > 0) throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
@@ -272,7 +295,8 @@ export class SegmentStore {
   }
 
   /** Unlinks a segment whose records are all gone (after the queued writes of its topic). */
-  async unlinkSegment(topicId: number, firstSeq: number): Promise<void> {
+  async unlinkSegment(topicId: number, firstSeq: number, packed = false): Promise<void> {
+    if (packed) return this.packs?.release(topicId);
     const t = this.topics.get(topicId);
     if (t) await t.chain;
     if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
@@ -281,6 +305,7 @@ export class SegmentStore {
 
   /** Forgets a deleted topic instance and removes its directory in the background. */
   dropTopic(topicId: number): void {
+    this.packs?.release(topicId);
     const t = this.topics.get(topicId);
     this.topics.delete(topicId);
     this.openFiles.delete(topicId);
@@ -294,7 +319,8 @@ export class SegmentStore {
   }
 
   /** Reads [offset, offset+len) of a segment (cold reads), after queued writes of the topic. */
-  async readRange(topicId: number, segFirstSeq: number, offset: number, len: number): Promise<Buffer> {
+  async readRange(topicId: number, segFirstSeq: number, offset: number, len: number, packed = false): Promise<Buffer> {
+    if (packed) return this.packStore().read(topicId, offset, len);
     const t = this.topics.get(topicId);
     if (t) await t.chain;
     const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
@@ -312,12 +338,14 @@ export class SegmentStore {
   stop(): void {
     this.closed = true;
     for (const t of this.topics.values()) clearTimeout(t.retry);
+    this.packs?.stop();
   }
 
   async close(): Promise<void> {
     this.stop();
     await this.flushAll().catch(() => undefined);
     for (const t of this.topics.values()) await this.onChain(t, () => this.closeFile(t)).catch(() => undefined);
+    await this.packs?.close();
   }
 
   /** Closes the topic's fd, if open (on its chain: nothing else uses the fd meanwhile). */
@@ -327,19 +355,4 @@ export class SegmentStore {
     t.fd = undefined;
     await fd?.close();
   }
-}
-
-/** The part of `bufs` (as one byte sequence) from byte `from` on, without copying. */
-function unwritten(bufs: Buffer[], from: number): Buffer[] {
-  const out: Buffer[] = [];
-  let skip = from;
-  for (const b of bufs) {
-    if (skip >= b.length) {
-      skip -= b.length;
-      continue;
-    }
-    out.push(skip > 0 ? b.subarray(skip) : b);
-    skip = 0;
-  }
-  return out;
 }

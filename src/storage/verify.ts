@@ -1,12 +1,14 @@
 // Offline check of a data directory (`spool verify`, docs/OPERATIONS.md): every WAL frame's CRC,
 // every segment frame's CRC and its agreement with the file it is in (topic id, seq order,
-// first seq), every snapshot's CRC and invariants, and the seq reservations (no APPEND frame
+// first seq), every pack frame's CRC (APPEND frames only, each topic's seqs in order across the
+// packs; a torn tail only in the newest pack of a writer), every snapshot's CRC and invariants, and the seq reservations (no APPEND frame
 // of a reserved topic in the WAL past its ceiling). Read-only: it never truncates or repairs.
 // A torn tail (the end of the newest WAL file or segment, a crash's normal leftover) is a
 // note, not damage: recovery drops it. Anything else found is a problem, and the CLI exits 1.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { metaDir, parseSegmentFileName, topicsDir, walDir, walFileName } from './layout.js';
+import { metaDir, packsDir, parseSegmentFileName, topicsDir, walDir, walFileName } from './layout.js';
+import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody, type TopicPart } from './snapshot.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
 import { FrameType, WAL_HEADER_BYTES } from '../wal/format.js';
@@ -20,6 +22,8 @@ export interface VerifyReport {
   walFrames: number;
   segments: number;
   segmentFrames: number;
+  packs: number;
+  packFrames: number;
   snapshots: number;
   topics: number;
 }
@@ -36,11 +40,38 @@ interface WalTopic {
 const SNAPSHOT_RE = /^snapshot-\d{20}-\d{12}\.snap$/;
 
 export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
-  const r: VerifyReport = { problems: [], notes: [], walFiles: 0, walFrames: 0, segments: 0, segmentFrames: 0, snapshots: 0, topics: 0 };
+  const r: VerifyReport = { problems: [], notes: [], walFiles: 0, walFrames: 0, segments: 0, segmentFrames: 0, packs: 0, packFrames: 0, snapshots: 0, topics: 0 };
   const newest = checkSnapshots(fsx, dataDir, r);
   checkWal(fsx, dataDir, r, newest);
   checkSegments(fsx, dataDir, r);
+  checkPacks(fsx, dataDir, r);
   return r;
+}
+
+function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport): void {
+  /** Per topic, the last seq seen in the packs so far (scan order is recovery's). */
+  const last = new Map<number, number>();
+  let repeats = 0;
+  for (const p of listPacks(listPackNamesSync(fsx, dataDir))) {
+    r.packs++;
+    const where = `pack ${p.name}`;
+    const buf = fsx.readFileSync(path.join(packsDir(dataDir), p.name));
+    const { end, reason } = validPrefix(buf);
+    for (let off = 0; off < Math.min(end, buf.length); ) {
+      const f = probeFrame(buf, off, buf.length, false);
+      if (!f.ok) break;
+      const h = readAppendHead(buf, f.frame);
+      if (h.firstSeq <= (last.get(f.frame.topicId) ?? 0)) repeats++;
+      last.set(f.frame.topicId, Math.max(last.get(f.frame.topicId) ?? 0, h.firstSeq + h.count - 1));
+      r.packFrames++;
+      off += f.frame.size;
+    }
+    if (end === buf.length) continue;
+    const why = reason ?? 'the last frame lacks its padding';
+    if (p.newest && (reason === undefined || !reason.startsWith('a frame'))) r.notes.push(`${where}: torn tail at offset ${end} (${why}); recovery truncates it`);
+    else r.problems.push(`${where}: damaged at offset ${end} (${why})${p.newest ? '' : ' in a sealed pack'}`);
+  }
+  if (repeats > 0) r.notes.push(`packs: ${repeats} frame(s) repeat seqs of an earlier frame of their topic; recovery keeps the first copy`);
 }
 
 function checkSnapshots(fsx: Fs, dataDir: string, r: VerifyReport): SnapshotBody | undefined {

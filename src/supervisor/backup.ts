@@ -2,12 +2,14 @@
 // is consistent as of one WAL position P, taken while the server keeps writing.
 //   1. a checkpoint of its own (snapshot S, cut C); no other checkpoint runs until step 4, so
 //      nothing S needs is trimmed or unlinked;
-//   2. every segment file is hard-linked into a staging directory and its size noted: a frame
-//      reaches a segment only after the WAL wrote it, so these prefixes hold frames before P;
+//   2. every segment file and pack file is hard-linked into a staging directory and its size
+//      noted: a frame reaches a segment or a pack only after the WAL wrote it, so these prefixes
+//      hold frames before P (packs are append-only, so a prefix is a valid pack);
 //   3. P = the WAL writer's position, read after the sizes;
 //   4. S and the WAL files from C's file to P's file are linked, the last one to be read up to P.
-// Restored, recovery loads S and the segment prefixes and replays the WAL [C, P): exactly the
-// state as of P (a torn last frame of a segment prefix is cut and rewritten from the WAL).
+// Restored, recovery loads S and the segment and pack prefixes and replays the WAL [C, P): exactly
+// the state as of P (a torn last frame of a segment or pack prefix is cut and rewritten from the
+// WAL; only the newest pack of a writer can be still growing, and that one may be torn).
 // Hard links keep the bytes even when the server later unlinks or trims the originals; the
 // staging directory is removed once the tar is streamed. Not through the Fs seam: this is an
 // out-of-band reader of a live directory, like `cp`, never part of the data path.
@@ -15,7 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import type { WalPosition } from '../core/messages/wal.js';
-import { metaDir, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../storage/layout.js';
+import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../storage/layout.js';
 
 export const STAGING_PREFIX = 'backup-staging-';
 
@@ -81,6 +83,10 @@ export async function stageBackup(dataDir: string, src: BackupSource): Promise<S
           continue; // the topic was deleted meanwhile: its TOPIC_DELETE is in the WAL copy
         }
         for (const s of names.filter((x) => parseSegmentFileName(x) !== undefined).sort()) link(path.join(troot, t, s), `topics/${t}/${s}`);
+      }
+      const proot = packsDir(dataDir);
+      for (const name of fs.existsSync(proot) ? fs.readdirSync(proot).sort() : []) {
+        if (parsePackFileName(name) !== undefined) link(path.join(proot, name), `packs/${name}`);
       }
       const p = await src.walPosition();
       for (const w of fs.readdirSync(walDir(dataDir)).sort()) {

@@ -10,6 +10,9 @@ import type { WalPosition } from '../core/messages/wal.js';
 import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';
 import { StorageState } from '../storage/storageState.js';
+import { packsToUnlink } from '../storage/packMap.js';
+import { packsDir } from '../storage/layout.js';
+import path from 'node:path';
 
 /** How often a checkpoint is attempted while the disk is full. */
 const FULL_DISK_RETRY_MS = 2000;
@@ -78,16 +81,22 @@ export class Checkpointer {
     const id = ++this.markId;
     const prepared = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
     const parts: Uint8Array[] = [];
+    const deadPacks: string[][] = [];
     for (const p of prepared) {
       if (!p.ok) throw Object.assign(new Error(`a worker could not checkpoint: ${p.message}`), p.diskFull ? { code: 'ENOSPC' } : {});
       parts.push(p.parts);
+      deadPacks.push(p.deadPacks);
     }
     const cut = await this.wal.waitMark(id);
     const head = { version: 1 as const, epoch: this.epoch, cut, previousCut: this.previousCut };
     await writeSnapshotBytes(this.fsx, this.dataDir, cut, encodeSnapshotFromParts(head, parts));
     if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
     this.previousCut = cut;
-    await Promise.all(this.workers.map((w) => w.checkpointCommitted(id)));
+    // Packs nothing live is left in (by every worker's word at step 1, which the snapshot
+    // reflects): a crash after this finds the topics they held gone or past them.
+    const removed = packsToUnlink(deadPacks, this.workers.length);
+    for (const name of removed) await this.fsx.rm(path.join(packsDir(this.dataDir), name));
+    await Promise.all(this.workers.map((w) => w.checkpointCommitted(id, removed)));
   }
 
   /** Checks once a second whether the time or WAL-size trigger has fired. */

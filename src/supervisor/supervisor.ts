@@ -21,6 +21,8 @@ import { Checkpointer } from './checkpoint.js';
 import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
+import { listPackNamesSync } from '../storage/packScan.js';
+import { PACK_NO_SLOT, parsePackFileName } from '../storage/layout.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 import { RouterRegistry } from './routerRegistry.js';
 
@@ -204,6 +206,8 @@ export class Supervisor {
         segmentBytes: s.segmentBytes,
         segmentCacheBytes: s.segmentCacheBytes,
         segmentOpenFiles: s.segmentOpenFiles,
+        packBytes: s.packBytes,
+        packFileBytes: s.packFileBytes,
         walInflightBytes: s.walInflightBytes,
         traceDir: s.traceDir,
         traceOutputs: s.traceOutputs,
@@ -253,7 +257,10 @@ export class Supervisor {
       const byWorker: TopicPart[][] = this.workers.map(() => []);
       for (const part of snap?.topics ?? []) byWorker[workerOf(part.name, n)]!.push(part);
       this.snapshotTopics.total = snap?.topics.length ?? 0;
-      await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!)));
+      // Pack numbers continue above every pack on disk, one sequence for all workers.
+      const packNames = listPackNamesSync(this.fsx, this.settings.dataDir);
+      Atomics.store(this.counters, PACK_NO_SLOT, 1 + packNames.reduce((m, p) => Math.max(m, parsePackFileName(p)!.no), 0));
+      await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, snap?.epoch ?? 0)));
       loading = false;
       this.snapshotTopics.loaded = this.snapshotTopics.total;
       const table: [number, number][] = (snap?.topics ?? []).map((p) => [p.id, workerOf(p.name, n)]);

@@ -1,8 +1,11 @@
 // A topic worker's part of a checkpoint (DESIGN 2.5): step 1 marks the WAL stream, waits until
-// everything submitted before the mark is written and in the segments, fsyncs the segments and
-// returns this worker's snapshot parts, already encoded as JSON bytes; step 5, once the snapshot
-// is durable, unlinks the segments its floors made wholly dead. Parts may include effects of
-// frames after the mark; replay is idempotent.
+// everything submitted before the mark is written and in the segments and packs, fsyncs them and
+// returns this worker's snapshot parts, already encoded as JSON bytes, with the packs it holds
+// nothing live in; step 5, once the snapshot is durable, unlinks the segments its floors made
+// wholly dead (a packed first segment is released from the pack map instead: its pack is
+// unlinked by main once no worker holds anything live in it, at a later checkpoint) and
+// forgets the packs main unlinked. Parts may include effects of frames after the mark; replay
+// is idempotent.
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -11,7 +14,7 @@ import type { WalLink } from './walLink.js';
 
 export class WorkerCheckpoints {
   /** Segments to unlink once the snapshot of a mark is durable. */
-  private readonly reclaimAfter = new Map<number, { topicId: number; firstSeq: number }[]>();
+  private readonly reclaimAfter = new Map<number, { topicId: number; firstSeq: number; packed: boolean }[]>();
 
   constructor(
     private readonly wal: WalLink,
@@ -19,11 +22,11 @@ export class WorkerCheckpoints {
     private readonly actors: () => Iterable<TopicActor>,
   ) {}
 
-  async prepare(markId: number, final: boolean): Promise<Uint8Array> {
+  async prepare(markId: number, final: boolean): Promise<{ parts: Uint8Array; deadPacks: string[] }> {
     await this.wal.markAndWaitWritten(markId);
     await this.segments.flushAll();
     const parts: TopicPart[] = [];
-    const reclaim: { topicId: number; firstSeq: number }[] = [];
+    const reclaim: { topicId: number; firstSeq: number; packed: boolean }[] = [];
     for (const a of this.actors()) {
       const inst = a.current;
       if (!inst) continue;
@@ -32,7 +35,7 @@ export class WorkerCheckpoints {
       const segs = inst.segment.firstSeqs;
       const earliest = inst.earliest();
       for (let k = inst.segment.reclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {
-        reclaim.push({ topicId: inst.id, firstSeq: segs[k]! });
+        reclaim.push({ topicId: inst.id, firstSeq: segs[k]!, packed: k === 0 && inst.segment.packed });
         inst.segment.reclaimed = k + 1;
       }
       // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
@@ -45,13 +48,14 @@ export class WorkerCheckpoints {
     const json = parts.map((p) => JSON.stringify(p)).join(',');
     const out = new Uint8Array(Buffer.byteLength(json));
     Buffer.from(out.buffer).write(json);
-    return out;
+    return { parts: out, deadPacks: this.segments.packs?.deadPacks() ?? [] };
   }
 
-  async committed(markId: number): Promise<number> {
+  async committed(markId: number, removedPacks: readonly string[]): Promise<number> {
+    await this.segments.packs?.forget(removedPacks);
     const list = this.reclaimAfter.get(markId) ?? [];
     this.reclaimAfter.delete(markId);
-    for (const r of list) await this.segments.unlinkSegment(r.topicId, r.firstSeq);
+    for (const r of list) await this.segments.unlinkSegment(r.topicId, r.firstSeq, r.packed);
     return list.length;
   }
 }

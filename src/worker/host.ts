@@ -114,6 +114,8 @@ export class ActorHost implements HostServices {
       input: (actor, input) => this.input(actor, input),
       resetRngs: () => this.rngs.clear(),
       replayAck: (bytes) => this.wal.replayAck(bytes),
+      workerIndex: opts.workerIndex,
+      workers: opts.workers,
     });
     this.checkpoints = new WorkerCheckpoints(this.wal, segments, () => this.actorsByName.values());
   }
@@ -203,8 +205,8 @@ export class ActorHost implements HostServices {
 
   // ---- recovery ----------------------------------------------------------------------------
 
-  loadSnapshot(parts: TopicPart[]): Promise<void> {
-    return this.recovery.loadSnapshot(parts);
+  loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    return this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
   }
 
   /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */

@@ -82,7 +82,7 @@ export class HostEffects implements EffectSink, Queries {
         return this.timers.cancel(e.timerId);
       case 'readCold': {
         const { token, topicId } = e;
-        Promise.all(e.ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len))).then(
+        Promise.all(e.ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len, r.packed))).then(
           (bufs) => host.input(actor, { k: 'cold', token, bufs }),
           (err: Error) => host.input(actor, { k: 'cold', token, bufs: err.message }),
         );

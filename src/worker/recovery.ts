@@ -1,7 +1,9 @@
 // A topic worker's part of recovery (DESIGN 2.7): instances from the snapshot with their
-// segments indexed (cold), then the WAL frames after the checkpoint, streamed by the WAL thread
-// in chunks and applied in order, then the end of recovery (reservations padded, topics
-// counted). Every change to an actor goes through an input, so recovery is traced like the rest.
+// segments indexed (cold): packed first segments from one scan of the pack files
+// (packRecovery.ts), then own segment files of the topics that have a directory (one readdir of
+// topics/ tells which); then the WAL frames after the checkpoint, streamed by the WAL thread in
+// chunks and applied in order, then the end of recovery (reservations padded, topics counted).
+// Every change to an actor goes through an input, so recovery is traced like the rest.
 import type { WalOut } from '../core/messages/wal.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
@@ -13,14 +15,17 @@ import type { TopicPart } from '../storage/snapshot.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
+import { topicsDir } from '../storage/layout.js';
+import { PackRecovery } from './packRecovery.js';
 
 /** Topics whose segments load at once during recovery. */
 const LOAD_PARALLEL = 16;
 /** Topics created after the snapshot whose segments are read ahead of the WAL replay. */
 const READ_AHEAD = 8;
 
-/** A topic's segment files, and the first one's contents when it is the only one. */
+/** A topic's held packed frames, its segment files, and the first one's contents when it is the only one. */
 interface ReadAhead {
+  held: Buffer[] | undefined;
   segs: { firstSeq: number; file: string }[];
   first: Promise<LoadedSegment> | undefined;
 }
@@ -36,6 +41,8 @@ export interface RecoveryHost {
   /** Actors' RNGs are seeded from the boot seed, known only at the end of recovery. */
   resetRngs(): void;
   replayAck(bytes: number): void;
+  readonly workerIndex: number;
+  readonly workers: number;
 }
 
 export class WorkerRecovery {
@@ -46,8 +53,13 @@ export class WorkerRecovery {
   readonly replayed = new Promise<void>((r) => (this.replayDone = r));
   /** Replay chunks are applied in order; a chunk may wait for a topic's segments to load. */
   private chain: Promise<void> = Promise.resolve();
+  private readonly packs: PackRecovery;
+  /** Ids of the topics that have a directory under topics/ (own segment files), read once. */
+  private topicDirs = new Set<number>();
 
-  constructor(private readonly host: RecoveryHost) {}
+  constructor(private readonly host: RecoveryHost) {
+    this.packs = new PackRecovery({ ...host, packs: host.segments.packs! }, host.workerIndex, host.workers);
+  }
 
   /**
    * Step 3: instances from the snapshot, their records indexed from segments (cold). Topics load
@@ -55,22 +67,27 @@ export class WorkerRecovery {
    * (readdir, open, read, close per topic), which overlap on libuv's pool; each topic's own
    * segments still come in order.
    */
-  async loadSnapshot(parts: TopicPart[]): Promise<void> {
+  async loadSnapshot(parts: TopicPart[], packNames: readonly string[] = [], snapshotEpoch = 0): Promise<void> {
     const actors = parts.map((part) => {
       const actor = this.host.actorFor(part.name);
       this.host.input(actor, { k: 'load', part });
       this.host.byTopicId.set(part.id, actor);
       return actor;
     });
+    this.topicDirs = await listTopicDirs(this.host.fsx, this.host.dataDir);
+    // Packed first segments before own segments: each topic's segments load in seq order.
+    await this.packs.scan(packNames, snapshotEpoch);
+    const withDirs = parts.flatMap((p, i) => (this.topicDirs.has(p.id) ? [i] : []));
+    this.snapshotTopicsLoaded = parts.length - withDirs.length; // packed only: indexed by the scan
     let next = 0;
     const lane = async (): Promise<void> => {
-      while (next < parts.length) {
-        const i = next++;
+      while (next < withDirs.length) {
+        const i = withDirs[next++]!;
         await this.loadSegmentsOf(actors[i]!, parts[i]!.id);
         this.snapshotTopicsLoaded++;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, parts.length) }, lane));
+    await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, withDirs.length) }, lane));
   }
 
   /** Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already). */
@@ -88,12 +105,13 @@ export class WorkerRecovery {
    * wait, and a segment this new holds less than the WAL since the checkpoint (a checkpoint
    * follows every SERVICE_CHECKPOINT_WAL_BYTES).
    */
-  private readAhead(topicId: number): Promise<ReadAhead> {
-    return listSegments(this.host.fsx, this.host.dataDir, topicId).then((segs) => {
-      const first = segs.length === 1 ? readSegment(this.host.fsx, topicId, segs[0]!, true) : undefined;
-      first?.catch(() => undefined); // awaited (and reported) by loadSegmentsOf
-      return { segs, first };
-    });
+  private async readAhead(topicId: number): Promise<ReadAhead> {
+    const held = this.packs.readHeld(topicId);
+    held?.catch(() => undefined); // awaited (and reported) below
+    const segs = this.topicDirs.has(topicId) ? await listSegments(this.host.fsx, this.host.dataDir, topicId) : [];
+    const first = segs.length === 1 ? readSegment(this.host.fsx, topicId, segs[0]!, true) : undefined;
+    first?.catch(() => undefined); // awaited (and reported) by loadSegmentsOf
+    return { held: await held, segs, first };
   }
 
   /** Step 4: a chunk of frames from the WAL thread, or the end of the scan. */
@@ -104,7 +122,10 @@ export class WorkerRecovery {
         this.host.replayAck(m.buf.byteLength);
       });
     } else {
-      void this.chain.then(() => this.replayDone?.());
+      void this.chain.then(() => {
+        this.packs.endReplay();
+        this.replayDone?.();
+      });
     }
   }
 
@@ -152,9 +173,10 @@ export class WorkerRecovery {
         // instead of replaying, copying and rewriting every append they hold.
         const known = actor.current?.id === f.topicId; // already loaded from the snapshot
         const read = known ? undefined : await (pending ?? this.readAhead(f.topicId));
-        if (read && read.segs.length > 0) {
+        if (read && (read.segs.length > 0 || read.held)) {
           const part: TopicPart = { id: f.topicId, name: body.name, config: body.config, created_ms: body.created_ms, reserved: 0 };
           this.host.input(actor, { k: 'load', part });
+          if (read.held) this.packs.adopt(actor, f.topicId, read.held);
           await this.loadSegmentsOf(actor, f.topicId, read);
           off += f.size;
           continue;
@@ -183,4 +205,17 @@ export class WorkerRecovery {
     }
     return { topics: ids.length, appends: this.stats.appends, ids };
   }
+}
+
+/** Ids of the topic directories under topics/ (the topics that have own segment files). */
+async function listTopicDirs(fsx: Fs, dataDir: string): Promise<Set<number>> {
+  let names: string[];
+  try {
+    names = await fsx.readdir(topicsDir(dataDir));
+  } catch {
+    return new Set();
+  }
+  const ids = new Set<number>();
+  for (const n of names) if (/^[0-9a-f]{12}$/.test(n)) ids.add(parseInt(n, 16));
+  return ids;
 }

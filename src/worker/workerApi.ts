@@ -14,6 +14,8 @@ import type { Clock } from '../core/clock.js';
 import type { CheckpointParts, DrainResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
+import { PackStore } from '../storage/packStore.js';
+import { PACK_NO_SLOT } from '../storage/layout.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
 import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 import type { TopicPart } from '../storage/snapshot.js';
@@ -43,6 +45,10 @@ export interface WorkerThreadData {
   segmentBytes: number;
   segmentCacheBytes: number;
   segmentOpenFiles: number;
+  /** SERVICE_PACK_BYTES: a topic's first segment lives in pack files up to this size (0: never). */
+  packBytes: number;
+  /** SERVICE_PACK_FILE_BYTES: a pack file is sealed at about this size. */
+  packFileBytes: number;
   walInflightBytes: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
@@ -58,7 +64,7 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
       kind: 'spool-trace',
       worker: data.workerIndex,
       workers: data.workers,
-      actor: { maxLimit: data.maxLimit, segmentBytes: data.segmentBytes, maxTopics: data.maxTopics },
+      actor: { maxLimit: data.maxLimit, segmentBytes: data.segmentBytes, maxTopics: data.maxTopics, packBytes: data.packBytes },
       outputs: data.traceOutputs,
     },
     data.traceTopics,
@@ -67,12 +73,14 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
 
 export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, log: (msg: string) => void) {
   const counters = new Int32Array(data.counters);
-  const segments = new SegmentStore(fsx, data.dataDir, (err) => {
-    // A segment write failed for another reason than space: writes stop until a restart.
+  const onFatal = (err: Error) => {
+    // A segment or pack write failed for another reason than space: writes stop until a restart.
     if (Atomics.exchange(counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
       log(`spool: segment write failed: ${err.message}; writes are refused until a restart (reads go on)`);
     }
-  }, data.segmentOpenFiles);
+  };
+  const packs = new PackStore(fsx, data.dataDir, { workerIndex: data.workerIndex, workers: data.workers, fileBytes: data.packFileBytes, nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1) }, onFatal);
+  const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs);
   const hostOpts = {
     workerIndex: data.workerIndex,
     workers: data.workers,
@@ -82,6 +90,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     maxLimit: data.maxLimit,
     maxTopics: data.maxTopics,
     segmentBytes: data.segmentBytes,
+    packBytes: data.packBytes,
     segmentCacheBytes: data.segmentCacheBytes,
     walInflightBytes: data.walInflightBytes,
   };
@@ -120,8 +129,9 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     stats(): TopicStats[] {
       return host.stats();
     },
-    loadSnapshot(parts: TopicPart[]): Promise<void> {
-      return host.loadSnapshot(parts);
+    /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
+    loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {
+      return host.loadSnapshot(parts, packNames, snapshotEpoch);
     },
     /** Snapshot topics indexed so far (polled by the supervisor while recovering). */
     snapshotTopicsLoaded(): number {
@@ -137,15 +147,16 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
       try {
-        const parts = await host.checkpoints.prepare(markId, final);
-        return transfer({ ok: true, parts }, [parts.buffer as ArrayBuffer]);
+        const { parts, deadPacks } = await host.checkpoints.prepare(markId, final);
+        return transfer({ ok: true, parts, deadPacks }, [parts.buffer as ArrayBuffer]);
       } catch (err) {
         // A full disk only postpones the checkpoint; anything else stops writes (main decides).
         return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };
       }
     },
-    checkpointCommitted(markId: number): Promise<number> {
-      return host.checkpoints.committed(markId);
+    /** The snapshot of `markId` is durable and main unlinked `removedPacks`. */
+    checkpointCommitted(markId: number, removedPacks: string[] = []): Promise<number> {
+      return host.checkpoints.committed(markId, removedPacks);
     },
     /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
     watchInterest(topics: string[], delta: 1 | -1): void {

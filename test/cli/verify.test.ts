@@ -1,6 +1,7 @@
 // `spool verify`, `spool inspect` and the live-directory guard of the offline tools: a clean
-// directory verifies, a flipped byte in a WAL frame, a segment frame or a snapshot is found and
-// reported with exit 1, and a directory a running server holds is refused unless --force.
+// directory verifies, a flipped byte in a WAL frame, a segment frame, a sealed pack or a snapshot
+// is found and reported with exit 1 (in the pack being written: a torn tail, a note), and a
+// directory a running server holds is refused unless --force.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -19,12 +20,23 @@ function spool(args: string[]) {
 let clean = '';
 
 before(async () => {
-  const srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  const c = client(srv.url);
+  // Small topics stay in packs; v.big's first batch alone is past the pack threshold, so it has
+  // segment files of its own. Two boots: the first one's pack is sealed.
+  const env = { SERVICE_WORKERS: '1', SERVICE_PACK_BYTES: '2900' };
+  const first = await startServer({ env });
+  let c = client(first.url);
   await c.put('/v0/topics/v.disk', { durability: 'disk' });
   await c.put('/v0/topics/v.fsync', { durability: 'fsync' });
   for (let i = 0; i < 20; i++) {
     await c.post('/v0/topics/v.disk', { records: [{ data: { i } }, { data: { i, x: 'y' } }] });
+    await c.post('/v0/topics/v.fsync', { records: [{ data: i }] });
+    await c.post('/v0/topics/v.big', { records: Array.from({ length: 50 }, (_, k) => ({ data: { i, k, pad: 'b'.repeat(40) } })) });
+  }
+  assert.equal(await first.stop(), 0);
+  const srv = await startServer({ env, dataDir: first.dataDir });
+  c = client(srv.url);
+  for (let i = 20; i < 45; i++) {
+    await c.post('/v0/topics/v.disk', { records: [{ data: { i } }] });
     await c.post('/v0/topics/v.fsync', { records: [{ data: i }] });
   }
   // While it runs: the offline tools refuse the directory, unless --force.
@@ -66,14 +78,19 @@ test('a clean directory verifies, and inspect lists its topics', () => {
   const r = spool(['verify', clean]);
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /^ok$/m);
-  const j = JSON.parse(spool(['verify', clean, '--json']).stdout) as { ok: boolean; walFrames: number; segmentFrames: number };
+  const j = JSON.parse(spool(['verify', clean, '--json']).stdout) as { ok: boolean; walFrames: number; segmentFrames: number; packs: number; packFrames: number };
   assert.equal(j.ok, true);
-  assert.ok(j.walFrames > 40 && j.segmentFrames >= 40, JSON.stringify(j));
+  assert.ok(j.walFrames > 40 && j.segmentFrames >= 20 && j.packs === 2 && j.packFrames >= 60, JSON.stringify(j));
   const ins = spool(['inspect', clean, '--json']);
   assert.equal(ins.status, 0, ins.stderr);
-  const info = JSON.parse(ins.stdout) as { topics: { name: string; durability: string; segments: unknown[]; bytes_on_disk: number }[] };
-  assert.deepEqual(info.topics.map((t) => [t.name, t.durability]), [['v.disk', 'disk'], ['v.fsync', 'fsync']]);
-  assert.ok(info.topics.every((t) => t.segments.length === 1 && t.bytes_on_disk > 0));
+  const info = JSON.parse(ins.stdout) as { topics: { name: string; durability: string; segments: unknown[]; packed_bytes: number; bytes_on_disk: number }[]; packs: { live_bytes: number }[] };
+  assert.deepEqual(info.topics.map((t) => [t.name, t.durability]), [['v.big', 'disk'], ['v.disk', 'disk'], ['v.fsync', 'fsync']]);
+  assert.ok(info.topics.every((t) => t.bytes_on_disk > 0));
+  const [big, disk, fsync] = info.topics;
+  assert.ok(big!.segments.length > 0 && big!.packed_bytes === 0, 'a first batch past the threshold: own files only');
+  assert.ok(disk!.segments.length > 0 && disk!.packed_bytes > 0, 'grew past the threshold: packed, then own files');
+  assert.ok(fsync!.segments.length === 0 && fsync!.packed_bytes > 0, 'small: packed only');
+  assert.equal(info.packs.length, 2);
   const one = spool(['inspect', clean, 'v.disk']);
   assert.equal(one.status, 0);
   assert.match(one.stdout, /v\.disk \(id [0-9a-f]+\) log disk/);
@@ -103,6 +120,20 @@ test('a flipped byte in a segment frame is damage', () => {
   const r = spool(['verify', d]);
   assert.equal(r.status, 1, r.stdout);
   assert.match(r.stdout, /DAMAGE: segment [0-9a-f]{12}\/seg-\d{20}\.log: damaged frame at offset \d+ \(crc\)/);
+});
+
+test('a flipped byte in a sealed pack is damage; in the pack being written, a torn tail (a note)', () => {
+  const d = copy();
+  const dir = path.join(d, 'packs');
+  const [sealed, newest] = fs.readdirSync(dir).sort();
+  flip(path.join(dir, newest!), appendFrames(fs.readFileSync(path.join(dir, newest!)), 0)[1]!.bodyOff + 10);
+  let r = spool(['verify', d, '--json']);
+  assert.equal(r.status, 0, r.stdout);
+  assert.match(r.stdout, new RegExp(`pack ${newest}: torn tail at offset \\d+ \\(crc\\)`));
+  flip(path.join(dir, sealed!), appendFrames(fs.readFileSync(path.join(dir, sealed!)), 0)[2]!.bodyOff + 10);
+  r = spool(['verify', d]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, new RegExp(`DAMAGE: pack ${sealed}: damaged at offset \\d+ \\(crc\\) in a sealed pack`));
 });
 
 test('a flipped byte in a snapshot is damage', () => {

@@ -192,6 +192,16 @@ export function makeWorkload(seed: string, rounds = 10): Workload {
   p.steps.push([{ t: 'checkpoint' }, p.append('orders'), p.append('metrics'), p.append('jobs')]);
   for (let k = 0; k < 3; k++) p.steps.push([...live].map((t) => p.append(t)));
   // The default seed keeps the sweep's standard sizes; others vary how often files roll over.
-  const settings = seed === DEFAULT_SEED ? {} : { segmentBytes: pick(rng, [1024, 2048, 4096]), walFileBytes: pick(rng, [4096, 8192, 16384]), walPreallocate: rng.next() < 0.7 };
+  const settings =
+    seed === DEFAULT_SEED
+      ? {}
+      : {
+          segmentBytes: pick(rng, [1024, 2048, 4096]),
+          walFileBytes: pick(rng, [4096, 8192, 16384]),
+          walPreallocate: rng.next() < 0.7,
+          // 0: no packs (every topic has its own files, the layout before packs).
+          packBytes: pick(rng, [0, 256, 512, 4096]),
+          packFileBytes: pick(rng, [1024, 2048, 8192]),
+        };
   return { seed, settings, topics, steps: p.steps };
 }

@@ -24,6 +24,10 @@ export function sweepSettings(over: Partial<Settings> = {}): Settings {
     workers: 2,
     segmentBytes: 2048,
     walFileBytes: 8192,
+    // Small packs: topics roll from their packed first segment to own files, and pack files
+    // seal, within the workload.
+    packBytes: 1536,
+    packFileBytes: 1024,
     walPreallocate: true,
     // No record text stays in memory once its frame is in a segment: every read after recovery
     // comes back from the segment files, so the oracle checks what is on disk.

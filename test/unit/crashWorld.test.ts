@@ -21,7 +21,7 @@ test('two runs of the sweep workload make the same fs calls', async () => {
   assert.deepEqual(b, a);
 });
 
-test('an undisturbed run of the sweep workload acks every kind of operation, rotates WAL files, seals segments and checkpoints', async () => {
+test('an undisturbed run of the sweep workload acks every kind of operation, rotates WAL files, seals segments and packs and checkpoints', async () => {
   // The sweep only means something if the workload it crashes does all of this.
   const workload = makeWorkload(DEFAULT_SEED);
   const disk = new SimDisk();
@@ -45,6 +45,12 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
   const segsPerTopic = new Map<string, number>();
   for (const f of files(/\/topics\/\d+\/seg-\d+\.log$/)) segsPerTopic.set(f.split('/').at(-2)!, (segsPerTopic.get(f.split('/').at(-2)!) ?? 0) + 1);
   assert.ok([...segsPerTopic.values()].some((n) => n >= 3), 'segments seal');
+  // Packs (docs/FORMAT.md "Pack files"): several seal, some topics roll from theirs to own
+  // files, others never leave them.
+  assert.ok(files(/\/packs\/pack-\d{20}-\d+-\d+\.log$/).size >= 3, 'pack files seal');
+  const withFrames = [...h.topics.values()].filter((t) => t.spec.durability !== 'ephemeral').reduce((n, t) => n + t.instances.length, 0);
+  assert.ok(segsPerTopic.size >= 1 && segsPerTopic.size < withFrames, `${segsPerTopic.size} of ${withFrames} topic instances have own segment files`);
+  assert.ok(calls.some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a checkpoint unlinks a pack nothing live is left in');
 });
 
 test('the sweep topics live on both workers', () => {

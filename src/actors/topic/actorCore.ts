@@ -12,6 +12,8 @@ export interface ActorOptions {
   maxLimit: number;
   segmentBytes: number;
   maxTopics: number;
+  /** A topic's first segment is packed up to this size (SERVICE_PACK_BYTES); 0 or absent: no packs. */
+  packBytes?: number;
 }
 
 export interface ActorCore {

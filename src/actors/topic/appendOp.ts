@@ -8,6 +8,13 @@ import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 import type { ForwardInfo } from '../../core/messages/router.js';
 import { applyForward, replayForward } from '../router/applied.js';
+import type { SegmentPlacement } from '../ctx.js';
+
+/** Where segments roll: SERVICE_SEGMENT_BYTES, and the pack threshold of the first (0: no packs). */
+export interface SegmentLimits {
+  segmentBytes: number;
+  packBytes?: number;
+}
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -46,7 +53,7 @@ export function encodeBatch(
   p: ParsedAppend,
   idemKey: string | undefined,
   tsMs: number,
-  segmentBytes: number,
+  limits: SegmentLimits,
   fwd?: ForwardInfo,
 ): EncodedBatch {
   const firstSeq = inst.assigned + 1;
@@ -59,7 +66,7 @@ export function encodeBatch(
   }, fwdHeader);
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
-  const loc = placeInSegment(inst, firstSeq, frame.length, segmentBytes);
+  const loc = placeInSegment(inst, firstSeq, frame.length, limits);
   // Index straight from the encoder's extents: no second CRC pass or node re-parse.
   let bytes = 0;
   for (let i = 0; i < texts.length; i++) {
@@ -75,10 +82,18 @@ export function encodeBatch(
   return { frame, firstSeq, lastSeq, bytes };
 }
 
-/** Reserves the frame's place in the topic's active segment, rolling to a new one when full. */
-export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: number, segmentBytes: number): number {
+/**
+ * Reserves the frame's place in the topic's active segment, rolling to a new one when full. The
+ * first segment (ordinal 0) is packed: it rolls once the frame would take it past the pack
+ * threshold, and is an own file from the start when packs are off or its first frame alone is
+ * larger. Later segments are own files that roll at SERVICE_SEGMENT_BYTES.
+ */
+export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: number, limits: SegmentLimits): number {
   const seg = inst.segment;
-  if (seg.size > 0 && seg.size + frameLen > segmentBytes) {
+  const packBytes = limits.packBytes ?? 0;
+  if (seg.ordinal === 0 && seg.packed && seg.size === 0 && !(frameLen <= packBytes)) seg.packed = false;
+  const limit = seg.ordinal === 0 && seg.packed ? packBytes : limits.segmentBytes;
+  if (seg.size > 0 && seg.size + frameLen > limit) {
     seg.firstSeq = firstSeq;
     seg.size = 0;
     seg.ordinal += 1;
@@ -87,6 +102,14 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
   const loc = seg.ordinal * TWO_32 + seg.size;
   seg.size += frameLen;
   return loc;
+}
+
+/** Where the frame just placed (the last `frameLen` bytes of the active segment) goes on disk. */
+export function activePlacement(inst: TopicInstance, frameLen: number): SegmentPlacement {
+  const seg = inst.segment;
+  const place: SegmentPlacement = { topicId: inst.id, segFirstSeq: seg.firstSeq, offset: seg.size - frameLen };
+  if (seg.ordinal === 0 && seg.packed) place.packed = true;
+  return place;
 }
 
 /**

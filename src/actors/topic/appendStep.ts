@@ -8,7 +8,7 @@ import type { AppendRequest, OkResult } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE, parseAppendBody, type ParsedAppend } from './appendParse.js';
-import { encodeBatch, renderSeqs } from './appendOp.js';
+import { activePlacement, encodeBatch, renderSeqs } from './appendOp.js';
 import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
@@ -131,12 +131,12 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const full = rejectFull(a, ctx, inst, p);
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
-  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts.segmentBytes, req.forward);
+  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts, req.forward);
   const cls = inst.config.durability;
   let frameNo = 0;
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
-    ctx.submit(frameNo, batch.frame, cls === 'fsync', { topicId: inst.id, segFirstSeq: inst.segment.firstSeq, offset: inst.segment.size - batch.frame.length });
+    ctx.submit(frameNo, batch.frame, cls === 'fsync', activePlacement(inst, batch.frame.length));
   } else if (req.forward) {
     // An ephemeral dest keeps no copies across a restart, but its router progress must survive,
     // or the forwarder would copy everything since the router's creation again.

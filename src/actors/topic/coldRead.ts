@@ -23,7 +23,11 @@ export function coldRanges(inst: TopicInstance, seqs: readonly number[]): ColdRa
       r.end = Math.max(r.end, off + frameLen);
     }
   }
-  return [...bySeg].map(([ordinal, r]) => ({ segFirstSeq: inst.segment.firstSeqs[ordinal]!, offset: r.start, len: r.end - r.start }));
+  return [...bySeg].map(([ordinal, r]) => {
+    const range: ColdRange = { segFirstSeq: inst.segment.firstSeqs[ordinal]!, offset: r.start, len: r.end - r.start };
+    if (ordinal === 0 && inst.segment.packed) range.packed = true;
+    return range;
+  });
 }
 
 /** Installs texts for every live, textless record of the frames in `buf`; returns the seq span. */

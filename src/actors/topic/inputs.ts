@@ -7,7 +7,8 @@ import type { ActorCtx } from '../ctx.js';
 import type { TopicActor } from './topicActor.js';
 import type { FrameView } from '../../wal/frame.js';
 import { probeFrame } from '../../wal/frame.js';
-import { finishInstanceRecovery, loadInstance, loadSegment, replayFrame } from './replay.js';
+import { finishInstanceRecovery, loadInstance, loadPackedFrame, loadSegment, replayFrame } from './replay.js';
+import type { SegmentLimits } from './appendOp.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 
@@ -30,14 +31,14 @@ export type ActorInput =
   | { k: 'load'; part: TopicPart }
   /** Recovery: the bytes of the topic's next segment, in order. */
   | { k: 'segment'; seg: LoadedSegment }
+  /** Recovery: the next frame of the topic's packed first segment (before any `segment`). */
+  | { k: 'packed'; frame: Buffer }
   /** Recovery: one WAL frame after the checkpoint (whole frame bytes). */
   | { k: 'frame'; frame: Buffer }
   /** Recovery is over: pad reservations, count live records. */
   | { k: 'finish' };
 
-export interface ApplyOptions {
-  segmentBytes: number;
-}
+export type ApplyOptions = SegmentLimits;
 
 export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, opts: ApplyOptions): void {
   switch (input.k) {
@@ -67,11 +68,14 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
     case 'segment':
       if (actor.current) loadSegment(actor.current, input.seg);
       return;
+    case 'packed':
+      if (actor.current) loadPackedFrame(actor.current, input.frame);
+      return;
     case 'frame': {
       const p = probeFrame(input.frame, 0, input.frame.length);
       if (!p.ok) throw new Error(`replayed frame is damaged (${p.reason})`);
       const f: FrameView = p.frame;
-      const rewrite = replayFrame(actor, input.frame, f, opts.segmentBytes, { appends: 0, skipped: 0 });
+      const rewrite = replayFrame(actor, input.frame, f, opts, { appends: 0, skipped: 0 });
       if (rewrite) ctx.rewriteSegment(rewrite.place, rewrite.frame);
       return;
     }

@@ -51,6 +51,11 @@ export interface SegmentCursor {
   firstSeqs: number[];
   /** Segments (by ordinal) already unlinked because every record in them is gone. */
   reclaimed: number;
+  /**
+   * The segment of ordinal 0 lives in the worker's shared pack files, not a file of its own
+   * (docs/FORMAT.md "Pack files"); it rolls over to an own file at the pack threshold.
+   */
+  packed: boolean;
 }
 
 /** State that exists only while the instance is being recovered (dropped by finish). */
@@ -101,7 +106,7 @@ export class TopicInstance {
   readonly gates: Gate[] = [];
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;
-  segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0 };
+  segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0, packed: true };
   /** The lease side of a queue topic (a type never changes within an instance); else undefined. */
   readonly queue: QueueState | undefined;
   /** Routers with this topic as source (created at the first install), else undefined. */

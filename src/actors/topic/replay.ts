@@ -4,7 +4,7 @@
 // maximum, config frames apply in order, frames of unknown or deleted instances are ignored.
 import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
-import { indexFrame, placeInSegment } from './appendOp.js';
+import { activePlacement, indexFrame, placeInSegment, type SegmentLimits } from './appendOp.js';
 import type { TopicConfig } from './config.js';
 import type { SegmentPlacement } from '../ctx.js';
 import { TopicInstance } from './instance.js';
@@ -17,6 +17,8 @@ import type { TopicActor } from './topicActor.js';
 import type { TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { forEachFrame } from '../../storage/segmentLoad.js';
+import { probeFrame } from '../../wal/frame.js';
+import assert from 'node:assert/strict';
 import { appliedOf, replayProgress } from '../router/applied.js';
 
 const TWO_32 = 0x1_0000_0000;
@@ -57,7 +59,10 @@ export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
 export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
   inst.recovery ??= { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
   const ordinal = inst.recovery.segmentsLoaded++;
-  if (ordinal === 0) inst.segment.firstSeqs = [];
+  if (ordinal === 0) {
+    inst.segment.firstSeqs = [];
+    inst.segment.packed = false; // no packed frames came first: the first segment is a file
+  }
   forEachFrame(seg.buf, (f, off) => {
     const head = readAppendHead(seg.buf, f);
     if (head.firstSeq <= inst.index.last) return;
@@ -71,10 +76,36 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
 }
 
 /**
+ * Indexes the next frame of an instance's packed first segment (cold), from the worker's pack
+ * scan, in the order written. Packed frames come before any own segment; the scan passes each
+ * seq range once (duplicates are dropped there, so the store's map and this cursor agree).
+ */
+export function loadPackedFrame(inst: TopicInstance, frame: Buffer): void {
+  inst.recovery ??= { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
+  const p = probeFrame(frame, 0, frame.length, false);
+  if (!p.ok) throw new Error(`packed frame does not decode (${p.reason})`);
+  const head = readAppendHead(frame, p.frame);
+  const seg = inst.segment;
+  if (inst.recovery.segmentsLoaded === 0) {
+    inst.recovery.segmentsLoaded = 1;
+    seg.firstSeqs = [head.firstSeq];
+    seg.firstSeq = head.firstSeq;
+    seg.size = 0;
+    seg.ordinal = 0;
+    seg.packed = true;
+  }
+  assert.ok(seg.ordinal === 0 && seg.packed, `topic ${inst.name}: a packed frame after its own segments`);
+  assert.ok(head.firstSeq > inst.index.last, `topic ${inst.name}: packed frame at seq ${head.firstSeq} is not after ${inst.index.last}`);
+  if (head.firstSeq > inst.index.last + 1) inst.index.pad(head.firstSeq - 1);
+  indexFrame(inst, frame, 0, seg.size, false);
+  seg.size += frame.length;
+}
+
+/**
  * Applies one frame (already CRC-checked) to the actor that owns its topic. Returns the frame
  * and its segment placement when it is an append the segments do not hold yet.
  */
-export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmentBytes: number, stats: ReplayStats): { place: SegmentPlacement; frame: Buffer } | undefined {
+export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, limits: SegmentLimits, stats: ReplayStats): { place: SegmentPlacement; frame: Buffer } | undefined {
   const cur = actor.current;
   switch (f.type) {
     case FrameType.TOPIC_CREATE: {
@@ -139,11 +170,11 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, segmen
       // The texts stay over the replayed bytes (no copy); the host's cache budget evicts them
       // once the segment holds the frame.
       const frame = buf.subarray(f.bodyOff - 24, f.bodyOff - 24 + f.size);
-      const loc = placeInSegment(cur, head.firstSeq, frame.length, segmentBytes);
+      const loc = placeInSegment(cur, head.firstSeq, frame.length, limits);
       indexFrame(cur, frame, 0, loc, true);
       stats.appends++;
       if (cur.config.durability === 'ephemeral') return;
-      return { place: { topicId: cur.id, segFirstSeq: cur.segment.firstSeq, offset: cur.segment.size - frame.length }, frame };
+      return { place: activePlacement(cur, frame.length), frame };
     }
     default:
       return;

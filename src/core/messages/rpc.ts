@@ -222,9 +222,12 @@ export interface TopicStats {
 }
 
 /**
- * A worker's checkpoint step (DESIGN 2.5 step 1): its snapshot parts as JSON bytes, or why it
- * cannot take part now (errors cross threads as values: an rpc keeps only an error's message).
+ * A worker's checkpoint step (DESIGN 2.5 step 1): its snapshot parts as JSON bytes and the packs
+ * it holds nothing live in, or why it cannot take part now (errors cross threads as values: an
+ * rpc keeps only an error's message).
  */
+export type CheckpointParts = { ok: true; parts: Uint8Array; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
+
 /**
  * A worker's shutdown drain: complete (every frame acknowledged by the WAL, segments fsynced, so
  * a final checkpoint may follow), or why not. On a full disk frames may wait for space for good;
@@ -232,8 +235,6 @@ export interface TopicStats {
  * every frame a segment lacks.
  */
 export type DrainResult = { complete: true } | { complete: false; why: string };
-
-export type CheckpointParts = { ok: true; parts: Uint8Array } | { ok: false; diskFull: boolean; message: string };
 
 export interface QueueStats {
   ready: number;

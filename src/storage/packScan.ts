@@ -1,0 +1,84 @@
+// Reading pack files whole (recovery's scan, `spool verify`): every frame CRC-checked, in order.
+// Only the newest pack of each writer can have a torn tail (its writer fsyncs a pack before it
+// creates the next); recovery truncates it, fsyncs the cut (so that the pack is whole once it is
+// no longer the newest) and gives a last frame missing only its padding its zeros back. Damage
+// anywhere else is an error, never skipped. Runs in topic workers and offline tools.
+import path from 'node:path';
+import type { Fs } from './fs.js';
+import { packsDir, parsePackFileName, type PackName } from './layout.js';
+import { probeFrame, type FrameView } from '../wal/frame.js';
+import { FrameType } from '../wal/format.js';
+
+export class PackCorruptionError extends Error {}
+
+export interface ListedPack extends PackName {
+  name: string;
+  /** The highest-numbered pack of its writer: the only one a crash may have torn. */
+  newest: boolean;
+}
+
+/** The pack files in the data dir, oldest first, each marked whether it is its writer's newest. */
+export function listPacks(names: readonly string[]): ListedPack[] {
+  const packs = names.flatMap((name) => {
+    const p = parsePackFileName(name);
+    return p ? [{ ...p, name, newest: false }] : [];
+  });
+  packs.sort((a, b) => a.no - b.no);
+  const newest = new Map<number, ListedPack>();
+  for (const p of packs) newest.set(p.writer, p);
+  for (const p of newest.values()) p.newest = true;
+  return packs;
+}
+
+export function listPackNamesSync(fsx: Fs, dataDir: string): string[] {
+  const dir = packsDir(dataDir);
+  return fsx.existsSync(dir) ? fsx.readdirSync(dir).filter((n) => parsePackFileName(n) !== undefined) : [];
+}
+
+/** Where a pack's valid frames end, and why reading stopped there if that is not its end. */
+export function validPrefix(buf: Buffer): { end: number; reason: string | undefined } {
+  let off = 0;
+  while (off < buf.length) {
+    const p = probeFrame(buf, off, buf.length);
+    if (!p.ok) return { end: off, reason: p.reason };
+    if (p.frame.type !== FrameType.APPEND) return { end: off, reason: `a frame of type ${p.frame.type}, not APPEND` };
+    off += p.frame.size;
+  }
+  return { end: off, reason: undefined };
+}
+
+/**
+ * Reads a pack for recovery: its valid frames, padded. A torn tail of the writer's newest pack is
+ * cut (when `repair`: one worker repairs a pack, the others only read it); anything else that is
+ * not a whole frame is a PackCorruptionError.
+ */
+export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean): Promise<Buffer> {
+  const file = path.join(packsDir(dataDir), pack.name);
+  const buf = await fsx.readFile(file);
+  const { end, reason } = validPrefix(buf);
+  if (end === buf.length) return buf;
+  const torn = reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';
+  if (!pack.newest || !torn) throw new PackCorruptionError(`${file}: damaged frame at offset ${end} (${reason ?? 'padding missing'}) in a sealed pack`);
+  if (repair) {
+    // Shorter: a torn tail, cut off. Longer: the last frame lost only its zero padding, which
+    // extending the file gives back (the map counts frames with their padding).
+    await fsx.truncate(file, end);
+    const fh = await fsx.open(file, 'r+');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+  return end < buf.length ? buf.subarray(0, end) : Buffer.concat([buf, Buffer.alloc(end - buf.length)]);
+}
+
+/** Walks the frames of a pack already read by readPack (CRC-checked there). */
+export function forEachPackFrame(buf: Buffer, cb: (f: FrameView, off: number) => void): void {
+  for (let off = 0; off < buf.length; ) {
+    const p = probeFrame(buf, off, buf.length, false);
+    if (!p.ok) throw new Error(`pack frame vanished at ${off}`);
+    cb(p.frame, off);
+    off += p.frame.size;
+  }
+}

@@ -1,0 +1,305 @@
+// PackStore (src/storage/packStore.ts) and the pack scan (src/storage/packScan.ts) on a SimDisk
+// behind a FaultFs:
+// - frames of many topics go to one pack, several per writev, in arrival order; each topic's
+//   logical bytes read back whole from any offset; a pack seals at its size (fsynced before the
+//   next is created, so a crash without a flush keeps it whole) and a new pack's name is durable
+//   before a frame goes in; flush makes the current pack durable;
+// - ENOSPC on a write or on creating a pack keeps the frames and retries them in order (flush
+//   refuses meanwhile); a short write counts only whole frames; EIO is fatal, reported once;
+// - sealTopic fsyncs the current pack and refuses while the topic's frames wait;
+// - readPack cuts (and fsyncs) a torn tail of a writer's newest pack, gives a last frame its lost
+//   padding back, and refuses damage in a sealed pack.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { isDiskFull } from '../../src/storage/fs.js';
+import { PackStore } from '../../src/storage/packStore.js';
+import { SegmentStore } from '../../src/storage/segmentStore.js';
+import { packsDir } from '../../src/storage/layout.js';
+import { forEachPackFrame, listPacks, PackCorruptionError, readPack } from '../../src/storage/packScan.js';
+import { encodeAppend } from '../../src/wal/frame.js';
+import { FaultFs } from '../support/faultFs.js';
+import { SimDisk } from '../support/simDisk.js';
+import { sleep } from '../support/walRig.js';
+
+const DATA = '/srv/spool';
+const TOPICS = [0x01_000001, 0x01_000002, 0x01_000003];
+
+/** An APPEND frame of `topicId` holding one record at `seq` with `pad` bytes of data. */
+function frame(topicId: number, seq: number, pad = 40): Buffer {
+  const data = Buffer.from(JSON.stringify('z'.repeat(pad)));
+  return encodeAppend(topicId, seq, 1000, undefined, [{ nodeLit: undefined, tagLit: undefined, metaLen: -1, dataLen: data.length, writeMeta: () => undefined, writeData: (dst, off) => void data.copy(dst, off) }], 0, () => undefined);
+}
+
+function rig(fileBytes = 1024) {
+  const disk = new SimDisk({ durableMkdir: true });
+  disk.fs().mkdirSync(DATA);
+  disk.syncAll();
+  const ffs = new FaultFs(disk.fs());
+  const fatal: Error[] = [];
+  let no = 1;
+  const store = new PackStore(ffs, DATA, { workerIndex: 0, workers: 1, fileBytes, nextPackNo: () => no++ }, (err) => fatal.push(err));
+  const placed = new Map<number, Buffer[]>();
+  const written: string[] = [];
+  const seqs = new Map<number, number>();
+  return {
+    disk,
+    ffs,
+    store,
+    fatal,
+    written,
+    append(topicId: number, pad = 40) {
+      const seq = (seqs.get(topicId) ?? 0) + 1;
+      seqs.set(topicId, seq);
+      const list = placed.get(topicId) ?? [];
+      placed.set(topicId, list);
+      const f = frame(topicId, seq, pad);
+      const offset = list.reduce((n, b) => n + b.length, 0);
+      list.push(f);
+      store.append(topicId, offset, f, () => written.push(`${topicId.toString(16)}/${seq}`));
+    },
+    expected: (topicId: number) => Buffer.concat(placed.get(topicId) ?? []),
+    packNames: () => disk.fs().readdirSync(packsDir(DATA)).sort(),
+  };
+}
+
+async function until(what: string, cond: () => boolean, timeoutMs = 2000): Promise<void> {
+  const t0 = performance.now();
+  while (!cond()) {
+    if (performance.now() - t0 > timeoutMs) assert.fail(`timed out waiting for ${what}`);
+    await sleep(2);
+  }
+}
+
+/** Every frame of every pack on the (crashed) disk, per topic, in scan order. */
+async function scanAll(disk: SimDisk): Promise<Map<number, Buffer>> {
+  const fsx = disk.fs();
+  const out = new Map<number, Buffer[]>();
+  for (const p of listPacks(fsx.readdirSync(packsDir(DATA)))) {
+    const buf = await readPack(fsx, DATA, p, true);
+    forEachPackFrame(buf, (f, off) => {
+      const list = out.get(f.topicId) ?? [];
+      out.set(f.topicId, list);
+      list.push(buf.subarray(off, off + f.size));
+    });
+  }
+  return new Map([...out].map(([k, v]) => [k, Buffer.concat(v)]));
+}
+
+const waiting = (err: unknown) => isDiskFull(err) && /waiting for disk space/.test((err as Error).message);
+
+describe('pack store', { concurrency: true }, () => {
+  test('many topics share packs; logical ranges read back; packs seal at their size; flush makes them durable', async () => {
+    const r = rig(1024);
+    for (let i = 0; i < 30; i++) r.append(TOPICS[i % 3]!);
+    await r.store.flush();
+    assert.equal(r.written.length, 30);
+    const names = r.packNames();
+    assert.ok(names.length >= 3, `${names.length} packs`);
+    const writevs = r.ffs.callLog().filter((c) => c.op === 'file.writev').length;
+    assert.ok(writevs <= names.length + 1, `${writevs} writevs for ${names.length} packs: frames are batched`);
+    for (const t of TOPICS) {
+      const want = r.expected(t);
+      assert.deepEqual(await r.store.read(t, 0, want.length), want);
+      const one = frame(t, 1).length;
+      assert.deepEqual(await r.store.read(t, one, 3 * one), want.subarray(one, 4 * one), 'a range from the middle');
+    }
+    assert.deepEqual(r.store.deadPacks(), []);
+    await r.store.close();
+    r.disk.crash('durable-only');
+    const scanned = await scanAll(r.disk);
+    for (const t of TOPICS) assert.deepEqual(scanned.get(t), r.expected(t), `topic ${t.toString(16)} after a crash`);
+    assert.deepEqual(r.fatal, []);
+  });
+
+  test('a sealed pack is durable without a flush, and a new pack name before its first frame', async () => {
+    const r = rig(1024);
+    for (let i = 0; i < 12; i++) r.append(TOPICS[0]!);
+    await until('written', () => r.written.length === 12);
+    const names = r.packNames();
+    assert.ok(names.length >= 2);
+    r.disk.crash('durable-only'); // no flush, no close
+    assert.deepEqual(r.disk.fs().readdirSync(packsDir(DATA)).sort(), names, 'every pack name survives');
+    const sealed = names.slice(0, -1).map((n) => r.disk.fs().readFileSync(path.join(packsDir(DATA), n)).length);
+    assert.ok(sealed.every((n) => n > 0), 'sealed packs kept their frames');
+  });
+
+  test('released topics free their packs; the pack being written is never dead', async () => {
+    const r = rig(1024);
+    for (let i = 0; i < 12; i++) r.append(TOPICS[0]!);
+    r.append(TOPICS[1]!);
+    await r.store.flush();
+    r.store.release(TOPICS[0]!);
+    await r.store.flush();
+    const dead = r.store.deadPacks();
+    assert.ok(dead.length >= 1 && dead.length === r.packNames().length - 1, `dead ${dead.join()}`);
+    await r.store.forget(dead);
+    assert.deepEqual(r.store.deadPacks(), []);
+    await r.store.close();
+  });
+
+  test('ENOSPC on a pack write or on creating a pack: frames wait in order, flush refuses, the retry writes them once', async () => {
+    const r = rig(1024);
+    r.ffs.failWhen((c) => c.op === 'open' && /pack-/.test(c.path ?? ''), 'ENOSPC');
+    r.append(TOPICS[0]!);
+    r.append(TOPICS[1]!);
+    await assert.rejects(r.store.flush(), waiting);
+    assert.deepEqual(r.written, []);
+    r.ffs.clear();
+    r.ffs.failWhen((c) => c.op === 'file.writev', 'ENOSPC');
+    await sleep(600);
+    await assert.rejects(r.store.flush(), waiting);
+    r.append(TOPICS[0]!);
+    r.ffs.clear();
+    await until('the retry', () => r.written.length === 3);
+    assert.deepEqual(r.written, ['1000001/1', '1000002/1', '1000001/2']);
+    await r.store.flush();
+    await r.store.close();
+    r.disk.crash('durable-only');
+    const scanned = await scanAll(r.disk);
+    for (const t of TOPICS.slice(0, 2)) assert.deepEqual(scanned.get(t), r.expected(t));
+    assert.deepEqual(r.fatal, []);
+  });
+
+  test('a short write counts only whole frames; the torn one is rewritten whole once there is space', async () => {
+    const r = rig(1 << 20);
+    r.append(TOPICS[0]!);
+    await r.store.flush();
+    const len = frame(TOPICS[0]!, 1).length;
+    r.disk.partialWrites = true;
+    r.disk.capacityBytes = r.disk.usedBytes() + len + (len >> 1);
+    r.append(TOPICS[1]!);
+    r.append(TOPICS[2]!);
+    r.append(TOPICS[0]!);
+    await assert.rejects(r.store.flush(), waiting);
+    assert.deepEqual(r.written, ['1000001/1', '1000002/1']);
+    r.disk.capacityBytes = undefined;
+    await until('the rest', () => r.written.length === 4);
+    await r.store.flush();
+    await r.store.close();
+    r.disk.crash('durable-only');
+    const scanned = await scanAll(r.disk);
+    for (const t of TOPICS) assert.deepEqual(scanned.get(t), r.expected(t));
+  });
+
+  test('EIO on a pack write: onFatal once, flush rejects with it, nothing counts as written', async () => {
+    const r = rig();
+    r.ffs.failWhen((c) => c.op === 'file.writev', 'EIO');
+    r.append(TOPICS[0]!);
+    await assert.rejects(r.store.flush(), { code: 'EIO' });
+    r.append(TOPICS[1]!);
+    await assert.rejects(r.store.flush(), { code: 'EIO' });
+    assert.equal(r.fatal.length, 1);
+    assert.deepEqual(r.written, []);
+    r.store.stop();
+  });
+
+  test('sealTopic fsyncs the current pack, and refuses while the topic waits for space', async () => {
+    const r = rig(1 << 20);
+    r.append(TOPICS[0]!);
+    await r.store.sealTopic(TOPICS[0]!);
+    r.disk.crash('durable-only');
+    assert.deepEqual((await scanAll(r.disk)).get(TOPICS[0]!), r.expected(TOPICS[0]!));
+
+    const s = rig(1 << 20);
+    s.ffs.failWhen((c) => c.op === 'file.writev', 'ENOSPC');
+    s.append(TOPICS[0]!);
+    await assert.rejects(s.store.sealTopic(TOPICS[0]!), waiting);
+    await s.store.sealTopic(TOPICS[1]!); // another topic's frames do not hold it
+    s.store.stop();
+  });
+});
+
+describe('pack scan', () => {
+  async function twoPacks(): Promise<{ disk: SimDisk; names: string[] }> {
+    const r = rig(1024);
+    for (let i = 0; i < 12; i++) r.append(TOPICS[i % 2]!);
+    await r.store.flush();
+    await r.store.close();
+    return { disk: r.disk, names: r.packNames() };
+  }
+
+  test("a torn tail of a writer's newest pack is cut and the cut fsynced; a last frame missing its padding gets it back", async () => {
+    const { disk, names } = await twoPacks();
+    const fsx = disk.fs();
+    const newest = path.join(packsDir(DATA), names.at(-1)!);
+    const whole = fsx.readFileSync(newest);
+    const f = fsx.openSync(newest, 'r+');
+    fsx.writeSync(f, Buffer.from([1, 2, 3, 4, 5, 6, 7, 8, 9]), whole.length); // garbage after the last frame
+    fsx.closeSync(f);
+    const listed = listPacks(fsx.readdirSync(packsDir(DATA)));
+    const buf = await readPack(fsx, DATA, listed.at(-1)!, true);
+    assert.deepEqual(buf, whole);
+    disk.crash('durable-only');
+    assert.equal(disk.fs().readFileSync(newest).length, whole.length, 'the cut is durable');
+
+    // The last frame without its zero padding (not covered by its CRC).
+    const fsx2 = disk.fs();
+    let end = 0;
+    forEachPackFrame(whole, (fr, off) => (end = off + 24 + fr.bodyLen));
+    if (end < whole.length) {
+      await fsx2.truncate(newest, end);
+      const again = await readPack(fsx2, DATA, listPacks(fsx2.readdirSync(packsDir(DATA))).at(-1)!, true);
+      assert.deepEqual(again, whole);
+      assert.equal(fsx2.readFileSync(newest).length, whole.length);
+    }
+  });
+
+  test('damage in a sealed pack is an error, never skipped; a reader that does not repair leaves the file alone', async () => {
+    const { disk, names } = await twoPacks();
+    const fsx = disk.fs();
+    const sealed = path.join(packsDir(DATA), names[0]!);
+    const bytes = fsx.readFileSync(sealed);
+    const f = fsx.openSync(sealed, 'r+');
+    fsx.writeSync(f, Buffer.from([0xff]), 30); // inside the first frame's body
+    fsx.closeSync(f);
+    const listed = listPacks(fsx.readdirSync(packsDir(DATA)));
+    await assert.rejects(readPack(fsx, DATA, listed[0]!, true), PackCorruptionError);
+    assert.equal(fsx.readFileSync(sealed).length, bytes.length);
+  });
+});
+
+test("a topic's packed frames are durable before its first own segment file is written", async () => {
+  const disk = new SimDisk({ durableMkdir: true });
+  disk.fs().mkdirSync(DATA);
+  disk.syncAll();
+  const ffs = new FaultFs(disk.fs());
+  let no = 1;
+  const packs = new PackStore(ffs, DATA, { workerIndex: 0, workers: 1, fileBytes: 1 << 20, nextPackNo: () => no++ });
+  const segments = new SegmentStore(ffs, DATA, undefined, 4, packs);
+  const T = TOPICS[0]!;
+  const f1 = frame(T, 1);
+  const f2 = frame(T, 2);
+  // The actor's placements: seq 1 packed, then the roll to an own file at seq 2. Both are queued
+  // before either is written, as after one WAL ack.
+  segments.append({ topicId: T, segFirstSeq: 1, offset: 0, packed: true }, f1);
+  let ownWritten = false;
+  segments.append({ topicId: T, segFirstSeq: 2, offset: 0 }, f2, () => (ownWritten = true));
+  await until('the own segment written', () => ownWritten);
+  const log = ffs.callLog();
+  const ownWrite = log.findIndex((c) => c.op === 'file.writev' && /seg-0+2\.log$/.test(c.path ?? ''));
+  const packSync = log.findIndex((c) => c.op === 'file.sync' && /pack-/.test(c.path ?? ''));
+  assert.ok(packSync >= 0 && packSync < ownWrite, `pack fsync (#${packSync}) before the own segment's first write (#${ownWrite})`);
+  disk.crash('durable-only');
+  assert.deepEqual((await scanAll(disk)).get(T), f1);
+});
+
+test('flush waits only for frames queued before it: frames arriving during its fsync neither wait nor fail it', async () => {
+  const r = rig(1 << 20);
+  r.append(TOPICS[0]!);
+  await r.store.flush();
+  let arrived = 0;
+  // A hook, not a fault: a frame arrives while the flush's fsync runs (a WAL ack during a checkpoint).
+  r.ffs.failWhen((c) => {
+    if (c.op === 'file.sync' && /pack-/.test(c.path ?? '') && arrived++ === 0) r.append(TOPICS[1]!);
+    return false;
+  }, 'EIO');
+  r.append(TOPICS[0]!);
+  await r.store.flush();
+  assert.equal(arrived, 1, 'a frame arrived during the fsync');
+  await until('the late frame written', () => r.written.length === 3);
+  r.ffs.clear();
+  await r.store.flush();
+  await r.store.close();
+  assert.deepEqual(r.fatal, []);
+});
