@@ -29,6 +29,8 @@ interface PendingWrite {
   place: SegmentPlacement;
   frame: Buffer;
   onWritten: (() => void) | undefined;
+  /** The topic's count of frames appended before this one (pending frames stay in this order). */
+  no: number;
 }
 
 interface TopicFiles {
@@ -36,6 +38,8 @@ interface TopicFiles {
   chain: Promise<void>;
   /** Frames waiting for the topic's next write; consecutive ones go out in one writev. */
   pending: PendingWrite[];
+  /** Frames appended so far (numbers them, so flushAll can tell old frames from new ones). */
+  appended: number;
   drainQueued: boolean;
   /** The segment frames go to (-1: none written since the start). */
   segFirstSeq: number;
@@ -114,7 +118,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { id: topicId, chain: Promise.resolve(), pending: [], drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false };
+      t = { id: topicId, chain: Promise.resolve(), pending: [], appended: 0, drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false };
       this.topics.set(topicId, t);
     }
     return t;
@@ -142,7 +146,7 @@ export class SegmentStore {
   append(place: SegmentPlacement, frame: Buffer, onWritten?: () => void): void {
     if (place.packed) return this.packStore().append(place.topicId, place.offset, frame, onWritten);
     const t = this.files(place.topicId);
-    t.pending.push({ place, frame, onWritten });
+    t.pending.push({ place, frame, onWritten, no: t.appended++ });
     if (t.drainQueued) return;
     t.drainQueued = true;
     this.enqueue(t, () => this.drain(t));
@@ -266,8 +270,14 @@ export class SegmentStore {
     return this.packs;
   }
 
-  /** Waits for every queued write, then fsyncs dirty files and their directories. */
+  /**
+   * Waits for every write queued before the call, then fsyncs dirty files and their directories.
+   * Fails while a frame queued before the call is still unwritten (it waits for space); frames
+   * that arrive meanwhile are the next checkpoint's (under steady appends some always do).
+   */
   async flushAll(): Promise<void> {
+    const before = new Map<number, number>();
+    for (const [id, t] of this.topics) before.set(id, t.appended);
     const topicDirs: string[] = [];
     const packs = this.packs?.flush();
     packs?.catch(() => undefined); // awaited below
@@ -290,7 +300,7 @@ export class SegmentStore {
     await packs;
     if (this.failed) throw this.failed;
     for (const t of this.topics.values()) {
-      if (t.pending.length > 0) throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
+      if (t.pending.length > 0 && t.pending[0]!.no < (before.get(t.id) ?? 0)) throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
     }
   }
 

@@ -125,6 +125,21 @@ describe('segment store faults', { concurrency: true }, () => {
     });
   });
 
+  test('flushAll answers for the frames queued before it: one that arrives meanwhile and waits for space does not fail it', async () => {
+    await withRig(async (r) => {
+      r.append(A, 1, 0);
+      r.ffs.failWhen((c) => c.op === 'mkdir' && c.path === topicDir(DATA, B), 'ENOSPC');
+      const flushing = r.store.flushAll();
+      r.append(B, 1, 0); // after the call: the next checkpoint's (under steady appends some always are)
+      await flushing;
+      assert.deepEqual(r.written, ['A0']);
+      await assert.rejects(r.store.flushAll(), waitingForSpace, 'the next flush answers for B0');
+      r.ffs.clear();
+      await until('the retry wrote B0', () => r.written.length === 2);
+      await r.store.flushAll();
+    });
+  });
+
   test('ENOSPC part-way through a batch: what was written is not written again, the rest resumes (also across a new segment and directory)', async () => {
     await withRig(async (r) => {
       // A's first segment takes its frames; opening the second segment finds no space.
