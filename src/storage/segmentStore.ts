@@ -46,6 +46,9 @@ interface TopicFiles {
   retry: NodeJS.Timeout | undefined;
 }
 
+/** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
+export const FLUSH_LANES = 64;
+
 /** Segment files a worker keeps open for writing, by default. */
 export const DEFAULT_MAX_OPEN_SEGMENTS = 1024;
 
@@ -246,11 +249,18 @@ export class SegmentStore {
     return t.fd;
   }
 
-  /** Waits for every queued write, then fsyncs dirty files and their directories. */
+  /**
+   * Waits for every queued write, then fsyncs dirty files and their directories. At most
+   * FLUSH_LANES topics are synced at a time: a file closed while dirty is reopened for its
+   * fsync, and tens of thousands of them at once ran out of descriptors (EMFILE, many topics).
+   */
   async flushAll(): Promise<void> {
     const topicDirs: string[] = [];
-    await Promise.all(
-      [...this.topics.entries()].map(async ([id, t]) => {
+    const all = [...this.topics.entries()];
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < all.length) {
+        const [id, t] = all[next++]!;
         // On the topic's chain, so that no write, rotation or close of its fd runs meanwhile.
         const synced = await this.onChain(t, async () => {
           if (!t.dirty || t.segFirstSeq === -1) return false;
@@ -259,8 +269,9 @@ export class SegmentStore {
           return true;
         });
         if (synced) topicDirs.push(topicDir(this.dataDir, id));
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(FLUSH_LANES, all.length) }, lane));
     // Parents first (topics/ before topics/<id>/): a directory is durable before what it holds.
     const parents = [...this.newDirParents];
     for (const d of new Set([...parents, ...topicDirs])) await fsyncDir(this.fsx, d);
