@@ -2,7 +2,7 @@
 // one with a new id). Owned by a TopicActor; pure data plus small helpers, no I/O.
 // Invariants: assigned >= head >= durableHead; evictFloor <= earliest() <= head + 1; count and
 // bytes are sums over LIVE slots at or below head.
-import type { TopicConfig } from './config.js';
+import { internConfig, type TopicConfig } from './config.js';
 import type { ActorCtx } from '../ctx.js';
 import { LossLedger } from './lossLedger.js';
 import { TagIndex } from './tagIndex.js';
@@ -111,13 +111,24 @@ export class TopicInstance {
   /** Dest side: origin topic and hop count of copies (created at the first copy). */
   provenance: Provenance | undefined = undefined;
 
+  private cfg: TopicConfig;
+
   constructor(
     readonly id: number,
     readonly name: string,
-    public config: TopicConfig,
+    config: TopicConfig,
     readonly createdAtMs: number,
   ) {
+    this.cfg = internConfig(config);
     this.queue = config.type === 'queue' ? new QueueState() : undefined;
+  }
+
+  /** The resolved config: a shared, frozen object (interned), replaced whole on a change. */
+  get config(): TopicConfig {
+    return this.cfg;
+  }
+  set config(c: TopicConfig) {
+    this.cfg = internConfig(c);
   }
 
   /** First live seq, else head + 1. */
