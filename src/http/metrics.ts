@@ -7,10 +7,11 @@ import { FixedHistogram, LabeledHistogram } from './fixedHistogram.js';
 import { RequestMetrics } from './requestMetrics.js';
 import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS } from '../core/latencyBuckets.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
-import type { TopicStats } from '../core/messages/rpc.js';
+import { emptyTotals, type StatsTotals, type TopicStats } from '../core/messages/rpc.js';
+import type { RouterStats } from '../core/messages/router.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import { storageStateName } from '../storage/storageState.js';
-import { RouterMetrics, routerStatsOf } from './routerMetrics.js';
+import { RouterMetrics, sortRouterStats } from './routerMetrics.js';
 
 const TOPIC_SERIES_MAX = 1000;
 /** Per-topic families, reset before every scrape so deleted topics disappear. */
@@ -26,14 +27,29 @@ const PER_TOPIC = [
   'spool_topic_watch_lag',
 ];
 
-function leasesInFlight(topics: readonly TopicStats[]): number {
-  return topics.reduce((n, t) => n + (t.queue?.in_flight ?? 0), 0);
-}
 const CLASSES = ['ephemeral', 'memory', 'disk', 'fsync'] as const;
 
+/**
+ * One scrape's figures. Workers send totals and only their first TOPIC_SERIES_MAX topics by
+ * name, so a scrape costs the same whether there are a thousand topics or a million.
+ */
 export interface Snapshot {
+  totals: StatsTotals;
+  /** The first TOPIC_SERIES_MAX topics by name over all workers. */
   topics: TopicStats[];
+  routers: RouterStats[];
   wal: WalStats | undefined;
+}
+
+const byTopic = (a: TopicStats, b: TopicStats) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);
+
+function addTotals(sum: StatsTotals, t: StatsTotals): void {
+  sum.topics += t.topics;
+  for (const c of CLASSES) sum.byClass[c] += t.byClass[c];
+  sum.records += t.records;
+  sum.bytes += t.bytes;
+  sum.queueTopics += t.queueTopics;
+  sum.leasesInFlight += t.leasesInFlight;
 }
 
 export class Metrics {
@@ -127,9 +143,12 @@ export class Metrics {
   }
 
   async snapshot(): Promise<Snapshot> {
-    if (this.sup.lifecycle === 'recovering') return { topics: [], wal: undefined };
-    const [lists, wal] = await Promise.all([Promise.all(this.sup.workers.map((w) => w.stats())), this.sup.walStats()]);
-    return { topics: lists.flat().sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0)), wal };
+    if (this.sup.lifecycle === 'recovering') return { totals: emptyTotals(), topics: [], routers: [], wal: undefined };
+    const [parts, wal] = await Promise.all([Promise.all(this.sup.workers.map((w) => w.stats(TOPIC_SERIES_MAX))), this.sup.walStats()]);
+    const totals = emptyTotals();
+    for (const p of parts) addTotals(totals, p.totals);
+    const topics = parts.flatMap((p) => p.first).sort(byTopic).slice(0, TOPIC_SERIES_MAX);
+    return { totals, topics, routers: sortRouterStats(parts.flatMap((p) => p.routers)), wal };
   }
 
   private walTotals = { frames: 0, batches: 0, fsyncs: 0, bytesWritten: 0 };
@@ -146,14 +165,14 @@ export class Metrics {
     this.absorb(s);
     const g = this.g;
     for (const k of PER_TOPIC) g[k]!.reset();
-    g.spool_topics!.set(s.topics.length);
-    for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.topics.filter((t) => t.durability === c).length);
+    g.spool_topics!.set(s.totals.topics);
+    for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.totals.byClass[c]);
     g.spool_routers!.set(this.sup.routers.size);
-    this.routerMetrics.set(routerStatsOf(s.topics));
-    g.spool_records_live!.set(s.topics.reduce((a, t) => a + t.count, 0));
-    g.spool_bytes_live!.set(s.topics.reduce((a, t) => a + t.bytes, 0));
-    g.spool_queue_topics!.set(s.topics.filter((t) => t.type === 'queue').length);
-    g.spool_queue_leases_in_flight!.set(leasesInFlight(s.topics));
+    this.routerMetrics.set(s.routers);
+    g.spool_records_live!.set(s.totals.records);
+    g.spool_bytes_live!.set(s.totals.bytes);
+    g.spool_queue_topics!.set(s.totals.queueTopics);
+    g.spool_queue_leases_in_flight!.set(s.totals.leasesInFlight);
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
@@ -161,7 +180,7 @@ export class Metrics {
     g.spool_storage_writable!.set(this.sup.storageState === 0 ? 1 : 0);
     g.spool_recovery_progress!.set(this.sup.replayProgress);
     g.spool_uptime_ms!.set(Date.now() - this.started);
-    for (const t of s.topics.slice(0, TOPIC_SERIES_MAX)) {
+    for (const t of s.topics) {
       g.spool_topic_head_seq!.set({ topic: t.topic }, t.head_seq);
       g.spool_topic_earliest_seq!.set({ topic: t.topic }, t.earliest_seq);
       g.spool_topic_records_live!.set({ topic: t.topic }, t.count);
@@ -175,7 +194,7 @@ export class Metrics {
     }
     let lagSeries = 0;
     for (const [topic, lag] of this.hub.watchLag()) if (lagSeries++ < TOPIC_SERIES_MAX) g.spool_topic_watch_lag!.set({ topic }, lag);
-    g.spool_topic_metrics_truncated!.set(s.topics.length > TOPIC_SERIES_MAX ? 1 : 0);
+    g.spool_topic_metrics_truncated!.set(s.totals.topics > TOPIC_SERIES_MAX ? 1 : 0);
     g.spool_wal_queue_depth!.set(s.wal?.queueDepth ?? 0);
     const totals: Record<string, number> = {
       spool_wal_frames_total: this.walTotals.frames,
@@ -193,19 +212,19 @@ export class Metrics {
   async json(): Promise<Record<string, unknown>> {
     const s = await this.snapshot();
     this.absorb(s);
-    const byClass = (c: string) => s.topics.filter((t) => t.durability === c).length;
+    const t = s.totals;
     return {
-      topics: s.topics.length,
-      topics_ephemeral: byClass('ephemeral'),
-      topics_memory: byClass('memory'),
-      topics_disk: byClass('disk'),
-      topics_fsync: byClass('fsync'),
+      topics: t.topics,
+      topics_ephemeral: t.byClass.ephemeral,
+      topics_memory: t.byClass.memory,
+      topics_disk: t.byClass.disk,
+      topics_fsync: t.byClass.fsync,
       routers: this.sup.routers.size,
-      router_stats: routerStatsOf(s.topics),
-      records_live: s.topics.reduce((a, t) => a + t.count, 0),
-      bytes_live: s.topics.reduce((a, t) => a + t.bytes, 0),
-      queue_topics: s.topics.filter((t) => t.type === 'queue').length,
-      queue_leases_in_flight: leasesInFlight(s.topics),
+      router_stats: s.routers,
+      records_live: t.records,
+      bytes_live: t.bytes,
+      queue_topics: t.queueTopics,
+      queue_leases_in_flight: t.leasesInFlight,
       sse_connections: this.sse.open,
       watch_sessions: this.hub.registry.size,
       ready: this.sup.lifecycle === 'ready',

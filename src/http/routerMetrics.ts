@@ -1,15 +1,15 @@
 // Per-router metrics (DESIGN 5): forwarded total, lag in source records and the last refusal of
-// each router, from the source actors' stats (TopicStats.routers). All router metric code is
-// here: register on a prom-client registry, set from a scrape's topic stats, or render for JSON.
+// each router, from the workers' stats (each reports the routers whose source it owns). All router
+// metric code is here: register on a prom-client registry, set from a scrape's router stats.
 import client from 'prom-client';
-import type { TopicStats } from '../core/messages/rpc.js';
 import type { RouterStats } from '../core/messages/router.js';
 
 /** Series per family at most, like the per-topic ones (first by router name). */
 const ROUTER_SERIES_MAX = 1000;
 
-export function routerStatsOf(topics: readonly TopicStats[]): RouterStats[] {
-  return topics.flatMap((t) => t.routers ?? []).sort((a, b) => (a.router < b.router ? -1 : a.router > b.router ? 1 : 0));
+/** Router stats in router-name order (the series are the first ROUTER_SERIES_MAX of them). */
+export function sortRouterStats(stats: RouterStats[]): RouterStats[] {
+  return stats.sort((a, b) => (a.router < b.router ? -1 : a.router > b.router ? 1 : 0));
 }
 
 export class RouterMetrics {

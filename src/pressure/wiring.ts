@@ -13,9 +13,11 @@ import type { PriorityBook } from './priorityBook.js';
  * effective priority is its manual priority or 0: exactly what the list reports.
  */
 export function seedPriorities(sup: Supervisor, book: PriorityBook): void {
-  void Promise.all(sup.workers.map((w) => w.list('', '', Number.MAX_SAFE_INTEGER)))
-    .then((pages) => {
-      for (const t of pages.flat()) if (t.effective_priority !== 0) book.configured(t.topic, t.effective_priority, true);
+  // Only the topics with a priority cross the thread (a full list of a million topics would be
+  // a few hundred MB of clones on both threads at once).
+  void Promise.all(sup.workers.map((w) => w.priorities()))
+    .then((lists) => {
+      for (const [topic, p] of lists.flat()) book.configured(topic, p, true);
     })
     .catch(() => {});
 }

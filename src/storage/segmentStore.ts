@@ -56,6 +56,9 @@ interface TopicFiles {
   packSealed: boolean;
 }
 
+/** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
+export const FLUSH_LANES = 64;
+
 /** Segment files a worker keeps open for writing, by default. */
 export const DEFAULT_MAX_OPEN_SEGMENTS = 1024;
 
@@ -273,7 +276,9 @@ export class SegmentStore {
   /**
    * Waits for every write queued before the call, then fsyncs dirty files and their directories.
    * Fails while a frame queued before the call is still unwritten (it waits for space); frames
-   * that arrive meanwhile are the next checkpoint's (under steady appends some always do).
+   * that arrive meanwhile are the next checkpoint's (under steady appends some always do). At
+   * most FLUSH_LANES topics are synced at a time: a file closed while dirty is reopened for its
+   * fsync, and tens of thousands of them at once ran out of descriptors (EMFILE, many topics).
    */
   async flushAll(): Promise<void> {
     const before = new Map<number, number>();
@@ -281,8 +286,11 @@ export class SegmentStore {
     const topicDirs: string[] = [];
     const packs = this.packs?.flush();
     packs?.catch(() => undefined); // awaited below
-    await Promise.all(
-      [...this.topics.entries()].map(async ([id, t]) => {
+    const all = [...this.topics.entries()];
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < all.length) {
+        const [id, t] = all[next++]!;
         // On the topic's chain, so that no write, rotation or close of its fd runs meanwhile.
         const synced = await this.onChain(t, async () => {
           if (!t.dirty || t.segFirstSeq === -1) return false;
@@ -291,8 +299,9 @@ export class SegmentStore {
           return true;
         });
         if (synced) topicDirs.push(topicDir(this.dataDir, id));
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(FLUSH_LANES, all.length) }, lane));
     // Parents first (topics/ before topics/<id>/): a directory is durable before what it holds.
     const parents = [...this.newDirParents];
     for (const d of new Set([...parents, ...topicDirs])) await fsyncDir(this.fsx, d);

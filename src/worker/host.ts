@@ -7,7 +7,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
-import type { TopicRequest, TopicResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
+import { emptyTotals, type TopicRequest, type TopicResult, type TopicStats, type TopicSummary, type WorkerStats } from '../core/messages/rpc.js';
+import type { RouterStats } from '../core/messages/router.js';
 import type { ErrorResult } from '../core/errors.js';
 import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
@@ -25,6 +26,7 @@ import { WorkerRecovery } from './recovery.js';
 import { WorkerCheckpoints } from './checkpointStep.js';
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
+import { SortedNames } from './sortedNames.js';
 import type { Fs } from '../storage/fs.js';
 
 export interface ActorHostDeps {
@@ -51,9 +53,15 @@ export interface ActorHostDeps {
 
 export class ActorHost implements HostServices {
   private readonly actorsByName = new Map<string, TopicActor>();
+  /** The same names in order, for list pages and the first metrics series. */
+  private readonly names = new SortedNames();
   readonly byTopicId = new Map<number, TopicActor>();
+  /** Generators of the actors that drew since the boot seed was set (only queue claims draw). */
   private readonly rngs = new Map<TopicActor, Rng>();
-  private readonly ctxs = new WeakMap<TopicActor, StepCtx>();
+  /** Traced actors whose seed is in the trace since the last reset (empty unless tracing). */
+  private readonly seedTraced = new Set<TopicActor>();
+  /** Step contexts not in use: one is bound to an actor per input (steps may nest). */
+  private readonly freeSteps: StepSlot[] = [];
   private readonly replies = new Map<number, (r: TopicResult) => void>();
   private nextReqId = 1;
   private localTopicNo = 0;
@@ -112,7 +120,10 @@ export class ActorHost implements HostServices {
       actors: { [Symbol.iterator]: () => this.actorsByName.values() },
       actorFor: (name) => this.actorFor(name),
       input: (actor, input) => this.input(actor, input),
-      resetRngs: () => this.rngs.clear(),
+      resetRngs: () => {
+        this.rngs.clear();
+        this.seedTraced.clear();
+      },
       replayAck: (bytes) => this.wal.replayAck(bytes),
       workerIndex: opts.workerIndex,
       workers: opts.workers,
@@ -125,17 +136,16 @@ export class ActorHost implements HostServices {
     if (!a) {
       a = new TopicActor(name, this.opts);
       this.actorsByName.set(name, a);
+      this.names.add(name);
     }
     return a;
   }
 
-  /** The actor's RNG, and whether it was just created (its seed then goes into the trace). */
-  private rngFor(actor: TopicActor): { rng: Rng; fresh: boolean } {
-    const r = this.rngs.get(actor);
-    if (r) return { rng: r, fresh: false };
-    const rng = seededRng(`${this.opts.bootSeed}/${actor.name}`);
-    this.rngs.set(actor, rng);
-    return { rng, fresh: true };
+  /** `actor`'s generator, seeded from the boot seed and its name at its first draw. */
+  rngOf(actor: TopicActor): Rng {
+    let r = this.rngs.get(actor);
+    if (!r) this.rngs.set(actor, (r = seededRng(`${this.opts.bootSeed}/${actor.name}`)));
+    return r;
   }
 
   nextLocalTopicNo(): number {
@@ -160,16 +170,19 @@ export class ActorHost implements HostServices {
    */
   input(actor: TopicActor, input: ActorInput): void {
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
-    let ctx = this.ctxs.get(actor);
-    if (!ctx) {
-      const effects = new HostEffects(this, actor);
-      this.ctxs.set(actor, (ctx = new StepCtx(effects, effects)));
+    const step = this.freeSteps.pop() ?? new StepSlot(this);
+    step.bind(actor);
+    const ctx = step.ctx.begin(this.clock.now(), step.rng, traced);
+    try {
+      applyInput(actor, ctx, input, this.opts);
+    } finally {
+      this.freeSteps.push(step);
     }
-    const { rng, fresh } = this.rngFor(actor);
-    const seed = fresh ? this.opts.bootSeed : undefined;
-    ctx.begin(this.clock.now(), rng, traced);
-    applyInput(actor, ctx, input, this.opts);
     if (traced) {
+      // The actor's first traced step since the boot seed was set carries the seed: replay
+      // reseeds there. A generator only exists once the actor draws, so the draws are the same.
+      const seed = this.seedTraced.has(actor) ? undefined : this.opts.bootSeed;
+      if (seed !== undefined) this.seedTraced.add(actor);
       this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed !== undefined ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
     }
   }
@@ -225,14 +238,26 @@ export class ActorHost implements HostServices {
     return n;
   }
 
+  /** A page of topics above `after` with `prefix`, in name order: O(log n + page), no sort. */
   list(prefix: string, after: string, limit: number): TopicSummary[] {
-    const names = [...this.actorsByName.keys()].filter((n) => n > after && n.startsWith(prefix)).sort();
     const out: TopicSummary[] = [];
+    if (limit <= 0) return out;
     const now = this.clock.now();
-    for (const n of names) {
+    this.names.forEachFrom(after, prefix, (n) => {
       const s = this.actorsByName.get(n)!.summary(now);
       if (s) out.push(s);
-      if (out.length >= limit) break;
+      return out.length < limit;
+    });
+    return out;
+  }
+
+  /** Topics whose effective priority is not 0, as [name, priority] (seeds main's priority book). */
+  priorities(): [string, number][] {
+    const out: [string, number][] = [];
+    const now = this.clock.now();
+    for (const a of this.actorsByName.values()) {
+      const p = a.priority(now);
+      if (p !== 0) out.push([a.name, p]);
     }
     return out;
   }
@@ -259,13 +284,48 @@ export class ActorHost implements HostServices {
     return out;
   }
 
-  stats(): TopicStats[] {
-    const out: TopicStats[] = [];
+  /**
+   * Metrics figures: totals over every topic (no per-topic object is made for them), the stats
+   * of the first `firstMax` topics by name (main keeps the first series over all workers) and
+   * of every router. One pass over the actors; queues expire leases first, as a traced step.
+   */
+  stats(firstMax: number): WorkerStats {
+    const totals = emptyTotals();
+    const routers: RouterStats[] = [];
     for (const a of this.actorsByName.values()) {
-      if (a.current?.queue) this.input(a, { k: 'sweep' }); // lazy lease expiry, as a traced step
-      const s = a.stats(this.clock.now());
-      if (s) out.push(s);
+      if (a.current?.queue) this.input(a, { k: 'sweep' });
+      a.addStats(totals, routers, this.clock.now());
     }
-    return out;
+    const first: TopicStats[] = [];
+    if (firstMax > 0) {
+      this.names.forEachFrom('', '', (n) => {
+        const s = this.actorsByName.get(n)!.stats(this.clock.now());
+        if (s) first.push(s);
+        return first.length < firstMax;
+      });
+    }
+    return { totals, first, routers };
+  }
+}
+
+/**
+ * The context of one step, reused: `bind` points its effects and its RNG at the actor being
+ * stepped. The RNG forwards to the actor's own generator, made at its first draw.
+ */
+class StepSlot {
+  readonly effects: HostEffects;
+  readonly ctx: StepCtx;
+  readonly rng: Rng;
+  private actor!: TopicActor;
+
+  constructor(host: ActorHost) {
+    this.effects = new HostEffects(host);
+    this.ctx = new StepCtx(this.effects, this.effects);
+    this.rng = { next: () => host.rngOf(this.actor).next(), u32: () => host.rngOf(this.actor).u32() };
+  }
+
+  bind(actor: TopicActor): void {
+    this.actor = actor;
+    this.effects.bind(actor);
   }
 }

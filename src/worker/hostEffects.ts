@@ -35,38 +35,19 @@ export interface HostServices {
   nextLocalTopicNo(): number;
 }
 
-/** Timers of one actor, by its own timer ids. */
-class ActorTimers {
-  private readonly byId = new Map<number, NodeJS.Timeout>();
-
-  constructor(
-    private readonly host: HostServices,
-    private readonly actor: TopicActor,
-  ) {}
-
-  set(timerId: number, atMs: number): void {
-    const t = this.host.timers.after(Math.max(0, atMs - this.host.clock.now()), () => {
-      this.byId.delete(timerId);
-      this.host.input(this.actor, { k: 'timer', id: timerId });
-    });
-    if (t) this.byId.set(timerId, t);
-  }
-
-  cancel(timerId: number): void {
-    const t = this.byId.get(timerId);
-    if (t) this.host.timers.clear(t);
-    this.byId.delete(timerId);
-  }
-}
-
+/**
+ * The effect sink and query answers of whichever actor is bound for the current step. The host
+ * reuses one per step instead of keeping one per actor (with 100k+ topics a sink, a context and a
+ * timer map per actor were ~0.5 KB each of idle memory). Anything that outlives the step (a
+ * timer, a cold read) captures the actor itself, never this object.
+ */
 export class HostEffects implements EffectSink, Queries {
-  private readonly timers: ActorTimers;
+  private actor!: TopicActor;
 
-  constructor(
-    private readonly host: HostServices,
-    private readonly actor: TopicActor,
-  ) {
-    this.timers = new ActorTimers(host, actor);
+  constructor(private readonly host: HostServices) {}
+
+  bind(actor: TopicActor): void {
+    this.actor = actor;
   }
 
   run(e: Effect): void {
@@ -76,10 +57,12 @@ export class HostEffects implements EffectSink, Queries {
         return host.sendReply(actor, e.reqId, e.result, e.frameNo);
       case 'submit':
         return host.wal.queueFrame({ actor, frameNo: e.frameNo, buf: e.frame, durable: e.durable, segment: e.segment });
-      case 'setTimer':
-        return this.timers.set(e.timerId, e.atMs);
+      case 'setTimer': {
+        const timerId = e.timerId;
+        return host.timers.setFor(actor, timerId, Math.max(0, e.atMs - host.clock.now()), () => host.input(actor, { k: 'timer', id: timerId }));
+      }
       case 'cancelTimer':
-        return this.timers.cancel(e.timerId);
+        return host.timers.cancelFor(actor, e.timerId);
       case 'readCold': {
         const { token, topicId } = e;
         Promise.all(e.ranges.map((r) => host.segments.readRange(topicId, r.segFirstSeq, r.offset, r.len, r.packed))).then(

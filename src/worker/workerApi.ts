@@ -11,7 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
 import { serveRequests } from '../core/requestChannel.js';
 import type { Clock } from '../core/clock.js';
-import type { CheckpointParts, DrainResult, TopicStats, TopicSummary } from '../core/messages/rpc.js';
+import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../core/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
@@ -126,8 +126,13 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
       return host.watermarks(names);
     },
-    stats(): TopicStats[] {
-      return host.stats();
+    /** Metrics figures: totals, the first `firstMax` topics by name, every router. */
+    stats(firstMax: number): WorkerStats {
+      return host.stats(firstMax);
+    },
+    /** Topics with a non-zero effective priority (after a restart: the manual ones). */
+    priorities(): [string, number][] {
+      return host.priorities();
     },
     /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
     loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {

@@ -28,5 +28,6 @@ test('recovery caches go at endRecovery; ids stay the same', () => {
   assert.equal(n.knownId('node-a'), a, 'node ids survive');
   assert.equal(n.id('node-a'), a);
   assert.equal(n.idOfLiteral('"node-a"'), a, 'a literal seen again maps to the same id');
-  assert.equal(n.names[a], 'node-a');
+  assert.equal(n.name(a), 'node-a');
+  assert.equal(n.name(0), '', 'id 0 is no node');
 });

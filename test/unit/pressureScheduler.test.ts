@@ -32,6 +32,18 @@ test('under pressure: highest priority first, at most inflightMax at a time', ()
   assert.deepEqual(order, ['high1', 'high2', 'mid', 'low1']);
 });
 
+test('once nothing is parked, the heaps hold no waiter of the episode (lazy removal leaked them)', () => {
+  const s = new PressureScheduler<string>({ ...opts, maxParked: 100, inflightMax: 100 });
+  for (let i = 0; i < 50; i++) s.arrive(i % 7, true, i, true, `w${i}`);
+  assert.ok(s.heldEntries >= 150);
+  const ran = s.dispatch(false);
+  assert.equal(ran.length, 50);
+  assert.equal(s.parked, 0);
+  assert.equal(s.heldEntries, 0, 'the worst and deadline heaps are emptied too');
+  for (let i = 0; i < 50; i++) s.done();
+  assert.equal(s.arrive(0, true, 100, false, 'after').kind, 'run');
+});
+
 test('aging: a low priority parked long enough outranks a fresh high one (never starved)', () => {
   const s = new PressureScheduler<string>({ ...opts, maxParked: 10, parkBoundMs: 1e9 });
   s.arrive(-1000, true, 0, true, 'old-low');

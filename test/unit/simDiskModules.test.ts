@@ -16,7 +16,7 @@ import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
 import { encodeSnapshot, loadNewestSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
 import { metaDir, segmentFileName, topicDir, topicsDir, walDir, walFileName } from '../../src/storage/layout.js';
-import { SegmentStore } from '../../src/storage/segmentStore.js';
+import { FLUSH_LANES, SegmentStore } from '../../src/storage/segmentStore.js';
 import { listSegments, readSegment } from '../../src/storage/segmentLoad.js';
 import { SimDisk, type CrashMode } from '../support/simDisk.js';
 
@@ -318,4 +318,39 @@ test('open segment files are bounded; a file closed with unsynced writes is stil
     assert.deepEqual(seg.buf, Buffer.concat(frames.get(id)!), `topic ${id} is durable`);
   }
   assert.deepEqual((await listSegments(disk.fs(), DATA, last)).map((s) => s.firstSeq), [1, 99]);
+});
+
+test('flushAll reopens at most FLUSH_LANES files closed while dirty at a time', async () => {
+  // Many-topics issue: a checkpoint reopened every dirty, closed segment file at once, and at
+  // ~20k topics written since the last checkpoint the worker hit EMFILE (storage FAILED).
+  const disk = new SimDisk();
+  mkdirDurable(disk.fs(), topicsDir(DATA));
+  const inner = disk.fs();
+  let open = 0;
+  let maxOpen = 0;
+  const counting: Fs = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop !== 'open') return Reflect.get(target, prop, receiver);
+      return async (...args: Parameters<Fs['open']>) => {
+        const f = await target.open(...args);
+        maxOpen = Math.max(maxOpen, ++open);
+        const close = f.close.bind(f);
+        f.close = async () => {
+          open--;
+          await close();
+        };
+        return f;
+      };
+    },
+  });
+  const store = new SegmentStore(counting, DATA, undefined, 2);
+  const ids = Array.from({ length: 300 }, (_, k) => 0x01_000000 + k);
+  assert.ok(FLUSH_LANES + 3 < ids.length, 'more dirty, closed files than lanes');
+  for (const id of ids) store.append({ topicId: id, segFirstSeq: 1, offset: 0 }, encodeJsonFrame(FrameType.APPEND, id, { id }));
+  for (const id of ids) await store.readRange(id, 1, 0, 8);
+  maxOpen = open;
+  await store.flushAll();
+  assert.ok(maxOpen <= 2 + FLUSH_LANES + 1, `${maxOpen} files open at once during flushAll`);
+  disk.crash('durable-only');
+  for (const id of ids.slice(0, 5)) assert.equal((await listSegments(disk.fs(), DATA, id)).length, 1, `topic ${id} is durable`);
 });

@@ -112,5 +112,27 @@ export function resolveConfig(topic: string, input: unknown): { ok: true; config
 }
 
 export function sameConfig(a: TopicConfig, b: TopicConfig): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** Distinct configs kept for sharing; past this a config is interned only if it is the default. */
+const INTERNED_MAX = 4096;
+const interned = new Map<string, TopicConfig>();
+const DEFAULT_CONFIG: TopicConfig = Object.freeze(defaultConfig());
+const CONFIG_KEYS = Object.keys(DEFAULT_CONFIG) as (keyof TopicConfig)[];
+
+/**
+ * One shared, frozen object per distinct resolved config (a worker of 100k topics mostly holds
+ * the default one, ~160 bytes a copy). Configs are never changed in place (a PUT replaces the
+ * object), so sharing is safe; the freeze makes sure of it.
+ */
+export function internConfig(c: TopicConfig): TopicConfig {
+  if (Object.isFrozen(c)) return c;
+  if (CONFIG_KEYS.every((k) => c[k] === DEFAULT_CONFIG[k])) return DEFAULT_CONFIG;
+  const key = JSON.stringify(c);
+  const hit = interned.get(key);
+  if (hit) return hit;
+  const frozen = Object.freeze({ ...c });
+  if (interned.size < INTERNED_MAX) interned.set(key, frozen);
+  return frozen;
 }

@@ -2,9 +2,12 @@
 // one with a new id). Owned by a TopicActor; pure data plus small helpers, no I/O.
 // Invariants: assigned >= head >= durableHead; evictFloor <= earliest() <= head + 1; count and
 // bytes are sums over LIVE slots at or below head.
-import type { TopicConfig } from './config.js';
+// Memory (many-topics issue): what a topic uses only sometimes (tag index, idempotency table,
+// loss ledger, reads, queue, routers) is made at first use, so an idle topic holds its
+// watermarks, its seq index and little else.
+import { internConfig, type TopicConfig } from './config.js';
 import type { ActorCtx } from '../ctx.js';
-import { LossLedger } from './lossLedger.js';
+import { LossLedger, type LossReason } from './lossLedger.js';
 import { TagIndex } from './tagIndex.js';
 import { IdempotencyTable } from './idempotency.js';
 import { SeqIndex, SlotState } from './seqIndex.js';
@@ -68,6 +71,9 @@ export interface RecoveryScratch {
   segmentsLoaded: number;
 }
 
+/** The ledger of every instance that never lost a record: frozen, so a write to it throws. */
+const NO_LOSS: LossLedger = Object.freeze(new LossLedger());
+
 export class TopicInstance {
   readonly index = new SeqIndex();
   /** Last seq handed out, acked or not. */
@@ -88,17 +94,18 @@ export class TopicInstance {
   evictFloor = 1;
   /** Largest before_seq a prefix delete applied. */
   deleteBelow = 0;
-  ledger = new LossLedger();
+  /** Made at the first involuntary loss (recordLoss) or restored from a snapshot or frame. */
+  private lossLedger: LossLedger | undefined = undefined;
   /** Floors or ledger changed since the last FLOORS frame. */
   floorsDirty = false;
-  readonly tags = new TagIndex();
+  private tagIndex: TagIndex | undefined = undefined;
   /** Any user delete happened (snapshots then record deleted ranges). */
   hasDeletes = false;
   recovery: RecoveryScratch | undefined;
   /** Accepted batches not yet visible: what a `discard: reject` check must count too. */
   pendingCount = 0;
   pendingBytes = 0;
-  idem = new IdempotencyTable();
+  private idemTable: IdempotencyTable | undefined = undefined;
   readonly nodes = new NodeIntern();
   readonly pending: PendingBatch[] = [];
   /** Visible `disk` batches whose frames are not fsynced yet (they bound durableHead). */
@@ -116,13 +123,47 @@ export class TopicInstance {
   /** Dest side: origin topic and hop count of copies (created at the first copy). */
   provenance: Provenance | undefined = undefined;
 
+  private cfg: TopicConfig;
+
   constructor(
     readonly id: number,
     readonly name: string,
-    public config: TopicConfig,
+    config: TopicConfig,
     readonly createdAtMs: number,
   ) {
+    this.cfg = internConfig(config);
     this.queue = config.type === 'queue' ? new QueueState() : undefined;
+  }
+
+  /** The resolved config: a shared, frozen object (interned), replaced whole on a change. */
+  get config(): TopicConfig {
+    return this.cfg;
+  }
+  set config(c: TopicConfig) {
+    this.cfg = internConfig(c);
+  }
+
+  /** Why seqs were lost (a shared empty ledger until the first loss). */
+  get ledger(): LossLedger {
+    return this.lossLedger ?? NO_LOSS;
+  }
+  set ledger(l: LossLedger) {
+    this.lossLedger = l;
+  }
+
+  /** Records the involuntary loss of `seq` in the ledger. */
+  recordLoss(seq: number, reason: LossReason): void {
+    (this.lossLedger ??= new LossLedger()).add(seq, reason);
+  }
+
+  /** Tag → seqs; made at the first tagged record (or a delete by match). */
+  get tags(): TagIndex {
+    return (this.tagIndex ??= new TagIndex());
+  }
+
+  /** Idempotency keys in the window; made at the first append that sends a key. */
+  get idem(): IdempotencyTable {
+    return (this.idemTable ??= new IdempotencyTable());
   }
 
   /** First live seq, else head + 1. */

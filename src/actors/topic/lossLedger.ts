@@ -13,12 +13,15 @@ export interface LossRun {
 }
 
 const RUNS_MAX = 64;
+/** The runs of every ledger that has none: shared and frozen (most topics never lose a record). */
+const NO_RUNS: LossRun[] = Object.freeze([]) as unknown as LossRun[];
 
 export class LossLedger {
-  runs: LossRun[] = [];
+  runs: LossRun[] = NO_RUNS;
 
   /** Records the involuntary loss of `seq` (runs only grow at the high end). */
   add(seq: number, reason: LossReason): void {
+    if (this.runs === NO_RUNS) this.runs = [];
     const last = this.runs[this.runs.length - 1];
     if (last && last.reason === reason && seq >= last.from) {
       last.to = Math.max(last.to, seq);
@@ -53,7 +56,7 @@ export class LossLedger {
 
   static from(runs: LossRun[] | undefined): LossLedger {
     const l = new LossLedger();
-    if (runs) l.runs = runs.map((r) => ({ ...r }));
+    if (runs && runs.length > 0) l.runs = runs.map((r) => ({ ...r }));
     return l;
   }
 }

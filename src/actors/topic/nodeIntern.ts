@@ -1,15 +1,16 @@
 // Interning of a topic instance's `$node` names and decoded tag literals. Records store a small
 // node id (SeqIndex column) instead of a string; readers map a request's node names to ids once.
 // Recovery decodes each distinct stored JSON literal once; those caches are dropped when the
-// instance's recovery ends, and every map is made on first use (most topics never name a node).
+// instance's recovery ends, and every map and the name list are made on first use (most topics
+// never name a node).
 // Pure data; owned by a TopicInstance.
 
 /** Distinct decoded tag literals kept for recovery; past this each literal is decoded again. */
 const TAG_LITERALS_MAX = 100_000;
 
 export class NodeIntern {
-  /** Node name by id; id 0 is "no node". */
-  readonly names: string[] = [''];
+  /** Node names by id, from id 1 (id 0 is "no node"), or undefined while there are none. */
+  private list: string[] | undefined = undefined;
   private ids: Map<string, number> | undefined;
   /** Literal caches: filled by recovery (and a router's tag filter), dropped by endRecovery. */
   private idsByLiteral: Map<string, number> | undefined;
@@ -19,11 +20,17 @@ export class NodeIntern {
     if (node === undefined) return 0;
     let id = this.ids?.get(node);
     if (id === undefined) {
-      id = this.names.length;
-      this.names.push(node);
+      const list = (this.list ??= ['']);
+      id = list.length;
+      list.push(node);
       (this.ids ??= new Map()).set(node, id);
     }
     return id;
+  }
+
+  /** The node name of id `id` ('' for 0, "no node"). */
+  name(id: number): string {
+    return id === 0 ? '' : this.list![id]!;
   }
 
   knownId(node: string): number | undefined {

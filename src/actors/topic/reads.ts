@@ -1,7 +1,8 @@
 // Reads of one topic actor: diff (SPEC 4.2) and watch pulls (SPEC 4.4, DESIGN 6), both through
 // the one read pipeline, so they can never disagree about gaps. Diff long-polls park on a timer
 // and are woken by visibility; reads that meet cold records wait for them to come back from
-// segments. Owned by the TopicActor; pure, effects go through the ActorCtx.
+// segments. Owned by the TopicActor (made at its first read); pure, effects go through the
+// ActorCtx. Its maps exist only while something waits in them.
 import { fail } from '../../core/errors.js';
 import type { DiffRequest, WatchReadRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
@@ -22,23 +23,29 @@ interface Waiting {
   attempts: number;
 }
 
+/** Long-polls by timer id, or diffs waiting for segment bytes by read token; none while idle. */
+type WaitingMap = Map<number, Waiting> | undefined;
+
+function forget(m: WaitingMap, id: number): WaitingMap {
+  m?.delete(id);
+  return m && m.size > 0 ? m : undefined;
+}
+
 export class TopicReads {
-  /** Long-polls by timer id. */
-  private readonly parked = new Map<number, Waiting>();
-  /** Diffs waiting for segment bytes, by read token. */
-  private readonly cold = new Map<number, Waiting>();
+  private parked: WaitingMap = undefined;
+  private cold: WaitingMap = undefined;
 
   constructor(
     private readonly name: string,
     private readonly maxLimit: number,
-    private readonly nextId: () => number,
+    private readonly ids: { nextTimerId(): number },
   ) {}
 
   /** Answers now, or parks a long-poll whose cursor is at the head. */
   read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest, inst: TopicInstance): void {
     if (req.op === 'diff' && req.waitMs > 0 && req.fromSeq === inst.head) {
-      const timerId = this.nextId();
-      this.parked.set(timerId, { reqId, req, inst, attempts: 0 });
+      const timerId = this.ids.nextTimerId();
+      (this.parked ??= new Map()).set(timerId, { reqId, req, inst, attempts: 0 });
       ctx.setTimer(timerId, ctx.now + req.waitMs);
       return;
     }
@@ -64,8 +71,8 @@ export class TopicReads {
       if (w.attempts >= COLD_READ_ATTEMPTS_MAX) {
         return ctx.reply(w.reqId, fail('internal', `records ${r.cold[0]}.. could not be read back from segments`));
       }
-      const token = this.nextId();
-      this.cold.set(token, { ...w, attempts: w.attempts + 1 });
+      const token = this.ids.nextTimerId();
+      (this.cold ??= new Map()).set(token, { ...w, attempts: w.attempts + 1 });
       ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
       return;
     }
@@ -116,9 +123,10 @@ export class TopicReads {
 
   /** New records became visible: parked long-polls behind the head answer. */
   wake(ctx: ActorCtx, inst: TopicInstance): void {
+    if (!this.parked) return;
     for (const [id, p] of this.parked) {
       if (p.inst !== inst || inst.head <= p.req.fromSeq) continue;
-      this.parked.delete(id);
+      this.parked = forget(this.parked, id);
       ctx.cancelTimer(id);
       this.answer(ctx, p);
     }
@@ -127,9 +135,9 @@ export class TopicReads {
   /** Segment bytes for a diff that met cold records: install their texts, then answer it. */
   /** Returns false when the token is not a read's (the queue side may own it). */
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string, current: TopicInstance | undefined): boolean {
-    const c = this.cold.get(token);
+    const c = this.cold?.get(token);
     if (!c) return false;
-    this.cold.delete(token);
+    this.cold = forget(this.cold, token);
     if (typeof bufs === 'string') {
       ctx.reply(c.reqId, fail('internal', `segment read failed: ${bufs}`));
       return true;
@@ -154,17 +162,18 @@ export class TopicReads {
 
   /** A timer fired: a parked long-poll answers with what it has. Returns false if not ours. */
   onTimer(ctx: ActorCtx, timerId: number): boolean {
-    const p = this.parked.get(timerId);
+    const p = this.parked?.get(timerId);
     if (!p) return false;
-    this.parked.delete(timerId);
+    this.parked = forget(this.parked, timerId);
     this.answer(ctx, p);
     return true;
   }
 
   /** Shutdown: every parked long-poll answers now. */
   releaseAll(ctx: ActorCtx): void {
+    if (!this.parked) return;
     for (const [id, p] of this.parked) {
-      this.parked.delete(id);
+      this.parked = forget(this.parked, id);
       ctx.cancelTimer(id);
       this.answer(ctx, p);
     }
@@ -172,9 +181,10 @@ export class TopicReads {
 
   /** The instance was deleted: its long-polls end with 404 at once (G3). */
   dropInstance(ctx: ActorCtx, inst: TopicInstance): void {
+    if (!this.parked) return;
     for (const [id, p] of this.parked) {
       if (p.inst !== inst) continue;
-      this.parked.delete(id);
+      this.parked = forget(this.parked, id);
       ctx.cancelTimer(id);
       ctx.reply(p.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
     }

@@ -44,8 +44,11 @@ export class SeqReservation {
 
   /** Reservations whose frames are now durable raise the ceiling. */
   absorbDurable(durableFrameNo: number): void {
+    if (this.inFlight.length === 0) return;
     while (this.inFlight.length > 0 && this.inFlight[0]!.frameNo <= durableFrameNo) {
       this.durable = Math.max(this.durable, this.inFlight.shift()!.ceiling);
     }
+    // length = 0 gives the array's backing store back: an idle topic keeps none.
+    if (this.inFlight.length === 0) this.inFlight.length = 0;
   }
 }

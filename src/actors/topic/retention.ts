@@ -18,7 +18,7 @@ function removeLive(inst: TopicInstance, seq: number, to: number): void {
 function evict(inst: TopicInstance, seq: number, reason: LossReason): void {
   removeLive(inst, seq, SlotState.EVICTED);
   if (seq + 1 > inst.evictFloor) inst.evictFloor = seq + 1;
-  inst.ledger.add(seq, reason);
+  inst.recordLoss(seq, reason);
   inst.floorsDirty = true;
 }
 

@@ -1,15 +1,16 @@
 // Tag index of one topic instance (DESIGN 3.4): tag → ascending seqs, added to on every append.
 // A sorted key array, rebuilt lazily when new tags appear, makes a Glob "p*" a binary-searched
 // key range; Eq is a point lookup. Dead entries are pruned as lookups meet them.
+// The map is made at the first tag (most topics have none) and dropped when pruned empty.
 
 export class TagIndex {
-  private readonly postings = new Map<string, number[]>();
-  private sortedKeys: string[] | null = [];
+  private postings: Map<string, number[]> | undefined = undefined;
+  private sortedKeys: string[] | null = null;
 
   add(tag: string, seq: number): void {
-    let list = this.postings.get(tag);
+    let list = this.postings?.get(tag);
     if (!list) {
-      this.postings.set(tag, (list = []));
+      (this.postings ??= new Map()).set(tag, (list = []));
       this.sortedKeys = null;
     }
     list.push(seq);
@@ -17,11 +18,12 @@ export class TagIndex {
 
   /** Seqs of records tagged exactly `tag` (ascending; may include dead ones). */
   eq(tag: string): number[] {
-    return this.postings.get(tag) ?? [];
+    return this.postings?.get(tag) ?? [];
   }
 
   /** Tags starting with `prefix`, in order. */
   keysWithPrefix(prefix: string): string[] {
+    if (!this.postings) return [];
     if (this.sortedKeys === null) this.sortedKeys = [...this.postings.keys()].sort();
     const keys = this.sortedKeys;
     let lo = 0;
@@ -38,12 +40,13 @@ export class TagIndex {
 
   /** Keeps only the seqs `alive` says are still live (pruning as lookups meet dead entries). */
   prune(tag: string, alive: (seq: number) => boolean): void {
-    const list = this.postings.get(tag);
+    const list = this.postings?.get(tag);
     if (!list) return;
     const kept = list.filter(alive);
     if (kept.length === 0) {
-      this.postings.delete(tag);
+      this.postings!.delete(tag);
       this.sortedKeys = null;
-    } else if (kept.length !== list.length) this.postings.set(tag, kept);
+      if (this.postings!.size === 0) this.postings = undefined;
+    } else if (kept.length !== list.length) this.postings!.set(tag, kept);
   }
 }

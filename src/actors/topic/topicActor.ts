@@ -6,7 +6,8 @@
 // Effects go through ActorCtx; time is ctx.now, never the clock.
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // control frames gate replies; a gate runs in the step that releases it.
-import type { TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
+import type { StatsTotals, TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
+import type { RouterStats } from '../../core/messages/router.js';
 import { assertNever, fail, storageFailed } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
@@ -18,7 +19,7 @@ import { deleteTopic, put } from './lifecycle.js';
 import { TopicReads } from './reads.js';
 import { deleteRecordsStep } from './recordDelete.js';
 import { applyTtl } from './retention.js';
-import { topicStateBody, topicStats, topicSummary } from './topicState.js';
+import { addTopicStats, effectivePriority, topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
 import { StorageState } from '../../storage/storageState.js';
 import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
@@ -29,22 +30,25 @@ export type { ActorOptions } from './actorCore.js';
 
 export class TopicActor implements ActorCore {
   current: TopicInstance | undefined;
-  /** Instances deleted while frames were in flight; kept until their gates drain. */
-  private retired: TopicInstance[] = [];
-  /** Replies gated on frames of no particular instance (topic deletes). */
-  private deleteGates: Gate[] = [];
+  /** Instances deleted while frames were in flight; kept until their gates drain (else undefined). */
+  private retired: TopicInstance[] | undefined = undefined;
+  /** Replies gated on frames of no particular instance (topic deletes), else undefined. */
+  private deleteGates: Gate[] | undefined = undefined;
   private frameNo = 0;
   writtenFrameNo = 0;
   durableFrameNo = 0;
   private timerIds = 1;
   private leaseNo = 0;
-  readonly reads: TopicReads;
+  /** Made at the first read: most of a worker's topics are idle, and idle state is memory. */
+  private readsState: TopicReads | undefined = undefined;
 
   constructor(
     readonly name: string,
     readonly opts: ActorOptions,
-  ) {
-    this.reads = new TopicReads(name, opts.maxLimit, () => this.nextTimerId());
+  ) {}
+
+  get reads(): TopicReads {
+    return (this.readsState ??= new TopicReads(this.name, this.opts.maxLimit, this));
   }
 
   nextFrame(): number {
@@ -99,8 +103,11 @@ export class TopicActor implements ActorCore {
     if (written > this.writtenFrameNo) this.writtenFrameNo = written;
     if (durable > this.durableFrameNo) this.durableFrameNo = durable;
     if (this.durableFrameNo > this.writtenFrameNo) this.writtenFrameNo = this.durableFrameNo;
-    for (const inst of this.retired) this.advance(ctx, inst);
-    this.retired = this.retired.filter((i) => i.pending.length > 0 || i.gates.length > 0);
+    if (this.retired) {
+      for (const inst of this.retired) this.advance(ctx, inst);
+      this.retired = this.retired.filter((i) => i.pending.length > 0 || i.gates.length > 0);
+      if (this.retired.length === 0) this.retired = undefined;
+    }
     if (this.current) this.advance(ctx, this.current);
     this.runDeleteGates(ctx);
   }
@@ -108,7 +115,7 @@ export class TopicActor implements ActorCore {
   advance(ctx: ActorCtx, inst: TopicInstance): void {
     const { headBefore, durableBefore, moved } = revealBatches(this, ctx, inst);
     if (inst === this.current) {
-      if (moved) this.reads.wake(ctx, inst);
+      if (moved) this.readsState?.wake(ctx, inst);
       if ((moved || inst.durableHead !== durableBefore) && ctx.watched()) publishVisible(this, ctx, inst, headBefore, moved);
       if (moved && inst.queue) refillStreams(this, ctx, inst);
       if (moved && inst.routing) pumpAll(this, ctx, inst);
@@ -140,14 +147,14 @@ export class TopicActor implements ActorCore {
       for (const g of gates) if (g.reqId !== undefined) ctx.reply(g.reqId, storageFailed());
       gates.length = 0;
     };
-    for (const inst of [...this.retired, ...(this.current ? [this.current] : [])]) failGates(inst.gates);
-    failGates(this.deleteGates);
-    this.retired = [];
+    for (const inst of [...(this.retired ?? []), ...(this.current ? [this.current] : [])]) failGates(inst.gates);
+    if (this.deleteGates) failGates(this.deleteGates);
+    this.retired = undefined;
   }
 
   retire(inst: TopicInstance, done: Gate): void {
-    if (inst.pending.length > 0 || inst.gates.length > 0) this.retired.push(inst);
-    this.deleteGates.push(done);
+    if (inst.pending.length > 0 || inst.gates.length > 0) (this.retired ??= []).push(inst);
+    (this.deleteGates ??= []).push(done);
   }
 
   private runInstanceGates(ctx: ActorCtx, inst: TopicInstance): void {
@@ -157,18 +164,19 @@ export class TopicActor implements ActorCore {
       if (this.met(inst, g)) g.send(ctx);
       else still.push(g);
     }
+    // length = 0 also gives the array's backing store back (an idle topic keeps none).
     inst.gates.length = 0;
     inst.gates.push(...still);
   }
 
   private runDeleteGates(ctx: ActorCtx): void {
-    if (this.deleteGates.length === 0) return;
+    if (!this.deleteGates) return;
     const still = [];
     for (const g of this.deleteGates) {
       if (this.durableFrameNo >= (g.needDurableFrame ?? 0)) g.send(ctx);
       else still.push(g);
     }
-    this.deleteGates = still;
+    this.deleteGates = still.length > 0 ? still : undefined;
   }
 
   // ---- retention ---------------------------------------------------------------------------
@@ -210,7 +218,7 @@ export class TopicActor implements ActorCore {
   }
 
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {
-    if (this.reads.onColdRead(ctx, token, bufs, this.current)) return;
+    if (this.readsState?.onColdRead(ctx, token, bufs, this.current)) return;
     if (!onRouterCold(this, ctx, this.current, token, bufs)) onQueueCold(this, ctx, this.current, token, bufs);
   }
 
@@ -236,11 +244,11 @@ export class TopicActor implements ActorCore {
 
   /** Shutdown: every parked long-poll answers now with what it has. */
   releaseParked(ctx: ActorCtx): void {
-    this.reads.releaseAll(ctx);
+    this.readsState?.releaseAll(ctx);
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {
-    if (this.reads.onTimer(ctx, timerId)) return;
+    if (this.readsState?.onTimer(ctx, timerId)) return;
     if (!onRouterTimer(this, ctx, this.current, timerId)) onQueueTimer(this, ctx, this.current, timerId);
   }
 
@@ -264,5 +272,15 @@ export class TopicActor implements ActorCore {
 
   stats(now: number): TopicStats | undefined {
     return this.current ? topicStats(this.current, now) : undefined;
+  }
+
+  /** Adds the live instance to a worker's metrics totals (a read, like stats). */
+  addStats(totals: StatsTotals, routers: RouterStats[], now: number): void {
+    if (this.current) addTopicStats(totals, routers, this.current, now);
+  }
+
+  /** The live instance's effective priority (G1), 0 when absent. */
+  priority(now: number): number {
+    return this.current ? effectivePriority(this.current, now) : 0;
   }
 }

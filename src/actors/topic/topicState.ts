@@ -1,6 +1,7 @@
 // Read-only reports of a topic instance: the topic-state body (RESOLVED G1), list summaries
 // (G6), metrics stats, and the effective priority. Pure functions of the instance and a time.
-import type { TopicStats, TopicSummary } from '../../core/messages/rpc.js';
+import type { StatsTotals, TopicStats, TopicSummary } from '../../core/messages/rpc.js';
+import type { RouterStats } from '../../core/messages/router.js';
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import { queueStats } from '../queue/queueSteps.js';
@@ -67,6 +68,20 @@ export function topicSummary(inst: TopicInstance, now: number): TopicSummary {
     durable: inst.config.durable,
     effective_priority: effectivePriority(inst, now),
   };
+}
+
+/** Adds the instance to a worker's metrics totals (and its routers to `routers`), as topicStats would report it. */
+export function addTopicStats(t: StatsTotals, routers: RouterStats[], inst: TopicInstance, now: number): void {
+  const v = ttlView(inst, now);
+  t.topics++;
+  t.byClass[inst.config.durability]++;
+  t.records += v.count;
+  t.bytes += v.bytes;
+  if (inst.queue) {
+    t.queueTopics++;
+    t.leasesInFlight += inst.queue.inFlight;
+  }
+  if (inst.routing && inst.routing.forwarders.size > 0) routers.push(...routerStats(inst));
 }
 
 export function topicStats(inst: TopicInstance, now: number): TopicStats {

@@ -47,6 +47,9 @@ export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance):
   // durableHead: the visible prefix whose frames are fsynced. For memory and ephemeral topics,
   // which are never fsynced, the ack point is the commit point (docs/WATCH.md).
   while (inst.unsynced.length > 0 && inst.unsynced[0]!.frameNo <= a.durableFrameNo) inst.unsynced.shift();
+  // Emptied queues give their backing stores back (length = 0 does): an idle topic keeps none.
+  if (inst.pending.length === 0) inst.pending.length = 0;
+  if (inst.unsynced.length === 0) inst.unsynced.length = 0;
   inst.durableHead = inst.unsynced.length > 0 ? inst.unsynced[0]!.firstSeq - 1 : inst.head;
   return { headBefore, durableBefore, moved };
 }

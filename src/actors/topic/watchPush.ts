@@ -62,7 +62,7 @@ export function renderPush(inst: TopicInstance, from: number, to: number): PushP
       let slot = nodeSlot.get(id);
       if (slot === undefined) {
         slot = nodes.length;
-        nodes.push(inst.nodes.names[id]!);
+        nodes.push(inst.nodes.name(id));
         nodeSlot.set(id, slot);
       }
       nodeIdx[i] = slot;

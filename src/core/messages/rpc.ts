@@ -221,6 +221,31 @@ export interface TopicStats {
   routers?: RouterStats[];
 }
 
+/** Totals of one worker's topics for /v0/metrics (summed over workers on main). */
+export interface StatsTotals {
+  topics: number;
+  byClass: Record<'ephemeral' | 'memory' | 'disk' | 'fsync', number>;
+  records: number;
+  bytes: number;
+  queueTopics: number;
+  leasesInFlight: number;
+}
+
+export function emptyTotals(): StatsTotals {
+  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0 };
+}
+
+/**
+ * What a worker reports to a metrics scrape: totals, the stats of its first topics by name
+ * (per-topic series stop at a fixed count, so nothing scales with the number of topics) and
+ * every router whose source it owns.
+ */
+export interface WorkerStats {
+  totals: StatsTotals;
+  first: TopicStats[];
+  routers: RouterStats[];
+}
+
 /**
  * A worker's checkpoint step (DESIGN 2.5 step 1): its snapshot parts as JSON bytes and the packs
  * it holds nothing live in, or why it cannot take part now (errors cross threads as values: an
