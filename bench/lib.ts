@@ -508,8 +508,12 @@ function probe(port: number, p: string): Promise<number> {
 
 /** Starts `node dist/cli.js serve` with SERVICE_PORT=0 in a fresh (or given) data dir. */
 export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number } = {}): Promise<ChildServer> {
-  if (!fs.existsSync(CLI)) throw new Error(`${CLI} not found: run \`npm run build\` first`);
-  return ChildServer.start({ script: CLI, args: ['serve'], readyPath: '/v0/ready', label: opts.label ?? 'spool', ...opts });
+  const cli = process.env.BENCH_SPOOL_CLI ? path.resolve(process.env.BENCH_SPOOL_CLI) : CLI;
+  if (!fs.existsSync(cli)) throw new Error(`${cli} not found: run \`npm run build\` first`);
+  // BENCH_SERVER_NODE_ARGS: extra node options for every spool server (e.g. --perf-basic-prof
+  // for `perf record`); BENCH_SPOOL_CLI: another build's dist/cli.js (a baseline commit).
+  const extra = process.env.BENCH_SERVER_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+  return ChildServer.start({ script: cli, args: ['serve'], readyPath: '/v0/ready', label: opts.label ?? 'spool', ...opts, nodeArgs: [...extra, ...(opts.nodeArgs ?? [])] });
 }
 
 /** Starts the bare Fastify echo server (bench/echo-server.ts). */
