@@ -36,6 +36,7 @@ import { PressureGate } from '../pressure/gate.js';
 import { StreamPacer } from '../pressure/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
+import { lazyChildLogger, levelEnabled } from './lazyLogger.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 export const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -109,6 +110,8 @@ export async function buildServer(
     // pino (src/log.ts); Fastify's own per-request lines are off, onResponse below logs one.
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    // A request's child logger is made when it first writes a line, not for every request.
+    childLoggerFactory: lazyChildLogger,
     genReqId: requestId,
     // Errors Fastify raises before routing (a bad percent-escape in the path): the spec's body.
     frameworkErrors(err, req, reply) {
@@ -169,6 +172,8 @@ export async function buildServer(
   // One line per request at debug; every 5xx at error, with its request id and error code.
   app.addHook('onResponse', (req, reply, done) => {
     metrics.requests.observe(req, reply);
+    // The line is built only when it will be written (a 5xx, or the debug level).
+    if (reply.statusCode < 500 && !levelEnabled(req.log, 'debug')) return done();
     const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
     // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
     const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');
