@@ -2,8 +2,8 @@
 // stream that queued bytes marks itself dirty; the pacer flushes dirty streams in the order they
 // became dirty, after the iteration's worker messages and read replies, so all frames a stream
 // gets before its turn leave in one write. Invariants: flushing takes at most half the main
-// thread (after a slice of d ms the next waits d ms), so under load frames coalesce and
-// requests get their turn; and no slice runs longer than about SLICE_MS.
+// thread (after a slice of d ms the next waits d ms, at most SLICE_MS), so under load frames
+// coalesce and requests get their turn; and no slice runs longer than about SLICE_MS.
 //
 // Slices (issue 12, 1000-watcher fan-out): a flush of every dirty stream used to run to the end
 // in one go. At 1000 watchers that was 15-40 ms during which nothing else ran: the worker's next
@@ -83,7 +83,10 @@ export class FlushPacer {
       this.head = i;
     }
     const t1 = nowMs();
-    this.nextFlushAtMs = t1 + (t1 - t0);
+    // Wait as long as the slice ran, but not longer than a slice's worth of work: a slice that
+    // took longer on the clock was preempted (two shared cores), not busier, and waiting out
+    // the preemption too would only add it to every record's delay.
+    this.nextFlushAtMs = t1 + Math.min(t1 - t0, SLICE_MS);
     if (this.head < this.queue.length) this.schedule();
   };
 }
