@@ -5,6 +5,7 @@
 // Output convention: progress goes to stderr; stdout carries one JSON line per workload
 // (starts with `{`) and the final Markdown table (lines start with `|`).
 import http from 'node:http';
+import net from 'node:net';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -47,6 +48,12 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 const liveChildren = new Set<ChildProcess>();
 const liveDirs = new Set<string>();
+const cleanupFns: (() => void)[] = [];
+
+/** Registers a synchronous cleanup (a process not started through ChildServer, e.g. PostgreSQL). */
+export function onCleanup(fn: () => void): void {
+  cleanupFns.push(fn);
+}
 
 function alive(p: ChildProcess): boolean {
   return p.exitCode === null && p.signalCode === null;
@@ -64,6 +71,13 @@ export function cleanupAll(): void {
     }
   }
   liveChildren.clear();
+  for (const fn of cleanupFns.splice(0)) {
+    try {
+      fn();
+    } catch {
+      /* best effort */
+    }
+  }
   for (const d of liveDirs) removeDir(d);
 }
 
@@ -494,8 +508,12 @@ function probe(port: number, p: string): Promise<number> {
 
 /** Starts `node dist/cli.js serve` with SERVICE_PORT=0 in a fresh (or given) data dir. */
 export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number } = {}): Promise<ChildServer> {
-  if (!fs.existsSync(CLI)) throw new Error(`${CLI} not found: run \`npm run build\` first`);
-  return ChildServer.start({ script: CLI, args: ['serve'], readyPath: '/v0/ready', label: opts.label ?? 'spool', ...opts });
+  const cli = process.env.BENCH_SPOOL_CLI ? path.resolve(process.env.BENCH_SPOOL_CLI) : CLI;
+  if (!fs.existsSync(cli)) throw new Error(`${cli} not found: run \`npm run build\` first`);
+  // BENCH_SERVER_NODE_ARGS: extra node options for every spool server (e.g. --perf-basic-prof
+  // for `perf record`); BENCH_SPOOL_CLI: another build's dist/cli.js (a baseline commit).
+  const extra = process.env.BENCH_SERVER_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
+  return ChildServer.start({ script: cli, args: ['serve'], readyPath: '/v0/ready', label: opts.label ?? 'spool', ...opts, nodeArgs: [...extra, ...(opts.nodeArgs ?? [])] });
 }
 
 /** Starts the bare Fastify echo server (bench/echo-server.ts). */
@@ -569,6 +587,86 @@ export class HttpClient {
 
   close(): void {
     this.agent.destroy();
+  }
+}
+
+/**
+ * One keep-alive HTTP/1.1 connection with a hand-written request line and a response parser
+ * that only finds the status and Content-Length: the catch-up reader's client (catchup-diff),
+ * doing no more per page than its PostgreSQL peer's wire-protocol client does. node:http's
+ * parser, IncomingMessage and stream machinery cost as much client CPU per page as the
+ * server's own work, on the same two cores. One request at a time; chunked replies are refused
+ * (spool answers every diff with a Content-Length).
+ */
+export class RawHttpConn {
+  private sock: net.Socket | undefined;
+  private acc: Buffer = Buffer.alloc(0);
+  private want = -1; // body bytes still expected (-1: headers not complete)
+  private status = 0;
+  private chunks: Buffer[] = [];
+  private have = 0;
+  private waiter: { resolve: (r: Resp) => void; reject: (e: Error) => void; t0: bigint } | null = null;
+  constructor(readonly port: number) {}
+
+  private connect(): net.Socket {
+    const sock = net.connect({ port: this.port, host: '127.0.0.1', noDelay: true });
+    sock.on('data', (d: Buffer) => this.onData(d));
+    sock.on('error', (e) => this.fail(e));
+    sock.on('close', () => {
+      this.sock = undefined;
+      this.fail(new Error('connection closed'));
+    });
+    return sock;
+  }
+
+  post(p: string, body: string): Promise<Resp> {
+    this.sock ??= this.connect();
+    const b = Buffer.from(body);
+    const head = `POST ${p} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${b.length}\r\n\r\n`;
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject, t0: process.hrtime.bigint() };
+      this.sock!.write(Buffer.concat([Buffer.from(head, 'latin1'), b]));
+    });
+  }
+
+  close(): void {
+    this.sock?.destroy();
+  }
+
+  private fail(e: Error): void {
+    const w = this.waiter;
+    this.waiter = null;
+    w?.reject(e);
+  }
+
+  private onData(d: Buffer): void {
+    if (this.want < 0) {
+      this.acc = this.acc.length ? Buffer.concat([this.acc, d]) : d;
+      const end = this.acc.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const head = this.acc.toString('latin1', 0, end);
+      this.status = Number(head.slice(9, 12));
+      const m = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+      if (!m) return this.fail(new Error(`no content-length in reply: ${head.slice(0, 300)}`));
+      this.want = Number(m[1]);
+      this.chunks = [this.acc.subarray(end + 4)];
+      this.have = this.chunks[0]!.length;
+      this.acc = Buffer.alloc(0);
+    } else {
+      this.chunks.push(d);
+      this.have += d.length;
+    }
+    if (this.have < this.want) return;
+    // One copy per reply at most (none when it came in one read).
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.have);
+    const body = all.subarray(0, this.want);
+    if (all.length > this.want) this.acc = Buffer.from(all.subarray(this.want)); // pipelined bytes (not expected)
+    this.chunks = [];
+    this.have = 0;
+    this.want = -1;
+    const w = this.waiter;
+    this.waiter = null;
+    w?.resolve({ status: this.status, body, ns: process.hrtime.bigint() - w.t0 });
   }
 }
 

@@ -8,6 +8,10 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { RequestBatch, ResultBatch, TopicRequest, TopicResult } from './messages/rpc.js';
 import { fail } from './errors.js';
+import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from './pagePool.js';
+
+/** Pages main keeps for the way back to one worker while no request goes there. */
+const RETURNED_PAGES_MAX = 8;
 
 /** Main's end: `request` resolves with the worker's result. */
 export class RequestClient {
@@ -17,8 +21,13 @@ export class RequestClient {
   private ids: number[] = [];
   private reqs: TopicRequest[] = [];
   private transfers: ArrayBuffer[] = [];
+  /** Reply pages going back to the worker with the next batch (never a message of their own). */
+  private returned: ArrayBuffer[] = [];
   private flushScheduled = false;
   private abandoned = false;
+  private readonly giveBack = (page: ArrayBuffer): void => {
+    if (!this.abandoned && this.returned.length < RETURNED_PAGES_MAX) this.returned.push(page);
+  };
 
   constructor(private readonly port: MessagePort) {
     port.on('message', (m: ResultBatch) => this.onResults(m));
@@ -46,6 +55,7 @@ export class RequestClient {
     this.ids = [];
     this.reqs = [];
     this.transfers = [];
+    this.returned = [];
     this.port.close();
   }
 
@@ -54,6 +64,11 @@ export class RequestClient {
     if (this.ids.length === 0) return;
     const batch: RequestBatch = { ids: this.ids, reqs: this.reqs };
     const transfers = this.transfers;
+    if (this.returned.length > 0) {
+      batch.recycled = this.returned;
+      for (const page of this.returned) transfers.push(page);
+      this.returned = [];
+    }
     this.ids = [];
     this.reqs = [];
     this.transfers = [];
@@ -66,7 +81,10 @@ export class RequestClient {
       const resolve = this.pending.get(id);
       if (!resolve) continue; // abandoned meanwhile
       this.pending.delete(id);
-      resolve(m.results[i]!);
+      const r = m.results[i]!;
+      // A transferred page may travel back once main has written it (reply.ts sendResult).
+      if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES) markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
+      resolve(r);
     }
   }
 }
@@ -103,6 +121,7 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
   };
 
   port.on('message', (m: RequestBatch) => {
+    if (m.recycled) recyclePages(m.recycled);
     for (let i = 0; i < m.ids.length; i++) {
       const id = m.ids[i]!;
       handle(m.reqs[i]!).then(
@@ -113,10 +132,13 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
   });
 }
 
-/** A reply's bytes cross as a transferred standalone buffer, never as a cloned pool slab. */
+/**
+ * A reply's bytes cross as a transferred standalone buffer (a reply page with its slack), never
+ * as a cloned pool slab.
+ */
 function detach(r: Extract<TopicResult, { ok: true }>, transfers: ArrayBuffer[]): TopicResult {
   const j = r.json;
-  const whole = j.byteOffset === 0 && j.byteLength === j.buffer.byteLength && j.buffer instanceof ArrayBuffer;
+  const whole = (j.byteOffset === 0 && j.byteLength === j.buffer.byteLength && j.buffer instanceof ArrayBuffer) || (j.byteOffset === 0 && isPage(j.buffer));
   if (whole && !transfers.includes(j.buffer as ArrayBuffer)) {
     transfers.push(j.buffer as ArrayBuffer);
     return r;

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
 import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
+import { pageCapacity, returnPage } from '../core/pagePool.js';
 import './requestMetrics.js'; // FastifyRequest.spoolError
 import './bodyFields.js'; // FastifyRequest.unknownFields
 
@@ -54,13 +55,28 @@ export function sendJson(req: FastifyRequest, reply: FastifyReply, status: numbe
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-/** A worker's reply: its JSON object (without the closing brace) plus the performance block. */
+/**
+ * A worker's reply: its JSON object (without the closing brace) plus the performance block.
+ * A reply page (a big read, src/core/pagePool.ts) gets the block written into its slack, so the
+ * body is sent without a copy, and the page goes back to its worker once the response has
+ * finished.
+ */
 export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicResult): FastifyReply {
   if (!r.ok) return sendError(req, reply, r);
   if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
-  const tail = Buffer.from(`,"performance":${JSON.stringify(perfBlock(req, r.perf))}}`, 'utf8');
-  const head = Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength);
-  return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(Buffer.concat([head, tail]));
+  const tail = `,"performance":${JSON.stringify(perfBlock(req, r.perf))}}`; // ASCII
+  const n = r.json.byteLength;
+  const cap = pageCapacity(r.json);
+  let body: Buffer;
+  if (cap - n >= tail.length) {
+    const page = r.json.buffer as ArrayBuffer;
+    body = Buffer.from(page, 0, n + tail.length);
+    body.write(tail, n, 'latin1');
+    reply.raw.once('finish', () => returnPage(page));
+  } else {
+    body = Buffer.concat([Buffer.from(r.json.buffer, r.json.byteOffset, n), Buffer.from(tail, 'latin1')]);
+  }
+  return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 
 /** Wraps a route handler: an HttpError thrown by request checks becomes the spec's error body. */

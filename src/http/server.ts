@@ -7,7 +7,6 @@ import compress from '@fastify/compress';
 import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { levelEnabled, requestLoggerFactory } from './requestLogger.js';
 import { RequestMetrics } from './requestMetrics.js';
 import { warningHeader } from '../core/unknownFields.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
@@ -37,6 +36,7 @@ import { PressureGate } from '../pressure/gate.js';
 import { StreamPacer } from '../pressure/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
+import { lazyChildLogger, levelEnabled } from './lazyLogger.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 export const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -110,8 +110,9 @@ export async function buildServer(
     // pino (src/log.ts); Fastify's own per-request lines are off, onResponse below logs one.
     loggerInstance: logger,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'req_id' }),
+    // A request's child logger is made when it first writes a line, not for every request.
+    childLoggerFactory: lazyChildLogger,
     genReqId: requestId,
-    childLoggerFactory: requestLoggerFactory,
     // Errors Fastify raises before routing (a bad percent-escape in the path): the spec's body.
     frameworkErrors(err, req, reply) {
       reply.header('x-request-id', req.id);
@@ -169,10 +170,10 @@ export async function buildServer(
     done(null, payload);
   });
   // One line per request at debug; every 5xx at error, with its request id and error code.
-  const debugLines = levelEnabled(app.log, 'debug');
   app.addHook('onResponse', (req, reply, done) => {
     metrics.requests.observe(req, reply);
-    if (reply.statusCode < 500 && !debugLines) return done(); // no line to write: build none
+    // The line is built only when it will be written (a 5xx, or the debug level).
+    if (reply.statusCode < 500 && !levelEnabled(req.log, 'debug')) return done();
     const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
     // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
     const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');

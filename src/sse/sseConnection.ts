@@ -5,8 +5,17 @@
 // and resumes only on 'drain'; what it holds is bounded by `highWaterBytes` plus the one
 // flush that crossed it. What to send, and what to do on pause, resume or close,
 // belongs to the stream that owns it.
+//
+// Writes (issue 12, watch fan-out): the first flush goes through `res.write`, which sends the
+// response head with it; every later one writes its bytes straight to the socket, chunk framing
+// included, as ONE `socket.write` of a Buffer shared with every connection that queued the same
+// frames (src/sse/sharedChunks.ts): one syscall per connection per flush, nothing built per
+// connection. Only while the response owns its socket and holds nothing buffered itself
+// (otherwise, and for HTTP/1.0 framing, the bytes take `res.write` as before).
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FlushPacer, PacedFlush } from './flushPacer.js';
+import { CHUNK_END, SHARED_CHUNK_BYTES_MAX, SharedChunks, chunkHead, frameChunk } from './sharedChunks.js';
 import { HEARTBEAT_FRAME, RETRY_FRAME, SSE_HEADERS, errorFrame, type ErrorFrame } from './wire.js';
 
 export interface SseConnectionOptions {
@@ -35,6 +44,9 @@ export class SseConnection implements PacedFlush {
   private outBytes = 0;
   private lastWriteMs: number;
   private hbTimer: NodeJS.Timeout | undefined;
+  /** The 'drain' listener: on the response, and on the socket once bytes go to it directly. */
+  private readonly drainListener = () => this.onDrain();
+  private drainSocket: Socket | null = null;
 
   constructor(
     private readonly res: ServerResponse,
@@ -59,7 +71,7 @@ export class SseConnection implements PacedFlush {
   open(o: { initialHeartbeat?: boolean } = {}): void {
     this.res.writeHead(200, SSE_HEADERS);
     this.res.on('close', () => this.onClose());
-    this.res.on('drain', () => this.onDrain());
+    this.res.on('drain', this.drainListener);
     this.write(RETRY);
     if (o.initialHeartbeat) this.write(HEARTBEAT);
     this.armHeartbeat();
@@ -77,22 +89,58 @@ export class SseConnection implements PacedFlush {
     this.outBytes += chunk.length;
   }
 
-  /** Writes what this iteration queued; pauses the connection if its socket backs up. */
-  flush(nowMs: number): void {
+  /**
+   * Writes what this iteration queued; pauses the connection if its socket backs up. `shared`
+   * (the pacer's, for one flush) lets connections with the same queued frames write one Buffer.
+   */
+  flush(nowMs: number, shared?: SharedChunks): void {
     if (this.isClosed || this.out.length === 0) return;
     this.lastWriteMs = nowMs;
-    const chunk = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out, this.outBytes);
+    const parts = this.out;
+    const bytes = this.outBytes;
     this.out = [];
     this.outBytes = 0;
-    // A chunked response writes size, CRLF, data and CRLF separately; corked, they leave in one
-    // writev instead of four syscalls.
-    const sock = this.res.socket;
-    sock?.cork();
-    this.res.write(chunk);
-    sock?.uncork();
+    const sock = this.ownSocket();
+    if (sock === null) {
+      const chunk = parts.length === 1 ? parts[0]! : Buffer.concat(parts, bytes);
+      // A chunked response writes size, CRLF, data and CRLF separately; corked, they leave in
+      // one writev instead of four syscalls.
+      const s = this.res.socket;
+      s?.cork();
+      this.res.write(chunk);
+      s?.uncork();
+    } else {
+      const chunked = this.res.chunkedEncoding;
+      if (bytes <= SHARED_CHUNK_BYTES_MAX) {
+        sock.write(shared ? shared.get(parts, bytes, chunked) : chunked ? frameChunk(parts, bytes) : Buffer.concat(parts, bytes));
+      } else {
+        // Big frames (a backlog pull) are not copied: one corked writev.
+        sock.cork();
+        if (chunked) sock.write(chunkHead(bytes));
+        for (const part of parts) sock.write(part);
+        if (chunked) sock.write(CHUNK_END);
+        sock.uncork();
+      }
+    }
     // Not write()'s false: Node returns it for any chunk over 16 KiB even when the kernel takes
     // it all at once. What counts is what stays queued in user space.
     if (this.res.writableLength > this.opts.highWaterBytes) this.pause();
+  }
+
+  /**
+   * The socket when bytes may go to it directly: the head is out, the response buffers nothing
+   * of its own and is the one its socket serves. (Node's own fields; any doubt takes res.write.)
+   */
+  private ownSocket(): Socket | null {
+    const res = this.res as ServerResponse & { _headerSent?: boolean; outputSize?: number };
+    const sock = res.socket as (Socket & { _httpMessage?: unknown }) | null;
+    if (sock === null || res._headerSent !== true || res.outputSize !== 0 || sock._httpMessage !== res || !sock.writable) return null;
+    // Raw writes never set the response's own drain flag: resume on the socket's 'drain'.
+    if (this.drainSocket !== sock) {
+      this.drainSocket?.off('drain', this.drainListener);
+      (this.drainSocket = sock).on('drain', this.drainListener);
+    }
+    return sock;
   }
 
   /** A non-terminal error frame (G11 advisory pacing, 429): the stream stays open. */
@@ -148,6 +196,8 @@ export class SseConnection implements PacedFlush {
     if (this.isClosed) return;
     this.isClosed = true;
     if (this.hbTimer) clearTimeout(this.hbTimer);
+    this.drainSocket?.off('drain', this.drainListener); // a keep-alive socket may serve on
+    this.drainSocket = null;
     this.opts.onClose();
   }
 }

@@ -32,6 +32,8 @@ export class WatchHub {
   private readonly projections = new ProjectionCache();
   private readonly projectionKeys = new WeakMap<WatchSession, string>();
   private batchNo = 0;
+  /** The frames last handed out: the streams of one batch mostly share one projection. */
+  private lastFrames: { batchNo: number; key: string; frames: PushFrames } | undefined;
   private readonly deps: StreamDeps;
 
   /** Observes each pushed batch's age (now − its first record's $ts): watch delivery latency. */
@@ -121,7 +123,11 @@ export class WatchHub {
   private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
     let key = this.projectionKeys.get(s);
     if (key === undefined) this.projectionKeys.set(s, (key = projectionKey(s.opts)));
-    return this.projections.frames(batchNo, b, s.opts, key);
+    const last = this.lastFrames;
+    if (last !== undefined && last.batchNo === batchNo && last.key === key) return last.frames;
+    const frames = this.projections.frames(batchNo, b, s.opts, key);
+    this.lastFrames = { batchNo, key, frames };
+    return frames;
   }
 
   /** One message of a worker's turn: every event, in order, to the streams that follow its topic. */

@@ -2,11 +2,12 @@
 // the requests of one turn leave as one message, the results settled in one turn come back as one
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
 // transferred, a handler that throws answers `internal` instead of leaving the caller hanging, and
-// an abandoned channel settles nothing more.
+// an abandoned channel settles nothing more; reply pages make the round trip (src/core/pagePool.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { RequestClient, serveRequests } from '../../src/core/requestChannel.js';
+import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
 
 function ok(text: string): TopicResult {
@@ -98,4 +99,36 @@ test('abandon leaves pending requests unsettled and refuses later ones', async (
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(settled, false, 'an abandoned request never settles');
   await assert.rejects(client.request({ op: 'state', topic: 'x', touch: false }), /abandoned/);
+});
+
+test('a reply page crosses whole, keeps its slack, and comes back with the next request batch', async () => {
+  const ch = new MessageChannel();
+  const toWorker: RequestBatch[] = [];
+  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
+  const size = PAGE_MIN_BYTES + 100;
+  let page: Buffer | undefined;
+  const reused: boolean[] = [];
+  serveRequests(ch.port2, async () => {
+    page = allocPage(size);
+    reused.push(page[0] === 0x20); // a fresh page is zeroed
+    page.fill(0x20);
+    return { ok: true, status: 200, json: page, perf: {} };
+  });
+  const client = new RequestClient(ch.port1);
+  try {
+    const r = await client.request({ op: 'state', topic: 'x', touch: false });
+    assert.ok(r.ok);
+    assert.equal(page!.byteLength, 0, 'the page was transferred, not copied');
+    assert.equal(r.json.byteLength, size);
+    const cap = pageCapacity(r.json);
+    assert.ok(cap - size >= PAGE_TAIL_SLACK_BYTES, `slack behind the JSON (capacity ${cap})`);
+    returnPage(r.json.buffer);
+    assert.equal(r.json.byteLength, size, 'returning queues the page; it leaves with the next batch');
+    await client.request({ op: 'state', topic: 'y', touch: false });
+    assert.equal(r.json.byteLength, 0, 'the page went back to the worker');
+    assert.equal(toWorker.at(-1)!.recycled?.length, 1);
+    assert.deepEqual(reused, [false, true], 'the second reply was rendered into the recycled page');
+  } finally {
+    ch.port1.close();
+  }
 });

@@ -25,8 +25,10 @@ async function ticksUntil(done: () => boolean): Promise<void> {
 
 interface Served {
   conn: SseConnection;
-  /** Every chunk the connection handed to res.write, in order. */
+  /** Every chunk the connection wrote (res.write, then the socket directly), in order. */
   writes: Buffer[];
+  /** The Buffers it wrote straight to the socket (as written, not copied). */
+  raw: Buffer[];
   events: string[];
 }
 
@@ -46,12 +48,30 @@ async function serve(o: Opts = {}): Promise<{ port: number; served: Promise<Serv
   let resolve!: (s: Served) => void;
   const served = new Promise<Served>((r) => (resolve = r));
   const server = http.createServer((_req, res) => {
+    // Every write the connection makes: through res.write (the first, with the head) or, after
+    // it, straight to the socket (not the socket writes res.write itself makes).
     const writes: Buffer[] = [];
+    const raw: Buffer[] = [];
+    let inRes = false;
     const write = res.write;
     res.write = ((chunk: any, ...rest: any[]) => {
       writes.push(Buffer.from(chunk));
-      return (write as any).call(res, chunk, ...rest);
+      inRes = true;
+      try {
+        return (write as any).call(res, chunk, ...rest);
+      } finally {
+        inRes = false;
+      }
     }) as typeof res.write;
+    const sock = res.socket!;
+    const sockWrite = sock.write;
+    sock.write = ((chunk: any, ...rest: any[]) => {
+      if (!inRes && !res.writableEnded) {
+        writes.push(Buffer.from(chunk));
+        raw.push(chunk);
+      }
+      return (sockWrite as any).call(sock, chunk, ...rest);
+    }) as typeof sock.write;
     const events: string[] = [];
     const conn = new SseConnection(res, pacer, {
       highWaterBytes: o.highWaterBytes ?? 1024 * 1024,
@@ -62,7 +82,7 @@ async function serve(o: Opts = {}): Promise<{ port: number; served: Promise<Serv
       onClose: () => events.push('close'),
     });
     conn.open({ initialHeartbeat: o.initialHeartbeat });
-    resolve({ conn, writes, events });
+    resolve({ conn, writes, raw, events });
   });
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -201,4 +221,36 @@ test('fail: a terminal error frame with no id line, then the response ends; writ
   assert.deepEqual(last, ['event: error', `data: ${JSON.stringify({ code: 503, error: 'shutting_down', message: 'draining', terminal: true, retry_after_ms: 1000 })}`]);
   assert.ok(!last.some((l) => l.startsWith('id:')));
   assert.deepEqual(s.events, ['close'], 'onClose once');
+});
+
+test('after the head, frames go straight to the socket as one HTTP chunk, shared by connections that queued the same frames', async () => {
+  const a = await serve();
+  const b = await serve();
+  const ca = await get(a.port);
+  const cb = await get(b.port);
+  const sa = await a.served;
+  const sb = await b.served;
+  await ca.until(() => ca.blocks().length === 1);
+  await cb.until(() => cb.blocks().length === 1);
+  const f1 = Buffer.from('id: 1\nevent: record\ndata: {"a":1}\n\n');
+  const f2 = Buffer.from('id: 2\nevent: record\ndata: {"a":2}\n\n');
+  for (const s of [sa, sb]) {
+    s.conn.write(f1);
+    s.conn.write(f2);
+  }
+  await ticksUntil(() => sa.raw.length > 0 && sb.raw.length > 0);
+  assert.equal(sa.raw.length, 1, 'one socket write for the two frames');
+  assert.equal(sa.raw[0], sb.raw[0], 'both connections wrote the very same Buffer');
+  assert.equal(sa.raw[0]!.toString('latin1'), `${(f1.length + f2.length).toString(16)}\r\n${f1}${f2}\r\n`);
+  await ca.until(() => ca.blocks().length === 3);
+  await cb.until(() => cb.blocks().length === 3);
+  assert.deepEqual(ca.blocks().slice(1), ['id: 1\nevent: record\ndata: {"a":1}', 'id: 2\nevent: record\ndata: {"a":2}']);
+  // A frame over the shared-chunk size goes out as a writev of its pieces, still one valid chunk.
+  const big = Buffer.from(`id: 3\nevent: record\ndata: "${'x'.repeat(70 * 1024)}"\n\n`);
+  sa.conn.write(big);
+  await ca.until(() => ca.blocks().length === 4);
+  assert.equal(ca.blocks()[3], big.toString('latin1').slice(0, -2));
+  sa.conn.end();
+  sb.conn.end();
+  await ca.until(() => ca.ended());
 });

@@ -274,6 +274,8 @@ export interface QueueStats {
 export interface RequestBatch {
   ids: number[];
   reqs: TopicRequest[];
+  /** Reply pages main has finished writing, transferred back for reuse (src/core/pagePool.ts). */
+  recycled?: ArrayBuffer[];
 }
 
 /** worker → main on the request channel: the results settled in one turn. */
