@@ -203,6 +203,8 @@ export class WorkerRecovery {
       this.host.byTopicId.set(a.current.id, a);
       ids.push(a.current.id);
     }
+    // Ids of instances deleted during the replay still point at their (dropped) actors.
+    for (const [id, a] of this.host.byTopicId) if (a.current?.id !== id) this.host.byTopicId.delete(id);
     return { topics: ids.length, appends: this.stats.appends, ids };
   }
 }
