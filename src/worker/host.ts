@@ -128,7 +128,7 @@ export class ActorHost implements HostServices {
         this.rngs.clear();
         this.seedTraced.clear();
       },
-      replayAck: (bytes) => this.wal.replayAck(bytes),
+      replayAck: (bytes, buf) => this.wal.replayAck(bytes, buf),
       workerIndex: opts.workerIndex,
       workers: opts.workers,
     });
