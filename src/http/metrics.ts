@@ -50,6 +50,7 @@ function addTotals(sum: StatsTotals, t: StatsTotals): void {
   sum.bytes += t.bytes;
   sum.queueTopics += t.queueTopics;
   sum.leasesInFlight += t.leasesInFlight;
+  sum.actors += t.actors;
 }
 
 export class Metrics {
@@ -82,6 +83,7 @@ export class Metrics {
     gauge('spool_records_live', 'Live records, all topics.');
     gauge('spool_bytes_live', 'Live payload bytes, all topics.');
     gauge('spool_queue_topics', 'Topics of type queue.');
+    gauge('spool_topic_actors', 'Topic actors held by the workers: live topics plus names with a request or frame still pending (issue 15).');
     gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
     gauge('spool_sse_connections', 'Open watch and /work streams.');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
@@ -172,6 +174,7 @@ export class Metrics {
     g.spool_records_live!.set(s.totals.records);
     g.spool_bytes_live!.set(s.totals.bytes);
     g.spool_queue_topics!.set(s.totals.queueTopics);
+    g.spool_topic_actors!.set(s.totals.actors);
     g.spool_queue_leases_in_flight!.set(s.totals.leasesInFlight);
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);

@@ -52,9 +52,9 @@ export function validPrefix(buf: Buffer): { end: number; reason: string | undefi
  * cut (when `repair`: one worker repairs a pack, the others only read it); anything else that is
  * not a whole frame is a PackCorruptionError.
  */
-export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean): Promise<Buffer> {
+export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean, into?: ReuseBuffer): Promise<Buffer> {
   const file = path.join(packsDir(dataDir), pack.name);
-  const buf = await fsx.readFile(file);
+  const buf = into ? await readInto(fsx, file, into) : await fsx.readFile(file);
   const { end, reason } = validPrefix(buf);
   if (end === buf.length) return buf;
   const torn = reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';
@@ -71,6 +71,36 @@ export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repai
     }
   }
   return end < buf.length ? buf.subarray(0, end) : Buffer.concat([buf, Buffer.alloc(end - buf.length)]);
+}
+
+/**
+ * One buffer reused for a sequence of reads (recovery reads every pack once, one at a time: a
+ * fresh 16 MiB buffer per pack was garbage the GC took long to return, issue 15). What a read
+ * returns is valid until the next read into the same ReuseBuffer.
+ */
+export class ReuseBuffer {
+  private buf = Buffer.alloc(0);
+
+  take(bytes: number): Buffer {
+    if (this.buf.length < bytes) this.buf = Buffer.allocUnsafeSlow(bytes);
+    return this.buf.subarray(0, bytes);
+  }
+}
+
+async function readInto(fsx: Fs, file: string, into: ReuseBuffer): Promise<Buffer> {
+  const fh = await fsx.open(file, 'r');
+  try {
+    const buf = into.take(fsx.statSync(file).size);
+    let got = 0;
+    while (got < buf.length) {
+      const n = await fh.read(buf, got, buf.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got);
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Walks the frames of a pack already read by readPack (CRC-checked there). */

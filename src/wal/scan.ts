@@ -9,20 +9,22 @@
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
 import path from 'node:path';
-import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs } from '../storage/fs.js';
+import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs, type FsFile } from '../storage/fs.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
-import { FRAME_ALIGN, WAL_HEADER_BYTES, FrameType } from './format.js';
-import { decodeJsonBody, FrameView, probeFrame } from './frame.js';
+import { FRAME_ALIGN, FRAME_PREFIX_BYTES, WAL_HEADER_BYTES, FrameType } from './format.js';
+import { alignUp, decodeJsonBody, FrameView, probeFrame } from './frame.js';
 
 export class WalCorruptionError extends Error {}
 
 export interface ScanSink {
   /** Worker index for a frame, or undefined to drop it (global or unknown-topic frames). */
   route(buf: Buffer, f: FrameView): number | undefined;
-  /** A chunk of whole frames for one worker, in log order. */
+  /** A chunk of whole frames for one worker, in log order: the start of its own ArrayBuffer (transferable). */
   emit(worker: number, chunk: Buffer): void | Promise<void>;
+  /** An ArrayBuffer of at least `bytes` for a chunk (reused ones); a fresh one when absent. */
+  chunkBuffer?(bytes: number): ArrayBuffer;
   progress(fraction: number): void;
   /** Every frame, including global ones (BOOT), for epoch bookkeeping. */
   seen(buf: Buffer, f: FrameView): void;
@@ -36,7 +38,44 @@ export interface ScanResult {
   quarantinedBytes: number;
 }
 
-const CHUNK_BYTES = 4 * 1024 * 1024;
+export const CHUNK_BYTES = 4 * 1024 * 1024;
+/** A file is read through a window this large (grown for a larger frame), one for the whole scan. */
+const WINDOW_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A window over one WAL file. The scan used to read each file whole: a pre-allocated file is
+ * 64 MiB however little it holds, and those buffers were the largest part of what recovery left
+ * for the GC (issue 15). `view` holds the file's bytes [base, base + view.length).
+ */
+class FileWindow {
+  private buf: Buffer;
+  view: Buffer;
+  base = 0;
+
+  constructor(bytes: number) {
+    this.buf = Buffer.allocUnsafeSlow(bytes);
+    this.view = this.buf.subarray(0, 0);
+  }
+
+  /** File offset just past the window. */
+  get end(): number {
+    return this.base + this.view.length;
+  }
+
+  /** Reads the file from `from` on into the window: all of it that fits, at least `need` bytes if the file has them. */
+  async load(fh: FsFile, size: number, from: number, need: number): Promise<void> {
+    if (need > this.buf.length) this.buf = Buffer.allocUnsafeSlow(alignUp(need));
+    const want = Math.min(this.buf.length, size - from);
+    let got = 0;
+    while (got < want) {
+      const n = await fh.read(this.buf, got, want - got, from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    this.base = from;
+    this.view = this.buf.subarray(0, got);
+  }
+}
 const ZEROS = Buffer.alloc(64 * 1024);
 
 /** True when buf[off..] holds only zeros: the pre-allocated tail (compared natively, 64 KiB at a time). */
@@ -81,7 +120,8 @@ async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promis
   return false;
 }
 
-export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink): Promise<ScanResult> {
+/** `windowBytes`: how much of a file is read at a time (tests use tiny windows). */
+export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink, windowBytes = WINDOW_BYTES): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
   const dir = walDir(dataDir);
   const sizes = files.map((n) => fsx.statSync(path.join(dir, walFileName(n))).size);
@@ -90,66 +130,115 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
   const result: ScanResult = { lastFileNo: files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
   const pending = new Map<number, Buffer[]>();
   const pendingBytes = new Map<number, number>();
+  // One copy per frame, straight into the ArrayBuffer that crosses to the worker.
   const flushWorker = async (w: number) => {
     const list = pending.get(w);
     if (!list || list.length === 0) return;
-    await sink.emit(w, Buffer.concat(list));
+    const n = pendingBytes.get(w)!;
+    const chunk = Buffer.from(sink.chunkBuffer?.(n) ?? new ArrayBuffer(n), 0, n);
+    let at = 0;
+    for (const b of list) {
+      chunk.set(b, at);
+      at += b.length;
+    }
     pending.set(w, []);
     pendingBytes.set(w, 0);
+    await sink.emit(w, chunk);
+  };
+  // Pending frames are views of the window: they go out before it moves.
+  const flushAll = async () => {
+    for (const w of pending.keys()) await flushWorker(w);
+  };
+  const win = new FileWindow(windowBytes);
+  /** True when the file holds only zeros from `from` on (the pre-allocated tail), read window by window. */
+  const zerosToEnd = async (fh: FsFile, size: number, from: number): Promise<boolean> => {
+    if (!allZero(win.view, from - win.base)) return false;
+    while (win.end < size) {
+      await flushAll();
+      await win.load(fh, size, win.end, 0);
+      if (!allZero(win.view, 0)) return false;
+    }
+    return true;
   };
 
   for (let i = 0; i < files.length; i++) {
     const fileNo = files[i]!;
     const isLast = i === files.length - 1;
     const file = path.join(dir, walFileName(fileNo));
-    const buf = await fsx.readFile(file);
-    const headerErr = checkWalHeader(buf, fileNo);
-    if (headerErr) {
-      // A file whose header never became durable, with nothing but zeros after it, held no
-      // frame (frames follow a durable header): a creation or pre-allocation cut short by a
-      // crash. At the end of the log it is removed, so the next run reuses its number and it
-      // never sits in the middle; elsewhere (left by an older version) it is skipped.
-      if (holdsNoData(buf)) {
-        if (await laterFileHoldsData(fsx, dir, files.slice(i + 1))) continue;
+    const fh = await fsx.open(file, 'r');
+    let size = 0;
+    let off = 0;
+    let stop: string | undefined;
+    try {
+      size = fsx.statSync(file).size;
+      await flushAll();
+      await win.load(fh, size, 0, WAL_HEADER_BYTES);
+      const headerErr = checkWalHeader(win.view, fileNo);
+      if (headerErr) {
+        // A file whose header never became durable, with nothing but zeros after it, held no
+        // frame (frames follow a durable header): a creation or pre-allocation cut short by a
+        // crash. At the end of the log it is removed, so the next run reuses its number and it
+        // never sits in the middle; elsewhere (left by an older version) it is skipped.
+        if (holdsNoData(await fsx.readFile(file))) {
+          if (await laterFileHoldsData(fsx, dir, files.slice(i + 1))) continue;
+          for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
+          fsyncDirSync(fsx, dir);
+          result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
+          break;
+        }
+        if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
+        // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
         for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
         fsyncDirSync(fsx, dir);
         result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
         break;
       }
-      if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
-      // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
-      for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
-      fsyncDirSync(fsx, dir);
-      result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
-      break;
-    }
-    let off = from && fileNo === from.fileNo ? Math.max(from.offset, WAL_HEADER_BYTES) : WAL_HEADER_BYTES;
-    let stop: string | undefined;
-    while (off < buf.length) {
-      const p = probeFrame(buf, off, buf.length);
-      if (!p.ok) {
-        if (p.reason !== 'end' || !allZero(buf, off)) stop = p.reason;
-        break;
-      }
-      const f = p.frame;
-      sink.seen(buf, f);
-      const w = sink.route(buf, f);
-      if (w !== undefined) {
-        let list = pending.get(w);
-        if (!list) pending.set(w, (list = []));
-        list.push(wholeFrame(buf, off, f.size));
-        const n = (pendingBytes.get(w) ?? 0) + f.size;
-        pendingBytes.set(w, n);
-        if (n >= CHUNK_BYTES) {
-          await flushWorker(w);
-          sink.progress(Math.min(1, (scanned + off) / total)); // within a file too: files are 64 MiB
+      off = from && fileNo === from.fileNo ? Math.max(from.offset, WAL_HEADER_BYTES) : WAL_HEADER_BYTES;
+      /** Moves the window to `off` when fewer than `need` bytes of the file from there are in it. */
+      const ensure = async (need: number) => {
+        if (off >= win.base && (off + need <= win.end || win.end >= size)) return;
+        await flushAll();
+        await win.load(fh, size, off, need);
+      };
+      while (off < size) {
+        await ensure(FRAME_PREFIX_BYTES);
+        let p = probeFrame(win.view, off - win.base, win.view.length);
+        if (!p.ok && p.reason === 'short' && win.end < size) {
+          await ensure(alignUp(FRAME_PREFIX_BYTES + win.view.readUInt32LE(off - win.base)));
+          p = probeFrame(win.view, off - win.base, win.view.length);
+        } else if (p.ok && off + p.frame.size > win.end && win.end < size) {
+          await ensure(p.frame.size); // its padding runs past the window
+          p = probeFrame(win.view, off - win.base, win.view.length);
         }
+        if (!p.ok) {
+          if (p.reason !== 'end' || !(await zerosToEnd(fh, size, off))) stop = p.reason;
+          break;
+        }
+        const f = p.frame;
+        const buf = win.view;
+        sink.seen(buf, f);
+        const w = sink.route(buf, f);
+        if (w !== undefined) {
+          let list = pending.get(w);
+          if (!list) pending.set(w, (list = []));
+          list.push(wholeFrame(buf, off - win.base, f.size));
+          const n = (pendingBytes.get(w) ?? 0) + f.size;
+          pendingBytes.set(w, n);
+          if (n >= CHUNK_BYTES) {
+            await flushWorker(w);
+            sink.progress(Math.min(1, (scanned + off) / total)); // within a file too: files are 64 MiB
+          }
+        }
+        result.frames++;
+        result.bytes += f.size;
+        off += f.size;
       }
-      result.frames++;
-      result.bytes += f.size;
-      off += f.size;
+    } finally {
+      await fh.close();
     }
     if (stop !== undefined) {
+      // A torn tail or corruption (rare): the repair below works on the whole file.
+      const buf = await fsx.readFile(file);
       const later = findValidFrameAfter(buf, off);
       // The next file may exist without frames: pre-allocated (or being pre-allocated) while
       // this one was written. Only data in a later file proves this one was complete.

@@ -10,7 +10,7 @@ import { workerOf } from '../core/names.js';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { GroupCommit, WalStats } from './groupCommit.js';
 import { WalWriter } from './walWriter.js';
-import { scanWal, ScanResult, topicNameOf } from './scan.js';
+import { CHUNK_BYTES, scanWal, ScanResult, topicNameOf } from './scan.js';
 import { encodeJsonFrame } from './frame.js';
 import { FrameType } from './format.js';
 import { listWalFiles } from './files.js';
@@ -18,6 +18,10 @@ import { walDir, walFileName } from '../storage/layout.js';
 
 /** Replay flow control: frames sent to a worker and not yet applied, at most. */
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
+/** A replay chunk buffer's capacity: a chunk is flushed once past CHUNK_BYTES, by at most a frame or so. */
+const CHUNK_BUFFER_BYTES = CHUNK_BYTES + 1024 * 1024;
+/** Chunk buffers kept for reuse at most (per worker, what the flow control lets be in flight). */
+const SPARE_CHUNKS_MAX = 16;
 
 export interface WalThreadData {
   dataDir: string;
@@ -50,9 +54,13 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
       // slow worker (loading segments) never makes the WAL scan pile the log up in memory.
       const outstanding = new Array<number>(workers).fill(0);
       const waiters = new Array<(() => void) | undefined>(workers);
+      // Chunk buffers the workers handed back, for later chunks: replay garbage was most of the
+      // RSS right after a restart (issue 15). At most what the flow control lets be in flight.
+      const spare: ArrayBuffer[] = [];
       const onAck = data.workerPorts.map((port, w) => {
         const l = (m: WalIn) => {
           if (m.t !== 'replayAck') return;
+          if (m.buf && spare.length < SPARE_CHUNKS_MAX) spare.push(m.buf);
           outstanding[w]! -= m.bytes;
           if (outstanding[w]! < REPLAY_WINDOW_BYTES) waiters[w]?.();
         };
@@ -68,13 +76,19 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
           }
           return table.get(f.topicId);
         },
+        chunkBuffer(bytes) {
+          const i = spare.findIndex((b) => b.byteLength >= bytes);
+          if (i >= 0) return spare.splice(i, 1)[0]!;
+          return new ArrayBuffer(Math.max(bytes, CHUNK_BUFFER_BYTES));
+        },
         async emit(worker, chunk) {
           while (outstanding[worker]! >= REPLAY_WINDOW_BYTES) await new Promise<void>((r) => (waiters[worker] = r));
           waiters[worker] = undefined;
-          const ab = new ArrayBuffer(chunk.length);
-          new Uint8Array(ab).set(chunk);
+          // The scan made the chunk at the start of its own ArrayBuffer: it crosses as it is.
+          const ab = chunk.buffer as ArrayBuffer;
+          if (chunk.byteOffset !== 0) throw new Error('a replay chunk must start its buffer');
           outstanding[worker]! += chunk.length;
-          const m: WalOut = { t: 'replay', buf: ab };
+          const m: WalOut = { t: 'replay', buf: ab, bytes: chunk.length };
           data.workerPorts[worker]!.postMessage(m, [ab]);
         },
         progress(p) {

@@ -63,6 +63,10 @@ export class ActorHost implements HostServices {
   /** Step contexts not in use: one is bound to an actor per input (steps may nest). */
   private readonly freeSteps: StepSlot[] = [];
   private readonly replies = new Map<number, (r: TopicResult) => void>();
+  /** Actors whose step is running (steps nest): an actor is never dropped inside its own step. */
+  private readonly stepping: TopicActor[] = [];
+  /** Live bytes over this worker's topics, kept as steps change them (see input). */
+  private liveBytesTotal = 0;
   private nextReqId = 1;
   private localTopicNo = 0;
   readonly hot: HotCache;
@@ -124,7 +128,7 @@ export class ActorHost implements HostServices {
         this.rngs.clear();
         this.seedTraced.clear();
       },
-      replayAck: (bytes) => this.wal.replayAck(bytes),
+      replayAck: (bytes, buf) => this.wal.replayAck(bytes, buf),
       workerIndex: opts.workerIndex,
       workers: opts.workers,
     });
@@ -169,15 +173,23 @@ export class ActorHost implements HostServices {
    * from, so replay reseeds exactly there, for topics recovered and created alike.
    */
   input(actor: TopicActor, input: ActorInput): void {
+    // An input for an actor dropped since (an ack, timer, cold read or peer reply that was
+    // already on its way) would find nothing of it: a dropped actor is idle (TopicActor.idle).
+    if (this.actorsByName.get(actor.name) !== actor) return;
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
     const step = this.freeSteps.pop() ?? new StepSlot(this);
     step.bind(actor);
     const ctx = step.ctx.begin(this.clock.now(), step.rng, traced);
+    this.stepping.push(actor);
     try {
       applyInput(actor, ctx, input, this.opts);
     } finally {
+      this.stepping.pop();
       this.freeSteps.push(step);
     }
+    const bytes = actor.current?.bytes ?? 0;
+    this.liveBytesTotal += bytes - actor.bytesCounted;
+    actor.bytesCounted = bytes;
     if (traced) {
       // The actor's first traced step since the boot seed was set carries the seed: replay
       // reseeds there. A generator only exists once the actor draws, so the draws are the same.
@@ -185,6 +197,26 @@ export class ActorHost implements HostServices {
       if (seed !== undefined) this.seedTraced.add(actor);
       this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed !== undefined ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
     }
+    // After the trace line: the replayer drops the actor after the same step (same rule).
+    if (actor.idle() && !this.stepping.includes(actor)) this.drop(actor);
+  }
+
+  /**
+   * Forgets an idle actor (issue 15): a request naming an absent topic, or a deleted topic
+   * once its delete is durable, leaves nothing behind. A later request of the name makes a
+   * fresh actor; its RNG is seeded again at its first draw, and the seed goes in the trace again.
+   */
+  private drop(actor: TopicActor): void {
+    this.actorsByName.delete(actor.name);
+    this.names.delete(actor.name);
+    this.rngs.delete(actor);
+    this.seedTraced.delete(actor);
+    this.timers.cancelAllFor(actor);
+  }
+
+  /** Topic actors held by this worker (live topics, plus those with something still pending). */
+  get actorCount(): number {
+    return this.actorsByName.size;
   }
 
   sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
@@ -231,8 +263,24 @@ export class ActorHost implements HostServices {
 
   // ---- listings ----------------------------------------------------------------------------
 
-  /** Live bytes over every topic of this worker (G15 max_total_bytes): a read, not an input. */
+  /**
+   * Live bytes over every topic of this worker (G15 max_total_bytes), O(1): a running total that
+   * every step moves by the change in its actor's live bytes. Appends, deletes, evictions, TTL,
+   * topic delete and create, and recovery all change bytes inside a step, and only there.
+   */
   liveBytes(): number {
+    return this.liveBytesTotal;
+  }
+
+  /** Actors with a live topic, O(topics): for tests and audits only. */
+  liveActorCount(): number {
+    let n = 0;
+    for (const a of this.actorsByName.values()) if (a.current) n++;
+    return n;
+  }
+
+  /** The same figure summed over every actor, O(topics): for tests and audits only. */
+  liveBytesSummed(): number {
     let n = 0;
     for (const a of this.actorsByName.values()) n += a.current?.bytes ?? 0;
     return n;
@@ -296,6 +344,7 @@ export class ActorHost implements HostServices {
       if (a.current?.queue) this.input(a, { k: 'sweep' });
       a.addStats(totals, routers, this.clock.now());
     }
+    totals.actors = this.actorsByName.size;
     const first: TopicStats[] = [];
     if (firstMax > 0) {
       this.names.forEachFrom('', '', (n) => {

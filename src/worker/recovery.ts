@@ -16,7 +16,7 @@ import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 import { topicsDir } from '../storage/layout.js';
-import { PackRecovery } from './packRecovery.js';
+import { PackRecovery, type HeldFrames } from './packRecovery.js';
 
 /** Topics whose segments load at once during recovery. */
 const LOAD_PARALLEL = 16;
@@ -25,7 +25,7 @@ const READ_AHEAD = 8;
 
 /** A topic's held packed frames, its segment files, and the first one's contents when it is the only one. */
 interface ReadAhead {
-  held: Buffer[] | undefined;
+  held: HeldFrames | undefined;
   segs: { firstSeq: number; file: string }[];
   first: Promise<LoadedSegment> | undefined;
 }
@@ -40,7 +40,7 @@ export interface RecoveryHost {
   input(actor: TopicActor, input: ActorInput): void;
   /** Actors' RNGs are seeded from the boot seed, known only at the end of recovery. */
   resetRngs(): void;
-  replayAck(bytes: number): void;
+  replayAck(bytes: number, buf: ArrayBuffer): void;
   readonly workerIndex: number;
   readonly workers: number;
 }
@@ -118,8 +118,10 @@ export class WorkerRecovery {
   onWal(m: Extract<WalOut, { t: 'replay' | 'replayDone' }>): void {
     if (m.t === 'replay') {
       this.chain = this.chain.then(async () => {
-        await this.applyChunk(Buffer.from(m.buf));
-        this.host.replayAck(m.buf.byteLength);
+        await this.applyChunk(Buffer.from(m.buf, 0, m.bytes));
+        // Replayed frames leave no view of the chunk behind (replayFrame copies the appends it
+        // keeps): its buffer goes back to the WAL thread for a later chunk.
+        this.host.replayAck(m.bytes, m.buf);
       });
     } else {
       void this.chain.then(() => {
@@ -203,6 +205,8 @@ export class WorkerRecovery {
       this.host.byTopicId.set(a.current.id, a);
       ids.push(a.current.id);
     }
+    // Ids of instances deleted during the replay still point at their (dropped) actors.
+    for (const [id, a] of this.host.byTopicId) if (a.current?.id !== id) this.host.byTopicId.delete(id);
     return { topics: ids.length, appends: this.stats.appends, ids };
   }
 }

@@ -251,7 +251,7 @@ export class WalLink {
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  replayAck(bytes: number): void {
-    this.port.postMessage({ t: 'replayAck', bytes } satisfies WalIn);
+  replayAck(bytes: number, buf: ArrayBuffer): void {
+    this.port.postMessage({ t: 'replayAck', bytes, buf } satisfies WalIn, [buf]);
   }
 }

@@ -36,7 +36,7 @@ export interface WorkerThreadData {
   counters: SharedArrayBuffer;
   /** Per-worker gauges read by main (core/gauges.ts); this worker writes its own row. */
   gauges: SharedArrayBuffer;
-  /** Sum live bytes into the gauges (only when SERVICE_MAX_TOTAL_BYTES is set: O(topics)). */
+  /** Write live bytes into the gauges (only when SERVICE_MAX_TOTAL_BYTES is set; a running total, O(1)). */
   sampleLiveBytes: boolean;
   /** G15 max_total_bytes (0 = no cap): router forwards wait while every worker's live bytes reach it. */
   maxTotalBytes: number;
@@ -166,6 +166,13 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
     watchInterest(topics: string[], delta: 1 | -1): void {
       host.events.setInterest(topics, delta);
+    },
+    /**
+     * For tests and audits, O(topics): actors held, those with a live topic, and the running
+     * total of live bytes next to the same figure summed over every actor (they must agree).
+     */
+    audit(): { actors: number; live: number; liveBytes: number; liveBytesSummed: number } {
+      return { actors: host.actorCount, live: host.liveActorCount(), liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed() };
     },
     releaseLongPolls(): void {
       host.releaseLongPolls();

@@ -37,6 +37,14 @@ export class WorkerTimers {
     this.forget(owner, id);
   }
 
+  /** Cancels every timer `owner` has armed (an actor being dropped). */
+  cancelAllFor(owner: object): void {
+    const m = this.byOwner.get(owner);
+    if (!m) return;
+    for (const t of m.values()) this.clear(t);
+    this.byOwner.delete(owner);
+  }
+
   private forget(owner: object, id: number): void {
     const m = this.byOwner.get(owner);
     if (m && m.delete(id) && m.size === 0) this.byOwner.delete(owner);

@@ -146,6 +146,7 @@ describe('metrics', () => {
     'spool_records_live',
     'spool_bytes_live',
     'spool_queue_topics',
+    'spool_topic_actors',
     'spool_queue_leases_in_flight',
     'spool_sse_connections',
     'spool_watch_sessions',

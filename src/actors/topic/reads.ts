@@ -41,6 +41,11 @@ export class TopicReads {
     private readonly ids: { nextTimerId(): number },
   ) {}
 
+  /** Nothing parked and no cold read outstanding. */
+  idle(): boolean {
+    return this.parked === undefined && this.cold === undefined;
+  }
+
   /** Answers now, or parks a long-poll whose cursor is at the head. */
   read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest, inst: TopicInstance): void {
     if (req.op === 'diff' && req.waitMs > 0 && req.fromSeq === inst.head) {

@@ -167,9 +167,9 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, limits
         return;
       }
       if (head.firstSeq > cur.index.last + 1) cur.index.pad(head.firstSeq - 1);
-      // The texts stay over the replayed bytes (no copy); the host's cache budget evicts them
-      // once the segment holds the frame.
-      const frame = buf.subarray(f.bodyOff - 24, f.bodyOff - 24 + f.size);
+      // A copy: the texts stay over these bytes until the host's cache budget evicts them (once
+      // the segment holds the frame), and the replay chunk's buffer is reused for the next chunk.
+      const frame = Buffer.from(buf.subarray(f.bodyOff - 24, f.bodyOff - 24 + f.size));
       const loc = placeInSegment(cur, head.firstSeq, frame.length, limits);
       indexFrame(cur, frame, 0, loc, true);
       stats.appends++;

@@ -41,6 +41,11 @@ export class TopicActor implements ActorCore {
   private leaseNo = 0;
   /** Made at the first read: most of a worker's topics are idle, and idle state is memory. */
   private readsState: TopicReads | undefined = undefined;
+  /**
+   * The host's ledger, not topic state: `current.bytes` as last added to the worker's running
+   * total of live bytes (G15 max_total_bytes), so the total moves by the difference after a step.
+   */
+  bytesCounted = 0;
 
   constructor(
     readonly name: string,
@@ -49,6 +54,25 @@ export class TopicActor implements ActorCore {
 
   get reads(): TopicReads {
     return (this.readsState ??= new TopicReads(this.name, this.opts.maxLimit, this));
+  }
+
+  /**
+   * Nothing of this actor outlives the step: no instance, no retired one or delete gate, every
+   * frame it submitted durable (no ack is owed to it), no parked or cold read, and it never
+   * issued a lease (lease ids are unique per boot by the actor's counter, so an actor that
+   * issued one is kept). The host drops an idle actor after its step, and the replayer does the
+   * same after the same step: a later request of the name gets a fresh actor, which behaves the
+   * same (issue 15: a request naming an absent topic must not leave an actor behind).
+   */
+  idle(): boolean {
+    return (
+      this.current === undefined &&
+      this.retired === undefined &&
+      this.deleteGates === undefined &&
+      this.durableFrameNo === this.frameNo &&
+      this.leaseNo === 0 &&
+      (this.readsState === undefined || this.readsState.idle())
+    );
   }
 
   nextFrame(): number {

@@ -6,14 +6,17 @@ export type WalIn =
   | { t: 'submit'; seq: number; buf: ArrayBuffer; durable: boolean; frames: number }
   /** Checkpoint mark: the WAL thread records the log position after everything before it. */
   | { t: 'mark'; id: number }
-  /** Recovery flow control: a replay chunk of this many bytes has been applied. */
-  | { t: 'replayAck'; bytes: number };
+  /**
+   * Recovery flow control: a replay chunk of this many bytes has been applied. `buf` is the
+   * chunk's buffer handed back (nothing in the worker keeps a view of it), for the next chunk.
+   */
+  | { t: 'replayAck'; bytes: number; buf?: ArrayBuffer };
 
 export type WalOut =
   | { t: 'ack'; writtenThrough: number; durableThrough: number }
   | { t: 'failed'; message: string }
-  /** Recovery: frames for this worker, in log order (whole frames, concatenated). */
-  | { t: 'replay'; buf: ArrayBuffer }
+  /** Recovery: frames for this worker, in log order (whole frames, concatenated), the first `bytes` of `buf`. */
+  | { t: 'replay'; buf: ArrayBuffer; bytes: number }
   | { t: 'replayDone' };
 
 export interface WalPosition {
