@@ -703,6 +703,8 @@ export interface LoadOptions {
   /** Hard cap on requests (default 10M), so a run is bounded in count as well as time. */
   maxRequests?: number;
   path: string;
+  /** When set, request `i` (0, 1, ... in issue order) goes to this path instead of `path`. */
+  pathFor?: (i: number) => string;
   bodies: Buffer[];
   recordsPerRequest: number;
   /** Server checked for liveness on transport errors. */
@@ -746,11 +748,12 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const worker = async (w: number) => {
     let i = w;
     while (!fatal && issued < maxRequests && errors < MAX_HTTP_ERRORS && process.hrtime.bigint() < end) {
+      const path = o.pathFor ? o.pathFor(issued) : o.path;
       issued++;
       const body = o.bodies[i++ % o.bodies.length]!;
       let r: Resp;
       try {
-        r = await o.client.post(o.path, body);
+        r = await o.client.post(path, body);
       } catch (err) {
         fatal ??= err as Error;
         break;
