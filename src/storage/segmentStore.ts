@@ -5,8 +5,9 @@
 // and its texts stay in memory), and so is the rest of a write the disk filled part-way through
 // (a short count); any other failure is fatal for writes (storage FAILED).
 // Invariants: operations on one topic run in order (a promise chain per topic); a frame counts
-// as written only once it is whole in its segment; flushAll (the checkpoint's step) fails while
-// any frame is not, so the WAL is never trimmed past a frame that lives only there; a segment is
+// as written only once it is whole in its segment; flushAll (the checkpoint's step, called once
+// every frame before the checkpoint's WAL mark is queued here) fails while any frame queued before
+// the call is not, so the WAL is never trimmed past a frame that lives only there; a segment is
 // synced and its name durable before the next segment of its topic is created (so the files
 // that survive a crash are a run without a gap).
 // Open files are bounded (`maxOpenFiles`, least recently written closed first): a topic keeps no
