@@ -6,7 +6,7 @@
 import path from 'node:path';
 import type { Fs } from './fs.js';
 import { packsDir, parsePackFileName, type PackName } from './layout.js';
-import { probeFrame, type FrameView } from '../wal/frame.js';
+import { probeFrame } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 
 export class PackCorruptionError extends Error {}
@@ -100,15 +100,5 @@ async function readInto(fsx: Fs, file: string, into: ReuseBuffer): Promise<Buffe
     return buf.subarray(0, got);
   } finally {
     await fh.close();
-  }
-}
-
-/** Walks the frames of a pack already read by readPack (CRC-checked there). */
-export function forEachPackFrame(buf: Buffer, cb: (f: FrameView, off: number) => void): void {
-  for (let off = 0; off < buf.length; ) {
-    const p = probeFrame(buf, off, buf.length, false);
-    if (!p.ok) throw new Error(`pack frame vanished at ${off}`);
-    cb(p.frame, off);
-    off += p.frame.size;
   }
 }

@@ -51,12 +51,12 @@ export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: num
   return { firstSeq: seg.firstSeq, size: off, buf: off < buf.length ? buf.subarray(0, off) : Buffer.concat([buf, Buffer.alloc(off - buf.length)]) };
 }
 
-/** Walks the frames of a loaded (already CRC-checked) segment. */
+/** Walks the frames of a loaded, already CRC-checked segment or pack (readSegment, readPack). */
 export function forEachFrame(buf: Buffer, cb: (f: FrameView, off: number) => void): void {
   let off = 0;
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length, false);
-    if (!p.ok) throw new Error(`segment frame vanished at ${off}`);
+    if (!p.ok) throw new Error(`frame vanished at ${off} of a checked segment or pack`);
     cb(p.frame, off);
     off += p.frame.size;
   }

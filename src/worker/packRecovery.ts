@@ -12,8 +12,9 @@ import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { Fs } from '../storage/fs.js';
 import type { PackStore } from '../storage/packStore.js';
-import { forEachPackFrame, listPacks, readPack, ReuseBuffer } from '../storage/packScan.js';
+import { listPacks, readPack, ReuseBuffer } from '../storage/packScan.js';
 import { readAppendHead } from '../wal/frame.js';
+import { forEachFrame } from '../storage/segmentLoad.js';
 
 /** Numbers per held frame: pack idx, offset, length, first seq, seq after it. */
 const HELD_FIELDS = 5;
@@ -68,7 +69,7 @@ export class PackRecovery {
       if (p.workers === this.workers && p.writer !== this.workerIndex) continue; // not ours
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch);
       const idx = packs.map.register(p).idx;
-      forEachPackFrame(buf, (f, off) => {
+      forEachFrame(buf, (f, off) => {
         const head = readAppendHead(buf, f);
         const actor = byTopicId.get(f.topicId);
         if (actor) {

@@ -16,7 +16,8 @@ import { isDiskFull } from '../../src/storage/fs.js';
 import { PackStore } from '../../src/storage/packStore.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
 import { packsDir } from '../../src/storage/layout.js';
-import { forEachPackFrame, listPacks, PackCorruptionError, readPack } from '../../src/storage/packScan.js';
+import { listPacks, PackCorruptionError, readPack } from '../../src/storage/packScan.js';
+import { forEachFrame } from '../../src/storage/segmentLoad.js';
 import { encodeAppend } from '../../src/wal/frame.js';
 import { FaultFs } from '../support/faultFs.js';
 import { SimDisk } from '../support/simDisk.js';
@@ -77,7 +78,7 @@ async function scanAll(disk: SimDisk): Promise<Map<number, Buffer>> {
   const out = new Map<number, Buffer[]>();
   for (const p of listPacks(fsx.readdirSync(packsDir(DATA)))) {
     const buf = await readPack(fsx, DATA, p, true);
-    forEachPackFrame(buf, (f, off) => {
+    forEachFrame(buf, (f, off) => {
       const list = out.get(f.topicId) ?? [];
       out.set(f.topicId, list);
       list.push(buf.subarray(off, off + f.size));
@@ -236,7 +237,7 @@ describe('pack scan', () => {
     // The last frame without its zero padding (not covered by its CRC).
     const fsx2 = disk.fs();
     let end = 0;
-    forEachPackFrame(whole, (fr, off) => (end = off + 24 + fr.bodyLen));
+    forEachFrame(whole, (fr, off) => (end = off + 24 + fr.bodyLen));
     if (end < whole.length) {
       await fsx2.truncate(newest, end);
       const again = await readPack(fsx2, DATA, listPacks(fsx2.readdirSync(packsDir(DATA))).at(-1)!, true);
