@@ -77,14 +77,9 @@ function bool(env: Env, name: string): boolean {
   return v === '1' || v === 'true';
 }
 
-// validateEnv has checked every value against the schema (pattern, range) before these read
-// them, so they only convert.
-function int(env: Env, name: string, dflt: number): number {
-  const v = str(env, name);
-  return v === undefined ? dflt : Number(v.trim());
-}
-
-function fraction(env: Env, name: string, dflt: number): number {
+// validateEnv has checked every value against the schema (pattern, range) before this reads
+// them (ints and fractions alike), so it only converts.
+function num(env: Env, name: string, dflt: number): number {
   const v = str(env, name);
   return v === undefined ? dflt : Number(v.trim());
 }
@@ -99,51 +94,51 @@ export function readSettings(env: Env = process.env): Settings {
   if (problems.length > 0) throw new SettingsError(problems.join('; '));
     return {
     host: str(env, 'SERVICE_HOST') ?? '127.0.0.1',
-    port: int(env, 'SERVICE_PORT', 4000),
+    port: num(env, 'SERVICE_PORT', 4000),
     portFile: str(env, 'SERVICE_PORT_FILE'),
     dataDir: str(env, 'SERVICE_DATA_DIR') ?? './data',
     apiKeys: str(env, 'SERVICE_API_KEYS'),
     allowInsecureNoAuth: bool(env, 'SERVICE_ALLOW_INSECURE_NO_AUTH'),
     probeAuth: bool(env, 'SERVICE_PROBE_AUTH'),
-    maxBodyBytes: int(env, 'SERVICE_MAX_BODY_BYTES', 64 * 1024 * 1024),
-    maxLimit: int(env, 'SERVICE_MAX_LIMIT', 1000),
-    maxTopics: int(env, 'SERVICE_MAX_TOPICS', 100_000),
-    maxRouters: int(env, 'SERVICE_MAX_ROUTERS', 10_000),
-    workers: int(env, 'SERVICE_WORKERS', defaultWorkers()),
-    walSyncIntervalMs: int(env, 'SERVICE_WAL_SYNC_INTERVAL_MS', 200),
-    walFileBytes: int(env, 'SERVICE_WAL_FILE_BYTES', 64 * 1024 * 1024),
+    maxBodyBytes: num(env, 'SERVICE_MAX_BODY_BYTES', 64 * 1024 * 1024),
+    maxLimit: num(env, 'SERVICE_MAX_LIMIT', 1000),
+    maxTopics: num(env, 'SERVICE_MAX_TOPICS', 100_000),
+    maxRouters: num(env, 'SERVICE_MAX_ROUTERS', 10_000),
+    workers: num(env, 'SERVICE_WORKERS', defaultWorkers()),
+    walSyncIntervalMs: num(env, 'SERVICE_WAL_SYNC_INTERVAL_MS', 200),
+    walFileBytes: num(env, 'SERVICE_WAL_FILE_BYTES', 64 * 1024 * 1024),
     walPreallocate: str(env, 'SERVICE_WAL_PREALLOCATE') === undefined ? true : bool(env, 'SERVICE_WAL_PREALLOCATE'),
-    walInflightBytes: int(env, 'SERVICE_WAL_INFLIGHT_BYTES', 64 * 1024 * 1024),
-    checkpointMs: int(env, 'SERVICE_CHECKPOINT_MS', 60_000),
-    checkpointWalBytes: int(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
-    segmentCacheBytes: int(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
-    segmentBytes: int(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
-    segmentOpenFiles: int(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
-    packBytes: int(env, 'SERVICE_PACK_BYTES', 64 * 1024),
-    packFileBytes: int(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
+    walInflightBytes: num(env, 'SERVICE_WAL_INFLIGHT_BYTES', 64 * 1024 * 1024),
+    checkpointMs: num(env, 'SERVICE_CHECKPOINT_MS', 60_000),
+    checkpointWalBytes: num(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
+    segmentCacheBytes: num(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
+    segmentBytes: num(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
+    segmentOpenFiles: num(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
+    packBytes: num(env, 'SERVICE_PACK_BYTES', 64 * 1024),
+    packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
-    shutdownGraceMs: int(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
-    watchSessionTtlMs: int(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
-    maxWatchSessions: int(env, 'SERVICE_MAX_WATCH_SESSIONS', 10_000),
-    maxSseConnections: int(env, 'SERVICE_MAX_SSE_CONNECTIONS', 10_000),
-    maxSseConnectionsPerKey: int(env, 'SERVICE_MAX_SSE_CONNECTIONS_PER_KEY', 1000),
-    maxInflightPerKey: int(env, 'SERVICE_MAX_INFLIGHT_PER_KEY', 1000),
-    maxTotalBytes: int(env, 'SERVICE_MAX_TOTAL_BYTES', 0),
-    pressureElu: fraction(env, 'SERVICE_PRESSURE_ELU', 0.9),
-    pressureLagMs: int(env, 'SERVICE_PRESSURE_LAG_MS', 50),
-    pressureWalQueueBytes: int(env, 'SERVICE_PRESSURE_WAL_QUEUE_BYTES', 32 * 1024 * 1024),
-    pressureParkMs: int(env, 'SERVICE_PRESSURE_PARK_MS', 1000),
-    pressureMaxParked: int(env, 'SERVICE_PRESSURE_MAX_PARKED', 10_000),
-    pressureInflight: int(env, 'SERVICE_PRESSURE_INFLIGHT', 64),
-    pressureWindowMs: int(env, 'SERVICE_PRESSURE_WINDOW_MS', 2),
-    pressureAgingPerS: int(env, 'SERVICE_PRESSURE_AGING_PER_S', 1000),
-    pressurePaceMs: int(env, 'SERVICE_PRESSURE_PACE_MS', 1000),
+    shutdownGraceMs: num(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
+    watchSessionTtlMs: num(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
+    maxWatchSessions: num(env, 'SERVICE_MAX_WATCH_SESSIONS', 10_000),
+    maxSseConnections: num(env, 'SERVICE_MAX_SSE_CONNECTIONS', 10_000),
+    maxSseConnectionsPerKey: num(env, 'SERVICE_MAX_SSE_CONNECTIONS_PER_KEY', 1000),
+    maxInflightPerKey: num(env, 'SERVICE_MAX_INFLIGHT_PER_KEY', 1000),
+    maxTotalBytes: num(env, 'SERVICE_MAX_TOTAL_BYTES', 0),
+    pressureElu: num(env, 'SERVICE_PRESSURE_ELU', 0.9),
+    pressureLagMs: num(env, 'SERVICE_PRESSURE_LAG_MS', 50),
+    pressureWalQueueBytes: num(env, 'SERVICE_PRESSURE_WAL_QUEUE_BYTES', 32 * 1024 * 1024),
+    pressureParkMs: num(env, 'SERVICE_PRESSURE_PARK_MS', 1000),
+    pressureMaxParked: num(env, 'SERVICE_PRESSURE_MAX_PARKED', 10_000),
+    pressureInflight: num(env, 'SERVICE_PRESSURE_INFLIGHT', 64),
+    pressureWindowMs: num(env, 'SERVICE_PRESSURE_WINDOW_MS', 2),
+    pressureAgingPerS: num(env, 'SERVICE_PRESSURE_AGING_PER_S', 1000),
+    pressurePaceMs: num(env, 'SERVICE_PRESSURE_PACE_MS', 1000),
     pressureForce: bool(env, 'SERVICE_PRESSURE_FORCE'),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',
     logLevel: (str(env, 'SERVICE_LOG_LEVEL') ?? 'info') as Settings['logLevel'],
-    testRecoveryDelayMs: int(env, 'SERVICE_TEST_RECOVERY_DELAY_MS', 0),
+    testRecoveryDelayMs: num(env, 'SERVICE_TEST_RECOVERY_DELAY_MS', 0),
   };
 }
 

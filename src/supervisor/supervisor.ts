@@ -16,6 +16,7 @@ import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
 import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
+import type { DrainResult } from '../core/messages/rpc.js';
 import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { Checkpointer } from './checkpoint.js';
 import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
@@ -341,6 +342,14 @@ export class Supervisor {
     if (this.threads.length > 0) await Promise.all(this.workers.map((w) => w.releaseLongPolls()));
   }
 
+  /** Why a final checkpoint cannot follow this drain, if it cannot. */
+  private finalCheckpointBlocked(drained: DrainResult[]): string | undefined {
+    for (const d of drained) if (!d.complete) return d.why;
+    if (this.storageState === StorageState.FULL) return 'the disk is full';
+    if (this.storageState === StorageState.FAILED) return 'storage failed';
+    return undefined;
+  }
+
   /** Drain (RESOLVED 1.3 step 4): every frame durable, segments flushed, threads stopped. */
   async shutdown(): Promise<void> {
     this.lifecycle = 'draining';
@@ -351,8 +360,7 @@ export class Supervisor {
       await this.wal.drain();
       // Without a final checkpoint (a full disk, a failed write) the next start replays the WAL,
       // which holds every acknowledged frame: nothing is lost, the restart only takes longer.
-      const incomplete = drained.find((d) => !d.complete);
-      const why = incomplete && !incomplete.complete ? incomplete.why : this.storageState === StorageState.FULL ? 'the disk is full' : this.storageState === StorageState.FAILED ? 'storage failed' : undefined;
+      const why = this.finalCheckpointBlocked(drained);
       if (why) this.log.error(`spool: final checkpoint skipped: ${why}; the next start replays the WAL`);
       else await this.checkpointer.run(true).catch((err: Error) => this.checkpointFailed(err));
     }
