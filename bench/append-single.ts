@@ -1,5 +1,7 @@
 // Workload append-single: single-record appends (one ~256 B record per request) at 1 and 64
-// clients, to a `disk` and to an `fsync` topic, ~4 s each (BENCH_SECONDS). In the same run a bare
+// clients, to a `memory`, a `disk` and an `fsync` topic, ~4 s each (BENCH_SECONDS). `memory` acks
+// on enqueue, without waiting for the WAL thread: what ack-on-enqueue for `disk` would give
+// (docs/PERFORMANCE.md). In the same run a bare
 // Fastify JSON echo server (bench/echo-server.ts, its own child process) is measured with the
 // same client and payload, as the ceiling for "HTTP + JSON on this machine".
 // Targets: spool disk at 64 clients >= 80% of echo at 64; fsync >= 75% of disk at 64;
@@ -53,10 +55,11 @@ export async function appendSingle(): Promise<WorkloadResult> {
     try {
       await createTopic(admin, 'single-disk', { durability: 'disk' });
       await createTopic(admin, 'single-fsync', { durability: 'fsync' });
+      await createTopic(admin, 'single-memory', { durability: 'memory' });
     } finally {
       admin.close();
     }
-    for (const cls of ['disk', 'fsync'] as const) {
+    for (const cls of ['memory', 'disk', 'fsync'] as const) {
       for (const c of CLIENTS) {
         const { row, r } = await measure(srv, `append-single ${cls} ${c}c`, `/v0/topics/single-${cls}`, c, durationMs);
         rows.push(row);

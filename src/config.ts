@@ -29,6 +29,8 @@ export interface Settings {
   segmentBytes: number;
   /** Segment files each worker keeps open for writing (least recently written closed first). */
   segmentOpenFiles: number;
+  /** How long segment and pack frames may wait to share one write (0: written at once). */
+  segmentWriteDelayMs: number;
   /** A topic's first segment lives in shared pack files until it would pass this size (0: never). */
   packBytes: number;
   /** A pack file is sealed (and a new one started) at about this size. */
@@ -114,6 +116,7 @@ export function readSettings(env: Env = process.env): Settings {
     segmentCacheBytes: num(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
     segmentBytes: num(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
     segmentOpenFiles: num(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
+    segmentWriteDelayMs: num(env, 'SERVICE_SEGMENT_WRITE_DELAY_MS', 5),
     packBytes: num(env, 'SERVICE_PACK_BYTES', 64 * 1024),
     packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),

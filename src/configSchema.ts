@@ -46,6 +46,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_SEGMENT_BYTES', kind: 'int', readme: '`67108864`', min: 1 << 16 },
   { env: 'SERVICE_SEGMENT_CACHE_BYTES', kind: 'int', readme: '`134217728`' },
   { env: 'SERVICE_SEGMENT_OPEN_FILES', kind: 'int', readme: '`1024`', min: 1 },
+  { env: 'SERVICE_SEGMENT_WRITE_DELAY_MS', kind: 'int', readme: '`5`' },
   { env: 'SERVICE_PACK_BYTES', kind: 'int', readme: '`65536`' },
   { env: 'SERVICE_PACK_FILE_BYTES', kind: 'int', readme: '`16777216`', min: 1 << 16 },
   { env: 'SERVICE_RECOVERY_TRUNCATE', kind: 'bool', readme: 'unset' },

@@ -18,6 +18,7 @@ import { fsyncDir, isDiskFull, mkdirDurable, unwritten, type Fs, type FsFile } f
 import { packsDir } from './layout.js';
 import { PackMap, type PackInfo } from './packMap.js';
 import { PackReaders } from './packReaders.js';
+import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 
 /** How soon a pack write that hit a full disk is tried again. */
 const PACK_RETRY_MS = 500;
@@ -31,6 +32,8 @@ export interface PackStoreOptions {
   fileBytes: number;
   /** A fresh pack number (one sequence for the data dir, shared by the workers). */
   nextPackNo: () => number;
+  /** How long frames may wait to be written (0 or absent: at once); as SegmentStore's. */
+  writeDelayMs?: number;
 }
 
 interface PendingFrame {
@@ -62,6 +65,10 @@ export class PackStore {
   /** Frames appended so far (the next frame's arrival number). */
   private appended = 0;
   private drainQueued = false;
+  /** Bytes in `pending` (past DELAYED_DRAIN_BYTES they are written without waiting). */
+  private pendingBytes = 0;
+  /** A drain waits for the write delay (not on the chain yet). */
+  private delayTimer: NodeJS.Timeout | undefined;
   private current: CurrentPack | undefined;
   private failed: Error | undefined;
   private retry: NodeJS.Timeout | undefined;
@@ -83,9 +90,26 @@ export class PackStore {
   /** Queues a frame for the end of the topic's packed segment. */
   append(topicId: number, offset: number, frame: Buffer, onWritten?: () => void): void {
     this.pending.push({ no: this.appended++, topicId, offset, frame, onWritten });
+    this.pendingBytes += frame.length;
     if (this.drainQueued) return;
+    const delayMs = this.opts.writeDelayMs ?? 0;
+    if (delayMs > 0 && this.pendingBytes < DELAYED_DRAIN_BYTES && !this.closed) {
+      this.delayTimer ??= setTimeout(() => this.queueDrain(), delayMs);
+      return;
+    }
+    this.queueDrain();
+  }
+
+  private queueDrain(): void {
+    clearTimeout(this.delayTimer);
+    this.delayTimer = undefined;
     this.drainQueued = true;
     this.enqueue(() => this.drain());
+  }
+
+  /** Puts a delayed drain on the chain now (before an operation that follows the writes). */
+  private settle(): void {
+    if (this.delayTimer) this.queueDrain();
   }
 
   /** True while frames of the topic wait to be written. */
@@ -172,6 +196,7 @@ export class PackStore {
       }
       cur.tail = at;
       this.pending.splice(0, k);
+      for (let i = 0; i < k; i++) this.pendingBytes -= batch[i]!.frame.length;
       for (let i = 0; i < k; i++) batch[i]!.onWritten?.();
     }
   }
@@ -209,6 +234,7 @@ export class PackStore {
    * (recovery takes packed frames, then own segments, as one run without a gap).
    */
   sealTopic(topicId: number): Promise<void> {
+    this.settle();
     return this.onChain(async () => {
       if (this.failed) throw this.failed;
       if (this.waiting(topicId)) throw Object.assign(new Error('packed frames are waiting for disk space'), { code: 'ENOSPC' });
@@ -226,6 +252,7 @@ export class PackStore {
    * the checkpoint's mark.
    */
   async flush(): Promise<void> {
+    this.settle();
     const before = this.appended;
     await this.onChain(async () => {
       const cur = this.current;
@@ -260,6 +287,7 @@ export class PackStore {
     // On the chain: a write in flight may still hold the topic's frames (and count them).
     this.enqueue(async () => {
       this.pending = this.pending.filter((p) => p.topicId !== topicId);
+      this.pendingBytes = this.pending.reduce((n, p) => n + p.frame.length, 0);
       this.map.release(topicId);
     });
   }
@@ -281,6 +309,7 @@ export class PackStore {
   stop(): void {
     this.closed = true;
     clearTimeout(this.retry);
+    clearTimeout(this.delayTimer);
   }
 
   async close(): Promise<void> {

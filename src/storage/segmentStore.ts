@@ -25,6 +25,7 @@ import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } 
 const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
+import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 
 interface PendingWrite {
   place: SegmentPlacement;
@@ -53,6 +54,8 @@ interface TopicFiles {
   sealedNameDurable: boolean;
   /** A retry after a full disk is scheduled. */
   retry: NodeJS.Timeout | undefined;
+  /** Bytes in `pending` (a topic past DELAYED_DRAIN_BYTES is written without waiting). */
+  pendingBytes: number;
   /** The topic's packed frames are durable (checked before its first own segment is created). */
   packSealed: boolean;
 }
@@ -72,6 +75,9 @@ export class SegmentStore {
   private failed: Error | undefined;
   /** Closing: frames waiting for space are not retried any more (the WAL still holds them). */
   private closed = false;
+  /** Topics whose drain waits for the write delay (not on their chain yet). */
+  private readonly delayed = new Set<TopicFiles>();
+  private delayTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly fsx: Fs,
@@ -81,6 +87,13 @@ export class SegmentStore {
     private readonly maxOpenFiles = DEFAULT_MAX_OPEN_SEGMENTS,
     /** Where packed placements go (none: every placement must be an own file). */
     readonly packs?: PackStore,
+    /**
+     * How long a topic's frames may wait to be written (0: at once). Segment writes are not on
+     * any ack path (the WAL holds the frame, its texts stay in memory until written), and one
+     * writev per window instead of one per frame saves the worker a libuv round trip per append
+     * under light, latency-bound load (docs/PERFORMANCE.md).
+     */
+    private readonly writeDelayMs = 0,
   ) {}
 
   /** Open fds right now (for tests and metrics). */
@@ -122,7 +135,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { id: topicId, chain: Promise.resolve(), pending: [], appended: 0, drainQueued: false, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false };
+      t = { id: topicId, chain: Promise.resolve(), pending: [], appended: 0, drainQueued: false, pendingBytes: 0, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false };
       this.topics.set(topicId, t);
     }
     return t;
@@ -151,15 +164,37 @@ export class SegmentStore {
     if (place.packed) return this.packStore().append(place.topicId, place.offset, frame, onWritten);
     const t = this.files(place.topicId);
     t.pending.push({ place, frame, onWritten, no: t.appended++ });
+    t.pendingBytes += frame.length;
     if (t.drainQueued) return;
+    if (this.writeDelayMs > 0 && t.pendingBytes < DELAYED_DRAIN_BYTES && !this.closed) {
+      this.delayed.add(t);
+      this.delayTimer ??= setTimeout(() => this.drainDelayed(), this.writeDelayMs);
+      return;
+    }
+    this.queueDrain(t);
+  }
+
+  private queueDrain(t: TopicFiles): void {
+    this.delayed.delete(t);
     t.drainQueued = true;
     this.enqueue(t, () => this.drain(t));
+  }
+
+  private drainDelayed(): void {
+    this.delayTimer = undefined;
+    for (const t of this.delayed) this.queueDrain(t);
+  }
+
+  /** Puts a delayed drain of the topic on its chain now (before an operation that follows its writes). */
+  private settle(t: TopicFiles | undefined): void {
+    if (t && this.delayed.has(t)) this.queueDrain(t);
   }
 
   /** Writes every pending frame of a topic: one writev per run of contiguous frames. */
   private async drain(t: TopicFiles): Promise<void> {
     const batch = t.pending;
     t.pending = [];
+    t.pendingBytes = 0;
     t.drainQueued = false;
     const progress = { written: 0 };
     try {
@@ -167,6 +202,7 @@ export class SegmentStore {
     } catch (err) {
       // What was not written goes back in front of whatever queued meanwhile.
       t.pending = batch.slice(progress.written).concat(t.pending);
+      for (const w of t.pending) t.pendingBytes += w.frame.length;
       if (!isDiskFull(err)) throw err;
       this.retryLater(t);
     }
@@ -282,6 +318,7 @@ export class SegmentStore {
    * fsync, and tens of thousands of them at once ran out of descriptors (EMFILE, many topics).
    */
   async flushAll(): Promise<void> {
+    for (const t of this.delayed) this.queueDrain(t);
     const before = new Map<number, number>();
     for (const [id, t] of this.topics) before.set(id, t.appended);
     const topicDirs: string[] = [];
@@ -318,6 +355,7 @@ export class SegmentStore {
   async unlinkSegment(topicId: number, firstSeq: number, packed = false): Promise<void> {
     if (packed) return this.packs?.release(topicId);
     const t = this.topics.get(topicId);
+    this.settle(t);
     if (t) await t.chain;
     if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
     await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
@@ -327,6 +365,7 @@ export class SegmentStore {
   dropTopic(topicId: number): void {
     this.packs?.release(topicId);
     const t = this.topics.get(topicId);
+    this.settle(t);
     this.topics.delete(topicId);
     this.openFiles.delete(topicId);
     if (t?.retry) clearTimeout(t.retry);
@@ -342,6 +381,7 @@ export class SegmentStore {
   async readRange(topicId: number, segFirstSeq: number, offset: number, len: number, packed = false): Promise<Buffer> {
     if (packed) return this.packStore().read(topicId, offset, len);
     const t = this.topics.get(topicId);
+    this.settle(t);
     if (t) await t.chain;
     const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
     try {
@@ -358,6 +398,7 @@ export class SegmentStore {
   stop(): void {
     this.closed = true;
     for (const t of this.topics.values()) clearTimeout(t.retry);
+    clearTimeout(this.delayTimer);
     this.packs?.stop();
   }
 

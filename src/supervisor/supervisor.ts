@@ -207,6 +207,7 @@ export class Supervisor {
         segmentBytes: s.segmentBytes,
         segmentCacheBytes: s.segmentCacheBytes,
         segmentOpenFiles: s.segmentOpenFiles,
+        segmentWriteDelayMs: s.segmentWriteDelayMs,
         packBytes: s.packBytes,
         packFileBytes: s.packFileBytes,
         walInflightBytes: s.walInflightBytes,

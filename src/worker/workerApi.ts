@@ -45,6 +45,7 @@ export interface WorkerThreadData {
   segmentBytes: number;
   segmentCacheBytes: number;
   segmentOpenFiles: number;
+  segmentWriteDelayMs: number;
   /** SERVICE_PACK_BYTES: a topic's first segment lives in pack files up to this size (0: never). */
   packBytes: number;
   /** SERVICE_PACK_FILE_BYTES: a pack file is sealed at about this size. */
@@ -79,8 +80,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
       log(`spool: segment write failed: ${err.message}; writes are refused until a restart (reads go on)`);
     }
   };
-  const packs = new PackStore(fsx, data.dataDir, { workerIndex: data.workerIndex, workers: data.workers, fileBytes: data.packFileBytes, nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1) }, onFatal);
-  const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs);
+  const packs = new PackStore(fsx, data.dataDir, { workerIndex: data.workerIndex, workers: data.workers, fileBytes: data.packFileBytes, nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1), writeDelayMs: data.segmentWriteDelayMs }, onFatal);
+  const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs, data.segmentWriteDelayMs);
   const hostOpts = {
     workerIndex: data.workerIndex,
     workers: data.workers,

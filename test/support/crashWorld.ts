@@ -35,6 +35,8 @@ export function sweepSettings(over: Partial<Settings> = {}): Settings {
     // Fewer open segment files than topics: writes close and reopen files, and checkpoints
     // fsync files that were closed dirty.
     segmentOpenFiles: 2,
+    // Writes at once: a timer would make the fs calls depend on timing (the sweep needs them the same).
+    segmentWriteDelayMs: 0,
     checkpointMs: 0,
     checkpointWalBytes: 0,
     // fsync-class frames sync at once; anything else waits for one of those (never the timer).

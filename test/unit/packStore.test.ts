@@ -32,14 +32,14 @@ function frame(topicId: number, seq: number, pad = 40): Buffer {
   return encodeAppend(topicId, seq, 1000, undefined, [{ nodeLit: undefined, tagLit: undefined, metaLen: -1, dataLen: data.length, writeMeta: () => undefined, writeData: (dst, off) => void data.copy(dst, off) }], 0, () => undefined);
 }
 
-function rig(fileBytes = 1024) {
+function rig(fileBytes = 1024, writeDelayMs = 0) {
   const disk = new SimDisk({ durableMkdir: true });
   disk.fs().mkdirSync(DATA);
   disk.syncAll();
   const ffs = new FaultFs(disk.fs());
   const fatal: Error[] = [];
   let no = 1;
-  const store = new PackStore(ffs, DATA, { workerIndex: 0, workers: 1, fileBytes, nextPackNo: () => no++ }, (err) => fatal.push(err));
+  const store = new PackStore(ffs, DATA, { workerIndex: 0, workers: 1, fileBytes, nextPackNo: () => no++, writeDelayMs }, (err) => fatal.push(err));
   const placed = new Map<number, Buffer[]>();
   const written: string[] = [];
   const seqs = new Map<number, number>();
@@ -302,5 +302,21 @@ test('flush waits only for frames queued before it: frames arriving during its f
   r.ffs.clear();
   await r.store.flush();
   await r.store.close();
+  assert.deepEqual(r.fatal, []);
+});
+
+test('with a write delay, frames wait to share a writev; flush and sealTopic write them at once', async () => {
+  const r = rig(1 << 20, 60_000);
+  for (const t of TOPICS) r.append(t);
+  await sleep(20);
+  assert.deepEqual(r.written, [], 'nothing written before the delay');
+  await r.store.sealTopic(TOPICS[0]!);
+  assert.equal(r.written.length, 3, 'sealTopic wrote the waiting frames first');
+  r.append(TOPICS[1]!);
+  await r.store.flush();
+  assert.equal(r.written.length, 4, 'flush wrote the waiting frame');
+  r.disk.crash('durable-only');
+  const got = await scanAll(r.disk);
+  for (const t of TOPICS) assert.deepEqual(got.get(t), r.expected(t), `topic ${t.toString(16)} is durable`);
   assert.deepEqual(r.fatal, []);
 });
