@@ -5,6 +5,12 @@
 // a topic created after the snapshot gets them when the WAL replay reaches its TOPIC_CREATE,
 // before any of its replayed appends (which then skip what the packs hold, so replay never
 // writes a second copy). Held frames nobody claims by the end of the replay are dead bytes.
+// A held topic without own segment files (the common case: many small topics made since the
+// last checkpoint) is not read back at all: its held frames are byte-for-byte the APPEND frames
+// the replay is about to apply, so each replayed frame that matches the next held one (same
+// first seq, size and CRC) is fed as the packed frame, from the WAL's bytes (`deferHeld`,
+// `replayedAppend`). Anything else for the topic first reads its remaining held frames back, as
+// before, so the order of its inputs never changes.
 // Which packs: those this worker wrote under the same worker count; every pack written under
 // another count (its topics may be anywhere now). The writer's index modulo the worker count
 // names the one worker that repairs a torn tail, so two workers never truncate one file.
@@ -16,8 +22,8 @@ import { listPacks, readPack, ReuseBuffer } from '../storage/packScan.js';
 import { readAppendHead } from '../wal/frame.js';
 import { forEachFrame } from '../storage/segmentLoad.js';
 
-/** Numbers per held frame: pack idx, offset, length, first seq, seq after it. */
-const HELD_FIELDS = 5;
+/** Numbers per held frame: pack idx, offset, length, first seq, seq after it, CRC. */
+const HELD_FIELDS = 6;
 /** Topic ids are epoch × 2^24 + …: ids made before the snapshot's boot are never created later. */
 const EPOCH_UNIT = 0x100_0000;
 /** Held frames are read into spare buffers this large (a larger run gets its own), given back after adopt. */
@@ -31,6 +37,21 @@ export interface HeldFrames {
   spares: Buffer[];
 }
 
+/** A held topic whose frames are matched against the replay instead of read back. */
+interface Deferred {
+  actor: TopicActor;
+  h: number[];
+  /** Index of the next held frame in `h`. */
+  at: number;
+  /** The seq after the last frame fed (a held frame below it is a second copy, skipped). */
+  next: number;
+}
+
+/** The CRC field of a frame at `off` (bytes 4..8 of its prefix). */
+function frameCrc(buf: Buffer, off: number): number {
+  return buf.readUInt32LE(off + 4);
+}
+
 export interface PackRecoveryHost {
   readonly fsx: Fs;
   readonly dataDir: string;
@@ -41,6 +62,7 @@ export interface PackRecoveryHost {
 
 export class PackRecovery {
   private readonly held = new Map<number, number[]>();
+  private readonly deferred = new Map<number, Deferred>();
   /**
    * Read buffers reused by readHeld: every frame fed to an actor during recovery is indexed cold
    * (no text keeps a view of it), so once adopt has fed them the buffer is free again. A fresh
@@ -80,7 +102,7 @@ export class PackRecovery {
         } else if (Math.floor(f.topicId / EPOCH_UNIT) >= snapshotEpoch) {
           let h = this.held.get(f.topicId);
           if (!h) this.held.set(f.topicId, (h = []));
-          h.push(idx, off, f.size, head.firstSeq, head.firstSeq + head.count);
+          h.push(idx, off, f.size, head.firstSeq, head.firstSeq + head.count, frameCrc(buf, off));
         }
       });
     }
@@ -126,22 +148,80 @@ export class PackRecovery {
    */
   adopt(actor: TopicActor, topicId: number, held: HeldFrames): void {
     const h = this.held.get(topicId);
-    if (h) {
-      this.held.delete(topicId);
-      let next = 0;
-      for (let i = 0, k = 0; i < h.length; i += HELD_FIELDS, k++) {
-        if (h[i + 3]! < next) continue;
-        next = h[i + 4]!;
-        this.host.input(actor, { k: 'packed', frame: held.frames[k]! });
-        this.host.packs.map.add(topicId, h[i]!, h[i + 1]!, h[i + 2]!);
-      }
+    this.held.delete(topicId);
+    this.feed(actor, topicId, h ?? [], held, 0);
+  }
+
+  /**
+   * Feeds held frames `h` (read as `held`) from seq `next` on, skipping second copies, and gives
+   * the read buffers back: the inputs index the frames cold and keep no view of them.
+   */
+  private feed(actor: TopicActor, topicId: number, h: number[], held: HeldFrames, next: number): void {
+    for (let i = 0, k = 0; i < h.length; i += HELD_FIELDS, k++) {
+      if (h[i + 3]! < next) continue;
+      next = h[i + 4]!;
+      this.host.input(actor, { k: 'packed', frame: held.frames[k]! });
+      this.host.packs.map.add(topicId, h[i]!, h[i + 1]!, h[i + 2]!);
     }
-    // The inputs above indexed the frames cold and kept no view of them: the buffers are free.
     for (const b of held.spares) if (this.spares.length < SPARES_MAX) this.spares.push(b);
   }
 
-  /** The replay is over: frames nobody claimed are dead. */
-  endReplay(): void {
+  /** The topic has held frames (read back by readHeld, or matched by deferHeld). */
+  hasHeld(topicId: number): boolean {
+    return this.held.has(topicId);
+  }
+
+  /**
+   * A topic created after the snapshot, with no own segments, takes its held frames from the
+   * replay: each of its replayed APPEND frames goes to replayedAppend first.
+   */
+  deferHeld(actor: TopicActor, topicId: number): void {
+    const h = this.held.get(topicId);
+    if (!h) return;
+    this.held.delete(topicId);
+    this.deferred.set(topicId, { actor, h, at: 0, next: 0 });
+  }
+
+  /** The topic's replayed frames go through replayedAppend / settleDeferred. */
+  isDeferred(topicId: number): boolean {
+    return this.deferred.has(topicId);
+  }
+
+  /**
+   * A replayed APPEND frame of a deferred topic: true when it was the topic's next held frame
+   * and was fed as such (the replay then skips it). Otherwise the caller settles the topic first.
+   */
+  replayedAppend(topicId: number, buf: Buffer, off: number, size: number, firstSeq: number): boolean {
+    const d = this.deferred.get(topicId);
+    if (!d) return false;
+    const h = d.h;
+    while (d.at < h.length && h[d.at + 3]! < d.next) d.at += HELD_FIELDS; // a second copy
+    const i = d.at;
+    if (i >= h.length || h[i + 3] !== firstSeq || h[i + 2] !== size || h[i + 5] !== frameCrc(buf, off)) return false;
+    this.host.input(d.actor, { k: 'packed', frame: buf.subarray(off, off + size) });
+    this.host.packs.map.add(topicId, h[i]!, h[i + 1]!, size);
+    d.next = h[i + 4]!;
+    d.at = i + HELD_FIELDS;
+    if (d.at >= h.length) this.deferred.delete(topicId);
+    return true;
+  }
+
+  /**
+   * Reads back and feeds a deferred topic's held frames not matched yet (before a frame of the
+   * topic that is not its next held one, and at the end of the replay: a held frame may outlive
+   * the WAL's copy of it when a power loss keeps the pack's write-back and not the WAL's).
+   */
+  async settleDeferred(topicId: number): Promise<void> {
+    const d = this.deferred.get(topicId);
+    if (!d) return;
+    this.deferred.delete(topicId);
+    const rest = d.h.slice(d.at);
+    this.feed(d.actor, topicId, rest, await this.readFrames(rest), d.next);
+  }
+
+  /** The replay is over: deferred topics take their unmatched frames; frames nobody claimed are dead. */
+  async endReplay(): Promise<void> {
+    for (const id of [...this.deferred.keys()]) await this.settleDeferred(id);
     this.held.clear();
   }
 }

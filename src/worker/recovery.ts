@@ -9,7 +9,7 @@ import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
-import { decodeJsonBody, probeFrame } from '../wal/frame.js';
+import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -106,7 +106,8 @@ export class WorkerRecovery {
    * follows every SERVICE_CHECKPOINT_WAL_BYTES).
    */
   private async readAhead(topicId: number): Promise<ReadAhead> {
-    const held = this.packs.readHeld(topicId);
+    // Without own segments, held frames are matched against the replay instead (deferHeld).
+    const held = this.topicDirs.has(topicId) ? this.packs.readHeld(topicId) : undefined;
     held?.catch(() => undefined); // awaited (and reported) below
     const segs = this.topicDirs.has(topicId) ? await listSegments(this.host.fsx, this.host.dataDir, topicId) : [];
     const first = segs.length === 1 ? readSegment(this.host.fsx, topicId, segs[0]!, true) : undefined;
@@ -124,8 +125,8 @@ export class WorkerRecovery {
         this.host.replayAck(m.bytes, m.buf);
       });
     } else {
-      void this.chain.then(() => {
-        this.packs.endReplay();
+      void this.chain.then(async () => {
+        await this.packs.endReplay();
         this.replayDone?.();
       });
     }
@@ -175,16 +176,28 @@ export class WorkerRecovery {
         // instead of replaying, copying and rewriting every append they hold.
         const known = actor.current?.id === f.topicId; // already loaded from the snapshot
         const read = known ? undefined : await (pending ?? this.readAhead(f.topicId));
-        if (read && (read.segs.length > 0 || read.held)) {
+        const deferHeld = read !== undefined && !read.held && this.packs.hasHeld(f.topicId);
+        if (read && (read.segs.length > 0 || read.held || deferHeld)) {
           const part: TopicPart = { id: f.topicId, name: body.name, config: body.config, created_ms: body.created_ms, reserved: 0 };
           this.host.input(actor, { k: 'load', part });
           if (read.held) this.packs.adopt(actor, f.topicId, read.held);
+          else if (deferHeld) this.packs.deferHeld(actor, f.topicId);
           await this.loadSegmentsOf(actor, f.topicId, read);
           off += f.size;
           continue;
         }
       } else {
         actor = this.host.byTopicId.get(f.topicId);
+      }
+      if (actor && this.packs.isDeferred(f.topicId)) {
+        // The topic's next held frame, fed from these bytes; any other frame but a seq
+        // reservation (which touches no record) first has the held frames read back.
+        if (f.type === FrameType.APPEND && this.packs.replayedAppend(f.topicId, buf, off, f.size, readAppendHead(buf, f).firstSeq)) {
+          this.stats.appends++;
+          off += f.size;
+          continue;
+        }
+        if (f.type !== FrameType.SEQ_RESERVE) await this.packs.settleDeferred(f.topicId);
       }
       if (actor) {
         if (f.type === FrameType.APPEND) this.stats.appends++;
