@@ -279,11 +279,12 @@ export class Supervisor {
         this.checkpointFailed(err),
         () => this.storageState,
       );
-      // A checkpoint that cannot be written now (a full disk) does not stop reads being served.
-      // On a disk too full for the first WAL file the checkpoint's marks wait for that file, so
-      // it runs in the background and completes once space returns.
-      const first = this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
-      if (this.storageState === StorageState.OK) await first;
+      // The first checkpoint runs in the background, as every later one does: the server is
+      // consistent without it (the replayed WAL stays until a snapshot covers it), and at many
+      // topics it was a large share of the time to ready (issue 15: writing every topic's part).
+      // On a disk too full for the first WAL file its marks wait for that file and it completes
+      // once space returns.
+      void this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
       if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
       this.topicCount = live.size;
       await this.routers.load();
