@@ -1,11 +1,16 @@
 // SeqIndex against a plain Map model (many-topics issue: chunks start small and grow): any
 // sequence of puts (dense, with reservation gaps padded), state changes, text changes and front
 // drops reads back exactly what the model holds, across the 16 -> 4096 growth steps and chunk
-// boundaries. A small topic holds small columns, and padding allocates no slots.
+// boundaries. A small topic holds small columns, and padding allocates no slots. Several indexes
+// interleaved share the column slabs without ever sharing a block; a collected index gives its
+// blocks back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { SeqIndex, SlotState } from '../../src/actors/topic/seqIndex.js';
+import { slabBlocksInUse } from '../../src/actors/topic/columnSlabs.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 
 interface Slot {
@@ -31,82 +36,115 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), back: fc.nat(3000) }) },
 );
 
+/** A SeqIndex and its Map model, driven by the same ops. */
+class Driver {
+  readonly idx = new SeqIndex();
+  readonly model = new Map<number, Slot>();
+  last = 0;
+  dropped = 0; // every seq <= dropped may be gone from the index
+
+  apply(op: Op): void {
+    const { idx, model } = this;
+    if (op.t === 'put') {
+      for (let k = 0; k < op.n; k++) {
+        const seq = ++this.last;
+        const slot: Slot = { state: SlotState.LIVE, ts: seq * 3, bytes: seq % 977, nodeId: seq % 5, loc: seq * 2 ** 20, frameLen: 64 + (seq % 7), recIdx: (seq * 7919) % 65536, text: op.hot ? text(seq) : undefined };
+        idx.put(seq, slot.ts, slot.bytes, slot.nodeId, slot.loc, slot.frameLen, slot.recIdx, slot.text);
+        model.set(seq, slot);
+      }
+    } else if (op.t === 'pad') {
+      idx.pad(this.last + op.n);
+      for (let s = this.last + 1; s <= this.last + op.n; s++) model.set(s, { state: SlotState.EMPTY, ts: 0, bytes: 0, nodeId: 0, loc: 0, frameLen: 0, recIdx: 0, text: undefined });
+      this.last += op.n;
+    } else if (op.t === 'state' || op.t === 'cold') {
+      const seq = this.last - op.back;
+      const m = model.get(seq);
+      // Callers change only slots that held a record; padded seqs stay EMPTY.
+      if (!m || seq <= this.dropped || m.state === SlotState.EMPTY) return;
+      if (op.t === 'state') {
+        idx.setState(seq, op.st);
+        m.state = op.st;
+        m.text = undefined;
+      } else {
+        idx.setText(seq, undefined);
+        m.text = undefined;
+      }
+    } else {
+      const seq = Math.max(1, this.last - op.back);
+      // The caller's contract: every slot below the drop point is dead.
+      for (let s = this.dropped + 1; s < seq; s++) {
+        if (model.get(s)!.state === SlotState.EMPTY) continue;
+        idx.setState(s, SlotState.DELETED);
+        model.get(s)!.state = SlotState.DELETED;
+        model.get(s)!.text = undefined;
+      }
+      idx.dropBelow(seq);
+      this.dropped = Math.max(this.dropped, seq - 1);
+    }
+  }
+
+  check(label = ''): void {
+    const { idx, last } = this;
+    assert.equal(idx.last, last);
+    for (const [seq, m] of this.model) {
+      if (seq <= this.dropped) continue;
+      assert.equal(idx.state(seq), m.state, `${label}state of ${seq}`);
+      if (m.state === SlotState.EMPTY) continue;
+      assert.equal(idx.ts(seq), m.ts, `${label}ts of ${seq}`);
+      assert.equal(idx.bytes(seq), m.bytes, `${label}bytes of ${seq}`);
+      assert.equal(idx.nodeId(seq), m.nodeId, `${label}nodeId of ${seq}`);
+      assert.deepEqual(idx.loc(seq), { loc: m.loc, frameLen: m.frameLen, recIdx: m.recIdx }, `${label}loc of ${seq}`);
+      assert.equal(idx.text(seq), m.text, `${label}text of ${seq}`);
+    }
+    assert.equal(idx.state(last + 1), SlotState.EMPTY, 'past the end is empty');
+    assert.equal(idx.state(last + 5000), SlotState.EMPTY, 'far past the end is empty');
+  }
+}
+
 test('SeqIndex reads back what a Map model holds, whatever the growth and drops', () => {
   fc.assert(
     fc.property(fc.array(opArb, { maxLength: 40 }), (ops) => {
-      const idx = new SeqIndex();
-      const model = new Map<number, Slot>();
-      let last = 0;
-      let dropped = 0; // every seq <= dropped may be gone from the index
-      for (const op of ops) {
-        if (op.t === 'put') {
-          for (let k = 0; k < op.n; k++) {
-            const seq = ++last;
-            const slot: Slot = { state: SlotState.LIVE, ts: seq * 3, bytes: seq % 977, nodeId: seq % 5, loc: seq * 2 ** 20, frameLen: 64 + (seq % 7), recIdx: (seq * 7919) % 65536, text: op.hot ? text(seq) : undefined };
-            idx.put(seq, slot.ts, slot.bytes, slot.nodeId, slot.loc, slot.frameLen, slot.recIdx, slot.text);
-            model.set(seq, slot);
-          }
-        } else if (op.t === 'pad') {
-          idx.pad(last + op.n);
-          for (let s = last + 1; s <= last + op.n; s++) model.set(s, { state: SlotState.EMPTY, ts: 0, bytes: 0, nodeId: 0, loc: 0, frameLen: 0, recIdx: 0, text: undefined });
-          last += op.n;
-        } else if (op.t === 'state' || op.t === 'cold') {
-          const seq = last - op.back;
-          const m = model.get(seq);
-          // Callers change only slots that held a record; padded seqs stay EMPTY.
-          if (!m || seq <= dropped || m.state === SlotState.EMPTY) continue;
-          if (op.t === 'state') {
-            idx.setState(seq, op.st);
-            m.state = op.st;
-            m.text = undefined;
-          } else {
-            idx.setText(seq, undefined);
-            m.text = undefined;
-          }
-        } else {
-          const seq = Math.max(1, last - op.back);
-          // The caller's contract: every slot below the drop point is dead.
-          for (let s = dropped + 1; s < seq; s++) {
-            if (model.get(s)!.state === SlotState.EMPTY) continue;
-            idx.setState(s, SlotState.DELETED);
-            model.get(s)!.state = SlotState.DELETED;
-            model.get(s)!.text = undefined;
-          }
-          idx.dropBelow(seq);
-          dropped = Math.max(dropped, seq - 1);
-        }
-      }
-      assert.equal(idx.last, last);
-      for (const [seq, m] of model) {
-        if (seq <= dropped) continue;
-        assert.equal(idx.state(seq), m.state, `state of ${seq}`);
-        if (m.state === SlotState.EMPTY) continue;
-        assert.equal(idx.ts(seq), m.ts, `ts of ${seq}`);
-        assert.equal(idx.bytes(seq), m.bytes, `bytes of ${seq}`);
-        assert.equal(idx.nodeId(seq), m.nodeId, `nodeId of ${seq}`);
-        assert.deepEqual(idx.loc(seq), { loc: m.loc, frameLen: m.frameLen, recIdx: m.recIdx }, `loc of ${seq}`);
-        assert.equal(idx.text(seq), m.text, `text of ${seq}`);
-      }
-      assert.equal(idx.state(last + 1), SlotState.EMPTY, 'past the end is empty');
-      assert.equal(idx.state(last + 5000), SlotState.EMPTY, 'far past the end is empty');
+      const d = new Driver();
+      for (const op of ops) d.apply(op);
+      d.check();
     }),
     { numRuns: 150 },
+  );
+});
+
+test('small chunks of several indexes share slabs: growth frees blocks that other indexes reuse, zeroed', () => {
+  // Many-topics issue: the columns of chunks up to 256 slots live in shared slabs (columnSlabs.ts).
+  // A block freed by one index's growth and reused by another must never still be in use, and a
+  // reused block must read as empty slots.
+  const small: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 6, arbitrary: fc.record({ t: fc.constant('put' as const), n: fc.integer({ min: 1, max: 40 }), hot: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('pad' as const), n: fc.integer({ min: 1, max: 30 }) }) },
+    { weight: 2, arbitrary: fc.record({ t: fc.constant('state' as const), back: fc.nat(60), st: fc.constantFrom(SlotState.DELETED, SlotState.EVICTED) }) },
+  );
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.nat(5), small), { maxLength: 80 }), (ops) => {
+      const drivers = Array.from({ length: 6 }, () => new Driver());
+      for (const [k, op] of ops) drivers[k]!.apply(op);
+      drivers.forEach((d, k) => d.check(`index ${k}: `));
+    }),
+    { numRuns: 200 },
   );
 });
 
 test('a topic of ten records holds columns for 16 slots, not 4096', () => {
   const idx = new SeqIndex();
   for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, text(s));
-  const chunks = (idx as unknown as { chunks: { cap: number; f: Float64Array }[] }).chunks;
+  const chunks = (idx as unknown as { chunks: { cap: number; slab: number }[] }).chunks;
   assert.equal(chunks.length, 1);
   assert.equal(chunks[0]!.cap, 16);
-  assert.equal(chunks[0]!.f.buffer.byteLength, 16 * 32, 'one buffer of 32 bytes a slot');
+  assert.ok(chunks[0]!.slab >= 0, 'a block of 16 × 32 bytes in a shared slab, not a buffer of its own');
   for (let s = 11; s <= 5000; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
   assert.deepEqual(
     chunks.map((c) => c.cap),
     [4096, 1024],
     'a full chunk, then a growing one',
   );
+  assert.ok(chunks.every((c) => c.slab === -1), 'chunks past 256 slots have buffers of their own');
   assert.equal(idx.ts(4097), 4097);
   assert.equal(idx.text(10)?.dataLen, 2);
 });
@@ -122,4 +160,23 @@ test('padding a reservation block after a crash allocates no slots', () => {
   idx.put(1035, 1, 1, 0, 1, 64, 0, undefined);
   assert.equal(idx.state(1035), SlotState.LIVE);
   assert.equal(idx.state(1034), SlotState.EMPTY);
+});
+
+test('a collected index gives its slab blocks back', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  await settle(); // the indexes of earlier tests first
+  const before = slabBlocksInUse;
+  let idx: SeqIndex | undefined = new SeqIndex();
+  for (let s = 1; s <= 100; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined); // 16 -> 128 slots
+  assert.equal(slabBlocksInUse, before + 1, 'growth gave the smaller blocks back at once');
+  idx = undefined;
+  await settle();
+  assert.equal(slabBlocksInUse, before);
 });

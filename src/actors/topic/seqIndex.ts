@@ -6,6 +6,7 @@
 // A chunk keeps all its columns in one buffer (see Chunk).
 import assert from 'node:assert/strict';
 import type { RecordText } from './recordText.js';
+import { allocColumns, releaseColumns, type ColumnBlock } from './columnSlabs.js';
 
 /**
  * EMPTY is also the state of a padded seq (reserved before a crash, never durable): readers skip
@@ -32,19 +33,25 @@ const U_NODE = 5;
 const U_FRAME_LEN = 6;
 const U_META = 7;
 const U_END = 8;
-const BYTES_PER_SLOT = 32;
 
-class Chunk {
+/** The SeqIndexes gone: their chunks' slab blocks go back for reuse (see `chunks`). */
+const reclaim = new FinalizationRegistry<Chunk[]>((chunks) => {
+  for (const c of chunks) c.release();
+});
+
+class Chunk implements ColumnBlock {
   /** Slots this chunk has room for now (a power of two up to CHUNK). */
   cap: number;
-  f: Float64Array;
-  u: Uint32Array;
+  f!: Float64Array;
+  u!: Uint32Array;
+  /** Where the columns start in `f` and `u` (a block of a shared slab, or 0 in an own buffer). */
+  fo = 0;
+  uo = 0;
+  slab = -1;
 
   constructor(cap: number) {
     this.cap = cap;
-    const buf = new ArrayBuffer(cap * BYTES_PER_SLOT);
-    this.f = new Float64Array(buf);
-    this.u = new Uint32Array(buf);
+    allocColumns(cap, this);
   }
 
   /** Makes room for slot `i` (< CHUNK): doubles the columns until it fits. */
@@ -52,51 +59,56 @@ class Chunk {
     let cap = this.cap;
     while (cap <= i) cap *= 2;
     if (cap === this.cap) return;
-    const old = this.cap;
-    const { f, u } = this;
-    const buf = new ArrayBuffer(cap * BYTES_PER_SLOT);
-    this.f = new Float64Array(buf);
-    this.u = new Uint32Array(buf);
-    for (let c = 0; c < F_COLS; c++) this.f.set(f.subarray(c * old, (c + 1) * old), c * cap);
-    for (let c = U_BYTES; c < U_END; c++) this.u.set(u.subarray(c * old, (c + 1) * old), c * cap);
+    const old: ColumnBlock & { cap: number } = { f: this.f, u: this.u, fo: this.fo, uo: this.uo, slab: this.slab, cap: this.cap };
+    allocColumns(cap, this);
+    for (let c = 0; c < F_COLS; c++) this.f.set(old.f.subarray(old.fo + c * old.cap, old.fo + (c + 1) * old.cap), this.fo + c * cap);
+    for (let c = U_BYTES; c < U_END; c++) this.u.set(old.u.subarray(old.uo + c * old.cap, old.uo + (c + 1) * old.cap), this.uo + c * cap);
+    releaseColumns(old.cap, old);
     this.cap = cap;
     if (this.text !== null) this.text.length = cap;
   }
 
+  /** Gives the columns back (the chunk is dropped; never used again). */
+  release(): void {
+    releaseColumns(this.cap, this);
+  }
+
   ts(i: number): number {
-    return this.f[F_TS * this.cap + i]!;
+    return this.f[this.fo + F_TS * this.cap + i]!;
   }
   loc(i: number): number {
-    return this.f[F_LOC * this.cap + i]!;
+    return this.f[this.fo + F_LOC * this.cap + i]!;
   }
   bytes(i: number): number {
-    return this.u[U_BYTES * this.cap + i]!;
+    return this.u[this.uo + U_BYTES * this.cap + i]!;
   }
   nodeId(i: number): number {
-    return this.u[U_NODE * this.cap + i]!;
+    return this.u[this.uo + U_NODE * this.cap + i]!;
   }
   frameLen(i: number): number {
-    return this.u[U_FRAME_LEN * this.cap + i]!;
+    return this.u[this.uo + U_FRAME_LEN * this.cap + i]!;
   }
   state(i: number): number {
-    return this.u[U_META * this.cap + i]! >>> 16;
+    return this.u[this.uo + U_META * this.cap + i]! >>> 16;
   }
   recIdx(i: number): number {
-    return this.u[U_META * this.cap + i]! & 0xffff;
+    return this.u[this.uo + U_META * this.cap + i]! & 0xffff;
   }
 
   set(i: number, tsMs: number, bytes: number, nodeId: number, loc: number, frameLen: number, recIdx: number): void {
     const cap = this.cap;
-    this.f[F_TS * cap + i] = tsMs;
-    this.f[F_LOC * cap + i] = loc;
-    this.u[U_BYTES * cap + i] = bytes;
-    this.u[U_NODE * cap + i] = nodeId;
-    this.u[U_FRAME_LEN * cap + i] = frameLen;
-    this.u[U_META * cap + i] = (SlotState.LIVE << 16) | (recIdx & 0xffff);
+    const fo = this.fo + i;
+    const uo = this.uo + i;
+    this.f[fo + F_TS * cap] = tsMs;
+    this.f[fo + F_LOC * cap] = loc;
+    this.u[uo + U_BYTES * cap] = bytes;
+    this.u[uo + U_NODE * cap] = nodeId;
+    this.u[uo + U_FRAME_LEN * cap] = frameLen;
+    this.u[uo + U_META * cap] = (SlotState.LIVE << 16) | (recIdx & 0xffff);
   }
 
   setState(i: number, st: number): void {
-    const m = U_META * this.cap + i;
+    const m = this.uo + U_META * this.cap + i;
     this.u[m] = (st << 16) | (this.u[m]! & 0xffff);
   }
 
@@ -124,6 +136,11 @@ class Chunk {
 export class SeqIndex {
   /** Seq of slot 0 of chunks[0]; always a multiple of CHUNK plus 1. */
   private base = 1;
+  /**
+   * Empty until the first slot; then a fresh array (a literal: an array grown from empty by a
+   * push keeps room for 17) that the FinalizationRegistry holds, so it is only ever changed in
+   * place. When this index is collected, its chunks' slab blocks are released.
+   */
   private chunks: Chunk[] = [];
   /** Highest seq with a slot (assigned or padded). */
   last = 0;
@@ -136,6 +153,10 @@ export class SeqIndex {
     if (create) {
       // Only the last chunk can be partly grown: every chunk before it is full.
       if (ci >= this.chunks.length) this.chunks.at(-1)?.growFor(CHUNK - 1);
+      if (this.chunks.length === 0) {
+        this.chunks = [new Chunk(ci > 0 ? CHUNK : FIRST_CAPACITY)];
+        reclaim.register(this, this.chunks);
+      }
       while (ci >= this.chunks.length) this.chunks.push(new Chunk(ci > this.chunks.length ? CHUNK : FIRST_CAPACITY));
       this.chunks[ci]!.growFor(i);
     }
@@ -206,7 +227,7 @@ export class SeqIndex {
   /** Drops whole chunks below `seq` (the first live seq). Their slots must all be dead. */
   dropBelow(seq: number): void {
     while (this.chunks.length > 1 && seq - this.base >= CHUNK) {
-      this.chunks.shift();
+      this.chunks.shift()!.release();
       this.base += CHUNK;
     }
   }
