@@ -74,7 +74,8 @@ export function encodeBatch(
     const rec = p.records[i]!;
     const size = t.payloadBytes;
     bytes += size;
-    inst.index.put(firstSeq + i, tsMs, size, inst.nodes.id(rec.node ?? p.node), loc, frame.length, i, t);
+    const node = rec.node ?? p.node;
+    inst.index.put(firstSeq + i, tsMs, size, node === undefined ? 0 : inst.nodes.id(node), loc, frame.length, i, t);
     if (rec.tag !== undefined) inst.tags.add(rec.tag, firstSeq + i);
   }
   if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });

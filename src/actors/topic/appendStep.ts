@@ -145,7 +145,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const count = batch.lastSeq - batch.firstSeq + 1;
   inst.reserve.noteBatch(count);
   if (cls !== 'fsync') inst.reserve.maybeReserve(inst.assigned, inst.id, ctx, () => a.nextFrame());
-  inst.pending.push({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
+  inst.addPending({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
   inst.pendingCount += count;
   inst.pendingBytes += batch.bytes;
   const target = inst;

@@ -18,6 +18,14 @@ import type { AppliedTable } from '../router/appliedTable.js';
 import type { Provenance } from '../router/provenance.js';
 import type { RoutingState } from '../router/routingState.js';
 
+/** The empty queue every idle instance shares (frozen: a push on it throws instead of leaking). */
+const NONE: readonly never[] = Object.freeze([]);
+
+/** The shared empty queue, typed for a field that holds a queue of its own once non-empty. */
+export function none<T>(): T[] {
+  return NONE as unknown as T[];
+}
+
 /** An accepted batch that has not reached its ack point yet. */
 export interface PendingBatch {
   firstSeq: number;
@@ -106,11 +114,17 @@ export class TopicInstance {
   pendingCount = 0;
   pendingBytes = 0;
   private idemTable: IdempotencyTable | undefined = undefined;
-  readonly nodes = new NodeIntern();
-  readonly pending: PendingBatch[] = [];
+  /** Made at the first node name (most topics never see one); see `nodes`. */
+  private nodeIntern: NodeIntern | undefined = undefined;
+  /**
+   * The three queues below are the shared frozen empty array while empty (an idle topic holds
+   * no array of its own; a push on the shared one throws): add with addPending, addUnsynced and
+   * addGate; an emptied queue is set back to none().
+   */
+  pending: PendingBatch[] = none();
   /** Visible `disk` batches whose frames are not fsynced yet (they bound durableHead). */
-  readonly unsynced: PendingBatch[] = [];
-  readonly gates: Gate[] = [];
+  unsynced: PendingBatch[] = none();
+  gates: Gate[] = none();
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;
   segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0, packed: true };
@@ -133,6 +147,28 @@ export class TopicInstance {
   ) {
     this.cfg = internConfig(config);
     this.queue = config.type === 'queue' ? new QueueState() : undefined;
+  }
+
+  /** Node names of this topic's records, made at the first one. */
+  get nodes(): NodeIntern {
+    return (this.nodeIntern ??= new NodeIntern());
+  }
+
+  /** The node names interned so far, if any were (no NodeIntern is made to ask). */
+  get nodesIfAny(): NodeIntern | undefined {
+    return this.nodeIntern;
+  }
+
+  addPending(b: PendingBatch): void {
+    (this.pending === none() ? (this.pending = []) : this.pending).push(b);
+  }
+
+  addUnsynced(b: PendingBatch): void {
+    (this.unsynced === none() ? (this.unsynced = []) : this.unsynced).push(b);
+  }
+
+  addGate(g: Gate): void {
+    (this.gates === none() ? (this.gates = []) : this.gates).push(g);
   }
 
   /** The resolved config: a shared, frozen object (interned), replaced whole on a change. */

@@ -63,7 +63,7 @@ export class TopicReads {
     if (req.nodes !== null && inst.config.dedupe_node) {
       skip = new Set();
       for (const n of req.nodes) {
-        const id = inst.nodes.knownId(n);
+        const id = inst.nodesIfAny?.knownId(n);
         if (id !== undefined) skip.add(id);
       }
       if (skip.size === 0) skip = null;

@@ -189,7 +189,7 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   const last = inst.index.last;
   const scratch = inst.recovery ?? { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
   inst.recovery = undefined;
-  inst.nodes.endRecovery();
+  inst.nodesIfAny?.endRecovery();
   // Retention state from the snapshot and FLOORS frames: records below the floors are gone.
   for (let s = 1; s < Math.min(scratch.deadBelow, last + 1); s++) {
     if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, s < inst.evictFloor ? SlotState.EVICTED : SlotState.DELETED);

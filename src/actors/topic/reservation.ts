@@ -15,7 +15,8 @@ export class SeqReservation {
   /** Highest ceiling submitted. */
   submitted = 0;
   /** Submitted reservations not yet durable, oldest first. */
-  readonly inFlight: { frameNo: number; ceiling: number }[] = [];
+  /** Reservation frames not durable yet, oldest first; undefined while there are none. */
+  private inFlight: { frameNo: number; ceiling: number }[] | undefined = undefined;
   /** Adaptive block (grows when appends outrun the reservation's fsync). */
   block = RESERVE_BLOCK_MIN;
   largestRecentBatch = 0;
@@ -34,21 +35,20 @@ export class SeqReservation {
   maybeReserve(assigned: number, topicId: number, ctx: ActorCtx, nextFrameNo: () => number): void {
     const block = Math.max(RESERVE_BLOCK_MIN, 4 * this.largestRecentBatch, this.block);
     if (assigned + block / 2 <= this.submitted) return;
-    if (this.inFlight.length > 0) this.block = Math.min(RESERVE_BLOCK_MAX, Math.max(block, this.block) * 2);
+    if (this.inFlight !== undefined) this.block = Math.min(RESERVE_BLOCK_MAX, Math.max(block, this.block) * 2);
     const ceiling = assigned + Math.max(block, this.block);
     const frameNo = nextFrameNo();
     this.submitted = ceiling;
-    this.inFlight.push({ frameNo, ceiling });
+    (this.inFlight ??= []).push({ frameNo, ceiling });
     ctx.submit(frameNo, encodeSeqReserve(topicId, ceiling), true);
   }
 
   /** Reservations whose frames are now durable raise the ceiling. */
   absorbDurable(durableFrameNo: number): void {
-    if (this.inFlight.length === 0) return;
-    while (this.inFlight.length > 0 && this.inFlight[0]!.frameNo <= durableFrameNo) {
-      this.durable = Math.max(this.durable, this.inFlight.shift()!.ceiling);
-    }
-    // length = 0 gives the array's backing store back: an idle topic keeps none.
-    if (this.inFlight.length === 0) this.inFlight.length = 0;
+    const q = this.inFlight;
+    if (q === undefined) return;
+    while (q.length > 0 && q[0]!.frameNo <= durableFrameNo) this.durable = Math.max(this.durable, q.shift()!.ceiling);
+    // An idle topic keeps no array.
+    if (q.length === 0) this.inFlight = undefined;
   }
 }

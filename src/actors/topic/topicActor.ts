@@ -14,7 +14,7 @@ import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, jsonOpen, type ActorCore, type ActorOptions } from './actorCore.js';
 import { append } from './appendStep.js';
-import type { Gate, GateCondition, TopicInstance } from './instance.js';
+import { none, type Gate, type GateCondition, type TopicInstance } from './instance.js';
 import { deleteTopic, put } from './lifecycle.js';
 import { TopicReads } from './reads.js';
 import { deleteRecordsStep } from './recordDelete.js';
@@ -154,7 +154,7 @@ export class TopicActor implements ActorCore {
       if (cond.reqId !== undefined) ctx.reply(cond.reqId, storageFailed());
       return;
     }
-    inst.gates.push({ ...cond, send });
+    inst.addGate({ ...cond, send });
   }
 
   private met(inst: TopicInstance, g: GateCondition): boolean {
@@ -169,10 +169,15 @@ export class TopicActor implements ActorCore {
   onWalFailed(ctx: ActorCtx): void {
     const failGates = (gates: Gate[]) => {
       for (const g of gates) if (g.reqId !== undefined) ctx.reply(g.reqId, storageFailed());
-      gates.length = 0;
     };
-    for (const inst of [...(this.retired ?? []), ...(this.current ? [this.current] : [])]) failGates(inst.gates);
-    if (this.deleteGates) failGates(this.deleteGates);
+    for (const inst of [...(this.retired ?? []), ...(this.current ? [this.current] : [])]) {
+      failGates(inst.gates);
+      inst.gates = none();
+    }
+    if (this.deleteGates) {
+      failGates(this.deleteGates);
+      this.deleteGates.length = 0;
+    }
     this.retired = undefined;
   }
 
@@ -188,9 +193,8 @@ export class TopicActor implements ActorCore {
       if (this.met(inst, g)) g.send(ctx);
       else still.push(g);
     }
-    // length = 0 also gives the array's backing store back (an idle topic keeps none).
-    inst.gates.length = 0;
-    inst.gates.push(...still);
+    // An emptied queue goes back to the shared empty one (an idle topic keeps no array).
+    inst.gates = still.length > 0 ? still : none();
   }
 
   private runDeleteGates(ctx: ActorCtx): void {

@@ -4,7 +4,7 @@
 // Invariant: a non-fsync batch is visible only under a durable seq reservation. Pure.
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from './actorCore.js';
-import type { PendingBatch, TopicInstance } from './instance.js';
+import { none, type PendingBatch, type TopicInstance } from './instance.js';
 import { applyCaps } from './retention.js';
 import { renderPush } from './watchPush.js';
 
@@ -32,7 +32,7 @@ export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance):
     if (b.durability !== 'fsync' && inst.reserve.durable < b.lastSeq) break;
     inst.pending.shift();
     // A disk batch is visible once written; it is durable only when its frame is fsynced.
-    if (b.durability === 'disk' && b.frameNo > a.durableFrameNo) inst.unsynced.push(b);
+    if (b.durability === 'disk' && b.frameNo > a.durableFrameNo) inst.addUnsynced(b);
     inst.head = b.lastSeq;
     inst.count += b.lastSeq - b.firstSeq + 1;
     inst.bytes += b.bytes;
@@ -47,9 +47,9 @@ export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance):
   // durableHead: the visible prefix whose frames are fsynced. For memory and ephemeral topics,
   // which are never fsynced, the ack point is the commit point (docs/WATCH.md).
   while (inst.unsynced.length > 0 && inst.unsynced[0]!.frameNo <= a.durableFrameNo) inst.unsynced.shift();
-  // Emptied queues give their backing stores back (length = 0 does): an idle topic keeps none.
-  if (inst.pending.length === 0) inst.pending.length = 0;
-  if (inst.unsynced.length === 0) inst.unsynced.length = 0;
+  // Emptied queues go back to the shared empty one: an idle topic keeps no array.
+  if (inst.pending.length === 0) inst.pending = none();
+  if (inst.unsynced.length === 0) inst.unsynced = none();
   inst.durableHead = inst.unsynced.length > 0 ? inst.unsynced[0]!.firstSeq - 1 : inst.head;
   return { headBefore, durableBefore, moved };
 }
