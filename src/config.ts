@@ -35,6 +35,10 @@ export interface Settings {
   packBytes: number;
   /** A pack file is sealed (and a new one started) at about this size. */
   packFileBytes: number;
+  /** A quiet topic sleeps (issue 15: a small record instead of an actor) after this long without a step (0: never). */
+  topicSleepMs: number;
+  /** Awake topics per worker at most: the least recently used beyond it sleep first (0: no bound). */
+  topicsAwakeMax: number;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
   watchSessionTtlMs: number;
@@ -119,6 +123,8 @@ export function readSettings(env: Env = process.env): Settings {
     segmentWriteDelayMs: num(env, 'SERVICE_SEGMENT_WRITE_DELAY_MS', 5),
     packBytes: num(env, 'SERVICE_PACK_BYTES', 64 * 1024),
     packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
+    topicSleepMs: num(env, 'SERVICE_TOPIC_SLEEP_MS', 10_000),
+    topicsAwakeMax: num(env, 'SERVICE_TOPICS_AWAKE', 10_000),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: num(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
     watchSessionTtlMs: num(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),

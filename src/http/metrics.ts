@@ -51,6 +51,7 @@ function addTotals(sum: StatsTotals, t: StatsTotals): void {
   sum.queueTopics += t.queueTopics;
   sum.leasesInFlight += t.leasesInFlight;
   sum.actors += t.actors;
+  sum.sleeping += t.sleeping;
 }
 
 export class Metrics {
@@ -83,7 +84,8 @@ export class Metrics {
     gauge('spool_records_live', 'Live records, all topics.');
     gauge('spool_bytes_live', 'Live payload bytes, all topics.');
     gauge('spool_queue_topics', 'Topics of type queue.');
-    gauge('spool_topic_actors', 'Topic actors held by the workers: live topics plus names with a request or frame still pending (issue 15).');
+    gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending (issue 15).');
+    gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request (issue 15).');
     gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
     gauge('spool_sse_connections', 'Open watch and /work streams.');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
@@ -175,6 +177,7 @@ export class Metrics {
     g.spool_bytes_live!.set(s.totals.bytes);
     g.spool_queue_topics!.set(s.totals.queueTopics);
     g.spool_topic_actors!.set(s.totals.actors);
+    g.spool_topics_sleeping!.set(s.totals.sleeping);
     g.spool_queue_leases_in_flight!.set(s.totals.leasesInFlight);
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);

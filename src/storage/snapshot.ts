@@ -10,6 +10,7 @@ import type { TopicConfig } from '../actors/topic/config.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
 import type { AppliedPart } from '../actors/router/appliedTable.js';
+import type { Watermarks } from '../actors/topic/watermarks.js';
 import { metaDir } from './layout.js';
 import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
 
@@ -37,6 +38,9 @@ export interface TopicPart {
   /** Router dests: per router id, [last source seq held, forwarded total] (DESIGN 5). */
   routers_applied?: AppliedPart;
 }
+
+/** A sleeping topic (issue 15, src/actors/topic/dormant.ts): its part plus its watermarks. */
+export interface DormantTopic extends TopicPart, Watermarks {}
 
 export interface SnapshotBody {
   version: 1;

@@ -210,6 +210,8 @@ export class Supervisor {
         segmentWriteDelayMs: s.segmentWriteDelayMs,
         packBytes: s.packBytes,
         packFileBytes: s.packFileBytes,
+        topicSleepMs: s.topicSleepMs,
+        topicsAwakeMax: s.topicsAwakeMax,
         walInflightBytes: s.walInflightBytes,
         traceDir: s.traceDir,
         traceOutputs: s.traceOutputs,

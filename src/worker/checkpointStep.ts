@@ -11,6 +11,18 @@ import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { WalLink } from './walLink.js';
+import type { DormantTopic } from '../actors/topic/dormant.js';
+
+/**
+ * A sleeping topic's snapshot part. Every seq up to its head is durable, so a final checkpoint
+ * records the head itself (a clean restart continues at head + 1, as for awake topics); otherwise
+ * its reservation ceiling, which a restart after a crash pads up to.
+ */
+function sleepingPart(d: DormantTopic, final: boolean): TopicPart {
+  const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved: final ? d.head : d.reserved };
+  if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+  return part;
+}
 
 export class WorkerCheckpoints {
   /** Segments to unlink once the snapshot of a mark is durable. */
@@ -20,6 +32,8 @@ export class WorkerCheckpoints {
     private readonly wal: WalLink,
     private readonly segments: SegmentStore,
     private readonly actors: () => Iterable<TopicActor>,
+    /** Sleeping topics (dormancy.ts): quiet, so their records are their parts. */
+    private readonly sleeping: () => Iterable<DormantTopic>,
   ) {}
 
   async prepare(markId: number, final: boolean): Promise<{ parts: Uint8Array; deadPacks: string[] }> {
@@ -43,6 +57,7 @@ export class WorkerCheckpoints {
       const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
       parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) });
     }
+    for (const d of this.sleeping()) parts.push(sleepingPart(d, final));
     this.reclaimAfter.set(markId, reclaim);
     // Encoded here, off the HTTP thread: comma-separated JSON objects, concatenated by main.
     const json = parts.map((p) => JSON.stringify(p)).join(',');

@@ -9,7 +9,7 @@ import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
 import { emptyTotals, type TopicRequest, type TopicResult, type TopicStats, type TopicSummary, type WorkerStats } from '../core/messages/rpc.js';
 import type { RouterStats } from '../core/messages/router.js';
-import type { ErrorResult } from '../core/errors.js';
+import { fail, type ErrorResult } from '../core/errors.js';
 import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
@@ -27,6 +27,9 @@ import { WorkerCheckpoints } from './checkpointStep.js';
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
 import { SortedNames } from './sortedNames.js';
+import { Dormancy } from './dormancy.js';
+import { addDormantStats, dormantStats, dormantSummary } from '../actors/topic/dormant.js';
+import { priorityOf } from '../actors/topic/topicState.js';
 import type { Fs } from '../storage/fs.js';
 
 export interface ActorHostDeps {
@@ -76,6 +79,8 @@ export class ActorHost implements HostServices {
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
   readonly timers = new WorkerTimers();
+  /** Sleeping topics, and the policy that puts quiet ones to sleep (issue 15). */
+  readonly dormancy: Dormancy;
 
   readonly clock: Clock;
   readonly opts: HostOptions;
@@ -132,7 +137,18 @@ export class ActorHost implements HostServices {
       workerIndex: opts.workerIndex,
       workers: opts.workers,
     });
-    this.checkpoints = new WorkerCheckpoints(this.wal, segments, () => this.actorsByName.values());
+    this.dormancy = new Dormancy(
+      {
+        packs: segments.packs,
+        byTopicId: this.byTopicId,
+        actorFor: (name) => this.actorFor(name),
+        input: (actor, input) => this.input(actor, input),
+        hasTimers: (actor) => this.timers.hasAny(actor),
+        now: () => this.clock.now(),
+      },
+      { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
+    );
+    this.checkpoints = new WorkerCheckpoints(this.wal, segments, () => this.actorsByName.values(), () => this.dormancy.records());
   }
 
   actorFor(name: string): TopicActor {
@@ -163,7 +179,16 @@ export class ActorHost implements HostServices {
     const reqId = this.nextReqId++;
     return new Promise((resolve) => {
       this.replies.set(reqId, resolve);
-      this.input(this.actorFor(req.topic), { k: 'req', reqId, req });
+      // A sleeping topic wakes first; requests that find it waking wait for the same wake, in order.
+      const waking = this.dormancy.wakeFor(req.topic);
+      if (!waking) return this.input(this.actorFor(req.topic), { k: 'req', reqId, req });
+      waking.then(
+        () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
+        (err: Error) => {
+          this.replies.delete(reqId);
+          resolve(fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
+        },
+      );
     });
   }
 
@@ -199,6 +224,7 @@ export class ActorHost implements HostServices {
     }
     // After the trace line: the replayer drops the actor after the same step (same rule).
     if (actor.idle() && !this.stepping.includes(actor)) this.drop(actor);
+    else this.dormancy.stepped(actor, ctx.now);
   }
 
   /**
@@ -208,7 +234,8 @@ export class ActorHost implements HostServices {
    */
   private drop(actor: TopicActor): void {
     this.actorsByName.delete(actor.name);
-    this.names.delete(actor.name);
+    if (!this.dormancy.has(actor.name)) this.names.delete(actor.name); // a sleeping topic stays listed
+    this.dormancy.dropped(actor);
     this.rngs.delete(actor);
     this.seedTraced.delete(actor);
     this.timers.cancelAllFor(actor);
@@ -242,6 +269,7 @@ export class ActorHost implements HostServices {
   /** Clears every actor timer, for good (the worker is being abandoned); no I/O. */
   stop(): void {
     this.timers.stop();
+    this.dormancy.stop();
   }
 
   releaseLongPolls(): void {
@@ -258,6 +286,7 @@ export class ActorHost implements HostServices {
   finishRecovery(): { topics: number; appends: number; ids: number[] } {
     const r = this.recovery.finish();
     Atomics.add(this.opts.counters, 0, r.ids.length);
+    this.dormancy.start();
     return r;
   }
 
@@ -269,10 +298,10 @@ export class ActorHost implements HostServices {
    * topic delete and create, and recovery all change bytes inside a step, and only there.
    */
   liveBytes(): number {
-    return this.liveBytesTotal;
+    return this.liveBytesTotal + this.dormancy.bytes;
   }
 
-  /** Actors with a live topic, O(topics): for tests and audits only. */
+  /** Awake actors with a live topic, O(topics): for tests and audits only. */
   liveActorCount(): number {
     let n = 0;
     for (const a of this.actorsByName.values()) if (a.current) n++;
@@ -283,6 +312,7 @@ export class ActorHost implements HostServices {
   liveBytesSummed(): number {
     let n = 0;
     for (const a of this.actorsByName.values()) n += a.current?.bytes ?? 0;
+    for (const d of this.dormancy.records()) n += d.bytes;
     return n;
   }
 
@@ -292,11 +322,19 @@ export class ActorHost implements HostServices {
     if (limit <= 0) return out;
     const now = this.clock.now();
     this.names.forEachFrom(after, prefix, (n) => {
-      const s = this.actorsByName.get(n)!.summary(now);
+      const s = this.summaryOf(n, now);
       if (s) out.push(s);
       return out.length < limit;
     });
     return out;
+  }
+
+  /** A topic's list summary, awake or sleeping, or undefined when absent. */
+  private summaryOf(name: string, now: number): TopicSummary | undefined {
+    const a = this.actorsByName.get(name);
+    if (a) return a.summary(now);
+    const d = this.dormancy.get(name);
+    return d ? dormantSummary(d, now) : undefined;
   }
 
   /** Topics whose effective priority is not 0, as [name, priority] (seeds main's priority book). */
@@ -307,6 +345,10 @@ export class ActorHost implements HostServices {
       const p = a.priority(now);
       if (p !== 0) out.push([a.name, p]);
     }
+    for (const d of this.dormancy.records()) {
+      const p = priorityOf(d.config, d.last_consumed_ms, now);
+      if (p !== 0) out.push([d.name, p]);
+    }
     return out;
   }
 
@@ -314,7 +356,7 @@ export class ActorHost implements HostServices {
   watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
     const now = this.clock.now();
     return names.map((n) => {
-      const s = this.actorsByName.get(n)?.summary(now);
+      const s = this.summaryOf(n, now);
       return s ? { head: s.head_seq, earliest: s.earliest_seq } : null;
     });
   }
@@ -322,11 +364,17 @@ export class ActorHost implements HostServices {
   /** Records a consumption on each named topic (a list page with touch=true), then re-reports them. */
   touch(names: string[]): TopicSummary[] {
     const out: TopicSummary[] = [];
+    const now = this.clock.now();
     for (const n of names) {
       const a = this.actorsByName.get(n);
-      if (!a) continue;
-      this.input(a, { k: 'consumed' });
-      const s = a.summary(this.clock.now());
+      if (a) {
+        this.input(a, { k: 'consumed' });
+      } else {
+        // A sleeping topic's record takes the consumption; its wake input carries it (traced there).
+        const d = this.dormancy.get(n);
+        if (d) d.last_consumed_ms = now;
+      }
+      const s = this.summaryOf(n, now);
       if (s) out.push(s);
     }
     return out;
@@ -344,11 +392,15 @@ export class ActorHost implements HostServices {
       if (a.current?.queue) this.input(a, { k: 'sweep' });
       a.addStats(totals, routers, this.clock.now());
     }
+    for (const d of this.dormancy.records()) addDormantStats(totals, d);
     totals.actors = this.actorsByName.size;
+    totals.sleeping = this.dormancy.sleepingCount;
     const first: TopicStats[] = [];
     if (firstMax > 0) {
       this.names.forEachFrom('', '', (n) => {
-        const s = this.actorsByName.get(n)!.stats(this.clock.now());
+        const a = this.actorsByName.get(n);
+        const d = a ? undefined : this.dormancy.get(n);
+        const s = a ? a.stats(this.clock.now()) : d ? dormantStats(d) : undefined;
         if (s) first.push(s);
         return first.length < firstMax;
       });

@@ -44,6 +44,8 @@ export interface WorkerThreadData {
   maxTopics: number;
   segmentBytes: number;
   segmentCacheBytes: number;
+  topicSleepMs: number;
+  topicsAwakeMax: number;
   segmentOpenFiles: number;
   segmentWriteDelayMs: number;
   /** SERVICE_PACK_BYTES: a topic's first segment lives in pack files up to this size (0: never). */
@@ -93,6 +95,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     segmentBytes: data.segmentBytes,
     packBytes: data.packBytes,
     segmentCacheBytes: data.segmentCacheBytes,
+    topicSleepMs: data.topicSleepMs,
+    topicsAwakeMax: data.topicsAwakeMax,
     walInflightBytes: data.walInflightBytes,
   };
   const trace = traceWriterFor(data);
@@ -172,8 +176,12 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
      * For tests and audits, O(topics): actors held, those with a live topic, and the running
      * total of live bytes next to the same figure summed over every actor (they must agree).
      */
-    audit(): { actors: number; live: number; liveBytes: number; liveBytesSummed: number } {
-      return { actors: host.actorCount, live: host.liveActorCount(), liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed() };
+    audit(): { actors: number; live: number; sleeping: number; liveBytes: number; liveBytesSummed: number } {
+      return { actors: host.actorCount, live: host.liveActorCount(), sleeping: host.dormancy.sleepingCount, liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed() };
+    },
+    /** Puts every topic that may sleep now to sleep, however recently used (tests and tools); returns how many. */
+    sleepQuietTopics(): number {
+      return host.dormancy.sweep(true);
     },
     releaseLongPolls(): void {
       host.releaseLongPolls();

@@ -37,6 +37,11 @@ export class WorkerTimers {
     this.forget(owner, id);
   }
 
+  /** `owner` has a timer armed. */
+  hasAny(owner: object): boolean {
+    return this.byOwner.has(owner);
+  }
+
   /** Cancels every timer `owner` has armed (an actor being dropped). */
   cancelAllFor(owner: object): void {
     const m = this.byOwner.get(owner);

@@ -124,7 +124,8 @@ test('a full disk refuses writes with 429 disk_space, serves reads, and recovers
   assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
   assert.equal((await c.put('/v0/topics/jobs', { type: 'queue', durability: 'fsync' })).status, 201);
   assert.equal((await c.post('/v0/topics/jobs', { records: [{ data: 'j1' }, { data: 'j2' }] })).status, 200);
-  const claimed = (await c.post('/v0/topics/jobs/claim', { node: 'w', max: 2 })).body.claimed.map((j: any) => j.$seq);
+  // A lease far longer than the test: on a loaded machine the test has taken over 30 s (the default lease).
+  const claimed = (await c.post('/v0/topics/jobs/claim', { node: 'w', max: 2, lease_ms: 600_000 })).body.claimed.map((j: any) => j.$seq);
   const acked: number[] = [];
 
   // Fill: a filler takes most of the space, then appends run until the disk is full.

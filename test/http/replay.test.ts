@@ -149,3 +149,45 @@ test('spool wal-dump lists the frames of a data directory', async () => {
   assert.match(out.stdout, /TOPIC_CREATE .*"name":"dump\.a"/);
   assert.match(out.stdout, /APPEND .*seqs 1\.\.2 .*key "k1"/);
 });
+
+test('a trace of topics going to sleep and waking again replays identically (issue 15)', async () => {
+  const traceDir = tempDir('spool-trace-sleep-');
+  const srv = await startServer({ env: { SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'tz.', SERVICE_TOPIC_SLEEP_MS: '100' } });
+  const c = client(srv.url);
+  const asleep = async (n: number) => {
+    await eventually(
+      async () => {
+        const m = /^spool_topics_sleeping (\d+)$/m.exec((await c.get('/v0/metrics')).text);
+        return m !== null && Number(m[1]) >= n ? true : `asleep: ${m?.[1]}`;
+      },
+      10_000,
+      `${n} topics asleep`,
+    );
+  };
+  try {
+    assert.equal((await c.put('/v0/topics/tz.a', { durability: 'fsync', auto_priority: true })).status, 201);
+    assert.equal((await c.post('/v0/topics/tz.a', { records: [{ data: 1, tag: 'red', node: 'n1' }, { data: 2 }], idempotency_key: 'k1' })).status, 200);
+    assert.equal((await c.post('/v0/topics/tz.b', { records: [{ data: 'b' }] })).status, 201);
+    await asleep(2);
+    // Each request wakes its topic: a read, an append, a record delete; sleeps in between.
+    assert.equal((await c.post('/v0/topics/tz.a/diff', { from_seq: 0, node: 'n1' })).body.records.length, 1);
+    await asleep(2);
+    assert.deepEqual((await c.post('/v0/topics/tz.a', { records: [{ data: 3 }], idempotency_key: 'k1' })).body.seqs, [1, 2]);
+    assert.deepEqual((await c.post('/v0/topics/tz.a', { records: [{ data: 3 }] })).body.seqs, [3]);
+    await asleep(2);
+    assert.equal((await c.post('/v0/topics/tz.a/delete', { match: ['tag', 'Eq', 'red'] })).body.deleted, 1);
+    await asleep(2);
+    assert.equal((await c.get('/v0/topics/tz.a')).body.count, 2);
+    assert.equal((await c.del('/v0/topics/tz.b')).status, 200);
+  } finally {
+    assert.equal(await srv.stop(), 0);
+  }
+  const [file] = fs.readdirSync(traceDir).map((f) => path.join(traceDir, f));
+  assert.ok(file);
+  const text = fs.readFileSync(file, 'utf8');
+  assert.ok((text.match(/"k":"sleep"/g) ?? []).length >= 4, 'the trace holds the sleeps');
+  assert.ok((text.match(/"k":"wake"/g) ?? []).length >= 4, 'the trace holds the wakes');
+  const report = replayTrace(file);
+  assert.equal(report.divergence, undefined, JSON.stringify(report.divergence));
+  assert.ok(report.compared >= 10, `compared ${report.compared}`);
+});

@@ -37,6 +37,8 @@ export function sweepSettings(over: Partial<Settings> = {}): Settings {
     segmentOpenFiles: 2,
     // Writes at once: a timer would make the fs calls depend on timing (the sweep needs them the same).
     segmentWriteDelayMs: 0,
+    // No sleeping by timer either (the same reason); tests put topics to sleep on purpose.
+    topicSleepMs: 0,
     checkpointMs: 0,
     checkpointWalBytes: 0,
     // fsync-class frames sync at once; anything else waits for one of those (never the timer).

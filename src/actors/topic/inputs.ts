@@ -9,7 +9,7 @@ import type { FrameView } from '../../wal/frame.js';
 import { probeFrame } from '../../wal/frame.js';
 import { finishInstanceRecovery, loadInstance, loadPackedFrame, loadSegment, replayFrame } from './replay.js';
 import type { SegmentLimits } from './appendOp.js';
-import type { TopicPart } from '../../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 
 export type ActorInput =
@@ -36,7 +36,14 @@ export type ActorInput =
   /** Recovery: one WAL frame after the checkpoint (whole frame bytes). */
   | { k: 'frame'; frame: Buffer }
   /** Recovery is over: pad reservations, count live records. */
-  | { k: 'finish' };
+  | { k: 'finish' }
+  /**
+   * A sleeping topic wakes (dormant.ts): its record, then its packed frames (`packed`), then
+   * `finish`, which keeps the record's watermarks.
+   */
+  | { k: 'wake'; part: DormantTopic }
+  /** The topic goes to sleep: the host keeps its record (made just before), the actor forgets it. */
+  | { k: 'sleep' };
 
 export type ApplyOptions = SegmentLimits;
 
@@ -82,6 +89,11 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
     case 'finish':
       if (actor.current) finishInstanceRecovery(actor.current);
       return;
+    case 'wake':
+      actor.current = loadInstance(input.part, input.part);
+      return;
+    case 'sleep':
+      return actor.sleep();
     default:
       assertNever(input);
   }

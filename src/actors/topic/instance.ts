@@ -17,6 +17,7 @@ import { QueueState } from '../queue/queueState.js';
 import type { AppliedTable } from '../router/appliedTable.js';
 import type { Provenance } from '../router/provenance.js';
 import type { RoutingState } from '../router/routingState.js';
+import type { Watermarks } from './watermarks.js';
 
 /** The empty queue every idle instance shares (frozen: a push on it throws instead of leaking). */
 const NONE: readonly never[] = Object.freeze([]);
@@ -77,6 +78,8 @@ export interface RecoveryScratch {
   deletedRanges: [number, number][];
   /** Segments indexed so far (the default segment cursor stands until the first). */
   segmentsLoaded: number;
+  /** A sleeping topic waking (not a recovery): its watermarks stand, nothing is padded. */
+  wake?: Watermarks;
 }
 
 /** The ledger of every instance that never lost a record: frozen, so a write to it throws. */

@@ -10,11 +10,11 @@ import type { SegmentPlacement } from '../ctx.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import { LossLedger, type LossRun } from './lossLedger.js';
-import { applyCaps, deleteRecords, deleteSeqs, deletedRanges, type MatchSpec } from './retention.js';
+import { applyCaps, deleteRecords, deleteSeqs, retentionFields, type MatchSpec } from './retention.js';
 import { decodeLeases } from '../../wal/leasesFrame.js';
 import { finishQueueRecovery, loadQueuePart, queuePart, replayLeases } from '../queue/leasesLog.js';
 import type { TopicActor } from './topicActor.js';
-import type { TopicPart } from '../../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { forEachFrame } from '../../storage/segmentLoad.js';
 import { probeFrame } from '../../wal/frame.js';
@@ -28,13 +28,17 @@ export interface ReplayStats {
   skipped: number;
 }
 
-/** An instance from its snapshot part, before its segments are indexed. */
-export function loadInstance(part: TopicPart): TopicInstance {
+/**
+ * An instance from its snapshot part, before its segments are indexed; with `wake`, a sleeping
+ * topic's record (dormant.ts), whose watermarks `finishInstanceRecovery` keeps instead of padding.
+ */
+export function loadInstance(part: TopicPart, wake?: DormantTopic): TopicInstance {
   const inst = new TopicInstance(part.id, part.name, part.config, part.created_ms);
   inst.reserve.durable = part.reserved;
   inst.evictFloor = part.evict_floor ?? 1;
   inst.ledger = LossLedger.from(part.ledger);
   inst.recovery = { deadBelow: part.dead_below ?? 0, deletedRanges: part.deleted ?? [], segmentsLoaded: 0 };
+  if (wake) inst.recovery.wake = wake;
   // Deleted records below dead_below must stay dead in every later snapshot too: without this,
   // a restart after a prefix delete wrote no retention part, and the records still in the
   // active segment came back at the restart after that.
@@ -48,8 +52,8 @@ export function loadInstance(part: TopicPart): TopicInstance {
 export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
   const applied = inst.applied?.part();
   const queue = { ...(inst.queue ? { queue: queuePart(inst.queue.table) } : {}), ...(applied ? { routers_applied: applied } : {}) };
-  if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return queue;
-  return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst), ...queue };
+  const retention = retentionFields(inst);
+  return retention ? { ...retention, ...queue } : queue;
 }
 
 /**
@@ -184,6 +188,8 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, limits
 /**
  * After the last frame: seqs up to the durable reservation are never reused, so the head moves
  * to max(last replayed seq, reserved) and the seqs in between become padded (silent, uncounted).
+ * A waking topic (`recovery.wake`) keeps the head it went to sleep with: every seq up to it was
+ * visible and durable, and its reservation ceiling stays durable above it.
  */
 export function finishInstanceRecovery(inst: TopicInstance): void {
   const last = inst.index.last;
@@ -208,7 +214,15 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
       bytes += inst.index.bytes(s);
     }
   }
-  const head = Math.max(last, inst.reserve.durable);
+  const wake = scratch.wake;
+  if (wake) {
+    assert.ok(last <= wake.head && count === wake.count && bytes === wake.bytes, `topic ${inst.name} woke with ${count} records (${bytes} bytes) up to seq ${last}; it slept with ${wake.count} (${wake.bytes} bytes) up to ${wake.head}`);
+    inst.lastTsMs = Math.max(inst.lastTsMs, wake.last_ts_ms);
+    inst.lastWriteTsMs = wake.last_write_ms;
+    inst.lastReadTsMs = wake.last_read_ms;
+    inst.lastConsumedMs = wake.last_consumed_ms;
+  }
+  const head = wake ? wake.head : Math.max(last, inst.reserve.durable);
   inst.index.pad(head);
   inst.assigned = head;
   inst.head = head;

@@ -4,7 +4,7 @@
 // a purely deleted gap reads silently. Counters change the moment a slot leaves LIVE.
 // Invariant: evictFloor <= earliest <= head + 1. Pure; runs inside actor steps.
 import type { TopicInstance } from './instance.js';
-import type { LossReason } from './lossLedger.js';
+import type { LossReason, LossRun } from './lossLedger.js';
 import { SlotState } from './seqIndex.js';
 
 /** The one way a slot leaves LIVE: counters, state, and a queue job's lease table entries. */
@@ -125,4 +125,10 @@ export function deletedRanges(inst: TopicInstance): [number, number][] {
     }
   }
   return out;
+}
+
+/** The retention state a snapshot part keeps, or undefined for a topic that never lost or deleted a record. */
+export function retentionFields(inst: TopicInstance): { evict_floor: number; ledger: LossRun[]; dead_below: number; deleted: [number, number][] } | undefined {
+  if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return undefined;
+  return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst) };
 }

@@ -155,7 +155,7 @@ export class SeqIndex {
       if (ci >= this.chunks.length) this.chunks.at(-1)?.growFor(CHUNK - 1);
       if (this.chunks.length === 0) {
         this.chunks = [new Chunk(ci > 0 ? CHUNK : FIRST_CAPACITY)];
-        reclaim.register(this, this.chunks);
+        reclaim.register(this, this.chunks, this);
       }
       while (ci >= this.chunks.length) this.chunks.push(new Chunk(ci > this.chunks.length ? CHUNK : FIRST_CAPACITY));
       this.chunks[ci]!.growFor(i);
@@ -222,6 +222,18 @@ export class SeqIndex {
   setText(seq: number, t: RecordText | undefined): void {
     const at = this.chunkFor(seq, false);
     if (at) at.c.setText(at.i, t);
+  }
+
+  /**
+   * Gives every chunk's columns back now (a topic going to sleep), instead of when the index is
+   * collected: a sleeping topic's old index can sit in the old generation for a long time.
+   * The index is empty afterwards and must not be used again.
+   */
+  release(): void {
+    if (this.chunks.length === 0) return;
+    reclaim.unregister(this);
+    for (const c of this.chunks) c.release();
+    this.chunks = [];
   }
 
   /** Drops whole chunks below `seq` (the first live seq). Their slots must all be dead. */

@@ -25,6 +25,8 @@ import { StorageState } from '../../storage/storageState.js';
 import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
 import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
 import { routerStep } from '../router/routerSteps.js';
+import { dormantOf, type DormantTopic } from './dormant.js';
+import assert from 'node:assert/strict';
 
 export type { ActorOptions } from './actorCore.js';
 
@@ -73,6 +75,28 @@ export class TopicActor implements ActorCore {
       this.leaseNo === 0 &&
       (this.readsState === undefined || this.readsState.idle())
     );
+  }
+
+  /**
+   * Whether the topic may sleep now (dormant.ts): its record, 'later' while something of the
+   * actor is in flight, 'no' while its kind or state keeps it awake.
+   */
+  dormancy(packedWritten: number): DormantTopic | 'later' | 'no' {
+    if (!this.current || this.leaseNo !== 0) return 'no';
+    if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle())) return 'later';
+    return dormantOf(this.current, packedWritten);
+  }
+
+  /**
+   * The `sleep` input: the host holds the record dormancy() just made; the actor forgets its
+   * instance and is then idle (dropped like any idle actor, here and in replay).
+   */
+  sleep(): void {
+    const inst = this.current;
+    assert.ok(inst && this.retired === undefined && this.deleteGates === undefined && this.durableFrameNo === this.frameNo && inst.pending.length === 0 && inst.gates.length === 0, `topic ${this.name} went to sleep with work in flight`);
+    this.current = undefined;
+    this.readsState = undefined;
+    inst.index.release();
   }
 
   nextFrame(): number {

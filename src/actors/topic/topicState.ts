@@ -3,6 +3,7 @@
 import type { StatsTotals, TopicStats, TopicSummary } from '../../core/messages/rpc.js';
 import type { RouterStats } from '../../core/messages/router.js';
 import type { TopicInstance } from './instance.js';
+import type { TopicConfig } from './config.js';
 import { SlotState } from './seqIndex.js';
 import { queueStats } from '../queue/queueSteps.js';
 import { routerStats } from '../router/drain.js';
@@ -13,9 +14,14 @@ const AUTO_PRIORITY_WINDOW_MS = 300_000;
 
 /** G1: manual priority, else a decaying boost after the last consumption, else 0. */
 export function effectivePriority(inst: TopicInstance, now: number): number {
-  if (inst.config.priority !== null) return inst.config.priority;
-  if (!inst.config.auto_priority || inst.lastConsumedMs === null) return 0;
-  const idle = now - inst.lastConsumedMs;
+  return priorityOf(inst.config, inst.lastConsumedMs, now);
+}
+
+/** G1 from a config and the time of the last consumption (also for sleeping topics). */
+export function priorityOf(config: TopicConfig, lastConsumedMs: number | null, now: number): number {
+  if (config.priority !== null) return config.priority;
+  if (!config.auto_priority || lastConsumedMs === null) return 0;
+  const idle = now - lastConsumedMs;
   if (idle >= AUTO_PRIORITY_WINDOW_MS) return 0;
   return Math.round(AUTO_PRIORITY_MAX * Math.pow(2, -idle / AUTO_PRIORITY_HALF_LIFE_MS));
 }

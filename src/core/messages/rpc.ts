@@ -229,12 +229,14 @@ export interface StatsTotals {
   bytes: number;
   queueTopics: number;
   leasesInFlight: number;
-  /** Topic actors held by the worker: live topics plus names with something still pending. */
+  /** Topic actors held by the worker: awake topics plus names with something still pending. */
   actors: number;
+  /** Sleeping topics (issue 15): live, kept as a small record without an actor. */
+  sleeping: number;
 }
 
 export function emptyTotals(): StatsTotals {
-  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0 };
+  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0, sleeping: 0 };
 }
 
 /**

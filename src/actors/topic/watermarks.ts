@@ -1,0 +1,17 @@
+// The watermarks of a quiet topic instance, in snapshot-part form (issue 15): what a sleeping
+// topic (dormant.ts) reports and wakes with, without its index. Types only.
+
+export interface Watermarks {
+  /** Last visible seq; every seq up to it is assigned, and every frame durable. */
+  head: number;
+  count: number;
+  bytes: number;
+  /** First live seq, else head + 1. */
+  earliest: number;
+  last_ts_ms: number;
+  last_write_ms: number | null;
+  last_read_ms: number | null;
+  last_consumed_ms: number | null;
+  /** Logical size of the packed segment, which holds every frame of the topic. */
+  packed_bytes: number;
+}

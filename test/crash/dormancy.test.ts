@@ -1,0 +1,119 @@
+// Sleeping topics through HTTP on a real server (issue 15, docs/ARCHITECTURE.md "Dormant topics"):
+// with SERVICE_TOPIC_SLEEP_MS short, quiet topics go to sleep (spool_topics_sleeping on
+// /v0/metrics counts them, spool_topic_actors no longer does), yet every request answers as
+// before: lists, state, diffs with tags and node filters, appends that continue the seqs, record
+// deletes, topic deletes, a repeated idempotency key. Then SIGKILL with most topics asleep: every
+// acknowledged `fsync` record comes back, and a clean restart continues each topic at head + 1.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
+import { raw } from '../http/util.js';
+
+killServersAfterFile();
+
+const TOPICS = 300;
+const name = (i: number) => `sleepy.${String(i).padStart(3, '0')}`;
+const env = { SERVICE_WORKERS: '2', SERVICE_TOPIC_SLEEP_MS: '200' };
+
+async function metric(srv: Server, m: string): Promise<number> {
+  const r = await raw(srv.url, 'GET', '/v0/metrics');
+  const hit = new RegExp(`^${m} (\\d+)$`, 'm').exec(r.text);
+  assert.ok(hit, `${m} is reported`);
+  return Number(hit[1]);
+}
+
+/** Waits until at least `n` topics sleep (the sweep runs every 100 ms). */
+async function untilSleeping(srv: Server, n: number): Promise<number> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const s = await metric(srv, 'spool_topics_sleeping');
+    if (s >= n) return s;
+    if (Date.now() > deadline) throw new Error(`only ${s} of ${n} topics went to sleep`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('sleeping topics answer as awake ones, and survive SIGKILL and a clean restart', { timeout: 180_000 }, async () => {
+  const dataDir = tempDir('spool-dormancy-');
+  let srv = await startServer({ dataDir, env });
+  let c = client(srv.url);
+  const acked = new Map<string, { data: unknown; tag?: string }[]>();
+  for (let i = 0; i < TOPICS; i++) {
+    const t = name(i);
+    if (i % 3 === 0) assert.equal((await c.put(`/v0/topics/${t}`, { durability: 'fsync', auto_priority: true })).status, 201);
+    const records = [{ data: { i, n: 1 }, tag: 'red', node: 'n1' }, { data: { i, n: 2 }, tag: 'blue' }, { data: `r3-${i}` }];
+    const r = await c.post(`/v0/topics/${t}`, { records }, { 'Idempotency-Key': `k-${i}` });
+    assert.ok(r.status === 200 || r.status === 201, `${t}: ${r.status} ${r.text}`);
+    acked.set(t, records.map(({ data, tag }) => (tag ? { data, tag } : { data })));
+  }
+  const before = (await c.get(`/v0/topics/${name(3)}`)).body;
+  const slept = await untilSleeping(srv, TOPICS - 10);
+  assert.ok((await metric(srv, 'spool_topic_actors')) <= TOPICS - slept, 'a sleeping topic holds no actor');
+  assert.equal(await metric(srv, 'spool_topics'), TOPICS);
+  assert.equal(await metric(srv, 'spool_records_live'), 3 * TOPICS, 'sleeping topics count their records');
+
+  // Reads of sleeping topics: a list page, a state read (watermarks as they were), diffs.
+  const page = (await c.get(`/v0/topics?page_size=1000&prefix=sleepy.`)).body;
+  assert.equal(page.topics.length, TOPICS);
+  assert.deepEqual(page.topics[3], { topic: name(3), head_seq: 3, earliest_seq: 1, count: 3, bytes: before.bytes, durable: true, effective_priority: page.topics[3].effective_priority });
+  // Timings, the decaying auto priority and the read time this very read sets aside.
+  const steady = ({ performance: _p, effective_priority: _e, last_read_ts: _r, ...rest }: Record<string, unknown>) => rest;
+  assert.deepEqual(steady((await c.get(`/v0/topics/${name(3)}`)).body), steady(before), 'the state of a topic woken from sleep is the state it slept with');
+  const d = await c.post(`/v0/topics/${name(7)}/diff`, { from_seq: 0, include_tags: true, node: 'n1' });
+  assert.equal(d.status, 200);
+  assert.deepEqual(
+    d.body.records.map((r: { data: unknown; $tag?: string }) => [r.data, r.$tag]),
+    [
+      [{ i: 7, n: 2 }, 'blue'],
+      [`r3-7`, undefined],
+    ],
+    'the node filter and tags work on a woken topic',
+  );
+
+  // Writes to sleeping topics: an append continues the seqs, a repeated idempotency key is a
+  // replay of the first batch, a record delete by tag, a topic delete.
+  await untilSleeping(srv, TOPICS - 10);
+  const a = await c.post(`/v0/topics/${name(9)}`, { records: [{ data: 'four' }] });
+  assert.equal(a.status, 200);
+  assert.deepEqual(a.body.seqs, [4]);
+  acked.get(name(9))!.push({ data: 'four' });
+  const again = await c.post(`/v0/topics/${name(12)}`, { records: [{ data: 'dup' }] }, { 'Idempotency-Key': 'k-12' });
+  assert.deepEqual(again.body.seqs, [1, 2, 3], 'the idempotency key outlives the sleep');
+  assert.equal((await c.post(`/v0/topics/${name(15)}/delete`, { match: ['tag', 'Eq', 'red'] })).status, 200);
+  acked.set(name(15), acked.get(name(15))!.slice(1));
+  assert.equal((await c.del(`/v0/topics/${name(18)}`)).status, 200);
+  acked.delete(name(18));
+  assert.equal((await c.get(`/v0/topics/${name(18)}`)).status, 404);
+
+  // SIGKILL with most topics asleep: every acked record of the fsync topics is back.
+  await untilSleeping(srv, TOPICS - 20);
+  await srv.kill();
+  srv = await startServer({ dataDir, env });
+  c = client(srv.url);
+  for (const [t, records] of acked) {
+    const i = Number(t.slice(-3));
+    if (i % 3 !== 0) continue;
+    const got = await c.post(`/v0/topics/${t}/diff`, { from_seq: 0, include_tags: true });
+    assert.equal(got.status, 200, t);
+    assert.deepEqual(
+      got.body.records.map((r: { data: unknown; $tag?: string }) => (r.$tag ? { data: r.data, tag: r.$tag } : { data: r.data })),
+      records,
+      `${t} after SIGKILL`,
+    );
+  }
+  assert.equal((await c.get(`/v0/topics/${name(18)}`)).status, 404, 'a deleted topic stays deleted');
+
+  // A clean restart with topics asleep continues each at head + 1 (the final checkpoint records heads).
+  await untilSleeping(srv, TOPICS - 20);
+  const heads = new Map<string, number>();
+  for (const t of [name(1), name(9), name(30)]) heads.set(t, (await c.get(`/v0/topics/${t}`)).body.head_seq);
+  await untilSleeping(srv, TOPICS - 20);
+  assert.equal(await srv.stop(), 0);
+  srv = await startServer({ dataDir, env });
+  c = client(srv.url);
+  for (const [t, head] of heads) {
+    const r = await c.post(`/v0/topics/${t}`, { records: [{ data: 'after' }] });
+    assert.deepEqual(r.body.seqs, [head + 1], `${t} continues at head + 1 after a clean restart`);
+  }
+  await srv.stop();
+});

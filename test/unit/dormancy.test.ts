@@ -1,0 +1,201 @@
+// Dormant topics (issue 15) are invisible: the same random program runs against two in-process
+// worlds (real supervisor, workers and WAL writer over a SimDisk, as the crash sweep runs them),
+// one where `sleep` steps put every topic that may sleep to sleep (so later requests wake them),
+// one where they do nothing; every answer (perf blocks aside) and every list page must be the
+// same in both, across checkpoints and crash restarts. Both worlds also keep the host's books
+// (running live-bytes total, one actor per awake live topic, sleeping topics counted apart).
+// Seed: fast-check prints it on failure; rerun with DORMANCY_SEED=<seed> (and DORMANCY_PATH=<path>
+// for the shrunk case). DORMANCY_RUNS sets the runs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { FakeClock } from '../../src/core/clock.js';
+import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
+import { resolveConfig } from '../../src/actors/topic/config.js';
+import { SimDisk } from '../support/simDisk.js';
+import { CrashWorld, sweepSettings } from '../support/crashWorld.js';
+
+const NAMES = ['t.a', 't.b', 't.c', 't.d', 't.e', 't.f'];
+const CLASSES = ['memory', 'disk', 'fsync', 'ephemeral'] as const;
+
+type Op =
+  | { t: 'put'; topic: string; durability: (typeof CLASSES)[number]; capRecords: number; ttlMs: number; autoPriority: boolean }
+  | { t: 'append'; topic: string; sizes: number[]; tag: string | null; node: string | null; key: string | null }
+  | { t: 'deleteBefore'; topic: string; beforeSeq: number }
+  | { t: 'deleteTag'; topic: string; tag: string }
+  | { t: 'drop'; topic: string }
+  | { t: 'read'; topic: string; fromSeq: number; touch: boolean; diff: boolean }
+  | { t: 'list'; touch: boolean }
+  | { t: 'sleep' }
+  | { t: 'advance'; ms: number }
+  | { t: 'restart'; checkpoint: boolean };
+
+const topicArb = fc.constantFrom(...NAMES);
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('put' as const), topic: topicArb, durability: fc.constantFrom(...CLASSES), capRecords: fc.constantFrom(0, 0, 0, 4), ttlMs: fc.constantFrom(0, 0, 0, 500), autoPriority: fc.boolean() }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      t: fc.constant('append' as const),
+      topic: topicArb,
+      sizes: fc.array(fc.integer({ min: 0, max: 90 }), { minLength: 1, maxLength: 4 }),
+      tag: fc.constantFrom(null, null, 'red', 'blue'),
+      node: fc.constantFrom(null, null, 'n1', 'n2'),
+      key: fc.constantFrom(null, null, null, 'k1', 'k2'),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: topicArb, beforeSeq: fc.integer({ min: 1, max: 10 }) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: topicArb, tag: fc.constantFrom('red', 'blue') }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), topic: topicArb }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant('read' as const), topic: topicArb, fromSeq: fc.constantFrom(0, 0, 2, 5), touch: fc.boolean(), diff: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
+  { weight: 4, arbitrary: fc.constant({ t: 'sleep' as const }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(10, 100, 600) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean() }) },
+);
+
+function requestsOf(op: Extract<Op, { topic: string }>): TopicRequest[] {
+  switch (op.t) {
+    case 'put': {
+      const r = resolveConfig(op.topic, { durability: op.durability, cap_records: op.capRecords, ttl_ms: op.ttlMs, auto_priority: op.autoPriority, idempotency_window_ms: 60_000 });
+      assert.ok(r.ok);
+      return [{ op: 'put', topic: op.topic, config: r.config }];
+    }
+    case 'append': {
+      const extra = `${op.tag ? `,"tag":"${op.tag}"` : ''}${op.node ? `,"node":"${op.node}"` : ''}`;
+      const recs = op.sizes.map((n) => `{"data":"${'x'.repeat(n)}"${extra}}`).join(',');
+      return [{ op: 'append', topic: op.topic, body: new TextEncoder().encode(`{"records":[${recs}]}`), returnSeqs: true, headerIdemKey: op.key ?? undefined }];
+    }
+    case 'deleteBefore':
+      return [{ op: 'deleteRecords', topic: op.topic, beforeSeq: op.beforeSeq, match: null }];
+    case 'deleteTag':
+      return [{ op: 'deleteRecords', topic: op.topic, beforeSeq: null, match: { op: 'Eq', value: op.tag } }];
+    case 'drop':
+      return [{ op: 'deleteTopic', topic: op.topic, ifEmpty: false }];
+    case 'read': {
+      // A state read alone shows last_read_ts as the topic kept it (a diff would set it anew).
+      const state: TopicRequest = { op: 'state', topic: op.topic, touch: op.touch };
+      if (!op.diff) return [state];
+      return [{ op: 'diff', topic: op.topic, fromSeq: op.fromSeq, limit: 100, nodes: op.fromSeq === 2 ? ['n1'] : null, includeTags: true, includeMeta: true, waitMs: 0, maxBatchBytes: 0 }, state];
+    }
+  }
+}
+
+/** What a client sees of a result: status and body, or the error (perf blocks differ by design). */
+function seen(r: TopicResult): string {
+  if (!r.ok) return `${r.status} ${r.code} ${r.message} ${JSON.stringify(r.detail ?? null)}`;
+  return `${r.status} ${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')} ${JSON.stringify(r.watch ?? null)}`;
+}
+
+class Side {
+  world!: CrashWorld;
+  readonly disk = new SimDisk();
+  readonly clock = new FakeClock();
+  slept = 0;
+  constructor(readonly sleeps: boolean) {}
+
+  async boot(): Promise<void> {
+    this.world = new CrashWorld(this.disk, sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096 }), this.clock);
+    await this.world.boot();
+  }
+
+  async step(op: Op, what: string): Promise<string[]> {
+    const w = this.world;
+    switch (op.t) {
+      case 'advance':
+        this.clock.advance(op.ms);
+        return [];
+      case 'sleep':
+        if (this.sleeps) for (const wk of w.sup.workers) this.slept += await wk.sleepQuietTopics();
+        return [];
+      case 'restart':
+        if (op.checkpoint) await w.checkpoint();
+        w.halt();
+        this.disk.crash('durable-only');
+        await this.boot();
+        return [];
+      case 'list': {
+        const pages = await Promise.all(w.sup.workers.map((wk) => (op.touch ? wk.touch(NAMES) : wk.list('', '', 1000))));
+        return pages.map((p) => JSON.stringify(p));
+      }
+      default: {
+        const out: string[] = [];
+        for (const req of requestsOf(op)) {
+          const r = await w.request(req);
+          assert.ok(r.ok || r.status < 500, `${what}: ${seen(r)}`);
+          out.push(seen(r));
+        }
+        return out;
+      }
+    }
+  }
+
+  async audit(what: string): Promise<void> {
+    for (const [i, wk] of this.world.sup.workers.entries()) {
+      const a = await wk.audit();
+      assert.equal(a.liveBytes, a.liveBytesSummed, `${what}: worker ${i}'s running total of live bytes`);
+      assert.equal(a.actors, a.live, `${what}: worker ${i} holds an actor only for an awake live topic`);
+    }
+  }
+}
+
+async function run(ops: Op[]): Promise<number> {
+  const asleep = new Side(true);
+  const awake = new Side(false);
+  await asleep.boot();
+  await awake.boot();
+  try {
+    for (const [no, op] of ops.entries()) {
+      const what = `op ${no} ${JSON.stringify(op)}`;
+      const a = await asleep.step(op, what);
+      const b = await awake.step(op, what);
+      assert.deepEqual(a, b, `${what}: answers differ with topics put to sleep (left) and kept awake (right)`);
+      await asleep.audit(what);
+      await awake.audit(what);
+    }
+    return asleep.slept;
+  } finally {
+    asleep.world.halt();
+    awake.world.halt();
+  }
+}
+
+test('topics put to sleep answer every request as if they had stayed awake', async () => {
+  const numRuns = Number(process.env.DORMANCY_RUNS ?? 60);
+  const seed = process.env.DORMANCY_SEED !== undefined ? Number(process.env.DORMANCY_SEED) : undefined;
+  const path = process.env.DORMANCY_PATH;
+  let slept = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 50 }), async (ops) => {
+      slept += await run(ops);
+    }),
+    { numRuns, includeErrorInReport: true, ...(seed !== undefined ? { seed } : {}), ...(path ? { path } : {}) },
+  );
+  // The property is only as strong as the sleeps it saw.
+  assert.ok(slept > numRuns, `only ${slept} topics went to sleep over ${numRuns} runs`);
+});
+
+test('a fixed program: sleep, wake by append, read, delete records, sleep again, restart', async () => {
+  const slept = await run([
+    { t: 'put', topic: 't.a', durability: 'fsync', capRecords: 4, ttlMs: 0, autoPriority: true },
+    { t: 'append', topic: 't.a', sizes: [10, 20, 30], tag: 'red', node: 'n1', key: 'k1' },
+    { t: 'append', topic: 't.b', sizes: [5], tag: null, node: null, key: null },
+    { t: 'sleep' },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: true, diff: true },
+    { t: 'sleep' },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: false, diff: false },
+    { t: 'sleep' },
+    { t: 'append', topic: 't.a', sizes: [40, 50], tag: 'blue', node: 'n2', key: 'k1' },
+    { t: 'sleep' },
+    { t: 'deleteTag', topic: 't.a', tag: 'red' },
+    { t: 'sleep' },
+    { t: 'list', touch: true },
+    { t: 'read', topic: 't.a', fromSeq: 2, touch: false, diff: true },
+    { t: 'restart', checkpoint: true },
+    { t: 'sleep' },
+    { t: 'read', topic: 't.b', fromSeq: 0, touch: false, diff: true },
+    { t: 'drop', topic: 't.b' },
+    { t: 'list', touch: false },
+  ]);
+  assert.ok(slept >= 4, `only ${slept} topics went to sleep`);
+});
