@@ -39,6 +39,8 @@ export interface Settings {
   topicSleepMs: number;
   /** Awake topics per worker at most: the least recently used beyond it sleep first (0: no bound). */
   topicsAwakeMax: number;
+  /** Recovery keeps topics that were quiet at the last checkpoint asleep (false: every topic loads, every pack is scanned). */
+  lazyRecovery: boolean;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
   watchSessionTtlMs: number;
@@ -125,6 +127,7 @@ export function readSettings(env: Env = process.env): Settings {
     packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
     topicSleepMs: num(env, 'SERVICE_TOPIC_SLEEP_MS', 10_000),
     topicsAwakeMax: num(env, 'SERVICE_TOPICS_AWAKE', 10_000),
+    lazyRecovery: str(env, 'SERVICE_LAZY_RECOVERY') === undefined ? true : bool(env, 'SERVICE_LAZY_RECOVERY'),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: num(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
     watchSessionTtlMs: num(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),

@@ -51,6 +51,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_PACK_FILE_BYTES', kind: 'int', readme: '`16777216`', min: 1 << 16 },
   { env: 'SERVICE_TOPIC_SLEEP_MS', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_TOPICS_AWAKE', kind: 'int', readme: '`10000`' },
+  { env: 'SERVICE_LAZY_RECOVERY', kind: 'bool', readme: '`1`' },
   { env: 'SERVICE_RECOVERY_TRUNCATE', kind: 'bool', readme: 'unset' },
   { env: 'SERVICE_SHUTDOWN_GRACE_MS', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_WATCH_SESSION_TTL_MS', kind: 'int', readme: '`300000`' },

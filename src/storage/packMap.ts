@@ -60,6 +60,19 @@ export class PackMap {
     return this.topics.has(topicId);
   }
 
+  /** The topic's runs as [pack no, offset, length, ...] (a snapshot keeps them: pack numbers outlive indexes), or undefined. */
+  runsOf(topicId: number): number[] | undefined {
+    const runs = this.topics.get(topicId);
+    if (!runs) return undefined;
+    const out = new Array<number>(runs.length - 1);
+    for (let i = 1; i < runs.length; i += 3) {
+      out[i - 1] = this.pack(runs[i]!).no;
+      out[i] = runs[i + 1]!;
+      out[i + 1] = runs[i + 2]!;
+    }
+    return out;
+  }
+
   /** Logical size of the topic's packed segment (0 when it has none). */
   size(topicId: number): number {
     return this.topics.get(topicId)?.[0] ?? 0;

@@ -52,17 +52,19 @@ export function validPrefix(buf: Buffer): { end: number; reason: string | undefi
  * cut (when `repair`: one worker repairs a pack, the others only read it); anything else that is
  * not a whole frame is a PackCorruptionError.
  */
-export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean, into?: ReuseBuffer): Promise<Buffer> {
+export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean, into?: ReuseBuffer, from = 0): Promise<Buffer> {
   const file = path.join(packsDir(dataDir), pack.name);
-  const buf = into ? await readInto(fsx, file, into) : await fsx.readFile(file);
+  // From `from` on (lazy recovery reads only what was written after a snapshot's cut): offsets
+  // below are relative to it, the file's are from + offset.
+  const buf = into || from > 0 ? await readInto(fsx, file, into ?? new ReuseBuffer(), from) : await fsx.readFile(file);
   const { end, reason } = validPrefix(buf);
   if (end === buf.length) return buf;
   const torn = reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';
-  if (!pack.newest || !torn) throw new PackCorruptionError(`${file}: damaged frame at offset ${end} (${reason ?? 'padding missing'}) in a sealed pack`);
+  if (!pack.newest || !torn) throw new PackCorruptionError(`${file}: damaged frame at offset ${from + end} (${reason ?? 'padding missing'}) in a sealed pack`);
   if (repair) {
     // Shorter: a torn tail, cut off. Longer: the last frame lost only its zero padding, which
     // extending the file gives back (the map counts frames with their padding).
-    await fsx.truncate(file, end);
+    await fsx.truncate(file, from + end);
     const fh = await fsx.open(file, 'r+');
     try {
       await fh.sync();
@@ -87,13 +89,13 @@ export class ReuseBuffer {
   }
 }
 
-async function readInto(fsx: Fs, file: string, into: ReuseBuffer): Promise<Buffer> {
+async function readInto(fsx: Fs, file: string, into: ReuseBuffer, from = 0): Promise<Buffer> {
   const fh = await fsx.open(file, 'r');
   try {
-    const buf = into.take(fsx.statSync(file).size);
+    const buf = into.take(Math.max(0, fsx.statSync(file).size - from));
     let got = 0;
     while (got < buf.length) {
-      const n = await fh.read(buf, got, buf.length - got, got);
+      const n = await fh.read(buf, got, buf.length - got, from + got);
       if (n === 0) break;
       got += n;
     }

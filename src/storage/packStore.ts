@@ -19,6 +19,7 @@ import { packsDir } from './layout.js';
 import { PackMap, type PackInfo } from './packMap.js';
 import { PackReaders } from './packReaders.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
+import type { SectionPacks } from './snapshotSection.js';
 
 /** How soon a pack write that hit a full disk is tried again. */
 const PACK_RETRY_MS = 500;
@@ -290,6 +291,17 @@ export class PackStore {
       this.pendingBytes = this.pending.reduce((n, p) => n + p.frame.length, 0);
       this.map.release(topicId);
     });
+  }
+
+  /**
+   * What this worker's packs hold at a checkpoint's cut (called in the same turn as its parts are
+   * taken, so every run they name is in a pack below these marks): every registered pack but the
+   * one being written is whole; the one being written holds `tail` bytes. Recovery scans only
+   * what lies past these (snapshotSection.ts).
+   */
+  sectionPacks(): SectionPacks {
+    const cur = this.current;
+    return { whole: this.map.all().filter((p) => p.idx !== cur?.info.idx).map((p) => p.name), tail: cur ? [cur.info.name, cur.tail] : null };
   }
 
   /** Names of packs that hold nothing live and are not being written (a checkpoint's report). */

@@ -1,49 +1,34 @@
 // Metadata snapshots (DESIGN 2.5): everything recovery must not need the old WAL for. Written
 // on the main thread at a checkpoint (temp file, fsync, rename, fsync dir); read at startup.
-// Format: 24-byte header (magic "SPOOLSNP", u32 version, u32 body length, u32 crc32 of body,
-// u32 reserved) then a JSON body. A bad CRC or version makes recovery fall back to the
-// previous snapshot.
+// Format (docs/FORMAT.md "Snapshots"): 24-byte header (magic "SPOOLSNP", u32 version, u32 length,
+// u32 crc32, u32 reserved), then
+// - version 2: a JSON head line ({epoch, cut, previousCut, workers, sections: [{bytes, crc,
+//   topics}]}, which the header's length and CRC cover) and each topic worker's section
+//   (snapshotSection.ts), each with its own CRC: the workers encode (and at recovery parse) their
+//   own topics, the main thread only checks and moves bytes;
+// - version 1 (before issue 15's lazy recovery; still read): one JSON body with every topic part.
+// A bad CRC, length or version makes recovery fall back to the previous snapshot.
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../core/messages/wal.js';
-import type { TopicConfig } from '../actors/topic/config.js';
-import type { LossRun } from '../actors/topic/lossLedger.js';
-import type { QueuePart } from '../actors/queue/leasesLog.js';
-import type { AppliedPart } from '../actors/router/appliedTable.js';
-import type { Watermarks } from '../actors/topic/watermarks.js';
+import type { TopicPart } from './topicPart.js';
 import { metaDir } from './layout.js';
-import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
+import { fsyncDir, mkdirDurable, type Fs, type FsFile } from './fs.js';
+import { readSection } from './snapshotSection.js';
 
 const MAGIC = 'SPOOLSNP';
-const VERSION = 1;
+/** Written now. */
+const VERSION = 2;
+/** One JSON body; read, never written any more. */
+const VERSION_1 = 1;
 const HEADER = 24;
+/** The CRC of a section is checked this many bytes at a time, the event loop served in between. */
+const CRC_SLICE_BYTES = 8 << 20;
 
-/** One topic instance as the snapshot keeps it. */
-export interface TopicPart {
-  id: number;
-  name: string;
-  config: TopicConfig;
-  created_ms: number;
-  /** Seq ceiling no future seq may stay under (max of submitted reservations and head). */
-  reserved: number;
-  /** Retention state (absent in snapshots of topics that never lost a record). */
-  evict_floor?: number;
-  ledger?: LossRun[];
-  /** Every record below this seq is gone (evicted below evict_floor, else deleted). */
-  dead_below?: number;
-  /** User-deleted ranges at or above dead_below, inclusive. */
-  deleted?: [number, number][];
-  /** Queue topics: claim leases, nack delays, delivery counts and the dead-letter counter. */
-  queue?: QueuePart;
-  /** Router dests: per router id, [last source seq held, forwarded total] (DESIGN 5). */
-  routers_applied?: AppliedPart;
-}
-
-/** A sleeping topic (issue 15, src/actors/topic/dormant.ts): its part plus its watermarks. */
-export interface DormantTopic extends TopicPart, Watermarks {}
+export type { TopicPart, DormantTopic } from './topicPart.js';
 
 export interface SnapshotBody {
-  version: 1;
+  version: 1 | 2;
   epoch: number;
   cut: WalPosition;
   /** Cut of the previous snapshot: WAL files before it may be unlinked. */
@@ -55,48 +40,136 @@ function fileName(cut: WalPosition): string {
   return `snapshot-${String(cut.fileNo).padStart(20, '0')}-${String(cut.offset).padStart(12, '0')}.snap`;
 }
 
+/** A v2 snapshot's head line. */
+export interface SnapshotHead {
+  epoch: number;
+  cut: WalPosition;
+  /** Cut of the previous snapshot: WAL files before it may be unlinked. */
+  previousCut: WalPosition | null;
+  /** Topic workers that wrote the sections (section i: worker i's topics). */
+  workers: number;
+  sections: SectionInfo[];
+}
+
+export interface SectionInfo {
+  bytes: number;
+  /** CRC-32 of the section's bytes (computed by the worker that encoded it). */
+  crc: number;
+  topics: number;
+}
+
+/** A v1 snapshot (tests and tools; the server writes v2). */
 export function encodeSnapshot(body: SnapshotBody): Buffer {
-  return sealSnapshot(Buffer.from(JSON.stringify(body), 'utf8'));
+  return seal(VERSION_1, Buffer.from(JSON.stringify({ ...body, version: 1 }), 'utf8'));
 }
 
-/**
- * The snapshot body from its pieces, without parsing or re-encoding the topic parts: workers
- * send their parts as JSON text (comma-separated objects), so the main thread only
- * concatenates bytes and never stringifies the whole topic directory.
- */
-export function encodeSnapshotFromParts(head: Omit<SnapshotBody, 'topics'>, partsJson: Uint8Array[]): Buffer {
-  const pieces: Uint8Array[] = [Buffer.from(JSON.stringify(head).slice(0, -1) + ',"topics":[', 'utf8')];
-  let first = true;
-  for (const p of partsJson) {
-    if (p.length === 0) continue;
-    if (!first) pieces.push(Buffer.from(','));
-    pieces.push(p);
-    first = false;
-  }
-  pieces.push(Buffer.from(']}'));
-  return sealSnapshot(Buffer.concat(pieces));
+/** A v2 snapshot as the pieces to write in order: header, head line, then each worker's section. */
+export function encodeSnapshotV2(head: Omit<SnapshotHead, 'sections'>, sections: readonly { bytes: Uint8Array; crc: number; topics: number }[]): Uint8Array[] {
+  const full: SnapshotHead = { ...head, sections: sections.map((x) => ({ bytes: x.bytes.length, crc: x.crc, topics: x.topics })) };
+  const line = Buffer.from(`${JSON.stringify(full)}\n`, 'utf8');
+  return [header(VERSION, line), line, ...sections.map((x) => x.bytes)];
 }
 
-function sealSnapshot(json: Buffer): Buffer {
+function header(version: number, covered: Buffer): Buffer {
   const head = Buffer.alloc(HEADER);
   head.write(MAGIC, 0, 'latin1');
-  head.writeUInt32LE(VERSION, 8);
-  head.writeUInt32LE(json.length, 12);
-  head.writeUInt32LE(crc32(json), 16);
-  return Buffer.concat([head, json]);
+  head.writeUInt32LE(version, 8);
+  head.writeUInt32LE(covered.length, 12);
+  head.writeUInt32LE(crc32(covered), 16);
+  return head;
 }
 
-export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
-  if (buf.length < HEADER || buf.toString('latin1', 0, 8) !== MAGIC || buf.readUInt32LE(8) !== VERSION) return undefined;
+function seal(version: number, json: Buffer): Buffer {
+  return Buffer.concat([header(version, json), json]);
+}
+
+/** A snapshot's version and the bytes its header covers, or undefined when the header does not check. */
+function opened(buf: Buffer): { version: number; covered: Buffer } | undefined {
+  if (buf.length < HEADER || buf.toString('latin1', 0, 8) !== MAGIC) return undefined;
+  const version = buf.readUInt32LE(8);
+  if (version !== VERSION && version !== VERSION_1) return undefined;
   const len = buf.readUInt32LE(12);
-  if (HEADER + len !== buf.length) return undefined;
-  const json = buf.subarray(HEADER);
-  if (crc32(json) !== buf.readUInt32LE(16)) return undefined;
+  if (HEADER + len > buf.length || (version === VERSION_1 && HEADER + len !== buf.length)) return undefined;
+  const covered = buf.subarray(HEADER, HEADER + len);
+  if (crc32(covered) !== buf.readUInt32LE(16)) return undefined;
+  return { version, covered };
+}
+
+/** A v2 snapshot's head and its sections (not CRC-checked yet), or undefined when they do not add up. */
+function v2Layout(buf: Buffer, covered: Buffer): { head: SnapshotHead; sections: Buffer[] } | undefined {
+  let head: SnapshotHead;
   try {
-    return JSON.parse(json.toString('utf8')) as SnapshotBody;
+    head = JSON.parse(covered.toString('utf8')) as SnapshotHead;
   } catch {
     return undefined;
   }
+  if (!Array.isArray(head.sections) || head.sections.length !== head.workers) return undefined;
+  const sections: Buffer[] = [];
+  let at = HEADER + covered.length;
+  for (const x of head.sections) {
+    if (!(x.bytes >= 0) || at + x.bytes > buf.length) return undefined;
+    sections.push(buf.subarray(at, at + x.bytes));
+    at += x.bytes;
+  }
+  return at === buf.length ? { head, sections } : undefined;
+}
+
+/** Every part of a snapshot of either version, checked (tools and tests; recovery reads sections in the workers). */
+export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
+  const o = opened(buf);
+  if (!o) return undefined;
+  try {
+    if (o.version === VERSION_1) return JSON.parse(o.covered.toString('utf8')) as SnapshotBody;
+    const l = v2Layout(buf, o.covered);
+    if (!l || l.sections.some((sec, i) => crc32(sec) !== l.head.sections[i]!.crc)) return undefined;
+    const topics: TopicPart[] = [];
+    for (const sec of l.sections) readSection(sec, (p) => topics.push(p));
+    return { version: 2, epoch: l.head.epoch, cut: l.head.cut, previousCut: l.head.previousCut, topics };
+  } catch {
+    return undefined;
+  }
+}
+
+/** What recovery reads of the newest valid snapshot: v1's parts, or v2's head and checked sections. */
+export type LoadedSnapshot =
+  | { version: 1; body: SnapshotBody }
+  | { version: 2; head: SnapshotHead; sections: Buffer[] };
+
+/**
+ * The newest valid snapshot for recovery, falling back to older ones when the newest is damaged.
+ * Async, and a v2 section's CRC is checked a slice at a time: at a million topics a snapshot is
+ * hundreds of MB, and the main thread answers /v0/health meanwhile.
+ */
+export async function readNewestSnapshot(fsx: Fs, dataDir: string, warn: (m: string) => void): Promise<LoadedSnapshot | undefined> {
+  const dir = metaDir(dataDir);
+  if (!fsx.existsSync(dir)) return undefined;
+  const names = fsx.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  for (const n of names) {
+    const got = await readChecked(await fsx.readFile(path.join(dir, n)));
+    if (got) return got;
+    warn(`spool: snapshot ${n} is damaged; trying an older one`);
+  }
+  return undefined;
+}
+
+async function readChecked(buf: Buffer): Promise<LoadedSnapshot | undefined> {
+  const o = opened(buf);
+  if (!o) return undefined;
+  if (o.version === VERSION_1) {
+    const body = decodeSnapshot(buf);
+    return body ? { version: 1, body } : undefined;
+  }
+  const l = v2Layout(buf, o.covered);
+  if (!l) return undefined;
+  for (const [i, sec] of l.sections.entries()) {
+    let crc = 0;
+    for (let at = 0; at < sec.length; at += CRC_SLICE_BYTES) {
+      crc = crc32(sec.subarray(at, Math.min(sec.length, at + CRC_SLICE_BYTES)), crc);
+      await new Promise((r) => setImmediate(r));
+    }
+    if (crc !== l.head.sections[i]!.crc) return undefined;
+  }
+  return { version: 2, head: l.head, sections: l.sections };
 }
 
 /** Newest valid snapshot, falling back to older ones when the newest is damaged. */
@@ -117,11 +190,31 @@ export async function writeSnapshot(fsx: Fs, dataDir: string, body: SnapshotBody
   await writeSnapshotBytes(fsx, dataDir, body.cut, encodeSnapshot(body));
 }
 
+/** Writes `pieces` back to back from offset 0, finishing short writes (at most 1024 buffers per call: IOV_MAX). */
+async function writeAll(fh: FsFile, pieces: Uint8Array[]): Promise<void> {
+  let pos = 0;
+  let i = 0;
+  let skip = 0; // bytes of pieces[i] already written
+  while (i < pieces.length) {
+    const batch = pieces.slice(i, i + 1024).map((p, k) => (k === 0 && skip > 0 ? p.subarray(skip) : p));
+    let n = await fh.writev(batch, pos);
+    if (!(n > 0) && batch.some((b) => b.length > 0)) throw new Error(`snapshot writev wrote ${n} bytes`);
+    pos += n;
+    // Advance past what was written, possibly part-way into a piece.
+    while (i < pieces.length && n >= pieces[i]!.length - skip) {
+      n -= pieces[i]!.length - skip;
+      skip = 0;
+      i++;
+    }
+    skip += n;
+  }
+}
+
 /**
  * Writes encoded snapshot bytes durably and removes every snapshot older than the previous one.
  * On failure before the rename the temp file is removed and the previous snapshot stays newest.
  */
-export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosition, bytes: Buffer): Promise<void> {
+export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosition, bytes: Uint8Array | Uint8Array[]): Promise<void> {
   const dir = metaDir(dataDir);
   await mkdirDurable(fsx, dir);
   const final = path.join(dir, fileName(cut));
@@ -129,7 +222,8 @@ export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosit
   const fh = await fsx.open(tmp, 'w');
   try {
     try {
-      await fh.writeFile(bytes);
+      if (Array.isArray(bytes)) await writeAll(fh, bytes);
+      else await fh.writeFile(bytes);
       await fh.sync();
     } finally {
       await fh.close();

@@ -7,7 +7,7 @@ import type { Remote } from '../core/rpc.js';
 import type { WorkerApi } from '../worker/workerApi.js';
 import type { WalApi } from '../wal/walApi.js';
 import type { WalPosition } from '../core/messages/wal.js';
-import { encodeSnapshotFromParts, writeSnapshotBytes } from '../storage/snapshot.js';
+import { encodeSnapshotV2, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';
 import { StorageState } from '../storage/storageState.js';
 import { packsToUnlink } from '../storage/packMap.js';
@@ -80,16 +80,16 @@ export class Checkpointer {
   private async once(final: boolean): Promise<void> {
     const id = ++this.markId;
     const prepared = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
-    const parts: Uint8Array[] = [];
+    const sections: { bytes: Uint8Array; crc: number; topics: number }[] = [];
     const deadPacks: string[][] = [];
     for (const p of prepared) {
       if (!p.ok) throw Object.assign(new Error(`a worker could not checkpoint: ${p.message}`), p.diskFull ? { code: 'ENOSPC' } : {});
-      parts.push(p.parts);
+      sections.push({ bytes: p.section, crc: p.crc, topics: p.topics });
       deadPacks.push(p.deadPacks);
     }
     const cut = await this.wal.waitMark(id);
-    const head = { version: 1 as const, epoch: this.epoch, cut, previousCut: this.previousCut };
-    await writeSnapshotBytes(this.fsx, this.dataDir, cut, encodeSnapshotFromParts(head, parts));
+    const head = { epoch: this.epoch, cut, previousCut: this.previousCut, workers: this.workers.length };
+    await writeSnapshotBytes(this.fsx, this.dataDir, cut, encodeSnapshotV2(head, sections));
     if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
     this.previousCut = cut;
     // Packs nothing live is left in (by every worker's word at step 1, which the snapshot

@@ -6,7 +6,7 @@ import { newGauges, totalLiveBytes } from '../core/gauges.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import crypto from 'node:crypto';
 import type { Settings } from '../config.js';
-import { release, wrap, Remote } from '../core/rpc.js';
+import { release, transfer, wrap, Remote } from '../core/rpc.js';
 import { RequestClient } from '../core/requestChannel.js';
 import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
@@ -17,7 +17,8 @@ import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import type { DrainResult } from '../core/messages/rpc.js';
-import { loadNewestSnapshot, type TopicPart } from '../storage/snapshot.js';
+import { readNewestSnapshot, type LoadedSnapshot, type TopicPart } from '../storage/snapshot.js';
+import { readSection } from '../storage/snapshotSection.js';
 import { Checkpointer } from './checkpoint.js';
 import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
@@ -256,18 +257,14 @@ export class Supervisor {
       }, () => undefined);
     }, 50);
     try {
-      const snap = loadNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
-      const n = this.workers.length;
-      const byWorker: TopicPart[][] = this.workers.map(() => []);
-      for (const part of snap?.topics ?? []) byWorker[workerOf(part.name, n)]!.push(part);
-      this.snapshotTopics.total = snap?.topics.length ?? 0;
+      const loaded = await readNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
+      const snap = loaded && (loaded.version === 1 ? loaded.body : loaded.head);
       // Pack numbers continue above every pack on disk, one sequence for all workers.
       const packNames = listPackNamesSync(this.fsx, this.settings.dataDir);
       Atomics.store(this.counters, PACK_NO_SLOT, 1 + packNames.reduce((m, p) => Math.max(m, parsePackFileName(p)!.no), 0));
-      await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, snap?.epoch ?? 0)));
+      const table = await this.loadSnapshot(loaded, packNames);
       loading = false;
       this.snapshotTopics.loaded = this.snapshotTopics.total;
-      const table: [number, number][] = (snap?.topics ?? []).map((p) => [p.id, workerOf(p.name, n)]);
       const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);
       await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
@@ -301,6 +298,36 @@ export class Supervisor {
     } finally {
       clearInterval(this.progressPoll);
     }
+  }
+
+  /**
+   * Recovery step 3: the snapshot's topics to the workers; returns [topic id, worker] of each,
+   * for the WAL thread's replay. A v2 snapshot written under the same worker count goes as
+   * sections, each to the worker that wrote it, which parses it and keeps its quiet topics
+   * asleep (docs/ARCHITECTURE.md "Lazy recovery"); a v1 snapshot, or a v2 one written under
+   * another worker count, is parsed here and placed part by part, and every topic loads.
+   */
+  private async loadSnapshot(loaded: LoadedSnapshot | undefined, packNames: string[]): Promise<[number, number][]> {
+    const n = this.workers.length;
+    const epoch = loaded ? (loaded.version === 1 ? loaded.body.epoch : loaded.head.epoch) : 0;
+    if (loaded?.version === 2 && loaded.head.workers === n && this.settings.lazyRecovery) {
+      this.snapshotTopics.total = loaded.head.sections.reduce((t, x) => t + x.topics, 0);
+      const ids = await Promise.all(
+        this.workers.map((w, i) => {
+          const own = new Uint8Array(loaded.sections[i]!); // a copy in a buffer of its own (Buffer.slice is a view), moved to the worker
+          return w.loadSection(transfer(own, [own.buffer as ArrayBuffer]), packNames, epoch);
+        }),
+      );
+      return ids.flatMap((list, i) => Array.from(list, (id): [number, number] => [id, i]));
+    }
+    let parts: TopicPart[] = [];
+    if (loaded?.version === 1) parts = loaded.body.topics;
+    else if (loaded) for (const sec of loaded.sections) readSection(sec, (p) => parts.push(p));
+    const byWorker: TopicPart[][] = this.workers.map(() => []);
+    for (const part of parts) byWorker[workerOf(part.name, n)]!.push(part);
+    this.snapshotTopics.total = parts.length;
+    await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch)));
+    return parts.map((p) => [p.id, workerOf(p.name, n)]);
   }
 
   /** Runs a checkpoint now (tests and tools; the timer runs them otherwise). Needs a recovered server. */

@@ -11,6 +11,8 @@ import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { WalLink } from './walLink.js';
+import { crc32 } from 'node:zlib';
+import { SectionWriter } from '../storage/snapshotSection.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
 
 /**
@@ -36,10 +38,11 @@ export class WorkerCheckpoints {
     private readonly sleeping: () => Iterable<DormantTopic>,
   ) {}
 
-  async prepare(markId: number, final: boolean): Promise<{ parts: Uint8Array; deadPacks: string[] }> {
+  async prepare(markId: number, final: boolean): Promise<{ section: Uint8Array; crc: number; topics: number; deadPacks: string[] }> {
     await this.wal.markAndWaitWritten(markId);
     await this.segments.flushAll();
-    const parts: TopicPart[] = [];
+    const packs = this.segments.packs;
+    const out = new SectionWriter();
     const reclaim: { topicId: number; firstSeq: number; packed: boolean }[] = [];
     for (const a of this.actors()) {
       const inst = a.current;
@@ -55,15 +58,15 @@ export class WorkerCheckpoints {
       // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
       // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
       const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
-      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) });
+      // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
+      const quiet = packs ? a.dormancy(packs.map.size(inst.id)) : 'no';
+      out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, packs?.map.runsOf(inst.id), typeof quiet === 'object' ? quiet : undefined);
     }
-    for (const d of this.sleeping()) parts.push(sleepingPart(d, final));
+    for (const d of this.sleeping()) out.add(sleepingPart(d, final), packs?.map.runsOf(d.id), d);
     this.reclaimAfter.set(markId, reclaim);
-    // Encoded here, off the HTTP thread: comma-separated JSON objects, concatenated by main.
-    const json = parts.map((p) => JSON.stringify(p)).join(',');
-    const out = new Uint8Array(Buffer.byteLength(json));
-    Buffer.from(out.buffer).write(json);
-    return { parts: out, deadPacks: this.segments.packs?.deadPacks() ?? [] };
+    // Encoded here, off the HTTP thread; main only checks the head and writes the bytes.
+    const { bytes, topics } = out.finish(packs?.sectionPacks() ?? { whole: [], tail: null });
+    return { section: bytes, crc: crc32(bytes), topics, deadPacks: packs?.deadPacks() ?? [] };
   }
 
   async committed(markId: number, removedPacks: readonly string[]): Promise<number> {

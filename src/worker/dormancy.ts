@@ -29,6 +29,8 @@ export interface DormancyHost {
   readonly byTopicId: Map<number, TopicActor>;
   actorFor(name: string): TopicActor;
   input(actor: TopicActor, input: ActorInput): void;
+  /** The woken topic's records keep their texts (`frames`): they count in the cache budget. */
+  textsKept(topicId: number, frames: readonly Buffer[]): void;
   /** The actor has a timer armed (a sleeping topic has none). */
   hasTimers(actor: TopicActor): boolean;
   now(): number;
@@ -46,6 +48,8 @@ export class Dormancy {
   /** Awake actors with a live instance, least recently stepped first, with that step's time. */
   private readonly awake = new Map<TopicActor, number>();
   private readonly waking = new Map<string, Promise<void>>();
+  /** Topics restored asleep by recovery, by id (recovery applies frames by id), until it ends. */
+  private recovering: Map<number, DormantTopic> | undefined;
   /** Live bytes of the sleeping topics (they stay in the worker's max_total_bytes total). */
   bytes = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -131,6 +135,36 @@ export class Dormancy {
     this.host.input(actor, { k: 'sleep' });
   }
 
+  // ---- lazy recovery (recovery.ts): topics of the snapshot restored asleep ---------------------
+
+  /** Keeps a topic of the snapshot asleep; `byId` finds it until endRecovery. */
+  restore(rec: DormantTopic): void {
+    this.sleeping.set(rec.name, rec);
+    this.bytes += rec.bytes;
+    (this.recovering ??= new Map()).set(rec.id, rec);
+  }
+
+  byId(topicId: number): DormantTopic | undefined {
+    return this.recovering?.get(topicId);
+  }
+
+  /** Takes a topic restored asleep out of sleep (recovery loads it). */
+  take(topicId: number): DormantTopic {
+    const rec = this.recovering?.get(topicId);
+    if (!rec) throw new Error(`topic ${topicId.toString(16)} is not asleep`);
+    this.recovering!.delete(topicId);
+    this.sleeping.delete(rec.name);
+    this.bytes -= rec.bytes;
+    return rec;
+  }
+
+  /** Recovery is over: the ids of the topics still asleep; the index by id goes. */
+  endRecovery(): number[] {
+    const ids = [...(this.recovering?.keys() ?? [])];
+    this.recovering = undefined;
+    return ids;
+  }
+
   /** Resolves once `name` is awake, or undefined when it is not sleeping (nothing to wait for). */
   wakeFor(name: string): Promise<void> | undefined {
     const w = this.waking.get(name);
@@ -153,8 +187,10 @@ export class Dormancy {
     // Its bytes move from `bytes` here back to the host's running total as the steps count them.
     this.host.byTopicId.set(rec.id, actor);
     this.host.input(actor, { k: 'wake', part: rec });
-    for (const frame of frames) this.host.input(actor, { k: 'packed', frame });
+    // Hot: the request that woke the topic usually reads its records next (no second read).
+    for (const frame of frames) this.host.input(actor, { k: 'packed', frame, hot: true });
     this.host.input(actor, { k: 'finish' });
+    this.host.textsKept(rec.id, frames);
   }
 }
 

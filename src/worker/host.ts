@@ -136,6 +136,13 @@ export class ActorHost implements HostServices {
       replayAck: (bytes, buf) => this.wal.replayAck(bytes, buf),
       workerIndex: opts.workerIndex,
       workers: opts.workers,
+      sleepers: {
+        restore: (rec) => this.dormancy.restore(rec),
+        listed: (names) => this.names.addAll(names),
+        byId: (id) => this.dormancy.byId(id),
+        take: (id) => this.dormancy.take(id),
+        endRecovery: () => this.dormancy.endRecovery(),
+      },
     });
     this.dormancy = new Dormancy(
       {
@@ -144,6 +151,14 @@ export class ActorHost implements HostServices {
         actorFor: (name) => this.actorFor(name),
         input: (actor, input) => this.input(actor, input),
         hasTimers: (actor) => this.timers.hasAny(actor),
+        textsKept: (topicId, frames) => {
+          for (const frame of frames) {
+            const p = probeFrame(frame, 0, frame.length, false);
+            if (!p.ok) continue;
+            const head = readAppendHead(frame, p.frame);
+            this.hot.add(topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
+          }
+        },
         now: () => this.clock.now(),
       },
       { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
@@ -280,6 +295,11 @@ export class ActorHost implements HostServices {
 
   loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
     return this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
+  }
+
+  /** Recovery step 3 from this worker's section of a v2 snapshot (lazy: quiet topics stay asleep). */
+  loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<number[]> {
+    return this.recovery.loadSection(section, packNames, snapshotEpoch);
   }
 
   /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */

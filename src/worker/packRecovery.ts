@@ -18,7 +18,9 @@ import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { Fs } from '../storage/fs.js';
 import type { PackStore } from '../storage/packStore.js';
-import { listPacks, readPack, ReuseBuffer } from '../storage/packScan.js';
+import { listPacks, readPack, ReuseBuffer, PackCorruptionError, type ListedPack } from '../storage/packScan.js';
+import type { SectionPacks } from '../storage/snapshotSection.js';
+import { probeFrame } from '../wal/frame.js';
 import { readAppendHead } from '../wal/frame.js';
 import { forEachFrame } from '../storage/segmentLoad.js';
 
@@ -62,6 +64,8 @@ export interface PackRecoveryHost {
 
 export class PackRecovery {
   private readonly held = new Map<number, number[]>();
+  /** Per topic, the seq after its last packed frame fed or mapped: a range seen before is never taken twice. */
+  private readonly next = new Map<number, number>();
   private readonly deferred = new Map<number, Deferred>();
   /**
    * Read buffers reused by readHeld: every frame fed to an actor during recovery is indexed cold
@@ -82,30 +86,101 @@ export class PackRecovery {
    * (`snapshotEpoch`), skips the rest (deleted instances).
    */
   async scan(names: readonly string[], snapshotEpoch: number): Promise<void> {
-    const { packs, byTopicId } = this.host;
-    /** Per topic, the seq after its last packed frame: a range seen before is never fed twice. */
-    const next = new Map<number, number>();
     // Frames are fed and indexed cold within the walk of each pack: one buffer serves every pack.
     const scratch = new ReuseBuffer();
     for (const p of listPacks(names)) {
       if (p.workers === this.workers && p.writer !== this.workerIndex) continue; // not ours
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch);
-      const idx = packs.map.register(p).idx;
-      forEachFrame(buf, (f, off) => {
-        const head = readAppendHead(buf, f);
-        const actor = byTopicId.get(f.topicId);
-        if (actor) {
-          if (head.firstSeq < (next.get(f.topicId) ?? 0)) return;
-          next.set(f.topicId, head.firstSeq + head.count);
-          this.host.input(actor, { k: 'packed', frame: buf.subarray(off, off + f.size) });
-          packs.map.add(f.topicId, idx, off, f.size);
-        } else if (Math.floor(f.topicId / EPOCH_UNIT) >= snapshotEpoch) {
-          let h = this.held.get(f.topicId);
-          if (!h) this.held.set(f.topicId, (h = []));
-          h.push(idx, off, f.size, head.firstSeq, head.firstSeq + head.count, frameCrc(buf, off));
-        }
-      });
+      this.feedPack(this.host.packs.map.register(p).idx, buf, 0, snapshotEpoch, undefined);
     }
+  }
+
+  /**
+   * One pack's frames (`buf`, read from `from` on): a loaded topic's go to its actor and the map,
+   * a sleeping one's (`asleep`, lazy recovery) to the map only, as the ids `touched` collects;
+   * those of topics made since the snapshot are held; the rest (deleted instances) skipped.
+   */
+  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep: { is: (id: number) => boolean; touched: Set<number> } | undefined): void {
+    const { packs, byTopicId } = this.host;
+    forEachFrame(buf, (f, rel) => {
+      const off = from + rel;
+      const head = readAppendHead(buf, f);
+      const actor = byTopicId.get(f.topicId);
+      if (actor || asleep?.is(f.topicId)) {
+        if (head.firstSeq < (this.next.get(f.topicId) ?? 0)) return;
+        this.next.set(f.topicId, head.firstSeq + head.count);
+        if (actor) this.host.input(actor, { k: 'packed', frame: buf.subarray(rel, rel + f.size) });
+        else asleep!.touched.add(f.topicId);
+        packs.map.add(f.topicId, idx, off, f.size);
+      } else if (Math.floor(f.topicId / EPOCH_UNIT) >= snapshotEpoch) {
+        let h = this.held.get(f.topicId);
+        if (!h) this.held.set(f.topicId, (h = []));
+        h.push(idx, off, f.size, head.firstSeq, head.firstSeq + head.count, frameCrc(buf, rel));
+      }
+    });
+  }
+
+  /**
+   * Lazy recovery: a topic's runs as its snapshot part records them ([pack no, offset, length,
+   * ...]), into the map. Every pack they name must be on disk: nothing live is ever unlinked.
+   */
+  addRuns(topicId: number, runs: readonly number[], listed: readonly ListedPack[]): void {
+    const map = this.host.packs.map;
+    for (let i = 0; i < runs.length; i += 3) {
+      const p = this.byNo(listed).get(runs[i]!);
+      if (!p) throw new Error(`the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not in packs/`);
+      map.add(topicId, map.register(p).idx, runs[i + 1]!, runs[i + 2]!);
+    }
+  }
+
+  /** A topic restored asleep holds every seq up to `nextSeq` - 1 in its runs already. */
+  seen(topicId: number, nextSeq: number): void {
+    this.next.set(topicId, nextSeq);
+  }
+
+  private byNoCache: { listed: readonly ListedPack[]; map: Map<number, ListedPack> } | undefined;
+  private byNo(listed: readonly ListedPack[]): Map<number, ListedPack> {
+    if (this.byNoCache?.listed !== listed) this.byNoCache = { listed, map: new Map(listed.map((p) => [p.no, p])) };
+    return this.byNoCache.map;
+  }
+
+  /**
+   * Lazy recovery: feeds a loading topic its whole packed segment as the map has it (its runs
+   * from the snapshot, and any frames the scan after the cut added), each frame CRC-checked.
+   */
+  async feedPacked(actor: TopicActor, topicId: number): Promise<void> {
+    const size = this.host.packs.map.size(topicId);
+    if (size === 0) return;
+    const buf = await this.host.packs.read(topicId, 0, size);
+    for (let off = 0; off < buf.length; ) {
+      const p = probeFrame(buf, off, buf.length);
+      if (!p.ok) throw new PackCorruptionError(`topic ${topicId.toString(16)}: its packed frame at logical offset ${off} does not check (${p.reason})`);
+      const head = readAppendHead(buf, p.frame);
+      this.next.set(topicId, head.firstSeq + head.count);
+      this.host.input(actor, { k: 'packed', frame: buf.subarray(off, off + p.frame.size) });
+      off += p.frame.size;
+    }
+  }
+
+  /**
+   * Lazy recovery: scans only what this worker's packs got after the cut (`cut`: the packs the
+   * snapshot's runs cover whole, and the one being written with its length then), as scan does.
+   * Frames of topics still asleep (`isAsleep`) go to the map; returns their ids (they changed
+   * after the cut, so they must load).
+   */
+  async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, isAsleep: (id: number) => boolean): Promise<Set<number>> {
+    const whole = new Set(cut.whole);
+    const touched = new Set<number>();
+    const scratch = new ReuseBuffer();
+    for (const p of listed) {
+      if (p.workers === this.workers && p.writer !== this.workerIndex) continue; // not ours
+      const idx = this.host.packs.map.register(p).idx; // known, so that an emptied pack is reported dead
+      if (whole.has(p.name)) continue;
+      const from = cut.tail?.[0] === p.name ? cut.tail[1] : 0;
+      const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from);
+      this.feedPack(idx, buf, from, snapshotEpoch, { is: isAsleep, touched });
+    }
+    return touched;
   }
 
   /** The held frames of a topic, read (several frames of one pack in one read), or undefined. */

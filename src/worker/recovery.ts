@@ -11,7 +11,10 @@ import type { TopicConfig } from '../actors/topic/config.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
 import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
-import type { TopicPart } from '../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
+import { readSection } from '../storage/snapshotSection.js';
+import { listPacks } from '../storage/packScan.js';
+import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
@@ -30,6 +33,20 @@ interface ReadAhead {
   first: Promise<LoadedSegment> | undefined;
 }
 
+/** What lazy recovery needs of the host's sleeping topics (dormancy.ts). */
+export interface RecoverySleepers {
+  /** Keeps a topic of the snapshot asleep (counted, no actor); `listed` lists it. */
+  restore(rec: DormantTopic): void;
+  /** Adds the names of topics restored asleep to the worker's sorted names, all at once. */
+  listed(names: string[]): void;
+  /** The sleeping topic of that id, while recovery runs. */
+  byId(topicId: number): DormantTopic | undefined;
+  /** Takes a sleeping topic out of sleep (recovery loads it then). */
+  take(topicId: number): DormantTopic;
+  /** The ids of the topics still asleep; recovery's index by id goes. */
+  endRecovery(): number[];
+}
+
 export interface RecoveryHost {
   readonly fsx: Fs;
   readonly dataDir: string;
@@ -43,6 +60,7 @@ export interface RecoveryHost {
   replayAck(bytes: number, buf: ArrayBuffer): void;
   readonly workerIndex: number;
   readonly workers: number;
+  readonly sleepers: RecoverySleepers;
 }
 
 export class WorkerRecovery {
@@ -79,15 +97,74 @@ export class WorkerRecovery {
     await this.packs.scan(packNames, snapshotEpoch);
     const withDirs = parts.flatMap((p, i) => (this.topicDirs.has(p.id) ? [i] : []));
     this.snapshotTopicsLoaded = parts.length - withDirs.length; // packed only: indexed by the scan
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < withDirs.length) {
-        const i = withDirs[next++]!;
-        await this.loadSegmentsOf(actors[i]!, parts[i]!.id);
+    await lanes(withDirs, async (i) => {
+      await this.loadSegmentsOf(actors[i]!, parts[i]!.id);
+      this.snapshotTopicsLoaded++;
+    });
+  }
+
+  /**
+   * Step 3 from this worker's section of a v2 snapshot (docs/ARCHITECTURE.md "Lazy recovery"):
+   * a topic that was quiet at the cut and has no own segment files comes back asleep, with
+   * nothing read and nothing indexed (the WAL replay or a later request wakes it); every other
+   * topic loads, its packed frames read from the runs the section records, not from a scan of
+   * every pack. Then only the pack bytes written after the cut are scanned. Returns the ids of
+   * every topic of the section (the WAL thread routes replayed frames by them).
+   */
+  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<number[]> {
+    this.topicDirs = await listTopicDirs(this.host.fsx, this.host.dataDir);
+    const listed = listPacks(packNames);
+    const ids: number[] = [];
+    const eager: { actor: TopicActor; id: number }[] = [];
+    const asleep: string[] = [];
+    const head = readSection(section, (part) => {
+      const { runs, wm, ...plain } = part;
+      ids.push(part.id);
+      if (runs) this.packs.addRuns(part.id, runs, listed);
+      if (wm && !this.topicDirs.has(part.id) && this.host.segments.packs!.map.size(part.id) === wm.packed_bytes) {
+        this.host.sleepers.restore(asleepAtBoot(plain, wm));
+        asleep.push(part.name);
+        this.packs.seen(part.id, wm.head + 1);
         this.snapshotTopicsLoaded++;
+        return;
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, withDirs.length) }, lane));
+      const actor = this.host.actorFor(part.name);
+      this.host.input(actor, { k: 'load', part: plain });
+      this.host.byTopicId.set(part.id, actor);
+      eager.push({ actor, id: part.id });
+    });
+    this.host.sleepers.listed(asleep);
+    // Packed frames of the topics that load, from their runs, in order (before own segments).
+    await lanes(eager, async ({ actor, id }) => {
+      await this.packs.feedPacked(actor, id);
+      if (!this.topicDirs.has(id)) this.snapshotTopicsLoaded++;
+    });
+    // Pack bytes written after the cut. A sleeping topic with frames there changed after the
+    // cut: it loads now, with them.
+    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, (id) => this.host.sleepers.byId(id) !== undefined);
+    for (const id of touched) await this.wake(id);
+    await lanes(
+      eager.filter((e) => this.topicDirs.has(e.id)),
+      async ({ actor, id }) => {
+        await this.loadSegmentsOf(actor, id);
+        this.snapshotTopicsLoaded++;
+      },
+    );
+    return ids;
+  }
+
+  /**
+   * A topic restored asleep that recovery must apply something to (a post-cut pack frame, a
+   * replayed WAL frame): it loads as any snapshot topic (its part, then its packed frames, and
+   * `finish` pads it to its reservation like the others).
+   */
+  private async wake(topicId: number): Promise<TopicActor> {
+    const rec = this.host.sleepers.take(topicId);
+    const actor = this.host.actorFor(rec.name);
+    this.host.byTopicId.set(topicId, actor);
+    this.host.input(actor, { k: 'load', part: partOf(rec) });
+    await this.packs.feedPacked(actor, topicId);
+    return actor;
   }
 
   /** Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already). */
@@ -138,7 +215,7 @@ export class WorkerRecovery {
     for (let off = 0; off < buf.length; ) {
       const p = probeFrame(buf, off, buf.length, false);
       if (!p.ok) break; // applyChunk reports it
-      if (p.frame.type === FrameType.TOPIC_CREATE && !this.host.byTopicId.has(p.frame.topicId)) out.push({ off, topicId: p.frame.topicId });
+      if (p.frame.type === FrameType.TOPIC_CREATE && !this.host.byTopicId.has(p.frame.topicId) && !this.host.sleepers.byId(p.frame.topicId)) out.push({ off, topicId: p.frame.topicId });
       off += p.frame.size;
     }
     return out;
@@ -164,6 +241,8 @@ export class WorkerRecovery {
       const p = probeFrame(buf, off, buf.length, false);
       if (!p.ok) throw new Error(`replay chunk holds a bad frame at ${off}: ${p.reason}`);
       const f = p.frame;
+      // A frame of a topic restored asleep: it loads first (the frame may change it).
+      if (this.host.sleepers.byId(f.topicId)) await this.wake(f.topicId);
       let actor: TopicActor | undefined;
       if (f.type === FrameType.TOPIC_CREATE) {
         const body = decodeJsonBody(buf, f) as { name: string; config: TopicConfig; created_ms: number };
@@ -220,8 +299,54 @@ export class WorkerRecovery {
     }
     // Ids of instances deleted during the replay still point at their (dropped) actors.
     for (const [id, a] of this.host.byTopicId) if (a.current?.id !== id) this.host.byTopicId.delete(id);
+    // Topics restored asleep that nothing touched: live, and still asleep.
+    for (const id of this.host.sleepers.endRecovery()) ids.push(id);
     return { topics: ids.length, appends: this.stats.appends, ids };
   }
+}
+
+/** Runs `fn` over `items`, LOAD_PARALLEL at a time (file-system round trips overlap on libuv's pool). */
+async function lanes<T>(items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, items.length) }, lane));
+}
+
+/**
+ * A quiet topic of the snapshot, asleep. After a crash every topic's head moves up to its
+ * reservation ceiling (finishInstanceRecovery pads it), so this one's head is its `reserved`;
+ * after a clean stop that is its head already. Count, bytes and the rest are as at the cut.
+ */
+function asleepAtBoot(part: TopicPart, wm: Watermarks): DormantTopic {
+  const head = Math.max(wm.head, part.reserved);
+  const rec: DormantTopic = {
+    id: part.id,
+    name: part.name,
+    config: part.config,
+    created_ms: part.created_ms,
+    reserved: part.reserved,
+    head,
+    count: wm.count,
+    bytes: wm.bytes,
+    earliest: wm.count > 0 ? wm.earliest : head + 1,
+    last_ts_ms: wm.last_ts_ms,
+    // Recency clocks are not persisted (RESOLVED G1): null after a restart, as for loaded topics.
+    last_write_ms: null,
+    last_read_ms: null,
+    last_consumed_ms: null,
+    packed_bytes: wm.packed_bytes,
+  };
+  if (part.evict_floor !== undefined) Object.assign(rec, { evict_floor: part.evict_floor, ledger: part.ledger, dead_below: part.dead_below, deleted: part.deleted });
+  return rec;
+}
+
+/** The snapshot part inside a sleeping topic's record. */
+function partOf(d: DormantTopic): TopicPart {
+  const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved: d.reserved };
+  if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+  return part;
 }
 
 /** Ids of the topic directories under topics/ (the topics that have own segment files). */

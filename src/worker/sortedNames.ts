@@ -63,6 +63,28 @@ export class SortedNames {
     return true;
   }
 
+  /**
+   * Adds many names at once (recovery restores a snapshot's sleeping topics): one sort and a
+   * merge with what is here, leaves rebuilt half full. A name already here is not added twice.
+   * Inserting a million names one by one in random order cost seconds; this is one sort.
+   */
+  addAll(names: string[]): void {
+    if (names.length === 0) return;
+    const incoming = [...names].sort();
+    const merged: string[] = [];
+    const existing = this.leaves.flat();
+    let i = 0;
+    let j = 0;
+    while (i < existing.length || j < incoming.length) {
+      const next = j >= incoming.length || (i < existing.length && existing[i]! <= incoming[j]!) ? existing[i++]! : incoming[j++]!;
+      if (merged.length === 0 || merged[merged.length - 1] !== next) merged.push(next);
+    }
+    const fill = Math.max(1, this.leafMax >>> 1);
+    this.leaves.length = 0;
+    for (let k = 0; k < merged.length; k += fill) this.leaves.push(merged.slice(k, k + fill));
+    this.count = merged.length;
+  }
+
   /** Removes `name`; false when it was not there. */
   delete(name: string): boolean {
     if (this.leaves.length === 0) return false;

@@ -139,6 +139,14 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     priorities(): [string, number][] {
       return host.priorities();
     },
+    /**
+     * Recovery step 3 from a v2 snapshot: this worker's section (moved here), every pack file's
+     * name, the snapshot's boot epoch; returns the section's topic ids (moved back).
+     */
+    async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number): Promise<Float64Array> {
+      const ids = Float64Array.from(await host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch));
+      return transfer(ids, [ids.buffer]);
+    },
     /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
     loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {
       return host.loadSnapshot(parts, packNames, snapshotEpoch);
@@ -157,8 +165,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
       try {
-        const { parts, deadPacks } = await host.checkpoints.prepare(markId, final);
-        return transfer({ ok: true, parts, deadPacks }, [parts.buffer as ArrayBuffer]);
+        const { section, crc, topics, deadPacks } = await host.checkpoints.prepare(markId, final);
+        return transfer({ ok: true, section, crc, topics, deadPacks }, [section.buffer as ArrayBuffer]);
       } catch (err) {
         // A full disk only postpones the checkpoint; anything else stops writes (main decides).
         return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };

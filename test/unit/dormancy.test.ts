@@ -1,8 +1,9 @@
-// Dormant topics (issue 15) are invisible: the same random program runs against two in-process
-// worlds (real supervisor, workers and WAL writer over a SimDisk, as the crash sweep runs them),
-// one where `sleep` steps put every topic that may sleep to sleep (so later requests wake them),
-// one where they do nothing; every answer (perf blocks aside) and every list page must be the
-// same in both, across checkpoints and crash restarts. Both worlds also keep the host's books
+// Dormant topics and lazy recovery (issue 15) are invisible: the same random program runs against
+// two in-process worlds (real supervisor, workers and WAL writer over a SimDisk, as the crash
+// sweep runs them), one where `sleep` steps put every topic that may sleep to sleep (so later
+// requests wake them) and restarts recover lazily (topics quiet at the checkpoint stay asleep),
+// one where nothing sleeps and restarts load every topic; every answer (perf blocks aside) and
+// every list page must be the same in both, across checkpoints and crash restarts. Both worlds also keep the host's books
 // (running live-bytes total, one actor per awake live topic, sleeping topics counted apart).
 // Seed: fast-check prints it on failure; rerun with DORMANCY_SEED=<seed> (and DORMANCY_PATH=<path>
 // for the shrunk case). DORMANCY_RUNS sets the runs.
@@ -95,7 +96,9 @@ class Side {
   constructor(readonly sleeps: boolean) {}
 
   async boot(): Promise<void> {
-    this.world = new CrashWorld(this.disk, sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096 }), this.clock);
+    // The reference side never sleeps and recovers the old way (every topic loaded, every pack
+    // scanned); the other sleeps on `sleep` steps and recovers lazily (quiet topics stay asleep).
+    this.world = new CrashWorld(this.disk, sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, lazyRecovery: this.sleeps }), this.clock);
     await this.world.boot();
   }
 

@@ -1,5 +1,5 @@
 // SortedNames (many-topics issue: topic list pages without sorting every name) against a plain
-// sorted-array model: any sequence of adds and deletes, then pages from any `after` with any
+// sorted-array model: any sequence of adds, bulk adds (recovery) and deletes, then pages from any `after` with any
 // `prefix`, visit exactly the model's names above `after` with that prefix, in order. Tiny leaves
 // make every run split and empty leaves.
 import { test } from 'node:test';
@@ -10,10 +10,11 @@ import { SortedNames } from '../../src/worker/sortedNames.js';
 /** Short names over a small alphabet, so prefixes and duplicates are common. */
 const nameArb = fc.stringMatching(/^[abz.é-]{1,4}$/);
 
-type Op = { t: 'add'; name: string } | { t: 'del'; name: string };
+type Op = { t: 'add'; name: string } | { t: 'del'; name: string } | { t: 'addAll'; names: string[] };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ t: fc.constant('add' as const), name: nameArb }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('del' as const), name: nameArb }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('addAll' as const), names: fc.array(nameArb, { maxLength: 20 }) }) },
 );
 
 function page(s: SortedNames, after: string, prefix: string, limit: number): string[] {
@@ -35,6 +36,11 @@ test('SortedNames pages exactly as a filtered sorted array would', () => {
         const s = new SortedNames(leafMax);
         const model = new Set<string>();
         for (const op of ops) {
+          if (op.t === 'addAll') {
+            s.addAll(op.names);
+            for (const n of op.names) model.add(n);
+            continue;
+          }
           if (op.t === 'add') assert.equal(s.add(op.name), !model.has(op.name), `add ${op.name}`);
           else assert.equal(s.delete(op.name), model.has(op.name), `delete ${op.name}`);
           if (op.t === 'add') model.add(op.name);

@@ -31,8 +31,12 @@ export type ActorInput =
   | { k: 'load'; part: TopicPart }
   /** Recovery: the bytes of the topic's next segment, in order. */
   | { k: 'segment'; seg: LoadedSegment }
-  /** Recovery: the next frame of the topic's packed first segment (before any `segment`). */
-  | { k: 'packed'; frame: Buffer }
+  /**
+   * Recovery or a wake: the next frame of the topic's packed first segment (before any
+   * `segment`); `hot`: its records keep their texts (a wake: the request that woke the topic
+   * usually reads them next), the host then counts them in its cache budget.
+   */
+  | { k: 'packed'; frame: Buffer; hot?: boolean }
   /** Recovery: one WAL frame after the checkpoint (whole frame bytes). */
   | { k: 'frame'; frame: Buffer }
   /** Recovery is over: pad reservations, count live records. */
@@ -76,7 +80,7 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       if (actor.current) loadSegment(actor.current, input.seg);
       return;
     case 'packed':
-      if (actor.current) loadPackedFrame(actor.current, input.frame);
+      if (actor.current) loadPackedFrame(actor.current, input.frame, input.hot === true);
       return;
     case 'frame': {
       const p = probeFrame(input.frame, 0, input.frame.length);

@@ -84,7 +84,7 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
  * scan, in the order written. Packed frames come before any own segment; the scan passes each
  * seq range once (duplicates are dropped there, so the store's map and this cursor agree).
  */
-export function loadPackedFrame(inst: TopicInstance, frame: Buffer): void {
+export function loadPackedFrame(inst: TopicInstance, frame: Buffer, hot = false): void {
   inst.recovery ??= { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
   const p = probeFrame(frame, 0, frame.length, false);
   if (!p.ok) throw new Error(`packed frame does not decode (${p.reason})`);
@@ -101,7 +101,7 @@ export function loadPackedFrame(inst: TopicInstance, frame: Buffer): void {
   assert.ok(seg.ordinal === 0 && seg.packed, `topic ${inst.name}: a packed frame after its own segments`);
   assert.ok(head.firstSeq > inst.index.last, `topic ${inst.name}: packed frame at seq ${head.firstSeq} is not after ${inst.index.last}`);
   if (head.firstSeq > inst.index.last + 1) inst.index.pad(head.firstSeq - 1);
-  indexFrame(inst, frame, 0, seg.size, false);
+  indexFrame(inst, frame, 0, seg.size, hot);
   seg.size += frame.length;
 }
 

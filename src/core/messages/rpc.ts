@@ -255,7 +255,8 @@ export interface WorkerStats {
  * it holds nothing live in, or why it cannot take part now (errors cross threads as values: an
  * rpc keeps only an error's message).
  */
-export type CheckpointParts = { ok: true; parts: Uint8Array; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
+/** A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) with its CRC, and the packs it holds nothing live in. */
+export type CheckpointParts = { ok: true; section: Uint8Array; crc: number; topics: number; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
 
 /**
  * A worker's shutdown drain: complete (every frame acknowledged by the WAL, segments fsynced, so

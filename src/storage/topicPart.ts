@@ -1,0 +1,32 @@
+// A topic instance as a snapshot keeps it (snapshot.ts, snapshotSection.ts), and the record of a
+// sleeping topic, which has the same shape plus its watermarks. Types only.
+import type { TopicConfig } from '../actors/topic/config.js';
+import type { LossRun } from '../actors/topic/lossLedger.js';
+import type { QueuePart } from '../actors/queue/leasesLog.js';
+import type { AppliedPart } from '../actors/router/appliedTable.js';
+import type { Watermarks } from '../actors/topic/watermarks.js';
+
+/** One topic instance as the snapshot keeps it. */
+export interface TopicPart {
+  id: number;
+  name: string;
+  config: TopicConfig;
+  created_ms: number;
+  /** Seq ceiling no future seq may stay under (max of submitted reservations and head). */
+  reserved: number;
+  /** Retention state (absent in snapshots of topics that never lost a record). */
+  evict_floor?: number;
+  ledger?: LossRun[];
+  /** Every record below this seq is gone (evicted below evict_floor, else deleted). */
+  dead_below?: number;
+  /** User-deleted ranges at or above dead_below, inclusive. */
+  deleted?: [number, number][];
+  /** Queue topics: claim leases, nack delays, delivery counts and the dead-letter counter. */
+  queue?: QueuePart;
+  /** Router dests: per router id, [last source seq held, forwarded total] (DESIGN 5). */
+  routers_applied?: AppliedPart;
+}
+
+/** A sleeping topic (issue 15, src/actors/topic/dormant.ts): its part plus its watermarks. */
+export interface DormantTopic extends TopicPart, Watermarks {}
+
