@@ -9,22 +9,10 @@
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
-import type { TopicPart } from '../storage/snapshot.js';
 import type { WalLink } from './walLink.js';
 import { crc32 } from 'node:zlib';
 import { SectionWriter } from '../storage/snapshotSection.js';
-import type { DormantTopic } from '../actors/topic/dormant.js';
-
-/**
- * A sleeping topic's snapshot part. Every seq up to its head is durable, so a final checkpoint
- * records the head itself (a clean restart continues at head + 1, as for awake topics); otherwise
- * its reservation ceiling, which a restart after a crash pads up to.
- */
-function sleepingPart(d: DormantTopic, final: boolean): TopicPart {
-  const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved: final ? d.head : d.reserved };
-  if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
-  return part;
-}
+import { partOf, type DormantTopic } from '../actors/topic/dormant.js';
 
 export class WorkerCheckpoints {
   /** Segments to unlink once the snapshot of a mark is durable. */
@@ -62,7 +50,9 @@ export class WorkerCheckpoints {
       const quiet = packs ? a.dormancy(packs.map.size(inst.id)) : 'no';
       out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, packs?.map.runsOf(inst.id), typeof quiet === 'object' ? quiet : undefined);
     }
-    for (const d of this.sleeping()) out.add(sleepingPart(d, final), packs?.map.runsOf(d.id), d);
+    // Every seq up to a sleeping topic's head is durable: a final checkpoint records that head
+    // (a clean restart continues at head + 1, as for awake topics), another its ceiling.
+    for (const d of this.sleeping()) out.add(partOf(d, final ? d.head : d.reserved), packs?.map.runsOf(d.id), d);
     this.reclaimAfter.set(markId, reclaim);
     // Encoded here, off the HTTP thread; main only checks the head and writes the bytes.
     const { bytes, topics } = out.finish(packs?.sectionPacks() ?? { whole: [], tail: null });

@@ -13,6 +13,7 @@ import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
 import { readSection } from '../storage/snapshotSection.js';
+import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -340,13 +341,6 @@ function asleepAtBoot(part: TopicPart, wm: Watermarks): DormantTopic {
   };
   if (part.evict_floor !== undefined) Object.assign(rec, { evict_floor: part.evict_floor, ledger: part.ledger, dead_below: part.dead_below, deleted: part.deleted });
   return rec;
-}
-
-/** The snapshot part inside a sleeping topic's record. */
-function partOf(d: DormantTopic): TopicPart {
-  const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved: d.reserved };
-  if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
-  return part;
 }
 
 /** Ids of the topic directories under topics/ (the topics that have own segment files). */

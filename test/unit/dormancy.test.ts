@@ -178,6 +178,19 @@ test('topics put to sleep answer every request as if they had stayed awake', asy
   assert.ok(slept > numRuns, `only ${slept} topics went to sleep over ${numRuns} runs`);
 });
 
+test('a topic that took records while ephemeral does not sleep: they live only in memory', async () => {
+  await run([
+    { t: 'put', topic: 't.a', durability: 'ephemeral', capRecords: 0, ttlMs: 0, autoPriority: false },
+    { t: 'append', topic: 't.a', sizes: [3], tag: null, node: null, key: null },
+    { t: 'put', topic: 't.a', durability: 'memory', capRecords: 0, ttlMs: 0, autoPriority: false },
+    { t: 'append', topic: 't.a', sizes: [4], tag: null, node: null, key: null },
+    { t: 'sleep' },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: false, diff: true },
+    { t: 'restart', checkpoint: true },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: false, diff: true },
+  ]);
+});
+
 test('a fixed program: sleep, wake by append, read, delete records, sleep again, restart', async () => {
   const slept = await run([
     { t: 'put', topic: 't.a', durability: 'fsync', capRecords: 4, ttlMs: 0, autoPriority: true },

@@ -111,6 +111,22 @@ test('the running total of live bytes equals the sum over topics, and no actor o
   });
 });
 
+test('a topic whose class changes from ephemeral to memory keeps appending (found by this property)', async () => {
+  // Ephemeral batches used to take place in the segment although no frame is ever written: the
+  // next memory frame was placed past a gap, the pack refused it and writes stopped (500).
+  await run([
+    { t: 'put', topic: 't.a', durability: 'ephemeral', capRecords: 0, capBytes: 0, ttlMs: 0 },
+    { t: 'append', topic: 't.a', sizes: [0] },
+    { t: 'put', topic: 't.a', durability: 'memory', capRecords: 0, capBytes: 0, ttlMs: 0 },
+    { t: 'append', topic: 't.a', sizes: [0] },
+    { t: 'append', topic: 't.a', sizes: [5, 6] },
+    { t: 'deleteBefore', topic: 't.a', beforeSeq: 1 },
+    { t: 'restart', checkpoint: true },
+    { t: 'append', topic: 't.a', sizes: [7] },
+    { t: 'read', topic: 't.a', absent: false },
+  ]);
+});
+
 test('a fixed program: create, fill past caps, expire, delete records, delete and recreate, restart', async () => {
   await run([
     { t: 'read', topic: 't.a', absent: true },

@@ -66,7 +66,13 @@ export function encodeBatch(
   }, fwdHeader);
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
-  const loc = placeInSegment(inst, firstSeq, frame.length, limits);
+  // An ephemeral batch's frame is never written, so it takes no place in the segment (its texts
+  // stay in memory: never cold). Placing it anyway left a gap that every later frame of the
+  // topic landed after once its class changed: a pack refused the frame (storage FAILED), an
+  // own segment file got a hole that recovery reads as its end.
+  const ephemeral = inst.config.durability === 'ephemeral';
+  if (ephemeral) inst.holdsUnwritten = true;
+  const loc = ephemeral ? 0 : placeInSegment(inst, firstSeq, frame.length, limits);
   // Index straight from the encoder's extents: no second CRC pass or node re-parse.
   let bytes = 0;
   for (let i = 0; i < texts.length; i++) {

@@ -8,7 +8,7 @@
 // a wake needs without the index.
 // Pure: what may sleep, the record, and the reports of a sleeping topic.
 import type { StatsTotals, TopicStats, TopicSummary } from '../../core/messages/rpc.js';
-import type { DormantTopic } from '../../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { TopicInstance } from './instance.js';
 import { retentionFields } from './retention.js';
 import { priorityOf } from './topicState.js';
@@ -25,7 +25,7 @@ export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTo
   const c = inst.config;
   if (inst.recovery !== undefined || inst.queue || inst.routing || inst.applied || inst.provenance) return 'no';
   // Ephemeral records live only in memory; TTL expiry is lazy (a sleeping topic would never expire).
-  if (c.durability === 'ephemeral' || c.ttl_ms > 0) return 'no';
+  if (c.durability === 'ephemeral' || inst.holdsUnwritten || c.ttl_ms > 0) return 'no';
   const seg = inst.segment;
   if (!seg.packed || seg.ordinal !== 0) return 'no';
   if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned) return 'later';
@@ -55,6 +55,13 @@ export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTo
     rec.deleted = retention.deleted;
   }
   return rec;
+}
+
+/** The snapshot part inside a sleeping topic's record (`reserved`: the ceiling to record, by default its own). */
+export function partOf(d: DormantTopic, reserved = d.reserved): TopicPart {
+  const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved };
+  if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+  return part;
 }
 
 export function dormantSummary(d: DormantTopic, now: number): TopicSummary {

@@ -112,6 +112,11 @@ export class TopicInstance {
   private tagIndex: TagIndex | undefined = undefined;
   /** Any user delete happened (snapshots then record deleted ranges). */
   hasDeletes = false;
+  /**
+   * Records were appended while the class was `ephemeral`: they live only in memory (no frame),
+   * so this instance may not sleep (a wake rebuilds from frames) until a restart drops them.
+   */
+  holdsUnwritten = false;
   recovery: RecoveryScratch | undefined;
   /** Accepted batches not yet visible: what a `discard: reject` check must count too. */
   pendingCount = 0;
