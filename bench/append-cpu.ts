@@ -7,7 +7,8 @@
 //   node dist/bench/append-cpu.js
 // Settings (env): BENCH_CLIS (comma-separated dist/cli.js paths, default this build), BENCH_ROUNDS
 // (6), BENCH_SECONDS (2), BENCH_WARMUP_MS (500, before every run), BENCH_CPU_CLIENTS (1,64),
-// BENCH_CPU_CLASSES (disk,fsync). Threads: `main` is the process's first thread; the others are
+// BENCH_CPU_CLASSES (disk,fsync), BENCH_CPU_RECORDS (1: records per request, e.g. 100 to check
+// batched appends; CPU stays per request). Threads: `main` is the process's first thread; the others are
 // listed by CPU, biggest first (at these loads: the topic worker, then the WAL thread or a GC
 // helper).
 import fs from 'node:fs';
@@ -41,11 +42,14 @@ interface Measured {
   load: number;
 }
 
+/** Records per append request (BENCH_CPU_RECORDS): 1, or a batch as a no-regression check. */
+const RECORDS = envNumber('BENCH_CPU_RECORDS', 1);
+
 async function measure(srv: ChildServer, path: string, clients: number, durationMs: number): Promise<Measured> {
   const client = new HttpClient(srv.port, clients);
   try {
-    const bodies = Array.from({ length: 16 }, (_, k) => appendBody(1, k));
-    const common = { client, concurrency: clients, path, bodies, recordsPerRequest: 1, server: srv };
+    const bodies = Array.from({ length: 16 }, (_, k) => appendBody(RECORDS, k * RECORDS));
+    const common = { client, concurrency: clients, path, bodies, recordsPerRequest: RECORDS, server: srv };
     await runLoad({ ...common, durationMs: warmupMs() });
     const t0 = threadTimes(srv.pid);
     const r = await runLoad({ ...common, durationMs });
