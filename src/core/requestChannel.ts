@@ -3,15 +3,31 @@
 // as ONE message, and every result the worker settles during one turn comes back as ONE message.
 // Comlink stays for control calls (list, stats, checkpoints...); it costs one postMessage, one
 // UUID and a proxy per call each way, which the profile of single-record appends showed as the
-// top frames of both threads. Buffers (append bodies, rendered replies) are transferred, never
-// cloned. Plain data only crosses; ids are per channel and never reused while pending.
+// top frames of both threads. Plain data only crosses; ids are per channel and never reused while
+// pending.
+// Bytes: the small append bodies of a batch cross in ONE transferred buffer (copied in back to
+// back at the flush; the worker gets views), and so do the small replies of a result batch. A
+// transferred ArrayBuffer per request or reply cost an allocation, a backing store and its sweep
+// on both threads for a ~256-byte body. Big bodies (a whole buffer of their own) and reply pages
+// are still transferred as they are, never copied.
 import type { MessagePort } from 'node:worker_threads';
-import type { RequestBatch, ResultBatch, TopicRequest, TopicResult } from './messages/rpc.js';
+import type { OkResult, RequestBatch, ResultBatch, TopicRequest, TopicResult, WireRequest, WireResult } from './messages/rpc.js';
 import { fail } from './errors.js';
 import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from './pagePool.js';
 
 /** Pages main keeps for the way back to one worker while no request goes there. */
 const RETURNED_PAGES_MAX = 8;
+
+/**
+ * Bodies and replies up to this size are copied into their batch's shared buffer; bigger ones
+ * that own their whole buffer cross as they are (transferred, no copy).
+ */
+export const SHARED_BYTES_MAX = 16 * 1024;
+
+/** True when `b` is the whole of a transferable ArrayBuffer. */
+function ownsBuffer(b: Uint8Array): boolean {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
+}
 
 /** Main's end: `request` resolves with the worker's result. */
 export class RequestClient {
@@ -20,7 +36,6 @@ export class RequestClient {
   private readonly pending = new Map<number, (r: TopicResult) => void>();
   private ids: number[] = [];
   private reqs: TopicRequest[] = [];
-  private transfers: ArrayBuffer[] = [];
   /** Reply pages going back to the worker with the next batch (never a message of their own). */
   private returned: ArrayBuffer[] = [];
   private flushScheduled = false;
@@ -33,13 +48,17 @@ export class RequestClient {
     port.on('message', (m: ResultBatch) => this.onResults(m));
   }
 
-  /** Sends `req` with the next flush of this turn; `transfer` lists buffers it gives away. */
-  request(req: TopicRequest, transfer?: ArrayBuffer[]): Promise<TopicResult> {
+  /**
+   * Sends `req` with the next flush of this turn. The channel owns `req` from here: an append's
+   * body is read at the flush (it must not change before), then the request object is sent
+   * without it (its bytes go in the batch's shared buffer) or with it transferred (a big body
+   * that is a whole buffer of its own; the caller's view of it becomes empty).
+   */
+  request(req: TopicRequest): Promise<TopicResult> {
     if (this.abandoned) return Promise.reject(new Error('the worker was abandoned'));
     const id = this.nextId++;
     this.ids.push(id);
     this.reqs.push(req);
-    if (transfer) for (const b of transfer) this.transfers.push(b);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       // The check phase runs right after the poll phase that parsed this turn's requests.
@@ -54,7 +73,6 @@ export class RequestClient {
     this.pending.clear();
     this.ids = [];
     this.reqs = [];
-    this.transfers = [];
     this.returned = [];
     this.port.close();
   }
@@ -62,8 +80,39 @@ export class RequestClient {
   private flush(): void {
     this.flushScheduled = false;
     if (this.ids.length === 0) return;
-    const batch: RequestBatch = { ids: this.ids, reqs: this.reqs };
-    const transfers = this.transfers;
+    const reqs = this.reqs as WireRequest[];
+    const batch: RequestBatch = { ids: this.ids, reqs };
+    const transfers: ArrayBuffer[] = [];
+    let sharedBytes = 0;
+    let sharedBodies = 0;
+    let whole: Set<ArrayBufferLike> | undefined;
+    for (const r of this.reqs) {
+      if (r.op !== 'append') continue;
+      // The same buffer twice in one batch could not be transferred twice: the second is copied.
+      if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer)) (whole ??= new Set()).add(r.body.buffer);
+      else {
+        sharedBytes += r.body.byteLength;
+        sharedBodies++;
+      }
+    }
+    if (whole) for (const b of whole) transfers.push(b as ArrayBuffer);
+    if (sharedBodies > 0) {
+      const shared = new Uint8Array(sharedBytes);
+      const ends: number[] = [];
+      let at = 0;
+      for (const r of reqs) {
+        if (r.op !== 'append') continue;
+        const body = (r as unknown as { body: Uint8Array }).body;
+        if (whole?.delete(body.buffer)) continue;
+        shared.set(body, at);
+        at += body.byteLength;
+        ends.push(at);
+        r.body = null;
+      }
+      batch.bodies = shared.buffer;
+      batch.bodyEnds = ends;
+      transfers.push(shared.buffer);
+    }
     if (this.returned.length > 0) {
       batch.recycled = this.returned;
       for (const page of this.returned) transfers.push(page);
@@ -71,19 +120,28 @@ export class RequestClient {
     }
     this.ids = [];
     this.reqs = [];
-    this.transfers = [];
     this.port.postMessage(batch, transfers);
   }
 
   private onResults(m: ResultBatch): void {
+    let sharedAt = 0;
     for (let i = 0; i < m.ids.length; i++) {
+      const w = m.results[i]!;
+      const end = m.jsonEnds?.[i] ?? -1;
+      let r: TopicResult;
+      if (end >= 0) {
+        (w as { json: Uint8Array | null }).json = new Uint8Array(m.jsons!, sharedAt, end - sharedAt);
+        sharedAt = end;
+        r = w as OkResult;
+      } else {
+        r = w as TopicResult;
+        // A transferred page may travel back once main has written it (reply.ts sendResult).
+        if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES) markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
+      }
       const id = m.ids[i]!;
       const resolve = this.pending.get(id);
       if (!resolve) continue; // abandoned meanwhile
       this.pending.delete(id);
-      const r = m.results[i]!;
-      // A transferred page may travel back once main has written it (reply.ts sendResult).
-      if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES) markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
       resolve(r);
     }
   }
@@ -97,23 +155,20 @@ export class RequestClient {
 export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): void {
   let ids: number[] = [];
   let results: TopicResult[] = [];
-  let transfers: ArrayBuffer[] = [];
   let flushScheduled = false;
 
   const flush = (): void => {
     flushScheduled = false;
     if (ids.length === 0) return;
-    const batch: ResultBatch = { ids, results };
-    const t = transfers;
+    const batch = encodeResults(ids, results);
     ids = [];
     results = [];
-    transfers = [];
-    port.postMessage(batch, t);
+    port.postMessage(batch.msg, batch.transfers);
   };
 
   const settle = (id: number, r: TopicResult): void => {
     ids.push(id);
-    results.push(r.ok ? detach(r, transfers) : r);
+    results.push(r);
     if (!flushScheduled) {
       flushScheduled = true;
       setImmediate(flush);
@@ -122,9 +177,17 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
 
   port.on('message', (m: RequestBatch) => {
     if (m.recycled) recyclePages(m.recycled);
+    let k = 0;
+    let sharedAt = 0;
     for (let i = 0; i < m.ids.length; i++) {
+      const w = m.reqs[i]!;
+      if (w.op === 'append' && w.body === null) {
+        const end = m.bodyEnds![k++]!;
+        (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, sharedAt, end - sharedAt);
+        sharedAt = end;
+      }
       const id = m.ids[i]!;
-      handle(m.reqs[i]!).then(
+      handle(w as TopicRequest).then(
         (r) => settle(id, r),
         (err: Error) => settle(id, fail('internal', err.message)),
       );
@@ -133,12 +196,48 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
 }
 
 /**
- * A reply's bytes cross as a transferred standalone buffer (a reply page with its slack), never
- * as a cloned pool slab.
+ * One turn's results as one message: small replies copied back to back into one shared buffer,
+ * reply pages and big standalone replies transferred as they are, any other big reply copied
+ * into a standalone buffer (never a cloned pool slab).
  */
-function detach(r: Extract<TopicResult, { ok: true }>, transfers: ArrayBuffer[]): TopicResult {
+function encodeResults(ids: number[], results: TopicResult[]): { msg: ResultBatch; transfers: ArrayBuffer[] } {
+  let sharedBytes = 0;
+  for (const r of results) if (r.ok && sharesBytes(r.json)) sharedBytes += r.json.byteLength;
+  const transfers: ArrayBuffer[] = [];
+  if (sharedBytes === 0 && results.every((r) => !r.ok || !sharesBytes(r.json))) {
+    return { msg: { ids, results: results.map((r) => (r.ok ? detach(r, transfers) : r)) }, transfers };
+  }
+  const shared = new Uint8Array(sharedBytes);
+  const ends: number[] = [];
+  const wire: WireResult[] = [];
+  let at = 0;
+  for (const r of results) {
+    if (r.ok && sharesBytes(r.json)) {
+      shared.set(r.json, at);
+      at += r.json.byteLength;
+      ends.push(at);
+      wire.push({ ...r, json: null });
+    } else {
+      ends.push(-1);
+      wire.push(r.ok ? detach(r, transfers) : r);
+    }
+  }
+  transfers.push(shared.buffer);
+  return { msg: { ids, results: wire, jsons: shared.buffer, jsonEnds: ends }, transfers };
+}
+
+/** Small replies (not reply pages, which travel whole with their slack) share the batch's buffer. */
+function sharesBytes(json: Uint8Array): boolean {
+  return json.byteLength <= SHARED_BYTES_MAX && !(json.byteOffset === 0 && isPage(json.buffer));
+}
+
+/**
+ * A big reply's bytes cross as a transferred standalone buffer (a reply page with its slack),
+ * never as a cloned pool slab.
+ */
+function detach(r: OkResult, transfers: ArrayBuffer[]): OkResult {
   const j = r.json;
-  const whole = (j.byteOffset === 0 && j.byteLength === j.buffer.byteLength && j.buffer instanceof ArrayBuffer) || (j.byteOffset === 0 && isPage(j.buffer));
+  const whole = ownsBuffer(j) || (j.byteOffset === 0 && isPage(j.buffer));
   if (whole && !transfers.includes(j.buffer as ArrayBuffer)) {
     transfers.push(j.buffer as ArrayBuffer);
     return r;

@@ -198,37 +198,44 @@ export class Admission {
   }
 
   /**
-   * The preHandler hook (body read, before the route): records consumption for auto-priority,
-   * then passes gated routes through the pressure gate, ordered by the path topic's
-   * effective_priority. A shed request is 429 throttled with detail.retry_after_ms, nothing
-   * applied. An append whose body sets disable_backpressure waits instead (a byte search: data
-   * that merely contains that text also waits, which is harmless).
+   * The preHandler hook of a gated route (body read, before the handler), made once per route
+   * so that nothing is looked up per request: records consumption for auto-priority, then passes
+   * the request through the pressure gate, ordered by the path topic's effective_priority. A
+   * shed request is 429 throttled with detail.retry_after_ms, nothing applied. An append whose
+   * body sets disable_backpressure waits instead (a byte search: data that merely contains that
+   * text also waits, which is harmless).
    */
-  readonly gateHook = (req: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    const rule = ruleFor(req.method, req.routeOptions.url);
-    if (!rule?.gate) return done();
-    const topic = (req.params as Record<string, string>).topic ?? '';
-    const { gate, book, now } = this.pressure;
-    if (rule.consumes === 'always' || (rule.consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
-    const isAppend = req.method === 'POST' && req.routeOptions.url === '/v0/topics/:topic';
-    const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
-    // A client gone while parked would never fire 'close' again: its slot is given back at once.
-    let gone = false;
-    reply.raw.once('close', () => (gone = true));
-    const settle = (a: Admit) => {
-      if (a.ok && gone) return a.release();
-      if (!a.ok) {
-        return void sendError(req, reply, new HttpError('throttled', 'the server is under pressure; retry later', { retry_after_ms: a.retryAfterMs }));
-      }
-      if (a.waitedMs > 0) req.throttleWaitMs = a.waitedMs;
-      if (rule.gate === 'pass') a.release();
-      else reply.raw.once('close', a.release);
-      done();
+  gateHookFor(rule: RouteRule, isAppend: boolean): (req: FastifyRequest, reply: FastifyReply, done: () => void) => void {
+    const hold = rule.gate === 'hold';
+    const consumes = rule.consumes;
+    return (req, reply, done) => {
+      const topic = (req.params as Record<string, string>).topic ?? '';
+      const { gate, book, now } = this.pressure;
+      if (consumes === 'always' || (consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
+      const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
+      // One 'close' listener: a client gone while parked gives its slot back at once (it would
+      // never fire 'close' again), and a held slot is given back when the response closes.
+      let gone = false;
+      let held: (() => void) | undefined;
+      reply.raw.on('close', () => {
+        gone = true;
+        held?.();
+      });
+      const settle = (a: Admit) => {
+        if (a.ok && gone) return a.release();
+        if (!a.ok) {
+          return void sendError(req, reply, new HttpError('throttled', 'the server is under pressure; retry later', { retry_after_ms: a.retryAfterMs }));
+        }
+        if (a.waitedMs > 0) req.throttleWaitMs = a.waitedMs;
+        if (hold) held = a.release;
+        else a.release();
+        done();
+      };
+      const a = gate.admit(book.effective(topic, now()), bounded);
+      if (a instanceof Promise) void a.then(settle);
+      else settle(a);
     };
-    const a = gate.admit(book.effective(topic, now()), bounded);
-    if (a instanceof Promise) void a.then(settle);
-    else settle(a);
-  };
+  }
 
   /** 403 naming the first body name outside the key's allowlist (G10); call right after parsing. */
   requireNames(req: FastifyRequest, kind: NameKind, names: Iterable<string>): void {

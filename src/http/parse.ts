@@ -7,6 +7,7 @@ import { noteUnknownFields } from './bodyFields.js';
 
 export function isJsonMediaType(ct: string | undefined): boolean {
   if (!ct) return false;
+  if (ct === 'application/json') return true; // most requests: no split, trim or lower-casing
   return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
 

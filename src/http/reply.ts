@@ -34,6 +34,28 @@ export function perfBlock(req: FastifyRequest, extra: PerfFields = {}): Record<s
   return out;
 }
 
+/**
+ * `,"performance":{…}}`: the text JSON.stringify gives for perfBlock(req, extra), written
+ * directly (no object, no stringify: this runs for every reply of a topic request).
+ */
+export function performanceTail(req: FastifyRequest, extra: PerfFields): string {
+  let s = `,"performance":{"server_total_ms":${num(roundMs(nowMs() - (req.startedAt ?? nowMs())))}`;
+  const waited = req.throttleWaitMs;
+  for (const k in extra) {
+    let v = extra[k as keyof PerfFields];
+    if (v === undefined) continue;
+    if (k === 'throttle_wait_ms' && waited !== undefined) v = roundMs(waited + v);
+    s += `,"${k}":${num(v)}`;
+  }
+  if (waited !== undefined && extra.throttle_wait_ms === undefined) s += `,"throttle_wait_ms":${num(roundMs(waited))}`;
+  return `${s}}}`;
+}
+
+/** A number as JSON writes it. */
+function num(v: number): string {
+  return Number.isFinite(v) ? String(v) : 'null';
+}
+
 export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResult | HttpError, withPerf = true): FastifyReply {
   const status = e.status;
   const error: Record<string, unknown> = { code: e.code, message: e.message };
@@ -64,7 +86,7 @@ export function sendJson(req: FastifyRequest, reply: FastifyReply, status: numbe
 export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicResult): FastifyReply {
   if (!r.ok) return sendError(req, reply, r);
   if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
-  const tail = `,"performance":${JSON.stringify(perfBlock(req, r.perf))}}`; // ASCII
+  const tail = performanceTail(req, r.perf); // ASCII
   const n = r.json.byteLength;
   const cap = pageCapacity(r.json);
   let body: Buffer;

@@ -145,12 +145,15 @@ export async function buildServer(
   registerPressureMetrics(metrics, monitor, gate);
   hub.onBatchLatency = (ms) => metrics.watchLatency.observe(ms);
 
-  // A callback hook, not an async one: it runs on every request and needs no promise.
+  // One callback hook, not an async one: it runs on every request and needs no promise. The
+  // lifecycle gate, then admission (401, then once routed 403 and the per-key inflight cap), which
+  // has nothing to do without keys (dev mode: the header is ignored).
+  const admit = admission.enabled ? admission.hook : undefined;
   app.addHook('onRequest', (req, reply, done) => {
     req.startedAt = nowMs();
-    if (sup.lifecycle === 'ready') return done();
+    if (sup.lifecycle === 'ready') return admit ? admit(req, reply, done) : done();
     const q = req.url.indexOf('?');
-    if (UNGATED.has(q < 0 ? req.url : req.url.slice(0, q))) return done();
+    if (UNGATED.has(q < 0 ? req.url : req.url.slice(0, q))) return admit ? admit(req, reply, done) : done();
     if (sup.lifecycle === 'recovering') {
       sendError(req, reply, fail('not_ready', 'recovery in progress', sup.recoveryDetail));
     } else {
@@ -160,8 +163,6 @@ export async function buildServer(
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
   });
-  // After the lifecycle gate: 401, then (once routed) 403 and the per-key inflight cap.
-  app.addHook('onRequest', admission.hook);
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id);
     // RESOLVED 0.2 keeps unknown fields accepted; the reply says which were ignored.
@@ -190,8 +191,6 @@ export async function buildServer(
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: s.maxBodyBytes }, (_req, body, done) => done(null, body));
 
   app.addHook('onClose', (_app, done) => (monitor.stop(), streamPacer.stop(), done()));
-  // Body read, route not yet run: the pressure gate (G16).
-  app.addHook('preHandler', admission.gateHook);
 
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0]!;
@@ -224,10 +223,24 @@ export async function buildServer(
 
   // Every route passes admission: one registered without a rule in ROUTE_RULES is a programming
   // error, caught at startup (a router route merged without its G8 row, say).
+  // Body read, route not yet run: the pressure gate (G16), as a hook of the gated routes only,
+  // made for each with its rule (no lookup per request, no hook where there is no gate).
   app.addHook('onRoute', (r) => {
-    for (const m of Array.isArray(r.method) ? r.method : [r.method]) {
-      if (!ruleFor(m, r.url)) throw new Error(`route ${m} ${r.url} has no admission rule (src/http/admission.ts ROUTE_RULES)`);
+    const methods = Array.isArray(r.method) ? r.method : [r.method];
+    const rules = methods.map((m) => {
+      const rule = ruleFor(m, r.url);
+      if (!rule) throw new Error(`route ${m} ${r.url} has no admission rule (src/http/admission.ts ROUTE_RULES)`);
+      return rule;
+    });
+    const gated = rules.filter((x) => x.gate);
+    if (gated.length === 0) return;
+    if (gated.length !== rules.length || gated.some((x) => x.gate !== gated[0]!.gate || x.consumes !== gated[0]!.consumes)) {
+      throw new Error(`route ${methods.join(',')} ${r.url}: its methods need different gate rules; register them apart`);
     }
+    const isAppend = methods.length === 1 && methods[0] === 'POST' && r.url === '/v0/topics/:topic';
+    const own = r.preHandler === undefined ? [] : Array.isArray(r.preHandler) ? r.preHandler : [r.preHandler];
+    // A new array: Fastify's HEAD twin of a GET route shares the GET's arrays.
+    r.preHandler = [...own, admission.gateHookFor(gated[0]!, isAppend)];
   });
   await registerOpenApi(app); // before the routes: it attaches each one's documented schema
   probeRoutes(app, sup, metrics);

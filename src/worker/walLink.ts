@@ -64,7 +64,9 @@ export class WalLink {
   private flushScheduled = false;
   private submitSeq = 0;
   private writtenSeq = 0;
+  /** Submissions not yet durable, in order; the first `writtenCount` of them are written. */
   private readonly inflight: Submission[] = [];
+  private writtenCount = 0;
   /** Set once the WAL thread reported a write or fsync failure. */
   failed: string | undefined;
   private readonly idleWaiters: (() => void)[] = [];
@@ -149,41 +151,63 @@ export class WalLink {
     }
   }
 
+  /**
+   * A cumulative ack. Work is per newly written and newly durable submission only: `inflight`
+   * holds every submission not yet durable (with `disk` topics, all those since the last
+   * fdatasync: tens to hundreds), and its first `writtenCount` entries are written. Walking all
+   * of them on every ack was the top self-time frame of the worker at one client.
+   */
   private onAck(writtenThrough: number, durableThrough: number): void {
+    // A durable submission is written (the WAL syncs only what it wrote).
+    if (durableThrough > writtenThrough) writtenThrough = durableThrough;
     const now = nowMs();
     const acks = new Map<TopicActor, { w: number; d: number }>();
-    for (const s of this.inflight) {
-      if (s.seq > writtenThrough) break;
-      const isDurable = s.seq <= durableThrough;
+    const inflight = this.inflight;
+    let i = this.writtenCount;
+    for (; i < inflight.length && inflight[i]!.seq <= writtenThrough; i++) {
+      const s = inflight[i]!;
       for (const f of s.frames) {
-        if (!s.written) {
-          const t = this.timings.get(f.actor)?.get(f.frameNo);
-          if (t) t.writtenAt = now;
-          if (f.segment) this.host.writeSegment(f.segment, f.buf);
-        }
-        let a = acks.get(f.actor);
-        if (!a) acks.set(f.actor, (a = { w: 0, d: 0 }));
-        a.w = Math.max(a.w, f.frameNo);
-        if (isDurable) a.d = Math.max(a.d, f.frameNo);
+        const t = this.timings.get(f.actor)?.get(f.frameNo);
+        if (t) t.writtenAt = now;
+        if (f.segment) this.host.writeSegment(f.segment, f.buf);
+        const a = acks.get(f.actor);
+        if (!a) acks.set(f.actor, { w: f.frameNo, d: 0 });
+        else if (f.frameNo > a.w) a.w = f.frameNo;
       }
-      if (!s.written) this.inflightBytes -= s.bytes;
+      this.inflightBytes -= s.bytes;
       s.written = true;
+    }
+    this.writtenCount = i;
+    let durable = 0;
+    for (; durable < this.writtenCount && inflight[durable]!.seq <= durableThrough; durable++) {
+      for (const f of inflight[durable]!.frames) {
+        const a = acks.get(f.actor);
+        // Frame numbers grow per actor: a later frame's durable ack covers the earlier ones.
+        if (!a) acks.set(f.actor, { w: f.frameNo, d: f.frameNo });
+        else {
+          if (f.frameNo > a.w) a.w = f.frameNo;
+          if (f.frameNo > a.d) a.d = f.frameNo;
+        }
+      }
     }
     if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
     for (const [actor, a] of acks) this.host.walAck(actor, a.w, a.d);
     this.releaseDeferred();
-    while (this.inflight.length > 0 && this.inflight[0]!.seq <= durableThrough) {
-      const s = this.inflight.shift()!;
-      for (const f of s.frames) {
-        const m = this.timings.get(f.actor);
-        // An idle actor keeps no map (an empty Map is ~190 bytes, per topic ever written).
-        if (m && m.delete(f.frameNo) && m.size === 0) this.timings.delete(f.actor);
+    if (durable > 0) {
+      for (let k = 0; k < durable; k++) {
+        for (const f of inflight[k]!.frames) {
+          const m = this.timings.get(f.actor);
+          // An idle actor keeps no map (an empty Map is ~190 bytes, per topic ever written).
+          if (m && m.delete(f.frameNo) && m.size === 0) this.timings.delete(f.actor);
+        }
       }
+      inflight.splice(0, durable);
+      this.writtenCount -= durable;
     }
-    for (let i = this.writtenWaiters.length - 1; i >= 0; i--) {
-      if (this.writtenWaiters[i]!.seq <= this.writtenSeq) this.writtenWaiters.splice(i, 1)[0]!.resolve();
+    for (let k = this.writtenWaiters.length - 1; k >= 0; k--) {
+      if (this.writtenWaiters[k]!.seq <= this.writtenSeq) this.writtenWaiters.splice(k, 1)[0]!.resolve();
     }
-    if (this.inflight.length === 0 && this.turnFrames.length === 0) {
+    if (inflight.length === 0 && this.turnFrames.length === 0) {
       for (const w of this.idleWaiters.splice(0)) w();
     }
   }

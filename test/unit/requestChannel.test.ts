@@ -1,12 +1,12 @@
 // The main <-> worker request channel (src/core/requestChannel.ts) over a real MessageChannel:
 // the requests of one turn leave as one message, the results settled in one turn come back as one
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
-// transferred, a handler that throws answers `internal` instead of leaving the caller hanging, and
+// copied into one shared buffer per batch (big whole ones transferred), a handler that throws answers `internal` instead of leaving the caller hanging, and
 // an abandoned channel settles nothing more; reply pages make the round trip (src/core/pagePool.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { RequestClient, serveRequests } from '../../src/core/requestChannel.js';
+import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/core/requestChannel.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
 
@@ -38,10 +38,8 @@ test('one message per turn each way, results matched to their callers', async ()
   const client = new RequestClient(ch.port1);
   try {
     const bodies = Array.from({ length: 20 }, (_, i) => new Uint8Array(Buffer.from(`{"records":[{"data":${i}}]}`)));
-    const calls = bodies.map((b, i) => client.request(append(`t${i}`, b), [b.buffer as ArrayBuffer]));
-    assert.ok(bodies.every((b) => b.byteLength > 0), 'not posted before the turn ends');
+    const calls = bodies.map((b, i) => client.request(append(`t${i}`, b)));
     while (waiting.length < 20) await new Promise((r) => setTimeout(r, 5));
-    assert.ok(bodies.every((b) => b.byteLength === 0), 'append bodies were transferred, not copied');
     assert.deepEqual(toWorker.sizes, [20], 'the 20 requests of one turn crossed as one message');
     assert.equal(new TextDecoder().decode((waiting[7]!.req as AppendRequest).body), '{"records":[{"data":7}]}');
     for (const w of [...waiting].reverse()) w.resolve(ok(`{"topic":"${(w.req as AppendRequest).topic}"`));
@@ -51,6 +49,90 @@ test('one message per turn each way, results matched to their callers', async ()
       assert.equal(Buffer.from(r.json).toString(), `{"topic":"t${i}"`, `caller ${i} got its own result`);
     });
     assert.deepEqual(toMain.sizes, [20], 'the 20 results settled in one turn crossed as one message');
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('small append bodies cross in one shared buffer, big whole ones are transferred, each arrives intact', async () => {
+  const ch = new MessageChannel();
+  const toWorker: RequestBatch[] = [];
+  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
+  const seen: AppendRequest[] = [];
+  serveRequests(ch.port2, async (req) => {
+    if (req.op === 'append') seen.push(req);
+    return ok('{');
+  });
+  const client = new RequestClient(ch.port1);
+  try {
+    const big = new Uint8Array(SHARED_BYTES_MAX + 1).fill(0x62);
+    const bigCopy = big.slice();
+    const pooled = Buffer.from('{"records":[{"data":"pooled"}]}'); // a slice of Node's pool slab
+    assert.notEqual(pooled.byteLength, pooled.buffer.byteLength, 'the test body shares its slab');
+    const small = new Uint8Array(Buffer.from('{"records":[{"data":1}]}'));
+    const bigSlice = Buffer.alloc(SHARED_BYTES_MAX * 2, 0x63).subarray(1, SHARED_BYTES_MAX + 2); // big, not a whole buffer
+    const reqs = [append('a', pooled), { op: 'state', topic: 's', touch: false } as const, append('b', big), append('c', small), append('d', bigSlice), append('e', big)];
+    const expected = [pooled, bigCopy, small, Buffer.from(bigSlice), bigCopy].map((b) => Buffer.from(b).toString('latin1'));
+    await Promise.all(reqs.map((r) => client.request(r)));
+    assert.equal(toWorker.length, 1, 'one message');
+    const m = toWorker[0]!;
+    assert.equal(big.byteLength, 0, 'the big whole body was transferred, not copied');
+    assert.equal(pooled.byteLength, 31, 'small bodies are copied: the caller keeps its view');
+    // pooled + small + the big slice + the second use of `big` (it cannot be transferred twice).
+    assert.equal(m.bodies!.byteLength, 31 + small.byteLength + bigSlice.byteLength + bigCopy.byteLength, 'one shared buffer for the copied bodies');
+    assert.equal(m.bodyEnds!.length, 4);
+    assert.deepEqual(
+      seen.map((r) => r.topic),
+      ['a', 'b', 'c', 'd', 'e'],
+    );
+    assert.deepEqual(
+      seen.map((r) => Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength).toString('latin1')),
+      expected,
+      'every body arrives with its own bytes',
+    );
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('small replies cross in one shared buffer next to errors, pages and big replies', async () => {
+  const ch = new MessageChannel();
+  const toMain: ResultBatch[] = [];
+  ch.port1.on('message', (m: ResultBatch) => toMain.push(m));
+  const big = Buffer.alloc(SHARED_BYTES_MAX + 10, 0x61);
+  serveRequests(ch.port2, async (req) => {
+    const t = req.topic;
+    if (t === 'err') return { ok: false, status: 404, code: 'topic_not_found', message: 'no' } as TopicResult;
+    if (t === 'big') return { ok: true, status: 200, json: big, perf: {} };
+    if (t === 'empty') return { ok: true, status: 200, json: Buffer.alloc(0), perf: { records_scanned: 3 } };
+    return { ok: true, status: 201, json: Buffer.from(`{"t":"${t}"`), perf: { wal_append_ms: 0.5 }, durability: 'disk' };
+  });
+  const client = new RequestClient(ch.port1);
+  try {
+    const names = ['x', 'err', 'big', 'y', 'empty', 'z'];
+    const rs = await Promise.all(names.map((t) => client.request({ op: 'state', topic: t, touch: false })));
+    assert.equal(toMain.length, 1, 'one message');
+    assert.equal(toMain[0]!.jsons!.byteLength, 3 * 8, 'the three small replies share one buffer');
+    const text = (i: number) => {
+      const r = rs[i]!;
+      assert.ok(r.ok, names[i]);
+      return Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('latin1');
+    };
+    assert.equal(text(0), '{"t":"x"');
+    assert.equal(text(3), '{"t":"y"');
+    assert.equal(text(5), '{"t":"z"');
+    assert.equal(text(4), '');
+    assert.equal(text(2), 'a'.repeat(SHARED_BYTES_MAX + 10));
+    assert.ok(!rs[1]!.ok && rs[1]!.code === 'topic_not_found');
+    const x = rs[0]!;
+    assert.ok(x.ok);
+    assert.equal(x.status, 201);
+    assert.equal(x.durability, 'disk');
+    assert.deepEqual(x.perf, { wal_append_ms: 0.5 });
+    assert.equal(pageCapacity(x.json), 0, 'a reply in the shared buffer is never taken for a page');
+    const e = rs[4]!;
+    assert.ok(e.ok);
+    assert.deepEqual(e.perf, { records_scanned: 3 });
   } finally {
     ch.port1.close();
   }

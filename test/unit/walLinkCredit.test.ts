@@ -1,7 +1,8 @@
 // WAL credit on a topic worker (src/worker/walLink.ts): frames count against the credit from the
 // moment they are queued, so the requests of one turn (they reach the worker as one message)
 // cannot together outrun it before the turn's submission leaves; the credit returns with the
-// WAL thread's written ack.
+// WAL thread's written ack. Cumulative acks step only the actors with newly written or durable
+// frames, and each frame goes to its segment once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
@@ -59,6 +60,49 @@ test('appends waiting for credit are redelivered highest effective priority firs
     ch.port2.postMessage({ t: 'ack', writtenThrough: 1, durableThrough: 0 });
     while (order.length < 4) await new Promise((r) => setTimeout(r, 5));
     assert.deepEqual(order, [3, 2, 4, 1], 'by priority, then arrival');
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('acks step only actors with newly written or durable frames, each frame goes to its segment once', async () => {
+  const ch = new MessageChannel();
+  const acks: [string, number, number][] = [];
+  const segments: number[] = [];
+  const link = new WalLink(ch.port1, 0, {
+    ...host,
+    walAck: (actor, w, d) => void acks.push([(actor as unknown as { name: string }).name, w, d]),
+    writeSegment: (place) => void segments.push(place.offset),
+  });
+  const submitted: WalIn[] = [];
+  ch.port2.on('message', (m: WalIn) => submitted.push(m));
+  const a = { name: 'a' };
+  const b = { name: 'b' };
+  const place = (offset: number) => ({ topicId: 1, segFirstSeq: 1, offset });
+  const turn = async (frames: QueuedFrame[]) => {
+    const n = submitted.length;
+    for (const f of frames) link.queueFrame(f);
+    while (submitted.length === n) await new Promise((r) => setTimeout(r, 2));
+  };
+  const ack = async (writtenThrough: number, durableThrough: number) => {
+    const n = acks.length;
+    ch.port2.postMessage({ t: 'ack', writtenThrough, durableThrough });
+    // An ack that steps nobody leaves nothing to wait for: give it time to arrive.
+    for (let i = 0; i < 20 && acks.length === n; i++) await new Promise((r) => setTimeout(r, 2));
+    return acks.splice(n);
+  };
+  try {
+    await turn([{ ...frame(a, 1, 10), segment: place(1) }, { ...frame(b, 1, 10), segment: place(2) }]); // seq 1
+    await turn([{ ...frame(a, 2, 10), segment: place(3) }]); // seq 2
+    await turn([{ ...frame(b, 2, 10), segment: place(4) }]); // seq 3
+    assert.deepEqual(await ack(1, 0), [['a', 1, 0], ['b', 1, 0]]);
+    assert.deepEqual(await ack(2, 0), [['a', 2, 0]], 'b has nothing new: not stepped');
+    assert.deepEqual(await ack(2, 1), [['a', 1, 1], ['b', 1, 1]], 'seq 1 became durable');
+    assert.deepEqual(await ack(3, 3), [['b', 2, 2], ['a', 2, 2]], 'seq 3 written, seqs 2 and 3 durable');
+    assert.deepEqual(await ack(3, 3), [], 'a repeated ack steps nobody');
+    assert.deepEqual(segments, [1, 2, 3, 4], 'every frame went to its segment once, in order');
+    assert.equal(link.inflightBytes, 0);
+    await link.whenIdle(); // everything durable: resolves
   } finally {
     ch.port1.close();
   }

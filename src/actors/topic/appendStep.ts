@@ -151,7 +151,8 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
     // The class rides along for the append-latency histogram on main (metrics by class).
-    const r = withUnknown({ ...okJson(created ? 201 : 200, appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false)), durability: cls }, p);
+    const json = Buffer.from(appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false), 'utf8');
+    const r = withUnknown({ ok: true, status: created ? 201 : 200, json, perf: {}, durability: cls }, p);
     if (req.forward) r.forward = ackAfterAppend(target, req.forward);
     c.reply(reqId, r, frameNo || undefined);
   });

@@ -278,13 +278,32 @@ export interface QueueStats {
 /** main → worker on the request channel: the requests of one turn. */
 export interface RequestBatch {
   ids: number[];
-  reqs: TopicRequest[];
+  /** An append's `body` is null here: its bytes are in `bodies` (see bodyEnds). */
+  reqs: WireRequest[];
+  /**
+   * The append bodies of the batch back to back, in request order: one buffer per batch, not
+   * one per request (src/core/requestChannel.ts).
+   */
+  bodies?: ArrayBuffer;
+  /** Where each append's body ends in `bodies`, in the order of the appends in `reqs`. */
+  bodyEnds?: number[];
   /** Reply pages main has finished writing, transferred back for reuse (src/core/pagePool.ts). */
   recycled?: ArrayBuffer[];
 }
 
+/** A request as it crosses: an append's body travels in the batch's `bodies`. */
+export type WireRequest = Exclude<TopicRequest, AppendRequest> | (Omit<AppendRequest, 'body'> & { body: null });
+
 /** worker → main on the request channel: the results settled in one turn. */
 export interface ResultBatch {
   ids: number[];
-  results: TopicResult[];
+  /** A small reply's `json` is null here: its bytes are in `jsons` (see jsonEnds). */
+  results: WireResult[];
+  /** The small replies' bytes back to back, in result order: one buffer per batch. */
+  jsons?: ArrayBuffer;
+  /** Per result: where its JSON ends in `jsons`, or -1 when it carries its own `json` (or is an error). */
+  jsonEnds?: number[];
 }
+
+/** A result as it crosses: a small reply's bytes travel in the batch's `jsons`. */
+export type WireResult = ErrorResult | OkResult | (Omit<OkResult, 'json'> & { json: null });

@@ -17,15 +17,6 @@ import { encodeCursor, pageQuery } from '../listPage.js';
 const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
 
-/** Copies a possibly pooled Buffer into a standalone ArrayBuffer that can be transferred. */
-function standalone(buf: Buffer): Uint8Array {
-  if (buf.byteOffset === 0 && buf.byteLength === buf.buffer.byteLength && buf.buffer instanceof ArrayBuffer) return new Uint8Array(buf.buffer);
-  const copy = new Uint8Array(buf.byteLength);
-  copy.set(buf);
-  return copy;
-}
-
-
 export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   app.put(
     '/v0/topics/:topic',
@@ -80,18 +71,15 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
       }
       admission.requireByteRoom(sup.liveBytes()); // G15, state-dependent: after the 400s of main
-      const bytes = standalone(body);
-      const result = await sup.workerFor(topic).request(
-        {
-          op: 'append',
-          topic,
-          body: bytes,
-          returnSeqs: queryBool(req, 'return_seqs', true),
-          headerIdemKey: idem === '' ? undefined : idem,
-          auth: admission.appendAuth(req),
-        },
-        [bytes.buffer as ArrayBuffer],
-      );
+      // The request channel copies the body into its batch's shared buffer (or transfers it).
+      const result = await sup.workerFor(topic).request({
+        op: 'append',
+        topic,
+        body,
+        returnSeqs: queryBool(req, 'return_seqs', true),
+        headerIdemKey: idem === '' ? undefined : idem,
+        auth: admission.appendAuth(req),
+      });
       if (result.ok && result.durability) metrics.appendLatency.observe(result.durability, nowMs() - req.startedAt);
       return sendResult(req, reply, result);
     }),
