@@ -60,17 +60,19 @@ export class PackMap {
     return this.topics.has(topicId);
   }
 
-  /** The topic's runs as [pack no, offset, length, ...] (a snapshot keeps them: pack numbers outlive indexes), or undefined. */
-  runsOf(topicId: number): number[] | undefined {
+  /**
+   * The topic's runs as [pack no, offset, length, ...] into `out` from 0 (a snapshot keeps them:
+   * pack numbers outlive indexes); returns how many numbers, 0 when it has none.
+   */
+  runsInto(topicId: number, out: number[]): number {
     const runs = this.topics.get(topicId);
-    if (!runs) return undefined;
-    const out = new Array<number>(runs.length - 1);
+    if (!runs) return 0;
     for (let i = 1; i < runs.length; i += 3) {
-      out[i - 1] = this.pack(runs[i]!).no;
+      out[i - 1] = this.packs[runs[i]!]!.no;
       out[i] = runs[i + 1]!;
       out[i + 1] = runs[i + 2]!;
     }
-    return out;
+    return runs.length - 1;
   }
 
   /** Logical size of the topic's packed segment (0 when it has none). */

@@ -123,7 +123,7 @@ export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
     const l = v2Layout(buf, o.covered);
     if (!l || l.sections.some((sec, i) => crc32(sec) !== l.head.sections[i]!.crc)) return undefined;
     const topics: TopicPart[] = [];
-    for (const sec of l.sections) readSection(sec, (p) => topics.push(p));
+    for (const sec of l.sections) readSection(sec, (p) => topics.push(p.part()));
     return { version: 2, epoch: l.head.epoch, cut: l.head.cut, previousCut: l.head.previousCut, topics };
   } catch {
     return undefined;

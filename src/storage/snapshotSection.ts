@@ -9,8 +9,9 @@
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
 //           watermarks in WM_FIELDS order, no recency clocks) when it was quiet at the cut (it
 //           may recover asleep).
-// Parts are written as they come, in chunks: never one string of a million parts (V8 caps a
-// string near 512 MB). Runs in topic workers (both directions) and offline tools (decode).
+// Parts are written as bytes into one growing buffer: never one string of a million parts (V8
+// caps a string near 512 MB), nor a string per part. Runs in topic workers (both directions)
+// and offline tools (decode).
 import { internConfig, type TopicConfig } from '../actors/topic/config.js';
 import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { TopicPart } from './topicPart.js';
@@ -30,6 +31,15 @@ export interface SectionPacks {
   tail: [string, number] | null;
 }
 
+/** What a section needs of a sleeping topic's table row (worker/dormantTable.ts's DormantRow). */
+export interface SleepingRow extends Pick<Watermarks, (typeof WM_FIELDS)[number]> {
+  readonly id: number;
+  readonly name: string;
+  readonly config: TopicConfig;
+  readonly created_ms: number;
+  readonly retention: Partial<TopicPart> | undefined;
+}
+
 /** A topic part as a section holds it. */
 export interface SectionPart extends TopicPart {
   /** Physical runs of its packed segment: [pack no, offset, length, ...] in logical order. */
@@ -43,57 +53,122 @@ export interface EncodedSection {
   topics: number;
 }
 
-const CHUNK_CHARS = 1 << 20;
-
 /** Builds a section part by part (a worker's checkpoint step). */
 export class SectionWriter {
   private readonly configIdx = new Map<TopicConfig, number>();
   private readonly configs: TopicConfig[] = [];
-  private readonly chunks: Buffer[] = [];
-  private lines: string[] = [];
-  private chars = 0;
+  /** The part lines, written straight into one growing buffer (no string per part). */
+  private buf = Buffer.allocUnsafeSlow(1 << 16);
+  private at = 0;
   private topics = 0;
 
   add(part: TopicPart, runs?: readonly number[], wm?: Watermarks): void {
-    let c = this.configIdx.get(part.config);
-    if (c === undefined) {
-      c = this.configs.length;
-      this.configs.push(part.config);
-      this.configIdx.set(part.config, c);
-    }
-    // Names are [A-Za-z0-9._:-] (SPEC 2.1): no escaping. The rare fields go through JSON.stringify.
-    let line = `{"id":${part.id},"name":"${part.name}","c":${c},"created_ms":${part.created_ms},"reserved":${part.reserved}`;
-    if (part.evict_floor !== undefined) line += `,"evict_floor":${part.evict_floor},"ledger":${JSON.stringify(part.ledger ?? [])},"dead_below":${part.dead_below ?? 0},"deleted":${JSON.stringify(part.deleted ?? [])}`;
-    if (part.queue !== undefined) line += `,"queue":${JSON.stringify(part.queue)}`;
-    if (part.routers_applied !== undefined) line += `,"routers_applied":${JSON.stringify(part.routers_applied)}`;
-    if (runs && runs.length > 0) line += `,"runs":[${runs.join(',')}]`;
-    if (wm) line += `,"wm":[${WM_FIELDS.map((k) => String(wm[k])).join(',')}]`; // String(null) is 'null'; join leaves it empty
-    line += '}\n';
-    this.lines.push(line);
-    this.chars += line.length;
-    this.topics++;
-    if (this.chars >= CHUNK_CHARS) this.flushLines();
+    this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
+    if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
+    if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
+    this.end(runs, runs?.length ?? 0, wm);
   }
 
-  private flushLines(): void {
-    if (this.lines.length === 0) return;
-    this.chunks.push(Buffer.from(this.lines.join(''), 'utf8'));
-    this.lines = [];
-    this.chars = 0;
+  /**
+   * A sleeping topic's part and watermarks straight from its table row (checkpoints of a million
+   * sleeping topics make no record object each), `reserved` as the checkpoint records it.
+   */
+  addRow(d: SleepingRow, reserved: number, runs: readonly number[], runsLen: number): void {
+    this.head(d.id, d.name, d.config, d.created_ms, reserved, d.retention);
+    this.end(runs, runsLen, d);
+  }
+
+  private head(id: number, name: string, config: TopicConfig, createdMs: number, reserved: number, retention: Partial<TopicPart> | undefined): void {
+    let c = this.configIdx.get(config);
+    if (c === undefined) {
+      c = this.configs.length;
+      this.configs.push(config);
+      this.configIdx.set(config, c);
+    }
+    // Names are [A-Za-z0-9._:-] (SPEC 2.1): no escaping. The rare fields go through JSON.stringify.
+    this.ascii('{"id":');
+    this.int(id);
+    this.ascii(',"name":"');
+    this.ascii(name);
+    this.ascii('","c":');
+    this.int(c);
+    this.ascii(',"created_ms":');
+    this.int(createdMs);
+    this.ascii(',"reserved":');
+    this.int(reserved);
+    if (retention?.evict_floor !== undefined) this.ascii(`,"evict_floor":${retention.evict_floor},"ledger":${JSON.stringify(retention.ledger ?? [])},"dead_below":${retention.dead_below ?? 0},"deleted":${JSON.stringify(retention.deleted ?? [])}`);
+  }
+
+  private end(runs: readonly number[] | undefined, runsLen: number, wm: Pick<Watermarks, (typeof WM_FIELDS)[number]> | undefined): void {
+    if (runs && runsLen > 0) {
+      this.ascii(',"runs":[');
+      for (let i = 0; i < runsLen; i++) {
+        if (i > 0) this.byte(0x2c);
+        this.int(runs[i]!);
+      }
+      this.byte(0x5d);
+    }
+    if (wm) {
+      // WM_FIELDS order.
+      this.ascii(',"wm":[');
+      this.int(wm.head);
+      this.byte(0x2c);
+      this.int(wm.count);
+      this.byte(0x2c);
+      this.int(wm.bytes);
+      this.byte(0x2c);
+      this.int(wm.earliest);
+      this.byte(0x2c);
+      this.int(wm.last_ts_ms);
+      this.byte(0x2c);
+      this.int(wm.packed_bytes);
+      this.byte(0x5d);
+    }
+    this.byte(0x7d);
+    this.byte(0x0a);
+    this.topics++;
+  }
+
+  private room(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.at + n));
+    this.buf.copy(next, 0, 0, this.at);
+    this.buf = next;
+  }
+
+  private byte(b: number): void {
+    this.room(1);
+    this.buf[this.at++] = b;
+  }
+
+  /** A string of ASCII characters (names, keys, rare JSON fields; config tags are ASCII JSON too). */
+  private ascii(s: string): void {
+    this.room(s.length * 3);
+    this.at += this.buf.write(s, this.at, 'utf8');
+  }
+
+  /** A non-negative integer below 2^53, in decimal, without making a string. */
+  private int(v: number): void {
+    if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && Math.floor(v) === v)) return this.ascii(JSON.stringify(v));
+    this.room(16);
+    const b = this.buf;
+    if (v < 10) {
+      b[this.at++] = 0x30 + v;
+      return;
+    }
+    let digits = 0;
+    for (let x = v; x >= 1; x = Math.floor(x / 10)) digits++;
+    let i = this.at + digits;
+    this.at = i;
+    for (let x = v; x >= 1; x = Math.floor(x / 10)) b[--i] = 0x30 + (x % 10);
   }
 
   /** The section's bytes (one buffer of its own, so it can be transferred) and its topic count. */
   finish(packs: SectionPacks): EncodedSection {
-    this.flushLines();
     const head = Buffer.from(`${JSON.stringify({ configs: this.configs, packs })}\n`, 'utf8');
-    const total = head.length + this.chunks.reduce((n, c) => n + c.length, 0);
-    const out = new Uint8Array(total);
+    const out = new Uint8Array(head.length + this.at);
     out.set(head, 0);
-    let at = head.length;
-    for (const c of this.chunks) {
-      out.set(c, at);
-      at += c.length;
-    }
+    out.set(this.buf.subarray(0, this.at), head.length);
     return { bytes: out, topics: this.topics };
   }
 }
@@ -104,24 +179,204 @@ export interface SectionHead {
   packs: SectionPacks;
 }
 
-/** Reads a section: its head, and each part (config resolved and interned) to `onPart`, in order. */
-export function readSection(buf: Buffer, onPart: (p: SectionPart) => void): SectionHead {
+/**
+ * One part of a section as readSection walks it, reused for every line: copy what you keep, or
+ * take `part()` (a standalone SectionPart). Its watermark fields read as a DormantTopic's do (the
+ * recency clocks are null: not persisted), so a sleeping topic can be stored from it directly.
+ */
+export class PartCursor {
+  id = 0;
+  name = '';
+  config!: TopicConfig;
+  created_ms = 0;
+  reserved = 0;
+  evict_floor: number | undefined;
+  ledger: TopicPart['ledger'];
+  dead_below: number | undefined;
+  deleted: TopicPart['deleted'];
+  queue: TopicPart['queue'];
+  routers_applied: TopicPart['routers_applied'];
+  /** The part's runs are runs[0, runsLen) (the array is reused). */
+  readonly runs: number[] = [];
+  runsLen = 0;
+  /** Whether the part has watermarks (the fields below). */
+  hasWm = false;
+  head = 0;
+  count = 0;
+  bytes = 0;
+  earliest = 0;
+  last_ts_ms = 0;
+  packed_bytes = 0;
+  readonly last_write_ms = null;
+  readonly last_read_ms = null;
+  readonly last_consumed_ms = null;
+
+  /** The retention fields, when the part has them. */
+  get retention(): Partial<TopicPart> | undefined {
+    return this.evict_floor === undefined ? undefined : { evict_floor: this.evict_floor, ledger: this.ledger, dead_below: this.dead_below, deleted: this.deleted };
+  }
+
+  /** A standalone copy of the part. */
+  part(): SectionPart {
+    const p: SectionPart = { id: this.id, name: this.name, config: this.config, created_ms: this.created_ms, reserved: this.reserved };
+    if (this.evict_floor !== undefined) Object.assign(p, this.retention);
+    if (this.queue !== undefined) p.queue = this.queue;
+    if (this.routers_applied !== undefined) p.routers_applied = this.routers_applied;
+    if (this.runsLen > 0) p.runs = this.runs.slice(0, this.runsLen);
+    if (this.hasWm) p.wm = { head: this.head, count: this.count, bytes: this.bytes, earliest: this.earliest, last_ts_ms: this.last_ts_ms, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: this.packed_bytes };
+    return p;
+  }
+
+  reset(): void {
+    this.evict_floor = this.ledger = this.dead_below = this.deleted = this.queue = this.routers_applied = undefined;
+    this.runsLen = 0;
+    this.hasWm = false;
+  }
+}
+
+/**
+ * Reads a section: its head, and each part to `onPart` in order, through one reused cursor. The
+ * lines SectionWriter makes for most topics (id, name, config index, times, runs, watermarks) are
+ * read byte by byte; any other line (retention, queue or router fields) with JSON.parse. At a
+ * million topics, JSON.parse per line (an object, two arrays and a string each) was most of
+ * recovery's time and garbage.
+ */
+export function readSection(buf: Buffer, onPart: (p: PartCursor) => void): SectionHead {
   let nl = buf.indexOf(10);
   if (nl < 0) throw new Error('snapshot section without a head line');
   const head = JSON.parse(buf.toString('utf8', 0, nl)) as SectionHead;
   const configs = head.configs.map((c) => internConfig(c));
+  const cur = new PartCursor();
+  const line = new LineReader(buf);
   for (let off = nl + 1; off < buf.length; off = nl + 1) {
     nl = buf.indexOf(10, off);
     if (nl < 0) throw new Error(`snapshot section: a part line without its end at ${off}`);
-    const raw = JSON.parse(buf.toString('utf8', off, nl)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };
-    const config = configs[raw.c];
-    if (config === undefined) throw new Error(`snapshot section: part ${raw.name} names config ${raw.c} of ${configs.length}`);
-    const { c: _c, wm, ...rest } = raw;
-    const part: SectionPart = { ...rest, config };
-    if (wm) part.wm = watermarksOf(wm);
-    onPart(part);
+    cur.reset();
+    const c = line.read(off, nl, cur) ? line.config : parsedLine(buf, off, nl, cur);
+    const config = configs[c];
+    if (config === undefined) throw new Error(`snapshot section: part ${cur.name} names config ${c} of ${configs.length}`);
+    cur.config = config;
+    onPart(cur);
   }
   return head;
+}
+
+/** A part line through JSON.parse into `cur`; returns its config index. */
+function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): number {
+  const raw = JSON.parse(buf.toString('utf8', off, end)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };
+  cur.id = raw.id;
+  cur.name = raw.name;
+  cur.created_ms = raw.created_ms;
+  cur.reserved = raw.reserved;
+  if (raw.evict_floor !== undefined) {
+    cur.evict_floor = raw.evict_floor;
+    cur.ledger = raw.ledger;
+    cur.dead_below = raw.dead_below;
+    cur.deleted = raw.deleted;
+  }
+  cur.queue = raw.queue;
+  cur.routers_applied = raw.routers_applied;
+  if (raw.runs) {
+    for (let i = 0; i < raw.runs.length; i++) cur.runs[i] = raw.runs[i]!;
+    cur.runsLen = raw.runs.length;
+  }
+  if (raw.wm) {
+    cur.hasWm = true;
+    const wm = watermarksOf(raw.wm);
+    cur.head = wm.head;
+    cur.count = wm.count;
+    cur.bytes = wm.bytes;
+    cur.earliest = wm.earliest;
+    cur.last_ts_ms = wm.last_ts_ms;
+    cur.packed_bytes = wm.packed_bytes;
+  }
+  return raw.c;
+}
+
+const lit = (s: string) => Buffer.from(s, 'latin1');
+const L_ID = lit('{"id":');
+const L_NAME = lit(',"name":"');
+const L_C = lit('","c":');
+const L_CREATED = lit(',"created_ms":');
+const L_RESERVED = lit(',"reserved":');
+const L_RUNS = lit(',"runs":[');
+const L_WM = lit(',"wm":[');
+
+/** Reads the common shape of a part line byte by byte; false when the line has anything else. */
+class LineReader {
+  private i = 0;
+  private end = 0;
+  config = 0;
+  constructor(private readonly buf: Buffer) {}
+
+  read(off: number, end: number, cur: PartCursor): boolean {
+    this.i = off;
+    this.end = end;
+    if (!this.lit(L_ID)) return false;
+    cur.id = this.int();
+    if (!this.lit(L_NAME)) return false;
+    const q = this.buf.indexOf(0x22, this.i);
+    if (q < 0 || q >= end) return false;
+    const nameAt = this.i;
+    this.i = q;
+    if (!this.lit(L_C)) return false;
+    this.config = this.int();
+    if (!this.lit(L_CREATED)) return false;
+    cur.created_ms = this.int();
+    if (!this.lit(L_RESERVED)) return false;
+    cur.reserved = this.int();
+    if (this.lit(L_RUNS)) {
+      let n = 0;
+      for (;;) {
+        const v = this.int();
+        if (Number.isNaN(v)) return false;
+        cur.runs[n++] = v;
+        const ch = this.buf[this.i++];
+        if (ch === 0x5d) break; // ]
+        if (ch !== 0x2c) return false;
+      }
+      cur.runsLen = n;
+    }
+    if (this.lit(L_WM)) {
+      cur.head = this.int();
+      if (this.buf[this.i++] !== 0x2c) return false;
+      cur.count = this.int();
+      if (this.buf[this.i++] !== 0x2c) return false;
+      cur.bytes = this.int();
+      if (this.buf[this.i++] !== 0x2c) return false;
+      cur.earliest = this.int();
+      if (this.buf[this.i++] !== 0x2c) return false;
+      cur.last_ts_ms = this.int();
+      if (this.buf[this.i++] !== 0x2c) return false;
+      cur.packed_bytes = this.int();
+      if (this.buf[this.i++] !== 0x5d) return false;
+      cur.hasWm = true;
+    }
+    if (this.i !== end - 1 || this.buf[this.i] !== 0x7d) return false; // }
+    if (Number.isNaN(cur.id + this.config + cur.created_ms + cur.reserved + (cur.hasWm ? cur.head + cur.count + cur.bytes + cur.earliest + cur.last_ts_ms + cur.packed_bytes : 0))) return false;
+    cur.name = this.buf.toString('latin1', nameAt, q);
+    return true;
+  }
+
+  private lit(l: Buffer): boolean {
+    if (this.i + l.length > this.end) return false;
+    for (let k = 0; k < l.length; k++) if (this.buf[this.i + k] !== l[k]) return false;
+    this.i += l.length;
+    return true;
+  }
+
+  /** A non-negative decimal integer, or NaN (no digit). */
+  private int(): number {
+    let v = 0;
+    const start = this.i;
+    while (this.i < this.end) {
+      const d = this.buf[this.i]! - 0x30;
+      if (d < 0 || d > 9) break;
+      v = v * 10 + d;
+      this.i++;
+    }
+    return this.i === start ? NaN : v;
+  }
 }
 
 function watermarksOf(a: number[]): Watermarks {

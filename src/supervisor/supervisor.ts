@@ -265,7 +265,7 @@ export class Supervisor {
       const table = await this.loadSnapshot(loaded, packNames);
       loading = false;
       this.snapshotTopics.loaded = this.snapshotTopics.total;
-      const scan = await this.wal.recover(snap?.cut, table, this.settings.recoveryTruncate);
+      const scan = await this.wal.recover(snap?.cut, transfer(table, table.map((ids) => ids.buffer as ArrayBuffer)), this.settings.recoveryTruncate);
       await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
       const seed = this.newBootSeed();
@@ -301,33 +301,32 @@ export class Supervisor {
   }
 
   /**
-   * Recovery step 3: the snapshot's topics to the workers; returns [topic id, worker] of each,
-   * for the WAL thread's replay. A v2 snapshot written under the same worker count goes as
+   * Recovery step 3: the snapshot's topics to the workers; returns the topic ids each worker
+   * holds, for the WAL thread's replay routing. A v2 snapshot written under the same worker count goes as
    * sections, each to the worker that wrote it, which parses it and keeps its quiet topics
    * asleep (docs/ARCHITECTURE.md "Lazy recovery"); a v1 snapshot, or a v2 one written under
    * another worker count, is parsed here and placed part by part, and every topic loads.
    */
-  private async loadSnapshot(loaded: LoadedSnapshot | undefined, packNames: string[]): Promise<[number, number][]> {
+  private async loadSnapshot(loaded: LoadedSnapshot | undefined, packNames: string[]): Promise<Float64Array[]> {
     const n = this.workers.length;
     const epoch = loaded ? (loaded.version === 1 ? loaded.body.epoch : loaded.head.epoch) : 0;
     if (loaded?.version === 2 && loaded.head.workers === n && this.settings.lazyRecovery) {
       this.snapshotTopics.total = loaded.head.sections.reduce((t, x) => t + x.topics, 0);
-      const ids = await Promise.all(
+      return await Promise.all(
         this.workers.map((w, i) => {
           const own = new Uint8Array(loaded.sections[i]!); // a copy in a buffer of its own (Buffer.slice is a view), moved to the worker
           return w.loadSection(transfer(own, [own.buffer as ArrayBuffer]), packNames, epoch);
         }),
       );
-      return ids.flatMap((list, i) => Array.from(list, (id): [number, number] => [id, i]));
     }
     let parts: TopicPart[] = [];
     if (loaded?.version === 1) parts = loaded.body.topics;
-    else if (loaded) for (const sec of loaded.sections) readSection(sec, (p) => parts.push(p));
+    else if (loaded) for (const sec of loaded.sections) readSection(sec, (p) => parts.push(p.part()));
     const byWorker: TopicPart[][] = this.workers.map(() => []);
     for (const part of parts) byWorker[workerOf(part.name, n)]!.push(part);
     this.snapshotTopics.total = parts.length;
     await Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch)));
-    return parts.map((p) => [p.id, workerOf(p.name, n)]);
+    return byWorker.map((ps) => Float64Array.from(ps, (p) => p.id));
   }
 
   /** Runs a checkpoint now (tests and tools; the timer runs them otherwise). Needs a recovered server. */

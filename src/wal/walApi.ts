@@ -46,8 +46,12 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   let gc: GroupCommit | undefined;
 
   return {
-    async recover(from: WalPosition | undefined, idToWorker: [number, number][], truncate: boolean): Promise<RecoverReply> {
-      const table = new Map(idToWorker);
+    /** `idsByWorker[w]`: the ids of the snapshot's topics worker w holds (typed: a million cross cheaply). */
+    async recover(from: WalPosition | undefined, idsByWorker: Float64Array[], truncate: boolean): Promise<RecoverReply> {
+      const table = new Map<number, number>();
+      idsByWorker.forEach((ids, w) => {
+        for (let i = 0; i < ids.length; i++) table.set(ids[i]!, w);
+      });
       const workers = data.workerPorts.length;
       let maxEpoch = 0;
       // Flow control: at most REPLAY_WINDOW_BYTES sent to a worker and not yet applied, so a

@@ -7,12 +7,27 @@
 // forgets the packs main unlinked. Parts may include effects of frames after the mark; replay
 // is idempotent.
 import type { TopicActor } from '../actors/topic/topicActor.js';
+import type { TopicInstance } from '../actors/topic/instance.js';
 import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { WalLink } from './walLink.js';
 import { crc32 } from 'node:zlib';
 import { SectionWriter } from '../storage/snapshotSection.js';
-import { partOf, type DormantTopic } from '../actors/topic/dormant.js';
+import type { DormantTable } from './dormantTable.js';
+
+/** Parts encoded between two looks at the event loop. */
+const TOPICS_PER_TURN = 4096;
+
+const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+/** The worker's topics, as a checkpoint reads them. */
+export interface CheckpointTopics {
+  actors(): Iterable<TopicActor>;
+  /** The actor holding `name`, if any. */
+  actor(name: string): TopicActor | undefined;
+  /** Sleeping topics (dormancy.ts): quiet, so their rows are their parts and watermarks. */
+  readonly sleeping: DormantTable;
+}
 
 export class WorkerCheckpoints {
   /** Segments to unlink once the snapshot of a mark is durable. */
@@ -21,42 +36,70 @@ export class WorkerCheckpoints {
   constructor(
     private readonly wal: WalLink,
     private readonly segments: SegmentStore,
-    private readonly actors: () => Iterable<TopicActor>,
-    /** Sleeping topics (dormancy.ts): quiet, so their records are their parts. */
-    private readonly sleeping: () => Iterable<DormantTopic>,
+    private readonly topics: CheckpointTopics,
   ) {}
 
+  /**
+   * Step 1. The packs' marks, the dead packs and the list of topics are taken in one turn, right
+   * after the flush; the parts are then encoded TOPICS_PER_TURN at a time, the worker serving
+   * requests in between (a million topics took seconds in one go). A part may therefore show
+   * effects of frames after the mark, as it always could: recovery is idempotent, and skips what
+   * its runs already hold. Each topic is encoded once, by name, as it is when its turn comes
+   * (awake, or asleep since, or awake again); a topic made after the list is the WAL's.
+   */
   async prepare(markId: number, final: boolean): Promise<{ section: Uint8Array; crc: number; topics: number; deadPacks: string[] }> {
     await this.wal.markAndWaitWritten(markId);
     await this.segments.flushAll();
     const packs = this.segments.packs;
+    const cut = packs?.sectionPacks() ?? { whole: [], tail: null };
+    // Dead now stays dead (packs are append-only, the pack being written is never reported).
+    const deadPacks = packs?.deadPacks() ?? [];
+    const awake = [...this.topics.actors()];
+    const asleep = this.topics.sleeping.names();
     const out = new SectionWriter();
+    const runs: number[] = [];
     const reclaim: { topicId: number; firstSeq: number; packed: boolean }[] = [];
-    for (const a of this.actors()) {
-      const inst = a.current;
-      if (!inst) continue;
-      // Whole sealed segments below the first live seq are dead: reclaim them once this
-      // snapshot (which records the floors that killed them) is durable (DESIGN 2.6).
-      const segs = inst.segment.firstSeqs;
-      const earliest = inst.earliest();
-      for (let k = inst.segment.reclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {
-        reclaim.push({ topicId: inst.id, firstSeq: segs[k]!, packed: k === 0 && inst.segment.packed });
-        inst.segment.reclaimed = k + 1;
-      }
-      // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
-      // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
-      const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
-      // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
-      const quiet = packs ? a.dormancy(packs.map.size(inst.id)) : 'no';
-      out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, packs?.map.runsOf(inst.id), typeof quiet === 'object' ? quiet : undefined);
+    const encode = (name: string, actor: TopicActor | undefined): void => {
+      const a = actor?.current ? actor : this.topics.actor(name);
+      const inst = a?.current;
+      if (a && inst) return this.encodeAwake(out, a, inst, final, reclaim, runs);
+      const d = this.topics.sleeping.row(name);
+      // Every seq up to a sleeping topic's head is durable: a final checkpoint records that head
+      // (a clean restart continues at head + 1, as for awake topics), another its ceiling.
+      if (d) out.addRow(d, final ? d.head : d.reserved, runs, packs?.map.runsInto(d.id, runs) ?? 0);
+    };
+    let n = 0;
+    for (const a of awake) {
+      encode(a.name, a);
+      if (++n % TOPICS_PER_TURN === 0) await nextTurn();
     }
-    // Every seq up to a sleeping topic's head is durable: a final checkpoint records that head
-    // (a clean restart continues at head + 1, as for awake topics), another its ceiling.
-    for (const d of this.sleeping()) out.add(partOf(d, final ? d.head : d.reserved), packs?.map.runsOf(d.id), d);
+    for (const name of asleep) {
+      encode(name, undefined);
+      if (++n % TOPICS_PER_TURN === 0) await nextTurn();
+    }
     this.reclaimAfter.set(markId, reclaim);
     // Encoded here, off the HTTP thread; main only checks the head and writes the bytes.
-    const { bytes, topics } = out.finish(packs?.sectionPacks() ?? { whole: [], tail: null });
-    return { section: bytes, crc: crc32(bytes), topics, deadPacks: packs?.deadPacks() ?? [] };
+    const { bytes, topics } = out.finish(cut);
+    return { section: bytes, crc: crc32(bytes), topics, deadPacks };
+  }
+
+  private encodeAwake(out: SectionWriter, a: TopicActor, inst: TopicInstance, final: boolean, reclaim: { topicId: number; firstSeq: number; packed: boolean }[], runs: number[]): void {
+    const packs = this.segments.packs;
+    // Whole sealed segments below the first live seq are dead: reclaim them once this
+    // snapshot (which records the floors that killed them) is durable (DESIGN 2.6).
+    const segs = inst.segment.firstSeqs;
+    const earliest = inst.earliest();
+    for (let k = inst.segment.reclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {
+      reclaim.push({ topicId: inst.id, firstSeq: segs[k]!, packed: k === 0 && inst.segment.packed });
+      inst.segment.reclaimed = k + 1;
+    }
+    // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
+    // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
+    const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
+    // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
+    const quiet = packs ? a.dormancy(packs.map.size(inst.id)) : 'no';
+    const n = packs?.map.runsInto(inst.id, runs) ?? 0;
+    out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, n > 0 ? runs.slice(0, n) : undefined, typeof quiet === 'object' ? quiet : undefined);
   }
 
   async committed(markId: number, removedPacks: readonly string[]): Promise<number> {

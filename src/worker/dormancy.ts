@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
+import { DormantTable } from './dormantTable.js';
 import type { PackStore } from '../storage/packStore.js';
 import { probeFrame } from '../wal/frame.js';
 
@@ -44,14 +45,13 @@ export interface DormancyOptions {
 }
 
 export class Dormancy {
-  private readonly sleeping = new Map<string, DormantTopic>();
+  /** The sleeping topics, as rows (dormantTable.ts). */
+  readonly sleeping = new DormantTable();
   /** Awake actors with a live instance, least recently stepped first, with that step's time. */
   private readonly awake = new Map<TopicActor, number>();
   private readonly waking = new Map<string, Promise<void>>();
-  /** Topics restored asleep by recovery, by id (recovery applies frames by id), until it ends. */
-  private recovering: Map<number, DormantTopic> | undefined;
-  /** Live bytes of the sleeping topics (they stay in the worker's max_total_bytes total). */
-  bytes = 0;
+  /** Names of the topics restored asleep by recovery, by id (recovery applies frames by id), until it ends. */
+  private recovering: Map<number, string> | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -74,6 +74,12 @@ export class Dormancy {
     return this.sleeping.size;
   }
 
+  /** Live bytes of the sleeping topics (they stay in the worker's max_total_bytes total). */
+  get bytes(): number {
+    return this.sleeping.bytesTotal;
+  }
+
+  /** A sleeping topic's record (made from its row), or undefined. */
   get(name: string): DormantTopic | undefined {
     return this.sleeping.get(name);
   }
@@ -82,8 +88,9 @@ export class Dormancy {
     return this.sleeping.has(name);
   }
 
-  records(): IterableIterator<DormantTopic> {
-    return this.sleeping.values();
+  /** A list with touch=true consumed a sleeping topic: its record keeps the time (the wake input carries it). */
+  touch(name: string, nowMs: number): void {
+    this.sleeping.touch(name, nowMs);
   }
 
   /** After every step of `actor`: an actor with a live instance moves to the back of the order. */
@@ -128,8 +135,7 @@ export class Dormancy {
   }
 
   private sleep(actor: TopicActor, rec: DormantTopic): void {
-    this.sleeping.set(rec.name, rec);
-    this.bytes += rec.bytes;
+    this.sleeping.put(rec);
     this.host.byTopicId.delete(rec.id);
     // The actor forgets its instance and is dropped as idle after this step; the name stays listed.
     this.host.input(actor, { k: 'sleep' });
@@ -139,28 +145,34 @@ export class Dormancy {
 
   /** Keeps a topic of the snapshot asleep; `byId` finds it until endRecovery. */
   restore(rec: DormantTopic): void {
-    this.sleeping.set(rec.name, rec);
-    this.bytes += rec.bytes;
-    (this.recovering ??= new Map()).set(rec.id, rec);
+    this.sleeping.put(rec);
+    (this.recovering ??= new Map()).set(rec.id, rec.name);
   }
 
-  byId(topicId: number): DormantTopic | undefined {
-    return this.recovering?.get(topicId);
+  /** The head of the topic of that id restored asleep (recovery), or undefined when it is not asleep. */
+  asleepHead(topicId: number): number | undefined {
+    const name = this.recovering?.get(topicId);
+    return name === undefined ? undefined : this.sleeping.headOf(name);
   }
 
   /** Takes a topic restored asleep out of sleep (recovery loads it). */
   take(topicId: number): DormantTopic {
-    const rec = this.recovering?.get(topicId);
+    const name = this.recovering?.get(topicId);
+    const rec = name === undefined ? undefined : this.sleeping.take(name);
     if (!rec) throw new Error(`topic ${topicId.toString(16)} is not asleep`);
     this.recovering!.delete(topicId);
-    this.sleeping.delete(rec.name);
-    this.bytes -= rec.bytes;
     return rec;
   }
 
-  /** Recovery is over: the ids of the topics still asleep; the index by id goes. */
+  /**
+   * Recovery is over: the topics still asleep pad their head up to their reservation ceiling,
+   * as finishInstanceRecovery pads every loaded topic (seqs that may have been handed out before
+   * a crash are never reused); returns their ids. The index by id goes.
+   */
   endRecovery(): number[] {
     const ids = [...(this.recovering?.keys() ?? [])];
+    // Only recovery has put topics to sleep so far (the sweep starts after it): every row pads.
+    this.sleeping.padAllToReserved();
     this.recovering = undefined;
     return ids;
   }
@@ -180,9 +192,7 @@ export class Dormancy {
     // Packs are append-only and a sleeping topic writes nothing, so its frames stay where they are.
     const buf = first.packed_bytes > 0 ? await this.host.packs!.read(first.id, 0, first.packed_bytes) : undefined;
     const frames = buf ? checkedFrames(buf, name) : [];
-    const rec = this.sleeping.get(name)!; // the same record, maybe touched meanwhile (a list with touch=true)
-    this.sleeping.delete(name);
-    this.bytes -= rec.bytes;
+    const rec = this.sleeping.take(name)!; // the same topic, maybe touched meanwhile (a list with touch=true)
     const actor = this.host.actorFor(name);
     // Its bytes move from `bytes` here back to the host's running total as the steps count them.
     this.host.byTopicId.set(rec.id, actor);

@@ -139,7 +139,7 @@ export class ActorHost implements HostServices {
       sleepers: {
         restore: (rec) => this.dormancy.restore(rec),
         listed: (names) => this.names.addAll(names),
-        byId: (id) => this.dormancy.byId(id),
+        asleepHead: (id) => this.dormancy.asleepHead(id),
         take: (id) => this.dormancy.take(id),
         endRecovery: () => this.dormancy.endRecovery(),
       },
@@ -163,7 +163,11 @@ export class ActorHost implements HostServices {
       },
       { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
     );
-    this.checkpoints = new WorkerCheckpoints(this.wal, segments, () => this.actorsByName.values(), () => this.dormancy.records());
+    this.checkpoints = new WorkerCheckpoints(this.wal, segments, {
+      actors: () => this.actorsByName.values(),
+      actor: (name) => this.actorsByName.get(name),
+      sleeping: this.dormancy.sleeping,
+    });
   }
 
   actorFor(name: string): TopicActor {
@@ -333,7 +337,7 @@ export class ActorHost implements HostServices {
   liveBytesSummed(): number {
     let n = 0;
     for (const a of this.actorsByName.values()) n += a.current?.bytes ?? 0;
-    for (const d of this.dormancy.records()) n += d.bytes;
+    this.dormancy.sleeping.forEach((d) => (n += d.bytes));
     return n;
   }
 
@@ -366,10 +370,10 @@ export class ActorHost implements HostServices {
       const p = a.priority(now);
       if (p !== 0) out.push([a.name, p]);
     }
-    for (const d of this.dormancy.records()) {
+    this.dormancy.sleeping.forEach((d) => {
       const p = priorityOf(d.config, d.last_consumed_ms, now);
       if (p !== 0) out.push([d.name, p]);
-    }
+    });
     return out;
   }
 
@@ -392,8 +396,7 @@ export class ActorHost implements HostServices {
         this.input(a, { k: 'consumed' });
       } else {
         // A sleeping topic's record takes the consumption; its wake input carries it (traced there).
-        const d = this.dormancy.get(n);
-        if (d) d.last_consumed_ms = now;
+        this.dormancy.touch(n, now);
       }
       const s = this.summaryOf(n, now);
       if (s) out.push(s);
@@ -413,7 +416,7 @@ export class ActorHost implements HostServices {
       if (a.current?.queue) this.input(a, { k: 'sweep' });
       a.addStats(totals, routers, this.clock.now());
     }
-    for (const d of this.dormancy.records()) addDormantStats(totals, d);
+    this.dormancy.sleeping.forEach((d) => addDormantStats(totals, d));
     totals.actors = this.actorsByName.size;
     totals.sleeping = this.dormancy.sleepingCount;
     const first: TopicStats[] = [];

@@ -100,14 +100,16 @@ export class PackRecovery {
    * a sleeping one's (`asleep`, lazy recovery) to the map only, as the ids `touched` collects;
    * those of topics made since the snapshot are held; the rest (deleted instances) skipped.
    */
-  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep: { is: (id: number) => boolean; touched: Set<number> } | undefined): void {
+  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep: { headOf: (id: number) => number | undefined; touched: Set<number> } | undefined): void {
     const { packs, byTopicId } = this.host;
     forEachFrame(buf, (f, rel) => {
       const off = from + rel;
       const head = readAppendHead(buf, f);
       const actor = byTopicId.get(f.topicId);
-      if (actor || asleep?.is(f.topicId)) {
-        if (head.firstSeq < (this.next.get(f.topicId) ?? 0)) return;
+      // A topic restored asleep holds every seq up to its head in its runs already.
+      const asleepHead = actor ? undefined : asleep?.headOf(f.topicId);
+      if (actor || asleepHead !== undefined) {
+        if (head.firstSeq < (this.next.get(f.topicId) ?? (asleepHead ?? -1) + 1)) return;
         this.next.set(f.topicId, head.firstSeq + head.count);
         if (actor) this.host.input(actor, { k: 'packed', frame: buf.subarray(rel, rel + f.size) });
         else asleep!.touched.add(f.topicId);
@@ -124,25 +126,22 @@ export class PackRecovery {
    * Lazy recovery: a topic's runs as its snapshot part records them ([pack no, offset, length,
    * ...]), into the map. Every pack they name must be on disk: nothing live is ever unlinked.
    */
-  addRuns(topicId: number, runs: readonly number[], listed: readonly ListedPack[]): void {
+  addRuns(topicId: number, runs: readonly number[], runsLen: number, listed: readonly ListedPack[]): void {
     const map = this.host.packs.map;
-    for (let i = 0; i < runs.length; i += 3) {
-      const p = this.byNo(listed).get(runs[i]!);
-      if (!p) throw new Error(`the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not in packs/`);
-      map.add(topicId, map.register(p).idx, runs[i + 1]!, runs[i + 2]!);
+    if (this.idxByNo?.listed !== listed) this.idxByNo = { listed, idx: new Map() };
+    for (let i = 0; i < runsLen; i += 3) {
+      let idx = this.idxByNo.idx.get(runs[i]!);
+      if (idx === undefined) {
+        const p = listed.find((x) => x.no === runs[i]);
+        if (!p) throw new Error(`the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not in packs/`);
+        this.idxByNo.idx.set(p.no, (idx = map.register(p).idx));
+      }
+      map.add(topicId, idx, runs[i + 1]!, runs[i + 2]!);
     }
   }
 
-  /** A topic restored asleep holds every seq up to `nextSeq` - 1 in its runs already. */
-  seen(topicId: number, nextSeq: number): void {
-    this.next.set(topicId, nextSeq);
-  }
-
-  private byNoCache: { listed: readonly ListedPack[]; map: Map<number, ListedPack> } | undefined;
-  private byNo(listed: readonly ListedPack[]): Map<number, ListedPack> {
-    if (this.byNoCache?.listed !== listed) this.byNoCache = { listed, map: new Map(listed.map((p) => [p.no, p])) };
-    return this.byNoCache.map;
-  }
+  /** Map indexes of the packs addRuns met, by pack number (registering a pack builds its name). */
+  private idxByNo: { listed: readonly ListedPack[]; idx: Map<number, number> } | undefined;
 
   /**
    * Lazy recovery: feeds a loading topic its whole packed segment as the map has it (its runs
@@ -165,10 +164,10 @@ export class PackRecovery {
   /**
    * Lazy recovery: scans only what this worker's packs got after the cut (`cut`: the packs the
    * snapshot's runs cover whole, and the one being written with its length then), as scan does.
-   * Frames of topics still asleep (`isAsleep`) go to the map; returns their ids (they changed
-   * after the cut, so they must load).
+   * Frames of topics still asleep (`asleepHead`: the head a sleeping topic's runs hold every
+   * seq up to) go to the map; returns their ids (they changed after the cut, so they must load).
    */
-  async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, isAsleep: (id: number) => boolean): Promise<Set<number>> {
+  async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, asleepHead: (id: number) => number | undefined): Promise<Set<number>> {
     const whole = new Set(cut.whole);
     const touched = new Set<number>();
     const scratch = new ReuseBuffer();
@@ -178,7 +177,7 @@ export class PackRecovery {
       if (whole.has(p.name)) continue;
       const from = cut.tail?.[0] === p.name ? cut.tail[1] : 0;
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from);
-      this.feedPack(idx, buf, from, snapshotEpoch, { is: isAsleep, touched });
+      this.feedPack(idx, buf, from, snapshotEpoch, { headOf: asleepHead, touched });
     }
     return touched;
   }

@@ -15,7 +15,6 @@ import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
 import { readSection } from '../storage/snapshotSection.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
-import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
@@ -40,8 +39,8 @@ export interface RecoverySleepers {
   restore(rec: DormantTopic): void;
   /** Adds the names of topics restored asleep to the worker's sorted names, all at once. */
   listed(names: string[]): void;
-  /** The sleeping topic of that id, while recovery runs. */
-  byId(topicId: number): DormantTopic | undefined;
+  /** The head of the topic of that id restored asleep, while recovery runs; undefined when it is not. */
+  asleepHead(topicId: number): number | undefined;
   /** Takes a sleeping topic out of sleep (recovery loads it then). */
   take(topicId: number): DormantTopic;
   /** The ids of the topics still asleep; recovery's index by id goes. */
@@ -118,19 +117,21 @@ export class WorkerRecovery {
     const ids: number[] = [];
     const eager: { actor: TopicActor; id: number }[] = [];
     const asleep: string[] = [];
-    const head = readSection(section, (part) => {
-      const { runs, wm, ...plain } = part;
-      ids.push(part.id);
-      if (runs) this.packs.addRuns(part.id, runs, listed);
-      if (wm && !this.topicDirs.has(part.id) && this.host.segments.packs!.map.size(part.id) === wm.packed_bytes) {
-        this.host.sleepers.restore(asleepAtBoot(plain, wm));
-        asleep.push(part.name);
-        this.packs.seen(part.id, wm.head + 1);
+    const head = readSection(section, (cur) => {
+      ids.push(cur.id);
+      if (cur.runsLen > 0) this.packs.addRuns(cur.id, cur.runs, cur.runsLen, listed);
+      if (cur.hasWm && !this.topicDirs.has(cur.id) && this.host.segments.packs!.map.size(cur.id) === cur.packed_bytes) {
+        // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery).
+        this.host.sleepers.restore(cur);
+        asleep.push(cur.name);
         this.snapshotTopicsLoaded++;
         return;
       }
+      const part = cur.part();
+      part.runs = undefined; // the load input (and its trace line) carries the part alone
+      part.wm = undefined;
       const actor = this.host.actorFor(part.name);
-      this.host.input(actor, { k: 'load', part: plain });
+      this.host.input(actor, { k: 'load', part });
       this.host.byTopicId.set(part.id, actor);
       eager.push({ actor, id: part.id });
     });
@@ -142,7 +143,7 @@ export class WorkerRecovery {
     });
     // Pack bytes written after the cut. A sleeping topic with frames there changed after the
     // cut: it loads now, with them.
-    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, (id) => this.host.sleepers.byId(id) !== undefined);
+    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, (id) => this.host.sleepers.asleepHead(id));
     for (const id of touched) await this.wake(id);
     await lanes(
       eager.filter((e) => this.topicDirs.has(e.id)),
@@ -216,7 +217,7 @@ export class WorkerRecovery {
     for (let off = 0; off < buf.length; ) {
       const p = probeFrame(buf, off, buf.length, false);
       if (!p.ok) break; // applyChunk reports it
-      if (p.frame.type === FrameType.TOPIC_CREATE && !this.host.byTopicId.has(p.frame.topicId) && !this.host.sleepers.byId(p.frame.topicId)) out.push({ off, topicId: p.frame.topicId });
+      if (p.frame.type === FrameType.TOPIC_CREATE && !this.host.byTopicId.has(p.frame.topicId) && this.host.sleepers.asleepHead(p.frame.topicId) === undefined) out.push({ off, topicId: p.frame.topicId });
       off += p.frame.size;
     }
     return out;
@@ -243,7 +244,7 @@ export class WorkerRecovery {
       if (!p.ok) throw new Error(`replay chunk holds a bad frame at ${off}: ${p.reason}`);
       const f = p.frame;
       // A frame of a topic restored asleep: it loads first (the frame may change it).
-      if (this.host.sleepers.byId(f.topicId)) await this.wake(f.topicId);
+      if (this.host.sleepers.asleepHead(f.topicId) !== undefined) await this.wake(f.topicId);
       let actor: TopicActor | undefined;
       if (f.type === FrameType.TOPIC_CREATE) {
         const body = decodeJsonBody(buf, f) as { name: string; config: TopicConfig; created_ms: number };
@@ -313,34 +314,6 @@ async function lanes<T>(items: readonly T[], fn: (item: T) => Promise<void>): Pr
     while (next < items.length) await fn(items[next++]!);
   };
   await Promise.all(Array.from({ length: Math.min(LOAD_PARALLEL, items.length) }, lane));
-}
-
-/**
- * A quiet topic of the snapshot, asleep. After a crash every topic's head moves up to its
- * reservation ceiling (finishInstanceRecovery pads it), so this one's head is its `reserved`;
- * after a clean stop that is its head already. Count, bytes and the rest are as at the cut.
- */
-function asleepAtBoot(part: TopicPart, wm: Watermarks): DormantTopic {
-  const head = Math.max(wm.head, part.reserved);
-  const rec: DormantTopic = {
-    id: part.id,
-    name: part.name,
-    config: part.config,
-    created_ms: part.created_ms,
-    reserved: part.reserved,
-    head,
-    count: wm.count,
-    bytes: wm.bytes,
-    earliest: wm.count > 0 ? wm.earliest : head + 1,
-    last_ts_ms: wm.last_ts_ms,
-    // Recency clocks are not persisted (RESOLVED G1): null after a restart, as for loaded topics.
-    last_write_ms: null,
-    last_read_ms: null,
-    last_consumed_ms: null,
-    packed_bytes: wm.packed_bytes,
-  };
-  if (part.evict_floor !== undefined) Object.assign(rec, { evict_floor: part.evict_floor, ledger: part.ledger, dead_below: part.dead_below, deleted: part.deleted });
-  return rec;
 }
 
 /** Ids of the topic directories under topics/ (the topics that have own segment files). */

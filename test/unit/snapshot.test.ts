@@ -200,7 +200,7 @@ test("a v2 snapshot: each worker's section round-trips (configs by index, runs, 
   assert.deepEqual(got.head.sections.map((x) => x.topics), [3, 0]);
   got.sections.forEach((sec, i) => {
     const read: SectionPart[] = [];
-    const head = readSection(sec, (p) => read.push(p));
+    const head = readSection(sec, (p) => read.push(p.part()));
     assert.deepEqual(read, parts[i]);
     assert.equal(head.packs.tail?.[1], i === 0 ? 384 : undefined);
   });

@@ -72,7 +72,7 @@ export function dormantStats(d: DormantTopic): TopicStats {
   return { topic: d.name, type: d.config.type, durability: d.config.durability, head_seq: d.head, earliest_seq: d.earliest, count: d.count, bytes: d.bytes };
 }
 
-export function addDormantStats(t: StatsTotals, d: DormantTopic): void {
+export function addDormantStats(t: StatsTotals, d: Pick<DormantTopic, 'config' | 'count' | 'bytes'>): void {
   t.topics++;
   t.byClass[d.config.durability]++;
   t.records += d.count;

@@ -1,0 +1,257 @@
+// DormantTable: a topic worker's sleeping topics (dormancy.ts) as rows of one Float64Array
+// (issue 15). A million sleeping topics kept as a million DormantTopic objects cost ~300 bytes
+// each (the object, boxed timestamps, a retention object now and then) and every major GC marked
+// them; a row here is ROW_WORDS numbers, invisible to the marker, plus its name in a Map. A row
+// becomes a DormantTopic object only when one is needed (a wake, a list page); checkpoints and
+// metrics read the columns. Runs on the topic worker thread; pure data.
+// Invariant: a name has at most one row; `bytesTotal` is the sum of the rows' bytes.
+import type { TopicConfig } from '../actors/topic/config.js';
+import type { DormantTopic } from '../actors/topic/dormant.js';
+import type { TopicPart } from '../storage/topicPart.js';
+
+/** Column offsets within a row. Clocks hold NaN for null. */
+const ID = 0;
+const CREATED = 1;
+const RESERVED = 2;
+const HEAD = 3;
+const COUNT = 4;
+const BYTES = 5;
+const EARLIEST = 6;
+const LAST_TS = 7;
+const PACKED = 8;
+const LAST_WRITE = 9;
+const LAST_READ = 10;
+const LAST_CONSUMED = 11;
+const CONFIG = 12;
+const ROW_WORDS = 13;
+
+const FIRST_ROWS = 1024;
+
+/** Retention state: only topics that lost or deleted records have it (rare). */
+type Retention = Pick<TopicPart, 'evict_floor' | 'ledger' | 'dead_below' | 'deleted'>;
+
+const clock = (v: number | null): number => (v === null ? NaN : v);
+const unclock = (v: number): number | null => (Number.isNaN(v) ? null : v);
+
+export class DormantTable {
+  private f = new Float64Array(FIRST_ROWS * ROW_WORDS);
+  private rows = 0;
+  private readonly freeRows: number[] = [];
+  private rowNames: (string | undefined)[] = [];
+  private readonly byName = new Map<string, number>();
+  private readonly configs: TopicConfig[] = [];
+  private readonly configIdx = new Map<TopicConfig, number>();
+  private readonly retention = new Map<number, Retention>();
+  /** Sum of the rows' live bytes. */
+  bytesTotal = 0;
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** Stores `d` (a name not here). */
+  put(d: DormantTopic): void {
+    const row = this.freeRows.pop() ?? this.grow();
+    const o = row * ROW_WORDS;
+    const f = this.f;
+    f[o + ID] = d.id;
+    f[o + CREATED] = d.created_ms;
+    f[o + RESERVED] = d.reserved;
+    f[o + HEAD] = d.head;
+    f[o + COUNT] = d.count;
+    f[o + BYTES] = d.bytes;
+    f[o + EARLIEST] = d.earliest;
+    f[o + LAST_TS] = d.last_ts_ms;
+    f[o + PACKED] = d.packed_bytes;
+    f[o + LAST_WRITE] = clock(d.last_write_ms);
+    f[o + LAST_READ] = clock(d.last_read_ms);
+    f[o + LAST_CONSUMED] = clock(d.last_consumed_ms);
+    f[o + CONFIG] = this.configOf(d.config);
+    if (d.evict_floor !== undefined) this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+    this.rowNames[row] = d.name;
+    this.byName.set(d.name, row);
+    this.bytesTotal += d.bytes;
+  }
+
+  /** The record of `name`, made from its row, or undefined. */
+  get(name: string): DormantTopic | undefined {
+    const row = this.byName.get(name);
+    return row === undefined ? undefined : this.record(row);
+  }
+
+  /** Removes `name`'s row and returns its record. */
+  take(name: string): DormantTopic | undefined {
+    const row = this.byName.get(name);
+    if (row === undefined) return undefined;
+    const d = this.record(row);
+    this.byName.delete(name);
+    this.rowNames[row] = undefined;
+    this.retention.delete(row);
+    this.freeRows.push(row);
+    this.bytesTotal -= d.bytes;
+    return d;
+  }
+
+  /** Sets the consumption clock (a list with touch=true); false when `name` is not here. */
+  touch(name: string, nowMs: number): boolean {
+    const row = this.byName.get(name);
+    if (row === undefined) return false;
+    this.f[row * ROW_WORDS + LAST_CONSUMED] = nowMs;
+    return true;
+  }
+
+  headOf(name: string): number | undefined {
+    const row = this.byName.get(name);
+    return row === undefined ? undefined : this.f[row * ROW_WORDS + HEAD];
+  }
+
+  /**
+   * Moves every row's head (and an empty topic's earliest seq) up to its reservation ceiling: the
+   * padding at the end of recovery, when every row is a topic recovery restored asleep (see
+   * Dormancy.endRecovery).
+   */
+  padAllToReserved(): void {
+    const f = this.f;
+    for (const row of this.byName.values()) {
+      const o = row * ROW_WORDS;
+      if (f[o + RESERVED]! <= f[o + HEAD]!) continue;
+      f[o + HEAD] = f[o + RESERVED]!;
+      if (f[o + COUNT] === 0) f[o + EARLIEST] = f[o + HEAD]! + 1;
+    }
+  }
+
+  /** The names of every row, now. */
+  names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  /** A cursor on `name`'s row (valid until the table changes), or undefined. */
+  row(name: string): DormantRow | undefined {
+    const row = this.byName.get(name);
+    if (row === undefined) return undefined;
+    const cur = (this.cursor ??= new DormantRow(this));
+    cur.at = row;
+    return cur;
+  }
+
+  private cursor: DormantRow | undefined;
+
+  /** Calls `fn` with a cursor on every row (valid during the call only): no object per row. */
+  forEach(fn: (row: DormantRow) => void): void {
+    const cur = new DormantRow(this);
+    for (const row of this.byName.values()) {
+      cur.at = row;
+      fn(cur);
+    }
+  }
+
+  /** Column `col` of `row` (DormantRow's getters). */
+  value(row: number, col: number): number {
+    return this.f[row * ROW_WORDS + col]!;
+  }
+
+  nameOf(row: number): string {
+    return this.rowNames[row]!;
+  }
+
+  configAt(row: number): TopicConfig {
+    return this.configs[this.f[row * ROW_WORDS + CONFIG]!]!;
+  }
+
+  retentionOf(row: number): Retention | undefined {
+    return this.retention.get(row);
+  }
+
+  private record(row: number): DormantTopic {
+    const o = row * ROW_WORDS;
+    const f = this.f;
+    const d: DormantTopic = {
+      id: f[o + ID]!,
+      name: this.rowNames[row]!,
+      config: this.configAt(row),
+      created_ms: f[o + CREATED]!,
+      reserved: f[o + RESERVED]!,
+      head: f[o + HEAD]!,
+      count: f[o + COUNT]!,
+      bytes: f[o + BYTES]!,
+      earliest: f[o + EARLIEST]!,
+      last_ts_ms: f[o + LAST_TS]!,
+      last_write_ms: unclock(f[o + LAST_WRITE]!),
+      last_read_ms: unclock(f[o + LAST_READ]!),
+      last_consumed_ms: unclock(f[o + LAST_CONSUMED]!),
+      packed_bytes: f[o + PACKED]!,
+    };
+    const r = this.retention.get(row);
+    if (r) Object.assign(d, r);
+    return d;
+  }
+
+  private configOf(c: TopicConfig): number {
+    let i = this.configIdx.get(c);
+    if (i === undefined) {
+      i = this.configs.length;
+      this.configs.push(c);
+      this.configIdx.set(c, i);
+    }
+    return i;
+  }
+
+  /** A fresh row at the end, doubling the columns when full. */
+  private grow(): number {
+    if ((this.rows + 1) * ROW_WORDS > this.f.length) {
+      const f = new Float64Array(this.f.length * 2);
+      f.set(this.f);
+      this.f = f;
+    }
+    return this.rows++;
+  }
+}
+
+/** A cursor on a table row (DormantTable.forEach): the record's fields without a record. */
+export class DormantRow {
+  at = 0;
+  constructor(private readonly t: DormantTable) {}
+  get name(): string {
+    return this.t.nameOf(this.at);
+  }
+  get config(): TopicConfig {
+    return this.t.configAt(this.at);
+  }
+  get id(): number {
+    return this.t.value(this.at, ID);
+  }
+  get created_ms(): number {
+    return this.t.value(this.at, CREATED);
+  }
+  get reserved(): number {
+    return this.t.value(this.at, RESERVED);
+  }
+  get head(): number {
+    return this.t.value(this.at, HEAD);
+  }
+  get count(): number {
+    return this.t.value(this.at, COUNT);
+  }
+  get bytes(): number {
+    return this.t.value(this.at, BYTES);
+  }
+  get earliest(): number {
+    return this.t.value(this.at, EARLIEST);
+  }
+  get last_ts_ms(): number {
+    return this.t.value(this.at, LAST_TS);
+  }
+  get packed_bytes(): number {
+    return this.t.value(this.at, PACKED);
+  }
+  get last_consumed_ms(): number | null {
+    return unclock(this.t.value(this.at, LAST_CONSUMED));
+  }
+  get retention(): Retention | undefined {
+    return this.t.retentionOf(this.at);
+  }
+}
