@@ -48,6 +48,9 @@ export interface SectionPart extends TopicPart {
   wm?: Watermarks;
 }
 
+/** Bytes per chunk of a section being written. */
+const CHUNK_BYTES = 1 << 20;
+
 export interface EncodedSection {
   bytes: Uint8Array;
   topics: number;
@@ -57,8 +60,9 @@ export interface EncodedSection {
 export class SectionWriter {
   private readonly configIdx = new Map<TopicConfig, number>();
   private readonly configs: TopicConfig[] = [];
-  /** The part lines, written straight into one growing buffer (no string per part). */
-  private buf = Buffer.allocUnsafeSlow(1 << 16);
+  /** The part lines, written straight into chunks of bytes (no string per part); `buf` is the current one. */
+  private readonly chunks: Buffer[] = [];
+  private buf = Buffer.allocUnsafeSlow(CHUNK_BYTES);
   private at = 0;
   private topics = 0;
 
@@ -129,11 +133,12 @@ export class SectionWriter {
     this.topics++;
   }
 
+  /** Room for `n` more bytes in the current chunk (a fresh chunk when it is full; finish joins them). */
   private room(n: number): void {
     if (this.at + n <= this.buf.length) return;
-    const next = Buffer.allocUnsafeSlow(Math.max(this.buf.length * 2, this.at + n));
-    this.buf.copy(next, 0, 0, this.at);
-    this.buf = next;
+    this.chunks.push(this.buf.subarray(0, this.at));
+    this.buf = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, n));
+    this.at = 0;
   }
 
   private byte(b: number): void {
@@ -141,34 +146,60 @@ export class SectionWriter {
     this.buf[this.at++] = b;
   }
 
-  /** A string of ASCII characters (names, keys, rare JSON fields; config tags are ASCII JSON too). */
+  /**
+   * A string of ASCII characters: names and keys char by char (a call into C++ per short string
+   * cost more than the copy), longer JSON (rare queue and retention fields) through Buffer.write.
+   */
   private ascii(s: string): void {
-    this.room(s.length * 3);
-    this.at += this.buf.write(s, this.at, 'utf8');
+    if (s.length > 64) {
+      this.room(s.length * 3);
+      this.at += this.buf.write(s, this.at, 'utf8');
+      return;
+    }
+    this.room(s.length);
+    const b = this.buf;
+    let at = this.at;
+    for (let i = 0; i < s.length; i++) b[at++] = s.charCodeAt(i);
+    this.at = at;
   }
 
   /** A non-negative integer below 2^53, in decimal, without making a string. */
   private int(v: number): void {
     if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && Math.floor(v) === v)) return this.ascii(JSON.stringify(v));
     this.room(16);
+    if (v >= 1e9) {
+      // Above 31 bits (timestamps): the high part, then the low nine digits zero-padded.
+      const hi = Math.floor(v / 1e9);
+      this.small(hi, 0);
+      this.small(v - hi * 1e9, 9);
+    } else this.small(v, 0);
+  }
+
+  /** v < 1e9, with at least `width` digits (zero-padded). */
+  private small(v: number, width: number): void {
     const b = this.buf;
-    if (v < 10) {
-      b[this.at++] = 0x30 + v;
-      return;
-    }
-    let digits = 0;
-    for (let x = v; x >= 1; x = Math.floor(x / 10)) digits++;
+    let digits = 1;
+    for (let x = v; x >= 10; x = (x / 10) | 0) digits++;
+    if (digits < width) digits = width;
     let i = this.at + digits;
     this.at = i;
-    for (let x = v; x >= 1; x = Math.floor(x / 10)) b[--i] = 0x30 + (x % 10);
+    for (let k = 0; k < digits; k++) {
+      const q = (v / 10) | 0;
+      b[--i] = 0x30 + (v - q * 10);
+      v = q;
+    }
   }
 
   /** The section's bytes (one buffer of its own, so it can be transferred) and its topic count. */
   finish(packs: SectionPacks): EncodedSection {
     const head = Buffer.from(`${JSON.stringify({ configs: this.configs, packs })}\n`, 'utf8');
-    const out = new Uint8Array(head.length + this.at);
-    out.set(head, 0);
-    out.set(this.buf.subarray(0, this.at), head.length);
+    const parts = [head, ...this.chunks, this.buf.subarray(0, this.at)];
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
     return { bytes: out, topics: this.topics };
   }
 }

@@ -55,26 +55,28 @@ export class WorkerCheckpoints {
     // Dead now stays dead (packs are append-only, the pack being written is never reported).
     const deadPacks = packs?.deadPacks() ?? [];
     const awake = [...this.topics.actors()];
-    const asleep = this.topics.sleeping.names();
+    const asleep = this.topics.sleeping.list();
     const out = new SectionWriter();
     const runs: number[] = [];
     const reclaim: { topicId: number; firstSeq: number; packed: boolean }[] = [];
-    const encode = (name: string, actor: TopicActor | undefined): void => {
-      const a = actor?.current ? actor : this.topics.actor(name);
+    const encode = (name: string, actor: TopicActor | undefined, row: number): void => {
+      // Asleep at the list and still (the common case at many topics): straight from its row.
+      const still = row >= 0 ? this.topics.sleeping.rowIf(row, name) : undefined;
+      const a = still ? undefined : actor?.current ? actor : this.topics.actor(name);
       const inst = a?.current;
       if (a && inst) return this.encodeAwake(out, a, inst, final, reclaim, runs);
-      const d = this.topics.sleeping.row(name);
+      const d = still ?? this.topics.sleeping.row(name);
       // Every seq up to a sleeping topic's head is durable: a final checkpoint records that head
       // (a clean restart continues at head + 1, as for awake topics), another its ceiling.
       if (d) out.addRow(d, final ? d.head : d.reserved, runs, packs?.map.runsInto(d.id, runs) ?? 0);
     };
     let n = 0;
     for (const a of awake) {
-      encode(a.name, a);
+      encode(a.name, a, -1);
       if (++n % TOPICS_PER_TURN === 0) await nextTurn();
     }
-    for (const name of asleep) {
-      encode(name, undefined);
+    for (let i = 0; i < asleep.rows.length; i++) {
+      encode(asleep.names[i]!, undefined, asleep.rows[i]!);
       if (++n % TOPICS_PER_TURN === 0) await nextTurn();
     }
     this.reclaimAfter.set(markId, reclaim);

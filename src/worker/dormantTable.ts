@@ -124,9 +124,24 @@ export class DormantTable {
     }
   }
 
-  /** The names of every row, now. */
-  names(): string[] {
-    return [...this.byName.keys()];
+  /** Every row now, with its name (a checkpoint's list: rowIf tells later whether a row still holds that topic). */
+  list(): { rows: Uint32Array; names: string[] } {
+    const rows = new Uint32Array(this.byName.size);
+    const names = new Array<string>(this.byName.size);
+    let i = 0;
+    for (const [name, row] of this.byName) {
+      rows[i] = row;
+      names[i++] = name;
+    }
+    return { rows, names };
+  }
+
+  /** A cursor on `row` while it still holds `name` (valid until the table changes), else undefined. */
+  rowIf(row: number, name: string): DormantRow | undefined {
+    if (this.rowNames[row] !== name) return undefined;
+    const cur = (this.cursor ??= new DormantRow(this));
+    cur.at = row;
+    return cur;
   }
 
   /** A cursor on `name`'s row (valid until the table changes), or undefined. */

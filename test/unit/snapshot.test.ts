@@ -231,3 +231,17 @@ test('any single bit flip in a v2 snapshot makes it unreadable, and recovery fal
   assert.deepEqual(got, { version: 1, body: body(1, 32) });
   assert.match(warnings.join('\n'), /snapshot-00000000000000000002-000000000064\.snap is damaged/);
 });
+
+test('a section writes every integer up to 2^53 - 1 exactly (digits written without strings)', () => {
+  const cfg = config({});
+  const vals = [0, 1, 9, 10, 99, 100, 999_999_999, 1_000_000_000, 1_000_000_001, 1_795_814_750_485, 123_456_789_012, 2 ** 31, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+  const w = new SectionWriter();
+  const wm = (v: number) => ({ head: v, count: v, bytes: v, earliest: v, last_ts_ms: v, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: v });
+  for (const v of vals) w.add({ id: v, name: `n${v}`, config: cfg, created_ms: v, reserved: v }, [v, v, v], wm(v));
+  const read: SectionPart[] = [];
+  readSection(Buffer.from(w.finish({ whole: [], tail: null }).bytes), (p) => read.push(p.part()));
+  assert.deepEqual(
+    read,
+    vals.map((v) => ({ id: v, name: `n${v}`, config: cfg, created_ms: v, reserved: v, runs: [v, v, v], wm: wm(v) })),
+  );
+});
