@@ -4,10 +4,16 @@
 // before: lists, state, diffs with tags and node filters, appends that continue the seqs, record
 // deletes, topic deletes, a repeated idempotency key. Then SIGKILL with most topics asleep: every
 // acknowledged `fsync` record comes back, and a clean restart continues each topic at head + 1.
+// Also: a data dir whose newest snapshot is version 1 (before lazy recovery) recovers, and its
+// next checkpoint writes version 2.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
 import { raw } from '../http/util.js';
+import fs from 'node:fs';
+import path from 'node:path';
+import { decodeSnapshot, encodeSnapshot } from '../../src/storage/snapshot.js';
+import type { SectionPart } from '../../src/storage/snapshotSection.js';
 
 killServersAfterFile();
 
@@ -115,5 +121,48 @@ test('sleeping topics answer as awake ones, and survive SIGKILL and a clean rest
     const r = await c.post(`/v0/topics/${t}`, { records: [{ data: 'after' }] });
     assert.deepEqual(r.body.seqs, [head + 1], `${t} continues at head + 1 after a clean restart`);
   }
+  await srv.stop();
+});
+
+test('a data dir whose newest snapshot is version 1 (before lazy recovery) upgrades in place', { timeout: 120_000 }, async () => {
+  const dataDir = tempDir('spool-snap-upgrade-');
+  let srv = await startServer({ dataDir, env });
+  let c = client(srv.url);
+  const want = new Map<string, unknown[]>();
+  for (let i = 0; i < 40; i++) {
+    const t = `up.${i}`;
+    if (i % 2 === 0) assert.equal((await c.put(`/v0/topics/${t}`, { durability: 'fsync' })).status, 201);
+    const data = [i, `x${i}`];
+    assert.ok((await c.post(`/v0/topics/${t}`, { records: data.map((d) => ({ data: d })) })).status < 300);
+    want.set(t, data);
+  }
+  assert.equal(await srv.stop(), 0);
+  // Rewrite the final (version 2) snapshot as version 1 holds it: every part in one JSON body.
+  const meta = path.join(dataDir, 'meta');
+  const newest = fs.readdirSync(meta).filter((n) => n.endsWith('.snap')).sort().at(-1)!;
+  const v2 = decodeSnapshot(fs.readFileSync(path.join(meta, newest)))!;
+  assert.equal(v2.version, 2);
+  const topics = v2.topics.map(({ runs: _r, wm: _w, ...part }: SectionPart) => part);
+  fs.writeFileSync(path.join(meta, newest), encodeSnapshot({ ...v2, version: 1, topics }));
+  assert.equal(fs.readFileSync(path.join(meta, newest)).readUInt32LE(8), 1);
+  const check = async (what: string) => {
+    for (const [t, data] of want) {
+      const r = await c.post(`/v0/topics/${t}/diff`, { from_seq: 0 });
+      assert.deepEqual(
+        r.body.records.map((x: { data: unknown }) => x.data),
+        data,
+        `${t} ${what}`,
+      );
+    }
+  };
+  srv = await startServer({ dataDir, env });
+  c = client(srv.url);
+  await check('from the version 1 snapshot');
+  assert.equal(await srv.stop(), 0);
+  const after = fs.readdirSync(meta).filter((n) => n.endsWith('.snap')).sort().at(-1)!;
+  assert.equal(fs.readFileSync(path.join(meta, after)).readUInt32LE(8), 2, 'the next checkpoint writes version 2');
+  srv = await startServer({ dataDir, env });
+  c = client(srv.url);
+  await check('from the version 2 snapshot written after it');
   await srv.stop();
 });
