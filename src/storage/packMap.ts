@@ -28,10 +28,25 @@ export interface PackPiece {
 /** Flat per-topic entry: [size, idx0, off0, len0, idx1, off1, len1, ...]. */
 type Runs = number[];
 
+/** Numbers per single-run row: size, idx, offset, length (a Runs of one run). */
+const ROW = 4;
+
 export class PackMap {
   private readonly packs: (PackInfo | undefined)[] = [];
   private readonly byName = new Map<string, PackInfo>();
-  private readonly topics = new Map<number, Runs>();
+  /**
+   * Per topic: a row of `one` (>= 0) while its packed segment is a single run, the common case
+   * (a small topic written in one request, or back to back), else ~index into `many`. A million
+   * small topics as a million arrays cost ~50 bytes each and the GC's time (issue 15).
+   */
+  private readonly slots = new Map<number, number>();
+  private one = new Float64Array(1024 * ROW);
+  private oneRows = 0;
+  private readonly oneFree: number[] = [];
+  private readonly many: (Runs | undefined)[] = [];
+  private readonly manyFree: number[] = [];
+  /** A single-run topic's runs, filled by runsOf (read at once, never kept). */
+  private readonly scratch: Runs = [0, 0, 0, 0];
 
   /** The pack of that name, registered on first use. */
   register(p: PackName): PackInfo {
@@ -57,7 +72,21 @@ export class PackMap {
   }
 
   has(topicId: number): boolean {
-    return this.topics.has(topicId);
+    return this.slots.has(topicId);
+  }
+
+  /** The topic's runs as a flat Runs (a single run's in a scratch array: use it at once), or undefined. */
+  private runsOf(topicId: number): Runs | undefined {
+    const s = this.slots.get(topicId);
+    if (s === undefined) return undefined;
+    if (s < 0) return this.many[~s]!;
+    const o = s * ROW;
+    const r = this.scratch;
+    r[0] = this.one[o]!;
+    r[1] = this.one[o + 1]!;
+    r[2] = this.one[o + 2]!;
+    r[3] = this.one[o + 3]!;
+    return r;
   }
 
   /**
@@ -65,7 +94,7 @@ export class PackMap {
    * pack numbers outlive indexes); returns how many numbers, 0 when it has none.
    */
   runsInto(topicId: number, out: number[]): number {
-    const runs = this.topics.get(topicId);
+    const runs = this.runsOf(topicId);
     if (!runs) return 0;
     for (let i = 1; i < runs.length; i += 3) {
       out[i - 1] = this.packs[runs[i]!]!.no;
@@ -77,24 +106,61 @@ export class PackMap {
 
   /** Logical size of the topic's packed segment (0 when it has none). */
   size(topicId: number): number {
-    return this.topics.get(topicId)?.[0] ?? 0;
+    const s = this.slots.get(topicId);
+    if (s === undefined) return 0;
+    return s >= 0 ? this.one[s * ROW]! : this.many[~s]![0]!;
   }
 
   /** A frame of `len` bytes, written whole at `offset` of pack `idx`, ends the topic's packed segment. */
   add(topicId: number, idx: number, offset: number, len: number): void {
     const p = this.pack(idx);
-    let runs = this.topics.get(topicId);
-    if (!runs) this.topics.set(topicId, (runs = [0]));
+    p.live += len;
+    const s = this.slots.get(topicId);
+    if (s === undefined) {
+      const row = this.oneFree.pop() ?? this.newRow();
+      const o = row * ROW;
+      this.one[o] = len;
+      this.one[o + 1] = idx;
+      this.one[o + 2] = offset;
+      this.one[o + 3] = len;
+      this.slots.set(topicId, row);
+      return;
+    }
+    if (s >= 0) {
+      const o = s * ROW;
+      const one = this.one;
+      if (one[o + 1] === idx && one[o + 2]! + one[o + 3]! === offset) {
+        one[o + 3]! += len;
+        one[o]! += len;
+        return;
+      }
+      // A second run: the topic moves to an array of its own.
+      const runs = [one[o]! + len, one[o + 1]!, one[o + 2]!, one[o + 3]!, idx, offset, len];
+      this.oneFree.push(s);
+      const k = this.manyFree.pop() ?? this.many.length;
+      this.many[k] = runs;
+      this.slots.set(topicId, ~k);
+      return;
+    }
+    const runs = this.many[~s]!;
     const n = runs.length;
-    if (n > 1 && runs[n - 3] === idx && runs[n - 2]! + runs[n - 1]! === offset) runs[n - 1]! += len;
+    if (runs[n - 3] === idx && runs[n - 2]! + runs[n - 1]! === offset) runs[n - 1]! += len;
     else runs.push(idx, offset, len);
     runs[0]! += len;
-    p.live += len;
+  }
+
+  private newRow(): number {
+    if ((this.oneRows + 1) * ROW > this.one.length) {
+      const grown = new Float64Array(this.one.length * 2);
+      grown.set(this.one);
+      this.one = grown;
+    }
+    return this.oneRows++;
   }
 
   /** The physical pieces of logical bytes [offset, offset + len) of a topic's packed segment. */
   pieces(topicId: number, offset: number, len: number): PackPiece[] {
-    const runs = this.topics.get(topicId);
+    const runs = this.runsOf(topicId);
     if (!runs || offset + len > runs[0]!) throw new Error(`packed bytes [${offset}, ${offset + len}) of topic ${topicId.toString(16)} are not in any pack`);
     const out: PackPiece[] = [];
     let at = 0;
@@ -114,9 +180,15 @@ export class PackMap {
 
   /** Forgets a topic's packed segment (deleted, or wholly dead); its bytes stop counting as live. */
   release(topicId: number): number {
-    const runs = this.topics.get(topicId);
+    const runs = this.runsOf(topicId);
     if (!runs) return 0;
-    this.topics.delete(topicId);
+    const s = this.slots.get(topicId)!;
+    this.slots.delete(topicId);
+    if (s >= 0) this.oneFree.push(s);
+    else {
+      this.many[~s] = undefined;
+      this.manyFree.push(~s);
+    }
     for (let i = 1; i < runs.length; i += 3) {
       const p = this.pack(runs[i]!);
       p.live -= runs[i + 2]!;
@@ -142,7 +214,7 @@ export class PackMap {
 
   /** Topics with a packed segment (for tests and metrics). */
   get topicCount(): number {
-    return this.topics.size;
+    return this.slots.size;
   }
 }
 

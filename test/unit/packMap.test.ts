@@ -4,6 +4,7 @@
 // every worker's for one written under another count. Also the pack file names.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { PackMap, packsToUnlink } from '../../src/storage/packMap.js';
 import { packFileName, parsePackFileName } from '../../src/storage/layout.js';
 import { listPacks } from '../../src/storage/packScan.js';
@@ -90,4 +91,79 @@ test('packsToUnlink: the writer decides under the same worker count; under anoth
   assert.deepEqual(packsToUnlink([[own0, old], [own0, own1]], 2), [own0, own1].sort());
   assert.deepEqual(packsToUnlink([[old], [old]], 2), [old]);
   assert.deepEqual(packsToUnlink([[], [own0]], 2), []);
+});
+
+/** The map as it was before single-run topics moved to a typed pool: one flat array per topic. */
+class ModelMap {
+  readonly topics = new Map<number, number[]>();
+  readonly live = new Map<number, number>();
+  add(t: number, idx: number, off: number, len: number): void {
+    let r = this.topics.get(t);
+    if (!r) this.topics.set(t, (r = [0]));
+    const n = r.length;
+    if (n > 1 && r[n - 3] === idx && r[n - 2]! + r[n - 1]! === off) r[n - 1]! += len;
+    else r.push(idx, off, len);
+    r[0]! += len;
+    this.live.set(idx, (this.live.get(idx) ?? 0) + len);
+  }
+  release(t: number): number {
+    const r = this.topics.get(t);
+    if (!r) return 0;
+    this.topics.delete(t);
+    for (let i = 1; i < r.length; i += 3) this.live.set(r[i]!, this.live.get(r[i]!)! - r[i + 2]!);
+    return r[0]!;
+  }
+}
+
+test('PackMap keeps what one flat array per topic kept: sizes, runs, pieces and live bytes, through adds and releases', () => {
+  const opArb = fc.oneof(
+    { weight: 6, arbitrary: fc.record({ t: fc.constant('add' as const), topic: fc.integer({ min: 1, max: 6 }), pack: fc.integer({ min: 0, max: 2 }), len: fc.integer({ min: 1, max: 50 }), gap: fc.integer({ min: 0, max: 3 }) }) },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('release' as const), topic: fc.integer({ min: 1, max: 6 }) }) },
+  );
+  fc.assert(
+    fc.property(fc.array(opArb, { maxLength: 120 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 1, max: 100 }), (ops, from, want) => {
+      const map = new PackMap();
+      const model = new ModelMap();
+      const idx = [0, 1, 2].map((no) => map.register({ no: no + 1, writer: 0, workers: 1 }).idx);
+      const tails = [0, 0, 0];
+      for (const op of ops) {
+        if (op.t === 'add') {
+          tails[op.pack]! += op.gap; // another topic's frame in between, sometimes
+          map.add(op.topic, idx[op.pack]!, tails[op.pack]!, op.len);
+          model.add(op.topic, idx[op.pack]!, tails[op.pack]!, op.len);
+          tails[op.pack]! += op.len;
+        } else assert.equal(map.release(op.topic), model.release(op.topic));
+      }
+      assert.equal(map.topicCount, model.topics.size);
+      for (let t = 1; t <= 6; t++) {
+        const r = model.topics.get(t);
+        assert.equal(map.has(t), r !== undefined);
+        assert.equal(map.size(t), r?.[0] ?? 0);
+        const out: number[] = [];
+        const n = map.runsInto(t, out);
+        assert.deepEqual(
+          out.slice(0, n),
+          (r ?? [0]).slice(1).map((v, i) => (i % 3 === 0 ? v + 1 : v)), // pack numbers are idx + 1 here
+        );
+        if (r && r[0]! > 0) {
+          const off = from % r[0]!;
+          const len = Math.min(want, r[0]! - off);
+          // The pieces walk the runs in logical order: [off, off + len) over run after run.
+          const expected: { idx: number; offset: number; len: number }[] = [];
+          for (let i = 1, at = 0, o = off, l = len; i < r.length && l > 0; i += 3) {
+            if (o < at + r[i + 2]!) {
+              const take = Math.min(r[i + 2]! - (o - at), l);
+              expected.push({ idx: r[i]!, offset: r[i + 1]! + (o - at), len: take });
+              o += take;
+              l -= take;
+            }
+            at += r[i + 2]!;
+          }
+          assert.deepEqual(map.pieces(t, off, len), expected);
+        }
+      }
+      for (const i of idx) assert.equal(map.pack(i).live, model.live.get(i) ?? 0);
+    }),
+    { numRuns: 300 },
+  );
 });
