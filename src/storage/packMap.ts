@@ -4,7 +4,8 @@
 // A topic's packed segment is one logical byte range [0, size): its frames in the order written,
 // as the actor placed them. Physically it is a short list of runs (pack, offset, length): frames
 // written back to back into the same pack merge into one run, so a small topic costs one Map
-// entry and a flat number array of 1 + 3 × runs entries, never an object per frame.
+// entry and a 4-number row of a shared pool (one run), or a flat number array of 1 + 3 × runs
+// entries (more runs); never an object per frame.
 // Invariants: a pack's `live` is the sum of the runs of live topics in it; a run is added only
 // for a frame written whole; a released topic has no runs.
 import assert from 'node:assert/strict';
