@@ -123,7 +123,7 @@ export function readSettings(env: Env = process.env): Settings {
     segmentBytes: num(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
     segmentOpenFiles: num(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
     segmentWriteDelayMs: num(env, 'SERVICE_SEGMENT_WRITE_DELAY_MS', 5),
-    packBytes: num(env, 'SERVICE_PACK_BYTES', 64 * 1024),
+    packBytes: num(env, 'SERVICE_PACK_BYTES', 1024 * 1024),
     packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
     topicSleepMs: num(env, 'SERVICE_TOPIC_SLEEP_MS', 10_000),
     topicsAwakeMax: num(env, 'SERVICE_TOPICS_AWAKE', 10_000),

@@ -47,7 +47,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_SEGMENT_CACHE_BYTES', kind: 'int', readme: '`134217728`' },
   { env: 'SERVICE_SEGMENT_OPEN_FILES', kind: 'int', readme: '`1024`', min: 1 },
   { env: 'SERVICE_SEGMENT_WRITE_DELAY_MS', kind: 'int', readme: '`5`' },
-  { env: 'SERVICE_PACK_BYTES', kind: 'int', readme: '`65536`' },
+  { env: 'SERVICE_PACK_BYTES', kind: 'int', readme: '`1048576`' },
   { env: 'SERVICE_PACK_FILE_BYTES', kind: 'int', readme: '`16777216`', min: 1 << 16 },
   { env: 'SERVICE_TOPIC_SLEEP_MS', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_TOPICS_AWAKE', kind: 'int', readme: '`10000`' },

@@ -84,7 +84,7 @@ export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayRepor
     queries.reset(line.q ?? []);
     const out: unknown[] = [];
     const ctx = new StepCtx(DISCARD, queries).begin(line.at, rng, { q: undefined, out });
-    applyInput(actor, ctx, line.in as ActorInput, { segmentBytes: header.actor.segmentBytes, packBytes: header.actor.packBytes ?? 0 });
+    applyInput(actor, ctx, line.in as ActorInput, { segmentBytes: header.actor.segmentBytes, packBytes: header.actor.packBytes ?? 0, packFramesMax: header.actor.packFramesMax, packFramesFromBytes: header.actor.packFramesFromBytes });
     report.steps++;
     // The host dropped an idle actor after this step (ActorHost.drop): so does the replay, RNG too.
     if (actor.idle()) {

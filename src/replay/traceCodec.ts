@@ -23,7 +23,7 @@ export interface TraceHeader {
   kind: 'spool-trace';
   worker: number;
   workers: number;
-  actor: { maxLimit: number; segmentBytes: number; maxTopics: number; packBytes?: number };
+  actor: { maxLimit: number; segmentBytes: number; maxTopics: number; packBytes?: number; packFramesMax?: number; packFramesFromBytes?: number };
   outputs: boolean;
 }
 

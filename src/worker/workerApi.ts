@@ -16,6 +16,7 @@ import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
 import { PACK_NO_SLOT } from '../storage/layout.js';
+import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX } from '../actors/topic/appendOp.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
 import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 import type { TopicPart } from '../storage/snapshot.js';
@@ -67,7 +68,7 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
       kind: 'spool-trace',
       worker: data.workerIndex,
       workers: data.workers,
-      actor: { maxLimit: data.maxLimit, segmentBytes: data.segmentBytes, maxTopics: data.maxTopics, packBytes: data.packBytes },
+      actor: { maxLimit: data.maxLimit, segmentBytes: data.segmentBytes, maxTopics: data.maxTopics, packBytes: data.packBytes, packFramesMax: PACK_FRAMES_MAX, packFramesFromBytes: PACK_FRAMES_FROM_BYTES },
       outputs: data.traceOutputs,
     },
     data.traceTopics,
@@ -94,6 +95,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     maxTopics: data.maxTopics,
     segmentBytes: data.segmentBytes,
     packBytes: data.packBytes,
+    packFramesMax: PACK_FRAMES_MAX,
+    packFramesFromBytes: PACK_FRAMES_FROM_BYTES,
     segmentCacheBytes: data.segmentCacheBytes,
     topicSleepMs: data.topicSleepMs,
     topicsAwakeMax: data.topicsAwakeMax,

@@ -12,6 +12,7 @@ import {
   encodeAppend,
   encodeJsonFrame,
   encodeSeqReserve,
+  encodeTopicCreate,
   forEachAppendRecord,
   frameSize,
   probeFrame,
@@ -172,6 +173,19 @@ test('encodeAppend round trip (property)', () => {
       assert.equal(f.size, buf.length);
       const d = decodeAppend(buf, f);
       assert.deepEqual(d, { topicId: a.topicId, flags: a.flags, firstSeq: a.firstSeq, tsMs: a.tsMs, idemKey: a.idemKey, records: a.records.map((r) => ({ ...r })) });
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('encodeTopicCreate writes the bytes encodeJsonFrame writes for {name, config, created_ms}', () => {
+  // Frozen configs have their text cached: the same config twice, and a fresh one, must agree.
+  const frozen = Object.freeze({ durability: 'disk', cap_records: null, n: 1.5 });
+  fc.assert(
+    fc.property(arbTopicId, fc.string({ unit: 'grapheme', maxLength: 40 }), fc.constantFrom<object>(frozen, { durability: 'fsync', ttl_ms: 5 }), fc.nat(), (id, name, config, ms) => {
+      const want = encodeJsonFrame(FrameType.TOPIC_CREATE, id, { name, config, created_ms: ms });
+      assert.deepEqual(encodeTopicCreate(id, name, config, ms), want);
+      assert.deepEqual(encodeTopicCreate(id, name, config, ms), want);
     }),
     { numRuns: 300 },
   );

@@ -14,6 +14,9 @@ export interface ActorOptions {
   maxTopics: number;
   /** A topic's first segment is packed up to this size (SERVICE_PACK_BYTES); 0 or absent: no packs. */
   packBytes?: number;
+  /** Past packFramesFromBytes, up to packFramesMax frames (appendOp.ts; recorded in traces); absent: no bound. */
+  packFramesMax?: number;
+  packFramesFromBytes?: number;
 }
 
 export interface ActorCore {

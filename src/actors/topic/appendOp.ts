@@ -14,7 +14,24 @@ import type { SegmentPlacement } from '../ctx.js';
 export interface SegmentLimits {
   segmentBytes: number;
   packBytes?: number;
+  /**
+   * Past `packFramesFromBytes`, the packed first segment also rolls once it holds `packFramesMax`
+   * frames (absent: no frame bound, as traces recorded before it).
+   */
+  packFramesMax?: number;
+  packFramesFromBytes?: number;
 }
+
+/**
+ * The frame bound of a topic's packed first segment (docs/ARCHITECTURE.md "Pack files"): past
+ * 64 KiB (the pack threshold before SERVICE_PACK_BYTES became 1 MiB) it stays packed only while
+ * it holds fewer than 64 frames. A frame in a pack is a run of its own unless it landed right
+ * after the topic's previous one, and a cold read costs a pread per run, so a topic written in
+ * small frames rolls to its own file at 64 KiB as before (runs as before), and only one written
+ * in batches (1 KiB a frame and more) stays packed up to SERVICE_PACK_BYTES, in at most 64 runs.
+ */
+export const PACK_FRAMES_MAX = 64;
+export const PACK_FRAMES_FROM_BYTES = 64 * 1024;
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -99,15 +116,19 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
   const seg = inst.segment;
   const packBytes = limits.packBytes ?? 0;
   if (seg.ordinal === 0 && seg.packed && seg.size === 0 && !(frameLen <= packBytes)) seg.packed = false;
-  const limit = seg.ordinal === 0 && seg.packed ? packBytes : limits.segmentBytes;
-  if (seg.size > 0 && seg.size + frameLen > limit) {
+  const packed = seg.ordinal === 0 && seg.packed;
+  const limit = packed ? packBytes : limits.segmentBytes;
+  const tooManyFrames = packed && seg.frames >= (limits.packFramesMax ?? Infinity) && seg.size + frameLen > (limits.packFramesFromBytes ?? 0);
+  if (seg.size > 0 && (seg.size + frameLen > limit || tooManyFrames)) {
     seg.firstSeq = firstSeq;
     seg.size = 0;
+    seg.frames = 0;
     seg.ordinal += 1;
     seg.firstSeqs.push(firstSeq);
   }
   const loc = seg.ordinal * TWO_32 + seg.size;
   seg.size += frameLen;
+  seg.frames++;
   return loc;
 }
 

@@ -16,9 +16,17 @@ import { priorityOf } from './topicState.js';
 export type { DormantTopic };
 
 /**
+ * A topic sleeps only while its packed segment is at most this large: a wake reads it all back
+ * (and CRC-checks and indexes every frame), so this bounds a wake's cost as the pack threshold
+ * did when it was 64 KiB. Larger packed topics stay awake, as topics with own files always do.
+ */
+export const SLEEP_PACKED_BYTES_MAX = 64 * 1024;
+
+/**
  * Whether a topic may sleep: its record; 'later' while something is in flight (pending or unsynced
  * batches, gates, unwritten pack frames); 'no' while its kind or state keeps it awake (a queue, a
- * router on either side, TTL, ephemeral records, own segment files) until a later step changes it.
+ * router on either side, TTL, ephemeral records, own segment files, a packed segment past
+ * SLEEP_PACKED_BYTES_MAX) until a later step changes it.
  * `packedWritten`: the logical bytes of its packed segment already whole in a pack (PackMap).
  */
 export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTopic | 'later' | 'no' {
@@ -27,7 +35,7 @@ export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTo
   // Ephemeral records live only in memory; TTL expiry is lazy (a sleeping topic would never expire).
   if (c.durability === 'ephemeral' || inst.holdsUnwritten || c.ttl_ms > 0) return 'no';
   const seg = inst.segment;
-  if (!seg.packed || seg.ordinal !== 0) return 'no';
+  if (!seg.packed || seg.ordinal !== 0 || seg.size > SLEEP_PACKED_BYTES_MAX) return 'no';
   if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned) return 'later';
   if (packedWritten !== seg.size) return 'later';
   const rec: DormantTopic = {

@@ -59,6 +59,8 @@ export interface SegmentCursor {
   /** First seq of the active segment, its byte size, and every segment's first seq by ordinal. */
   firstSeq: number;
   size: number;
+  /** Frames in the active segment (bounded while packed: PACK_FRAMES_MAX, appendOp.ts). */
+  frames: number;
   ordinal: number;
   firstSeqs: number[];
   /** Segments (by ordinal) already unlinked because every record in them is gone. */
@@ -135,7 +137,7 @@ export class TopicInstance {
   gates: Gate[] = none();
   /** Frame number of the create/config frame replies must wait for (durable, G3). */
   controlFrameNo = 0;
-  segment: SegmentCursor = { firstSeq: 1, size: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0, packed: true };
+  segment: SegmentCursor = { firstSeq: 1, size: 0, frames: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0, packed: true };
   /** The lease side of a queue topic (a type never changes within an instance); else undefined. */
   readonly queue: QueueState | undefined;
   /** Routers with this topic as source (created at the first install), else undefined. */

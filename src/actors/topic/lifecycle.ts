@@ -3,7 +3,7 @@
 // Pure; effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
 import type { DeleteTopicRequest, PutRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
+import { encodeJsonFrame, encodeTopicCreate } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { ActorCtx } from '../ctx.js';
 import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
@@ -18,7 +18,7 @@ export function createInstance(a: ActorCore, ctx: ActorCtx, config: TopicConfig)
   a.current = inst;
   ctx.topicCreated(inst.id);
   inst.controlFrameNo = a.nextFrame();
-  ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CREATE, inst.id, { name: a.name, config, created_ms: ctx.now }), true);
+  ctx.submit(inst.controlFrameNo, encodeTopicCreate(inst.id, a.name, config, ctx.now), true);
   return inst;
 }
 

@@ -76,6 +76,7 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
   inst.segment.firstSeqs.push(seg.firstSeq);
   inst.segment.firstSeq = seg.firstSeq;
   inst.segment.size = seg.size;
+  inst.segment.frames = 0; // counted only while the segment is packed
   inst.segment.ordinal = ordinal;
 }
 
@@ -95,6 +96,7 @@ export function loadPackedFrame(inst: TopicInstance, frame: Buffer, hot = false)
     seg.firstSeqs = [head.firstSeq];
     seg.firstSeq = head.firstSeq;
     seg.size = 0;
+    seg.frames = 0;
     seg.ordinal = 0;
     seg.packed = true;
   }
@@ -103,6 +105,7 @@ export function loadPackedFrame(inst: TopicInstance, frame: Buffer, hot = false)
   if (head.firstSeq > inst.index.last + 1) inst.index.pad(head.firstSeq - 1);
   indexFrame(inst, frame, 0, seg.size, hot);
   seg.size += frame.length;
+  seg.frames++;
 }
 
 /**
