@@ -292,6 +292,35 @@ export function readSection(buf: Buffer, onPart: (p: PartCursor) => void): Secti
   return head;
 }
 
+/**
+ * The topic ids of a section's parts, in order, without reading the parts: every part line starts
+ * with `{"id":` and the id's digits (SectionWriter writes it first, fast-path line or not). The
+ * main thread hands these to the WAL thread, so the WAL scan starts while the workers are still
+ * reading their sections (recovery, issue 15). `topics`: the section's part count, when known.
+ */
+export function sectionTopicIds(buf: Buffer, topics = 0): Float64Array {
+  let ids = new Float64Array(topics);
+  let n = 0;
+  let nl = buf.indexOf(10);
+  if (nl < 0) throw new Error('snapshot section without a head line');
+  for (let off = nl + 1; off < buf.length; off = nl + 1) {
+    nl = buf.indexOf(10, off);
+    if (nl < 0) throw new Error(`snapshot section: a part line without its end at ${off}`);
+    let at = off;
+    for (let i = 0; i < L_ID.length; i++) if (buf[at++] !== L_ID[i]) throw new Error(`snapshot section: a part line at ${off} does not start with its id`);
+    let id = 0;
+    for (let c = buf[at]!; c >= 0x30 && c <= 0x39; c = buf[++at]!) id = id * 10 + (c - 0x30);
+    if (at === off + L_ID.length) throw new Error(`snapshot section: a part line at ${off} without an id`);
+    if (n === ids.length) {
+      const grown = new Float64Array(Math.max(1024, ids.length * 2));
+      grown.set(ids);
+      ids = grown;
+    }
+    ids[n++] = id;
+  }
+  return n === ids.length ? ids : ids.slice(0, n);
+}
+
 /** A part line through JSON.parse into `cur`; returns its config index. */
 function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): number {
   const raw = JSON.parse(buf.toString('utf8', off, end)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };

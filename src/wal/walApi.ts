@@ -6,11 +6,11 @@
 import type { MessagePort } from 'node:worker_threads';
 import path from 'node:path';
 import type { Fs } from '../storage/fs.js';
-import { workerOf } from '../core/names.js';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { GroupCommit, WalStats } from './groupCommit.js';
 import { WalWriter } from './walWriter.js';
 import { CHUNK_BYTES, scanWal, ScanResult, topicNameOf } from './scan.js';
+import { ReplayRouting } from './replayRouting.js';
 import { encodeJsonFrame } from './frame.js';
 import { FrameType } from './format.js';
 import { listWalFiles } from './files.js';
@@ -48,11 +48,8 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   return {
     /** `idsByWorker[w]`: the ids of the snapshot's topics worker w holds (typed: a million cross cheaply). */
     async recover(from: WalPosition | undefined, idsByWorker: Float64Array[], truncate: boolean): Promise<RecoverReply> {
-      const table = new Map<number, number>();
-      idsByWorker.forEach((ids, w) => {
-        for (let i = 0; i < ids.length; i++) table.set(ids[i]!, w);
-      });
       const workers = data.workerPorts.length;
+      const table = new ReplayRouting(idsByWorker, workers);
       let maxEpoch = 0;
       // Flow control: at most REPLAY_WINDOW_BYTES sent to a worker and not yet applied, so a
       // slow worker (loading segments) never makes the WAL scan pile the log up in memory.
@@ -73,12 +70,8 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
       });
       const res = await scanWal(fsx, data.dataDir, from, truncate, {
         route(buf, f) {
-          if (f.type === FrameType.TOPIC_CREATE) {
-            const w = workerOf(topicNameOf(buf, f), workers);
-            table.set(f.topicId, w);
-            return w;
-          }
-          return table.get(f.topicId);
+          if (f.type === FrameType.TOPIC_CREATE) return table.create(f.topicId, () => topicNameOf(buf, f));
+          return table.workerOf(f.topicId);
         },
         chunkBuffer(bytes) {
           const i = spare.findIndex((b) => b.byteLength >= bytes);

@@ -298,13 +298,22 @@ export class ActorHost implements HostServices {
 
   // ---- recovery ----------------------------------------------------------------------------
 
-  loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
-    return this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
+  /** Recovery step 3 (every topic loads); replayed WAL chunks apply once it settles. */
+  async loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    try {
+      await this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
+    } finally {
+      this.recovery.snapshotLoaded();
+    }
   }
 
-  /** Recovery step 3 from this worker's section of a v2 snapshot (lazy: quiet topics stay asleep). */
-  loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<number[]> {
-    return this.recovery.loadSection(section, packNames, snapshotEpoch);
+  /** Recovery step 3 from this worker's section of a v2 snapshot (lazy: quiet topics stay asleep); replay waits for it too. */
+  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    try {
+      await this.recovery.loadSection(section, packNames, snapshotEpoch);
+    } finally {
+      this.recovery.snapshotLoaded();
+    }
   }
 
   /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */

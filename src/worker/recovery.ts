@@ -69,8 +69,13 @@ export class WorkerRecovery {
   snapshotTopicsLoaded = 0;
   private replayDone: (() => void) | undefined;
   readonly replayed = new Promise<void>((r) => (this.replayDone = r));
-  /** Replay chunks are applied in order; a chunk may wait for a topic's segments to load. */
-  private chain: Promise<void> = Promise.resolve();
+  /**
+   * Replay chunks are applied in order; a chunk may wait for a topic's segments to load. The
+   * WAL scan starts while the snapshot's topics still load (the supervisor runs both at once),
+   * so the chain starts once they are in (`snapshotLoaded`).
+   */
+  private openReplay: () => void = () => undefined; // set by the next line, declared first
+  private chain: Promise<void> = new Promise<void>((r) => (this.openReplay = r));
   private readonly packs: PackRecovery;
   /** Ids of the topics that have a directory under topics/ (own segment files), read once. */
   private topicDirs = new Set<number>();
@@ -192,6 +197,11 @@ export class WorkerRecovery {
     const first = segs.length === 1 ? readSegment(this.host.fsx, topicId, segs[0]!, true) : undefined;
     first?.catch(() => undefined); // awaited (and reported) by loadSegmentsOf
     return { held: await held, segs, first };
+  }
+
+  /** Step 3 is over (loadSnapshot or loadSection settled): replayed chunks may apply. */
+  snapshotLoaded(): void {
+    this.openReplay();
   }
 
   /** Step 4: a chunk of frames from the WAL thread, or the end of the scan. */

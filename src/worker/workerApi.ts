@@ -144,11 +144,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     /**
      * Recovery step 3 from a v2 snapshot: this worker's section (moved here), every pack file's
-     * name, the snapshot's boot epoch; returns the section's topic ids (moved back).
+     * name, the snapshot's boot epoch. (The WAL thread has the section's topic ids from main.)
      */
-    async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number): Promise<Float64Array> {
-      const ids = Float64Array.from(await host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch));
-      return transfer(ids, [ids.buffer]);
+    async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number): Promise<void> {
+      await host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch);
     },
     /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
     loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { decodeSnapshot, encodeSnapshot, encodeSnapshotV2, loadNewestSnapshot, readNewestSnapshot, writeSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
-import { SectionWriter, readSection, type SectionPart } from '../../src/storage/snapshotSection.js';
+import { SectionWriter, readSection, sectionTopicIds, type SectionPart } from '../../src/storage/snapshotSection.js';
 import { metaDir } from '../../src/storage/layout.js';
 import { resolveConfig, type TopicConfig } from '../../src/actors/topic/config.js';
 
@@ -244,4 +244,22 @@ test('a section writes every integer up to 2^53 - 1 exactly (digits written with
     read,
     vals.map((v) => ({ id: v, name: `n${v}`, config: cfg, created_ms: v, reserved: v, runs: [v, v, v], wm: wm(v) })),
   );
+});
+
+test("a section's topic ids read from the start of each line are the ids readSection gives, fast-path lines or not", () => {
+  const { parts } = v2();
+  const w0 = new SectionWriter();
+  for (const { runs, wm: m, ...part } of parts[0]!) w0.add(part, runs, m); // one line takes JSON.parse (retention)
+  const sec0 = Buffer.from(w0.finish({ whole: [], tail: null }).bytes);
+  const want: number[] = [];
+  readSection(sec0, (p) => want.push(p.id));
+  assert.deepEqual([...sectionTopicIds(sec0, 3)], want);
+  assert.deepEqual([...sectionTopicIds(sec0)], want, 'without the count: the array grows');
+  // Every integer the writer can write.
+  const w = new SectionWriter();
+  const ids = [0, 7, 1_000_000_001, 2 ** 40 + 5, Number.MAX_SAFE_INTEGER];
+  for (const id of ids) w.add({ id, name: `n${id}`, config: config({}), created_ms: 1, reserved: 0 });
+  assert.deepEqual([...sectionTopicIds(Buffer.from(w.finish({ whole: [], tail: null }).bytes), ids.length)], ids);
+  assert.throws(() => sectionTopicIds(Buffer.from('{"configs":[]}\n{"name":"x","id":1}\n')), /does not start with its id/);
+  assert.throws(() => sectionTopicIds(Buffer.from('{"configs":[]}\n{"id":1}')), /without its end/);
 });
