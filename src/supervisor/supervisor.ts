@@ -272,12 +272,14 @@ export class Supervisor {
       loading = false;
       this.snapshotTopics.loaded = this.snapshotTopics.total;
       const scan = await scanned;
-      await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
+      const walFileNo = Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1;
+      void this.wal.prepareStart(walFileNo, epoch); // zero-filled while the replay applies
+      await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const seed = this.newBootSeed();
       const live = new Set<number>();
       for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
-      await this.wal.start(Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1, epoch, seed);
+      await this.wal.start(walFileNo, epoch, seed);
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, live);
       if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
       this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>

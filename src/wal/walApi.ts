@@ -44,6 +44,8 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   /** Frames and bytes scanned, topics known, for the recovery progress log lines. */
   const replay = { frames: 0, bytes: 0, topics: 0 };
   let gc: GroupCommit | undefined;
+  /** The run's first file, being prepared since the scan ended (prepareStart). */
+  let first: { fileNo: number; writer: WalWriter; ready?: Promise<void> } | undefined;
 
   return {
     /** `idsByWorker[w]`: the ids of the snapshot's topics worker w holds (typed: a million cross cheaply). */
@@ -119,8 +121,20 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
      * Starts the writer in a new file whose first frame is the BOOT frame. On a full disk the
      * file (and BOOT) wait for space while reads are served (the storage state says FULL).
      */
-    start(fileNo: number, bootEpoch: number, bootSeed: string): void {
-      const writer = new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
+    /**
+     * Recovery, once the scan is over: prepares the run's first file (header, zero fill, fsync)
+     * while the workers still apply the replay, so `start` finds it ready.
+     */
+    prepareStart(fileNo: number, bootEpoch: number): void {
+      first = { fileNo, writer: new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate }) };
+      first.ready = first.writer.prepareFirst(fileNo);
+    },
+
+    async start(fileNo: number, bootEpoch: number, bootSeed: string): Promise<void> {
+      const prepared = first?.fileNo === fileNo ? first : undefined;
+      first = undefined;
+      await prepared?.ready;
+      const writer = prepared?.writer ?? new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
       gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), log);
       gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
     },

@@ -122,6 +122,18 @@ export class WalWriter {
     return this.preparing.then(() => this.nextReady === fileNo);
   }
 
+  /**
+   * Prepares `fileNo`, the first file of a run, in the background (the WAL thread does it while
+   * the workers still apply the replay); `open(fileNo)` adopts it when it is ready, and creates
+   * it itself otherwise (a full disk, any error here: that path reports them).
+   */
+  prepareFirst(fileNo: number): Promise<void> {
+    this.preparing ??= this.prepare(fileNo)
+      .catch(() => undefined)
+      .finally(() => (this.preparing = undefined));
+    return this.preparing;
+  }
+
   private async prepare(fileNo: number): Promise<void> {
     const dir = walDir(this.dataDir);
     const file = this.pathOf(fileNo);
