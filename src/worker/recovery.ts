@@ -12,7 +12,7 @@ import type { ReplayStats } from '../actors/topic/replay.js';
 import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
-import { readSection } from '../storage/snapshotSection.js';
+import { readSection, sectionPartCount } from '../storage/snapshotSection.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -37,6 +37,8 @@ interface ReadAhead {
 export interface RecoverySleepers {
   /** Keeps a topic of the snapshot asleep (counted, no actor); `listed` lists it. */
   restore(rec: DormantTopic): void;
+  /** Room for `more` topics restored asleep, made at once (a bound: the section's topic count). */
+  reserve(more: number): void;
   /** Adds the names of topics restored asleep to the worker's sorted names, all at once. */
   listed(names: string[]): void;
   /** The head of the topic of that id restored asleep, while recovery runs; undefined when it is not. */
@@ -117,12 +119,19 @@ export class WorkerRecovery {
     const ids: number[] = [];
     const eager: { actor: TopicActor; id: number }[] = [];
     const asleep: string[] = [];
+    const { sleepers } = this.host;
+    const map = this.host.segments.packs!.map;
+    const topicDirs = this.topicDirs;
+    // Rows for every topic of the section at once, not by doubling (most come back asleep).
+    const parts = sectionPartCount(section);
+    sleepers.reserve(parts);
+    map.reserve(parts);
     const head = readSection(section, (cur) => {
       ids.push(cur.id);
       if (cur.runsLen > 0) this.packs.addRuns(cur.id, cur.runs, cur.runsLen, listed);
-      if (cur.hasWm && !this.topicDirs.has(cur.id) && this.host.segments.packs!.map.size(cur.id) === cur.packed_bytes) {
+      if (cur.hasWm && map.size(cur.id) === cur.packed_bytes && !topicDirs.has(cur.id)) {
         // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery).
-        this.host.sleepers.restore(cur);
+        sleepers.restore(cur);
         asleep.push(cur.name);
         this.snapshotTopicsLoaded++;
         return;
