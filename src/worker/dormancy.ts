@@ -183,7 +183,7 @@ export class Dormancy {
    */
   endRecovery(): number[] {
     const ids: number[] = [];
-    this.recovering?.forEach((id) => ids.push(id));
+    this.recovering?.idsInto(ids);
     // Only recovery has put topics to sleep so far (the sweep starts after it): every row pads.
     this.sleeping.padAllToReserved();
     this.recovering = undefined;
