@@ -206,6 +206,8 @@ export class Dormancy {
     const buf = first.packed_bytes > 0 ? await this.host.packs!.read(first.id, 0, first.packed_bytes) : undefined;
     const frames = buf ? checkedFrames(buf, name) : [];
     const rec = this.sleeping.take(name)!; // the same topic, maybe touched meanwhile (a list with touch=true)
+    // Its row may go to another topic now: recovery's index by id must not point at it.
+    this.recovering?.delete(rec.id);
     const actor = this.host.actorFor(name);
     // Its bytes move from `bytes` here back to the host's running total as the steps count them.
     this.host.byTopicId.set(rec.id, actor);
