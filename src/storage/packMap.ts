@@ -5,11 +5,13 @@
 // as the actor placed them. Physically it is a short list of runs (pack, offset, length): frames
 // written back to back into the same pack merge into one run, so a small topic costs one Map
 // entry and a 4-number row of a shared pool (one run), or a flat number array of 1 + 3 × runs
-// entries (more runs); never an object per frame.
+// entries (more runs); never an object per frame. The slots are an IdIndex (paged typed arrays),
+// not a Map: recovery fills one per topic.
 // Invariants: a pack's `live` is the sum of the runs of live topics in it; a run is added only
 // for a frame written whole; a released topic has no runs.
 import assert from 'node:assert/strict';
 import { packFileName, parsePackFileName, type PackName } from './layout.js';
+import { IdIndex } from '../core/idIndex.js';
 
 export interface PackInfo extends PackName {
   /** Index in this map (extents name packs by it). */
@@ -40,7 +42,7 @@ export class PackMap {
    * (a small topic written in one request, or back to back), else ~index into `many`. A million
    * small topics as a million arrays cost ~50 bytes each and the GC's time (issue 15).
    */
-  private readonly slots = new Map<number, number>();
+  private readonly slots = new IdIndex();
   private one = new Float64Array(1024 * ROW);
   private oneRows = 0;
   private readonly oneFree: number[] = [];
@@ -63,7 +65,8 @@ export class PackMap {
 
   pack(idx: number): PackInfo {
     const p = this.packs[idx];
-    assert.ok(p, `pack ${idx} is not registered`);
+    // Not assert.ok(p, `...`): the message would be built on every call (once per frame added).
+    if (!p) assert.fail(`pack ${idx} is not registered`);
     return p;
   }
 
@@ -150,6 +153,18 @@ export class PackMap {
     runs[0]! += len;
   }
 
+  /**
+   * Makes room for `more` single-run topics beyond those placed, at once (recovery knows how many
+   * topics its section holds): one allocation instead of a doubling and a copy per power of two.
+   */
+  reserve(more: number): void {
+    const words = (this.oneRows + more) * ROW;
+    if (words <= this.one.length) return;
+    const grown = new Float64Array(words);
+    grown.set(this.one.subarray(0, this.oneRows * ROW));
+    this.one = grown;
+  }
+
   private newRow(): number {
     if ((this.oneRows + 1) * ROW > this.one.length) {
       const grown = new Float64Array(this.one.length * 2);
@@ -193,7 +208,7 @@ export class PackMap {
     for (let i = 1; i < runs.length; i += 3) {
       const p = this.pack(runs[i]!);
       p.live -= runs[i + 2]!;
-      assert.ok(p.live >= 0, `pack ${p.name}: live bytes went negative`);
+      if (p.live < 0) assert.fail(`pack ${p.name}: live bytes went negative`);
     }
     return runs[0]!;
   }

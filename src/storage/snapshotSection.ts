@@ -321,6 +321,13 @@ export function sectionTopicIds(buf: Buffer, topics = 0): Float64Array {
   return n === ids.length ? ids : ids.slice(0, n);
 }
 
+/** How many part lines a section holds (a line per topic, after the head line): one memchr per line. */
+export function sectionPartCount(buf: Buffer): number {
+  let n = -1; // the head line
+  for (let at = buf.indexOf(10); at >= 0; at = buf.indexOf(10, at + 1)) n++;
+  return Math.max(n, 0);
+}
+
 /** A part line through JSON.parse into `cur`; returns its config index. */
 function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): number {
   const raw = JSON.parse(buf.toString('utf8', off, end)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };

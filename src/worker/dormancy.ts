@@ -17,6 +17,7 @@ import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
 import { DormantTable } from './dormantTable.js';
+import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
 import { probeFrame } from '../wal/frame.js';
 
@@ -50,8 +51,11 @@ export class Dormancy {
   /** Awake actors with a live instance, least recently stepped first, with that step's time. */
   private readonly awake = new Map<TopicActor, number>();
   private readonly waking = new Map<string, Promise<void>>();
-  /** Names of the topics restored asleep by recovery, by id (recovery applies frames by id), until it ends. */
-  private recovering: Map<number, string> | undefined;
+  /**
+   * Table rows of the topics restored asleep by recovery, by id (recovery applies frames by id),
+   * until it ends. An IdIndex: recovery fills one entry per topic (a million at times).
+   */
+  private recovering: IdIndex | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -143,22 +147,30 @@ export class Dormancy {
 
   // ---- lazy recovery (recovery.ts): topics of the snapshot restored asleep ---------------------
 
-  /** Keeps a topic of the snapshot asleep; `byId` finds it until endRecovery. */
+  /**
+   * Keeps a topic of the snapshot asleep (`rec` may be readSection's cursor: the table copies its
+   * fields); the index by id finds it until endRecovery.
+   */
   restore(rec: DormantTopic): void {
-    this.sleeping.put(rec);
-    (this.recovering ??= new Map()).set(rec.id, rec.name);
+    const row = this.sleeping.put(rec);
+    (this.recovering ??= new IdIndex()).set(rec.id, row);
+  }
+
+  /** Room for `more` topics restored asleep (recovery: the count of its section's topics, a bound). */
+  reserveRestored(more: number): void {
+    this.sleeping.reserve(more);
   }
 
   /** The head of the topic of that id restored asleep (recovery), or undefined when it is not asleep. */
   asleepHead(topicId: number): number | undefined {
-    const name = this.recovering?.get(topicId);
-    return name === undefined ? undefined : this.sleeping.headOf(name);
+    const row = this.recovering?.get(topicId);
+    return row === undefined ? undefined : this.sleeping.headAt(row);
   }
 
   /** Takes a topic restored asleep out of sleep (recovery loads it). */
   take(topicId: number): DormantTopic {
-    const name = this.recovering?.get(topicId);
-    const rec = name === undefined ? undefined : this.sleeping.take(name);
+    const row = this.recovering?.get(topicId);
+    const rec = row === undefined ? undefined : this.sleeping.take(this.sleeping.nameOf(row));
     if (!rec) throw new Error(`topic ${topicId.toString(16)} is not asleep`);
     this.recovering!.delete(topicId);
     return rec;
@@ -170,7 +182,8 @@ export class Dormancy {
    * a crash are never reused); returns their ids. The index by id goes.
    */
   endRecovery(): number[] {
-    const ids = [...(this.recovering?.keys() ?? [])];
+    const ids: number[] = [];
+    this.recovering?.idsInto(ids);
     // Only recovery has put topics to sleep so far (the sweep starts after it): every row pads.
     this.sleeping.padAllToReserved();
     this.recovering = undefined;
@@ -193,6 +206,8 @@ export class Dormancy {
     const buf = first.packed_bytes > 0 ? await this.host.packs!.read(first.id, 0, first.packed_bytes) : undefined;
     const frames = buf ? checkedFrames(buf, name) : [];
     const rec = this.sleeping.take(name)!; // the same topic, maybe touched meanwhile (a list with touch=true)
+    // Its row may go to another topic now: recovery's index by id must not point at it.
+    this.recovering?.delete(rec.id);
     const actor = this.host.actorFor(name);
     // Its bytes move from `bytes` here back to the host's running total as the steps count them.
     this.host.byTopicId.set(rec.id, actor);

@@ -1,13 +1,15 @@
 // DormantTable: a topic worker's sleeping topics (dormancy.ts) as rows of one Float64Array
 // (issue 15). A million sleeping topics kept as a million DormantTopic objects cost ~300 bytes
 // each (the object, boxed timestamps, a retention object now and then) and every major GC marked
-// them; a row here is ROW_WORDS numbers, invisible to the marker, plus its name in a Map. A row
+// them; a row here is ROW_WORDS numbers, invisible to the marker, plus its name (NameRows: the
+// names by row and an open-addressing index of rows by name, cheaper to fill than a Map). A row
 // becomes a DormantTopic object only when one is needed (a wake, a list page); checkpoints and
 // metrics read the columns. Runs on the topic worker thread; pure data.
 // Invariant: a name has at most one row; `bytesTotal` is the sum of the rows' bytes.
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
 import type { TopicPart } from '../storage/topicPart.js';
+import { NameRows } from './nameRows.js';
 
 /** Column offsets within a row. Clocks hold NaN for null. */
 const ID = 0;
@@ -37,24 +39,26 @@ export class DormantTable {
   private f = new Float64Array(FIRST_ROWS * ROW_WORDS);
   private rows = 0;
   private readonly freeRows: number[] = [];
-  private rowNames: (string | undefined)[] = [];
-  private readonly byName = new Map<string, number>();
+  /** Each row's name, and the row of each name. */
+  private readonly names = new NameRows();
   private readonly configs: TopicConfig[] = [];
   private readonly configIdx = new Map<TopicConfig, number>();
+  private lastConfig: TopicConfig | undefined;
+  private lastConfigIdx = 0;
   private readonly retention = new Map<number, Retention>();
   /** Sum of the rows' live bytes. */
   bytesTotal = 0;
 
   get size(): number {
-    return this.byName.size;
+    return this.names.size;
   }
 
   has(name: string): boolean {
-    return this.byName.has(name);
+    return this.names.rowOf(name) >= 0;
   }
 
-  /** Stores `d` (a name not here). */
-  put(d: DormantTopic): void {
+  /** Stores `d` (a name not here); returns its row (it holds `d` until `d` is taken). */
+  put(d: DormantTopic): number {
     const row = this.freeRows.pop() ?? this.grow();
     const o = row * ROW_WORDS;
     const f = this.f;
@@ -72,24 +76,36 @@ export class DormantTable {
     f[o + LAST_CONSUMED] = clock(d.last_consumed_ms);
     f[o + CONFIG] = this.configOf(d.config);
     if (d.evict_floor !== undefined) this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
-    this.rowNames[row] = d.name;
-    this.byName.set(d.name, row);
+    this.names.add(row, d.name);
     this.bytesTotal += d.bytes;
+    return row;
+  }
+
+  /**
+   * Makes room for `more` rows beyond those in use, at once (recovery knows how many topics its
+   * section holds): one allocation instead of a doubling and a copy per power of two.
+   */
+  reserve(more: number): void {
+    this.names.reserve(more);
+    const words = (this.rows + more) * ROW_WORDS;
+    if (words <= this.f.length) return;
+    const f = new Float64Array(words);
+    f.set(this.f.subarray(0, this.rows * ROW_WORDS));
+    this.f = f;
   }
 
   /** The record of `name`, made from its row, or undefined. */
   get(name: string): DormantTopic | undefined {
-    const row = this.byName.get(name);
-    return row === undefined ? undefined : this.record(row);
+    const row = this.names.rowOf(name);
+    return row < 0 ? undefined : this.record(row);
   }
 
   /** Removes `name`'s row and returns its record. */
   take(name: string): DormantTopic | undefined {
-    const row = this.byName.get(name);
-    if (row === undefined) return undefined;
+    const row = this.names.rowOf(name);
+    if (row < 0) return undefined;
     const d = this.record(row);
-    this.byName.delete(name);
-    this.rowNames[row] = undefined;
+    this.names.remove(row);
     this.retention.delete(row);
     this.freeRows.push(row);
     this.bytesTotal -= d.bytes;
@@ -98,15 +114,20 @@ export class DormantTable {
 
   /** Sets the consumption clock (a list with touch=true); false when `name` is not here. */
   touch(name: string, nowMs: number): boolean {
-    const row = this.byName.get(name);
-    if (row === undefined) return false;
+    const row = this.names.rowOf(name);
+    if (row < 0) return false;
     this.f[row * ROW_WORDS + LAST_CONSUMED] = nowMs;
     return true;
   }
 
   headOf(name: string): number | undefined {
-    const row = this.byName.get(name);
-    return row === undefined ? undefined : this.f[row * ROW_WORDS + HEAD];
+    const row = this.names.rowOf(name);
+    return row < 0 ? undefined : this.f[row * ROW_WORDS + HEAD];
+  }
+
+  /** The head of the topic in `row` (a row put returned, not taken since). */
+  headAt(row: number): number {
+    return this.f[row * ROW_WORDS + HEAD]!;
   }
 
   /**
@@ -116,7 +137,8 @@ export class DormantTable {
    */
   padAllToReserved(): void {
     const f = this.f;
-    for (const row of this.byName.values()) {
+    for (let row = 0; row < this.rows; row++) {
+      if (this.names.nameOf(row) === undefined) continue;
       const o = row * ROW_WORDS;
       if (f[o + RESERVED]! <= f[o + HEAD]!) continue;
       f[o + HEAD] = f[o + RESERVED]!;
@@ -126,10 +148,12 @@ export class DormantTable {
 
   /** Every row now, with its name (a checkpoint's list: rowIf tells later whether a row still holds that topic). */
   list(): { rows: Uint32Array; names: string[] } {
-    const rows = new Uint32Array(this.byName.size);
-    const names = new Array<string>(this.byName.size);
+    const rows = new Uint32Array(this.names.size);
+    const names = new Array<string>(this.names.size);
     let i = 0;
-    for (const [name, row] of this.byName) {
+    for (let row = 0; row < this.rows; row++) {
+      const name = this.names.nameOf(row);
+      if (name === undefined) continue;
       rows[i] = row;
       names[i++] = name;
     }
@@ -138,7 +162,7 @@ export class DormantTable {
 
   /** A cursor on `row` while it still holds `name` (valid until the table changes), else undefined. */
   rowIf(row: number, name: string): DormantRow | undefined {
-    if (this.rowNames[row] !== name) return undefined;
+    if (this.names.nameOf(row) !== name) return undefined;
     const cur = (this.cursor ??= new DormantRow(this));
     cur.at = row;
     return cur;
@@ -146,8 +170,8 @@ export class DormantTable {
 
   /** A cursor on `name`'s row (valid until the table changes), or undefined. */
   row(name: string): DormantRow | undefined {
-    const row = this.byName.get(name);
-    if (row === undefined) return undefined;
+    const row = this.names.rowOf(name);
+    if (row < 0) return undefined;
     const cur = (this.cursor ??= new DormantRow(this));
     cur.at = row;
     return cur;
@@ -158,7 +182,8 @@ export class DormantTable {
   /** Calls `fn` with a cursor on every row (valid during the call only): no object per row. */
   forEach(fn: (row: DormantRow) => void): void {
     const cur = new DormantRow(this);
-    for (const row of this.byName.values()) {
+    for (let row = 0; row < this.rows; row++) {
+      if (this.names.nameOf(row) === undefined) continue;
       cur.at = row;
       fn(cur);
     }
@@ -170,7 +195,7 @@ export class DormantTable {
   }
 
   nameOf(row: number): string {
-    return this.rowNames[row]!;
+    return this.names.nameOf(row)!;
   }
 
   configAt(row: number): TopicConfig {
@@ -186,7 +211,7 @@ export class DormantTable {
     const f = this.f;
     const d: DormantTopic = {
       id: f[o + ID]!,
-      name: this.rowNames[row]!,
+      name: this.names.nameOf(row)!,
       config: this.configAt(row),
       created_ms: f[o + CREATED]!,
       reserved: f[o + RESERVED]!,
@@ -206,12 +231,16 @@ export class DormantTable {
   }
 
   private configOf(c: TopicConfig): number {
+    // Rows come in runs of one config (a section's topics mostly share one): no Map read for those.
+    if (c === this.lastConfig) return this.lastConfigIdx;
     let i = this.configIdx.get(c);
     if (i === undefined) {
       i = this.configs.length;
       this.configs.push(c);
       this.configIdx.set(c, i);
     }
+    this.lastConfig = c;
+    this.lastConfigIdx = i;
     return i;
   }
 

@@ -138,6 +138,7 @@ export class ActorHost implements HostServices {
       workers: opts.workers,
       sleepers: {
         restore: (rec) => this.dormancy.restore(rec),
+        reserve: (more) => this.dormancy.reserveRestored(more),
         listed: (names) => this.names.addAll(names),
         asleepHead: (id) => this.dormancy.asleepHead(id),
         take: (id) => this.dormancy.take(id),

@@ -128,17 +128,26 @@ export class PackRecovery {
    */
   addRuns(topicId: number, runs: readonly number[], runsLen: number, listed: readonly ListedPack[]): void {
     const map = this.host.packs.map;
-    if (this.idxByNo?.listed !== listed) this.idxByNo = { listed, idx: new Map() };
+    if (this.idxByNo?.listed !== listed) {
+      this.idxByNo = { listed, idx: new Map() };
+      this.lastRun.no = -1;
+    }
     for (let i = 0; i < runsLen; i += 3) {
-      let idx = this.idxByNo.idx.get(runs[i]!);
+      // Neighbouring topics' runs are mostly in the same pack: the last one met first.
+      let idx = runs[i] === this.lastRun.no ? this.lastRun.idx : this.idxByNo.idx.get(runs[i]!);
       if (idx === undefined) {
         const p = listed.find((x) => x.no === runs[i]);
         if (!p) throw new Error(`the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not in packs/`);
         this.idxByNo.idx.set(p.no, (idx = map.register(p).idx));
       }
+      this.lastRun.no = runs[i]!;
+      this.lastRun.idx = idx;
       map.add(topicId, idx, runs[i + 1]!, runs[i + 2]!);
     }
   }
+
+  /** The pack addRuns met last (its number and map index), valid while `idxByNo` is. */
+  private readonly lastRun = { no: -1, idx: 0 };
 
   /** Map indexes of the packs addRuns met, by pack number (registering a pack builds its name). */
   private idxByNo: { listed: readonly ListedPack[]; idx: Map<number, number> } | undefined;

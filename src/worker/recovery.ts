@@ -12,7 +12,7 @@ import type { ReplayStats } from '../actors/topic/replay.js';
 import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
-import { readSection } from '../storage/snapshotSection.js';
+import { readSection, sectionPartCount } from '../storage/snapshotSection.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -37,6 +37,8 @@ interface ReadAhead {
 export interface RecoverySleepers {
   /** Keeps a topic of the snapshot asleep (counted, no actor); `listed` lists it. */
   restore(rec: DormantTopic): void;
+  /** Room for `more` topics restored asleep, made at once (a bound: the section's topic count). */
+  reserve(more: number): void;
   /** Adds the names of topics restored asleep to the worker's sorted names, all at once. */
   listed(names: string[]): void;
   /** The head of the topic of that id restored asleep, while recovery runs; undefined when it is not. */
@@ -113,21 +115,26 @@ export class WorkerRecovery {
    * a topic that was quiet at the cut and has no own segment files comes back asleep, with
    * nothing read and nothing indexed (the WAL replay or a later request wakes it); every other
    * topic loads, its packed frames read from the runs the section records, not from a scan of
-   * every pack. Then only the pack bytes written after the cut are scanned. Returns the ids of
-   * every topic of the section (the WAL thread routes replayed frames by them).
+   * every pack. Then only the pack bytes written after the cut are scanned. (The WAL thread
+   * routes replayed frames by the section's ids, which main reads: sectionTopicIds.)
    */
-  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<number[]> {
+  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<void> {
     this.topicDirs = await listTopicDirs(this.host.fsx, this.host.dataDir);
     const listed = listPacks(packNames);
-    const ids: number[] = [];
     const eager: { actor: TopicActor; id: number }[] = [];
     const asleep: string[] = [];
+    const { sleepers } = this.host;
+    const map = this.host.segments.packs!.map;
+    const topicDirs = this.topicDirs;
+    // Rows for every topic of the section at once, not by doubling (most come back asleep).
+    const parts = sectionPartCount(section);
+    sleepers.reserve(parts);
+    map.reserve(parts);
     const head = readSection(section, (cur) => {
-      ids.push(cur.id);
       if (cur.runsLen > 0) this.packs.addRuns(cur.id, cur.runs, cur.runsLen, listed);
-      if (cur.hasWm && !this.topicDirs.has(cur.id) && this.host.segments.packs!.map.size(cur.id) === cur.packed_bytes) {
+      if (cur.hasWm && map.size(cur.id) === cur.packed_bytes && !topicDirs.has(cur.id)) {
         // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery).
-        this.host.sleepers.restore(cur);
+        sleepers.restore(cur);
         asleep.push(cur.name);
         this.snapshotTopicsLoaded++;
         return;
@@ -157,7 +164,6 @@ export class WorkerRecovery {
         this.snapshotTopicsLoaded++;
       },
     );
-    return ids;
   }
 
   /**
@@ -299,20 +305,22 @@ export class WorkerRecovery {
     }
   }
 
-  /** Step 5: pads reservations and counts topics. Returns live topic ids. */
+  /** Step 5: pads reservations and counts topics. Returns live topic ids (in no particular order). */
   finish(): { topics: number; appends: number; ids: number[] } {
-    const ids: number[] = [];
+    const loaded: number[] = [];
     this.host.resetRngs();
     for (const a of this.host.actors) {
       if (!a.current) continue;
       this.host.input(a, { k: 'finish' });
       this.host.byTopicId.set(a.current.id, a);
-      ids.push(a.current.id);
+      loaded.push(a.current.id);
     }
     // Ids of instances deleted during the replay still point at their (dropped) actors.
     for (const [id, a] of this.host.byTopicId) if (a.current?.id !== id) this.host.byTopicId.delete(id);
-    // Topics restored asleep that nothing touched: live, and still asleep.
-    for (const id of this.host.sleepers.endRecovery()) ids.push(id);
+    // Topics restored asleep that nothing touched: live, and still asleep. Usually most topics:
+    // their array is the result, the loaded ones appended (not a million ids copied one by one).
+    const ids = this.host.sleepers.endRecovery();
+    for (const id of loaded) ids.push(id);
     return { topics: ids.length, appends: this.stats.appends, ids };
   }
 }

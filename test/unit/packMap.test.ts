@@ -115,10 +115,18 @@ class ModelMap {
   }
 }
 
+/**
+ * Topic ids the property draws from: small ones, both sides of an IdIndex page boundary (4096),
+ * ids of later epochs (× 2^24), past 2^32 and up to 2^53 - 1 (the slots are paged by id).
+ */
+const IDS = [0, 1, 2, 4095, 4096, 8191, 0x01_000001, 0x01_000002, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 4097, Number.MAX_SAFE_INTEGER];
+
 test('PackMap keeps what one flat array per topic kept: sizes, runs, pieces and live bytes, through adds and releases', () => {
+  const topicArb = fc.oneof(fc.integer({ min: 1, max: 6 }), fc.constantFrom(...IDS));
   const opArb = fc.oneof(
-    { weight: 6, arbitrary: fc.record({ t: fc.constant('add' as const), topic: fc.integer({ min: 1, max: 6 }), pack: fc.integer({ min: 0, max: 2 }), len: fc.integer({ min: 1, max: 50 }), gap: fc.integer({ min: 0, max: 3 }) }) },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant('release' as const), topic: fc.integer({ min: 1, max: 6 }) }) },
+    { weight: 6, arbitrary: fc.record({ t: fc.constant('add' as const), topic: topicArb, pack: fc.integer({ min: 0, max: 2 }), len: fc.integer({ min: 1, max: 50 }), gap: fc.integer({ min: 0, max: 3 }) }) },
+    // Releases often enough that a topic comes back after one (its slot, row and page reused).
+    { weight: 2, arbitrary: fc.record({ t: fc.constant('release' as const), topic: topicArb }) },
   );
   fc.assert(
     fc.property(fc.array(opArb, { maxLength: 120 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 1, max: 100 }), (ops, from, want) => {
@@ -135,7 +143,7 @@ test('PackMap keeps what one flat array per topic kept: sizes, runs, pieces and 
         } else assert.equal(map.release(op.topic), model.release(op.topic));
       }
       assert.equal(map.topicCount, model.topics.size);
-      for (let t = 1; t <= 6; t++) {
+      for (const t of [3, 4, 5, 6, ...IDS]) {
         const r = model.topics.get(t);
         assert.equal(map.has(t), r !== undefined);
         assert.equal(map.size(t), r?.[0] ?? 0);
