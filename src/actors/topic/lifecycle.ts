@@ -18,7 +18,9 @@ export function createInstance(a: ActorCore, ctx: ActorCtx, config: TopicConfig)
   a.current = inst;
   ctx.topicCreated(inst.id);
   inst.controlFrameNo = a.nextFrame();
-  ctx.submit(inst.controlFrameNo, encodeTopicCreate(inst.id, a.name, config, ctx.now), true);
+  // inst.config is the interned (frozen) config, whose JSON text the frame encoder keeps: the
+  // request's resolved config is a fresh object per creation and would be stringified each time.
+  ctx.submit(inst.controlFrameNo, encodeTopicCreate(inst.id, a.name, inst.config, ctx.now), true);
   return inst;
 }
 
