@@ -15,6 +15,7 @@
 import { internConfig, type TopicConfig } from '../actors/topic/config.js';
 import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { TopicPart } from './topicPart.js';
+import { writeUint } from '../core/decimal.js';
 
 /**
  * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and
@@ -163,31 +164,11 @@ export class SectionWriter {
     this.at = at;
   }
 
-  /** A non-negative integer below 2^53, in decimal, without making a string. */
+  /** A non-negative integer below 2^53, in decimal, without making a string (anything else as JSON). */
   private int(v: number): void {
     if (!(v >= 0 && v <= Number.MAX_SAFE_INTEGER && Math.floor(v) === v)) return this.ascii(JSON.stringify(v));
     this.room(16);
-    if (v >= 1e9) {
-      // Above 31 bits (timestamps): the high part, then the low nine digits zero-padded.
-      const hi = Math.floor(v / 1e9);
-      this.small(hi, 0);
-      this.small(v - hi * 1e9, 9);
-    } else this.small(v, 0);
-  }
-
-  /** v < 1e9, with at least `width` digits (zero-padded). */
-  private small(v: number, width: number): void {
-    const b = this.buf;
-    let digits = 1;
-    for (let x = v; x >= 10; x = (x / 10) | 0) digits++;
-    if (digits < width) digits = width;
-    let i = this.at + digits;
-    this.at = i;
-    for (let k = 0; k < digits; k++) {
-      const q = (v / 10) | 0;
-      b[--i] = 0x30 + (v - q * 10);
-      v = q;
-    }
+    this.at = writeUint(this.buf, this.at, v);
   }
 
   /** The section's bytes (one buffer of its own, so it can be transferred) and its topic count. */
@@ -292,31 +273,34 @@ export function readSection(buf: Buffer, onPart: (p: PartCursor) => void): Secti
   return head;
 }
 
+/** Part lines read between two yields to the event loop by sectionTopicIds. */
+const IDS_PER_TURN = 64 * 1024;
+
 /**
  * The topic ids of a section's parts, in order, without reading the parts: every part line starts
  * with `{"id":` and the id's digits (SectionWriter writes it first, fast-path line or not). The
  * main thread hands these to the WAL thread, so the WAL scan starts while the workers are still
- * reading their sections (recovery, issue 15). `topics`: the section's part count, when known.
+ * reading their sections (recovery, issue 15); it yields every IDS_PER_TURN lines, as the
+ * snapshot's CRC check does, so /v0/health answers meanwhile. `topics`: the part count, if known.
  */
-export function sectionTopicIds(buf: Buffer, topics = 0): Float64Array {
+export async function sectionTopicIds(buf: Buffer, topics = 0): Promise<Float64Array> {
   let ids = new Float64Array(topics);
   let n = 0;
   let nl = buf.indexOf(10);
   if (nl < 0) throw new Error('snapshot section without a head line');
+  const line = new LineReader(buf);
   for (let off = nl + 1; off < buf.length; off = nl + 1) {
     nl = buf.indexOf(10, off);
     if (nl < 0) throw new Error(`snapshot section: a part line without its end at ${off}`);
-    let at = off;
-    for (let i = 0; i < L_ID.length; i++) if (buf[at++] !== L_ID[i]) throw new Error(`snapshot section: a part line at ${off} does not start with its id`);
-    let id = 0;
-    for (let c = buf[at]!; c >= 0x30 && c <= 0x39; c = buf[++at]!) id = id * 10 + (c - 0x30);
-    if (at === off + L_ID.length) throw new Error(`snapshot section: a part line at ${off} without an id`);
+    const id = line.id(off, nl);
+    if (Number.isNaN(id)) throw new Error(`snapshot section: a part line at ${off} does not start with its id`);
     if (n === ids.length) {
       const grown = new Float64Array(Math.max(1024, ids.length * 2));
       grown.set(ids);
       ids = grown;
     }
     ids[n++] = id;
+    if (n % IDS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
   }
   return n === ids.length ? ids : ids.slice(0, n);
 }
@@ -375,6 +359,13 @@ class LineReader {
   private end = 0;
   config = 0;
   constructor(private readonly buf: Buffer) {}
+
+  /** The id a part line starts with, or NaN when it does not start with one. */
+  id(off: number, end: number): number {
+    this.i = off;
+    this.end = end;
+    return this.lit(L_ID) ? this.int() : NaN;
+  }
 
   read(off: number, end: number, cur: PartCursor): boolean {
     this.i = off;

@@ -266,7 +266,9 @@ export class Supervisor {
       // only once its snapshot topics are in (WorkerRecovery's replay chain starts there), and
       // the scan's flow control bounds what waits for it meanwhile.
       const { table, loadedAll } = this.loadSnapshot(loaded, packNames);
-      const scanned = this.wal.recover(snap?.cut, transfer(table, table.map((ids) => ids.buffer as ArrayBuffer)), this.settings.recoveryTruncate);
+      loadedAll.catch(() => undefined); // awaited below; it may fail while the ids are read
+      const ids = await table;
+      const scanned = this.wal.recover(snap?.cut, transfer(ids, ids.map((x) => x.buffer as ArrayBuffer)), this.snapshotTopics.total, this.settings.recoveryTruncate);
       scanned.catch(() => undefined); // awaited below, after the load (whose error comes first)
       await loadedAll;
       loading = false;
@@ -310,23 +312,25 @@ export class Supervisor {
 
   /**
    * Recovery step 3: the snapshot's topics to the workers (`loadedAll` settles when every worker
-   * has them in), and at once the topic ids each worker holds, for the WAL thread's replay
-   * routing. A v2 snapshot written under the same worker count goes as sections, each to the
-   * worker that wrote it, which parses it and keeps its quiet topics asleep
-   * (docs/ARCHITECTURE.md "Lazy recovery"); here only each part line's id is read. A v1
-   * snapshot, or a v2 one written under another worker count, is parsed here and placed part by
-   * part, and every topic loads.
+   * has them in), and meanwhile the topic ids each worker holds, for the WAL thread's replay
+   * routing (one worker needs none: every frame goes to it). A v2 snapshot written under the same
+   * worker count goes as sections, each to the worker that wrote it, which parses it and keeps its
+   * quiet topics asleep (docs/ARCHITECTURE.md "Lazy recovery"); here only each part line's id is
+   * read. A v1 snapshot, or a v2 one written under another worker count, is parsed here and
+   * placed part by part, and every topic loads.
    */
-  private loadSnapshot(loaded: LoadedSnapshot | undefined, packNames: string[]): { table: Float64Array[]; loadedAll: Promise<unknown> } {
+  private loadSnapshot(loaded: LoadedSnapshot | undefined, packNames: string[]): { table: Promise<Float64Array[]>; loadedAll: Promise<unknown> } {
     const n = this.workers.length;
     const epoch = loaded ? (loaded.version === 1 ? loaded.body.epoch : loaded.head.epoch) : 0;
     if (loaded?.version === 2 && loaded.head.workers === n && this.settings.lazyRecovery) {
       this.snapshotTopics.total = loaded.head.sections.reduce((t, x) => t + x.topics, 0);
-      const table = loaded.sections.map((sec, i) => sectionTopicIds(sec, loaded.head.sections[i]!.topics));
-      // Each section moves to its worker in a buffer of its own: copies, but the last one takes
-      // the file's own buffer when it is not Node's shared pool (100+ ms less at a million topics).
-      const own = loaded.sections.map((sec, i) => (i === n - 1 && sec.buffer.byteLength > Buffer.poolSize ? new Uint8Array(sec.buffer, sec.byteOffset, sec.length) : new Uint8Array(sec)));
+      // Each section moves to its worker in a buffer of its own. One worker's is the file's own
+      // buffer when that is not Node's shared pool (100+ ms of copying less at a million topics);
+      // with more, each gets a copy and main reads the ids off the originals meanwhile.
+      const sec = loaded.sections;
+      const own = n === 1 && sec[0]!.buffer.byteLength > Buffer.poolSize ? [new Uint8Array(sec[0]!.buffer, sec[0]!.byteOffset, sec[0]!.length)] : sec.map((x) => new Uint8Array(x));
       const loadedAll = Promise.all(this.workers.map((w, i) => w.loadSection(transfer(own[i]!, [own[i]!.buffer as ArrayBuffer]), packNames, epoch)));
+      const table = n === 1 ? Promise.resolve([new Float64Array(0)]) : Promise.all(sec.map((x, i) => sectionTopicIds(x, loaded.head.sections[i]!.topics)));
       return { table, loadedAll };
     }
     let parts: TopicPart[] = [];
@@ -335,7 +339,7 @@ export class Supervisor {
     const byWorker: TopicPart[][] = this.workers.map(() => []);
     for (const part of parts) byWorker[workerOf(part.name, n)]!.push(part);
     this.snapshotTopics.total = parts.length;
-    const table = byWorker.map((ps) => Float64Array.from(ps, (p) => p.id));
+    const table = Promise.resolve(byWorker.map((ps) => Float64Array.from(ps, (p) => p.id)));
     return { table, loadedAll: Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch))) };
   }
 

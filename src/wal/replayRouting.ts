@@ -1,9 +1,9 @@
 // Which topic worker a replayed WAL frame goes to (recovery, on the WAL thread). A frame names
 // its topic by id; the snapshot's ids come per worker from the main thread, and a topic created
 // after the cut is placed by its name (its TOPIC_CREATE frame), as the supervisor places it.
-// With one worker every frame goes to it and nothing is looked up. With more, each worker's ids
-// are kept sorted in a Float64Array and searched: a Map of a million ids took ~0.6 s to build
-// before the scan could start (issue 15), a sort of the same ids ~0.1 s.
+// With one worker every frame goes to it and nothing is looked up (main sends no ids). With
+// more, each worker's ids are kept sorted in a Float64Array and searched: a Map of a million ids
+// took ~0.6 s to build before the scan could start (issue 15), a sort of the same ids ~0.1 s.
 import { workerOf } from '../core/names.js';
 
 export class ReplayRouting {
@@ -11,13 +11,12 @@ export class ReplayRouting {
   private readonly sorted: Float64Array[];
   /** Topics created after the cut: id -> worker. */
   private readonly created = new Map<number, number>();
-  private readonly snapshotTopics: number;
-
   constructor(
     idsByWorker: readonly Float64Array[],
     private readonly workers: number,
+    /** The snapshot's topic count (with one worker its ids are not sent). */
+    private readonly snapshotTopics: number,
   ) {
-    this.snapshotTopics = idsByWorker.reduce((n, ids) => n + ids.length, 0);
     this.sorted = workers === 1 ? [] : idsByWorker.map((ids) => ids.slice().sort());
   }
 

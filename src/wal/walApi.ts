@@ -48,10 +48,13 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   let first: { fileNo: number; writer: WalWriter; ready?: Promise<void> } | undefined;
 
   return {
-    /** `idsByWorker[w]`: the ids of the snapshot's topics worker w holds (typed: a million cross cheaply). */
-    async recover(from: WalPosition | undefined, idsByWorker: Float64Array[], truncate: boolean): Promise<RecoverReply> {
+    /**
+     * `idsByWorker[w]`: the ids of the snapshot's topics worker w holds (typed: a million cross
+     * cheaply; none with one worker), `snapshotTopics` how many there are (progress lines).
+     */
+    async recover(from: WalPosition | undefined, idsByWorker: Float64Array[], snapshotTopics: number, truncate: boolean): Promise<RecoverReply> {
       const workers = data.workerPorts.length;
-      const table = new ReplayRouting(idsByWorker, workers);
+      const table = new ReplayRouting(idsByWorker, workers, snapshotTopics);
       let maxEpoch = 0;
       // Flow control: at most REPLAY_WINDOW_BYTES sent to a worker and not yet applied, so a
       // slow worker (loading segments) never makes the WAL scan pile the log up in memory.

@@ -2,7 +2,8 @@
 // as bytes; its output must be exactly what building the same object with JSON would give.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { digitCount, renderRecordsArray, writeUint, type RenderItem } from '../../src/actors/topic/render.js';
+import { renderRecordsArray, type RenderItem } from '../../src/actors/topic/render.js';
+import { digitCount, writeUint } from '../../src/core/decimal.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 
 test('writeUint and digitCount agree with String() across the safe-integer range', () => {

@@ -246,20 +246,20 @@ test('a section writes every integer up to 2^53 - 1 exactly (digits written with
   );
 });
 
-test("a section's topic ids read from the start of each line are the ids readSection gives, fast-path lines or not", () => {
+test("a section's topic ids read from the start of each line are the ids readSection gives, fast-path lines or not", async () => {
   const { parts } = v2();
   const w0 = new SectionWriter();
   for (const { runs, wm: m, ...part } of parts[0]!) w0.add(part, runs, m); // one line takes JSON.parse (retention)
   const sec0 = Buffer.from(w0.finish({ whole: [], tail: null }).bytes);
   const want: number[] = [];
   readSection(sec0, (p) => want.push(p.id));
-  assert.deepEqual([...sectionTopicIds(sec0, 3)], want);
-  assert.deepEqual([...sectionTopicIds(sec0)], want, 'without the count: the array grows');
+  assert.deepEqual([...(await sectionTopicIds(sec0, 3))], want);
+  assert.deepEqual([...(await sectionTopicIds(sec0))], want, 'without the count: the array grows');
   // Every integer the writer can write.
   const w = new SectionWriter();
   const ids = [0, 7, 1_000_000_001, 2 ** 40 + 5, Number.MAX_SAFE_INTEGER];
   for (const id of ids) w.add({ id, name: `n${id}`, config: config({}), created_ms: 1, reserved: 0 });
-  assert.deepEqual([...sectionTopicIds(Buffer.from(w.finish({ whole: [], tail: null }).bytes), ids.length)], ids);
-  assert.throws(() => sectionTopicIds(Buffer.from('{"configs":[]}\n{"name":"x","id":1}\n')), /does not start with its id/);
-  assert.throws(() => sectionTopicIds(Buffer.from('{"configs":[]}\n{"id":1}')), /without its end/);
+  assert.deepEqual([...(await sectionTopicIds(Buffer.from(w.finish({ whole: [], tail: null }).bytes), ids.length))], ids);
+  await assert.rejects(sectionTopicIds(Buffer.from('{"configs":[]}\n{"name":"x","id":1}\n')), /does not start with its id/);
+  await assert.rejects(sectionTopicIds(Buffer.from('{"configs":[]}\n{"id":1}')), /without its end/);
 });
