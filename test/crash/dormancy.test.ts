@@ -5,7 +5,7 @@
 // deletes, topic deletes, a repeated idempotency key. Then SIGKILL with most topics asleep: every
 // acknowledged `fsync` record comes back, and a clean restart continues each topic at head + 1.
 // Also: a data dir whose newest snapshot is version 1 (before lazy recovery) recovers, and its
-// next checkpoint writes version 2.
+// next checkpoint writes version 2; and SERVICE_TOPICS_AWAKE alone puts topics to sleep.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
@@ -164,5 +164,19 @@ test('a data dir whose newest snapshot is version 1 (before lazy recovery) upgra
   srv = await startServer({ dataDir, env });
   c = client(srv.url);
   await check('from the version 2 snapshot written after it');
+  await srv.stop();
+});
+
+test('SERVICE_TOPICS_AWAKE: past the cap the least recently used topics sleep however recent, and wake on their next request', { timeout: 60_000 }, async () => {
+  const dataDir = tempDir('spool-awake-');
+  // Nothing would sleep for an hour by age: only the cap puts topics to sleep.
+  const srv = await startServer({ dataDir, env: { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '3600000', SERVICE_TOPICS_AWAKE: '10' } });
+  const c = client(srv.url);
+  for (let i = 0; i < 40; i++) assert.equal((await c.post(`/v0/topics/${name(i)}`, { records: [{ data: i }] })).status, 201); // created by the append
+  await untilSleeping(srv, 30);
+  assert.ok((await metric(srv, 'spool_topic_actors')) <= 10, 'at most SERVICE_TOPICS_AWAKE topics keep an actor');
+  // The most recent ones stayed awake; an early one wakes with its record.
+  const d = await c.post(`/v0/topics/${name(0)}/diff`, { from_seq: 0 }); // records after seq 0
+  assert.deepEqual(d.body.records.map((r: { data: unknown }) => r.data), [0]);
   await srv.stop();
 });
