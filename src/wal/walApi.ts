@@ -45,7 +45,8 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   const replay = { frames: 0, bytes: 0, topics: 0 };
   let gc: GroupCommit | undefined;
   /** The run's first file, being prepared since the scan ended (prepareStart). */
-  let first: { fileNo: number; writer: WalWriter; ready?: Promise<void> } | undefined;
+  let first: { fileNo: number; bootEpoch: number; writer: WalWriter; ready: Promise<void> } | undefined;
+  const newWriter = (bootEpoch: number) => new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
 
   return {
     /**
@@ -121,23 +122,24 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
     },
 
     /**
-     * Starts the writer in a new file whose first frame is the BOOT frame. On a full disk the
-     * file (and BOOT) wait for space while reads are served (the storage state says FULL).
-     */
-    /**
      * Recovery, once the scan is over: prepares the run's first file (header, zero fill, fsync)
      * while the workers still apply the replay, so `start` finds it ready.
      */
     prepareStart(fileNo: number, bootEpoch: number): void {
-      first = { fileNo, writer: new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate }) };
-      first.ready = first.writer.prepareFirst(fileNo);
+      const writer = newWriter(bootEpoch);
+      first = { fileNo, bootEpoch, writer, ready: writer.prepareFirst(fileNo) };
     },
 
+    /**
+     * Starts the writer in a new file whose first frame is the BOOT frame (the file prepareStart
+     * made, or one made now). On a full disk the file (and BOOT) wait for space while reads are
+     * served (the storage state says FULL).
+     */
     async start(fileNo: number, bootEpoch: number, bootSeed: string): Promise<void> {
-      const prepared = first?.fileNo === fileNo ? first : undefined;
+      const prepared = first?.fileNo === fileNo && first.bootEpoch === bootEpoch ? first : undefined;
       first = undefined;
       await prepared?.ready;
-      const writer = prepared?.writer ?? new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
+      const writer = prepared?.writer ?? newWriter(bootEpoch);
       gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), log);
       gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
     },

@@ -6,8 +6,8 @@
 //   least recently stepped ones beyond `awakeMax`, as far as each one's dormancy() allows; a topic
 //   that may not sleep ('no') leaves the order until its next step, one that may not sleep yet
 //   ('later') goes to the back. A sweep stops after SWEEP_BUDGET_MS.
-// - A sleeping topic is one DormantTopic record here. A request for it wakes it first: its
-//   packed segment is read back, then the record, its frames and `finish` go to a fresh actor as
+// - A sleeping topic is one row of the DormantTable here. A request for it wakes it first: its
+//   packed segment is read back, then its record (made from the row), its frames and `finish` go to a fresh actor as
 //   inputs (traced like any input, so replay rebuilds it the same way). Requests that arrive
 //   while it wakes wait for the same wake, in order.
 // Invariant: a name is sleeping or has an actor, never both; a sleeping topic's bytes stay in
