@@ -212,7 +212,8 @@ export class Admission {
       const topic = (req.params as Record<string, string>).topic ?? '';
       const { gate, book, now } = this.pressure;
       if (consumes === 'always' || (consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
-      const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
+      // The body search only matters when the gate may park (it runs everything at once otherwise).
+      const bounded = !(isAppend && !gate.runsAtOnce && setsDisableBackpressure(rawBody(req)));
       // One 'close' listener: a client gone while parked gives its slot back at once (it would
       // never fire 'close' again), and a held slot is given back when the response closes.
       let gone = false;

@@ -7,7 +7,8 @@ import { noteUnknownFields } from './bodyFields.js';
 
 export function isJsonMediaType(ct: string | undefined): boolean {
   if (!ct) return false;
-  if (ct === 'application/json') return true; // most requests: no split, trim or lower-casing
+  // Most requests send one of these two exactly: no split, trim or lower-casing for them.
+  if (ct === 'application/json' || ct === 'application/json; charset=utf-8') return true;
   return ct.split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
 

@@ -43,6 +43,11 @@ export class PressureGate {
     return this.sched.parked;
   }
 
+  /** True while an arrival runs at once whatever it asks (no pressure, nothing parked). */
+  get runsAtOnce(): boolean {
+    return !this.monitor.pressured && this.sched.parked === 0;
+  }
+
   /** Passes the gate; `release` must be called once the request's worker work is done. */
   admit(priority: number, bounded: boolean): Promise<Admit> | Admit {
     const t0 = this.now();

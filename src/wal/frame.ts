@@ -9,6 +9,7 @@
 // Invariant: a frame decodes only if its length is sane and its CRC matches; anything else is
 // reported as "no frame here", never as data.
 import { crc32 } from 'node:zlib';
+import { digitCount, writeUint } from '../core/decimal.js';
 import {
   AppendFlag,
   APPEND_HEAD_BYTES,
@@ -54,7 +55,8 @@ export function sealFrame(buf: Buffer, off: number, type: FrameTypeCode, flags: 
   buf.writeUInt32LE(0, off + 12);
   writeU64(buf, off + 16, topicId);
   const end = off + FRAME_PREFIX_BYTES + bodyLen;
-  buf.fill(0, end, off + alignUp(FRAME_PREFIX_BYTES + bodyLen));
+  // At most 7 bytes of padding: a loop, not a call into C++ (buf.fill).
+  for (let i = end, padEnd = off + alignUp(FRAME_PREFIX_BYTES + bodyLen); i < padEnd; i++) buf[i] = 0;
   buf.writeUInt32LE(crc32(buf.subarray(off + 8, end)), off + 4);
 }
 
@@ -80,11 +82,42 @@ function configText(config: object): string {
   return text;
 }
 
+/** Per frozen config, the UTF-8 bytes of `","config":<text>,"created_ms":` (see encodeTopicCreate). */
+const configMiddles = new WeakMap<object, Buffer>();
+const NAME_OPEN = Buffer.from('{"name":"', 'latin1');
+
+/** A name JSON.stringify leaves as it is between its quotes (every valid topic name). */
+function plainAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
 /**
  * A TOPIC_CREATE frame: the same bytes as encodeJsonFrame of `{name, config, created_ms}`, with
- * the config's text reused and written straight into the frame.
+ * the config's text reused and written straight into the frame. For a frozen config, an ASCII
+ * name and an integer time (every creation) the bytes are written without making a string:
+ * the string, its UTF-8 length and its write were most of a creation's frame encoding.
  */
 export function encodeTopicCreate(topicId: number, name: string, config: object, createdMs: number): Buffer {
+  if (Object.isFrozen(config) && Number.isSafeInteger(createdMs) && createdMs >= 0 && plainAscii(name)) {
+    let middle = configMiddles.get(config);
+    if (middle === undefined) configMiddles.set(config, (middle = Buffer.from(`","config":${configText(config)},"created_ms":`, 'utf8')));
+    const len = NAME_OPEN.length + name.length + middle.length + digitCount(createdMs) + 1;
+    // A pool slice is fine: the frame is copied into its turn's WAL submission, never transferred.
+    const buf = Buffer.allocUnsafe(frameSize(len));
+    let p = FRAME_HEADER_BYTES;
+    buf.set(NAME_OPEN, p);
+    p += NAME_OPEN.length;
+    for (let i = 0; i < name.length; i++) buf[p++] = name.charCodeAt(i);
+    buf.set(middle, p);
+    p = writeUint(buf, p + middle.length, createdMs);
+    buf[p] = 0x7d; // }
+    sealFrame(buf, 0, FrameType.TOPIC_CREATE, 0, topicId, len);
+    return buf;
+  }
   const text = `{"name":${JSON.stringify(name)},"config":${configText(config)},"created_ms":${JSON.stringify(createdMs)}}`;
   const len = Buffer.byteLength(text, 'utf8');
   const buf = Buffer.alloc(frameSize(len));

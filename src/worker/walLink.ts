@@ -59,7 +59,12 @@ export interface WalLinkHost {
 }
 
 export class WalLink {
-  private readonly timings = new WeakMap<TopicActor, Map<number, FrameTiming>>();
+  /**
+   * Per actor with frames not yet durable, their submit and write times. A Map, not a WeakMap:
+   * an entry lives only until its frames are durable, and WeakMap inserts (with their GC work)
+   * were a visible cost of every topic creation.
+   */
+  private readonly timings = new Map<TopicActor, Map<number, FrameTiming>>();
   private turnFrames: QueuedFrame[] = [];
   private flushScheduled = false;
   private submitSeq = 0;
@@ -220,6 +225,7 @@ export class WalLink {
   private onFailed(message: string): void {
     if (this.failed !== undefined) return;
     this.failed = message;
+    this.timings.clear(); // nothing in flight will become durable now
     for (const w of this.writtenWaiters.splice(0)) w.reject(new Error(`the WAL failed: ${message}`));
     for (const w of this.idleWaiters.splice(0)) w();
     for (let d = this.deferred.pop(); d; d = this.deferred.pop()) this.host.redeliver(d.reqId, d.req);

@@ -30,12 +30,6 @@ import assert from 'node:assert/strict';
 
 export type { ActorOptions } from './actorCore.js';
 
-/**
- * Per instance with waiting gates: the sum of the watermarks its gates were last checked at
- * (runInstanceGates). A WeakMap, not a field: most of a worker's topics never have a gate waiting.
- */
-const gatesCheckedAt = new WeakMap<TopicInstance, number>();
-
 export class TopicActor implements ActorCore {
   current: TopicInstance | undefined;
   /** Instances deleted while frames were in flight; kept until their gates drain (else undefined). */
@@ -224,8 +218,8 @@ export class TopicActor implements ActorCore {
     // step and every ack ran the pass over all waiting replies, O(n²) per turn with 64 clients
     // on one topic (runInstanceGates and met were top frames of the worker).
     const mark = inst.head + this.writtenFrameNo + this.durableFrameNo;
-    if (gatesCheckedAt.get(inst) === mark) return;
-    gatesCheckedAt.set(inst, mark);
+    if (inst.gatesCheckedAt === mark) return;
+    inst.gatesCheckedAt = mark;
     const still = [];
     for (const g of inst.gates) {
       if (this.met(inst, g)) g.send(ctx);
