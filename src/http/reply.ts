@@ -96,7 +96,9 @@ export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicRes
     body.write(tail, n, 'latin1');
     reply.raw.once('finish', () => returnPage(page));
   } else {
-    body = Buffer.concat([Buffer.from(r.json.buffer, r.json.byteOffset, n), Buffer.from(tail, 'latin1')]);
+    body = Buffer.allocUnsafe(n + tail.length);
+    body.set(r.json, 0);
+    body.write(tail, n, 'latin1');
   }
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
