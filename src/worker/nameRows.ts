@@ -8,17 +8,16 @@
 // Invariants: a name has at most one row; `slots` holds each named row once, in the probe run
 // of its hash; the slots are at most half full.
 import assert from 'node:assert/strict';
+import { fnv1a32 } from '../core/names.js';
 
 /** A slot with no row. */
 const EMPTY = -1;
 const FIRST_SLOTS = 2048;
 const FIRST_ROWS = 1024;
 
-/** FNV-1a over the name's UTF-16 code units (the same hash for equal strings, however made). */
+/** The placement hash of the name (fnv1a32), as the int32 the hashes array keeps. */
 export function nameHash(name: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
-  return h | 0; // an int32, as the hashes array keeps it (the empty name's is the offset basis)
+  return fnv1a32(name) | 0;
 }
 
 export class NameRows {
