@@ -7,8 +7,8 @@
 //           bytes written at the cut);
 //   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
-//           watermarks in WM_FIELDS order, no recency clocks) when it was quiet at the cut (it
-//           may recover asleep).
+//           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
+//           TTL) when it was quiet at the cut (it may recover asleep).
 // Parts are written as bytes into one growing buffer: never one string of a million parts (V8
 // caps a string near 512 MB), nor a string per part. Runs in topic workers (both directions)
 // and offline tools (decode).
@@ -24,6 +24,13 @@ import { writeUint } from '../core/decimal.js';
  */
 export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'packed_bytes'] as const satisfies readonly (keyof Watermarks)[];
 
+/**
+ * The watermarks a section holds of a quiet topic: WM_FIELDS, and first_ts_ms (written after
+ * them for a topic with TTL only; read as 0 when absent, which wakes such a topic soon after
+ * recovery: dormant.ts ttlWakeAt).
+ */
+export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'first_ts_ms'>;
+
 /** What a worker's packs held at the cut: recovery scans only what came after. */
 export interface SectionPacks {
   /** Packs every frame of which was written before the cut (their live frames are in runs). */
@@ -33,7 +40,7 @@ export interface SectionPacks {
 }
 
 /** What a section needs of a sleeping topic's table row (worker/dormantTable.ts's DormantRow). */
-export interface SleepingRow extends Pick<Watermarks, (typeof WM_FIELDS)[number]> {
+export interface SleepingRow extends SectionWatermarks {
   readonly id: number;
   readonly name: string;
   readonly config: TopicConfig;
@@ -71,7 +78,7 @@ export class SectionWriter {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
     if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
     if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
-    this.end(runs, runs?.length ?? 0, wm);
+    this.end(runs, runs?.length ?? 0, wm, part.config.ttl_ms > 0);
   }
 
   /**
@@ -80,7 +87,7 @@ export class SectionWriter {
    */
   addRow(d: SleepingRow, reserved: number, runs: readonly number[], runsLen: number): void {
     this.head(d.id, d.name, d.config, d.created_ms, reserved, d.retention);
-    this.end(runs, runsLen, d);
+    this.end(runs, runsLen, d, d.config.ttl_ms > 0);
   }
 
   private head(id: number, name: string, config: TopicConfig, createdMs: number, reserved: number, retention: Partial<TopicPart> | undefined): void {
@@ -104,7 +111,7 @@ export class SectionWriter {
     if (retention?.evict_floor !== undefined) this.ascii(`,"evict_floor":${retention.evict_floor},"ledger":${JSON.stringify(retention.ledger ?? [])},"dead_below":${retention.dead_below ?? 0},"deleted":${JSON.stringify(retention.deleted ?? [])}`);
   }
 
-  private end(runs: readonly number[] | undefined, runsLen: number, wm: Pick<Watermarks, (typeof WM_FIELDS)[number]> | undefined): void {
+  private end(runs: readonly number[] | undefined, runsLen: number, wm: SectionWatermarks | undefined, ttl: boolean): void {
     if (runs && runsLen > 0) {
       this.ascii(',"runs":[');
       for (let i = 0; i < runsLen; i++) {
@@ -127,6 +134,10 @@ export class SectionWriter {
       this.int(wm.last_ts_ms);
       this.byte(0x2c);
       this.int(wm.packed_bytes);
+      if (ttl) {
+        this.byte(0x2c);
+        this.int(wm.first_ts_ms);
+      }
       this.byte(0x5d);
     }
     this.byte(0x7d);
@@ -218,6 +229,7 @@ export class PartCursor {
   bytes = 0;
   earliest = 0;
   last_ts_ms = 0;
+  first_ts_ms = 0;
   packed_bytes = 0;
   readonly last_write_ms = null;
   readonly last_read_ms = null;
@@ -235,7 +247,7 @@ export class PartCursor {
     if (this.queue !== undefined) p.queue = this.queue;
     if (this.routers_applied !== undefined) p.routers_applied = this.routers_applied;
     if (this.runsLen > 0) p.runs = this.runs.slice(0, this.runsLen);
-    if (this.hasWm) p.wm = { head: this.head, count: this.count, bytes: this.bytes, earliest: this.earliest, last_ts_ms: this.last_ts_ms, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: this.packed_bytes };
+    if (this.hasWm) p.wm = { head: this.head, count: this.count, bytes: this.bytes, earliest: this.earliest, last_ts_ms: this.last_ts_ms, first_ts_ms: this.first_ts_ms, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: this.packed_bytes };
     return p;
   }
 
@@ -243,6 +255,7 @@ export class PartCursor {
     this.evict_floor = this.ledger = this.dead_below = this.deleted = this.queue = this.routers_applied = undefined;
     this.runsLen = 0;
     this.hasWm = false;
+    this.first_ts_ms = 0;
   }
 }
 
@@ -340,6 +353,7 @@ function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): num
     cur.earliest = wm.earliest;
     cur.last_ts_ms = wm.last_ts_ms;
     cur.packed_bytes = wm.packed_bytes;
+    cur.first_ts_ms = wm.first_ts_ms;
   }
   return raw.c;
 }
@@ -407,6 +421,11 @@ class LineReader {
       cur.last_ts_ms = this.int();
       if (this.buf[this.i++] !== 0x2c) return false;
       cur.packed_bytes = this.int();
+      if (this.buf[this.i] === 0x2c) {
+        this.i++;
+        cur.first_ts_ms = this.int();
+        if (Number.isNaN(cur.first_ts_ms)) return false;
+      }
       if (this.buf[this.i++] !== 0x5d) return false;
       cur.hasWm = true;
     }
@@ -438,7 +457,8 @@ class LineReader {
 }
 
 function watermarksOf(a: number[]): Watermarks {
-  const wm: Watermarks = { head: 0, count: 0, bytes: 0, earliest: 0, last_ts_ms: 0, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 0 };
+  const wm: Watermarks = { head: 0, count: 0, bytes: 0, earliest: 0, last_ts_ms: 0, first_ts_ms: 0, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 0 };
   WM_FIELDS.forEach((k, i) => (wm[k] = a[i]!));
+  if (a.length > WM_FIELDS.length) wm.first_ts_ms = a[WM_FIELDS.length]!;
   return wm;
 }

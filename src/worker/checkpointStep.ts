@@ -27,6 +27,8 @@ export interface CheckpointTopics {
   actor(name: string): TopicActor | undefined;
   /** Sleeping topics (dormancy.ts): quiet, so their rows are their parts and watermarks. */
   readonly sleeping: DormantTable;
+  /** The worker's clock (whether a TTL topic is quiet depends on it). */
+  now(): number;
 }
 
 export class WorkerCheckpoints {
@@ -99,7 +101,7 @@ export class WorkerCheckpoints {
     // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
     const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
     // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
-    const quiet = packs ? a.dormancy(packs.map.size(inst.id)) : 'no';
+    const quiet = packs ? a.dormancy(packs.map.size(inst.id), this.topics.now()) : 'no';
     const n = packs?.map.runsInto(inst.id, runs) ?? 0;
     out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, n > 0 ? runs.slice(0, n) : undefined, typeof quiet === 'object' ? quiet : undefined);
   }

@@ -10,12 +10,17 @@
 //   packed segment is read back, then its record (made from the row), its frames and `finish` go to a fresh actor as
 //   inputs (traced like any input, so replay rebuilds it the same way). Requests that arrive
 //   while it wakes wait for the same wake, in order.
+// - TTL (dormant.ts): a topic with TTL sleeps only while none of its records is about to expire
+//   or all have; asleep, it is woken TTL_WAKE_AHEAD_MS before its first record expires, and awake
+//   with expiry under way it may sleep again once its last record has expired. Both moments wait
+//   in one heap of due times, looked at by every sweep.
 // Invariant: a name is sleeping or has an actor, never both; a sleeping topic's bytes stay in
 // the worker's live-bytes total (`bytes`).
 import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
-import type { DormantTopic } from '../actors/topic/dormant.js';
+import { ttlSleepAt, ttlWakeAt, type DormantTopic } from '../actors/topic/dormant.js';
+import { MinHeap } from '../actors/queue/heap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
@@ -30,6 +35,8 @@ export interface DormancyHost {
   readonly packs: PackStore | undefined;
   readonly byTopicId: Map<number, TopicActor>;
   actorFor(name: string): TopicActor;
+  /** The actor holding `name`, if any (never made). */
+  actorByName(name: string): TopicActor | undefined;
   input(actor: TopicActor, input: ActorInput): void;
   /** The woken topic's records keep their texts (`frames`): they count in the cache budget. */
   textsKept(topicId: number, frames: readonly Buffer[]): void;
@@ -57,16 +64,27 @@ export class Dormancy {
    */
   private recovering: IdIndex | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * TTL moments (see the header), by time: a sleeping topic to wake, or an awake one that left the
+   * sweep's order to try to put to sleep. Stale entries are skipped when due (the name changed state).
+   */
+  private readonly ttlDue = new MinHeap<{ at: number; name: string }>((a, b) => a.at < b.at);
 
   constructor(
     private readonly host: DormancyHost,
     private readonly opts: DormancyOptions,
   ) {}
 
-  /** Starts the sweeps (after recovery; never when topics may not sleep). */
+  /**
+   * Starts the sweeps (after recovery). With sleepMs 0 they only wake TTL topics restored asleep
+   * by recovery ahead of their expiry.
+   */
   start(): void {
-    if (this.opts.sleepMs <= 0 || this.timer) return;
-    this.timer = setInterval(() => this.sweep(), SWEEP_MS);
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      this.wakeDue().catch(() => undefined); // a failed wake is the next request's to report
+      if (this.opts.sleepMs > 0) this.sweep();
+    }, SWEEP_MS);
   }
 
   stop(): void {
@@ -126,20 +144,60 @@ export class Dormancy {
       }
       // Out of the order: back at its next step, or below when it may sleep later.
       this.awake.delete(actor);
-      const d = actor.current ? actor.dormancy(this.host.packs?.map.size(actor.current.id) ?? -1) : 'no';
-      if (d === 'no') continue;
-      if (d === 'later' || this.host.hasTimers(actor)) later.push(actor);
-      else {
-        this.sleep(actor, d);
-        slept++;
-      }
+      const r = this.trySleep(actor, now);
+      if (r === 'later') later.push(actor);
+      else if (r === 'slept') slept++;
     }
     for (const a of later) this.awake.set(a, now);
     return slept;
   }
 
+  /**
+   * Puts `actor` to sleep if it may (it is out of the order): 'later' when it may once its work in
+   * flight or its timers are done, 'no' when its kind or state keeps it awake until its next step
+   * (or, for TTL expiry under way, until the moment the heap holds for it).
+   */
+  private trySleep(actor: TopicActor, now: number): 'slept' | 'later' | 'no' {
+    const inst = actor.current;
+    const d = inst ? actor.dormancy(this.host.packs?.map.size(inst.id) ?? -1, now) : 'no';
+    if (d === 'no') {
+      const at = inst ? ttlSleepAt(inst, now) : undefined;
+      if (at !== undefined) this.ttlDue.push({ at, name: actor.name });
+      return 'no';
+    }
+    if (d === 'later' || this.host.hasTimers(actor)) return 'later';
+    this.sleep(actor, d);
+    return 'slept';
+  }
+
+  /**
+   * The TTL moments due now (see the header): wakes the sleeping topics whose first record
+   * expires within TTL_WAKE_AHEAD_MS, and tries again to put to sleep the awake ones whose
+   * records have all expired since. Resolves once those wakes are done; returns how many woke.
+   */
+  async wakeDue(): Promise<number> {
+    const now = this.host.now();
+    const wakes: Promise<void>[] = [];
+    for (let top = this.ttlDue.peek(); top !== undefined && top.at <= now; top = this.ttlDue.peek()) {
+      this.ttlDue.pop();
+      const row = this.sleeping.row(top.name);
+      if (row) {
+        const at = ttlWakeAt(row, now);
+        if (at !== undefined && at <= now) wakes.push(this.wakeFor(top.name)!);
+        continue;
+      }
+      const actor = this.host.actorByName(top.name);
+      // Stepped since (back in the order) or gone: the sweep or its next step decides.
+      if (this.opts.sleepMs <= 0 || !actor || this.awake.has(actor)) continue;
+      if (this.trySleep(actor, now) === 'later') this.awake.set(actor, now);
+    }
+    await Promise.all(wakes);
+    return wakes.length;
+  }
+
   private sleep(actor: TopicActor, rec: DormantTopic): void {
     this.sleeping.put(rec);
+    this.scheduleWake(rec);
     this.host.byTopicId.delete(rec.id);
     // The actor forgets its instance and is dropped as idle after this step; the name stays listed.
     this.host.input(actor, { k: 'sleep' });
@@ -154,6 +212,13 @@ export class Dormancy {
   restore(rec: DormantTopic): void {
     const row = this.sleeping.put(rec);
     (this.recovering ??= new IdIndex()).set(rec.id, row);
+    this.scheduleWake(rec);
+  }
+
+  /** A topic with TTL going to sleep: when its first record is about to expire, it wakes (wakeDue). */
+  private scheduleWake(rec: DormantTopic): void {
+    const at = ttlWakeAt(rec, this.host.now());
+    if (at !== undefined) this.ttlDue.push({ at, name: rec.name });
   }
 
   /** Room for `more` topics restored asleep (recovery: the count of its section's topics, a bound). */

@@ -25,7 +25,8 @@ const LAST_WRITE = 9;
 const LAST_READ = 10;
 const LAST_CONSUMED = 11;
 const CONFIG = 12;
-const ROW_WORDS = 13;
+const FIRST_TS = 13;
+const ROW_WORDS = 14;
 
 const FIRST_ROWS = 1024;
 
@@ -70,6 +71,7 @@ export class DormantTable {
     f[o + BYTES] = d.bytes;
     f[o + EARLIEST] = d.earliest;
     f[o + LAST_TS] = d.last_ts_ms;
+    f[o + FIRST_TS] = d.first_ts_ms;
     f[o + PACKED] = d.packed_bytes;
     f[o + LAST_WRITE] = clock(d.last_write_ms);
     f[o + LAST_READ] = clock(d.last_read_ms);
@@ -220,6 +222,7 @@ export class DormantTable {
       bytes: f[o + BYTES]!,
       earliest: f[o + EARLIEST]!,
       last_ts_ms: f[o + LAST_TS]!,
+      first_ts_ms: f[o + FIRST_TS]!,
       last_write_ms: unclock(f[o + LAST_WRITE]!),
       last_read_ms: unclock(f[o + LAST_READ]!),
       last_consumed_ms: unclock(f[o + LAST_CONSUMED]!),
@@ -288,6 +291,9 @@ export class DormantRow {
   }
   get last_ts_ms(): number {
     return this.t.value(this.at, LAST_TS);
+  }
+  get first_ts_ms(): number {
+    return this.t.value(this.at, FIRST_TS);
   }
   get packed_bytes(): number {
     return this.t.value(this.at, PACKED);

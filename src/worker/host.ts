@@ -150,6 +150,7 @@ export class ActorHost implements HostServices {
         packs: segments.packs,
         byTopicId: this.byTopicId,
         actorFor: (name) => this.actorFor(name),
+        actorByName: (name) => this.actorsByName.get(name),
         input: (actor, input) => this.input(actor, input),
         hasTimers: (actor) => this.timers.hasAny(actor),
         textsKept: (topicId, frames) => {
@@ -168,6 +169,7 @@ export class ActorHost implements HostServices {
       actors: () => this.actorsByName.values(),
       actor: (name) => this.actorsByName.get(name),
       sleeping: this.dormancy.sleeping,
+      now: () => this.clock.now(),
     });
   }
 
@@ -426,7 +428,8 @@ export class ActorHost implements HostServices {
       if (a.current?.queue) this.input(a, { k: 'sweep' });
       a.addStats(totals, routers, this.clock.now());
     }
-    this.dormancy.sleeping.forEach((d) => addDormantStats(totals, d));
+    const now = this.clock.now();
+    this.dormancy.sleeping.forEach((d) => addDormantStats(totals, d, now));
     totals.actors = this.actorsByName.size;
     totals.sleeping = this.dormancy.sleepingCount;
     const first: TopicStats[] = [];
@@ -434,7 +437,7 @@ export class ActorHost implements HostServices {
       this.names.forEachFrom('', '', (n) => {
         const a = this.actorsByName.get(n);
         const d = a ? undefined : this.dormancy.get(n);
-        const s = a ? a.stats(this.clock.now()) : d ? dormantStats(d) : undefined;
+        const s = a ? a.stats(now) : d ? dormantStats(d, now) : undefined;
         if (s) first.push(s);
         return first.length < firstMax;
       });

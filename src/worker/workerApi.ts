@@ -193,6 +193,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     sleepQuietTopics(): number {
       return host.dormancy.sweep(true);
     },
+    /** What the sweep's timer does about TTL (dormancy.ts wakeDue), at once (tests); returns how many woke. */
+    wakeDueTopics(): Promise<number> {
+      return host.dormancy.wakeDue();
+    },
     releaseLongPolls(): void {
       host.releaseLongPolls();
     },

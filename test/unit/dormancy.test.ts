@@ -32,8 +32,9 @@ type Op =
   | { t: 'restart'; checkpoint: boolean };
 
 const topicArb = fc.constantFrom(...NAMES);
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('put' as const), topic: topicArb, durability: fc.constantFrom(...CLASSES), capRecords: fc.constantFrom(0, 0, 0, 4), ttlMs: fc.constantFrom(0, 0, 0, 500), autoPriority: fc.boolean() }) },
+/** The ops of a random program; `ttls`: the ttl_ms a put may set. */
+const opArbWith = (ttls: number[], advanceWeight: number, readWeight: number): fc.Arbitrary<Op> => fc.oneof(
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('put' as const), topic: topicArb, durability: fc.constantFrom(...CLASSES), capRecords: fc.constantFrom(0, 0, 0, 4), ttlMs: fc.constantFrom(...ttls), autoPriority: fc.boolean() }) },
   {
     weight: 6,
     arbitrary: fc.record({
@@ -48,12 +49,17 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: topicArb, beforeSeq: fc.integer({ min: 1, max: 10 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: topicArb, tag: fc.constantFrom('red', 'blue') }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), topic: topicArb }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('read' as const), topic: topicArb, fromSeq: fc.constantFrom(0, 0, 2, 5), touch: fc.boolean(), diff: fc.boolean() }) },
+  { weight: readWeight, arbitrary: fc.record({ t: fc.constant('read' as const), topic: topicArb, fromSeq: fc.constantFrom(0, 0, 2, 5), touch: fc.boolean(), diff: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
   { weight: 4, arbitrary: fc.constant({ t: 'sleep' as const }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(10, 100, 600) }) },
+  { weight: advanceWeight, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(10, 100, 600, 2000) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean() }) },
 );
+const opArb = opArbWith([0, 0, 0, 500, 2000, 5000], 1, 4);
+/** Programs about TTL: every topic is made with TTL first, and time passes more often. */
+const ttlProgramArb = fc
+  .tuple(fc.array(fc.constantFrom(2000, 5000), { minLength: NAMES.length, maxLength: NAMES.length }), fc.array(opArbWith([500, 2000, 5000], 6, 1), { minLength: 5, maxLength: 50 }))
+  .map(([ttls, ops]): Op[] => [...NAMES.map((topic, i): Op => ({ t: 'put', topic, durability: 'disk', capRecords: 0, ttlMs: ttls[i]!, autoPriority: false })), ...ops]);
 
 function requestsOf(op: Extract<Op, { topic: string }>): TopicRequest[] {
   switch (op.t) {
@@ -93,6 +99,8 @@ class Side {
   readonly disk = new SimDisk();
   readonly clock = new FakeClock();
   slept = 0;
+  /** Sleeping TTL topics woken ahead of their first record's expiry. */
+  ttlWoke = 0;
   constructor(readonly sleeps: boolean) {}
 
   async boot(): Promise<void> {
@@ -107,6 +115,9 @@ class Side {
     switch (op.t) {
       case 'advance':
         this.clock.advance(op.ms);
+        // Time passes as the sweep's timer sees it (every 100 ms): sleeping TTL topics wake ahead of
+        // their first record's expiry, awake ones whose records all expired may sleep again.
+        if (this.sleeps) for (const wk of w.sup.workers) this.ttlWoke += await wk.wakeDueTopics();
         return [];
       case 'sleep':
         if (this.sleeps) for (const wk of w.sup.workers) this.slept += await wk.sleepQuietTopics();
@@ -142,7 +153,7 @@ class Side {
   }
 }
 
-async function run(ops: Op[]): Promise<number> {
+async function run(ops: Op[]): Promise<{ slept: number; ttlWoke: number }> {
   const asleep = new Side(true);
   const awake = new Side(false);
   await asleep.boot();
@@ -156,26 +167,42 @@ async function run(ops: Op[]): Promise<number> {
       await asleep.audit(what);
       await awake.audit(what);
     }
-    return asleep.slept;
+    return { slept: asleep.slept, ttlWoke: asleep.ttlWoke };
   } finally {
     asleep.world.halt();
     awake.world.halt();
   }
 }
 
-test('topics put to sleep answer every request as if they had stayed awake', async () => {
-  const numRuns = Number(process.env.DORMANCY_RUNS ?? 60);
+/** Runs the property over `programs`; returns the sleeps and TTL wakes it saw. */
+async function property(programs: fc.Arbitrary<Op[]>, runs: number): Promise<{ numRuns: number; slept: number; ttlWoke: number }> {
+  const numRuns = Number(process.env.DORMANCY_RUNS ?? runs);
   const seed = process.env.DORMANCY_SEED !== undefined ? Number(process.env.DORMANCY_SEED) : undefined;
   const path = process.env.DORMANCY_PATH;
   let slept = 0;
+  let ttlWoke = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 50 }), async (ops) => {
-      slept += await run(ops);
+    fc.asyncProperty(programs, async (ops) => {
+      const r = await run(ops);
+      slept += r.slept;
+      ttlWoke += r.ttlWoke;
     }),
     { numRuns, includeErrorInReport: true, ...(seed !== undefined ? { seed } : {}), ...(path ? { path } : {}) },
   );
+  return { numRuns, slept, ttlWoke };
+}
+
+test('topics put to sleep answer every request as if they had stayed awake', async () => {
+  const { numRuns, slept } = await property(fc.array(opArb, { minLength: 5, maxLength: 50 }), 60);
   // The property is only as strong as the sleeps it saw.
   assert.ok(slept > numRuns, `only ${slept} topics went to sleep over ${numRuns} runs`);
+});
+
+test('TTL topics put to sleep (and woken ahead of their expiry) answer as if they had stayed awake', async () => {
+  // About one program in eight sees a wake ahead of expiry: 100 runs see some.
+  const { numRuns, slept, ttlWoke } = await property(ttlProgramArb, 100);
+  assert.ok(slept > numRuns, `only ${slept} topics went to sleep over ${numRuns} runs`);
+  assert.ok(ttlWoke > 0, `no sleeping TTL topic was woken ahead of its expiry over ${numRuns} runs`);
 });
 
 test('a topic that took records while ephemeral does not sleep: they live only in memory', async () => {
@@ -213,5 +240,38 @@ test('a fixed program: sleep, wake by append, read, delete records, sleep again,
     { t: 'drop', topic: 't.b' },
     { t: 'list', touch: false },
   ]);
-  assert.ok(slept >= 4, `only ${slept} topics went to sleep`);
+  assert.ok(slept.slept >= 4, `only ${slept.slept} topics went to sleep`);
+});
+
+test('a TTL topic sleeps until its first record is about to expire, wakes ahead of it, and sleeps again once all expired', async () => {
+  const wait = (n: number): Op[] => Array.from({ length: n }, () => ({ t: 'advance' as const, ms: 600 }));
+  const r = await run([
+    { t: 'put', topic: 't.a', durability: 'disk', capRecords: 0, ttlMs: 5000, autoPriority: false },
+    { t: 'append', topic: 't.a', sizes: [10, 20], tag: 'red', node: null, key: null },
+    ...wait(3),
+    { t: 'append', topic: 't.a', sizes: [30], tag: null, node: null, key: null },
+    { t: 'put', topic: 't.b', durability: 'fsync', capRecords: 0, ttlMs: 5000, autoPriority: false },
+    { t: 'append', topic: 't.b', sizes: [5], tag: null, node: null, key: null },
+    { t: 'sleep' }, // both sleep: nothing expires within TTL_WAKE_AHEAD_MS
+    { t: 'list', touch: false },
+    { t: 'restart', checkpoint: true }, // restored asleep, first_ts_ms from the snapshot
+    { t: 'list', touch: false },
+    ...wait(4), // t.a's first records expire within a second: it wakes
+    { t: 'list', touch: false },
+    ...wait(2), // its first two records expired, its last not yet: it stays awake
+    { t: 'sleep' },
+    { t: 'list', touch: false },
+    { t: 'read', topic: 't.b', fromSeq: 0, touch: false, diff: false },
+    ...wait(4), // every record expired: both may sleep, and count none
+    { t: 'sleep' },
+    { t: 'list', touch: false },
+    { t: 'restart', checkpoint: false },
+    { t: 'list', touch: false },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: false, diff: true },
+    { t: 'append', topic: 't.a', sizes: [7], tag: null, node: null, key: null },
+    { t: 'sleep' },
+    { t: 'list', touch: false },
+  ]);
+  assert.ok(r.slept >= 4, `only ${r.slept} topics went to sleep`);
+  assert.ok(r.ttlWoke >= 1, 'the sleeping TTL topic woke ahead of its expiry');
 });

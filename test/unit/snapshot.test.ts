@@ -170,12 +170,16 @@ test('loadNewestSnapshot: no meta dir or no snapshots gives undefined; temp and 
 function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   const disk = config({ durability: 'disk' });
   // Recency clocks are not persisted: they come back null whatever they were.
-  const wm = { head: 10, count: 7, bytes: 70, earliest: 4, last_ts_ms: 1767225600100, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 640 };
+  // first_ts_ms is written for topics with TTL only (read back as 0 for the others).
+  const wm = { head: 10, count: 7, bytes: 70, earliest: 4, last_ts_ms: 1767225600100, first_ts_ms: 0, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 640 };
+  const ttlWm = { ...wm, first_ts_ms: 1767225600050 };
+  const ttl = config({ durability: 'fsync', ttl_ms: 5 });
   const parts: SectionPart[][] = [
     [
       { id: 1, name: 'a', config: disk, created_ms: 5, reserved: 1024, runs: [3, 0, 320, 4, 64, 320], wm },
-      { id: 2, name: 'b', config: config({ durability: 'fsync', ttl_ms: 5 }), created_ms: 6, reserved: 9, evict_floor: 4, ledger: [], dead_below: 4, deleted: [[6, 7]] },
+      { id: 2, name: 'b', config: ttl, created_ms: 6, reserved: 9, evict_floor: 4, ledger: [], dead_below: 4, deleted: [[6, 7]], wm: ttlWm },
       { id: 3, name: 'c', config: disk, created_ms: 7, reserved: 0 },
+      { id: 4, name: 'd', config: ttl, created_ms: 8, reserved: 10, runs: [3, 320, 64], wm: ttlWm },
     ],
     [],
   ];
@@ -197,7 +201,7 @@ test("a v2 snapshot: each worker's section round-trips (configs by index, runs, 
   const got = await readNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected'));
   assert.ok(got?.version === 2);
   assert.equal(got.head.workers, 2);
-  assert.deepEqual(got.head.sections.map((x) => x.topics), [3, 0]);
+  assert.deepEqual(got.head.sections.map((x) => x.topics), [4, 0]);
   got.sections.forEach((sec, i) => {
     const read: SectionPart[] = [];
     const head = readSection(sec, (p) => read.push(p.part()));
@@ -233,16 +237,19 @@ test('any single bit flip in a v2 snapshot makes it unreadable, and recovery fal
 });
 
 test('a section writes every integer up to 2^53 - 1 exactly (digits written without strings)', () => {
-  const cfg = config({});
+  const plain = config({});
+  const ttl = config({ ttl_ms: 60_000 });
   const vals = [0, 1, 9, 10, 99, 100, 999_999_999, 1_000_000_000, 1_000_000_001, 1_795_814_750_485, 123_456_789_012, 2 ** 31, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
   const w = new SectionWriter();
-  const wm = (v: number) => ({ head: v, count: v, bytes: v, earliest: v, last_ts_ms: v, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: v });
-  for (const v of vals) w.add({ id: v, name: `n${v}`, config: cfg, created_ms: v, reserved: v }, [v, v, v], wm(v));
+  // Every other topic has TTL, so its watermarks carry first_ts_ms too.
+  const cfg = (i: number) => (i % 2 === 0 ? plain : ttl);
+  const wm = (v: number, i: number) => ({ head: v, count: v, bytes: v, earliest: v, last_ts_ms: v, first_ts_ms: i % 2 === 0 ? 0 : v, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: v });
+  vals.forEach((v, i) => w.add({ id: v, name: `n${v}`, config: cfg(i), created_ms: v, reserved: v }, [v, v, v], wm(v, i)));
   const read: SectionPart[] = [];
   readSection(Buffer.from(w.finish({ whole: [], tail: null }).bytes), (p) => read.push(p.part()));
   assert.deepEqual(
     read,
-    vals.map((v) => ({ id: v, name: `n${v}`, config: cfg, created_ms: v, reserved: v, runs: [v, v, v], wm: wm(v) })),
+    vals.map((v, i) => ({ id: v, name: `n${v}`, config: cfg(i), created_ms: v, reserved: v, runs: [v, v, v], wm: wm(v, i) })),
   );
 });
 
@@ -253,7 +260,7 @@ test("a section's topic ids read from the start of each line are the ids readSec
   const sec0 = Buffer.from(w0.finish({ whole: [], tail: null }).bytes);
   const want: number[] = [];
   readSection(sec0, (p) => want.push(p.id));
-  assert.deepEqual([...(await sectionTopicIds(sec0, 3))], want);
+  assert.deepEqual([...(await sectionTopicIds(sec0, 4))], want);
   assert.deepEqual([...(await sectionTopicIds(sec0))], want, 'without the count: the array grows');
   // Every integer the writer can write.
   const w = new SectionWriter();

@@ -1,6 +1,6 @@
 // Dormant topics (issue 15, docs/ARCHITECTURE.md "Dormant topics"). A topic that is quiet and
 // holds nothing a restart would not rebuild (its records all in the pack files, nothing in
-// flight, no queue, router, TTL or parked read) can be kept by its worker as one DormantTopic
+// flight, no queue, router or parked read) can be kept by its worker as one DormantTopic
 // record instead of an actor, an instance and a seq index: the worker's housekeeping puts such
 // topics to sleep, and the next request of the name wakes the topic again with the inputs
 // recovery uses ('wake', then its packed frames, then 'finish'), so a trace replays a wake
@@ -23,19 +23,27 @@ export type { DormantTopic };
 export const SLEEP_PACKED_BYTES_MAX = 64 * 1024;
 
 /**
- * Whether a topic may sleep: its record; 'later' while something is in flight (pending or unsynced
- * batches, gates, unwritten pack frames); 'no' while its kind or state keeps it awake (a queue, a
- * router on either side, TTL, ephemeral records, own segment files, a packed segment past
- * SLEEP_PACKED_BYTES_MAX) until a later step changes it.
+ * A sleeping TTL topic is woken this long before its first live record expires (dormancy.ts),
+ * so its list and metrics figures, which a sleeping topic computes from its record alone, stay
+ * exact: a record knows when its first and last records expire, not the ones between.
+ */
+export const TTL_WAKE_AHEAD_MS = 1000;
+
+/**
+ * Whether a topic may sleep at `now`: its record; 'later' while something is in flight (pending
+ * or unsynced batches, gates, unwritten pack frames); 'no' while its kind or state keeps it awake
+ * (a queue, a router on either side, ephemeral records, own segment files, a packed segment past
+ * SLEEP_PACKED_BYTES_MAX, TTL expiry under way: see ttlAwakeUntil) until a later step changes it.
  * `packedWritten`: the logical bytes of its packed segment already whole in a pack (PackMap).
  */
-export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTopic | 'later' | 'no' {
+export function dormantOf(inst: TopicInstance, packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
   const c = inst.config;
   if (inst.recovery !== undefined || inst.queue || inst.routing || inst.applied || inst.provenance) return 'no';
-  // Ephemeral records live only in memory; TTL expiry is lazy (a sleeping topic would never expire).
-  if (c.durability === 'ephemeral' || inst.holdsUnwritten || c.ttl_ms > 0) return 'no';
+  // Ephemeral records live only in memory.
+  if (c.durability === 'ephemeral' || inst.holdsUnwritten) return 'no';
   const seg = inst.segment;
   if (!seg.packed || seg.ordinal !== 0 || seg.size > SLEEP_PACKED_BYTES_MAX) return 'no';
+  if (ttlSleepAt(inst, now) !== undefined) return 'no';
   if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned) return 'later';
   if (packedWritten !== seg.size) return 'later';
   const rec: DormantTopic = {
@@ -49,6 +57,7 @@ export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTo
     bytes: inst.bytes,
     earliest: inst.earliest(),
     last_ts_ms: inst.lastTsMs,
+    first_ts_ms: inst.count > 0 ? inst.index.ts(inst.earliest()) : 0,
     last_write_ms: inst.lastWriteTsMs,
     last_read_ms: inst.lastReadTsMs,
     last_consumed_ms: inst.lastConsumedMs,
@@ -65,6 +74,45 @@ export function dormantOf(inst: TopicInstance, packedWritten: number): DormantTo
   return rec;
 }
 
+/**
+ * TTL expiry is lazy (a request expires records; lists and metrics count as if it had), and a
+ * sleeping topic's record knows the $ts of its first live record and the last $ts, not those
+ * between. So a topic whose expiry has begun and not ended (or begins within TTL_WAKE_AHEAD_MS)
+ * stays awake: returns the time after which every live record has expired (it may sleep then), or
+ * undefined when it may sleep now (no TTL, no records, all expired, or none expiring soon).
+ */
+export function ttlAwakeUntil(ttlMs: number, count: number, firstTs: number, lastTs: number, now: number): number | undefined {
+  if (ttlMs <= 0 || count === 0 || now - lastTs > ttlMs) return undefined;
+  return now - firstTs > ttlMs - TTL_WAKE_AHEAD_MS ? lastTs + ttlMs + 1 : undefined;
+}
+
+/**
+ * When a topic going to sleep at `now` must wake (its first live record expires soon), or
+ * undefined when never: no TTL, no records, or all of them expired already.
+ */
+export function ttlWakeAt(d: Pick<DormantTopic, 'config' | 'count' | 'first_ts_ms' | 'last_ts_ms'>, now: number): number | undefined {
+  const ttl = d.config.ttl_ms;
+  if (ttl <= 0 || d.count === 0 || now - d.last_ts_ms > ttl) return undefined;
+  return d.first_ts_ms + ttl - TTL_WAKE_AHEAD_MS;
+}
+
+/** For an instance that may not sleep because its TTL expiry is under way: when it may (ttlAwakeUntil). */
+export function ttlSleepAt(inst: TopicInstance, now: number): number | undefined {
+  const firstTs = inst.count > 0 ? inst.index.ts(inst.earliest()) : 0;
+  return ttlAwakeUntil(inst.config.ttl_ms, inst.count, firstTs, inst.lastTsMs, now);
+}
+
+/**
+ * A sleeping topic's count, bytes and earliest seq at `now`, as ttlView (topicState.ts) would give
+ * them awake: all of it expired once its last record has (its woken instance expires them at its
+ * next request). Expiry under way is never seen here while the wake ahead of it is on time.
+ */
+export function dormantFigures(d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>, now: number): { count: number; bytes: number; earliest: number } {
+  const ttl = d.config.ttl_ms;
+  if (ttl > 0 && d.count > 0 && now - d.last_ts_ms > ttl) return { count: 0, bytes: 0, earliest: d.head + 1 };
+  return { count: d.count, bytes: d.bytes, earliest: d.earliest };
+}
+
 /** The snapshot part inside a sleeping topic's record (`reserved`: the ceiling to record, by default its own). */
 export function partOf(d: DormantTopic, reserved = d.reserved): TopicPart {
   const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved };
@@ -73,16 +121,19 @@ export function partOf(d: DormantTopic, reserved = d.reserved): TopicPart {
 }
 
 export function dormantSummary(d: DormantTopic, now: number): TopicSummary {
-  return { topic: d.name, head_seq: d.head, earliest_seq: d.earliest, count: d.count, bytes: d.bytes, durable: d.config.durable, effective_priority: priorityOf(d.config, d.last_consumed_ms, now) };
+  const v = dormantFigures(d, now);
+  return { topic: d.name, head_seq: d.head, earliest_seq: v.earliest, count: v.count, bytes: v.bytes, durable: d.config.durable, effective_priority: priorityOf(d.config, d.last_consumed_ms, now) };
 }
 
-export function dormantStats(d: DormantTopic): TopicStats {
-  return { topic: d.name, type: d.config.type, durability: d.config.durability, head_seq: d.head, earliest_seq: d.earliest, count: d.count, bytes: d.bytes };
+export function dormantStats(d: DormantTopic, now: number): TopicStats {
+  const v = dormantFigures(d, now);
+  return { topic: d.name, type: d.config.type, durability: d.config.durability, head_seq: d.head, earliest_seq: v.earliest, count: v.count, bytes: v.bytes };
 }
 
-export function addDormantStats(t: StatsTotals, d: Pick<DormantTopic, 'config' | 'count' | 'bytes'>): void {
+export function addDormantStats(t: StatsTotals, d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>, now: number): void {
+  const v = dormantFigures(d, now);
   t.topics++;
   t.byClass[d.config.durability]++;
-  t.records += d.count;
-  t.bytes += d.bytes;
+  t.records += v.count;
+  t.bytes += v.bytes;
 }

@@ -81,10 +81,10 @@ export class TopicActor implements ActorCore {
    * Whether the topic may sleep now (dormant.ts): its record, 'later' while something of the
    * actor is in flight, 'no' while its kind or state keeps it awake.
    */
-  dormancy(packedWritten: number): DormantTopic | 'later' | 'no' {
+  dormancy(packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
     if (!this.current || this.leaseNo !== 0) return 'no';
     if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle())) return 'later';
-    return dormantOf(this.current, packedWritten);
+    return dormantOf(this.current, packedWritten, now);
   }
 
   /**

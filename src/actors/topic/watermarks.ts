@@ -9,6 +9,11 @@ export interface Watermarks {
   /** First live seq, else head + 1. */
   earliest: number;
   last_ts_ms: number;
+  /**
+   * $ts of the first live record (0 when none): with TTL, when expiry begins (dormant.ts wakes
+   * the topic ahead of it). Snapshots record it only for topics with TTL; 0 when absent.
+   */
+  first_ts_ms: number;
   last_write_ms: number | null;
   last_read_ms: number | null;
   last_consumed_ms: number | null;
