@@ -8,7 +8,7 @@
 // low priority only waits longer, never forever. A bounded waiter still parked at its deadline
 // is shed (429); when the park is full the lowest score is shed first (the newcomer itself if
 // it is the lowest). Unbounded waiters (disable_backpressure) are never shed for pressure.
-import { MinHeap } from '../actors/queue/heap.js';
+import { MinHeap } from '../core/minHeap.js';
 
 export interface SchedulerOptions {
   /** Priority points a waiter gains per ms parked. */

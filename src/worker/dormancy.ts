@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import { ttlSleepAt, ttlWakeAt, type DormantTopic } from '../actors/topic/dormant.js';
-import { MinHeap } from '../actors/queue/heap.js';
+import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';

@@ -11,7 +11,7 @@ import { assertNever } from '../core/errors.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import type { SegmentPlacement } from '../actors/ctx.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
-import { MinHeap } from '../actors/queue/heap.js';
+import { MinHeap } from '../core/minHeap.js';
 
 /** Priority points a deferred append gains per ms of waiting (as the HTTP gate's default). */
 const DEFER_AGING_PER_MS = 1;

@@ -6,7 +6,7 @@
 // leaves the log is forgotten at once); a job has at most one active lease. Expiry is lazy:
 // `sweep(now)` finds what passed its deadline; there are no per-job timers. Pure.
 import assert from 'node:assert/strict';
-import { MinHeap } from './heap.js';
+import { MinHeap } from '../../core/minHeap.js';
 import type { LeaseIdParts } from './leaseId.js';
 
 export interface Lease extends LeaseIdParts {

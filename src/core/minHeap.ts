@@ -1,6 +1,7 @@
-// A binary min-heap ordered by a `before` function. Used by the lease table for deadlines,
-// nack delays and the reclaim freelist; stale entries are left in and skipped when popped
-// (cheaper than decrease-key, and bounded by the events that made them). Pure.
+// A binary min-heap ordered by a `before` function. Used by the lease table (deadlines, nack
+// delays, the reclaim freelist), the pressure scheduler, the WAL link and the dormancy sweep's
+// TTL moments; stale entries are left in and skipped when popped (cheaper than decrease-key,
+// and bounded by the events that made them). Pure.
 
 export class MinHeap<T> {
   private readonly items: T[] = [];
