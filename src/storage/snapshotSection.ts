@@ -8,7 +8,7 @@
 //   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
 //           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
-//           TTL) when it was quiet at the cut (it may recover asleep).
+//           TTL or a queue) when it was quiet at the cut (it may recover asleep).
 // Parts are written as bytes into one growing buffer: never one string of a million parts (V8
 // caps a string near 512 MB), nor a string per part. Runs in topic workers (both directions)
 // and offline tools (decode).
@@ -26,8 +26,8 @@ export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'p
 
 /**
  * The watermarks a section holds of a quiet topic: WM_FIELDS, and first_ts_ms (written after
- * them for a topic with TTL only; read as 0 when absent, which wakes such a topic soon after
- * recovery: dormant.ts ttlWakeAt).
+ * them for a topic with TTL or a queue only; read as 0 when absent, which wakes a TTL topic soon
+ * after recovery: dormant.ts ttlWakeAt).
  */
 export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'first_ts_ms'>;
 
@@ -46,7 +46,11 @@ export interface SleepingRow extends SectionWatermarks {
   readonly config: TopicConfig;
   readonly created_ms: number;
   readonly retention: Partial<TopicPart> | undefined;
+  readonly queue: TopicPart['queue'];
 }
+
+/** Topics whose watermarks carry first_ts_ms: with TTL (when expiry begins), queues (the oldest ready job's age). */
+const withFirstTs = (c: TopicConfig) => c.ttl_ms > 0 || c.type === 'queue';
 
 /** A topic part as a section holds it. */
 export interface SectionPart extends TopicPart {
@@ -78,7 +82,7 @@ export class SectionWriter {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
     if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
     if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
-    this.end(runs, runs?.length ?? 0, wm, part.config.ttl_ms > 0);
+    this.end(runs, runs?.length ?? 0, wm, withFirstTs(part.config));
   }
 
   /**
@@ -87,7 +91,8 @@ export class SectionWriter {
    */
   addRow(d: SleepingRow, reserved: number, runs: readonly number[], runsLen: number): void {
     this.head(d.id, d.name, d.config, d.created_ms, reserved, d.retention);
-    this.end(runs, runsLen, d, d.config.ttl_ms > 0);
+    if (d.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(d.queue)}`);
+    this.end(runs, runsLen, d, withFirstTs(d.config));
   }
 
   private head(id: number, name: string, config: TopicConfig, createdMs: number, reserved: number, retention: Partial<TopicPart> | undefined): void {
@@ -111,7 +116,7 @@ export class SectionWriter {
     if (retention?.evict_floor !== undefined) this.ascii(`,"evict_floor":${retention.evict_floor},"ledger":${JSON.stringify(retention.ledger ?? [])},"dead_below":${retention.dead_below ?? 0},"deleted":${JSON.stringify(retention.deleted ?? [])}`);
   }
 
-  private end(runs: readonly number[] | undefined, runsLen: number, wm: SectionWatermarks | undefined, ttl: boolean): void {
+  private end(runs: readonly number[] | undefined, runsLen: number, wm: SectionWatermarks | undefined, firstTs: boolean): void {
     if (runs && runsLen > 0) {
       this.ascii(',"runs":[');
       for (let i = 0; i < runsLen; i++) {
@@ -134,7 +139,7 @@ export class SectionWriter {
       this.int(wm.last_ts_ms);
       this.byte(0x2c);
       this.int(wm.packed_bytes);
-      if (ttl) {
+      if (firstTs) {
         this.byte(0x2c);
         this.int(wm.first_ts_ms);
       }

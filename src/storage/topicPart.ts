@@ -28,5 +28,11 @@ export interface TopicPart {
 }
 
 /** A sleeping topic (issue 15, src/actors/topic/dormant.ts): its part plus its watermarks. */
-export interface DormantTopic extends TopicPart, Watermarks {}
+export interface DormantTopic extends TopicPart, Watermarks {
+  /**
+   * A queue's lease counter when it went to sleep (lease ids are unique per boot by it: the woken
+   * actor goes on from here). Not persisted: a restart has a new boot epoch.
+   */
+  lease_no?: number;
+}
 

@@ -10,6 +10,8 @@
 //   packed segment is read back, then its record (made from the row), its frames and `finish` go to a fresh actor as
 //   inputs (traced like any input, so replay rebuilds it the same way). Requests that arrive
 //   while it wakes wait for the same wake, in order.
+// - A queue sleeps once no lease, delay or stream is under way; the sweep expires its leases
+//   first (expiry is lazy), as a traced step.
 // - TTL (dormant.ts): a topic with TTL sleeps only while none of its records is about to expire
 //   or all have; asleep, it is woken TTL_WAKE_AHEAD_MS before its first record expires, and awake
 //   with expiry under way it may sleep again once its last record has expired. Both moments wait
@@ -159,6 +161,13 @@ export class Dormancy {
    */
   private trySleep(actor: TopicActor, now: number): 'slept' | 'later' | 'no' {
     const inst = actor.current;
+    const table = inst?.queue?.table;
+    if (table && (table.active.size > 0 || table.delayed.size > 0)) {
+      // Lease expiry is lazy: a queue nobody claims from would hold its expired leases forever.
+      // The sweep is a step like any (traced); it puts the actor back in the order, taken out again.
+      this.host.input(actor, { k: 'sweep' });
+      this.awake.delete(actor);
+    }
     const d = inst ? actor.dormancy(this.host.packs?.map.size(inst.id) ?? -1, now) : 'no';
     if (d === 'no') {
       const at = inst ? ttlSleepAt(inst, now) : undefined;

@@ -10,6 +10,7 @@ import type { TopicConfig } from '../actors/topic/config.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
 import type { TopicPart } from '../storage/topicPart.js';
 import { NameRows } from './nameRows.js';
+import type { QueuePart } from '../actors/queue/leasesLog.js';
 
 /** Column offsets within a row. Clocks hold NaN for null. */
 const ID = 0;
@@ -33,6 +34,12 @@ const FIRST_ROWS = 1024;
 /** Retention state: only topics that lost or deleted records have it (rare). */
 type Retention = Pick<TopicPart, 'evict_floor' | 'ledger' | 'dead_below' | 'deleted'>;
 
+/** A sleeping queue's part (delivery counts, dead-letter counter) and lease counter. */
+interface QueueSide {
+  queue: QueuePart;
+  leaseNo: number;
+}
+
 const clock = (v: number | null): number => (v === null ? NaN : v);
 const unclock = (v: number): number | null => (Number.isNaN(v) ? null : v);
 
@@ -47,6 +54,7 @@ export class DormantTable {
   private lastConfig: TopicConfig | undefined;
   private lastConfigIdx = 0;
   private readonly retention = new Map<number, Retention>();
+  private readonly queues = new Map<number, QueueSide>();
   /** Sum of the rows' live bytes. */
   bytesTotal = 0;
 
@@ -78,6 +86,7 @@ export class DormantTable {
     f[o + LAST_CONSUMED] = clock(d.last_consumed_ms);
     f[o + CONFIG] = this.configOf(d.config);
     if (d.evict_floor !== undefined) this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+    if (d.queue !== undefined) this.queues.set(row, { queue: d.queue, leaseNo: d.lease_no ?? 0 });
     this.names.add(row, d.name);
     this.bytesTotal += d.bytes;
     return row;
@@ -109,6 +118,7 @@ export class DormantTable {
     const d = this.record(row);
     this.names.remove(row);
     this.retention.delete(row);
+    this.queues.delete(row);
     this.freeRows.push(row);
     this.bytesTotal -= d.bytes;
     return d;
@@ -208,6 +218,10 @@ export class DormantTable {
     return this.retention.get(row);
   }
 
+  queueOf(row: number): QueuePart | undefined {
+    return this.queues.get(row)?.queue;
+  }
+
   private record(row: number): DormantTopic {
     const o = row * ROW_WORDS;
     const f = this.f;
@@ -230,6 +244,11 @@ export class DormantTable {
     };
     const r = this.retention.get(row);
     if (r) Object.assign(d, r);
+    const q = this.queues.get(row);
+    if (q) {
+      d.queue = q.queue;
+      if (q.leaseNo !== 0) d.lease_no = q.leaseNo;
+    }
     return d;
   }
 
@@ -303,5 +322,8 @@ export class DormantRow {
   }
   get retention(): Retention | undefined {
     return this.t.retentionOf(this.at);
+  }
+  get queue(): QueuePart | undefined {
+    return this.t.queueOf(this.at);
   }
 }

@@ -345,6 +345,13 @@ export class ActorHost implements HostServices {
     return n;
   }
 
+  /** Actors with no live topic kept for their lease counter (a deleted queue's: ids stay unique per boot). */
+  leaseKeptActorCount(): number {
+    let n = 0;
+    for (const a of this.actorsByName.values()) if (!a.current && a.issuedLeases) n++;
+    return n;
+  }
+
   /** The same figure summed over every actor, O(topics): for tests and audits only. */
   liveBytesSummed(): number {
     let n = 0;
@@ -425,7 +432,10 @@ export class ActorHost implements HostServices {
     const totals = emptyTotals();
     const routers: RouterStats[] = [];
     for (const a of this.actorsByName.values()) {
-      if (a.current?.queue) this.input(a, { k: 'sweep' });
+      // Only a queue with leases or delays has anything to expire: a step on a quiet one would
+      // count as use and keep it from sleeping while metrics are scraped.
+      const t = a.current?.queue?.table;
+      if (t && (t.active.size > 0 || t.delayed.size > 0)) this.input(a, { k: 'sweep' });
       a.addStats(totals, routers, this.clock.now());
     }
     const now = this.clock.now();

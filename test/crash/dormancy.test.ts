@@ -238,3 +238,82 @@ test('TTL topics sleep while none of their records is about to expire, wake ahea
   assert.deepEqual(long.body.records.map((r: { data: unknown }) => r.data), [1, 2]);
   await srv.stop();
 });
+
+test('queues sleep once their leases and delays are over: claims after a wake keep delivery counts, dead-lettering and unique lease ids, across SIGKILL and a clean restart', { timeout: 120_000 }, async () => {
+  const dataDir = tempDir('spool-dormancy-queue-');
+  const qEnv = { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '200' };
+  let srv = await startServer({ dataDir, env: qEnv });
+  const c = () => client(srv.url);
+  const q = 'jobs.tenant1';
+  assert.equal((await c().put(`/v0/topics/${q}`, { type: 'queue', lease_ms: 200, max_deliveries: 2, dead_letter: 'jobs.dead' })).status, 201);
+  assert.equal((await c().post(`/v0/topics/${q}`, { records: [{ data: 'a' }, { data: 'b' }, { data: 'c' }] })).status, 200);
+  const claim = async (max: number) => {
+    const r = await c().post(`/v0/topics/${q}/claim`, { node: 'w1', max });
+    assert.equal(r.status, 200, r.text);
+    return r.body.claimed as { $seq: number; deliveries: number; lease_id: string }[];
+  };
+  const ids = new Set<string>();
+  const note = (jobs: { lease_id: string }[]) => {
+    for (const j of jobs) {
+      assert.ok(!ids.has(j.lease_id), `lease id ${j.lease_id} handed out twice`);
+      ids.add(j.lease_id);
+    }
+  };
+  // First deliveries: a acked, b's lease left to expire, c untouched.
+  const first = await claim(2);
+  note(first);
+  assert.deepEqual(first.map((j) => [j.$seq, j.deliveries]), [[1, 1], [2, 1]]);
+  assert.equal((await c().post(`/v0/topics/${q}/ack`, { node: 'w1', seqs: [1] })).status, 200);
+  // Once b's lease expired (the sweep expires it), the queue and the log topics sleep.
+  await untilSleeping(srv, 1);
+  const state = async () => (await c().get(`/v0/topics/${q}`)).body.queue as { ready: number; in_flight: number; dead_lettered: number };
+  const deadLettered = async (n: number) => {
+    const until = Date.now() + 10_000;
+    while ((await state()).dead_lettered !== n) {
+      assert.ok(Date.now() < until, `dead_lettered reaches ${n}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  // The metrics of a sleeping queue: every live job ready.
+  const m = await raw(srv.url, 'GET', '/v0/metrics');
+  assert.match(m.text, /^spool_queue_topics 1$/m, 'a sleeping queue counts as a queue topic');
+  // A claim wakes it: b comes back with its second delivery, then c.
+  const second = await claim(5);
+  note(second);
+  assert.deepEqual(second.map((j) => [j.$seq, j.deliveries]), [[2, 2], [3, 1]]);
+  assert.deepEqual(await state(), { ready: 0, in_flight: 2, dead_lettered: 0 });
+  // Both leases expire; asleep again; b's third delivery would pass max_deliveries: dead-lettered.
+  await new Promise((r) => setTimeout(r, 300));
+  await untilSleeping(srv, 1);
+  const third = await claim(5);
+  note(third);
+  assert.deepEqual(third.map((j) => [j.$seq, j.deliveries]), [[3, 2]], 'b went to the dead-letter topic, c is on its second delivery');
+  await deadLettered(1);
+  const dead = await c().post('/v0/topics/jobs.dead/diff', { from_seq: 0 });
+  assert.deepEqual(dead.body.records.map((r: { data: unknown }) => r.data), ['b']);
+
+  // SIGKILL: c's lease is over (expired, or lost with the leases log); its delivery count and
+  // the dead-letter counter are not: its next claim would be its third delivery, past
+  // max_deliveries, so it goes to the dead-letter topic too.
+  await srv.kill();
+  srv = await startServer({ dataDir, env: qEnv });
+  await untilSleeping(srv, 2);
+  assert.equal((await state()).dead_lettered, 1);
+  assert.deepEqual(await claim(5), []);
+  await deadLettered(2); // counted once the dead-letter topic holds the job
+  const deadAfter = await c().post('/v0/topics/jobs.dead/diff', { from_seq: 0 });
+  assert.deepEqual(deadAfter.body.records.map((r: { data: unknown }) => r.data), ['b', 'c']);
+  // A clean restart keeps the queue asleep (the final checkpoint holds its part).
+  await untilSleeping(srv, 2);
+  assert.equal(await srv.stop(), 0);
+  srv = await startServer({ dataDir, env: qEnv });
+  assert.equal(await metric(srv, 'spool_topics_sleeping'), 2, 'restored asleep from the final checkpoint');
+  assert.deepEqual(await state(), { ready: 0, in_flight: 0, dead_lettered: 2 });
+  const d = await c().post(`/v0/topics/${q}`, { records: [{ data: 'd' }] });
+  assert.equal(d.status, 200);
+  ids.clear(); // a new boot epoch
+  const fourth = await claim(5);
+  note(fourth);
+  assert.deepEqual(fourth.map((j) => [j.$seq, j.deliveries]), [[d.body.seqs[0], 1]]);
+  await srv.stop();
+});

@@ -55,6 +55,27 @@ export class QueueState {
   wakeTimerId = 0;
   wakeAtMs = 0;
 
+  /**
+   * Nothing of the queue is under way (dormant.ts: it may sleep): no lease, nack delay or job on
+   * its way to the dead-letter topic, no `/work` stream, claim cohort, parked pass or timer. What
+   * is left (delivery counts, the dead-letter counter) is its snapshot part.
+   */
+  quiet(): boolean {
+    const t = this.table;
+    return (
+      t.active.size === 0 &&
+      t.delayed.size === 0 &&
+      t.inTransit.size === 0 &&
+      this.conns.size === 0 &&
+      this.cohort.length === 0 &&
+      this.cohortTimerId === 0 &&
+      this.parkedPasses.size === 0 &&
+      this.deadLetters.size === 0 &&
+      this.retryTimers.size === 0 &&
+      this.wakeTimerId === 0
+    );
+  }
+
   /** Leases currently held, for the `in_flight` counter. */
   get inFlight(): number {
     return this.table.active.size;

@@ -1,6 +1,6 @@
 // Dormant topics (issue 15, docs/ARCHITECTURE.md "Dormant topics"). A topic that is quiet and
 // holds nothing a restart would not rebuild (its records all in the pack files, nothing in
-// flight, no queue, router or parked read) can be kept by its worker as one DormantTopic
+// flight, no lease, router or parked read) can be kept by its worker as one DormantTopic
 // record instead of an actor, an instance and a seq index: the worker's housekeeping puts such
 // topics to sleep, and the next request of the name wakes the topic again with the inputs
 // recovery uses ('wake', then its packed frames, then 'finish'), so a trace replays a wake
@@ -12,6 +12,7 @@ import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { TopicInstance } from './instance.js';
 import { retentionFields } from './retention.js';
 import { priorityOf } from './topicState.js';
+import { queuePart } from '../queue/leasesLog.js';
 
 export type { DormantTopic };
 
@@ -38,7 +39,7 @@ export const TTL_WAKE_AHEAD_MS = 1000;
  */
 export function dormantOf(inst: TopicInstance, packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
   const c = inst.config;
-  if (inst.recovery !== undefined || inst.queue || inst.routing || inst.applied || inst.provenance) return 'no';
+  if (inst.recovery !== undefined || inst.routing || inst.applied || inst.provenance) return 'no';
   // Ephemeral records live only in memory.
   if (c.durability === 'ephemeral' || inst.holdsUnwritten) return 'no';
   const seg = inst.segment;
@@ -46,6 +47,9 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
   if (ttlSleepAt(inst, now) !== undefined) return 'no';
   if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned) return 'later';
   if (packedWritten !== seg.size) return 'later';
+  // A queue sleeps with no lease or delay under way: its record keeps the delivery counts and
+  // the dead-letter counter (the part a snapshot keeps), and a wake loads them as recovery does.
+  if (inst.queue && !inst.queue.quiet()) return 'later';
   const rec: DormantTopic = {
     id: inst.id,
     name: inst.name,
@@ -71,6 +75,7 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
     rec.dead_below = retention.dead_below;
     rec.deleted = retention.deleted;
   }
+  if (inst.queue) rec.queue = queuePart(inst.queue.table);
   return rec;
 }
 
@@ -117,6 +122,7 @@ export function dormantFigures(d: Pick<DormantTopic, 'config' | 'count' | 'bytes
 export function partOf(d: DormantTopic, reserved = d.reserved): TopicPart {
   const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved };
   if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+  if (d.queue !== undefined) part.queue = d.queue;
   return part;
 }
 
@@ -127,7 +133,10 @@ export function dormantSummary(d: DormantTopic, now: number): TopicSummary {
 
 export function dormantStats(d: DormantTopic, now: number): TopicStats {
   const v = dormantFigures(d, now);
-  return { topic: d.name, type: d.config.type, durability: d.config.durability, head_seq: d.head, earliest_seq: v.earliest, count: v.count, bytes: v.bytes };
+  const s: TopicStats = { topic: d.name, type: d.config.type, durability: d.config.durability, head_seq: d.head, earliest_seq: v.earliest, count: v.count, bytes: v.bytes };
+  // A sleeping queue holds no lease or delay: every live job is ready, the oldest is the first.
+  if (d.config.type === 'queue') s.queue = { ready: v.count, in_flight: 0, dead_lettered: d.queue?.dead_lettered ?? 0, oldest_ready_age_ms: v.count > 0 ? Math.max(0, now - d.first_ts_ms) : null };
+  return s;
 }
 
 export function addDormantStats(t: StatsTotals, d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>, now: number): void {
@@ -136,4 +145,5 @@ export function addDormantStats(t: StatsTotals, d: Pick<DormantTopic, 'config' |
   t.byClass[d.config.durability]++;
   t.records += v.count;
   t.bytes += v.bytes;
+  if (d.config.type === 'queue') t.queueTopics++;
 }

@@ -95,6 +95,7 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return;
     case 'wake':
       actor.current = loadInstance(input.part, input.part);
+      actor.resumeLeases(input.part.lease_no ?? 0);
       return;
     case 'sleep':
       return actor.sleep();

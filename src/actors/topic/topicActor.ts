@@ -82,9 +82,11 @@ export class TopicActor implements ActorCore {
    * actor is in flight, 'no' while its kind or state keeps it awake.
    */
   dormancy(packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
-    if (!this.current || this.leaseNo !== 0) return 'no';
+    if (!this.current) return 'no';
     if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle())) return 'later';
-    return dormantOf(this.current, packedWritten, now);
+    const d = dormantOf(this.current, packedWritten, now);
+    if (typeof d === 'object' && this.leaseNo !== 0) d.lease_no = this.leaseNo;
+    return d;
   }
 
   /**
@@ -96,7 +98,14 @@ export class TopicActor implements ActorCore {
     assert.ok(inst && this.retired === undefined && this.deleteGates === undefined && this.durableFrameNo === this.frameNo && inst.pending.length === 0 && inst.gates.length === 0, `topic ${this.name} went to sleep with work in flight`);
     this.current = undefined;
     this.readsState = undefined;
+    // The record holds the lease counter now (dormancy put it there): the actor is idle.
+    this.leaseNo = 0;
     inst.index.release();
+  }
+
+  /** The `wake` input: a woken queue's lease counter goes on from its record's. */
+  resumeLeases(leaseNo: number): void {
+    this.leaseNo = Math.max(this.leaseNo, leaseNo);
   }
 
   nextFrame(): number {
@@ -105,6 +114,11 @@ export class TopicActor implements ActorCore {
 
   nextTimerId(): number {
     return this.timerIds++;
+  }
+
+  /** It issued a lease (so it is kept when idle otherwise: see idle()). */
+  get issuedLeases(): boolean {
+    return this.leaseNo !== 0;
   }
 
   nextLeaseNo(): number {
