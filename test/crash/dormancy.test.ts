@@ -186,53 +186,67 @@ test('TTL topics sleep while none of their records is about to expire, wake ahea
   const ttlEnv = { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '200' };
   let srv = await startServer({ dataDir, env: ttlEnv });
   const c = () => client(srv.url);
-  // `short` expires within the test, `long` does not; `plain` has no TTL.
+  // `short` (two appends 500 ms apart) and `once` (one append) expire within the test, `long`
+  // does not; `plain` has no TTL.
   const TTL = 3000;
-  assert.equal((await c().put('/v0/topics/ttl.short', { ttl_ms: TTL })).status, 201);
+  for (const t of ['ttl.short', 'ttl.once']) assert.equal((await c().put(`/v0/topics/${t}`, { ttl_ms: TTL })).status, 201);
   assert.equal((await c().put('/v0/topics/ttl.long', { ttl_ms: 3_600_000 })).status, 201);
   const t0 = Date.now();
-  for (const t of ['ttl.short', 'ttl.long', 'ttl.plain']) assert.equal((await c().post(`/v0/topics/${t}`, { records: [{ data: 1 }, { data: 2 }] })).status, t === 'ttl.plain' ? 201 : 200);
+  for (const t of ['ttl.short', 'ttl.once', 'ttl.long', 'ttl.plain']) assert.equal((await c().post(`/v0/topics/${t}`, { records: [{ data: 1 }, { data: 2 }] })).status, t === 'ttl.plain' ? 201 : 200);
+  await new Promise((r) => setTimeout(r, 500));
+  const t1 = Date.now();
+  assert.equal((await c().post('/v0/topics/ttl.short', { records: [{ data: 3 }] })).status, 200);
   const listed = async () => {
     const page = (await c().get('/v0/topics?prefix=ttl.&page_size=10')).body as { topics: { topic: string; count: number; earliest_seq: number; head_seq: number; bytes: number }[] };
     return Object.fromEntries(page.topics.map((p) => [p.topic, [p.count, p.earliest_seq, p.head_seq]]));
   };
-  // All three sleep: `short`'s first record expires only in TTL - TTL_WAKE_AHEAD_MS (2 s).
-  assert.equal(await untilSleeping(srv, 3), 3);
+  const sleepingNow = () => metric(srv, 'spool_topics_sleeping');
+  const until = async (what: string, ok: () => Promise<boolean>) => {
+    const deadline = Date.now() + 10_000;
+    while (!(await ok())) {
+      assert.ok(Date.now() < deadline, what);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  // All four sleep: `short`'s first records expire only in TTL - TTL_WAKE_AHEAD_MS (2 s).
+  assert.equal(await untilSleeping(srv, 4), 4);
   assert.ok(Date.now() - t0 < TTL - 1000, 'slept before the wake ahead of expiry is due (else the test proves nothing)');
-  assert.deepEqual(await listed(), { 'ttl.short': [2, 1, 2], 'ttl.long': [2, 1, 2], 'ttl.plain': [2, 1, 2] });
-  // A second before its records expire, `short` wakes; expiry under way keeps it awake.
-  const deadline = Date.now() + 10_000;
-  while ((await metric(srv, 'spool_topics_sleeping')) !== 2) {
-    assert.ok(Date.now() < deadline, 'the TTL topic woke ahead of its expiry');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  assert.deepEqual(await listed(), { 'ttl.short': [3, 1, 3], 'ttl.once': [2, 1, 2], 'ttl.long': [2, 1, 2], 'ttl.plain': [2, 1, 2] });
+  // A second before its first records expire, `short` wakes: it expires in two steps, and the
+  // figures of a sleeping topic cannot show the step between. `once` expires all at once: asleep.
+  await until('the TTL topic woke ahead of its expiry', async () => (await sleepingNow()) === 3);
   assert.ok(Date.now() - t0 < TTL + 500, `it woke ahead of its expiry, ${Date.now() - t0} ms after the append`);
-  await new Promise((r) => setTimeout(r, Math.max(0, t0 + TTL + 300 - Date.now())));
-  // Expired: counted as gone at once (lists count as TTL would leave them), asleep again soon.
-  assert.deepEqual((await listed())['ttl.short'], [0, 3, 2]);
-  assert.equal(await untilSleeping(srv, 3), 3);
-  assert.deepEqual(await listed(), { 'ttl.short': [0, 3, 2], 'ttl.long': [2, 1, 2], 'ttl.plain': [2, 1, 2] }, 'a sleeping topic whose records all expired counts none');
-  assert.equal(await metric(srv, 'spool_records_live'), 4, 'the metrics count the expired topic empty too');
-  // A read wakes it and expires the records for real: a TTL tombstone, no records.
-  const d = await c().post('/v0/topics/ttl.short/diff', { from_seq: 0 });
-  assert.equal(d.status, 200);
-  assert.deepEqual([d.body.records.length, d.body.tombstone?.reason, d.body.next_from_seq], [0, 'ttl', 2]);
+  await new Promise((r) => setTimeout(r, Math.max(0, t0 + TTL + 200 - Date.now())));
+  // Expiry under way: `short` counts its last record only (awake, exact); `once`, asleep, none.
+  assert.deepEqual(await listed(), { 'ttl.short': [1, 3, 3], 'ttl.once': [0, 3, 2], 'ttl.long': [2, 1, 2], 'ttl.plain': [2, 1, 2] });
+  assert.equal(await sleepingNow(), 3, '`once` stayed asleep through its expiry');
+  await new Promise((r) => setTimeout(r, Math.max(0, t1 + TTL + 200 - Date.now())));
+  // All expired: `short` may sleep again, and counts none asleep.
+  assert.equal(await untilSleeping(srv, 4), 4);
+  assert.deepEqual(await listed(), { 'ttl.short': [0, 4, 3], 'ttl.once': [0, 3, 2], 'ttl.long': [2, 1, 2], 'ttl.plain': [2, 1, 2] }, 'sleeping topics whose records all expired count none');
+  assert.equal(await metric(srv, 'spool_records_live'), 4, 'the metrics count the expired topics empty too');
+  // A read wakes a topic and expires the records for real: a TTL tombstone, no records.
+  for (const [t, next] of [['ttl.short', 3], ['ttl.once', 2]] as const) {
+    const d = await c().post(`/v0/topics/${t}/diff`, { from_seq: 0 });
+    assert.equal(d.status, 200);
+    assert.deepEqual([d.body.records.length, d.body.tombstone?.reason, d.body.next_from_seq], [0, 'ttl', next], t);
+  }
 
   // SIGKILL (no checkpoint since: topics come back by the WAL), then SIGTERM (the final
   // checkpoint keeps them asleep with first_ts_ms): the figures stay, and so does the expiry.
   // (After SIGKILL a head moves up to the topic's seq reservation: seqs are never reused.)
   const afterCrash = (l: Record<string, number[]>) => {
     const h = (t: string) => l[t]![2]!;
-    assert.deepEqual(l, { 'ttl.short': [0, h('ttl.short') + 1, h('ttl.short')], 'ttl.long': [2, 1, h('ttl.long')], 'ttl.plain': [2, 1, h('ttl.plain')] });
+    assert.deepEqual(l, { 'ttl.short': [0, h('ttl.short') + 1, h('ttl.short')], 'ttl.once': [0, h('ttl.once') + 1, h('ttl.once')], 'ttl.long': [2, 1, h('ttl.long')], 'ttl.plain': [2, 1, h('ttl.plain')] });
   };
   await srv.kill();
   srv = await startServer({ dataDir, env: ttlEnv });
   afterCrash(await listed());
-  await untilSleeping(srv, 3);
+  await untilSleeping(srv, 4);
   afterCrash(await listed());
   assert.equal(await srv.stop(), 0);
   srv = await startServer({ dataDir, env: ttlEnv });
-  assert.equal(await metric(srv, 'spool_topics_sleeping'), 3, 'restored asleep from the final checkpoint');
+  assert.equal(await metric(srv, 'spool_topics_sleeping'), 4, 'restored asleep from the final checkpoint');
   afterCrash(await listed());
   const long = await c().post('/v0/topics/ttl.long/diff', { from_seq: 0 });
   assert.deepEqual(long.body.records.map((r: { data: unknown }) => r.data), [1, 2]);

@@ -87,17 +87,20 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
  * undefined when it may sleep now (no TTL, no records, all expired, or none expiring soon).
  */
 export function ttlAwakeUntil(ttlMs: number, count: number, firstTs: number, lastTs: number, now: number): number | undefined {
-  if (ttlMs <= 0 || count === 0 || now - lastTs > ttlMs) return undefined;
+  // One $ts for every live record (a topic written once, the usual many-topics case): they
+  // expire together, from none to all, which the record's figures follow without a wake.
+  if (ttlMs <= 0 || count === 0 || firstTs >= lastTs || now - lastTs > ttlMs) return undefined;
   return now - firstTs > ttlMs - TTL_WAKE_AHEAD_MS ? lastTs + ttlMs + 1 : undefined;
 }
 
 /**
  * When a topic going to sleep at `now` must wake (its first live record expires soon), or
- * undefined when never: no TTL, no records, or all of them expired already.
+ * undefined when never: no TTL, no records, all of them expired already, or all with one $ts.
  */
 export function ttlWakeAt(d: Pick<DormantTopic, 'config' | 'count' | 'first_ts_ms' | 'last_ts_ms'>, now: number): number | undefined {
   const ttl = d.config.ttl_ms;
-  if (ttl <= 0 || d.count === 0 || now - d.last_ts_ms > ttl) return undefined;
+  // Records that all share one $ts expire together: the record's figures need no wake.
+  if (ttl <= 0 || d.count === 0 || d.first_ts_ms >= d.last_ts_ms || now - d.last_ts_ms > ttl) return undefined;
   return d.first_ts_ms + ttl - TTL_WAKE_AHEAD_MS;
 }
 
