@@ -32,6 +32,11 @@ import { probeFrame } from '../wal/frame.js';
 const SWEEP_MS = 100;
 /** Longest a sweep runs (the worker's other work waits meanwhile). */
 const SWEEP_BUDGET_MS = 10;
+/**
+ * Wakes ahead of TTL expiry started per tick at most: many topics due at once wake over several
+ * ticks (the margin, TTL_WAKE_AHEAD_MS, is ten of them) rather than all reading their packs at once.
+ */
+const TTL_WAKES_PER_TICK = 256;
 
 export interface DormancyHost {
   readonly packs: PackStore | undefined;
@@ -187,7 +192,7 @@ export class Dormancy {
   async wakeDue(): Promise<number> {
     const now = this.host.now();
     const wakes: Promise<void>[] = [];
-    for (let top = this.ttlDue.peek(); top !== undefined && top.at <= now; top = this.ttlDue.peek()) {
+    for (let top = this.ttlDue.peek(); top !== undefined && top.at <= now && wakes.length < TTL_WAKES_PER_TICK; top = this.ttlDue.peek()) {
       this.ttlDue.pop();
       const row = this.sleeping.row(top.name);
       if (row) {
