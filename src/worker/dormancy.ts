@@ -166,8 +166,7 @@ export class Dormancy {
    */
   private trySleep(actor: TopicActor, now: number): 'slept' | 'later' | 'no' {
     const inst = actor.current;
-    const table = inst?.queue?.table;
-    if (table && (table.active.size > 0 || table.delayed.size > 0)) {
+    if (inst?.queue?.table.holdsDeadlines()) {
       // Lease expiry is lazy: a queue nobody claims from would hold its expired leases forever.
       // The sweep is a step like any (traced); it puts the actor back in the order, taken out again.
       this.host.input(actor, { k: 'sweep' });

@@ -434,8 +434,7 @@ export class ActorHost implements HostServices {
     for (const a of this.actorsByName.values()) {
       // Only a queue with leases or delays has anything to expire: a step on a quiet one would
       // count as use and keep it from sleeping while metrics are scraped.
-      const t = a.current?.queue?.table;
-      if (t && (t.active.size > 0 || t.delayed.size > 0)) this.input(a, { k: 'sweep' });
+      if (a.current?.queue?.table.holdsDeadlines()) this.input(a, { k: 'sweep' });
       a.addStats(totals, routers, this.clock.now());
     }
     const now = this.clock.now();

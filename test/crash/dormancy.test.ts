@@ -28,6 +28,18 @@ async function metric(srv: Server, m: string): Promise<number> {
   return Number(hit[1]);
 }
 
+/** Waits until `ok` holds (polling every 50 ms, for at most 10 s); fails with `what`. */
+async function until(what: string, ok: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await ok())) {
+    assert.ok(Date.now() < deadline, what);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One worker, topics asleep after 200 ms of quiet: the TTL and queue tests below. */
+const quickSleepEnv = { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '200' };
+
 /** Waits until at least `n` topics sleep (the sweep runs every 100 ms). */
 async function untilSleeping(srv: Server, n: number): Promise<number> {
   const deadline = Date.now() + 20_000;
@@ -183,8 +195,7 @@ test('SERVICE_TOPICS_AWAKE: past the cap the least recently used topics sleep ho
 
 test('TTL topics sleep while none of their records is about to expire, wake ahead of it, and sleep again once all expired; restarts keep it so', { timeout: 120_000 }, async () => {
   const dataDir = tempDir('spool-dormancy-ttl-');
-  const ttlEnv = { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '200' };
-  let srv = await startServer({ dataDir, env: ttlEnv });
+  let srv = await startServer({ dataDir, env: quickSleepEnv });
   const c = () => client(srv.url);
   // `short` (two appends 500 ms apart) and `once` (one append) expire within the test, `long`
   // does not; `plain` has no TTL.
@@ -201,13 +212,6 @@ test('TTL topics sleep while none of their records is about to expire, wake ahea
     return Object.fromEntries(page.topics.map((p) => [p.topic, [p.count, p.earliest_seq, p.head_seq]]));
   };
   const sleepingNow = () => metric(srv, 'spool_topics_sleeping');
-  const until = async (what: string, ok: () => Promise<boolean>) => {
-    const deadline = Date.now() + 10_000;
-    while (!(await ok())) {
-      assert.ok(Date.now() < deadline, what);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
   // All four sleep: `short`'s first records expire only in TTL - TTL_WAKE_AHEAD_MS (2 s).
   assert.equal(await untilSleeping(srv, 4), 4);
   assert.ok(Date.now() - t0 < TTL - 1000, 'slept before the wake ahead of expiry is due (else the test proves nothing)');
@@ -240,12 +244,12 @@ test('TTL topics sleep while none of their records is about to expire, wake ahea
     assert.deepEqual(l, { 'ttl.short': [0, h('ttl.short') + 1, h('ttl.short')], 'ttl.once': [0, h('ttl.once') + 1, h('ttl.once')], 'ttl.long': [2, 1, h('ttl.long')], 'ttl.plain': [2, 1, h('ttl.plain')] });
   };
   await srv.kill();
-  srv = await startServer({ dataDir, env: ttlEnv });
+  srv = await startServer({ dataDir, env: quickSleepEnv });
   afterCrash(await listed());
   await untilSleeping(srv, 4);
   afterCrash(await listed());
   assert.equal(await srv.stop(), 0);
-  srv = await startServer({ dataDir, env: ttlEnv });
+  srv = await startServer({ dataDir, env: quickSleepEnv });
   assert.equal(await metric(srv, 'spool_topics_sleeping'), 4, 'restored asleep from the final checkpoint');
   afterCrash(await listed());
   const long = await c().post('/v0/topics/ttl.long/diff', { from_seq: 0 });
@@ -255,8 +259,7 @@ test('TTL topics sleep while none of their records is about to expire, wake ahea
 
 test('queues sleep once their leases and delays are over: claims after a wake keep delivery counts, dead-lettering and unique lease ids, across SIGKILL and a clean restart', { timeout: 120_000 }, async () => {
   const dataDir = tempDir('spool-dormancy-queue-');
-  const qEnv = { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '200' };
-  let srv = await startServer({ dataDir, env: qEnv });
+  let srv = await startServer({ dataDir, env: quickSleepEnv });
   const c = () => client(srv.url);
   const q = 'jobs.tenant1';
   assert.equal((await c().put(`/v0/topics/${q}`, { type: 'queue', lease_ms: 200, max_deliveries: 2, dead_letter: 'jobs.dead' })).status, 201);
@@ -281,13 +284,7 @@ test('queues sleep once their leases and delays are over: claims after a wake ke
   // Once b's lease expired (the sweep expires it), the queue and the log topics sleep.
   await untilSleeping(srv, 1);
   const state = async () => (await c().get(`/v0/topics/${q}`)).body.queue as { ready: number; in_flight: number; dead_lettered: number };
-  const deadLettered = async (n: number) => {
-    const until = Date.now() + 10_000;
-    while ((await state()).dead_lettered !== n) {
-      assert.ok(Date.now() < until, `dead_lettered reaches ${n}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
+  const deadLettered = (n: number) => until(`dead_lettered reaches ${n}`, async () => (await state()).dead_lettered === n);
   // The metrics of a sleeping queue: every live job ready.
   const m = await raw(srv.url, 'GET', '/v0/metrics');
   assert.match(m.text, /^spool_queue_topics 1$/m, 'a sleeping queue counts as a queue topic');
@@ -310,7 +307,7 @@ test('queues sleep once their leases and delays are over: claims after a wake ke
   // the dead-letter counter are not: its next claim would be its third delivery, past
   // max_deliveries, so it goes to the dead-letter topic too.
   await srv.kill();
-  srv = await startServer({ dataDir, env: qEnv });
+  srv = await startServer({ dataDir, env: quickSleepEnv });
   await untilSleeping(srv, 2);
   assert.equal((await state()).dead_lettered, 1);
   assert.deepEqual(await claim(5), []);
@@ -320,7 +317,7 @@ test('queues sleep once their leases and delays are over: claims after a wake ke
   // A clean restart keeps the queue asleep (the final checkpoint holds its part).
   await untilSleeping(srv, 2);
   assert.equal(await srv.stop(), 0);
-  srv = await startServer({ dataDir, env: qEnv });
+  srv = await startServer({ dataDir, env: quickSleepEnv });
   assert.equal(await metric(srv, 'spool_topics_sleeping'), 2, 'restored asleep from the final checkpoint');
   assert.deepEqual(await state(), { ready: 0, in_flight: 0, dead_lettered: 2 });
   const d = await c().post(`/v0/topics/${q}`, { records: [{ data: 'd' }] });

@@ -54,6 +54,11 @@ export class LeaseTable {
   private readonly delays = new MinHeap<DelayEntry>(byTime);
   private readonly reclaim = new MinHeap<number>((a, b) => a < b);
 
+  /** Leases or nack delays are held: a sweep may find some expired (a quiet queue has none). */
+  holdsDeadlines(): boolean {
+    return this.active.size > 0 || this.delayed.size > 0;
+  }
+
   isClaimable(seq: number): boolean {
     return !this.active.has(seq) && !this.delayed.has(seq) && !this.inTransit.has(seq);
   }

@@ -63,8 +63,7 @@ export class QueueState {
   quiet(): boolean {
     const t = this.table;
     return (
-      t.active.size === 0 &&
-      t.delayed.size === 0 &&
+      !t.holdsDeadlines() &&
       t.inTransit.size === 0 &&
       this.conns.size === 0 &&
       this.cohort.length === 0 &&

@@ -32,9 +32,10 @@ export const TTL_WAKE_AHEAD_MS = 1000;
 
 /**
  * Whether a topic may sleep at `now`: its record; 'later' while something is in flight (pending
- * or unsynced batches, gates, unwritten pack frames); 'no' while its kind or state keeps it awake
- * (a queue, a router on either side, ephemeral records, own segment files, a packed segment past
- * SLEEP_PACKED_BYTES_MAX, TTL expiry under way: see ttlAwakeUntil) until a later step changes it.
+ * or unsynced batches, gates, unwritten pack frames, a queue's leases, delays or streams); 'no'
+ * while its kind or state keeps it awake (a router on either side, ephemeral records, own segment
+ * files, a packed segment past SLEEP_PACKED_BYTES_MAX, TTL expiry under way: see ttlAwakeUntil)
+ * until a later step changes it.
  * `packedWritten`: the logical bytes of its packed segment already whole in a pack (PackMap).
  */
 export function dormantOf(inst: TopicInstance, packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
@@ -61,7 +62,7 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
     bytes: inst.bytes,
     earliest: inst.earliest(),
     last_ts_ms: inst.lastTsMs,
-    first_ts_ms: inst.count > 0 ? inst.index.ts(inst.earliest()) : 0,
+    first_ts_ms: firstLiveTs(inst),
     last_write_ms: inst.lastWriteTsMs,
     last_read_ms: inst.lastReadTsMs,
     last_consumed_ms: inst.lastConsumedMs,
@@ -87,27 +88,36 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
  * undefined when it may sleep now (no TTL, no records, all expired, or none expiring soon).
  */
 export function ttlAwakeUntil(ttlMs: number, count: number, firstTs: number, lastTs: number, now: number): number | undefined {
-  // One $ts for every live record (a topic written once, the usual many-topics case): they
-  // expire together, from none to all, which the record's figures follow without a wake.
-  if (ttlMs <= 0 || count === 0 || firstTs >= lastTs || now - lastTs > ttlMs) return undefined;
+  if (!expiresInSteps(ttlMs, count, firstTs, lastTs, now)) return undefined;
   return now - firstTs > ttlMs - TTL_WAKE_AHEAD_MS ? lastTs + ttlMs + 1 : undefined;
 }
 
 /**
+ * Whether live records are still to expire in more than one step: TTL, records of two $ts or
+ * more, not all expired. Records that share one $ts (a topic written once, the usual
+ * many-topics case) expire together, from none to all, which a record's figures follow.
+ */
+function expiresInSteps(ttlMs: number, count: number, firstTs: number, lastTs: number, now: number): boolean {
+  return ttlMs > 0 && count > 0 && firstTs < lastTs && now - lastTs <= ttlMs;
+}
+
+/**
  * When a topic going to sleep at `now` must wake (its first live record expires soon), or
- * undefined when never: no TTL, no records, all of them expired already, or all with one $ts.
+ * undefined when never (expiresInSteps is false).
  */
 export function ttlWakeAt(d: Pick<DormantTopic, 'config' | 'count' | 'first_ts_ms' | 'last_ts_ms'>, now: number): number | undefined {
   const ttl = d.config.ttl_ms;
-  // Records that all share one $ts expire together: the record's figures need no wake.
-  if (ttl <= 0 || d.count === 0 || d.first_ts_ms >= d.last_ts_ms || now - d.last_ts_ms > ttl) return undefined;
-  return d.first_ts_ms + ttl - TTL_WAKE_AHEAD_MS;
+  return expiresInSteps(ttl, d.count, d.first_ts_ms, d.last_ts_ms, now) ? d.first_ts_ms + ttl - TTL_WAKE_AHEAD_MS : undefined;
 }
 
 /** For an instance that may not sleep because its TTL expiry is under way: when it may (ttlAwakeUntil). */
 export function ttlSleepAt(inst: TopicInstance, now: number): number | undefined {
-  const firstTs = inst.count > 0 ? inst.index.ts(inst.earliest()) : 0;
-  return ttlAwakeUntil(inst.config.ttl_ms, inst.count, firstTs, inst.lastTsMs, now);
+  return ttlAwakeUntil(inst.config.ttl_ms, inst.count, firstLiveTs(inst), inst.lastTsMs, now);
+}
+
+/** $ts of the instance's first live record, 0 when it holds none. */
+function firstLiveTs(inst: TopicInstance): number {
+  return inst.count > 0 ? inst.index.ts(inst.earliest()) : 0;
 }
 
 /**
