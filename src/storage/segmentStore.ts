@@ -42,6 +42,8 @@ interface TopicFiles {
   pending: PendingWrite[];
   /** Frames appended so far (numbers them, so flushAll can tell old frames from new ones). */
   appended: number;
+  /** Frames wholly written so far (all of them once it equals `appended`). */
+  written: number;
   drainQueued: boolean;
   /** The segment frames go to (-1: none written since the start). */
   segFirstSeq: number;
@@ -58,6 +60,8 @@ interface TopicFiles {
   pendingBytes: number;
   /** The topic's packed frames are durable (checked before its first own segment is created). */
   packSealed: boolean;
+  /** The topic went to sleep: the entry goes once nothing of it is left to write or sync. */
+  released: boolean;
 }
 
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
@@ -96,11 +100,44 @@ export class SegmentStore {
     private readonly writeDelayMs = 0,
   ) {}
 
+  /** Topics the store keeps an entry for (tests: a released topic's entry goes). */
+  get topicCount(): number {
+    return this.topics.size;
+  }
+
   /** Open fds right now (for tests and metrics). */
   get openCount(): number {
     let n = 0;
     for (const t of this.topics.values()) if (t.fd) n++;
     return n;
+  }
+
+  /** Every frame appended for the topic's own segment files is wholly written (a sleeping topic's must be). */
+  allWritten(topicId: number): boolean {
+    const t = this.topics.get(topicId);
+    return t === undefined || t.written === t.appended;
+  }
+
+  /**
+   * The topic went to sleep (every frame of it written, dormant.ts): its descriptor closes, and
+   * once nothing is left to sync (now, or after the next flushAll) the store forgets it, as after
+   * a restart. A later append starts afresh: the directory exists, the active file is reopened.
+   */
+  release(topicId: number): void {
+    const t = this.topics.get(topicId);
+    if (!t) return;
+    t.released = true;
+    this.enqueue(t, async () => {
+      if (!t.released) return; // appended to since
+      await this.closeFile(t);
+      this.forgetIfIdle(t);
+    });
+  }
+
+  /** Forgets a released topic with nothing pending, unsynced or retried (on its chain). */
+  private forgetIfIdle(t: TopicFiles): void {
+    if (!t.released || t.dirty || t.pending.length > 0 || t.written !== t.appended || t.retry || t.fd || this.delayed.has(t)) return;
+    if (this.topics.get(t.id) === t) this.topics.delete(t.id);
   }
 
   private segPath(t: TopicFiles, firstSeq = t.segFirstSeq): string {
@@ -135,7 +172,7 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { id: topicId, chain: Promise.resolve(), pending: [], appended: 0, drainQueued: false, pendingBytes: 0, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false };
+      t = { id: topicId, chain: Promise.resolve(), pending: [], appended: 0, written: 0, drainQueued: false, pendingBytes: 0, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false, released: false };
       this.topics.set(topicId, t);
     }
     return t;
@@ -163,6 +200,7 @@ export class SegmentStore {
   append(place: SegmentPlacement, frame: Buffer, onWritten?: () => void): void {
     if (place.packed) return this.packStore().append(place.topicId, place.offset, frame, onWritten);
     const t = this.files(place.topicId);
+    t.released = false;
     t.pending.push({ place, frame, onWritten, no: t.appended++ });
     t.pendingBytes += frame.length;
     if (t.drainQueued) return;
@@ -252,6 +290,7 @@ export class SegmentStore {
         let k = i;
         for (let at = first.offset; k < j && at + batch[k]!.frame.length <= first.offset + done; k++) {
           at += batch[k]!.frame.length;
+          t.written++;
           batch[k]!.onWritten?.();
         }
         progress.written = k;
@@ -288,8 +327,9 @@ export class SegmentStore {
     }
     if (!t.packSealed) {
       // Recovery reads a topic's packed frames, then its own segments, as one run: the packed
-      // ones must not be lost in a crash that keeps this new file.
-      if (this.packs?.holds(t.id)) await this.packs.sealTopic(t.id);
+      // ones must not be lost in a crash that keeps this new file. A frame past offset 0 goes to
+      // a file that exists already (this entry is new since a restart or a sleep): sealed then.
+      if (place.offset === 0 && this.packs?.holds(t.id)) await this.packs.sealTopic(t.id);
       t.packSealed = true;
     }
     if (!t.dirCreated) {
@@ -334,6 +374,7 @@ export class SegmentStore {
           if (!t.dirty || t.segFirstSeq === -1) return false;
           await this.syncFile(t);
           t.dirty = false;
+          this.forgetIfIdle(t);
           return true;
         });
         if (synced) topicDirs.push(topicDir(this.dataDir, id));

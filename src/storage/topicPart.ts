@@ -34,5 +34,10 @@ export interface DormantTopic extends TopicPart, Watermarks {
    * actor goes on from here). Not persisted: a restart has a new boot epoch.
    */
   lease_no?: number;
+  /**
+   * It has own segment files (one at most holding records, dormant.ts), which a wake reads after
+   * its packed segment. Not persisted: recovery learns it from the topic directories.
+   */
+  own_files?: boolean;
 }
 

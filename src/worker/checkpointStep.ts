@@ -14,6 +14,7 @@ import type { WalLink } from './walLink.js';
 import { crc32 } from 'node:zlib';
 import { SectionWriter } from '../storage/snapshotSection.js';
 import type { DormantTable } from './dormantTable.js';
+import type { StoredFrames } from '../actors/topic/dormant.js';
 
 /** Parts encoded between two looks at the event loop. */
 const TOPICS_PER_TURN = 4096;
@@ -29,11 +30,21 @@ export interface CheckpointTopics {
   readonly sleeping: DormantTable;
   /** The worker's clock (whether a TTL topic is quiet depends on it). */
   now(): number;
+  /** What the stores hold of a topic (whether it is quiet depends on it). */
+  stored(topicId: number): StoredFrames;
+}
+
+interface Reclaim {
+  topicId: number;
+  firstSeq: number;
+  packed: boolean;
 }
 
 export class WorkerCheckpoints {
   /** Segments to unlink once the snapshot of a mark is durable. */
-  private readonly reclaimAfter = new Map<number, { topicId: number; firstSeq: number; packed: boolean }[]>();
+  private readonly reclaimAfter = new Map<number, Reclaim[]>();
+  /** Segments in reclaimAfter, by topic id (a topic with one pending may not sleep: a wake would read it). */
+  private readonly unlinking = new Map<number, number>();
 
   constructor(
     private readonly wal: WalLink,
@@ -60,7 +71,10 @@ export class WorkerCheckpoints {
     const asleep = this.topics.sleeping.list();
     const out = new SectionWriter();
     const runs: number[] = [];
-    const reclaim: { topicId: number; firstSeq: number; packed: boolean }[] = [];
+    // Reclaims of an earlier mark whose snapshot never became durable (its checkpoint failed;
+    // checkpoints run one at a time) wait for this one's instead: still dead, floors kept.
+    const reclaim: Reclaim[] = [];
+    for (const [mark, list] of this.reclaimAfter) if (mark < markId) reclaim.push(...list), this.reclaimAfter.delete(mark);
     const encode = (name: string, actor: TopicActor | undefined, row: number): void => {
       // Asleep at the list and still (the common case at many topics): straight from its row.
       const still = row >= 0 ? this.topics.sleeping.rowIf(row, name) : undefined;
@@ -87,7 +101,7 @@ export class WorkerCheckpoints {
     return { section: bytes, crc: crc32(bytes), topics, deadPacks };
   }
 
-  private encodeAwake(out: SectionWriter, a: TopicActor, inst: TopicInstance, final: boolean, reclaim: { topicId: number; firstSeq: number; packed: boolean }[], runs: number[]): void {
+  private encodeAwake(out: SectionWriter, a: TopicActor, inst: TopicInstance, final: boolean, reclaim: Reclaim[], runs: number[]): void {
     const packs = this.segments.packs;
     // Whole sealed segments below the first live seq are dead: reclaim them once this
     // snapshot (which records the floors that killed them) is durable (DESIGN 2.6).
@@ -95,13 +109,14 @@ export class WorkerCheckpoints {
     const earliest = inst.earliest();
     for (let k = inst.segment.reclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {
       reclaim.push({ topicId: inst.id, firstSeq: segs[k]!, packed: k === 0 && inst.segment.packed });
+      this.unlinking.set(inst.id, (this.unlinking.get(inst.id) ?? 0) + 1);
       inst.segment.reclaimed = k + 1;
     }
     // A final checkpoint follows a drain: every assigned seq is durable, so no padding is owed
     // and a clean restart continues at head + 1. Otherwise the submitted ceiling is kept.
     const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
     // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
-    const quiet = packs ? a.dormancy(packs.map.size(inst.id), this.topics.now()) : 'no';
+    const quiet = packs ? a.dormancy(this.topics.stored(inst.id), this.topics.now()) : 'no';
     const n = packs?.map.runsInto(inst.id, runs) ?? 0;
     out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, n > 0 ? runs.slice(0, n) : undefined, typeof quiet === 'object' ? quiet : undefined);
   }
@@ -110,7 +125,17 @@ export class WorkerCheckpoints {
     await this.segments.packs?.forget(removedPacks);
     const list = this.reclaimAfter.get(markId) ?? [];
     this.reclaimAfter.delete(markId);
-    for (const r of list) await this.segments.unlinkSegment(r.topicId, r.firstSeq, r.packed);
+    for (const r of list) {
+      await this.segments.unlinkSegment(r.topicId, r.firstSeq, r.packed);
+      const n = this.unlinking.get(r.topicId)! - 1;
+      if (n > 0) this.unlinking.set(r.topicId, n);
+      else this.unlinking.delete(r.topicId);
+    }
     return list.length;
+  }
+
+  /** A segment of the topic waits to be unlinked (a wake must not read it meanwhile). */
+  unlinkPending(topicId: number): boolean {
+    return this.unlinking.has(topicId);
   }
 }

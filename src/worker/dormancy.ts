@@ -21,12 +21,14 @@
 import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
-import { ttlSleepAt, ttlWakeAt, type DormantTopic } from '../actors/topic/dormant.js';
+import { ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
 import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
 import { probeFrame } from '../wal/frame.js';
+import type { Fs } from '../storage/fs.js';
+import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 
 /** How often quiet topics are looked for. */
 const SWEEP_MS = 100;
@@ -40,6 +42,13 @@ const TTL_WAKES_PER_TICK = 256;
 
 export interface DormancyHost {
   readonly packs: PackStore | undefined;
+  /** Where a woken topic's own segment files are read from. */
+  readonly fsx: Fs;
+  readonly dataDir: string;
+  /** What the stores hold of a topic (whether it may sleep depends on it). */
+  stored(topicId: number): StoredFrames;
+  /** A topic with own segment files went to sleep: the segment store may forget it (SegmentStore.release). */
+  releaseFiles(topicId: number): void;
   readonly byTopicId: Map<number, TopicActor>;
   actorFor(name: string): TopicActor;
   /** The actor holding `name`, if any (never made). */
@@ -172,7 +181,7 @@ export class Dormancy {
       this.host.input(actor, { k: 'sweep' });
       this.awake.delete(actor);
     }
-    const d = inst ? actor.dormancy(this.host.packs?.map.size(inst.id) ?? -1, now) : 'no';
+    const d = inst ? actor.dormancy(this.host.stored(inst.id), now) : 'no';
     if (d === 'no') {
       const at = inst ? ttlSleepAt(inst, now) : undefined;
       if (at !== undefined) this.ttlDue.push({ at, name: actor.name });
@@ -214,6 +223,7 @@ export class Dormancy {
     this.host.byTopicId.delete(rec.id);
     // The actor forgets its instance and is dropped as idle after this step; the name stays listed.
     this.host.input(actor, { k: 'sleep' });
+    if (rec.own_files) this.host.releaseFiles(rec.id);
   }
 
   // ---- lazy recovery (recovery.ts): topics of the snapshot restored asleep ---------------------
@@ -283,6 +293,7 @@ export class Dormancy {
     // Packs are append-only and a sleeping topic writes nothing, so its frames stay where they are.
     const buf = first.packed_bytes > 0 ? await this.host.packs!.read(first.id, 0, first.packed_bytes) : undefined;
     const frames = buf ? checkedFrames(buf, name) : [];
+    const segs = first.own_files ? await this.readOwnSegments(first.id) : [];
     const rec = this.sleeping.take(name)!; // the same topic, maybe touched meanwhile (a list with touch=true)
     // Its row may go to another topic now: recovery's index by id must not point at it.
     this.recovering?.delete(rec.id);
@@ -292,8 +303,24 @@ export class Dormancy {
     this.host.input(actor, { k: 'wake', part: rec });
     // Hot: the request that woke the topic usually reads its records next (no second read).
     for (const frame of frames) this.host.input(actor, { k: 'packed', frame, hot: true });
+    // Own segment files after it, indexed cold as recovery indexes them.
+    for (const seg of segs) this.host.input(actor, { k: 'segment', seg });
     this.host.input(actor, { k: 'finish' });
     this.host.textsKept(rec.id, frames);
+  }
+
+  /**
+   * A sleeping topic's own segment files, oldest first, every frame CRC-checked. None may have
+   * a torn tail: a sleeping topic wrote every frame whole before it slept, and after a crash a
+   * segment written past the checkpoint's cut is the WAL replay's, which woke the topic then.
+   * (Files of segments reclaimed since the topic went to sleep cannot be here: it may not sleep
+   * with an unlink pending, and a restart loads what the directory holds, as the wake does.)
+   */
+  private async readOwnSegments(topicId: number): Promise<LoadedSegment[]> {
+    const list = await listSegments(this.host.fsx, this.host.dataDir, topicId);
+    const out: LoadedSegment[] = [];
+    for (const seg of list) out.push(await readSegment(this.host.fsx, topicId, seg, false));
+    return out;
   }
 }
 

@@ -25,6 +25,7 @@ const PACKED = 8;
 const LAST_WRITE = 9;
 const LAST_READ = 10;
 const LAST_CONSUMED = 11;
+/** The config's index × 2, plus 1 for a topic with own segment files (DormantTopic.own_files). */
 const CONFIG = 12;
 const FIRST_TS = 13;
 const ROW_WORDS = 14;
@@ -84,7 +85,7 @@ export class DormantTable {
     f[o + LAST_WRITE] = clock(d.last_write_ms);
     f[o + LAST_READ] = clock(d.last_read_ms);
     f[o + LAST_CONSUMED] = clock(d.last_consumed_ms);
-    f[o + CONFIG] = this.configOf(d.config);
+    f[o + CONFIG] = this.configOf(d.config) * 2 + (d.own_files ? 1 : 0);
     if (d.evict_floor !== undefined) this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
     if (d.queue !== undefined) this.queues.set(row, { queue: d.queue, leaseNo: d.lease_no ?? 0 });
     this.names.add(row, d.name);
@@ -201,6 +202,13 @@ export class DormantTable {
     }
   }
 
+  /** Rows of topics with own segment files (tests and audits, O(rows)). */
+  ownFilesCount(): number {
+    let n = 0;
+    for (let row = 0; row < this.rows; row++) if (this.names.nameOf(row) !== undefined && this.f[row * ROW_WORDS + CONFIG]! & 1) n++;
+    return n;
+  }
+
   /** Column `col` of `row` (DormantRow's getters). */
   value(row: number, col: number): number {
     return this.f[row * ROW_WORDS + col]!;
@@ -211,7 +219,7 @@ export class DormantTable {
   }
 
   configAt(row: number): TopicConfig {
-    return this.configs[this.f[row * ROW_WORDS + CONFIG]!]!;
+    return this.configs[this.f[row * ROW_WORDS + CONFIG]! >> 1]!;
   }
 
   retentionOf(row: number): Retention | undefined {
@@ -242,6 +250,7 @@ export class DormantTable {
       last_consumed_ms: unclock(f[o + LAST_CONSUMED]!),
       packed_bytes: f[o + PACKED]!,
     };
+    if (f[o + CONFIG]! & 1) d.own_files = true;
     const r = this.retention.get(row);
     if (r) Object.assign(d, r);
     const q = this.queues.get(row);

@@ -28,7 +28,7 @@ import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
 import { SortedNames } from './sortedNames.js';
 import { Dormancy } from './dormancy.js';
-import { addDormantStats, dormantStats, dormantSummary } from '../actors/topic/dormant.js';
+import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from '../actors/topic/dormant.js';
 import { priorityOf } from '../actors/topic/topicState.js';
 import type { Fs } from '../storage/fs.js';
 
@@ -148,6 +148,10 @@ export class ActorHost implements HostServices {
     this.dormancy = new Dormancy(
       {
         packs: segments.packs,
+        fsx,
+        dataDir,
+        stored: (id) => this.stored(id),
+        releaseFiles: (id) => this.segments.release(id),
         byTopicId: this.byTopicId,
         actorFor: (name) => this.actorFor(name),
         actorByName: (name) => this.actorsByName.get(name),
@@ -170,7 +174,13 @@ export class ActorHost implements HostServices {
       actor: (name) => this.actorsByName.get(name),
       sleeping: this.dormancy.sleeping,
       now: () => this.clock.now(),
+      stored: (id) => this.stored(id),
     });
+  }
+
+  /** What the worker's stores hold of a topic, as whether it may sleep depends on it. */
+  private stored(topicId: number): StoredFrames {
+    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled: this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) };
   }
 
   actorFor(name: string): TopicActor {

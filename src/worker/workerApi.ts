@@ -186,8 +186,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
      * For tests and audits, O(topics): actors held, those with a live topic, and the running
      * total of live bytes next to the same figure summed over every actor (they must agree).
      */
-    audit(): { actors: number; live: number; leaseKept: number; sleeping: number; liveBytes: number; liveBytesSummed: number } {
-      return { actors: host.actorCount, live: host.liveActorCount(), leaseKept: host.leaseKeptActorCount(), sleeping: host.dormancy.sleepingCount, liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed() };
+    audit(): { actors: number; live: number; leaseKept: number; sleeping: number; sleepingOwnFiles: number; liveBytes: number; liveBytesSummed: number } {
+      return { actors: host.actorCount, live: host.liveActorCount(), leaseKept: host.leaseKeptActorCount(), sleeping: host.dormancy.sleepingCount, sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(), liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed() };
     },
     /** Puts every topic that may sleep now to sleep, however recently used (tests and tools); returns how many. */
     sleepQuietTopics(): number {

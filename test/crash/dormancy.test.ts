@@ -328,3 +328,61 @@ test('queues sleep once their leases and delays are over: claims after a wake ke
   assert.deepEqual(fourth.map((j) => [j.$seq, j.deliveries]), [[d.body.seqs[0], 1]]);
   await srv.stop();
 });
+
+test('topics with an own segment file sleep while a wake reads at most 1 MiB: reads and appends after a wake, SIGKILL and a clean restart', { timeout: 120_000 }, async () => {
+  const dataDir = tempDir('spool-dormancy-own-');
+  // Packs of 2 KiB per topic: each topic below rolls to a file of its own within a few appends.
+  const ownEnv = { ...quickSleepEnv, SERVICE_PACK_BYTES: '2048' };
+  let srv = await startServer({ dataDir, env: ownEnv });
+  const c = () => client(srv.url);
+  const N = 12;
+  const topic = (i: number) => `own.${String(i).padStart(2, '0')}`;
+  const acked = new Map<string, unknown[]>();
+  for (let i = 0; i < N; i++) {
+    assert.equal((await c().put(`/v0/topics/${topic(i)}`, { durability: 'fsync' })).status, 201);
+    const records: unknown[] = [];
+    for (let k = 0; k < 10; k++) {
+      const data = { i, k, pad: 'p'.repeat(300) };
+      assert.equal((await c().post(`/v0/topics/${topic(i)}`, { records: [{ data }] })).status, 200);
+      records.push(data);
+    }
+    acked.set(topic(i), records);
+  }
+  // One topic past what a wake may read (1 MiB): it stays awake.
+  for (let k = 0; k < 5; k++) assert.equal((await c().post('/v0/topics/own.big', { records: [{ data: 'b'.repeat(250_000) }] })).status, k === 0 ? 201 : 200);
+  assert.equal(fs.readdirSync(path.join(dataDir, 'topics')).length, N + 1, 'every topic has a directory of its own');
+  const check = async (what: string) => {
+    for (const [t, records] of acked) {
+      const d = await c().post(`/v0/topics/${t}/diff`, { from_seq: 0, limit: 1000 });
+      assert.equal(d.status, 200, `${what}: ${t}`);
+      assert.deepEqual(d.body.records.map((r: { data: unknown }) => r.data), records, `${what}: ${t}`);
+      assert.deepEqual(d.body.records.map((r: { $seq: number }) => r.$seq), records.map((_, k) => k + 1), `${what}: ${t}`);
+    }
+  };
+  assert.equal(await untilSleeping(srv, N), N);
+  await new Promise((r) => setTimeout(r, 500)); // a few more sweeps
+  assert.equal(await metric(srv, 'spool_topics_sleeping'), N, 'the topic past 1 MiB stays awake');
+  await check('woken');
+  // Appends after a wake continue the topic's file.
+  for (const [t, records] of acked) {
+    const data = { t, after: 'wake' };
+    const r = await c().post(`/v0/topics/${t}`, { records: [{ data }] });
+    assert.deepEqual([r.status, r.body.seqs], [200, [records.length + 1]], t);
+    records.push(data);
+  }
+  await untilSleeping(srv, N);
+  await check('asleep again');
+  await untilSleeping(srv, N);
+  // SIGKILL with them asleep: every acknowledged fsync record comes back; they sleep again.
+  await srv.kill();
+  srv = await startServer({ dataDir, env: ownEnv });
+  await check('after SIGKILL');
+  await untilSleeping(srv, N);
+  await check('asleep after SIGKILL');
+  await untilSleeping(srv, N);
+  assert.equal(await srv.stop(), 0);
+  srv = await startServer({ dataDir, env: ownEnv });
+  await check('after a clean restart');
+  assert.equal((await c().get('/v0/topics/own.big')).body.count, 5);
+  await srv.stop();
+});

@@ -15,6 +15,7 @@ import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
 import { resolveConfig } from '../../src/actors/topic/config.js';
 import { SimDisk } from '../support/simDisk.js';
 import { CrashWorld, sweepSettings } from '../support/crashWorld.js';
+import type { Settings } from '../../src/config.js';
 
 const NAMES = ['t.a', 't.b', 't.c', 't.d', 't.e', 't.f'];
 const CLASSES = ['memory', 'disk', 'fsync', 'ephemeral'] as const;
@@ -31,7 +32,8 @@ type Op =
   | { t: 'list'; touch: boolean }
   | { t: 'sleep' }
   | { t: 'advance'; ms: number }
-  | { t: 'restart'; checkpoint: boolean };
+  | { t: 'restart'; checkpoint: boolean }
+  | { t: 'checkpoint' };
 
 const topicArb = fc.constantFrom(...NAMES);
 /** The ops of a random program; `ttls`: the ttl_ms a put may set. */
@@ -111,6 +113,28 @@ const queueProgramArb = fc
     ...ops,
   ]);
 
+/**
+ * Programs about topics with own segment files: tiny packs and small segments, so three topics
+ * roll from their packed segment to an own file within a few appends, and on to a second one
+ * (which keeps them awake until caps, deletes and a checkpoint reclaim the first).
+ */
+const OWN_SETTINGS: Partial<Settings> = { packBytes: 512, segmentBytes: 4096 };
+const OWN_TOPICS = NAMES.slice(0, 3);
+const ownTopicArb = fc.constantFrom(...OWN_TOPICS);
+const ownOpArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ t: fc.constant('append' as const), topic: ownTopicArb, sizes: fc.array(fc.integer({ min: 20, max: 200 }), { minLength: 1, maxLength: 4 }), tag: fc.constantFrom(null, 'red'), node: fc.constantFrom(null, 'n1'), key: fc.constant(null) }) },
+  { weight: 4, arbitrary: fc.constant({ t: 'sleep' as const }) },
+  { weight: 2, arbitrary: fc.constant({ t: 'checkpoint' as const }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant('read' as const), topic: ownTopicArb, fromSeq: fc.constantFrom(0, 2, 5), touch: fc.boolean(), diff: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: ownTopicArb, beforeSeq: fc.integer({ min: 1, max: 30 }) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: ownTopicArb, tag: fc.constant('red') }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean() }) },
+);
+const ownProgramArb = fc
+  .tuple(fc.array(fc.tuple(fc.constantFrom('disk' as const, 'fsync' as const), fc.constantFrom(0, 0, 8)), { minLength: OWN_TOPICS.length, maxLength: OWN_TOPICS.length }), fc.array(ownOpArb, { minLength: 10, maxLength: 60 }))
+  .map(([kinds, ops]): Op[] => [...OWN_TOPICS.map((topic, i): Op => ({ t: 'put', topic, durability: kinds[i]![0], capRecords: kinds[i]![1], ttlMs: 0, autoPriority: false })), ...ops]);
+
 function requestsOf(op: Extract<Op, { topic: string }>): TopicRequest[] {
   switch (op.t) {
     case 'claim':
@@ -158,16 +182,21 @@ class Side {
   readonly disk = new SimDisk();
   readonly clock = new FakeClock();
   slept = 0;
+  /** Topics with own segment files found asleep after a sleep step (summed over the steps). */
+  ownAsleep = 0;
   /** Sleeping TTL topics woken ahead of their first record's expiry. */
   ttlWoke = 0;
   /** Every lease id a claim handed out since the last restart (unique per boot, sleeps or not). */
   leaseIds = new Set<string>();
-  constructor(readonly sleeps: boolean) {}
+  constructor(
+    readonly sleeps: boolean,
+    readonly over: Partial<Settings> = {},
+  ) {}
 
   async boot(): Promise<void> {
     // The reference side never sleeps and recovers the old way (every topic loaded, every pack
     // scanned); the other sleeps on `sleep` steps and recovers lazily (quiet topics stay asleep).
-    this.world = new CrashWorld(this.disk, sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, lazyRecovery: this.sleeps }), this.clock);
+    this.world = new CrashWorld(this.disk, sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, lazyRecovery: this.sleeps, ...this.over }), this.clock);
     await this.world.boot();
   }
 
@@ -181,7 +210,15 @@ class Side {
         if (this.sleeps) for (const wk of w.sup.workers) this.ttlWoke += await wk.wakeDueTopics();
         return [];
       case 'sleep':
-        if (this.sleeps) for (const wk of w.sup.workers) this.slept += await wk.sleepQuietTopics();
+        if (this.sleeps) {
+          for (const wk of w.sup.workers) {
+            this.slept += await wk.sleepQuietTopics();
+            this.ownAsleep += (await wk.audit()).sleepingOwnFiles;
+          }
+        }
+        return [];
+      case 'checkpoint':
+        await w.checkpoint();
         return [];
       case 'restart':
         if (op.checkpoint) await w.checkpoint();
@@ -221,9 +258,9 @@ class Side {
   }
 }
 
-async function run(ops: Op[]): Promise<{ slept: number; ttlWoke: number }> {
-  const asleep = new Side(true);
-  const awake = new Side(false);
+async function run(ops: Op[], over: Partial<Settings> = {}): Promise<{ slept: number; ttlWoke: number; ownAsleep: number }> {
+  const asleep = new Side(true, over);
+  const awake = new Side(false, over);
   await asleep.boot();
   await awake.boot();
   try {
@@ -235,7 +272,7 @@ async function run(ops: Op[]): Promise<{ slept: number; ttlWoke: number }> {
       await asleep.audit(what);
       await awake.audit(what);
     }
-    return { slept: asleep.slept, ttlWoke: asleep.ttlWoke };
+    return { slept: asleep.slept, ttlWoke: asleep.ttlWoke, ownAsleep: asleep.ownAsleep };
   } finally {
     asleep.world.halt();
     awake.world.halt();
@@ -243,21 +280,23 @@ async function run(ops: Op[]): Promise<{ slept: number; ttlWoke: number }> {
 }
 
 /** Runs the property over `programs`; returns the sleeps and TTL wakes it saw. */
-async function property(programs: fc.Arbitrary<Op[]>, runs: number): Promise<{ numRuns: number; slept: number; ttlWoke: number }> {
+async function property(programs: fc.Arbitrary<Op[]>, runs: number, over: Partial<Settings> = {}): Promise<{ numRuns: number; slept: number; ttlWoke: number; ownAsleep: number }> {
   const numRuns = Number(process.env.DORMANCY_RUNS ?? runs);
   const seed = process.env.DORMANCY_SEED !== undefined ? Number(process.env.DORMANCY_SEED) : undefined;
   const path = process.env.DORMANCY_PATH;
   let slept = 0;
   let ttlWoke = 0;
+  let ownAsleep = 0;
   await fc.assert(
     fc.asyncProperty(programs, async (ops) => {
-      const r = await run(ops);
+      const r = await run(ops, over);
       slept += r.slept;
       ttlWoke += r.ttlWoke;
+      ownAsleep += r.ownAsleep;
     }),
     { numRuns, includeErrorInReport: true, ...(seed !== undefined ? { seed } : {}), ...(path ? { path } : {}) },
   );
-  return { numRuns, slept, ttlWoke };
+  return { numRuns, slept, ttlWoke, ownAsleep };
 }
 
 test('topics put to sleep answer every request as if they had stayed awake', async () => {
@@ -276,6 +315,11 @@ test('TTL topics put to sleep (and woken ahead of their expiry) answer as if the
 test('queues put to sleep (no lease or delay under way) answer claims, acks and nacks as if they had stayed awake', async () => {
   const { numRuns, slept } = await property(queueProgramArb, 80);
   assert.ok(slept > numRuns, `only ${slept} topics went to sleep over ${numRuns} runs`);
+});
+
+test('topics with own segment files put to sleep (one file at most) answer as if they had stayed awake', async () => {
+  const { numRuns, ownAsleep } = await property(ownProgramArb, 60, OWN_SETTINGS);
+  assert.ok(ownAsleep > numRuns, `only ${ownAsleep} topics with own segment files were seen asleep over ${numRuns} runs`);
 });
 
 test('a topic that took records while ephemeral does not sleep: they live only in memory', async () => {

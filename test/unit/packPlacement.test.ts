@@ -3,12 +3,13 @@
 // SERVICE_PACK_BYTES, or past PACK_FRAMES_FROM_BYTES once it holds PACK_FRAMES_MAX frames (small
 // frames roll at 64 KiB as before, batches stay packed up to SERVICE_PACK_BYTES); a recovery or a wake that feeds the
 // packed frames back (loadPackedFrame) counts them, so placement goes on where it left off; and
-// a topic sleeps only while its packed segment is at most SLEEP_PACKED_BYTES_MAX.
+// a topic sleeps only while a wake would read at most SLEEP_BYTES_MAX: its packed segment and at
+// most one own segment file after it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX, placeInSegment, type SegmentLimits } from '../../src/actors/topic/appendOp.js';
 import { defaultConfig } from '../../src/actors/topic/config.js';
-import { dormantOf, SLEEP_PACKED_BYTES_MAX } from '../../src/actors/topic/dormant.js';
+import { dormantOf, SLEEP_BYTES_MAX, type StoredFrames } from '../../src/actors/topic/dormant.js';
 import { TopicInstance } from '../../src/actors/topic/instance.js';
 import { loadPackedFrame } from '../../src/actors/topic/replay.js';
 import { encodeAppend, type AppendRecordInput } from '../../src/wal/frame.js';
@@ -73,11 +74,35 @@ test('frames fed back by a recovery or a wake count towards the bound', () => {
   assert.deepEqual(place(inst, 3, 2048, fed + 1), [0, 0, 1]);
 });
 
-test('a topic sleeps only while its packed segment is at most SLEEP_PACKED_BYTES_MAX', () => {
-  const inst = instance();
-  place(inst, 2, SLEEP_PACKED_BYTES_MAX / 2, 1);
-  assert.notEqual(dormantOf(inst, inst.segment.size, 0), 'no');
-  place(inst, 1, 8, 3);
-  assert.equal(inst.segment.ordinal, 0);
-  assert.equal(dormantOf(inst, inst.segment.size, 0), 'no');
+test('a topic sleeps only while a wake reads at most SLEEP_BYTES_MAX: its packed segment, then one own file at most', () => {
+  const settled = (inst: TopicInstance): StoredFrames => ({ packedWritten: inst.segment.packed && inst.segment.ordinal === 0 ? inst.segment.size : PACK_FRAMES_FROM_BYTES, ownSettled: true });
+  const big = instance();
+  place(big, 2, SLEEP_BYTES_MAX / 2, 1);
+  assert.equal(typeof dormantOf(big, settled(big), 0), 'object'); // its record
+  // The next frame rolls to an own file: 1 MiB packed plus the file is more than a wake reads.
+  place(big, 1, 8, 3);
+  assert.equal(big.segment.ordinal, 1);
+  assert.equal(dormantOf(big, { packedWritten: SLEEP_BYTES_MAX, ownSettled: true }, 0), 'no');
+
+  // Small frames: 64 KiB packed, then one small own file.
+  const limits = { ...LIMITS, segmentBytes: 4096 };
+  const small = instance();
+  const fit = PACK_FRAMES_FROM_BYTES / 256;
+  place(small, fit + 3, 256, 1, limits);
+  assert.equal(small.segment.ordinal, 1);
+  const rec = dormantOf(small, settled(small), 0);
+  assert.ok(typeof rec === 'object');
+  assert.equal(rec.packed_bytes, PACK_FRAMES_FROM_BYTES);
+  assert.equal(rec.own_files, true);
+  // Frames not written to the file yet, or an unlink pending: later.
+  assert.equal(dormantOf(small, { packedWritten: PACK_FRAMES_FROM_BYTES, ownSettled: false }, 0), 'later');
+  // A second own file: no, until the first is reclaimed.
+  place(small, 16, 256, fit + 4, limits);
+  assert.equal(small.segment.ordinal, 2);
+  assert.equal(dormantOf(small, settled(small), 0), 'no');
+  small.segment.reclaimed = 2; // the packed segment and the first file are gone
+  const later = dormantOf(small, settled(small), 0);
+  assert.ok(typeof later === 'object');
+  assert.equal(later.packed_bytes, 0);
+  assert.equal(later.own_files, true);
 });

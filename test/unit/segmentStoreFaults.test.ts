@@ -1,7 +1,8 @@
 // Storage faults of the segment store (src/storage/segmentStore.ts), on a SimDisk behind a
 // FaultFs. Extends test/unit/faultFs.test.ts (one topic out of space while another is written):
 // - ENOSPC on a segment write, on opening a new segment or creating the topic directory keeps
-//   the frames and retries them every 500 ms, in order, each written (and reported) once; a
+//   the frames and retries them every 500 ms, in order, each written (and reported) once, and
+//   `allWritten` says the topic has frames waiting until then; a
 //   batch that failed part-way resumes where it stopped; flushAll rejects with an ENOSPC-coded
 //   error while any frame waits, and succeeds (durably) once they are written;
 // - ENOSPC on the flush's fsync rejects flushAll with that error and is retried by the next one;
@@ -112,10 +113,14 @@ describe('segment store faults', { concurrency: true }, () => {
       await assert.rejects(r.store.flushAll(), waitingForSpace, 'still waiting');
       assert.equal(r.disk.peek(segPath(A, 1))!.length, 0, 'nothing of the failed writes landed');
       assert.deepEqual(r.fatal, [], 'disk full is not fatal');
+      // A topic with frames waiting may not sleep (a wake would read its file without them).
+      assert.equal(r.store.allWritten(A), false);
+      assert.equal(r.store.allWritten(B), true);
 
       r.ffs.clear();
       await until('the retry wrote A', () => r.written.length === 4);
       assert.deepEqual(r.written, ['B0', 'A0', 'A1', 'A2']);
+      assert.equal(r.store.allWritten(A), true);
       await r.store.flushAll();
       await r.store.close();
       r.disk.crash('durable-only');

@@ -17,11 +17,19 @@ import { queuePart } from '../queue/leasesLog.js';
 export type { DormantTopic };
 
 /**
- * A topic sleeps only while its packed segment is at most this large: a wake reads it all back
- * (and CRC-checks and indexes every frame), so this bounds a wake's cost as the pack threshold
- * did when it was 64 KiB. Larger packed topics stay awake, as topics with own files always do.
+ * A topic sleeps only while what a wake reads back (and CRC-checks and indexes) is at most this
+ * large: its packed segment, and at most one own segment file after it. Beyond, its index and
+ * actor are small next to what it holds, and it stays awake.
  */
-export const SLEEP_PACKED_BYTES_MAX = 64 * 1024;
+export const SLEEP_BYTES_MAX = 1024 * 1024;
+
+/** What the worker's stores hold of a topic, as dormantOf needs it (the host asks them). */
+export interface StoredFrames {
+  /** Logical bytes of its packed segment already whole in a pack (PackMap), -1 without packs. */
+  packedWritten: number;
+  /** Every frame of its own segment files is written and no unlink of one is pending. */
+  ownSettled: boolean;
+}
 
 /**
  * A sleeping TTL topic is woken this long before its first live record expires (dormancy.ts),
@@ -32,22 +40,21 @@ export const TTL_WAKE_AHEAD_MS = 1000;
 
 /**
  * Whether a topic may sleep at `now`: its record; 'later' while something is in flight (pending
- * or unsynced batches, gates, unwritten pack frames, a queue's leases, delays or streams); 'no'
- * while its kind or state keeps it awake (a router on either side, ephemeral records, own segment
- * files, a packed segment past SLEEP_PACKED_BYTES_MAX, TTL expiry under way: see ttlAwakeUntil)
- * until a later step changes it.
- * `packedWritten`: the logical bytes of its packed segment already whole in a pack (PackMap).
+ * or unsynced batches, gates, unwritten frames, a queue's leases, delays or streams); 'no' while
+ * its kind or state keeps it awake (a router on either side, ephemeral records, more on disk
+ * than a wake should read: SLEEP_BYTES_MAX, TTL expiry under way: see ttlAwakeUntil) until a
+ * later step changes it.
  */
-export function dormantOf(inst: TopicInstance, packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
+export function dormantOf(inst: TopicInstance, stored: StoredFrames, now: number): DormantTopic | 'later' | 'no' {
   const c = inst.config;
   if (inst.recovery !== undefined || inst.routing || inst.applied || inst.provenance) return 'no';
   // Ephemeral records live only in memory.
   if (c.durability === 'ephemeral' || inst.holdsUnwritten) return 'no';
-  const seg = inst.segment;
-  if (!seg.packed || seg.ordinal !== 0 || seg.size > SLEEP_PACKED_BYTES_MAX) return 'no';
+  const files = wakeReads(inst, stored.packedWritten);
+  if (files === undefined) return 'no';
   if (ttlSleepAt(inst, now) !== undefined) return 'no';
   if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned) return 'later';
-  if (packedWritten !== seg.size) return 'later';
+  if (files.own ? !stored.ownSettled : stored.packedWritten !== inst.segment.size) return 'later';
   // A queue sleeps with no lease or delay under way: its record keeps the delivery counts and
   // the dead-letter counter (the part a snapshot keeps), and a wake loads them as recovery does.
   if (inst.queue && !inst.queue.quiet()) return 'later';
@@ -66,8 +73,9 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
     last_write_ms: inst.lastWriteTsMs,
     last_read_ms: inst.lastReadTsMs,
     last_consumed_ms: inst.lastConsumedMs,
-    packed_bytes: seg.size,
+    packed_bytes: files.packed,
   };
+  if (files.own) rec.own_files = true;
   // Only topics that lost or deleted records carry retention state (most records share one shape).
   const retention = retentionFields(inst);
   if (retention) {
@@ -78,6 +86,24 @@ export function dormantOf(inst: TopicInstance, packedWritten: number, now: numbe
   }
   if (inst.queue) rec.queue = queuePart(inst.queue.table);
   return rec;
+}
+
+/**
+ * What a wake of the topic would read back (the segments a restart would index, as recovery does:
+ * its packed segment unless reclaimed, then its own files not reclaimed), or undefined when that
+ * is more than SLEEP_BYTES_MAX or more than one own file. `packed`: the packed bytes to read.
+ */
+function wakeReads(inst: TopicInstance, packedWritten: number): { packed: number; own: boolean } | undefined {
+  const seg = inst.segment;
+  // The active segment is the packed one: it alone holds the topic's frames.
+  if (seg.ordinal === 0 && seg.packed) return seg.size <= SLEEP_BYTES_MAX ? { packed: seg.size, own: false } : undefined;
+  // Own files: the active one must be the only one not reclaimed (a packed first segment may
+  // still live before it, whole in its pack since the topic rolled over).
+  const packedLive = seg.packed && seg.reclaimed === 0;
+  const firstOwn = seg.packed ? Math.max(1, seg.reclaimed) : seg.reclaimed;
+  if (seg.ordinal !== firstOwn) return undefined;
+  const packed = packedLive ? Math.max(0, packedWritten) : 0;
+  return packed + seg.size <= SLEEP_BYTES_MAX ? { packed, own: true } : undefined;
 }
 
 /**

@@ -25,7 +25,7 @@ import { StorageState } from '../../storage/storageState.js';
 import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
 import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
 import { routerStep } from '../router/routerSteps.js';
-import { dormantOf, type DormantTopic } from './dormant.js';
+import { dormantOf, type DormantTopic, type StoredFrames } from './dormant.js';
 import assert from 'node:assert/strict';
 
 export type { ActorOptions } from './actorCore.js';
@@ -81,10 +81,10 @@ export class TopicActor implements ActorCore {
    * Whether the topic may sleep now (dormant.ts): its record, 'later' while something of the
    * actor is in flight, 'no' while its kind or state keeps it awake.
    */
-  dormancy(packedWritten: number, now: number): DormantTopic | 'later' | 'no' {
+  dormancy(stored: StoredFrames, now: number): DormantTopic | 'later' | 'no' {
     if (!this.current) return 'no';
     if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle())) return 'later';
-    const d = dormantOf(this.current, packedWritten, now);
+    const d = dormantOf(this.current, stored, now);
     if (typeof d === 'object' && this.leaseNo !== 0) d.lease_no = this.leaseNo;
     return d;
   }

@@ -17,6 +17,9 @@ export interface Watermarks {
   last_write_ms: number | null;
   last_read_ms: number | null;
   last_consumed_ms: number | null;
-  /** Logical size of the packed segment, which holds every frame of the topic. */
+  /**
+   * Logical size of the topic's packed segment in the worker's packs (0: none, or reclaimed).
+   * It holds every frame of the topic unless the topic has own segment files after it.
+   */
   packed_bytes: number;
 }
