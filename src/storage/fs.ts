@@ -46,6 +46,7 @@ export interface Fs {
   open(path: string, flags: OpenFlags): Promise<FsFile>;
   readFile(path: string): Promise<Buffer>;
   readdir(path: string): Promise<string[]>;
+  stat(path: string): Promise<{ size: number }>;
   /** Recursive; no error if it exists. Returns the first directory it created, if any. */
   mkdir(path: string): Promise<string | undefined>;
   /** Removes a file or a directory tree; no error if absent. */
@@ -105,6 +106,7 @@ export const nodeFs: Fs = {
   open: async (p, flags) => new NodeFile(await fsp.open(p, nodeFlags(flags), 0o644)),
   readFile: (p) => fsp.readFile(p),
   readdir: (p) => fsp.readdir(p),
+  stat: async (p) => ({ size: (await fsp.stat(p)).size }),
   mkdir: (p) => fsp.mkdir(p, { recursive: true }),
   rm: (p) => fsp.rm(p, { recursive: true, force: true }),
   rename: (from, to) => fsp.rename(from, to),

@@ -8,7 +8,8 @@
 //   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
 //           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
-//           TTL or a queue) when it was quiet at the cut (it may recover asleep).
+//           TTL or a queue) when it was quiet at the cut (it may recover asleep), then "own"
+//           ([first seq, size] of its one own segment file) when such a topic has one.
 // Parts are written as bytes into one growing buffer: never one string of a million parts (V8
 // caps a string near 512 MB), nor a string per part. Runs in topic workers (both directions)
 // and offline tools (decode).
@@ -29,7 +30,11 @@ export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'p
  * them for a topic with TTL or a queue only; read as 0 when absent, which wakes a TTL topic soon
  * after recovery: dormant.ts ttlWakeAt).
  */
-export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'first_ts_ms'>;
+export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'first_ts_ms'> & {
+  /** A quiet topic's own segment file, first seq and size (0: none; TopicPart's DormantTopic). */
+  readonly own_first_seq?: number;
+  readonly own_bytes?: number;
+};
 
 /** What a worker's packs held at the cut: recovery scans only what came after. */
 export interface SectionPacks {
@@ -58,6 +63,8 @@ export interface SectionPart extends TopicPart {
   runs?: number[];
   /** Watermarks of a quiet topic (it may recover asleep). */
   wm?: Watermarks;
+  /** A quiet topic's own segment file: [first seq, size]. */
+  own?: [number, number];
 }
 
 /** Bytes per chunk of a section being written. */
@@ -78,7 +85,7 @@ export class SectionWriter {
   private at = 0;
   private topics = 0;
 
-  add(part: TopicPart, runs?: readonly number[], wm?: Watermarks): void {
+  add(part: TopicPart, runs?: readonly number[], wm?: SectionWatermarks): void {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
     if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
     if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
@@ -144,6 +151,13 @@ export class SectionWriter {
         this.int(wm.first_ts_ms);
       }
       this.byte(0x5d);
+      if (wm.own_first_seq) {
+        this.ascii(',"own":[');
+        this.int(wm.own_first_seq);
+        this.byte(0x2c);
+        this.int(wm.own_bytes ?? 0);
+        this.byte(0x5d);
+      }
     }
     this.byte(0x7d);
     this.byte(0x0a);
@@ -236,6 +250,9 @@ export class PartCursor {
   last_ts_ms = 0;
   first_ts_ms = 0;
   packed_bytes = 0;
+  /** The own segment file of a quiet topic ("own"), 0 when none. */
+  own_first_seq = 0;
+  own_bytes = 0;
   readonly last_write_ms = null;
   readonly last_read_ms = null;
   readonly last_consumed_ms = null;
@@ -253,6 +270,7 @@ export class PartCursor {
     if (this.routers_applied !== undefined) p.routers_applied = this.routers_applied;
     if (this.runsLen > 0) p.runs = this.runs.slice(0, this.runsLen);
     if (this.hasWm) p.wm = { head: this.head, count: this.count, bytes: this.bytes, earliest: this.earliest, last_ts_ms: this.last_ts_ms, first_ts_ms: this.first_ts_ms, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: this.packed_bytes };
+    if (this.own_first_seq > 0) p.own = [this.own_first_seq, this.own_bytes];
     return p;
   }
 
@@ -261,6 +279,8 @@ export class PartCursor {
     this.runsLen = 0;
     this.hasWm = false;
     this.first_ts_ms = 0;
+    this.own_first_seq = 0;
+    this.own_bytes = 0;
   }
 }
 
@@ -333,6 +353,7 @@ export function sectionPartCount(buf: Buffer): number {
 /** A part line through JSON.parse into `cur`; returns its config index. */
 function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): number {
   const raw = JSON.parse(buf.toString('utf8', off, end)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };
+  if (raw.wm && raw.own) [cur.own_first_seq, cur.own_bytes] = raw.own;
   cur.id = raw.id;
   cur.name = raw.name;
   cur.created_ms = raw.created_ms;
@@ -371,6 +392,7 @@ const L_CREATED = lit(',"created_ms":');
 const L_RESERVED = lit(',"reserved":');
 const L_RUNS = lit(',"runs":[');
 const L_WM = lit(',"wm":[');
+const L_OWN = lit(',"own":[');
 
 /** Reads the common shape of a part line byte by byte; false when the line has anything else. */
 class LineReader {
@@ -433,6 +455,12 @@ class LineReader {
       }
       if (this.buf[this.i++] !== 0x5d) return false;
       cur.hasWm = true;
+      if (this.lit(L_OWN)) {
+        cur.own_first_seq = this.int();
+        if (this.buf[this.i++] !== 0x2c) return false;
+        cur.own_bytes = this.int();
+        if (this.buf[this.i++] !== 0x5d || Number.isNaN(cur.own_first_seq + cur.own_bytes)) return false;
+      }
     }
     if (this.i !== end - 1 || this.buf[this.i] !== 0x7d) return false; // }
     if (Number.isNaN(cur.id + this.config + cur.created_ms + cur.reserved + (cur.hasWm ? cur.head + cur.count + cur.bytes + cur.earliest + cur.last_ts_ms + cur.packed_bytes : 0))) return false;

@@ -35,9 +35,11 @@ export interface DormantTopic extends TopicPart, Watermarks {
    */
   lease_no?: number;
   /**
-   * It has own segment files (one at most holding records, dormant.ts), which a wake reads after
-   * its packed segment. Not persisted: recovery learns it from the topic directories.
+   * A topic with an own segment file (one at most, dormant.ts): that file's first seq and size.
+   * A wake reads it after the packed segment; recovery restores the topic asleep only when its
+   * directory holds exactly that file at that size (snapshot section `own`).
    */
-  own_files?: boolean;
+  own_first_seq?: number;
+  own_bytes?: number;
 }
 

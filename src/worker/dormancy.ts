@@ -223,7 +223,7 @@ export class Dormancy {
     this.host.byTopicId.delete(rec.id);
     // The actor forgets its instance and is dropped as idle after this step; the name stays listed.
     this.host.input(actor, { k: 'sleep' });
-    if (rec.own_files) this.host.releaseFiles(rec.id);
+    if (rec.own_first_seq) this.host.releaseFiles(rec.id);
   }
 
   // ---- lazy recovery (recovery.ts): topics of the snapshot restored asleep ---------------------
@@ -293,7 +293,7 @@ export class Dormancy {
     // Packs are append-only and a sleeping topic writes nothing, so its frames stay where they are.
     const buf = first.packed_bytes > 0 ? await this.host.packs!.read(first.id, 0, first.packed_bytes) : undefined;
     const frames = buf ? checkedFrames(buf, name) : [];
-    const segs = first.own_files ? await this.readOwnSegments(first.id) : [];
+    const segs = first.own_first_seq ? await this.readOwnSegments(first.id) : [];
     const rec = this.sleeping.take(name)!; // the same topic, maybe touched meanwhile (a list with touch=true)
     // Its row may go to another topic now: recovery's index by id must not point at it.
     this.recovering?.delete(rec.id);
@@ -311,10 +311,11 @@ export class Dormancy {
 
   /**
    * A sleeping topic's own segment files, oldest first, every frame CRC-checked. None may have
-   * a torn tail: a sleeping topic wrote every frame whole before it slept, and after a crash a
-   * segment written past the checkpoint's cut is the WAL replay's, which woke the topic then.
+   * a torn tail: a sleeping topic wrote every frame whole before it slept, and recovery restores
+   * one asleep only when its directory holds exactly the file it had at the cut, at that size
+   * (recovery.ts ownFileAsAtCut); anything written after the cut woke it during the replay.
    * (Files of segments reclaimed since the topic went to sleep cannot be here: it may not sleep
-   * with an unlink pending, and a restart loads what the directory holds, as the wake does.)
+   * with an unlink pending.)
    */
   private async readOwnSegments(topicId: number): Promise<LoadedSegment[]> {
     const list = await listSegments(this.host.fsx, this.host.dataDir, topicId);

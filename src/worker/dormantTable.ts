@@ -25,10 +25,12 @@ const PACKED = 8;
 const LAST_WRITE = 9;
 const LAST_READ = 10;
 const LAST_CONSUMED = 11;
-/** The config's index × 2, plus 1 for a topic with own segment files (DormantTopic.own_files). */
 const CONFIG = 12;
 const FIRST_TS = 13;
-const ROW_WORDS = 14;
+/** A topic with an own segment file: its first seq and size (0: none). */
+const OWN_FIRST = 14;
+const OWN_BYTES = 15;
+const ROW_WORDS = 16;
 
 const FIRST_ROWS = 1024;
 
@@ -85,7 +87,9 @@ export class DormantTable {
     f[o + LAST_WRITE] = clock(d.last_write_ms);
     f[o + LAST_READ] = clock(d.last_read_ms);
     f[o + LAST_CONSUMED] = clock(d.last_consumed_ms);
-    f[o + CONFIG] = this.configOf(d.config) * 2 + (d.own_files ? 1 : 0);
+    f[o + CONFIG] = this.configOf(d.config);
+    f[o + OWN_FIRST] = d.own_first_seq ?? 0;
+    f[o + OWN_BYTES] = d.own_bytes ?? 0;
     if (d.evict_floor !== undefined) this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
     if (d.queue !== undefined) this.queues.set(row, { queue: d.queue, leaseNo: d.lease_no ?? 0 });
     this.names.add(row, d.name);
@@ -205,7 +209,7 @@ export class DormantTable {
   /** Rows of topics with own segment files (tests and audits, O(rows)). */
   ownFilesCount(): number {
     let n = 0;
-    for (let row = 0; row < this.rows; row++) if (this.names.nameOf(row) !== undefined && this.f[row * ROW_WORDS + CONFIG]! & 1) n++;
+    for (let row = 0; row < this.rows; row++) if (this.names.nameOf(row) !== undefined && this.f[row * ROW_WORDS + OWN_FIRST]! > 0) n++;
     return n;
   }
 
@@ -219,7 +223,7 @@ export class DormantTable {
   }
 
   configAt(row: number): TopicConfig {
-    return this.configs[this.f[row * ROW_WORDS + CONFIG]! >> 1]!;
+    return this.configs[this.f[row * ROW_WORDS + CONFIG]!]!;
   }
 
   retentionOf(row: number): Retention | undefined {
@@ -250,7 +254,10 @@ export class DormantTable {
       last_consumed_ms: unclock(f[o + LAST_CONSUMED]!),
       packed_bytes: f[o + PACKED]!,
     };
-    if (f[o + CONFIG]! & 1) d.own_files = true;
+    if (f[o + OWN_FIRST]! > 0) {
+      d.own_first_seq = f[o + OWN_FIRST]!;
+      d.own_bytes = f[o + OWN_BYTES]!;
+    }
     const r = this.retention.get(row);
     if (r) Object.assign(d, r);
     const q = this.queues.get(row);
@@ -325,6 +332,12 @@ export class DormantRow {
   }
   get packed_bytes(): number {
     return this.t.value(this.at, PACKED);
+  }
+  get own_first_seq(): number {
+    return this.t.value(this.at, OWN_FIRST);
+  }
+  get own_bytes(): number {
+    return this.t.value(this.at, OWN_BYTES);
   }
   get last_consumed_ms(): number | null {
     return unclock(this.t.value(this.at, LAST_CONSUMED));

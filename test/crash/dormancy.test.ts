@@ -329,7 +329,7 @@ test('queues sleep once their leases and delays are over: claims after a wake ke
   await srv.stop();
 });
 
-test('topics with an own segment file sleep while a wake reads at most 1 MiB: reads and appends after a wake, SIGKILL and a clean restart', { timeout: 120_000 }, async () => {
+test('topics with an own segment file sleep while a wake reads at most 1 MiB: reads and appends after a wake, SIGKILL, and a clean restart that keeps them asleep', { timeout: 120_000 }, async () => {
   const dataDir = tempDir('spool-dormancy-own-');
   // Packs of 2 KiB per topic: each topic below rolls to a file of its own within a few appends.
   const ownEnv = { ...quickSleepEnv, SERVICE_PACK_BYTES: '2048' };
@@ -382,6 +382,8 @@ test('topics with an own segment file sleep while a wake reads at most 1 MiB: re
   await untilSleeping(srv, N);
   assert.equal(await srv.stop(), 0);
   srv = await startServer({ dataDir, env: ownEnv });
+  // The final checkpoint recorded each one's file: their directories match, they stay asleep.
+  assert.equal(await metric(srv, 'spool_topics_sleeping'), N, 'restored asleep from the final checkpoint');
   await check('after a clean restart');
   assert.equal((await c().get('/v0/topics/own.big')).body.count, 5);
   await srv.stop();

@@ -150,6 +150,10 @@ export class FaultFs implements Fs {
   readFile(p: string): Promise<Buffer> {
     return this.runAsync('readFile', { path: p }, () => this.inner.readFile(p));
   }
+  stat(p: string): Promise<{ size: number }> {
+    return this.runAsync('stat', { path: p }, () => this.inner.stat(p));
+  }
+
   readdir(p: string): Promise<string[]> {
     return this.runAsync('readdir', { path: p }, () => this.inner.readdir(p));
   }

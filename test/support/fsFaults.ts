@@ -91,6 +91,7 @@ const SYSCALLS: Record<string, string> = {
   truncate: 'ftruncate',
   readdirSync: 'scandir',
   readdir: 'scandir',
+  stat: 'stat',
   mkdirSync: 'mkdir',
   mkdir: 'mkdir',
   statSync: 'stat',

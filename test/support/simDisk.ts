@@ -333,6 +333,10 @@ class SimFs implements Fs {
     const path = normalize(p);
     return this.a('readdir', { path }, (t) => t.readdir(path));
   }
+  stat(p: string): Promise<{ size: number }> {
+    const path = normalize(p);
+    return this.a('stat', { path }, (t) => t.stat(path));
+  }
   mkdir(p: string): Promise<string | undefined> {
     const path = normalize(p);
     return this.a('mkdir', { path }, (t) => t.mkdir(path));

@@ -14,7 +14,9 @@ import { FakeClock } from '../../src/core/clock.js';
 import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
 import { resolveConfig } from '../../src/actors/topic/config.js';
 import { SimDisk } from '../support/simDisk.js';
-import { CrashWorld, sweepSettings } from '../support/crashWorld.js';
+import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
+import { topicsDir } from '../../src/storage/layout.js';
+import path from 'node:path';
 import type { Settings } from '../../src/config.js';
 
 const NAMES = ['t.a', 't.b', 't.c', 't.d', 't.e', 't.f'];
@@ -422,4 +424,65 @@ test('a queue sleeps once its leases and delays are over, keeps its delivery cou
     { t: 'read', topic: q, fromSeq: 0, touch: false, diff: true },
   ]);
   assert.ok(r.slept >= 3, `only ${r.slept} times did the queue go to sleep`);
+});
+
+test('a restart keeps a topic with an own file asleep only while its file is as it was at the cut', async () => {
+  // After a power loss a segment may keep a frame whose WAL copy is gone (a segment write is
+  // not on the WAL's durability path): that topic must load, its extra record with it.
+  const disk = new SimDisk();
+  const clock = new FakeClock();
+  const settings = sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 512, segmentBytes: 1 << 20, lazyRecovery: true });
+  let w = new CrashWorld(disk, settings, clock);
+  try {
+    await w.boot();
+    await ownFileRestarts();
+  } finally {
+    w.halt(); // also when an assertion failed: the world's timers would keep the test alive
+  }
+  async function ownFileRestarts(): Promise<void> {
+    const append = async (topic: string, n: number) => {
+      const [req] = requestsOf({ t: 'append', topic, sizes: new Array(n).fill(100), tag: null, node: null, key: null });
+      const r = await w.request(req!);
+      assert.ok(r.ok, seen(r));
+    };
+    const count = async (topic: string) => {
+      const r = await w.request({ op: 'state', topic, touch: false });
+      assert.ok(r.ok, seen(r));
+      return replyBody(r).count;
+    };
+    const [put] = requestsOf({ t: 'put', topic: 't.a', durability: 'disk', capRecords: 0, ttlMs: 0, autoPriority: false });
+    assert.ok((await w.request(put!)).ok);
+    for (let i = 0; i < 8; i++) await append('t.a', 3); // past 512 B: an own file
+    await append('t.b', 1); // a default (fsync) topic: its fsync makes t.a's frames durable too
+    const topicDirs = disk.fs().readdirSync(topicsDir(SWEEP_DATA_DIR));
+    assert.equal(topicDirs.length, 1, 't.a has a directory of its own');
+    const dir = path.join(topicsDir(SWEEP_DATA_DIR), topicDirs[0]!);
+    await w.checkpoint(); // t.a quiet at the cut: its part has watermarks and its file
+    const atCut = disk.peek(path.join(dir, disk.fs().readdirSync(dir)[0]!))!.length;
+    await append('t.a', 1); // in the WAL (not synced: a `disk` topic) and then in its file
+    const file = path.join(dir, disk.fs().readdirSync(dir)[0]!);
+    for (let i = 0; i < 100 && disk.peek(file)!.length === atCut; i++) await new Promise((r) => setTimeout(r, 2));
+    assert.ok(disk.peek(file)!.length > atCut, 'the segment write landed');
+    const fh = await disk.fs().open(file, 'r');
+    await fh.sync(); // the file's write-back got out, the WAL's did not
+    await fh.close();
+    w.halt();
+    disk.crash('durable-only');
+    w = new CrashWorld(disk, settings, clock);
+    await w.boot();
+    assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 0, 'a file grown since the cut: t.a loads');
+    assert.equal(await count('t.a'), 25, 'its record that only the file kept is there');
+    assert.equal(await count('t.b'), 1);
+    // Quiet and checkpointed again, with its file as it is: asleep after the next restart.
+    await w.sup.workers[0]!.sleepQuietTopics();
+    await w.checkpoint();
+    w.halt();
+    disk.crash('durable-only');
+    w = new CrashWorld(disk, settings, clock);
+    await w.boot();
+    assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 1, 'restored asleep');
+    assert.equal(await count('t.a'), 25);
+    await append('t.a', 1);
+    assert.equal(await count('t.a'), 26);
+  }
 });

@@ -93,7 +93,7 @@ test('a topic sleeps only while a wake reads at most SLEEP_BYTES_MAX: its packed
   const rec = dormantOf(small, settled(small), 0);
   assert.ok(typeof rec === 'object');
   assert.equal(rec.packed_bytes, PACK_FRAMES_FROM_BYTES);
-  assert.equal(rec.own_files, true);
+  assert.deepEqual([rec.own_first_seq, rec.own_bytes], [small.segment.firstSeq, small.segment.size]);
   // Frames not written to the file yet, or an unlink pending: later.
   assert.equal(dormantOf(small, { packedWritten: PACK_FRAMES_FROM_BYTES, ownSettled: false }, 0), 'later');
   // A second own file: no, until the first is reclaimed.
@@ -104,5 +104,5 @@ test('a topic sleeps only while a wake reads at most SLEEP_BYTES_MAX: its packed
   const later = dormantOf(small, settled(small), 0);
   assert.ok(typeof later === 'object');
   assert.equal(later.packed_bytes, 0);
-  assert.equal(later.own_files, true);
+  assert.deepEqual([later.own_first_seq, later.own_bytes], [small.segment.firstSeq, small.segment.size]);
 });

@@ -177,15 +177,17 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   const parts: SectionPart[][] = [
     [
       { id: 1, name: 'a', config: disk, created_ms: 5, reserved: 1024, runs: [3, 0, 320, 4, 64, 320], wm },
-      { id: 2, name: 'b', config: ttl, created_ms: 6, reserved: 9, evict_floor: 4, ledger: [], dead_below: 4, deleted: [[6, 7]], wm: ttlWm },
+      { id: 2, name: 'b', config: ttl, created_ms: 6, reserved: 9, evict_floor: 4, ledger: [], dead_below: 4, deleted: [[6, 7]], wm: ttlWm, own: [5, 900] },
       { id: 3, name: 'c', config: disk, created_ms: 7, reserved: 0 },
       { id: 4, name: 'd', config: ttl, created_ms: 8, reserved: 10, runs: [3, 320, 64], wm: ttlWm },
+      // A quiet topic with an own segment file: its first seq and size after the watermarks.
+      { id: 5, name: 'e', config: disk, created_ms: 9, reserved: 12, runs: [3, 384, 64], wm, own: [7, 2048] },
     ],
     [],
   ];
   const sections = parts.map((ps, i) => {
     const w = new SectionWriter();
-    for (const { runs, wm: m, ...part } of ps) w.add(part, runs, m);
+    for (const { runs, wm: m, own, ...part } of ps) w.add(part, runs, m && own ? { ...m, own_first_seq: own[0], own_bytes: own[1] } : m);
     const s = w.finish({ whole: i === 0 ? ['pack-00000000000000000003-00000-00002.log'] : [], tail: i === 0 ? ['pack-00000000000000000004-00000-00002.log', 384] : null });
     return { ...s, crc: crc32(s.bytes) };
   });
@@ -193,7 +195,7 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   return { bytes: Buffer.concat(pieces), parts };
 }
 
-test("a v2 snapshot: each worker's section round-trips (configs by index, runs, watermarks), read whole or by sections", async () => {
+test("a v2 snapshot: each worker's section round-trips (configs by index, runs, watermarks, own files), read whole or by sections", async () => {
   const { bytes, parts } = v2();
   assert.deepEqual(decodeSnapshot(bytes), { version: 2, epoch: 3, cut: { fileNo: 2, offset: 64 }, previousCut: null, topics: parts.flat() });
   const dir = tmp();
@@ -201,7 +203,7 @@ test("a v2 snapshot: each worker's section round-trips (configs by index, runs, 
   const got = await readNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected'));
   assert.ok(got?.version === 2);
   assert.equal(got.head.workers, 2);
-  assert.deepEqual(got.head.sections.map((x) => x.topics), [4, 0]);
+  assert.deepEqual(got.head.sections.map((x) => x.topics), [5, 0]);
   got.sections.forEach((sec, i) => {
     const read: SectionPart[] = [];
     const head = readSection(sec, (p) => read.push(p.part()));

@@ -75,7 +75,10 @@ export function dormantOf(inst: TopicInstance, stored: StoredFrames, now: number
     last_consumed_ms: inst.lastConsumedMs,
     packed_bytes: files.packed,
   };
-  if (files.own) rec.own_files = true;
+  if (files.own) {
+    rec.own_first_seq = inst.segment.firstSeq;
+    rec.own_bytes = inst.segment.size;
+  }
   // Only topics that lost or deleted records carry retention state (most records share one shape).
   const retention = retentionFields(inst);
   if (retention) {
