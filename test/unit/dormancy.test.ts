@@ -445,6 +445,13 @@ test('a restart keeps a topic with an own file asleep only while its file is as 
       const r = await w.request(req!);
       assert.ok(r.ok, seen(r));
     };
+    /** A power loss: only what is durable stays, and the server starts again on it. */
+    const restart = async () => {
+      w.halt();
+      disk.crash('durable-only');
+      w = new CrashWorld(disk, settings, clock);
+      await w.boot();
+    };
     const count = async (topic: string) => {
       const r = await w.request({ op: 'state', topic, touch: false });
       assert.ok(r.ok, seen(r));
@@ -457,32 +464,59 @@ test('a restart keeps a topic with an own file asleep only while its file is as 
     const topicDirs = disk.fs().readdirSync(topicsDir(SWEEP_DATA_DIR));
     assert.equal(topicDirs.length, 1, 't.a has a directory of its own');
     const dir = path.join(topicsDir(SWEEP_DATA_DIR), topicDirs[0]!);
-    await w.checkpoint(); // t.a quiet at the cut: its part has watermarks and its file
-    const atCut = disk.peek(path.join(dir, disk.fs().readdirSync(dir)[0]!))!.length;
-    await append('t.a', 1); // in the WAL (not synced: a `disk` topic) and then in its file
     const file = path.join(dir, disk.fs().readdirSync(dir)[0]!);
+    await w.checkpoint(); // t.a quiet at the cut: its part has watermarks and its file
+    const atCut = disk.peek(file)!.length;
+    await append('t.a', 1); // in the WAL (not synced: a `disk` topic) and then in its file
     for (let i = 0; i < 100 && disk.peek(file)!.length === atCut; i++) await new Promise((r) => setTimeout(r, 2));
     assert.ok(disk.peek(file)!.length > atCut, 'the segment write landed');
     const fh = await disk.fs().open(file, 'r');
     await fh.sync(); // the file's write-back got out, the WAL's did not
     await fh.close();
-    w.halt();
-    disk.crash('durable-only');
-    w = new CrashWorld(disk, settings, clock);
-    await w.boot();
+    await restart();
     assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 0, 'a file grown since the cut: t.a loads');
     assert.equal(await count('t.a'), 25, 'its record that only the file kept is there');
     assert.equal(await count('t.b'), 1);
     // Quiet and checkpointed again, with its file as it is: asleep after the next restart.
     await w.sup.workers[0]!.sleepQuietTopics();
     await w.checkpoint();
-    w.halt();
-    disk.crash('durable-only');
-    w = new CrashWorld(disk, settings, clock);
-    await w.boot();
+    await restart();
     assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 1, 'restored asleep');
     assert.equal(await count('t.a'), 25);
     await append('t.a', 1);
     assert.equal(await count('t.a'), 26);
+  }
+});
+
+test('a checkpoint that failed hands its dead segments to the next one, which unlinks them', async () => {
+  // A checkpoint marks sealed segments below the first live seq as reclaimed when it starts and
+  // unlinks them once its snapshot is durable; when the snapshot write fails they must not be
+  // forgotten (they were, until the next restart), nor keep the topic from sleeping.
+  const disk = new SimDisk();
+  const settings = sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 512, segmentBytes: 1024, lazyRecovery: true });
+  const w = new CrashWorld(disk, settings, new FakeClock());
+  try {
+    await w.boot();
+    const [put] = requestsOf({ t: 'put', topic: 't.a', durability: 'fsync', capRecords: 4, ttlMs: 0, autoPriority: false });
+    assert.ok((await w.request(put!)).ok);
+    for (let i = 0; i < 12; i++) {
+      const [req] = requestsOf({ t: 'append', topic: 't.a', sizes: [100, 100], tag: null, node: null, key: null });
+      assert.ok((await w.request(req!)).ok);
+    }
+    const dir = path.join(topicsDir(SWEEP_DATA_DIR), disk.fs().readdirSync(topicsDir(SWEEP_DATA_DIR))[0]!);
+    const files = () => disk.fs().readdirSync(dir).length;
+    assert.ok(files() > 2, `sealed segments below the cap (${files()} files)`);
+    disk.failWhen((c) => c.op === 'open' && (c.path ?? '').endsWith('.snap.tmp'), 'ENOSPC');
+    await assert.rejects(w.checkpoint());
+    disk.clearFaults();
+    await w.checkpoint();
+    assert.equal(files(), 1, 'only the active segment is left');
+    // An fsync of another topic makes t.a's last floors frame durable too (the sim has no sync timer).
+    const [other] = requestsOf({ t: 'append', topic: 't.b', sizes: [1], tag: null, node: null, key: null });
+    assert.ok((await w.request(other!)).ok);
+    await w.sup.workers[0]!.sleepQuietTopics();
+    assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 1, 'no unlink left pending: it may sleep');
+  } finally {
+    w.halt();
   }
 });
