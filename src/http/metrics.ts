@@ -52,6 +52,7 @@ function addTotals(sum: StatsTotals, t: StatsTotals): void {
   sum.leasesInFlight += t.leasesInFlight;
   sum.actors += t.actors;
   sum.sleeping += t.sleeping;
+  sum.keptLineBytes += t.keptLineBytes;
 }
 
 export class Metrics {
@@ -86,6 +87,7 @@ export class Metrics {
     gauge('spool_queue_topics', 'Topics of type queue.');
     gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending (issue 15).');
     gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request (issue 15).');
+    gauge('spool_checkpoint_kept_bytes', "Memory holding sleeping topics' snapshot lines between checkpoints (re-encoded only when their block of rows changes).");
     gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
     gauge('spool_sse_connections', 'Open watch and /work streams.');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
@@ -178,6 +180,7 @@ export class Metrics {
     g.spool_queue_topics!.set(s.totals.queueTopics);
     g.spool_topic_actors!.set(s.totals.actors);
     g.spool_topics_sleeping!.set(s.totals.sleeping);
+    g.spool_checkpoint_kept_bytes!.set(s.totals.keptLineBytes);
     g.spool_queue_leases_in_flight!.set(s.totals.leasesInFlight);
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);

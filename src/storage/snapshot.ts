@@ -64,10 +64,12 @@ export function encodeSnapshot(body: SnapshotBody): Buffer {
 }
 
 /** A v2 snapshot as the pieces to write in order: header, head line, then each worker's section. */
-export function encodeSnapshotV2(head: Omit<SnapshotHead, 'sections'>, sections: readonly { bytes: Uint8Array; crc: number; topics: number }[]): Uint8Array[] {
-  const full: SnapshotHead = { ...head, sections: sections.map((x) => ({ bytes: x.bytes.length, crc: x.crc, topics: x.topics })) };
+export function encodeSnapshotV2(head: Omit<SnapshotHead, 'sections'>, sections: readonly { bytes: Uint8Array | readonly Uint8Array[]; crc: number; topics: number }[]): Uint8Array[] {
+  // A worker's section comes whole or as its pieces (SectionWriter.pieces: no copy of kept lines).
+  const pieces = sections.map((x) => (x.bytes instanceof Uint8Array ? [x.bytes] : x.bytes));
+  const full: SnapshotHead = { ...head, sections: sections.map((x, i) => ({ bytes: pieces[i]!.reduce((n, b) => n + b.byteLength, 0), crc: x.crc, topics: x.topics })) };
   const line = Buffer.from(`${JSON.stringify(full)}\n`, 'utf8');
-  return [header(VERSION, line), line, ...sections.map((x) => x.bytes)];
+  return [header(VERSION, line), line, ...pieces.flat()];
 }
 
 function header(version: number, covered: Buffer): Buffer {

@@ -1,22 +1,24 @@
 // A topic worker's section of a v2 snapshot (docs/FORMAT.md "Snapshots"): what one worker's
 // checkpoint step writes and what the same worker reads back at recovery, so the main thread only
 // concatenates and checks bytes and never parses a million topic parts. NDJSON, one object per line:
-//   line 1: {"configs":[...],"packs":{"whole":[name...],"tail":[name,bytes]|null}}: the distinct
-//           topic configs the parts name by index, and what the worker's pack files held at the
-//           cut (packs wholly covered by the parts' runs, and the pack being written with the
-//           bytes written at the cut);
+//   line 1: {"configs":[...],"packs":{"whole":[name...],"tail":[name,bytes]|null}}: the topic
+//           configs the parts name by index (some may be named by no part), and what the
+//           worker's pack files held at the cut (packs wholly covered by the parts' runs, and the
+//           pack being written with the bytes written at the cut);
 //   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
 //           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
 //           TTL or a queue) when it was quiet at the cut (it may recover asleep), then "own"
 //           ([first seq, size] of its one own segment file) when such a topic has one.
-// Parts are written as bytes into one growing buffer: never one string of a million parts (V8
-// caps a string near 512 MB), nor a string per part. Runs in topic workers (both directions)
+// Parts are written as bytes into chunks: never one string of a million parts (V8 caps a string
+// near 512 MB), nor a string per part; lines of sleeping topics kept from an earlier checkpoint
+// join by reference (addLines). Runs in topic workers (both directions)
 // and offline tools (decode).
 import { internConfig, type TopicConfig } from '../actors/topic/config.js';
 import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { TopicPart } from './topicPart.js';
 import { writeUint } from '../core/decimal.js';
+import { crc32 } from 'node:zlib';
 
 /**
  * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and
@@ -79,11 +81,63 @@ export interface EncodedSection {
 export class SectionWriter {
   private readonly configIdx = new Map<TopicConfig, number>();
   private readonly configs: TopicConfig[] = [];
-  /** The part lines, written straight into chunks of bytes (no string per part); `buf` is the current one. */
-  private readonly chunks: Buffer[] = [];
+  /**
+   * The part lines, written straight into chunks of bytes (no string per part), in order:
+   * `chunks`, then buf[start, at) (the bytes of `buf` before `start` are in `chunks` already).
+   */
+  private readonly chunks: Uint8Array[] = [];
   private buf = Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  /** The buffers this writer allocated (not pooled, not shared): what pieces() lets a caller transfer. */
+  private readonly own: ArrayBuffer[] = [this.buf.buffer as ArrayBuffer];
+  private start = 0;
   private at = 0;
   private topics = 0;
+  /** Where a capture began (beginCapture): chunks.length, start and at then. */
+  private capture: { chunk: number; start: number; at: number } | undefined;
+
+  /**
+   * `configs` take the indices 0..n-1, in order, whether or not a part names them: lines encoded
+   * for another section seeded with the same list (sleepingLines.ts) name the same configs.
+   */
+  constructor(configs: readonly TopicConfig[] = []) {
+    for (const c of configs) {
+      this.configIdx.set(c, this.configs.length);
+      this.configs.push(c);
+    }
+  }
+
+  /** Parts added so far. */
+  get topicCount(): number {
+    return this.topics;
+  }
+
+  /**
+   * Appends `lines` whole part lines encoded earlier (by a writer seeded with the same configs),
+   * by reference: `bytes` must not change while this writer is in use.
+   */
+  addLines(bytes: Uint8Array, lines: number): void {
+    if (this.capture) throw new Error('addLines during a capture');
+    if (this.at > this.start) this.chunks.push(this.buf.subarray(this.start, this.at));
+    this.start = this.at;
+    if (bytes.length > 0) this.chunks.push(bytes);
+    this.topics += lines;
+  }
+
+  /** Starts collecting the bytes of the parts added from now on (endCapture returns a copy). */
+  beginCapture(): void {
+    this.capture = { chunk: this.chunks.length, start: this.start, at: this.at };
+  }
+
+  /** A copy of the bytes added since beginCapture. */
+  endCapture(): Buffer {
+    const c = this.capture;
+    if (!c) throw new Error('endCapture without beginCapture');
+    this.capture = undefined;
+    if (c.chunk === this.chunks.length) return Buffer.from(this.buf.subarray(c.at, this.at));
+    // chunks[c.chunk] is the buffer current at the capture, from its `start` on.
+    const parts = [this.chunks[c.chunk]!.subarray(c.at - c.start), ...this.chunks.slice(c.chunk + 1), this.buf.subarray(this.start, this.at)];
+    return Buffer.concat(parts);
+  }
 
   add(part: TopicPart, runs?: readonly number[], wm?: SectionWatermarks): void {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
@@ -167,8 +221,10 @@ export class SectionWriter {
   /** Room for `n` more bytes in the current chunk (a fresh chunk when it is full; finish joins them). */
   private room(n: number): void {
     if (this.at + n <= this.buf.length) return;
-    this.chunks.push(this.buf.subarray(0, this.at));
+    this.chunks.push(this.buf.subarray(this.start, this.at));
     this.buf = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, n));
+    this.own.push(this.buf.buffer as ArrayBuffer);
+    this.start = 0;
     this.at = 0;
   }
 
@@ -201,10 +257,23 @@ export class SectionWriter {
     this.at = writeUint(this.buf, this.at, v);
   }
 
+  /**
+   * The section as its pieces in order (the first line, then the chunks: no copy of lines joined
+   * by reference), their CRC-32, the topic count, and the buffers the writer allocated (a caller
+   * may transfer them: the writer is done with).
+   */
+  pieces(packs: SectionPacks): { pieces: Uint8Array[]; crc: number; topics: number; own: ArrayBuffer[] } {
+    const head = Buffer.from(`${JSON.stringify({ configs: this.configs, packs })}\n`, 'utf8');
+    const pieces = [head, ...this.chunks, this.buf.subarray(this.start, this.at)].filter((p) => p.byteLength > 0);
+    let crc = 0;
+    for (const p of pieces) crc = crc32(p, crc);
+    return { pieces, crc, topics: this.topics, own: this.own };
+  }
+
   /** The section's bytes (one buffer of its own, so it can be transferred) and its topic count. */
   finish(packs: SectionPacks): EncodedSection {
     const head = Buffer.from(`${JSON.stringify({ configs: this.configs, packs })}\n`, 'utf8');
-    const parts = [head, ...this.chunks, this.buf.subarray(0, this.at)];
+    const parts = [head, ...this.chunks, this.buf.subarray(this.start, this.at)];
     const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
     for (const p of parts) {

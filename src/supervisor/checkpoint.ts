@@ -80,7 +80,7 @@ export class Checkpointer {
   private async once(final: boolean): Promise<void> {
     const id = ++this.markId;
     const prepared = await Promise.all(this.workers.map((w) => w.checkpointPrepare(id, final)));
-    const sections: { bytes: Uint8Array; crc: number; topics: number }[] = [];
+    const sections: { bytes: Uint8Array[]; crc: number; topics: number }[] = [];
     const deadPacks: string[][] = [];
     for (const p of prepared) {
       if (!p.ok) throw Object.assign(new Error(`a worker could not checkpoint: ${p.message}`), p.diskFull ? { code: 'ENOSPC' } : {});

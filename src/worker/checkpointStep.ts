@@ -11,10 +11,10 @@ import type { TopicInstance } from '../actors/topic/instance.js';
 import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { WalLink } from './walLink.js';
-import { crc32 } from 'node:zlib';
 import { SectionWriter } from '../storage/snapshotSection.js';
 import type { DormantTable } from './dormantTable.js';
 import type { StoredFrames } from '../actors/topic/dormant.js';
+import { SleepingLines, addSleepingRow } from './sleepingLines.js';
 
 /** Parts encoded between two looks at the event loop. */
 const TOPICS_PER_TURN = 4096;
@@ -46,11 +46,16 @@ export class WorkerCheckpoints {
   /** Segments in reclaimAfter, by topic id (a topic with one pending may not sleep: a wake would read it). */
   private readonly unlinking = new Map<number, number>();
 
+  /** Lines of sleeping topics kept from earlier checkpoints. */
+  readonly lines: SleepingLines;
+
   constructor(
     private readonly wal: WalLink,
     private readonly segments: SegmentStore,
     private readonly topics: CheckpointTopics,
-  ) {}
+  ) {
+    this.lines = new SleepingLines(topics.sleeping, () => segments.packs?.map);
+  }
 
   /**
    * Step 1. The packs' marks, the dead packs and the list of topics are taken in one turn, right
@@ -60,7 +65,7 @@ export class WorkerCheckpoints {
    * its runs already hold. Each topic is encoded once, by name, as it is when its turn comes
    * (awake, or asleep since, or awake again); a topic made after the list is the WAL's.
    */
-  async prepare(markId: number, final: boolean): Promise<{ section: Uint8Array; crc: number; topics: number; deadPacks: string[] }> {
+  async prepare(markId: number, final: boolean): Promise<{ section: Uint8Array[]; transfer: ArrayBuffer[]; crc: number; topics: number; deadPacks: string[] }> {
     await this.wal.markAndWaitWritten(markId);
     await this.segments.flushAll();
     const packs = this.segments.packs;
@@ -68,8 +73,10 @@ export class WorkerCheckpoints {
     // Dead now stays dead (packs are append-only, the pack being written is never reported).
     const deadPacks = packs?.deadPacks() ?? [];
     const awake = [...this.topics.actors()];
-    const asleep = this.topics.sleeping.list();
-    const out = new SectionWriter();
+    const sleeping = this.topics.sleeping;
+    const blocks = this.lines.plan(!final);
+    // Seeded with the table's configs: kept lines name configs by the table's indices.
+    const out = new SectionWriter(sleeping.configList);
     const runs: number[] = [];
     // Reclaims of an earlier mark whose snapshot never became durable (its checkpoint failed;
     // checkpoints run one at a time) wait for this one's instead: still dead, floors kept.
@@ -77,28 +84,38 @@ export class WorkerCheckpoints {
     for (const [mark, list] of this.reclaimAfter) if (mark < markId) reclaim.push(...list), this.reclaimAfter.delete(mark);
     const encode = (name: string, actor: TopicActor | undefined, row: number): void => {
       // Asleep at the list and still (the common case at many topics): straight from its row.
-      const still = row >= 0 ? this.topics.sleeping.rowIf(row, name) : undefined;
+      const still = row >= 0 ? sleeping.rowIf(row, name) : undefined;
       const a = still ? undefined : actor?.current ? actor : this.topics.actor(name);
       const inst = a?.current;
       if (a && inst) return this.encodeAwake(out, a, inst, final, reclaim, runs);
-      const d = still ?? this.topics.sleeping.row(name);
-      // Every seq up to a sleeping topic's head is durable: a final checkpoint records that head
-      // (a clean restart continues at head + 1, as for awake topics), another its ceiling.
-      if (d) out.addRow(d, final ? d.head : d.reserved, runs, packs?.map.runsInto(d.id, runs) ?? 0);
+      const d = still ?? sleeping.row(name);
+      if (d) addSleepingRow(out, d, final, packs?.map, runs);
     };
     let n = 0;
     for (const a of awake) {
       encode(a.name, a, -1);
       if (++n % TOPICS_PER_TURN === 0) await nextTurn();
     }
-    for (let i = 0; i < asleep.rows.length; i++) {
-      encode(asleep.names[i]!, undefined, asleep.rows[i]!);
-      if (++n % TOPICS_PER_TURN === 0) await nextTurn();
+    // A block is encoded within one turn, so lines kept of it are of one moment.
+    for (const job of blocks) {
+      if ('kept' in job) {
+        out.addLines(job.kept.bytes, job.kept.lines);
+        continue;
+      }
+      if (!final) out.beginCapture();
+      const before = out.topicCount;
+      for (let i = 0; i < job.rows.length; i++) encode(job.names[i]!, undefined, job.rows[i]!);
+      if (!final) this.lines.keep(job, out.endCapture(), out.topicCount - before);
+      n += job.rows.length;
+      if (n >= TOPICS_PER_TURN) {
+        n = 0;
+        await nextTurn();
+      }
     }
     this.reclaimAfter.set(markId, reclaim);
     // Encoded here, off the HTTP thread; main only checks the head and writes the bytes.
-    const { bytes, topics } = out.finish(cut);
-    return { section: bytes, crc: crc32(bytes), topics, deadPacks };
+    const { pieces, crc, topics, own } = out.pieces(cut);
+    return { section: pieces, transfer: own, crc, topics, deadPacks };
   }
 
   private encodeAwake(out: SectionWriter, a: TopicActor, inst: TopicInstance, final: boolean, reclaim: Reclaim[], runs: number[]): void {

@@ -34,6 +34,12 @@ const ROW_WORDS = 16;
 
 const FIRST_ROWS = 1024;
 
+/**
+ * Rows per block: a checkpoint keeps the encoded lines of each block (sleepingLines.ts) and
+ * encodes again only the blocks changed since, which it tells by the block's generation.
+ */
+export const BLOCK_ROWS = 1024;
+
 /** Retention state: only topics that lost or deleted records have it (rare). */
 type Retention = Pick<TopicPart, 'evict_floor' | 'ledger' | 'dead_below' | 'deleted'>;
 
@@ -49,6 +55,11 @@ const unclock = (v: number): number | null => (Number.isNaN(v) ? null : v);
 export class DormantTable {
   private f = new Float64Array(FIRST_ROWS * ROW_WORDS);
   private rows = 0;
+  /**
+   * Per block of blockRows rows, a count of the changes to what a checkpoint writes of its rows
+   * (a row put, taken or padded): equal counts, same lines. The consumption clock is not written.
+   */
+  private gens = new Uint32Array(Math.ceil(FIRST_ROWS / BLOCK_ROWS));
   private readonly freeRows: number[] = [];
   /** Each row's name, and the row of each name. */
   private readonly names = new NameRows();
@@ -61,8 +72,48 @@ export class DormantTable {
   /** Sum of the rows' live bytes. */
   bytesTotal = 0;
 
+  constructor(readonly blockRows = BLOCK_ROWS) {}
+
   get size(): number {
     return this.names.size;
+  }
+
+  /** Blocks of rows in use (block b holds rows [b × blockRows, (b + 1) × blockRows)). */
+  get blocks(): number {
+    return Math.ceil(this.rows / this.blockRows);
+  }
+
+  /** The generation of block `b` (see gens). */
+  blockGen(b: number): number {
+    return this.gens[b] ?? 0;
+  }
+
+  /** The rows of block `b` that hold a topic, with their names. */
+  blockRowsOf(b: number): { rows: number[]; names: string[] } {
+    const rows: number[] = [];
+    const names: string[] = [];
+    for (let row = b * this.blockRows, end = Math.min(this.rows, row + this.blockRows); row < end; row++) {
+      const name = this.names.nameOf(row);
+      if (name === undefined) continue;
+      rows.push(row);
+      names.push(name);
+    }
+    return { rows, names };
+  }
+
+  /** The configs rows name, by the index they hold (append-only: an index never changes meaning). */
+  get configList(): readonly TopicConfig[] {
+    return this.configs;
+  }
+
+  private changed(row: number): void {
+    const b = Math.floor(row / this.blockRows);
+    if (b >= this.gens.length) {
+      const g = new Uint32Array(Math.max(b + 1, this.gens.length * 2));
+      g.set(this.gens);
+      this.gens = g;
+    }
+    this.gens[b] = (this.gens[b]! + 1) >>> 0;
   }
 
   has(name: string): boolean {
@@ -94,6 +145,7 @@ export class DormantTable {
     if (d.queue !== undefined) this.queues.set(row, { queue: d.queue, leaseNo: d.lease_no ?? 0 });
     this.names.add(row, d.name);
     this.bytesTotal += d.bytes;
+    this.changed(row);
     return row;
   }
 
@@ -126,6 +178,7 @@ export class DormantTable {
     this.queues.delete(row);
     this.freeRows.push(row);
     this.bytesTotal -= d.bytes;
+    this.changed(row);
     return d;
   }
 
@@ -160,21 +213,8 @@ export class DormantTable {
       if (f[o + RESERVED]! <= f[o + HEAD]!) continue;
       f[o + HEAD] = f[o + RESERVED]!;
       if (f[o + COUNT] === 0) f[o + EARLIEST] = f[o + HEAD]! + 1;
+      this.changed(row);
     }
-  }
-
-  /** Every row now, with its name (a checkpoint's list: rowIf tells later whether a row still holds that topic). */
-  list(): { rows: Uint32Array; names: string[] } {
-    const rows = new Uint32Array(this.names.size);
-    const names = new Array<string>(this.names.size);
-    let i = 0;
-    for (let row = 0; row < this.rows; row++) {
-      const name = this.names.nameOf(row);
-      if (name === undefined) continue;
-      rows[i] = row;
-      names[i++] = name;
-    }
-    return { rows, names };
   }
 
   /** A cursor on `row` while it still holds `name` (valid until the table changes), else undefined. */

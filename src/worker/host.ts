@@ -451,6 +451,7 @@ export class ActorHost implements HostServices {
     this.dormancy.sleeping.forEach((d) => addDormantStats(totals, d, now));
     totals.actors = this.actorsByName.size;
     totals.sleeping = this.dormancy.sleepingCount;
+    totals.keptLineBytes = this.checkpoints.lines.bytes;
     const first: TopicStats[] = [];
     if (firstMax > 0) {
       this.names.forEachFrom('', '', (n) => {

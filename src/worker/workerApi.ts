@@ -167,8 +167,9 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
       try {
-        const { section, crc, topics, deadPacks } = await host.checkpoints.prepare(markId, final);
-        return transfer({ ok: true, section, crc, topics, deadPacks }, [section.buffer as ArrayBuffer]);
+        // The pieces the section writer allocated move to main; kept lines (shared memory) are shared.
+        const { section, transfer: own, crc, topics, deadPacks } = await host.checkpoints.prepare(markId, final);
+        return transfer({ ok: true, section, crc, topics, deadPacks }, own);
       } catch (err) {
         // A full disk only postpones the checkpoint; anything else stops writes (main decides).
         return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };
@@ -184,10 +185,11 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     /**
      * For tests and audits, O(topics): actors held, those with a live topic, and the running
-     * total of live bytes next to the same figure summed over every actor (they must agree).
+     * total of live bytes next to the same figure summed over every actor (they must agree);
+     * blocks of kept checkpoint lines that a fresh encoding would not give (must be 0).
      */
-    audit(): { actors: number; live: number; leaseKept: number; sleeping: number; sleepingOwnFiles: number; liveBytes: number; liveBytesSummed: number } {
-      return { actors: host.actorCount, live: host.liveActorCount(), leaseKept: host.leaseKeptActorCount(), sleeping: host.dormancy.sleepingCount, sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(), liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed() };
+    audit(): { actors: number; live: number; leaseKept: number; sleeping: number; sleepingOwnFiles: number; liveBytes: number; liveBytesSummed: number; staleKeptLines: number } {
+      return { actors: host.actorCount, live: host.liveActorCount(), leaseKept: host.leaseKeptActorCount(), sleeping: host.dormancy.sleepingCount, sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(), liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed(), staleKeptLines: host.checkpoints.lines.audit() };
     },
     /** Puts every topic that may sleep now to sleep, however recently used (tests and tools); returns how many. */
     sleepQuietTopics(): number {

@@ -388,3 +388,63 @@ test('topics with an own segment file sleep while a wake reads at most 1 MiB: re
   assert.equal((await c().get('/v0/topics/own.big')).body.count, 5);
   await srv.stop();
 });
+
+test("checkpoints keep sleeping topics' lines between them, and encode again the blocks whose topics changed: SIGKILL brings back every change", { timeout: 180_000 }, async () => {
+  // 2,100 topics: three blocks of table rows (1,024 rows each). One checkpoint a second.
+  const N = 2100;
+  const topic = (i: number) => `kept.${String(i).padStart(4, '0')}`;
+  const keptEnv = { SERVICE_WORKERS: '1', SERVICE_TOPIC_SLEEP_MS: '200', SERVICE_CHECKPOINT_MS: '500' };
+  const dataDir = tempDir('spool-kept-lines-');
+  let srv = await startServer({ dataDir, env: keptEnv });
+  const c = () => client(srv.url);
+  const want = new Map<string, { seqs: number[]; data: unknown[] }>();
+  for (let i = 0; i < N; i += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, N - i) }, async (_, k) => {
+        const t = topic(i + k);
+        const data = [{ t, n: 1 }, { t, n: 2 }];
+        assert.equal((await c().post(`/v0/topics/${t}`, { records: data.map((d) => ({ data: d })) })).status, 201, t);
+        want.set(t, { seqs: [1, 2], data });
+      }),
+    );
+  }
+  await untilSleeping(srv, N);
+  // A checkpoint has encoded them all and kept the lines (~100 B each).
+  await until('the lines of every sleeping topic are kept', async () => (await metric(srv, 'spool_checkpoint_kept_bytes')) > N * 80);
+  // Changes in each block: appends (a wake, then sleep again), a record delete, a topic delete.
+  for (const i of [5, 1500, 2090]) {
+    const t = topic(i);
+    const r = await c().post(`/v0/topics/${t}`, { records: [{ data: { t, n: 3 } }] });
+    assert.deepEqual([r.status, r.body.seqs], [200, [3]], t);
+    want.get(t)!.seqs.push(3);
+    want.get(t)!.data.push({ t, n: 3 });
+  }
+  assert.equal((await c().post(`/v0/topics/${topic(1200)}/delete`, { before_seq: 2 })).status, 200);
+  want.get(topic(1200))!.seqs.shift();
+  want.get(topic(1200))!.data.shift();
+  await untilSleeping(srv, N);
+  // With the others asleep again (no row put after it): the deleted topic's block changes by the take alone.
+  assert.equal((await c().del(`/v0/topics/${topic(40)}`)).status, 200);
+  want.delete(topic(40));
+  // Two more checkpoints (one a second) with every topic asleep, the changed blocks encoded again.
+  await new Promise((r) => setTimeout(r, 2500));
+  await srv.kill();
+  srv = await startServer({ dataDir, env: keptEnv });
+  const check = async (what: string) => {
+    for (let i = 0; i < N; i += 50) {
+      await Promise.all(
+        Array.from({ length: Math.min(50, N - i) }, async (_, k) => {
+          const t = topic(i + k);
+          const d = await c().post(`/v0/topics/${t}/diff`, { from_seq: 0, limit: 100 });
+          const w = want.get(t);
+          if (!w) return assert.equal(d.status, 404, `${what}: ${t} was deleted`);
+          assert.equal(d.status, 200, `${what}: ${t}`);
+          assert.deepEqual(d.body.records.map((r: { $seq: number }) => r.$seq), w.seqs, `${what}: ${t}`);
+          assert.deepEqual(d.body.records.map((r: { data: unknown }) => r.data), w.data, `${what}: ${t}`);
+        }),
+      );
+    }
+  };
+  await check('after SIGKILL');
+  assert.equal(await srv.stop(), 0);
+});

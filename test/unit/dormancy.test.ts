@@ -256,6 +256,7 @@ class Side {
       const a = await wk.audit();
       assert.equal(a.liveBytes, a.liveBytesSummed, `${what}: worker ${i}'s running total of live bytes`);
       assert.equal(a.actors, a.live + a.leaseKept, `${what}: worker ${i} holds an actor only for an awake live topic (or a deleted queue's lease counter)`);
+      assert.equal(a.staleKeptLines, 0, `${what}: worker ${i}'s kept checkpoint lines of unchanged blocks are what its sleeping rows encode to now`);
     }
   }
 }

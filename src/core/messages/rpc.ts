@@ -233,10 +233,12 @@ export interface StatsTotals {
   actors: number;
   /** Sleeping topics (issue 15): live, kept as a small record without an actor. */
   sleeping: number;
+  /** Bytes of sleeping topics' snapshot lines kept between checkpoints (sleepingLines.ts). */
+  keptLineBytes: number;
 }
 
 export function emptyTotals(): StatsTotals {
-  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0, sleeping: 0 };
+  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0, sleeping: 0, keptLineBytes: 0 };
 }
 
 /**
@@ -256,7 +258,8 @@ export interface WorkerStats {
  * rpc keeps only an error's message).
  */
 /** A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) with its CRC, and the packs it holds nothing live in. */
-export type CheckpointParts = { ok: true; section: Uint8Array; crc: number; topics: number; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
+/** A worker's checkpoint step: its snapshot section as pieces in order (SectionWriter.pieces), their CRC-32. */
+export type CheckpointParts = { ok: true; section: Uint8Array[]; crc: number; topics: number; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
 
 /**
  * A worker's shutdown drain: complete (every frame acknowledged by the WAL, segments fsynced, so
