@@ -218,7 +218,7 @@ export class SectionWriter {
     this.topics++;
   }
 
-  /** Room for `n` more bytes in the current chunk (a fresh chunk when it is full; finish joins them). */
+  /** Room for `n` more bytes in the current chunk (a fresh chunk when it is full; pieces lists them). */
   private room(n: number): void {
     if (this.at + n <= this.buf.length) return;
     this.chunks.push(this.buf.subarray(this.start, this.at));
@@ -270,17 +270,10 @@ export class SectionWriter {
     return { pieces, crc, topics: this.topics, own: this.own };
   }
 
-  /** The section's bytes (one buffer of its own, so it can be transferred) and its topic count. */
+  /** The section's bytes in one buffer and its topic count (tests and tools; a checkpoint takes pieces). */
   finish(packs: SectionPacks): EncodedSection {
-    const head = Buffer.from(`${JSON.stringify({ configs: this.configs, packs })}\n`, 'utf8');
-    const parts = [head, ...this.chunks, this.buf.subarray(this.start, this.at)];
-    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return { bytes: out, topics: this.topics };
+    const { pieces, topics } = this.pieces(packs);
+    return { bytes: Buffer.concat(pieces), topics };
   }
 }
 

@@ -38,7 +38,7 @@ const FIRST_ROWS = 1024;
  * Rows per block: a checkpoint keeps the encoded lines of each block (sleepingLines.ts) and
  * encodes again only the blocks changed since, which it tells by the block's generation.
  */
-export const BLOCK_ROWS = 1024;
+const BLOCK_ROWS = 1024;
 
 /** Retention state: only topics that lost or deleted records have it (rare). */
 type Retention = Pick<TopicPart, 'evict_floor' | 'ledger' | 'dead_below' | 'deleted'>;
@@ -59,7 +59,7 @@ export class DormantTable {
    * Per block of blockRows rows, a count of the changes to what a checkpoint writes of its rows
    * (a row put, taken or padded): equal counts, same lines. The consumption clock is not written.
    */
-  private gens = new Uint32Array(Math.ceil(FIRST_ROWS / BLOCK_ROWS));
+  private gens = new Uint32Array(1);
   private readonly freeRows: number[] = [];
   /** Each row's name, and the row of each name. */
   private readonly names = new NameRows();

@@ -176,7 +176,8 @@ export class WorkerRecovery {
     // cut: it loads now, with them.
     const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, (id) => this.host.sleepers.asleepHead(id));
     for (const id of touched) await this.wake(id);
-    await lanes(LOAD_PARALLEL, 
+    await lanes(
+      LOAD_PARALLEL,
       eager.filter((e) => this.topicDirs.has(e.id)),
       async ({ actor, id }) => {
         await this.loadSegmentsOf(actor, id);
@@ -353,7 +354,7 @@ export class WorkerRecovery {
   }
 }
 
-/** Runs `fn` over `items`, LOAD_PARALLEL at a time (file-system round trips overlap on libuv's pool). */
+/** Runs `fn` over `items`, `parallel` at a time (file-system round trips overlap on libuv's pool). */
 async function lanes<T>(parallel: number, items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const lane = async (): Promise<void> => {

@@ -32,7 +32,7 @@ export function addSleepingRow(out: SectionWriter, d: DormantRow, final: boolean
 }
 
 export class SleepingLines {
-  private kept: (Kept | undefined)[] = [];
+  private readonly kept: (Kept | undefined)[] = [];
   private keptBytes = 0;
 
   constructor(

@@ -423,7 +423,7 @@ test("checkpoints keep sleeping topics' lines between them, and encode again the
   want.get(topic(1200))!.seqs.shift();
   want.get(topic(1200))!.data.shift();
   await untilSleeping(srv, N);
-  // With the others asleep again (no row put after it): the deleted topic's block changes by the take alone.
+  // A topic deleted while every other one sleeps.
   assert.equal((await c().del(`/v0/topics/${topic(40)}`)).status, 200);
   want.delete(topic(40));
   // Two more checkpoints (one a second) with every topic asleep, the changed blocks encoded again.

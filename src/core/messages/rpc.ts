@@ -257,8 +257,10 @@ export interface WorkerStats {
  * it holds nothing live in, or why it cannot take part now (errors cross threads as values: an
  * rpc keeps only an error's message).
  */
-/** A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) with its CRC, and the packs it holds nothing live in. */
-/** A worker's checkpoint step: its snapshot section as pieces in order (SectionWriter.pieces), their CRC-32. */
+/**
+ * A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) as pieces in
+ * order (SectionWriter.pieces) with their CRC-32, and the packs it holds nothing live in.
+ */
 export type CheckpointParts = { ok: true; section: Uint8Array[]; crc: number; topics: number; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
 
 /**
