@@ -62,25 +62,36 @@ function nodeFlags(f: OpenFlags): string | number {
   return f === 'r+c' ? fs.constants.O_RDWR | fs.constants.O_CREAT : f;
 }
 
+/** A callback call of node:fs as a promise. */
+function call<T>(start: (done: (err: NodeJS.ErrnoException | null, value?: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((err, value) => (err ? reject(err) : resolve(value as T))));
+}
+
+/**
+ * An open file as a descriptor and node:fs's callback calls, not a fs/promises FileHandle: a
+ * FileHandle read of a few KB cost ~25-40 µs of the calling thread's CPU here, the callback
+ * call ~8-13 µs (measured with 160k preads of 2.7 KB, 16 at a time), and recovery and cold
+ * reads of many small topics are a pread each.
+ */
 class NodeFile implements FsFile {
-  constructor(private readonly fh: fsp.FileHandle) {}
-  async writev(buffers: Uint8Array[], position: number): Promise<number> {
-    return (await this.fh.writev(buffers, position)).bytesWritten;
+  constructor(private readonly fd: number) {}
+  writev(buffers: Uint8Array[], position: number): Promise<number> {
+    return call<number>((done) => fs.writev(this.fd, buffers as NodeJS.ArrayBufferView[], position, done));
   }
-  async read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
-    return (await this.fh.read(buffer, offset, length, position)).bytesRead;
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    return call<number>((done) => fs.read(this.fd, buffer, offset, length, position, done));
   }
   writeFile(data: Uint8Array): Promise<void> {
-    return this.fh.writeFile(data);
+    return call<void>((done) => fs.writeFile(this.fd, data, done));
   }
   sync(): Promise<void> {
-    return this.fh.sync();
+    return call<void>((done) => fs.fsync(this.fd, done));
   }
   truncate(length: number): Promise<void> {
-    return this.fh.truncate(length);
+    return call<void>((done) => fs.ftruncate(this.fd, length, done));
   }
   close(): Promise<void> {
-    return this.fh.close();
+    return call<void>((done) => fs.close(this.fd, done));
   }
 }
 
@@ -103,7 +114,7 @@ export const nodeFs: Fs = {
   unlinkSync: (p) => fs.unlinkSync(p),
   renameSync: (from, to) => fs.renameSync(from, to),
   fdatasync: (fd) => new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve()))),
-  open: async (p, flags) => new NodeFile(await fsp.open(p, nodeFlags(flags), 0o644)),
+  open: async (p, flags) => new NodeFile(await call<number>((done) => fs.open(p, nodeFlags(flags), 0o644, done))),
   readFile: (p) => fsp.readFile(p),
   readdir: (p) => fsp.readdir(p),
   stat: async (p) => ({ size: (await fsp.stat(p)).size }),

@@ -175,7 +175,8 @@ export class WorkerRecovery {
     // Pack bytes written after the cut. A sleeping topic with frames there changed after the
     // cut: it loads now, with them.
     const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, (id) => this.host.sleepers.asleepHead(id));
-    for (const id of touched) await this.wake(id);
+    // LOAD_PARALLEL at a time: a wake is a pack read or two, and its round trips overlap.
+    await lanes(LOAD_PARALLEL, [...touched], (id) => this.wake(id).then(() => undefined));
     await lanes(
       LOAD_PARALLEL,
       eager.filter((e) => this.topicDirs.has(e.id)),

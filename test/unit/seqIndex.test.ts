@@ -1,7 +1,7 @@
 // SeqIndex against a plain Map model (many-topics issue: chunks start small and grow): any
 // sequence of puts (dense, with reservation gaps padded), state changes, text changes and front
-// drops reads back exactly what the model holds, across the 16 -> 4096 growth steps and chunk
-// boundaries. A small topic holds small columns, and padding allocates no slots. Several indexes
+// drops reads back exactly what the model holds, across the 16 -> 1024 growth steps, chunk
+// boundaries and holes, and nextLive finds the model's next live seq. A small topic holds small columns, and padding allocates no slots. Several indexes
 // interleaved share the column slabs without ever sharing a block; a collected index gives its
 // blocks back.
 import { test } from 'node:test';
@@ -96,6 +96,13 @@ class Driver {
       assert.deepEqual(idx.loc(seq), { loc: m.loc, frameLen: m.frameLen, recIdx: m.recIdx }, `${label}loc of ${seq}`);
       assert.equal(idx.text(seq), m.text, `${label}text of ${seq}`);
     }
+    // nextLive from a few points (every point would make the property quadratic).
+    const live = [...this.model].filter(([seq, m]) => seq > this.dropped && m.state === SlotState.LIVE).map(([seq]) => seq);
+    for (const from of [this.dropped + 1, ...live.filter((_, k) => k % 97 === 0).map((s) => s + 1), Math.floor(last / 2)]) {
+      const to = Math.min(last, from + 3000);
+      const want = live.find((s) => s >= from && s <= to) ?? to + 1;
+      assert.equal(idx.nextLive(from, to), want, `${label}nextLive(${from}, ${to})`);
+    }
     assert.equal(idx.state(last + 1), SlotState.EMPTY, 'past the end is empty');
     assert.equal(idx.state(last + 5000), SlotState.EMPTY, 'far past the end is empty');
   }
@@ -131,7 +138,7 @@ test('small chunks of several indexes share slabs: growth frees blocks that othe
   );
 });
 
-test('a topic of ten records holds columns for 16 slots, not 4096', () => {
+test('a topic of ten records holds columns for 16 slots, not a whole chunk', () => {
   const idx = new SeqIndex();
   for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, text(s));
   const chunks = (idx as unknown as { chunks: { cap: number; slab: number }[] }).chunks;
@@ -141,25 +148,56 @@ test('a topic of ten records holds columns for 16 slots, not 4096', () => {
   for (let s = 11; s <= 5000; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
   assert.deepEqual(
     chunks.map((c) => c.cap),
-    [4096, 1024],
-    'a full chunk, then a growing one',
+    [1024, 1024, 1024, 1024, 1024],
+    'full chunks, then a growing one (904 of its slots put)',
   );
   assert.ok(chunks.every((c) => c.slab === -1), 'chunks past 256 slots have buffers of their own');
   assert.equal(idx.ts(4097), 4097);
   assert.equal(idx.text(10)?.dataLen, 2);
 });
 
-test('padding a reservation block after a crash allocates no slots', () => {
+test('padding a reservation block after a crash allocates no slots, nor do the records after it', () => {
+  // A topic recovered after a crash is padded to its reservation ceiling (10 + 1024); the next
+  // records start a small run of their own: growing the first chunk across the gap cost 64 KB
+  // per topic written again after a restart.
   const idx = new SeqIndex();
   for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
   idx.pad(1034);
-  const chunks = (idx as unknown as { chunks: { cap: number }[] }).chunks;
-  assert.deepEqual(chunks.map((c) => c.cap), [16], 'still the 16 slots of the ten records');
+  const chunks = (idx as unknown as { chunks: ({ cap: number; lo: number } | undefined)[] }).chunks;
+  assert.deepEqual(chunks.map((c) => c?.cap), [16], 'still the 16 slots of the ten records');
   assert.equal(idx.last, 1034);
   assert.equal(idx.state(500), SlotState.EMPTY);
-  idx.put(1035, 1, 1, 0, 1, 64, 0, undefined);
+  for (let s = 1035; s <= 1044; s++) idx.put(s, s, 1, 0, s, 64, 0, text(s));
+  assert.deepEqual(chunks.map((c) => c?.cap), [16, 16], 'ten more records, sixteen more slots');
+  assert.equal(chunks[1]!.lo, 10, 'the second chunk has columns from its first put on');
   assert.equal(idx.state(1035), SlotState.LIVE);
   assert.equal(idx.state(1034), SlotState.EMPTY);
+  assert.equal(idx.text(1040)?.dataLen, 4);
+  assert.equal(idx.nextLive(11, 1044), 1035, 'the padded seqs are skipped');
+  // Three crashes later the run starts late in its chunk: it still holds only what was put.
+  idx.pad(5000);
+  for (let s = 5001; s <= 5010; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
+  assert.deepEqual(chunks.map((c) => c?.cap), [16, 16, undefined, undefined, 16]);
+  assert.equal(idx.nextLive(1045, 6000), 5001);
+  // A run that reaches the end of its chunk moves its columns down instead of past the end.
+  for (let s = 5011; s <= 5120; s++) idx.put(s, s, 1, 0, s, 64, 0, s === 5100 ? text(s) : undefined);
+  assert.equal(chunks[4]!.lo + chunks[4]!.cap <= 1024, true);
+  assert.equal(idx.ts(5001), 5001);
+  assert.equal(idx.ts(5120), 5120);
+  assert.equal(idx.text(5100)?.dataLen, 4);
+});
+
+test('a chunk grows downwards too (a put below its first one) and keeps its texts in place', () => {
+  const idx = new SeqIndex();
+  idx.put(600, 600, 1, 0, 600, 64, 0, text(600));
+  idx.put(10, 10, 1, 0, 10, 64, 0, text(10));
+  const chunks = (idx as unknown as { chunks: { cap: number; lo: number }[] }).chunks;
+  assert.ok(chunks[0]!.lo <= 9 && chunks[0]!.lo + chunks[0]!.cap > 599);
+  assert.equal(idx.text(600)?.dataLen, 3);
+  assert.equal(idx.text(10)?.dataLen, 2);
+  assert.equal(idx.ts(600), 600);
+  assert.equal(idx.nextLive(1, 1000), 10);
+  assert.equal(idx.nextLive(11, 1000), 600);
 });
 
 test('a collected index gives its slab blocks back', async () => {

@@ -10,7 +10,7 @@ import type { ActorCtx } from '../ctx.js';
 import { LossLedger, type LossReason } from './lossLedger.js';
 import { TagIndex } from './tagIndex.js';
 import { IdempotencyTable } from './idempotency.js';
-import { SeqIndex, SlotState } from './seqIndex.js';
+import { SeqIndex } from './seqIndex.js';
 import { NodeIntern } from './nodeIntern.js';
 import { SeqReservation } from './reservation.js';
 import { QueueState } from '../queue/queueState.js';
@@ -220,10 +220,8 @@ export class TopicInstance {
 
   /** First live seq, else head + 1. */
   earliest(): number {
-    let s = this.earliestHint;
-    while (s <= this.head && this.index.state(s) !== SlotState.LIVE) s++;
+    const s = this.index.nextLive(this.earliestHint, this.head);
     this.earliestHint = s;
-    if (s > this.head) return this.head + 1;
     return s;
   }
 }

@@ -200,23 +200,20 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   inst.recovery = undefined;
   inst.nodesIfAny?.endRecovery();
   // Retention state from the snapshot and FLOORS frames: records below the floors are gone.
-  for (let s = 1; s < Math.min(scratch.deadBelow, last + 1); s++) {
-    if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, s < inst.evictFloor ? SlotState.EVICTED : SlotState.DELETED);
-  }
-  for (let s = 1; s < Math.min(inst.evictFloor, last + 1); s++) {
-    if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, SlotState.EVICTED);
-  }
-  for (const [from, to] of scratch.deletedRanges) {
-    for (let s = from; s <= Math.min(to, last); s++) if (inst.index.state(s) === SlotState.LIVE) inst.index.setState(s, SlotState.DELETED);
-  }
+  // Only LIVE slots are visited (nextLive skips holes: a topic padded past a crash is not walked).
+  const idx = inst.index;
+  const eachLive = (from: number, to: number, fn: (seq: number) => void) => {
+    for (let s = idx.nextLive(from, to); s <= to; s = idx.nextLive(s + 1, to)) fn(s);
+  };
+  eachLive(1, Math.min(scratch.deadBelow - 1, last), (s) => idx.setState(s, s < inst.evictFloor ? SlotState.EVICTED : SlotState.DELETED));
+  eachLive(1, Math.min(inst.evictFloor - 1, last), (s) => idx.setState(s, SlotState.EVICTED));
+  for (const [from, to] of scratch.deletedRanges) eachLive(from, Math.min(to, last), (s) => idx.setState(s, SlotState.DELETED));
   let count = 0;
   let bytes = 0;
-  for (let s = 1; s <= last; s++) {
-    if (inst.index.state(s) === SlotState.LIVE) {
-      count++;
-      bytes += inst.index.bytes(s);
-    }
-  }
+  eachLive(1, last, (s) => {
+    count++;
+    bytes += idx.bytes(s);
+  });
   const wake = scratch.wake;
   if (wake) {
     assert.ok(last <= wake.head && count === wake.count && bytes === wake.bytes, `topic ${inst.name} woke with ${count} records (${bytes} bytes) up to seq ${last}; it slept with ${wake.count} (${wake.bytes} bytes) up to ${wake.head}`);

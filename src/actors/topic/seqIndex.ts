@@ -1,8 +1,12 @@
-// SeqIndex: per-topic columns addressed by seq (slot = seq - base), in chunks of 4096.
+// SeqIndex: per-topic columns addressed by seq (slot = seq - base), in chunks of 1024 slots.
 // Owned by one TopicActor (worker thread). Seqs are dense at assignment, so lookup is O(1);
 // holes stay as flagged slots. Chunks wholly below the first live seq are dropped from the front.
-// A chunk starts with room for 16 slots and doubles as it fills (up to 4096), so that a topic
-// of ten records holds ~0.5 KB of columns, not the ~127 KB of a full chunk (many-topics issue).
+// A chunk has columns only for the run of its slots that were put: it starts with room for 16
+// slots at its first put and doubles as it fills (up to 1024), so that a topic of ten records
+// holds ~0.5 KB of columns, not the ~127 KB of a full chunk (many-topics issue). A chunk no put
+// reached is a hole (no object): the reservation block a crash skips (1024 padded seqs) costs
+// nothing, and the records after it start a small chunk of their own instead of growing one
+// across the gap (64 KB per topic written again after a restart: 5 GB at 80k such topics).
 // A chunk keeps all its columns in one buffer (see Chunk).
 import assert from 'node:assert/strict';
 import type { RecordText } from './recordText.js';
@@ -14,7 +18,7 @@ import { allocColumns, releaseColumns, type ColumnBlock } from './columnSlabs.js
  */
 export const SlotState = { EMPTY: 0, LIVE: 1, DELETED: 2, EVICTED: 3 } as const;
 
-const CHUNK = 4096;
+const CHUNK = 1024;
 const FIRST_CAPACITY = 16;
 
 /**
@@ -35,12 +39,14 @@ const U_META = 7;
 const U_END = 8;
 
 /** The SeqIndexes gone: their chunks' slab blocks go back for reuse (see `chunks`). */
-const reclaim = new FinalizationRegistry<Chunk[]>((chunks) => {
-  for (const c of chunks) c.release();
+const reclaim = new FinalizationRegistry<(Chunk | undefined)[]>((chunks) => {
+  for (const c of chunks) c?.release();
 });
 
 class Chunk implements ColumnBlock {
-  /** Slots this chunk has room for now (a power of two up to CHUNK). */
+  /** The first of the chunk's slots that has columns: slot `lo + i` is at index `i`. */
+  lo: number;
+  /** Slots this chunk has room for now (a power of two up to CHUNK; lo + cap <= CHUNK). */
   cap: number;
   f!: Float64Array;
   u!: Uint32Array;
@@ -49,23 +55,37 @@ class Chunk implements ColumnBlock {
   uo = 0;
   slab = -1;
 
-  constructor(cap: number) {
-    this.cap = cap;
-    allocColumns(cap, this);
+  /** Room for FIRST_CAPACITY slots from `slot` (the chunk's first put). */
+  constructor(slot: number) {
+    this.cap = FIRST_CAPACITY;
+    this.lo = Math.min(slot, CHUNK - FIRST_CAPACITY);
+    allocColumns(this.cap, this);
   }
 
-  /** Makes room for slot `i` (< CHUNK): doubles the columns until it fits. */
-  growFor(i: number): void {
+  /**
+   * Makes room for `slot` (< CHUNK): doubles the columns until they span it and the slots they
+   * had. Puts come in seq order, so the run only grows upwards in practice.
+   */
+  growFor(slot: number): void {
+    const lo = Math.min(this.lo, slot);
+    const hi = Math.max(this.lo + this.cap, slot + 1);
+    if (lo === this.lo && hi === this.lo + this.cap) return;
     let cap = this.cap;
-    while (cap <= i) cap *= 2;
-    if (cap === this.cap) return;
+    while (cap < hi - lo) cap *= 2;
+    const newLo = Math.min(lo, CHUNK - cap);
+    const shift = this.lo - newLo;
     const old: ColumnBlock & { cap: number } = { f: this.f, u: this.u, fo: this.fo, uo: this.uo, slab: this.slab, cap: this.cap };
     allocColumns(cap, this);
-    for (let c = 0; c < F_COLS; c++) this.f.set(old.f.subarray(old.fo + c * old.cap, old.fo + (c + 1) * old.cap), this.fo + c * cap);
-    for (let c = U_BYTES; c < U_END; c++) this.u.set(old.u.subarray(old.uo + c * old.cap, old.uo + (c + 1) * old.cap), this.uo + c * cap);
+    for (let c = 0; c < F_COLS; c++) this.f.set(old.f.subarray(old.fo + c * old.cap, old.fo + (c + 1) * old.cap), this.fo + c * cap + shift);
+    for (let c = U_BYTES; c < U_END; c++) this.u.set(old.u.subarray(old.uo + c * old.cap, old.uo + (c + 1) * old.cap), this.uo + c * cap + shift);
     releaseColumns(old.cap, old);
     this.cap = cap;
-    if (this.text !== null) this.text.length = cap;
+    this.lo = newLo;
+    if (this.text !== null) {
+      const text = new Array<RecordText | undefined>(cap);
+      for (let k = 0; k < old.cap; k++) text[k + shift] = this.text[k];
+      this.text = text;
+    }
   }
 
   /** Gives the columns back (the chunk is dropped; never used again). */
@@ -141,7 +161,7 @@ export class SeqIndex {
    * push keeps room for 17) that the FinalizationRegistry holds, so it is only ever changed in
    * place. When this index is collected, its chunks' slab blocks are released.
    */
-  private chunks: Chunk[] = [];
+  private chunks: (Chunk | undefined)[] = [];
   /** Highest seq with a slot (assigned or padded). */
   last = 0;
 
@@ -149,19 +169,47 @@ export class SeqIndex {
     const slot = seq - this.base;
     if (slot < 0) return undefined;
     const ci = Math.floor(slot / CHUNK);
-    const i = slot - ci * CHUNK;
+    const slotIn = slot - ci * CHUNK;
     if (create) {
-      // Only the last chunk can be partly grown: every chunk before it is full.
-      if (ci >= this.chunks.length) this.chunks.at(-1)?.growFor(CHUNK - 1);
       if (this.chunks.length === 0) {
-        this.chunks = [new Chunk(ci > 0 ? CHUNK : FIRST_CAPACITY)];
+        this.chunks = [undefined];
         reclaim.register(this, this.chunks, this);
       }
-      while (ci >= this.chunks.length) this.chunks.push(new Chunk(ci > this.chunks.length ? CHUNK : FIRST_CAPACITY));
-      this.chunks[ci]!.growFor(i);
+      while (ci >= this.chunks.length) this.chunks.push(undefined);
+      const c = this.chunks[ci];
+      if (c === undefined) this.chunks[ci] = new Chunk(slotIn);
+      else c.growFor(slotIn);
     }
     const c = this.chunks[ci];
-    return c && i < c.cap ? { c, i } : undefined;
+    if (c === undefined) return undefined;
+    const i = slotIn - c.lo;
+    return i >= 0 && i < c.cap ? { c, i } : undefined;
+  }
+
+  /**
+   * The first LIVE seq in [from, to], else to + 1: holes and slots without columns are skipped
+   * whole (a crash's padded reservation block is not walked slot by slot).
+   */
+  nextLive(from: number, to: number): number {
+    let seq = Math.max(from, this.base);
+    while (seq <= to) {
+      const slot = seq - this.base;
+      const ci = Math.floor(slot / CHUNK);
+      const c = this.chunks[ci];
+      if (c === undefined) {
+        if (ci >= this.chunks.length) break;
+        seq = this.base + (ci + 1) * CHUNK; // a hole: the next chunk
+        continue;
+      }
+      let i = slot - ci * CHUNK - c.lo;
+      if (i < 0) {
+        seq -= i; // below the chunk's columns: its first slot
+        i = 0;
+      }
+      for (; i < c.cap && seq <= to; i++, seq++) if (c.state(i) === SlotState.LIVE) return seq;
+      seq = this.base + (ci + 1) * CHUNK; // past the columns: the next chunk
+    }
+    return to + 1;
   }
 
   put(seq: number, tsMs: number, bytes: number, nodeId: number, loc: number, frameLen: number, recIdx: number, text: RecordText | undefined): void {
@@ -232,14 +280,14 @@ export class SeqIndex {
   release(): void {
     if (this.chunks.length === 0) return;
     reclaim.unregister(this);
-    for (const c of this.chunks) c.release();
+    for (const c of this.chunks) c?.release();
     this.chunks = [];
   }
 
   /** Drops whole chunks below `seq` (the first live seq). Their slots must all be dead. */
   dropBelow(seq: number): void {
     while (this.chunks.length > 1 && seq - this.base >= CHUNK) {
-      this.chunks.shift()!.release();
+      this.chunks.shift()?.release();
       this.base += CHUNK;
     }
   }

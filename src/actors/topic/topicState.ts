@@ -58,7 +58,7 @@ export function ttlView(inst: TopicInstance, now: number): { count: number; byte
       count--;
       bytes -= inst.index.bytes(s);
     }
-    while (s <= inst.head && inst.index.state(s) !== SlotState.LIVE) s++;
+    s = inst.index.nextLive(s, inst.head);
   }
   return { count, bytes, earliest: s > inst.head ? inst.head + 1 : s };
 }
