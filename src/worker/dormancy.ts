@@ -21,12 +21,12 @@
 import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
-import { ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
+import { SLEEP_BYTES_MAX, ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
 import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
-import { probeFrame } from '../wal/frame.js';
+import { forEachAppendRecord, probeFrame, type AppendHead, type FrameView } from '../wal/frame.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 
@@ -253,6 +253,33 @@ export class Dormancy {
   asleepHead(topicId: number): number | undefined {
     const row = this.recovering?.get(topicId);
     return row === undefined ? undefined : this.sleeping.headAt(row);
+  }
+
+  /**
+   * Lazy recovery: a frame of a pack written after the cut (`f`, its head `head`, in `buf`), of a
+   * topic restored asleep, past its head. A plain append to a plain topic (no caps, TTL, queue,
+   * retention state, router header or own segment file, and its packed segment still one a wake
+   * may read: SLEEP_BYTES_MAX) joins its row and the topic stays asleep: nothing is read back or
+   * indexed. Returns false for anything else (recovery wakes the topic). A later wake indexes the
+   * frame from the pack, and checks the row's count and bytes against it.
+   */
+  absorbAppend(topicId: number, buf: Buffer, f: FrameView, head: AppendHead): boolean {
+    const row = this.recovering?.get(topicId);
+    if (row === undefined || head.fwd !== undefined || head.firstSeq <= this.sleeping.headAt(row)) return false;
+    const c = this.sleeping.configAt(row);
+    if (c.type !== 'log' || c.ttl_ms > 0 || c.cap_records > 0 || c.cap_bytes > 0) return false;
+    if (this.sleeping.retentionOf(row) || this.sleeping.queueOf(row) || this.sleeping.hasOwnFileAt(row)) return false;
+    if (this.sleeping.packedAt(row) + f.size > SLEEP_BYTES_MAX) return false;
+    let bytes = 0;
+    forEachAppendRecord(buf, f, head, (_i, r) => (bytes += r.dataLen + Math.max(0, r.metaLen)));
+    this.sleeping.appendAt(row, head.firstSeq, head.count, bytes, head.tsMs, f.size);
+    return true;
+  }
+
+  /** Lazy recovery: a replayed seq reservation of a topic restored asleep (it stays asleep). */
+  reserveAsleep(topicId: number, ceiling: number): void {
+    const row = this.recovering?.get(topicId);
+    if (row !== undefined) this.sleeping.reserveAt(row, ceiling);
   }
 
   /** Takes a topic restored asleep out of sleep (recovery loads it). */

@@ -201,6 +201,49 @@ export class DormantTable {
   }
 
   /**
+   * Lazy recovery: a frame of records `firstSeq..firstSeq + count - 1` (`bytes` of payload,
+   * stamped `tsMs`, `frameBytes` long) joined the packed segment of the topic in `row` after the
+   * cut. The row takes it as indexing the frame and sleeping again would: head, count, bytes,
+   * earliest and first timestamp (of a topic that held none), last timestamp, packed size, and a
+   * reservation ceiling of at least the new head. The caller checked the topic's kind
+   * (Dormancy.absorbAppend) and that `firstSeq` is past the head.
+   */
+  appendAt(row: number, firstSeq: number, count: number, bytes: number, tsMs: number, frameBytes: number): void {
+    const f = this.f;
+    const o = row * ROW_WORDS;
+    const last = firstSeq + count - 1;
+    if (f[o + COUNT] === 0) {
+      f[o + EARLIEST] = firstSeq;
+      f[o + FIRST_TS] = tsMs;
+    }
+    f[o + HEAD] = last;
+    f[o + COUNT] = f[o + COUNT]! + count;
+    f[o + BYTES] = f[o + BYTES]! + bytes;
+    this.bytesTotal += bytes;
+    if (tsMs > f[o + LAST_TS]!) f[o + LAST_TS] = tsMs;
+    f[o + PACKED] = f[o + PACKED]! + frameBytes;
+    if (f[o + RESERVED]! < last) f[o + RESERVED] = last;
+    this.changed(row);
+  }
+
+  /** Lazy recovery: a replayed SEQ_RESERVE of the topic in `row` raises its reservation ceiling. */
+  reserveAt(row: number, ceiling: number): void {
+    const o = row * ROW_WORDS;
+    if (this.f[o + RESERVED]! >= ceiling) return;
+    this.f[o + RESERVED] = ceiling;
+    this.changed(row);
+  }
+
+  /** The packed bytes of the topic in `row`, and whether it has an own segment file. */
+  packedAt(row: number): number {
+    return this.f[row * ROW_WORDS + PACKED]!;
+  }
+
+  hasOwnFileAt(row: number): boolean {
+    return this.f[row * ROW_WORDS + OWN_FIRST]! > 0;
+  }
+
+  /**
    * Moves every row's head (and an empty topic's earliest seq) up to its reservation ceiling: the
    * padding at the end of recovery, when every row is a topic recovery restored asleep (see
    * Dormancy.endRecovery).

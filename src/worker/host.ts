@@ -141,6 +141,8 @@ export class ActorHost implements HostServices {
         reserve: (more) => this.dormancy.reserveRestored(more),
         listed: (names) => this.names.addAll(names),
         asleepHead: (id) => this.dormancy.asleepHead(id),
+        absorbAppend: (id, buf, f, head) => this.dormancy.absorbAppend(id, buf, f, head),
+        reserveAsleep: (id, ceiling) => this.dormancy.reserveAsleep(id, ceiling),
         take: (id) => this.dormancy.take(id),
         endRecovery: () => this.dormancy.endRecovery(),
       },

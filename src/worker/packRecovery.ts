@@ -21,7 +21,7 @@ import type { PackStore } from '../storage/packStore.js';
 import { listPacks, readPack, ReuseBuffer, PackCorruptionError, type ListedPack } from '../storage/packScan.js';
 import type { SectionPacks } from '../storage/snapshotSection.js';
 import { probeFrame } from '../wal/frame.js';
-import { readAppendHead } from '../wal/frame.js';
+import { readAppendHead, type AppendHead, type FrameView } from '../wal/frame.js';
 import { forEachFrame } from '../storage/segmentLoad.js';
 
 /** Numbers per held frame: pack idx, offset, length, first seq, seq after it, CRC. */
@@ -52,6 +52,14 @@ interface Deferred {
 /** The CRC field of a frame at `off` (bytes 4..8 of its prefix). */
 function frameCrc(buf: Buffer, off: number): number {
   return buf.readUInt32LE(off + 4);
+}
+
+/** The topics restored asleep, as the scan after the cut sees them (Dormancy). */
+export interface AsleepAfterCut {
+  /** The head a sleeping topic's runs hold every seq up to; undefined when it is not asleep. */
+  headOf(id: number): number | undefined;
+  /** Takes a frame past the head into the topic's row (it stays asleep); false: it must wake. */
+  absorb(id: number, buf: Buffer, f: FrameView, head: AppendHead): boolean;
 }
 
 export interface PackRecoveryHost {
@@ -100,7 +108,7 @@ export class PackRecovery {
    * a sleeping one's (`asleep`, lazy recovery) to the map only, as the ids `touched` collects;
    * those of topics made since the snapshot are held; the rest (deleted instances) skipped.
    */
-  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep: { headOf: (id: number) => number | undefined; touched: Set<number> } | undefined): void {
+  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep: (AsleepAfterCut & { touched: Set<number> }) | undefined): void {
     const { packs, byTopicId } = this.host;
     forEachFrame(buf, (f, rel) => {
       const off = from + rel;
@@ -112,7 +120,8 @@ export class PackRecovery {
         if (head.firstSeq < (this.next.get(f.topicId) ?? (asleepHead ?? -1) + 1)) return;
         this.next.set(f.topicId, head.firstSeq + head.count);
         if (actor) this.host.input(actor, { k: 'packed', frame: buf.subarray(rel, rel + f.size) });
-        else asleep!.touched.add(f.topicId);
+        // A plain append stays asleep, in the row; once one frame is not, the topic wakes.
+        else if (asleep!.touched.has(f.topicId) || !asleep!.absorb(f.topicId, buf, f, head)) asleep!.touched.add(f.topicId);
         packs.map.add(f.topicId, idx, off, f.size);
       } else if (Math.floor(f.topicId / EPOCH_UNIT) >= snapshotEpoch) {
         let h = this.held.get(f.topicId);
@@ -173,10 +182,10 @@ export class PackRecovery {
   /**
    * Lazy recovery: scans only what this worker's packs got after the cut (`cut`: the packs the
    * snapshot's runs cover whole, and the one being written with its length then), as scan does.
-   * Frames of topics still asleep (`asleepHead`: the head a sleeping topic's runs hold every
-   * seq up to) go to the map; returns their ids (they changed after the cut, so they must load).
+   * Frames of topics still asleep go to the map, and to their rows when `asleep.absorb` takes
+   * them; returns the ids of those with a frame it did not take (they must load).
    */
-  async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, asleepHead: (id: number) => number | undefined): Promise<Set<number>> {
+  async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, asleep: AsleepAfterCut): Promise<Set<number>> {
     const whole = new Set(cut.whole);
     const touched = new Set<number>();
     const scratch = new ReuseBuffer();
@@ -186,7 +195,7 @@ export class PackRecovery {
       if (whole.has(p.name)) continue;
       const from = cut.tail?.[0] === p.name ? cut.tail[1] : 0;
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from);
-      this.feedPack(idx, buf, from, snapshotEpoch, { headOf: asleepHead, touched });
+      this.feedPack(idx, buf, from, snapshotEpoch, { ...asleep, touched });
     }
     return touched;
   }

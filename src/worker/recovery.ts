@@ -9,7 +9,7 @@ import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
-import { decodeJsonBody, probeFrame, readAppendHead } from '../wal/frame.js';
+import { decodeJsonBody, probeFrame, readAppendHead, readU64, type AppendHead, type FrameView } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
 import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSection.js';
@@ -45,6 +45,10 @@ export interface RecoverySleepers {
   listed(names: string[]): void;
   /** The head of the topic of that id restored asleep, while recovery runs; undefined when it is not. */
   asleepHead(topicId: number): number | undefined;
+  /** A plain append after the cut joins a sleeping topic's row (Dormancy.absorbAppend); false: it must wake. */
+  absorbAppend(topicId: number, buf: Buffer, f: FrameView, head: AppendHead): boolean;
+  /** A replayed seq reservation of a sleeping topic (it stays asleep). */
+  reserveAsleep(topicId: number, ceiling: number): void;
   /** Takes a sleeping topic out of sleep (recovery loads it then). */
   take(topicId: number): DormantTopic;
   /** The ids of the topics still asleep; recovery's index by id goes. */
@@ -174,7 +178,7 @@ export class WorkerRecovery {
     });
     // Pack bytes written after the cut. A sleeping topic with frames there changed after the
     // cut: it loads now, with them.
-    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, (id) => this.host.sleepers.asleepHead(id));
+    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, { headOf: (id) => sleepers.asleepHead(id), absorb: (id, buf, f, h) => sleepers.absorbAppend(id, buf, f, h) });
     // LOAD_PARALLEL at a time: a wake is a pack read or two, and its round trips overlap.
     await lanes(LOAD_PARALLEL, [...touched], (id) => this.wake(id).then(() => undefined));
     await lanes(
@@ -289,8 +293,22 @@ export class WorkerRecovery {
       const p = probeFrame(buf, off, buf.length, false);
       if (!p.ok) throw new Error(`replay chunk holds a bad frame at ${off}: ${p.reason}`);
       const f = p.frame;
-      // A frame of a topic restored asleep: it loads first (the frame may change it).
-      if (this.host.sleepers.asleepHead(f.topicId) !== undefined) await this.wake(f.topicId);
+      // A frame of a topic restored asleep: an append its row holds already (from the scan after
+      // the cut) and a seq reservation leave it asleep; anything else loads it first.
+      const asleepHead = this.host.sleepers.asleepHead(f.topicId);
+      if (asleepHead !== undefined) {
+        if (f.type === FrameType.APPEND && readAppendHead(buf, f).firstSeq <= asleepHead) {
+          this.stats.skipped++;
+          off += f.size;
+          continue;
+        }
+        if (f.type === FrameType.SEQ_RESERVE) {
+          this.host.sleepers.reserveAsleep(f.topicId, readU64(buf, f.bodyOff));
+          off += f.size;
+          continue;
+        }
+        await this.wake(f.topicId);
+      }
       let actor: TopicActor | undefined;
       if (f.type === FrameType.TOPIC_CREATE) {
         const body = decodeJsonBody(buf, f) as { name: string; config: TopicConfig; created_ms: number };

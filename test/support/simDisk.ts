@@ -14,6 +14,8 @@
 //   crash('random-dirs'): as 'random', and first each unsynced directory change (a new name, a
 //     removal, a rename as one unit) lands or not, a coin each: what a journaling filesystem may
 //     commit before any fsync, which POSIX allows.
+//   crash('process'): a SIGKILL of the process, not of the machine: every write and directory
+//     change lands (the kernel's page cache outlives the process).
 //
 // Views: `fs()` returns the Fs of the live generation. After freeze() or crash() every earlier
 // view and FsFile is DEAD: it touches nothing and never throws; sync calls return inert values
@@ -34,7 +36,7 @@ import { seededRng, type Rng } from '../../src/core/rng.js';
 import { FaultPlan, formatCallLog, fsError, kindOf, syscallOf, type CallInfo, type CallRecord, type FaultCode } from './fsFaults.js';
 import { normalize, SimTree, type SimLimits } from './simDiskTree.js';
 
-export type CrashMode = 'durable-only' | 'random' | 'random-dirs';
+export type CrashMode = 'durable-only' | 'random' | 'random-dirs' | 'process';
 
 export interface FreezeInfo {
   /** The call after which the disk froze (the number of calls so far, for freeze()/crash()). */
@@ -190,7 +192,8 @@ export class SimDisk {
   /** Freezes (if not yet), then reboots: fds closed, the crash transform applied, a new generation. */
   crash(mode: CrashMode): void {
     this.freezeWith({ call: this.plan.calls, op: 'crash()' });
-    this.tree.crash(mode === 'durable-only' ? undefined : this.rng, mode === 'random-dirs');
+    if (mode === 'process') this.tree.kill();
+    else this.tree.crash(mode === 'durable-only' ? undefined : this.rng, mode === 'random-dirs');
     this.gen++;
     this.crashes++;
     this.frozenNow = false;

@@ -337,6 +337,19 @@ export class SimTree {
     visit(this.root);
   }
 
+  /** A process kill: the kernel keeps every write and directory change; only the fds go. */
+  kill(): void {
+    this.fds.clear();
+    const seen = new Set<SimNode>();
+    const visit = (n: SimNode): void => {
+      if (seen.has(n)) return;
+      seen.add(n);
+      n.sync();
+      if (n.kind === 'dir') for (const child of n.entries.values()) visit(child);
+    };
+    visit(this.root);
+  }
+
   /**
    * Unsynced directory changes (a new name, a removed name, a replaced name) land or not, one
    * coin each, as a journaling filesystem may commit them before any fsync. The changes that
