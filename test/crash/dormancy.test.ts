@@ -521,3 +521,34 @@ test('appends after the checkpoint to sleeping topics: recovery keeps plain ones
   assert.deepEqual(r.body.seqs, [head + 1]);
   assert.equal(await srv.stop(), 0);
 });
+
+test('a topic does not sleep while frames wait to be written to its pack or own file (SERVICE_SEGMENT_WRITE_DELAY_MS), then sleeps and wakes with all of them', { timeout: 60_000 }, async () => {
+  // What a wake reads back must be on disk: dormantOf answers 'later' while the pack map lacks
+  // frames (packedWritten) or an own file has frames unwritten (ownSettled: allWritten). Frames
+  // here wait 2.5 s before they are written, while the sweep looks every 100 ms.
+  const dataDir = tempDir('spool-dormancy-unwritten-');
+  const srv = await startServer({ dataDir, env: { ...quickSleepEnv, SERVICE_PACK_BYTES: '2048', SERVICE_SEGMENT_WRITE_DELAY_MS: '2500' } });
+  const c = client(srv.url);
+  const want = new Map<string, unknown[]>();
+  // A packed topic, and one whose second append rolls it to a file of its own.
+  for (const [t, n] of [['unwritten.packed', 1], ['unwritten.own', 2]] as const) {
+    assert.equal((await c.put(`/v0/topics/${t}`, { durability: 'fsync' })).status, 201);
+    want.set(t, []);
+    for (let k = 0; k < n; k++) {
+      const data = { t, k, pad: 'p'.repeat(1500) };
+      assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data }] })).status, 200, t);
+      want.get(t)!.push(data);
+    }
+  }
+  const sent = Date.now();
+  await new Promise((r) => setTimeout(r, 1200));
+  if (Date.now() - sent < 2300) assert.equal(await metric(srv, 'spool_topics_sleeping'), 0, 'no topic sleeps with frames still unwritten');
+  assert.equal(await untilSleeping(srv, 2), 2, 'both sleep once their frames are written');
+  for (const [t, data] of want) {
+    const d = await c.post(`/v0/topics/${t}/diff`, { from_seq: 0, limit: 100 });
+    assert.equal(d.status, 200, `${t}: ${d.text}`);
+    assert.deepEqual(d.body.records.map((r: { data: unknown }) => r.data), data, t);
+  }
+  assert.ok(fs.readdirSync(path.join(dataDir, 'topics')).length >= 1, 'one topic has a file of its own');
+  assert.equal(await srv.stop(), 0);
+});
