@@ -300,6 +300,11 @@ export interface RecordExtent {
   dataLen: number;
 }
 
+/** The spec's `bytes` measure of a record: its stored data text plus its stored meta text. */
+export function payloadBytesOf(r: RecordExtent): number {
+  return r.dataLen + Math.max(0, r.metaLen);
+}
+
 /**
  * Walks the records of an APPEND frame. Throws if a record runs past the body: the CRC passed,
  * so that is a writer bug, not disk damage.

@@ -26,7 +26,7 @@ import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
-import { forEachAppendRecord, probeFrame, type AppendHead, type FrameView } from '../wal/frame.js';
+import { forEachAppendRecord, payloadBytesOf, probeFrame, type AppendHead, type FrameView } from '../wal/frame.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 
@@ -271,7 +271,7 @@ export class Dormancy {
     if (this.sleeping.retentionOf(row) || this.sleeping.queueOf(row) || this.sleeping.hasOwnFileAt(row)) return false;
     if (this.sleeping.packedAt(row) + f.size > SLEEP_BYTES_MAX) return false;
     let bytes = 0;
-    forEachAppendRecord(buf, f, head, (_i, r) => (bytes += r.dataLen + Math.max(0, r.metaLen)));
+    forEachAppendRecord(buf, f, head, (_i, r) => (bytes += payloadBytesOf(r)));
     this.sleeping.appendAt(row, head.firstSeq, head.count, bytes, head.tsMs, f.size);
     return true;
   }

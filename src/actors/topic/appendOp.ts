@@ -2,7 +2,7 @@
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
-import { AppendRecordInput, encodeAppend, forEachAppendRecord, readAppendHead, probeFrame } from '../../wal/frame.js';
+import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, readAppendHead, probeFrame } from '../../wal/frame.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
@@ -151,7 +151,7 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
   const head = readAppendHead(buf, probe.frame);
   let total = 0;
   forEachAppendRecord(buf, probe.frame, head, (i, r) => {
-    const bytes = r.dataLen + Math.max(0, r.metaLen);
+    const bytes = payloadBytesOf(r);
     total += bytes;
     const text = keepText ? RecordText.fromExtent(buf, r) : undefined;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
