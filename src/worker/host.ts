@@ -78,6 +78,11 @@ export class ActorHost implements HostServices {
   readonly wal: WalLink;
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
+  /**
+   * Actor inputs since the last checkpoint began (requests, timers, acks, sleeps, wakes): none,
+   * and no WAL bytes either, and a timed checkpoint has nothing to record (Checkpointer skips it).
+   */
+  inputsSinceCheckpoint = 0;
   readonly timers = new WorkerTimers();
   /** Sleeping topics, and the policy that puts quiet ones to sleep (issue 15). */
   readonly dormancy: Dormancy;
@@ -235,6 +240,7 @@ export class ActorHost implements HostServices {
     // An input for an actor dropped since (an ack, timer, cold read or peer reply that was
     // already on its way) would find nothing of it: a dropped actor is idle (TopicActor.idle).
     if (this.actorsByName.get(actor.name) !== actor) return;
+    this.inputsSinceCheckpoint++;
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
     const step = this.freeSteps.pop() ?? new StepSlot(this);
     step.bind(actor);

@@ -166,6 +166,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
       return host.finishRecovery();
     },
     async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
+      host.inputsSinceCheckpoint = 0; // what comes from here on is for the next checkpoint
       try {
         // The pieces the section writer allocated move to main; kept lines (shared memory) are shared.
         const { section, transfer: own, crc, topics, deadPacks } = await host.checkpoints.prepare(markId, final);
@@ -174,6 +175,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
         // A full disk only postpones the checkpoint; anything else stops writes (main decides).
         return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };
       }
+    },
+    /** No actor took an input since the last checkpoint began (a timed one may be skipped). */
+    quietSinceCheckpoint(): boolean {
+      return host.inputsSinceCheckpoint === 0;
     },
     /** The snapshot of `markId` is durable and main unlinked `removedPacks`. */
     checkpointCommitted(markId: number, removedPacks: string[] = []): Promise<number> {

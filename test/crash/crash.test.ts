@@ -769,3 +769,57 @@ test('a second server on the same data directory exits non-zero saying the direc
     await server.kill();
   }
 });
+
+test('an idle server skips its timed checkpoints (nothing to record), and the next write brings them back; SIGKILL loses nothing meanwhile', { timeout: 60_000 }, async () => {
+  // With no WAL bytes and no actor input since the last checkpoint began, a timed checkpoint
+  // would write the same snapshot again (at a million topics ~140 MB and an fsync a minute).
+  const dataDir = tempDir('spool-idle-checkpoints-');
+  const env = { SERVICE_CHECKPOINT_MS: '300', SERVICE_TOPIC_SLEEP_MS: '8000' };
+  let srv = await startServer({ dataDir, env });
+  const c = () => client(srv.url);
+  const meta = path.join(dataDir, 'meta');
+  /** The newest snapshot's name and modification time (ns), or '' before the first. */
+  const newest = () => {
+    const names = fs.readdirSync(meta).filter((n) => n.endsWith('.snap')).sort();
+    const n = names.at(-1);
+    return n ? `${n} ${fs.statSync(path.join(meta, n), { bigint: true }).mtimeNs}` : '';
+  };
+  const settle = async () => {
+    // Until two looks 1.5 s apart (five intervals) find the same snapshot.
+    let prev = newest();
+    for (let tries = 0; tries < 6; tries++) {
+      await new Promise((r) => setTimeout(r, 1500));
+      const now = newest();
+      if (now === prev) return now;
+      prev = now;
+    }
+    assert.fail('timed checkpoints go on while the server is idle');
+  };
+  assert.equal((await c().post('/v0/topics/idle.a', { records: [{ data: 1 }, { data: 2 }] })).status, 201);
+  const quiet = await settle();
+  assert.notEqual(quiet, '');
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(newest(), quiet, 'no checkpoint while idle');
+  const changed = async (from: string, what: string) => {
+    const deadline = Date.now() + 5000;
+    while (newest() === from) {
+      assert.ok(Date.now() < deadline, what);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  // The topic goes to sleep (8 s after its write): no WAL bytes, but an input, so a checkpoint
+  // records it asleep.
+  const sleeping = async () => Number(/^spool_topics_sleeping (\d+)$/m.exec(await (await fetch(`${srv.url}/v0/metrics`)).text())?.[1]);
+  for (const deadline = Date.now() + 15_000; (await sleeping()) !== 1; await new Promise((r) => setTimeout(r, 100))) assert.ok(Date.now() < deadline, 'the topic sleeps');
+  await changed(quiet, 'a checkpoint follows the sleep');
+  const asleep = await settle();
+  // A write: the next interval checkpoints again, and covers it.
+  assert.equal((await c().post('/v0/topics/idle.a', { records: [{ data: 3 }] })).status, 200);
+  await changed(asleep, 'a checkpoint follows the write');
+  await settle();
+  await srv.kill();
+  srv = await startServer({ dataDir, env });
+  const d = await c().post('/v0/topics/idle.a/diff', { from_seq: 0 });
+  assert.deepEqual(d.body.records.map((r: { data: unknown }) => r.data), [1, 2, 3]);
+  await srv.stop();
+});
