@@ -88,8 +88,14 @@ export class Checkpointer {
     let release!: () => void;
     this.held = new Promise<void>((r) => (release = r));
     try {
-      await this.once(false);
+      try {
+        await this.once(false);
+      } catch (err) {
+        this.lastFailed = true; // the next timed checkpoint runs, idle or not
+        throw err;
+      }
       this.lastAt = Date.now();
+      this.lastFailed = false;
       return await fn(this.previousCut!);
     } finally {
       this.held = undefined;
