@@ -113,7 +113,7 @@ export const nodeFs: Fs = {
   existsSync: (p) => fs.existsSync(p),
   unlinkSync: (p) => fs.unlinkSync(p),
   renameSync: (from, to) => fs.renameSync(from, to),
-  fdatasync: (fd) => new Promise((resolve, reject) => fs.fdatasync(fd, (err) => (err ? reject(err) : resolve()))),
+  fdatasync: (fd) => call<void>((done) => fs.fdatasync(fd, done)),
   open: async (p, flags) => new NodeFile(await call<number>((done) => fs.open(p, nodeFlags(flags), 0o644, done))),
   readFile: (p) => fsp.readFile(p),
   readdir: (p) => fsp.readdir(p),

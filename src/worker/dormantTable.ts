@@ -234,11 +234,12 @@ export class DormantTable {
     this.changed(row);
   }
 
-  /** The packed bytes of the topic in `row`, and whether it has an own segment file. */
+  /** The packed bytes of the topic in `row`. */
   packedAt(row: number): number {
     return this.f[row * ROW_WORDS + PACKED]!;
   }
 
+  /** Whether the topic in `row` has an own segment file. */
   hasOwnFileAt(row: number): boolean {
     return this.f[row * ROW_WORDS + OWN_FIRST]! > 0;
   }

@@ -54,12 +54,12 @@ function frameCrc(buf: Buffer, off: number): number {
   return buf.readUInt32LE(off + 4);
 }
 
-/** The topics restored asleep, as the scan after the cut sees them (Dormancy). */
+/** The topics restored asleep, as the scan after the cut sees them (Dormancy, through recovery's host). */
 export interface AsleepAfterCut {
   /** The head a sleeping topic's runs hold every seq up to; undefined when it is not asleep. */
-  headOf(id: number): number | undefined;
+  asleepHead(topicId: number): number | undefined;
   /** Takes a frame past the head into the topic's row (it stays asleep); false: it must wake. */
-  absorb(id: number, buf: Buffer, f: FrameView, head: AppendHead): boolean;
+  absorbAppend(topicId: number, buf: Buffer, f: FrameView, head: AppendHead): boolean;
 }
 
 export interface PackRecoveryHost {
@@ -99,7 +99,7 @@ export class PackRecovery {
     for (const p of listPacks(names)) {
       if (p.workers === this.workers && p.writer !== this.workerIndex) continue; // not ours
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch);
-      this.feedPack(this.host.packs.map.register(p).idx, buf, 0, snapshotEpoch, undefined);
+      this.feedPack(this.host.packs.map.register(p).idx, buf, 0, snapshotEpoch);
     }
   }
 
@@ -108,20 +108,20 @@ export class PackRecovery {
    * a sleeping one's (`asleep`, lazy recovery) to the map only, as the ids `touched` collects;
    * those of topics made since the snapshot are held; the rest (deleted instances) skipped.
    */
-  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep: (AsleepAfterCut & { touched: Set<number> }) | undefined): void {
+  private feedPack(idx: number, buf: Buffer, from: number, snapshotEpoch: number, asleep?: AsleepAfterCut, touched?: Set<number>): void {
     const { packs, byTopicId } = this.host;
     forEachFrame(buf, (f, rel) => {
       const off = from + rel;
       const head = readAppendHead(buf, f);
       const actor = byTopicId.get(f.topicId);
       // A topic restored asleep holds every seq up to its head in its runs already.
-      const asleepHead = actor ? undefined : asleep?.headOf(f.topicId);
+      const asleepHead = actor ? undefined : asleep?.asleepHead(f.topicId);
       if (actor || asleepHead !== undefined) {
         if (head.firstSeq < (this.next.get(f.topicId) ?? (asleepHead ?? -1) + 1)) return;
         this.next.set(f.topicId, head.firstSeq + head.count);
         if (actor) this.host.input(actor, { k: 'packed', frame: buf.subarray(rel, rel + f.size) });
         // A plain append stays asleep, in the row; once one frame is not, the topic wakes.
-        else if (asleep!.touched.has(f.topicId) || !asleep!.absorb(f.topicId, buf, f, head)) asleep!.touched.add(f.topicId);
+        else if (touched!.has(f.topicId) || !asleep!.absorbAppend(f.topicId, buf, f, head)) touched!.add(f.topicId);
         packs.map.add(f.topicId, idx, off, f.size);
       } else if (Math.floor(f.topicId / EPOCH_UNIT) >= snapshotEpoch) {
         let h = this.held.get(f.topicId);
@@ -182,8 +182,8 @@ export class PackRecovery {
   /**
    * Lazy recovery: scans only what this worker's packs got after the cut (`cut`: the packs the
    * snapshot's runs cover whole, and the one being written with its length then), as scan does.
-   * Frames of topics still asleep go to the map, and to their rows when `asleep.absorb` takes
-   * them; returns the ids of those with a frame it did not take (they must load).
+   * Frames of topics still asleep go to the map, and to their rows when `asleep.absorbAppend`
+   * takes them; returns the ids of those with a frame it did not take (they must load).
    */
   async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, asleep: AsleepAfterCut): Promise<Set<number>> {
     const whole = new Set(cut.whole);
@@ -195,7 +195,7 @@ export class PackRecovery {
       if (whole.has(p.name)) continue;
       const from = cut.tail?.[0] === p.name ? cut.tail[1] : 0;
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from);
-      this.feedPack(idx, buf, from, snapshotEpoch, { ...asleep, touched });
+      this.feedPack(idx, buf, from, snapshotEpoch, asleep, touched);
     }
     return touched;
   }

@@ -9,7 +9,7 @@ import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { TopicConfig } from '../actors/topic/config.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
-import { decodeJsonBody, probeFrame, readAppendHead, readU64, type AppendHead, type FrameView } from '../wal/frame.js';
+import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
 import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSection.js';
@@ -19,7 +19,7 @@ import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 import { topicsDir } from '../storage/layout.js';
-import { PackRecovery, type HeldFrames } from './packRecovery.js';
+import { PackRecovery, type AsleepAfterCut, type HeldFrames } from './packRecovery.js';
 
 /** Topics whose segments load at once during recovery. */
 const LOAD_PARALLEL = 16;
@@ -36,17 +36,13 @@ interface ReadAhead {
 }
 
 /** What lazy recovery needs of the host's sleeping topics (dormancy.ts). */
-export interface RecoverySleepers {
+export interface RecoverySleepers extends AsleepAfterCut {
   /** Keeps a topic of the snapshot asleep (counted, no actor); `listed` lists it. */
   restore(rec: DormantTopic): void;
   /** Room for `more` topics restored asleep, made at once (a bound: the section's topic count). */
   reserve(more: number): void;
   /** Adds the names of topics restored asleep to the worker's sorted names, all at once. */
   listed(names: string[]): void;
-  /** The head of the topic of that id restored asleep, while recovery runs; undefined when it is not. */
-  asleepHead(topicId: number): number | undefined;
-  /** A plain append after the cut joins a sleeping topic's row (Dormancy.absorbAppend); false: it must wake. */
-  absorbAppend(topicId: number, buf: Buffer, f: FrameView, head: AppendHead): boolean;
   /** A replayed seq reservation of a sleeping topic (it stays asleep). */
   reserveAsleep(topicId: number, ceiling: number): void;
   /** Takes a sleeping topic out of sleep (recovery loads it then). */
@@ -177,10 +173,10 @@ export class WorkerRecovery {
       if (!this.topicDirs.has(id)) this.snapshotTopicsLoaded++;
     });
     // Pack bytes written after the cut. A sleeping topic with frames there changed after the
-    // cut: it loads now, with them.
-    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, { headOf: (id) => sleepers.asleepHead(id), absorb: (id, buf, f, h) => sleepers.absorbAppend(id, buf, f, h) });
-    // LOAD_PARALLEL at a time: a wake is a pack read or two, and its round trips overlap.
-    await lanes(LOAD_PARALLEL, [...touched], (id) => this.wake(id).then(() => undefined));
+    // cut: plain appends join its row (it stays asleep), anything else loads it now, with them,
+    // LOAD_PARALLEL at a time (a wake is a pack read or two, and its round trips overlap).
+    const touched = await this.packs.scanAfterCut(listed, head.packs, snapshotEpoch, sleepers);
+    await lanes(LOAD_PARALLEL, [...touched], (id) => this.wake(id));
     await lanes(
       LOAD_PARALLEL,
       eager.filter((e) => this.topicDirs.has(e.id)),
@@ -374,7 +370,7 @@ export class WorkerRecovery {
 }
 
 /** Runs `fn` over `items`, `parallel` at a time (file-system round trips overlap on libuv's pool). */
-async function lanes<T>(parallel: number, items: readonly T[], fn: (item: T) => Promise<void>): Promise<void> {
+async function lanes<T>(parallel: number, items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < items.length) await fn(items[next++]!);
