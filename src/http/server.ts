@@ -100,7 +100,7 @@ export async function buildServer(
   monitor.start();
   const gate = new PressureGate(monitor, { parkBoundMs: s.pressureParkMs, maxParked: s.pressureMaxParked, inflightMax: s.pressureInflight, windowMs: s.pressureWindowMs, agingPerS: s.pressureAgingPerS }, Date.now);
   const book = new PriorityBook(s.maxTopics);
-  sup.onReady.push(() => seedPriorities(sup, book));
+  sup.whenReady(() => seedPriorities(sup, book));
   const admission = new Admission(
     keys,
     { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey, maxTotalBytes: s.maxTotalBytes },

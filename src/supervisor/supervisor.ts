@@ -51,8 +51,8 @@ export class Supervisor {
   private wal!: Remote<WalApi>;
   /** [0] = live topic count, shared with workers (max_topics cap). */
   readonly counters = new Int32Array(new SharedArrayBuffer(16));
-  /** Called once recovery completes and the server turns ready. */
-  readonly onReady: (() => void)[] = [];
+  /** Called once recovery completes and the server turns ready (whenReady adds to it). */
+  private readonly onReady: (() => void)[] = [];
   /** Per-worker gauges (core/gauges.ts): live bytes, loop utilisation and delay, WAL queue. */
   readonly gauges: Float64Array;
   private releaseLock: (() => void) | undefined;
@@ -242,6 +242,12 @@ export class Supervisor {
    * from the snapshot's cut, then reservations padded, a new WAL file with a durable BOOT frame,
    * orphan topic directories removed, and a first checkpoint.
    */
+  /** Runs `f` once recovery is done: now, if it is (the HTTP server may be built after it). */
+  whenReady(f: () => void): void {
+    if (this.lifecycle === 'ready') f();
+    else this.onReady.push(f);
+  }
+
   async recover(): Promise<void> {
     const started = Date.now();
     const progressLog = new RecoveryProgressLog(started, RECOVERY_LOG_INTERVAL_MS);

@@ -1,6 +1,7 @@
 // Topic config (SPEC 2.3, RESOLVED G5): validation of a request's config object and resolution
 // to the stored 17-key form. Pure; used on the HTTP thread (PUT) and in workers (append config).
-import { Ajv } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { fail, ErrorResult } from '../../core/errors.js';
 import { isTopicName } from '../../core/names.js';
 import { describeAjvError } from '../../core/ajvMessage.js';
@@ -53,10 +54,21 @@ export const CONFIG_SCHEMA = {
   },
 } as const;
 
-// validateSchema: false: the meta-schema's compile cost ~0.1 s at every boot (in each thread that
-// loads this); CONFIG_SCHEMA is checked against it once, by a test (test/unit/schemasValid.test.ts).
-const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, validateSchema: false });
-const validate = ajv.compile(CONFIG_SCHEMA);
+let validator: ValidateFunction | undefined;
+
+/**
+ * The config validator, made on first use: a topic worker loads this module at boot but needs it
+ * only for an append that carries a config, and ajv's load and this compile were ~70 ms of every
+ * worker's boot. validateSchema: false: the meta-schema's compile cost ~0.1 s more; CONFIG_SCHEMA
+ * is checked against it once, by a test (test/unit/schemasValid.test.ts).
+ */
+function validate(): ValidateFunction {
+  if (!validator) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as { Ajv: typeof AjvClass };
+    validator = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false, validateSchema: false }).compile(CONFIG_SCHEMA);
+  }
+  return validator;
+}
 
 /** The config keys a request may send; anything else is ignored with a warning. */
 export const CONFIG_FIELDS: ReadonlySet<string> = new Set(Object.keys(CONFIG_SCHEMA.properties));
@@ -97,8 +109,9 @@ function resolve(c: Partial<Record<keyof TopicConfig, unknown>>): TopicConfig {
 export function resolveConfig(topic: string, input: unknown): { ok: true; config: TopicConfig } | ErrorResult {
   if (input === undefined || input === null) input = {};
   if (typeof input !== 'object' || Array.isArray(input)) return fail('invalid_request', 'config must be a JSON object', { field: 'config' });
-  if (!validate(input)) {
-    const err = validate.errors?.[0];
+  const valid = validate();
+  if (!valid(input)) {
+    const err = valid.errors?.[0];
     const field = err?.instancePath.replace(/^\//, '') || undefined;
     return fail('invalid_request', `invalid config${field ? ` field ${field}` : ''}: ${describeAjvError(err)}`, field ? { field } : undefined);
   }
