@@ -567,11 +567,18 @@ test('a checkpoint that failed hands its dead segments to the next one, which un
     disk.failWhen((c) => c.op === 'open' && (c.path ?? '').endsWith('.snap.tmp'), 'ENOSPC');
     await assert.rejects(w.checkpoint());
     disk.clearFaults();
+    // An fsync of another topic makes t.a's last floors frame durable too (the sim has no sync timer).
+    const fsyncOther = async () => {
+      const [other] = requestsOf({ t: 'append', topic: 't.b', sizes: [1], tag: null, node: null, key: null });
+      assert.ok((await w.request(other!)).ok);
+    };
+    // Quiet and written, but its dead segments still wait for their unlink: a wake would read them.
+    await fsyncOther();
+    await w.sup.workers[0]!.sleepQuietTopics();
+    assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 0, 'an unlink is pending: it stays awake');
     await w.checkpoint();
     assert.equal(files(), 1, 'only the active segment is left');
-    // An fsync of another topic makes t.a's last floors frame durable too (the sim has no sync timer).
-    const [other] = requestsOf({ t: 'append', topic: 't.b', sizes: [1], tag: null, node: null, key: null });
-    assert.ok((await w.request(other!)).ok);
+    await fsyncOther();
     await w.sup.workers[0]!.sleepQuietTopics();
     assert.equal((await w.sup.workers[0]!.audit()).sleepingOwnFiles, 1, 'no unlink left pending: it may sleep');
   } finally {
