@@ -2,10 +2,15 @@
 // created by one append of 10 records × 256 B from 32 writers; then random single-topic diffs at
 // 16 readers, `GET /v0/topics` over every page, SIGKILL and restart on the same data dir. Prints
 // creation rate, RSS per topic, files on disk, diff and list rates, ready time and RSS after the
-// restart. Baseline in the same run: the bare Fastify echo at 32 clients, measured for 3 s
-// before the spool server starts and again after it is gone; the ratios use the mean of the two.
-// One sample taken minutes before a five-minute creation phase measured the machine's moment as
-// much as the echo: on this shared VM single samples ranged 6.1-8.4k req/s within an hour.
+// restart. Baseline in the same run: the bare Fastify echo at 32 clients, sampled for 2 s at a
+// time while the creation and diff phases run: the creations go in ten slices, and between two
+// slices (and before the first, after the last, after the diffs) the spool server is stopped
+// (SIGSTOP: no thread of it runs, so it takes no CPU from the echo and skips none of its own
+// work, which waits) and the echo sampled. Each ratio uses the mean of the samples around its
+// phase. Samples taken only before and after a five-minute phase measured the machine's moments
+// as much as the echo: on this shared VM one run's two samples were 5.6k and 8.1k req/s, and
+// back-to-back 3 s samples fell from 5.0k to 4.0k while the echo's CPU per request rose by a
+// quarter.
 // Targets (1M topics): creation and diffs >= 50% of the echo's rate; RSS <= 2 GB (an idle topic
 // <= 1 KB beyond its cached records); files on disk independent of N; ready <= 10 s.
 import fs from 'node:fs';
@@ -15,6 +20,8 @@ import { HttpClient, appendBody, benchMs, envNumber, log, percentile, removeDir,
 const WRITERS = 32;
 const READERS = 16;
 const RECORDS = 10;
+/** Slices of the creation phase, with an echo sample between two. */
+const SLICES = 10;
 
 const topicName = (i: number) => `mt.${i.toString(36).padStart(5, '0')}`;
 
@@ -31,13 +38,17 @@ interface Pass {
   lat: Float64Array;
 }
 
-/** `workers` closed loops over `n` requests made by `send(i)`; every answer must be 2xx. */
-async function closedLoop(n: number, workers: number, send: (i: number) => Promise<{ status: number; ns: bigint; body: Buffer }>): Promise<Pass> {
-  const lat = new Float64Array(n);
-  let next = 0;
+type Send = (i: number) => Promise<{ status: number; ns: bigint; body: Buffer }>;
+
+/**
+ * `workers` closed loops over requests `from..to - 1` made by `send(i)`, latencies into `lat[i]`;
+ * every answer must be 2xx. Returns the seconds taken.
+ */
+async function closedLoop(from: number, to: number, workers: number, lat: Float64Array, send: Send): Promise<number> {
+  let next = from;
   const t0 = process.hrtime.bigint();
   const loop = async () => {
-    while (next < n) {
+    while (next < to) {
       const i = next++;
       const r = await send(i);
       if (r.status < 200 || r.status > 299) throw new Error(`request ${i}: ${r.status} ${r.body.toString('utf8').slice(0, 300)}`);
@@ -45,7 +56,18 @@ async function closedLoop(n: number, workers: number, send: (i: number) => Promi
     }
   };
   await Promise.all(Array.from({ length: workers }, loop));
-  return { done: n, seconds: Number(process.hrtime.bigint() - t0) / 1e9, lat: lat.sort() };
+  return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+
+/** `n` requests in `slices` closed-loop slices, `between()` run after each slice but the last. */
+async function slicedLoop(n: number, slices: number, workers: number, send: Send, between: () => Promise<void>): Promise<Pass> {
+  const lat = new Float64Array(n);
+  let seconds = 0;
+  for (let k = 0; k < slices; k++) {
+    seconds += await closedLoop(Math.floor((n * k) / slices), Math.floor((n * (k + 1)) / slices), workers, lat, send);
+    if (k < slices - 1) await between();
+  }
+  return { done: n, seconds, lat: lat.sort() };
 }
 
 function passRow(name: string, p: Pass, perRequest: number, peak: number | null, notes: string, extra: Record<string, unknown> = {}): Row {
@@ -60,25 +82,53 @@ function passRow(name: string, p: Pass, perRequest: number, peak: number | null,
   };
 }
 
-async function echoRate(): Promise<number> {
-  const echo = await startEcho();
-  const client = new HttpClient(echo.port, WRITERS);
-  try {
-    const common = { client, concurrency: WRITERS, path: '/echo', bodies: [appendBody(RECORDS)], recordsPerRequest: 1, server: echo };
-    await runLoad({ ...common, durationMs: 1000 });
-    const r = await runLoad({ ...common, durationMs: benchMs(3) });
+/** The bare echo server and a 32-client sampler of its rate (the server stays up, idle between samples). */
+class EchoSampler {
+  readonly samples: number[] = [];
+  private constructor(
+    private readonly server: ChildServer,
+    private readonly client: HttpClient,
+  ) {}
+
+  static async start(): Promise<EchoSampler> {
+    const server = await startEcho();
+    return new EchoSampler(server, new HttpClient(server.port, WRITERS));
+  }
+
+  /** One sample: 0.5 s of warm-up, then `benchMs(2)` measured; kept in `samples`. */
+  async sample(): Promise<number> {
+    const common = { client: this.client, concurrency: WRITERS, path: '/echo', bodies: [appendBody(RECORDS)], recordsPerRequest: 1, server: this.server };
+    await runLoad({ ...common, durationMs: 500 });
+    const r = await runLoad({ ...common, durationMs: benchMs(2) });
+    this.samples.push(r.reqPerSec);
     return r.reqPerSec;
-  } finally {
-    client.close();
-    await echo.close();
+  }
+
+  /** A sample taken while `srv` is stopped (SIGSTOP, then SIGCONT whatever happens). */
+  async sampleWhileStopped(srv: ChildServer): Promise<number> {
+    process.kill(srv.pid, 'SIGSTOP');
+    try {
+      return await this.sample();
+    } finally {
+      process.kill(srv.pid, 'SIGCONT');
+    }
+  }
+
+  async close(): Promise<void> {
+    this.client.close();
+    await this.server.close();
   }
 }
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const range = (xs: number[]) => `${Math.round(Math.min(...xs))}-${Math.round(Math.max(...xs))}`;
 
 export async function manyTopics(): Promise<WorkloadResult> {
   const n = Math.max(100, Math.floor(envNumber('BENCH_MANY_TOPICS', 10_000)));
   const diffs = Math.max(1000, Math.min(n, 50_000));
-  const echoBefore = await echoRate();
-  log(`many-topics: echo baseline (before) ${Math.round(echoBefore)} req/s at ${WRITERS} clients`);
+  const echo = await EchoSampler.start();
+  const echoBefore = await echo.sample();
+  log(`many-topics: echo (before the spool server starts) ${Math.round(echoBefore)} req/s at ${WRITERS} clients`);
 
   const dir = tempDir('spool-bench-many-topics-');
   const rows: Row[] = [];
@@ -88,8 +138,13 @@ export async function manyTopics(): Promise<WorkloadResult> {
     const emptyRss = await settledRss(srv, 500);
     const writers = new HttpClient(srv.port, WRITERS);
     const body = appendBody(RECORDS);
-    log(`many-topics: creating ${n} topics × ${RECORDS} records`);
-    const create = await closedLoop(n, WRITERS, (i) => writers.post(`/v0/topics/${topicName(i)}`, body));
+    log(`many-topics: creating ${n} topics × ${RECORDS} records in ${SLICES} slices, the echo sampled around each`);
+    const live = srv;
+    const sampleEcho = async () => void (await echo.sampleWhileStopped(live));
+    await sampleEcho();
+    const create = await slicedLoop(n, SLICES, WRITERS, (i) => writers.post(`/v0/topics/${topicName(i)}`, body), sampleEcho);
+    await sampleEcho();
+    const createEcho = echo.samples.slice(1); // the samples of the creation phase
     writers.close();
     const createPeak = srv.rss.peakBytes();
     const rss = await settledRss(srv, 1000);
@@ -111,7 +166,10 @@ export async function manyTopics(): Promise<WorkloadResult> {
     let seed = 12345;
     const pick = () => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
     log(`many-topics: ${diffs} random single-topic diffs at ${READERS} readers`);
-    const diff = await closedLoop(diffs, READERS, () => readers.post(`/v0/topics/${topicName(pick())}/diff`, diffBody));
+    const diff = await slicedLoop(diffs, 1, READERS, () => readers.post(`/v0/topics/${topicName(pick())}/diff`, diffBody), async () => undefined);
+    await sampleEcho();
+    const diffEcho = echo.samples.slice(-2); // the last of the creation phase, and this one
+    log(`many-topics: echo ${range(createEcho)} req/s during the creations, ${range(diffEcho)} around the diffs`);
     const diffRow = passRow(`many-topics random diff (${READERS}c)`, diff, 1, srv.rss.peakBytes(), '', { vs_echo: 0 });
     rows.push(diffRow);
 
@@ -150,17 +208,33 @@ export async function manyTopics(): Promise<WorkloadResult> {
     });
     await srv.close();
     srv = undefined;
-    const echoAfter = await echoRate();
-    log(`many-topics: echo baseline (after) ${Math.round(echoAfter)} req/s at ${WRITERS} clients`);
-    const echo = (echoBefore + echoAfter) / 2;
-    createRow.notes = createNotes(echo);
-    createRow.extra!.vs_echo = round(create.done / create.seconds / echo, 3);
-    diffRow.notes = `diffs/s = ${Math.round(diff.done / diff.seconds)} (${((diff.done / diff.seconds / echo) * 100).toFixed(0)}% of echo)`;
-    diffRow.extra!.vs_echo = round(diff.done / diff.seconds / echo, 3);
-    rows.push({ name: `echo (bare Fastify) ${WRITERS}c, baseline (mean of before and after)`, recordsPerSec: round(echo, 0), p50Ms: null, p99Ms: null, peakRssMB: null, notes: `requests/s; ${Math.round(echoBefore)} before, ${Math.round(echoAfter)} after` });
-    return { workload: 'many-topics', ok: true, rows, summary: { topics: n, echo_req_per_s: round(echo, 0), echo_before: round(echoBefore, 0), echo_after: round(echoAfter, 0) } };
+    const echoAfter = await echo.sample();
+    log(`many-topics: echo (after the spool server is gone) ${Math.round(echoAfter)} req/s at ${WRITERS} clients`);
+    const createBase = mean(createEcho);
+    const diffBase = mean(diffEcho);
+    createRow.notes = createNotes(createBase);
+    createRow.extra!.vs_echo = round(create.done / create.seconds / createBase, 3);
+    createRow.extra!.echo_req_per_s = round(createBase, 0);
+    diffRow.notes = `diffs/s = ${Math.round(diff.done / diff.seconds)} (${((diff.done / diff.seconds / diffBase) * 100).toFixed(0)}% of echo)`;
+    diffRow.extra!.vs_echo = round(diff.done / diff.seconds / diffBase, 3);
+    diffRow.extra!.echo_req_per_s = round(diffBase, 0);
+    rows.push({
+      name: `echo (bare Fastify) ${WRITERS}c, baseline (mean of the samples around the creations)`,
+      recordsPerSec: round(createBase, 0),
+      p50Ms: null,
+      p99Ms: null,
+      peakRssMB: null,
+      notes: `requests/s; ${createEcho.length} samples ${range(createEcho)}; around the diffs ${Math.round(diffBase)}; ${Math.round(echoBefore)} before the spool server, ${Math.round(echoAfter)} after`,
+    });
+    return {
+      workload: 'many-topics',
+      ok: true,
+      rows,
+      summary: { topics: n, echo_req_per_s: round(createBase, 0), echo_diffs_req_per_s: round(diffBase, 0), echo_samples: echo.samples.map((x) => round(x, 0)), echo_before: round(echoBefore, 0), echo_after: round(echoAfter, 0) },
+    };
   } finally {
     await srv?.close();
+    await echo.close();
     removeDir(dir);
   }
 }
