@@ -26,6 +26,7 @@ const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
+import { lanes } from '../core/lanes.js';
 
 interface PendingWrite {
   place: SegmentPlacement;
@@ -364,26 +365,24 @@ export class SegmentStore {
     const topicDirs: string[] = [];
     const packs = this.packs?.flush();
     packs?.catch(() => undefined); // awaited below
-    const all = [...this.topics.entries()];
-    let next = 0;
-    const lane = async (): Promise<void> => {
-      while (next < all.length) {
-        const [id, t] = all[next++]!;
-        // On the topic's chain, so that no write, rotation or close of its fd runs meanwhile.
-        const synced = await this.onChain(t, async () => {
-          if (!t.dirty || t.segFirstSeq === -1) return false;
-          await this.syncFile(t);
-          t.dirty = false;
-          this.forgetIfIdle(t);
-          return true;
-        });
-        if (synced) topicDirs.push(topicDir(this.dataDir, id));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(FLUSH_LANES, all.length) }, lane));
+    await lanes(FLUSH_LANES, [...this.topics.entries()], async ([id, t]) => {
+      // On the topic's chain, so that no write, rotation or close of its fd runs meanwhile.
+      const synced = await this.onChain(t, async () => {
+        if (!t.dirty || t.segFirstSeq === -1) return false;
+        await this.syncFile(t);
+        t.dirty = false;
+        this.forgetIfIdle(t);
+        return true;
+      });
+      if (synced) topicDirs.push(topicDir(this.dataDir, id));
+    });
     // Parents first (topics/ before topics/<id>/): a directory is durable before what it holds.
+    // The topic directories then go FLUSH_LANES at a time (one at a time, 20k of them were most
+    // of a 10 s final checkpoint).
     const parents = [...this.newDirParents];
-    for (const d of new Set([...parents, ...topicDirs])) await fsyncDir(this.fsx, d);
+    for (const d of parents) await fsyncDir(this.fsx, d);
+    const inParents = new Set(parents);
+    await lanes(FLUSH_LANES, topicDirs.filter((d) => !inParents.has(d)), (d) => fsyncDir(this.fsx, d));
     for (const d of parents) this.newDirParents.delete(d);
     await packs;
     if (this.failed) throw this.failed;

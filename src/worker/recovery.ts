@@ -4,6 +4,7 @@
 // topics/ tells which); then the WAL frames after the checkpoint, streamed by the WAL thread in
 // chunks and applied in order, then the end of recovery (reservations padded, topics counted).
 // Every change to an actor goes through an input, so recovery is traced like the rest.
+import { lanes } from '../core/lanes.js';
 import type { WalOut } from '../core/messages/wal.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
@@ -367,15 +368,6 @@ export class WorkerRecovery {
     for (const id of loaded) ids.push(id);
     return { topics: ids.length, appends: this.stats.appends, ids };
   }
-}
-
-/** Runs `fn` over `items`, `parallel` at a time (file-system round trips overlap on libuv's pool). */
-async function lanes<T>(parallel: number, items: readonly T[], fn: (item: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < items.length) await fn(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, items.length) }, lane));
 }
 
 /** A sleeping topic's record from a section's part (its own file checked apart: ownFileAsAtCut). */
