@@ -30,6 +30,14 @@ function writePortFile(file: string, port: number): void {
 }
 
 export async function serve(): Promise<void> {
+  // A stop asked for before the HTTP server is up (recovery may already be running: it starts
+  // first) is kept and drained once it is, instead of the default action killing the process.
+  let stopAsked: string | undefined;
+  const early = (signal: string) => () => void (stopAsked ??= signal);
+  const earlyTerm = early('SIGTERM');
+  const earlyInt = early('SIGINT');
+  process.on('SIGTERM', earlyTerm);
+  process.on('SIGINT', earlyInt);
   const settings = readSettings();
   logger = createLogger(settings.logLevel);
   for (const u of unknownSettings(process.env)) {
@@ -108,8 +116,11 @@ export async function serve(): Promise<void> {
     logger.info({ signal, drain_ms: Date.now() - startedMs, uptime_s: Math.round(process.uptime()), ...metrics.requestTotals(), topics: sup.liveTopics() }, 'stopped');
     process.exit(0);
   };
+  process.off('SIGTERM', earlyTerm);
+  process.off('SIGINT', earlyInt);
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (stopAsked) void shutdown(stopAsked);
 
   portOpen();
   await recovered;

@@ -1,9 +1,10 @@
 // Logs (src/log.ts, src/cli/serve.ts): JSON lines on stderr, one per request at debug with the
 // request id echoed, refused starts at error with exit 2, unknown settings warned about, the
-// shutdown summary, a drain out of grace exiting 1, and no key or record data ever logged.
+// shutdown summary, a drain out of grace exiting 1, a stop asked for before the port opens
+// drained all the same, and no key or record data ever logged.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { startServer, tempDir, CLI } from '../helpers/server.js';
 
 interface Line {
@@ -56,6 +57,31 @@ test('requests at debug carry the request id; record data is never logged; the s
   assert.ok((stopped.requests as number) >= 2);
   assert.doesNotMatch(s.stderr(), new RegExp(SECRET_DATA), 'record data never logged');
   assert.doesNotMatch(s.stderr(), /tok-secret-1/, 'tokens never logged');
+});
+
+test('SIGTERM before the port opens (recovery already running) drains and exits 0', async () => {
+  const dir = tempDir();
+  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  let signalled = false;
+  let listeningFirst = false;
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  proc.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+    // The effective config is logged as serve() starts, after its early signal handlers are in.
+    if (!signalled && err.includes('"effective config"')) {
+      signalled = true;
+      listeningFirst = err.includes('"listening on');
+      proc.kill('SIGTERM');
+    }
+  });
+  const code = await exited;
+  assert.ok(signalled, err);
+  assert.equal(listeningFirst, false, 'the signal came before the port opened');
+  assert.equal(code, 0, err);
+  const lines = parseLines(err);
+  assert.ok(lines.find((l) => l.msg === 'draining' && l.signal === 'SIGTERM'), 'drained');
+  assert.ok(lines.find((l) => l.msg === 'stopped'), 'shutdown summary');
 });
 
 test('a bad setting refuses the start at error with exit 2, and the key value is never printed', () => {
