@@ -237,17 +237,17 @@ export class Supervisor {
     this.log.info(`spool: ${s.workers} topic worker(s), 1 WAL thread, data in ${s.dataDir}`);
   }
 
-  /**
-   * Recovery (DESIGN 2.7): snapshot parts to the workers (who index their segments), then the WAL
-   * from the snapshot's cut, then reservations padded, a new WAL file with a durable BOOT frame,
-   * orphan topic directories removed, and a first checkpoint.
-   */
   /** Runs `f` once recovery is done: now, if it is (the HTTP server may be built after it). */
   whenReady(f: () => void): void {
     if (this.lifecycle === 'ready') f();
     else this.onReady.push(f);
   }
 
+  /**
+   * Recovery (DESIGN 2.7): snapshot parts to the workers (who index their segments), then the WAL
+   * from the snapshot's cut, then reservations padded, a new WAL file with a durable BOOT frame,
+   * orphan topic directories removed, and a first checkpoint.
+   */
   async recover(): Promise<void> {
     const started = Date.now();
     const progressLog = new RecoveryProgressLog(started, RECOVERY_LOG_INTERVAL_MS);
