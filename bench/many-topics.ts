@@ -60,7 +60,7 @@ async function closedLoop(from: number, to: number, workers: number, lat: Float6
 }
 
 /** `n` requests in `slices` closed-loop slices, `between()` run after each slice but the last. */
-async function slicedLoop(n: number, slices: number, workers: number, send: Send, between: () => Promise<void>): Promise<Pass> {
+async function slicedLoop(n: number, slices: number, workers: number, send: Send, between: () => Promise<void> = async () => undefined): Promise<Pass> {
   const lat = new Float64Array(n);
   let seconds = 0;
   for (let k = 0; k < slices; k++) {
@@ -166,7 +166,7 @@ export async function manyTopics(): Promise<WorkloadResult> {
     let seed = 12345;
     const pick = () => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
     log(`many-topics: ${diffs} random single-topic diffs at ${READERS} readers`);
-    const diff = await slicedLoop(diffs, 1, READERS, () => readers.post(`/v0/topics/${topicName(pick())}/diff`, diffBody), async () => undefined);
+    const diff = await slicedLoop(diffs, 1, READERS, () => readers.post(`/v0/topics/${topicName(pick())}/diff`, diffBody));
     await sampleEcho();
     const diffEcho = echo.samples.slice(-2); // the last of the creation phase, and this one
     log(`many-topics: echo ${range(createEcho)} req/s during the creations, ${range(diffEcho)} around the diffs`);
