@@ -71,14 +71,6 @@ export class IdIndex {
     return true;
   }
 
-  /** Appends every id held to `out`, in no particular order (no call per id). */
-  idsInto(out: number[]): void {
-    for (const [key, page] of this.pages) {
-      const base = key * PAGE_IDS;
-      for (let at = 0; at < PAGE_IDS; at++) if (page[at] !== NONE) out.push(base + at);
-    }
-  }
-
   /** The page of `key`, remembered as the last one used (or undefined when it has none). */
   private pageOf(key: number): Int32Array | undefined {
     const page = this.pages.get(key);

@@ -22,7 +22,7 @@ import { readSection, sectionTopicIds } from '../storage/snapshotSection.js';
 import { Checkpointer } from './checkpoint.js';
 import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
-import { removeOrphanTopicDirs } from './orphans.js';
+import { listTopicDirs, removeOrphanTopicDirs } from './orphans.js';
 import { listPackNamesSync } from '../storage/packScan.js';
 import { PACK_NO_SLOT, parsePackFileName } from '../storage/layout.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
@@ -285,10 +285,17 @@ export class Supervisor {
       void this.wal.prepareStart(walFileNo, epoch); // zero-filled while the replay applies
       await Promise.all(this.workers.map((w) => w.awaitReplay()));
       const seed = this.newBootSeed();
-      const live = new Set<number>();
-      for (const w of this.workers) for (const id of (await w.finishRecovery(epoch, seed)).ids) live.add(id);
+      const dirs = await listTopicDirs(this.fsx, this.settings.dataDir);
+      const dirIds = dirs.flatMap((d) => (d.id === undefined ? [] : [d.id]));
+      const liveDirs = new Set<number>();
+      let topics = 0;
+      for (const w of this.workers) {
+        const r = await w.finishRecovery(epoch, seed, dirIds);
+        topics += r.topics;
+        for (const id of r.liveDirIds) liveDirs.add(id);
+      }
       await this.wal.start(walFileNo, epoch, seed);
-      await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, live);
+      await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
       if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
       this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
         this.checkpointFailed(err),
@@ -301,15 +308,15 @@ export class Supervisor {
       // once space returns.
       void this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
       if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
-      this.topicCount = live.size;
+      this.topicCount = topics;
       await this.routers.load();
       this.lifecycle = 'ready';
       for (const f of this.onReady) f();
       this.log.info(
-        `recovered ${live.size} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
+        `recovered ${topics} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +
           (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
-        { topics: live.size, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
+        { topics, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
       );
     } finally {
       clearInterval(this.progressPoll);

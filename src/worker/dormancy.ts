@@ -291,18 +291,22 @@ export class Dormancy {
     return rec;
   }
 
+  /** Recovery: the topic of that id was restored asleep and is asleep still (until endRecovery). */
+  isRestoredAsleep(topicId: number): boolean {
+    return this.recovering?.get(topicId) !== undefined;
+  }
+
   /**
    * Recovery is over: the topics still asleep pad their head up to their reservation ceiling,
    * as finishInstanceRecovery pads every loaded topic (seqs that may have been handed out before
-   * a crash are never reused); returns their ids. The index by id goes.
+   * a crash are never reused); returns how many there are. The index by id goes.
    */
-  endRecovery(): number[] {
-    const ids: number[] = [];
-    this.recovering?.idsInto(ids);
+  endRecovery(): number {
+    const asleep = this.recovering?.size ?? 0;
     // Only recovery has put topics to sleep so far (the sweep starts after it): every row pads.
     this.sleeping.padAllToReserved();
     this.recovering = undefined;
-    return ids;
+    return asleep;
   }
 
   /** Resolves once `name` is awake, or undefined when it is not sleeping (nothing to wait for). */

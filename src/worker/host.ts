@@ -149,6 +149,7 @@ export class ActorHost implements HostServices {
         absorbAppend: (id, buf, f, head) => this.dormancy.absorbAppend(id, buf, f, head),
         reserveAsleep: (id, ceiling) => this.dormancy.reserveAsleep(id, ceiling),
         take: (id) => this.dormancy.take(id),
+        isRestoredAsleep: (id) => this.dormancy.isRestoredAsleep(id),
         endRecovery: () => this.dormancy.endRecovery(),
       },
     });
@@ -338,9 +339,9 @@ export class ActorHost implements HostServices {
   }
 
   /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */
-  finishRecovery(): { topics: number; appends: number; ids: number[] } {
-    const r = this.recovery.finish();
-    Atomics.add(this.opts.counters, 0, r.ids.length);
+  finishRecovery(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
+    const r = this.recovery.finish(dirIds);
+    Atomics.add(this.opts.counters, 0, r.topics);
     this.dormancy.start();
     return r;
   }

@@ -160,10 +160,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     async awaitReplay(): Promise<void> {
       await replayed;
     },
-    finishRecovery(bootEpoch: number, bootSeed: string): { topics: number; appends: number; ids: number[] } {
+    finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): { topics: number; appends: number; liveDirIds: number[] } {
       hostOpts.bootEpoch = bootEpoch;
       hostOpts.bootSeed = bootSeed;
-      return host.finishRecovery();
+      return host.finishRecovery(dirIds);
     },
     async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
       host.inputsSinceCheckpoint = 0; // what comes from here on is for the next checkpoint

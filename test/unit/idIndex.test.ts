@@ -23,9 +23,7 @@ test('get, set, delete and size on ids near 0, at page edges and past 2^32', () 
   assert.equal(ix.has(4096), false);
   assert.equal(ix.get(4097), 4 - 7, 'a neighbour in the page stays');
   assert.equal(ix.size, EDGE_IDS.length - 1);
-  const ids: number[] = [];
-  ix.idsInto(ids);
-  assert.deepEqual(ids.sort((a, b) => a - b), EDGE_IDS.filter((id) => id !== 4096));
+  for (const id of EDGE_IDS) assert.equal(ix.has(id), id !== 4096, `id ${id}`);
 });
 
 test('values must be storable int32s and ids non-negative safe integers', () => {
@@ -76,11 +74,8 @@ test('IdIndex agrees with a Map through any sequence of sets and deletes', () =>
         assert.equal(ix.size, model.size);
       }
       for (const [id, v] of model) assert.equal(ix.get(id), v);
+      // With the sizes equal, every id of the model held means no other id is.
       for (const op of ops) assert.equal(ix.has(op.id), model.has(op.id));
-      const ids = [-1]; // appended to
-      ix.idsInto(ids);
-      assert.deepEqual(ids.slice(1).sort((a, b) => a - b), [...model.keys()].sort((a, b) => a - b));
-      assert.equal(ids[0], -1);
     }),
     { numRuns: 300 },
   );
