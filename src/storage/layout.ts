@@ -27,6 +27,11 @@ export function topicDir(dataDir: string, topicId: number): string {
   return path.join(topicsDir(dataDir), topicId.toString(16).padStart(12, '0'));
 }
 
+/** The topic id a directory name under topics/ stands for (topicDir's), or undefined. */
+export function parseTopicDirName(name: string): number | undefined {
+  return /^[0-9a-f]{12}$/.test(name) ? parseInt(name, 16) : undefined;
+}
+
 export function segmentFileName(firstSeq: number): string {
   return `seg-${String(firstSeq).padStart(20, '0')}.log`;
 }

@@ -4,7 +4,7 @@
 // gets it back. Damage inside an older (sealed) segment is an error, never skipped.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { parseSegmentFileName, topicDir } from './layout.js';
+import { parseSegmentFileName, parseTopicDirName, topicDir, topicsDir } from './layout.js';
 import { probeFrame, FrameView } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 
@@ -18,6 +18,23 @@ export interface LoadedSegment {
 }
 
 /** A topic's segment files, oldest first; each is read (and checked) on its own. */
+/** An entry of topics/: a topic directory's name and its id, or anything else (id undefined). */
+export interface TopicDirEntry {
+  name: string;
+  id: number | undefined;
+}
+
+/** The entries of topics/ (none when it is missing). */
+export async function listTopicDirs(fsx: Fs, dataDir: string): Promise<TopicDirEntry[]> {
+  let names: string[];
+  try {
+    names = await fsx.readdir(topicsDir(dataDir));
+  } catch {
+    return [];
+  }
+  return names.map((name) => ({ name, id: parseTopicDirName(name) }));
+}
+
 export async function listSegments(fsx: Fs, dataDir: string, topicId: number): Promise<{ firstSeq: number; file: string }[]> {
   const dir = topicDir(dataDir, topicId);
   let names: string[];

@@ -6,22 +6,7 @@
 import path from 'node:path';
 import type { Fs } from '../storage/fs.js';
 import { topicsDir } from '../storage/layout.js';
-
-/** An entry of topics/: a topic directory's name and its id, or anything else (id undefined). */
-export interface TopicDirEntry {
-  name: string;
-  id: number | undefined;
-}
-
-export async function listTopicDirs(fsx: Fs, dataDir: string): Promise<TopicDirEntry[]> {
-  let names: string[];
-  try {
-    names = await fsx.readdir(topicsDir(dataDir));
-  } catch {
-    return [];
-  }
-  return names.map((name) => ({ name, id: /^[0-9a-f]{12}$/.test(name) ? parseInt(name, 16) : undefined }));
-}
+import type { TopicDirEntry } from '../storage/segmentLoad.js';
 
 /** Removes the listed entries that are not the directory of a topic in `live`; returns how many. */
 export async function removeOrphanTopicDirs(fsx: Fs, dataDir: string, entries: readonly TopicDirEntry[], live: ReadonlySet<number>): Promise<number> {

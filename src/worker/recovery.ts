@@ -18,8 +18,7 @@ import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
-import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
-import { topicsDir } from '../storage/layout.js';
+import { listSegments, listTopicDirs, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 import { PackRecovery, type AsleepAfterCut, type HeldFrames } from './packRecovery.js';
 
 /** Topics whose segments load at once during recovery. */
@@ -104,7 +103,7 @@ export class WorkerRecovery {
       this.host.byTopicId.set(part.id, actor);
       return actor;
     });
-    this.topicDirs = await listTopicDirs(this.host.fsx, this.host.dataDir);
+    this.topicDirs = await topicDirIds(this.host.fsx, this.host.dataDir);
     // Packed first segments before own segments: each topic's segments load in seq order.
     await this.packs.scan(packNames, snapshotEpoch);
     const withDirs = parts.flatMap((p, i) => (this.topicDirs.has(p.id) ? [i] : []));
@@ -125,7 +124,7 @@ export class WorkerRecovery {
    * routes replayed frames by the section's ids, which main reads: sectionTopicIds.)
    */
   async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<void> {
-    this.topicDirs = await listTopicDirs(this.host.fsx, this.host.dataDir);
+    this.topicDirs = await topicDirIds(this.host.fsx, this.host.dataDir);
     const listed = listPacks(packNames);
     const eager: { actor: TopicActor; id: number }[] = [];
     const asleep: string[] = [];
@@ -397,14 +396,8 @@ async function ownFileAsAtCut(fsx: Fs, dataDir: string, rec: DormantTopic): Prom
 }
 
 /** Ids of the topic directories under topics/ (the topics that have own segment files). */
-async function listTopicDirs(fsx: Fs, dataDir: string): Promise<Set<number>> {
-  let names: string[];
-  try {
-    names = await fsx.readdir(topicsDir(dataDir));
-  } catch {
-    return new Set();
-  }
+async function topicDirIds(fsx: Fs, dataDir: string): Promise<Set<number>> {
   const ids = new Set<number>();
-  for (const n of names) if (/^[0-9a-f]{12}$/.test(n)) ids.add(parseInt(n, 16));
+  for (const e of await listTopicDirs(fsx, dataDir)) if (e.id !== undefined) ids.add(e.id);
   return ids;
 }
