@@ -56,7 +56,9 @@ export class PackMap {
     const name = packFileName(p);
     let info = this.byName.get(name);
     if (!info) {
-      info = { ...p, idx: this.packs.length, name, live: 0 };
+      // Field by field, not a spread: every PackInfo gets one shape whatever object `p` is (a
+      // spread made a new shape per source, and each new pack deoptimized PackStore.writeSome).
+      info = { no: p.no, writer: p.writer, workers: p.workers, idx: this.packs.length, name, live: 0 };
       this.packs.push(info);
       this.byName.set(name, info);
     }
