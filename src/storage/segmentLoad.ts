@@ -17,7 +17,6 @@ export interface LoadedSegment {
   buf: Buffer;
 }
 
-/** A topic's segment files, oldest first; each is read (and checked) on its own. */
 /** An entry of topics/: a topic directory's name and its id, or anything else (id undefined). */
 export interface TopicDirEntry {
   name: string;
@@ -35,6 +34,7 @@ export async function listTopicDirs(fsx: Fs, dataDir: string): Promise<TopicDirE
   return names.map((name) => ({ name, id: parseTopicDirName(name) }));
 }
 
+/** A topic's segment files, oldest first; each is read (and checked) on its own. */
 export async function listSegments(fsx: Fs, dataDir: string, topicId: number): Promise<{ firstSeq: number; file: string }[]> {
   const dir = topicDir(dataDir, topicId);
   let names: string[];

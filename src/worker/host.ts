@@ -338,7 +338,10 @@ export class ActorHost implements HostServices {
     }
   }
 
-  /** Ends recovery: pads reservations and counts topics. Returns live topic ids. */
+  /**
+   * Ends recovery: pads reservations and counts topics. Returns the count, and which of `dirIds`
+   * (the topic directories on disk) are live topics of this worker.
+   */
   finishRecovery(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
     const r = this.recovery.finish(dirIds);
     Atomics.add(this.opts.counters, 0, r.topics);

@@ -351,12 +351,12 @@ export class WorkerRecovery {
     }
   }
 
-  /** Step 5: pads reservations and counts topics. Returns live topic ids (in no particular order). */
   /**
-   * Ends recovery: returns how many topics are live, and which of `dirIds` (the ids of the
-   * topic directories on disk, from main) are live topics of this worker; main removes the
-   * directories no worker claims (orphans.ts). Only those few ids cross back: a list of every
-   * live id (a million at times) took main most of a second to gather into a Set.
+   * Step 5: pads reservations and counts topics. Returns how many topics are live, and which of
+   * `dirIds` (the ids of the topic directories on disk, from main) are live topics of this
+   * worker; main removes the directories no worker claims (orphans.ts). Only those few ids cross
+   * back: a list of every live id (a million at times) took main most of a second to gather into
+   * a Set.
    */
   finish(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
     let loaded = 0;
