@@ -7,7 +7,7 @@
 // note, not damage: recovery drops it. Anything else found is a problem, and the CLI exits 1.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { metaDir, packsDir, parseSegmentFileName, topicsDir, walDir, walFileName } from './layout.js';
+import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from './layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody, type TopicPart } from './snapshot.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
@@ -182,8 +182,8 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport): void {
   const root = topicsDir(dataDir);
   if (!fsx.existsSync(root)) return;
   for (const dirName of fsx.readdirSync(root).sort()) {
-    if (!/^[0-9a-f]{12}$/.test(dirName)) continue;
-    const topicId = parseInt(dirName, 16);
+    const topicId = parseTopicDirName(dirName);
+    if (topicId === undefined) continue;
     const segs = fsx
       .readdirSync(path.join(root, dirName))
       .map((n) => ({ n, first: parseSegmentFileName(n) }))
