@@ -95,6 +95,17 @@ export class RouterRegistry {
   }
 
   /**
+   * A new router id, stored (as the file's nextId, with `routers` as they are) before any copy
+   * batch can carry it: every router id in a topic's progress is below the stored nextId, which
+   * `spool verify` checks (a routers file missing or older than the data).
+   */
+  private async newId(routers: StoredRouter[]): Promise<number> {
+    const id = this.nextId++;
+    await saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers });
+    return id;
+  }
+
+  /**
    * Runs `fn` while no definition changes: an online backup reads its WAL position and takes
    * the routers file inside, so the file it holds is the one as of that position
    * (src/supervisor/backup.ts).
@@ -119,7 +130,7 @@ export class RouterRegistry {
       if (at.head < r.start) {
         // The source's seqs went back (an ephemeral source after a restart): its old seqs mean
         // nothing to the dest's dedupe, so the router continues under a new id from the head.
-        const fresh: StoredRouter = { ...r, id: this.nextId++ };
+        const fresh: StoredRouter = { ...r, id: await this.newId(file.routers) };
         res = await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(fresh), start: null });
         if (!res.ok) continue;
         fresh.start = startOf(res.json).start;
@@ -169,7 +180,7 @@ export class RouterRegistry {
       const r = await this.host.request({ op: 'put', topic, config: defaultConfig(), ensure: true });
       if (!r.ok) return r;
     }
-    const def: RouterDef = { ...wanted, id: had ? had.id : this.nextId++ };
+    const def: RouterDef = { ...wanted, id: had ? had.id : await this.newId(this.all()) };
     const res = await this.host.request({ op: 'routerSet', topic: input.source, def, start: had ? had.start : null });
     if (!res.ok) return res;
     const start = had ? had.start : startOf(res.json).start;

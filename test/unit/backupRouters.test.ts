@@ -2,7 +2,8 @@
 // directory with a real RouterRegistry (its topic actors faked), it is taken while router
 // changes are held, so it is the file as of the backup's WAL position. A router PUT, a router
 // DELETE or the delete of a topic a router names that arrives while the position is read waits
-// for the staging to end, and is in the next backup, not this one.
+// for the staging to end, and is in the next backup, not this one; a new router's id is stored
+// (nextId) before its forwarder runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -16,13 +17,12 @@ import type { TopicResult } from '../../src/core/messages/rpc.js';
 
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 
-/** Topic actors that answer at once. */
-function fakeHost(): RouterHost & { deleted: string[] } {
-  const deleted: string[] = [];
+/** Topic actors that answer at once; `onRouterSet` sees the stored file when a forwarder starts. */
+function fakeHost(onRouterSet: () => void = () => undefined): RouterHost {
   return {
-    deleted,
     exists: async (names) => names.map(() => true),
     request: async (req) => {
+      if (req.op === 'routerSet') onRouterSet();
       return ok(req.op === 'routerSet' ? '{"start":0,"head":0' : '{"removed":true');
     },
   };
@@ -104,5 +104,21 @@ test('a router change while the backup reads its position waits, and is not in t
   // A topic no router names is deleted at once, backup or not.
   const plain = await stageWith(dir, reg, () => reg.deleteTopic('other', async () => ok('{"deleted":true')));
   assert.equal(plain.done, true);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('a new router id is stored before its forwarder starts', async () => {
+  const dir = dataDir();
+  const seen: number[] = [];
+  const reg = new RouterRegistry(
+    fakeHost(() => seen.push(loadRouters(nodeFs, dir).nextId)),
+    nodeFs,
+    dir,
+    0,
+  );
+  await reg.put('a', route('s1', 'd1'));
+  await reg.put('b', route('s2', 'd2'));
+  assert.deepEqual(seen, [2, 3], 'nextId was past the new id when routerSet ran');
+  assert.deepEqual(reg.all().map((r) => r.id), [1, 2]);
   fs.rmSync(dir, { recursive: true, force: true });
 });
