@@ -1,13 +1,14 @@
 // Unpacks a backup tar (GET /v0/backup) into an empty directory, for `spool backup <dir>` and
-// `spool restore`: only plain files under wal/, meta/, topics/ and packs/ (never an absolute path or
-// `..`), each fsynced, then every directory. Returns the backup's point (its BACKUP_POINT entry).
+// `spool restore`: only plain files under wal/, meta/ (snapshots, routers.json), topics/ and
+// packs/ (never an absolute path or `..`), each fsynced, then every directory. Returns the
+// backup's point (its BACKUP_POINT entry).
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { CliError, EXIT } from './common.js';
 
-const ALLOWED = /^(wal\/\d{20}\.wal|meta\/snapshot-\d{20}-\d{12}\.snap|topics\/[0-9a-f]{12}\/seg-\d{20}\.log|packs\/pack-\d{20}-\d{1,3}-\d{1,3}\.log)$/;
+const ALLOWED = /^(wal\/\d{20}\.wal|meta\/snapshot-\d{20}-\d{12}\.snap|meta\/routers\.json|topics\/[0-9a-f]{12}\/seg-\d{20}\.log|packs\/pack-\d{20}-\d{1,3}-\d{1,3}\.log)$/;
 
 /** A directory restore may fill: absent, or empty. A LOCK of a live server is refused first. */
 export function assertEmptyTarget(dir: string, liveHolder: (dir: string) => number | undefined): void {

@@ -6,7 +6,7 @@ import { EXIT, type Outcome } from './common.js';
 
 export function verifyCommand(outcome: Outcome): Command {
   return new Command('verify')
-    .description('check every WAL frame, segment and snapshot of a data directory (exit 1 on damage)')
+    .description('check every WAL frame, segment, pack and snapshot of a data directory, and its routers file (exit 1 on damage)')
     .argument('<dataDir>', 'the data directory (the server must be stopped)')
     .option('--force', 'read a directory a running server holds')
     .option('--json', 'print the report as JSON')

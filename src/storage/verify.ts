@@ -2,7 +2,8 @@
 // every segment frame's CRC and its agreement with the file it is in (topic id, seq order,
 // first seq), every pack frame's CRC (APPEND frames only, each topic's seqs in order across the
 // packs; a torn tail only in the newest pack of a writer), every snapshot's CRC and invariants, and the seq reservations (no APPEND frame
-// of a reserved topic in the WAL past its ceiling). Read-only: it never truncates or repairs.
+// of a reserved topic in the WAL past its ceiling), and the routers file against the data
+// (verifyRouters.ts). Read-only: it never truncates or repairs.
 // A torn tail (the end of the newest WAL file or segment, a crash's normal leftover) is a
 // note, not damage: recovery drops it. Anything else found is a problem, and the CLI exits 1.
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { checkWalHeader, listWalFiles } from '../wal/files.js';
 import { FrameType, WAL_HEADER_BYTES } from '../wal/format.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../wal/frame.js';
 import { findValidFrameAfter } from '../wal/scan.js';
+import { RouterEvidence, checkRouters } from './verifyRouters.js';
 
 export interface VerifyReport {
   problems: string[];
@@ -41,14 +43,17 @@ const SNAPSHOT_RE = /^snapshot-\d{20}-\d{12}\.snap$/;
 
 export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
   const r: VerifyReport = { problems: [], notes: [], walFiles: 0, walFrames: 0, segments: 0, segmentFrames: 0, packs: 0, packFrames: 0, snapshots: 0, topics: 0 };
+  const ev = new RouterEvidence();
   const newest = checkSnapshots(fsx, dataDir, r);
-  checkWal(fsx, dataDir, r, newest);
-  checkSegments(fsx, dataDir, r);
-  checkPacks(fsx, dataDir, r);
+  ev.snapshot(newest);
+  checkWal(fsx, dataDir, r, newest, ev);
+  checkSegments(fsx, dataDir, r, ev);
+  checkPacks(fsx, dataDir, r, ev);
+  checkRouters(fsx, dataDir, ev, r);
   return r;
 }
 
-function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport): void {
+function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence): void {
   /** Per topic, the last seq seen in the packs so far (scan order is recovery's). */
   const last = new Map<number, number>();
   let repeats = 0;
@@ -63,6 +68,7 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport): void {
       const h = readAppendHead(buf, f.frame);
       if (h.firstSeq <= (last.get(f.frame.topicId) ?? 0)) repeats++;
       last.set(f.frame.topicId, Math.max(last.get(f.frame.topicId) ?? 0, h.firstSeq + h.count - 1));
+      ev.frame(buf, f.frame, false);
       r.packFrames++;
       off += f.frame.size;
     }
@@ -127,7 +133,7 @@ function checkTopicPart(t: TopicPart, bad: (m: string) => void): void {
   }
 }
 
-function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody | undefined): void {
+function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody | undefined, ev: RouterEvidence): void {
   const files = listWalFiles(fsx, dataDir);
   const topics = new Map<number, WalTopic>();
   for (const t of snap?.topics ?? []) topics.set(t.id, { ceiling: t.reserved, maxReservedSeq: 0, fsync: t.config.durability === 'fsync' });
@@ -154,6 +160,7 @@ function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody 
       }
       r.walFrames++;
       noteReservation(buf, p.frame, topics);
+      ev.frame(buf, p.frame, true);
       off += p.frame.size;
     }
   }
@@ -178,7 +185,7 @@ function noteReservation(buf: Buffer, f: FrameView, topics: Map<number, WalTopic
   }
 }
 
-function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport): void {
+function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence): void {
   const root = topicsDir(dataDir);
   if (!fsx.existsSync(root)) return;
   for (const dirName of fsx.readdirSync(root).sort()) {
@@ -212,6 +219,7 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport): void {
           if (first && h.firstSeq < s.first) r.problems.push(`${where}: first frame starts at seq ${h.firstSeq}, below the file's first seq ${s.first}`);
           if (h.firstSeq <= lastSeq) r.problems.push(`${where} @${off}: seqs ${h.firstSeq}.. do not follow ${lastSeq}`);
           lastSeq = h.firstSeq + h.count - 1;
+          ev.frame(buf, f, false);
         }
         first = false;
         r.segmentFrames++;

@@ -5,18 +5,29 @@
 //   2. every segment file and pack file is hard-linked into a staging directory and its size
 //      noted: a frame reaches a segment or a pack only after the WAL wrote it, so these prefixes
 //      hold frames before P (packs are append-only, so a prefix is a valid pack);
-//   3. P = the WAL writer's position, read after the sizes;
-//   4. S and the WAL files from C's file to P's file are linked, the last one to be read up to P.
+//   3. with router definition changes held (RouterRegistry.hold): P = the WAL writer's position,
+//      read after the sizes;
+//   4. S and the WAL files from C's file to P's file are linked, the last one to be read up to P,
+//      and, still inside the hold, meta/routers.json.
 // Restored, recovery loads S and the segment and pack prefixes and replays the WAL [C, P): exactly
 // the state as of P (a torn last frame of a segment or pack prefix is cut and rewritten from the
 // WAL; only the newest pack of a writer can be still growing, and that one may be torn).
-// Hard links keep the bytes even when the server later unlinks or trims the originals; the
-// staging directory is removed once the tar is streamed. Not through the Fs seam: this is an
-// out-of-band reader of a live directory, like `cp`, never part of the data path.
+// The routers file is written outside the WAL, so it is taken while no router change runs: a
+// router PUT or DELETE, or a delete of a topic some router names, finishes before the hold
+// (its topic frames are durable before P, its file written) or starts after it (its frames
+// after P, its file not in the backup), so the file is the definitions as of P. Router progress
+// needs nothing more: a dest's applied table (the forward headers of its copies, the snapshot's
+// `routers_applied`) is state as of P like any other, and a restored forwarder probes its dest
+// and resumes right after what the dest holds, so it neither copies twice nor skips.
+// Hard links keep the bytes even when the server later unlinks or trims the originals (the
+// routers file is replaced by a rename, never rewritten in place); the staging directory is
+// removed once the tar is streamed. Not through the Fs seam: this is an out-of-band reader of a
+// live directory, like `cp`, never part of the data path.
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import type { WalPosition } from '../core/messages/wal.js';
+import { routerFilePath } from './routerStore.js';
 import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../storage/layout.js';
 
 export const STAGING_PREFIX = 'backup-staging-';
@@ -40,6 +51,8 @@ export interface StagedBackup {
 export interface BackupSource {
   /** Runs `fn` right after a fresh checkpoint, with its cut, while no other checkpoint can run. */
   withFreshCheckpoint<T>(fn: (cut: WalPosition) => Promise<T>): Promise<T>;
+  /** Runs `fn` while no router definition changes (nor a delete of a topic a router names). */
+  withRoutersHeld<T>(fn: () => Promise<T>): Promise<T>;
   /** The WAL writer's position: every frame before it is written. */
   walPosition(): Promise<WalPosition>;
 }
@@ -88,13 +101,16 @@ export async function stageBackup(dataDir: string, src: BackupSource): Promise<S
       for (const name of fs.existsSync(proot) ? fs.readdirSync(proot).sort() : []) {
         if (parsePackFileName(name) !== undefined) link(path.join(proot, name), `packs/${name}`);
       }
-      const p = await src.walPosition();
-      for (const w of fs.readdirSync(walDir(dataDir)).sort()) {
-        const no = parseWalFileName(w);
-        if (no === undefined || no < cut.fileNo || no > p.fileNo) continue;
-        link(path.join(walDir(dataDir), w), `wal/${w}`, no === p.fileNo ? p.offset : undefined);
-      }
-      return p;
+      return src.withRoutersHeld(async () => {
+        const p = await src.walPosition();
+        for (const w of fs.readdirSync(walDir(dataDir)).sort()) {
+          const no = parseWalFileName(w);
+          if (no === undefined || no < cut.fileNo || no > p.fileNo) continue;
+          link(path.join(walDir(dataDir), w), `wal/${w}`, no === p.fileNo ? p.offset : undefined);
+        }
+        link(routerFilePath(dataDir), `meta/${path.basename(routerFilePath(dataDir))}`); // absent: no router was ever made
+        return p;
+      });
     });
     return { dir, point, files, remove };
   } catch (err) {

@@ -3,7 +3,8 @@
 // existence, creates missing topics, has the source topic's actor install the forwarder (which
 // starts at its head: no backfill), then stores the definition (meta/routers.json). It removes
 // routers with a topic (cascade), reinstalls them after a restart, and walks the upstream chain
-// for read-your-writes drains. Changes are serialized; per-record traffic never comes here.
+// for read-your-writes drains. Changes are serialized, and an online backup holds them while it
+// takes the file (`hold`); per-record traffic never comes here.
 import { fail, type ErrorResult } from '../core/errors.js';
 import type { TopicRequest, TopicResult } from '../core/messages/rpc.js';
 import type { RouterDef, RouterStats } from '../core/messages/router.js';
@@ -93,6 +94,26 @@ export class RouterRegistry {
     return saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers: this.all() });
   }
 
+  /**
+   * A new router id, stored (as the file's nextId, with `routers` as they are) before any copy
+   * batch can carry it: every router id in a topic's progress is below the stored nextId, which
+   * `spool verify` checks (a routers file missing or older than the data).
+   */
+  private async newId(routers: StoredRouter[]): Promise<number> {
+    const id = this.nextId++;
+    await saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers });
+    return id;
+  }
+
+  /**
+   * Runs `fn` while no definition changes: an online backup reads its WAL position and takes
+   * the routers file inside, so the file it holds is the one as of that position
+   * (src/supervisor/backup.ts).
+   */
+  hold<T>(fn: () => Promise<T>): Promise<T> {
+    return this.serial(fn);
+  }
+
   /** Startup, after recovery: reinstall every router whose topics survived; drop the rest. */
   async load(): Promise<void> {
     const file = loadRouters(this.fsx, this.dataDir);
@@ -109,7 +130,7 @@ export class RouterRegistry {
       if (at.head < r.start) {
         // The source's seqs went back (an ephemeral source after a restart): its old seqs mean
         // nothing to the dest's dedupe, so the router continues under a new id from the head.
-        const fresh: StoredRouter = { ...r, id: this.nextId++ };
+        const fresh: StoredRouter = { ...r, id: await this.newId(file.routers) };
         res = await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(fresh), start: null });
         if (!res.ok) continue;
         fresh.start = startOf(res.json).start;
@@ -159,7 +180,7 @@ export class RouterRegistry {
       const r = await this.host.request({ op: 'put', topic, config: defaultConfig(), ensure: true });
       if (!r.ok) return r;
     }
-    const def: RouterDef = { ...wanted, id: had ? had.id : this.nextId++ };
+    const def: RouterDef = { ...wanted, id: had ? had.id : await this.newId(this.all()) };
     const res = await this.host.request({ op: 'routerSet', topic: input.source, def, start: had ? had.start : null });
     if (!res.ok) return res;
     const start = had ? had.start : startOf(res.json).start;
@@ -179,13 +200,24 @@ export class RouterRegistry {
     });
   }
 
-  /** Topic delete cascade (G3): the routers naming `topic` are gone (its actor dropped its own). */
-  removeFor(topic: string, names: readonly string[]): Promise<void> {
+  /**
+   * DELETE /v0/topics/:topic with its cascade (docs/API.md): `del` deletes the topic, told the
+   * names of the routers naming it (its actor drops its own forwarders and echoes them); on
+   * success they leave the file and the other ends' actors. A topic some router names is deleted
+   * inside the registry's serialization, so no backup (nor router change) falls between the
+   * topic's durable delete and the file update: a backup never holds routers naming a topic that
+   * was deleted and, meanwhile, recreated. Other topics are deleted at once, concurrently.
+   */
+  deleteTopic(topic: string, del: (routers: string[]) => Promise<TopicResult>): Promise<TopicResult> {
+    if (this.naming(topic).length === 0) return del([]);
     return this.serial(async () => {
-      const gone = names.map((n) => this.unindex(n)).filter((r): r is StoredRouter => r !== undefined);
-      if (gone.length === 0) return;
+      const names = this.naming(topic);
+      const res = await del(names);
+      if (!res.ok || names.length === 0) return res;
+      const gone = names.map((n) => this.unindex(n)!);
       await this.save();
       for (const r of gone) if (r.source !== topic) await this.host.request({ op: 'routerRemove', topic: r.source, router: r.name });
+      return res;
     });
   }
 

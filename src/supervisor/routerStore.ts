@@ -25,12 +25,49 @@ export function routerFilePath(dataDir: string): string {
   return path.join(metaDir(dataDir), FILE);
 }
 
+/** Whether `x` is an integer at least `min` (and a safe one). */
+function isInt(x: unknown, min: number): x is number {
+  return Number.isSafeInteger(x) && (x as number) >= min;
+}
+
+/** What is wrong with one stored router's fields (their types), or undefined. */
+function badRouter(r: Record<string, unknown>): string | undefined {
+  for (const k of ['name', 'source', 'dest', 'guarantee'] as const) if (typeof r[k] !== 'string') return `${k} is not a string`;
+  for (const k of ['preserveNode', 'preserveTag', 'allowCycle'] as const) if (typeof r[k] !== 'boolean') return `${k} is not a boolean`;
+  if (!isInt(r.id, 1)) return 'id is not a positive integer';
+  if (!isInt(r.start, 0)) return 'start is not a seq';
+  const f = r.filter as { op?: unknown; value?: unknown } | null;
+  if (f !== null && (typeof f !== 'object' || (f.op !== 'Eq' && f.op !== 'Glob') || typeof f.value !== 'string')) return 'filter is not a tag match';
+  return undefined;
+}
+
+/** The file's text decoded and checked (JSON, CRC, version, field types), or what is wrong. */
+export function decodeRouterFile(text: string): RouterFile | string {
+  let doc: { crc?: unknown; body?: unknown };
+  let file: RouterFile;
+  try {
+    doc = JSON.parse(text) as typeof doc;
+    if (typeof doc.body !== 'string') return 'no body';
+    if (crc32(Buffer.from(doc.body, 'utf8')) !== doc.crc) return 'checksum mismatch';
+    file = JSON.parse(doc.body) as RouterFile;
+  } catch {
+    return 'not valid JSON';
+  }
+  if (typeof file !== 'object' || file === null || file.version !== 1) return 'not a version 1 routers file';
+  if (!isInt(file.nextId, 1) || !Array.isArray(file.routers)) return 'nextId or routers missing';
+  for (const [i, r] of file.routers.entries()) {
+    const why = typeof r === 'object' && r !== null ? badRouter(r as unknown as Record<string, unknown>) : 'not an object';
+    if (why) return `router ${i}: ${why}`;
+  }
+  return file;
+}
+
 export function loadRouters(fsx: Fs, dataDir: string): RouterFile {
   const p = routerFilePath(dataDir);
   if (!fsx.existsSync(p)) return { version: 1, nextId: 1, routers: [] };
-  const doc = JSON.parse(fsx.readFileSync(p).toString('utf8')) as { crc: number; body: string };
-  if (crc32(Buffer.from(doc.body, 'utf8')) !== doc.crc) throw new Error(`${p}: checksum mismatch`);
-  return JSON.parse(doc.body) as RouterFile;
+  const file = decodeRouterFile(fsx.readFileSync(p).toString('utf8'));
+  if (typeof file === 'string') throw new Error(`${p}: ${file}`);
+  return file;
 }
 
 export async function saveRouters(fsx: Fs, dataDir: string, file: RouterFile): Promise<void> {

@@ -383,6 +383,7 @@ export class Supervisor {
     if (!cp) throw new Error('backup before recovery finished');
     return {
       withFreshCheckpoint: (fn) => cp.withFreshCheckpoint(fn),
+      withRoutersHeld: (fn) => this.routers.hold(fn),
       walPosition: async () => {
         const s = await this.wal.stats();
         if (!s) throw new Error('the WAL writer is not running');

@@ -1,12 +1,14 @@
 // `spool verify`, `spool inspect` and the live-directory guard of the offline tools: a clean
 // directory verifies, a flipped byte in a WAL frame, a segment frame, a sealed pack or a snapshot
-// is found and reported with exit 1 (in the pack being written: a torn tail, a note), and a
+// is found and reported with exit 1 (in the pack being written: a torn tail, a note), so is a
+// routers file that is damaged, missing or older than the router progress in the data, and a
 // directory a running server holds is refused unless --force.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { crc32 } from 'node:zlib';
 import { startServer, killServersAfterFile, tempDir, client, CLI } from '../helpers/server.js';
 import { probeFrame } from '../../src/wal/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
@@ -145,4 +147,67 @@ test('a flipped byte in a snapshot is damage', () => {
   assert.equal(r.status, 1, r.stdout);
   const j = JSON.parse(r.stdout) as { problems: string[] };
   assert.deepEqual(j.problems, [`snapshot ${snap}: damaged (bad magic, version, length or CRC)`]);
+});
+
+/** A data directory with two routers that forwarded, and the routers file as it was after the first. */
+async function routerDir(): Promise<{ dir: string; older: Buffer }> {
+  const srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  const c = client(srv.url);
+  const file = path.join(srv.dataDir, 'meta', 'routers.json');
+  assert.equal((await c.put('/v0/routers/r1', { source: 'v.rs', dest: 'v.rd' })).status, 201);
+  await c.post('/v0/topics/v.rs', { records: [{ data: 1 }, { data: 2 }] });
+  const older = fs.readFileSync(file);
+  assert.equal((await c.put('/v0/routers/r2', { source: 'v.rs2', dest: 'v.rd2', guarantee: 'exactly_once' })).status, 201);
+  await c.post('/v0/topics/v.rs2', { records: [{ data: 3 }] });
+  for (const r of ['r1', 'r2']) assert.ok((await c.get(`/v0/routers/${r}`)).body.forwarded_total > 0);
+  assert.equal(await srv.stop(), 0);
+  return { dir: srv.dataDir, older };
+}
+
+/** The routers file with `body` and its CRC (docs/FORMAT.md). */
+function routersFile(body: unknown): string {
+  const text = JSON.stringify(body);
+  return JSON.stringify({ crc: crc32(Buffer.from(text, 'utf8')), body: text });
+}
+
+test('the routers file: checked, and against the router progress the data holds', async () => {
+  const { dir, older } = await routerDir();
+  const file = path.join(dir, 'meta', 'routers.json');
+  let r = spool(['verify', dir]);
+  assert.equal(r.status, 0, r.stdout);
+  assert.doesNotMatch(r.stdout, /router/);
+  const current = fs.readFileSync(file);
+
+  fs.rmSync(file);
+  r = spool(['verify', dir]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: topic v\.rd holds copies of router id 1, which no meta\/routers\.json describes: the router definitions are missing/);
+
+  fs.writeFileSync(file, older);
+  r = spool(['verify', dir]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: topic v\.rd2 holds copies of router id 2, which meta\/routers\.json \(nextId 2\) never handed out: the file is older than the data/);
+
+  const flipped = Buffer.from(current);
+  flipped[flipped.indexOf('v.rs2')] = 'w'.charCodeAt(0);
+  fs.writeFileSync(file, flipped);
+  r = spool(['verify', dir]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: meta\/routers\.json: checksum mismatch/);
+
+  const body = JSON.parse(JSON.parse(current.toString('utf8')).body);
+  body.routers.push({ ...body.routers[0], name: 'r3', id: 1, source: 'v.none', dest: 'v.rd2' });
+  fs.writeFileSync(file, routersFile(body));
+  r = spool(['verify', dir]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: meta\/routers\.json: router id 1 appears twice/);
+  assert.match(r.stdout, /DAMAGE: meta\/routers\.json: routers r2 and r3 both feed v\.rd2, from v\.rs2 and v\.none/);
+  assert.match(r.stdout, /note: meta\/routers\.json: router r3 names v\.none, which does not exist; the server drops the router at start/);
+
+  body.routers.pop();
+  body.routers[1].dest = 'v.other';
+  fs.writeFileSync(file, routersFile(body));
+  r = spool(['verify', dir]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: topic v\.rd2 holds copies of router r2 \(id 2\), whose dest is v\.other/);
 });

@@ -52,10 +52,8 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
       // The cascade (G3): the routers naming the topic go with it, echoed in routers_removed.
-      const routersRemoved = sup.routers.naming(topic);
-      const r = await sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved });
+      const r = await sup.routers.deleteTopic(topic, (routersRemoved) => sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved }));
       if (r.ok) admission.pressure.book.forget(topic);
-      if (r.ok && routersRemoved.length > 0) await sup.routers.removeFor(topic, routersRemoved);
       return sendResult(req, reply, r);
     }),
   );
