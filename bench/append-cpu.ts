@@ -64,9 +64,9 @@ const created = new Map<number, number>();
 async function fsyncs(client: HttpClient, path: string): Promise<{ n: number; us: number } | undefined> {
   if (path === '/echo') return undefined;
   const text = (await client.request('GET', '/v0/metrics')).body.toString('utf8');
-  const n = /^spool_wal_fsync_latency_us_count (\d+)/m.exec(text);
-  const us = /^spool_wal_fsync_latency_us_sum (\d+)/m.exec(text);
-  return n && us ? { n: Number(n[1]), us: Number(us[1]) } : undefined;
+  const n = /^spool_wal_fsync_latency_seconds_count (\d+)/m.exec(text);
+  const seconds = /^spool_wal_fsync_latency_seconds_sum (\S+)/m.exec(text);
+  return n && seconds ? { n: Number(n[1]), us: Number(seconds[1]) * 1e6 } : undefined;
 }
 
 async function measure(srv: ChildServer, path: string, clients: number, durationMs: number): Promise<Measured> {

@@ -125,7 +125,7 @@ async function overload(rows: Row[], summary: Record<string, unknown>): Promise<
         seen.samples++;
         seen.pressured += num(/^spool_pressure (\S+)$/m);
         seen.httpElu = Math.max(seen.httpElu, num(/^spool_pressure_http_elu (\S+)$/m));
-        seen.httpLag = Math.max(seen.httpLag, num(/^spool_pressure_http_lag_p99_ms (\S+)$/m));
+        seen.httpLag = Math.max(seen.httpLag, num(/^spool_pressure_http_lag_p99_seconds (\S+)$/m) * 1000);
         seen.workerElu = Math.max(seen.workerElu, num(/^spool_pressure_worker_elu\{worker="0"\} (\S+)$/m));
         seen.parkedMax = Math.max(seen.parkedMax, num(/^spool_throttle_parked (\S+)$/m));
       }

@@ -1,5 +1,6 @@
-// Scopes and the prefix allowlist rule (RESOLVED G8, G10). Pure: no crypto, no clock, so the
-// topic actor may use it too (the `dead_letter` of an append's config is checked there).
+// Scopes and the prefix allowlist rule (RESOLVED G8, G10), and the words of their 403s. Pure: no
+// crypto, no clock, so the topic actor may use it too (the `dead_letter` of an append's config
+// is checked there).
 
 export type Scope = 'read' | 'write' | 'delete' | 'admin';
 
@@ -37,4 +38,34 @@ export function listPrefixes(prefixes: Allowlist, prefix: string): string[] {
   // A query that extends another one returns a subset of it: keep the shortest.
   const sorted = [...out].sort((a, b) => a.length - b.length);
   return sorted.filter((q, i) => !sorted.slice(0, i).some((s) => q.startsWith(s)));
+}
+
+/** What a 403 `forbidden` says: its message and `error.detail`. */
+export interface Refusal {
+  message: string;
+  detail: Record<string, unknown>;
+}
+
+/** `a`, `a and b`, `a, b and c` (with `or` for `and` when asked). */
+function listed(items: readonly string[], conj = 'and'): string {
+  return items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} ${conj} ${items[items.length - 1]}`;
+}
+
+/**
+ * The refusal of a key that lacks some of `required`, naming the missing scopes (`detail.missing`)
+ * as well as the full set (`detail.required`), or undefined when the key has them all.
+ */
+export function scopeRefusal(required: readonly Scope[], held: ReadonlySet<Scope>, what = 'the route'): Refusal | undefined {
+  const missing = required.filter((s) => !held.has(s));
+  if (missing.length === 0) return undefined;
+  const plural = missing.length > 1 ? 's' : '';
+  return { message: `this key lacks the ${listed(missing)} scope${plural} (${what} needs ${listed(required)})`, detail: { required: [...required], missing } };
+}
+
+/** The refusal of a name outside the key's prefixes, naming the prefixes it may start with. */
+export function nameRefusal(kind: 'topic' | 'router', name: string, prefixes: readonly string[]): Refusal {
+  return {
+    message: `this key may not name ${kind} ${JSON.stringify(name)}: its names must start with ${listed(prefixes.map((p) => JSON.stringify(p)), 'or')}`,
+    detail: { [kind]: name, allowed_prefixes: [...prefixes] },
+  };
 }

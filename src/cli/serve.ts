@@ -1,7 +1,8 @@
 // `spool serve`: runs the server in the foreground until SIGTERM/SIGINT (RESOLVED 1.2, 1.3).
 // Loaded only when this command runs, so client commands never pull in server code. Logs are
 // JSON lines on stderr (src/log.ts). Exit codes: 0 after a clean drain, 1 when recovery or the
-// drain failed (a drain out of grace logs what was still open), 2 for a bad setting.
+// drain failed (a drain out of grace logs what was still open), 2 for a bad setting or an
+// address it cannot listen on (a busy port).
 import fs from 'node:fs';
 import path from 'node:path';
 import { readSettings, isLoopback, SettingsError, effectiveSettings } from '../config.js';
@@ -77,7 +78,9 @@ export async function serve(): Promise<void> {
   const { buildServer } = await import('../http/server.js');
   const { app, hub, work, metrics, slots } = await buildServer(sup, keys, logger);
   if (keys.enabled) logger.info({ api_keys: keys.keys.length }, `auth enabled, ${keys.keys.length} API key(s)`);
-  await app.listen({ host: settings.host, port: settings.port });
+  await app.listen({ host: settings.host, port: settings.port }).catch((err: unknown) => {
+    throw bindRefusal(err, settings.host, settings.port) ?? err;
+  });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;
   if (settings.portFile) writePortFile(settings.portFile, port);
@@ -124,6 +127,22 @@ export async function serve(): Promise<void> {
 
   portOpen();
   await recovered;
+}
+
+/**
+ * A listen error that a restart will not fix (the port is taken, needs privileges, or the host
+ * is not this machine's) as a refused start: one line and exit 2, like a bad setting, so the
+ * systemd unit does not restart it in a loop. Any other error keeps its stack.
+ */
+function bindRefusal(err: unknown, host: string, port: number): SettingsError | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why =
+    code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use by another process`
+    : code === 'EACCES' ? `listening on ${host}:${port} needs privileges this process lacks`
+    : code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine`
+    : code === 'ENOTFOUND' ? `${host} does not resolve`
+    : undefined;
+  return why === undefined ? undefined : new SettingsError(`${why} (SERVICE_HOST, SERVICE_PORT)`);
 }
 
 /** A server that could not start, logged at error: a known cause is one line, anything else keeps its stack. */

@@ -2,7 +2,7 @@
 // WAL thread observes into it and main reads a copy when scraped. Its size never depends on
 // how often anyone scrapes (an unscraped server used to keep every fsync sample).
 
-/** Upper bounds (µs) of spool_wal_fsync_latency_us; +Inf is implied. */
+/** Upper bounds (µs) of spool_wal_fsync_latency_seconds (rendered in seconds); +Inf is implied. */
 export const FSYNC_BUCKETS_US = [50, 100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 51200, 102400] as const;
 
 /** Upper bounds of spool_wal_group_frames (frames per WAL write). */

@@ -6,7 +6,7 @@
 // append's "admin when it would create with a config" is decided by the topic actor from the
 // `AppendAuth` this module computes. No route looks at keys itself.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type Allowlist, type Scope, allowsName, firstRefused } from '../auth/allowlist.js';
+import { type Allowlist, type Scope, allowsName, firstRefused, nameRefusal, scopeRefusal } from '../auth/allowlist.js';
 import { type ApiKey, KeyRing, bearerToken } from '../auth/keys.js';
 import { KeySlots } from '../auth/keySlots.js';
 import { HttpError, sendError } from './reply.js';
@@ -159,11 +159,11 @@ export class Admission {
     if (!key) return void sendError(req, reply, unauthorized());
     req.apiKey = key;
     if (!rule) return done(); // 404 / 405 follow
-    const missing = rule.scopes.some((s) => !key.scopes.has(s));
-    if (missing) return void sendError(req, reply, new HttpError('forbidden', 'this key lacks a scope the route needs', { required: [...rule.scopes] }));
-    if (rule.pathName) {
+    const lacking = scopeRefusal(rule.scopes, key.scopes);
+    if (lacking) return void sendError(req, reply, new HttpError('forbidden', lacking.message, lacking.detail));
+    if (rule.pathName && key.prefixes) {
       const name = (req.params as Record<string, string>)[rule.pathName];
-      if (name !== undefined && !allowsName(key.prefixes, name)) return void sendError(req, reply, forbiddenName(rule.pathName, name));
+      if (name !== undefined && !allowsName(key.prefixes, name)) return void sendError(req, reply, forbiddenName(rule.pathName, name, key.prefixes));
     }
     if (rule.kind !== 'stream') {
       if (!this.inflight.acquire(key.id)) {
@@ -240,8 +240,9 @@ export class Admission {
 
   /** 403 naming the first body name outside the key's allowlist (G10); call right after parsing. */
   requireNames(req: FastifyRequest, kind: NameKind, names: Iterable<string>): void {
-    const bad = firstRefused(req.apiKey?.prefixes ?? null, names);
-    if (bad !== undefined) throw forbiddenName(kind, bad);
+    const prefixes = req.apiKey?.prefixes ?? null;
+    const bad = firstRefused(prefixes, names);
+    if (bad !== undefined) throw forbiddenName(kind, bad, prefixes ?? []);
   }
 
   /**
@@ -310,8 +311,9 @@ function unauthorized(): HttpError {
   return new HttpError('unauthorized', 'a valid API key is required (Authorization: Bearer <key>)');
 }
 
-function forbiddenName(kind: NameKind, name: string): HttpError {
-  return new HttpError('forbidden', `this key may not name ${kind} ${JSON.stringify(name)}`, { [kind]: name });
+function forbiddenName(kind: NameKind, name: string, prefixes: readonly string[]): HttpError {
+  const r = nameRefusal(kind, name, prefixes);
+  return new HttpError('forbidden', r.message, r.detail);
 }
 
 export function throttledCap(message: string, limit: string, max: number): HttpError {

@@ -2,6 +2,9 @@
 // application/json. Topic figures come from the workers over rpc when scraped; request
 // metrics (requestMetrics.ts) and histograms are counted as things happen, with a fixed size
 // whether or not anyone scrapes. Default process and event-loop metrics come from prom-client.
+// Prometheus conventions (docs/OPERATIONS.md "Metrics"): durations and ages in seconds with a
+// `_seconds` suffix (measured in ms or µs, converted when rendered), anything that only grows a
+// `counter` named `_total`, everything else a gauge.
 import client from 'prom-client';
 import { FixedHistogram, LabeledHistogram } from './fixedHistogram.js';
 import { RequestMetrics } from './requestMetrics.js';
@@ -22,8 +25,7 @@ const PER_TOPIC = [
   'spool_topic_bytes_live',
   'spool_topic_queue_ready',
   'spool_topic_queue_in_flight',
-  'spool_topic_queue_oldest_ready_age_ms',
-  'spool_topic_queue_dead_lettered',
+  'spool_topic_queue_oldest_ready_age_seconds',
   'spool_topic_watch_lag',
 ];
 
@@ -60,6 +62,8 @@ export class Metrics {
   private readonly started = Date.now();
   private readonly g: Record<string, client.Gauge<string>> = {};
   private readonly walCounters: Record<string, client.Counter<string>> = {};
+  /** Jobs dead-lettered per queue topic: a count kept by the queue, copied in per scrape. */
+  private readonly deadLettered: client.Counter<string>;
   readonly fsyncLatency: FixedHistogram;
   readonly groupFrames: FixedHistogram;
   readonly appendLatency: LabeledHistogram;
@@ -95,15 +99,15 @@ export class Metrics {
     gauge('spool_storage_state', 'Storage: 0 ok, 1 disk full (writes refused with 429 disk_space until space returns), 2 failed (a write or fsync failed; writes refused until a restart).');
     gauge('spool_storage_writable', '1 when writes are accepted (storage ok), else 0.');
     gauge('spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.');
-    gauge('spool_uptime_ms', 'Process uptime in ms.');
+    gauge('spool_uptime_seconds', 'Process uptime in seconds.');
     gauge('spool_topic_head_seq', 'Head seq of each topic.', ['topic']);
     gauge('spool_topic_earliest_seq', 'Earliest live seq of each topic.', ['topic']);
     gauge('spool_topic_records_live', 'Live records of each topic.', ['topic']);
     gauge('spool_topic_bytes_live', 'Live payload bytes of each topic.', ['topic']);
     gauge('spool_topic_queue_ready', 'Claimable jobs of each queue topic.', ['topic']);
     gauge('spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']);
-    gauge('spool_topic_queue_oldest_ready_age_ms', 'Age (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.', ['topic']);
-    gauge('spool_topic_queue_dead_lettered', 'Jobs moved to the dead-letter topic, per queue topic (since it was created).', ['topic']);
+    gauge('spool_topic_queue_oldest_ready_age_seconds', 'Age in seconds (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.', ['topic']);
+    this.deadLettered = new client.Counter({ name: 'spool_topic_queue_dead_lettered_total', help: 'Jobs moved to the dead-letter topic, per queue topic (since it was created).', labelNames: ['topic'], registers: [this.registry] });
     gauge('spool_topic_watch_lag', 'Largest lag (head − cursor, in seqs) of the open watch streams following each topic.', ['topic']);
     gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
     gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
@@ -115,28 +119,31 @@ export class Metrics {
     ] as const) {
       this.walCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
-    this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_us', 'Group-commit fsync latency in microseconds.', FSYNC_BUCKETS_US, this.registry);
+    this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_seconds', 'Group-commit fsync latency in seconds.', FSYNC_BUCKETS_US, this.registry, 1e6);
     this.groupFrames = new FixedHistogram('spool_wal_group_frames', 'Frames per WAL write (the size of each group commit).', GROUP_FRAMES_BUCKETS, this.registry);
     this.routerMetrics = new RouterMetrics(this.registry);
     // Observed on every append and diff: LabeledHistogram (no label hashing per observation).
+    // Bounds in ms, as observed; rendered in seconds.
     this.appendLatency = new LabeledHistogram(
-      'spool_append_latency_ms',
-      'Append request latency (server_total_ms) by durability class.',
+      'spool_append_latency_seconds',
+      'Append request latency (server_total_ms) in seconds, by durability class.',
       'durability',
       [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000],
       this.registry,
+      1000,
     );
     this.diffLatency = new LabeledHistogram(
-      'spool_diff_latency_ms',
-      'Diff request latency in ms; long_poll="true" when wait_ms was given (includes the wait).',
+      'spool_diff_latency_seconds',
+      'Diff request latency in seconds; long_poll="true" when wait_ms was given (includes the wait).',
       'long_poll',
       [0.1, 0.25, 0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000],
       this.registry,
+      1000,
     );
     this.watchLatency = new client.Histogram({
-      name: 'spool_watch_delivery_latency_ms',
-      help: 'Age of each batch pushed to watch streams (now − its first record $ts) in ms.',
-      buckets: [0.5, 1, 2, 5, 10, 25, 50, 100, 250, 1000, 5000],
+      name: 'spool_watch_delivery_latency_seconds',
+      help: 'Age of each batch pushed to watch streams (now − its first record $ts) in seconds.',
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
       registers: [this.registry],
     });
     this.requests = new RequestMetrics(this.registry);
@@ -171,6 +178,7 @@ export class Metrics {
     this.absorb(s);
     const g = this.g;
     for (const k of PER_TOPIC) g[k]!.reset();
+    this.deadLettered.reset();
     g.spool_topics!.set(s.totals.topics);
     for (const c of CLASSES) g.spool_topics_by_class!.set({ class: c }, s.totals.byClass[c]);
     g.spool_routers!.set(this.sup.routers.size);
@@ -188,7 +196,7 @@ export class Metrics {
     g.spool_storage_state!.set(this.sup.storageState);
     g.spool_storage_writable!.set(this.sup.storageState === 0 ? 1 : 0);
     g.spool_recovery_progress!.set(this.sup.replayProgress);
-    g.spool_uptime_ms!.set(Date.now() - this.started);
+    g.spool_uptime_seconds!.set((Date.now() - this.started) / 1000);
     for (const t of s.topics) {
       g.spool_topic_head_seq!.set({ topic: t.topic }, t.head_seq);
       g.spool_topic_earliest_seq!.set({ topic: t.topic }, t.earliest_seq);
@@ -197,8 +205,8 @@ export class Metrics {
       if (t.queue) {
         g.spool_topic_queue_ready!.set({ topic: t.topic }, t.queue.ready);
         g.spool_topic_queue_in_flight!.set({ topic: t.topic }, t.queue.in_flight);
-        g.spool_topic_queue_dead_lettered!.set({ topic: t.topic }, t.queue.dead_lettered);
-        if (t.queue.oldest_ready_age_ms !== null) g.spool_topic_queue_oldest_ready_age_ms!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms);
+        this.deadLettered.inc({ topic: t.topic }, t.queue.dead_lettered);
+        if (t.queue.oldest_ready_age_ms !== null) g.spool_topic_queue_oldest_ready_age_seconds!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms / 1000);
       }
     }
     let lagSeries = 0;

@@ -56,11 +56,12 @@ export class RequestMetrics {
     this.errors = new CountedLabels('spool_http_errors_total', 'Error replies by route template and spec error code.', ['route', 'code'], registry);
     this.throttled = new CountedLabels('spool_http_throttled_total', '429 replies by cause (detail.limit, or the error code).', ['cause'], registry);
     this.duration = new LabeledHistogram(
-      'spool_http_request_duration_ms',
-      'Time from request to reply in ms, by route template (SSE streams: until the stream ends).',
+      'spool_http_request_duration_seconds',
+      'Time from request to reply in seconds, by route template (SSE streams: until the stream ends).',
       'route',
-      [0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000],
+      [0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000, 5000, 30000], // ms, as observed
       registry,
+      1000,
     );
   }
 

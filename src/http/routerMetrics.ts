@@ -13,13 +13,14 @@ export function sortRouterStats(stats: RouterStats[]): RouterStats[] {
 }
 
 export class RouterMetrics {
-  private readonly total: client.Gauge<string>;
+  private readonly total: client.Counter<string>;
   private readonly lag: client.Gauge<string>;
   private readonly blocked: client.Gauge<string>;
 
   constructor(registry: client.Registry) {
     const gauge = (name: string, help: string, labelNames: string[]) => new client.Gauge({ name, help, labelNames, registers: [registry] });
-    this.total = gauge('spool_router_forwarded_total', 'Records forwarded by each router since its creation (as its dest acknowledged).', ['router']);
+    // A counter: it only grows (kept across restarts), so rate() works on it.
+    this.total = new client.Counter({ name: 'spool_router_forwarded_total', help: 'Records forwarded by each router since its creation (as its dest acknowledged).', labelNames: ['router'], registers: [registry] });
     this.lag = gauge('spool_router_lag_records', 'Source records each router has not handled yet.', ['router']);
     this.blocked = gauge('spool_router_blocked', '1 while a router backs off after a refused forward (label code: the refusal), else 0.', ['router', 'code']);
   }
@@ -29,7 +30,7 @@ export class RouterMetrics {
     this.lag.reset();
     this.blocked.reset();
     for (const s of stats.slice(0, ROUTER_SERIES_MAX)) {
-      this.total.set({ router: s.router }, s.forwarded_total);
+      this.total.inc({ router: s.router }, s.forwarded_total);
       this.lag.set({ router: s.router }, s.lag);
       this.blocked.set({ router: s.router, code: s.last_error ?? '' }, s.last_error === null ? 0 : 1);
     }

@@ -143,7 +143,7 @@ export async function buildServer(
   streamPacer.start();
   const metrics = new Metrics(sup, hub, slots);
   registerPressureMetrics(metrics, monitor, gate);
-  hub.onBatchLatency = (ms) => metrics.watchLatency.observe(ms);
+  hub.onBatchLatency = (ms) => metrics.watchLatency.observe(ms / 1000);
 
   // One callback hook, not an async one: it runs on every request and needs no promise. The
   // lifecycle gate, then admission (401, then once routed 403 and the per-key inflight cap), which

@@ -32,8 +32,8 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
   g('spool_pressure_http_elu', 'HTTP thread event-loop utilisation over the last second.', function () {
     this.set(monitor.report().http.elu);
   });
-  g('spool_pressure_http_lag_p99_ms', 'HTTP thread p99 event-loop delay over the last second, ms.', function () {
-    this.set(monitor.report().http.lag_p99_ms);
+  g('spool_pressure_http_lag_p99_seconds', 'HTTP thread p99 event-loop delay over the last second, in seconds.', function () {
+    this.set(monitor.report().http.lag_p99_ms / 1000);
   });
   g(
     'spool_pressure_worker_elu',
@@ -44,10 +44,10 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
     ['worker'],
   );
   g(
-    'spool_pressure_worker_lag_p99_ms',
-    'Topic worker p99 event-loop delay over the last second, ms.',
+    'spool_pressure_worker_lag_p99_seconds',
+    'Topic worker p99 event-loop delay over the last second, in seconds.',
     function () {
-      monitor.report().workers.forEach((w, i) => this.set({ worker: String(i) }, w.lag_p99_ms));
+      monitor.report().workers.forEach((w, i) => this.set({ worker: String(i) }, w.lag_p99_ms / 1000));
     },
     ['worker'],
   );
@@ -56,11 +56,11 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
   });
   g(
     'spool_pressure_threshold',
-    'Pressure thresholds (SERVICE_PRESSURE_ELU, _LAG_MS, _WAL_QUEUE_BYTES).',
+    'Pressure thresholds (SERVICE_PRESSURE_ELU, _LAG_MS in seconds, _WAL_QUEUE_BYTES).',
     function () {
       const t = monitor.report().thresholds;
       this.set({ kind: 'elu' }, t.elu);
-      this.set({ kind: 'lag_ms' }, t.lag_ms);
+      this.set({ kind: 'lag_seconds' }, t.lag_ms / 1000);
       this.set({ kind: 'wal_queue_bytes' }, t.wal_queue_bytes);
     },
     ['kind'],
@@ -68,8 +68,14 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
   g('spool_throttle_parked', 'Requests parked behind the pressure gate now.', function () {
     this.set(gate.parked);
   });
-  g('spool_throttle_shed', 'Requests refused by the pressure gate since start (429 with retry_after_ms).', function () {
-    this.set(gate.shedTotal);
+  new client.Counter({
+    name: 'spool_throttle_shed_total',
+    help: 'Requests refused by the pressure gate since start (429 with retry_after_ms).',
+    registers: reg,
+    collect() {
+      this.reset();
+      this.inc(gate.shedTotal);
+    },
   });
   metrics.jsonExtras.pressure = () => ({ ...monitor.report(), parked: gate.parked, parked_total: gate.parkedTotal, shed_total: gate.shedTotal });
 }

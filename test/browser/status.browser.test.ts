@@ -38,6 +38,8 @@ test('the status page shows health, topics and queues, and tails a topic live', 
   assert.match(row, /1000 records \(old\)/);
   const q = (await page.textContent('#queues tr[data-topic="ui.jobs"]'))!;
   assert.match(q, /^ui\.jobs1/, 'one ready job');
+  // Read from spool_topic_queue_oldest_ready_age_seconds and spool_topic_queue_dead_lettered_total.
+  assert.match(q, /^ui\.jobs10\d+\.\d s0$/, `ready, in flight, oldest ready age in seconds, dead-lettered: ${q}`);
 
   await page.click('#topics tr[data-topic="ui.orders"] button');
   await page.waitForFunction(() => (globalThis as any).document.body.dataset.tailing === 'ui.orders');

@@ -1,6 +1,7 @@
 // Scope x route matrix over HTTP (SPEC 5; RESOLVED 0.3, G8, G10): every route with no key, a
-// wrong key, a key lacking each scope it needs, a key outside the allowlist, `?token=` on a
-// non-SSE route; then that no secret ever shows in an error body or in the server's output.
+// wrong key, a key lacking each scope it needs (the 403 names it), a key outside the allowlist
+// (the 403 names the prefixes it has), `?token=` on a non-SSE route; then that no secret ever
+// shows in an error body or in the server's output.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, req, Server, Resp } from '../helpers/server.js';
@@ -22,6 +23,7 @@ const KEYS = [
   `${SECRETS.noAdmin}:read+write+delete`,
   `${SECRETS.tenant}::t42.|shared.`,
 ].join(', ');
+const TENANT_PREFIXES = ['t42.', 'shared.'];
 const MISSING: Record<string, string> = { read: SECRETS.noRead, write: SECRETS.noWrite, delete: SECRETS.noDelete, admin: SECRETS.noAdmin };
 
 let srv: Server;
@@ -101,12 +103,13 @@ describe('every route', () => {
       }
     });
 
-    test(`${label}: 403 detail.required for a key lacking each scope`, async () => {
+    test(`${label}: 403 names the missing scope, and detail.required the route's`, async () => {
       for (const s of r.scopes) {
         const x = await hit(r, 'm.q', bearer(MISSING[s]!));
         assert.equal(x.status, 403, `${label} without ${s}`);
         assert.equal(x.body.error.code, 'forbidden');
-        assert.deepEqual(x.body.error.detail, { required: r.scopes });
+        assert.deepEqual(x.body.error.detail, { required: r.scopes, missing: [s] });
+        assert.equal(x.body.error.message, `this key lacks the ${s} scope (the route needs ${r.scopes.join(' and ')})`);
       }
     });
 
@@ -121,7 +124,8 @@ describe('every route', () => {
         assert.equal(x.status, 403);
         assert.equal(x.body.error.code, 'forbidden');
         const named = r.path('other.absent').split('/')[3]!.split('?')[0];
-        assert.deepEqual(x.body.error.detail, { topic: named });
+        assert.deepEqual(x.body.error.detail, { topic: named, allowed_prefixes: TENANT_PREFIXES });
+        assert.equal(x.body.error.message, `this key may not name topic "${named}": its names must start with "t42." or "shared."`);
         const ok = await hit(r, 't42.q', bearer(SECRETS.tenant));
         assert.ok(ok.status !== 401 && ok.status !== 403, `${label} inside the allowlist: ${ok.status}`);
       });
@@ -132,7 +136,7 @@ describe('every route', () => {
 test('scope is checked before existence: a read-only key deleting an absent topic gets 403', async () => {
   const x = await call('DELETE', '/v0/topics/nowhere', undefined, bearer(SECRETS.noDelete));
   assert.equal(x.status, 403);
-  assert.deepEqual(x.body.error.detail, { required: ['delete'] });
+  assert.deepEqual(x.body.error.detail, { required: ['delete'], missing: ['delete'] });
 });
 
 test('401 comes before 404 and 405; 403 comes after them', async () => {
@@ -153,13 +157,14 @@ test('body names: watch topics, PUT dead_letter and append config.dead_letter ar
   const t = bearer(SECRETS.tenant);
   let x = await call('POST', '/v0/watch', { topics: { 't42.q': {}, 'm.log': {} } }, t);
   assert.equal(x.status, 403);
-  assert.deepEqual(x.body.error.detail, { topic: 'm.log' });
+  assert.deepEqual(x.body.error.detail, { topic: 'm.log', allowed_prefixes: TENANT_PREFIXES });
   x = await call('PUT', '/v0/topics/t42.dl', { type: 'queue', dead_letter: 'other.dlq' }, t);
   assert.equal(x.status, 403);
-  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq' });
+  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq', allowed_prefixes: TENANT_PREFIXES });
   x = await call('POST', '/v0/topics/t42.dl2', { records: [{ data: 1 }], config: { type: 'queue', dead_letter: 'other.dlq' } }, t);
   assert.equal(x.status, 403);
-  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq' });
+  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq', allowed_prefixes: TENANT_PREFIXES }, 'decided by the topic actor, in the same words');
+  assert.match(x.body.error.message, /^this key may not name topic "other\.dlq": its names must start with "t42\." or "shared\."$/);
   assert.equal((await call('GET', '/v0/topics/t42.dl2', undefined, t)).status, 404, 'nothing was created');
   x = await call('PUT', '/v0/topics/t42.dl', { type: 'queue', dead_letter: 'shared.dlq' }, t);
   assert.equal(x.status, 201);
@@ -171,7 +176,8 @@ test('append: write alone auto-creates; creating with a config also needs admin'
   assert.equal(x.status, 201);
   x = await call('POST', '/v0/topics/ap.cfg', { records: [{ data: 1 }], config: { cap_records: 5 } }, w);
   assert.equal(x.status, 403);
-  assert.deepEqual(x.body.error.detail, { required: ['write', 'admin'] });
+  assert.deepEqual(x.body.error.detail, { required: ['write', 'admin'], missing: ['admin'] });
+  assert.equal(x.body.error.message, 'this key lacks the admin scope (creating a topic with a config needs write and admin)');
   assert.equal((await call('GET', '/v0/topics/ap.cfg', undefined, bearer(SECRETS.all))).status, 404);
   // On an existing topic the config is not applied, so write is enough.
   x = await call('POST', '/v0/topics/ap.plain', { records: [{ data: 2 }], config: { cap_records: 5 } }, w);

@@ -1,10 +1,11 @@
 // Logs (src/log.ts, src/cli/serve.ts): JSON lines on stderr, one per request at debug with the
-// request id echoed, refused starts at error with exit 2, unknown settings warned about, the
-// shutdown summary, a drain out of grace exiting 1, a stop asked for before the port opens
-// drained all the same, and no key or record data ever logged.
+// request id echoed, refused starts (a bad setting, a busy port) at error with exit 2, unknown
+// settings warned about, the shutdown summary, a drain out of grace exiting 1, a stop asked for
+// before the port opens drained all the same, and no key or record data ever logged.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
 import { startServer, tempDir, CLI } from '../helpers/server.js';
 
 interface Line {
@@ -103,6 +104,28 @@ test('a bad setting refuses the start at error with exit 2, and the key value is
   assert.equal(keys.status, 2, keys.stderr);
   assert.ok(parseLines(keys.stderr).some((l) => l.level === 'error' && /refused to start/.test(l.msg)));
   assert.doesNotMatch(keys.stderr, /sk-very-secret/, 'the effective config masks the keys');
+});
+
+test('a busy port refuses the start in one line with exit 2, not a stack trace', async () => {
+  const holder = net.createServer();
+  await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+  const port = (holder.address() as net.AddressInfo).port;
+  try {
+    const r = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, SERVICE_DATA_DIR: tempDir(), SERVICE_HOST: '127.0.0.1', SERVICE_PORT: String(port), SERVICE_WORKERS: '1' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    // 2, not 1: the systemd unit's RestartPreventExitStatus=2 keeps it from restarting every 2 s.
+    assert.equal(r.status, 2, r.stderr);
+    const errors = parseLines(r.stderr).filter((l) => l.level === 'error');
+    assert.equal(errors.length, 1, r.stderr);
+    assert.equal(errors[0]!.msg, `refused to start: port ${port} on 127.0.0.1 is already in use by another process (SERVICE_HOST, SERVICE_PORT)`);
+    assert.equal(errors[0]!.err, undefined, 'no error object, so no stack');
+    assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
+  } finally {
+    holder.close();
+  }
 });
 
 test('a drain that runs out of grace exits 1 and says what was still open', async () => {

@@ -57,20 +57,20 @@ test('request, error, throttle, append-latency and process metrics after a workl
     assert.equal(find('spool_http_errors_total', { route: '/v0/topics/:topic', code: 'throttled' })?.value, 1);
     assert.equal(find('spool_http_errors_total', { route: '/v0/topics/:topic', code: 'topic_not_found' })?.value, 1);
     assert.equal(find('spool_http_throttled_total', { cause: 'max_topics' })?.value, 1);
-    assert.ok(find('spool_append_latency_ms_count', { durability: 'fsync' })!.value >= 301);
-    assert.equal(find('spool_diff_latency_ms_count', { long_poll: 'false' })?.value, 1);
-    assert.ok(find('spool_watch_delivery_latency_ms_count')!.value >= 1, 'watch deliveries observed');
+    assert.ok(find('spool_append_latency_seconds_count', { durability: 'fsync' })!.value >= 301);
+    assert.equal(find('spool_diff_latency_seconds_count', { long_poll: 'false' })?.value, 1);
+    assert.ok(find('spool_watch_delivery_latency_seconds_count')!.value >= 1, 'watch deliveries observed');
     assert.ok(find('spool_topic_watch_lag', { topic: 'm.fs' }), 'the followed topic has a watch lag series');
     ctl.abort();
-    assert.equal(find('spool_append_latency_ms_count', { durability: 'memory' })?.value, 1);
-    assert.ok(find('spool_http_request_duration_ms_count', { route: '/v0/topics/:topic' }));
+    assert.equal(find('spool_append_latency_seconds_count', { durability: 'memory' })?.value, 1);
+    assert.ok(find('spool_http_request_duration_seconds_count', { route: '/v0/topics/:topic' }));
     for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
       assert.ok(find(name), `${name} present`);
     }
     const fsyncs = find('spool_wal_fsyncs_total')!.value;
     assert.ok(fsyncs >= 300, `${fsyncs} fsyncs`);
-    assert.equal(find('spool_wal_fsync_latency_us_count')?.value, fsyncs, 'every fsync counted though nobody scraped');
-    assert.equal(all.filter((x) => x.name === 'spool_wal_fsync_latency_us_bucket').length, FSYNC_BUCKETS_US.length + 1);
+    assert.equal(find('spool_wal_fsync_latency_seconds_count')?.value, fsyncs, 'every fsync counted though nobody scraped');
+    assert.equal(all.filter((x) => x.name === 'spool_wal_fsync_latency_seconds_bucket').length, FSYNC_BUCKETS_US.length + 1);
     assert.ok(find('spool_wal_group_frames_count')!.value >= 300, 'every WAL write counted in the group-size histogram');
     assert.ok(find('spool_wal_group_frames_sum')!.value >= find('spool_wal_group_frames_count')!.value);
     const json = (await (await fetch(`${s.url}/v0/metrics`, { headers: { accept: 'application/json' } })).json()) as { http: { requests: number } };
@@ -88,4 +88,69 @@ test('LatencyBuckets keeps a fixed size however many samples it takes', () => {
   assert.equal(b.data.counts.reduce((a, c) => a + c, 0), 100_000);
   b.observe(50);
   assert.equal(b.snapshot().counts[0], 52, 'le is inclusive (0..50 and the extra 50)');
+});
+
+/** HELP and TYPE of every family in a Prometheus text. */
+function families(text: string): Map<string, { type: string; help: string }> {
+  const out = new Map<string, { type: string; help: string }>();
+  for (const m of text.matchAll(/^# (HELP|TYPE) (\S+) (.*)$/gm)) {
+    const f = out.get(m[2]!) ?? { type: '', help: '' };
+    if (m[1] === 'TYPE') f.type = m[3]!;
+    else f.help = m[3]!;
+    out.set(m[2]!, f);
+  }
+  return out;
+}
+
+test('every spool_ family follows the Prometheus conventions: seconds, and counters named _total', async () => {
+  const s = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  try {
+    const call = (method: string, path: string, body: unknown) => fetch(`${s.url}${path}`, { method, headers: JSON_CT, body: JSON.stringify(body) });
+    assert.equal((await call('PUT', '/v0/topics/cv.src', { durability: 'fsync' })).status, 201);
+    assert.equal((await call('PUT', '/v0/routers/cv.r', { source: 'cv.src', dest: 'cv.dst' })).status, 201);
+    assert.equal((await call('POST', '/v0/topics/cv.src', { records: [{ data: 1 }, { data: 2 }, { data: 3 }] })).status, 200);
+    for (let i = 0; i < 200; i++) {
+      const r = (await (await fetch(`${s.url}/v0/routers/cv.r`)).json()) as { forwarded_total: number };
+      if (r.forwarded_total === 3) break;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    assert.equal((await call('POST', '/v0/topics/cv.src/diff', { from_seq: 0 })).status, 200);
+    const text = await (await fetch(`${s.url}/v0/metrics`)).text();
+    const fams = families(text);
+    const all = samples(text);
+    const value = (name: string, labels: Record<string, string> = {}) =>
+      all.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value;
+
+    const spool = [...fams].filter(([n]) => n.startsWith('spool_'));
+    assert.ok(spool.length > 40, `${spool.length} spool_ families`);
+    for (const [name, f] of spool) {
+      assert.doesNotMatch(name, /_(ms|us|millis|micros|milliseconds|microseconds)(_|$)/, `${name}: durations in seconds`);
+      assert.equal(f.type === 'counter', name.endsWith('_total'), `${name} (${f.type}): a counter, and only a counter, is named _total`);
+      if (f.type === 'histogram' && /latency|duration|time to/i.test(f.help)) assert.match(name, /_seconds$/, `${name}: a duration histogram in seconds`);
+      if (/\b(age|uptime|delay)\b/i.test(f.help)) assert.match(name, /_seconds$/, `${name}: ${f.help}`);
+    }
+    for (const x of all.filter((x) => x.name.startsWith('spool_'))) {
+      for (const v of Object.values(x.labels)) assert.doesNotMatch(v, /_ms$/, `${x.name}: label value ${v} in seconds`);
+    }
+
+    assert.equal(fams.get('spool_router_forwarded_total')?.type, 'counter');
+    assert.equal(value('spool_router_forwarded_total', { router: 'cv.r' }), 3);
+    assert.equal(fams.get('spool_throttle_shed_total')?.type, 'counter');
+    const uptimeS = value('spool_uptime_seconds')!;
+    assert.ok(uptimeS > 0 && uptimeS < process.uptime() + 1, `uptime ${uptimeS} s`);
+    assert.equal(value('spool_pressure_threshold', { kind: 'lag_seconds' }), 0.05, 'SERVICE_PRESSURE_LAG_MS 50 as seconds');
+    // Histograms render bounds and sums in seconds: the fsync buckets of 50 µs .. 102.4 ms.
+    const fsyncLe = all.filter((x) => x.name === 'spool_wal_fsync_latency_seconds_bucket').map((x) => x.labels.le);
+    assert.deepEqual(fsyncLe, [...FSYNC_BUCKETS_US.map((us) => String(us / 1e6)), '+Inf']);
+    const fsyncs = value('spool_wal_fsync_latency_seconds_count')!;
+    const fsyncS = value('spool_wal_fsync_latency_seconds_sum')!;
+    assert.ok(fsyncs >= 1 && fsyncS > 0 && fsyncS / fsyncs < 1, `mean fsync ${fsyncS / fsyncs} s`);
+    const appendLe = all.filter((x) => x.name === 'spool_append_latency_seconds_bucket' && x.labels.durability === 'fsync').map((x) => x.labels.le);
+    assert.equal(appendLe[0], '0.0001', '0.1 ms as seconds');
+    const appendS = value('spool_append_latency_seconds_sum', { durability: 'fsync' })!;
+    assert.ok(appendS > 0 && appendS < 10, `append latency sum ${appendS} s`);
+    assert.equal(all.filter((x) => x.name === 'spool_http_request_duration_seconds_bucket' && x.labels.route === '/v0/topics/:topic/diff').at(-2)?.labels.le, '30', '30 000 ms as seconds');
+  } finally {
+    await s.stop();
+  }
 });

@@ -1,11 +1,13 @@
 // GET /v0/openapi.json: an OpenAPI 3.1 document (checked structurally: info, paths, operations
 // with responses and descriptions, every $ref resolving) that documents every route the server
-// has, and every route it documents exists (requested, it is never "no route" nor 405).
+// has, and every route it documents exists (requested, it is never "no route" nor 405); its
+// component schemas are named, and every operation states the bearer key and scopes it needs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type Server } from '../helpers/server.js';
 import { ROUTE_DOCS } from '../../src/http/openapi.js';
 import { ROUTE_TABLE } from '../../src/http/server.js';
+import { ROUTE_RULES } from '../../src/http/admission.js';
 
 let srv: Server;
 before(async () => {
@@ -16,11 +18,18 @@ after(async () => {
   await srv?.stop();
 });
 
+interface Op {
+  summary?: string;
+  responses: Record<string, { description?: string }>;
+  security?: Record<string, string[]>[];
+  requestBody?: { content: Record<string, { schema: unknown }> };
+}
+
 interface Doc {
   openapi: string;
   info: { title: string; version: string };
-  components?: { schemas?: Record<string, unknown> };
-  paths: Record<string, Record<string, { summary?: string; responses: Record<string, { description?: string }> }>>;
+  components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
+  paths: Record<string, Record<string, Op>>;
 }
 
 function refs(v: unknown, out: string[] = []): string[] {
@@ -93,5 +102,39 @@ test('every documented route exists', async () => {
       }
       ctl.abort(); // SSE streams and the backup tar are not read to the end
     }
+  }
+});
+
+test('component schemas are named, and the routes refer to them', async () => {
+  const doc = (await (await fetch(`${srv.url}/v0/openapi.json`)).json()) as Doc;
+  const names = Object.keys(doc.components?.schemas ?? {});
+  for (const n of names) assert.match(n, /^[A-Z][A-Za-z]+$/, `a named schema, not ${n}`);
+  for (const n of ['SpoolError', 'TopicConfig', 'AppendRecord', 'Record', 'Tombstone', 'TopicState', 'AppendResult', 'DiffRequest', 'WatchRequest', 'RouterConfig', 'Router']) {
+    assert.ok(names.includes(n), `components.schemas.${n}`);
+  }
+  const body = (p: string, m: string) => JSON.stringify(doc.paths[p]![m]!.requestBody?.content['application/json']?.schema);
+  assert.equal(body('/v0/topics/{topic}', 'put'), '{"$ref":"#/components/schemas/TopicConfig"}');
+  assert.match(body('/v0/topics/{topic}', 'post'), /"items":\{"\$ref":"#\/components\/schemas\/AppendRecord"\}/);
+  assert.match(JSON.stringify(doc.paths['/v0/topics/{topic}/diff']!.post!.responses['200']), /#\/components\/schemas\/Record"/);
+});
+
+test('the bearer key is a security scheme, and each operation needs the scopes its admission rule does', async () => {
+  const doc = (await (await fetch(`${srv.url}/v0/openapi.json`)).json()) as Doc;
+  const schemes = doc.components?.securitySchemes ?? {};
+  assert.deepEqual({ type: schemes.bearerKey?.type, scheme: schemes.bearerKey?.scheme }, { type: 'http', scheme: 'bearer' });
+  assert.deepEqual({ type: schemes.tokenQuery?.type, in: schemes.tokenQuery?.in, name: schemes.tokenQuery?.name }, { type: 'apiKey', in: 'query', name: 'token' });
+  for (const [key, rule] of Object.entries(ROUTE_RULES)) {
+    const [method, p] = key.split(' ') as [string, string];
+    const op = doc.paths[p.replace(/:([a-z]+)/g, '{$1}')]?.[method.toLowerCase()];
+    assert.ok(op, `${key} is documented`);
+    const scopes = [...rule.scopes];
+    const want =
+      rule.kind === 'probe' ? [{}, { bearerKey: [] }]
+      : rule.kind === 'watchStream' ? [{ bearerKey: [] }, { tokenQuery: [] }]
+      : rule.kind === 'stream' ? [{ bearerKey: scopes }, { tokenQuery: scopes }]
+      : [{ bearerKey: scopes }];
+    assert.deepEqual(op.security, want, key);
+    assert.ok(op.responses['401'], `${key}: 401 documented`);
+    if (scopes.length > 0) assert.match(op.responses['403']?.description ?? '', new RegExp(scopes.join(' \\+ ')), `${key}: the 403 names the scopes`);
   }
 });

@@ -152,18 +152,17 @@ describe('metrics', () => {
     'spool_watch_sessions',
     'spool_ready',
     'spool_recovery_progress',
-    'spool_uptime_ms',
+    'spool_uptime_seconds',
     'spool_topic_head_seq',
     'spool_topic_earliest_seq',
     'spool_topic_records_live',
     'spool_topic_bytes_live',
     'spool_topic_queue_ready',
     'spool_topic_queue_in_flight',
-    'spool_topic_queue_oldest_ready_age_ms',
-    'spool_topic_queue_dead_lettered',
+    'spool_topic_queue_oldest_ready_age_seconds',
     'spool_topic_metrics_truncated',
   ];
-  const COUNTERS = ['spool_wal_frames_total', 'spool_wal_batches_total', 'spool_wal_fsyncs_total', 'spool_wal_bytes_written_total'];
+  const COUNTERS = ['spool_wal_frames_total', 'spool_wal_batches_total', 'spool_wal_fsyncs_total', 'spool_wal_bytes_written_total', 'spool_topic_queue_dead_lettered_total'];
   const CLASSES = ['ephemeral', 'memory', 'disk', 'fsync'];
 
   test('Prometheus text: content type, HELP/TYPE before every family, the spool_ families', async () => {
@@ -186,7 +185,7 @@ describe('metrics', () => {
     }
     for (const g of GAUGES) assert.equal(families.get(g)?.type, 'gauge', `${g} is a gauge`);
     for (const k of COUNTERS) assert.equal(families.get(k)?.type, 'counter', `${k} is a counter`);
-    assert.equal(families.get('spool_wal_fsync_latency_us')?.type, 'histogram', 'spool_wal_fsync_latency_us is a histogram');
+    assert.equal(families.get('spool_wal_fsync_latency_seconds')?.type, 'histogram', 'spool_wal_fsync_latency_seconds is a histogram');
 
     // values
     const topics = one(samples, 'spool_topics');
@@ -206,7 +205,7 @@ describe('metrics', () => {
     assert.equal(one(samples, 'spool_ready'), 1);
     assert.equal(one(samples, 'spool_recovery_progress'), 1);
     assert.equal(one(samples, 'spool_topic_metrics_truncated'), 0);
-    assert.ok(one(samples, 'spool_uptime_ms') >= 0);
+    assert.ok(one(samples, 'spool_uptime_seconds') >= 0);
     assert.equal(one(samples, 'spool_routers'), 0);
     assert.equal(one(samples, 'spool_sse_connections'), 0);
     assert.equal(one(samples, 'spool_watch_sessions'), 0);
@@ -215,14 +214,14 @@ describe('metrics', () => {
     assert.ok(one(samples, 'spool_wal_bytes_written_total') > 0);
     assert.ok(one(samples, 'spool_wal_fsyncs_total') >= 1, 'an fsync-class append fsyncs');
     // histogram series
-    const buckets = samples.filter((s) => s.name === 'spool_wal_fsync_latency_us_bucket');
+    const buckets = samples.filter((s) => s.name === 'spool_wal_fsync_latency_seconds_bucket');
     assert.ok(buckets.length >= 2, 'histogram buckets');
     assert.ok(
       buckets.some((b) => b.labels.le === '+Inf'),
       '+Inf bucket',
     );
-    const count = one(samples, 'spool_wal_fsync_latency_us_count');
-    one(samples, 'spool_wal_fsync_latency_us_sum');
+    const count = one(samples, 'spool_wal_fsync_latency_seconds_count');
+    one(samples, 'spool_wal_fsync_latency_seconds_sum');
     assert.equal(buckets.find((b) => b.labels.le === '+Inf')!.value, count, '+Inf bucket equals _count');
     assert.ok(count >= 1, 'fsync latency observed');
     const sorted = [...buckets].sort((a, b) => Number(a.labels.le === '+Inf' ? Infinity : a.labels.le) - Number(b.labels.le === '+Inf' ? Infinity : b.labels.le));
@@ -240,15 +239,15 @@ describe('metrics', () => {
     const again = await c.post(`/v0/topics/${q}/claim`, { node: 'w2', max: 1 });
     assert.deepEqual(again.body.claimed.map((j: any) => j.$seq), [3], 'job 1 went to the dead-letter topic');
     let samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
-    for (let i = 0; i < 50 && one(samples, 'spool_topic_queue_dead_lettered', { topic: q }) !== 1; i++) {
+    for (let i = 0; i < 50 && one(samples, 'spool_topic_queue_dead_lettered_total', { topic: q }) !== 1; i++) {
       await new Promise((r) => setTimeout(r, 50));
       samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
     }
-    assert.equal(one(samples, 'spool_topic_queue_dead_lettered', { topic: q }), 1);
+    assert.equal(one(samples, 'spool_topic_queue_dead_lettered_total', { topic: q }), 1);
     assert.equal(one(samples, 'spool_topic_queue_in_flight', { topic: q }), 2, 'jobs 2 and 3 are leased');
     assert.equal(one(samples, 'spool_topic_queue_ready', { topic: q }), 1, 'job 4 is ready');
-    const age = one(samples, 'spool_topic_queue_oldest_ready_age_ms', { topic: q });
-    assert.ok(age >= 0 && age < 60_000, `oldest ready age ${age}`);
+    const age = one(samples, 'spool_topic_queue_oldest_ready_age_seconds', { topic: q });
+    assert.ok(age >= 0 && age < 60, `oldest ready age ${age} s`);
     assert.ok(one(samples, 'spool_queue_leases_in_flight') >= 2);
     assert.equal(samples.filter((x) => x.name === 'spool_topic_queue_ready' && x.labels.topic === `${q}.dlq`).length, 0, 'a log topic has no queue series');
     const j = await c.get('/v0/metrics', { accept: 'application/json' });
@@ -258,7 +257,7 @@ describe('metrics', () => {
     await c.post(`/v0/topics/${q}/claim`, { node: 'w4', max: 5 });
     samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
     assert.equal(one(samples, 'spool_topic_queue_ready', { topic: q }), 0);
-    assert.equal(samples.filter((x) => x.name === 'spool_topic_queue_oldest_ready_age_ms' && x.labels.topic === q).length, 0);
+    assert.equal(samples.filter((x) => x.name === 'spool_topic_queue_oldest_ready_age_seconds' && x.labels.topic === q).length, 0);
   });
 
   test('all four classes are always listed and count topics per class', async () => {

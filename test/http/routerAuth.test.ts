@@ -26,14 +26,14 @@ after(async () => {
 });
 
 test('scopes: PUT needs admin, DELETE delete; GET and list need read', async () => {
-  assert.deepEqual(assertError(await req(srv.url, 'PUT', '/v0/routers/t1.r', { source: 't1.a', dest: 't1.b' }, as(READER)), 403, 'forbidden'), { required: ['admin'] });
+  assert.deepEqual(assertError(await req(srv.url, 'PUT', '/v0/routers/t1.r', { source: 't1.a', dest: 't1.b' }, as(READER)), 403, 'forbidden'), { required: ['admin'], missing: ['admin'] });
   assertError(await req(srv.url, 'DELETE', '/v0/routers/t1.r', undefined, as(READER)), 403, 'forbidden');
   assertOk(await req(srv.url, 'GET', '/v0/routers/t1.r', undefined, as(READER)), 200);
   assertError(await req(srv.url, 'GET', '/v0/routers/t1.r'), 401, 'unauthorized');
 });
 
 test('allowlist: body ends, stored ends and the list', async () => {
-  assert.deepEqual(assertError(await req(srv.url, 'PUT', '/v0/routers/t1.new', { source: 't1.a', dest: 'x.z' }, as(TENANT)), 403, 'forbidden'), { topic: 'x.z' });
+  assert.deepEqual(assertError(await req(srv.url, 'PUT', '/v0/routers/t1.new', { source: 't1.a', dest: 'x.z' }, as(TENANT)), 403, 'forbidden'), { topic: 'x.z', allowed_prefixes: ['t1.'] });
   // 403 for the named topic comes before the 400 of a bad guarantee.
   assertError(await req(srv.url, 'PUT', '/v0/routers/t1.new', { source: 'y.a', dest: 't1.z', guarantee: 'bad' }, as(TENANT)), 403, 'forbidden');
   assertOk(await req(srv.url, 'PUT', '/v0/routers/t1.new', { source: 't1.a', dest: 't1.z' }, as(TENANT)), 201);

@@ -1,11 +1,11 @@
 // API keys and the allowlist rule (RESOLVED G9, G10): entry syntax, scope tokens, the startup
 // error for an unknown scope (naming the token, never the secret), bearer parsing, and that a
-// token is compared with every digest, with no early exit.
+// token is compared with every digest, with no early exit; what a 403 says.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { KeyRing, KeySyntaxError, bearerToken } from '../../src/auth/keys.js';
-import { allowsName, firstRefused, listPrefixes } from '../../src/auth/allowlist.js';
+import { allowsName, firstRefused, listPrefixes, nameRefusal, scopeRefusal } from '../../src/auth/allowlist.js';
 import { KeySlots } from '../../src/auth/keySlots.js';
 
 const G9 = 'ops-7Qk2, dash-9f1c:read:tenant42:|shared., ingest-x1:write:tenant42:, jobs-w3:rw, adm-44::tenant42:';
@@ -130,4 +130,15 @@ test('KeySlots: a cap per key, each release counted once', () => {
   assert.equal(s.count(1), 1);
   assert.equal(s.acquire(1), true);
   assert.equal(new KeySlots(0).acquire(1), true, '0 = no cap');
+});
+
+test('a 403 names the missing scopes and the prefixes a name may start with', () => {
+  assert.equal(scopeRefusal(['read', 'write'], new Set(['read', 'write'])), undefined);
+  assert.deepEqual(scopeRefusal(['read', 'write'], new Set(['delete'])), {
+    message: 'this key lacks the read and write scopes (the route needs read and write)',
+    detail: { required: ['read', 'write'], missing: ['read', 'write'] },
+  });
+  assert.equal(scopeRefusal(['read', 'write'], new Set(['read']))!.message, 'this key lacks the write scope (the route needs read and write)');
+  assert.deepEqual(nameRefusal('router', 'x.r', ['a.']), { message: 'this key may not name router "x.r": its names must start with "a."', detail: { router: 'x.r', allowed_prefixes: ['a.'] } });
+  assert.equal(nameRefusal('topic', 'x', ['a.', 'b.', 'c:']).message, 'this key may not name topic "x": its names must start with "a.", "b." or "c:"');
 });

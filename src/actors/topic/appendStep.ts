@@ -18,7 +18,7 @@ import { FrameType } from '../../wal/format.js';
 
 /** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
 const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };
-import { allowsName } from '../../auth/allowlist.js';
+import { allowsName, nameRefusal, scopeRefusal, type Scope } from '../../auth/allowlist.js';
 import { effectivePriority } from './topicState.js';
 
 function batchBytes(p: ParsedAppend): number {
@@ -64,7 +64,8 @@ function deadLetterRefused(req: AppendRequest, p: ParsedAppend): ErrorResult | u
   const cfg = p.config as { dead_letter?: unknown } | undefined;
   if (!req.auth || cfg === null || typeof cfg !== 'object' || typeof cfg.dead_letter !== 'string') return undefined;
   if (allowsName(req.auth.prefixes, cfg.dead_letter)) return undefined;
-  return fail('forbidden', `this key may not name topic ${JSON.stringify(cfg.dead_letter)}`, { topic: cfg.dead_letter });
+  const r = nameRefusal('topic', cfg.dead_letter, req.auth.prefixes ?? []);
+  return fail('forbidden', r.message, r.detail);
 }
 
 /** The config an absent topic would be created with, or the refusal (404, 400) instead. */
@@ -107,7 +108,8 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   if (!inst) {
     // Creating from a body config configures a topic: admin too (G8), checked before the 404.
     if (req.auth && !req.auth.admin && p.config !== undefined) {
-      return ctx.reply(reqId, fail('forbidden', 'creating a topic with a config needs the admin scope', { required: ['write', 'admin'] }));
+      const r = scopeRefusal(['write', 'admin'], new Set<Scope>(['write']), 'creating a topic with a config')!;
+      return ctx.reply(reqId, fail('forbidden', r.message, r.detail));
     }
     const r = configForCreate(a, p);
     if (!r.ok) return ctx.reply(reqId, r);

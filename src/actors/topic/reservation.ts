@@ -6,8 +6,8 @@ import { encodeSeqReserve } from '../../wal/frame.js';
 import type { ActorCtx } from '../ctx.js';
 
 /** Largest adaptive block: a crash pads at most this many seq numbers (never records). */
-const RESERVE_BLOCK_MAX = 1 << 20;
-const RESERVE_BLOCK_MIN = 1024;
+export const RESERVE_BLOCK_MAX = 1 << 20;
+export const RESERVE_BLOCK_MIN = 1024;
 
 export class SeqReservation {
   /** Highest ceiling whose SEQ_RESERVE frame is durable. */
