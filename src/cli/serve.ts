@@ -20,6 +20,7 @@ function supervisorLog(l: Logger): SupLogger {
   const strip = (m: string) => m.replace(/^spool: /, '');
   return {
     info: (m, fields) => l.info(fields ?? {}, strip(m)),
+    warn: (m, fields) => l.warn(fields ?? {}, strip(m)),
     error: (m, fields) => l.error(fields ?? {}, strip(m)),
   };
 }

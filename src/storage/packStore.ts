@@ -19,6 +19,7 @@ import { packsDir } from './layout.js';
 import { PackMap, type PackInfo } from './packMap.js';
 import { PackReaders } from './packReaders.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
+import type { SpaceWaits } from './storageState.js';
 import type { SectionPacks } from './snapshotSection.js';
 
 /** How soon a pack write that hit a full disk is tried again. */
@@ -35,6 +36,8 @@ export interface PackStoreOptions {
   nextPackNo: () => number;
   /** How long frames may wait to be written (0 or absent: at once); as SegmentStore's. */
   writeDelayMs?: number;
+  /** Counts this store while its frames wait for disk space (writes are refused meanwhile). */
+  spaceWaits?: SpaceWaits;
 }
 
 interface PendingFrame {
@@ -92,7 +95,8 @@ export class PackStore {
   append(topicId: number, offset: number, frame: Buffer, onWritten?: () => void): void {
     this.pending.push({ no: this.appended++, topicId, offset, frame, onWritten });
     this.pendingBytes += frame.length;
-    if (this.drainQueued) return;
+    // Waiting for space, the retry writes it with the rest (see SegmentStore.append).
+    if (this.drainQueued || this.retry) return;
     const delayMs = this.opts.writeDelayMs ?? 0;
     if (delayMs > 0 && this.pendingBytes < DELAYED_DRAIN_BYTES && !this.closed) {
       this.delayTimer ??= setTimeout(() => this.queueDrain(), delayMs);
@@ -145,8 +149,10 @@ export class PackStore {
     this.drainQueued = false;
     try {
       while (this.pending.length > 0 && !this.failed) await this.writeSome();
+      this.opts.spaceWaits?.set(this, false);
     } catch (err) {
       if (!isDiskFull(err)) throw err;
+      this.opts.spaceWaits?.set(this, true);
       this.retryLater();
     }
   }

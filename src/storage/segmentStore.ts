@@ -26,6 +26,7 @@ const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
 import { segmentFileName, topicDir } from './layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
+import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';
 
 interface PendingWrite {
@@ -99,6 +100,8 @@ export class SegmentStore {
      * under light, latency-bound load (docs/PERFORMANCE.md).
      */
     private readonly writeDelayMs = 0,
+    /** Counts the topics whose frames wait for disk space (writes are refused meanwhile). */
+    private readonly spaceWaits?: SpaceWaits,
   ) {}
 
   /** Topics the store keeps an entry for (tests: a released topic's entry goes). */
@@ -204,7 +207,9 @@ export class SegmentStore {
     t.released = false;
     t.pending.push({ place, frame, onWritten, no: t.appended++ });
     t.pendingBytes += frame.length;
-    if (t.drainQueued) return;
+    // Waiting for space, the retry writes it with the rest (a write per new frame, each failing
+    // again, made a recovery on a full disk quadratic in the frames replayed).
+    if (t.drainQueued || t.retry) return;
     if (this.writeDelayMs > 0 && t.pendingBytes < DELAYED_DRAIN_BYTES && !this.closed) {
       this.delayed.add(t);
       this.delayTimer ??= setTimeout(() => this.drainDelayed(), this.writeDelayMs);
@@ -238,11 +243,13 @@ export class SegmentStore {
     const progress = { written: 0 };
     try {
       await this.writeRuns(t, batch, progress);
+      this.spaceWaits?.set(t, false);
     } catch (err) {
       // What was not written goes back in front of whatever queued meanwhile.
       t.pending = batch.slice(progress.written).concat(t.pending);
       for (const w of t.pending) t.pendingBytes += w.frame.length;
       if (!isDiskFull(err)) throw err;
+      this.spaceWaits?.set(t, true);
       this.retryLater(t);
     }
   }
@@ -409,6 +416,7 @@ export class SegmentStore {
     this.topics.delete(topicId);
     this.openFiles.delete(topicId);
     if (t?.retry) clearTimeout(t.retry);
+    if (t) this.spaceWaits?.set(t, false); // its frames are not written any more
     const dir = topicDir(this.dataDir, topicId);
     const drop = async () => {
       if (t) await this.closeFile(t);

@@ -13,7 +13,7 @@ import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../core/messages/wal.js';
 import type { TopicPart } from './topicPart.js';
 import { metaDir } from './layout.js';
-import { fsyncDir, mkdirDurable, type Fs, type FsFile } from './fs.js';
+import { fsyncDir, fsyncDirSync, mkdirDurable, type Fs, type FsFile } from './fs.js';
 import { readSection } from './snapshotSection.js';
 
 const MAGIC = 'SPOOLSNP';
@@ -36,7 +36,8 @@ export interface SnapshotBody {
   topics: TopicPart[];
 }
 
-function fileName(cut: WalPosition): string {
+/** A snapshot's file name: its cut, zero-padded, so that names sort in log order. */
+export function snapshotFileName(cut: WalPosition): string {
   return `snapshot-${String(cut.fileNo).padStart(20, '0')}-${String(cut.offset).padStart(12, '0')}.snap`;
 }
 
@@ -142,10 +143,31 @@ export type LoadedSnapshot =
  * Async, and a v2 section's CRC is checked a slice at a time: at a million topics a snapshot is
  * hundreds of MB, and the main thread answers /v0/health meanwhile.
  */
+const SNAPSHOT_NAME = /^snapshot-\d{20}-\d{12}\.snap$/;
+
+/** The snapshot files in `meta/`, newest first. */
+export function listSnapshotNames(fsx: Fs, dataDir: string): string[] {
+  const dir = metaDir(dataDir);
+  if (!fsx.existsSync(dir)) return [];
+  return fsx.readdirSync(dir).filter((n) => SNAPSHOT_NAME.test(n)).sort().reverse();
+}
+
+/**
+ * Removes every snapshot older than the one at `cut`, durably (the meta directory is fsynced):
+ * called before the WAL files they would need are unlinked, so that no snapshot is ever left
+ * whose WAL is gone. Returns how many went.
+ */
+export function removeSnapshotsBefore(fsx: Fs, dataDir: string, cut: WalPosition): number {
+  const keep = snapshotFileName(cut);
+  const older = listSnapshotNames(fsx, dataDir).filter((n) => n < keep);
+  for (const n of older) fsx.unlinkSync(path.join(metaDir(dataDir), n));
+  if (older.length > 0) fsyncDirSync(fsx, metaDir(dataDir));
+  return older.length;
+}
+
 export async function readNewestSnapshot(fsx: Fs, dataDir: string, warn: (m: string) => void): Promise<LoadedSnapshot | undefined> {
   const dir = metaDir(dataDir);
-  if (!fsx.existsSync(dir)) return undefined;
-  const names = fsx.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  const names = listSnapshotNames(fsx, dataDir);
   for (const n of names) {
     const got = await readChecked(await fsx.readFile(path.join(dir, n)));
     if (got) return got;
@@ -177,8 +199,7 @@ async function readChecked(buf: Buffer): Promise<LoadedSnapshot | undefined> {
 /** Newest valid snapshot, falling back to older ones when the newest is damaged. */
 export function loadNewestSnapshot(fsx: Fs, dataDir: string, warn: (m: string) => void): SnapshotBody | undefined {
   const dir = metaDir(dataDir);
-  if (!fsx.existsSync(dir)) return undefined;
-  const names = fsx.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  const names = listSnapshotNames(fsx, dataDir);
   for (const n of names) {
     const body = decodeSnapshot(fsx.readFileSync(path.join(dir, n)));
     if (body) return body;
@@ -219,7 +240,7 @@ async function writeAll(fh: FsFile, pieces: Uint8Array[]): Promise<void> {
 export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosition, bytes: Uint8Array | Uint8Array[]): Promise<void> {
   const dir = metaDir(dataDir);
   await mkdirDurable(fsx, dir);
-  const final = path.join(dir, fileName(cut));
+  const final = path.join(dir, snapshotFileName(cut));
   const tmp = `${final}.tmp`;
   const fh = await fsx.open(tmp, 'w');
   try {
@@ -239,6 +260,6 @@ export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosit
     throw err;
   }
   await fsyncDir(fsx, dir);
-  const names = (await fsx.readdir(dir)).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  const names = (await fsx.readdir(dir)).filter((n) => SNAPSHOT_NAME.test(n)).sort().reverse();
   for (const n of names.slice(2)) await fsx.rm(path.join(dir, n));
 }

@@ -117,7 +117,7 @@ export class Checkpointer {
     const cut = await this.wal.waitMark(id);
     const head = { epoch: this.epoch, cut, previousCut: this.previousCut, workers: this.workers.length };
     await writeSnapshotBytes(this.fsx, this.dataDir, cut, encodeSnapshotV2(head, sections));
-    if (this.previousCut) await this.wal.truncateBefore(this.previousCut);
+    await this.wal.checkpointed(cut, this.previousCut);
     this.previousCut = cut;
     // Packs nothing live is left in (by every worker's word at step 1, which the snapshot
     // reflects): a crash after this finds the topics they held gone or past them.

@@ -13,13 +13,16 @@ import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
 import type { WalApi, WalThreadData } from '../wal/walApi.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
-import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
+import { StorageState, STORAGE_STATE_SLOT, storageStateOf } from '../storage/storageState.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import type { DrainResult } from '../core/messages/rpc.js';
 import { readNewestSnapshot, type LoadedSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { readSection, sectionTopicIds } from '../storage/snapshotSection.js';
 import { Checkpointer } from './checkpoint.js';
+import { assertWalFromStart } from '../wal/scan.js';
+import { freeBytes } from '../storage/freeSpace.js';
+import { mib, sizeWal, type WalSizing } from '../wal/walSizing.js';
 import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
@@ -33,6 +36,7 @@ export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
@@ -50,7 +54,10 @@ export class Supervisor {
   private readonly requestClients: RequestClient[] = [];
   private readonly threads: SpawnedThread[] = [];
   private wal!: Remote<WalApi>;
-  /** [0] = live topic count, shared with workers (max_topics cap). */
+  /**
+   * Shared with every thread: [0] live topic count (max_topics cap), [STORAGE_STATE_SLOT],
+   * [PACK_NO_SLOT], [SPACE_WAITS_SLOT].
+   */
   readonly counters = new Int32Array(new SharedArrayBuffer(16));
   /** Called once recovery completes and the server turns ready (whenReady adds to it). */
   private readonly onReady: (() => void)[] = [];
@@ -60,6 +67,8 @@ export class Supervisor {
   private stopping = false;
   topicCount = 0;
   private checkpointer: Checkpointer | undefined;
+  /** This run's WAL file size and WAL-size checkpoint trigger (smaller on a short volume). */
+  walSize!: WalSizing;
   /** Polls the WAL thread's replay progress while recovering. */
   private progressPoll: NodeJS.Timeout | undefined;
   /** Receives every worker's watch events (set by the watch hub). */
@@ -138,6 +147,11 @@ export class Supervisor {
   }
 
   get storageState(): number {
+    return storageStateOf(this.counters);
+  }
+
+  /** The WAL's own part of the storage state (FULL: it cannot make its next file). */
+  get walStorageState(): number {
     return Atomics.load(this.counters, STORAGE_STATE_SLOT);
   }
 
@@ -169,6 +183,13 @@ export class Supervisor {
   async start(): Promise<void> {
     const s = this.settings;
     this.releaseLock = acquireLock(this.fsx, s.dataDir);
+    this.walSize = sizeWal(s.walFileBytes, s.checkpointWalBytes, this.fsx === nodeFs ? freeBytes(s.dataDir) : undefined);
+    if (this.walSize.shrunk) {
+      this.log.warn(
+        `spool: only ${mib(freeBytes(s.dataDir) ?? 0)} free in ${s.dataDir}: WAL files of ${mib(this.walSize.walFileBytes)} this run ` +
+          `instead of ${mib(s.walFileBytes)} (SERVICE_WAL_FILE_BYTES), and a checkpoint every ${mib(this.walSize.checkpointWalBytes)} of WAL`,
+      );
+    }
     const walRpc = new MessageChannel();
     const walPorts: MessagePort[] = [];
     // A port between every pair of workers, for actor-to-actor requests (dead-letter appends).
@@ -228,7 +249,7 @@ export class Supervisor {
       dataDir: s.dataDir,
       rpcPort: walRpc.port2,
       workerPorts: walPorts as never,
-      walFileBytes: s.walFileBytes,
+      walFileBytes: this.walSize.walFileBytes,
       syncIntervalMs: s.walSyncIntervalMs,
       preallocate: s.walPreallocate,
       counters: this.counters.buffer as SharedArrayBuffer,
@@ -265,6 +286,7 @@ export class Supervisor {
     }, 50);
     try {
       const loaded = await readNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
+      if (!loaded) assertWalFromStart(this.fsx, this.settings.dataDir);
       const snap = loaded && (loaded.version === 1 ? loaded.body : loaded.head);
       // Pack numbers continue above every pack on disk, one sequence for all workers.
       const packNames = listPackNamesSync(this.fsx, this.settings.dataDir);
@@ -295,10 +317,10 @@ export class Supervisor {
         topics += r.topics;
         for (const id of r.liveDirIds) liveDirs.add(id);
       }
-      await this.wal.start(walFileNo, epoch, seed);
+      await this.wal.start(walFileNo, epoch, seed, snap?.cut);
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
       if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
-      this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.settings.checkpointWalBytes, (err) =>
+      this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.walSize.checkpointWalBytes, (err) =>
         this.checkpointFailed(err),
         () => this.storageState,
       );

@@ -18,7 +18,9 @@ import type { MessagePort } from 'node:worker_threads';
 import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
 import type { WalWriter } from './walWriter.js';
+import type { WalSpace } from './walSpace.js';
 import { isDiskFull } from '../storage/fs.js';
+import { WAL_HEADER_BYTES } from './format.js';
 import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
 
 /** How often a missing space reserve (or first file) is tried again while the disk is full. */
@@ -86,6 +88,8 @@ export class GroupCommit {
     /** Shared with every thread; [STORAGE_STATE_SLOT] is the storage state, written here. */
     private readonly counters: Int32Array,
     private readonly log: (msg: string) => void,
+    /** Frees what the newest checkpoint covers when a file cannot be made (none in some tests). */
+    private readonly space?: WalSpace,
   ) {
     this.ports = ports.map((port) => ({ port, written: 0, durable: 0, wantsDurable: 0, lastAckedWritten: 0, lastAckedDurable: 0 }));
   }
@@ -112,7 +116,8 @@ export class GroupCommit {
       this.writer.open(p.fileNo);
     } catch (err) {
       if (!isDiskFull(err)) return this.fail(err as Error);
-      this.setFull(true, `cannot create WAL file ${p.fileNo} (${(err as Error).message})`);
+      if (this.reclaimed()) return this.tryOpen();
+      this.setFull(true, `cannot create WAL file ${p.fileNo}: ${this.shortfall()} (${(err as Error).message})`);
       this.retryLater(() => this.tryOpen());
       return;
     }
@@ -140,11 +145,27 @@ export class GroupCommit {
           this.scheduleFlush(); // a rotation may be waiting for this file
           return;
         }
-        this.setFull(true, `cannot pre-allocate WAL file ${this.writer.fileNo + 1}`);
+        if (this.reclaimed()) return this.ensureReserve();
+        this.setFull(true, `cannot pre-allocate WAL file ${this.writer.fileNo + 1}: ${this.shortfall()}`);
         this.retryLater(() => this.ensureReserve());
       },
       (err: Error) => this.fail(err),
     );
+  }
+
+  /** A file could not be made: frees what the newest checkpoint covers; true if anything went. */
+  private reclaimed(): boolean {
+    if (!this.space) return false;
+    try {
+      return this.space.reclaim(this.writer.fileNo) > 0;
+    } catch (err) {
+      this.log(`spool: could not remove WAL files the checkpoint covers: ${(err as Error).message}`);
+      return false;
+    }
+  }
+
+  private shortfall(): string {
+    return this.space?.shortfall(this.writer.fileBytes) ?? `needs ${this.writer.fileBytes} bytes for a WAL file`;
   }
 
   private retryLater(fn: () => void): void {
@@ -181,8 +202,9 @@ export class GroupCommit {
 
   private flush(): void {
     this.flushScheduled = false;
-    // No file yet (a start on a full disk): submissions wait for it.
-    if (this.failed || !this.writer.isOpen) return;
+    if (this.failed) return;
+    // No file yet (a start on a full disk): submissions wait for it, marks before them do not.
+    if (!this.writer.isOpen) return this.markBeforeOpen();
     try {
       // flushSome returns false when a rotation must wait for the next file to be prepared.
       while (this.queue.length > 0) if (!this.flushSome()) break;
@@ -221,11 +243,7 @@ export class GroupCommit {
         batchPorts.push(this.ports[it.port]!);
       } else if (it.msg.t === 'mark') {
         // A mark's position is right after everything this port submitted before it.
-        const at = { fileNo: this.writer.fileNo, offset: this.writer.offset + size };
-        let list = this.marks.get(it.msg.id);
-        if (!list) this.marks.set(it.msg.id, (list = []));
-        list.push(at);
-        if (list.length === this.ports.length) this.markWaiters.get(it.msg.id)?.done();
+        this.placeMark(it.msg.id, { fileNo: this.writer.fileNo, offset: this.writer.offset + size });
       }
       taken++;
     }
@@ -242,6 +260,33 @@ export class GroupCommit {
     });
     if (batch.length > 0) this.groupFrames.observe(batch.reduce((n, m) => n + m.frames, 0));
     return !blocked;
+  }
+
+  /**
+   * Checkpoint marks at the head of the queue while the run's first file cannot be made yet: no
+   * frame of this run is written, so they sit at the start of that file. Recovery's own
+   * checkpoint can then complete on a disk too full for the file, and its snapshot lets the WAL
+   * files it covers go (WalSpace), which is what makes room for the file.
+   */
+  private markBeforeOpen(): void {
+    const p = this.pendingOpen;
+    if (!p) return;
+    let taken = 0;
+    for (const it of this.queue) {
+      if (it.msg.t !== 'mark') break;
+      this.placeMark(it.msg.id, { fileNo: p.fileNo, offset: WAL_HEADER_BYTES });
+      taken++;
+    }
+    this.queue.splice(0, taken);
+    this.stats.queueDepth = this.queue.length;
+  }
+
+  /** Records where one submitter's mark `id` sits; the last one resolves waitMark. */
+  private placeMark(id: number, at: WalPosition): void {
+    let list = this.marks.get(id);
+    if (!list) this.marks.set(id, (list = []));
+    list.push(at);
+    if (list.length === this.ports.length) this.markWaiters.get(id)?.done();
   }
 
   /**

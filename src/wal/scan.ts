@@ -18,6 +18,21 @@ import { alignUp, decodeJsonBody, FrameView, probeFrame } from './frame.js';
 
 export class WalCorruptionError extends Error {}
 
+/**
+ * Recovery without a usable snapshot replays the WAL from its start; that is whole only if the
+ * log still begins at file 1 (a WAL file is unlinked only once a snapshot covers it). Otherwise
+ * every snapshot is damaged or gone, and replaying what is left would silently drop whatever
+ * the missing files and snapshot held: refuse to start instead.
+ */
+export function assertWalFromStart(fsx: Fs, dataDir: string): void {
+  const first = listWalFiles(fsx, dataDir)[0];
+  if (first !== undefined && first > 1) {
+    throw new WalCorruptionError(
+      `no usable snapshot in ${path.join(dataDir, 'meta')}, and the WAL starts at file ${first}: the files before it were removed once a snapshot covered them, so the data cannot be rebuilt from what is left; restore a backup`,
+    );
+  }
+}
+
 export interface ScanSink {
   /** Worker index for a frame, or undefined to drop it (global or unknown-topic frames). */
   route(buf: Buffer, f: FrameView): number | undefined;
@@ -150,6 +165,8 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     for (const w of pending.keys()) await flushWorker(w);
   };
   const win = new FileWindow(windowBytes);
+  /** Pre-allocated zeros after the log's last frame (in its file, and in a reserve after it). */
+  let zeroTails: { file: string; off: number }[] = [];
   /** True when the file holds only zeros from `from` on (the pre-allocated tail), read window by window. */
   const zerosToEnd = async (fh: FsFile, size: number, from: number): Promise<boolean> => {
     if (!allZero(win.view, from - win.base)) return false;
@@ -212,6 +229,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
         }
         if (!p.ok) {
           if (p.reason !== 'end' || !(await zerosToEnd(fh, size, off))) stop = p.reason;
+          else zeroTails.push({ file, off });
           break;
         }
         const f = p.frame;
@@ -229,6 +247,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
             sink.progress(Math.min(1, (scanned + off) / total)); // within a file too: files are 64 MiB
           }
         }
+        if (zeroTails.length > 0) zeroTails = []; // an earlier file's tail is not the log's end
         result.frames++;
         result.bytes += f.size;
         off += f.size;
@@ -290,8 +309,35 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
     sink.progress(Math.min(1, scanned / total));
   }
   for (const w of pending.keys()) await flushWorker(w);
+  freeZeroTails(fsx, zeroTails);
   sink.progress(1);
   return result;
+}
+
+/**
+ * Gives back the pre-allocated space after the log's end: a run never writes into an earlier
+ * run's files (it starts a new one), so those zeros would only hold space, up to two files of it
+ * (the one written last and its reserve), until checkpoints trimmed them. On a disk that had
+ * filled up that is the room a restart needs. Best effort: a failure leaves the zeros, which
+ * read as the end of the log anyway.
+ */
+function freeZeroTails(fsx: Fs, tails: { file: string; off: number }[]): void {
+  if (tails.length === 0) return;
+  try {
+    for (const t of tails) {
+      const fd = fsx.openSync(t.file, 'r+');
+      // Not fsynced: the space is free at once, and a crash that undid the cut brings back
+      // zeros, which read as the end of the log. (An fsync would also make durable any frame
+      // written but never synced, which no caller of the scan has asked for.)
+      try {
+        fsx.ftruncateSync(fd, t.off);
+      } finally {
+        fsx.closeSync(fd);
+      }
+    }
+  } catch {
+    // the zeros stay; nothing reads them as frames
+  }
 }
 
 export function isTopicCreate(f: FrameView): boolean {

@@ -15,6 +15,7 @@ import { encodeJsonFrame } from './frame.js';
 import { FrameType } from './format.js';
 import { listWalFiles } from './files.js';
 import { walDir, walFileName } from '../storage/layout.js';
+import { WalSpace } from './walSpace.js';
 
 /** Replay flow control: frames sent to a worker and not yet applied, at most. */
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
@@ -44,6 +45,7 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   /** Frames and bytes scanned, topics known, for the recovery progress log lines. */
   const replay = { frames: 0, bytes: 0, topics: 0 };
   let gc: GroupCommit | undefined;
+  const space = new WalSpace(fsx, data.dataDir, log);
   /** The run's first file, being prepared since the scan ended (prepareStart). */
   let first: { fileNo: number; bootEpoch: number; writer: WalWriter; ready: Promise<void> } | undefined;
   const newWriter = (bootEpoch: number) => new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
@@ -133,14 +135,15 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
     /**
      * Starts the writer in a new file whose first frame is the BOOT frame (the file prepareStart
      * made, or one made now). On a full disk the file (and BOOT) wait for space while reads are
-     * served (the storage state says FULL).
+     * served (the storage state says FULL). `covered`: the cut of the snapshot recovery loaded.
      */
-    async start(fileNo: number, bootEpoch: number, bootSeed: string): Promise<void> {
+    async start(fileNo: number, bootEpoch: number, bootSeed: string, covered: WalPosition | undefined): Promise<void> {
+      space.coveredBy(covered);
       const prepared = first?.fileNo === fileNo && first.bootEpoch === bootEpoch ? first : undefined;
       first = undefined;
       await prepared?.ready;
       const writer = prepared?.writer ?? newWriter(bootEpoch);
-      gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), log);
+      gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), log, space);
       gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
     },
 
@@ -148,11 +151,15 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
       return gc!.waitMark(id);
     },
 
-    /** Unlinks WAL files wholly before the checkpoint position. */
-    truncateBefore(pos: WalPosition): number {
+    /**
+     * A checkpoint's snapshot at `cut` is durable: unlinks the WAL files wholly before `keepFrom`
+     * (the previous snapshot's cut, kept for a fallback to it).
+     */
+    checkpointed(cut: WalPosition, keepFrom: WalPosition | null): number {
+      space.coveredBy(cut);
       let removed = 0;
-      for (const n of listWalFiles(fsx, data.dataDir)) {
-        if (n >= pos.fileNo) break;
+      for (const n of keepFrom ? listWalFiles(fsx, data.dataDir) : []) {
+        if (n >= keepFrom!.fileNo) break;
         fsx.unlinkSync(path.join(walDir(data.dataDir), walFileName(n)));
         removed++;
       }

@@ -47,6 +47,11 @@ export class WalWriter {
     private readonly opts: WalWriterOptions,
   ) {}
 
+  /** The size each file is made with. */
+  get fileBytes(): number {
+    return this.opts.fileBytes;
+  }
+
   get isOpen(): boolean {
     return this.fd >= 0;
   }

@@ -16,7 +16,7 @@ import type { EventsOutbox } from './eventsOutbox.js';
 import type { PeerLink } from './peers.js';
 import type { HostOptions } from './options.js';
 import type { WorkerTimers } from './workerTimers.js';
-import { STORAGE_STATE_SLOT } from '../storage/storageState.js';
+import { storageStateOf } from '../storage/storageState.js';
 
 export interface HostServices {
   readonly clock: Clock;
@@ -127,6 +127,6 @@ export class HostEffects implements EffectSink, Queries {
   }
 
   storageState(): number {
-    return Atomics.load(this.host.opts.counters, STORAGE_STATE_SLOT);
+    return storageStateOf(this.host.opts.counters);
   }
 }

@@ -18,7 +18,7 @@ import { PackStore } from '../storage/packStore.js';
 import { PACK_NO_SLOT } from '../storage/layout.js';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX } from '../actors/topic/appendOp.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
-import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
+import { SpaceWaits, StorageState, STORAGE_STATE_SLOT, storageStateOf } from '../storage/storageState.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { TraceWriter } from '../replay/traceWriter.js';
 
@@ -83,8 +83,9 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
       log(`spool: segment write failed: ${err.message}; writes are refused until a restart (reads go on)`);
     }
   };
-  const packs = new PackStore(fsx, data.dataDir, { workerIndex: data.workerIndex, workers: data.workers, fileBytes: data.packFileBytes, nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1), writeDelayMs: data.segmentWriteDelayMs }, onFatal);
-  const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs, data.segmentWriteDelayMs);
+  const spaceWaits = new SpaceWaits(counters, log);
+  const packs = new PackStore(fsx, data.dataDir, { workerIndex: data.workerIndex, workers: data.workers, fileBytes: data.packFileBytes, nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1), writeDelayMs: data.segmentWriteDelayMs, spaceWaits }, onFatal);
+  const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs, data.segmentWriteDelayMs, spaceWaits);
   const hostOpts = {
     workerIndex: data.workerIndex,
     workers: data.workers,
@@ -210,7 +211,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     async drain(): Promise<DrainResult> {
       try {
         // Frames queued for the WAL wait for space once the disk is full: stop waiting for them then.
-        const full = () => Atomics.load(counters, STORAGE_STATE_SLOT) === StorageState.FULL;
+        const full = () => storageStateOf(counters) === StorageState.FULL;
         let poll: NodeJS.Timeout | undefined;
         const filled = new Promise<void>((r) => (poll = setInterval(() => full() && r(), 50)));
         await Promise.race([host.wal.whenIdle(), filled]).finally(() => clearInterval(poll));

@@ -58,7 +58,7 @@ export class CrashWorld {
     const log = (m: string) => void this.logs.push(m);
     this.threads = new InProcessThreads(fsx, clock, log);
     // The boot seed (lease ids, actor RNGs) follows from the disk's life, like everything else.
-    this.sup = new Supervisor(settings, { info: log, error: log }, fsx, this.threads, () => `sweep-boot-${disk.generation}`);
+    this.sup = new Supervisor(settings, { info: log, warn: log, error: log }, fsx, this.threads, () => `sweep-boot-${disk.generation}`);
   }
 
   /** Lock, threads, recovery, first checkpoint: ready. Never settles if the disk freezes first. */

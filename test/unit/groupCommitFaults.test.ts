@@ -21,6 +21,7 @@ import { walDir, walFileName } from '../../src/storage/layout.js';
 import { encodeJsonFrame } from '../../src/wal/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
 import { BOOT, DATA, sleep, walFrame, WalRig } from '../support/walRig.js';
+import type { WalPosition } from '../../src/core/messages/wal.js';
 
 const FILE_BYTES = 4096;
 const BOOT_BYTES = encodeJsonFrame(FrameType.BOOT, 0, { epoch: 1, seed: 'rig' }).length;
@@ -123,6 +124,31 @@ describe('disk full', { concurrency: true }, () => {
       rig.disk.capacityBytes = undefined;
       await rig.until('OK', () => rig.state === 'ok' && rig.durable() === 1, 1500);
       assert.deepEqual(await rig.scan('durable-only'), [BOOT, 0]);
+    });
+  });
+
+  test('a checkpoint mark while the first file cannot be made sits at its start; one behind a waiting submission waits for it', async () => {
+    await withRig({ fileBytes: FILE_BYTES, capacityBytes: 0, ports: 2 }, async (rig) => {
+      rig.start(3);
+      assert.equal(rig.state, 'disk_full');
+      // Recovery's checkpoint on a disk too full for the run's first file: nothing of the run is
+      // written, so the cut is that file's start and the checkpoint can complete.
+      const first = rig.gc.waitMark(1);
+      rig.mark(0, 1);
+      rig.mark(1, 1);
+      assert.deepEqual(await first, { fileNo: 3, offset: WAL_HEADER_BYTES });
+      // A mark after a submission that waits for the file waits with it.
+      rig.submit(0, [0]);
+      rig.mark(0, 2);
+      rig.mark(1, 2);
+      let second: WalPosition | undefined;
+      void rig.gc.waitMark(2).then((p) => (second = p));
+      await sleep(50);
+      assert.equal(second, undefined, 'not before the frame ahead of it is written');
+      rig.disk.capacityBytes = undefined;
+      await rig.until('the mark after the frame', () => second !== undefined, 1500);
+      assert.equal(second!.fileNo, 3);
+      assert.ok(second!.offset > WAL_HEADER_BYTES, `after BOOT and the frame: ${JSON.stringify(second)}`);
     });
   });
 

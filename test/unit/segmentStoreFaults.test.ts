@@ -8,6 +8,7 @@
 // - ENOSPC on the flush's fsync rejects flushAll with that error and is retried by the next one;
 // - any other error (EIO) calls onFatal exactly once, however many writes fail, and flushAll
 //   rejects with it;
+// - frames appended while a topic waits for space wait for the retry (no failing write each);
 // - close() while frames wait for space returns and stops the retries;
 // - a writev the disk fills part-way through returns a short count (as Linux does, with no
 //   error): the store finishes the run, counts only frames that landed whole, and flushAll
@@ -126,6 +127,23 @@ describe('segment store faults', { concurrency: true }, () => {
       r.disk.crash('durable-only');
       assert.deepEqual(r.disk.fs().readFileSync(segPath(A, 1)), r.expected(A, 1), 'flushAll made them durable');
       assert.deepEqual(r.disk.fs().readFileSync(segPath(B, 1)), r.expected(B, 1));
+      assert.deepEqual(r.fatal, []);
+    });
+  });
+
+  test('frames that arrive while a topic waits for space join the retry instead of each trying the write again', async () => {
+    await withRig(async (r) => {
+      let attempts = 0;
+      r.ffs.failWhen((c) => c.op === 'file.writev' && c.path === segPath(A, 1) && ++attempts > 0, 'ENOSPC');
+      r.append(A, 1, 0);
+      await until('the first write failed', () => attempts === 1);
+      // A recovery on a full disk replays frame after frame into the waiting topic.
+      for (let i = 1; i <= 200; i++) r.append(A, 1, i);
+      await sleep(50);
+      assert.equal(attempts, 1, 'no write per frame while the retry is pending');
+      r.ffs.clear();
+      await until('the retry wrote all of them', () => r.written.length === 201);
+      assert.deepEqual(r.written, Array.from({ length: 201 }, (_, i) => `A${i}`));
       assert.deepEqual(r.fatal, []);
     });
   });

@@ -4,7 +4,8 @@ import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { Metrics } from '../metrics.js';
 import { sendError, sendJson } from '../reply.js';
 import { fail } from '../../core/errors.js';
-import { storageStateName } from '../../storage/storageState.js';
+import { StorageState, storageStateName } from '../../storage/storageState.js';
+import { freeBytes } from '../../storage/freeSpace.js';
 
 const VERSION = '0.1.0';
 
@@ -22,7 +23,14 @@ export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'draining before exit'));
     // Ready serves reads even when storage is degraded; the body says whether writes are taken.
     const storage = storageStateName(sup.storageState);
-    return sendJson(req, reply, 200, { status: 'ready', wal_replay_complete: true, topics: sup.liveTopics(), storage, writable: storage === 'ok' });
+    const body: Record<string, unknown> = { status: 'ready', wal_replay_complete: true, topics: sup.liveTopics(), storage, writable: storage === 'ok' };
+    // A full disk says what writes wait for (space for the WAL's next file, or for segment
+    // writes to catch up), what a WAL file needs, and what the volume has.
+    if (storage === 'disk_full') {
+      const waitsFor = sup.walStorageState === StorageState.FULL ? 'wal_file' : 'segment_writes';
+      body.disk = { waits_for: waitsFor, wal_file_bytes: sup.walSize.walFileBytes, free_bytes: freeBytes(sup.settings.dataDir) ?? null };
+    }
+    return sendJson(req, reply, 200, body);
   };
   app.get('/v0/ready', ready);
   app.get('/readyz', ready);
