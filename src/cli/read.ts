@@ -8,7 +8,7 @@ import { EXIT, clientFor, note, out, parseCount, parsePositive, parseSeq, record
 import type { RawRecord, Tombstone } from '../client/types.js';
 
 interface ReadOpts extends ClientOpts {
-  from: bigint;
+  from?: bigint;
   limit?: number;
   page: number;
   data?: boolean;
@@ -27,7 +27,9 @@ export function readCommand(outcome: Outcome): Command {
   return withClientOptions(new Command('read'))
     .description('print records as NDJSON, from a seq until caught up')
     .argument('<topic>')
-    .option('--from <seq>', 'start after this seq (exclusive, like diff from_seq; 0 = from the earliest)', parseSeq, 0n)
+    // No commander default: a bigint one breaks help (JSON.stringify), and `from` stays undefined
+    // unless given, so an explicit cursor above the head can be told from the default.
+    .option('--from <seq>', 'start after this seq (exclusive, like diff from_seq; default 0 = from the earliest)', parseSeq)
     .option('--limit <n>', 'print at most this many records', parseCount)
     .option('--page <n>', 'records per request (server clamp 1000)', parsePositive, 1000)
     .option('--data', 'print only each record\'s data')
@@ -36,7 +38,7 @@ export function readCommand(outcome: Outcome): Command {
     .option('--node <node...>', 'skip records written by these nodes')
     .action(async (topic: string, o: ReadOpts) => {
       const spool = clientFor(o);
-      let cursor = o.from;
+      let cursor = o.from ?? 0n;
       let printed = 0;
       const want = o.limit ?? Infinity;
       while (printed < want) {

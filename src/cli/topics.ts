@@ -105,5 +105,6 @@ export function topicsCommand(outcome: Outcome): Command {
   cmd.action(() => {
     throw new CliError('a subcommand is required: ls, get, put or rm (see spool topics --help)', EXIT.usage);
   });
+  cmd.helpCommand(true); // `spool topics help put`: commander adds none to a command with an action
   return cmd;
 }

@@ -1,5 +1,6 @@
 // The `spool` command line, run as the built binary (node dist/cli.js) against a spawned server
-// (docs/CLI.md): help and version on stdout with exit 0, usage errors as one line and exit 2,
+// (docs/CLI.md): help and version on stdout with exit 0 (every command's, found in the program
+// itself), usage errors as one line and exit 2,
 // the documented exit codes for 4xx and unreachable servers, --json output parsed, an NDJSON
 // round trip of 100k lines (append then read back identical), `tail -f` across a server restart,
 // and `work` acking on exit 0 and nacking otherwise.
@@ -11,6 +12,8 @@ import path from 'node:path';
 import { startServer, killServersAfterFile, tempDir, CLI, type Server } from '../helpers/server.js';
 import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool } from '../../src/client/index.js';
+import { buildProgram } from '../../src/cli/program.js';
+import type { Command } from 'commander';
 
 killServersAfterFile();
 let srv: Server;
@@ -62,6 +65,45 @@ test('help and version go to stdout with exit 0; bare `spool` prints the help', 
   }
   const v = cli(['--version']);
   assert.deepEqual([v.status, v.stdout.trim()], [0, pkg.version]);
+});
+
+/** Runs the CLI without waiting synchronously (for many short runs at once). */
+function cliAsync(args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, SPOOL_URL: srv.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const io = { stdout: '', stderr: '' };
+    p.stdout!.on('data', (d: Buffer) => (io.stdout += d.toString()));
+    p.stderr!.on('data', (d: Buffer) => (io.stderr += d.toString()));
+    p.once('close', (status) => resolve({ status, ...io }));
+  });
+}
+
+/** Every command path registered in the program, subcommands included (`['topics', 'put']`). */
+function commandPaths(c: Command, prefix: string[] = []): string[][] {
+  return c.commands.flatMap((sub) => [[...prefix, sub.name()], ...commandPaths(sub, [...prefix, sub.name()])]);
+}
+
+test("every command's help: `<command> --help`, `help <command>` and `<group> help <sub>` print it with exit 0", { timeout: 120_000 }, async () => {
+  const paths = commandPaths(buildProgram({ code: 0, keepAlive: false }));
+  assert.ok(paths.length >= 25, `commands found in the program: ${paths.map((p) => p.join(' ')).join(', ')}`);
+  for (const must of ['read', 'tail', 'topics put', 'work']) assert.ok(paths.some((p) => p.join(' ') === must), must);
+  const runs: string[][] = [];
+  for (const p of paths) {
+    runs.push([...p, '--help'], ['help', ...p]);
+    if (p.length > 1) runs.push([...p.slice(0, -1), 'help', p[p.length - 1]!]);
+  }
+  const failures: string[] = [];
+  for (let i = 0; i < runs.length; i += 4) {
+    await Promise.all(
+      runs.slice(i, i + 4).map(async (args) => {
+        const path = args.filter((a) => a !== 'help' && a !== '--help');
+        const r = await cliAsync(args);
+        const usage = `Usage: spool ${(path.length ? path : ['help']).join(' ')} `;
+        if (r.status !== 0 || r.stderr !== '' || !r.stdout.startsWith(usage)) failures.push(`spool ${args.join(' ')}: exit ${r.status}, stderr ${JSON.stringify(r.stderr)}, stdout ${JSON.stringify(r.stdout.slice(0, 80))}`);
+      }),
+    );
+  }
+  assert.deepEqual(failures, [], `${runs.length} help runs`);
 });
 
 test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
