@@ -129,10 +129,26 @@ test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
     oneLine(r, re);
     assert.equal(r.stdout, '', `nothing on stdout for spool ${args.join(' ')}`);
   }
-  // NDJSON input with a bad line: exit 2, naming the line, after the lines before it landed
+});
+
+test('a bad NDJSON line in append: exit 2 naming the line; the records before it are appended, none after it', async () => {
   const r = cli(['append', 'cli.badline'], { input: '1\n2\n{oops\n4\n' });
   assert.equal(r.status, 2);
-  oneLine(r, /stdin line 3: not valid JSON/);
+  oneLine(r, /stdin line 3: not valid JSON .*; the 2 records before it were appended \(seqs 1\.\.2\), none after it$/);
+  assert.equal(r.stdout, '');
+  assert.deepEqual((await spool.diff('cli.badline')).records.map((x) => x.data), [1, 2]);
+  // over several batches (two sent, one being built), with --json: the detail says how far it got
+  const j = cli(['append', 'cli.badline2', '--batch', '2', '--json'], { input: '1\n2\n\n3\n4\n5\n[oops\n6\n' });
+  assert.equal(j.status, 2);
+  const err = JSON.parse(j.stderr).error;
+  assert.match(err.message, /^stdin line 7: not valid JSON/);
+  assert.deepEqual([err.code, err.detail], ['usage', { appended: 5, first_seq: 1, last_seq: 5 }]);
+  assert.deepEqual((await spool.diff('cli.badline2')).records.map((x) => x.data), [1, 2, 3, 4, 5]);
+  // the first line bad: nothing appended, and the topic is not created
+  const first = cli(['append', 'cli.badline3'], { input: 'nope\n1\n' });
+  assert.equal(first.status, 2);
+  oneLine(first, /stdin line 1: not valid JSON .*; nothing was appended$/);
+  assert.equal(cli(['topics', 'get', 'cli.badline3']).status, 4);
 });
 
 test('exit codes for server answers: 4 not found, 3 refused, 5 unreachable; --json errors are JSON', async () => {
