@@ -210,6 +210,61 @@ test('--json output parses: topics put/get/ls/rm, append, stats, claim/ack/nack,
   assert.match(human.stdout, /^3\tlease_[0-9a-f]+\t1\t"c"\n$/);
 });
 
+test('topics create never changes an existing topic; set changes only the named fields; put replaces and says what it reset', async () => {
+  const t = 'cli.cfg';
+  const config = async () => (await spool.getTopic(t, { touch: false })).config;
+  const made = cli(['topics', 'create', t, '--durability', 'fsync', '--cap-records', '50']);
+  assert.deepEqual([made.status, made.stdout], [0, `created ${t} (log, fsync)\n`], made.stderr);
+  // create again, bare or with other fields: exit 0, nothing changes, the differences are named
+  const again = cli(['topics', 'create', t]);
+  assert.deepEqual([again.status, again.stdout, again.stderr], [0, `${t} (log, fsync) exists, unchanged\n`, '']);
+  const other = cli(['topics', 'create', t, '--durability', 'disk']);
+  assert.equal(other.status, 0);
+  oneLine(other, /cli\.cfg exists and was left unchanged: durability is "fsync" \(given "disk"\)/);
+  assert.deepEqual([(await config()).durability, (await config()).cap_records], ['fsync', 50]);
+  const kind = cli(['topics', 'create', t, '--type', 'queue']);
+  assert.equal(kind.status, 3);
+  oneLine(kind, /exists as a log, not a queue/);
+  // set: the named fields change, the others stay (the old put turned fsync into disk here)
+  const ttl = cli(['topics', 'set', t, '--ttl-ms', '60000']);
+  assert.deepEqual([ttl.status, ttl.stdout], [0, `configured ${t} (log, fsync): ttl_ms 0 → 60000\n`], ttl.stderr);
+  assert.deepEqual([(await config()).durability, (await config()).cap_records, (await config()).ttl_ms], ['fsync', 50, 60000]);
+  const same = JSON.parse(cli(['topics', 'set', t, '--cap-records', '50', '--json']).stdout);
+  assert.deepEqual([same.created, same.changed, same.config.durability], [false, [], 'fsync']);
+  const durable = cli(['topics', 'set', t, '--config', '{"durable":false}']);
+  assert.match(durable.stdout, /durability "fsync" → "disk"/, 'durable alone changes the class');
+  const absent = cli(['topics', 'set', 'cli.cfg-absent', '--cap-records', '1']);
+  assert.equal(absent.status, 4);
+  oneLine(absent, /does not exist/);
+  assert.equal(cli(['topics', 'get', 'cli.cfg-absent']).status, 4, 'set never creates');
+  assert.equal(cli(['topics', 'set', t]).status, 2, 'set with no field is a usage error');
+  // put: the wire's full replacement, and what it reset is printed
+  const put = cli(['topics', 'put', t, '--durability', 'fsync']);
+  assert.equal(put.status, 0, put.stderr);
+  assert.match(put.stdout, /^configured cli\.cfg \(log, fsync\): .*ttl_ms 60000 → 0/);
+  assert.match(put.stdout, /cap_records 50 → 0/);
+  assert.deepEqual([(await config()).cap_records, (await config()).ttl_ms], [0, 0]);
+});
+
+test("topics ls shows each topic's type and durability class; --brief only the list route's fields", async () => {
+  await spool.append('cli.ls.disk', [{ data: 1 }]);
+  await spool.putTopic('cli.ls.fsync', { durability: 'fsync' });
+  await spool.putTopic('cli.ls.queue', { type: 'queue', durability: 'memory' });
+  const r = cli(['topics', 'ls', '--prefix', 'cli.ls.']);
+  assert.equal(r.status, 0, r.stderr);
+  const rows = r.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/));
+  assert.deepEqual(rows, [
+    ['TOPIC', 'TYPE', 'DURABILITY', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES'],
+    ['cli.ls.disk', 'log', 'disk', '1', '1', '1', '1'],
+    ['cli.ls.fsync', 'log', 'fsync', '0', '1', '0', '0'],
+    ['cli.ls.queue', 'queue', 'memory', '0', '1', '0', '0'],
+  ]);
+  const json = JSON.parse(cli(['topics', 'ls', '--prefix', 'cli.ls.', '--json']).stdout);
+  assert.deepEqual(json.map((t: { topic: string; type: string; durability: string }) => [t.topic, t.type, t.durability]), [['cli.ls.disk', 'log', 'disk'], ['cli.ls.fsync', 'log', 'fsync'], ['cli.ls.queue', 'queue', 'memory']]);
+  const brief = cli(['topics', 'ls', '--prefix', 'cli.ls.', '--brief']).stdout.trimEnd().split('\n').map((l) => l.split(/\s+/));
+  assert.deepEqual(brief.map((row) => [row[0], row[5]]), [['TOPIC', 'FSYNC'], ['cli.ls.disk', 'no'], ['cli.ls.fsync', 'yes'], ['cli.ls.queue', 'no']]);
+});
+
 test('NDJSON round trip: 100k lines appended from stdin read back byte for byte', { timeout: 120_000 }, () => {
   const tricky = ['{"big":12345678901234567890,"e":1e400,"f":1.50,"z":-0}', '"\\u00e9 \\" \\\\ \\n"', 'null', '[1,[2,{"a":[]}]]', '{"k":"v","k":"dup"}', '"😀"', 'true', '-1.5e-7'];
   const lines: string[] = [];
