@@ -283,6 +283,30 @@ test('NDJSON round trip: 100k lines appended from stdin read back byte for byte'
   assert.deepEqual(some[0].data, JSON.parse(lines[99_997]!));
 });
 
+test('read/tail --from above the head: exit 3 saying so and printing nothing; --restart reads from the start', async () => {
+  const t = 'cli.above';
+  await spool.append(t, [{ data: 1 }, { data: 2 }, { data: 3 }, { data: 4 }]);
+  await spool.deleteTopic(t);
+  await spool.append(t, [{ data: 'a' }, { data: 'b' }]); // recreated: head 2, a reader's cursor 4 is above it
+  await spool.append('cli.above.other', [1, 2, 3, 4].map((n) => ({ data: n }))); // head 4: at it, not above
+  for (const cmd of [['read', t], ['tail', t, 'cli.above.other']]) {
+    const r = cli([...cmd, '--from', '4', '--data']);
+    assert.equal(r.status, 3, `${cmd[0]}: ${r.stderr}`);
+    assert.equal(r.stdout, '', `${cmd[0]} prints nothing`);
+    oneLine(r, new RegExp(`^spool ${cmd[0]}: cli\\.above: --from 4 is above the head \\(2\\): .*--restart`));
+    const j = cli([...cmd, '--from', '4', '--json']);
+    assert.equal(j.status, 3);
+    assert.deepEqual([JSON.parse(j.stderr).error.code, JSON.parse(j.stderr).error.detail], ['from_above_head', { topic: t, from_seq: 4, head_seq: 2 }]);
+    const again = cli([...cmd, '--from', '4', '--data', '--restart']);
+    assert.equal(again.status, 0, again.stderr);
+    assert.equal(again.stdout, '"a"\n"b"\n', `${cmd[0]} --restart: the new topic from its start`);
+    oneLine(again, /--from 4 is above the head \(2\); reading it from its start \(--restart\)/);
+  }
+  // at the head is not above it: nothing to print, exit 0
+  const at = cli(['read', t, '--from', '2']);
+  assert.deepEqual([at.status, at.stdout, at.stderr], [0, '', '']);
+});
+
 test('a reader that goes away (`spool read t | head -1`) ends the command quietly with exit 0', async () => {
   for (let k = 0; k < 2; k++) await spool.append('cli.pipe', Array.from({ length: 10_000 }, (_, i) => ({ data: { i, pad: 'x'.repeat(100) } })));
   const p = spawn(process.execPath, [CLI, 'read', 'cli.pipe'], { env: { ...process.env, SPOOL_URL: srv.url }, stdio: ['ignore', 'pipe', 'pipe'] });
