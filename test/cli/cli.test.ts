@@ -375,40 +375,95 @@ test('tail without -f prints up to the heads and exits 0', async () => {
   assert.equal(r.stdout, '4\n5\n');
 });
 
-test('work runs the command per job with the data on stdin: exit 0 acks, anything else nacks', { timeout: 60_000 }, async () => {
-  const q = 'cli.work';
-  await spool.putTopic(q, { type: 'queue' });
-  await spool.append(q, [{ data: { ok: true, n: 1 } }, { data: { ok: false, n: 2 } }, { data: { ok: true, n: 3 } }]);
-  const dir = tempDir('spool-cli-work-');
-  const script = path.join(dir, 'job.mjs');
+/** A job script: prints seq:deliveries:n, fails (exit 3) while deliveries <= data.fails (Infinity: always). */
+function jobScript(sleepMs = 0): string {
+  const script = path.join(tempDir('spool-cli-work-'), 'job.mjs');
   fs.writeFileSync(
     script,
-    `let s=''; process.stdin.on('data', d => s += d); process.stdin.on('end', () => {
+    `let s=''; process.stdin.on('data', d => s += d); process.stdin.on('end', () => setTimeout(() => {
        const job = JSON.parse(s);
-       process.stdout.write(process.env.SPOOL_JOB_SEQ + ':' + process.env.SPOOL_JOB_DELIVERIES + ':' + job.n + '\\n');
-       process.exit(job.ok ? 0 : 3);
-     });`,
+       const deliveries = Number(process.env.SPOOL_JOB_DELIVERIES);
+       process.stdout.write(process.env.SPOOL_JOB_SEQ + ':' + deliveries + ':' + job.n + '\\n');
+       process.exit(deliveries <= (job.fails === 'always' ? Infinity : job.fails ?? 0) ? 3 : 0);
+     }, ${sleepMs}));`,
   );
-  const w = start(['work', q, '--max-jobs', '3', '--json', '--node', 'cli-worker', '--', process.execPath, script]);
+  return script;
+}
+
+/** Runs `spool work` to its end; the summary (--json, last stdout line) and the command's lines. */
+async function work(args: string[], script: string) {
+  const w = start(['work', ...args, '--json', '--node', 'cli-worker', '--', process.execPath, script]);
   const code = await w.exit;
   assert.equal(code, 0, w.io.stderr);
-  const outLines = w.io.stdout.trim().split('\n');
-  const summary = JSON.parse(outLines.pop()!);
-  assert.deepEqual(summary, { queue: q, node: 'cli-worker', started: 3, acked: 2, nacked: 1, lost: 0 });
-  assert.deepEqual(outLines.sort(), ['1:1:1', '2:1:2', '3:1:3'], 'each job once, seq and deliveries in the environment');
-  assert.match(w.io.stderr, /job 2: .*exited with status 3/);
-  const st = await spool.getTopic(q);
-  assert.equal(st.count, 1, 'the failed job is still there');
-  const d = await spool.diff(q);
-  assert.deepEqual(d.records.map((r) => r.data), [{ ok: false, n: 2 }]);
+  const lines = w.io.stdout.trim().split('\n');
+  return { summary: JSON.parse(lines.pop()!), lines: lines.sort(), stderr: w.io.stderr };
+}
+
+test('work runs the command per job with the data on stdin: exit 0 acks, anything else nacks; --max-jobs counts jobs finished, not runs', { timeout: 60_000 }, async () => {
+  const q = 'cli.work';
+  await spool.putTopic(q, { type: 'queue' });
+  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3 } }]);
+  const w = await work([q, '--max-jobs', '3'], jobScript());
+  // job 2 failed once and ran again: 3 jobs finished in 4 runs (before, --max-jobs 3 stopped after 3 runs with job 2 undone)
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 4, finished: 3, acked: 3, nacked: 1, lost: 0, stopped: 'max-jobs' });
+  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3'], 'each run once, seq and deliveries in the environment');
+  assert.match(w.stderr, /job 2: .*exited with status 3/);
+  assert.equal((await spool.getTopic(q)).count, 0, 'every job done');
 
   // no such queue: exit 4
   const missing = start(['work', 'cli.noqueue', '--', 'true']);
   assert.equal(await missing.exit, 4, missing.io.stderr);
   assert.match(missing.io.stderr, /topic_not_found/);
+});
 
-  // a command that cannot run: exit 2, and the job is given back at once
+test('work --max-jobs with -c: never more jobs finish than asked; jobs pushed beyond it are given back unrun', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.c';
+  await spool.putTopic(q, { type: 'queue' });
+  await spool.append(q, [1, 2, 3, 4, 5, 6].map((n) => ({ data: { n } })));
+  const w = await work([q, '-c', '3', '--max-jobs', '2'], jobScript(300));
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 2, finished: 2, acked: 2, nacked: 0, lost: 0, stopped: 'max-jobs' });
+  assert.equal(w.lines.length, 2);
+  const st = await spool.getTopic(q);
+  assert.deepEqual([st.count, st.queue!.in_flight], [4, 0], 'the other four are back in the queue');
+});
+
+test('work --until-empty drains the queue, retries and dead-letters included, and exits 0', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.drain';
+  await spool.putTopic(q, { type: 'queue', max_deliveries: 2, dead_letter: `${q}.dlq` });
+  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3, fails: 'always' } }, { data: { n: 4 } }, { data: { n: 5 } }]);
+  const w = await work([q, '-c', '2', '--until-empty'], jobScript());
+  // job 3 failed on both of its deliveries: finished (for good), and dead-lettered by the server
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 7, finished: 5, acked: 4, nacked: 3, lost: 0, stopped: 'empty' });
+  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3', '3:2:3', '4:1:4', '5:1:5']);
+  assert.equal((await spool.getTopic(q)).count, 0);
+  assert.deepEqual((await spool.diff(`${q}.dlq`)).records.map((r) => r.data), [{ n: 3, fails: 'always' }]);
+  // an empty queue: done at once
+  const empty = await work([q, '--until-empty', '--poll'], jobScript());
+  assert.deepEqual([empty.summary.started, empty.summary.stopped], [0, 'empty']);
+});
+
+test('work fails at once, exit 2, when the command cannot be started: no job is taken, an empty queue is no excuse', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.bad';
+  await spool.putTopic(q, { type: 'queue' });
+  const noExec = path.join(tempDir('spool-cli-work-'), 'handler.sh');
+  fs.writeFileSync(noExec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
+  const cases: [string, RegExp][] = [
+    ['/nonexistent/handler', /^spool work: cannot run \/nonexistent\/handler: command not found$/],
+    ['no-such-command-for-spool-tests', /cannot run no-such-command-for-spool-tests: command not found/],
+    [noExec, /cannot run .*handler\.sh: permission denied/],
+  ];
+  for (const [command, re] of cases) {
+    const bad = start(['work', q, '--', command]);
+    const timer = setTimeout(() => bad.p.kill('SIGKILL'), 10_000); // before: it waited on the empty queue forever
+    const code = await bad.exit;
+    clearTimeout(timer);
+    assert.equal(code, 2, `${command}: ${bad.io.stderr}`);
+    assert.match(bad.io.stderr.trim(), re);
+  }
+  // with a job waiting: it is not taken (its first claim is still its first delivery)
+  await spool.append(q, [{ data: 1 }]);
   const bad = start(['work', q, '--', '/nonexistent/handler']);
   assert.equal(await bad.exit, 2);
-  assert.match(bad.io.stderr, /cannot run \/nonexistent\/handler: command not found/);
+  const claimed = await spool.claim(q, { node: 'checker' });
+  assert.deepEqual(claimed.claimed.map((j) => j.deliveries), [1]);
 });
