@@ -91,10 +91,12 @@ export function mergeConfig(base: Config, fields: Config): Config {
   return merged;
 }
 
-function printResult(r: PutTopicResult, changes: string[], json: boolean | undefined): void {
-  if (json) return printJson({ topic: r.topic, created: r.created, config: r.config, changed: changes });
+/** `changes` undefined: not known (put could not read the config before). */
+function printResult(r: PutTopicResult, changes: string[] | undefined, json: boolean | undefined): void {
+  if (json) return printJson({ topic: r.topic, created: r.created, config: r.config, ...(changes ? { changed: changes } : {}) });
   const what = `${r.topic} (${r.config.type}, ${r.config.durability})`;
   if (r.created) process.stdout.write(`created ${what}\n`);
+  else if (changes === undefined) process.stdout.write(`configured ${what}\n`);
   else process.stdout.write(changes.length ? `configured ${what}: ${changes.join(', ')}\n` : `${what} unchanged\n`);
 }
 
@@ -144,9 +146,13 @@ function put(): Command {
     .action(async (topic: string, o: ConfigOpts) => {
       const fields = givenFields(o);
       const spool = clientFor(o);
-      const before = await current(spool, topic);
+      // Read only to say what the PUT changed: a key without `read` can still PUT, as on the wire.
+      const before = await current(spool, topic).catch((e: unknown) => {
+        if (e instanceof SpoolError && e.status === 403) return null;
+        throw e;
+      });
       const r = await spool.putTopic(topic, fields as TopicConfig);
-      printResult(r, before && !r.created ? configChanges(before.config as Config, r.config as Config) : [], o.json);
+      printResult(r, before === null ? undefined : before && !r.created ? configChanges(before.config as Config, r.config as Config) : [], o.json);
     });
 }
 
