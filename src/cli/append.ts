@@ -1,9 +1,10 @@
 // `spool append <topic> [data...]`: one batch from the arguments, or NDJSON from stdin / --file in
 // batches. Each line is one record's `data` (or, with --records, a whole record object). Lines are
 // checked with JSON.parse (so one line can never turn into two records) but sent as their own
-// text: the server stores data verbatim (RESOLVED 4.10), so `1e400` or a 20-digit integer arrives
-// exactly as written. One request is in flight while the next batch is built; batches go in
-// input order, so seqs follow the input. Retried batches carry an idempotency key (no duplicates).
+// text: the server stores data verbatim (docs/API.md "Conventions"), so `1e400` or a 20-digit integer
+// arrives exactly as written. One request is in flight while the next batch is built; batches go
+// in input order, so seqs follow the input. Retried batches carry an idempotency key (no
+// duplicates). A bad line ends the input after the records before it are appended (exit 2).
 import { Command } from 'commander';
 import { CliError, EXIT, clientFor, note, parsePositive, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import { isBlank, openLines } from './lines.js';
@@ -11,7 +12,7 @@ import { Progress } from './progress.js';
 import { SpoolError } from '../client/errors.js';
 import type { Spool } from '../client/spool.js';
 
-/** The server's cap (SPEC 8). */
+/** The server's records-per-append cap (docs/API.md "Limits"). */
 const RECORDS_MAX = 10_000;
 const BATCH_BYTES_DEFAULT = 4 << 20;
 
@@ -35,16 +36,38 @@ interface Batch {
   lastLineNo: number;
 }
 
+/** An input line (or argument) that is not what the command takes: a usage error. */
+class BadLine extends CliError {
+  constructor(message: string) {
+    super(message, EXIT.usage);
+  }
+}
+
 /** Checks one input line and returns the text that goes into the body. */
 function checkLine(text: string, where: () => string, records: boolean): string {
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch (e) {
-    throw usageError(`${where()}: not valid JSON (${(e as Error).message})`);
+    throw new BadLine(`${where()}: not valid JSON (${(e as Error).message})`);
   }
-  if (records && (v === null || typeof v !== 'object' || Array.isArray(v))) throw usageError(`${where()}: with --records each one must be a record object {"data":…}`);
+  if (records && (v === null || typeof v !== 'object' || Array.isArray(v))) throw new BadLine(`${where()}: with --records each one must be a record object {"data":…}`);
   return text;
+}
+
+/**
+ * Ends the input at a bad line: the records read before it are appended (the batch being built
+ * is sent first), none after it, and the message says how many landed. `flush` sends the batch
+ * being built (it waits for the one in flight); an earlier batch that failed is the error then.
+ */
+async function endAtBadLine(e: BadLine, flush: () => Promise<void>, totals: Totals): Promise<BadLine> {
+  await flush(); // sends the batch being built, after the one in flight
+  await flush(); // nothing left to send: waits for that batch
+  const n = totals.count;
+  const landed = n === 0 ? 'nothing was appended' : n === 1 ? `the record before it was appended (seq ${totals.firstSeq}), none after it` : `the ${n} records before it were appended (seqs ${totals.firstSeq}..${totals.lastSeq}), none after it`;
+  e.message = `${e.message}; ${landed}`;
+  e.detail = { appended: totals.count, first_seq: totals.firstSeq ?? null, last_seq: totals.lastSeq ?? null };
+  return e;
 }
 
 class BodyBuilder {
@@ -124,8 +147,8 @@ async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals
     const b = batch;
     batch = { texts: [], bytes: 0, firstLineNo: 0, lastLineNo: 0 };
     await inflight; // one request at a time keeps seqs in input order
-    inflight = send(spool, topic, builder, b, totals, o);
-    inflight.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
+    inflight = b.texts.length ? send(spool, topic, builder, b, totals, o) : undefined;
+    inflight?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     progress.update(totals.count, source.readBytes());
   };
   try {
@@ -145,9 +168,8 @@ async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals
     if (batch.texts.length) await flush();
     await inflight;
   } catch (e) {
-    // A bad line stops the input; the batch already sent still lands, and the message says so.
+    if (e instanceof BadLine) throw await endAtBadLine(e, flush, totals);
     if (inflight) await inflight.catch(() => undefined);
-    if (e instanceof CliError && totals.count) e.message = `${e.message} (${totals.count} records appended before it)`;
     throw e;
   } finally {
     progress.clear();

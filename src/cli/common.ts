@@ -32,9 +32,14 @@ export interface Outcome {
 
 /** A failure the command already knows how to describe, with its exit code. */
 export class CliError extends Error {
+  /** With --json: the error's `detail` (what a script needs to go on, such as how far it got). */
+  detail: Record<string, unknown> | undefined;
+
   constructor(
     message: string,
     readonly exitCode: number,
+    /** With --json: the error's `code` (default `usage` for exit 2, else `failed`). */
+    readonly code?: string,
   ) {
     super(message);
   }
@@ -147,7 +152,7 @@ export function reportError(err: unknown, command: string, json: boolean): numbe
   if (err instanceof CliError) {
     code = err.exitCode;
     text = err.message;
-    body = { code: code === EXIT.usage ? 'usage' : 'failed', message: err.message };
+    body = { code: err.code ?? (code === EXIT.usage ? 'usage' : 'failed'), message: err.message, ...(err.detail ? { detail: err.detail } : {}) };
   } else if (err instanceof SpoolError) {
     code = exitCodeFor(err);
     const where = err.status ? `HTTP ${err.status} ${err.code}` : err.code;

@@ -65,6 +65,28 @@ function serverCommands(program: Command, outcome: Outcome): void {
   for (const make of [verifyCommand, inspectCommand, backupCommand, restoreCommand]) program.addCommand(make(outcome));
 }
 
+/** The command at `path` below `root` (names or aliases), or undefined. */
+function findCommand(root: Command, path: string[]): Command | undefined {
+  let c: Command | undefined = root;
+  for (const name of path) c = c?.commands.find((x) => x.name() === name || x.aliases().includes(name));
+  return c;
+}
+
+/**
+ * `spool help [command...]`: the help of any command, subcommands included (`spool help topics
+ * put`); commander's own help command stops at the first name.
+ */
+function helpCommand(program: Command): Command {
+  return new Command('help')
+    .description('show the help of a command (e.g. spool help topics put)')
+    .argument('[command...]', 'a command, with its subcommand')
+    .action((path: string[]) => {
+      const c = findCommand(program, path);
+      if (!c) throw usageError(`unknown command '${path.join(' ')}' (see spool --help)`);
+      process.stdout.write(c.helpInformation());
+    });
+}
+
 export function buildProgram(outcome: Outcome): Command {
   const program = new Command('spool')
     .description('spool: a persistent append-only log service, and its command-line client')
@@ -76,6 +98,7 @@ export function buildProgram(outcome: Outcome): Command {
   for (const make of [topicsCommand, routersCommand, appendCommand, readCommand, tailCommand, rmRecordsCommand, claimCommand, ackCommand, nackCommand, workCommand, statsCommand]) {
     program.addCommand(make(outcome));
   }
+  program.addCommand(helpCommand(program));
   // Every command (and subcommand) reports usage errors through run() below, not by itself.
   const quiet = (c: Command): void => {
     c.exitOverride().configureOutput({ outputError: () => undefined });

@@ -2,41 +2,63 @@
 // page (diff), until the topic is caught up or --limit records were printed. Record lines are the
 // server's record texts (data and meta verbatim); with --data only the data, so
 // `spool read t --data` gives back exactly the lines `spool append t` took. Gaps (cap/TTL loss)
-// are reported on stderr, never silently skipped.
+// are reported on stderr, never silently skipped. An explicit --from above the head is exit 3
+// unless --restart (fromAboveHead, shared with tail).
 import { Command } from 'commander';
-import { EXIT, clientFor, note, out, parseCount, parsePositive, parseSeq, recordLine, stringify, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { CliError, EXIT, clientFor, note, out, parseCount, parsePositive, parseSeq, recordLine, stringify, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import type { RawRecord, Tombstone } from '../client/types.js';
 
 interface ReadOpts extends ClientOpts {
-  from: bigint;
+  from?: bigint;
   limit?: number;
   page: number;
   data?: boolean;
   tags?: boolean;
   meta: boolean;
   node?: string[];
+  restart?: boolean;
 }
 
 /** A gap notice on stderr (text, or a JSON line with --json). */
 export function reportGap(topic: string, t: Tombstone<bigint>, json: boolean | undefined, cmd: string): void {
-  if (json) note(stringify({ tombstone: { topic, ...t } }));
+  if (json) return note(stringify({ tombstone: { topic, ...t } }));
+  const lost = t.gap_to >= t.gap_from;
+  // The API's `recreated`: the cursor is above the head, and reading goes on from the start.
+  if (t.reason === 'recreated') note(`spool ${cmd}: ${topic}: the cursor is above the head (${t.head_seq}): the topic was recreated; reading it from its start${lost ? ` (seqs ${t.gap_from}..${t.gap_to} are gone)` : ''}`);
   else note(`spool ${cmd}: ${topic}: seqs ${t.gap_from}..${t.gap_to} are gone (${t.reason}${t.missed_estimate !== undefined ? `, ~${t.missed_estimate} records` : ''})`);
+}
+
+/**
+ * An explicit --from above a topic's head: nothing after it exists (the topic was recreated
+ * since, or the seq belongs elsewhere). Without --restart that is an error, exit 3; with it, a
+ * note, and the topic is read from its start.
+ */
+export function fromAboveHead(cmd: string, topic: string, from: bigint, head: bigint, restart: boolean | undefined): void {
+  const what = `${topic}: --from ${from} is above the head (${head})`;
+  if (restart) return note(`spool ${cmd}: ${what}; reading it from its start (--restart)`);
+  const e = new CliError(`${what}: nothing after it exists (the topic was recreated since, or the seq is from elsewhere); nothing printed (--restart reads it from its start)`, EXIT.rejected, 'from_above_head');
+  e.detail = { topic, from_seq: from, head_seq: head };
+  throw e;
 }
 
 export function readCommand(outcome: Outcome): Command {
   return withClientOptions(new Command('read'))
     .description('print records as NDJSON, from a seq until caught up')
     .argument('<topic>')
-    .option('--from <seq>', 'start after this seq (exclusive, like diff from_seq; 0 = from the earliest)', parseSeq, 0n)
+    // No commander default: a bigint one breaks help (JSON.stringify), and `from` stays undefined
+    // unless given, so an explicit cursor above the head can be told from the default.
+    .option('--from <seq>', 'start after this seq (exclusive, like diff from_seq; default 0 = from the earliest)', parseSeq)
     .option('--limit <n>', 'print at most this many records', parseCount)
     .option('--page <n>', 'records per request (server clamp 1000)', parsePositive, 1000)
     .option('--data', 'print only each record\'s data')
     .option('--tags', 'include $tag')
     .option('--no-meta', 'leave out meta')
     .option('--node <node...>', 'skip records written by these nodes')
+    .option('--restart', 'when --from is above the head (the topic was recreated), read from the start instead of failing')
     .action(async (topic: string, o: ReadOpts) => {
       const spool = clientFor(o);
-      let cursor = o.from;
+      let cursor = o.from ?? 0n;
+      let firstPage = true;
       let printed = 0;
       const want = o.limit ?? Infinity;
       while (printed < want) {
@@ -48,7 +70,13 @@ export function readCommand(outcome: Outcome): Command {
           node: o.node,
           raw: true,
         });
-        if (page.tombstone) reportGap(topic, page.tombstone, o.json, 'read');
+        // The first page says where the head is: an explicit --from above it fails (or restarts).
+        const t = page.tombstone;
+        if (firstPage && o.from !== undefined && o.from > page.head_seq) {
+          fromAboveHead('read', topic, o.from, page.head_seq, o.restart);
+          if (t && (o.json || t.gap_to >= t.gap_from)) reportGap(topic, t, o.json, 'read'); // records lost at the start
+        } else if (t) reportGap(topic, t, o.json, 'read');
+        firstPage = false;
         let text = '';
         for (const r of page.records as RawRecord<bigint>[]) {
           text += `${o.data ? r.data : recordLine(r)}\n`;

@@ -108,5 +108,6 @@ export function routersCommand(outcome: Outcome): Command {
   cmd.action(() => {
     throw new CliError('a subcommand is required: ls, get, put or rm (see spool routers --help)', EXIT.usage);
   });
+  cmd.helpCommand(true); // `spool routers help put`: commander adds none to a command with an action
   return cmd;
 }

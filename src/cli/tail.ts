@@ -1,10 +1,11 @@
 // `spool tail <topic...> [-f]`: the last records of one or more topics, from one watch session,
 // as NDJSON with the topic named in each line; with -f it keeps following, across dropped
 // connections, server restarts and collected sessions (the client's watch resumes from the last
-// record printed, docs/CLIENT.md "Watch"). SIGINT/SIGTERM end it with exit 0.
+// record printed, docs/CLIENT.md "Watch"). SIGINT/SIGTERM end it with exit 0. A --from above a
+// topic's head is exit 3 before anything is printed, unless --restart.
 import { Command } from 'commander';
 import { EXIT, clientFor, note, onStopSignal, out, parseCount, parseSeq, recordLine, withClientOptions, type ClientOpts, type Outcome } from './common.js';
-import { reportGap } from './read.js';
+import { fromAboveHead, reportGap } from './read.js';
 import type { RawRecord } from '../client/types.js';
 
 interface TailOpts extends ClientOpts {
@@ -16,18 +17,24 @@ interface TailOpts extends ClientOpts {
   meta: boolean;
   node?: string[];
   quiet?: boolean;
+  restart?: boolean;
 }
 
-/** Where each topic starts: --from for all, else `lines` seqs before its head. */
+/**
+ * Where each topic starts: --from for all (an error, or with --restart 0, where it is above the
+ * head), else `lines` seqs before its head.
+ */
 async function starts(spool: ReturnType<typeof clientFor>, topics: string[], o: TailOpts): Promise<Record<string, { from_seq: bigint }>> {
   const out: Record<string, { from_seq: bigint }> = {};
   for (const t of topics) {
-    if (o.from !== undefined) out[t] = { from_seq: o.from };
-    else {
-      const head = (await spool.getTopic(t, { touch: false })).head_seq;
+    const head = (await spool.getTopic(t, { touch: false })).head_seq;
+    if (o.from === undefined) {
       const n = BigInt(o.lines);
       out[t] = { from_seq: head > n ? head - n : 0n };
-    }
+    } else if (o.from > head) {
+      fromAboveHead('tail', t, o.from, head, o.restart);
+      out[t] = { from_seq: 0n };
+    } else out[t] = { from_seq: o.from };
   }
   return out;
 }
@@ -39,6 +46,7 @@ export function tailCommand(outcome: Outcome): Command {
     .option('-f, --follow', 'keep following (resumes across reconnects and server restarts)')
     .option('-n, --lines <n>', 'start this many seqs before each head', parseCount, 10)
     .option('--from <seq>', 'start after this seq in every topic (overrides -n)', parseSeq)
+    .option('--restart', 'where --from is above the head (the topic was recreated), start from the start instead of failing')
     .option('--data', "print only each record's data")
     .option('--tags', 'include $tag')
     .option('--no-meta', 'leave out meta')

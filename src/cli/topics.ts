@@ -1,19 +1,54 @@
-// `spool topics ls|get|put|rm` (API: GET /v0/topics, GET/PUT/DELETE /v0/topics/:topic).
-import { Command, Option } from 'commander';
-import { CliError, EXIT, clientFor, parseCount, parseJsonArg, printJson, table, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
-import type { TopicConfig } from '../client/types.js';
+// `spool topics ls|get|create|set|put|rm` (API: GET /v0/topics, GET/PUT/DELETE
+// /v0/topics/:topic); the config subcommands are in topicConfig.ts.
+import { Command } from 'commander';
+import { CliError, EXIT, clientFor, printJson, table, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { topicConfigCommands } from './topicConfig.js';
+import { SpoolError } from '../client/errors.js';
+import type { TopicSummary } from '../client/types.js';
+
+/** Topic states fetched at once by `topics ls` (one GET each). */
+const LS_GETS_AT_ONCE = 8;
+
+type Listed = TopicSummary<bigint> & { type?: string; durability?: string };
+
+/**
+ * Adds each summary's `type` and `durability` from its topic's state (the list route does not
+ * carry them), LS_GETS_AT_ONCE requests at a time; a topic deleted since the list is dropped.
+ */
+async function withKinds(spool: ReturnType<typeof clientFor>, all: TopicSummary<bigint>[]): Promise<Listed[]> {
+  const out: (Listed | undefined)[] = new Array(all.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < all.length; i = next++) {
+      try {
+        const { topic, ...figures } = all[i]!;
+        const s = await spool.getTopic(topic, { touch: false });
+        out[i] = { topic, type: s.type, durability: s.config.durability, ...figures };
+      } catch (e) {
+        if (!(e instanceof SpoolError && e.status === 404)) throw e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(LS_GETS_AT_ONCE, all.length) }, lane));
+  return out.filter((t) => t !== undefined);
+}
 
 function ls(): Command {
   return withClientOptions(new Command('ls'))
-    .description('list topics (all pages)')
+    .description("list topics (all pages) with each one's type and durability class")
     .option('--prefix <prefix>', 'only names starting with this')
-    .action(async (o: ClientOpts & { prefix?: string }) => {
+    .option('--brief', "only what the list route gives: no TYPE/DURABILITY, no request per topic (FSYNC: durability is fsync)")
+    .action(async (o: ClientOpts & { prefix?: string; brief?: boolean }) => {
       const spool = clientFor(o);
-      const all = [];
-      for await (const t of spool.topics({ prefix: o.prefix, page_size: 1000 })) all.push(t);
+      const summaries: TopicSummary<bigint>[] = [];
+      for await (const t of spool.topics({ prefix: o.prefix, page_size: 1000 })) summaries.push(t);
+      const all: Listed[] = o.brief ? summaries : await withKinds(spool, summaries);
       if (o.json) return printJson(all);
-      const rows = [['TOPIC', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES', 'DURABLE']];
-      for (const t of all) rows.push([t.topic, String(t.head_seq), String(t.earliest_seq), String(t.count), String(t.bytes), t.durable ? 'yes' : 'no']);
+      const rows = o.brief ? [['TOPIC', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES', 'FSYNC']] : [['TOPIC', 'TYPE', 'DURABILITY', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES']];
+      for (const t of all) {
+        const figures = [String(t.head_seq), String(t.earliest_seq), String(t.count), String(t.bytes)];
+        rows.push(o.brief ? [t.topic, ...figures, t.durable ? 'yes' : 'no'] : [t.topic, t.type!, t.durability!, ...figures]);
+      }
       process.stdout.write(all.length ? table(rows) : '');
     });
 }
@@ -38,54 +73,6 @@ function get(): Command {
     });
 }
 
-interface PutOpts extends ClientOpts {
-  config?: Record<string, unknown>;
-  type?: 'log' | 'queue';
-  durability?: TopicConfig['durability'];
-  ttlMs?: number;
-  capRecords?: number;
-  capBytes?: number;
-  discard?: 'old' | 'reject';
-  leaseMs?: number;
-  maxDeliveries?: number;
-  deadLetter?: string;
-}
-
-function put(): Command {
-  return withClientOptions(new Command('put'))
-    .description('create a topic or replace its config (fields left out take their defaults)')
-    .argument('<topic>')
-    .option('--config <json>', 'the config object; the flags below override its fields', parseJsonArg)
-    .addOption(new Option('--type <type>', 'topic kind').choices(['log', 'queue']))
-    .addOption(new Option('--durability <class>', 'commit class').choices(['ephemeral', 'memory', 'disk', 'fsync']))
-    .option('--ttl-ms <ms>', 'records older than this are not delivered', parseCount)
-    .option('--cap-records <n>', 'retained record cap', parseCount)
-    .option('--cap-bytes <n>', 'retained byte cap', parseCount)
-    .addOption(new Option('--discard <policy>', 'full-topic policy').choices(['old', 'reject']))
-    .option('--lease-ms <ms>', 'queue: default lease', parseCount)
-    .option('--max-deliveries <n>', 'queue: dead-letter after this many deliveries', parseCount)
-    .option('--dead-letter <topic>', 'queue: dead-letter topic')
-    .action(async (topic: string, o: PutOpts) => {
-      if (o.config !== undefined && (o.config === null || typeof o.config !== 'object' || Array.isArray(o.config))) throw usageError('--config must be a JSON object');
-      const flags: Record<string, unknown> = {
-        type: o.type,
-        durability: o.durability,
-        ttl_ms: o.ttlMs,
-        cap_records: o.capRecords,
-        cap_bytes: o.capBytes,
-        discard: o.discard,
-        lease_ms: o.leaseMs,
-        max_deliveries: o.maxDeliveries,
-        dead_letter: o.deadLetter,
-      };
-      const config = { ...(o.config ?? {}) };
-      for (const [k, v] of Object.entries(flags)) if (v !== undefined) config[k] = v;
-      const r = await clientFor(o).putTopic(topic, config as TopicConfig);
-      if (o.json) return printJson(r);
-      process.stdout.write(`${r.created ? 'created' : 'configured'} ${r.topic} (${r.config.type}, ${r.config.durability})\n`);
-    });
-}
-
 function rm(outcome: Outcome): Command {
   return withClientOptions(new Command('rm'))
     .description('delete a topic and all its records (an absent topic is not an error)')
@@ -101,9 +88,12 @@ function rm(outcome: Outcome): Command {
 
 export function topicsCommand(outcome: Outcome): Command {
   const cmd = new Command('topics').description('list, show, create/configure and delete topics');
-  cmd.addCommand(ls()).addCommand(get()).addCommand(put()).addCommand(rm(outcome));
+  cmd.addCommand(ls()).addCommand(get());
+  for (const c of topicConfigCommands()) cmd.addCommand(c);
+  cmd.addCommand(rm(outcome));
   cmd.action(() => {
-    throw new CliError('a subcommand is required: ls, get, put or rm (see spool topics --help)', EXIT.usage);
+    throw new CliError('a subcommand is required: ls, get, create, set, put or rm (see spool topics --help)', EXIT.usage);
   });
+  cmd.helpCommand(true); // `spool topics help put`: commander adds none to a command with an action
   return cmd;
 }

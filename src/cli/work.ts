@@ -4,9 +4,12 @@
 // acks the job, anything else nacks it with backoff. The lease is extended while the command runs;
 // if it is lost anyway (the job goes to another worker) the command gets SIGTERM. The first
 // SIGINT/SIGTERM stops taking jobs and waits for running commands; a second one terminates them.
+// It also stops after --max-jobs jobs finished or, with --until-empty, once the queue is empty
+// (workLimits.ts); a command that cannot be started fails before any job is taken.
 import { Command } from 'commander';
 import { spawn } from 'node:child_process';
 import { EXIT, clientFor, note, nodeOption, onStopSignal, parseCount, parsePositive, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { JobBudget, commandProblem, untilEmpty } from './workLimits.js';
 import type { JobContext } from '../client/worker.js';
 import type { RawJob } from '../client/types.js';
 
@@ -16,6 +19,7 @@ interface WorkOpts extends ClientOpts {
   leaseMs?: number;
   poll?: boolean;
   maxJobs?: number;
+  untilEmpty?: boolean;
   verbose?: boolean;
 }
 
@@ -50,6 +54,51 @@ function runCommand(argv: string[], queue: string, job: RawJob<bigint>, ctx: Job
   });
 }
 
+/** A job the --max-jobs budget had no room for: given back unrun (nacked at once). */
+class NotRun extends Error {}
+
+type StopReason = 'max-jobs' | 'empty' | 'signal';
+
+interface Counts {
+  /** Commands started. */
+  runs: number;
+  /** Jobs nacked unrun (NotRun). */
+  givenBack: number;
+}
+
+/**
+ * The worker's handler: admits the job against the budget, runs the command, and counts the job
+ * finished when it exited 0 or failed on its last delivery.
+ */
+function jobHandler(argv: string[], queue: string, o: WorkOpts, budget: JobBudget, counts: Counts, lastDelivery: (deliveries: number) => boolean, onSpent: () => void) {
+  return async (job: RawJob<bigint>, ctx: JobContext): Promise<void> => {
+    if (!(await budget.admit())) {
+      counts.givenBack++;
+      throw new NotRun();
+    }
+    let finished = false;
+    try {
+      counts.runs++;
+      if (o.verbose) note(`spool work: job ${job.$seq} (delivery ${job.deliveries}) started`);
+      await runCommand(argv, queue, job, ctx);
+      finished = true;
+      if (o.verbose) note(`spool work: job ${job.$seq} done`);
+    } catch (e) {
+      finished = !(e instanceof CommandMissing) && lastDelivery(job.deliveries);
+      throw e;
+    } finally {
+      budget.end(finished);
+      if (budget.spent) onSpent();
+    }
+  };
+}
+
+function printSummary(sum: { queue: string; node: string; started: number; finished: number; acked: number; nacked: number; lost: number; stopped: StopReason }, json: boolean | undefined): void {
+  const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  if (json) printJson(sum);
+  else note(`spool work: stopped (${sum.stopped}): ${plural(sum.finished, 'job')} finished in ${plural(sum.started, 'run')}: ${sum.acked} acked, ${sum.nacked} nacked, ${sum.lost} lost`);
+}
+
 export function workCommand(outcome: Outcome): Command {
   return withClientOptions(new Command('work'))
     .description('run a command per job: the job data on its stdin, ack on exit 0, nack otherwise')
@@ -60,58 +109,66 @@ export function workCommand(outcome: Outcome): Command {
     .option('-c, --concurrency <n>', 'commands running at once', parsePositive, 1)
     .option('--lease-ms <ms>', "lease per job, extended while the command runs (default: the queue's lease_ms)", parsePositive)
     .option('--poll', 'claim jobs by polling instead of a /work push stream')
-    .option('--max-jobs <n>', 'stop after starting this many jobs', parseCount)
+    .option('--max-jobs <n>', 'stop after this many jobs finished (exit 0, or failed on their last delivery); retries do not count', parseCount)
+    .option('--until-empty', 'stop once the queue holds no job (none ready, leased or delayed) and none runs here')
     .option('-v, --verbose', 'a line on stderr for every job')
     .action(async (queue: string, argv: string[], o: WorkOpts) => {
       if (argv.length === 0 || argv[0] === '') throw usageError('no command to run (spool work <queue> -- <command> [args...])');
+      const problem = commandProblem(argv[0]!);
+      if (problem) throw usageError(`cannot run ${argv[0]}: ${problem}`);
       const spool = clientFor(o);
-      let started = 0;
+      const config = (await spool.getTopic(queue, { touch: false })).config;
+      // A failure on this delivery is final: the server dead-letters the job instead of delivering it again.
+      const lastDelivery = (deliveries: number) => config.max_deliveries > 0 && config.dead_letter !== null && deliveries >= config.max_deliveries;
+      const budget = new JobBudget(o.maxJobs ?? Infinity);
+      const counts: Counts = { runs: 0, givenBack: 0 };
+      let stopped: StopReason | undefined;
       let missing: CommandMissing | undefined;
-      const worker = spool.worker(
-        queue,
-        async (job, ctx) => {
-          started++;
-          if (o.maxJobs !== undefined && started >= o.maxJobs) void worker.stop();
-          if (o.verbose) note(`spool work: job ${job.$seq} (delivery ${job.deliveries}) started`);
-          await runCommand(argv, queue, job, ctx);
-          if (o.verbose) note(`spool work: job ${job.$seq} done`);
+      const stopFor = (why: StopReason) => {
+        stopped ??= why;
+        budget.close();
+        return worker.stop();
+      };
+      const worker = spool.worker(queue, jobHandler(argv, queue, o, budget, counts, lastDelivery, () => void stopFor('max-jobs')), {
+        node: o.node,
+        concurrency: o.concurrency,
+        leaseMs: o.leaseMs ?? config.lease_ms,
+        mode: o.poll ? 'poll' : 'push',
+        raw: true,
+        // A job not run, or a command that cannot start, is not the job's fault: give it back at
+        // once; so is a job failed on its last delivery, which the server then dead-letters at once.
+        nackDelayMs: (deliveries, err) => (err instanceof CommandMissing || err instanceof NotRun || lastDelivery(deliveries) ? 0 : Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1))),
+        onError: (err, job) => {
+          if (err instanceof NotRun) return;
+          if (err instanceof CommandMissing) {
+            missing = err;
+            budget.close();
+            void worker.stop();
+            return;
+          }
+          note(`spool work: ${job ? `job ${String(job.seq)}: ` : ''}${(err as Error).message}`);
         },
-        {
-          node: o.node,
-          concurrency: o.concurrency,
-          leaseMs: o.leaseMs,
-          mode: o.poll ? 'poll' : 'push',
-          raw: true,
-          // A command that cannot start is not the job's fault: give it back at once and stop.
-          nackDelayMs: (deliveries, err) => (err instanceof CommandMissing ? 0 : Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1))),
-          onError: (err, job) => {
-            if (err instanceof CommandMissing) {
-              missing = err;
-              void worker.stop();
-              return;
-            }
-            note(`spool work: ${job ? `job ${String(job.seq)}: ` : ''}${(err as Error).message}`);
-          },
-        },
-      );
-      if (o.maxJobs === 0) void worker.stop();
+      });
+      if (budget.spent) void stopFor('max-jobs');
+      const emptyCheck = new AbortController();
+      if (o.untilEmpty) untilEmpty(spool, queue, () => budget.idle, emptyCheck.signal).then(() => stopFor('empty'), () => undefined);
       const stop = onStopSignal();
       void stop.promise.then(() => {
         note('spool work: stopping; waiting for running jobs (signal again to terminate them)');
         const again = onStopSignal();
         void again.promise.then(() => worker.stop({ timeoutMs: 0 }));
         void worker.done.finally(() => again.dispose());
-        return worker.stop();
+        return stopFor('signal');
       });
       try {
         await worker.done;
       } finally {
         stop.dispose();
+        emptyCheck.abort();
       }
       if (missing) throw usageError(missing.message);
       const s = worker.stats;
-      if (o.json) printJson({ queue, node: worker.node, ...s });
-      else note(`spool work: stopped after ${s.started} job${s.started === 1 ? '' : 's'}: ${s.acked} acked, ${s.nacked} nacked, ${s.lost} lost`);
+      printSummary({ queue, node: worker.node, started: counts.runs, finished: budget.finished, acked: s.acked, nacked: Math.max(0, s.nacked - counts.givenBack), lost: s.lost, stopped: stopped ?? 'signal' }, o.json);
       outcome.code = EXIT.ok;
     });
 }

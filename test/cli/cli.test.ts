@@ -1,5 +1,6 @@
 // The `spool` command line, run as the built binary (node dist/cli.js) against a spawned server
-// (docs/CLI.md): help and version on stdout with exit 0, usage errors as one line and exit 2,
+// (docs/CLI.md): help and version on stdout with exit 0 (every command's, found in the program
+// itself), usage errors as one line and exit 2,
 // the documented exit codes for 4xx and unreachable servers, --json output parsed, an NDJSON
 // round trip of 100k lines (append then read back identical), `tail -f` across a server restart,
 // and `work` acking on exit 0 and nacking otherwise.
@@ -11,6 +12,8 @@ import path from 'node:path';
 import { startServer, killServersAfterFile, tempDir, CLI, type Server } from '../helpers/server.js';
 import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool } from '../../src/client/index.js';
+import { buildProgram } from '../../src/cli/program.js';
+import type { Command } from 'commander';
 
 killServersAfterFile();
 let srv: Server;
@@ -64,6 +67,45 @@ test('help and version go to stdout with exit 0; bare `spool` prints the help', 
   assert.deepEqual([v.status, v.stdout.trim()], [0, pkg.version]);
 });
 
+/** Runs the CLI without waiting synchronously (for many short runs at once). */
+function cliAsync(args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, SPOOL_URL: srv.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const io = { stdout: '', stderr: '' };
+    p.stdout!.on('data', (d: Buffer) => (io.stdout += d.toString()));
+    p.stderr!.on('data', (d: Buffer) => (io.stderr += d.toString()));
+    p.once('close', (status) => resolve({ status, ...io }));
+  });
+}
+
+/** Every command path registered in the program, subcommands included (`['topics', 'put']`). */
+function commandPaths(c: Command, prefix: string[] = []): string[][] {
+  return c.commands.flatMap((sub) => [[...prefix, sub.name()], ...commandPaths(sub, [...prefix, sub.name()])]);
+}
+
+test("every command's help: `<command> --help`, `help <command>` and `<group> help <sub>` print it with exit 0", { timeout: 120_000 }, async () => {
+  const paths = commandPaths(buildProgram({ code: 0, keepAlive: false }));
+  assert.ok(paths.length >= 25, `commands found in the program: ${paths.map((p) => p.join(' ')).join(', ')}`);
+  for (const must of ['read', 'tail', 'topics put', 'work']) assert.ok(paths.some((p) => p.join(' ') === must), must);
+  const runs: string[][] = [];
+  for (const p of paths) {
+    runs.push([...p, '--help'], ['help', ...p]);
+    if (p.length > 1) runs.push([...p.slice(0, -1), 'help', p[p.length - 1]!]);
+  }
+  const failures: string[] = [];
+  for (let i = 0; i < runs.length; i += 4) {
+    await Promise.all(
+      runs.slice(i, i + 4).map(async (args) => {
+        const path = args.filter((a) => a !== 'help' && a !== '--help');
+        const r = await cliAsync(args);
+        const usage = `Usage: spool ${(path.length ? path : ['help']).join(' ')} `;
+        if (r.status !== 0 || r.stderr !== '' || !r.stdout.startsWith(usage)) failures.push(`spool ${args.join(' ')}: exit ${r.status}, stderr ${JSON.stringify(r.stderr)}, stdout ${JSON.stringify(r.stdout.slice(0, 80))}`);
+      }),
+    );
+  }
+  assert.deepEqual(failures, [], `${runs.length} help runs`);
+});
+
 test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
   const cases: [string[], RegExp][] = [
     [['bogus'], /unknown command 'bogus'/],
@@ -87,10 +129,26 @@ test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
     oneLine(r, re);
     assert.equal(r.stdout, '', `nothing on stdout for spool ${args.join(' ')}`);
   }
-  // NDJSON input with a bad line: exit 2, naming the line, after the lines before it landed
+});
+
+test('a bad NDJSON line in append: exit 2 naming the line; the records before it are appended, none after it', async () => {
   const r = cli(['append', 'cli.badline'], { input: '1\n2\n{oops\n4\n' });
   assert.equal(r.status, 2);
-  oneLine(r, /stdin line 3: not valid JSON/);
+  oneLine(r, /stdin line 3: not valid JSON .*; the 2 records before it were appended \(seqs 1\.\.2\), none after it$/);
+  assert.equal(r.stdout, '');
+  assert.deepEqual((await spool.diff('cli.badline')).records.map((x) => x.data), [1, 2]);
+  // over several batches (two sent, one being built), with --json: the detail says how far it got
+  const j = cli(['append', 'cli.badline2', '--batch', '2', '--json'], { input: '1\n2\n\n3\n4\n5\n[oops\n6\n' });
+  assert.equal(j.status, 2);
+  const err = JSON.parse(j.stderr).error;
+  assert.match(err.message, /^stdin line 7: not valid JSON/);
+  assert.deepEqual([err.code, err.detail], ['usage', { appended: 5, first_seq: 1, last_seq: 5 }]);
+  assert.deepEqual((await spool.diff('cli.badline2')).records.map((x) => x.data), [1, 2, 3, 4, 5]);
+  // the first line bad: nothing appended, and the topic is not created
+  const first = cli(['append', 'cli.badline3'], { input: 'nope\n1\n' });
+  assert.equal(first.status, 2);
+  oneLine(first, /stdin line 1: not valid JSON .*; nothing was appended$/);
+  assert.equal(cli(['topics', 'get', 'cli.badline3']).status, 4);
 });
 
 test('exit codes for server answers: 4 not found, 3 refused, 5 unreachable; --json errors are JSON', async () => {
@@ -152,6 +210,61 @@ test('--json output parses: topics put/get/ls/rm, append, stats, claim/ack/nack,
   assert.match(human.stdout, /^3\tlease_[0-9a-f]+\t1\t"c"\n$/);
 });
 
+test('topics create never changes an existing topic; set changes only the named fields; put replaces and says what it reset', async () => {
+  const t = 'cli.cfg';
+  const config = async () => (await spool.getTopic(t, { touch: false })).config;
+  const made = cli(['topics', 'create', t, '--durability', 'fsync', '--cap-records', '50']);
+  assert.deepEqual([made.status, made.stdout], [0, `created ${t} (log, fsync)\n`], made.stderr);
+  // create again, bare or with other fields: exit 0, nothing changes, the differences are named
+  const again = cli(['topics', 'create', t]);
+  assert.deepEqual([again.status, again.stdout, again.stderr], [0, `${t} (log, fsync) exists, unchanged\n`, '']);
+  const other = cli(['topics', 'create', t, '--durability', 'disk']);
+  assert.equal(other.status, 0);
+  oneLine(other, /cli\.cfg exists and was left unchanged: durability is "fsync" \(given "disk"\)/);
+  assert.deepEqual([(await config()).durability, (await config()).cap_records], ['fsync', 50]);
+  const kind = cli(['topics', 'create', t, '--type', 'queue']);
+  assert.equal(kind.status, 3);
+  oneLine(kind, /exists as a log, not a queue/);
+  // set: the named fields change, the others stay (the old put turned fsync into disk here)
+  const ttl = cli(['topics', 'set', t, '--ttl-ms', '60000']);
+  assert.deepEqual([ttl.status, ttl.stdout], [0, `configured ${t} (log, fsync): ttl_ms 0 → 60000\n`], ttl.stderr);
+  assert.deepEqual([(await config()).durability, (await config()).cap_records, (await config()).ttl_ms], ['fsync', 50, 60000]);
+  const same = JSON.parse(cli(['topics', 'set', t, '--cap-records', '50', '--json']).stdout);
+  assert.deepEqual([same.created, same.changed, same.config.durability], [false, [], 'fsync']);
+  const durable = cli(['topics', 'set', t, '--config', '{"durable":false}']);
+  assert.match(durable.stdout, /durability "fsync" → "disk"/, 'durable alone changes the class');
+  const absent = cli(['topics', 'set', 'cli.cfg-absent', '--cap-records', '1']);
+  assert.equal(absent.status, 4);
+  oneLine(absent, /does not exist/);
+  assert.equal(cli(['topics', 'get', 'cli.cfg-absent']).status, 4, 'set never creates');
+  assert.equal(cli(['topics', 'set', t]).status, 2, 'set with no field is a usage error');
+  // put: the wire's full replacement, and what it reset is printed
+  const put = cli(['topics', 'put', t, '--durability', 'fsync']);
+  assert.equal(put.status, 0, put.stderr);
+  assert.match(put.stdout, /^configured cli\.cfg \(log, fsync\): .*ttl_ms 60000 → 0/);
+  assert.match(put.stdout, /cap_records 50 → 0/);
+  assert.deepEqual([(await config()).cap_records, (await config()).ttl_ms], [0, 0]);
+});
+
+test("topics ls shows each topic's type and durability class; --brief only the list route's fields", async () => {
+  await spool.append('cli.ls.disk', [{ data: 1 }]);
+  await spool.putTopic('cli.ls.fsync', { durability: 'fsync' });
+  await spool.putTopic('cli.ls.queue', { type: 'queue', durability: 'memory' });
+  const r = cli(['topics', 'ls', '--prefix', 'cli.ls.']);
+  assert.equal(r.status, 0, r.stderr);
+  const rows = r.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/));
+  assert.deepEqual(rows, [
+    ['TOPIC', 'TYPE', 'DURABILITY', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES'],
+    ['cli.ls.disk', 'log', 'disk', '1', '1', '1', '1'],
+    ['cli.ls.fsync', 'log', 'fsync', '0', '1', '0', '0'],
+    ['cli.ls.queue', 'queue', 'memory', '0', '1', '0', '0'],
+  ]);
+  const json = JSON.parse(cli(['topics', 'ls', '--prefix', 'cli.ls.', '--json']).stdout);
+  assert.deepEqual(json.map((t: { topic: string; type: string; durability: string }) => [t.topic, t.type, t.durability]), [['cli.ls.disk', 'log', 'disk'], ['cli.ls.fsync', 'log', 'fsync'], ['cli.ls.queue', 'queue', 'memory']]);
+  const brief = cli(['topics', 'ls', '--prefix', 'cli.ls.', '--brief']).stdout.trimEnd().split('\n').map((l) => l.split(/\s+/));
+  assert.deepEqual(brief.map((row) => [row[0], row[5]]), [['TOPIC', 'FSYNC'], ['cli.ls.disk', 'no'], ['cli.ls.fsync', 'yes'], ['cli.ls.queue', 'no']]);
+});
+
 test('NDJSON round trip: 100k lines appended from stdin read back byte for byte', { timeout: 120_000 }, () => {
   const tricky = ['{"big":12345678901234567890,"e":1e400,"f":1.50,"z":-0}', '"\\u00e9 \\" \\\\ \\n"', 'null', '[1,[2,{"a":[]}]]', '{"k":"v","k":"dup"}', '"😀"', 'true', '-1.5e-7'];
   const lines: string[] = [];
@@ -168,6 +281,30 @@ test('NDJSON round trip: 100k lines appended from stdin read back byte for byte'
   const some = cli(['read', 'cli.round', '--from', '99997', '--limit', '2']).stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
   assert.deepEqual(some.map((x) => x.$seq), [99_998, 99_999]);
   assert.deepEqual(some[0].data, JSON.parse(lines[99_997]!));
+});
+
+test('read/tail --from above the head: exit 3 saying so and printing nothing; --restart reads from the start', async () => {
+  const t = 'cli.above';
+  await spool.append(t, [{ data: 1 }, { data: 2 }, { data: 3 }, { data: 4 }]);
+  await spool.deleteTopic(t);
+  await spool.append(t, [{ data: 'a' }, { data: 'b' }]); // recreated: head 2, a reader's cursor 4 is above it
+  await spool.append('cli.above.other', [1, 2, 3, 4].map((n) => ({ data: n }))); // head 4: at it, not above
+  for (const cmd of [['read', t], ['tail', t, 'cli.above.other']]) {
+    const r = cli([...cmd, '--from', '4', '--data']);
+    assert.equal(r.status, 3, `${cmd[0]}: ${r.stderr}`);
+    assert.equal(r.stdout, '', `${cmd[0]} prints nothing`);
+    oneLine(r, new RegExp(`^spool ${cmd[0]}: cli\\.above: --from 4 is above the head \\(2\\): .*--restart`));
+    const j = cli([...cmd, '--from', '4', '--json']);
+    assert.equal(j.status, 3);
+    assert.deepEqual([JSON.parse(j.stderr).error.code, JSON.parse(j.stderr).error.detail], ['from_above_head', { topic: t, from_seq: 4, head_seq: 2 }]);
+    const again = cli([...cmd, '--from', '4', '--data', '--restart']);
+    assert.equal(again.status, 0, again.stderr);
+    assert.equal(again.stdout, '"a"\n"b"\n', `${cmd[0]} --restart: the new topic from its start`);
+    oneLine(again, /--from 4 is above the head \(2\); reading it from its start \(--restart\)/);
+  }
+  // at the head is not above it: nothing to print, exit 0
+  const at = cli(['read', t, '--from', '2']);
+  assert.deepEqual([at.status, at.stdout, at.stderr], [0, '', '']);
 });
 
 test('a reader that goes away (`spool read t | head -1`) ends the command quietly with exit 0', async () => {
@@ -238,40 +375,95 @@ test('tail without -f prints up to the heads and exits 0', async () => {
   assert.equal(r.stdout, '4\n5\n');
 });
 
-test('work runs the command per job with the data on stdin: exit 0 acks, anything else nacks', { timeout: 60_000 }, async () => {
-  const q = 'cli.work';
-  await spool.putTopic(q, { type: 'queue' });
-  await spool.append(q, [{ data: { ok: true, n: 1 } }, { data: { ok: false, n: 2 } }, { data: { ok: true, n: 3 } }]);
-  const dir = tempDir('spool-cli-work-');
-  const script = path.join(dir, 'job.mjs');
+/** A job script: prints seq:deliveries:n, fails (exit 3) while deliveries <= data.fails (Infinity: always). */
+function jobScript(sleepMs = 0): string {
+  const script = path.join(tempDir('spool-cli-work-'), 'job.mjs');
   fs.writeFileSync(
     script,
-    `let s=''; process.stdin.on('data', d => s += d); process.stdin.on('end', () => {
+    `let s=''; process.stdin.on('data', d => s += d); process.stdin.on('end', () => setTimeout(() => {
        const job = JSON.parse(s);
-       process.stdout.write(process.env.SPOOL_JOB_SEQ + ':' + process.env.SPOOL_JOB_DELIVERIES + ':' + job.n + '\\n');
-       process.exit(job.ok ? 0 : 3);
-     });`,
+       const deliveries = Number(process.env.SPOOL_JOB_DELIVERIES);
+       process.stdout.write(process.env.SPOOL_JOB_SEQ + ':' + deliveries + ':' + job.n + '\\n');
+       process.exit(deliveries <= (job.fails === 'always' ? Infinity : job.fails ?? 0) ? 3 : 0);
+     }, ${sleepMs}));`,
   );
-  const w = start(['work', q, '--max-jobs', '3', '--json', '--node', 'cli-worker', '--', process.execPath, script]);
+  return script;
+}
+
+/** Runs `spool work` to its end; the summary (--json, last stdout line) and the command's lines. */
+async function work(args: string[], script: string) {
+  const w = start(['work', ...args, '--json', '--node', 'cli-worker', '--', process.execPath, script]);
   const code = await w.exit;
   assert.equal(code, 0, w.io.stderr);
-  const outLines = w.io.stdout.trim().split('\n');
-  const summary = JSON.parse(outLines.pop()!);
-  assert.deepEqual(summary, { queue: q, node: 'cli-worker', started: 3, acked: 2, nacked: 1, lost: 0 });
-  assert.deepEqual(outLines.sort(), ['1:1:1', '2:1:2', '3:1:3'], 'each job once, seq and deliveries in the environment');
-  assert.match(w.io.stderr, /job 2: .*exited with status 3/);
-  const st = await spool.getTopic(q);
-  assert.equal(st.count, 1, 'the failed job is still there');
-  const d = await spool.diff(q);
-  assert.deepEqual(d.records.map((r) => r.data), [{ ok: false, n: 2 }]);
+  const lines = w.io.stdout.trim().split('\n');
+  return { summary: JSON.parse(lines.pop()!), lines: lines.sort(), stderr: w.io.stderr };
+}
+
+test('work runs the command per job with the data on stdin: exit 0 acks, anything else nacks; --max-jobs counts jobs finished, not runs', { timeout: 60_000 }, async () => {
+  const q = 'cli.work';
+  await spool.putTopic(q, { type: 'queue' });
+  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3 } }]);
+  const w = await work([q, '--max-jobs', '3'], jobScript());
+  // job 2 failed once and ran again: 3 jobs finished in 4 runs (before, --max-jobs 3 stopped after 3 runs with job 2 undone)
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 4, finished: 3, acked: 3, nacked: 1, lost: 0, stopped: 'max-jobs' });
+  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3'], 'each run once, seq and deliveries in the environment');
+  assert.match(w.stderr, /job 2: .*exited with status 3/);
+  assert.equal((await spool.getTopic(q)).count, 0, 'every job done');
 
   // no such queue: exit 4
   const missing = start(['work', 'cli.noqueue', '--', 'true']);
   assert.equal(await missing.exit, 4, missing.io.stderr);
   assert.match(missing.io.stderr, /topic_not_found/);
+});
 
-  // a command that cannot run: exit 2, and the job is given back at once
+test('work --max-jobs with -c: never more jobs finish than asked; jobs pushed beyond it are given back unrun', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.c';
+  await spool.putTopic(q, { type: 'queue' });
+  await spool.append(q, [1, 2, 3, 4, 5, 6].map((n) => ({ data: { n } })));
+  const w = await work([q, '-c', '3', '--max-jobs', '2'], jobScript(300));
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 2, finished: 2, acked: 2, nacked: 0, lost: 0, stopped: 'max-jobs' });
+  assert.equal(w.lines.length, 2);
+  const st = await spool.getTopic(q);
+  assert.deepEqual([st.count, st.queue!.in_flight], [4, 0], 'the other four are back in the queue');
+});
+
+test('work --until-empty drains the queue, retries and dead-letters included, and exits 0', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.drain';
+  await spool.putTopic(q, { type: 'queue', max_deliveries: 2, dead_letter: `${q}.dlq` });
+  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3, fails: 'always' } }, { data: { n: 4 } }, { data: { n: 5 } }]);
+  const w = await work([q, '-c', '2', '--until-empty'], jobScript());
+  // job 3 failed on both of its deliveries: finished (for good), and dead-lettered by the server
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 7, finished: 5, acked: 4, nacked: 3, lost: 0, stopped: 'empty' });
+  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3', '3:2:3', '4:1:4', '5:1:5']);
+  assert.equal((await spool.getTopic(q)).count, 0);
+  assert.deepEqual((await spool.diff(`${q}.dlq`)).records.map((r) => r.data), [{ n: 3, fails: 'always' }]);
+  // an empty queue: done at once
+  const empty = await work([q, '--until-empty', '--poll'], jobScript());
+  assert.deepEqual([empty.summary.started, empty.summary.stopped], [0, 'empty']);
+});
+
+test('work fails at once, exit 2, when the command cannot be started: no job is taken, an empty queue is no excuse', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.bad';
+  await spool.putTopic(q, { type: 'queue' });
+  const noExec = path.join(tempDir('spool-cli-work-'), 'handler.sh');
+  fs.writeFileSync(noExec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
+  const cases: [string, RegExp][] = [
+    ['/nonexistent/handler', /^spool work: cannot run \/nonexistent\/handler: command not found$/],
+    ['no-such-command-for-spool-tests', /cannot run no-such-command-for-spool-tests: command not found/],
+    [noExec, /cannot run .*handler\.sh: permission denied/],
+  ];
+  for (const [command, re] of cases) {
+    const bad = start(['work', q, '--', command]);
+    const timer = setTimeout(() => bad.p.kill('SIGKILL'), 10_000); // before: it waited on the empty queue forever
+    const code = await bad.exit;
+    clearTimeout(timer);
+    assert.equal(code, 2, `${command}: ${bad.io.stderr}`);
+    assert.match(bad.io.stderr.trim(), re);
+  }
+  // with a job waiting: it is not taken (its first claim is still its first delivery)
+  await spool.append(q, [{ data: 1 }]);
   const bad = start(['work', q, '--', '/nonexistent/handler']);
   assert.equal(await bad.exit, 2);
-  assert.match(bad.io.stderr, /cannot run \/nonexistent\/handler: command not found/);
+  const claimed = await spool.claim(q, { node: 'checker' });
+  assert.deepEqual(claimed.claimed.map((j) => j.deliveries), [1]);
 });

@@ -58,6 +58,7 @@ const NODE_FS_ALLOWED = new Set([
   'cli/backup.ts', // writes the backup tar or directory
   'cli/restore.ts', // reads a backup tar file
   'cli/untar.ts', // unpacks a backup into an empty directory
+  'cli/workLimits.ts', // `spool work` looks its job command up on PATH before it starts
   'storage/freeSpace.ts', // statfs of the data volume: a measurement, never the data path
   'replay/replayer.ts', // trace files
   'replay/traceWriter.ts',
