@@ -6,9 +6,11 @@
 import { Command } from 'commander';
 import { EXIT, clientFor, note, out, parseCount, parsePositive, parseSeq, recordLine, stringify, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import type { RawRecord, Tombstone } from '../client/types.js';
+import { sinceOption } from './since.js';
 
 interface ReadOpts extends ClientOpts {
   from: bigint;
+  since?: number;
   limit?: number;
   page: number;
   data?: boolean;
@@ -28,6 +30,7 @@ export function readCommand(outcome: Outcome): Command {
     .description('print records as NDJSON, from a seq until caught up')
     .argument('<topic>')
     .option('--from <seq>', 'start after this seq (exclusive, like diff from_seq; 0 = from the earliest)', parseSeq, 0n)
+    .addOption(sinceOption())
     .option('--limit <n>', 'print at most this many records', parseCount)
     .option('--page <n>', 'records per request (server clamp 1000)', parsePositive, 1000)
     .option('--data', 'print only each record\'s data')
@@ -36,12 +39,13 @@ export function readCommand(outcome: Outcome): Command {
     .option('--node <node...>', 'skip records written by these nodes')
     .action(async (topic: string, o: ReadOpts) => {
       const spool = clientFor(o);
-      let cursor = o.from;
+      let cursor: bigint | undefined = o.since === undefined ? o.from : undefined; // --since: the first diff resolves it
       let printed = 0;
       const want = o.limit ?? Infinity;
       while (printed < want) {
         const page = await spool.diff(topic, {
           from_seq: cursor,
+          from_ts: cursor === undefined ? o.since : undefined,
           limit: Math.min(o.page, want - printed),
           include_tags: o.tags === true,
           include_meta: o.meta,

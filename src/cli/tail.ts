@@ -6,11 +6,13 @@ import { Command } from 'commander';
 import { EXIT, clientFor, note, onStopSignal, out, parseCount, parseSeq, recordLine, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import { reportGap } from './read.js';
 import type { RawRecord } from '../client/types.js';
+import { sinceOption } from './since.js';
 
 interface TailOpts extends ClientOpts {
   follow?: boolean;
   lines: number;
   from?: bigint;
+  since?: number;
   data?: boolean;
   tags?: boolean;
   meta: boolean;
@@ -18,11 +20,12 @@ interface TailOpts extends ClientOpts {
   quiet?: boolean;
 }
 
-/** Where each topic starts: --from for all, else `lines` seqs before its head. */
-async function starts(spool: ReturnType<typeof clientFor>, topics: string[], o: TailOpts): Promise<Record<string, { from_seq: bigint }>> {
-  const out: Record<string, { from_seq: bigint }> = {};
+/** Where each topic starts: --since or --from for all, else `lines` seqs before its head. */
+async function starts(spool: ReturnType<typeof clientFor>, topics: string[], o: TailOpts): Promise<Record<string, { from_seq?: bigint; from_ts?: number }>> {
+  const out: Record<string, { from_seq?: bigint; from_ts?: number }> = {};
   for (const t of topics) {
-    if (o.from !== undefined) out[t] = { from_seq: o.from };
+    if (o.since !== undefined) out[t] = { from_ts: o.since };
+    else if (o.from !== undefined) out[t] = { from_seq: o.from };
     else {
       const head = (await spool.getTopic(t, { touch: false })).head_seq;
       const n = BigInt(o.lines);
@@ -39,6 +42,7 @@ export function tailCommand(outcome: Outcome): Command {
     .option('-f, --follow', 'keep following (resumes across reconnects and server restarts)')
     .option('-n, --lines <n>', 'start this many seqs before each head', parseCount, 10)
     .option('--from <seq>', 'start after this seq in every topic (overrides -n)', parseSeq)
+    .addOption(sinceOption().conflicts('lines'))
     .option('--data', "print only each record's data")
     .option('--tags', 'include $tag')
     .option('--no-meta', 'leave out meta')
