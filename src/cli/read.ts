@@ -7,9 +7,11 @@
 import { Command } from 'commander';
 import { CliError, EXIT, clientFor, note, out, parseCount, parsePositive, parseSeq, recordLine, stringify, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import type { RawRecord, Tombstone } from '../client/types.js';
+import { sinceOption } from './since.js';
 
 interface ReadOpts extends ClientOpts {
   from?: bigint;
+  since?: number;
   limit?: number;
   page: number;
   data?: boolean;
@@ -48,6 +50,7 @@ export function readCommand(outcome: Outcome): Command {
     // No commander default: a bigint one breaks help (JSON.stringify), and `from` stays undefined
     // unless given, so an explicit cursor above the head can be told from the default.
     .option('--from <seq>', 'start after this seq (exclusive, like diff from_seq; default 0 = from the earliest)', parseSeq)
+    .addOption(sinceOption())
     .option('--limit <n>', 'print at most this many records', parseCount)
     .option('--page <n>', 'records per request (server clamp 1000)', parsePositive, 1000)
     .option('--data', 'print only each record\'s data')
@@ -57,13 +60,15 @@ export function readCommand(outcome: Outcome): Command {
     .option('--restart', 'when --from is above the head (the topic was recreated), read from the start instead of failing')
     .action(async (topic: string, o: ReadOpts) => {
       const spool = clientFor(o);
-      let cursor = o.from ?? 0n;
+      // --since: the first diff resolves the time into a cursor.
+      let cursor: bigint | undefined = o.since === undefined ? (o.from ?? 0n) : undefined;
       let firstPage = true;
       let printed = 0;
       const want = o.limit ?? Infinity;
       while (printed < want) {
         const page = await spool.diff(topic, {
           from_seq: cursor,
+          from_ts: cursor === undefined ? o.since : undefined,
           limit: Math.min(o.page, want - printed),
           include_tags: o.tags === true,
           include_meta: o.meta,

@@ -7,11 +7,13 @@ import { Command } from 'commander';
 import { EXIT, clientFor, note, onStopSignal, out, parseCount, parseSeq, recordLine, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import { fromAboveHead, reportGap } from './read.js';
 import type { RawRecord } from '../client/types.js';
+import { sinceOption } from './since.js';
 
 interface TailOpts extends ClientOpts {
   follow?: boolean;
   lines: number;
   from?: bigint;
+  since?: number;
   data?: boolean;
   tags?: boolean;
   meta: boolean;
@@ -21,12 +23,16 @@ interface TailOpts extends ClientOpts {
 }
 
 /**
- * Where each topic starts: --from for all (an error, or with --restart 0, where it is above the
- * head), else `lines` seqs before its head.
+ * Where each topic starts: --since for all (the server resolves the time), or --from for all (an
+ * error, or with --restart 0, where it is above the head), else `lines` seqs before its head.
  */
-async function starts(spool: ReturnType<typeof clientFor>, topics: string[], o: TailOpts): Promise<Record<string, { from_seq: bigint }>> {
-  const out: Record<string, { from_seq: bigint }> = {};
+async function starts(spool: ReturnType<typeof clientFor>, topics: string[], o: TailOpts): Promise<Record<string, { from_seq?: bigint; from_ts?: number }>> {
+  const out: Record<string, { from_seq?: bigint; from_ts?: number }> = {};
   for (const t of topics) {
+    if (o.since !== undefined) {
+      out[t] = { from_ts: o.since };
+      continue;
+    }
     const head = (await spool.getTopic(t, { touch: false })).head_seq;
     if (o.from === undefined) {
       const n = BigInt(o.lines);
@@ -47,6 +53,7 @@ export function tailCommand(outcome: Outcome): Command {
     .option('-n, --lines <n>', 'start this many seqs before each head', parseCount, 10)
     .option('--from <seq>', 'start after this seq in every topic (overrides -n)', parseSeq)
     .option('--restart', 'where --from is above the head (the topic was recreated), start from the start instead of failing')
+    .addOption(sinceOption().conflicts('lines'))
     .option('--data', "print only each record's data")
     .option('--tags', 'include $tag')
     .option('--no-meta', 'leave out meta')

@@ -11,6 +11,11 @@ import type { DiffResult, WatchEvent } from './types.js';
 export interface FollowOptions<S> {
   /** Exclusive start cursor (default 0: from the earliest retained record). */
   from_seq?: S;
+  /**
+   * Start at the first record whose `$ts` is at or after this (ms since the epoch) instead of
+   * `from_seq` (not both); the first diff resolves it, every later one goes on by seq.
+   */
+  from_ts?: number;
   /** Records per diff (default 256, server clamp 1000). */
   limit?: number;
   /** Long-poll wait per diff, ms (default 30000, the server's clamp). */
@@ -30,14 +35,16 @@ type Seq = number | bigint;
 export async function* follow<S extends Seq>(client: ClientCore<S>, topic: string, opts: FollowOptions<S>): AsyncGenerator<WatchEvent<S, unknown>> {
   const policy = { baseMs: 250, maxMs: opts.maxRetryDelayMs ?? 5000 };
   const waitMs = opts.wait_ms ?? 30_000;
-  let cursor = opts.from_seq ?? ((client.bigint ? 0n : 0) as S);
+  // Undefined until the first page when starting from a time (the server resolves it).
+  let cursor: S | undefined = opts.from_ts !== undefined ? undefined : (opts.from_seq ?? ((client.bigint ? 0n : 0) as S));
   let caughtUp = false;
   let attempt = 0;
   for (;;) {
     let page: DiffResult<S, { $seq: S }>;
     try {
       page = (await client.diff(topic, {
-        from_seq: cursor,
+        // Both given: sent as given, for the server's 400.
+        ...(cursor === undefined ? { from_ts: opts.from_ts, from_seq: opts.from_seq } : { from_seq: cursor }),
         limit: opts.limit,
         node: opts.node,
         include_tags: opts.include_tags,
@@ -66,7 +73,7 @@ export async function* follow<S extends Seq>(client: ClientCore<S>, topic: strin
     }
     for (const record of page.records) {
       // After a `recreated` tombstone the new instance starts below the old cursor.
-      if (!page.tombstone && record.$seq <= cursor) continue;
+      if (!page.tombstone && cursor !== undefined && record.$seq <= cursor) continue;
       yield { type: 'record', topic, record };
       stopped();
       caughtUp = false;

@@ -172,7 +172,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
     return new WatchStream(this, opts);
   }
 
-  /** One topic by long-poll diff, from `from_seq` on, forever (or until `signal`). */
+  /** One topic by long-poll diff, from `from_seq` (or the time `from_ts`) on, forever (or until `signal`). */
   follow(topic: string, opts?: FollowOptions<T.SeqOf<M>> & NotRaw): AsyncGenerator<T.WatchEvent<T.SeqOf<M>>>;
   follow(topic: string, opts: FollowOptions<T.SeqOf<M>> & Raw): AsyncGenerator<T.WatchEvent<T.SeqOf<M>, T.RawRecord<T.SeqOf<M>>>>;
   follow(topic: string, opts: FollowOptions<T.SeqOf<M>> = {}): AsyncGenerator<T.WatchEvent<T.SeqOf<M>, unknown>> {

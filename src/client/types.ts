@@ -153,6 +153,11 @@ export interface Tombstone<S = number> {
 
 export interface DiffOptions<S = number> {
   from_seq?: S;
+  /**
+   * Read from a time instead (ms since the epoch, like `$ts`): from the first record whose `$ts`
+   * is at or after it. Not with `from_seq` (400). docs/API.md "Reading from a time".
+   */
+  from_ts?: number;
   limit?: number;
   node?: string | string[];
   include_tags?: boolean;
@@ -197,7 +202,8 @@ export interface DeleteRecordsResult<S = number> {
 
 /** POST /v0/watch body (SPEC 4.3, RESOLVED G4). */
 export interface WatchRequest<S = number> {
-  topics: Record<string, { from_seq?: S; tail?: boolean }>;
+  /** Per topic one start at most: `from_seq`, `tail: true`, or `from_ts` (ms since the epoch). */
+  topics: Record<string, { from_seq?: S; tail?: boolean; from_ts?: number }>;
   cursor?: string;
   node?: string | string[];
   limit?: number;

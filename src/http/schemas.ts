@@ -9,6 +9,7 @@ const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false }
 
 export interface DiffBody {
   from_seq?: number;
+  from_ts?: number;
   limit?: number;
   node?: string | string[];
   include_tags?: boolean;
@@ -21,6 +22,7 @@ export const validateDiff = ajv.compile<DiffBody>({
   type: 'object',
   properties: {
     from_seq: u64,
+    from_ts: { ...u64, description: 'read from the first record whose $ts (ms since the epoch) is at or after this; not with from_seq' },
     limit: u64,
     node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
     include_tags: { type: 'boolean' },
@@ -38,6 +40,16 @@ export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   const missing = err?.keyword === 'required' ? (err.params as { missingProperty?: string }).missingProperty : undefined;
   const field = err?.instancePath.replace(/^\//, '').split('/')[0] || missing || undefined;
   throw new HttpError('invalid_request', `invalid ${field ?? 'body'}: ${describeAjvError(err)}`, field ? { field } : undefined);
+}
+
+/**
+ * A read starts from one place: `from_ts` (a time) excludes `from_seq`, and in a watch topic
+ * `tail: true` (docs/API.md). `field` names the rejected field for `detail.field`.
+ */
+export function checkOneStart(b: { from_seq?: number; from_ts?: number; tail?: boolean }, field: string): void {
+  if (b.from_ts === undefined) return;
+  if (b.from_seq !== undefined) throw new HttpError('invalid_request', `give from_seq or from_ts, not both`, { field });
+  if (b.tail === true) throw new HttpError('invalid_request', `give tail or from_ts, not both`, { field });
 }
 
 export interface RecordDeleteBody {
@@ -70,7 +82,7 @@ export function parseMatch(m: unknown): { op: 'Eq' | 'Glob'; value: string } {
 }
 
 export interface WatchBody {
-  topics: Record<string, { from_seq?: number; tail?: boolean }>;
+  topics: Record<string, { from_seq?: number; tail?: boolean; from_ts?: number }>;
   cursor?: string;
   node?: string | string[];
   limit?: number;
@@ -89,7 +101,14 @@ export const validateWatch = ajv.compile<WatchBody>({
   properties: {
     topics: {
       type: 'object',
-      additionalProperties: { type: 'object', properties: { from_seq: u64, tail: { type: 'boolean' } } },
+      additionalProperties: {
+        type: 'object',
+        properties: {
+          from_seq: u64,
+          tail: { type: 'boolean' },
+          from_ts: { ...u64, description: 'start at the first record whose $ts (ms since the epoch) is at or after this; not with from_seq or tail: true' },
+        },
+      },
     },
     cursor: { type: 'string' },
     node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },

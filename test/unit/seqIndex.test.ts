@@ -1,7 +1,7 @@
 // SeqIndex against a plain Map model (many-topics issue: chunks start small and grow): any
 // sequence of puts (dense, with reservation gaps padded), state changes, text changes and front
 // drops reads back exactly what the model holds, across the 16 -> 1024 growth steps, chunk
-// boundaries and holes, and nextLive finds the model's next live seq. A small topic holds small columns, and padding allocates no slots. Several indexes
+// boundaries and holes, and nextLive (nextPut) finds the model's next live (put) seq. A small topic holds small columns, and padding allocates no slots. Several indexes
 // interleaved share the column slabs without ever sharing a block; a collected index gives its
 // blocks back.
 import { test } from 'node:test';
@@ -102,6 +102,13 @@ class Driver {
       const to = Math.min(last, from + 3000);
       const want = live.find((s) => s >= from && s <= to) ?? to + 1;
       assert.equal(idx.nextLive(from, to), want, `${label}nextLive(${from}, ${to})`);
+    }
+    // nextPut: the next slot that held a record, live or dead (reading from a time probes with it).
+    const put = [...this.model].filter(([seq, m]) => seq > this.dropped && m.state !== SlotState.EMPTY).map(([seq]) => seq);
+    for (const from of [this.dropped + 1, ...put.filter((_, k) => k % 89 === 0).map((s) => s + 1), Math.max(this.dropped + 1, Math.floor(last / 2))]) {
+      const to = Math.min(last, from + 3000);
+      const want = put.find((s) => s >= from && s <= to) ?? to + 1;
+      assert.equal(idx.nextPut(from, to), want, `${label}nextPut(${from}, ${to})`);
     }
     assert.equal(idx.state(last + 1), SlotState.EMPTY, 'past the end is empty');
     assert.equal(idx.state(last + 5000), SlotState.EMPTY, 'far past the end is empty');

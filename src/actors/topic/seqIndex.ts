@@ -191,6 +191,20 @@ export class SeqIndex {
    * whole (a crash's padded reservation block is not walked slot by slot).
    */
   nextLive(from: number, to: number): number {
+    return this.nextSlot(from, to, true);
+  }
+
+  /**
+   * The first seq in [from, to] whose slot was put (LIVE, DELETED or EVICTED: a record that
+   * was indexed, with its `$ts`), else to + 1; skips holes and padding like nextLive. The
+   * lookup of a read from a time probes with it (timeSeek.ts): a dead record's `$ts` still
+   * orders the seqs around it.
+   */
+  nextPut(from: number, to: number): number {
+    return this.nextSlot(from, to, false);
+  }
+
+  private nextSlot(from: number, to: number, liveOnly: boolean): number {
     let seq = Math.max(from, this.base);
     while (seq <= to) {
       const slot = seq - this.base;
@@ -206,7 +220,10 @@ export class SeqIndex {
         seq -= i; // below the chunk's columns: its first slot
         i = 0;
       }
-      for (; i < c.cap && seq <= to; i++, seq++) if (c.state(i) === SlotState.LIVE) return seq;
+      for (; i < c.cap && seq <= to; i++, seq++) {
+        const st = c.state(i);
+        if (liveOnly ? st === SlotState.LIVE : st !== SlotState.EMPTY) return seq;
+      }
       seq = this.base + (ci + 1) * CHUNK; // past the columns: the next chunk
     }
     return to + 1;

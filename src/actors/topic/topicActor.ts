@@ -21,6 +21,7 @@ import { deleteRecordsStep } from './recordDelete.js';
 import { applyTtl } from './retention.js';
 import { addTopicStats, effectivePriority, topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
+import { cursorAtTs } from './timeSeek.js';
 import { StorageState } from '../../storage/storageState.js';
 import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
 import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
@@ -132,6 +133,8 @@ export class TopicActor implements ActorCore {
       case 'diff':
       case 'watchRead':
         return this.read(ctx, reqId, req);
+      case 'seek':
+        return this.seek(ctx, reqId, req.tsMs);
       case 'state':
         return this.state(ctx, reqId, req.touch);
       case 'put':
@@ -288,7 +291,19 @@ export class TopicActor implements ActorCore {
     }
     this.touch(inst, ctx.now);
     this.expire(ctx, inst);
+    // A read from a time starts at the cursor the time resolves to now, once: a long-poll or a
+    // cold read answered later reads from that cursor.
+    if (req.op === 'diff' && req.fromTsMs !== undefined) req = { ...req, fromSeq: cursorAtTs(inst, req.fromTsMs), fromTsMs: undefined };
     this.reads.read(ctx, reqId, req, inst);
+  }
+
+  /** A watch POST's `from_ts`: the cursor a read from that time starts at (not a read itself). */
+  private seek(ctx: ActorCtx, reqId: number, tsMs: number): void {
+    const inst = this.current;
+    if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
+    this.expire(ctx, inst);
+    const seek = { fromSeq: cursorAtTs(inst, tsMs), head: inst.head, earliest: inst.earliest() };
+    ctx.reply(reqId, { ok: true, status: 200, json: Buffer.alloc(0), perf: {}, seek });
   }
 
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {

@@ -34,6 +34,21 @@ export interface DiffRequest {
   includeMeta: boolean;
   waitMs: number;
   maxBatchBytes: number;
+  /**
+   * A read from a time (`from_ts`, ms): the actor turns it into the cursor before reading
+   * (timeSeek.ts), and `fromSeq` is ignored. Absent: a read from `fromSeq`.
+   */
+  fromTsMs?: number;
+}
+
+/**
+ * Where a read from `tsMs` would start (a watch POST's `from_ts`, resolved once into a seq):
+ * answered with `seek` on the OkResult, or topic_not_found.
+ */
+export interface SeekRequest {
+  op: 'seek';
+  topic: string;
+  tsMs: number;
 }
 
 export interface StateRequest {
@@ -150,7 +165,7 @@ export interface WorkFlowRequest {
 
 export type QueueRequest = ClaimRequest | AckRequest | NackRequest | ExtendRequest | WorkOpenRequest | WorkCloseRequest | WorkFlowRequest;
 
-export type TopicRequest = AppendRequest | DiffRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest | QueueRequest | RouterRequest;
+export type TopicRequest = AppendRequest | DiffRequest | SeekRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest | QueueRequest | RouterRequest;
 
 /** What a watch read found, besides the rendered record frame payload in `json`. */
 export interface WatchReadMeta {
@@ -185,6 +200,8 @@ export interface OkResult {
   perf: PerfFields;
   /** Only on watchRead replies. */
   watch?: WatchReadMeta;
+  /** Only on seek replies: the exclusive cursor a read from the time starts at, and the watermarks then. */
+  seek?: { fromSeq: number; head: number; earliest: number };
   /** Only on fresh append replies: the topic's class, for the append-latency metric. */
   durability?: 'ephemeral' | 'memory' | 'disk' | 'fsync';
   /** Request fields the worker ignored (append bodies), for the Warning header. */

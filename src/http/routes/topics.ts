@@ -6,7 +6,7 @@ import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../actors/topic/config.js';
 import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
-import { check, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
+import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
 import type { TopicSummary } from '../../core/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
@@ -89,6 +89,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const raw = checkBody(req, true);
       const topic = topicParam(req);
       const b = check(validateDiff, parseSmallBody(raw, req));
+      checkOneStart(b, 'from_ts');
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
       await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
       const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
@@ -102,6 +103,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         includeMeta: b.include_meta ?? true,
         waitMs,
         maxBatchBytes: b.max_batch_bytes ?? 0,
+        ...(b.from_ts !== undefined ? { fromTsMs: b.from_ts } : {}),
       });
       if (result.ok) metrics.diffLatency.observe(waitMs > 0 ? 'true' : 'false', nowMs() - req.startedAt);
       return sendResult(req, reply, result);

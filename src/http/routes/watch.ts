@@ -6,7 +6,7 @@ import { isTopicName } from '../../core/names.js';
 import { fail } from '../../core/errors.js';
 import { checkBody, parseSmallBody, queryBool } from '../parse.js';
 import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
-import { check, validateWatch, type WatchBody } from '../schemas.js';
+import { check, checkOneStart, validateWatch, type WatchBody } from '../schemas.js';
 import { acceptsEventStream } from '../../sse/wire.js';
 import { decodeCursor } from '../../watch/cursor.js';
 import type { WatchOptions } from '../../watch/session.js';
@@ -40,6 +40,8 @@ export function watchOptions(b: WatchBody, maxLimit: number): WatchOptions {
 interface Watermark {
   head: number;
   earliest: number;
+  /** A topic read from a time: the cursor its actor resolved the time to. */
+  from?: number;
 }
 
 export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub, admission: Admission): void {
@@ -52,6 +54,23 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
     return out;
   }
 
+  /**
+   * The topics that start from a time (`from_ts`, not overridden by the cursor), resolved once
+   * into a seq cursor by their actors; null for a topic absent by then.
+   */
+  async function seeks(b: WatchBody, marks: Map<string, Watermark | null>, cursor: Map<string, number> | undefined): Promise<Map<string, Watermark | null>> {
+    const timed = [...marks.keys()].filter((n) => marks.get(n) && b.topics[n]!.from_ts !== undefined && !cursor?.has(n));
+    const answers = await Promise.all(timed.map((n) => sup.workerFor(n).request({ op: 'seek', topic: n, tsMs: b.topics[n]!.from_ts! })));
+    const out = new Map<string, Watermark | null>();
+    timed.forEach((n, i) => {
+      const r = answers[i]!;
+      if (r.ok && r.seek) out.set(n, { from: r.seek.fromSeq, head: r.seek.head, earliest: r.seek.earliest });
+      else if (!r.ok && r.code === 'topic_not_found') out.set(n, null);
+      else throw new HttpError(r.ok ? 'internal' : r.code, r.ok ? 'a seek answered without a cursor' : r.message, r.ok ? undefined : r.detail);
+    });
+    return out;
+  }
+
   app.post(
     '/v0/watch',
     withHttpErrors(async (req, reply) => {
@@ -61,6 +80,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       if (names.length === 0) throw new HttpError('invalid_request', 'topics must name at least one topic', { field: 'topics' });
       if (names.length > MAX_TOPICS) throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
       for (const name of names) if (!isTopicName(name)) throw new HttpError('invalid_request', 'invalid topic name', { topic: name });
+      for (const name of names) checkOneStart(b.topics[name]!, `topics.${name}.from_ts`);
       admission.requireNames(req, 'topic', names); // G10: every key of topics, right after the parse
       let cursor: Map<string, number> | undefined;
       if (b.cursor !== undefined) {
@@ -69,18 +89,20 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       }
       const opts = watchOptions(b, sup.settings.maxLimit);
       const marks = await watermarks(names);
+      const timed = await seeks(b, marks, cursor);
       const lenient = queryBool(req, 'lenient', false);
       const start = new Map<string, number>();
       const topics: Record<string, { from_seq: number; head_seq: number; earliest_seq: number }> = {};
       for (const name of names) {
-        const m = marks.get(name);
+        const m = timed.has(name) ? timed.get(name) : marks.get(name);
         if (!m) {
           if (lenient) continue;
           return sendError(req, reply, fail('topic_not_found', `topic ${name} does not exist`, { topic: name }));
         }
         const t = b.topics[name]!;
-        // G4: the cursor's seq overrides from_seq and tail; tail starts at the head now.
-        const from = cursor?.get(name) ?? (t.tail ? m.head : (t.from_seq ?? 0));
+        // G4: the cursor's seq overrides from_seq, tail and from_ts; tail starts at the head now;
+        // from_ts at the cursor its actor resolved it to.
+        const from = cursor?.get(name) ?? m.from ?? (t.tail ? m.head : (t.from_seq ?? 0));
         start.set(name, from);
         topics[name] = { from_seq: from, head_seq: m.head, earliest_seq: m.earliest };
       }
