@@ -19,6 +19,7 @@ import { claimedEvent, logLeases, releasedEvent } from './leasesLog.js';
 import type { Claimer, ParkedPass, QueueState } from './queueState.js';
 import { renderClaimReply, renderJobFrames, type LeasedJob } from './render.js';
 import { startDeadLetter } from './deadLetter.js';
+import { MoveBarrier } from './moveBarrier.js';
 
 /** How many jobs a claimer wants in this pass. */
 export function wantOf(q: QueueState, c: Claimer): number {
@@ -191,10 +192,15 @@ export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
   for (const c of pass.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
 }
 
-/** Replies and pushes of a pass whose texts are in memory; jobs that left meanwhile are dropped. */
+/**
+ * Replies and pushes of a pass whose texts are in memory; jobs that left meanwhile are dropped.
+ * Claims of a pass that moves jobs to the dead-letter topic answer once those moves settled.
+ */
 function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, pass: ParkedPass): void {
   const needDurable = inst.config.leases_durable ? pass.leasesFrameNo : 0;
   const ready = q.ready(inst.count);
+  const polls = pass.claimers.some((c) => c.kind === 'poll');
+  const barrier = polls && pass.deadLetter.length > 0 ? new MoveBarrier(a, inst, pass.deadLetter.length) : undefined;
   pass.claimers.forEach((c, i) => {
     const jobs: LeasedJob[] = [];
     for (const seq of pass.given[i]!) {
@@ -204,11 +210,15 @@ function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
     }
     if (c.kind === 'poll') {
       const body = renderClaimReply(inst, jobs, ready);
-      a.gate(ctx, inst, { reqId: c.reqId, needDurableFrame: needDurable }, (g) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} }));
+      const cond = { reqId: c.reqId, needDurableFrame: needDurable };
+      const send = (g: ActorCtx) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} });
+      if (barrier) barrier.hold(c.reqId, cond, send);
+      else a.gate(ctx, inst, cond, send);
     } else if (jobs.length > 0 && q.conns.get(c.conn.connId) === c.conn) {
       const frames = renderJobFrames(inst, jobs);
       a.gate(ctx, inst, { needDurableFrame: needDurable }, (g) => g.work({ k: 'jobs', connId: c.conn.connId, topic: inst.name, frames }));
     }
   });
-  for (const seq of pass.deadLetter) startDeadLetter(a, ctx, inst, q, seq);
+  // Every reply is held before the first move starts: a move may settle at once.
+  for (const seq of pass.deadLetter) startDeadLetter(a, ctx, inst, q, seq, barrier);
 }

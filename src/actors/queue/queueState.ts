@@ -4,6 +4,7 @@
 // Pure data; the operations are in the sibling modules.
 import assert from 'node:assert/strict';
 import { LeaseTable } from './leaseTable.js';
+import type { MoveBarrier } from './moveBarrier.js';
 
 /** A `/work` stream as the actor sees it (the socket lives on main). */
 export interface WorkConn {
@@ -37,6 +38,8 @@ export interface DeadLetterMove {
   attempts: number;
   /** Timer of the next retry, or 0 while a request is in flight. */
   retryTimerId: number;
+  /** The claims of the pass that started the move, until its first answer (then undefined). */
+  barrier: MoveBarrier | undefined;
 }
 
 export class QueueState {

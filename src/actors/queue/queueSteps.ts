@@ -101,6 +101,7 @@ export function dropQueue(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): ((c
   const gone = () => fail('topic_not_found', `topic ${a.name} was deleted`, { topic: a.name });
   for (const c of q.cohort) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
   for (const p of q.parkedPasses.values()) for (const c of p.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
+  for (const m of q.deadLetters.values()) m.barrier?.abort(ctx, a.name);
   q.cohort = [];
   q.parkedPasses.clear();
   for (const id of [q.cohortTimerId, q.wakeTimerId, ...q.retryTimers.keys()]) if (id !== 0) ctx.cancelTimer(id);
