@@ -13,6 +13,8 @@ export const LEASE_MS_MIN = 100;
 export const LEASE_MS_MAX = 86_400_000;
 export const NACK_DELAY_MS_MAX = 86_400_000;
 export const NODE_MAX_BYTES = 128;
+/** A blocking claim waits at most this long (`wait_ms` is clamped, as on diff). */
+export const CLAIM_WAIT_MS_MAX = 30_000;
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
@@ -21,6 +23,7 @@ interface ClaimBody {
   node: string;
   max?: number;
   lease_ms?: number;
+  wait_ms?: number;
 }
 
 interface SeqsBody {
@@ -34,7 +37,7 @@ interface SeqsBody {
 const validateClaim = ajv.compile<ClaimBody>({
   type: 'object',
   required: ['node'],
-  properties: { node: { type: 'string' }, max: u64, lease_ms: u64 },
+  properties: { node: { type: 'string' }, max: u64, lease_ms: u64, wait_ms: u64 },
 });
 
 const seqsBody = (required: string[]) =>
@@ -89,7 +92,7 @@ function checkSeqs(b: SeqsBody): { seqs: number[]; leaseIds: string[] | null } {
 
 export function claimRequest(topic: string, body: unknown): ClaimRequest {
   const b = check(validateClaim, body);
-  return { op: 'claim', topic, node: checkNode(b.node), max: clampMax(b.max), leaseMs: clampLeaseMs(b.lease_ms) };
+  return { op: 'claim', topic, node: checkNode(b.node), max: clampMax(b.max), leaseMs: clampLeaseMs(b.lease_ms), waitMs: Math.min(b.wait_ms ?? 0, CLAIM_WAIT_MS_MAX) };
 }
 
 export function ackRequest(topic: string, body: unknown): AckRequest {
@@ -109,3 +112,24 @@ export function extendRequest(topic: string, body: unknown): ExtendRequest {
   const node = checkNode(b.node);
   return { op: 'extend', topic, node, ...checkSeqs(b), leaseMs: clamp(b.lease_ms!, LEASE_MS_MIN, LEASE_MS_MAX) };
 }
+
+// ---- OpenAPI descriptions of the queue routes (merged into src/http/openapi.ts's ROUTE_DOCS) ----
+
+const doc = {
+  u64: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  obj: (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, ...(required.length ? { required } : {}) }),
+  topicParams: { type: 'object', properties: { topic: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$' } }, required: ['topic'] },
+  errors: { '4XX': { description: 'the spec error body', $ref: 'SpoolError#' }, '5XX': { description: 'the spec error body', $ref: 'SpoolError#' } },
+  ok: (description: string) => ({ 200: { description, type: 'object', additionalProperties: true } }),
+};
+
+/** Route descriptions by `METHOD path`, as openapi.ts keeps them; these win over its own. */
+export const QUEUE_ROUTE_DOCS: Record<string, { summary: string; tags: string[]; params?: unknown; querystring?: unknown; body?: unknown; response: Record<string, unknown> }> = {
+  'POST /v0/topics/:topic/claim': {
+    summary: 'Claim jobs of a queue (wait_ms: a blocking claim)',
+    tags: ['queues'],
+    params: doc.topicParams,
+    body: doc.obj({ node: { type: 'string' }, max: doc.u64, lease_ms: doc.u64, wait_ms: { ...doc.u64, description: 'wait up to this long (clamped to 30000) for a job when none is claimable' } }, ['node']),
+    response: { ...doc.ok('jobs'), ...doc.errors },
+  },
+};

@@ -16,10 +16,11 @@ import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease } from './leaseTable.js';
 import { claimedEvent, logLeases, releasedEvent } from './leasesLog.js';
-import type { Claimer, ParkedPass, QueueState } from './queueState.js';
+import type { Claimer, ParkedPass, PollClaimer, QueueState } from './queueState.js';
 import { renderClaimReply, renderJobFrames, type LeasedJob } from './render.js';
 import { startDeadLetter } from './deadLetter.js';
 import { MoveBarrier } from './moveBarrier.js';
+import { answered, park } from './waitingClaims.js';
 
 /** How many jobs a claimer wants in this pass. */
 export function wantOf(q: QueueState, c: Claimer): number {
@@ -111,7 +112,11 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     // run after storage turned FULL or FAILED).
     const refused = writeRefusal(ctx);
     if (refused) {
-      for (const c of claimers) if (c.kind === 'poll') ctx.reply(c.reqId, refused);
+      for (const c of claimers) {
+        if (c.kind !== 'poll') continue;
+        answered(ctx, q, c);
+        ctx.reply(c.reqId, refused);
+      }
       return;
     }
   }
@@ -135,7 +140,14 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     }
     jobs.push(seq);
   }
-  const given = deal(jobs, shares(wants, jobs.length));
+  const dealt = deal(jobs, shares(wants, jobs.length));
+  // A blocking claim that got nothing waits for jobs instead of answering (waitingClaims.ts).
+  const waits = (c: Claimer, i: number) => c.kind === 'poll' && c.waitUntilMs > ctx.now && dealt[i]!.length === 0;
+  claimers.forEach((c, i) => {
+    if (waits(c, i)) park(a, ctx, q, c as PollClaimer);
+  });
+  const given = dealt.filter((_, i) => !waits(claimers[i]!, i));
+  claimers = claimers.filter((c, i) => !waits(c, i));
   const events: LeaseEvent[] = [];
   const epoch = jobs.length > 0 ? ctx.bootEpoch() : 0;
   claimers.forEach((c, i) => {
@@ -189,7 +201,11 @@ export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
     q.table.makeReady(seq);
   }
   logLeases(a, ctx, inst, events);
-  for (const c of pass.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
+  for (const c of pass.claimers) {
+    if (c.kind !== 'poll') continue;
+    answered(ctx, q, c);
+    ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
+  }
 }
 
 /**
@@ -209,6 +225,7 @@ function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
       jobs.push({ seq, lease, deliveries: q.table.deliveries.get(seq) ?? 1 });
     }
     if (c.kind === 'poll') {
+      answered(ctx, q, c);
       const body = renderClaimReply(inst, jobs, ready);
       const cond = { reqId: c.reqId, needDurableFrame: needDurable };
       const send = (g: ActorCtx) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} });

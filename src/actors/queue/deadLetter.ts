@@ -15,8 +15,7 @@ import type { TopicInstance } from '../topic/instance.js';
 import type { RecordText } from '../topic/recordText.js';
 import { deleteSeqs } from '../topic/retention.js';
 import { SlotState } from '../topic/seqIndex.js';
-import type { DeadLetterMove, QueueState } from './queueState.js';
-import type { MoveBarrier } from './moveBarrier.js';
+import type { DeadLetterMove, MoveWaiters, QueueState } from './queueState.js';
 
 const RETRY_FIRST_MS = 50;
 const RETRY_MAX_MS = 2000;
@@ -43,7 +42,7 @@ function send(ctx: ActorCtx, deadLetterTopic: string, token: number, body: Buffe
 }
 
 /** The job's text is in memory (the claim pass saw to it); `barrier` hears of its first answer. */
-export function startDeadLetter(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, seq: number, barrier?: MoveBarrier): void {
+export function startDeadLetter(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, seq: number, barrier?: MoveWaiters): void {
   const text = inst.index.text(seq);
   const target = inst.config.dead_letter;
   if (text === undefined || target === null || inst.index.state(seq) !== SlotState.LIVE) {

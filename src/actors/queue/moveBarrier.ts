@@ -9,6 +9,7 @@ import { fail } from '../../core/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { GateCondition, TopicInstance } from '../topic/instance.js';
+import type { MoveWaiters } from './queueState.js';
 
 interface HeldReply {
   reqId: number;
@@ -17,7 +18,7 @@ interface HeldReply {
   send: (c: ActorCtx) => void;
 }
 
-export class MoveBarrier {
+export class MoveBarrier implements MoveWaiters {
   private left: number;
   private deleteFrameNo = 0;
   private readonly held: HeldReply[] = [];

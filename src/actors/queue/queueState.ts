@@ -4,7 +4,7 @@
 // Pure data; the operations are in the sibling modules.
 import assert from 'node:assert/strict';
 import { LeaseTable } from './leaseTable.js';
-import type { MoveBarrier } from './moveBarrier.js';
+import type { ActorCtx } from '../ctx.js';
 
 /** A `/work` stream as the actor sees it (the socket lives on main). */
 export interface WorkConn {
@@ -17,10 +17,22 @@ export interface WorkConn {
   paused: boolean;
 }
 
+/**
+ * A claim request. `waitUntilMs` > now: a blocking claim (`wait_ms`) that waits for jobs when a
+ * pass gives it none (parked in `QueueState.waiting`, its timer `timerId`); 0: it answers.
+ */
+export interface PollClaimer {
+  kind: 'poll';
+  reqId: number;
+  node: string;
+  max: number;
+  leaseMs: number;
+  waitUntilMs: number;
+  timerId: number;
+}
+
 /** Someone asking for jobs in a claim pass. */
-export type Claimer =
-  | { kind: 'poll'; reqId: number; node: string; max: number; leaseMs: number }
-  | { kind: 'work'; conn: WorkConn };
+export type Claimer = PollClaimer | { kind: 'work'; conn: WorkConn };
 
 /** A pass whose jobs were leased but whose replies wait for texts read back from segments. */
 export interface ParkedPass {
@@ -39,7 +51,15 @@ export interface DeadLetterMove {
   /** Timer of the next retry, or 0 while a request is in flight. */
   retryTimerId: number;
   /** The claims of the pass that started the move, until its first answer (then undefined). */
-  barrier: MoveBarrier | undefined;
+  barrier: MoveWaiters | undefined;
+}
+
+/** Claims waiting for dead-letter moves' first answers (MoveBarrier, moveBarrier.ts). */
+export interface MoveWaiters {
+  /** One move got its first answer; `frameNo`: its DELETE frame (0: not moved, or no frame). */
+  settle(ctx: ActorCtx, frameNo: number): void;
+  /** The queue was deleted first. */
+  abort(ctx: ActorCtx, topic: string): void;
 }
 
 export class QueueState {
@@ -54,13 +74,18 @@ export class QueueState {
   readonly deadLetters = new Map<number, DeadLetterMove>();
   /** Retry timers of dead-letter moves: timer id → token. */
   readonly retryTimers = new Map<number, number>();
-  /** A timer that wakes `/work` connections when the next lease expires or delay elapses. */
+  /** A timer that wakes `/work` connections and blocking claims when the next lease expires or delay elapses. */
   wakeTimerId = 0;
   wakeAtMs = 0;
+  /** Blocking claims waiting for jobs, in arrival order (not those in the jitter cohort). */
+  waiting: PollClaimer[] = [];
+  /** Wait timers of blocking claims (waiting or in the cohort): timer id → claim. */
+  readonly waitTimers = new Map<number, PollClaimer>();
 
   /**
    * Nothing of the queue is under way (dormant.ts: it may sleep): no lease, nack delay or job on
-   * its way to the dead-letter topic, no `/work` stream, claim cohort, parked pass or timer. What
+   * its way to the dead-letter topic, no `/work` stream, claim cohort, blocking claim, parked
+   * pass or timer. What
    * is left (delivery counts, the dead-letter counter) is its snapshot part.
    */
   quiet(): boolean {
@@ -74,7 +99,9 @@ export class QueueState {
       this.parkedPasses.size === 0 &&
       this.deadLetters.size === 0 &&
       this.retryTimers.size === 0 &&
-      this.wakeTimerId === 0
+      this.wakeTimerId === 0 &&
+      this.waiting.length === 0 &&
+      this.waitTimers.size === 0
     );
   }
 

@@ -12,7 +12,8 @@ import { SlotState } from '../topic/seqIndex.js';
 import { ack, extend, nack } from './ackNackExtend.js';
 import { onPassCold, runPass } from './claimPass.js';
 import { onDeadLetterReply, onDeadLetterTimer } from './deadLetter.js';
-import type { QueueState } from './queueState.js';
+import type { PollClaimer, QueueState } from './queueState.js';
+import { failWaiting, onWaitTimer, releaseWaiting } from './waitingClaims.js';
 import { endConns, joinCohort, onWake, openConn, refill, serveCohort, workClose, workFlow } from './workConns.js';
 
 export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: QueueRequest): void {
@@ -32,7 +33,8 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
   }
   switch (req.op) {
     case 'claim': {
-      const c = { kind: 'poll' as const, reqId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms };
+      const waitUntilMs = (req.waitMs ?? 0) > 0 ? ctx.now + req.waitMs! : 0;
+      const c: PollClaimer = { kind: 'poll', reqId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms, waitUntilMs, timerId: 0 };
       if (inst.config.claim_jitter_ms > 0) return joinCohort(a, ctx, inst, q, c);
       runPass(a, ctx, inst, q, [c]);
       return refill(a, ctx, inst, q); // the pass's sweep may have given streams room
@@ -67,6 +69,12 @@ export function onQueueTimer(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | 
     onWake(a, ctx, inst, q);
     return true;
   }
+  const waited = onWaitTimer(q, timerId);
+  if (waited === 'cohort') return true; // answered when the cohort is served
+  if (waited) {
+    runPass(a, ctx, inst, q, [waited]); // the last pass of its wait: it answers
+    return true;
+  }
   return onDeadLetterTimer(ctx, inst, q, timerId);
 }
 
@@ -82,6 +90,11 @@ export function onQueueCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | u
 export function onPeerReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, token: number, result: TopicResult): void {
   const q = inst?.queue;
   if (inst && q) onDeadLetterReply(a, ctx, inst, q, token, result);
+}
+
+/** Shutdown: blocking claims answer now with what they have (no job). */
+export function releaseQueueWaits(ctx: ActorCtx, inst: TopicInstance | undefined): void {
+  if (inst?.queue) releaseWaiting(ctx, inst, inst.queue);
 }
 
 /** Lazy expiry before a state read or stats; streams get room for what expired. */
@@ -102,10 +115,12 @@ export function dropQueue(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): ((c
   for (const c of q.cohort) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
   for (const p of q.parkedPasses.values()) for (const c of p.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
   for (const m of q.deadLetters.values()) m.barrier?.abort(ctx, a.name);
+  failWaiting(ctx, q, gone());
   q.cohort = [];
   q.parkedPasses.clear();
-  for (const id of [q.cohortTimerId, q.wakeTimerId, ...q.retryTimers.keys()]) if (id !== 0) ctx.cancelTimer(id);
+  for (const id of [q.cohortTimerId, q.wakeTimerId, ...q.retryTimers.keys(), ...q.waitTimers.keys()]) if (id !== 0) ctx.cancelTimer(id);
   q.retryTimers.clear();
+  q.waitTimers.clear();
   return (c) => endConns(c, inst, q);
 }
 

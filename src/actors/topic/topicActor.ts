@@ -22,7 +22,7 @@ import { applyTtl } from './retention.js';
 import { addTopicStats, effectivePriority, topicStateBody, topicStats, topicSummary } from './topicState.js';
 import { publishVisible, revealBatches } from './visibility.js';
 import { StorageState } from '../../storage/storageState.js';
-import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
+import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, releaseQueueWaits, sweepQueue } from '../queue/queueSteps.js';
 import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
 import { routerStep } from '../router/routerSteps.js';
 import { dormantOf, type DormantTopic, type StoredFrames } from './dormant.js';
@@ -316,9 +316,10 @@ export class TopicActor implements ActorCore {
     for (let s = fromSeq; s <= toSeq; s++) inst.index.setText(s, undefined);
   }
 
-  /** Shutdown: every parked long-poll answers now with what it has. */
+  /** Shutdown: every parked long-poll and blocking claim answers now with what it has. */
   releaseParked(ctx: ActorCtx): void {
     this.readsState?.releaseAll(ctx);
+    releaseQueueWaits(ctx, this.current);
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {

@@ -94,6 +94,8 @@ export interface ClaimRequest {
   max: number;
   /** Already clamped to [100, 86400000]; null: the topic's lease_ms. */
   leaseMs: number | null;
+  /** A blocking claim: wait up to this long for a job when none is claimable (absent or 0: answer at once; clamped to 30000). */
+  waitMs?: number;
 }
 
 /** ack, nack and extend: `leaseIds[i]` ("" = no token) fences `seqs[i]`, or null when absent. */
