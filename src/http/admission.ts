@@ -95,7 +95,12 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'POST /v0/topics/:topic/ack': { scopes: [W], pathName: 'topic', gate: 'hold' },
   'POST /v0/topics/:topic/nack': { scopes: [W], pathName: 'topic', gate: 'hold' },
   'POST /v0/topics/:topic/extend': { scopes: [W], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/term': { scopes: [W], pathName: 'topic', gate: 'hold' },
+  // Reads and deletes the dead-letter topic, writes the queue. + from (requireNames), or the
+  // configured dead_letter (checked by the queue's actor).
+  'POST /v0/topics/:topic/redrive': { scopes: [R, W, D], pathName: 'topic', gate: 'hold' },
   'GET /v0/topics/:topic/work': { scopes: [R, W], pathName: 'topic', kind: 'stream' },
+  'GET /v0/topics/:topic/leases': { scopes: [R], pathName: 'topic', gate: 'hold' },
   'PUT /v0/routers/:router': { scopes: [A], pathName: 'router' }, // + source, dest (requireRouterEnds)
   'GET /v0/routers/:router': { scopes: [R], pathName: 'router' }, // + stored source, dest
   'DELETE /v0/routers/:router': { scopes: [D], pathName: 'router' }, // + stored source, dest

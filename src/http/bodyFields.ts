@@ -33,6 +33,8 @@ const BY_ROUTE: Record<string, Fields> = {
   'POST /v0/topics/:topic/ack': { top: f(...QUEUE_BASE) },
   'POST /v0/topics/:topic/nack': { top: f(...QUEUE_BASE, 'delay_ms') },
   'POST /v0/topics/:topic/extend': { top: f(...QUEUE_BASE, 'lease_ms') },
+  'POST /v0/topics/:topic/term': { top: f(...QUEUE_BASE, 'reason') },
+  'POST /v0/topics/:topic/redrive': { top: f('from', 'seqs', 'match', 'max') },
 };
 
 /** Notes the fields of `body` that the request's route does not know. */

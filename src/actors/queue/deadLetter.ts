@@ -21,23 +21,41 @@ const RETRY_FIRST_MS = 50;
 const RETRY_MAX_MS = 2000;
 
 /**
- * The append body for the dead-letter topic: data, tag and node as stored, meta stamped. The
- * stamps go last, so where the job's own meta already has such keys (a dead letter put back
- * into a queue, or a spoof), the usual last-key-wins JSON readers see this move's values.
+ * One record of an append body for the dead-letter topic: data, tag and node as stored, meta
+ * stamped (a term's `reason` adds `$dead_letter_reason`). The stamps go last, so where the job's
+ * own meta already has such keys (a dead letter put back into a queue, or a spoof), the usual
+ * last-key-wins JSON readers see this move's values.
  */
-export function deadLetterBody(queue: string, seq: number, deliveries: number, t: RecordText): Buffer {
-  const stamps = `"$dead_letter_from":${JSON.stringify(queue)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}}`;
-  const parts: Buffer[] = [Buffer.from('{"records":[{"data":', 'latin1'), t.buf.subarray(t.dataOff, t.dataOff + t.dataLen)];
+export function deadLetterRecord(queue: string, seq: number, deliveries: number, t: RecordText, reason?: string): Buffer[] {
+  const why = reason === undefined ? '' : `,"$dead_letter_reason":${JSON.stringify(reason)}`;
+  const stamps = `"$dead_letter_from":${JSON.stringify(queue)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}${why}}`;
+  const parts: Buffer[] = [Buffer.from('{"data":', 'latin1'), t.buf.subarray(t.dataOff, t.dataOff + t.dataLen)];
   // The stored meta is compact: `{}` holds nothing, `{"k":…}` keeps `{"k":…` before the stamps.
-  if (t.metaLen > 2) parts.push(Buffer.from(',"meta":'), t.buf.subarray(t.metaOff, t.metaOff + t.metaLen - 1), Buffer.from(`,${stamps}`, 'latin1'));
-  else parts.push(Buffer.from(`,"meta":{${stamps}`, 'latin1'));
+  if (t.metaLen > 2) parts.push(Buffer.from(',"meta":'), t.buf.subarray(t.metaOff, t.metaOff + t.metaLen - 1), Buffer.from(`,${stamps}`, 'utf8'));
+  else parts.push(Buffer.from(`,"meta":{${stamps}`, 'utf8'));
   if (t.tagLen > 0) parts.push(Buffer.from(',"tag":'), t.buf.subarray(t.tagOff, t.tagOff + t.tagLen));
   if (t.nodeLen > 0) parts.push(Buffer.from(',"node":'), t.buf.subarray(t.nodeOff, t.nodeOff + t.nodeLen));
-  parts.push(Buffer.from('}],"create":true}'));
+  parts.push(Buffer.from('}'));
+  return parts;
+}
+
+/** An append body of dead-letter records (creating the topic if absent). */
+export function deadLetterAppend(records: readonly Buffer[][]): Buffer {
+  const parts: Buffer[] = [Buffer.from('{"records":[')];
+  records.forEach((r, i) => {
+    if (i > 0) parts.push(Buffer.from(','));
+    parts.push(...r);
+  });
+  parts.push(Buffer.from('],"create":true}'));
   return Buffer.concat(parts);
 }
 
-function send(ctx: ActorCtx, deadLetterTopic: string, token: number, body: Buffer): void {
+/** The append body of one job's move. */
+export function deadLetterBody(queue: string, seq: number, deliveries: number, t: RecordText): Buffer {
+  return deadLetterAppend([deadLetterRecord(queue, seq, deliveries, t)]);
+}
+
+export function send(ctx: ActorCtx, deadLetterTopic: string, token: number, body: Buffer): void {
   ctx.peerRequest(token, { op: 'append', topic: deadLetterTopic, body, returnSeqs: false, headerIdemKey: undefined, stamped: true });
 }
 

@@ -3,8 +3,9 @@
 // texts, and dead-letter moves in flight. Created with the instance when its type is `queue`.
 // Pure data; the operations are in the sibling modules.
 import assert from 'node:assert/strict';
-import { LeaseTable } from './leaseTable.js';
+import { LeaseTable, type Lease } from './leaseTable.js';
 import type { ActorCtx } from '../ctx.js';
+import type { RedriveRequest } from '../../core/messages/rpc.js';
 
 /** A `/work` stream as the actor sees it (the socket lives on main). */
 export interface WorkConn {
@@ -54,6 +55,44 @@ export interface DeadLetterMove {
   barrier: MoveWaiters | undefined;
 }
 
+/** A term (term.ts) waiting for cold texts or for the dead-letter topic's answer. */
+export interface TermOp {
+  reqId: number;
+  /** The held jobs being moved, and their leases (given back if the move is refused). */
+  seqs: number[];
+  leases: Lease[];
+  skipped: number[];
+  reason: string | undefined;
+}
+
+/** A redrive under way (redrive.ts): one at a time per queue, driven by peer answers. */
+export interface RedriveOp {
+  reqId: number;
+  req: RedriveRequest;
+  /** The dead-letter topic and its instance (0 until its first answer). */
+  from: string;
+  fromId: number;
+  /** Seqs of the dead-letter topic looked at so far, and the last one to look at (0: not known yet). */
+  cursor: number;
+  untilSeq: number;
+  moved: number;
+  skipped: number[];
+  /** The peer request being waited for and what it is. */
+  token: number;
+  phase: 'read' | 'append' | 'delete';
+  /** The batch in hand: seqs appended (or to append) and already-held ones, the read's cursor. */
+  appendSeqs: number[];
+  deleteSeqs: number[];
+  next: number;
+  done: boolean;
+}
+
+/** Dead-letter records this queue holds copies of, their delete there not yet confirmed. */
+export interface RedrivePending {
+  topic: string;
+  seqs: Set<number>;
+}
+
 /** Claims waiting for dead-letter moves' first answers (MoveBarrier, moveBarrier.ts). */
 export interface MoveWaiters {
   /** One move got its first answer; `frameNo`: its DELETE frame (0: not moved, or no frame). */
@@ -74,6 +113,18 @@ export class QueueState {
   readonly deadLetters = new Map<number, DeadLetterMove>();
   /** Retry timers of dead-letter moves: timer id → token. */
   readonly retryTimers = new Map<number, number>();
+  /** Terms under way, by cold-read or peer-request token. */
+  readonly terms = new Map<number, TermOp>();
+  /** The redrive under way, and the redrive requests waiting for it (redrive.ts). */
+  redriveOp: RedriveOp | undefined = undefined;
+  redriveWaiting: { reqId: number; req: RedriveRequest }[] = [];
+  /** By dead-letter instance id: records copied back whose delete is not confirmed (redrive.ts). */
+  readonly redrivePending = new Map<number, RedrivePending>();
+  /** Deletes of pending records in flight (token → the dead-letter instance and seqs). */
+  readonly redriveDeletes = new Map<number, { fromId: number; seqs: number[] }>();
+  /** The retry timer of those deletes (0: none), and failures in a row. */
+  reconcileTimerId = 0;
+  reconcileFailures = 0;
   /** A timer that wakes `/work` connections and blocking claims when the next lease expires or delay elapses. */
   wakeTimerId = 0;
   wakeAtMs = 0;
@@ -84,8 +135,8 @@ export class QueueState {
 
   /**
    * Nothing of the queue is under way (dormant.ts: it may sleep): no lease, nack delay or job on
-   * its way to the dead-letter topic, no `/work` stream, claim cohort, blocking claim, parked
-   * pass or timer. What
+   * its way to the dead-letter topic, no `/work` stream, claim cohort, blocking claim, term or
+   * redrive under way, no dead-letter record waiting to be deleted, no parked pass or timer. What
    * is left (delivery counts, the dead-letter counter) is its snapshot part.
    */
   quiet(): boolean {
@@ -98,6 +149,11 @@ export class QueueState {
       this.cohortTimerId === 0 &&
       this.parkedPasses.size === 0 &&
       this.deadLetters.size === 0 &&
+      this.terms.size === 0 &&
+      this.redriveOp === undefined &&
+      this.redrivePending.size === 0 &&
+      this.redriveDeletes.size === 0 &&
+      this.reconcileTimerId === 0 &&
       this.retryTimers.size === 0 &&
       this.wakeTimerId === 0 &&
       this.waiting.length === 0 &&
