@@ -64,6 +64,7 @@ export function term(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
     q.table.unlease(seq);
     q.table.inTransit.add(seq);
   }
+  refill(a, ctx, inst, q); // a `/work` stream whose job is on its way has room for the next
   const op: TermOp = { reqId, seqs, leases, skipped, reason: req.reason ?? undefined };
   const cold = seqs.filter((s) => inst.index.text(s) === undefined).sort((x, y) => x - y);
   if (cold.length === 0) return sendTerm(a, ctx, inst, q, op);
