@@ -110,7 +110,7 @@ export function workCommand(outcome: Outcome): Command {
       }
       if (missing) throw usageError(missing.message);
       const s = worker.stats;
-      if (o.json) printJson({ queue, node: worker.node, ...s });
+      if (o.json) printJson({ queue, node: worker.node, started: s.started, acked: s.acked, nacked: s.nacked, lost: s.lost });
       else note(`spool work: stopped after ${s.started} job${s.started === 1 ? '' : 's'}: ${s.acked} acked, ${s.nacked} nacked, ${s.lost} lost`);
       outcome.code = EXIT.ok;
     });
