@@ -1,4 +1,4 @@
-// Queue routes (SPEC 4.10, docs/QUEUES.md): claim, ack, nack, extend and term, and the lease list.
+// Queue routes (docs/QUEUES.md, docs/API.md "Queues"): claim, ack, nack, extend and term, and the lease list.
 // Bodies are small and parsed here; the queue actor of the topic does the rest (404 and 409
 // not_a_queue included). Queue routes never create a topic.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -1,5 +1,5 @@
 // POST /v0/topics/:q/redrive (docs/QUEUES.md "Redrive"): move dead-lettered jobs back into their
-// queue. The body is parsed here; a `from` it names must be in the key's allowlist (403, G10),
+// queue. The body is parsed here; a `from` it names must be in the key's allowlist (403),
 // and a `from` taken from the queue's config is checked by the queue's actor against the same
 // allowlist. The queue's actor does the rest with the dead-letter topic's actor (peer requests).
 import type { FastifyInstance } from 'fastify';
