@@ -2,7 +2,8 @@
 // seed first; a failure prints the seed and what reproduces it exactly.
 //   --queue    the queue/lease model (fuzz/queueModel.ts) on the real queue actor; a failure
 //              prints the shrunk counterexample path (the same seed also reruns in
-//              test/unit/queueModel.test.ts via QUEUE_MODEL_SEED)
+//              test/unit/queueModel.test.ts via QUEUE_MODEL_SEED); with --tools the mix
+//              includes term, redrive, the lease list and blocking claims (QUEUE_TOOLS_SEED)
 //   --router   the router forwarding model (fuzz/routerModel.ts) on the real source and dest
 //              actors; reruns in test/unit/routerModel.test.ts via ROUTER_MODEL_SEED
 //   --storage  the crash sweep (fuzz/storageSweep.ts): a whole in-process server crashed at fs
@@ -22,7 +23,7 @@ function arg(name: string): string | undefined {
 const out = (line: string) => void process.stdout.write(`${line}\n`);
 
 const targets: Record<string, (seed: number, runs: number | undefined, path: string | undefined) => void | Promise<void>> = {
-  '--queue': (seed, runs, path) => fc.assert(queueProperty(Number(arg('--commands') ?? 120)), { seed, numRuns: runs ?? 2000, ...(path ? { path } : {}), includeErrorInReport: true }),
+  '--queue': (seed, runs, path) => fc.assert(queueProperty(Number(arg('--commands') ?? 120), process.argv.includes('--tools')), { seed, numRuns: runs ?? 2000, ...(path ? { path } : {}), includeErrorInReport: true }),
   '--router': (seed, runs, path) => fc.assert(routerProperty(Number(arg('--commands') ?? 120)), { seed, numRuns: runs ?? 1000, ...(path ? { path } : {}), includeErrorInReport: true }),
   '--storage': async (seed, runs) => {
     const points = arg('--points');

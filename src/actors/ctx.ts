@@ -50,7 +50,7 @@ export type Effect =
   /** A `/work` stream event for main's events port (batched per turn). */
   | { k: 'work'; event: WorkEvent }
   /**
-   * A request to another topic's actor (dead-letter appends). The host delivers it after this
+   * A request to another topic's actor (dead-letter appends, redrives). The host delivers it after this
    * step, on this worker or over a peer port, and answers with a `peerReply` input carrying `token`.
    */
   | { k: 'peerRequest'; token: number; req: TopicRequest };

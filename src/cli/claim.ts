@@ -17,9 +17,10 @@ export function claimCommand(outcome: Outcome): Command {
     .argument('<queue>')
     .option('--max <n>', 'jobs to lease (server clamp 1000)', parsePositive, 1)
     .option('--lease-ms <ms>', "lease length (default: the queue's lease_ms)", parseCount)
+    .option('--wait-ms <ms>', 'wait up to this long for a job when none is ready (server clamp 30000)', parseCount)
     .addOption(nodeOption())
-    .action(async (queue: string, o: ClientOpts & { max: number; leaseMs?: number; node: string }) => {
-      const r = await clientFor(o).claim(queue, { node: o.node, max: o.max, lease_ms: o.leaseMs, raw: true });
+    .action(async (queue: string, o: ClientOpts & { max: number; leaseMs?: number; waitMs?: number; node: string }) => {
+      const r = await clientFor(o).claim(queue, { node: o.node, max: o.max, lease_ms: o.leaseMs, wait_ms: o.waitMs, raw: true });
       if (o.json) {
         const { claimed, ...rest } = r;
         const head = stringify(rest);

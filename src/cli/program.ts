@@ -15,6 +15,7 @@ import { rmRecordsCommand } from './rmRecords.js';
 import { claimCommand } from './claim.js';
 import { ackCommand, nackCommand } from './settle.js';
 import { workCommand } from './work.js';
+import { leasesCommand, redriveCommand, termCommand } from './queueTools.js';
 import { statsCommand } from './stats.js';
 import { verifyCommand } from './verify.js';
 import { inspectCommand } from './inspect.js';
@@ -96,6 +97,10 @@ export function buildProgram(outcome: Outcome): Command {
     .showSuggestionAfterError(true);
   serverCommands(program, outcome);
   for (const make of [topicsCommand, routersCommand, appendCommand, readCommand, tailCommand, rmRecordsCommand, claimCommand, ackCommand, nackCommand, workCommand, statsCommand]) {
+    program.addCommand(make(outcome));
+  }
+  // The queue tools (docs/CLI.md "Queue tools").
+  for (const make of [leasesCommand, termCommand, redriveCommand]) {
     program.addCommand(make(outcome));
   }
   program.addCommand(helpCommand(program));

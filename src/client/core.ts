@@ -15,4 +15,5 @@ export interface ClientCore<S> {
   ack(queue: string, req: T.SeqsRequest<S>): Promise<T.AckResult<S>>;
   nack(queue: string, req: T.SeqsRequest<S> & { delay_ms?: number }): Promise<T.NackResult<S>>;
   extend(queue: string, req: T.SeqsRequest<S> & { lease_ms: number }): Promise<T.ExtendResult<S>>;
+  term(queue: string, req: T.TermRequest<S>): Promise<T.TermResult<S>>;
 }

@@ -6,7 +6,7 @@ export type { RetryOptions, TransportOptions } from './transport.js';
 export { WatchStream, type WatchOptions } from './watch.js';
 export type { FollowOptions } from './follow.js';
 export type { WorkStreamOptions, WorkEvent } from './work.js';
-export { Worker, type WorkerOptions, type WorkerStats, type JobContext, type JobHandler } from './worker.js';
+export { Worker, UnrecoverableError, type WorkerOptions, type WorkerStats, type JobContext, type JobHandler } from './worker.js';
 export { SseDecoder, type SseEvent } from './sse.js';
 export { encodeCursor, decodeCursor } from './json.js';
 export type * from './types.js';

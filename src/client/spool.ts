@@ -217,7 +217,8 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   claim(queue: string, opts: T.ClaimOptions): Promise<T.ClaimResult<T.SeqOf<M>, unknown>> {
     const { signal, raw, ...fields } = opts;
     // A lost claim answer is not resent: its leases simply expire and the jobs come back.
-    return this.json({ method: 'POST', path: path(queue, '/claim'), body: encodeJson(fields), idempotent: false, signal }, raw === true);
+    // A blocking claim may take `wait_ms` before it answers: the timeout allows for it.
+    return this.json({ method: 'POST', path: path(queue, '/claim'), body: encodeJson(fields), idempotent: false, signal, extraTimeoutMs: fields.wait_ms ?? 0 }, raw === true);
   }
 
   /** Ack is idempotent (SPEC 4.10), so it is resent after a lost answer. */
@@ -236,6 +237,42 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   extend(queue: string, req: T.SeqsRequest<T.SeqOf<M>> & { lease_ms: number }): Promise<T.ExtendResult<T.SeqOf<M>>> {
     const { signal, ...fields } = req;
     return this.json({ method: 'POST', path: path(queue, '/extend'), body: encodeJson(fields), idempotent: true, signal });
+  }
+
+  /**
+   * Fails jobs for good: held ones go to the dead-letter topic at once (with `reason`), or are
+   * released when the queue has none. Resent after a lost answer: a job already moved is then
+   * reported in `skipped`.
+   */
+  term(queue: string, req: T.TermRequest<T.SeqOf<M>>): Promise<T.TermResult<T.SeqOf<M>>> {
+    const { signal, ...fields } = req;
+    return this.json({ method: 'POST', path: path(queue, '/term'), body: encodeJson(fields), idempotent: true, signal });
+  }
+
+  /**
+   * Moves the queue's dead-lettered jobs back into it (all, by `seqs`, by `match`, at most
+   * `max`). Not resent after a lost answer (a second call may move more); 429/503 are retried.
+   */
+  redrive(queue: string, opts: T.RedriveOptions<T.SeqOf<M>> = {}): Promise<T.RedriveResult<T.SeqOf<M>>> {
+    const { signal, ...fields } = opts;
+    return this.json({ method: 'POST', path: path(queue, '/redrive'), body: encodeJson(fields), idempotent: false, signal });
+  }
+
+  /** One page of the queue's live leases (who holds what), ascending by seq. */
+  leases(queue: string, opts: T.LeasesOptions<T.SeqOf<M>> = {}): Promise<T.LeasesPage<T.SeqOf<M>>> {
+    const { signal, ...query } = opts;
+    return this.json({ method: 'GET', path: path(queue, '/leases'), query: { ...query }, idempotent: true, signal });
+  }
+
+  /** Every live lease of the queue, following `next_from_seq` page by page. */
+  async *allLeases(queue: string, opts: Omit<T.LeasesOptions<T.SeqOf<M>>, 'from_seq'> = {}): AsyncGenerator<T.LeaseInfo<T.SeqOf<M>>> {
+    let from: T.SeqOf<M> | undefined;
+    for (;;) {
+      const page: T.LeasesPage<T.SeqOf<M>> = await this.leases(queue, { ...opts, from_seq: from });
+      yield* page.leases;
+      if (page.next_from_seq === undefined) return;
+      from = page.next_from_seq;
+    }
   }
 
   /** GET /v0/topics/:q/work: the jobs pushed on one connection (no reconnect; `worker()` adds that). */

@@ -254,6 +254,8 @@ export interface ClaimOptions {
   node: string;
   max?: number;
   lease_ms?: number;
+  /** A blocking claim: wait up to this long (ms; the server clamps it to 30000) for a job. */
+  wait_ms?: number;
   raw?: boolean;
   signal?: AbortSignal;
 }
@@ -308,6 +310,82 @@ export interface ExtendResult<S = number> {
   skipped: S[];
   /** seq (as a decimal string key) → new absolute deadline, ms. */
   deadlines: Record<string, number>;
+  performance?: Performance;
+}
+
+/** POST …/term: fail jobs for good (docs/QUEUES.md "Term"); fenced as ack. */
+export interface TermRequest<S = number> extends SeqsRequest<S> {
+  /** Stamped as `$dead_letter_reason` (at most 1024 bytes of UTF-8). */
+  reason?: string;
+}
+
+export interface TermResult<S = number> {
+  topic: string;
+  /** Jobs moved to the dead-letter topic. */
+  terminated: number;
+  /** Jobs released instead (the queue has no dead-letter topic): ready again at once. */
+  released: number;
+  skipped: S[];
+  dead_letter: string | null;
+  ready: number;
+  in_flight: number;
+  performance?: Performance;
+}
+
+/** POST …/redrive (docs/QUEUES.md "Redrive"); every field optional: `{}` moves all. */
+export interface RedriveOptions<S = number> {
+  /** The dead-letter topic (default: the queue's `dead_letter`). */
+  from?: string;
+  /** Seqs of the dead-letter topic (1..10000). */
+  seqs?: S[];
+  /** A tag match tuple, as record delete. */
+  match?: TagMatch;
+  /** Jobs moved at most (default and clamp 10000). */
+  max?: number;
+  signal?: AbortSignal;
+}
+
+export interface RedriveResult<S = number> {
+  topic: string;
+  from: string;
+  redriven: number;
+  /** Named seqs not moved: absent, or not this queue's dead letters. */
+  skipped: S[];
+  /** Stopped by `max` (or a refusal after some moved): call again for the rest. */
+  more: boolean;
+  ready: number;
+  in_flight: number;
+  performance?: Performance;
+}
+
+/** One live lease (GET …/leases): who holds which job until when. */
+export interface LeaseInfo<S = number> {
+  $seq: S;
+  node: string;
+  deliveries: number;
+  deadline: number;
+  via: 'claim' | 'work';
+}
+
+export interface LeasesOptions<S = number> {
+  /** Exclusive cursor (default 0). */
+  from_seq?: S;
+  /** Page size (default 100, clamp 1000). */
+  limit?: number;
+  /** Only this holder's. */
+  node?: string;
+  signal?: AbortSignal;
+}
+
+export interface LeasesPage<S = number> {
+  topic: string;
+  leases: LeaseInfo<S>[];
+  count: number;
+  in_flight: number;
+  ready: number;
+  delayed: number;
+  /** Present when more leases follow: pass it back as `from_seq`. */
+  next_from_seq?: S;
   performance?: Performance;
 }
 

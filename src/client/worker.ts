@@ -10,6 +10,9 @@
 //
 // stop() is graceful: no new jobs are started, running handlers finish and are settled, then the
 // connection closes (in push mode jobs pushed meanwhile are left alone and released by that close).
+// A handler that throws an UnrecoverableError fails its job for good: the job is termed (sent to
+// the queue's dead-letter topic at once, the error's message as its reason) instead of nacked.
+// Poll mode uses blocking claims (`wait_ms`), so an idle worker waits on the server, not in a loop.
 import { backoffMs, sleep } from './backoff.js';
 import { CLIENT_CODES, SpoolError } from './errors.js';
 import { randomHex } from './ids.js';
@@ -17,6 +20,32 @@ import { LeaseKeeper } from './leaseKeeper.js';
 import { openWork } from './work.js';
 import type { ClientCore } from './core.js';
 import type { Job } from './types.js';
+
+/**
+ * Thrown by a job handler: the job can never succeed (bad input, a permanent refusal), so it is
+ * not retried. The worker terms it: the job goes to the queue's dead-letter topic at once with
+ * `$dead_letter_reason` = the message (or, with no dead-letter topic, back to the queue). As
+ * BullMQ's UnrecoverableError or nats.js `term`.
+ */
+export class UnrecoverableError extends Error {
+  /** Recognized across bundles (a second copy of this module) by this flag, not only by instanceof. */
+  readonly unrecoverable = true;
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnrecoverableError';
+  }
+}
+
+function isUnrecoverable(err: unknown): err is Error {
+  return err instanceof UnrecoverableError || (err instanceof Error && (err as { unrecoverable?: unknown }).unrecoverable === true);
+}
+
+/** The reason stamped on a termed job: the error's message, cut to the server's 1024 bytes. */
+function reasonOf(err: Error): string {
+  let r = err.message;
+  while (new TextEncoder().encode(r).length > 1024) r = r.slice(0, -1);
+  return r;
+}
 
 export interface JobContext {
   /** Aborts when the lease is lost (the job will be delivered again) or on a forced stop. */
@@ -42,7 +71,7 @@ export interface WorkerOptions {
   signal?: AbortSignal;
   /** Delay of the nack after a failed handler (default 1 s doubling per delivery, at most 60 s, jittered). */
   nackDelayMs?: (deliveries: number, err: unknown) => number;
-  /** Poll mode: longest wait between claims while the queue is empty, ms (default 1000). */
+  /** Poll mode: how long one blocking claim waits for a job, ms (default 1000; the server allows up to 30000). */
   pollIntervalMs?: number;
   /** Told about handler failures, lost leases and transport errors (default: ignored). */
   onError?: (err: unknown, job?: { seq: unknown; deliveries: number }) => void;
@@ -52,6 +81,8 @@ export interface WorkerStats {
   started: number;
   acked: number;
   nacked: number;
+  /** Jobs failed for good (UnrecoverableError) and moved to the dead-letter topic. */
+  terminated: number;
   /** Jobs whose lease was gone before they could be settled (they will be delivered again). */
   lost: number;
 }
@@ -70,7 +101,7 @@ const NACK_BACKOFF = { baseMs: 1000, maxMs: 60_000 };
 
 export class Worker<S> {
   readonly node: string;
-  readonly stats: WorkerStats = { started: 0, acked: 0, nacked: 0, lost: 0 };
+  readonly stats: WorkerStats = { started: 0, acked: 0, nacked: 0, terminated: 0, lost: 0 };
   /** Settles when the worker has stopped and every started job is settled; rejects on a fatal error. */
   readonly done: Promise<void>;
   private readonly concurrency: number;
@@ -136,15 +167,18 @@ export class Worker<S> {
     let idle = 0;
     let failures = 0;
     const maxIdleMs = this.opts.pollIntervalMs ?? 1000;
+    const waitMs = Math.min(30_000, Math.max(0, maxIdleMs));
     while (!this.draining) {
       if (this.running.size >= this.concurrency) {
         await new Promise<void>((r) => (this.slotWaiter = r));
         continue;
       }
       let got: AnyJob<S>[];
+      const askedAt = Date.now();
       try {
-        // Not aborted by stop(): a claim cut off mid-flight would lease jobs nobody sees.
-        const r = await this.client.claim(this.queue, { node: this.node, max: this.concurrency - this.running.size, lease_ms: this.leaseMs, raw: this.opts.raw });
+        // Not aborted by stop(): a claim cut off mid-flight would lease jobs nobody sees. A
+        // blocking claim: while the queue is empty it waits on the server (at most waitMs).
+        const r = await this.client.claim(this.queue, { node: this.node, max: this.concurrency - this.running.size, lease_ms: this.leaseMs, wait_ms: waitMs, raw: this.opts.raw });
         got = r.claimed as AnyJob<S>[];
         failures = 0;
       } catch (e) {
@@ -154,7 +188,9 @@ export class Worker<S> {
         continue;
       }
       for (const job of got) this.start(job, undefined);
-      if (got.length === 0) await sleep(Math.min(maxIdleMs, 50 * 2 ** Math.min(idle++, 10)), this.stopCtl.signal).catch(() => undefined);
+      // An empty answer that came back early (a server before blocking claims, a shutdown) is
+      // followed by the old backoff, so an empty queue never turns into a busy loop.
+      if (got.length === 0 && Date.now() - askedAt < waitMs / 2) await sleep(Math.min(maxIdleMs, 50 * 2 ** Math.min(idle++, 10)), this.stopCtl.signal).catch(() => undefined);
       else idle = 0;
     }
   }
@@ -251,6 +287,12 @@ export class Worker<S> {
       if (!failure) {
         const a = await this.client.ack(this.queue, fence);
         if (a.acked === 1) this.stats.acked++;
+        else this.stats.lost++;
+      } else if (isUnrecoverable(failure.err)) {
+        this.opts.onError?.(failure.err, info);
+        const t = await this.client.term(this.queue, { ...fence, reason: reasonOf(failure.err) });
+        if (t.terminated === 1) this.stats.terminated++;
+        else if (t.released === 1) this.stats.nacked++; // no dead-letter topic: back in the queue
         else this.stats.lost++;
       } else {
         this.opts.onError?.(failure.err, info);

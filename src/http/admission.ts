@@ -63,6 +63,11 @@ export interface RouteRule {
    * which may long-poll) only waits its turn. Absent: the route does not go through the gate.
    */
   gate?: 'hold' | 'pass';
+  /**
+   * A `hold` route whose body may name this field to long-poll (a blocking claim's `wait_ms`): a
+   * body that names it only waits its turn, as `pass` does, instead of holding a slot while it waits.
+   */
+  waitField?: string;
   /** The route consumes the path topic (G1 auto-priority recency): `touch` = unless ?touch=false. */
   consumes?: 'always' | 'touch';
 }
@@ -86,11 +91,16 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'POST /v0/topics/:topic': { scopes: [W], pathName: 'topic', gate: 'hold' }, // + admin to create with config (appendAuth)
   'POST /v0/topics/:topic/diff': { scopes: [R], pathName: 'topic', gate: 'pass', consumes: 'always' },
   'POST /v0/topics/:topic/delete': { scopes: [D], pathName: 'topic', gate: 'hold' },
-  'POST /v0/topics/:topic/claim': { scopes: [R, W], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/claim': { scopes: [R, W], pathName: 'topic', gate: 'hold', waitField: 'wait_ms' },
   'POST /v0/topics/:topic/ack': { scopes: [W], pathName: 'topic', gate: 'hold' },
   'POST /v0/topics/:topic/nack': { scopes: [W], pathName: 'topic', gate: 'hold' },
   'POST /v0/topics/:topic/extend': { scopes: [W], pathName: 'topic', gate: 'hold' },
+  'POST /v0/topics/:topic/term': { scopes: [W], pathName: 'topic', gate: 'hold' },
+  // Reads and deletes the dead-letter topic, writes the queue. + from (requireNames), or the
+  // configured dead_letter (checked by the queue's actor).
+  'POST /v0/topics/:topic/redrive': { scopes: [R, W, D], pathName: 'topic', gate: 'hold' },
   'GET /v0/topics/:topic/work': { scopes: [R, W], pathName: 'topic', kind: 'stream' },
+  'GET /v0/topics/:topic/leases': { scopes: [R], pathName: 'topic', gate: 'hold' },
   'PUT /v0/routers/:router': { scopes: [A], pathName: 'router' }, // + source, dest (requireRouterEnds)
   'GET /v0/routers/:router': { scopes: [R], pathName: 'router' }, // + stored source, dest
   'DELETE /v0/routers/:router': { scopes: [D], pathName: 'router' }, // + stored source, dest
@@ -206,9 +216,10 @@ export class Admission {
    * text also waits, which is harmless).
    */
   gateHookFor(rule: RouteRule, isAppend: boolean): (req: FastifyRequest, reply: FastifyReply, done: () => void) => void {
-    const hold = rule.gate === 'hold';
+    const waitField = rule.waitField === undefined ? undefined : Buffer.from(JSON.stringify(rule.waitField));
     const consumes = rule.consumes;
     return (req, reply, done) => {
+      const hold = rule.gate === 'hold' && !(waitField !== undefined && rawBody(req).includes(waitField));
       const topic = (req.params as Record<string, string>).topic ?? '';
       const { gate, book, now } = this.pressure;
       if (consumes === 'always' || (consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());

@@ -29,10 +29,12 @@ const BY_ROUTE: Record<string, Fields> = {
     top: f('topics', 'cursor', 'node', 'limit', 'max_batch_bytes', 'heartbeat_ms', 'include_meta', 'include_tags', 'include_data', 'consistency'),
     nested: { field: 'topics', keys: f('from_seq', 'tail', 'from_ts') },
   },
-  'POST /v0/topics/:topic/claim': { top: f('node', 'max', 'lease_ms') },
+  'POST /v0/topics/:topic/claim': { top: f('node', 'max', 'lease_ms', 'wait_ms') },
   'POST /v0/topics/:topic/ack': { top: f(...QUEUE_BASE) },
   'POST /v0/topics/:topic/nack': { top: f(...QUEUE_BASE, 'delay_ms') },
   'POST /v0/topics/:topic/extend': { top: f(...QUEUE_BASE, 'lease_ms') },
+  'POST /v0/topics/:topic/term': { top: f(...QUEUE_BASE, 'reason') },
+  'POST /v0/topics/:topic/redrive': { top: f('from', 'seqs', 'match', 'max') },
 };
 
 /** Notes the fields of `body` that the request's route does not know. */

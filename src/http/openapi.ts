@@ -11,6 +11,7 @@ import { CONFIG_SCHEMA } from '../actors/topic/config.js';
 import { validateDiff, validateWatch } from './schemas.js';
 import { validateRouter } from './routerSchemas.js';
 import { ruleFor, type RouteRule } from './admission.js';
+import { QUEUE_ROUTE_DOCS } from './queueSchemas.js';
 import { version } from './version.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
@@ -102,6 +103,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   'DELETE /v0/routers/:router': { summary: 'Delete a router (idempotent)', tags: ['routers'], params: ROUTER_PARAMS, response: { ...reply('deleted, or absent', { router: { type: 'string' }, deleted: { type: 'boolean' } }), ...errors } },
   'GET /v0/routers': { summary: 'List routers (cursor-paginated)', tags: ['routers'], querystring: obj({ prefix: { type: 'string' }, source: { type: 'string' }, dest: { type: 'string' }, page_size: u64, cursor: { type: 'string' } }), response: { ...reply('a page of routers', { routers: { type: 'array', items: obj({ router: { type: 'string' }, source: { type: 'string' }, dest: { type: 'string' }, guarantee: { type: 'string' }, forwarded_total: u64 }) }, next_cursor: { type: 'string', description: 'absent on the last page' } }), ...errors } },
   'GET /v0/backup': { summary: 'An online backup: a tar consistent as of one WAL position', tags: ['operations'], response: { 200: { description: 'application/x-tar', content: { 'application/x-tar': { schema: { type: 'string', format: 'binary' } } } }, ...errors } },
+  ...QUEUE_ROUTE_DOCS,
 };
 
 /** The bearer key of SERVICE_API_KEYS; its "scopes" in a requirement are the key's scopes. */

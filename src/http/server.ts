@@ -19,6 +19,7 @@ import { probeRoutes } from './routes/probes.js';
 import { watchRoutes } from './routes/watch.js';
 import { queueRoutes } from './routes/queue.js';
 import { workRoutes } from './routes/work.js';
+import { redriveRoutes } from './routes/redrive.js';
 import { backupRoutes } from './routes/backup.js';
 import { statusRoutes } from './routes/status.js';
 import { registerOpenApi } from './openapi.js';
@@ -49,8 +50,9 @@ export const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/v0\/topics\/[^/]+$/, ['GET', 'HEAD', 'PUT', 'POST', 'DELETE']],
   [/^\/v0\/topics\/[^/]+\/diff$/, ['POST']],
   [/^\/v0\/topics\/[^/]+\/delete$/, ['POST']],
-  [/^\/v0\/topics\/[^/]+\/(claim|ack|nack|extend)$/, ['POST']],
+  [/^\/v0\/topics\/[^/]+\/(claim|ack|nack|extend|term|redrive)$/, ['POST']],
   [/^\/v0\/topics\/[^/]+\/work$/, ['GET']],
+  [/^\/v0\/topics\/[^/]+\/leases$/, ['GET', 'HEAD']],
   [/^\/v0\/watch$/, ['POST']],
   [/^\/v0\/watch\/[^/]+$/, ['GET']],
   [/^\/v0\/routers$/, ['GET', 'HEAD']],
@@ -248,6 +250,7 @@ export async function buildServer(
   topicRoutes(app, sup, metrics, admission);
   watchRoutes(app, sup, hub, admission);
   queueRoutes(app, sup);
+  redriveRoutes(app, sup, admission);
   workRoutes(app, sup, work, admission);
   routerRoutes(app, sup, admission);
   backupRoutes(app, sup);

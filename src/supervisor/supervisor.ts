@@ -318,6 +318,9 @@ export class Supervisor {
         for (const id of r.liveDirIds) liveDirs.add(id);
       }
       await this.wal.start(walFileNo, epoch, seed, snap?.cut);
+      // Peer requests between workers wait until now (a queue's recovery may ask another
+      // worker's dead-letter topic to delete what a redrive copied back).
+      await Promise.all(this.workers.map((w) => w.serve()));
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
       if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
       this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.walSize.checkpointWalBytes, (err) =>

@@ -38,8 +38,10 @@ export const APPEND_RECORD_HEAD_BYTES = 12;
 /**
  * APPEND head flags (u16 at body offset 22, 0 before routers). FORWARD: a router copy batch; a
  * u32 length and the forward header's JSON follow the idempotency key (docs/FORMAT.md).
+ * REDRIVE: jobs moved back from a dead-letter topic; a u32 length and the redrive header's JSON
+ * follow in the same place (a batch is never both).
  */
-export const AppendFlag = { FORWARD: 1 } as const;
+export const AppendFlag = { FORWARD: 1, REDRIVE: 2 } as const;
 /** metaLen value meaning "this record has no meta". */
 export const META_ABSENT = 0xffffffff;
 

@@ -209,20 +209,23 @@ export function encodeAppend(
   onRecord?: (i: number, r: RecordExtent, frame: Buffer) => void,
   /** A router copy batch's forward header (JSON, docs/FORMAT.md), or none. */
   fwd?: Buffer,
+  /** A redrive batch's header (JSON, docs/FORMAT.md), or none; never with `fwd`. */
+  redrive?: Buffer,
 ): Buffer {
-  const bodyBytes = appendBodySize(idemKey, records, fwd);
+  const header = fwd ?? redrive;
+  const bodyBytes = appendBodySize(idemKey, records, header);
   const buf = Buffer.allocUnsafeSlow(frameSize(bodyBytes));
   let p = FRAME_HEADER_BYTES;
   writeU64(buf, p, firstSeq);
   writeU64(buf, p + 8, tsMs);
   buf.writeUInt32LE(records.length, p + 16);
   buf.writeUInt16LE(idemKey ? idemKey.length : 0, p + 20);
-  buf.writeUInt16LE(fwd ? AppendFlag.FORWARD : 0, p + 22);
+  buf.writeUInt16LE(fwd ? AppendFlag.FORWARD : redrive ? AppendFlag.REDRIVE : 0, p + 22);
   p += APPEND_HEAD_BYTES;
   if (idemKey) p += idemKey.copy(buf, p);
-  if (fwd) {
-    buf.writeUInt32LE(fwd.length, p);
-    p += 4 + fwd.copy(buf, p + 4);
+  if (header) {
+    buf.writeUInt32LE(header.length, p);
+    p += 4 + header.copy(buf, p + 4);
   }
   const ext: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
   for (let i = 0; i < records.length; i++) {
@@ -263,6 +266,8 @@ export interface AppendHead {
   idemKey: string | undefined;
   /** The forward header's JSON bytes (router copy batches only), else undefined. */
   fwd: Buffer | undefined;
+  /** The redrive header's JSON bytes (jobs moved back from a dead-letter topic), else undefined. */
+  redrive: Buffer | undefined;
   /** Offset of the first record header. */
   recordsOff: number;
 }
@@ -273,9 +278,12 @@ export function readAppendHead(buf: Buffer, f: FrameView): AppendHead {
   const flags = buf.readUInt16LE(p + 22);
   let recordsOff = p + APPEND_HEAD_BYTES + keyLen;
   let fwd: Buffer | undefined;
-  if (flags & AppendFlag.FORWARD) {
+  let redrive: Buffer | undefined;
+  if (flags & (AppendFlag.FORWARD | AppendFlag.REDRIVE)) {
     const len = buf.readUInt32LE(recordsOff);
-    fwd = buf.subarray(recordsOff + 4, recordsOff + 4 + len);
+    const header = buf.subarray(recordsOff + 4, recordsOff + 4 + len);
+    if (flags & AppendFlag.FORWARD) fwd = header;
+    else redrive = header;
     recordsOff += 4 + len;
   }
   return {
@@ -284,6 +292,7 @@ export function readAppendHead(buf: Buffer, f: FrameView): AppendHead {
     count: buf.readUInt32LE(p + 16),
     idemKey: keyLen > 0 ? buf.toString('utf8', p + APPEND_HEAD_BYTES, p + APPEND_HEAD_BYTES + keyLen) : undefined,
     fwd,
+    redrive,
     recordsOff,
   };
 }

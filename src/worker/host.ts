@@ -68,6 +68,8 @@ export class ActorHost implements HostServices {
   private readonly replies = new Map<number, (r: TopicResult) => void>();
   /** Actors whose step is running (steps nest): an actor is never dropped inside its own step. */
   private readonly stepping: TopicActor[] = [];
+  /** Peer requests that arrived before `serve()` (recovery); undefined once serving. */
+  private peersHeld: { req: TopicRequest; resolve: (r: TopicResult) => void }[] | undefined = [];
   /** Live bytes over this worker's topics, kept as steps change them (see input). */
   private liveBytesTotal = 0;
   private nextReqId = 1;
@@ -109,7 +111,11 @@ export class ActorHost implements HostServices {
     this.peers = new PeerLink(opts.workerIndex, opts.workers, peerPorts, {
       request: (req) => {
         const refused = req.op === 'append' && req.forward ? forwardRefusal?.() : undefined;
-        return refused ? Promise.resolve(refused) : this.request(req);
+        if (refused) return Promise.resolve(refused);
+        // Until the whole server is recovered and its WAL writes, peer requests wait (the end
+        // of a queue's recovery may ask a dead-letter topic on any worker to delete records).
+        if (this.peersHeld) return new Promise((resolve) => this.peersHeld!.push({ req, resolve }));
+        return this.request(req);
       },
       peerReply: (actor, token, result) => this.input(actor, { k: 'peerReply', token, result }),
     });
@@ -347,6 +353,16 @@ export class ActorHost implements HostServices {
     Atomics.add(this.opts.counters, 0, r.topics);
     this.dormancy.start();
     return r;
+  }
+
+  /**
+   * Every worker is recovered and the WAL writes (the supervisor calls this after starting the
+   * WAL, before anything else may send a peer request): held peer requests run now, in order.
+   */
+  serve(): void {
+    const held = this.peersHeld;
+    this.peersHeld = undefined;
+    for (const h of held ?? []) void this.request(h.req).then(h.resolve);
   }
 
   // ---- listings ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // Peer requests between topic actors (DESIGN 1.6): an actor's request to another topic's actor
-// (dead-letter appends, router forwards and probes) goes, after the step that made it, to the owning worker: this
-// one (an ordinary request to the host) or another over its peer port. The answer comes back as
+// (dead-letter appends, terms, redrive reads and deletes, router forwards and probes) goes,
+// after the step that made it, to the owning worker: this one (an ordinary request to the
+// host; also a queue's redrive append to itself) or another over its peer port. The answer comes back as
 // a `peerReply` input to the asking actor. Never through the HTTP thread. Runs on a worker.
 import type { MessagePort } from 'node:worker_threads';
 import type { PeerMessage } from '../core/messages/peer.js';

@@ -166,6 +166,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
       hostOpts.bootSeed = bootSeed;
       return host.finishRecovery(dirIds);
     },
+    /** The server is recovered and its WAL started: peer requests flow from now on. */
+    serve(): void {
+      host.serve();
+    },
     async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
       host.inputsSinceCheckpoint = 0; // what comes from here on is for the next checkpoint
       try {

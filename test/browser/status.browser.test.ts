@@ -40,6 +40,10 @@ test('the status page shows health, topics and queues, and tails a topic live', 
   assert.match(q, /^ui\.jobs1/, 'one ready job');
   // Read from spool_topic_queue_oldest_ready_age_seconds and spool_topic_queue_dead_lettered_total.
   assert.match(q, /^ui\.jobs10\d+\.\d s0$/, `ready, in flight, oldest ready age in seconds, dead-lettered: ${q}`);
+  // Who holds what: a claimed job shows in the lease table with its holder.
+  await fetch(`${url}/v0/topics/ui.jobs/claim`, { method: 'POST', headers: JSON_CT, body: '{"node":"ui-worker","lease_ms":600000}' });
+  await page.waitForSelector('#leases tr[data-topic="ui.jobs"]', { timeout: 15_000 });
+  assert.match((await page.textContent('#leases tr[data-topic="ui.jobs"]'))!, /^ui\.jobs1ui-worker1in \d+\.\d sclaim$/);
 
   await page.click('#topics tr[data-topic="ui.orders"] button');
   await page.waitForFunction(() => (globalThis as any).document.body.dataset.tailing === 'ui.orders');

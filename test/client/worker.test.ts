@@ -69,7 +69,7 @@ for (const mode of ['push', 'poll'] as const) {
     }
     assert.deepEqual(await stolen, [], 'no other worker could claim the job while it ran');
     assert.deepEqual(calls, [{ seq: 1, deliveries: 1 }]);
-    assert.deepEqual(w.stats, { started: 1, acked: 1, nacked: 0, lost: 0 });
+    assert.deepEqual(w.stats, { started: 1, acked: 1, nacked: 0, terminated: 0, lost: 0 });
     const st = await spool.getTopic(q);
     assert.equal(st.count, 0, 'the job is gone');
     assert.deepEqual(st.queue, { ready: 0, in_flight: 0, dead_lettered: 0 });
@@ -100,7 +100,7 @@ test('a failing handler is nacked with backoff, redelivered, then acked', { time
   );
   assert.ok(seen[1]!.at - seen[0]!.at >= 380, `redelivered after ${seen[1]!.at - seen[0]!.at} ms (nack delay 400)`);
   assert.deepEqual(errors, ['boom']);
-  assert.deepEqual(w.stats, { started: 2, acked: 1, nacked: 1, lost: 0 });
+  assert.deepEqual(w.stats, { started: 2, acked: 1, nacked: 1, terminated: 0, lost: 0 });
 });
 
 test('a lost lease aborts the handler, and its ack never lands on the new holder', { timeout: 30_000 }, async () => {
@@ -133,7 +133,7 @@ test('a lost lease aborts the handler, and its ack never lands on the new holder
     release();
     await w.stop();
   }
-  assert.deepEqual(w.stats, { started: 1, acked: 0, nacked: 0, lost: 1 });
+  assert.deepEqual(w.stats, { started: 1, acked: 0, nacked: 0, terminated: 0, lost: 1 });
   const st = await spool.getTopic(q);
   assert.deepEqual(st.queue, { ready: 0, in_flight: 1, dead_lettered: 0 }, "the other worker's lease is intact");
   assert.equal((await spool.ack(q, { node: 'other', seqs: [1], lease_ids: [taken.claimed[0]!.lease_id] })).acked, 1);
@@ -213,7 +213,7 @@ test('stop() is graceful: running handlers finish and are acked, no new job star
     await (stopped ?? w.stop());
   }
   assert.equal(maxRunning, 2, 'concurrency bound');
-  assert.deepEqual(w.stats, { started: 2, acked: 2, nacked: 0, lost: 0 });
+  assert.deepEqual(w.stats, { started: 2, acked: 2, nacked: 0, terminated: 0, lost: 0 });
   await until('the connection close to release pushed jobs', async () => (await spool.getTopic(q)).queue!.in_flight === 0);
   assert.deepEqual((await spool.getTopic(q)).queue, { ready: 3, in_flight: 0, dead_lettered: 0 });
 });

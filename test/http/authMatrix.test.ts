@@ -78,6 +78,9 @@ const ROUTES: Route[] = [
   { method: 'POST', path: (t) => `/v0/topics/${t}/nack`, body: { node: 'n1', seqs: [1] }, scopes: ['write'] },
   { method: 'POST', path: (t) => `/v0/topics/${t}/extend`, body: { node: 'n1', seqs: [1] }, scopes: ['write'] },
   { method: 'GET', path: (t) => `/v0/topics/${t}/work?node=n1`, scopes: ['read', 'write'], stream: true },
+  { method: 'GET', path: (t) => `/v0/topics/${t}/leases`, scopes: ['read'] },
+  { method: 'POST', path: (t) => `/v0/topics/${t}/term`, body: { node: 'n1', seqs: [1] }, scopes: ['write'] },
+  { method: 'POST', path: (t) => `/v0/topics/${t}/redrive`, body: {}, scopes: ['read', 'write', 'delete'] },
   { method: 'POST', path: () => '/v0/watch', body: { topics: { 'm.q': {} } }, scopes: ['read'] },
 ];
 
@@ -131,6 +134,20 @@ describe('every route', () => {
       });
     }
   }
+});
+
+test('a redrive names its dead-letter topic inside the allowlist: from in the body, or from the config', async () => {
+  const a = bearer(SECRETS.all);
+  assert.equal((await call('PUT', '/v0/topics/t42.q2', { type: 'queue', dead_letter: 'other.dlq' }, a)).status, 201);
+  const t = bearer(SECRETS.tenant);
+  let x = await call('POST', '/v0/topics/t42.q/redrive', { from: 'other.dlq' }, t);
+  assert.equal(x.status, 403);
+  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq' });
+  x = await call('POST', '/v0/topics/t42.q2/redrive', {}, t);
+  assert.equal(x.status, 403, JSON.stringify(x.body));
+  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq' });
+  x = await call('POST', '/v0/topics/t42.q2/redrive', {}, a);
+  assert.equal(x.status, 404, 'the all-prefix key passes; the dead-letter topic does not exist');
 });
 
 test('scope is checked before existence: a read-only key deleting an absent topic gets 403', async () => {

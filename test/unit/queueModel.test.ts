@@ -1,7 +1,9 @@
 // The fast-check model of queue/lease semantics (fuzz/queueModel.ts) against the real queue actor
-// on a SimHost: ~200 random runs, plus every seed that ever failed as a fixed case. Reproduce a
-// failure with the printed seed and path: QUEUE_MODEL_SEED=<seed> QUEUE_MODEL_PATH=<path>, or
-// `npm run fuzz -- --queue --seed <seed>`. QUEUE_MODEL_RUNS sets the number of random runs.
+// on a SimHost: ~250 random runs, the same with the queue tools' commands (term, redrive, the
+// lease list, blocking claims), plus every seed that ever failed as a fixed case. Reproduce a
+// failure with the printed seed and path: QUEUE_MODEL_SEED=<seed> (QUEUE_TOOLS_SEED for the
+// tools run) QUEUE_MODEL_PATH=<path>, or `npm run fuzz -- --queue --seed <seed>` (`--tools`
+// for the tools mix). QUEUE_MODEL_RUNS sets the number of random runs.
 import { test } from 'node:test';
 import fc from 'fast-check';
 import { queueProperty } from '../../fuzz/queueModel.js';
@@ -20,6 +22,15 @@ const REGRESSION_SEEDS: { seed: number; runs: number; commands: number }[] = [
 test('queue model: random runs of claims, acks, nacks, extends, /work, time, WAL and crashes', () => {
   const seed = process.env.QUEUE_MODEL_SEED !== undefined ? Number(process.env.QUEUE_MODEL_SEED) : undefined;
   fc.assert(queueProperty(80), {
+    numRuns: Number(process.env.QUEUE_MODEL_RUNS ?? 250),
+    includeErrorInReport: true,
+    ...(seed !== undefined ? { seed, path: process.env.QUEUE_MODEL_PATH } : {}),
+  });
+});
+
+test('queue model with the queue tools: term, redrive, the lease list and blocking claims among the rest', () => {
+  const seed = process.env.QUEUE_TOOLS_SEED !== undefined ? Number(process.env.QUEUE_TOOLS_SEED) : undefined;
+  fc.assert(queueProperty(80, true), {
     numRuns: Number(process.env.QUEUE_MODEL_RUNS ?? 250),
     includeErrorInReport: true,
     ...(seed !== undefined ? { seed, path: process.env.QUEUE_MODEL_PATH } : {}),

@@ -5,7 +5,7 @@
 // longer held. Acks delete through the permanent delete path and answer at the topic's ack
 // point; nack and extend log a LEASES frame and answer once it is durable when leases_durable.
 // Pure; effects go through the ActorCtx.
-import type { AckRequest, ExtendRequest, NackRequest } from '../../core/messages/rpc.js';
+import type { AckRequest, ExtendRequest, NackRequest, TermRequest } from '../../core/messages/rpc.js';
 import { walBehind } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
@@ -19,10 +19,10 @@ import { extendedEvent, logLeases, releasedEvent } from './leasesLog.js';
 import type { QueueState } from './queueState.js';
 import { refill } from './workConns.js';
 
-type Fenced = AckRequest | NackRequest | ExtendRequest;
+type Fenced = AckRequest | NackRequest | ExtendRequest | TermRequest;
 
 /** The lease of `req.seqs[i]` if the request may act on it, else undefined. */
-function held(q: QueueState, req: Fenced, i: number): Lease | undefined {
+export function held(q: QueueState, req: Fenced, i: number): Lease | undefined {
   const lease = q.table.active.get(req.seqs[i]!);
   if (!lease || lease.node !== req.node) return undefined;
   const token = req.leaseIds?.[i];
@@ -30,7 +30,7 @@ function held(q: QueueState, req: Fenced, i: number): Lease | undefined {
   return lease;
 }
 
-function counters(inst: TopicInstance, q: QueueState): string {
+export function counters(inst: TopicInstance, q: QueueState): string {
   return `"ready":${q.ready(inst.count)},"in_flight":${q.inFlight}`;
 }
 

@@ -16,9 +16,11 @@ import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease } from './leaseTable.js';
 import { claimedEvent, logLeases, releasedEvent } from './leasesLog.js';
-import type { Claimer, ParkedPass, QueueState } from './queueState.js';
+import type { Claimer, ParkedPass, PollClaimer, QueueState } from './queueState.js';
 import { renderClaimReply, renderJobFrames, type LeasedJob } from './render.js';
 import { startDeadLetter } from './deadLetter.js';
+import { MoveBarrier } from './moveBarrier.js';
+import { answered, park } from './waitingClaims.js';
 
 /** How many jobs a claimer wants in this pass. */
 export function wantOf(q: QueueState, c: Claimer): number {
@@ -110,7 +112,11 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     // run after storage turned FULL or FAILED).
     const refused = writeRefusal(ctx);
     if (refused) {
-      for (const c of claimers) if (c.kind === 'poll') ctx.reply(c.reqId, refused);
+      for (const c of claimers) {
+        if (c.kind !== 'poll') continue;
+        answered(ctx, q, c);
+        ctx.reply(c.reqId, refused);
+      }
       return;
     }
   }
@@ -134,7 +140,14 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     }
     jobs.push(seq);
   }
-  const given = deal(jobs, shares(wants, jobs.length));
+  const dealt = deal(jobs, shares(wants, jobs.length));
+  // A blocking claim that got nothing waits for jobs instead of answering (waitingClaims.ts).
+  const waits = (c: Claimer, i: number) => c.kind === 'poll' && c.waitUntilMs > ctx.now && dealt[i]!.length === 0;
+  claimers.forEach((c, i) => {
+    if (waits(c, i)) park(a, ctx, q, c as PollClaimer);
+  });
+  const given = dealt.filter((_, i) => !waits(claimers[i]!, i));
+  claimers = claimers.filter((c, i) => !waits(c, i));
   const events: LeaseEvent[] = [];
   const epoch = jobs.length > 0 ? ctx.bootEpoch() : 0;
   claimers.forEach((c, i) => {
@@ -188,13 +201,22 @@ export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
     q.table.makeReady(seq);
   }
   logLeases(a, ctx, inst, events);
-  for (const c of pass.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
+  for (const c of pass.claimers) {
+    if (c.kind !== 'poll') continue;
+    answered(ctx, q, c);
+    ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
+  }
 }
 
-/** Replies and pushes of a pass whose texts are in memory; jobs that left meanwhile are dropped. */
+/**
+ * Replies and pushes of a pass whose texts are in memory; jobs that left meanwhile are dropped.
+ * Claims of a pass that moves jobs to the dead-letter topic answer once those moves settled.
+ */
 function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, pass: ParkedPass): void {
   const needDurable = inst.config.leases_durable ? pass.leasesFrameNo : 0;
   const ready = q.ready(inst.count);
+  const polls = pass.claimers.some((c) => c.kind === 'poll');
+  const barrier = polls && pass.deadLetter.length > 0 ? new MoveBarrier(a, inst, pass.deadLetter.length) : undefined;
   pass.claimers.forEach((c, i) => {
     const jobs: LeasedJob[] = [];
     for (const seq of pass.given[i]!) {
@@ -203,12 +225,17 @@ function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
       jobs.push({ seq, lease, deliveries: q.table.deliveries.get(seq) ?? 1 });
     }
     if (c.kind === 'poll') {
+      answered(ctx, q, c);
       const body = renderClaimReply(inst, jobs, ready);
-      a.gate(ctx, inst, { reqId: c.reqId, needDurableFrame: needDurable }, (g) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} }));
+      const cond = { reqId: c.reqId, needDurableFrame: needDurable };
+      const send = (g: ActorCtx) => g.reply(c.reqId, { ok: true, status: 200, json: body, perf: {} });
+      if (barrier) barrier.hold(c.reqId, cond, send);
+      else a.gate(ctx, inst, cond, send);
     } else if (jobs.length > 0 && q.conns.get(c.conn.connId) === c.conn) {
       const frames = renderJobFrames(inst, jobs);
       a.gate(ctx, inst, { needDurableFrame: needDurable }, (g) => g.work({ k: 'jobs', connId: c.conn.connId, topic: inst.name, frames }));
     }
   });
-  for (const seq of pass.deadLetter) startDeadLetter(a, ctx, inst, q, seq);
+  // Every reply is held before the first move starts: a move may settle at once.
+  for (const seq of pass.deadLetter) startDeadLetter(a, ctx, inst, q, seq, barrier);
 }

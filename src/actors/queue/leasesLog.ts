@@ -12,6 +12,8 @@ import { StorageState } from '../../storage/storageState.js';
 import { encodeLeases, type LeaseEvent } from '../../wal/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease, LeaseTable } from './leaseTable.js';
+import type { QueueState } from './queueState.js';
+import { loadRedrivePending, redrivePendingPart, type RedrivePendingPart } from './redriveHeader.js';
 
 export function claimedEvent(seq: number, lease: Lease, deliveries: number): LeaseEvent {
   return { kind: LeaseEventKind.CLAIMED, seq, atMs: lease.deadlineMs, deliveries, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: lease.node };
@@ -68,26 +70,36 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
   }
 }
 
-/** What a snapshot keeps of a queue: claim leases, nack delays, delivery counts, the DLQ counter. */
+/**
+ * What a snapshot keeps of a queue: claim leases, nack delays, delivery counts, the DLQ counter,
+ * and the dead-letter records a redrive copied back whose delete is not confirmed (redrive.ts).
+ */
 export interface QueuePart {
   /** [seq, epoch, counter, rand, node, deadline] of every lease taken by a claim. */
   leases: [number, number, number, number, string, number][];
   delayed: [number, number][];
   deliveries: [number, number][];
   dead_lettered: number;
+  redrive_pending?: RedrivePendingPart;
 }
 
-export function queuePart(table: LeaseTable): QueuePart {
+export function queuePart(q: QueueState): QueuePart {
+  const table = q.table;
   const leases: QueuePart['leases'] = [];
   for (const [seq, l] of table.active) if (l.connId === 0) leases.push([seq, l.epoch, l.no, l.rand, l.node, l.deadlineMs]);
-  return { leases, delayed: [...table.delayed], deliveries: [...table.deliveries], dead_lettered: table.deadLettered };
+  const part: QueuePart = { leases, delayed: [...table.delayed], deliveries: [...table.deliveries], dead_lettered: table.deadLettered };
+  const pending = redrivePendingPart(q);
+  if (pending) part.redrive_pending = pending;
+  return part;
 }
 
-export function loadQueuePart(table: LeaseTable, part: QueuePart): void {
+export function loadQueuePart(q: QueueState, part: QueuePart): void {
+  const table = q.table;
   for (const [seq, epoch, no, rand, node, deadlineMs] of part.leases) table.lease(seq, { epoch, no, rand, id: leaseIdOf(epoch, no, rand), node, deadlineMs, connId: 0 });
   for (const [seq, at] of part.delayed) table.delay(seq, at);
   for (const [seq, n] of part.deliveries) table.deliveries.set(seq, n);
   table.deadLettered = part.dead_lettered;
+  if (part.redrive_pending) loadRedrivePending(q, part.redrive_pending);
 }
 
 /**

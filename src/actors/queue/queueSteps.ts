@@ -10,9 +10,13 @@ import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { ack, extend, nack } from './ackNackExtend.js';
+import { listLeases } from './leaseList.js';
+import { dropTerms, onTermCold, onTermReply, term } from './term.js';
+import { dropRedrives, onReconcileTimer, onRedriveReply, reconcile, redrive } from './redrive.js';
 import { onPassCold, runPass } from './claimPass.js';
 import { onDeadLetterReply, onDeadLetterTimer } from './deadLetter.js';
-import type { QueueState } from './queueState.js';
+import type { PollClaimer, QueueState } from './queueState.js';
+import { failWaiting, onWaitTimer, releaseWaiting } from './waitingClaims.js';
 import { endConns, joinCohort, onWake, openConn, refill, serveCohort, workClose, workFlow } from './workConns.js';
 
 export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: QueueRequest): void {
@@ -26,13 +30,15 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
   a.expire(ctx, inst);
   // A durable leases log cannot log while storage is not OK; other queues go on without
   // logging their leases (their loss is self-healing: the jobs become claimable again).
-  if (inst.config.leases_durable && req.op !== 'ack') {
+  if (req.op === 'leases') return listLeases(ctx, inst, q, reqId, req); // read-only
+  if (inst.config.leases_durable && req.op !== 'ack' && req.op !== 'term' && req.op !== 'redrive') {
     const refused = writeRefusal(ctx);
     if (refused) return ctx.reply(reqId, refused);
   }
   switch (req.op) {
     case 'claim': {
-      const c = { kind: 'poll' as const, reqId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms };
+      const waitUntilMs = (req.waitMs ?? 0) > 0 ? ctx.now + req.waitMs! : 0;
+      const c: PollClaimer = { kind: 'poll', reqId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms, waitUntilMs, timerId: 0 };
       if (inst.config.claim_jitter_ms > 0) return joinCohort(a, ctx, inst, q, c);
       runPass(a, ctx, inst, q, [c]);
       return refill(a, ctx, inst, q); // the pass's sweep may have given streams room
@@ -43,6 +49,10 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
       return nack(a, ctx, inst, q, reqId, req);
     case 'extend':
       return extend(a, ctx, inst, q, reqId, req);
+    case 'term':
+      return term(a, ctx, inst, q, reqId, req);
+    case 'redrive':
+      return redrive(a, ctx, inst, q, reqId, req);
     case 'workOpen':
       return openConn(a, ctx, inst, q, reqId, req);
     default:
@@ -67,21 +77,45 @@ export function onQueueTimer(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | 
     onWake(a, ctx, inst, q);
     return true;
   }
+  if (onReconcileTimer(a, ctx, q, timerId)) return true;
+  const waited = onWaitTimer(q, timerId);
+  if (waited === 'cohort') return true; // answered when the cohort is served
+  if (waited) {
+    runPass(a, ctx, inst, q, [waited]); // the last pass of its wait: it answers
+    return true;
+  }
   return onDeadLetterTimer(ctx, inst, q, timerId);
 }
 
 /** Segment bytes for a claim pass that met cold jobs; false if the token is not ours. */
 export function onQueueCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, token: number, bufs: Buffer[] | string): boolean {
   const q = inst?.queue;
-  if (!inst || !q || !q.parkedPasses.has(token)) return false;
+  if (!inst || !q) return false;
+  if (onTermCold(a, ctx, inst, q, token, bufs)) return true;
+  if (!q.parkedPasses.has(token)) return false;
   onPassCold(a, ctx, inst, q, token, bufs);
   return true;
 }
 
-/** Another actor answered a peer request (a dead-letter append). */
+/** Another actor answered a peer request (a dead-letter append, a term's append). */
 export function onPeerReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, token: number, result: TopicResult): void {
   const q = inst?.queue;
-  if (inst && q) onDeadLetterReply(a, ctx, inst, q, token, result);
+  if (!inst || !q) return;
+  if (onTermReply(a, ctx, inst, q, token, result) || onRedriveReply(a, ctx, inst, q, token, result)) return;
+  onDeadLetterReply(a, ctx, inst, q, token, result);
+}
+
+/**
+ * Recovery is over: dead-letter records this queue holds copies of but may not have seen deleted
+ * (a crash between a redrive's append and its delete) are asked to be deleted again.
+ */
+export function afterQueueRecovery(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined): void {
+  if (inst?.queue && inst.queue.redrivePending.size > 0) reconcile(a, ctx, inst.queue, true);
+}
+
+/** Shutdown: blocking claims answer now with what they have (no job). */
+export function releaseQueueWaits(ctx: ActorCtx, inst: TopicInstance | undefined): void {
+  if (inst?.queue) releaseWaiting(ctx, inst, inst.queue);
 }
 
 /** Lazy expiry before a state read or stats; streams get room for what expired. */
@@ -101,10 +135,15 @@ export function dropQueue(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): ((c
   const gone = () => fail('topic_not_found', `topic ${a.name} was deleted`, { topic: a.name });
   for (const c of q.cohort) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
   for (const p of q.parkedPasses.values()) for (const c of p.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
+  for (const m of q.deadLetters.values()) m.barrier?.abort(ctx, a.name);
+  failWaiting(ctx, q, gone());
+  dropTerms(ctx, q, a.name);
+  dropRedrives(ctx, q, a.name);
   q.cohort = [];
   q.parkedPasses.clear();
-  for (const id of [q.cohortTimerId, q.wakeTimerId, ...q.retryTimers.keys()]) if (id !== 0) ctx.cancelTimer(id);
+  for (const id of [q.cohortTimerId, q.wakeTimerId, ...q.retryTimers.keys(), ...q.waitTimers.keys()]) if (id !== 0) ctx.cancelTimer(id);
   q.retryTimers.clear();
+  q.waitTimers.clear();
   return (c) => endConns(c, inst, q);
 }
 

@@ -1,8 +1,9 @@
 // `/work` connections of a queue (SPEC 4.10, 6.3; DESIGN 4): the actor keeps each connection
 // topped up to `max` leased jobs, pushing rendered `job` frames to main; it refills whenever jobs
-// or room may have appeared (new visible jobs, acks, nacks, releases, expiry) and, when a
-// connection waits for a lease to expire or a delay to elapse, arms one wake-up timer for the
-// earliest such moment (never one timer per job). A paused connection (its socket backed up)
+// or room may have appeared (new visible jobs, acks, nacks, releases, expiry), serving blocking
+// claims (waitingClaims.ts) in the same pass, and, when a connection or a claim waits for a
+// lease to expire or a delay to elapse, arms one wake-up timer for the earliest such moment
+// (never one timer per job). A paused connection (its socket backed up)
 // gets no new leases; a closed one gives every lease back at once. Pure.
 import type { WorkCloseRequest, WorkFlowRequest, WorkOpenRequest } from '../../core/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
@@ -12,6 +13,7 @@ import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import { runPass, wantOf } from './claimPass.js';
 import { logLeases, releasedEvent } from './leasesLog.js';
 import type { Claimer, QueueState, WorkConn } from './queueState.js';
+import { takeWaiting } from './waitingClaims.js';
 
 /** Adds a claimer to the jitter cohort; the first one arms the window's timer. */
 export function joinCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, c: Claimer): void {
@@ -32,11 +34,13 @@ export function serveCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q:
   armWake(a, ctx, q);
 }
 
-/** Tops up every connection that has room: jobs or room may have appeared. */
+/** Tops up every connection that has room and serves waiting claims: jobs or room may have appeared. */
 export function refill(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
-  if (q.conns.size === 0) return;
+  if (q.conns.size === 0 && q.waiting.length === 0) return;
   q.table.sweep(ctx.now);
-  const needy: Claimer[] = [];
+  // Waiting claims first (they asked before the streams' room appeared); a pass that gives one
+  // nothing parks it again, with its timer as it was.
+  const needy: Claimer[] = takeWaiting(q);
   for (const conn of q.conns.values()) {
     const c: Claimer = { kind: 'work', conn };
     if (wantOf(q, c) > 0) needy.push(c);
@@ -51,12 +55,12 @@ export function refill(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
 }
 
 /**
- * While streams are open, wake up when the next lease expires or delay elapses: a job may become
- * ready for a stream with room, or a stream's own expired lease may give it room (expiry is
- * otherwise noticed only by the next request).
+ * While streams are open or claims wait, wake up when the next lease expires or delay elapses: a
+ * job may become ready for a stream with room or a waiting claim, or a stream's own expired
+ * lease may give it room (expiry is otherwise noticed only by the next request).
  */
 function armWake(a: ActorCore, ctx: ActorCtx, q: QueueState): void {
-  if (q.conns.size === 0) return;
+  if (q.conns.size === 0 && q.waiting.length === 0) return;
   const due = q.table.nextDueMs();
   if (due === undefined || (q.wakeTimerId !== 0 && q.wakeAtMs <= due)) return;
   if (q.wakeTimerId !== 0) ctx.cancelTimer(q.wakeTimerId);

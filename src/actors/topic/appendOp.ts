@@ -72,6 +72,8 @@ export function encodeBatch(
   tsMs: number,
   limits: SegmentLimits,
   fwd?: ForwardInfo,
+  /** A redrive batch's header (src/actors/queue/redrivePending.ts), written into the frame. */
+  redrive?: Buffer,
 ): EncodedBatch {
   const firstSeq = inst.assigned + 1;
   const texts: RecordText[] = new Array(p.records.length);
@@ -80,7 +82,7 @@ export function encodeBatch(
   const idem = idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8');
   const frame = encodeAppend(inst.id, firstSeq, tsMs, idem, recordInputs(body, p), 0, (i, r, buf) => {
     texts[i] = RecordText.fromExtent(buf, r);
-  }, fwdHeader);
+  }, fwdHeader, redrive);
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
   // An ephemeral batch's frame is never written, so it takes no place in the segment (its texts

@@ -89,8 +89,13 @@ export interface LimitAllowance {
   metaBytes: number;
 }
 export const NO_ALLOWANCE: LimitAllowance = { metaKeys: 0, metaBytes: 0 };
-/** Three keys; a 255-byte queue name and two 16-digit numbers fit well within 512 bytes. */
-export const DEAD_LETTER_STAMPS: LimitAllowance = { metaKeys: 3, metaBytes: 512 };
+/** A term's `reason` (docs/QUEUES.md "Term"): at most this many bytes of UTF-8. */
+export const DEAD_LETTER_REASON_BYTES_MAX = 1024;
+/**
+ * Three keys (a 255-byte queue name and two 16-digit numbers fit well within 512 bytes), plus a
+ * term's `$dead_letter_reason` (its key, and its value JSON-escaped: at most 6 bytes a byte).
+ */
+export const DEAD_LETTER_STAMPS: LimitAllowance = { metaKeys: 4, metaBytes: 512 + 32 + 6 * DEAD_LETTER_REASON_BYTES_MAX };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

@@ -14,6 +14,7 @@ import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
 import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/applied.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
+import { encodeRedriveHeader, notePending } from '../queue/redriveHeader.js';
 import { FrameType } from '../../wal/format.js';
 
 /** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
@@ -95,6 +96,8 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const idemKey = p.idempotencyKey ?? req.headerIdemKey;
   if (req.forward && answeredBeforeAppend(a, ctx, reqId, req.forward)) return;
   let inst = a.current;
+  // A redrive batch is for the queue instance that read it (a recreated queue refuses it).
+  if (req.redrive && (!inst?.queue || inst.id !== req.redrive.queueId)) return ctx.reply(reqId, fail('topic_not_found', `queue ${a.name} was deleted`, { topic: a.name }));
   // A retry of an applied batch is answered from memory: it needs no WAL, so no credit.
   if (inst && idemKey !== undefined) {
     const prior = inst.idem.get(idemKey, ctx.now, inst.config.idempotency_window_ms);
@@ -133,7 +136,9 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const full = rejectFull(a, ctx, inst, p);
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
-  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts, req.forward);
+  const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts, req.forward, req.redrive && encodeRedriveHeader(req.redrive));
+  // The originals are pending from the step that writes their copies (redrive.ts).
+  if (req.redrive) notePending(inst.queue!, req.redrive.fromId, req.redrive.from, req.redrive.fromSeqs);
   const cls = inst.config.durability;
   let frameNo = 0;
   if (cls !== 'ephemeral') {

@@ -87,7 +87,7 @@ export function dormantOf(inst: TopicInstance, stored: StoredFrames, now: number
     rec.dead_below = retention.dead_below;
     rec.deleted = retention.deleted;
   }
-  if (inst.queue) rec.queue = queuePart(inst.queue.table);
+  if (inst.queue) rec.queue = queuePart(inst.queue);
   return rec;
 }
 

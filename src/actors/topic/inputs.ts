@@ -8,6 +8,7 @@ import type { TopicActor } from './topicActor.js';
 import type { FrameView } from '../../wal/frame.js';
 import { probeFrame } from '../../wal/frame.js';
 import { finishInstanceRecovery, loadInstance, loadPackedFrame, loadSegment, replayFrame } from './replay.js';
+import { afterQueueRecovery } from '../queue/queueSteps.js';
 import type { SegmentLimits } from './appendOp.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
@@ -92,6 +93,7 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
     }
     case 'finish':
       if (actor.current) finishInstanceRecovery(actor.current);
+      afterQueueRecovery(actor, ctx, actor.current);
       return;
     case 'wake':
       actor.current = loadInstance(input.part, input.part);

@@ -1,10 +1,12 @@
 // Reads of one topic actor: diff (SPEC 4.2) and watch pulls (SPEC 4.4, DESIGN 6), both through
-// the one read pipeline, so they can never disagree about gaps. Diff long-polls park on a timer
+// the one read pipeline, so they can never disagree about gaps; and a redrive's reads of a
+// dead-letter topic (redriveSource.ts), which share the cold-read parking. Diff long-polls park on a timer
 // and are woken by visibility; reads that meet cold records wait for them to come back from
 // segments. Owned by the TopicActor (made at its first read); pure, effects go through the
 // ActorCtx. Its maps exist only while something waits in them.
 import { fail } from '../../core/errors.js';
-import type { DiffRequest, WatchReadRequest } from '../../core/messages/rpc.js';
+import type { DiffRequest, RedriveReadRequest, WatchReadRequest } from '../../core/messages/rpc.js';
+import { redriveBatch } from './redriveSource.js';
 import type { ActorCtx } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { readFrom, type ReadResult } from './readPipeline.js';
@@ -18,7 +20,7 @@ const COLD_READ_ATTEMPTS_MAX = 3;
 
 interface Waiting {
   reqId: number;
-  req: DiffRequest | WatchReadRequest;
+  req: DiffRequest | WatchReadRequest | RedriveReadRequest;
   inst: TopicInstance;
   attempts: number;
 }
@@ -47,7 +49,7 @@ export class TopicReads {
   }
 
   /** Answers now, or parks a long-poll whose cursor is at the head. */
-  read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest, inst: TopicInstance): void {
+  read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest | RedriveReadRequest, inst: TopicInstance): void {
     if (req.op === 'diff' && req.waitMs > 0 && req.fromSeq === inst.head) {
       const timerId = this.ids.nextTimerId();
       (this.parked ??= new Map()).set(timerId, { reqId, req, inst, attempts: 0 });
@@ -59,6 +61,7 @@ export class TopicReads {
 
   private answer(ctx: ActorCtx, w: Waiting): void {
     const { req, inst } = w;
+    if (req.op === 'redriveRead') return this.answerRedrive(ctx, w, req);
     let skip: Set<number> | null = null;
     if (req.nodes !== null && inst.config.dedupe_node) {
       skip = new Set();
@@ -72,15 +75,7 @@ export class TopicReads {
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
     const untilSeq = req.op === 'watchRead' && req.strong ? inst.durableHead : undefined;
     const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip, untilSeq });
-    if (r.cold.length > 0) {
-      if (w.attempts >= COLD_READ_ATTEMPTS_MAX) {
-        return ctx.reply(w.reqId, fail('internal', `records ${r.cold[0]}.. could not be read back from segments`));
-      }
-      const token = this.ids.nextTimerId();
-      (this.cold ??= new Map()).set(token, { ...w, attempts: w.attempts + 1 });
-      ctx.readCold(token, inst.id, coldRanges(inst, r.cold));
-      return;
-    }
+    if (r.cold.length > 0) return this.readBack(ctx, w, r.cold);
     if (req.op === 'watchRead') return this.answerWatch(ctx, w.reqId, req, inst, r);
     const head = inst.head;
     const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
@@ -89,6 +84,23 @@ export class TopicReads {
       `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
     const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
     ctx.reply(w.reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
+  }
+
+  /** A redrive read (redriveSource.ts): its batch, once the texts it needs are in memory. */
+  private answerRedrive(ctx: ActorCtx, w: Waiting, req: RedriveReadRequest): void {
+    const r = redriveBatch(w.inst, req);
+    if ('cold' in r) return this.readBack(ctx, w, r.cold);
+    ctx.reply(w.reqId, { ok: true, status: 200, json: Buffer.from(`{"topic":${JSON.stringify(this.name)}`), perf: {}, redrive: r.batch });
+  }
+
+  /** Parks `w` until the texts of `cold` are read back from segments (a bounded number of times). */
+  private readBack(ctx: ActorCtx, w: Waiting, cold: number[]): void {
+    if (w.attempts >= COLD_READ_ATTEMPTS_MAX) {
+      return ctx.reply(w.reqId, fail('internal', `records ${cold[0]}.. could not be read back from segments`));
+    }
+    const token = this.ids.nextTimerId();
+    (this.cold ??= new Map()).set(token, { ...w, attempts: w.attempts + 1 });
+    ctx.readCold(token, w.inst.id, coldRanges(w.inst, cold));
   }
 
   /**
@@ -130,7 +142,7 @@ export class TopicReads {
   wake(ctx: ActorCtx, inst: TopicInstance): void {
     if (!this.parked) return;
     for (const [id, p] of this.parked) {
-      if (p.inst !== inst || inst.head <= p.req.fromSeq) continue;
+      if (p.inst !== inst || p.req.op === 'redriveRead' || inst.head <= p.req.fromSeq) continue;
       this.parked = forget(this.parked, id);
       ctx.cancelTimer(id);
       this.answer(ctx, p);

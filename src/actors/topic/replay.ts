@@ -20,6 +20,7 @@ import { forEachFrame } from '../../storage/segmentLoad.js';
 import { probeFrame } from '../../wal/frame.js';
 import assert from 'node:assert/strict';
 import { appliedOf, replayProgress } from '../router/applied.js';
+import { replayRedriveHeader } from '../queue/redriveHeader.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -43,7 +44,7 @@ export function loadInstance(part: TopicPart, wake?: DormantTopic): TopicInstanc
   // a restart after a prefix delete wrote no retention part, and the records still in the
   // active segment came back at the restart after that.
   inst.hasDeletes = inst.recovery.deletedRanges.length > 0 || inst.recovery.deadBelow > inst.evictFloor;
-  if (inst.queue && part.queue) loadQueuePart(inst.queue.table, part.queue);
+  if (inst.queue && part.queue) loadQueuePart(inst.queue, part.queue);
   if (part.routers_applied) appliedOf(inst).load(part.routers_applied);
   return inst;
 }
@@ -51,7 +52,7 @@ export function loadInstance(part: TopicPart, wake?: DormantTopic): TopicInstanc
 /** The retention state a snapshot keeps for an instance. */
 export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
   const applied = inst.applied?.part();
-  const queue = { ...(inst.queue ? { queue: queuePart(inst.queue.table) } : {}), ...(applied ? { routers_applied: applied } : {}) };
+  const queue = { ...(inst.queue ? { queue: queuePart(inst.queue) } : {}), ...(applied ? { routers_applied: applied } : {}) };
   const retention = retentionFields(inst);
   return retention ? { ...retention, ...queue } : queue;
 }
@@ -169,6 +170,9 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, limits
     case FrameType.APPEND: {
       if (cur?.id !== f.topicId) return;
       const head = readAppendHead(buf, f);
+      // A redrive batch after the checkpoint: its originals may still wait for their delete (a
+      // segment already holding the frame changes nothing about that).
+      if (head.redrive && cur.queue) replayRedriveHeader(cur.queue, head.redrive);
       if (head.firstSeq <= cur.index.last) {
         stats.skipped++;
         return;

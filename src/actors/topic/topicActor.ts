@@ -6,7 +6,7 @@
 // Effects go through ActorCtx; time is ctx.now, never the clock.
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // control frames gate replies; a gate runs in the step that releases it.
-import type { StatsTotals, TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
+import type { RedriveReadRequest, StatsTotals, TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
 import type { RouterStats } from '../../core/messages/router.js';
 import { assertNever, fail, storageFailed } from '../../core/errors.js';
 import { encodeJsonFrame } from '../../wal/frame.js';
@@ -23,10 +23,12 @@ import { addTopicStats, effectivePriority, topicStateBody, topicStats, topicSumm
 import { publishVisible, revealBatches } from './visibility.js';
 import { cursorAtTs } from './timeSeek.js';
 import { StorageState } from '../../storage/storageState.js';
-import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, sweepQueue } from '../queue/queueSteps.js';
+import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, releaseQueueWaits, sweepQueue } from '../queue/queueSteps.js';
 import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
 import { routerStep } from '../router/routerSteps.js';
 import { dormantOf, type DormantTopic, type StoredFrames } from './dormant.js';
+import { noDeadLetterTopic } from './redriveSource.js';
+import { redriveDeleteStep } from './redriveDelete.js';
 import assert from 'node:assert/strict';
 
 export type { ActorOptions } from './actorCore.js';
@@ -147,15 +149,23 @@ export class TopicActor implements ActorCore {
       case 'ack':
       case 'nack':
       case 'extend':
+      case 'term':
       case 'workOpen':
       case 'workClose':
       case 'workFlow':
+      case 'leases':
         return queueStep(this, ctx, reqId, req);
       case 'routerSet':
       case 'routerRemove':
       case 'routerDrain':
       case 'routerProbe':
         return routerStep(this, ctx, reqId, req);
+      case 'redrive':
+        return queueStep(this, ctx, reqId, req);
+      case 'redriveRead':
+        return this.redriveRead(ctx, reqId, req);
+      case 'redriveDelete':
+        return redriveDeleteStep(this, ctx, reqId, req);
       default:
         assertNever(req);
     }
@@ -306,6 +316,14 @@ export class TopicActor implements ActorCore {
     ctx.reply(reqId, { ok: true, status: 200, json: Buffer.alloc(0), perf: {}, seek });
   }
 
+  /** A redrive reading this topic as its dead-letter topic (redriveSource.ts); not a consumption. */
+  private redriveRead(ctx: ActorCtx, reqId: number, req: RedriveReadRequest): void {
+    const inst = this.current;
+    if (!inst) return ctx.reply(reqId, noDeadLetterTopic(this.name));
+    this.expire(ctx, inst);
+    this.reads.read(ctx, reqId, req, inst);
+  }
+
   onColdRead(ctx: ActorCtx, token: number, bufs: Buffer[] | string): void {
     if (this.readsState?.onColdRead(ctx, token, bufs, this.current)) return;
     if (!onRouterCold(this, ctx, this.current, token, bufs)) onQueueCold(this, ctx, this.current, token, bufs);
@@ -331,9 +349,10 @@ export class TopicActor implements ActorCore {
     for (let s = fromSeq; s <= toSeq; s++) inst.index.setText(s, undefined);
   }
 
-  /** Shutdown: every parked long-poll answers now with what it has. */
+  /** Shutdown: every parked long-poll and blocking claim answers now with what it has. */
   releaseParked(ctx: ActorCtx): void {
     this.readsState?.releaseAll(ctx);
+    releaseQueueWaits(ctx, this.current);
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {

@@ -2,7 +2,7 @@
 // src/core/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
 import type { ErrorResult } from '../errors.js';
 import type { TopicConfig } from '../../actors/topic/config.js';
-import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats } from './router.js';
+import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats, TagMatch } from './router.js';
 
 export interface AppendRequest {
   op: 'append';
@@ -17,6 +17,11 @@ export interface AppendRequest {
   stamped?: boolean;
   /** A router's copy batch (never set from HTTP): dedupe and progress ride in its frame. */
   forward?: ForwardInfo;
+  /**
+   * Jobs a redrive moves back into this queue (never set from HTTP; the queue's actor sends it
+   * to itself): the dead-letter seqs they came from ride in the frame (docs/QUEUES.md "Redrive").
+   */
+  redrive?: RedriveInfo;
   /**
    * Set when auth is enabled (RESOLVED G8 append row, G10): whether the key may create the topic
    * from a body `config` (admin), and the allowlist a `config.dead_letter` must meet.
@@ -109,6 +114,8 @@ export interface ClaimRequest {
   max: number;
   /** Already clamped to [100, 86400000]; null: the topic's lease_ms. */
   leaseMs: number | null;
+  /** A blocking claim: wait up to this long for a job when none is claimable (absent or 0: answer at once; clamped to 30000). */
+  waitMs?: number;
 }
 
 /** ack, nack and extend: `leaseIds[i]` ("" = no token) fences `seqs[i]`, or null when absent. */
@@ -163,9 +170,113 @@ export interface WorkFlowRequest {
   paused: boolean;
 }
 
-export type QueueRequest = ClaimRequest | AckRequest | NackRequest | ExtendRequest | WorkOpenRequest | WorkCloseRequest | WorkFlowRequest;
+/**
+ * Fail jobs for good (docs/QUEUES.md "Term"): the held ones (fenced as ack) go to the dead-letter
+ * topic at once, whatever their delivery count; with no dead-letter topic they are released.
+ */
+export interface TermRequest {
+  op: 'term';
+  topic: string;
+  node: string;
+  seqs: number[];
+  leaseIds: string[] | null;
+  /** Stamped as `$dead_letter_reason` (at most 1024 bytes), or null. */
+  reason: string | null;
+}
 
-export type TopicRequest = AppendRequest | DiffRequest | SeekRequest | StateRequest | PutRequest | DeleteTopicRequest | DeleteRecordsRequest | WatchReadRequest | QueueRequest | RouterRequest;
+/**
+ * Move dead-lettered jobs back into this queue (docs/QUEUES.md "Redrive"): the records of `from`
+ * (default: the queue's dead_letter) stamped `$dead_letter_from` = this queue, narrowed by
+ * `seqs` and/or `match`, at most `max` of them.
+ */
+export interface RedriveRequest {
+  op: 'redrive';
+  topic: string;
+  from: string | null;
+  /** Seqs in the dead-letter topic (ascending, no duplicates), or null for all. */
+  seqs: number[] | null;
+  match: TagMatch | null;
+  /** Already clamped to [1, 10000]. */
+  max: number;
+  /** The key's allowlist when auth is on (checked against a `from` taken from the config); null: any. */
+  prefixes: readonly string[] | null;
+}
+
+/** What a redrive batch's APPEND frame records: the dead-letter instance and seqs its jobs came from. */
+export interface RedriveInfo {
+  /** The queue instance that asked (a recreated queue refuses the batch). */
+  queueId: number;
+  fromId: number;
+  from: string;
+  fromSeqs: number[];
+}
+
+/** Queue actor → dead-letter topic's actor (peer): the next batch of records to move back. */
+export interface RedriveReadRequest {
+  op: 'redriveRead';
+  topic: string;
+  /** The queue: only records stamped `$dead_letter_from` = it are taken. */
+  queue: string;
+  afterSeq: number;
+  /** The last seq to look at (0: the head now; the answer says which). */
+  untilSeq: number;
+  seqs: number[] | null;
+  match: TagMatch | null;
+  maxRecords: number;
+}
+
+/** Queue actor → dead-letter topic's actor (peer): delete these records (moved back). */
+export interface RedriveDeleteRequest {
+  op: 'redriveDelete';
+  topic: string;
+  /** The dead-letter instance they were read from (another instance deletes nothing). */
+  instanceId: number;
+  seqs: number[];
+  /** Sent again after a restart: an `ephemeral` topic (records gone, seqs reused) deletes nothing. */
+  reissue: boolean;
+}
+
+/** The answer to a RedriveReadRequest (on OkResult.redrive). */
+export interface RedriveBatch {
+  instanceId: number;
+  durability: string;
+  untilSeq: number;
+  /** The last seq looked at; `done`: nothing after it up to untilSeq is left to look at. */
+  next: number;
+  done: boolean;
+  /** The records to move, in seq order: their seqs, and each one's append-body record (JSON text). */
+  seqs: number[];
+  records: Uint8Array[];
+  /** Seqs named in the request's `seqs` that are not to be moved (absent, or not this queue's). */
+  skipped: number[];
+}
+
+/** A page of the queue's live leases (read-only), ascending by seq after `afterSeq`. */
+export interface LeasesRequest {
+  op: 'leases';
+  topic: string;
+  afterSeq: number;
+  /** Already clamped to [1, 1000]. */
+  limit: number;
+  /** Only this holder's leases, or null for all. */
+  node: string | null;
+}
+
+export type QueueRequest = ClaimRequest | AckRequest | NackRequest | ExtendRequest | TermRequest | WorkOpenRequest | WorkCloseRequest | WorkFlowRequest | LeasesRequest | RedriveRequest;
+
+export type TopicRequest =
+  | AppendRequest
+  | DiffRequest
+  | SeekRequest
+  | StateRequest
+  | PutRequest
+  | DeleteTopicRequest
+  | DeleteRecordsRequest
+  | WatchReadRequest
+  | QueueRequest
+  | RouterRequest
+  | RedriveReadRequest
+  | RedriveDeleteRequest;
 
 /** What a watch read found, besides the rendered record frame payload in `json`. */
 export interface WatchReadMeta {
@@ -210,6 +321,8 @@ export interface OkResult {
   forward?: ForwardAck;
   /** Only on router drains. */
   routers?: RouterStats[];
+  /** Only on redrive reads. */
+  redrive?: RedriveBatch;
 }
 
 export type TopicResult = OkResult | ErrorResult;
