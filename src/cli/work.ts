@@ -1,16 +1,17 @@
 // `spool work <queue> -- <command> [args...]`: a queue worker that runs a command per job. The job's
 // data (verbatim JSON text plus a newline) is the command's stdin; its seq, lease id, deliveries
 // and tag are in SPOOL_JOB_* environment variables; its stdout and stderr are ours. Exit status 0
-// acks the job, anything else nacks it with backoff. The lease is extended while the command runs;
+// acks the job, --term-exit-code's status fails it for good (termed: to the dead-letter topic at
+// once), anything else nacks it with backoff. The lease is extended while the command runs;
 // if it is lost anyway (the job goes to another worker) the command gets SIGTERM. The first
 // SIGINT/SIGTERM stops taking jobs and waits for running commands; a second one terminates them.
 // It also stops after --max-jobs jobs finished or, with --until-empty, once the queue is empty
 // (workLimits.ts); a command that cannot be started fails before any job is taken.
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { spawn } from 'node:child_process';
 import { EXIT, clientFor, note, nodeOption, onStopSignal, parseCount, parsePositive, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import { JobBudget, commandProblem, untilEmpty } from './workLimits.js';
-import type { JobContext } from '../client/worker.js';
+import { UnrecoverableError, type JobContext } from '../client/worker.js';
 import type { RawJob } from '../client/types.js';
 
 interface WorkOpts extends ClientOpts {
@@ -20,13 +21,24 @@ interface WorkOpts extends ClientOpts {
   poll?: boolean;
   maxJobs?: number;
   untilEmpty?: boolean;
+  termExitCode?: number;
   verbose?: boolean;
 }
 
 class CommandMissing extends Error {}
 
-/** Runs the command for one job; resolves on exit 0, rejects otherwise. */
-function runCommand(argv: string[], queue: string, job: RawJob<bigint>, ctx: JobContext): Promise<void> {
+/** An exit status a command can give (1..255; 0 is success). */
+function parseExitStatus(v: string): number {
+  const n = parsePositive(v);
+  if (n > 255) throw new InvalidArgumentError('expected an exit status from 1 to 255');
+  return n;
+}
+
+/**
+ * Runs the command for one job; resolves on exit 0, rejects otherwise: with an
+ * UnrecoverableError (the job is termed) on exit status `termExitCode`.
+ */
+function runCommand(argv: string[], queue: string, job: RawJob<bigint>, ctx: JobContext, termExitCode: number | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     const env: Record<string, string | undefined> = {
       ...process.env,
@@ -49,6 +61,7 @@ function runCommand(argv: string[], queue: string, job: RawJob<bigint>, ctx: Job
     child.once('close', (code, signal) => {
       ctx.signal.removeEventListener('abort', kill);
       if (code === 0) resolve();
+      else if (code !== null && code === termExitCode) reject(new UnrecoverableError(`${argv[0]} exited with status ${code} (--term-exit-code)`));
       else reject(new Error(signal ? `${argv[0]} was killed by ${signal}` : `${argv[0]} exited with status ${code}`));
     });
   });
@@ -80,11 +93,11 @@ function jobHandler(argv: string[], queue: string, o: WorkOpts, budget: JobBudge
     try {
       counts.runs++;
       if (o.verbose) note(`spool work: job ${job.$seq} (delivery ${job.deliveries}) started`);
-      await runCommand(argv, queue, job, ctx);
+      await runCommand(argv, queue, job, ctx, o.termExitCode);
       finished = true;
       if (o.verbose) note(`spool work: job ${job.$seq} done`);
     } catch (e) {
-      finished = !(e instanceof CommandMissing) && lastDelivery(job.deliveries);
+      finished = e instanceof UnrecoverableError || (!(e instanceof CommandMissing) && lastDelivery(job.deliveries));
       throw e;
     } finally {
       budget.end(finished);
@@ -93,10 +106,10 @@ function jobHandler(argv: string[], queue: string, o: WorkOpts, budget: JobBudge
   };
 }
 
-function printSummary(sum: { queue: string; node: string; started: number; finished: number; acked: number; nacked: number; lost: number; stopped: StopReason }, json: boolean | undefined): void {
+function printSummary(sum: { queue: string; node: string; started: number; finished: number; acked: number; nacked: number; terminated: number; lost: number; stopped: StopReason }, json: boolean | undefined): void {
   const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
   if (json) printJson(sum);
-  else note(`spool work: stopped (${sum.stopped}): ${plural(sum.finished, 'job')} finished in ${plural(sum.started, 'run')}: ${sum.acked} acked, ${sum.nacked} nacked, ${sum.lost} lost`);
+  else note(`spool work: stopped (${sum.stopped}): ${plural(sum.finished, 'job')} finished in ${plural(sum.started, 'run')}: ${sum.acked} acked, ${sum.nacked} nacked, ${sum.terminated} terminated, ${sum.lost} lost`);
 }
 
 export function workCommand(outcome: Outcome): Command {
@@ -111,6 +124,7 @@ export function workCommand(outcome: Outcome): Command {
     .option('--poll', 'claim jobs by polling instead of a /work push stream')
     .option('--max-jobs <n>', 'stop after this many jobs finished (exit 0, or failed on their last delivery); retries do not count', parseCount)
     .option('--until-empty', 'stop once the queue holds no job (none ready, leased or delayed) and none runs here')
+    .option('--term-exit-code <status>', 'a command exiting with this status fails its job for good: termed, to the dead-letter topic at once', parseExitStatus)
     .option('-v, --verbose', 'a line on stderr for every job')
     .action(async (queue: string, argv: string[], o: WorkOpts) => {
       if (argv.length === 0 || argv[0] === '') throw usageError('no command to run (spool work <queue> -- <command> [args...])');
@@ -168,7 +182,7 @@ export function workCommand(outcome: Outcome): Command {
       }
       if (missing) throw usageError(missing.message);
       const s = worker.stats;
-      printSummary({ queue, node: worker.node, started: counts.runs, finished: budget.finished, acked: s.acked, nacked: Math.max(0, s.nacked - counts.givenBack), lost: s.lost, stopped: stopped ?? 'signal' }, o.json);
+      printSummary({ queue, node: worker.node, started: counts.runs, finished: budget.finished, acked: s.acked, nacked: Math.max(0, s.nacked - counts.givenBack), terminated: s.terminated, lost: s.lost, stopped: stopped ?? 'signal' }, o.json);
       outcome.code = EXIT.ok;
     });
 }

@@ -405,7 +405,7 @@ test('work runs the command per job with the data on stdin: exit 0 acks, anythin
   await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3 } }]);
   const w = await work([q, '--max-jobs', '3'], jobScript());
   // job 2 failed once and ran again: 3 jobs finished in 4 runs (before, --max-jobs 3 stopped after 3 runs with job 2 undone)
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 4, finished: 3, acked: 3, nacked: 1, lost: 0, stopped: 'max-jobs' });
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 4, finished: 3, acked: 3, nacked: 1, terminated: 0, lost: 0, stopped: 'max-jobs' });
   assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3'], 'each run once, seq and deliveries in the environment');
   assert.match(w.stderr, /job 2: .*exited with status 3/);
   assert.equal((await spool.getTopic(q)).count, 0, 'every job done');
@@ -421,7 +421,7 @@ test('work --max-jobs with -c: never more jobs finish than asked; jobs pushed be
   await spool.putTopic(q, { type: 'queue' });
   await spool.append(q, [1, 2, 3, 4, 5, 6].map((n) => ({ data: { n } })));
   const w = await work([q, '-c', '3', '--max-jobs', '2'], jobScript(300));
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 2, finished: 2, acked: 2, nacked: 0, lost: 0, stopped: 'max-jobs' });
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 2, finished: 2, acked: 2, nacked: 0, terminated: 0, lost: 0, stopped: 'max-jobs' });
   assert.equal(w.lines.length, 2);
   const st = await spool.getTopic(q);
   assert.deepEqual([st.count, st.queue!.in_flight], [4, 0], 'the other four are back in the queue');
@@ -433,13 +433,30 @@ test('work --until-empty drains the queue, retries and dead-letters included, an
   await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3, fails: 'always' } }, { data: { n: 4 } }, { data: { n: 5 } }]);
   const w = await work([q, '-c', '2', '--until-empty'], jobScript());
   // job 3 failed on both of its deliveries: finished (for good), and dead-lettered by the server
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 7, finished: 5, acked: 4, nacked: 3, lost: 0, stopped: 'empty' });
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 7, finished: 5, acked: 4, nacked: 3, terminated: 0, lost: 0, stopped: 'empty' });
   assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3', '3:2:3', '4:1:4', '5:1:5']);
   assert.equal((await spool.getTopic(q)).count, 0);
   assert.deepEqual((await spool.diff(`${q}.dlq`)).records.map((r) => r.data), [{ n: 3, fails: 'always' }]);
   // an empty queue: done at once
   const empty = await work([q, '--until-empty', '--poll'], jobScript());
   assert.deepEqual([empty.summary.started, empty.summary.stopped], [0, 'empty']);
+});
+
+test('work --term-exit-code: a command exiting with that status fails its job for good (termed, dead-lettered at once)', { timeout: 60_000 }, async () => {
+  const q = 'cli.work.term';
+  await spool.putTopic(q, { type: 'queue', max_deliveries: 5, dead_letter: `${q}.dlq` });
+  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 'always' } }, { data: { n: 3 } }]);
+  const w = await work([q, '--until-empty', '--term-exit-code', '3'], jobScript());
+  // job 2 ran once: its exit status 3 termed it, with 4 deliveries left
+  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 3, finished: 3, acked: 2, nacked: 0, terminated: 1, lost: 0, stopped: 'empty' });
+  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '3:1:3']);
+  const dead = (await spool.diff(`${q}.dlq`)).records;
+  assert.deepEqual(dead.map((r) => r.data), [{ n: 2, fails: 'always' }]);
+  assert.match(String((dead[0]!.meta as Record<string, unknown>).$dead_letter_reason), /exited with status 3 \(--term-exit-code\)/);
+  // a status that is not one: usage error
+  const bad = start(['work', q, '--term-exit-code', '0', '--', 'true']);
+  assert.equal(await bad.exit, 2, bad.io.stderr);
+  assert.match(bad.io.stderr, /--term-exit-code/);
 });
 
 test('work fails at once, exit 2, when the command cannot be started: no job is taken, an empty queue is no excuse', { timeout: 60_000 }, async () => {

@@ -14,7 +14,7 @@
 // that fail are retried with backoff. Runs in the queue topic's actor; pure.
 import { fail, type ErrorResult } from '../../core/errors.js';
 import type { RedriveBatch, RedriveRequest, TopicResult } from '../../core/messages/rpc.js';
-import { allowsName } from '../../auth/allowlist.js';
+import { allowsName, nameRefusal } from '../../auth/allowlist.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
@@ -41,7 +41,10 @@ export function redrive(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
   const from = req.from ?? inst.config.dead_letter;
   if (from === null) return ctx.reply(reqId, fail('invalid_request', `queue ${inst.name} has no dead_letter topic; name one with "from"`, { field: 'from' }));
   if (from === inst.name) return ctx.reply(reqId, fail('invalid_request', 'from must differ from the queue', { field: 'from' }));
-  if (!allowsName(req.prefixes, from)) return ctx.reply(reqId, fail('forbidden', `this key may not name topic ${JSON.stringify(from)}`, { topic: from }));
+  if (!allowsName(req.prefixes, from)) {
+    const r = nameRefusal('topic', from, req.prefixes ?? []);
+    return ctx.reply(reqId, fail('forbidden', r.message, r.detail));
+  }
   if (pendingCount(q) >= PENDING_MAX) {
     return ctx.reply(reqId, fail('throttled', 'dead-letter records moved back are still waiting to be deleted', { limit: 'redrive_pending', max: PENDING_MAX }));
   }
