@@ -112,6 +112,9 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /': { scopes: [], kind: 'probe' },
   'GET /v0/openapi.json': { scopes: [], kind: 'probe' },
   'GET /v0/backup': { scopes: [A] },
+  // Only with SERVICE_STAGE_CLOCK (debug): the stage clock's summary, and its reset.
+  'GET /v0/debug/stages': { scopes: [A] },
+  'DELETE /v0/debug/stages': { scopes: [A] },
 };
 
 export function ruleFor(method: string, url: string | undefined): RouteRule | undefined {

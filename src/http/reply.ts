@@ -84,6 +84,7 @@ export function sendJson(req: FastifyRequest, reply: FastifyReply, status: numbe
  * finished.
  */
 export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicResult): FastifyReply {
+  if (r.stamps && req.stamps) Object.assign(req.stamps, r.stamps); // stage clock (debug)
   if (!r.ok) return sendError(req, reply, r);
   if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
   const tail = performanceTail(req, r.perf); // ASCII

@@ -38,6 +38,8 @@ import { StreamPacer } from '../pressure/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 import { lazyChildLogger, levelEnabled } from './lazyLogger.js';
+import { stageClock } from '../core/stageClock.js';
+import { registerStageClock } from './stageHooks.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 export const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -153,6 +155,7 @@ export async function buildServer(
   const admit = admission.enabled ? admission.hook : undefined;
   app.addHook('onRequest', (req, reply, done) => {
     req.startedAt = nowMs();
+    if (stageClock.on) req.stamps = { recv: stageClock.now() };
     if (sup.lifecycle === 'ready') return admit ? admit(req, reply, done) : done();
     const q = req.url.indexOf('?');
     if (UNGATED.has(q < 0 ? req.url : req.url.slice(0, q))) return admit ? admit(req, reply, done) : done();
@@ -246,6 +249,7 @@ export async function buildServer(
   });
   await registerOpenApi(app); // before the routes: it attaches each one's documented schema
   probeRoutes(app, sup, metrics);
+  registerStageClock(app, sup);
   statusRoutes(app);
   topicRoutes(app, sup, metrics, admission);
   watchRoutes(app, sup, hub, admission);
