@@ -70,6 +70,8 @@ export interface RouteRule {
   waitField?: string;
   /** The route consumes the path topic (G1 auto-priority recency): `touch` = unless ?touch=false. */
   consumes?: 'always' | 'touch';
+  /** Registered only with a debug setting (SERVICE_STAGE_CLOCK), and not in the API description. */
+  debugOnly?: true;
 }
 
 const R: Scope = 'read';
@@ -113,8 +115,8 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /v0/openapi.json': { scopes: [], kind: 'probe' },
   'GET /v0/backup': { scopes: [A] },
   // Only with SERVICE_STAGE_CLOCK (debug): the stage clock's summary, and its reset.
-  'GET /v0/debug/stages': { scopes: [A] },
-  'DELETE /v0/debug/stages': { scopes: [A] },
+  'GET /v0/debug/stages': { scopes: [A], debugOnly: true },
+  'DELETE /v0/debug/stages': { scopes: [A], debugOnly: true },
 };
 
 export function ruleFor(method: string, url: string | undefined): RouteRule | undefined {

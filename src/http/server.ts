@@ -8,7 +8,6 @@ import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { RequestMetrics } from './requestMetrics.js';
-import { warningHeader } from '../core/unknownFields.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { Metrics } from './metrics.js';
 import { fail } from '../core/errors.js';
@@ -40,6 +39,7 @@ import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 import { lazyChildLogger, levelEnabled } from './lazyLogger.js';
 import { stageClock } from '../core/stageClock.js';
 import { registerStageClock } from './stageHooks.js';
+import { setCommonHeaders, watchDraining } from './responseHeaders.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 export const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -168,11 +168,9 @@ export async function buildServer(
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
   });
+  watchDraining(() => sup.lifecycle === 'draining');
   app.addHook('onSend', (req, reply, payload, done) => {
-    reply.header('x-request-id', req.id);
-    // RESOLVED 0.2 keeps unknown fields accepted; the reply says which were ignored.
-    if (req.unknownFields) reply.header('warning', warningHeader(req.unknownFields));
-    if (sup.lifecycle === 'draining') reply.header('connection', 'close');
+    setCommonHeaders(req, (k, v) => reply.header(k, v));
     done(null, payload);
   });
   // One line per request at debug; every 5xx at error, with its request id and error code.

@@ -62,6 +62,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.post(
     '/v0/topics/:topic',
+    { compress: false },
     withHttpErrors(async (req, reply) => {
       const body = checkBody(req, false);
       const topic = topicParam(req);
