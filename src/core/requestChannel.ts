@@ -161,9 +161,10 @@ export class RequestClient {
 /**
  * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
  * go back together. `handle` must not throw for a request's own errors (they are results); a
- * throw is a bug and becomes an `internal` error result so the caller never hangs.
+ * throw is a bug and becomes an `internal` error result so the caller never hangs. `flush()` sends
+ * the results settled so far at once (the WAL link calls it before its own post of the turn).
  */
-export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): void {
+export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): { flush(): void } {
   let ids: number[] = [];
   let results: TopicResult[] = [];
   let flushScheduled = false;
@@ -218,6 +219,7 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
       );
     }
   });
+  return { flush };
 }
 
 /**

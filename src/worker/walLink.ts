@@ -122,9 +122,17 @@ export class WalLink {
     }
   }
 
+  /**
+   * Called first when the turn's frames leave for the WAL thread: the worker's request channel
+   * sends the results already settled (a `memory` append's, a read's) ahead of the post that
+   * wakes the WAL thread, instead of after it.
+   */
+  beforeSubmit: (() => void) | undefined;
+
   /** One WAL submission per event-loop turn: all frames of the turn, concatenated. */
   flushTurn(): void {
     this.flushScheduled = false;
+    this.beforeSubmit?.();
     const frames = this.turnFrames;
     this.turnFrames = [];
     if (frames.length === 0) return;

@@ -124,7 +124,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     forwardRefusal: data.maxTotalBytes > 0 ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined) : undefined,
   });
   const replayed = host.recovery.replayed;
-  serveRequests(data.requestPort, (req) => host.request(req));
+  const requests = serveRequests(data.requestPort, (req) => host.request(req));
+  host.wal.beforeSubmit = requests.flush;
   const stopGauges = startGaugeSampler(gauges, data.workerIndex, {
     liveBytes: data.sampleLiveBytes ? () => host.liveBytes() : undefined,
     walQueuedBytes: () => host.wal.inflightBytes,
