@@ -620,9 +620,17 @@ export class RawHttpConn {
   }
 
   post(p: string, body: string): Promise<Resp> {
+    return this.request('POST', p, body);
+  }
+
+  /** One request; `body` undefined sends none (a GET). */
+  request(method: string, p: string, body?: string): Promise<Resp> {
     this.sock ??= this.connect();
-    const b = Buffer.from(body);
-    const head = `POST ${p} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${b.length}\r\n\r\n`;
+    const b = Buffer.from(body ?? '');
+    const head =
+      body === undefined
+        ? `${method} ${p} HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`
+        : `${method} ${p} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${b.length}\r\n\r\n`;
     return new Promise((resolve, reject) => {
       this.waiter = { resolve, reject, t0: process.hrtime.bigint() };
       this.sock!.write(Buffer.concat([Buffer.from(head, 'latin1'), b]));

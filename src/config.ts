@@ -65,6 +65,8 @@ export interface Settings {
   pressureForce: boolean;
   traceDir: string | undefined;
   traceOutputs: boolean;
+  /** Stamp every stage of a request (debug; GET /v0/debug/stages). */
+  stageClock: boolean;
   traceTopics: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** Test hook: recovery starts this much later, so the readiness gate can be observed. */
@@ -148,6 +150,7 @@ export function readSettings(env: Env = process.env): Settings {
     pressureForce: bool(env, 'SERVICE_PRESSURE_FORCE'),
     traceDir: str(env, 'SERVICE_TRACE_DIR'),
     traceOutputs: bool(env, 'SERVICE_TRACE_OUTPUTS'),
+    stageClock: bool(env, 'SERVICE_STAGE_CLOCK'),
     traceTopics: str(env, 'SERVICE_TRACE_TOPICS') ?? '',
     logLevel: (str(env, 'SERVICE_LOG_LEVEL') ?? 'info') as Settings['logLevel'],
     testRecoveryDelayMs: num(env, 'SERVICE_TEST_RECOVERY_DELAY_MS', 0),

@@ -73,6 +73,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_LOG_LEVEL', kind: 'enum', readme: '`info`', values: LOG_LEVELS },
   { env: 'SERVICE_TRACE_DIR', kind: 'string', readme: 'unset' },
   { env: 'SERVICE_TRACE_OUTPUTS', kind: 'bool', readme: 'unset' },
+  { env: 'SERVICE_STAGE_CLOCK', kind: 'bool', readme: 'unset' },
   { env: 'SERVICE_TRACE_TOPICS', kind: 'string', readme: '(all)' },
   { env: 'SERVICE_TEST_RECOVERY_DELAY_MS', kind: 'int', readme: '`0`' },
 ];

@@ -3,6 +3,7 @@
 // JSON lines on stderr (src/log.ts). Exit codes: 0 after a clean drain, 1 when recovery or the
 // drain failed (a drain out of grace logs what was still open), 2 for a bad setting or an
 // address it cannot listen on (a busy port).
+import { startStageClock, stageOriginNs } from '../core/stageClock.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { readSettings, isLoopback, SettingsError, effectiveSettings } from '../config.js';
@@ -58,6 +59,7 @@ export async function serve(): Promise<void> {
   if (!isLoopback(settings.host) && !keys.enabled && !settings.allowInsecureNoAuth) {
     throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
   }
+  if (settings.stageClock) startStageClock(stageOriginNs()); // before the threads spawn
   const sup = new Supervisor(settings, supervisorLog(logger));
   await sup.start();
   // Recovery starts now, and the HTTP server's modules load after (a dynamic import): loading and

@@ -1,6 +1,7 @@
 // The one table of error codes (SPEC 7, RESOLVED G14) and the value type that carries an
 // operating error across threads. Workers return ErrorResult values and never throw; only the
 // HTTP layer renders the envelope.
+import type { RequestStamps } from './stageClock.js';
 
 export const ERROR_STATUS = {
   invalid_request: 400,
@@ -34,6 +35,8 @@ export interface ErrorResult {
   code: ErrorCode;
   message: string;
   detail?: Record<string, unknown>;
+  /** Stage clock only (debug): where the request's time went. */
+  stamps?: Partial<RequestStamps>;
 }
 
 export function fail(code: ErrorCode, message: string, detail?: Record<string, unknown>): ErrorResult {

@@ -14,6 +14,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { OkResult, RequestBatch, ResultBatch, TopicRequest, TopicResult, WireRequest, WireResult } from './messages/rpc.js';
 import { fail } from './errors.js';
 import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from './pagePool.js';
+import { stageClock } from './stageClock.js';
 
 /** Pages main keeps for the way back to one worker while no request goes there. */
 const RETURNED_PAGES_MAX = 8;
@@ -40,6 +41,8 @@ export class RequestClient {
   private returned: ArrayBuffer[] = [];
   private flushScheduled = false;
   private abandoned = false;
+  /** Stage clock only: when each request left in its batch. */
+  private readonly postStamps = new Map<number, number>();
   private readonly giveBack = (page: ArrayBuffer): void => {
     if (!this.abandoned && this.returned.length < RETURNED_PAGES_MAX) this.returned.push(page);
   };
@@ -118,9 +121,13 @@ export class RequestClient {
       for (const page of this.returned) transfers.push(page);
       this.returned = [];
     }
+    if (stageClock.on) {
+      const now = stageClock.now(); // before the post: the worker may stamp its receipt first
+      for (const id of this.ids) this.postStamps.set(id, now);
+    }
+    this.port.postMessage(batch, transfers);
     this.ids = [];
     this.reqs = [];
-    this.port.postMessage(batch, transfers);
   }
 
   private onResults(m: ResultBatch): void {
@@ -142,6 +149,10 @@ export class RequestClient {
       const resolve = this.pending.get(id);
       if (!resolve) continue; // abandoned meanwhile
       this.pending.delete(id);
+      if (stageClock.on) {
+        r.stamps = { ...r.stamps, post: this.postStamps.get(id), mrecv: stageClock.now() };
+        this.postStamps.delete(id);
+      }
       resolve(r);
     }
   }
@@ -150,9 +161,10 @@ export class RequestClient {
 /**
  * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
  * go back together. `handle` must not throw for a request's own errors (they are results); a
- * throw is a bug and becomes an `internal` error result so the caller never hangs.
+ * throw is a bug and becomes an `internal` error result so the caller never hangs. `flush()` sends
+ * the results settled so far at once (the WAL link calls it before its own post of the turn).
  */
-export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): void {
+export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): { flush(): void } {
   let ids: number[] = [];
   let results: TopicResult[] = [];
   let flushScheduled = false;
@@ -160,6 +172,10 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
   const flush = (): void => {
     flushScheduled = false;
     if (ids.length === 0) return;
+    if (stageClock.on) {
+      const now = stageClock.now();
+      for (const r of results) r.stamps = { ...r.stamps, replyPost: now };
+    }
     const batch = encodeResults(ids, results);
     ids = [];
     results = [];
@@ -176,6 +192,7 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
   };
 
   port.on('message', (m: RequestBatch) => {
+    const wrecv = stageClock.on ? stageClock.now() : 0;
     if (m.recycled) recyclePages(m.recycled);
     let k = 0;
     let sharedAt = 0;
@@ -187,12 +204,22 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
         sharedAt = end;
       }
       const id = m.ids[i]!;
-      handle(w as TopicRequest).then(
+      const handled = handle(w as TopicRequest);
+      if (stageClock.on) {
+        const st = { wrecv, stepped: stageClock.now() };
+        handled.then(
+          (r) => settle(id, ((r.stamps = { ...r.stamps, ...st }), r)),
+          (err: Error) => settle(id, fail('internal', err.message)),
+        );
+        continue;
+      }
+      handled.then(
         (r) => settle(id, r),
         (err: Error) => settle(id, fail('internal', err.message)),
       );
     }
   });
+  return { flush };
 }
 
 /**

@@ -70,6 +70,8 @@ export interface RouteRule {
   waitField?: string;
   /** The route consumes the path topic (G1 auto-priority recency): `touch` = unless ?touch=false. */
   consumes?: 'always' | 'touch';
+  /** Registered only with a debug setting (SERVICE_STAGE_CLOCK), and not in the API description. */
+  debugOnly?: true;
 }
 
 const R: Scope = 'read';
@@ -112,6 +114,9 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /': { scopes: [], kind: 'probe' },
   'GET /v0/openapi.json': { scopes: [], kind: 'probe' },
   'GET /v0/backup': { scopes: [A] },
+  // Only with SERVICE_STAGE_CLOCK (debug): the stage clock's summary, and its reset.
+  'GET /v0/debug/stages': { scopes: [A], debugOnly: true },
+  'DELETE /v0/debug/stages': { scopes: [A], debugOnly: true },
 };
 
 export function ruleFor(method: string, url: string | undefined): RouteRule | undefined {
@@ -223,8 +228,18 @@ export class Admission {
       const topic = (req.params as Record<string, string>).topic ?? '';
       const { gate, book, now } = this.pressure;
       if (consumes === 'always' || (consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
+      // Without pressure (nothing parked) a request runs at once: a held slot is counted and given
+      // back when the response closes; a passing one needs nothing. No priority, no admission
+      // object, no closure but the one listener (this hook runs for every topic request).
+      if (gate.runsAtOnce) {
+        if (hold) {
+          gate.enterNow();
+          reply.raw.once('close', () => gate.leave());
+        }
+        return done();
+      }
       // The body search only matters when the gate may park (it runs everything at once otherwise).
-      const bounded = !(isAppend && !gate.runsAtOnce && setsDisableBackpressure(rawBody(req)));
+      const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
       // One 'close' listener: a client gone while parked gives its slot back at once (it would
       // never fire 'close' again), and a held slot is given back when the response closes.
       let gone = false;

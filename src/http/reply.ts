@@ -5,6 +5,7 @@ import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
 import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import { pageCapacity, returnPage } from '../core/pagePool.js';
+import { sendSmallJson } from './rawReply.js';
 import './requestMetrics.js'; // FastifyRequest.spoolError
 import './bodyFields.js'; // FastifyRequest.unknownFields
 
@@ -84,6 +85,7 @@ export function sendJson(req: FastifyRequest, reply: FastifyReply, status: numbe
  * finished.
  */
 export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicResult): FastifyReply {
+  if (r.stamps && req.stamps) Object.assign(req.stamps, r.stamps); // stage clock (debug)
   if (!r.ok) return sendError(req, reply, r);
   if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
   const tail = performanceTail(req, r.perf); // ASCII
@@ -99,6 +101,7 @@ export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicRes
     body = Buffer.allocUnsafe(n + tail.length);
     body.set(r.json, 0);
     body.write(tail, n, 'latin1');
+    if (sendSmallJson(req, reply, r.status, body)) return reply;
   }
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(body);
 }

@@ -8,7 +8,6 @@ import type { Socket } from 'node:net';
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { RequestMetrics } from './requestMetrics.js';
-import { warningHeader } from '../core/unknownFields.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { Metrics } from './metrics.js';
 import { fail } from '../core/errors.js';
@@ -38,6 +37,9 @@ import { StreamPacer } from '../pressure/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
 import { lazyChildLogger, levelEnabled } from './lazyLogger.js';
+import { stageClock } from '../core/stageClock.js';
+import { registerStageClock } from './stageHooks.js';
+import { setCommonHeaders, watchDraining } from './responseHeaders.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
 export const ROUTE_TABLE: [RegExp, string[]][] = [
@@ -153,6 +155,7 @@ export async function buildServer(
   const admit = admission.enabled ? admission.hook : undefined;
   app.addHook('onRequest', (req, reply, done) => {
     req.startedAt = nowMs();
+    if (stageClock.on) req.stamps = { recv: stageClock.now() };
     if (sup.lifecycle === 'ready') return admit ? admit(req, reply, done) : done();
     const q = req.url.indexOf('?');
     if (UNGATED.has(q < 0 ? req.url : req.url.slice(0, q))) return admit ? admit(req, reply, done) : done();
@@ -165,11 +168,9 @@ export async function buildServer(
       sendError(req, reply, fail('shutting_down', 'server is shutting down'));
     }
   });
+  watchDraining(() => sup.lifecycle === 'draining');
   app.addHook('onSend', (req, reply, payload, done) => {
-    reply.header('x-request-id', req.id);
-    // RESOLVED 0.2 keeps unknown fields accepted; the reply says which were ignored.
-    if (req.unknownFields) reply.header('warning', warningHeader(req.unknownFields));
-    if (sup.lifecycle === 'draining') reply.header('connection', 'close');
+    setCommonHeaders(req, (k, v) => reply.header(k, v));
     done(null, payload);
   });
   // One line per request at debug; every 5xx at error, with its request id and error code.
@@ -246,6 +247,7 @@ export async function buildServer(
   });
   await registerOpenApi(app); // before the routes: it attaches each one's documented schema
   probeRoutes(app, sup, metrics);
+  registerStageClock(app, sup);
   statusRoutes(app);
   topicRoutes(app, sup, metrics, admission);
   watchRoutes(app, sup, hub, admission);

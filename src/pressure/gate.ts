@@ -43,9 +43,27 @@ export class PressureGate {
     return this.sched.parked;
   }
 
+  /** Requests past the gate that still hold their slot. */
+  get running(): number {
+    return this.sched.inflight;
+  }
+
   /** True while an arrival runs at once whatever it asks (no pressure, nothing parked). */
   get runsAtOnce(): boolean {
     return !this.monitor.pressured && this.sched.parked === 0;
+  }
+
+  /**
+   * The pass of an arrival while `runsAtOnce`: counted as running, like `admit`'s immediate
+   * admission; `leave()` once, when its work is done, is the release.
+   */
+  enterNow(): void {
+    this.sched.runNow();
+  }
+
+  leave(): void {
+    this.sched.done();
+    if (!this.windowTimer) this.dispatch();
   }
 
   /** Passes the gate; `release` must be called once the request's worker work is done. */
@@ -69,8 +87,7 @@ export class PressureGate {
     return () => {
       if (done) return;
       done = true;
-      this.sched.done();
-      if (!this.windowTimer) this.dispatch();
+      this.leave();
     };
   }
 

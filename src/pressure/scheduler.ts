@@ -70,6 +70,11 @@ export class PressureScheduler<T> {
     return { kind: 'parked', waiter, shed };
   }
 
+  /** An arrival while nothing is parked and there is no pressure: running at once. */
+  runNow(): void {
+    this.inflight++;
+  }
+
   /** A running request finished. */
   done(): void {
     if (this.inflight > 0) this.inflight--;

@@ -68,6 +68,9 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
   g('spool_throttle_parked', 'Requests parked behind the pressure gate now.', function () {
     this.set(gate.parked);
   });
+  g('spool_throttle_running', 'Requests past the pressure gate holding a slot now (0 when idle).', function () {
+    this.set(gate.running);
+  });
   new client.Counter({
     name: 'spool_throttle_shed_total',
     help: 'Requests refused by the pressure gate since start (429 with retry_after_ms).',

@@ -20,6 +20,7 @@ import type { DrainResult } from '../core/messages/rpc.js';
 import { readNewestSnapshot, type LoadedSnapshot, type TopicPart } from '../storage/snapshot.js';
 import { readSection, sectionTopicIds } from '../storage/snapshotSection.js';
 import { Checkpointer } from './checkpoint.js';
+import { stageClock, stageOriginNs } from '../core/stageClock.js';
 import { assertWalFromStart } from '../wal/scan.js';
 import { freeBytes } from '../storage/freeSpace.js';
 import { mib, sizeWal, type WalSizing } from '../wal/walSizing.js';
@@ -238,6 +239,7 @@ export class Supervisor {
         walInflightBytes: s.walInflightBytes,
         traceDir: s.traceDir,
         traceOutputs: s.traceOutputs,
+        ...(stageClock.on ? { stageClockOriginNs: stageOriginNs() } : {}),
         traceTopics: s.traceTopics,
       };
       const peers = peerPorts[i]!.filter((p): p is MessagePort => p !== null);
@@ -419,6 +421,11 @@ export class Supervisor {
 
   walStats(): Promise<WalStats | undefined> {
     return this.wal.stats();
+  }
+
+  /** The WAL thread's CPU time in µs (stage clock; debug). */
+  walThreadCpuUs(): Promise<number | undefined> {
+    return this.wal.threadCpuUs();
   }
 
   /** Shutdown: long-polls answer at once instead of holding the drain. */

@@ -16,6 +16,7 @@ import { FrameType } from './format.js';
 import { listWalFiles } from './files.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { WalSpace } from './walSpace.js';
+import { threadCpuUs } from '../core/threadCpu.js';
 
 /** Replay flow control: frames sent to a worker and not yet applied, at most. */
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
@@ -169,6 +170,11 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
 
     bytesSinceCheckpoint(): number {
       return gc?.bytesSinceCheckpoint ?? 0;
+    },
+
+    /** This thread's CPU time in µs (the stage clock's per-thread CPU; debug). */
+    threadCpuUs(): number | undefined {
+      return threadCpuUs();
     },
 
     stats(): WalStats | undefined {

@@ -4,6 +4,7 @@
 // traffic by WalLink, recovery by WorkerRecovery and checkpoints by WorkerCheckpoints.
 // It owns no topic state. Invariant: an actor step never awaits; effects run inside the step
 // only as far as queueing them.
+import { stageClock } from '../core/stageClock.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
@@ -300,6 +301,7 @@ export class ActorHost implements HostServices {
     const fsync = frameNo !== undefined && actor.durableFrameNo >= frameNo && actor.current?.config.durability === 'fsync';
     const perf = this.wal.perf(actor, reqId, frameNo, fsync);
     if (result.ok && perf) Object.assign(result.perf, perf);
+    if (stageClock.on) result.stamps = this.wal.stamps(actor, frameNo);
     resolve(result);
   }
 

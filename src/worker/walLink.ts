@@ -12,6 +12,7 @@ import { nowMs, roundMs } from '../core/stopwatch.js';
 import type { SegmentPlacement } from '../actors/ctx.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import { MinHeap } from '../core/minHeap.js';
+import { stageClock } from '../core/stageClock.js';
 
 /** Priority points a deferred append gains per ms of waiting (as the HTTP gate's default). */
 const DEFER_AGING_PER_MS = 1;
@@ -27,6 +28,9 @@ interface Deferred {
 interface FrameTiming {
   submitAt: number;
   writtenAt: number;
+  /** Stage clock only (µs): posted to the WAL thread, reported written. */
+  postUs?: number;
+  writtenUs?: number;
 }
 
 export interface QueuedFrame {
@@ -118,9 +122,17 @@ export class WalLink {
     }
   }
 
+  /**
+   * Called first when the turn's frames leave for the WAL thread: the worker's request channel
+   * sends the results already settled (a `memory` append's, a read's) ahead of the post that
+   * wakes the WAL thread, instead of after it.
+   */
+  beforeSubmit: (() => void) | undefined;
+
   /** One WAL submission per event-loop turn: all frames of the turn, concatenated. */
   flushTurn(): void {
     this.flushScheduled = false;
+    this.beforeSubmit?.();
     const frames = this.turnFrames;
     this.turnFrames = [];
     if (frames.length === 0) return;
@@ -139,6 +151,7 @@ export class WalLink {
     const seq = ++this.submitSeq;
     this.inflight.push({ seq, frames, written: false, bytes: total });
     const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
+    if (stageClock.on) this.stampFrames(frames, 'postUs'); // before the post, like every stamp
     this.port.postMessage(msg, [out.buffer]);
   }
 
@@ -182,6 +195,7 @@ export class WalLink {
       this.inflightBytes -= s.bytes;
       s.written = true;
     }
+    if (stageClock.on) for (let k = this.writtenCount; k < i; k++) this.stampFrames(inflight[k]!.frames, 'writtenUs');
     this.writtenCount = i;
     let durable = 0;
     for (; durable < this.writtenCount && inflight[durable]!.seq <= durableThrough; durable++) {
@@ -263,6 +277,20 @@ export class WalLink {
       }
     }
     return out;
+  }
+
+  private stampFrames(frames: QueuedFrame[], key: 'postUs' | 'writtenUs'): void {
+    const now = stageClock.now();
+    for (const f of frames) {
+      const t = this.timings.get(f.actor)?.get(f.frameNo);
+      if (t) t[key] = now;
+    }
+  }
+
+  /** The stage clock's WAL stamps of a reply's frame, while its timing is kept. */
+  stamps(actor: TopicActor, frameNo: number | undefined): { walSubmit?: number; walWritten?: number } | undefined {
+    const t = frameNo === undefined ? undefined : this.timings.get(actor)?.get(frameNo);
+    return t && { walSubmit: t.postUs, walWritten: t.writtenUs };
   }
 
   /** Checkpoint: marks the stream and resolves once everything submitted before it is written. */

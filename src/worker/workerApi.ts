@@ -4,6 +4,8 @@
 // there) or, in tests, on the caller's thread (test/support/inProcessThreads.ts). The facade only
 // turns a call into an input and returns a promise that a later reply effect resolves: Comlink
 // runs exposed methods concurrently, so logic here would break actor atomicity.
+import { threadCpuUs } from '../core/threadCpu.js';
+import { startStageClock } from '../core/stageClock.js';
 import { startGaugeSampler } from './gaugeSampler.js';
 import { totalLiveBytes } from '../core/gauges.js';
 import { totalBytesReached } from '../core/errors.js';
@@ -35,6 +37,8 @@ export interface WorkerThreadData {
   /** Port to each other worker, by worker index (null for this one): peer requests. */
   peerPorts: (MessagePort | null)[];
   counters: SharedArrayBuffer;
+  /** SERVICE_STAGE_CLOCK: main's origin on the shared clock (the stage clock is off without it). */
+  stageClockOriginNs?: bigint;
   /** Per-worker gauges read by main (core/gauges.ts); this worker writes its own row. */
   gauges: SharedArrayBuffer;
   /** Write live bytes into the gauges (only when SERVICE_MAX_TOTAL_BYTES is set; a running total, O(1)). */
@@ -77,6 +81,7 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
 
 export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, log: (msg: string) => void) {
   const counters = new Int32Array(data.counters);
+  if (data.stageClockOriginNs !== undefined) startStageClock(data.stageClockOriginNs);
   const onFatal = (err: Error) => {
     // A segment or pack write failed for another reason than space: writes stop until a restart.
     if (Atomics.exchange(counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
@@ -119,7 +124,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     forwardRefusal: data.maxTotalBytes > 0 ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined) : undefined,
   });
   const replayed = host.recovery.replayed;
-  serveRequests(data.requestPort, (req) => host.request(req));
+  const requests = serveRequests(data.requestPort, (req) => host.request(req));
+  host.wal.beforeSubmit = requests.flush;
   const stopGauges = startGaugeSampler(gauges, data.workerIndex, {
     liveBytes: data.sampleLiveBytes ? () => host.liveBytes() : undefined,
     walQueuedBytes: () => host.wal.inflightBytes,
@@ -208,6 +214,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     /** What the sweep's timer does about TTL (dormancy.ts wakeDue), at once (tests); returns how many woke. */
     wakeDueTopics(): Promise<number> {
       return host.dormancy.wakeDue();
+    },
+    /** This thread's CPU time in µs (the stage clock's per-thread CPU; debug). */
+    threadCpuUs(): number | undefined {
+      return threadCpuUs();
     },
     releaseLongPolls(): void {
       host.releaseLongPolls();

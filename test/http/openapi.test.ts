@@ -124,6 +124,7 @@ test('the bearer key is a security scheme, and each operation needs the scopes i
   assert.deepEqual({ type: schemes.bearerKey?.type, scheme: schemes.bearerKey?.scheme }, { type: 'http', scheme: 'bearer' });
   assert.deepEqual({ type: schemes.tokenQuery?.type, in: schemes.tokenQuery?.in, name: schemes.tokenQuery?.name }, { type: 'apiKey', in: 'query', name: 'token' });
   for (const [key, rule] of Object.entries(ROUTE_RULES)) {
+    if (rule.debugOnly) continue; // only with a debug setting (the stage clock), not described
     const [method, p] = key.split(' ') as [string, string];
     const op = doc.paths[p.replace(/:([a-z]+)/g, '{$1}')]?.[method.toLowerCase()];
     assert.ok(op, `${key} is documented`);

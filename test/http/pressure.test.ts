@@ -178,3 +178,27 @@ describe('streams under pressure (pacing tick 300 ms)', () => {
     }
   });
 });
+
+test('without pressure, every request past the gate gives its slot back: none held once the answers are in', async () => {
+  const srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  try {
+    assert.equal((await req(srv.url, 'PUT', '/v0/topics/held', { durability: 'disk' })).status, 201);
+    // Appends hold a slot until their response closes; diffs pass; a refused request (404) too.
+    await Promise.all(
+      Array.from({ length: 64 }, (_, i) =>
+        i % 3 === 0 ? req(srv.url, 'POST', '/v0/topics/held/diff', { from_seq: 0 }) : i % 3 === 1 ? req(srv.url, 'POST', '/v0/topics/held', { records: [{ data: i }] }) : req(srv.url, 'GET', '/v0/topics/nope'),
+      ),
+    );
+    // A client that goes away with its append unanswered gives the slot back as well.
+    const ctl = new AbortController();
+    const gone = fetch(`${srv.url}/v0/topics/held/diff`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"from_seq":999,"wait_ms":10000}', signal: ctl.signal }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 100));
+    ctl.abort();
+    await gone;
+    await new Promise((r) => setTimeout(r, 100));
+    const m = await req(srv.url, 'GET', '/v0/metrics');
+    assert.match(m.text, /^spool_throttle_running 0$/m);
+  } finally {
+    await srv.stop();
+  }
+});

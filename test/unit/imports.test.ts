@@ -59,6 +59,7 @@ const NODE_FS_ALLOWED = new Set([
   'cli/restore.ts', // reads a backup tar file
   'cli/untar.ts', // unpacks a backup into an empty directory
   'cli/workLimits.ts', // `spool work` looks its job command up on PATH before it starts
+  'core/threadCpu.ts', // /proc/thread-self/stat: the stage clock's per-thread CPU (debug)
   'storage/freeSpace.ts', // statfs of the data volume: a measurement, never the data path
   'replay/replayer.ts', // trace files
   'replay/traceWriter.ts',

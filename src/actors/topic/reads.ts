@@ -11,12 +11,25 @@ import type { ActorCtx } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { readFrom, type ReadResult } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
+import { PAGE_MIN_BYTES } from '../../core/pagePool.js';
 import { coldRanges, installTexts } from './coldRead.js';
 
 const DIFF_DEFAULT_LIMIT = 256;
 const MiB = 1024 * 1024;
 /** Cold reads one diff may need; a bound, so a bad segment location can never loop. */
 const COLD_READ_ATTEMPTS_MAX = 3;
+
+/** A diff's rendered reply, shared by the waiters that asked the same. */
+interface ReplyBytes {
+  json: Buffer;
+  scanned: number;
+}
+
+/** What makes two diffs the same read, or undefined when one cannot stand for another (a node filter). */
+function sameReadKey(req: DiffRequest): string | undefined {
+  if (req.nodes !== null) return undefined;
+  return `${req.fromSeq} ${req.limit} ${req.maxBatchBytes} ${req.includeTags ? 1 : 0}${req.includeMeta ? 1 : 0}`;
+}
 
 interface Waiting {
   reqId: number;
@@ -59,9 +72,10 @@ export class TopicReads {
     this.answer(ctx, { reqId, req, inst, attempts: 0 });
   }
 
-  private answer(ctx: ActorCtx, w: Waiting): void {
+  /** Answers `w` (now, or after a cold read); returns a diff's rendered reply when it answered now. */
+  private answer(ctx: ActorCtx, w: Waiting): ReplyBytes | undefined {
     const { req, inst } = w;
-    if (req.op === 'redriveRead') return this.answerRedrive(ctx, w, req);
+    if (req.op === 'redriveRead') return void this.answerRedrive(ctx, w, req);
     let skip: Set<number> | null = null;
     if (req.nodes !== null && inst.config.dedupe_node) {
       skip = new Set();
@@ -75,8 +89,8 @@ export class TopicReads {
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
     const untilSeq = req.op === 'watchRead' && req.strong ? inst.durableHead : undefined;
     const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip, untilSeq });
-    if (r.cold.length > 0) return this.readBack(ctx, w, r.cold);
-    if (req.op === 'watchRead') return this.answerWatch(ctx, w.reqId, req, inst, r);
+    if (r.cold.length > 0) return void this.readBack(ctx, w, r.cold);
+    if (req.op === 'watchRead') return void this.answerWatch(ctx, w.reqId, req, inst, r);
     const head = inst.head;
     const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
     const suffix =
@@ -84,6 +98,7 @@ export class TopicReads {
       `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
     const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
     ctx.reply(w.reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
+    return { json, scanned: r.scanned };
   }
 
   /** A redrive read (redriveSource.ts): its batch, once the texts it needs are in memory. */
@@ -138,14 +153,27 @@ export class TopicReads {
     });
   }
 
-  /** New records became visible: parked long-polls behind the head answer. */
+  /**
+   * New records became visible: parked long-polls behind the head answer. Waiters that asked the
+   * same thing (same cursor, limit, byte budget and flags, no node filter: the common case of
+   * many clients following one topic) share one read and one rendering; only the rendering of a
+   * page (a reply of PAGE_MIN_BYTES or more, transferred whole to main) is made per waiter.
+   */
   wake(ctx: ActorCtx, inst: TopicInstance): void {
     if (!this.parked) return;
+    let shared: Map<string, ReplyBytes> | undefined;
     for (const [id, p] of this.parked) {
-      if (p.inst !== inst || p.req.op === 'redriveRead' || inst.head <= p.req.fromSeq) continue;
+      if (p.inst !== inst || p.req.op !== 'diff' || inst.head <= p.req.fromSeq) continue;
       this.parked = forget(this.parked, id);
       ctx.cancelTimer(id);
-      this.answer(ctx, p);
+      const key = sameReadKey(p.req);
+      const done = key === undefined ? undefined : shared?.get(key);
+      if (done) {
+        ctx.reply(p.reqId, { ok: true, status: 200, json: done.json, perf: { records_scanned: done.scanned } });
+        continue;
+      }
+      const answered = this.answer(ctx, p);
+      if (key !== undefined && answered && answered.json.byteLength < PAGE_MIN_BYTES) (shared ??= new Map()).set(key, answered);
     }
   }
 

@@ -1,5 +1,6 @@
 // The main → topic worker rpc boundary: topic requests and their results (carried in batches by
 // src/core/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
+import type { RequestStamps } from '../stageClock.js';
 import type { ErrorResult } from '../errors.js';
 import type { TopicConfig } from '../../actors/topic/config.js';
 import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats, TagMatch } from './router.js';
@@ -323,6 +324,8 @@ export interface OkResult {
   routers?: RouterStats[];
   /** Only on redrive reads. */
   redrive?: RedriveBatch;
+  /** Stage clock only (debug): where the request's time went. */
+  stamps?: Partial<RequestStamps>;
 }
 
 export type TopicResult = OkResult | ErrorResult;

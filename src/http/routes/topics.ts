@@ -10,6 +10,8 @@ import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } 
 import type { TopicSummary } from '../../core/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
+import { stageClock } from '../../core/stageClock.js';
+import '../stageHooks.js'; // FastifyRequest.stageTag
 import type { Admission } from '../admission.js';
 import { listPrefixes } from '../../auth/allowlist.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
@@ -60,6 +62,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
 
   app.post(
     '/v0/topics/:topic',
+    { compress: false },
     withHttpErrors(async (req, reply) => {
       const body = checkBody(req, false);
       const topic = topicParam(req);
@@ -93,6 +96,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
       await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
       const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
+      if (waitMs > 0 && stageClock.on) req.stageTag = 'wait';
       const result = await sup.workerFor(topic).request({
         op: 'diff',
         topic,
