@@ -17,14 +17,20 @@
 // Packed placements (a small topic's first segment, docs/FORMAT.md "Pack files") go to the
 // worker's PackStore instead; a topic's packed frames are made durable before its first own
 // segment file is created.
+// Compacted segments (docs/ARCHITECTURE.md "Compaction"): a sealed segment's compacted copy is
+// renamed over it (`swapCompacted`) only while no cold read of that segment is in flight, and its
+// relocation (original offsets → the copy's) is switched in the same turn as the rename
+// completes; reads that arrive meanwhile wait for the swap. Reads therefore always map offsets
+// with the relocation of the file they open.
 import path from 'node:path';
+import type { Relocation } from './compactFrames.js';
 import type { PackStore } from './packStore.js';
 import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } from './fs.js';
 
 /** How soon a segment write that hit a full disk is tried again. */
 const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
-import { segmentFileName, topicDir } from './layout.js';
+import { compactTempName, segmentFileName, topicDir } from './layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';
@@ -66,6 +72,19 @@ interface TopicFiles {
   released: boolean;
 }
 
+/** Cold reads in flight on one sealed segment, and a swap or unlink waiting for them. */
+interface SegmentGate {
+  readers: number;
+  /** A swap or unlink in progress: reads wait for it. */
+  busy: Promise<void> | undefined;
+  /** Called when the last reader leaves (a swap waits for it). */
+  drained: (() => void) | undefined;
+  /** Unlinked, or its topic dropped: a compaction must not rename a copy over it any more. */
+  gone: boolean;
+  /** A compaction of it is under way (the gate stays until it swaps or gives up). */
+  compacting: boolean;
+}
+
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
 export const FLUSH_LANES = 64;
 
@@ -84,6 +103,10 @@ export class SegmentStore {
   /** Topics whose drain waits for the write delay (not on their chain yet). */
   private readonly delayed = new Set<TopicFiles>();
   private delayTimer: NodeJS.Timeout | undefined;
+  /** Compacted segments: topic id → first seq → where original offsets are in the file now. */
+  private readonly relocations = new Map<number, Map<number, Relocation>>();
+  /** Sealed segments with reads in flight or a swap under way, by `topicId:firstSeq`. */
+  private readonly gates = new Map<string, SegmentGate>();
 
   constructor(
     private readonly fsx: Fs,
@@ -405,12 +428,123 @@ export class SegmentStore {
     this.settle(t);
     if (t) await t.chain;
     if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
-    await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
+    await this.exclusive(topicId, firstSeq, async (gate) => {
+      gate.gone = true;
+      this.relocations.get(topicId)?.delete(firstSeq);
+      await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
+    });
   }
+
+  private gate(topicId: number, firstSeq: number): SegmentGate {
+    const key = `${topicId}:${firstSeq}`;
+    let g = this.gates.get(key);
+    if (!g) this.gates.set(key, (g = { readers: 0, busy: undefined, drained: undefined, gone: false, compacting: false }));
+    return g;
+  }
+
+  /** Forgets a gate nobody uses (one under compaction stays: the swap must see whether it went). */
+  private gateIdle(topicId: number, firstSeq: number, g: SegmentGate): void {
+    if (g.readers === 0 && !g.busy && !g.compacting) this.gates.delete(`${topicId}:${firstSeq}`);
+  }
+
+  /** Runs `op` once no cold read of the segment is in flight; reads arriving meanwhile wait for it. */
+  private async exclusive<T>(topicId: number, firstSeq: number, op: (g: SegmentGate) => Promise<T>): Promise<T> {
+    const g = this.gate(topicId, firstSeq);
+    while (g.busy) await g.busy;
+    let done!: () => void;
+    g.busy = new Promise<void>((r) => (done = r));
+    try {
+      if (g.readers > 0) await new Promise<void>((r) => (g.drained = r));
+      g.drained = undefined;
+      return await op(g);
+    } finally {
+      g.busy = undefined;
+      done();
+      this.gateIdle(topicId, firstSeq, g);
+    }
+  }
+
+  /** The relocation of a compacted segment, if the store knows it is one. */
+  relocationOf(topicId: number, firstSeq: number): Relocation | undefined {
+    return this.relocations.get(topicId)?.get(firstSeq);
+  }
+
+  /**
+   * A compacted segment file was read (recovery, a wake): its relocation, unless the store knows
+   * a newer one already (a swap that finished while the file was being read).
+   */
+  noteLoaded(topicId: number, firstSeq: number, relocation: Relocation | undefined): void {
+    if (!relocation || this.relocationOf(topicId, firstSeq)) return;
+    let m = this.relocations.get(topicId);
+    if (!m) this.relocations.set(topicId, (m = new Map()));
+    m.set(firstSeq, relocation);
+  }
+
+  /** A compaction of the segment begins: from now on its unlink or its topic's drop is noted for the swap. */
+  beginCompaction(topicId: number, firstSeq: number): void {
+    this.gate(topicId, firstSeq).compacting = true;
+  }
+
+  /** The compaction of the segment is over (swapped or given up). */
+  endCompaction(topicId: number, firstSeq: number): void {
+    const g = this.gates.get(`${topicId}:${firstSeq}`);
+    if (!g) return;
+    g.compacting = false;
+    this.gateIdle(topicId, firstSeq, g);
+  }
+
+  /** A compaction of the segment is under way or waits for its swap. */
+  isCompacting(topicId: number, firstSeq: number): boolean {
+    return this.gates.get(`${topicId}:${firstSeq}`)?.compacting ?? false;
+  }
+
+  /** The segment was unlinked or its topic dropped since its compaction began. */
+  compactionStale(topicId: number, firstSeq: number): boolean {
+    return this.gates.get(`${topicId}:${firstSeq}`)?.gone ?? true;
+  }
+
+  /** Path of the copy a compaction writes for the segment. */
+  compactTempPath(topicId: number, firstSeq: number): string {
+    return path.join(topicDir(this.dataDir, topicId), compactTempName(firstSeq));
+  }
+
+  /**
+   * Swaps a sealed segment for its compacted copy (already written whole and fsynced at
+   * compactTempPath), or unlinks it when `relocation` is undefined (nothing of it lives): once no
+   * read of it is in flight, the rename (or unlink), the relocation switch in the same turn, then
+   * the directory fsync. Returns false, removing the copy, when the segment went meanwhile.
+   */
+  async swapCompacted(topicId: number, firstSeq: number, relocation: Relocation | undefined): Promise<boolean> {
+    const temp = this.compactTempPath(topicId, firstSeq);
+    const swapped = await this.exclusive(topicId, firstSeq, async (g) => {
+      if (g.gone) return false;
+      const seg = path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq));
+      if (relocation) await this.fsx.rename(temp, seg);
+      else await this.fsx.rm(seg);
+      let m = this.relocations.get(topicId);
+      if (relocation) {
+        if (!m) this.relocations.set(topicId, (m = new Map()));
+        m.set(firstSeq, relocation);
+      } else {
+        m?.delete(firstSeq);
+        g.gone = true;
+      }
+      return true;
+    });
+    if (!swapped || !relocation) await this.fsx.rm(temp);
+    // The rename (or unlink) durable: a crash after this never finds the old file again.
+    if (swapped) await fsyncDir(this.fsx, topicDir(this.dataDir, topicId));
+    return swapped;
+  }
+
+
 
   /** Forgets a deleted topic instance and removes its directory in the background. */
   dropTopic(topicId: number): void {
     this.packs?.release(topicId);
+    this.relocations.delete(topicId);
+    const prefix = `${topicId}:`;
+    for (const [key, g] of this.gates) if (key.startsWith(prefix)) g.gone = true;
     const t = this.topics.get(topicId);
     this.settle(t);
     this.topics.delete(topicId);
@@ -431,14 +565,26 @@ export class SegmentStore {
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t) await t.chain;
-    const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
+    const g = this.gate(topicId, segFirstSeq);
+    while (g.busy) await g.busy;
+    g.readers++;
     try {
-      const buf = Buffer.allocUnsafeSlow(len);
-      const bytesRead = await fh.read(buf, 0, len, offset);
-      if (bytesRead !== len) throw new Error(`short segment read ${bytesRead}/${len}`);
-      return buf;
+      // Mapped and opened with no swap possible in between (it waits for this read to end).
+      const reloc = this.relocationOf(topicId, segFirstSeq);
+      const at = reloc ? reloc.map(offset, len) : { offset, len };
+      if (!at) return Buffer.alloc(0); // nothing of that range is kept: every record there is dead
+      const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
+      try {
+        const buf = Buffer.allocUnsafeSlow(at.len);
+        const bytesRead = await fh.read(buf, 0, at.len, at.offset);
+        if (bytesRead !== at.len) throw new Error(`short segment read ${bytesRead}/${at.len}`);
+        return buf;
+      } finally {
+        await fh.close();
+      }
     } finally {
-      await fh.close();
+      if (--g.readers === 0) g.drained?.();
+      this.gateIdle(topicId, segFirstSeq, g);
     }
   }
 

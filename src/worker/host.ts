@@ -24,6 +24,15 @@ import { WalLink } from './walLink.js';
 import { HostEffects, type HostServices } from './hostEffects.js';
 import { WorkerRecovery } from './recovery.js';
 import { WorkerCheckpoints } from './checkpointStep.js';
+import { WorkerCompaction, type CompactionOptions } from './compaction.js';
+import type { CompactPace } from '../storage/compactor.js';
+
+/** Compaction's pace runs on the worker's own timers (never inside an actor step). */
+const COMPACT_PACE: CompactPace = {
+  bytesPerSec: 0,
+  nowMs: () => performance.now(),
+  sleep: (ms) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r))),
+};
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
 import { SortedNames } from './sortedNames.js';
@@ -52,6 +61,10 @@ export interface ActorHostDeps {
    * any actor step: the refusal reaches the forwarder as an ordinary reply, so traces replay it.
    */
   forwardRefusal?: () => ErrorResult | undefined;
+  /** Segment compaction (none: never on its own, only when asked). */
+  compaction?: CompactionOptions;
+  /** The worker's log (compaction failures). */
+  log?: (msg: string) => void;
 }
 
 export class ActorHost implements HostServices {
@@ -80,6 +93,7 @@ export class ActorHost implements HostServices {
   readonly wal: WalLink;
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
+  readonly compaction: WorkerCompaction;
   /**
    * Actor inputs since the last checkpoint began (requests, timers, acks, sleeps, wakes): none,
    * and no WAL bytes either, and a timed checkpoint has nothing to record (Checkpointer skips it).
@@ -183,7 +197,8 @@ export class ActorHost implements HostServices {
       },
       { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
     );
-    this.checkpoints = new WorkerCheckpoints(this.wal, segments, {
+    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), deps.compaction ?? { livePercent: 0, bytesPerSec: 0 }, COMPACT_PACE, deps.log ?? (() => undefined));
+    this.checkpoints = new WorkerCheckpoints(this.wal, segments, this.compaction, {
       actors: () => this.actorsByName.values(),
       actor: (name) => this.actorsByName.get(name),
       sleeping: this.dormancy.sleeping,
@@ -318,6 +333,7 @@ export class ActorHost implements HostServices {
   stop(): void {
     this.timers.stop();
     this.dormancy.stop();
+    this.compaction.stop();
   }
 
   releaseLongPolls(): void {
@@ -480,6 +496,11 @@ export class ActorHost implements HostServices {
     totals.actors = this.actorsByName.size;
     totals.sleeping = this.dormancy.sleepingCount;
     totals.keptLineBytes = this.checkpoints.lines.bytes;
+    const c = this.compaction.stats;
+    totals.compactBytesReclaimed = c.bytesReclaimed;
+    totals.compactSegmentsRewritten = c.segmentsRewritten;
+    totals.compactLiveBytes = c.liveBytes;
+    totals.compactStoredBytes = c.storedBytes;
     const first: TopicStats[] = [];
     if (firstMax > 0) {
       this.names.forEachFrom('', '', (n) => {

@@ -214,9 +214,14 @@ export class WorkerRecovery {
 
   /** Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already). */
   private async loadSegmentsOf(actor: TopicActor, topicId: number, ahead?: ReadAhead): Promise<void> {
-    const segs = ahead?.segs ?? (await listSegments(this.host.fsx, this.host.dataDir, topicId));
+    const leftovers: string[] = [];
+    const segs = ahead?.segs ?? (await listSegments(this.host.fsx, this.host.dataDir, topicId, leftovers));
+    // A compaction's copy never renamed over its segment: the segment is whole, the copy goes.
+    for (const file of leftovers) await this.host.fsx.rm(file);
     for (let i = 0; i < segs.length; i++) {
       const seg = i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
+      // A compacted file: cold reads map the original offsets the actor indexes through it.
+      this.host.segments.noteLoaded(topicId, seg.firstSeq, seg.relocation);
       this.host.input(actor, { k: 'segment', seg });
     }
   }

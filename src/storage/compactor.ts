@@ -1,0 +1,116 @@
+// Writes the compacted copy of one sealed segment file (docs/ARCHITECTURE.md "Compaction"), on
+// the topic worker that owns the topic, with async fs on libuv's pool. The old file is read a
+// slice at a time (every frame CRC-checked), each frame's live records are kept as compactFrames
+// says, and the copy is written next to it and fsynced; the swap is the SegmentStore's. Paced:
+// after each slice it waits so that the copy proceeds at no more than `bytesPerSec` of the old
+// file, and it gives the event loop a turn in between slices in any case.
+// Nothing here changes the old file; a copy that is given up is removed.
+import type { Fs, FsFile } from './fs.js';
+import { CopyBuilder, type Relocation } from './compactFrames.js';
+import { probeFrame } from '../wal/frame.js';
+import { FRAME_PREFIX_BYTES } from '../wal/format.js';
+import { alignUp } from '../wal/frame.js';
+
+/** Bytes of the old file read per slice (a frame larger than this is read whole). */
+export const COMPACT_SLICE_BYTES = 256 * 1024;
+
+export interface CompactPace {
+  /** Old-file bytes per second at most (0: as fast as it goes, a turn between slices). */
+  bytesPerSec: number;
+  nowMs(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface CompactJob {
+  /** The sealed segment file and where its copy goes. */
+  file: string;
+  temp: string;
+  topicId: number;
+  /** Whether a record is still live (asked on the worker, as the copy is made). */
+  isLive(seq: number): boolean;
+  /** False once the copy must be given up (the topic slept, was deleted, or the segment went). */
+  still(): boolean;
+}
+
+/** The copy's relocation (undefined: nothing lives, the segment can simply go), and the sizes. */
+export interface CompactOutcome {
+  relocation: Relocation | undefined;
+  oldBytes: number;
+  newBytes: number;
+}
+
+/** Writes the copy; undefined when it was given up (its file removed). */
+export async function writeCompacted(fsx: Fs, job: CompactJob, pace: CompactPace): Promise<CompactOutcome | undefined> {
+  const src = await fsx.open(job.file, 'r');
+  let dst: FsFile | undefined;
+  let keep = false;
+  try {
+    const oldBytes = (await fsx.stat(job.file)).size;
+    dst = await fsx.open(job.temp, 'w');
+    const copy = new CopyBuilder(job.isLive);
+    const started = pace.nowMs();
+    let pos = 0;
+    while (pos < oldBytes) {
+      const slice = await readSlice(src, pos, oldBytes, job.file);
+      let off = 0;
+      for (;;) {
+        const p = probeFrame(slice, off, slice.length);
+        if (!p.ok) {
+          if (p.reason === 'short' && off > 0) break; // the next slice starts with it
+          throw new Error(`${job.file}: damaged frame at ${pos + off} (${p.reason}); not compacted`);
+        }
+        copy.frame(slice, p.frame, pos + off);
+        off += p.frame.size;
+        if (off >= slice.length) break;
+      }
+      pos += off;
+      if (pos >= oldBytes) copy.flush();
+      const out = copy.take();
+      if (out.length > 0) await writeAll(dst, out, copy.size - out.reduce((n, b) => n + b.length, 0));
+      if (!job.still()) return undefined;
+      await paced(pace, started, pos);
+      if (!job.still()) return undefined;
+    }
+    const relocation = copy.relocation;
+    const written = copy.size;
+    if (relocation.extents === 0) return { relocation: undefined, oldBytes, newBytes: 0 };
+    await dst.sync();
+    keep = true;
+    return { relocation, oldBytes, newBytes: written };
+  } finally {
+    await src.close();
+    await dst?.close();
+    if (!keep) await fsx.rm(job.temp);
+  }
+}
+
+/** Up to a slice of the old file from `pos`, or more when the frame there is larger. */
+async function readSlice(src: FsFile, pos: number, size: number, file: string): Promise<Buffer> {
+  let want = Math.min(COMPACT_SLICE_BYTES, size - pos);
+  const head = Buffer.alloc(FRAME_PREFIX_BYTES);
+  if (want >= FRAME_PREFIX_BYTES && (await src.read(head, 0, FRAME_PREFIX_BYTES, pos)) === FRAME_PREFIX_BYTES) {
+    want = Math.min(size - pos, Math.max(want, alignUp(FRAME_PREFIX_BYTES + head.readUInt32LE(0))));
+  }
+  const buf = Buffer.allocUnsafeSlow(want);
+  const n = await src.read(buf, 0, want, pos);
+  if (n !== want) throw new Error(`${file}: short read ${n}/${want} at ${pos}`);
+  return buf;
+}
+
+async function writeAll(dst: FsFile, bufs: Buffer[], at: number): Promise<void> {
+  const total = bufs.reduce((n, b) => n + b.length, 0);
+  let done = 0;
+  let rest: Buffer[] = bufs;
+  while (done < total) {
+    const n = await dst.writev(rest, at + done);
+    if (!(n > 0)) throw new Error(`compaction writev at ${at + done} wrote ${n}`);
+    done += n;
+    rest = [Buffer.concat(bufs).subarray(done)];
+  }
+}
+
+/** Waits until `pos` bytes are due at the pace (at least one turn of the event loop). */
+async function paced(pace: CompactPace, startedMs: number, pos: number): Promise<void> {
+  const dueMs = pace.bytesPerSec > 0 ? startedMs + (pos * 1000) / pace.bytesPerSec : 0;
+  await pace.sleep(Math.max(0, dueMs - pace.nowMs()));
+}
