@@ -31,7 +31,9 @@ export type WorkOp =
   | { t: 'claim'; topic: string; max: number }
   /** Queue: acks up to `max` of the jobs CLAIM_NODE holds (the oldest first; none held: skipped). */
   | { t: 'ack'; topic: string; max: number }
-  | { t: 'checkpoint' };
+  | { t: 'checkpoint' }
+  /** Compacts every sealed segment with a dead record, then checkpoints (the swap). */
+  | { t: 'compact' };
 
 export interface TopicSpec {
   durability: Durability;
@@ -190,6 +192,9 @@ export function makeWorkload(seed: string, rounds = 10): Workload {
     if (round % 2 === 1) for (let k = int(rng, 2, 3); k > 0; k--) p.steps.push(k === 2 ? [p.append('metrics'), p.append('sessions')] : [p.append('metrics')]);
   }
   p.steps.push([{ t: 'checkpoint' }, p.append('orders'), p.append('metrics'), p.append('jobs')]);
+  // Compaction of the segments the deletes and acks left mostly dead: copies, then the swap at
+  // the checkpoint it runs (a crash anywhere in it must lose nothing).
+  p.steps.push([{ t: 'compact' }]);
   for (let k = 0; k < 3; k++) p.steps.push([...live].map((t) => p.append(t)));
   // The default seed keeps the sweep's standard sizes; others vary how often files roll over.
   const settings =
