@@ -1,10 +1,11 @@
-// Writes the compacted copy of one sealed segment file (docs/ARCHITECTURE.md "Compaction"), on
-// the topic worker that owns the topic, with async fs on libuv's pool. The old file is read a
-// slice at a time (every frame CRC-checked), each frame's live records are kept as compactFrames
-// says, and the copy is written next to it and fsynced; the swap is the SegmentStore's. Paced:
-// after each slice it waits so that the copy proceeds at no more than `bytesPerSec` of the old
-// file, and it gives the event loop a turn in between slices in any case.
-// Nothing here changes the old file; a copy that is given up is removed.
+// Writes the compacted copy of one sealed segment (docs/ARCHITECTURE.md "Compaction"), on the
+// topic worker that owns the topic, with async fs on libuv's pool. The segment is read a slice at
+// a time (every frame CRC-checked) from its source: its own file, or the logical bytes of a
+// topic's packed first segment in the pack files; each frame's live records are kept as
+// compactFrames says, and the copy is written next to the topic's segment files and fsynced; the
+// swap is the SegmentStore's. Paced: after each slice it waits so that the copy proceeds at no
+// more than `bytesPerSec` of the source, and it gives the event loop a turn in between slices in
+// any case. Nothing here changes the source; a copy that is given up is removed.
 import type { Fs, FsFile } from './fs.js';
 import { CopyBuilder, type Relocation } from './compactFrames.js';
 import { probeFrame } from '../wal/frame.js';
@@ -21,9 +22,41 @@ export interface CompactPace {
   sleep(ms: number): Promise<void>;
 }
 
+/** The bytes of a sealed segment as first written (offsets are the ones its records are indexed at). */
+export interface CompactSource {
+  /** Where the segment's bytes end. */
+  readonly size: number;
+  /** Exactly `len` bytes from `pos`. */
+  read(pos: number, len: number): Promise<Buffer>;
+  close(): Promise<void>;
+}
+
+/** A segment file of its own as a source. */
+export async function fileSource(fsx: Fs, file: string): Promise<CompactSource> {
+  const fd = await fsx.open(file, 'r');
+  let size: number;
+  try {
+    size = (await fsx.stat(file)).size;
+  } catch (err) {
+    await fd.close();
+    throw err;
+  }
+  return {
+    size,
+    read: async (pos, len) => {
+      const buf = Buffer.allocUnsafeSlow(len);
+      const n = await fd.read(buf, 0, len, pos);
+      if (n !== len) throw new Error(`${file}: short read ${n}/${len} at ${pos}`);
+      return buf;
+    },
+    close: () => fd.close(),
+  };
+}
+
 export interface CompactJob {
-  /** The sealed segment file and where its copy goes. */
-  file: string;
+  /** The sealed segment (opened when the copy starts), what to call it in messages, and where its copy goes. */
+  source: () => Promise<CompactSource>;
+  name: string;
   temp: string;
   topicId: number;
   /** Whether a record is still live (asked on the worker, as the copy is made). */
@@ -41,23 +74,23 @@ export interface CompactOutcome {
 
 /** Writes the copy; undefined when it was given up (its file removed). */
 export async function writeCompacted(fsx: Fs, job: CompactJob, pace: CompactPace): Promise<CompactOutcome | undefined> {
-  const src = await fsx.open(job.file, 'r');
+  const src = await job.source();
   let dst: FsFile | undefined;
   let keep = false;
   try {
-    const oldBytes = (await fsx.stat(job.file)).size;
+    const oldBytes = src.size;
     dst = await fsx.open(job.temp, 'w');
     const copy = new CopyBuilder(job.isLive);
     const started = pace.nowMs();
     let pos = 0;
     while (pos < oldBytes) {
-      const slice = await readSlice(src, pos, oldBytes, job.file);
+      const slice = await readSlice(src, pos);
       let off = 0;
       for (;;) {
         const p = probeFrame(slice, off, slice.length);
         if (!p.ok) {
           if (p.reason === 'short' && off > 0) break; // the next slice starts with it
-          throw new Error(`${job.file}: damaged frame at ${pos + off} (${p.reason}); not compacted`);
+          throw new Error(`${job.name}: damaged frame at ${pos + off} (${p.reason}); not compacted`);
         }
         copy.frame(slice, p.frame, pos + off);
         off += p.frame.size;
@@ -84,17 +117,14 @@ export async function writeCompacted(fsx: Fs, job: CompactJob, pace: CompactPace
   }
 }
 
-/** Up to a slice of the old file from `pos`, or more when the frame there is larger. */
-async function readSlice(src: FsFile, pos: number, size: number, file: string): Promise<Buffer> {
-  let want = Math.min(COMPACT_SLICE_BYTES, size - pos);
-  const head = Buffer.alloc(FRAME_PREFIX_BYTES);
-  if (want >= FRAME_PREFIX_BYTES && (await src.read(head, 0, FRAME_PREFIX_BYTES, pos)) === FRAME_PREFIX_BYTES) {
-    want = Math.min(size - pos, Math.max(want, alignUp(FRAME_PREFIX_BYTES + head.readUInt32LE(0))));
+/** Up to a slice of the source from `pos`, or more when the frame there is larger. */
+async function readSlice(src: CompactSource, pos: number): Promise<Buffer> {
+  let want = Math.min(COMPACT_SLICE_BYTES, src.size - pos);
+  if (want >= FRAME_PREFIX_BYTES) {
+    const head = await src.read(pos, FRAME_PREFIX_BYTES);
+    want = Math.min(src.size - pos, Math.max(want, alignUp(FRAME_PREFIX_BYTES + head.readUInt32LE(0))));
   }
-  const buf = Buffer.allocUnsafeSlow(want);
-  const n = await src.read(buf, 0, want, pos);
-  if (n !== want) throw new Error(`${file}: short read ${n}/${want} at ${pos}`);
-  return buf;
+  return src.read(pos, want);
 }
 
 async function writeAll(dst: FsFile, bufs: Buffer[], at: number): Promise<void> {

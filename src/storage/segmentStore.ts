@@ -21,7 +21,9 @@
 // renamed over it (`swapCompacted`) only while no cold read of that segment is in flight, and its
 // relocation (original offsets → the copy's) is switched in the same turn as the rename
 // completes; reads that arrive meanwhile wait for the swap. Reads therefore always map offsets
-// with the relocation of the file they open.
+// with the relocation of the file they open. A topic's packed first segment can be compacted
+// into an own file the same way (`seg-<its first seq>.log`): from the swap on, reads the actor
+// still addresses to the packed segment go to that file, and its pack runs are released.
 import path from 'node:path';
 import type { Relocation } from './compactFrames.js';
 import type { PackStore } from './packStore.js';
@@ -107,6 +109,10 @@ export class SegmentStore {
   private readonly relocations = new Map<number, Map<number, Relocation>>();
   /** Sealed segments with reads in flight or a swap under way, by `topicId:firstSeq`. */
   private readonly gates = new Map<string, SegmentGate>();
+  /** Topics whose packed first segment was compacted into an own file since the start: id → its first seq. */
+  private readonly unpacked = new Map<number, number>();
+  /** Compactions under way or waiting for their swap, per topic. */
+  private readonly compactingTopics = new Map<number, number>();
 
   constructor(
     private readonly fsx: Fs,
@@ -137,6 +143,15 @@ export class SegmentStore {
     let n = 0;
     for (const t of this.topics.values()) if (t.fd) n++;
     return n;
+  }
+
+  /**
+   * Every frame of the topic's segment that starts at `firstSeq` is written whole: a write has
+   * moved on to a later segment (a topic's frames are written in order, a segment's before the
+   * next one is opened; for its packed first segment, the pack's frames are fsynced before that).
+   */
+  wroteAfter(topicId: number, firstSeq: number): boolean {
+    return (this.topics.get(topicId)?.segFirstSeq ?? -1) > firstSeq;
   }
 
   /** Every frame appended for the topic's own segment files is wholly written (a sleeping topic's must be). */
@@ -423,7 +438,11 @@ export class SegmentStore {
 
   /** Unlinks a segment whose records are all gone (after the queued writes of its topic). */
   async unlinkSegment(topicId: number, firstSeq: number, packed = false): Promise<void> {
-    if (packed) return this.packs?.release(topicId);
+    if (packed && !this.unpacked.has(topicId)) {
+      const g = this.gates.get(gateKey(topicId, firstSeq));
+      if (g) g.gone = true; // a compaction into an own file must not bring it back
+      return this.packs?.release(topicId);
+    }
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t) await t.chain;
@@ -436,7 +455,7 @@ export class SegmentStore {
   }
 
   private gate(topicId: number, firstSeq: number): SegmentGate {
-    const key = `${topicId}:${firstSeq}`;
+    const key = gateKey(topicId, firstSeq);
     let g = this.gates.get(key);
     if (!g) this.gates.set(key, (g = { readers: 0, busy: undefined, drained: undefined, gone: false, compacting: false }));
     return g;
@@ -444,7 +463,7 @@ export class SegmentStore {
 
   /** Forgets a gate nobody uses (one under compaction stays: the swap must see whether it went). */
   private gateIdle(topicId: number, firstSeq: number, g: SegmentGate): void {
-    if (g.readers === 0 && !g.busy && !g.compacting) this.gates.delete(`${topicId}:${firstSeq}`);
+    if (g.readers === 0 && !g.busy && !g.compacting) this.gates.delete(gateKey(topicId, firstSeq));
   }
 
   /** Runs `op` once no cold read of the segment is in flight; reads arriving meanwhile wait for it. */
@@ -482,25 +501,45 @@ export class SegmentStore {
 
   /** A compaction of the segment begins: from now on its unlink or its topic's drop is noted for the swap. */
   beginCompaction(topicId: number, firstSeq: number): void {
-    this.gate(topicId, firstSeq).compacting = true;
+    const g = this.gate(topicId, firstSeq);
+    if (g.compacting) return;
+    g.compacting = true;
+    this.compactingTopics.set(topicId, (this.compactingTopics.get(topicId) ?? 0) + 1);
   }
 
   /** The compaction of the segment is over (swapped or given up). */
   endCompaction(topicId: number, firstSeq: number): void {
-    const g = this.gates.get(`${topicId}:${firstSeq}`);
-    if (!g) return;
+    const g = this.gates.get(gateKey(topicId, firstSeq));
+    if (!g?.compacting) return;
     g.compacting = false;
+    const n = (this.compactingTopics.get(topicId) ?? 1) - 1;
+    if (n > 0) this.compactingTopics.set(topicId, n);
+    else this.compactingTopics.delete(topicId);
     this.gateIdle(topicId, firstSeq, g);
   }
 
   /** A compaction of the segment is under way or waits for its swap. */
   isCompacting(topicId: number, firstSeq: number): boolean {
-    return this.gates.get(`${topicId}:${firstSeq}`)?.compacting ?? false;
+    return this.gates.get(gateKey(topicId, firstSeq))?.compacting ?? false;
+  }
+
+  /**
+   * A compaction of one of the topic's segments is under way or waits for its swap, or its packed
+   * first segment lives in an own file since (the topic may not sleep: what a wake or a restart
+   * reads of it is not what its actor's segment cursor says).
+   */
+  compactionHolds(topicId: number): boolean {
+    return this.compactingTopics.has(topicId) || this.unpacked.has(topicId);
+  }
+
+  /** The topic's packed first segment was compacted into an own file (since the start). */
+  isUnpacked(topicId: number): boolean {
+    return this.unpacked.has(topicId);
   }
 
   /** The segment was unlinked or its topic dropped since its compaction began. */
   compactionStale(topicId: number, firstSeq: number): boolean {
-    return this.gates.get(`${topicId}:${firstSeq}`)?.gone ?? true;
+    return this.gates.get(gateKey(topicId, firstSeq))?.gone ?? true;
   }
 
   /** Path of the copy a compaction writes for the segment. */
@@ -512,12 +551,15 @@ export class SegmentStore {
    * Swaps a sealed segment for its compacted copy (already written whole and fsynced at
    * compactTempPath), or unlinks it when `relocation` is undefined (nothing of it lives): once no
    * read of it is in flight, the rename (or unlink), the relocation switch in the same turn, then
-   * the directory fsync. Returns false, removing the copy, when the segment went meanwhile.
+   * the directory fsync. `packed`: the topic's packed first segment, whose copy becomes its own
+   * file `seg-<firstSeq>.log` and whose pack runs are released (its packs are unlinked once
+   * nothing else lives in them, at a later checkpoint). Returns false, removing the copy, when the
+   * segment went meanwhile (or, packed, when nothing of it lives: reclaim by prefix takes it).
    */
-  async swapCompacted(topicId: number, firstSeq: number, relocation: Relocation | undefined): Promise<boolean> {
+  async swapCompacted(topicId: number, firstSeq: number, relocation: Relocation | undefined, packed = false): Promise<boolean> {
     const temp = this.compactTempPath(topicId, firstSeq);
     const swapped = await this.exclusive(topicId, firstSeq, async (g) => {
-      if (g.gone) return false;
+      if (g.gone || (packed && !relocation)) return false;
       const seg = path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq));
       if (relocation) await this.fsx.rename(temp, seg);
       else await this.fsx.rm(seg);
@@ -529,6 +571,11 @@ export class SegmentStore {
         m?.delete(firstSeq);
         g.gone = true;
       }
+      if (packed) {
+        // Reads of the packed segment go to the file from now on; the runs go once written out.
+        this.unpacked.set(topicId, firstSeq);
+        this.packs?.release(topicId);
+      }
       return true;
     });
     if (!swapped || !relocation) await this.fsx.rm(temp);
@@ -537,12 +584,12 @@ export class SegmentStore {
     return swapped;
   }
 
-
-
   /** Forgets a deleted topic instance and removes its directory in the background. */
   dropTopic(topicId: number): void {
     this.packs?.release(topicId);
     this.relocations.delete(topicId);
+    this.unpacked.delete(topicId);
+    this.compactingTopics.delete(topicId);
     const prefix = `${topicId}:`;
     for (const [key, g] of this.gates) if (key.startsWith(prefix)) g.gone = true;
     const t = this.topics.get(topicId);
@@ -561,14 +608,17 @@ export class SegmentStore {
 
   /** Reads [offset, offset+len) of a segment (cold reads), after queued writes of the topic. */
   async readRange(topicId: number, segFirstSeq: number, offset: number, len: number, packed = false): Promise<Buffer> {
-    if (packed) return this.packStore().read(topicId, offset, len);
+    // A packed first segment that no compaction touches: straight from the packs.
+    if (packed && !this.unpacked.has(topicId) && !this.gates.has(gateKey(topicId, segFirstSeq))) return this.packStore().read(topicId, offset, len);
     const t = this.topics.get(topicId);
     this.settle(t);
-    if (t) await t.chain;
+    if (t && !packed) await t.chain;
     const g = this.gate(topicId, segFirstSeq);
     while (g.busy) await g.busy;
     g.readers++;
     try {
+      // Still in the packs (a compaction of it may be under way: its swap waits for this read).
+      if (packed && !this.unpacked.has(topicId)) return await this.packStore().read(topicId, offset, len);
       // Mapped and opened with no swap possible in between (it waits for this read to end).
       const reloc = this.relocationOf(topicId, segFirstSeq);
       const at = reloc ? reloc.map(offset, len) : { offset, len };
@@ -610,4 +660,9 @@ export class SegmentStore {
     t.fd = undefined;
     await fd?.close();
   }
+}
+
+/** The key of a sealed segment's gate. */
+function gateKey(topicId: number, firstSeq: number): string {
+  return `${topicId}:${firstSeq}`;
 }

@@ -62,7 +62,7 @@ export interface ActorHostDeps {
    */
   forwardRefusal?: () => ErrorResult | undefined;
   /** Segment compaction (none: never on its own, only when asked). */
-  compaction?: CompactionOptions;
+  compaction?: Pick<CompactionOptions, 'livePercent' | 'bytesPerSec'>;
   /** The worker's log (compaction failures). */
   log?: (msg: string) => void;
 }
@@ -99,6 +99,8 @@ export class ActorHost implements HostServices {
    * and no WAL bytes either, and a timed checkpoint has nothing to record (Checkpointer skips it).
    */
   inputsSinceCheckpoint = 0;
+  /** Inputs taken since the start (compaction looks again only when it moved). */
+  inputsTotal = 0;
   readonly timers = new WorkerTimers();
   /** Sleeping topics, and the policy that puts quiet ones to sleep (issue 15). */
   readonly dormancy: Dormancy;
@@ -197,7 +199,8 @@ export class ActorHost implements HostServices {
       },
       { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
     );
-    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), deps.compaction ?? { livePercent: 0, bytesPerSec: 0 }, COMPACT_PACE, deps.log ?? (() => undefined));
+    const compactOpts = { livePercent: 0, bytesPerSec: 0, ...deps.compaction, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
+    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), compactOpts, COMPACT_PACE, deps.log ?? (() => undefined), () => this.inputsTotal);
     this.checkpoints = new WorkerCheckpoints(this.wal, segments, this.compaction, {
       actors: () => this.actorsByName.values(),
       actor: (name) => this.actorsByName.get(name),
@@ -209,7 +212,9 @@ export class ActorHost implements HostServices {
 
   /** What the worker's stores hold of a topic, as whether it may sleep depends on it. */
   private stored(topicId: number): StoredFrames {
-    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled: this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) };
+    // A topic under compaction, or whose packed segment moved to an own file, stays awake.
+    const ownSettled = this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) && !this.segments.compactionHolds(topicId);
+    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled };
   }
 
   actorFor(name: string): TopicActor {
@@ -263,6 +268,7 @@ export class ActorHost implements HostServices {
     // already on its way) would find nothing of it: a dropped actor is idle (TopicActor.idle).
     if (this.actorsByName.get(actor.name) !== actor) return;
     this.inputsSinceCheckpoint++;
+    this.inputsTotal++;
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
     const step = this.freeSteps.pop() ?? new StepSlot(this);
     step.bind(actor);
@@ -368,6 +374,7 @@ export class ActorHost implements HostServices {
     const r = this.recovery.finish(dirIds);
     Atomics.add(this.opts.counters, 0, r.topics);
     this.dormancy.start();
+    this.compaction.start();
     return r;
   }
 

@@ -195,7 +195,10 @@ export function makeWorkload(seed: string, rounds = 10): Workload {
   // Compaction of the segments the deletes and acks left mostly dead: copies, then the swap at
   // the checkpoint it runs (a crash anywhere in it must lose nothing).
   p.steps.push([{ t: 'compact' }]);
-  for (let k = 0; k < 3; k++) p.steps.push([...live].map((t) => p.append(t)));
+  // The checkpoint after it: a packed segment moved into its topic's own file leaves the
+  // snapshot's runs, and a pack nothing else lives in is unlinked (recovery meets the own file
+  // with the pack still there before it, and without it after).
+  for (let k = 0; k < 3; k++) p.steps.push([...(k === 1 ? [{ t: 'checkpoint' } as WorkOp] : []), ...[...live].map((t) => p.append(t))]);
   // The default seed keeps the sweep's standard sizes; others vary how often files roll over.
   const settings =
     seed === DEFAULT_SEED

@@ -39,6 +39,8 @@ export function sweepSettings(over: Partial<Settings> = {}): Settings {
     segmentWriteDelayMs: 0,
     // No sleeping by timer either (the same reason); tests put topics to sleep on purpose.
     topicSleepMs: 0,
+    // Nor compaction on its own (it looks every second): the workload's `compact` step runs it.
+    compactLivePercent: 0,
     checkpointMs: 0,
     checkpointWalBytes: 0,
     // fsync-class frames sync at once; anything else waits for one of those (never the timer).

@@ -53,6 +53,16 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
   assert.ok(calls.some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a checkpoint unlinks a pack nothing live is left in');
   // Compaction (docs/ARCHITECTURE.md "Compaction"): copies are written and renamed over their segments.
   assert.ok(calls.some((c) => c.op === 'rename' && /\.log\.compact$/.test(c.path ?? '') && /\/seg-\d+\.log$/.test(c.to ?? '')), 'a compacted copy is swapped in');
+  // A packed first segment moves into its topic's own file (a name no call used before), and a
+  // pack is unlinked at the checkpoint after that.
+  const used = new Set<string>();
+  let movedAt = -1;
+  calls.forEach((c, i) => {
+    if (movedAt < 0 && c.op === 'rename' && /\.log\.compact$/.test(c.path ?? '') && !used.has(c.to!)) movedAt = i;
+    if (c.path) used.add(c.path);
+  });
+  assert.ok(movedAt >= 0, 'a packed segment is compacted into an own file');
+  assert.ok(calls.slice(movedAt).some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a pack is unlinked after the move');
 });
 
 test('the sweep topics live on both workers', () => {

@@ -137,11 +137,11 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
 /**
  * Seals the active segment (compaction asks, for a quiet one that is mostly dead): the next
  * frame starts a new one at the next seq, so the sealed one can be compacted. A packed first
- * segment or an empty one stays as it is.
+ * segment is sealed too (the next frame starts the topic's first own file); an empty one stays.
  */
 export function sealActive(inst: TopicInstance): void {
   const seg = inst.segment;
-  if (seg.size === 0 || (seg.ordinal === 0 && seg.packed)) return;
+  if (seg.size === 0) return;
   seg.firstSeq = inst.assigned + 1;
   seg.size = 0;
   seg.frames = 0;
