@@ -16,6 +16,7 @@ import { cliAppend } from './cli-append.js';
 import { router } from './router.js';
 import { manyTopics } from './many-topics.js';
 import { auth } from './auth.js';
+import { compaction } from './compaction.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -33,6 +34,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   router: () => router(),
   'many-topics': manyTopics,
   auth,
+  compaction,
 };
 
 function usage(): never {

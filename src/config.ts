@@ -130,7 +130,7 @@ export function readSettings(env: Env = process.env): Settings {
     packBytes: num(env, 'SERVICE_PACK_BYTES', 1024 * 1024),
     packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
     compactLivePercent: num(env, 'SERVICE_COMPACT_LIVE_PERCENT', 50),
-    compactBytesPerSec: num(env, 'SERVICE_COMPACT_BYTES_PER_SEC', 32 * 1024 * 1024),
+    compactBytesPerSec: num(env, 'SERVICE_COMPACT_BYTES_PER_SEC', 8 * 1024 * 1024),
     topicSleepMs: num(env, 'SERVICE_TOPIC_SLEEP_MS', 10_000),
     topicsAwakeMax: num(env, 'SERVICE_TOPICS_AWAKE', 10_000),
     lazyRecovery: str(env, 'SERVICE_LAZY_RECOVERY') === undefined ? true : bool(env, 'SERVICE_LAZY_RECOVERY'),

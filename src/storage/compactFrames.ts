@@ -92,33 +92,43 @@ export function readExtent(buf: Buffer, f: FrameView): { orig: number; origLen: 
  */
 export function keptPieces(buf: Buffer, f: FrameView, isLive: (seq: number) => boolean): Buffer[] {
   const head = readAppendHead(buf, f);
-  const runs: [number, number, number, number][] = []; // [first index, count, byte start, byte end]
+  // Runs of consecutive live records, flat: first index, count, byte start, byte end.
+  const runs: number[] = [];
   forEachAppendRecord(buf, f, head, (i, r) => {
     if (!isLive(head.firstSeq + i)) return;
     const start = r.nodeOff - APPEND_RECORD_HEAD_BYTES;
     const end = r.dataOff + r.dataLen;
-    const last = runs[runs.length - 1];
-    if (last && last[0] + last[1] === i) {
-      last[1]++;
-      last[3] = end;
-    } else runs.push([i, 1, start, end]);
+    const n = runs.length;
+    if (n > 0 && runs[n - 4]! + runs[n - 3]! === i) {
+      runs[n - 3]!++;
+      runs[n - 1] = end;
+    } else runs.push(i, 1, start, end);
   });
   if (runs.length === 0) return [];
   const frameStart = f.bodyOff - FRAME_HEADER_BYTES;
-  const whole = runs.length === 1 && runs[0]![1] === head.count;
+  const whole = runs.length === 4 && runs[1] === head.count;
   if (whole || head.idemKey !== undefined || head.fwd !== undefined) return [buf.subarray(frameStart, frameStart + f.size)];
-  return runs.map(([first, count, start, end]) => {
+  // One allocation for every piece of the frame (a frame split into hundreds of runs made as
+  // many small buffers, and most of a copy's CPU was the collector's).
+  let total = 0;
+  for (let k = 0; k < runs.length; k += 4) total += frameSize(APPEND_HEAD_BYTES + (runs[k + 3]! - runs[k + 2]!));
+  const slab = Buffer.alloc(total);
+  const out: Buffer[] = [];
+  for (let k = 0, at = 0; k < runs.length; k += 4) {
+    const [first, count, start, end] = [runs[k]!, runs[k + 1]!, runs[k + 2]!, runs[k + 3]!];
     const bodyBytes = APPEND_HEAD_BYTES + (end - start);
-    const out = Buffer.alloc(frameSize(bodyBytes));
+    const piece = slab.subarray(at, at + frameSize(bodyBytes));
+    at += piece.length;
     const p = FRAME_HEADER_BYTES;
-    writeU64(out, p, head.firstSeq + first);
-    writeU64(out, p + 8, head.tsMs);
-    out.writeUInt32LE(count, p + 16);
+    writeU64(piece, p, head.firstSeq + first);
+    writeU64(piece, p + 8, head.tsMs);
+    piece.writeUInt32LE(count, p + 16);
     // Key length 0 and head flags 0: frames with either are kept whole above.
-    buf.copy(out, p + APPEND_HEAD_BYTES, start, end);
-    sealFrame(out, 0, FrameType.APPEND, f.flags, f.topicId, bodyBytes);
-    return out;
-  });
+    buf.copy(piece, p + APPEND_HEAD_BYTES, start, end);
+    sealFrame(piece, 0, FrameType.APPEND, f.flags, f.topicId, bodyBytes);
+    out.push(piece);
+  }
+  return out;
 }
 
 /**

@@ -99,7 +99,9 @@ export async function writeCompacted(fsx: Fs, job: CompactJob, pace: CompactPace
       pos += off;
       if (pos >= oldBytes) copy.flush();
       const out = copy.take();
-      if (out.length > 0) await writeAll(dst, out, copy.size - out.reduce((n, b) => n + b.length, 0));
+      // One buffer per slice: a split frame makes hundreds of pieces, past what one writev takes.
+      const chunk = out.length === 1 ? out[0]! : Buffer.concat(out);
+      if (chunk.length > 0) await writeAll(dst, [chunk], copy.size - chunk.length);
       if (!job.still()) return undefined;
       await paced(pace, started, pos);
       if (!job.still()) return undefined;

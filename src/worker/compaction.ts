@@ -1,6 +1,6 @@
 // Segment compaction on a topic worker (docs/ARCHITECTURE.md "Compaction"): which sealed
 // segments to rewrite, when, and the order of the steps that keep it crash-safe.
-//   1. after every checkpoint commits, and every second while actors take inputs (so copies are
+//   1. after every checkpoint commits, and every 250 ms while actors take inputs (so copies are
 //      ready for the next checkpoint: space comes back one checkpoint after records die, two
 //      for a packed segment's pack file), `plan` looks at the awake topics that hold dead records
 //      between their first live seq and their head, seals a mostly dead active segment that is
@@ -51,6 +51,9 @@ interface Candidate {
   firstSeq: number;
   /** The topic's packed first segment (still in the packs). */
   packed: boolean;
+  /** Its bytes; and whether nothing of it lived at the plan (then nothing is read: it is unlinked). */
+  size: number;
+  allDead: boolean;
 }
 
 interface Built {
@@ -69,8 +72,12 @@ interface RoundRule {
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
 
-/** How often compaction looks again while actors take inputs (besides after every checkpoint). */
-export const COMPACT_LOOK_MS = 1000;
+/**
+ * How often compaction looks again while actors take inputs (besides after every checkpoint):
+ * soon enough that a copy is ready for the next checkpoint. A look skips every topic whose head,
+ * count and segments did not move since the last (most topics: one comparison).
+ */
+export const COMPACT_LOOK_MS = 250;
 
 export class WorkerCompaction {
   readonly stats: CompactionStats = { bytesReclaimed: 0, segmentsRewritten: 0, liveBytes: 0, storedBytes: 0 };
@@ -81,6 +88,8 @@ export class WorkerCompaction {
   private running: Promise<void> | undefined;
   /** A checkpoint committed while a round ran: another round follows it at once. */
   private again = false;
+  /** A packed segment's copy was swapped in since the last checkpoint began. */
+  private movedSincePrepare = false;
   /** Per topic, its head, count and segments when a plan last looked (unchanged: nothing new died). */
   private looked = new Map<number, string>();
   private stopped = false;
@@ -111,13 +120,18 @@ export class WorkerCompaction {
     this.timer.unref();
   }
 
-  /** Copies wait for a checkpoint, or one is under way: the next timed checkpoint is not idle. */
+  /**
+   * Copies wait for a checkpoint (its commit swaps them in), or a packed segment moved out since
+   * the last one began (the next reports the packs it leaves dead, and its commit unlinks them):
+   * the next timed checkpoint is not idle.
+   */
   get busy(): boolean {
-    return this.built.length > 0 || this.running !== undefined;
+    return this.built.length > 0 || this.movedSincePrepare;
   }
 
   /** Checkpoint step 1 began (`markId`): the copies finished so far are its to swap. */
   onPrepare(markId: number): void {
+    this.movedSincePrepare = false;
     if (this.built.length > 0) this.swapAfter.set(markId, this.built);
     this.built = [];
   }
@@ -174,6 +188,7 @@ export class WorkerCompaction {
     try {
       const done = await this.segments.swapCompacted(b.topicId, b.firstSeq, b.outcome.relocation, b.packed);
       if (done) {
+        if (b.packed) this.movedSincePrepare = true;
         this.stats.bytesReclaimed += b.outcome.oldBytes - b.outcome.newBytes;
         this.stats.segmentsRewritten++;
       }
@@ -262,7 +277,7 @@ export class WorkerCompaction {
     sizes.stored += size;
     if (!mostlyDead(live, size, livePercent)) return undefined;
     this.segments.beginCompaction(inst.id, from);
-    return { actor, inst, firstSeq: from, packed };
+    return { actor, inst, firstSeq: from, packed, size, allDead: live === 0 };
   }
 
   private segmentPath(topicId: number, firstSeq: number): string {
@@ -273,6 +288,10 @@ export class WorkerCompaction {
     const { actor, inst, firstSeq, packed } = c;
     const still = () => !this.stopped && actor.current === inst && !this.segments.compactionStale(inst.id, firstSeq);
     if (!still()) return undefined;
+    // Nothing of it lived at the plan, and a record never lives again: unlinked at the swap,
+    // with nothing read (a stuck head's acked jobs cost no copying at all). A packed one is left
+    // to reclaim by prefix (it is then wholly below the first live seq).
+    if (c.allDead) return packed ? undefined : { topicId: inst.id, firstSeq, packed, outcome: { relocation: undefined, oldBytes: c.size, newBytes: 0 } };
     try {
       // A packed segment's copy goes where the topic's own files are (made durable now if new).
       if (packed) await mkdirDurable(this.fsx, topicDir(this.dataDir, inst.id));

@@ -27,12 +27,14 @@ import { WorkerCheckpoints } from './checkpointStep.js';
 import { WorkerCompaction, type CompactionOptions } from './compaction.js';
 import type { CompactPace } from '../storage/compactor.js';
 
-/** Compaction's pace runs on the worker's own timers (never inside an actor step). */
-const COMPACT_PACE: CompactPace = {
-  bytesPerSec: 0,
-  nowMs: () => performance.now(),
-  sleep: (ms) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r))),
-};
+/** Compaction's pace runs on the worker's own timers (never inside an actor step), at `bytesPerSec`. */
+function compactPace(bytesPerSec: number): CompactPace {
+  return {
+    bytesPerSec,
+    nowMs: () => performance.now(),
+    sleep: (ms) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r))),
+  };
+}
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
 import { SortedNames } from './sortedNames.js';
@@ -200,7 +202,7 @@ export class ActorHost implements HostServices {
       { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
     );
     const compactOpts = { livePercent: 0, bytesPerSec: 0, ...deps.compaction, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
-    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), compactOpts, COMPACT_PACE, deps.log ?? (() => undefined), () => this.inputsTotal);
+    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), compactOpts, compactPace(compactOpts.bytesPerSec), deps.log ?? (() => undefined), () => this.inputsTotal);
     this.checkpoints = new WorkerCheckpoints(this.wal, segments, this.compaction, {
       actors: () => this.actorsByName.values(),
       actor: (name) => this.actorsByName.get(name),
