@@ -250,7 +250,8 @@ export class PgConn {
         this.last = null;
         this.bytes = 0;
         this.err = null;
-        if (w) err ? w.reject(new Error(`postgres: ${err}`)) : w.resolve(r);
+        if (w && err) w.reject(new Error(`postgres: ${err}`));
+        else if (w) w.resolve(r);
       } else if (type === 0x52 /* R auth */ && b.readInt32BE(p + 5) !== 0) {
         this.fail(new Error('postgres wants a password: the peer cluster is made with --auth=trust'));
       }

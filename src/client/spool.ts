@@ -287,6 +287,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
    */
   worker(queue: string, handler: JobHandler<T.Job<T.SeqOf<M>>>, opts?: WorkerOptions & NotRaw): Worker<T.SeqOf<M>>;
   worker(queue: string, handler: JobHandler<T.RawJob<T.SeqOf<M>>>, opts: WorkerOptions & Raw): Worker<T.SeqOf<M>>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the implementation of both overloads above
   worker(queue: string, handler: JobHandler<any>, opts: WorkerOptions = {}): Worker<T.SeqOf<M>> {
     return new Worker<T.SeqOf<M>>(this, queue, handler, opts);
   }

@@ -126,7 +126,7 @@ export class Transport {
       const retryable = answered ? err.status === 429 || err.status === 503 : call.idempotent && err.transient;
       if (!retryable || attempt >= retries) throw err;
       const delay = answered ? retryDelayMs(this.policy, attempt, err) : backoffMs(this.policy, attempt);
-      this.opts.retry !== false && this.opts.retry?.onRetry?.(err, attempt + 1, delay);
+      if (this.opts.retry !== false) this.opts.retry?.onRetry?.(err, attempt + 1, delay);
       await sleep(delay, call.signal);
     }
   }

@@ -87,7 +87,12 @@ export class WorkerCheckpoints {
     // Reclaims of an earlier mark whose snapshot never became durable (its checkpoint failed;
     // checkpoints run one at a time) wait for this one's instead: still dead, floors kept.
     const reclaim: Reclaim[] = [];
-    for (const [mark, list] of this.reclaimAfter) if (mark < markId) reclaim.push(...list), this.reclaimAfter.delete(mark);
+    for (const [mark, list] of this.reclaimAfter) {
+      if (mark < markId) {
+        reclaim.push(...list);
+        this.reclaimAfter.delete(mark);
+      }
+    }
     const encode = (name: string, actor: TopicActor | undefined, row: number): void => {
       // Asleep at the list and still (the common case at many topics): straight from its row.
       const still = row >= 0 ? sleeping.rowIf(row, name) : undefined;

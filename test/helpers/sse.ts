@@ -393,7 +393,8 @@ export function openRawStream(base: string, wid: string, extraHeaders: Record<st
       s.status = Number(/^HTTP\/1\.\d (\d{3})/.exec(s.headerText)?.[1] ?? 0);
       chunked = /^transfer-encoding:\s*chunked/im.test(s.headerText);
       const rest = head.subarray(at + 4);
-      if (rest.length) chunked ? dechunk(rest) : feedBody(rest);
+      if (rest.length && chunked) dechunk(rest);
+      else if (rest.length) feedBody(rest);
       if (!settled) {
         settled = true;
         resolve(s);

@@ -191,7 +191,8 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
         clearTimeout(timer);
         resolve(s);
       }
-      if (rest.length) chunked ? dechunk(rest) : feedBody(rest);
+      if (rest.length && chunked) dechunk(rest);
+      else if (rest.length) feedBody(rest);
       if (s.status !== 200 && !chunked && contentLength === 0) endBody();
     });
     socket.on('close', () => {
