@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 description (GET /v0/openapi.json) through @fastify/swagger: the schema of
 // each route is attached here, by method and path, as routes are registered (an onRoute hook),
 // so the route modules stay as they are. The schemas document; they do not validate: bodies
-// are read raw and checked by the routes in RESOLVED 0.3's order (a no-op validator compiler),
+// are read raw and checked by the routes in the order of docs/API.md "Which error wins" (a no-op validator compiler),
 // and replies are serialized by the routes (a plain serializer). The shapes used in more than
 // one place are named component schemas (`TopicConfig`, `Record`, ...), and every operation
 // carries the `bearerKey` security requirement its admission rule implies (scopes as roles).

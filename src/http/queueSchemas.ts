@@ -1,4 +1,4 @@
-// Queue request bodies (SPEC 4.10, RESOLVED 4.5, docs/QUEUES.md), checked on the HTTP thread
+// Queue request bodies (docs/API.md "Queues"; docs/QUEUES.md), checked on the HTTP thread
 // with ajv (coercion off) and then defaulted and clamped into the plain-data requests the queue
 // actor takes. Every failure is a 400 naming the field; more than 1000 seqs is batch_too_large.
 import { Ajv } from 'ajv';
@@ -67,7 +67,7 @@ export function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-/** `node`: the worker identity, 1..128 bytes of UTF-8 (RESOLVED 4.5). */
+/** `node`: the worker identity, 1..128 bytes of UTF-8 (docs/API.md "Queues"). */
 export function checkNode(node: string | undefined): string {
   if (node === undefined || node === '') throw new HttpError('invalid_request', 'node is required', { field: 'node' });
   if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) throw new HttpError('invalid_request', `node is longer than ${NODE_MAX_BYTES} bytes`, { field: 'node' });
