@@ -171,7 +171,7 @@ export class SseConnection implements PacedFlush {
     const dueMs = Math.max(0, this.lastWriteMs + hb - this.opts.now());
     this.hbTimer = setTimeout(() => {
       if (this.isClosed) return;
-      // Suppressed when anything went out within the window (6.1).
+      // Suppressed when anything went out within the window (docs/API.md "SSE frame formats").
       if (this.opts.now() - this.lastWriteMs >= hb && !this.isPaused) this.write(HEARTBEAT);
       this.armHeartbeat();
     }, dueMs);

@@ -26,7 +26,7 @@ export const SSE_HEADERS = {
 
 /** Sent once at open: the client's reconnect backoff. */
 export const RETRY_FRAME = 'retry: 2000\n\n';
-/** A heartbeat: a bare comment, no id, so it never moves the resume cursor (6.1). */
+/** A heartbeat: a bare comment, no id, so it never moves the resume cursor (docs/API.md "SSE frame formats"). */
 export const HEARTBEAT_FRAME = ': hb\n\n';
 
 /** A data-bearing frame whose payload is already-encoded JSON bytes. */

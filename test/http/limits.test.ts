@@ -1,4 +1,4 @@
-// Limits (SPEC 8, RESOLVED 4.9, G14): batch size, per-record caps with detail.index/limit and
+// Limits (docs/API.md "Limits", "Errors"): batch size, per-record caps with detail.index/limit and
 // atomic rejection, the raw body cap (413, decided before parsing) on a second server with a
 // small SERVICE_MAX_BODY_BYTES, and the SERVICE_MAX_LIMIT diff clamp.
 import { test, before, after, describe } from 'node:test';
@@ -48,7 +48,7 @@ describe('batch size', () => {
   });
 });
 
-describe('per-record caps (RESOLVED 4.9, G14)', () => {
+describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
   // Each case: a record at the limit (must pass) and one just past it (must fail with `limit`).
   const cases: { what: string; limit: string; ok: Record<string, unknown> | string; bad: Record<string, unknown> | string }[] = [
     { what: 'tag 256 bytes (ascii)', limit: 'tag_bytes', ok: { data: 1, tag: 't'.repeat(256) }, bad: { data: 1, tag: 't'.repeat(257) } },
