@@ -120,6 +120,32 @@ describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
   });
 });
 
+describe('one limit, one message', () => {
+  test('a node over 128 bytes gets the same message on an append and on a queue claim', async () => {
+    const t = name('onenode');
+    const q = name('onenodeq');
+    await c.put(`/v0/topics/${q}`, { type: 'queue' });
+    const append = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], node: 'n'.repeat(129) });
+    assertError(append, 400, 'record_too_large', 'append');
+    const claim = await c.post(`/v0/topics/${q}/claim`, { node: 'n'.repeat(129) });
+    assertError(claim, 400, 'invalid_request', 'claim');
+    assert.equal(claim.body.error.message, append.body.error.message);
+    assert.equal(append.body.error.message, 'node is longer than 128 bytes.');
+  });
+
+  test('an idempotency key over 256 characters gets the same message in the body and in the header', async () => {
+    const t = name('oneidem');
+    const key = 'k'.repeat(257);
+    const inBody = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: key });
+    assertError(inBody, 400, 'invalid_request', 'body key');
+    const inHeader = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'idempotency-key': key });
+    assertError(inHeader, 400, 'invalid_request', 'header key');
+    assert.equal(inHeader.body.error.message, inBody.body.error.message);
+    assert.equal(inBody.body.error.detail?.field, 'idempotency_key');
+    assert.equal(inHeader.body.error.detail?.field, 'idempotency_key');
+  });
+});
+
 describe('raw body cap (SERVICE_MAX_BODY_BYTES, 413)', () => {
   function appendBody(total: number): string {
     const base = '{"records":[{"data":""}]}';

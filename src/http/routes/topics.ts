@@ -15,8 +15,8 @@ import '../stageHooks.js'; // FastifyRequest.stageTag
 import type { Admission } from '../admission.js';
 import { listPrefixes } from '../../auth/allowlist.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
+import { IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE } from '../../core/limits.js';
 
-const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
 
 export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
@@ -69,7 +69,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const headerKey = req.headers['idempotency-key'];
       const idem = Array.isArray(headerKey) ? headerKey[0] : headerKey;
       if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
-        throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
+        throw new HttpError('invalid_request', IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, { field: 'idempotency_key' });
       }
       admission.requireByteRoom(sup.liveBytes()); // docs/API.md "Limits", state-dependent: after the 400s of main
       // The request channel copies the body into its batch's shared buffer (or transfers it).
