@@ -1,4 +1,4 @@
-// Watch sessions (docs/API.md "Watch"; docs/WATCH.md "GET /v0/watch/:wid"): a subscription plus the authoritative per-topic
+// Watch sessions (docs/API.md "Watch"; docs/WATCH.md "Resume"): a subscription plus the authoritative per-topic
 // cursor map, in memory only, on the main thread. The registry mints wids from crypto (they are
 // bearer capabilities, never from the seeded RNG), enforces the session cap and collects idle
 // sessions lazily, on every POST and every stream open.
@@ -22,9 +22,9 @@ export interface WatchOptions {
 }
 
 export class WatchSession {
-  /** Open streams on this session (two GETs at once are allowed, docs/WATCH.md "GET /v0/watch/:wid"). */
+  /** Open streams on this session (two GETs at once are allowed, docs/WATCH.md "Resume"). */
   streams = 0;
-  /** Latest of creation, stream open and stream close (docs/WATCH.md "GET /v0/watch/:wid"). */
+  /** Latest of creation, stream open and stream close (docs/WATCH.md "Resume"). */
   lastAccessMs: number;
   private idCache: string | undefined;
 
@@ -84,7 +84,7 @@ export class WatchRegistry {
     return this.sessions.size;
   }
 
-  /** Idle GC (docs/WATCH.md "GET /v0/watch/:wid"): no stream open and idle longer than the ttl. */
+  /** Idle GC (docs/WATCH.md "Resume"): no stream open and idle longer than the ttl. */
   collect(): void {
     const now = this.clock.now();
     for (const [wid, s] of this.sessions) {

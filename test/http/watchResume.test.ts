@@ -1,4 +1,4 @@
-// Watch resume and session lifecycle (docs/WATCH.md "GET /v0/watch/:wid", "Resume"; docs/API.md
+// Watch resume and session lifecycle (docs/WATCH.md "Resume"; docs/API.md
 // "Watch", "Watch frames", "Error frames", "Limits"; docs/ARCHITECTURE.md "Startup and shutdown"):
 // - a reconnect starts at the session's server-side cursor (no duplicates, no loss), a
 //   Last-Event-ID only rewinds (min rule), a garbage one is ignored; a frame id works as the
@@ -223,7 +223,7 @@ describe('gauges', () => {
     assert.equal(m1.sse, 0, 'a session alone opens no stream');
     const s1 = await stream(srv.url, w1.wid);
     const s2 = await stream(srv.url, w2.wid);
-    const s3 = await stream(srv.url, w1.wid); // two GETs on one wid are allowed (docs/WATCH.md "GET /v0/watch/:wid")
+    const s3 = await stream(srv.url, w1.wid); // two GETs on one wid are allowed (docs/WATCH.md "Resume")
     await Promise.all([s1, s2, s3].map((s) => s.nextEvent('caught-up', 3000).catch(() => undefined)));
     const m2 = await metrics(srv.url);
     assert.equal(m2.sse, 3);

@@ -1,4 +1,4 @@
-// Watch sessions (docs/API.md "Watch", "Watch frames"; docs/WATCH.md "GET /v0/watch/:wid"): the registry's idle GC and cap, wid format, and
+// Watch sessions (docs/API.md "Watch", "Watch frames"; docs/WATCH.md "Resume"): the registry's idle GC and cap, wid format, and
 // the session's cursor map (rewind only lowers; the frame id follows every change).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
