@@ -193,7 +193,7 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
         if (!p.terminal) return; // advisory pacing: delivery slows, nothing is skipped
         throw new SpoolError({ code: p.error, message: p.message, status: p.code, retryAfterMs: p.retry_after_ms });
       }
-      default: // unknown events are ignored (docs/API.md "Conventions": additive changes)
+      default: // unknown events are ignored (docs/API.md "Conventions": versions are additive)
     }
   }
 }

@@ -18,7 +18,7 @@ export interface WorkStreamOptions {
 
 export type WorkEvent<S, D> = { type: 'open' } | { type: 'job'; job: Job<S, D, unknown> };
 
-/** Heartbeats come every 15 s of silence on `/work` (docs/API.md "Queues"); two of them plus slack. */
+/** Heartbeats come every 15 s of silence on `/work` (docs/API.md "SSE frame formats"); two of them plus slack. */
 const WORK_IDLE_MS = 32_000;
 
 export async function* openWork<S>(client: ClientCore<S>, queue: string, opts: WorkStreamOptions): AsyncGenerator<WorkEvent<S, unknown>> {

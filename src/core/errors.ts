@@ -63,7 +63,7 @@ export function totalBytesReached(max: number): ErrorResult {
   return fail('throttled', 'the service holds its maximum of live bytes', { limit: 'max_total_bytes', max });
 }
 
-/** The WAL credit is exhausted (docs/ARCHITECTURE.md "Admission"): appends, record deletes and acks are refused, nothing applied. */
+/** The WAL credit is exhausted (docs/ARCHITECTURE.md "Other decisions"): appends, record deletes and acks are refused, nothing applied. */
 export function walBehind(): ErrorResult {
   return fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 });
 }

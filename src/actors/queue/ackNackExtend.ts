@@ -35,8 +35,8 @@ export function counters(inst: TopicInstance, q: QueueState): string {
 }
 
 export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: AckRequest): void {
-  // An ack writes a DELETE frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md "Admission",
-  // "The life of an append"), with nothing applied (the leases stay; the worker retries).
+  // An ack writes a DELETE frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md
+  // "Other decisions"), with nothing applied (the leases stay; the worker retries).
   if (inst.config.durability !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);

@@ -118,7 +118,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     if (!r.ok) return ctx.reply(reqId, r);
     createWith = r.config;
   }
-  // Storage (a full disk, a failed write), then WAL backpressure (docs/ARCHITECTURE.md "Admission"): refuse with nothing
+  // Storage (a full disk, a failed write), then WAL backpressure (docs/ARCHITECTURE.md "Other decisions"): refuse with nothing
   // applied (not even a creation), or wait in the host's FIFO. State-dependent, so after the
   // 404 and 400 checks (docs/API.md "Which error wins").
   const refused = writeRefusal(ctx);

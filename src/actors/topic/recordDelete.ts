@@ -14,7 +14,7 @@ import { refillStreams } from '../queue/queueSteps.js';
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
   if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
-  // A delete writes a frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md "Admission"), nothing applied.
+  // A delete writes a frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md "Other decisions"), nothing applied.
   if (inst.config.durability !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);
