@@ -1,4 +1,4 @@
-// The PostgreSQL peer of catchup-diff (issue 12): a private, throw-away PostgreSQL cluster in a temp
+// The PostgreSQL peer of catchup-diff (docs/PERFORMANCE.md "Catch-up reads"): a private, throw-away PostgreSQL cluster in a temp
 // dir and a minimal client of its wire protocol (v3), so a keyset-paginated read can be compared
 // with spool's diff pages on the same machine, in the same run.
 //

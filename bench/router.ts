@@ -1,4 +1,4 @@
-// Workload router: what a router costs and how fast it forwards (issue 10). One spool server
+// Workload router: what a router costs and how fast it forwards. One spool server
 // with SERVICE_WORKERS=2 (so source and dest can sit on different workers). Run alone with
 // `node dist/bench/router.js`.
 //   1. baseline: 16 writers × batches of 100 records of 256 B into a `disk` topic without a

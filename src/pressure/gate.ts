@@ -1,4 +1,4 @@
-// PressureGate (main thread, RESOLVED G16): the shell around PressureScheduler. A request that
+// PressureGate (main thread, docs/ARCHITECTURE.md "Admission"): the shell around PressureScheduler. A request that
 // goes to a worker passes the gate first. Without pressure it runs at once. Under pressure it
 // parks; parked requests run best score first (effective_priority plus aging) once a short
 // coalescing window has passed (so a burst is ordered as a whole, not first come first

@@ -5,7 +5,7 @@
 // thread (after a slice of d ms the next waits d ms, at most SLICE_MS), so under load frames
 // coalesce and requests get their turn; and no slice runs longer than about SLICE_MS.
 //
-// Slices (issue 12, 1000-watcher fan-out): a flush of every dirty stream used to run to the end
+// Slices (docs/PERFORMANCE.md "Watch fan-out"): a flush of every dirty stream used to run to the end
 // in one go. At 1000 watchers that was 15-40 ms during which nothing else ran: the worker's next
 // watch batch and the writer's appends waited behind it, so a record's delay was up to about
 // three flush lengths (the running flush, the wait after it, its stream's place in the next).

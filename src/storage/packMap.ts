@@ -40,7 +40,7 @@ export class PackMap {
   /**
    * Per topic: a row of `one` (>= 0) while its packed segment is a single run, the common case
    * (a small topic written in one request, or back to back), else ~index into `many`. A million
-   * small topics as a million arrays cost ~50 bytes each and the GC's time (issue 15).
+   * small topics as a million arrays cost ~50 bytes each and the GC's time (docs/ARCHITECTURE.md "Many topics").
    */
   private readonly slots = new IdIndex();
   private one = new Float64Array(1024 * ROW);

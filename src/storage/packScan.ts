@@ -77,7 +77,7 @@ export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repai
 
 /**
  * One buffer reused for a sequence of reads (recovery reads every pack once, one at a time: a
- * fresh 16 MiB buffer per pack was garbage the GC took long to return, issue 15). What a read
+ * fresh 16 MiB buffer per pack was garbage the GC took long to return, docs/ARCHITECTURE.md "Many topics"). What a read
  * returns is valid until the next read into the same ReuseBuffer.
  */
 export class ReuseBuffer {

@@ -1,4 +1,4 @@
-// Loading a topic's segment files at startup (DESIGN 2.7 step 3), in its topic worker. Every
+// Loading a topic's segment files at startup (docs/ARCHITECTURE.md "Recovery order" step 3), in its topic worker. Every
 // frame is CRC-checked. A torn tail of the newest segment is truncated: the WAL still holds
 // everything since the checkpoint, so replay rewrites it; a last frame missing only its padding
 // gets it back. Damage inside an older (sealed) segment is an error, never skipped.

@@ -1,4 +1,4 @@
-// SegmentStore: the topic worker's writer of segment files (DESIGN 2.4). Frames are written at
+// SegmentStore: the topic worker's writer of segment files (docs/FORMAT.md "Segment files"). Frames are written at
 // the offset their actor placed them (so the actor can find them again without asking), after
 // the WAL reported them written, with async fs on libuv's pool. Runs in a topic worker thread.
 // A write that fails for lack of space is kept and retried (the WAL holds the frame meanwhile,

@@ -22,7 +22,7 @@ import { crc32 } from 'node:zlib';
 
 /**
  * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and
- * consumption) are not among them: they are not persisted (RESOLVED G1), so a topic restored
+ * consumption) are not among them: they are not persisted (docs/API.md "GET /v0/topics/:topic"), so a topic restored
  * asleep has them null, as a loaded one does.
  */
 export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'packed_bytes'] as const satisfies readonly (keyof Watermarks)[];
@@ -163,7 +163,7 @@ export class SectionWriter {
       this.configs.push(config);
       this.configIdx.set(config, c);
     }
-    // Names are [A-Za-z0-9._:-] (SPEC 2.1): no escaping. The rare fields go through JSON.stringify.
+    // Names are [A-Za-z0-9._:-] (docs/API.md "Conventions"): no escaping. The rare fields go through JSON.stringify.
     this.ascii('{"id":');
     this.int(id);
     this.ascii(',"name":"');
@@ -380,7 +380,7 @@ const IDS_PER_TURN = 64 * 1024;
  * The topic ids of a section's parts, in order, without reading the parts: every part line starts
  * with `{"id":` and the id's digits (SectionWriter writes it first, fast-path line or not). The
  * main thread hands these to the WAL thread, so the WAL scan starts while the workers are still
- * reading their sections (recovery, issue 15); it yields every IDS_PER_TURN lines, as the
+ * reading their sections (recovery, docs/ARCHITECTURE.md "Many topics"); it yields every IDS_PER_TURN lines, as the
  * snapshot's CRC check does, so /v0/health answers meanwhile. `topics`: the part count, if known.
  */
 export async function sectionTopicIds(buf: Buffer, topics = 0): Promise<Float64Array> {

@@ -1,4 +1,4 @@
-// GroupCommit: the WAL writer's policy (DESIGN 1.5), run by the WAL thread; the files and
+// GroupCommit: the WAL writer's policy (docs/ARCHITECTURE.md "The life of an append"), run by the WAL thread; the files and
 // syscalls are WalWriter's. Submissions from every topic worker queue up while the thread writes
 // or syncs, so batches grow with load without a timer window: one writev per flush, at most one
 // fdatasync in flight, covering exactly the bytes written before it started. Acks are

@@ -1,4 +1,4 @@
-// LEASES frame codec (DESIGN 2.2 type 9, docs/FORMAT.md): the lifecycle events of one queue's
+// LEASES frame codec (docs/FORMAT.md "LEASES body"): the lifecycle events of one queue's
 // leases log, one frame per claim pass, nack, extend or `/work` release. Binary, little-endian:
 //   body: u32 count, u32 reserved, then per event
 //     0 u8 kind (1 claimed, 2 extended, 3 released)   1 u8 flags (bit0: leased on a /work stream)

@@ -1,9 +1,9 @@
-// Recovery scan of the WAL (DESIGN 2.3, 2.7), run on the WAL thread before it takes writes.
+// Recovery scan of the WAL (docs/ARCHITECTURE.md "Checkpoints and recovery"), run on the WAL thread before it takes writes.
 // Reads files from the checkpoint position, validates every frame, routes each to the worker
 // that owns its topic, and decides where the log ends:
 // - a bad frame followed by a LATER file that holds anything after its header is mid-log
 //   corruption: refuse to start (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead). A later
-//   file of a header and zeros (the pre-allocated reserve, DESIGN 1.5) or without a durable
+//   file of a header and zeros (the pre-allocated reserve, docs/ARCHITECTURE.md "Storage faults") or without a durable
 //   header (a creation cut short) held no frame, so it proves nothing about the earlier file;
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
@@ -60,7 +60,7 @@ const WINDOW_BYTES = 8 * 1024 * 1024;
 /**
  * A window over one WAL file. The scan used to read each file whole: a pre-allocated file is
  * 64 MiB however little it holds, and those buffers were the largest part of what recovery left
- * for the GC (issue 15). `view` holds the file's bytes [base, base + view.length).
+ * for the GC (docs/ARCHITECTURE.md "Many topics"). `view` holds the file's bytes [base, base + view.length).
  */
 class FileWindow {
   private buf: Buffer;

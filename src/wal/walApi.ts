@@ -1,4 +1,4 @@
-// The WAL thread's rpc facade (DESIGN 1.5): recovery's scan, the writer's start, checkpoint
+// The WAL thread's rpc facade (docs/ARCHITECTURE.md "The life of an append"): recovery's scan, the writer's start, checkpoint
 // marks and cuts, trimming and drain, over the given Fs. Runs on the WAL thread
 // (src/wal/walThread.ts exposes it there) or, in tests, on the caller's thread
 // (test/support/inProcessThreads.ts). Topic workers reach the writer over raw ports
@@ -65,7 +65,7 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
       const outstanding = new Array<number>(workers).fill(0);
       const waiters = new Array<(() => void) | undefined>(workers);
       // Chunk buffers the workers handed back, for later chunks: replay garbage was most of the
-      // RSS right after a restart (issue 15). At most what the flow control lets be in flight.
+      // RSS right after a restart (docs/ARCHITECTURE.md "Many topics"). At most what the flow control lets be in flight.
       const spare: ArrayBuffer[] = [];
       const onAck = data.workerPorts.map((port, w) => {
         const l = (m: WalIn) => {

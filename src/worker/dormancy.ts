@@ -1,5 +1,5 @@
 // Dormancy: a topic worker's sleeping topics and the policy that puts quiet topics to sleep
-// (issue 15; the rules of what may sleep are src/actors/topic/dormant.ts; docs/ARCHITECTURE.md
+// (docs/ARCHITECTURE.md "Many topics"; the rules of what may sleep are src/actors/topic/dormant.ts; docs/ARCHITECTURE.md
 // "Dormant topics"). Runs on the topic worker thread, owned by ActorHost.
 // - Awake actors are kept in the order of their last step (a Map's insertion order). Every
 //   SWEEP_MS a sweep puts to sleep the topics whose last step is older than `sleepMs`, and the

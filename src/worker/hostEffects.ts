@@ -1,4 +1,4 @@
-// The live effect sink and query answers of one actor on a topic worker (DESIGN 1.4): what the
+// The live effect sink and query answers of one actor on a topic worker (docs/ARCHITECTURE.md "Threads"): what the
 // actor's steps ask for, carried out against the worker's real services. It depends only on the
 // HostServices interface below (ActorHost implements it), so the host and this module do not
 // import each other.

@@ -84,7 +84,7 @@ export class PackRecovery {
   /**
    * Read buffers reused by readHeld: every frame fed to an actor during recovery is indexed cold
    * (no text keeps a view of it), so once adopt has fed them the buffer is free again. A fresh
-   * buffer per topic was ~2.5 KB of garbage per topic created since the snapshot (issue 15).
+   * buffer per topic was ~2.5 KB of garbage per topic created since the snapshot (docs/ARCHITECTURE.md "Many topics").
    */
   private readonly spares: Buffer[] = [];
 

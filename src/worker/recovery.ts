@@ -1,4 +1,4 @@
-// A topic worker's part of recovery (DESIGN 2.7): instances from the snapshot with their
+// A topic worker's part of recovery (docs/ARCHITECTURE.md "Checkpoints and recovery"): instances from the snapshot with their
 // segments indexed (cold): packed first segments from one scan of the pack files
 // (packRecovery.ts), then own segment files of the topics that have a directory (one readdir of
 // topics/ tells which; each such topic's files are listed before its packed frames are fed, since

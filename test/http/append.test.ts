@@ -1,5 +1,5 @@
-// Append (SPEC 4.1, RESOLVED G3 create rules, 4.9 types, 4.10 verbatim data) and the read-time
-// record shape of SPEC 2.2 as returned by diff.
+// Append (docs/API.md "Append", "Topic lifecycle", "Records", "Limits") and the read-time
+// record shape of docs/API.md "Records" as returned by diff.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
@@ -120,7 +120,7 @@ describe('append basics', () => {
   });
 });
 
-describe('create rules (G3)', () => {
+describe('create rules (docs/API.md "Topic lifecycle")', () => {
   test('create:false on an absent topic is 404 topic_not_found and creates nothing', async () => {
     const t = name('nocreate');
     const d = assertError(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], create: false }), 404, 'topic_not_found');
@@ -156,7 +156,7 @@ describe('create rules (G3)', () => {
     const r = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], config: { durable: true, priority: 7, ttl_ms: 3600000, lease_ms: 1 } });
     assertOk(r, 201);
     const st = await c.get(`/v0/topics/${t}`);
-    assertFullConfig(st.body.config, { durable: true, durability: 'fsync', priority: 7, ttl_ms: 3600000, lease_ms: 100 }, 'config resolved and clamped as in G5');
+    assertFullConfig(st.body.config, { durable: true, durability: 'fsync', priority: 7, ttl_ms: 3600000, lease_ms: 100 }, 'config resolved and clamped as in docs/API.md "PUT /v0/topics/:topic"');
     assert.equal(st.body.effective_priority, 7);
   });
 
@@ -180,7 +180,7 @@ describe('create rules (G3)', () => {
   });
 });
 
-describe('idempotency (SPEC 4.1 rule 4)', () => {
+describe('idempotency (docs/API.md "Append")', () => {
   test('replay of a body idempotency_key returns the original seqs, deduped:true, appends nothing', async () => {
     const t = name('idem');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 'pre' }] });
@@ -330,7 +330,7 @@ describe('request validation', () => {
   });
 });
 
-describe('stored record shape (SPEC 2.2, RESOLVED 4.10)', () => {
+describe('stored record shape (docs/API.md "Records")', () => {
   test('data is kept verbatim: number forms, escapes, key order, duplicate keys, whitespace', async () => {
     const t = name('verbatim');
     const body = String.raw`{"records":[

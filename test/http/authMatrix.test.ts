@@ -1,4 +1,4 @@
-// Scope x route matrix over HTTP (SPEC 5; RESOLVED 0.3, G8, G10): every route with no key, a
+// Scope x route matrix over HTTP (docs/API.md "Authentication", "Which error wins"): every route with no key, a
 // wrong key, a key lacking each scope it needs (the 403 names it), a key outside the allowlist
 // (the 403 names the prefixes it has), `?token=` on a non-SSE route; then that no secret ever
 // shows in an error body or in the server's output.
@@ -239,7 +239,7 @@ test('watch: the stream opens only with the creating key; ?token= works there', 
     assert.equal(s.status, 401, JSON.stringify(Object.keys(h)));
     assert.equal(s.body.error.code, 'unauthorized');
   }
-  // RESOLVED 4.1: 404 for an unknown wid comes before 401.
+  // docs/API.md "Which error wins": 404 for an unknown wid comes before 401.
   assert.equal((await callStream('/v0/watch/wid_nope')).status, 404);
   const ok = await openStream(srv.url, wid, { headers: t });
   assert.equal(ok.status, 200);

@@ -1,6 +1,6 @@
-// Diff (SPEC 4.2): exclusive cursor, limit default/clamp, node filter, include_meta/tags,
+// Diff (docs/API.md "Diff"): exclusive cursor, limit default/clamp, node filter, include_meta/tags,
 // caught_up/lag/next_from_seq/earliest_seq, long-poll, 404 on absent topics, the `recreated`
-// tombstone (RESOLVED 4.2) and the byte budget (RESOLVED 4.7).
+// tombstone (docs/API.md "Diff") and the byte budget (docs/API.md "Diff").
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
@@ -246,7 +246,7 @@ describe('absent topics', () => {
   });
 });
 
-describe('recreated tombstone (RESOLVED 4.2)', () => {
+describe('recreated tombstone (docs/API.md "Diff")', () => {
   test('from_seq above head after delete+recreate: tombstone then the new instance records', async () => {
     const t = await seeded(5, 'recreate');
     await c.del(`/v0/topics/${t}`);
@@ -290,7 +290,7 @@ describe('recreated tombstone (RESOLVED 4.2)', () => {
   });
 });
 
-describe('byte budget (RESOLVED 4.7)', () => {
+describe('byte budget (docs/API.md "Diff")', () => {
   test('max_batch_bytes stops early but returns at least one record', async () => {
     const t = await seeded(10, 'budget', () => ({ data: 'x'.repeat(100) })); // 102 bytes each
     const one = assertOk(await c.post(`/v0/topics/${t}/diff`, { max_batch_bytes: 1 }), 200);
@@ -346,11 +346,11 @@ describe('validation', () => {
     }
   });
 
-  test('type errors win over a missing topic (400 before 404, RESOLVED 0.3)', async () => {
+  test('type errors win over a missing topic (400 before 404, docs/API.md "Which error wins")', async () => {
     assertInvalid(await c.post(`/v0/topics/${name('absent')}/diff`, { from_seq: 'x' }), 'from_seq');
   });
 
-  test('diff bumps recency (G1): effective_priority and last_read_ts', async () => {
+  test('diff bumps recency (docs/API.md "GET /v0/topics/:topic"): effective_priority and last_read_ts', async () => {
     const t = await seeded(1, 'recency');
     const pre = await c.get(`/v0/topics/${t}?touch=false`);
     assert.equal(pre.body.effective_priority, 0);

@@ -1,5 +1,5 @@
-// Topic create/configure (PUT, RESOLVED G5), topic state (GET, G1), delete (G7, G13), the
-// topic lifecycle (G3) and the topic list (G6).
+// Topic create/configure (PUT, docs/API.md "PUT /v0/topics/:topic"), topic state (GET, docs/API.md "GET /v0/topics/:topic"), delete (docs/API.md "DELETE /v0/topics/:topic"), the
+// topic lifecycle (docs/API.md "Topic lifecycle") and the topic list (docs/API.md "GET /v0/topics").
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
@@ -20,7 +20,7 @@ after(async () => {
 const SUMMARY_KEYS = ['bytes', 'count', 'durable', 'earliest_seq', 'effective_priority', 'head_seq', 'topic'];
 const STATE_KEYS = ['topic', 'type', 'head_seq', 'earliest_seq', 'next_seq', 'count', 'bytes', 'config', 'effective_priority', 'last_write_ts', 'last_read_ts', 'performance'];
 
-describe('PUT /v0/topics/:topic (G5)', () => {
+describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
   test('PUT creates: 201, created:true, full 17-key default config', async () => {
     const t = name('create');
     const r = await c.put(`/v0/topics/${t}`);
@@ -182,7 +182,7 @@ describe('PUT /v0/topics/:topic (G5)', () => {
   });
 });
 
-describe('GET /v0/topics/:topic (G1)', () => {
+describe('GET /v0/topics/:topic (docs/API.md "GET /v0/topics/:topic")', () => {
   test('a fresh PUT topic reads head 0, earliest 1, next 1, count 0, bytes 0, last_write_ts null', async () => {
     const t = name('state');
     await c.put(`/v0/topics/${t}`);
@@ -220,7 +220,7 @@ describe('GET /v0/topics/:topic (G1)', () => {
     assert.ok(after.body.effective_priority >= 490 && after.body.effective_priority <= 500, `decays slowly: ${after.body.effective_priority}`);
   });
 
-  test('touch with an unrecognised value means the default (true) (RESOLVED 0.1)', async () => {
+  test('touch with an unrecognised value means the default (true) (docs/API.md "Conventions")', async () => {
     const t = name('touchx');
     await c.put(`/v0/topics/${t}`);
     const b = assertOk(await c.get(`/v0/topics/${t}?touch=nope`), 200);
@@ -269,7 +269,7 @@ describe('GET /v0/topics/:topic (G1)', () => {
   });
 });
 
-describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
+describe('DELETE /v0/topics/:topic (docs/API.md "DELETE /v0/topics/:topic", "Topic lifecycle")', () => {
   test('delete a live topic: deleted:true, routers_removed:[]; then absent', async () => {
     const t = name('del');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
@@ -308,7 +308,7 @@ describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
     assert.equal(del.body.deleted, true, 'if_empty=false deletes a non-empty topic');
   });
 
-  test('if_empty with an unrecognised value means the default (false) (RESOLVED 0.1)', async () => {
+  test('if_empty with an unrecognised value means the default (false) (docs/API.md "Conventions")', async () => {
     const t = name('ifemptyx');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
     const b = assertOk(await c.del(`/v0/topics/${t}?if_empty=maybe`), 200);
@@ -357,7 +357,7 @@ describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
   });
 });
 
-describe('GET /v0/topics (G6)', () => {
+describe('GET /v0/topics (docs/API.md "GET /v0/topics")', () => {
   const pfx = `lst${Date.now().toString(36)}.`;
   const names: string[] = [];
 
@@ -371,7 +371,7 @@ describe('GET /v0/topics (G6)', () => {
     names.sort();
   });
 
-  test('summaries have exactly the G6 keys and list in ascending order', async () => {
+  test('summaries have exactly the docs/API.md "GET /v0/topics" keys and list in ascending order', async () => {
     const r = await c.get(`/v0/topics?prefix=${encodeURIComponent(pfx)}&page_size=1000`);
     const b = assertOk(r, 200);
     assert.deepEqual(
@@ -512,7 +512,7 @@ describe('GET /v0/topics (G6)', () => {
   });
 });
 
-describe('page_size clamp (G6)', () => {
+describe('page_size clamp (docs/API.md "GET /v0/topics")', () => {
   test('page_size above 1000 is clamped to 1000', async () => {
     const pfx = `clmp${Date.now().toString(36)}.`;
     const all: string[] = [];

@@ -1,4 +1,4 @@
-// Recovery scan of the WAL (src/wal/scan.ts, DESIGN 2.3): crafted WAL directories with clean
+// Recovery scan of the WAL (src/wal/scan.ts, docs/ARCHITECTURE.md "Checkpoints and recovery"): crafted WAL directories with clean
 // logs, torn tails, garbage before a valid frame in the last file (quarantined, treated as torn),
 // and mid-log corruption (a bad frame in a file followed by a later file with valid frames:
 // refuse to start, or keep the prefix with truncateOnCorruption). Scans are idempotent.

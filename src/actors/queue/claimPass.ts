@@ -1,4 +1,4 @@
-// One claim pass (DESIGN 4): for one claimer or a whole jitter cohort, in one step.
+// One claim pass (docs/ARCHITECTURE.md "Queues"): for one claimer or a whole jitter cohort, in one step.
 // 1. lazy expiry (sweep); 2. the available jobs: the reclaim freelist first, then fresh jobs by
 // the claim cursor; a job due for its (max_deliveries + 1)-th delivery goes to the dead-letter
 // topic instead; 3. the jobs are dealt round-robin in proportion to each claimer's want;
@@ -62,7 +62,7 @@ function deal(jobs: readonly number[], share: readonly number[]): number[][] {
     left[i % left.length]!--;
     i++;
   }
-  // Replies list jobs ascending by $seq (SPEC 4.10), reclaimed and fresh ones alike.
+  // Replies list jobs ascending by $seq (docs/API.md "Queues"), reclaimed and fresh ones alike.
   for (const g of given) g.sort((x, y) => x - y);
   return given;
 }

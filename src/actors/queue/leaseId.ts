@@ -1,4 +1,4 @@
-// Lease ids (DESIGN 4): `lease_` + 24 lowercase hex digits: the boot epoch (24 bits), a per-actor
+// Lease ids (docs/ARCHITECTURE.md "Queues"): `lease_` + 24 lowercase hex digits: the boot epoch (24 bits), a per-actor
 // counter (40 bits) and 32 bits from the actor's seeded RNG. Uniqueness comes from the epoch and
 // the counter (a restart always has a new epoch); the RNG only makes ids hard to guess. Pure.
 
@@ -19,5 +19,5 @@ export function leaseIdOf(epoch: number, no: number, rand: number): string {
   return `lease_${hex(epoch & EPOCH_MASK, 6)}${hex(no % NO_LIMIT, 10)}${hex(rand >>> 0, 8)}`;
 }
 
-/** The syntax RESOLVED 4.5 accepts in `lease_ids` ("" means no token, checked by the caller). */
+/** The syntax docs/API.md "Queues" accepts in `lease_ids` ("" means no token, checked by the caller). */
 export const LEASE_ID_SYNTAX = /^lease_[0-9a-f]+$/;

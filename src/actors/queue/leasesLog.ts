@@ -1,4 +1,4 @@
-// The leases log of a queue (SPEC 2.7, DESIGN 2.2/4): lifecycle events become one LEASES frame
+// The leases log of a queue (docs/FORMAT.md "LEASES body"; docs/ARCHITECTURE.md "Queues"): lifecycle events become one LEASES frame
 // per pass (durable iff `leases_durable`), and recovery rebuilds the lease projection from the
 // snapshot's queue part plus the replayed frames. Leases delivered on `/work` streams are not
 // restored (their sockets are gone), so those jobs are ready at once after a restart.

@@ -1,4 +1,4 @@
-// The queue side of one queue topic instance (DESIGN 4): its lease table, its `/work`
+// The queue side of one queue topic instance (docs/ARCHITECTURE.md "Queues"): its lease table, its `/work`
 // connections, the claim cohort waiting for a jitter window, claim passes waiting for cold
 // texts, and dead-letter moves in flight. Created with the instance when its type is `queue`.
 // Pure data; the operations are in the sibling modules.

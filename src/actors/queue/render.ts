@@ -1,5 +1,5 @@
 // Rendering of leased jobs straight from stored bytes (no record is parsed or re-serialized):
-// claim reply bodies (SPEC 4.10) and whole SSE `job` frames for `/work` streams (SPEC 6.3), the
+// claim reply bodies (docs/API.md "Queues") and whole SSE `job` frames for `/work` streams (docs/API.md "Work frames"), the
 // latter rendered once in the actor so main only writes bytes. Pure.
 import type { TopicInstance } from '../topic/instance.js';
 import { renderRecordsArray, type RenderItem } from '../topic/render.js';

@@ -1,4 +1,4 @@
-// The append path of a TopicActor (SPEC 4.1): encode one APPEND frame per batch from the
+// The append path of a TopicActor (docs/API.md "Append"): encode one APPEND frame per batch from the
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';

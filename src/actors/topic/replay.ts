@@ -1,4 +1,4 @@
-// Recovery of a TopicActor (DESIGN 2.5, 2.7, 3.6): an instance from its snapshot part with its
+// Recovery of a TopicActor (docs/ARCHITECTURE.md "Recovery order"): an instance from its snapshot part with its
 // records indexed from segments, then the WAL frames after the checkpoint. Replay is
 // idempotent: appends at or below the index's last seq are skipped, reservations take a
 // maximum, config frames apply in order, frames of unknown or deleted instances are ignored.

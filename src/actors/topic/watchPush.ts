@@ -1,4 +1,4 @@
-// Renders records that just became visible into the pieces a watch push carries (DESIGN 6): one
+// Renders records that just became visible into the pieces a watch push carries (docs/ARCHITECTURE.md "Watch streams"): one
 // buffer for the whole batch, each record split into head (`{"$seq":…,"$ts":…` plus its
 // `,"$node":…`), tag, data and meta pieces, so main can assemble any projection by
 // concatenation and no record is ever serialized per reader. Pure; runs inside an actor step.
