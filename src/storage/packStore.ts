@@ -208,8 +208,10 @@ export class PackStore {
       for (; k < batch.length && at + batch[k]!.frame.length <= cur.tail + done; k++) {
         const w = batch[k]!;
         const len = w.frame.length;
-        // eslint-disable-next-line no-unsafe-finally -- a frame placed at the wrong offset is a bug that outranks the write's own error
-        if (this.map.size(w.topicId) !== w.offset) throw new Error(`pack: topic ${w.topicId.toString(16)} placed a frame at ${w.offset}, its packed segment ends at ${this.map.size(w.topicId)}`);
+        if (this.map.size(w.topicId) !== w.offset) {
+          // eslint-disable-next-line no-unsafe-finally -- a frame placed at the wrong offset is a bug that outranks the write's own error
+          throw new Error(`pack: topic ${w.topicId.toString(16)} placed a frame at ${w.offset}, its packed segment ends at ${this.map.size(w.topicId)}`);
+        }
         this.map.add(w.topicId, cur.info.idx, at, len);
         at += len;
       }
