@@ -11,7 +11,7 @@ import { unknownSettings } from '../configSchema.js';
 import { KeyRing, KeySyntaxError } from '../auth/keys.js';
 import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.js';
 import { DataDirLockedError } from '../storage/lock.js';
-import { WalCorruptionError } from '../wal/scan.js';
+import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
@@ -154,7 +154,7 @@ export function reportServeFailure(err: unknown): number {
     logger.error({ refused: 'settings' }, `refused to start: ${err.message}`);
     return 2;
   }
-  if (err instanceof DataDirLockedError || err instanceof WalCorruptionError) logger.error(`refused to start: ${err.message}`);
+  if (err instanceof DataDirLockedError || err instanceof CorruptionError) logger.error(`refused to start: ${err.message}`);
   else logger.error({ err }, `fatal: ${(err as Error).message}`);
   return 1;
 }

@@ -36,6 +36,7 @@ import { compactTempName, segmentFileName, topicDir } from './layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';
+import { invariant } from '../core/invariant.js';
 
 interface PendingWrite {
   place: SegmentPlacement;
@@ -392,7 +393,7 @@ export class SegmentStore {
   }
 
   private packStore(): PackStore {
-    if (!this.packs) throw new Error('a packed placement, but this store has no pack store');
+    invariant(this.packs, 'a packed placement, but this store has no pack store');
     return this.packs;
   }
 

@@ -25,6 +25,7 @@ import {
   META_ABSENT,
   TWO_32,
 } from './format.js';
+import { CorruptionError } from '../core/corruption.js';
 
 export function alignUp(n: number): number {
   return (n + FRAME_ALIGN - 1) & ~(FRAME_ALIGN - 1);
@@ -323,7 +324,7 @@ export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead,
   let p = head.recordsOff;
   const r: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
   for (let i = 0; i < head.count; i++) {
-    if (p + APPEND_RECORD_HEAD_BYTES > end) throw new Error('APPEND record header past frame body');
+    if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
     r.nodeLen = buf.readUInt16LE(p);
     r.tagLen = buf.readUInt16LE(p + 2);
     const metaRaw = buf.readUInt32LE(p + 4);
@@ -338,7 +339,7 @@ export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead,
     p += Math.max(0, r.metaLen);
     r.dataOff = p;
     p += r.dataLen;
-    if (p > end) throw new Error('APPEND record past frame body');
+    if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
     cb(i, r);
   }
 }

@@ -7,6 +7,7 @@
 // The lease id is rebuilt from (epoch, counter, rand). Pure functions over buffers.
 import { FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventFlag } from './format.js';
 import { frameSize, readU64, sealFrame, writeU64, type FrameView } from './frame.js';
+import { CorruptionError } from '../core/corruption.js';
 
 export interface LeaseEvent {
   kind: number;
@@ -54,9 +55,9 @@ export function decodeLeases(buf: Buffer, f: FrameView): LeaseEvent[] {
   const out: LeaseEvent[] = [];
   let p = f.bodyOff + LEASES_HEAD_BYTES;
   for (let i = 0; i < count; i++) {
-    if (p + LEASE_EVENT_BYTES > end) throw new Error('LEASES event past frame body');
+    if (p + LEASE_EVENT_BYTES > end) throw new CorruptionError('LEASES frame', 'an event past the frame body', p);
     const nodeLen = buf.readUInt16LE(p + 2);
-    if (p + LEASE_EVENT_BYTES + nodeLen > end) throw new Error('LEASES node past frame body');
+    if (p + LEASE_EVENT_BYTES + nodeLen > end) throw new CorruptionError('LEASES frame', 'a node past the frame body', p);
     out.push({
       kind: buf.readUInt8(p),
       viaWork: (buf.readUInt8(p + 1) & LeaseEventFlag.VIA_WORK) !== 0,

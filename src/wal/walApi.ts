@@ -17,6 +17,7 @@ import { listWalFiles } from './files.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { WalSpace } from './walSpace.js';
 import { threadCpuUs } from '../core/threadCpu.js';
+import { invariant } from '../core/invariant.js';
 
 /** Replay flow control: frames sent to a worker and not yet applied, at most. */
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
@@ -92,7 +93,7 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
           waiters[worker] = undefined;
           // The scan made the chunk at the start of its own ArrayBuffer: it crosses as it is.
           const ab = chunk.buffer as ArrayBuffer;
-          if (chunk.byteOffset !== 0) throw new Error('a replay chunk must start its buffer');
+          invariant(chunk.byteOffset === 0, 'a replay chunk must start its buffer');
           outstanding[worker]! += chunk.length;
           const m: WalOut = { t: 'replay', buf: ab, bytes: chunk.length };
           data.workerPorts[worker]!.postMessage(m, [ab]);

@@ -15,6 +15,7 @@ import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, wri
 import { walDir, walFileName } from '../storage/layout.js';
 import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from './format.js';
+import { InvariantError } from '../core/invariant.js';
 
 /** Zeros are written in chunks of this size. */
 const ZERO_CHUNK_BYTES = 1024 * 1024;
@@ -89,7 +90,7 @@ export class WalWriter {
   }
 
   private createSync(fileNo: number): number {
-    if (this.preparing) throw new Error(`WAL file ${fileNo} is being prepared; rotate after it`);
+    if (this.preparing) throw new InvariantError(`WAL file ${fileNo} is being prepared; rotate after it`);
     const dir = walDir(this.dataDir);
     mkdirDurableSync(this.fsx, dir);
     const file = this.pathOf(fileNo);

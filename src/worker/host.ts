@@ -43,6 +43,7 @@ import { Dormancy } from './dormancy.js';
 import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from '../actors/topic/dormant.js';
 import { priorityOf } from '../actors/topic/topicState.js';
 import type { Fs } from '../storage/fs.js';
+import { InvariantError } from '../core/invariant.js';
 
 export interface ActorHostDeps {
   clock: Clock;
@@ -333,7 +334,7 @@ export class ActorHost implements HostServices {
     this.segments.append(place, frame, () => {
       // No CRC check: this worker encoded the frame (the check cost a CRC pass per append).
       const p = probeFrame(frame, 0, frame.length, false);
-      if (!p.ok) throw new Error(`a frame written to a segment does not decode (${p.reason})`);
+      if (!p.ok) throw new InvariantError(`a frame written to a segment does not decode (${p.reason})`);
       const head = readAppendHead(frame, p.frame);
       this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
     });

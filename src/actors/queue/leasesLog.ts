@@ -14,6 +14,7 @@ import { leaseIdOf } from './leaseId.js';
 import type { Lease, LeaseTable } from './leaseTable.js';
 import type { QueueState } from './queueState.js';
 import { loadRedrivePending, redrivePendingPart, type RedrivePendingPart } from './redriveHeader.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export function claimedEvent(seq: number, lease: Lease, deliveries: number): LeaseEvent {
   return { kind: LeaseEventKind.CLAIMED, seq, atMs: lease.deadlineMs, deliveries, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: lease.node };
@@ -65,7 +66,7 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
         break;
       }
       default:
-        throw new Error(`unknown lease event kind ${e.kind}`);
+        throw new InvariantError(`unknown lease event kind ${e.kind}`);
     }
   }
 }

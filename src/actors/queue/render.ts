@@ -4,6 +4,7 @@
 import type { TopicInstance } from '../topic/instance.js';
 import { renderRecordsArray, type RenderItem } from '../topic/render.js';
 import type { Lease } from './leaseTable.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export interface LeasedJob {
   seq: number;
@@ -65,6 +66,6 @@ export function renderJobFrames(inst: TopicInstance, jobs: readonly LeasedJob[])
     }
     p += out.write('}\n\n', p, 'latin1');
   });
-  if (p !== size) throw new Error(`job frame render size mismatch ${p} != ${size}`);
+  if (p !== size) throw new InvariantError(`job frame render size mismatch ${p} != ${size}`);
   return out;
 }

@@ -12,6 +12,7 @@ import { afterQueueRecovery } from '../queue/queueSteps.js';
 import { sealActive, type SegmentLimits } from './appendOp.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
+import { CorruptionError } from '../../core/corruption.js';
 
 export type ActorInput =
   | { k: 'req'; reqId: number; req: TopicRequest }
@@ -90,7 +91,7 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return;
     case 'frame': {
       const p = probeFrame(input.frame, 0, input.frame.length);
-      if (!p.ok) throw new Error(`replayed frame is damaged (${p.reason})`);
+      if (!p.ok) throw new CorruptionError('replayed frame', `damaged (${p.reason})`);
       const f: FrameView = p.frame;
       const rewrite = replayFrame(actor, input.frame, f, opts, { appends: 0, skipped: 0 });
       if (rewrite) ctx.rewriteSegment(rewrite.place, rewrite.frame);

@@ -12,6 +12,7 @@
 import type { RecordText } from './recordText.js';
 import { digitCount, writeUint } from '../../core/decimal.js';
 import { allocPage } from '../../core/pagePool.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export interface RenderOpts {
   includeTags: boolean;
@@ -84,6 +85,6 @@ export function renderRecordsArray(prefix: string, items: readonly RenderItem[],
   }
   out[p++] = 0x5d; // ]
   p += out.write(suffix, p, 'utf8');
-  if (p !== size) throw new Error(`render size mismatch ${p} != ${size}`);
+  if (p !== size) throw new InvariantError(`render size mismatch ${p} != ${size}`);
   return out;
 }

@@ -5,6 +5,7 @@
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import type { RecordText } from './recordText.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export interface PushPieces {
   /** True when the batch cannot be pushed as is (part of it is already gone): tailing sessions pull. */
@@ -84,6 +85,6 @@ export function renderPush(inst: TopicInstance, from: number, to: number): PushP
     }
   }
   offs[seqs.length * 4] = p;
-  if (p !== size) throw new Error(`push render size mismatch ${p} != ${size}`);
+  if (p !== size) throw new InvariantError(`push render size mismatch ${p} != ${size}`);
   return { stale: false, buf: out, offs, nodes, nodeIdx };
 }
