@@ -5,7 +5,7 @@ import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
 import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import { pageCapacity, returnPage } from '../core/pagePool.js';
-import { sendSmallJson } from './rawReply.js';
+import { sendDirectJson } from './rawReply.js';
 import './requestMetrics.js'; // FastifyRequest.spoolError
 import './bodyFields.js'; // FastifyRequest.unknownFields
 
@@ -101,8 +101,8 @@ export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicRes
     body = Buffer.allocUnsafe(n + tail.length);
     body.set(r.json, 0);
     body.write(tail, n, 'latin1');
-    if (sendSmallJson(req, reply, r.status, body)) return reply;
   }
+  if (sendDirectJson(req, reply, r.status, body)) return reply;
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 

@@ -32,7 +32,8 @@ export function alignUp(n: number): number {
 }
 
 export function writeU64(buf: Buffer, off: number, v: number): void {
-  buf.writeUInt32LE(v % TWO_32, off);
+  // `>>> 0` is v mod 2^32 for any integer v ≥ 0 below 2^53, without the float `%` (fmod).
+  buf.writeUInt32LE(v >>> 0, off);
   buf.writeUInt32LE(Math.floor(v / TWO_32), off + 4);
 }
 
@@ -62,10 +63,15 @@ export function sealFrame(buf: Buffer, off: number, type: FrameTypeCode, flags: 
 }
 
 export function encodeJsonFrame(type: FrameTypeCode, topicId: number, body: unknown, flags = 0): Buffer {
-  const json = Buffer.from(JSON.stringify(body), 'utf8');
-  const buf = Buffer.alloc(frameSize(json.length));
-  json.copy(buf, FRAME_HEADER_BYTES);
-  sealFrame(buf, 0, type, flags, topicId, json.length);
+  return encodeJsonTextFrame(type, topicId, JSON.stringify(body), flags);
+}
+
+/** A JSON frame whose body text is already rendered (written into the frame without a copy). */
+export function encodeJsonTextFrame(type: FrameTypeCode, topicId: number, json: string, flags = 0): Buffer {
+  const len = Buffer.byteLength(json, 'utf8');
+  const buf = Buffer.alloc(frameSize(len));
+  buf.write(json, FRAME_HEADER_BYTES, len, 'utf8');
+  sealFrame(buf, 0, type, flags, topicId, len);
   return buf;
 }
 

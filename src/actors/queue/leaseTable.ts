@@ -65,7 +65,8 @@ export class LeaseTable {
 
   lease(seq: number, lease: Lease): void {
     // One live lease per job (docs/ARCHITECTURE.md "Invariants"): callers unlease or only lease claimable jobs.
-    assert.ok(!this.active.has(seq), `job ${seq} leased twice`);
+    // The message is built only on failure (a template argument costs a string per lease).
+    if (this.active.has(seq)) assert.fail(`job ${seq} leased twice`);
     this.active.set(seq, lease);
     this.pushDeadline({ at: lease.deadlineMs, seq, lease });
     if (lease.connId !== 0) {
