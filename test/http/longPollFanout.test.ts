@@ -1,6 +1,7 @@
 // Many long-polls woken by one append (docs/API.md diff `wait_ms`), through HTTP: every waiter gets
 // the same records and the same headers a lone diff gets, gzip where it asked for it and the body
-// is big enough, and the append that woke them is answered before the fan-out.
+// is big enough, and the append that woke them is answered before the fan-out, while the server
+// keeps answering other requests (docs/ARCHITECTURE.md "Thread crossings").
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -109,15 +110,19 @@ describe('long-poll fan-out', () => {
     }
   });
 
-  test('the waking append is answered before the fan-out', async () => {
+  test('the waking append is answered before the fan-out, and other requests are answered during it', async () => {
     const t = name('order');
     assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'first' }] })).status, 201);
     const waiters = Array.from({ length: 1000 }, () => diff(t, 1));
     await parked();
     const a = await rawRequest('POST', `/v0/topics/${t}`, JSON.stringify({ records: [{ data: 'wake' }] }));
     assert.equal(a.status, 200);
+    // Sent once the ack is in, while the waiters' replies are still being written.
+    const probe = await rawRequest('GET', '/v0/health');
+    assert.equal(probe.status, 200);
     const done = (await Promise.all(waiters)).map((r) => (assert.equal(r.status, 200), r.doneNs)).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
     const median = done[done.length >> 1]!;
     assert.ok(a.doneNs < median, `the append's ack came ${Number(a.doneNs - median) / 1e6} ms after the median waiter's reply`);
+    assert.ok(probe.doneNs < done[done.length - 1]!, 'a health probe sent after the ack was answered before the last waiter');
   });
 });
