@@ -34,7 +34,7 @@ type FromWaiters = { type: 'parked' } | { type: 'woken'; doneNs: string[]; error
 
 /** Child side: holds the connections, parks them, reports when each reply arrived. */
 function waiterProcess(): void {
-  let conns: RawHttpConn[] = [];
+  const conns: RawHttpConn[] = [];
   process.on('message', (m: ToWaiters) => {
     if (m.type === 'close') {
       for (const c of conns) c.close();

@@ -25,6 +25,15 @@ const RETURNED_PAGES_MAX = 8;
  */
 export const SHARED_BYTES_MAX = 16 * 1024;
 
+/**
+ * Results answered in one turn of main's event loop. Each resolve runs its request's reply
+ * (microtasks, before anything else): a wake of thousands of parked long-polls is one result
+ * batch, and answering it at once held every other request and the watch pushes for the whole
+ * fan-out (~30-50 µs of socket writes per waiter). The rest waits a turn per slice, with main's
+ * I/O in between.
+ */
+const RESOLVED_PER_TURN = 128;
+
 /** True when `b` is the whole of a transferable ArrayBuffer. */
 function ownsBuffer(b: Uint8Array): boolean {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
@@ -157,25 +166,18 @@ export class RequestClient {
       if (i < RESOLVED_PER_TURN) resolve(r);
       else (settled ??= []).push([resolve, r]);
     }
-    if (settled) resolveLater(settled, 0);
+    if (settled) this.resolveLater(settled, 0);
   }
-}
 
-/**
- * Results answered in one turn of main's event loop. Each resolve runs its request's reply
- * (microtasks, before anything else): a wake of thousands of parked long-polls is one result
- * batch, and answering it at once held every other request and the watch pushes for the whole
- * fan-out (~30-50 µs of socket writes per waiter). The rest waits a turn per slice, with main's
- * I/O in between.
- */
-const RESOLVED_PER_TURN = 128;
-
-function resolveLater(settled: [(r: TopicResult) => void, TopicResult][], from: number): void {
-  setImmediate(() => {
-    const to = Math.min(settled.length, from + RESOLVED_PER_TURN);
-    for (let i = from; i < to; i++) settled[i]![0](settled[i]![1]);
-    if (to < settled.length) resolveLater(settled, to);
-  });
+  /** The results of a big batch from `from` on, RESOLVED_PER_TURN per turn (none once abandoned). */
+  private resolveLater(settled: [(r: TopicResult) => void, TopicResult][], from: number): void {
+    setImmediate(() => {
+      if (this.abandoned) return;
+      const to = Math.min(settled.length, from + RESOLVED_PER_TURN);
+      for (let i = from; i < to; i++) settled[i]![0](settled[i]![1]);
+      if (to < settled.length) this.resolveLater(settled, to);
+    });
+  }
 }
 
 /**

@@ -2,9 +2,9 @@
 // stream that queued bytes marks itself dirty; the pacer flushes dirty streams in the order they
 // became dirty, after the iteration's worker messages and read replies, so all frames a stream
 // gets before its turn leave in one write; an idle pacer flushes at the end of the callback that
-// queued the first frame (a lone record goes out at once). Invariants: flushing takes at most half the main
-// thread (after a slice of d ms the next waits d ms, at most SLICE_MS), so under load frames
-// coalesce and requests get their turn; and no slice runs longer than about SLICE_MS.
+// queued the first frame (a lone record goes out at once). Invariants: flushing takes at most
+// half the main thread (after a slice of d ms the next waits d ms, at most SLICE_MS), so under
+// load frames coalesce and requests get their turn; and no slice runs longer than about SLICE_MS.
 //
 // Slices (issue 12, 1000-watcher fan-out): a flush of every dirty stream used to run to the end
 // in one go. At 1000 watchers that was 15-40 ms during which nothing else ran: the worker's next
