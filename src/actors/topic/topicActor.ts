@@ -195,12 +195,15 @@ export class TopicActor implements ActorCore {
   advance(ctx: ActorCtx, inst: TopicInstance): void {
     const { headBefore, durableBefore, moved } = revealBatches(this, ctx, inst);
     if (inst === this.current) {
-      if (moved) this.readsState?.wake(ctx, inst);
       if ((moved || inst.durableHead !== durableBefore) && ctx.watched()) publishVisible(this, ctx, inst, headBefore, moved);
       if (moved && inst.queue) refillStreams(this, ctx, inst);
       if (moved && inst.routing) pumpAll(this, ctx, inst);
     }
     this.runInstanceGates(ctx, inst);
+    // Parked long-polls answer after the acks of the appends that woke them: a reply batch is
+    // answered on main in order, and a wake of thousands of waiters ahead of the append's own ack
+    // held that ack for the whole fan-out.
+    if (moved && inst === this.current) this.readsState?.wake(ctx, inst);
   }
 
   gate(ctx: ActorCtx, inst: TopicInstance, cond: GateCondition, send: (c: ActorCtx) => void): void {
