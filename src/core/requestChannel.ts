@@ -32,7 +32,7 @@ export const SHARED_BYTES_MAX = 16 * 1024;
  * fan-out (~30-50 µs of socket writes per waiter). The rest waits a turn per slice, with main's
  * I/O in between.
  */
-const RESOLVED_PER_TURN = 128;
+const SETTLED_PER_TURN = 128;
 
 /** True when `b` is the whole of a transferable ArrayBuffer. */
 function ownsBuffer(b: Uint8Array): boolean {
@@ -163,17 +163,17 @@ export class RequestClient {
         r.stamps = { ...r.stamps, post: this.postStamps.get(id), mrecv: stageClock.now() };
         this.postStamps.delete(id);
       }
-      if (i < RESOLVED_PER_TURN) resolve(r);
+      if (i < SETTLED_PER_TURN) resolve(r);
       else (settled ??= []).push([resolve, r]);
     }
     if (settled) this.resolveLater(settled, 0);
   }
 
-  /** The results of a big batch from `from` on, RESOLVED_PER_TURN per turn (none once abandoned). */
+  /** The results of a big batch from `from` on, SETTLED_PER_TURN per turn (none once abandoned). */
   private resolveLater(settled: [(r: TopicResult) => void, TopicResult][], from: number): void {
     setImmediate(() => {
       if (this.abandoned) return;
-      const to = Math.min(settled.length, from + RESOLVED_PER_TURN);
+      const to = Math.min(settled.length, from + SETTLED_PER_TURN);
       for (let i = from; i < to; i++) settled[i]![0](settled[i]![1]);
       if (to < settled.length) this.resolveLater(settled, to);
     });
