@@ -13,7 +13,8 @@ import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
 import type { WalApi, WalThreadData } from '../wal/walApi.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
-import { StorageState, STORAGE_STATE_SLOT, storageStateOf } from '../storage/storageState.js';
+import { StorageState, storageStateOf } from '../storage/storageState.js';
+import { newSharedCounters, PACK_NO_SLOT, STORAGE_STATE_SLOT, TOPICS_SLOT } from '../core/sharedCounters.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import type { DrainResult } from '../core/messages/rpc.js';
@@ -29,7 +30,7 @@ import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { listTopicDirs } from '../storage/segmentLoad.js';
 import { listPackNamesSync } from '../storage/packScan.js';
-import { PACK_NO_SLOT, parsePackFileName } from '../storage/layout.js';
+import { parsePackFileName } from '../storage/layout.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 import { RouterRegistry } from './routerRegistry.js';
 
@@ -55,11 +56,8 @@ export class Supervisor {
   private readonly requestClients: RequestClient[] = [];
   private readonly threads: SpawnedThread[] = [];
   private wal!: Remote<WalApi>;
-  /**
-   * Shared with every thread: [0] live topic count (max_topics cap), [STORAGE_STATE_SLOT],
-   * [PACK_NO_SLOT], [SPACE_WAITS_SLOT].
-   */
-  readonly counters = new Int32Array(new SharedArrayBuffer(16));
+  /** Shared with every thread (core/sharedCounters.ts); the next pack number is set at recovery above every pack on disk. */
+  readonly counters = newSharedCounters();
   /** Called once recovery completes and the server turns ready (whenReady adds to it). */
   private readonly onReady: (() => void)[] = [];
   /** Per-worker gauges (core/gauges.ts): live bytes, loop utilisation and delay, WAL queue. */
@@ -134,7 +132,7 @@ export class Supervisor {
   }
 
   liveTopics(): number {
-    return Atomics.load(this.counters, 0);
+    return Atomics.load(this.counters, TOPICS_SLOT);
   }
 
   /** Crash-only: a thread that fails, or ends before shutdown, ends the process. */

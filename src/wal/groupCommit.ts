@@ -21,7 +21,8 @@ import type { WalWriter } from './walWriter.js';
 import type { WalSpace } from './walSpace.js';
 import { isDiskFull } from '../storage/fs.js';
 import { WAL_HEADER_BYTES } from './format.js';
-import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
+import { StorageState } from '../storage/storageState.js';
+import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 
 /** How often a missing space reserve (or first file) is tried again while the disk is full. */
 const RESERVE_RETRY_MS = 500;

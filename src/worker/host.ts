@@ -44,6 +44,7 @@ import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from
 import { priorityOf } from '../actors/topic/topicState.js';
 import type { Fs } from '../storage/fs.js';
 import { InvariantError } from '../core/invariant.js';
+import { TOPICS_SLOT } from '../core/sharedCounters.js';
 
 export interface ActorHostDeps {
   clock: Clock;
@@ -377,7 +378,7 @@ export class ActorHost implements HostServices {
    */
   finishRecovery(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
     const r = this.recovery.finish(dirIds);
-    Atomics.add(this.opts.counters, 0, r.topics);
+    Atomics.add(this.opts.counters, TOPICS_SLOT, r.topics);
     this.dormancy.start();
     this.compaction.start();
     return r;

@@ -17,10 +17,10 @@ import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '..
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
-import { PACK_NO_SLOT } from '../storage/layout.js';
+import { PACK_NO_SLOT, STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX } from '../actors/topic/appendOp.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
-import { SpaceWaits, StorageState, STORAGE_STATE_SLOT, storageStateOf } from '../storage/storageState.js';
+import { SpaceWaits, StorageState, storageStateOf } from '../storage/storageState.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { TraceWriter } from '../replay/traceWriter.js';
 
