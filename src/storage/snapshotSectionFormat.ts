@@ -44,7 +44,7 @@ export interface SectionPacks {
   tail: [string, number] | null;
 }
 
-/** What a section needs of a sleeping topic's table row (worker/dormantTable.ts's DormantRow). */
+/** What a section needs of a sleeping topic's table row (topicThread/dormantTable.ts's DormantRow). */
 export interface SleepingRow extends SectionWatermarks {
   readonly id: number;
   readonly name: string;

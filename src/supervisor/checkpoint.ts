@@ -4,7 +4,7 @@
 // unlinked — those before the PREVIOUS snapshot's cut, so a damaged newest snapshot can still
 // fall back to the previous one with the WAL it needs.
 import type { Remote } from '../core/rpc.js';
-import type { WorkerApi } from '../worker/workerApi.js';
+import type { WorkerApi } from '../topicThread/workerApi.js';
 import type { WalApi } from '../wal/walApi.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { encodeSnapshotV2, writeSnapshotBytes } from '../storage/snapshot.js';

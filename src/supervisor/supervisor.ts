@@ -9,7 +9,7 @@ import type { Settings } from '../config.js';
 import { release, transfer, wrap, Remote } from '../core/rpc.js';
 import { RequestClient } from '../core/requestChannel.js';
 import { workerOf } from '../core/names.js';
-import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
+import type { WorkerApi, WorkerThreadData } from '../topicThread/workerApi.js';
 import type { WalApi, WalThreadData } from '../wal/walApi.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';

@@ -1,6 +1,6 @@
 // WalRig: the real GroupCommit + WalWriter of the WAL thread (src/wal/) on a SimDisk wrapped in a
 // FaultFs, with MessageChannel ports standing in for topic workers. The test side of each port
-// submits exactly what src/worker/walLink.ts sends (one 'submit' per turn, the buffer
+// submits exactly what src/topicThread/walLink.ts sends (one 'submit' per turn, the buffer
 // transferred, seq +1 per submission) and records every WalOut. The storage state is read from
 // the same shared counters slot the supervisor hands the WAL thread. For the fault tests of
 // test/unit/groupCommitFaults.test.ts.

@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { SimActor } from '../helpers/simCtx.js';
 import { defaultConfig, type TopicConfig } from '../../src/actors/topic/config.js';
 import type { WatchBatch } from '../../src/core/messages/events.js';
-import { ProjectionCache, projectBatch, projectionKey } from '../../src/watch/projection.js';
-import type { WatchOptions } from '../../src/watch/session.js';
+import { ProjectionCache, projectBatch, projectionKey } from '../../src/streams/watch/projection.js';
+import type { WatchOptions } from '../../src/streams/watch/session.js';
 
 interface RecSpec {
   data: unknown;

@@ -368,7 +368,7 @@ export interface StatsTotals {
   sleeping: number;
   /** Bytes of sleeping topics' snapshot lines kept between checkpoints (sleepingLines.ts). */
   keptLineBytes: number;
-  /** Compaction (worker/compaction.ts): segment bytes given back and segments rewritten since start. */
+  /** Compaction (topicThread/compaction.ts): segment bytes given back and segments rewritten since start. */
   compactBytesReclaimed: number;
   compactSegmentsRewritten: number;
   /** Live (estimated) and file bytes of the sealed segments its last plan looked at. */

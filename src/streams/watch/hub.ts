@@ -1,13 +1,13 @@
 // WatchHub (main thread): the open watch streams, the worker events that feed them, and the
 // interest each worker is told about (workers render pushes only for topics with an open
 // stream). It keeps the newest known state of every followed topic, so a pull that raced a push
-// or a delete can tell (docs/ARCHITECTURE.md "Watch streams"). Flushing is the shared FlushPacer's (src/sse/).
+// or a delete can tell (docs/ARCHITECTURE.md "Watch streams"). Flushing is the shared FlushPacer's (src/streams/sse/).
 import type { ServerResponse } from 'node:http';
-import type { Supervisor } from '../supervisor/supervisor.js';
+import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { FlushPacer } from '../sse/flushPacer.js';
 import type { SseSlots } from '../sse/slots.js';
-import type { TopicResult } from '../core/messages/rpc.js';
-import type { WatchBatch, WatchEvent } from '../core/messages/events.js';
+import type { TopicResult } from '../../core/messages/rpc.js';
+import type { WatchBatch, WatchEvent } from '../../core/messages/events.js';
 import { ProjectionCache, projectionKey, type PushFrames } from './projection.js';
 import type { WatchSession, WatchRegistry } from './session.js';
 import { WatchStream, type StreamDeps } from './stream.js';

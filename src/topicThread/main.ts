@@ -1,4 +1,4 @@
-// Entry point of a topic worker thread: the WorkerApi (src/worker/workerApi.ts) on the real
+// Entry point of a topic worker thread: the WorkerApi (src/topicThread/workerApi.ts) on the real
 // filesystem and the system clock, exposed to main over Comlink.
 import { workerData } from 'node:worker_threads';
 import { expose } from '../core/rpc.js';

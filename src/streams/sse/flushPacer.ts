@@ -13,8 +13,8 @@
 // Now the pacer stops after SLICE_MS, lets the event loop take its I/O (new batches queue onto
 // streams not yet flushed), and goes on: about two flush lengths at most, and appends are
 // answered between slices.
-import type { Clock } from '../core/clock.js';
-import { nowMs } from '../core/stopwatch.js';
+import type { Clock } from '../../core/clock.js';
+import { nowMs } from '../../core/stopwatch.js';
 import { SharedChunks } from './sharedChunks.js';
 
 /**

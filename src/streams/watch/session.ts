@@ -3,7 +3,7 @@
 // bearer capabilities, never from the seeded RNG), enforces the session cap and collects idle
 // sessions lazily, on every POST and every stream open.
 import crypto from 'node:crypto';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { encodeCursor } from './cursor.js';
 
 export interface WatchOptions {

@@ -1,7 +1,7 @@
 // Compaction's decisions about one topic (docs/ARCHITECTURE.md "Compaction"), pure functions of
 // its TopicInstance: how many bytes of a seq range still live, whether a sealed segment is dead
 // enough to rewrite, and whether the active one is worth sealing so that it can be. Read on the
-// topic worker between actor steps (src/worker/compaction.ts), and by the queue model's simulated
+// topic worker between actor steps (src/topicThread/compaction.ts), and by the queue model's simulated
 // host (src/replay/simHost.ts), so that both decide alike.
 import type { TopicInstance } from '../actors/topic/instance.js';
 

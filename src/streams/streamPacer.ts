@@ -5,10 +5,10 @@
 // cursor, so they slow down and skip nothing. A `/work` stream of such a queue gets the advisory
 // frame once per pressure episode; its delivery is already bounded by its `max` leases in
 // flight. When pressure ends every paced topic resumes at once.
-import type { PressureMonitor } from './monitor.js';
-import type { PriorityBook } from './priorityBook.js';
-import type { WatchStream } from '../watch/stream.js';
-import type { WorkStream } from '../work/workStream.js';
+import type { PressureMonitor } from '../pressure/monitor.js';
+import type { PriorityBook } from '../pressure/priorityBook.js';
+import type { WatchStream } from './watch/stream.js';
+import type { WorkStream } from './work/workStream.js';
 
 export interface PacerOptions {
   paceMs: number;

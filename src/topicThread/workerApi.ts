@@ -1,6 +1,6 @@
 // A topic worker's rpc facade (docs/ARCHITECTURE.md "Threads"): builds one ActorHost on the given Fs and clock, serves
 // topic requests on the request channel (src/core/requestChannel.ts, one message per turn each
-// way) and returns the WorkerApi of control calls that main makes over Comlink. Runs on the worker thread (src/worker/main.ts exposes it
+// way) and returns the WorkerApi of control calls that main makes over Comlink. Runs on the worker thread (src/topicThread/main.ts exposes it
 // there) or, in tests, on the caller's thread (test/support/inProcessThreads.ts). The facade only
 // turns a call into an input and returns a promise that a later reply effect resolves: Comlink
 // runs exposed methods concurrently, so logic here would break actor atomicity.

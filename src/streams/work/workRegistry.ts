@@ -3,8 +3,8 @@
 // tell a queue actor a stream paused, drained or closed. Every stream holds one SSE slot (docs/API.md "Limits")
 // from before it opens until it closes.
 import type { ServerResponse } from 'node:http';
-import type { Supervisor } from '../supervisor/supervisor.js';
-import type { WorkEvent } from '../core/messages/events.js';
+import type { Supervisor } from '../../supervisor/supervisor.js';
+import type { WorkEvent } from '../../core/messages/events.js';
 import type { FlushPacer } from '../sse/flushPacer.js';
 import type { SseSlots } from '../sse/slots.js';
 import { WorkStream } from './workStream.js';

@@ -9,7 +9,7 @@
 // Writes (docs/PERFORMANCE.md "Watch fan-out"): the first flush goes through `res.write`, which sends the
 // response head with it; every later one writes its bytes straight to the socket, chunk framing
 // included, as ONE `socket.write` of a Buffer shared with every connection that queued the same
-// frames (src/sse/sharedChunks.ts): one syscall per connection per flush, nothing built per
+// frames (src/streams/sse/sharedChunks.ts): one syscall per connection per flush, nothing built per
 // connection. Only while the response owns its socket and holds nothing buffered itself
 // (otherwise, and for HTTP/1.0 framing, the bytes take `res.write` as before).
 import type { ServerResponse } from 'node:http';
