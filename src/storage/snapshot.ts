@@ -12,7 +12,7 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../core/messages/wal.js';
 import type { TopicPart } from './topicPart.js';
-import { metaDir } from './layout.js';
+import { metaDir } from '../format/layout.js';
 import { fsyncDir, fsyncDirSync, mkdirDurable, type Fs, type FsFile } from './fs.js';
 import { readSection } from './snapshotSection.js';
 

@@ -28,7 +28,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import type { WalPosition } from '../core/messages/wal.js';
 import { routerFilePath } from './routerStore.js';
-import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../storage/layout.js';
+import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../format/layout.js';
 
 export const STAGING_PREFIX = 'backup-staging-';
 

@@ -11,7 +11,7 @@ import { encodeSnapshotV2, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';
 import { StorageState } from '../storage/storageState.js';
 import { packsToUnlink } from '../storage/packMap.js';
-import { packsDir } from '../storage/layout.js';
+import { packsDir } from '../format/layout.js';
 import path from 'node:path';
 
 /** How often a checkpoint is attempted while the disk is full. */

@@ -30,7 +30,7 @@ import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { listTopicDirs } from '../storage/segmentLoad.js';
 import { listPackNamesSync } from '../storage/packScan.js';
-import { parsePackFileName } from '../storage/layout.js';
+import { parsePackFileName } from '../format/layout.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 import { RouterRegistry } from './routerRegistry.js';
 

@@ -24,7 +24,7 @@ import type { TopicInstance } from '../actors/topic/instance.js';
 import { SlotState } from '../actors/topic/seqIndex.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import { mkdirDurable, type Fs } from '../storage/fs.js';
-import { segmentFileName, topicDir } from '../storage/layout.js';
+import { segmentFileName, topicDir } from '../format/layout.js';
 import { fileSource, writeCompacted, type CompactOutcome, type CompactPace, type CompactSource } from '../storage/compactor.js';
 import { liveEstimate, mostlyDead, sealedCandidates, worthSealing, type RollBytes } from './compactPlan.js';
 import path from 'node:path';

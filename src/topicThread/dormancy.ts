@@ -26,7 +26,7 @@ import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
-import { forEachAppendRecord, payloadBytesOf, probeFrame, type AppendHead, type FrameView } from '../wal/frame.js';
+import { forEachAppendRecord, payloadBytesOf, probeFrame, type AppendHead, type FrameView } from '../format/frame.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 import { CorruptionError } from '../core/corruption.js';

@@ -14,7 +14,7 @@ import { fail, type ErrorResult } from '../core/errors.js';
 import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
-import { probeFrame, readAppendHead } from '../wal/frame.js';
+import { probeFrame, readAppendHead } from '../format/frame.js';
 import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { TopicPart } from '../storage/snapshot.js';

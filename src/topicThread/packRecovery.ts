@@ -24,8 +24,8 @@ import type { Fs } from '../storage/fs.js';
 import type { PackStore } from '../storage/packStore.js';
 import { listPacks, readPack, ReuseBuffer, type ListedPack } from '../storage/packScan.js';
 import type { SectionPacks } from '../storage/snapshotSection.js';
-import { probeFrame } from '../wal/frame.js';
-import { readAppendHead, type AppendHead, type FrameView } from '../wal/frame.js';
+import { probeFrame } from '../format/frame.js';
+import { readAppendHead, type AppendHead, type FrameView } from '../format/frame.js';
 import { forEachFrame } from '../storage/segmentLoad.js';
 import { CorruptionError } from '../core/corruption.js';
 

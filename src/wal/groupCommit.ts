@@ -20,7 +20,7 @@ import { nowMs } from '../core/stopwatch.js';
 import type { WalWriter } from './walWriter.js';
 import type { WalSpace } from './walSpace.js';
 import { isDiskFull } from '../storage/fs.js';
-import { WAL_HEADER_BYTES } from './format.js';
+import { WAL_HEADER_BYTES } from '../format/constants.js';
 import { StorageState } from '../storage/storageState.js';
 import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 

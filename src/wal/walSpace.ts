@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { WalPosition } from '../core/messages/wal.js';
 import { fsyncDirSync, type Fs } from '../storage/fs.js';
 import { freeBytes } from '../storage/freeSpace.js';
-import { walDir, walFileName } from '../storage/layout.js';
+import { walDir, walFileName } from '../format/layout.js';
 import { removeSnapshotsBefore } from '../storage/snapshot.js';
 import { listWalFiles } from './files.js';
 import { mib } from './walSizing.js';

@@ -15,8 +15,8 @@ import type { WalIn, WalOut, WalPosition } from '../../src/core/messages/wal.js'
 import { GroupCommit } from '../../src/wal/groupCommit.js';
 import { WalWriter } from '../../src/wal/walWriter.js';
 import { scanWal } from '../../src/wal/scan.js';
-import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
-import { FrameType } from '../../src/wal/format.js';
+import { decodeJsonBody, encodeJsonFrame } from '../../src/format/frame.js';
+import { FrameType } from '../../src/format/constants.js';
 import { storageStateName } from '../../src/storage/storageState.js';
 import { newSharedCounters, STORAGE_STATE_SLOT } from '../../src/core/sharedCounters.js';
 import { SimDisk, type CrashMode } from './simDisk.js';

@@ -15,7 +15,7 @@ import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
 import { resolveConfig } from '../../src/actors/topic/config.js';
 import { SimDisk } from '../support/simDisk.js';
 import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
-import { topicsDir } from '../../src/storage/layout.js';
+import { topicsDir } from '../../src/format/layout.js';
 import path from 'node:path';
 import type { Settings } from '../../src/config.js';
 

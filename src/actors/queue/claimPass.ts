@@ -12,7 +12,7 @@ import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease } from './leaseTable.js';
 import { claimedEvent, logLeases, releasedEvent } from './leasesLog.js';

@@ -12,9 +12,9 @@
 // Runs in the queue topic's actor; pure, effects go through the ActorCtx.
 import { fail, walBehind } from '../../core/errors.js';
 import type { TermRequest, TopicResult } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';

@@ -9,7 +9,7 @@ import type { WorkCloseRequest, WorkFlowRequest, WorkOpenRequest } from '../../c
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import { runPass, wantOf } from './claimPass.js';
 import { logLeases, releasedEvent } from './leasesLog.js';
 import type { Claimer, QueueState, WorkConn } from './queueState.js';

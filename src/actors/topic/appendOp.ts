@@ -2,7 +2,7 @@
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
-import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, readAppendHead, probeFrame } from '../../wal/frame.js';
+import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, readAppendHead, probeFrame } from '../../format/frame.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';

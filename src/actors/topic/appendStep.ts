@@ -13,9 +13,9 @@ import { resolveConfig, type TopicConfig } from './config.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
 import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/applied.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
+import { encodeJsonFrame } from '../../format/frame.js';
 import { encodeRedriveHeader, notePending } from '../queue/redriveHeader.js';
-import { FrameType } from '../../wal/format.js';
+import { FrameType } from '../../format/constants.js';
 
 /** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
 const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };

@@ -3,8 +3,8 @@
 // Pure; effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
 import type { DeleteTopicRequest, PutRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame, encodeTopicCreate } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { encodeJsonFrame, encodeTopicCreate } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { sameConfig, type TopicConfig } from './config.js';

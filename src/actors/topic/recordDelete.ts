@@ -4,8 +4,8 @@
 // Pure; effects go through the ActorCtx.
 import { fail, walBehind } from '../../core/errors.js';
 import type { DeleteRecordsRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { deleteRecords } from './retention.js';

@@ -5,8 +5,8 @@
 // topic, delete nothing. Pure; effects go through the ActorCtx.
 import { walBehind } from '../../core/errors.js';
 import type { RedriveDeleteRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { deleteSeqs } from './retention.js';

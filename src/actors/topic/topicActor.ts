@@ -9,8 +9,8 @@
 import type { RedriveReadRequest, StatsTotals, TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
 import type { RouterStats } from '../../core/messages/router.js';
 import { assertNever, fail, storageFailed } from '../../core/errors.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, jsonOpen, type ActorCore, type ActorOptions } from './actorCore.js';
 import { append } from './appendStep.js';

@@ -5,7 +5,7 @@
 //     2 u16 nodeLen   4 u32 deliveries   8 u64 seq   16 u64 atMs (deadline; released: ready-at, 0 = now)
 //    24 u32 epoch    28 u32 rand        32 u64 lease counter   40 node (UTF-8, claimed only)
 // The lease id is rebuilt from (epoch, counter, rand). Pure functions over buffers.
-import { FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventFlag } from './format.js';
+import { FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventFlag } from './constants.js';
 import { frameSize, readU64, sealFrame, writeU64, type FrameView } from './frame.js';
 import { CorruptionError } from '../core/corruption.js';
 

@@ -24,7 +24,7 @@ import {
   KNOWN_FRAME_TYPES,
   META_ABSENT,
   TWO_32,
-} from './format.js';
+} from './constants.js';
 import { CorruptionError } from '../core/corruption.js';
 
 export function alignUp(n: number): number {
