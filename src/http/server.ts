@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { RequestMetrics } from './requestMetrics.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { Metrics } from './metrics.js';
-import { fail } from '../core/errors.js';
+import { fail } from '../protocol/errors.js';
 import { nowMs } from '../core/stopwatch.js';
 import { sendError, HttpError } from './reply.js';
 import { topicRoutes } from './routes/topics.js';

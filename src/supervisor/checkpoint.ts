@@ -6,7 +6,7 @@
 import type { Remote } from '../core/rpc.js';
 import type { WorkerApi } from '../topicThread/workerApi.js';
 import type { WalApi } from '../wal/walApi.js';
-import type { WalPosition } from '../core/messages/wal.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import { encodeSnapshotV2, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';
 import { StorageState } from '../storage/storageState.js';

@@ -6,7 +6,7 @@
 // becomes a DormantTopic object only when one is needed (a wake, a list page); checkpoints and
 // metrics read the columns. Runs on the topic worker thread; pure data.
 // Invariant: a name has at most one row; `bytesTotal` is the sum of the rows' bytes.
-import type { TopicConfig } from '../actors/topic/config.js';
+import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
 import type { TopicPart } from '../storage/topicPart.js';
 import { NameRows } from './nameRows.js';

@@ -2,7 +2,7 @@
 // streams on (only those are rendered and pushed), and the watch and `/work` events of one
 // event-loop turn, sent as one message with the batch and job-frame buffers transferred.
 import type { MessagePort } from 'node:worker_threads';
-import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
+import type { WatchEvent, WorkerEvents, WorkEvent } from '../protocol/messages/events.js';
 
 /** True when `b` owns its whole ArrayBuffer (never a pool slice), so it can be transferred. */
 function standalone(b: Uint8Array): boolean {

@@ -4,8 +4,8 @@
 // import each other.
 import type { EffectSink, Queries, Effect } from '../actors/ctx.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
-import type { TopicResult } from '../core/messages/rpc.js';
-import { assertNever } from '../core/errors.js';
+import type { TopicResult } from '../protocol/messages/rpc.js';
+import { assertNever } from '../protocol/errors.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { SegmentPlacement } from '../actors/ctx.js';
 import type { SegmentStore } from '../storage/segmentStore.js';

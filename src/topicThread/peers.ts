@@ -4,8 +4,8 @@
 // host; also a queue's redrive append to itself) or another over its peer port. The answer comes back as
 // a `peerReply` input to the asking actor. Never through the HTTP thread. Runs on a worker.
 import type { MessagePort } from 'node:worker_threads';
-import type { PeerMessage } from '../core/messages/peer.js';
-import type { TopicRequest, TopicResult } from '../core/messages/rpc.js';
+import type { PeerMessage } from '../protocol/messages/peer.js';
+import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 import { workerOf } from '../core/names.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 

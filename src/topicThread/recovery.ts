@@ -7,10 +7,10 @@
 // chunks and applied in order, then the end of recovery (reservations padded, topics counted).
 // Every change to an actor goes through an input, so recovery is traced like the rest.
 import { lanes } from '../core/lanes.js';
-import type { WalOut } from '../core/messages/wal.js';
+import type { WalOut } from '../protocol/messages/wal.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
-import type { TopicConfig } from '../actors/topic/config.js';
+import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../format/frame.js';
 import { FrameType } from '../format/constants.js';

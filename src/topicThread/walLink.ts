@@ -5,9 +5,9 @@
 // credit, and the per-frame timings of the performance block. Runs on the worker thread.
 // Invariant: submissions are acked in order; a frame's segment write follows its WAL write.
 import type { MessagePort } from 'node:worker_threads';
-import type { AppendRequest, PerfFields } from '../core/messages/rpc.js';
-import type { WalIn, WalOut } from '../core/messages/wal.js';
-import { assertNever } from '../core/errors.js';
+import type { AppendRequest, PerfFields } from '../protocol/messages/rpc.js';
+import type { WalIn, WalOut } from '../protocol/messages/wal.js';
+import { assertNever } from '../protocol/errors.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import type { SegmentPlacement } from '../actors/ctx.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';

@@ -1,5 +1,5 @@
 // A topic worker's rpc facade (docs/ARCHITECTURE.md "Threads"): builds one ActorHost on the given Fs and clock, serves
-// topic requests on the request channel (src/core/requestChannel.ts, one message per turn each
+// topic requests on the request channel (src/protocol/requestChannel.ts, one message per turn each
 // way) and returns the WorkerApi of control calls that main makes over Comlink. Runs on the worker thread (src/topicThread/main.ts exposes it
 // there) or, in tests, on the caller's thread (test/support/inProcessThreads.ts). The facade only
 // turns a call into an input and returns a promise that a later reply effect resolves: Comlink
@@ -8,12 +8,12 @@ import { threadCpuUs } from '../core/threadCpu.js';
 import { startStageClock } from '../core/stageClock.js';
 import { startGaugeSampler } from './gaugeSampler.js';
 import { totalLiveBytes } from '../core/gauges.js';
-import { totalBytesReached } from '../core/errors.js';
+import { totalBytesReached } from '../protocol/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
-import { serveRequests } from '../core/requestChannel.js';
+import { serveRequests } from '../protocol/requestChannel.js';
 import type { Clock } from '../core/clock.js';
-import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../core/messages/rpc.js';
+import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../protocol/messages/rpc.js';
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
@@ -29,7 +29,7 @@ export interface WorkerThreadData {
   workers: number;
   dataDir: string;
   rpcPort: MessagePort;
-  /** Topic requests from main, batched per turn (src/core/requestChannel.ts). */
+  /** Topic requests from main, batched per turn (src/protocol/requestChannel.ts). */
   requestPort: MessagePort;
   walPort: MessagePort;
   /** Raw port for watch events to main (docs/ARCHITECTURE.md "Thread crossings"). */

@@ -15,7 +15,7 @@
 // after an fdatasync that began after its write; nothing is posted to a port after 'failed'.
 import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS, LatencyBuckets, type BucketCounts } from '../core/latencyBuckets.js';
 import type { MessagePort } from 'node:worker_threads';
-import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
+import type { WalIn, WalOut, WalPosition } from '../protocol/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
 import type { WalWriter } from './walWriter.js';
 import type { WalSpace } from './walSpace.js';

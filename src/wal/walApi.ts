@@ -6,7 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import path from 'node:path';
 import type { Fs } from '../storage/fs.js';
-import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
+import type { WalIn, WalOut, WalPosition } from '../protocol/messages/wal.js';
 import { GroupCommit, WalStats } from './groupCommit.js';
 import { WalWriter } from './walWriter.js';
 import { CHUNK_BYTES, scanWal, ScanResult, topicNameOf } from './scan.js';

@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Fs } from '../../src/storage/fs.js';
-import type { WalIn, WalOut, WalPosition } from '../../src/core/messages/wal.js';
+import type { WalIn, WalOut, WalPosition } from '../../src/protocol/messages/wal.js';
 import { GroupCommit } from '../../src/wal/groupCommit.js';
 import { WalWriter } from '../../src/wal/walWriter.js';
 import { scanWal } from '../../src/wal/scan.js';

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Dormancy, type DormancyHost } from '../../src/topicThread/dormancy.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import type { TopicActor } from '../../src/actors/topic/topicActor.js';
 import type { ActorInput } from '../../src/actors/topic/inputs.js';
 import type { DormantTopic } from '../../src/actors/topic/dormant.js';

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX, placeInSegment, type SegmentLimits } from '../../src/actors/topic/appendOp.js';
-import { defaultConfig } from '../../src/actors/topic/config.js';
+import { defaultConfig } from '../../src/protocol/topicConfig.js';
 import { dormantOf, SLEEP_BYTES_MAX, type StoredFrames } from '../../src/actors/topic/dormant.js';
 import { TopicInstance } from '../../src/actors/topic/instance.js';
 import { loadPackedFrame } from '../../src/actors/topic/replay.js';

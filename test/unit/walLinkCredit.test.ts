@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
 import { WalLink, type QueuedFrame, type WalLinkHost } from '../../src/topicThread/walLink.js';
-import type { WalIn } from '../../src/core/messages/wal.js';
+import type { WalIn } from '../../src/protocol/messages/wal.js';
 
 const host: WalLinkHost = {
   walAck: () => undefined,

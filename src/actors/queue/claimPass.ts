@@ -6,7 +6,7 @@
 // and `/work` pushes go out (after that frame is durable when `leases_durable`), once the jobs'
 // texts are in memory (cold ones are read back from segments first).
 // Pure; effects go through the ActorCtx.
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

@@ -6,7 +6,7 @@ import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, r
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
-import type { ForwardInfo } from '../../core/messages/router.js';
+import type { ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../ctx.js';
 import { InvariantError } from '../../core/invariant.js';

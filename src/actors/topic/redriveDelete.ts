@@ -3,8 +3,8 @@
 // the queue's actor over a peer request): one DELETE frame of this topic's class naming them,
 // answered at the class's ack point. Idempotent: records already gone, or another instance of the
 // topic, delete nothing. Pure; effects go through the ActorCtx.
-import { walBehind } from '../../core/errors.js';
-import type { RedriveDeleteRequest } from '../../core/messages/rpc.js';
+import { walBehind } from '../../protocol/errors.js';
+import type { RedriveDeleteRequest } from '../../protocol/messages/rpc.js';
 import { encodeJsonFrame } from '../../format/frame.js';
 import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';

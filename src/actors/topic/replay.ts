@@ -5,7 +5,7 @@
 import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../format/frame.js';
 import { FrameType } from '../../format/constants.js';
 import { activePlacement, indexFrame, placeInSegment, type SegmentLimits } from './appendOp.js';
-import type { TopicConfig } from './config.js';
+import type { TopicConfig } from '../../protocol/topicConfig.js';
 import type { SegmentPlacement } from '../ctx.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';

@@ -3,7 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { isTopicName } from '../../core/names.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { checkBody, parseSmallBody, queryBool } from '../parse.js';
 import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
 import { check, checkOneStart, validateWatch, type WatchBody } from '../schemas.js';

@@ -4,7 +4,7 @@
 // stream is accepted.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { queryInt, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendResult, withHttpErrors } from '../reply.js';
 import { checkNode, clampLeaseMs, clampMax } from '../queueSchemas.js';

@@ -2,7 +2,7 @@
 // budget). A batch is rendered once per projection, by concatenating the pieces the worker
 // rendered once (docs/ARCHITECTURE.md "Watch streams"), and the same bytes go to every stream that shares the projection.
 import { LRUCache } from 'lru-cache';
-import type { WatchBatch } from '../../core/messages/events.js';
+import type { WatchBatch } from '../../protocol/messages/events.js';
 import type { WatchOptions } from './session.js';
 import { encodeCursor } from './cursor.js';
 import { frame } from '../sse/wire.js';

@@ -7,8 +7,8 @@
 // socket drains, so one slow client costs only itself. Main thread. The transport (flush
 // pacing, heartbeats, pause on backlog, framing) is src/streams/sse/; this file decides what to send.
 import type { ServerResponse } from 'node:http';
-import type { TopicResult, WatchReadMeta } from '../../core/messages/rpc.js';
-import type { WatchBatch } from '../../core/messages/events.js';
+import type { TopicResult, WatchReadMeta } from '../../protocol/messages/rpc.js';
+import type { WatchBatch } from '../../protocol/messages/events.js';
 import type { WatchSession } from './session.js';
 import { FRAME_END, frame, frameHead, type ErrorFrame } from '../sse/wire.js';
 import type { FlushPacer } from '../sse/flushPacer.js';

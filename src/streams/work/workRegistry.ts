@@ -4,7 +4,7 @@
 // from before it opens until it closes.
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import type { WorkEvent } from '../../core/messages/events.js';
+import type { WorkEvent } from '../../protocol/messages/events.js';
 import type { FlushPacer } from '../sse/flushPacer.js';
 import type { SseSlots } from '../sse/slots.js';
 import { WorkStream } from './workStream.js';

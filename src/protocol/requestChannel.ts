@@ -13,8 +13,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { OkResult, RequestBatch, ResultBatch, TopicRequest, TopicResult, WireRequest, WireResult } from './messages/rpc.js';
 import { fail } from './errors.js';
-import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from './pagePool.js';
-import { stageClock } from './stageClock.js';
+import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from '../core/pagePool.js';
+import { stageClock } from '../core/stageClock.js';
 
 /** Pages main keeps for the way back to one worker while no request goes there. */
 const RETURNED_PAGES_MAX = 8;

@@ -2,9 +2,9 @@
 // to the stored 17-key form. Pure; used on the HTTP thread (PUT) and in workers (append config).
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
-import { fail, ErrorResult } from '../../core/errors.js';
-import { isTopicName } from '../../core/names.js';
-import { describeAjvError } from '../../core/ajvMessage.js';
+import { fail, ErrorResult } from './errors.js';
+import { isTopicName } from '../core/names.js';
+import { describeAjvError } from '../core/ajvMessage.js';
 
 export type Durability = 'ephemeral' | 'memory' | 'disk' | 'fsync';
 

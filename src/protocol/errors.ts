@@ -1,7 +1,7 @@
 // The one table of error codes (docs/API.md "Errors") and the value type that carries an
 // operating error across threads. Workers return ErrorResult values and never throw; only the
 // HTTP layer renders the envelope.
-import type { RequestStamps } from './stageClock.js';
+import type { RequestStamps } from '../core/stageClock.js';
 
 export const ERROR_STATUS = {
   invalid_request: 400,

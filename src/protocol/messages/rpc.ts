@@ -1,8 +1,8 @@
 // The main → topic worker rpc boundary: topic requests and their results (carried in batches by
-// src/core/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
-import type { RequestStamps } from '../stageClock.js';
+// src/protocol/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
+import type { RequestStamps } from '../../core/stageClock.js';
 import type { ErrorResult } from '../errors.js';
-import type { TopicConfig } from '../../actors/topic/config.js';
+import type { TopicConfig } from '../topicConfig.js';
 import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats, TagMatch } from './router.js';
 
 export interface AppendRequest {
@@ -426,7 +426,7 @@ export interface RequestBatch {
   reqs: WireRequest[];
   /**
    * The append bodies of the batch back to back, in request order: one buffer per batch, not
-   * one per request (src/core/requestChannel.ts).
+   * one per request (src/protocol/requestChannel.ts).
    */
   bodies?: ArrayBuffer;
   /** Where each append's body ends in `bodies`, in the order of the appends in `reqs`. */
