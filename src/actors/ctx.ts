@@ -7,16 +7,11 @@ import type { Rng } from '../core/rng.js';
 import type { AppendRequest, TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 import type { WatchEvent, WorkEvent } from '../protocol/messages/events.js';
 import { assertNever } from '../protocol/errors.js';
-import { encodeTraceValue } from '../replay/traceCodec.js';
+import { encodeTraceValue } from '../core/traceCodec.js';
+import type { SegmentPlacement } from '../format/layout.js';
 
 /** Where an APPEND frame goes in the topic's segments once the WAL has written it. */
-export interface SegmentPlacement {
-  topicId: number;
-  segFirstSeq: number;
-  offset: number;
-  /** The topic's first segment, kept in the worker's shared pack files (absent: its own file). */
-  packed?: boolean;
-}
+export type { SegmentPlacement };
 
 export interface ColdRange {
   segFirstSeq: number;

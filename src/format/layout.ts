@@ -75,3 +75,12 @@ export function parsePackFileName(name: string): PackName | undefined {
   const p = { no: Number(m[1]), writer: Number(m[2]), workers: Number(m[3]) };
   return p.workers > 0 && p.writer < p.workers ? p : undefined;
 }
+
+/** Where a frame goes in a topic's segments: its segment (by first seq), the offset in it. */
+export interface SegmentPlacement {
+  topicId: number;
+  segFirstSeq: number;
+  offset: number;
+  /** The topic's first segment, kept in the worker's shared pack files (absent: its own file). */
+  packed?: boolean;
+}

@@ -35,7 +35,7 @@ import { PressureMonitor } from '../pressure/monitor.js';
 import { PressureGate } from '../pressure/gate.js';
 import { StreamPacer } from '../streams/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
-import { registerPressureMetrics, seedPriorities } from '../pressure/wiring.js';
+import { registerPressureMetrics, seedPriorities } from './pressureWiring.js';
 import { lazyChildLogger, levelEnabled } from './lazyLogger.js';
 import { stageClock } from '../core/stageClock.js';
 import { registerStageClock } from './stageHooks.js';

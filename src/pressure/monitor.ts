@@ -3,7 +3,7 @@
 // depth). Pressure is on while any of them is at or past its threshold, or always with the
 // SERVICE_PRESSURE_FORCE test hook. Reported in /v0/metrics.
 import { GAUGE, gauge } from '../core/gauges.js';
-import { LoopSampler } from './loopSampler.js';
+import { LoopSampler } from '../core/loopSampler.js';
 
 const SAMPLE_MS = 100;
 

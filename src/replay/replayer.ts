@@ -7,7 +7,7 @@ import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
 import { StepCtx, type EffectSink, type Queries } from '../actors/ctx.js';
 import { seededRng, Rng } from '../core/rng.js';
-import { decodeTraceValue, TraceHeader, TraceLine } from './traceCodec.js';
+import { decodeTraceValue, TraceHeader, TraceLine } from '../core/traceCodec.js';
 
 export interface Divergence {
   step: number;

@@ -4,7 +4,7 @@
 // stream on the worker thread; a debugging aid, not a durability mechanism.
 import fs from 'node:fs';
 import path from 'node:path';
-import { encodeTraceValue, TraceHeader, TraceLine } from './traceCodec.js';
+import { encodeTraceValue, TraceHeader, TraceLine } from '../core/traceCodec.js';
 
 export class TraceWriter {
   private readonly out: fs.WriteStream;

@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { WalPosition } from '../protocol/messages/wal.js';
-import type { TopicPart } from './topicPart.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { metaDir } from '../format/layout.js';
 import { fsyncDir, fsyncDirSync, mkdirDurable, type Fs, type FsFile } from './fs.js';
 import { readSection } from './snapshotSection.js';
@@ -25,7 +25,7 @@ const HEADER = 24;
 /** The CRC of a section is checked this many bytes at a time, the event loop served in between. */
 const CRC_SLICE_BYTES = 8 << 20;
 
-export type { TopicPart, DormantTopic } from './topicPart.js';
+export type { TopicPart, DormantTopic } from '../format/topicPart.js';
 
 export interface SnapshotBody {
   version: 1 | 2;

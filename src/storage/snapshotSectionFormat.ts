@@ -15,8 +15,8 @@
 // reader matches. The writer is snapshotSectionWriter.ts, the readers snapshotSectionReader.ts.
 // Runs wherever they run (topic workers, the main thread, offline tools).
 import type { TopicConfig } from '../protocol/topicConfig.js';
-import type { Watermarks } from '../actors/topic/watermarks.js';
-import type { TopicPart } from './topicPart.js';
+import type { Watermarks } from '../format/watermarks.js';
+import type { TopicPart } from '../format/topicPart.js';
 
 /**
  * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and

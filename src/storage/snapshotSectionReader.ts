@@ -5,8 +5,8 @@
 // sectionPartCount counts the lines. The common part line is read byte by byte (LineReader),
 // any other through JSON.parse.
 import { internConfig, type TopicConfig } from '../protocol/topicConfig.js';
-import type { Watermarks } from '../actors/topic/watermarks.js';
-import type { TopicPart } from './topicPart.js';
+import type { Watermarks } from '../format/watermarks.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { CorruptionError } from '../core/corruption.js';
 import {
   KEY_C,

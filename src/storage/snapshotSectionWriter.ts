@@ -4,7 +4,7 @@
 // a million parts (V8 caps a string near 512 MB), nor a string per part; lines of sleeping topics
 // kept from an earlier checkpoint join by reference (addLines). Runs in topic workers.
 import type { TopicConfig } from '../protocol/topicConfig.js';
-import type { TopicPart } from './topicPart.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { writeUint } from '../core/decimal.js';
 import { crc32 } from 'node:zlib';
 import { invariant } from '../core/invariant.js';

@@ -14,7 +14,7 @@ import type { SnapshotBody } from './snapshot.js';
 import { FrameType } from '../format/constants.js';
 import { decodeJsonBody, readAppendHead, type FrameView } from '../format/frame.js';
 import { isRouterName, isTopicName } from '../core/names.js';
-import { decodeRouterFile, routerFilePath, type StoredRouter } from '../supervisor/routerStore.js';
+import { decodeRouterFile, routerFilePath, type StoredRouter } from './routerStore.js';
 
 const FILE = 'meta/routers.json';
 

@@ -27,7 +27,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import type { WalPosition } from '../protocol/messages/wal.js';
-import { routerFilePath } from './routerStore.js';
+import { routerFilePath } from '../storage/routerStore.js';
 import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../format/layout.js';
 
 export const STAGING_PREFIX = 'backup-staging-';

@@ -11,7 +11,7 @@ import type { RouterDef, RouterStats } from '../protocol/messages/router.js';
 import { defaultConfig } from '../protocol/topicConfig.js';
 import type { Fs } from '../storage/fs.js';
 import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from './routerGraph.js';
-import { loadRouters, saveRouters, type StoredRouter } from './routerStore.js';
+import { loadRouters, saveRouters, type StoredRouter } from '../storage/routerStore.js';
 
 /** What the registry needs of the supervisor: topic requests, and which topics exist. */
 export interface RouterHost {

@@ -8,7 +8,7 @@
 // Invariant: a name has at most one row; `bytesTotal` is the sum of the rows' bytes.
 import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
-import type { TopicPart } from '../storage/topicPart.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { NameRows } from './nameRows.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
 

@@ -2,7 +2,7 @@
 // utilisation and p99 delay (docs/ARCHITECTURE.md "Admission"), bytes queued for the WAL (docs/ARCHITECTURE.md "Admission"), and, when the
 // max_total_bytes cap is on, the live bytes of its topics (docs/API.md "Limits"). Runs on the worker thread.
 import { GAUGE, setGauge } from '../core/gauges.js';
-import { LoopSampler } from '../pressure/loopSampler.js';
+import { LoopSampler } from '../core/loopSampler.js';
 
 const SAMPLE_MS = 100;
 

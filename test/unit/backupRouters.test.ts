@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { stageBackup, type BackupSource } from '../../src/supervisor/backup.js';
 import { RouterRegistry, type RouterHost, type RouterInput } from '../../src/supervisor/routerRegistry.js';
-import { loadRouters, routerFilePath, type RouterFile } from '../../src/supervisor/routerStore.js';
+import { loadRouters, routerFilePath, type RouterFile } from '../../src/storage/routerStore.js';
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 

@@ -107,3 +107,52 @@ test('client commands of the CLI do not load server code: only serve, replay, wa
   }
   assert.deepEqual(offenders, []);
 });
+
+/**
+ * The layers of src/, lowest first (docs/ARCHITECTURE.md "Code map"): a module may import its own
+ * folder and the layers below it, never one above. Folders on one rank are peers. Files at the
+ * top of src/ rank by file; the client library is checked on its own (above).
+ */
+const LAYER_OF_FOLDER: Record<string, number> = {
+  core: 0,
+  protocol: 1,
+  format: 2,
+  storage: 3,
+  wal: 3,
+  auth: 3,
+  actors: 4,
+  replay: 5,
+  topicThread: 5,
+  supervisor: 6,
+  pressure: 7,
+  streams: 7,
+  http: 8,
+  cli: 9,
+};
+const LAYER_OF_TOP_FILE: Record<string, number> = { 'config.ts': 5, 'configSchema.ts': 5, 'log.ts': 5, 'cli.ts': 10 };
+
+function layerOf(file: string): number | undefined {
+  const parts = path.relative(root, file).split(path.sep);
+  if (parts.length === 1) return LAYER_OF_TOP_FILE[parts[0]!];
+  if (parts[0] === 'client') return undefined;
+  return LAYER_OF_FOLDER[parts[0]!];
+}
+
+test('imports run one way: no module imports a layer above its own', () => {
+  const offenders: string[] = [];
+  const unranked = new Set<string>();
+  for (const [f, deps] of graph()) {
+    const from = layerOf(f);
+    if (from === undefined) {
+      if (!path.relative(root, f).startsWith(`client${path.sep}`)) unranked.add(path.relative(root, f));
+      continue;
+    }
+    for (const d of deps) {
+      const to = layerOf(d);
+      if (to === undefined) continue; // the client: its own test
+      if (to > from) offenders.push(`${path.relative(root, f)} -> ${path.relative(root, d)}`);
+    }
+  }
+  assert.deepEqual([...unranked], [], 'every folder and top-level file has a layer');
+  assert.deepEqual(offenders, []);
+});

@@ -13,8 +13,9 @@ import { encodeLeases, type LeaseEvent } from '../../format/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease, LeaseTable } from './leaseTable.js';
 import type { QueueState } from './queueState.js';
-import { loadRedrivePending, redrivePendingPart, type RedrivePendingPart } from './redriveHeader.js';
+import { loadRedrivePending, redrivePendingPart } from './redriveHeader.js';
 import { InvariantError } from '../../core/invariant.js';
+import type { QueuePart } from '../../format/topicPart.js';
 
 export function claimedEvent(seq: number, lease: Lease, deliveries: number): LeaseEvent {
   return { kind: LeaseEventKind.CLAIMED, seq, atMs: lease.deadlineMs, deliveries, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: lease.node };
@@ -71,18 +72,8 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
   }
 }
 
-/**
- * What a snapshot keeps of a queue: claim leases, nack delays, delivery counts, the DLQ counter,
- * and the dead-letter records a redrive copied back whose delete is not confirmed (redrive.ts).
- */
-export interface QueuePart {
-  /** [seq, epoch, counter, rand, node, deadline] of every lease taken by a claim. */
-  leases: [number, number, number, number, string, number][];
-  delayed: [number, number][];
-  deliveries: [number, number][];
-  dead_lettered: number;
-  redrive_pending?: RedrivePendingPart;
-}
+/** What a snapshot keeps of a queue (its type lives with the snapshot format). */
+export type { QueuePart };
 
 export function queuePart(q: QueueState): QueuePart {
   const table = q.table;

@@ -5,6 +5,7 @@
 // (QueueState.redrivePending). Pure; used by the append step and recovery of a queue's actor.
 import type { RedriveInfo } from '../../protocol/messages/rpc.js';
 import type { QueueState } from './queueState.js';
+import type { RedrivePendingPart } from '../../format/topicPart.js';
 
 interface Header {
   /** Dead-letter topic instance id. */
@@ -34,7 +35,7 @@ export function replayRedriveHeader(q: QueueState, header: Buffer): void {
 }
 
 /** What a snapshot keeps: [dead-letter instance id, name, seqs] per dead-letter instance. */
-export type RedrivePendingPart = [number, string, number[]][];
+export type { RedrivePendingPart };
 
 export function redrivePendingPart(q: QueueState): RedrivePendingPart | undefined {
   if (q.redrivePending.size === 0) return undefined;

@@ -1,13 +1,15 @@
 // Per router id, the highest source seq a dest topic holds copies of and the router's
 // forwarded total (docs/ARCHITECTURE.md "Routers", dest side); see applied.ts. Plain data, no imports of topic state.
 
+import type { AppliedPart } from '../../format/topicPart.js';
+
 export interface Applied {
   srcLast: number;
   total: number;
 }
 
-/** Snapshot form: router id → [srcLast, total]. */
-export type AppliedPart = Record<string, [number, number]>;
+/** Snapshot form: router id → [srcLast, total] (its type lives with the snapshot format). */
+export type { AppliedPart };
 
 export class AppliedTable {
   private readonly byId = new Map<number, Applied>();

@@ -17,7 +17,7 @@ import { QueueState } from '../queue/queueState.js';
 import type { AppliedTable } from '../router/appliedTable.js';
 import type { Provenance } from '../router/provenance.js';
 import type { RoutingState } from '../router/routingState.js';
-import type { Watermarks } from './watermarks.js';
+import type { Watermarks } from '../../format/watermarks.js';
 
 /** The empty queue every idle instance shares (frozen: a push on it throws instead of leaking). */
 const NONE: readonly never[] = Object.freeze([]);

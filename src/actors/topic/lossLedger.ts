@@ -3,14 +3,9 @@
 // reason merge, and past 64 runs the oldest merge as `mixed`. Reasons are best-effort; the
 // range is what counts. Persisted in snapshots and FLOORS frames.
 
-export type LossReason = 'cap' | 'ttl' | 'mixed';
+import type { LossReason, LossRun } from '../../format/topicPart.js';
 
-export interface LossRun {
-  from: number;
-  to: number;
-  reason: LossReason;
-  count: number;
-}
+export type { LossReason, LossRun };
 
 const RUNS_MAX = 64;
 /** The runs of every ledger that has none: shared and frozen (most topics never lose a record). */

@@ -7,7 +7,7 @@ import { checkBody, parseSmallBody, queryString } from '../parse.js';
 import { sendError, sendJson, withHttpErrors } from '../reply.js';
 import { routerInput, routerJson, routerName } from '../routerSchemas.js';
 import { defOf, type RouterRegistry } from '../../supervisor/routerRegistry.js';
-import type { StoredRouter } from '../../supervisor/routerStore.js';
+import type { StoredRouter } from '../../storage/routerStore.js';
 import type { Admission } from '../admission.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { RouterDef } from '../protocol/messages/router.js';
 import { metaDir } from '../format/layout.js';
-import { fsyncDir, mkdirDurable, type Fs } from '../storage/fs.js';
+import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
 
 /** A router as stored: its definition and where its forwarder started (no backfill). */
 export interface StoredRouter extends RouterDef {

@@ -3,10 +3,10 @@
 // computed at scrape time, and a `pressure` object in the JSON form).
 import client from 'prom-client';
 import type { Supervisor } from '../supervisor/supervisor.js';
-import type { Metrics } from '../http/metrics.js';
-import type { PressureMonitor } from './monitor.js';
-import type { PressureGate } from './gate.js';
-import type { PriorityBook } from './priorityBook.js';
+import type { Metrics } from './metrics.js';
+import type { PressureMonitor } from '../pressure/monitor.js';
+import type { PressureGate } from '../pressure/gate.js';
+import type { PriorityBook } from '../pressure/priorityBook.js';
 
 /**
  * After a restart no topic has been consumed (docs/API.md "GET /v0/topics/:topic" recency is not persisted), so a topic's

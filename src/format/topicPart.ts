@@ -1,10 +1,36 @@
 // A topic instance as a snapshot keeps it (snapshot.ts, snapshotSection.ts), and the record of a
 // sleeping topic, which has the same shape plus its watermarks. Types only.
 import type { TopicConfig } from '../protocol/topicConfig.js';
-import type { LossRun } from '../actors/topic/lossLedger.js';
-import type { QueuePart } from '../actors/queue/leasesLog.js';
-import type { AppliedPart } from '../actors/router/appliedTable.js';
-import type { Watermarks } from '../actors/topic/watermarks.js';
+import type { Watermarks } from './watermarks.js';
+
+export type LossReason = 'cap' | 'ttl' | 'mixed';
+
+/** One run of the loss ledger (actors/topic/lossLedger.ts): seqs from..to lost for `reason`. */
+export interface LossRun {
+  from: number;
+  to: number;
+  reason: LossReason;
+  count: number;
+}
+
+/** Redrives whose copies are appended but whose deletes are not confirmed: [id, dead-letter topic, seqs]. */
+export type RedrivePendingPart = [number, string, number[]][];
+
+/**
+ * What a snapshot keeps of a queue: claim leases, nack delays, delivery counts, the DLQ counter,
+ * and the dead-letter records a redrive copied back whose delete is not confirmed (redrive.ts).
+ */
+export interface QueuePart {
+  /** [seq, epoch, counter, rand, node, deadline] of every lease taken by a claim. */
+  leases: [number, number, number, number, string, number][];
+  delayed: [number, number][];
+  deliveries: [number, number][];
+  dead_lettered: number;
+  redrive_pending?: RedrivePendingPart;
+}
+
+/** A dest topic's router progress in snapshot form: router id → [srcLast, total]. */
+export type AppliedPart = Record<string, [number, number]>;
 
 /** One topic instance as the snapshot keeps it. */
 export interface TopicPart {
