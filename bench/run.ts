@@ -17,6 +17,7 @@ import { router } from './router.js';
 import { manyTopics } from './many-topics.js';
 import { auth } from './auth.js';
 import { stages } from './stages.js';
+import { compaction } from './compaction.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -35,6 +36,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   'many-topics': manyTopics,
   auth,
   stages,
+  compaction,
 };
 
 function usage(): never {

@@ -35,6 +35,10 @@ export interface Settings {
   packBytes: number;
   /** A pack file is sealed (and a new one started) at about this size. */
   packFileBytes: number;
+  /** A sealed segment whose live records take less than this % of it is compacted (0: never). */
+  compactLivePercent: number;
+  /** A compaction copies at most this many bytes of the old file a second (0: unpaced). */
+  compactBytesPerSec: number;
   /** A quiet topic sleeps (issue 15: a small record instead of an actor) after this long without a step (0: never). */
   topicSleepMs: number;
   /** Awake topics per worker at most: the least recently used beyond it sleep first (0: no bound). */
@@ -127,6 +131,8 @@ export function readSettings(env: Env = process.env): Settings {
     segmentWriteDelayMs: num(env, 'SERVICE_SEGMENT_WRITE_DELAY_MS', 5),
     packBytes: num(env, 'SERVICE_PACK_BYTES', 1024 * 1024),
     packFileBytes: num(env, 'SERVICE_PACK_FILE_BYTES', 16 * 1024 * 1024),
+    compactLivePercent: num(env, 'SERVICE_COMPACT_LIVE_PERCENT', 50),
+    compactBytesPerSec: num(env, 'SERVICE_COMPACT_BYTES_PER_SEC', 8 * 1024 * 1024),
     topicSleepMs: num(env, 'SERVICE_TOPIC_SLEEP_MS', 10_000),
     topicsAwakeMax: num(env, 'SERVICE_TOPICS_AWAKE', 10_000),
     lazyRecovery: str(env, 'SERVICE_LAZY_RECOVERY') === undefined ? true : bool(env, 'SERVICE_LAZY_RECOVERY'),

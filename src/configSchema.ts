@@ -49,6 +49,8 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_SEGMENT_WRITE_DELAY_MS', kind: 'int', readme: '`5`' },
   { env: 'SERVICE_PACK_BYTES', kind: 'int', readme: '`1048576`' },
   { env: 'SERVICE_PACK_FILE_BYTES', kind: 'int', readme: '`16777216`', min: 1 << 16 },
+  { env: 'SERVICE_COMPACT_LIVE_PERCENT', kind: 'int', readme: '`50`', max: 100 },
+  { env: 'SERVICE_COMPACT_BYTES_PER_SEC', kind: 'int', readme: '`8388608`' },
   { env: 'SERVICE_TOPIC_SLEEP_MS', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_TOPICS_AWAKE', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_LAZY_RECOVERY', kind: 'bool', readme: '`1`' },

@@ -55,6 +55,15 @@ function addTotals(sum: StatsTotals, t: StatsTotals): void {
   sum.actors += t.actors;
   sum.sleeping += t.sleeping;
   sum.keptLineBytes += t.keptLineBytes;
+  sum.compactBytesReclaimed += t.compactBytesReclaimed;
+  sum.compactSegmentsRewritten += t.compactSegmentsRewritten;
+  sum.compactLiveBytes += t.compactLiveBytes;
+  sum.compactStoredBytes += t.compactStoredBytes;
+}
+
+/** Live share of the sealed segments compaction last looked at (1 when it looked at none). */
+function liveRatio(t: StatsTotals): number {
+  return t.compactStoredBytes > 0 ? Math.round((t.compactLiveBytes / t.compactStoredBytes) * 1000) / 1000 : 1;
 }
 
 export class Metrics {
@@ -62,6 +71,8 @@ export class Metrics {
   private readonly started = Date.now();
   private readonly g: Record<string, client.Gauge<string>> = {};
   private readonly walCounters: Record<string, client.Counter<string>> = {};
+  /** Compaction's totals since start, summed over the workers per scrape. */
+  private readonly compactCounters: Record<string, client.Counter<string>> = {};
   /** Jobs dead-lettered per queue topic: a count kept by the queue, copied in per scrape. */
   private readonly deadLettered: client.Counter<string>;
   readonly fsyncLatency: FixedHistogram;
@@ -91,6 +102,13 @@ export class Metrics {
     gauge('spool_queue_topics', 'Topics of type queue.');
     gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending (issue 15).');
     gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request (issue 15).');
+    for (const [name, help] of [
+      ['spool_compaction_bytes_reclaimed_total', 'Segment file bytes given back by compaction since start (docs/ARCHITECTURE.md "Compaction").'],
+      ['spool_compaction_segments_rewritten_total', 'Sealed segments compaction rewrote (or unlinked, when nothing of them lived) since start.'],
+    ] as const) {
+      this.compactCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
+    }
+    gauge('spool_compaction_live_ratio', "Live share of the sealed segments compaction's last look covered (topics with dead records; 1 when none).");
     gauge('spool_checkpoint_kept_bytes', "Memory holding sleeping topics' snapshot lines between checkpoints (re-encoded only when their block of rows changes).");
     gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
     gauge('spool_sse_connections', 'Open watch and /work streams.');
@@ -189,6 +207,7 @@ export class Metrics {
     g.spool_topic_actors!.set(s.totals.actors);
     g.spool_topics_sleeping!.set(s.totals.sleeping);
     g.spool_checkpoint_kept_bytes!.set(s.totals.keptLineBytes);
+    g.spool_compaction_live_ratio!.set(liveRatio(s.totals));
     g.spool_queue_leases_in_flight!.set(s.totals.leasesInFlight);
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_watch_sessions!.set(this.hub.registry.size);
@@ -223,6 +242,14 @@ export class Metrics {
       this.walCounters[name]!.reset();
       this.walCounters[name]!.inc(v);
     }
+    const compacted: Record<string, number> = {
+      spool_compaction_bytes_reclaimed_total: s.totals.compactBytesReclaimed,
+      spool_compaction_segments_rewritten_total: s.totals.compactSegmentsRewritten,
+    };
+    for (const [name, v] of Object.entries(compacted)) {
+      this.compactCounters[name]!.reset();
+      this.compactCounters[name]!.inc(v);
+    }
     return this.registry.metrics();
   }
 
@@ -249,6 +276,7 @@ export class Metrics {
       replay_progress: this.sup.replayProgress,
       uptime_ms: Date.now() - this.started,
       http: this.requestTotals(),
+      compaction: { bytes_reclaimed: t.compactBytesReclaimed, segments_rewritten: t.compactSegmentsRewritten, live_ratio: liveRatio(t) },
       wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },
       ...Object.fromEntries(Object.entries(this.jsonExtras).map(([k, f]) => [k, f()])),
     };

@@ -2,8 +2,10 @@
 // simulated WAL whose writes, fsyncs, timers and peer messages happen only on command, so a test
 // or a fuzzer chooses every interleaving. A crash keeps the durable frames plus all written ones
 // (SIGKILL) or a prefix of them (power loss) and rebuilds the actors through the real recovery
-// code (snapshot part, segments, WAL frames). Same inputs and seed, same outputs: nothing here
-// reads the wall clock or Math.random.
+// code (snapshot part, segments, WAL frames). A compaction pass (`compact`) rewrites mostly dead
+// segments as the worker does (src/worker/compaction.ts: seal, copy, checkpoint, swap), with
+// the same decisions (compactPlan.ts) and copy format (compactFrames.ts). Same inputs and seed,
+// same outputs: nothing here reads the wall clock or Math.random.
 import { StepCtx, type Effect, type EffectSink, type Queries, type SegmentPlacement } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, type ActorInput } from '../actors/topic/inputs.js';
@@ -15,6 +17,10 @@ import { seededRng, type Rng } from '../core/rng.js';
 import { decodeJsonBody, probeFrame } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import type { TopicPart } from '../storage/snapshot.js';
+import type { LoadedSegment } from '../storage/segmentLoad.js';
+import { CopyBuilder, walkSegment, type Relocation } from '../storage/compactFrames.js';
+import { SlotState } from '../actors/topic/seqIndex.js';
+import { liveEstimate, mostlyDead, sealedCandidates, worthSealing } from '../worker/compactPlan.js';
 
 export type FrameState = 'queued' | 'written' | 'durable';
 
@@ -38,12 +44,23 @@ interface SimTimer {
 /** A message between actors waiting to be delivered: a peer request, or its answer. */
 type PeerDelivery = { k: 'req'; from: string; token: number; req: TopicRequest } | { k: 'res'; to: string; token: number; result: TopicResult };
 
+/** A topic instance's segment files: first seq → bytes (a compacted one starts with an EXTENT frame). */
+type SegmentFiles = Map<number, Buffer>;
+
 interface Checkpoint {
   parts: TopicPart[];
   /** Frames before this index are covered by the parts and segments. */
   cut: number;
-  /** Segment bytes per topic instance at the checkpoint (fsynced by it). */
-  segments: Map<number, Buffer>;
+  /** Segment files per topic instance at the checkpoint (fsynced by it). */
+  segments: Map<number, SegmentFiles>;
+}
+
+/** What a compaction pass did. */
+export interface SimCompaction {
+  sealed: number;
+  /** Segments rewritten with their live records, and those unlinked (nothing of them lived). */
+  rewritten: number;
+  unlinked: number;
 }
 
 export interface SimOptions extends ActorOptions {
@@ -70,8 +87,10 @@ export class SimHost {
   readonly work: WorkEvent[] = [];
   private nextReqId = 1;
   private localTopicNo = 0;
-  /** Segment bytes per topic instance (APPEND frames at their placed offsets, once written). */
-  private segments = new Map<number, Buffer>();
+  /** Segment files per topic instance (APPEND frames at their placed offsets, once written). */
+  private segments = new Map<number, SegmentFiles>();
+  /** Compacted segments: `topicId:firstSeq` → where original offsets are in the file now. */
+  private relocations = new Map<string, Relocation>();
   private checkpoint: Checkpoint | undefined;
   /** Steps taken, for reports. */
   steps = 0;
@@ -151,8 +170,7 @@ export class SimHost {
             this.timers = this.timers.filter((t) => !(t.actor === name && t.timerId === e.timerId));
             return;
           case 'readCold': {
-            const seg = this.segments.get(e.topicId);
-            const bufs = e.ranges.map((r) => seg?.subarray(r.offset, r.offset + r.len) ?? Buffer.alloc(0));
+            const bufs = e.ranges.map((r) => this.readRange(e.topicId, r.segFirstSeq, r.offset, r.len));
             // Delivered as the next input, like the host's asynchronous read.
             this.followUps.push({ name, input: { k: 'cold', token: e.token, bufs } });
             return;
@@ -179,13 +197,22 @@ export class SimHost {
   }
 
   private writeSegment(place: SegmentPlacement, frame: Buffer): void {
-    // Segment offsets are per segment file; the sim keeps one growing buffer per instance and
-    // places each segment file after the previous one (segments never roll in the sim's sizes).
-    const cur = this.segments.get(place.topicId) ?? Buffer.alloc(0);
+    let files = this.segments.get(place.topicId);
+    if (!files) this.segments.set(place.topicId, (files = new Map()));
+    const cur = files.get(place.segFirstSeq) ?? Buffer.alloc(0);
     const end = place.offset + frame.length;
     const next = cur.length >= end ? cur : Buffer.concat([cur, Buffer.alloc(end - cur.length)]);
     frame.copy(next, place.offset);
-    this.segments.set(place.topicId, next);
+    files.set(place.segFirstSeq, next);
+  }
+
+  /** Original bytes [offset, offset + len) of a segment, through its relocation when compacted. */
+  private readRange(topicId: number, segFirstSeq: number, offset: number, len: number): Buffer {
+    const buf = this.segments.get(topicId)?.get(segFirstSeq);
+    if (!buf) return Buffer.alloc(0);
+    const reloc = this.relocations.get(`${topicId}:${segFirstSeq}`);
+    const at = reloc ? reloc.map(offset, len) : { offset, len };
+    return at ? buf.subarray(at.offset, at.offset + at.len) : Buffer.alloc(0);
   }
 
   // ---- the simulated WAL -------------------------------------------------------------------
@@ -285,9 +312,56 @@ export class SimHost {
       if (!inst) continue;
       parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved: Math.max(inst.reserve.submitted, inst.assigned), ...retentionPart(inst) });
     }
-    const segments = new Map<number, Buffer>();
-    for (const [id, buf] of this.segments) segments.set(id, Buffer.from(buf));
-    this.checkpoint = { parts: JSON.parse(JSON.stringify(parts)) as TopicPart[], cut: this.frames.length, segments };
+    this.checkpoint = { parts: JSON.parse(JSON.stringify(parts)) as TopicPart[], cut: this.frames.length, segments: copyFiles(this.segments) };
+  }
+
+  /**
+   * A compaction pass as the worker runs one (src/worker/compaction.ts): every frame written;
+   * each topic's mostly dead active segment sealed (any size); each sealed segment below
+   * `livePercent` % live copied with its live records; a checkpoint (its snapshot records what
+   * the copies left out as dead); then each copy swapped in, on "disk" too (the checkpoint's
+   * files: the rename comes after the snapshot is durable), or the segment unlinked when
+   * nothing of it lives.
+   */
+  compact(livePercent: number): SimCompaction {
+    this.writeFrames();
+    const done: SimCompaction = { sealed: 0, rewritten: 0, unlinked: 0 };
+    const copies: { topicId: number; firstSeq: number; buf: Buffer; relocation: Relocation | undefined }[] = [];
+    for (const a of [...this.actors.values()]) {
+      const inst = a.current;
+      if (!inst || inst.recovery) continue;
+      if (worthSealing(inst, livePercent, undefined)) {
+        this.input(a.name, { k: 'seal', topicId: inst.id });
+        done.sealed++;
+      }
+      for (const c of sealedCandidates(inst)) {
+        const src = this.segments.get(inst.id)?.get(c.from);
+        if (!src || !mostlyDead(liveEstimate(inst, c.from, c.end - 1), src.length, livePercent)) continue;
+        const copy = new CopyBuilder((seq) => inst.index.state(seq) === SlotState.LIVE);
+        for (let off = 0; off < src.length; ) {
+          const p = probeFrame(src, off, src.length);
+          if (!p.ok) break; // zeros past the last frame
+          copy.frame(src, p.frame, off);
+          off += p.frame.size;
+        }
+        copy.flush();
+        const relocation = copy.relocation.extents > 0 ? copy.relocation : undefined;
+        copies.push({ topicId: inst.id, firstSeq: c.from, buf: Buffer.concat(copy.take()), relocation });
+      }
+    }
+    this.takeCheckpoint();
+    for (const c of copies) {
+      for (const files of [this.segments.get(c.topicId), this.checkpoint!.segments.get(c.topicId)]) {
+        if (c.relocation) files?.set(c.firstSeq, c.buf);
+        else files?.delete(c.firstSeq);
+      }
+      const key = `${c.topicId}:${c.firstSeq}`;
+      if (c.relocation) this.relocations.set(key, c.relocation);
+      else this.relocations.delete(key);
+      if (c.relocation) done.rewritten++;
+      else done.unlinked++;
+    }
+    return done;
   }
 
   /**
@@ -315,8 +389,8 @@ export class SimHost {
     this.peers.length = 0;
     this.peerReqs.clear();
     this.work.length = 0;
-    this.segments = new Map();
-    for (const [id, buf] of cp?.segments ?? []) this.segments.set(id, Buffer.from(buf));
+    this.segments = copyFiles(cp?.segments ?? new Map());
+    this.relocations = new Map();
     this.epoch++;
     this.localTopicNo = 0;
     this.bootSeed = `${this.opts.seed}/boot${this.epoch}`;
@@ -324,8 +398,13 @@ export class SimHost {
     for (const part of cp?.parts ?? []) {
       this.input(part.name, { k: 'load', part: structuredClone(part) });
       byId.set(part.id, part.name);
-      const seg = this.segments.get(part.id);
-      if (seg && seg.length > 0) this.input(part.name, { k: 'segment', seg: { firstSeq: 1, size: seg.length, buf: seg } });
+      // Oldest first, as recovery lists them; a compacted file's relocation serves cold reads.
+      for (const [firstSeq, buf] of [...(this.segments.get(part.id) ?? [])].sort((x, y) => x[0] - y[0])) {
+        if (buf.length === 0) continue;
+        const seg = loadedSegment(firstSeq, buf);
+        if (seg.relocation) this.relocations.set(`${part.id}:${firstSeq}`, seg.relocation);
+        this.input(part.name, { k: 'segment', seg });
+      }
     }
     // Frames after the cut replay in log order; the survivors become the new WAL (all durable:
     // recovery fsyncs what it replayed).
@@ -342,4 +421,20 @@ export class SimHost {
     // The real server checkpoints at the end of recovery, so the next crash replays from here.
     this.takeCheckpoint();
   }
+}
+
+function copyFiles(from: Map<number, SegmentFiles>): Map<number, SegmentFiles> {
+  const out = new Map<number, SegmentFiles>();
+  for (const [id, files] of from) out.set(id, new Map([...files].map(([seq, buf]) => [seq, Buffer.from(buf)])));
+  return out;
+}
+
+/** A segment file as recovery reads it (src/storage/segmentLoad.ts readSegment, without the checks). */
+function loadedSegment(firstSeq: number, buf: Buffer): LoadedSegment {
+  const first = probeFrame(buf, 0, buf.length);
+  if (first.ok && first.frame.type === FrameType.EXTENT) {
+    const relocation = walkSegment(buf, () => undefined)!;
+    return { firstSeq, size: relocation.origEnd, buf, relocation };
+  }
+  return { firstSeq, size: buf.length, buf };
 }

@@ -41,6 +41,16 @@ export function parseSegmentFileName(name: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** Where a compaction writes a segment's copy before renaming it over the segment (docs/FORMAT.md "Compacted segments"). */
+export function compactTempName(firstSeq: number): string {
+  return `${segmentFileName(firstSeq)}.compact`;
+}
+
+export function parseCompactTempName(name: string): number | undefined {
+  const m = /^seg-(\d{20})\.log\.compact$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
 /**
  * Index in the supervisor's shared counters of the next pack number (0 is the topic count, 1 the
  * storage state): one sequence for every worker, set at recovery above every pack on disk.

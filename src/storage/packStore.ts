@@ -26,6 +26,12 @@ import type { SectionPacks } from './snapshotSection.js';
 const PACK_RETRY_MS = 500;
 /** Frames per writev (the kernel's IOV_MAX is 1024). */
 const WRITEV_FRAMES_MAX = 1024;
+/**
+ * The pack being written is given up once nothing live is left in it and it holds at least
+ * this much (a checkpoint then reports it dead and the next frame starts a new pack): without
+ * it, a worker's current pack was never unlinked, however dead (a topic compacted out of it).
+ */
+export const RETIRE_DEAD_PACK_BYTES = 64 * 1024;
 
 export interface PackStoreOptions {
   workerIndex: number;
@@ -120,6 +126,11 @@ export class PackStore {
   /** True while frames of the topic wait to be written. */
   private waiting(topicId: number): boolean {
     return this.pending.some((p) => p.topicId === topicId);
+  }
+
+  /** Frames of the topic wait to be written. */
+  hasPending(topicId: number): boolean {
+    return this.waiting(topicId);
   }
 
   /** The topic has packed frames, written or queued. */
@@ -310,8 +321,18 @@ export class PackStore {
     return { whole: this.map.all().filter((p) => p.idx !== cur?.info.idx).map((p) => p.name), tail: cur ? [cur.info.name, cur.tail] : null };
   }
 
-  /** Names of packs that hold nothing live and are not being written (a checkpoint's report). */
+  /**
+   * Names of packs that hold nothing live and are not being written (a checkpoint's report, after
+   * its flush). The pack being written is given up first when it is dead, whole and durable, and
+   * holds at least RETIRE_DEAD_PACK_BYTES: the next frame starts a new pack.
+   */
   deadPacks(): string[] {
+    const cur = this.current;
+    if (cur && cur.info.live === 0 && cur.tail >= RETIRE_DEAD_PACK_BYTES && !cur.dirty && cur.nameDurable && this.pending.length === 0 && !this.drainQueued) {
+      this.current = undefined;
+      // On the chain: nothing else uses the descriptor meanwhile (a failed close loses nothing).
+      this.enqueue(() => cur.fd.close().catch(() => undefined));
+    }
     return this.map.dead(this.current?.info.idx).map((p) => p.name);
   }
 

@@ -4,17 +4,20 @@
 // gets it back. Damage inside an older (sealed) segment is an error, never skipped.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { parseSegmentFileName, parseTopicDirName, topicDir, topicsDir } from './layout.js';
+import { parseCompactTempName, parseSegmentFileName, parseTopicDirName, topicDir, topicsDir } from './layout.js';
 import { probeFrame, FrameView } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
+import { walkSegment, type Relocation } from './compactFrames.js';
 
 export class SegmentCorruptionError extends Error {}
 
 export interface LoadedSegment {
   firstSeq: number;
-  /** Valid size after any torn-tail truncation. */
+  /** Valid size after any torn-tail truncation (a compacted file: the original bytes its last extent reaches). */
   size: number;
   buf: Buffer;
+  /** A compacted file (docs/FORMAT.md "Compacted segments"): where its extents' original bytes are now. */
+  relocation?: Relocation;
 }
 
 /** An entry of topics/: a topic directory's name and its id, or anything else (id undefined). */
@@ -35,7 +38,7 @@ export async function listTopicDirs(fsx: Fs, dataDir: string): Promise<TopicDirE
 }
 
 /** A topic's segment files, oldest first; each is read (and checked) on its own. */
-export async function listSegments(fsx: Fs, dataDir: string, topicId: number): Promise<{ firstSeq: number; file: string }[]> {
+export async function listSegments(fsx: Fs, dataDir: string, topicId: number, leftovers?: string[]): Promise<{ firstSeq: number; file: string }[]> {
   const dir = topicDir(dataDir, topicId);
   let names: string[];
   try {
@@ -43,6 +46,8 @@ export async function listSegments(fsx: Fs, dataDir: string, topicId: number): P
   } catch {
     return [];
   }
+  // A compaction's copy that was never renamed over its segment (a crash before the swap).
+  if (leftovers) for (const n of names) if (parseCompactTempName(n) !== undefined) leftovers.push(path.join(dir, n));
   return names
     .map((n) => ({ firstSeq: parseSegmentFileName(n), file: path.join(dir, n) }))
     .filter((s): s is { firstSeq: number; file: string } => s.firstSeq !== undefined)
@@ -56,10 +61,15 @@ export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: num
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length);
     if (!p.ok) break;
-    if (p.frame.type !== FrameType.APPEND || p.frame.topicId !== topicId) throw new SegmentCorruptionError(`${seg.file}: unexpected frame at ${off}`);
+    if ((p.frame.type !== FrameType.APPEND && p.frame.type !== FrameType.EXTENT) || p.frame.topicId !== topicId) throw new SegmentCorruptionError(`${seg.file}: unexpected frame at ${off}`);
     off += p.frame.size;
   }
-  if (off === buf.length) return { firstSeq: seg.firstSeq, size: off, buf };
+  if (off === buf.length) {
+    if (buf.length === 0 || buf.readUInt8(8) !== FrameType.EXTENT) return { firstSeq: seg.firstSeq, size: off, buf };
+    // Compacted: written whole and fsynced before it was renamed over the segment, never the newest.
+    const relocation = walkSegment(buf, () => undefined)!;
+    return { firstSeq: seg.firstSeq, size: relocation.origEnd, buf, relocation };
+  }
   if (!isNewest) throw new SegmentCorruptionError(`${seg.file}: damaged frame at offset ${off} in a sealed segment`);
   // Shorter: a torn tail, cut off. Longer: the last frame is whole but the crash cut off its
   // zero padding (not covered by the CRC); the index counts frames with their padding, so it

@@ -17,14 +17,22 @@
 // Packed placements (a small topic's first segment, docs/FORMAT.md "Pack files") go to the
 // worker's PackStore instead; a topic's packed frames are made durable before its first own
 // segment file is created.
+// Compacted segments (docs/ARCHITECTURE.md "Compaction"): a sealed segment's compacted copy is
+// renamed over it (`swapCompacted`) only while no cold read of that segment is in flight, and its
+// relocation (original offsets → the copy's) is switched in the same turn as the rename
+// completes; reads that arrive meanwhile wait for the swap. Reads therefore always map offsets
+// with the relocation of the file they open. A topic's packed first segment can be compacted
+// into an own file the same way (`seg-<its first seq>.log`): from the swap on, reads the actor
+// still addresses to the packed segment go to that file, and its pack runs are released.
 import path from 'node:path';
+import type { Relocation } from './compactFrames.js';
 import type { PackStore } from './packStore.js';
 import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } from './fs.js';
 
 /** How soon a segment write that hit a full disk is tried again. */
 const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
-import { segmentFileName, topicDir } from './layout.js';
+import { compactTempName, segmentFileName, topicDir } from './layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';
@@ -66,6 +74,19 @@ interface TopicFiles {
   released: boolean;
 }
 
+/** Cold reads in flight on one sealed segment, and a swap or unlink waiting for them. */
+interface SegmentGate {
+  readers: number;
+  /** A swap or unlink in progress: reads wait for it. */
+  busy: Promise<void> | undefined;
+  /** Called when the last reader leaves (a swap waits for it). */
+  drained: (() => void) | undefined;
+  /** Unlinked, or its topic dropped: a compaction must not rename a copy over it any more. */
+  gone: boolean;
+  /** A compaction of it is under way (the gate stays until it swaps or gives up). */
+  compacting: boolean;
+}
+
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
 export const FLUSH_LANES = 64;
 
@@ -84,6 +105,14 @@ export class SegmentStore {
   /** Topics whose drain waits for the write delay (not on their chain yet). */
   private readonly delayed = new Set<TopicFiles>();
   private delayTimer: NodeJS.Timeout | undefined;
+  /** Compacted segments: topic id → first seq → where original offsets are in the file now. */
+  private readonly relocations = new Map<number, Map<number, Relocation>>();
+  /** Sealed segments with reads in flight or a swap under way, by `topicId:firstSeq`. */
+  private readonly gates = new Map<string, SegmentGate>();
+  /** Topics whose packed first segment was compacted into an own file since the start: id → its first seq. */
+  private readonly unpacked = new Map<number, number>();
+  /** Compactions under way or waiting for their swap, per topic. */
+  private readonly compactingTopics = new Map<number, number>();
 
   constructor(
     private readonly fsx: Fs,
@@ -114,6 +143,15 @@ export class SegmentStore {
     let n = 0;
     for (const t of this.topics.values()) if (t.fd) n++;
     return n;
+  }
+
+  /**
+   * Every frame of the topic's segment that starts at `firstSeq` is written whole: a write has
+   * moved on to a later segment (a topic's frames are written in order, a segment's before the
+   * next one is opened; for its packed first segment, the pack's frames are fsynced before that).
+   */
+  wroteAfter(topicId: number, firstSeq: number): boolean {
+    return (this.topics.get(topicId)?.segFirstSeq ?? -1) > firstSeq;
   }
 
   /** Every frame appended for the topic's own segment files is wholly written (a sleeping topic's must be). */
@@ -400,17 +438,160 @@ export class SegmentStore {
 
   /** Unlinks a segment whose records are all gone (after the queued writes of its topic). */
   async unlinkSegment(topicId: number, firstSeq: number, packed = false): Promise<void> {
-    if (packed) return this.packs?.release(topicId);
+    if (packed && !this.unpacked.has(topicId)) {
+      const g = this.gates.get(gateKey(topicId, firstSeq));
+      if (g) g.gone = true; // a compaction into an own file must not bring it back
+      return this.packs?.release(topicId);
+    }
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t) await t.chain;
     if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
-    await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
+    await this.exclusive(topicId, firstSeq, async (gate) => {
+      gate.gone = true;
+      this.relocations.get(topicId)?.delete(firstSeq);
+      await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
+    });
+  }
+
+  private gate(topicId: number, firstSeq: number): SegmentGate {
+    const key = gateKey(topicId, firstSeq);
+    let g = this.gates.get(key);
+    if (!g) this.gates.set(key, (g = { readers: 0, busy: undefined, drained: undefined, gone: false, compacting: false }));
+    return g;
+  }
+
+  /** Forgets a gate nobody uses (one under compaction stays: the swap must see whether it went). */
+  private gateIdle(topicId: number, firstSeq: number, g: SegmentGate): void {
+    if (g.readers === 0 && !g.busy && !g.compacting) this.gates.delete(gateKey(topicId, firstSeq));
+  }
+
+  /** Runs `op` once no cold read of the segment is in flight; reads arriving meanwhile wait for it. */
+  private async exclusive<T>(topicId: number, firstSeq: number, op: (g: SegmentGate) => Promise<T>): Promise<T> {
+    const g = this.gate(topicId, firstSeq);
+    while (g.busy) await g.busy;
+    let done!: () => void;
+    g.busy = new Promise<void>((r) => (done = r));
+    try {
+      if (g.readers > 0) await new Promise<void>((r) => (g.drained = r));
+      g.drained = undefined;
+      return await op(g);
+    } finally {
+      g.busy = undefined;
+      done();
+      this.gateIdle(topicId, firstSeq, g);
+    }
+  }
+
+  /** The relocation of a compacted segment, if the store knows it is one. */
+  relocationOf(topicId: number, firstSeq: number): Relocation | undefined {
+    return this.relocations.get(topicId)?.get(firstSeq);
+  }
+
+  /**
+   * A compacted segment file was read (recovery, a wake): its relocation, unless the store knows
+   * a newer one already (a swap that finished while the file was being read).
+   */
+  noteLoaded(topicId: number, firstSeq: number, relocation: Relocation | undefined): void {
+    if (!relocation || this.relocationOf(topicId, firstSeq)) return;
+    let m = this.relocations.get(topicId);
+    if (!m) this.relocations.set(topicId, (m = new Map()));
+    m.set(firstSeq, relocation);
+  }
+
+  /** A compaction of the segment begins: from now on its unlink or its topic's drop is noted for the swap. */
+  beginCompaction(topicId: number, firstSeq: number): void {
+    const g = this.gate(topicId, firstSeq);
+    if (g.compacting) return;
+    g.compacting = true;
+    this.compactingTopics.set(topicId, (this.compactingTopics.get(topicId) ?? 0) + 1);
+  }
+
+  /** The compaction of the segment is over (swapped or given up). */
+  endCompaction(topicId: number, firstSeq: number): void {
+    const g = this.gates.get(gateKey(topicId, firstSeq));
+    if (!g?.compacting) return;
+    g.compacting = false;
+    const n = (this.compactingTopics.get(topicId) ?? 1) - 1;
+    if (n > 0) this.compactingTopics.set(topicId, n);
+    else this.compactingTopics.delete(topicId);
+    this.gateIdle(topicId, firstSeq, g);
+  }
+
+  /** A compaction of the segment is under way or waits for its swap. */
+  isCompacting(topicId: number, firstSeq: number): boolean {
+    return this.gates.get(gateKey(topicId, firstSeq))?.compacting ?? false;
+  }
+
+  /**
+   * A compaction of one of the topic's segments is under way or waits for its swap, or its packed
+   * first segment lives in an own file since (the topic may not sleep: what a wake or a restart
+   * reads of it is not what its actor's segment cursor says).
+   */
+  compactionHolds(topicId: number): boolean {
+    return this.compactingTopics.has(topicId) || this.unpacked.has(topicId);
+  }
+
+  /** The topic's packed first segment was compacted into an own file (since the start). */
+  isUnpacked(topicId: number): boolean {
+    return this.unpacked.has(topicId);
+  }
+
+  /** The segment was unlinked or its topic dropped since its compaction began. */
+  compactionStale(topicId: number, firstSeq: number): boolean {
+    return this.gates.get(gateKey(topicId, firstSeq))?.gone ?? true;
+  }
+
+  /** Path of the copy a compaction writes for the segment. */
+  compactTempPath(topicId: number, firstSeq: number): string {
+    return path.join(topicDir(this.dataDir, topicId), compactTempName(firstSeq));
+  }
+
+  /**
+   * Swaps a sealed segment for its compacted copy (already written whole and fsynced at
+   * compactTempPath), or unlinks it when `relocation` is undefined (nothing of it lives): once no
+   * read of it is in flight, the rename (or unlink), the relocation switch in the same turn, then
+   * the directory fsync. `packed`: the topic's packed first segment, whose copy becomes its own
+   * file `seg-<firstSeq>.log` and whose pack runs are released (its packs are unlinked once
+   * nothing else lives in them, at a later checkpoint). Returns false, removing the copy, when the
+   * segment went meanwhile (or, packed, when nothing of it lives: reclaim by prefix takes it).
+   */
+  async swapCompacted(topicId: number, firstSeq: number, relocation: Relocation | undefined, packed = false): Promise<boolean> {
+    const temp = this.compactTempPath(topicId, firstSeq);
+    const swapped = await this.exclusive(topicId, firstSeq, async (g) => {
+      if (g.gone || (packed && !relocation)) return false;
+      const seg = path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq));
+      if (relocation) await this.fsx.rename(temp, seg);
+      else await this.fsx.rm(seg);
+      let m = this.relocations.get(topicId);
+      if (relocation) {
+        if (!m) this.relocations.set(topicId, (m = new Map()));
+        m.set(firstSeq, relocation);
+      } else {
+        m?.delete(firstSeq);
+        g.gone = true;
+      }
+      if (packed) {
+        // Reads of the packed segment go to the file from now on; the runs go once written out.
+        this.unpacked.set(topicId, firstSeq);
+        this.packs?.release(topicId);
+      }
+      return true;
+    });
+    if (!swapped || !relocation) await this.fsx.rm(temp);
+    // The rename (or unlink) durable: a crash after this never finds the old file again.
+    if (swapped) await fsyncDir(this.fsx, topicDir(this.dataDir, topicId));
+    return swapped;
   }
 
   /** Forgets a deleted topic instance and removes its directory in the background. */
   dropTopic(topicId: number): void {
     this.packs?.release(topicId);
+    this.relocations.delete(topicId);
+    this.unpacked.delete(topicId);
+    this.compactingTopics.delete(topicId);
+    const prefix = `${topicId}:`;
+    for (const [key, g] of this.gates) if (key.startsWith(prefix)) g.gone = true;
     const t = this.topics.get(topicId);
     this.settle(t);
     this.topics.delete(topicId);
@@ -427,18 +608,33 @@ export class SegmentStore {
 
   /** Reads [offset, offset+len) of a segment (cold reads), after queued writes of the topic. */
   async readRange(topicId: number, segFirstSeq: number, offset: number, len: number, packed = false): Promise<Buffer> {
-    if (packed) return this.packStore().read(topicId, offset, len);
+    // A packed first segment that no compaction touches: straight from the packs.
+    if (packed && !this.unpacked.has(topicId) && !this.gates.has(gateKey(topicId, segFirstSeq))) return this.packStore().read(topicId, offset, len);
     const t = this.topics.get(topicId);
     this.settle(t);
-    if (t) await t.chain;
-    const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
+    if (t && !packed) await t.chain;
+    const g = this.gate(topicId, segFirstSeq);
+    while (g.busy) await g.busy;
+    g.readers++;
     try {
-      const buf = Buffer.allocUnsafeSlow(len);
-      const bytesRead = await fh.read(buf, 0, len, offset);
-      if (bytesRead !== len) throw new Error(`short segment read ${bytesRead}/${len}`);
-      return buf;
+      // Still in the packs (a compaction of it may be under way: its swap waits for this read).
+      if (packed && !this.unpacked.has(topicId)) return await this.packStore().read(topicId, offset, len);
+      // Mapped and opened with no swap possible in between (it waits for this read to end).
+      const reloc = this.relocationOf(topicId, segFirstSeq);
+      const at = reloc ? reloc.map(offset, len) : { offset, len };
+      if (!at) return Buffer.alloc(0); // nothing of that range is kept: every record there is dead
+      const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
+      try {
+        const buf = Buffer.allocUnsafeSlow(at.len);
+        const bytesRead = await fh.read(buf, 0, at.len, at.offset);
+        if (bytesRead !== at.len) throw new Error(`short segment read ${bytesRead}/${at.len}`);
+        return buf;
+      } finally {
+        await fh.close();
+      }
     } finally {
-      await fh.close();
+      if (--g.readers === 0) g.drained?.();
+      this.gateIdle(topicId, segFirstSeq, g);
     }
   }
 
@@ -464,4 +660,9 @@ export class SegmentStore {
     t.fd = undefined;
     await fd?.close();
   }
+}
+
+/** The key of a sealed segment's gate. */
+function gateKey(topicId: number, firstSeq: number): string {
+  return `${topicId}:${firstSeq}`;
 }

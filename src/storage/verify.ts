@@ -212,6 +212,11 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
           break;
         }
         const f = p.frame;
+        if (f.type === FrameType.EXTENT && f.topicId === topicId) {
+          // A compacted segment (docs/FORMAT.md "Compacted segments"): the frames after it follow.
+          off += f.size;
+          continue;
+        }
         if (f.type !== FrameType.APPEND) r.problems.push(`${where} @${off}: a frame of type ${f.type}, not APPEND`);
         else if (f.topicId !== topicId) r.problems.push(`${where} @${off}: a frame of topic ${f.topicId.toString(16)} in the directory of ${dirName}`);
         else {

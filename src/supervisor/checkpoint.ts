@@ -126,29 +126,43 @@ export class Checkpointer {
     await Promise.all(this.workers.map((w) => w.checkpointCommitted(id, removed)));
   }
 
-  /** Checks once a second whether the time or WAL-size trigger has fired. */
+  /**
+   * Checks once a second whether the time or WAL-size trigger has fired, and right when the
+   * interval is due (so checkpoints come every SERVICE_CHECKPOINT_MS, not up to a second later:
+   * compaction gives space back a checkpoint or two after records die).
+   */
   start(): void {
-    this.timer = setInterval(() => {
-      const state = this.storageState();
-      if (this.running || this.held || state === StorageState.FAILED) return;
-      // On a full disk a checkpoint is what frees WAL files (once segments could catch up), so
-      // it is tried every few seconds instead of waiting for the interval.
-      const hurry = state === StorageState.FULL && Date.now() - this.lastAt >= FULL_DISK_RETRY_MS;
-      const timed = this.everyMs > 0 && Date.now() - this.lastAt >= this.everyMs;
-      let check: Promise<boolean>;
-      if (hurry) check = Promise.resolve(true);
-      else if (timed)
-        check = this.idle().then((idle) => {
-          if (idle) this.lastAt = Date.now(); // looked again after another interval
-          return !idle;
-        });
-      else check = this.wal.bytesSinceCheckpoint().then((b) => this.everyWalBytes > 0 && b >= this.everyWalBytes);
-      check.then((go) => (go ? this.run() : undefined)).catch((err: Error) => this.onError(err));
-    }, 1000);
+    const tick = (): void => {
+      this.check();
+      // Due already (one runs, or it was just started or looked at): the next look in a second.
+      const dueInMs = this.everyMs > 0 ? this.lastAt + this.everyMs - Date.now() : 0;
+      this.timer = setTimeout(tick, dueInMs > 0 ? Math.min(1000, dueInMs) : 1000);
+      this.timer.unref();
+    };
+    this.timer = setTimeout(tick, 1000);
     this.timer.unref();
   }
 
+  private check(): void {
+    const state = this.storageState();
+    if (this.running || this.held || state === StorageState.FAILED) return;
+    // On a full disk a checkpoint is what frees WAL files (once segments could catch up), so
+    // it is tried every few seconds instead of waiting for the interval.
+    const hurry = state === StorageState.FULL && Date.now() - this.lastAt >= FULL_DISK_RETRY_MS;
+    const timed = this.everyMs > 0 && Date.now() - this.lastAt >= this.everyMs;
+    let check: Promise<boolean>;
+    if (hurry) check = Promise.resolve(true);
+    else if (timed)
+      check = this.idle().then((idle) => {
+        if (idle) this.lastAt = Date.now(); // looked again after another interval
+        return !idle;
+      });
+    else check = this.wal.bytesSinceCheckpoint().then((b) => this.everyWalBytes > 0 && b >= this.everyWalBytes);
+    check.then((go) => (go ? this.run() : undefined)).catch((err: Error) => this.onError(err));
+  }
+
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 }

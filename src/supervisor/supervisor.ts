@@ -234,6 +234,8 @@ export class Supervisor {
         segmentWriteDelayMs: s.segmentWriteDelayMs,
         packBytes: s.packBytes,
         packFileBytes: s.packFileBytes,
+        compactLivePercent: s.compactLivePercent,
+        compactBytesPerSec: s.compactBytesPerSec,
         topicSleepMs: s.topicSleepMs,
         topicsAwakeMax: s.topicsAwakeMax,
         walInflightBytes: s.walInflightBytes,
@@ -382,6 +384,17 @@ export class Supervisor {
     this.snapshotTopics.total = parts.length;
     const table = Promise.resolve(byWorker.map((ps) => Float64Array.from(ps, (p) => p.id)));
     return { table, loadedAll: Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch))) };
+  }
+
+  /**
+   * Compacts now (tests and tools): every worker copies its sealed segments whose live share is
+   * below `livePercent`, then a checkpoint swaps the copies in. Returns how many were copied.
+   */
+  async compact(livePercent: number): Promise<number> {
+    if (!this.checkpointer) throw new Error('compaction before recovery finished');
+    const copied = (await Promise.all(this.workers.map((w) => w.compactNow(livePercent)))).reduce((a, b) => a + b, 0);
+    await this.checkpointer.run();
+    return copied;
   }
 
   /** Runs a checkpoint now (tests and tools; the timer runs them otherwise). Needs a recovered server. */

@@ -25,6 +25,11 @@ export const FrameType = {
   LEASES: 9,
   /** An ephemeral router dest's progress (its copies have no APPEND frame to carry it). */
   ROUTER_PROGRESS: 10,
+  /**
+   * Only in compacted segment files, never in the WAL: the frames that follow it stand for a
+   * byte range of the segment as first written (docs/FORMAT.md "Compacted segments").
+   */
+  EXTENT: 11,
 } as const;
 export type FrameTypeCode = (typeof FrameType)[keyof typeof FrameType];
 export const KNOWN_FRAME_TYPES = new Set<number>(Object.values(FrameType));
@@ -46,6 +51,9 @@ export const AppendFlag = { FORWARD: 1, REDRIVE: 2 } as const;
 export const META_ABSENT = 0xffffffff;
 
 export const TWO_32 = 0x1_0000_0000;
+
+/** EXTENT body: u64 original offset, u32 original length, u32 bytes of the frames that follow. */
+export const EXTENT_BODY_BYTES = 16;
 
 /** LEASES body: u32 event count, u32 reserved, then one event (fixed head + node bytes) each. */
 export const LEASES_HEAD_BYTES = 8;

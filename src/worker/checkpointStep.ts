@@ -3,8 +3,9 @@
 // returns this worker's snapshot parts, already encoded as JSON bytes, with the packs it holds
 // nothing live in; step 5, once the snapshot is durable, unlinks the segments its floors made
 // wholly dead (a packed first segment is released from the pack map instead: its pack is
-// unlinked by main once no worker holds anything live in it, at a later checkpoint) and
-// forgets the packs main unlinked. Parts may include effects of frames after the mark; replay
+// unlinked by main once no worker holds anything live in it, at a later checkpoint), swaps in
+// the compacted segment copies finished before step 1 (compaction.ts) and forgets the packs
+// main unlinked. Parts may include effects of frames after the mark; replay
 // is idempotent.
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { TopicInstance } from '../actors/topic/instance.js';
@@ -15,6 +16,7 @@ import { SectionWriter } from '../storage/snapshotSection.js';
 import type { DormantTable } from './dormantTable.js';
 import type { StoredFrames } from '../actors/topic/dormant.js';
 import { SleepingLines, addSleepingRow } from './sleepingLines.js';
+import type { WorkerCompaction } from './compaction.js';
 
 /** Parts encoded between two looks at the event loop. */
 const TOPICS_PER_TURN = 4096;
@@ -52,6 +54,8 @@ export class WorkerCheckpoints {
   constructor(
     private readonly wal: WalLink,
     private readonly segments: SegmentStore,
+    /** Copies finished before a checkpoint begins are swapped in once its snapshot is durable. */
+    private readonly compaction: WorkerCompaction,
     private readonly topics: CheckpointTopics,
   ) {
     this.lines = new SleepingLines(topics.sleeping, () => segments.packs?.map);
@@ -66,6 +70,8 @@ export class WorkerCheckpoints {
    * (awake, or asleep since, or awake again); a topic made after the list is the WAL's.
    */
   async prepare(markId: number, final: boolean): Promise<{ section: Uint8Array[]; transfer: ArrayBuffer[]; crc: number; topics: number; deadPacks: string[] }> {
+    // First: every record a finished copy left out died before this, so this snapshot says so.
+    this.compaction.onPrepare(markId);
     await this.wal.markAndWaitWritten(markId);
     await this.segments.flushAll();
     const packs = this.segments.packs;
@@ -148,7 +154,7 @@ export class WorkerCheckpoints {
       if (n > 0) this.unlinking.set(r.topicId, n);
       else this.unlinking.delete(r.topicId);
     }
-    return list.length;
+    return list.length + (await this.compaction.onCommitted(markId));
   }
 
   /** A segment of the topic waits to be unlinked (a wake must not read it meanwhile). */

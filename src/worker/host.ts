@@ -25,6 +25,17 @@ import { WalLink } from './walLink.js';
 import { HostEffects, type HostServices } from './hostEffects.js';
 import { WorkerRecovery } from './recovery.js';
 import { WorkerCheckpoints } from './checkpointStep.js';
+import { WorkerCompaction, type CompactionOptions } from './compaction.js';
+import type { CompactPace } from '../storage/compactor.js';
+
+/** Compaction's pace runs on the worker's own timers (never inside an actor step), at `bytesPerSec`. */
+function compactPace(bytesPerSec: number): CompactPace {
+  return {
+    bytesPerSec,
+    nowMs: () => performance.now(),
+    sleep: (ms) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r))),
+  };
+}
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
 import { SortedNames } from './sortedNames.js';
@@ -53,6 +64,10 @@ export interface ActorHostDeps {
    * any actor step: the refusal reaches the forwarder as an ordinary reply, so traces replay it.
    */
   forwardRefusal?: () => ErrorResult | undefined;
+  /** Segment compaction (none: never on its own, only when asked). */
+  compaction?: Pick<CompactionOptions, 'livePercent' | 'bytesPerSec'>;
+  /** The worker's log (compaction failures). */
+  log?: (msg: string) => void;
 }
 
 export class ActorHost implements HostServices {
@@ -81,11 +96,14 @@ export class ActorHost implements HostServices {
   readonly wal: WalLink;
   readonly recovery: WorkerRecovery;
   readonly checkpoints: WorkerCheckpoints;
+  readonly compaction: WorkerCompaction;
   /**
    * Actor inputs since the last checkpoint began (requests, timers, acks, sleeps, wakes): none,
    * and no WAL bytes either, and a timed checkpoint has nothing to record (Checkpointer skips it).
    */
   inputsSinceCheckpoint = 0;
+  /** Inputs taken since the start (compaction looks again only when it moved). */
+  inputsTotal = 0;
   readonly timers = new WorkerTimers();
   /** Sleeping topics, and the policy that puts quiet ones to sleep (issue 15). */
   readonly dormancy: Dormancy;
@@ -184,7 +202,9 @@ export class ActorHost implements HostServices {
       },
       { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
     );
-    this.checkpoints = new WorkerCheckpoints(this.wal, segments, {
+    const compactOpts = { livePercent: 0, bytesPerSec: 0, ...deps.compaction, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
+    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), compactOpts, compactPace(compactOpts.bytesPerSec), deps.log ?? (() => undefined), () => this.inputsTotal);
+    this.checkpoints = new WorkerCheckpoints(this.wal, segments, this.compaction, {
       actors: () => this.actorsByName.values(),
       actor: (name) => this.actorsByName.get(name),
       sleeping: this.dormancy.sleeping,
@@ -195,7 +215,9 @@ export class ActorHost implements HostServices {
 
   /** What the worker's stores hold of a topic, as whether it may sleep depends on it. */
   private stored(topicId: number): StoredFrames {
-    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled: this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) };
+    // A topic under compaction, or whose packed segment moved to an own file, stays awake.
+    const ownSettled = this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) && !this.segments.compactionHolds(topicId);
+    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled };
   }
 
   actorFor(name: string): TopicActor {
@@ -249,6 +271,7 @@ export class ActorHost implements HostServices {
     // already on its way) would find nothing of it: a dropped actor is idle (TopicActor.idle).
     if (this.actorsByName.get(actor.name) !== actor) return;
     this.inputsSinceCheckpoint++;
+    this.inputsTotal++;
     const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
     const step = this.freeSteps.pop() ?? new StepSlot(this);
     step.bind(actor);
@@ -320,6 +343,7 @@ export class ActorHost implements HostServices {
   stop(): void {
     this.timers.stop();
     this.dormancy.stop();
+    this.compaction.stop();
   }
 
   releaseLongPolls(): void {
@@ -354,6 +378,7 @@ export class ActorHost implements HostServices {
     const r = this.recovery.finish(dirIds);
     Atomics.add(this.opts.counters, 0, r.topics);
     this.dormancy.start();
+    this.compaction.start();
     return r;
   }
 
@@ -482,6 +507,11 @@ export class ActorHost implements HostServices {
     totals.actors = this.actorsByName.size;
     totals.sleeping = this.dormancy.sleepingCount;
     totals.keptLineBytes = this.checkpoints.lines.bytes;
+    const c = this.compaction.stats;
+    totals.compactBytesReclaimed = c.bytesReclaimed;
+    totals.compactSegmentsRewritten = c.segmentsRewritten;
+    totals.compactLiveBytes = c.liveBytes;
+    totals.compactStoredBytes = c.storedBytes;
     const first: TopicStats[] = [];
     if (firstMax > 0) {
       this.names.forEachFrom('', '', (n) => {

@@ -14,6 +14,10 @@
 // Which packs: those this worker wrote under the same worker count; every pack written under
 // another count (its topics may be anywhere now). The writer's index modulo the worker count
 // names the one worker that repairs a torn tail, so two workers never truncate one file.
+// An own segment file supersedes packed frames of its seqs: compaction may have moved a topic's
+// packed first segment into `seg-<its first seq>.log` (docs/ARCHITECTURE.md "Compaction") while
+// the snapshot still names its runs or its pack is still on disk. An own file that is not such a
+// move starts after every packed seq of its topic, so the rule never drops anything else.
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { Fs } from '../storage/fs.js';
@@ -75,6 +79,8 @@ export class PackRecovery {
   /** Per topic, the seq after its last packed frame fed or mapped: a range seen before is never taken twice. */
   private readonly next = new Map<number, number>();
   private readonly deferred = new Map<number, Deferred>();
+  /** Per topic with own segment files, the first seq of the first: packed frames from it on are superseded. */
+  private readonly ownFrom = new Map<number, number>();
   /**
    * Read buffers reused by readHeld: every frame fed to an actor during recovery is indexed cold
    * (no text keeps a view of it), so once adopt has fed them the buffer is free again. A fresh
@@ -87,6 +93,17 @@ export class PackRecovery {
     private readonly workerIndex: number,
     private readonly workers: number,
   ) {}
+
+  /** The topic's own segment files start at `firstSeq` (listed before any of its packed frames is fed). */
+  ownStartsAt(topicId: number, firstSeq: number): void {
+    this.ownFrom.set(topicId, firstSeq);
+  }
+
+  /** A packed frame of the topic at `firstSeq` is held by an own segment file instead. */
+  private superseded(topicId: number, firstSeq: number): boolean {
+    const own = this.ownFrom.get(topicId);
+    return own !== undefined && firstSeq >= own;
+  }
 
   /**
    * Step 3b, after the snapshot's instances exist and before their own segments load: feeds the
@@ -118,6 +135,7 @@ export class PackRecovery {
       const asleepHead = actor ? undefined : asleep?.asleepHead(f.topicId);
       if (actor || asleepHead !== undefined) {
         if (head.firstSeq < (this.next.get(f.topicId) ?? (asleepHead ?? -1) + 1)) return;
+        if (this.superseded(f.topicId, head.firstSeq)) return;
         this.next.set(f.topicId, head.firstSeq + head.count);
         if (actor) this.host.input(actor, { k: 'packed', frame: buf.subarray(rel, rel + f.size) });
         // A plain append stays asleep, in the row; once one frame is not, the topic wakes.
@@ -173,6 +191,12 @@ export class PackRecovery {
       const p = probeFrame(buf, off, buf.length);
       if (!p.ok) throw new PackCorruptionError(`topic ${topicId.toString(16)}: its packed frame at logical offset ${off} does not check (${p.reason})`);
       const head = readAppendHead(buf, p.frame);
+      if (this.superseded(topicId, head.firstSeq)) {
+        // Moved to an own file (compaction), whole: the runs are not the topic's any more.
+        if (off > 0) throw new PackCorruptionError(`topic ${topicId.toString(16)}: its own segment files start inside its packed segment (seq ${head.firstSeq})`);
+        this.host.packs.map.release(topicId);
+        return;
+      }
       this.next.set(topicId, head.firstSeq + head.count);
       this.host.input(actor, { k: 'packed', frame: buf.subarray(off, off + p.frame.size) });
       off += p.frame.size;
@@ -250,7 +274,7 @@ export class PackRecovery {
    */
   private feed(actor: TopicActor, topicId: number, h: number[], held: HeldFrames, next: number): void {
     for (let i = 0, k = 0; i < h.length; i += HELD_FIELDS, k++) {
-      if (h[i + 3]! < next) continue;
+      if (h[i + 3]! < next || this.superseded(topicId, h[i + 3]!)) continue;
       next = h[i + 4]!;
       this.host.input(actor, { k: 'packed', frame: held.frames[k]! });
       this.host.packs.map.add(topicId, h[i]!, h[i + 1]!, h[i + 2]!);

@@ -1,7 +1,9 @@
 // A topic worker's part of recovery (DESIGN 2.7): instances from the snapshot with their
 // segments indexed (cold): packed first segments from one scan of the pack files
 // (packRecovery.ts), then own segment files of the topics that have a directory (one readdir of
-// topics/ tells which); then the WAL frames after the checkpoint, streamed by the WAL thread in
+// topics/ tells which; each such topic's files are listed before its packed frames are fed, since
+// an own file supersedes packed frames of its seqs: a compacted packed segment); then the WAL
+// frames after the checkpoint, streamed by the WAL thread in
 // chunks and applied in order, then the end of recovery (reservations padded, topics counted).
 // Every change to an actor goes through an input, so recovery is traced like the rest.
 import { lanes } from '../core/lanes.js';
@@ -28,10 +30,13 @@ const OWN_CHECK_PARALLEL = 64;
 /** Topics created after the snapshot whose segments are read ahead of the WAL replay. */
 const READ_AHEAD = 8;
 
+/** An own segment file of a topic, as listed. */
+type SegmentFile = { firstSeq: number; file: string };
+
 /** A topic's held packed frames, its segment files, and the first one's contents when it is the only one. */
 interface ReadAhead {
   held: HeldFrames | undefined;
-  segs: { firstSeq: number; file: string }[];
+  segs: SegmentFile[];
   first: Promise<LoadedSegment> | undefined;
 }
 
@@ -85,6 +90,8 @@ export class WorkerRecovery {
   private readonly packs: PackRecovery;
   /** Ids of the topics that have a directory under topics/ (own segment files), read once. */
   private topicDirs = new Set<number>();
+  /** Own segment files listed (listOwn) ahead of a topic's packed frames, until its segments load. */
+  private readonly ownListed = new Map<number, SegmentFile[]>();
 
   constructor(private readonly host: RecoveryHost) {
     this.packs = new PackRecovery({ ...host, packs: host.segments.packs! }, host.workerIndex, host.workers);
@@ -104,9 +111,11 @@ export class WorkerRecovery {
       return actor;
     });
     this.topicDirs = await topicDirIds(this.host.fsx, this.host.dataDir);
+    const withDirs = parts.flatMap((p, i) => (this.topicDirs.has(p.id) ? [i] : []));
+    // Own files listed first: the scan must know which packed frames they supersede.
+    await lanes(LOAD_PARALLEL, withDirs, async (i) => void this.ownListed.set(parts[i]!.id, await this.listOwn(parts[i]!.id)));
     // Packed first segments before own segments: each topic's segments load in seq order.
     await this.packs.scan(packNames, snapshotEpoch);
-    const withDirs = parts.flatMap((p, i) => (this.topicDirs.has(p.id) ? [i] : []));
     this.snapshotTopicsLoaded = parts.length - withDirs.length; // packed only: indexed by the scan
     await lanes(LOAD_PARALLEL, withDirs, async (i) => {
       await this.loadSegmentsOf(actors[i]!, parts[i]!.id);
@@ -169,8 +178,10 @@ export class WorkerRecovery {
       }
     });
     this.host.sleepers.listed(asleep);
-    // Packed frames of the topics that load, from their runs, in order (before own segments).
+    // Packed frames of the topics that load, from their runs, in order (before own segments,
+    // listed first: they may supersede the runs).
     await lanes(LOAD_PARALLEL, eager, async ({ actor, id }) => {
+      if (this.topicDirs.has(id)) this.ownListed.set(id, await this.listOwn(id));
       await this.packs.feedPacked(actor, id);
       if (!this.topicDirs.has(id)) this.snapshotTopicsLoaded++;
     });
@@ -207,16 +218,34 @@ export class WorkerRecovery {
     const actor = this.host.actorFor(rec.name);
     this.host.byTopicId.set(topicId, actor);
     this.host.input(actor, { k: 'load', part: partOf(rec) });
+    if (this.topicDirs.has(topicId)) this.ownListed.set(topicId, await this.listOwn(topicId));
     await this.packs.feedPacked(actor, topicId);
     if (this.topicDirs.has(topicId)) await this.loadSegmentsOf(actor, topicId);
     return actor;
   }
 
+  /**
+   * A topic's own segment files, oldest first; a compaction's copy never renamed over its segment
+   * (a crash before the swap) is removed, the segment being whole. The packed frames from the
+   * first file's seq on are superseded (packRecovery.ts ownStartsAt).
+   */
+  private async listOwn(topicId: number): Promise<SegmentFile[]> {
+    const leftovers: string[] = [];
+    const segs = await listSegments(this.host.fsx, this.host.dataDir, topicId, leftovers);
+    for (const file of leftovers) await this.host.fsx.rm(file);
+    if (segs.length > 0) this.packs.ownStartsAt(topicId, segs[0]!.firstSeq);
+    return segs;
+  }
+
   /** Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already). */
   private async loadSegmentsOf(actor: TopicActor, topicId: number, ahead?: ReadAhead): Promise<void> {
-    const segs = ahead?.segs ?? (await listSegments(this.host.fsx, this.host.dataDir, topicId));
+    const listed = this.ownListed.get(topicId);
+    this.ownListed.delete(topicId);
+    const segs = ahead?.segs ?? listed ?? (await this.listOwn(topicId));
     for (let i = 0; i < segs.length; i++) {
       const seg = i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
+      // A compacted file: cold reads map the original offsets the actor indexes through it.
+      this.host.segments.noteLoaded(topicId, seg.firstSeq, seg.relocation);
       this.host.input(actor, { k: 'segment', seg });
     }
   }
@@ -231,7 +260,7 @@ export class WorkerRecovery {
     // Without own segments, held frames are matched against the replay instead (deferHeld).
     const held = this.topicDirs.has(topicId) ? this.packs.readHeld(topicId) : undefined;
     held?.catch(() => undefined); // awaited (and reported) below
-    const segs = this.topicDirs.has(topicId) ? await listSegments(this.host.fsx, this.host.dataDir, topicId) : [];
+    const segs = this.topicDirs.has(topicId) ? await this.listOwn(topicId) : [];
     const first = segs.length === 1 ? readSegment(this.host.fsx, topicId, segs[0]!, true) : undefined;
     first?.catch(() => undefined); // awaited (and reported) by loadSegmentsOf
     return { held: await held, segs, first };

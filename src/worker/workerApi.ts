@@ -57,6 +57,9 @@ export interface WorkerThreadData {
   packBytes: number;
   /** SERVICE_PACK_FILE_BYTES: a pack file is sealed at about this size. */
   packFileBytes: number;
+  /** SERVICE_COMPACT_LIVE_PERCENT and SERVICE_COMPACT_BYTES_PER_SEC (docs/ARCHITECTURE.md "Compaction"). */
+  compactLivePercent: number;
+  compactBytesPerSec: number;
   walInflightBytes: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
@@ -121,6 +124,8 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     traceOutputs: data.traceOutputs,
     eventsPort: data.eventsPort,
     peerPorts: data.peerPorts.map((p) => p ?? undefined),
+    compaction: { livePercent: data.compactLivePercent, bytesPerSec: data.compactBytesPerSec },
+    log,
     forwardRefusal: data.maxTotalBytes > 0 ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined) : undefined,
   });
   const replayed = host.recovery.replayed;
@@ -189,11 +194,19 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     /** No actor took an input since the last checkpoint began (a timed one may be skipped). */
     quietSinceCheckpoint(): boolean {
-      return host.inputsSinceCheckpoint === 0;
+      // Compacted copies waiting for a checkpoint are something to record (its commit swaps them).
+      return host.inputsSinceCheckpoint === 0 && !host.compaction.busy;
     },
     /** The snapshot of `markId` is durable and main unlinked `removedPacks`. */
     checkpointCommitted(markId: number, removedPacks: string[] = []): Promise<number> {
       return host.checkpoints.committed(markId, removedPacks);
+    },
+    /**
+     * Copies every sealed segment whose live share is below `livePercent` now, unpaced (tests and
+     * tools); the next checkpoint swaps them in. Returns how many copies wait for it.
+     */
+    compactNow(livePercent: number): Promise<number> {
+      return host.compaction.compactNow(livePercent);
     },
     /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
     watchInterest(topics: string[], delta: 1 | -1): void {

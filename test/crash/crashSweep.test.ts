@@ -4,7 +4,8 @@
 // deleted and created again, record deletes, config changes, checkpoints; segments seal and WAL
 // files rotate), then crashed ('durable-only': only fsynced bytes and names survive; 'random':
 // unsynced writes land or not, the last one torn; 'random-dirs': and unsynced names land or not)
-// and recovered, and the oracle (test/support/crashOracle.ts) checks that nothing acked was lost,
+// and recovered (the workload ends with a compaction: copies, then their swap at a checkpoint),
+// and the oracle (test/support/crashOracle.ts) checks that nothing acked was lost,
 // nothing appeared, no seq is reused and durable leases hold. A failure prints the case (seed,
 // mode, call), which `npm run fuzz -- --storage --case '<json>'` reruns; more seeds and every
 // mode at every call: `npm run fuzz -- --storage --seed S`.

@@ -8,9 +8,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
-import { workerOf } from '../../src/core/names.js';
 import { assertOk, namer } from './util.js';
-import { appendJobs, claim, diffAll, mkQueue, nack, qstate, seqsOf, type Api } from './queueUtil.js';
+import { appendJobs, claim, diffAll, mkQueue, nack, qstate, seqsOf, type Api, crossWorkerPair } from './queueUtil.js';
 
 const WORKERS = 2;
 let srv: Server;
@@ -27,11 +26,7 @@ after(async () => {
 
 /** A queue name and a dead-letter name that hash to different workers. */
 function pair(): { q: string; dlq: string } {
-  const q = name('q');
-  for (let i = 0; ; i++) {
-    const dlq = `${q}.dlq${i}`;
-    if (workerOf(q, WORKERS) !== workerOf(dlq, WORKERS)) return { q, dlq };
-  }
+  return crossWorkerPair(name('q'), WORKERS);
 }
 
 /** One claim-that-dead-letters sequence, checked right after the claim answers. */

@@ -13,9 +13,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
-import { workerOf } from '../../src/core/names.js';
 import { assertError, assertOk, namer } from './util.js';
-import { appendJobs, claim, diffAll, mkQueue, qstate, type Api } from './queueUtil.js';
+import { appendJobs, claim, diffAll, mkQueue, qstate, type Api, crossWorkerPair } from './queueUtil.js';
 
 const WORKERS = 2;
 let srv: Server;
@@ -31,8 +30,7 @@ after(async () => {
 });
 
 function pair(): { q: string; dlq: string } {
-  const q = name('q');
-  for (let i = 0; ; i++) if (workerOf(`${q}.dlq${i}`, WORKERS) !== workerOf(q, WORKERS)) return { q, dlq: `${q}.dlq${i}` };
+  return crossWorkerPair(name('q'), WORKERS);
 }
 
 async function redrive(q: string, body: Record<string, unknown> = {}): Promise<any> {

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import type { client } from '../helpers/server.js';
 import { assertOk, sleep } from './util.js';
+import { workerOf } from '../../src/core/names.js';
 
 export type Api = ReturnType<typeof client>;
 
@@ -195,4 +196,15 @@ export async function claimWhenReady(c: Api, t: string, body: Record<string, unk
     what,
   );
   return got!;
+}
+
+/**
+ * A queue name from `q` and a dead-letter topic name for it that hashes to another of `workers`
+ * topic workers (the cross-worker paths of dead-lettering, term and redrive).
+ */
+export function crossWorkerPair(q: string, workers: number): { q: string; dlq: string } {
+  for (let i = 0; ; i++) {
+    const dlq = `${q}.dlq${i}`;
+    if (workerOf(dlq, workers) !== workerOf(q, workers)) return { q, dlq };
+  }
 }

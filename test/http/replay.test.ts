@@ -3,7 +3,9 @@
 // test does the same for a queue workload (docs/QUEUES.md; DESIGN 4, 7): claims with a short
 // lease_ms and a reclaim after expiry, nacks with and without delay_ms, extend, ack with
 // lease_ids, a `/work` stream (open, job, ack, close) and a dead-letter move to a second traced
-// actor; a tampered claim time is reported at that claim's step.
+// actor; a tampered claim time is reported at that claim's step. A run with compaction (its
+// `seal` input, and a restart that loads a compacted segment file) replays too, and a trace
+// without the seal diverges at the next append.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -190,4 +192,48 @@ test('a trace of topics going to sleep and waking again replays identically (iss
   const report = replayTrace(file);
   assert.equal(report.divergence, undefined, JSON.stringify(report.divergence));
   assert.ok(report.compared >= 10, `compared ${report.compared}`);
+});
+
+test('a trace with compaction replays identically: the `seal` input, and a restart that loads a compacted segment', async () => {
+  // Compaction seals the topic's mostly dead active segment (a `seal` actor input, traced), so
+  // the next append starts a new segment; the copy is swapped in at a checkpoint. A second run on
+  // the same data dir loads the compacted file (a `segment` input with its EXTENT ranges).
+  const traceDir = tempDir('spool-trace-compact-');
+  const env = { SERVICE_WORKERS: '1', SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'tc.', SERVICE_PACK_BYTES: '0', SERVICE_SEGMENT_BYTES: String(64 * 1024), SERVICE_CHECKPOINT_MS: '500' };
+  let srv = await startServer({ env });
+  let c = client(srv.url);
+  const records = async () => ((await c.post('/v0/topics/tc.a/diff', { cursor: 0 })).body.records as { $seq: number; data: unknown }[]).map((r) => [r.$seq, r.data]);
+  const pad = 'p'.repeat(1000);
+  try {
+    assert.equal((await c.put('/v0/topics/tc.a', { durability: 'fsync' })).status, 201);
+    assert.equal((await c.post('/v0/topics/tc.a', { records: [{ data: 'keep' }] })).status, 200);
+    assert.equal((await c.post('/v0/topics/tc.a', { records: Array.from({ length: 30 }, (_, i) => ({ data: { i, pad }, tag: 'x' })) })).status, 200);
+    assert.equal((await c.post('/v0/topics/tc.a/delete', { match: 'x' })).body.deleted, 30);
+    await eventually(async () => ((await c.get('/v0/metrics', { accept: 'application/json' })).body.compaction.segments_rewritten >= 1 ? true : 'not yet'), 10_000, 'the sealed segment swapped');
+    assert.equal((await c.post('/v0/topics/tc.a', { records: [{ data: 'after' }] })).status, 200);
+    assert.deepEqual(await records(), [[1, 'keep'], [32, 'after']]);
+  } finally {
+    assert.equal(await srv.stop(), 0);
+  }
+  srv = await startServer({ env, dataDir: srv.dataDir });
+  c = client(srv.url);
+  try {
+    assert.deepEqual(await records(), [[1, 'keep'], [32, 'after']], 'read back cold from the compacted file');
+  } finally {
+    assert.equal(await srv.stop(), 0);
+  }
+  const files = fs.readdirSync(traceDir).map((f) => path.join(traceDir, f)).sort();
+  assert.equal(files.length, 2, 'one trace per run');
+  const [first, second] = files as [string, string];
+  const lines = fs.readFileSync(first, 'utf8').split('\n');
+  const sealAt = lines.findIndex((l) => l.includes('"k":"seal"'));
+  assert.ok(sealAt > 0, 'the seal input is traced');
+  assert.ok(fs.readFileSync(second, 'utf8').includes('"k":"segment"'), 'the restart loads a segment');
+  for (const file of files) assert.equal(replayTrace(file).divergence, undefined, file);
+  // Without the seal the append after it lands in the old segment: the replay says so there.
+  const appendAfter = lines.findIndex((l, i) => i > sealAt && l.includes('"k":"req"') && l.includes('"op":"append"'));
+  assert.ok(appendAfter > sealAt);
+  fs.writeFileSync(first, lines.filter((_, i) => i !== sealAt).join('\n'));
+  const bad = replayTrace(first);
+  assert.equal(bad.divergence?.step, JSON.parse(lines[appendAfter]!).n, JSON.stringify(bad.divergence).slice(0, 300));
 });

@@ -31,7 +31,9 @@ export type WorkOp =
   | { t: 'claim'; topic: string; max: number }
   /** Queue: acks up to `max` of the jobs CLAIM_NODE holds (the oldest first; none held: skipped). */
   | { t: 'ack'; topic: string; max: number }
-  | { t: 'checkpoint' };
+  | { t: 'checkpoint' }
+  /** Compacts every sealed segment with a dead record, then checkpoints (the swap). */
+  | { t: 'compact' };
 
 export interface TopicSpec {
   durability: Durability;
@@ -190,7 +192,13 @@ export function makeWorkload(seed: string, rounds = 10): Workload {
     if (round % 2 === 1) for (let k = int(rng, 2, 3); k > 0; k--) p.steps.push(k === 2 ? [p.append('metrics'), p.append('sessions')] : [p.append('metrics')]);
   }
   p.steps.push([{ t: 'checkpoint' }, p.append('orders'), p.append('metrics'), p.append('jobs')]);
-  for (let k = 0; k < 3; k++) p.steps.push([...live].map((t) => p.append(t)));
+  // Compaction of the segments the deletes and acks left mostly dead: copies, then the swap at
+  // the checkpoint it runs (a crash anywhere in it must lose nothing).
+  p.steps.push([{ t: 'compact' }]);
+  // The checkpoint after it: a packed segment moved into its topic's own file leaves the
+  // snapshot's runs, and a pack nothing else lives in is unlinked (recovery meets the own file
+  // with the pack still there before it, and without it after).
+  for (let k = 0; k < 3; k++) p.steps.push([...(k === 1 ? [{ t: 'checkpoint' } as WorkOp] : []), ...[...live].map((t) => p.append(t))]);
   // The default seed keeps the sweep's standard sizes; others vary how often files roll over.
   const settings =
     seed === DEFAULT_SEED

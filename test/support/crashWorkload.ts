@@ -81,7 +81,7 @@ function appendBody(op: Extract<WorkOp, { t: 'append' }>, spec: TopicSpec): Uint
 
 /** `onReply` gets the reply and the tick of its ack; `syncs`: the ack waits for an fdatasync. */
 type Issued = { req: TopicRequest; syncs: boolean; onReply: (r: TopicResult, tick: number) => void } | undefined;
-type TopicOp = Exclude<WorkOp, { t: 'checkpoint' }>;
+type TopicOp = Exclude<WorkOp, { t: 'checkpoint' } | { t: 'compact' }>;
 
 /** The instance an operation reaches: a create after a drop starts a new one. */
 function instanceFor(op: TopicOp, h: TopicHistory): Instance {
@@ -234,11 +234,11 @@ export async function runWorkload(world: CrashWorld, disk: SimDisk, workload: Wo
   for (const step of workload.steps) {
     if (disk.isFrozen) break;
     const replies = step.map((op) => {
-      if (op.t === 'checkpoint') {
+      if (op.t === 'checkpoint' || op.t === 'compact') {
         history.issued++;
         // Everything written before the checkpoint began is in segments it fsynced.
         const at = ++history.tick;
-        return world.checkpoint().then(() => {
+        return (op.t === 'compact' ? world.compact() : world.checkpoint()).then(() => {
           if (disk.isFrozen) return;
           history.acked++;
           history.tick++;

@@ -39,6 +39,8 @@ export function sweepSettings(over: Partial<Settings> = {}): Settings {
     segmentWriteDelayMs: 0,
     // No sleeping by timer either (the same reason); tests put topics to sleep on purpose.
     topicSleepMs: 0,
+    // Nor compaction on its own (it looks every second): the workload's `compact` step runs it.
+    compactLivePercent: 0,
     checkpointMs: 0,
     checkpointWalBytes: 0,
     // fsync-class frames sync at once; anything else waits for one of those (never the timer).
@@ -73,6 +75,12 @@ export class CrashWorld {
 
   checkpoint(): Promise<void> {
     return this.sup.checkpoint();
+  }
+
+  /** Compacts every sealed segment with a dead record, and swaps the copies in with a checkpoint. */
+  async compact(): Promise<void> {
+    const copied = await this.sup.compact(100);
+    this.logs.push(`compaction: ${copied} segment copies swapped in`);
   }
 
   /** Abandons the world: timers cleared, ports closed, no I/O. */

@@ -30,7 +30,7 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
   const h = await runWorkload(world, disk, workload);
   world.halt();
   assert.equal(h.acked, h.issued);
-  assert.deepEqual([...new Set(workload.steps.flat().map((o) => o.t))].sort(), ['ack', 'append', 'checkpoint', 'claim', 'deleteBefore', 'deleteMatch', 'drop', 'put']);
+  assert.deepEqual([...new Set(workload.steps.flat().map((o) => o.t))].sort(), ['ack', 'append', 'checkpoint', 'claim', 'compact', 'deleteBefore', 'deleteMatch', 'drop', 'put']);
   assert.deepEqual(new Set([...h.topics.values()].map((t) => t.spec.durability)), new Set(['ephemeral', 'memory', 'disk', 'fsync']));
   for (const [topic, t] of h.topics) assert.ok(t.instances.every((i) => i.createAcked && i.maxAckedSeq > 0), `${topic}: created and appended to`);
   const users = h.topics.get('users')!.instances;
@@ -51,6 +51,18 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
   const withFrames = [...h.topics.values()].filter((t) => t.spec.durability !== 'ephemeral').reduce((n, t) => n + t.instances.length, 0);
   assert.ok(segsPerTopic.size >= 1 && segsPerTopic.size < withFrames, `${segsPerTopic.size} of ${withFrames} topic instances have own segment files`);
   assert.ok(calls.some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a checkpoint unlinks a pack nothing live is left in');
+  // Compaction (docs/ARCHITECTURE.md "Compaction"): copies are written and renamed over their segments.
+  assert.ok(calls.some((c) => c.op === 'rename' && /\.log\.compact$/.test(c.path ?? '') && /\/seg-\d+\.log$/.test(c.to ?? '')), 'a compacted copy is swapped in');
+  // A packed first segment moves into its topic's own file (a name no call used before), and a
+  // pack is unlinked at the checkpoint after that.
+  const used = new Set<string>();
+  let movedAt = -1;
+  calls.forEach((c, i) => {
+    if (movedAt < 0 && c.op === 'rename' && /\.log\.compact$/.test(c.path ?? '') && !used.has(c.to!)) movedAt = i;
+    if (c.path) used.add(c.path);
+  });
+  assert.ok(movedAt >= 0, 'a packed segment is compacted into an own file');
+  assert.ok(calls.slice(movedAt).some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a pack is unlinked after the move');
 });
 
 test('the sweep topics live on both workers', () => {

@@ -139,6 +139,29 @@ describe('pack store', { concurrency: true }, () => {
     await r.store.close();
   });
 
+  test('a dead pack being written is given up once it holds RETIRE_DEAD_PACK_BYTES: reported dead, the next frame starts a new pack', async () => {
+    const r = rig(1 << 20);
+    r.append(TOPICS[0]!, 1000);
+    await r.store.flush();
+    r.store.release(TOPICS[0]!);
+    await r.store.flush();
+    assert.deepEqual(r.store.deadPacks(), [], 'a small dead pack being written stays (no new file per checkpoint)');
+    for (let i = 0; i < 80; i++) r.append(TOPICS[1]!, 1000);
+    await r.store.flush();
+    r.store.release(TOPICS[1]!);
+    await r.store.flush();
+    const [only] = r.packNames();
+    assert.deepEqual(r.store.deadPacks(), [only], 'past 64 KiB and dead: given up and reported');
+    r.append(TOPICS[2]!);
+    await r.store.flush();
+    assert.equal(r.packNames().length, 2, 'the next frame went to a new pack');
+    assert.deepEqual(await r.store.read(TOPICS[2]!, 0, r.expected(TOPICS[2]!).length), r.expected(TOPICS[2]!));
+    await r.store.forget([only!]);
+    assert.deepEqual(r.store.deadPacks(), []);
+    await r.store.close();
+    assert.deepEqual(r.fatal, []);
+  });
+
   test('ENOSPC on a pack write or on creating a pack: frames wait in order, flush refuses, the retry writes them once', async () => {
     const r = rig(1024);
     r.ffs.failWhen((c) => c.op === 'open' && /pack-/.test(c.path ?? ''), 'ENOSPC');

@@ -5,8 +5,9 @@
 // tools run) QUEUE_MODEL_PATH=<path>, or `npm run fuzz -- --queue --seed <seed>` (`--tools`
 // for the tools mix). QUEUE_MODEL_RUNS sets the number of random runs.
 import { test } from 'node:test';
+import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { queueProperty } from '../../fuzz/queueModel.js';
+import { compactionCoverage, queueProperty } from '../../fuzz/queueModel.js';
 
 /**
  * Seeds that once found a bug (kept so the bug stays fixed), with the default command count:
@@ -19,13 +20,15 @@ const REGRESSION_SEEDS: { seed: number; runs: number; commands: number }[] = [
   { seed: 283668441, runs: 1500, commands: 80 },
 ];
 
-test('queue model: random runs of claims, acks, nacks, extends, /work, time, WAL and crashes', () => {
+test('queue model: random runs of claims, acks, nacks, extends, /work, time, WAL, compaction and crashes', () => {
   const seed = process.env.QUEUE_MODEL_SEED !== undefined ? Number(process.env.QUEUE_MODEL_SEED) : undefined;
   fc.assert(queueProperty(80), {
     numRuns: Number(process.env.QUEUE_MODEL_RUNS ?? 250),
     includeErrorInReport: true,
     ...(seed !== undefined ? { seed, path: process.env.QUEUE_MODEL_PATH } : {}),
   });
+  // The compaction steps did rewrite segments in these runs.
+  if (seed === undefined) assert.ok(compactionCoverage.rewritten > 0, JSON.stringify(compactionCoverage));
 });
 
 test('queue model with the queue tools: term, redrive, the lease list and blocking claims among the rest', () => {

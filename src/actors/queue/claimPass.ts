@@ -11,7 +11,7 @@ import type { ActorCtx } from '../ctx.js';
 import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
-import { coldRanges, installTexts } from '../topic/coldRead.js';
+import { coldRanges, installCold } from '../topic/coldRead.js';
 import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease } from './leaseTable.js';
@@ -174,17 +174,7 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
 export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, token: number, bufs: Buffer[] | string): void {
   const pass = q.parkedPasses.get(token)!;
   q.parkedPasses.delete(token);
-  let failure = typeof bufs === 'string' ? bufs : undefined;
-  if (typeof bufs !== 'string') {
-    try {
-      for (const buf of bufs) {
-        const loaded = installTexts(inst, buf);
-        if (loaded) ctx.textsLoaded(inst.id, loaded.from, loaded.to, buf.length);
-      }
-    } catch (err) {
-      failure = (err as Error).message; // damage in a segment is reported, never skipped
-    }
-  }
+  const failure = installCold(ctx, inst, bufs);
   if (failure === undefined) return finishPass(a, ctx, inst, q, pass);
   // The jobs cannot be delivered: their leases are given back and the claimers told.
   const events: LeaseEvent[] = [];

@@ -17,7 +17,7 @@ import { FrameType } from '../../wal/format.js';
 import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from '../topic/actorCore.js';
-import { coldRanges, installTexts } from '../topic/coldRead.js';
+import { coldRanges, installCold } from '../topic/coldRead.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { deleteSeqs } from '../topic/retention.js';
 import { SlotState } from '../topic/seqIndex.js';
@@ -99,17 +99,7 @@ export function onTermCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
   const op = q.terms.get(token);
   if (!op) return false;
   q.terms.delete(token);
-  let failure = typeof bufs === 'string' ? bufs : undefined;
-  if (typeof bufs !== 'string') {
-    try {
-      for (const buf of bufs) {
-        const loaded = installTexts(inst, buf);
-        if (loaded) ctx.textsLoaded(inst.id, loaded.from, loaded.to, buf.length);
-      }
-    } catch (err) {
-      failure = (err as Error).message; // damage in a segment is reported, never skipped
-    }
-  }
+  let failure = installCold(ctx, inst, bufs);
   // A job deleted meanwhile left transit: it is not copied.
   const seqs: number[] = [];
   const leases: Lease[] = [];

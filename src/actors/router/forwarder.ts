@@ -12,7 +12,7 @@ import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
-import { coldRanges, installTexts } from '../topic/coldRead.js';
+import { coldRanges, installCold } from '../topic/coldRead.js';
 import { CopyBody } from './copyBody.js';
 import { passesFilter } from './filter.js';
 import { RoutingState, type Forwarder } from './routingState.js';
@@ -217,17 +217,14 @@ export function onRouterCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | 
   for (const f of inst.routing.forwarders.values()) {
     if (f.coldToken !== token) continue;
     f.coldToken = 0;
-    if (typeof bufs === 'string') {
+    // A failed read, or damage met in a segment frame: retried later, never skipped.
+    if (installCold(ctx, inst, bufs) !== undefined) {
       f.lastError = 'internal';
       f.attempts++;
       f.retryTimerId = a.nextTimerId();
       ctx.setTimer(f.retryTimerId, ctx.now + RETRY_MAX_MS);
       settleDrains(ctx, inst);
       return true;
-    }
-    for (const buf of bufs) {
-      const loaded = installTexts(inst, buf);
-      if (loaded) ctx.textsLoaded(inst.id, loaded.from, loaded.to, buf.length);
     }
     pump(a, ctx, inst, f);
     return true;

@@ -134,6 +134,21 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
   return loc;
 }
 
+/**
+ * Seals the active segment (compaction asks, for a quiet one that is mostly dead): the next
+ * frame starts a new one at the next seq, so the sealed one can be compacted. A packed first
+ * segment is sealed too (the next frame starts the topic's first own file); an empty one stays.
+ */
+export function sealActive(inst: TopicInstance): void {
+  const seg = inst.segment;
+  if (seg.size === 0) return;
+  seg.firstSeq = inst.assigned + 1;
+  seg.size = 0;
+  seg.frames = 0;
+  seg.ordinal += 1;
+  seg.firstSeqs.push(seg.firstSeq);
+}
+
 /** Where the frame just placed (the last `frameLen` bytes of the active segment) goes on disk. */
 export function activePlacement(inst: TopicInstance, frameLen: number): SegmentPlacement {
   const seg = inst.segment;
@@ -146,8 +161,9 @@ export function activePlacement(inst: TopicInstance, frameLen: number): SegmentP
  * Indexes every record of an APPEND frame that starts at `off` in `buf` (already CRC-checked by
  * whoever read it); returns the batch's payload bytes. With `keepText` the records stay in
  * memory as texts over `buf`; otherwise they are cold and read back from segments on demand.
+ * `frameLen`: the original bytes the frame stands for, when it comes from a compacted segment.
  */
-export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: number, keepText: boolean): number {
+export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: number, keepText: boolean, frameLen?: number): number {
   const probe = probeFrame(buf, off, buf.length, false);
   if (!probe.ok) throw new Error(`indexFrame: not a frame (${probe.reason})`);
   const head = readAppendHead(buf, probe.frame);
@@ -157,7 +173,7 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
     total += bytes;
     const text = keepText ? RecordText.fromExtent(buf, r) : undefined;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
-    inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, probe.frame.size, i, text);
+    inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, frameLen ?? probe.frame.size, i, text);
     if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });

@@ -3,7 +3,7 @@
 // frame) and installs the texts when the bytes arrive. Pure; the host does the I/O.
 import { forEachAppendRecord, probeFrame, readAppendHead } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
-import type { ColdRange } from '../ctx.js';
+import type { ActorCtx, ColdRange } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 import { SlotState } from './seqIndex.js';
@@ -28,6 +28,24 @@ export function coldRanges(inst: TopicInstance, seqs: readonly number[]): ColdRa
     if (ordinal === 0 && inst.segment.packed) range.packed = true;
     return range;
   });
+}
+
+/**
+ * A cold read's answer: installs the texts it brought (`bufs`) and tells the host what came
+ * into memory. Returns why it failed, or undefined: the read's own error (`bufs` is its text)
+ * or damage met in a segment frame, which is reported, never skipped.
+ */
+export function installCold(ctx: ActorCtx, inst: TopicInstance, bufs: Buffer[] | string): string | undefined {
+  if (typeof bufs === 'string') return bufs;
+  try {
+    for (const buf of bufs) {
+      const loaded = installTexts(inst, buf);
+      if (loaded) ctx.textsLoaded(inst.id, loaded.from, loaded.to, buf.length);
+    }
+  } catch (err) {
+    return (err as Error).message;
+  }
+  return undefined;
 }
 
 /** Installs texts for every live, textless record of the frames in `buf`; returns the seq span. */

@@ -9,7 +9,7 @@ import type { FrameView } from '../../wal/frame.js';
 import { probeFrame } from '../../wal/frame.js';
 import { finishInstanceRecovery, loadInstance, loadPackedFrame, loadSegment, replayFrame } from './replay.js';
 import { afterQueueRecovery } from '../queue/queueSteps.js';
-import type { SegmentLimits } from './appendOp.js';
+import { sealActive, type SegmentLimits } from './appendOp.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 
@@ -19,6 +19,8 @@ export type ActorInput =
   | { k: 'timer'; id: number }
   | { k: 'cold'; token: number; bufs: Buffer[] | string }
   | { k: 'drop'; topicId: number; from: number; to: number }
+  /** Compaction: the topic's active own segment is mostly dead; the next frame starts a new one (appendOp.ts sealActive). */
+  | { k: 'seal'; topicId: number }
   | { k: 'release' }
   /** Another topic's actor answered this actor's peer request `token`. */
   | { k: 'peerReply'; token: number; result: TopicResult }
@@ -64,6 +66,9 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return actor.onColdRead(ctx, input.token, input.bufs);
     case 'drop':
       return actor.dropTexts(input.topicId, input.from, input.to);
+    case 'seal':
+      if (actor.current?.id === input.topicId) sealActive(actor.current);
+      return;
     case 'release':
       return actor.releaseParked(ctx);
     case 'peerReply':

@@ -12,7 +12,7 @@ import type { TopicInstance } from './instance.js';
 import { readFrom, type ReadResult } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
 import { PAGE_MIN_BYTES } from '../../core/pagePool.js';
-import { coldRanges, installTexts } from './coldRead.js';
+import { coldRanges, installCold } from './coldRead.js';
 
 const DIFF_DEFAULT_LIMIT = 256;
 const MiB = 1024 * 1024;
@@ -191,14 +191,9 @@ export class TopicReads {
       ctx.reply(c.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
       return true;
     }
-    try {
-      for (const buf of bufs) {
-        const loaded = installTexts(c.inst, buf);
-        if (loaded) ctx.textsLoaded(c.inst.id, loaded.from, loaded.to, buf.length);
-      }
-    } catch (err) {
-      // Damage in a segment is reported, never skipped (DESIGN 2.4).
-      ctx.reply(c.reqId, fail('internal', `segment read failed: ${(err as Error).message}`));
+    const failure = installCold(ctx, c.inst, bufs);
+    if (failure !== undefined) {
+      ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
       return true;
     }
     this.answer(ctx, c);

@@ -16,7 +16,7 @@ import { finishQueueRecovery, loadQueuePart, queuePart, replayLeases } from '../
 import type { TopicActor } from './topicActor.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
-import { forEachFrame } from '../../storage/segmentLoad.js';
+import { walkSegment } from '../../storage/compactFrames.js';
 import { probeFrame } from '../../wal/frame.js';
 import assert from 'node:assert/strict';
 import { appliedOf, replayProgress } from '../router/applied.js';
@@ -68,15 +68,19 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
     inst.segment.firstSeqs = [];
     inst.segment.packed = false; // no packed frames came first: the first segment is a file
   }
-  forEachFrame(seg.buf, (f, off) => {
+  // A compacted file's frames are indexed at the original bytes their EXTENT stands for, so the
+  // records' locations are the ones the topic had before the compaction (and its cold reads map).
+  walkSegment(seg.buf, (f, off, at) => {
     const head = readAppendHead(seg.buf, f);
     if (head.firstSeq <= inst.index.last) return;
     if (head.firstSeq > inst.index.last + 1) inst.index.pad(head.firstSeq - 1);
-    indexFrame(inst, seg.buf, off, ordinal * TWO_32 + off, false);
+    indexFrame(inst, seg.buf, off, ordinal * TWO_32 + at.orig, false, at.origLen);
   });
   inst.segment.firstSeqs.push(seg.firstSeq);
   inst.segment.firstSeq = seg.firstSeq;
-  inst.segment.size = seg.size;
+  // A compacted file is never written to again: when it is the newest (its topic's active
+  // segment was sealed for compaction and nothing came after), the next frame starts a new one.
+  inst.segment.size = seg.relocation ? TWO_32 : seg.size;
   inst.segment.frames = 0; // counted only while the segment is packed
   inst.segment.ordinal = ordinal;
 }

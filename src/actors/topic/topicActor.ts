@@ -57,6 +57,11 @@ export class TopicActor implements ActorCore {
     readonly opts: ActorOptions,
   ) {}
 
+  /** The last frame number handed out (frames up to writtenFrameNo are written). */
+  get submittedFrameNo(): number {
+    return this.frameNo;
+  }
+
   get reads(): TopicReads {
     return (this.readsState ??= new TopicReads(this.name, this.opts.maxLimit, this));
   }

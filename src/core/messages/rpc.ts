@@ -368,10 +368,16 @@ export interface StatsTotals {
   sleeping: number;
   /** Bytes of sleeping topics' snapshot lines kept between checkpoints (sleepingLines.ts). */
   keptLineBytes: number;
+  /** Compaction (worker/compaction.ts): segment bytes given back and segments rewritten since start. */
+  compactBytesReclaimed: number;
+  compactSegmentsRewritten: number;
+  /** Live (estimated) and file bytes of the sealed segments its last plan looked at. */
+  compactLiveBytes: number;
+  compactStoredBytes: number;
 }
 
 export function emptyTotals(): StatsTotals {
-  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0, sleeping: 0, keptLineBytes: 0 };
+  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0, sleeping: 0, keptLineBytes: 0, compactBytesReclaimed: 0, compactSegmentsRewritten: 0, compactLiveBytes: 0, compactStoredBytes: 0 };
 }
 
 /**
