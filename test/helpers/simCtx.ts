@@ -1,6 +1,6 @@
 // A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
 // delivered only on command, so a test chooses every interleaving.
-import { StepCtx, type ActorCtx, type Effect, type SegmentPlacement } from '../../src/actors/ctx.js';
+import { StepCtx, type ActorCtx, type ColdRange, type Effect, type SegmentPlacement } from '../../src/actors/ctx.js';
 import type { TopicResult } from '../../src/core/messages/rpc.js';
 import type { WatchEvent } from '../../src/core/messages/events.js';
 import { seededRng } from '../../src/core/rng.js';
@@ -30,6 +30,12 @@ export class SimActor {
   watched = false;
   readonly published: WatchEvent[] = [];
   readonly deferred: number[] = [];
+  /** Cold reads the actor asked for, answered only by `answerColdRead`. */
+  readonly coldReads: { token: number; ranges: ColdRange[] }[] = [];
+  /** Requests the actor sent to other actors (never answered here). */
+  readonly peerRequests: { token: number; req: TopicRequest }[] = [];
+  /** The bytes of every segment file, by its first seq, as the frames' placements wrote them. */
+  private readonly segmentBytes = new Map<number, Buffer>();
   private readonly rng = seededRng('sim');
 
   constructor(name = 't', opts = { maxLimit: 1000, segmentBytes: 64 * 1024 * 1024, maxTopics: 0 }) {
@@ -43,19 +49,22 @@ export class SimActor {
           case 'reply':
             return void this.replies.set(e.reqId, e.result);
           case 'submit':
+            if (e.segment) this.writeSegment(e.segment, e.frame);
             return void this.frames.push({ frameNo: e.frameNo, frame: e.frame, durable: e.durable, segment: e.segment });
           case 'setTimer':
             return void this.timers.set(e.timerId, e.atMs);
           case 'cancelTimer':
             return void this.timers.delete(e.timerId);
           case 'readCold':
-            throw new Error('no cold reads in SimActor');
+            return void this.coldReads.push({ token: e.token, ranges: e.ranges });
           case 'deferForCredit':
             return void this.deferred.push(e.reqId);
           case 'releaseTopicSlot':
             return void this.topics--;
           case 'publish':
             return void this.published.push(e.event);
+          case 'peerRequest':
+            return void this.peerRequests.push({ token: e.token, req: e.req });
           default:
             return;
         }
@@ -70,6 +79,27 @@ export class SimActor {
       storageState: () => this.storageState,
     },
   );
+
+  private writeSegment(place: SegmentPlacement, frame: Buffer): void {
+    const old = this.segmentBytes.get(place.segFirstSeq) ?? Buffer.alloc(0);
+    const buf = Buffer.alloc(Math.max(old.length, place.offset + frame.length));
+    old.copy(buf);
+    frame.copy(buf, place.offset);
+    this.segmentBytes.set(place.segFirstSeq, buf);
+  }
+
+  /** Answers the oldest outstanding cold read with the segment bytes it asked for. */
+  answerColdRead(): void {
+    const read = this.coldReads.shift();
+    if (!read) throw new Error('no cold read outstanding');
+    const bufs = read.ranges.map((r) => Buffer.from(this.segmentBytes.get(r.segFirstSeq)!.subarray(r.offset, r.offset + r.len)));
+    this.actor.onColdRead(this.ctx(), read.token, bufs);
+  }
+
+  /** The host's cache evicts the texts of seqs from..to (they are in segments). */
+  evict(fromSeq: number, toSeq: number): void {
+    this.actor.dropTexts(this.actor.current!.id, fromSeq, toSeq);
+  }
 
   ctx(): ActorCtx {
     return this.stepCtx.begin(this.now, this.rng, undefined);

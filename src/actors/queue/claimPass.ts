@@ -161,13 +161,30 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
   });
   const pass: ParkedPass = { claimers, given, deadLetter, leasesFrameNo: logLeases(a, ctx, inst, events) };
   const cold = [...jobs, ...deadLetter].filter((s) => inst.index.text(s) === undefined);
-  if (cold.length > 0) {
-    const token = a.nextTimerId();
-    q.parkedPasses.set(token, pass);
-    ctx.readCold(token, inst.id, coldRanges(inst, cold.sort((x, y) => x - y)));
-    return;
-  }
+  if (cold.length > 0) return parkForTexts(a, ctx, inst, q, pass, cold);
   finishPass(a, ctx, inst, q, pass);
+}
+
+/** Parks `pass` until the texts of `cold` (and of every seq it read back before) are in memory. */
+function parkForTexts(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, pass: ParkedPass, cold: number[]): void {
+  const seqs = [...new Set([...(pass.readBack ?? []), ...cold])].sort((x, y) => x - y);
+  pass.readBack = seqs;
+  const token = a.nextTimerId();
+  q.parkedPasses.set(token, pass);
+  ctx.readCold(token, inst.id, coldRanges(inst, seqs));
+}
+
+/**
+ * Jobs of the pass, still leased to it and live, whose texts left memory while it waited for
+ * others (a small cache evicts what it holds in turn). Each is read back once more, with every
+ * seq read before, so the pass ends: a seq joins the read-back set at most once.
+ */
+function textsLost(inst: TopicInstance, q: QueueState, pass: ParkedPass): number[] {
+  const lost: number[] = [];
+  const held = (s: number) => isLive(inst, s) && inst.index.text(s) === undefined;
+  for (const seqs of pass.given) for (const s of seqs) if (q.table.active.has(s) && held(s)) lost.push(s);
+  for (const s of pass.deadLetter) if (held(s)) lost.push(s);
+  return lost;
 }
 
 /** Segment bytes for a parked pass: install the texts and finish it, or undo it on failure. */
@@ -175,7 +192,11 @@ export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
   const pass = q.parkedPasses.get(token)!;
   q.parkedPasses.delete(token);
   const failure = installCold(ctx, inst, bufs);
-  if (failure === undefined) return finishPass(a, ctx, inst, q, pass);
+  if (failure === undefined) {
+    const lost = textsLost(inst, q, pass);
+    if (lost.length > 0 && lost.some((s) => !pass.readBack!.includes(s))) return parkForTexts(a, ctx, inst, q, pass, lost);
+    return finishPass(a, ctx, inst, q, pass);
+  }
   // The jobs cannot be delivered: their leases are given back and the claimers told.
   const events: LeaseEvent[] = [];
   for (const seqs of pass.given) {

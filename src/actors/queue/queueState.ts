@@ -41,6 +41,8 @@ export interface ParkedPass {
   given: number[][];
   deadLetter: number[];
   leasesFrameNo: number;
+  /** Seqs read back from segments for this pass so far (every one is in a segment). */
+  readBack?: number[];
 }
 
 /** A job being copied to the dead-letter topic (a peer request in flight or waiting to retry). */
@@ -63,6 +65,8 @@ export interface TermOp {
   leases: Lease[];
   skipped: number[];
   reason: string | undefined;
+  /** Seqs read back from segments for this term so far (every one is in a segment). */
+  readBack?: number[];
 }
 
 /** A redrive under way (redrive.ts): one at a time per queue, driven by peer answers. */

@@ -66,11 +66,20 @@ export function term(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
   }
   refill(a, ctx, inst, q); // a `/work` stream whose job is on its way has room for the next
   const op: TermOp = { reqId, seqs, leases, skipped, reason: req.reason ?? undefined };
-  const cold = seqs.filter((s) => inst.index.text(s) === undefined).sort((x, y) => x - y);
+  const cold = seqs.filter((s) => inst.index.text(s) === undefined);
   if (cold.length === 0) return sendTerm(a, ctx, inst, q, op);
+  parkForTexts(a, ctx, inst, q, op, cold);
+}
+
+/**
+ * Parks `op` until the texts of `cold`, and of every seq it read back before, are in memory: a
+ * small cache may evict one job's text while another's is read, and a seq joins the set once.
+ */
+function parkForTexts(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, op: TermOp, cold: number[]): void {
+  op.readBack = [...new Set([...(op.readBack ?? []), ...cold])].sort((x, y) => x - y);
   const token = a.nextTimerId();
   q.terms.set(token, op);
-  ctx.readCold(token, inst.id, coldRanges(inst, cold));
+  ctx.readCold(token, inst.id, coldRanges(inst, op.readBack));
 }
 
 /** No dead-letter topic: the held jobs are ready again at once (`released` events). */
@@ -110,7 +119,12 @@ export function onTermCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
   });
   op.seqs = seqs;
   op.leases = leases;
-  if (failure === undefined && seqs.some((s) => inst.index.text(s) === undefined)) failure = `job ${seqs.find((s) => inst.index.text(s) === undefined)} could not be read back`;
+  const lost = failure === undefined ? seqs.filter((s) => inst.index.text(s) === undefined) : [];
+  if (lost.some((s) => !op.readBack!.includes(s))) {
+    parkForTexts(a, ctx, inst, q, op, lost);
+    return true;
+  }
+  if (lost.length > 0) failure = `job ${lost[0]} could not be read back`;
   if (failure !== undefined || inst.config.dead_letter === null) {
     giveBack(a, ctx, inst, q, op);
     ctx.reply(op.reqId, fail('internal', `segment read failed: ${failure ?? 'the queue has no dead_letter topic any more'}`));

@@ -87,3 +87,16 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   }
   return { items, cold, nextFromSeq: seq - 1, scanned, tombstone, scanFrom };
 }
+
+/** The read begins with a record whose text is in memory (before its first cold one). */
+export function startsWarm(r: ReadResult): boolean {
+  return r.items.length > 0 && r.items[0]!.seq < r.cold[0]!;
+}
+
+/** The read cut short before its first cold record: what can be answered without the disk. */
+export function warmPrefix(r: ReadResult): ReadResult {
+  const firstCold = r.cold[0]!;
+  let n = 0;
+  while (n < r.items.length && r.items[n]!.seq < firstCold) n++;
+  return { ...r, items: r.items.slice(0, n), cold: [], nextFromSeq: firstCold - 1 };
+}

@@ -9,7 +9,7 @@ import type { DiffRequest, RedriveReadRequest, WatchReadRequest } from '../../co
 import { redriveBatch } from './redriveSource.js';
 import type { ActorCtx } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
-import { readFrom, type ReadResult } from './readPipeline.js';
+import { readFrom, startsWarm, warmPrefix, type ReadResult } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
 import { PAGE_MIN_BYTES } from '../../core/pagePool.js';
 import { coldRanges, installCold } from './coldRead.js';
@@ -36,6 +36,8 @@ interface Waiting {
   req: DiffRequest | WatchReadRequest | RedriveReadRequest;
   inst: TopicInstance;
   attempts: number;
+  /** Seqs read back from segments for it so far, read again with the next (see readBack). */
+  readBack?: number[];
 }
 
 /** Long-polls by timer id, or diffs waiting for segment bytes by read token; none while idle. */
@@ -88,8 +90,13 @@ export class TopicReads {
     const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.maxLimit);
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
     const untilSeq = req.op === 'watchRead' && req.strong ? inst.durableHead : undefined;
-    const r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip, untilSeq });
-    if (r.cold.length > 0) return void this.readBack(ctx, w, r.cold);
+    let r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip, untilSeq });
+    if (r.cold.length > 0) {
+      // After a read-back, records before the first cold one answer now: under a small cache the
+      // texts read back for one part of a page can leave memory while another part is read.
+      if (w.attempts === 0 || !startsWarm(r)) return void this.readBack(ctx, w, r.cold);
+      r = warmPrefix(r);
+    }
     if (req.op === 'watchRead') return void this.answerWatch(ctx, w.reqId, req, inst, r);
     const head = inst.head;
     const prefix = `{"topic":${JSON.stringify(this.name)},"records":`;
@@ -113,9 +120,12 @@ export class TopicReads {
     if (w.attempts >= COLD_READ_ATTEMPTS_MAX) {
       return ctx.reply(w.reqId, fail('internal', `records ${cold[0]}.. could not be read back from segments`));
     }
+    // What an earlier read brought may have left memory meanwhile (a small cache evicts in turn):
+    // it is read again with the rest, so every text the answer needs arrives in one step.
+    const readBack = [...new Set([...(w.readBack ?? []), ...cold])].sort((x, y) => x - y);
     const token = this.ids.nextTimerId();
-    (this.cold ??= new Map()).set(token, { ...w, attempts: w.attempts + 1 });
-    ctx.readCold(token, w.inst.id, coldRanges(w.inst, cold));
+    (this.cold ??= new Map()).set(token, { ...w, attempts: w.attempts + 1, readBack });
+    ctx.readCold(token, w.inst.id, coldRanges(w.inst, readBack));
   }
 
   /**
