@@ -1,4 +1,4 @@
-// Paired CPU-per-append measurement (issue 12, single-record appends): server CPU per request,
+// Paired CPU-per-append measurement (docs/PERFORMANCE.md "Single-record appends"): server CPU per request,
 // split per thread, for one or more spool builds and the bare Fastify echo. Every server is
 // started once and kept running; the measurements then rotate between them in short runs, round
 // after round, so that every build sees the same background load, and the medians are printed at
@@ -12,7 +12,7 @@
 // batched appends; CPU stays per request). Threads: `main` is the process's first thread; the others are
 // listed by CPU, biggest first (at these loads: the topic worker, then the WAL thread or a GC
 // helper).
-// BENCH_CPU_CREATE=1 measures topic creation instead (issue 15, many-topics): every request is
+// BENCH_CPU_CREATE=1 measures topic creation instead (docs/PERFORMANCE.md "Topic creation"): every request is
 // one append of BENCH_CPU_RECORDS (then 10 by default) records to a topic of a fresh name, at
 // BENCH_CPU_CLIENTS (then 32) clients, and the runs also report WAL fdatasyncs per request
 // (`spool_wal_fsyncs_total`). Each server keeps the topics of every run, so all builds grow alike.

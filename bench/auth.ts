@@ -1,4 +1,4 @@
-// Workload auth (issue 11): what admission costs, and how priority holds under overload.
+// Workload auth: what admission costs, and how priority holds under overload.
 //
 // 1. Auth on vs off: single-record `disk` appends at 64 clients and 100-record batches at 16
 //    clients, against a server without keys and one with 20 keys (the key presented is the

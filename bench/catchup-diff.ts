@@ -7,7 +7,7 @@
 // into a private cluster, as `jsonb` and as `text`, and each round also reads them with keyset
 // pagination (`WHERE seq > $1 ORDER BY seq LIMIT 1000`, a prepared statement over TCP on
 // 127.0.0.1); the parties alternate within the run, so machine noise hits all of them. Targets
-// (issue 12): spool ≥ 1.2× PostgreSQL (jsonb) records/s, server CPU ≤ 1.5 µs per record.
+// (docs/PERFORMANCE.md "Catch-up reads"): spool ≥ 1.2× PostgreSQL (jsonb) records/s, server CPU ≤ 1.5 µs per record.
 // Without PostgreSQL the peer is skipped with a message.
 //
 // Cold (SERVICE_SEGMENT_CACHE_BYTES=1048576): pages come from segment files; one pass per round.

@@ -40,6 +40,7 @@ function deadBody(pattern: string): Buffer {
 async function prefill(mb: number): Promise<string> {
   const dir = tempDir('spool-bench-compact-src-');
   const srv = await startSpool({ label: 'compaction-prefill', dataDir: dir, keepDir: true, env: { ...ENV, SERVICE_COMPACT_LIVE_PERCENT: '0' } });
+  let exit: Awaited<ReturnType<typeof srv.terminate>>;
   const client = new HttpClient(srv.port, 4);
   try {
     await createTopic(client, 'bench-cmp-dead', { durability: 'disk' });
@@ -65,9 +66,9 @@ async function prefill(mb: number): Promise<string> {
     srv.assertAlive();
   } finally {
     client.close();
-    const t = await srv.terminate();
-    if (t.code !== 0) throw new Error(`pre-fill server exited with ${t.code} (${t.signal})`);
+    exit = await srv.terminate();
   }
+  if (exit.code !== 0) throw new Error(`pre-fill server exited with ${exit.code} (${exit.signal})`);
   return dir;
 }
 

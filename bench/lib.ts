@@ -507,8 +507,9 @@ function probe(port: number, p: string): Promise<number> {
 }
 
 /** Starts `node dist/cli.js serve` with SERVICE_PORT=0 in a fresh (or given) data dir. */
-export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number } = {}): Promise<ChildServer> {
-  const cli = process.env.BENCH_SPOOL_CLI ? path.resolve(process.env.BENCH_SPOOL_CLI) : CLI;
+export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number; cli?: string } = {}): Promise<ChildServer> {
+  // opts.cli: a given build (a baseline run next to this one in the same workload).
+  const cli = opts.cli ?? (process.env.BENCH_SPOOL_CLI ? path.resolve(process.env.BENCH_SPOOL_CLI) : CLI);
   if (!fs.existsSync(cli)) throw new Error(`${cli} not found: run \`npm run build\` first`);
   // BENCH_SERVER_NODE_ARGS: extra node options for every spool server (e.g. --perf-basic-prof
   // for `perf record`); BENCH_SPOOL_CLI: another build's dist/cli.js (a baseline commit).

@@ -1,4 +1,4 @@
-// Workload many-topics (issue 15): N small topics (BENCH_MANY_TOPICS, default 10,000), each
+// Workload many-topics (docs/PERFORMANCE.md "Topic creation"): N small topics (BENCH_MANY_TOPICS, default 10,000), each
 // created by one append of 10 records × 256 B from 32 writers; then random single-topic diffs at
 // 16 readers, `GET /v0/topics` over every page, SIGKILL and restart on the same data dir. Prints
 // creation rate, RSS per topic, files on disk, diff and list rates, ready time and RSS after the

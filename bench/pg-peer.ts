@@ -1,4 +1,4 @@
-// The PostgreSQL peer of catchup-diff (issue 12): a private, throw-away PostgreSQL cluster in a temp
+// The PostgreSQL peer of catchup-diff (docs/PERFORMANCE.md "Catch-up reads"): a private, throw-away PostgreSQL cluster in a temp
 // dir and a minimal client of its wire protocol (v3), so a keyset-paginated read can be compared
 // with spool's diff pages on the same machine, in the same run.
 //
@@ -250,7 +250,8 @@ export class PgConn {
         this.last = null;
         this.bytes = 0;
         this.err = null;
-        if (w) err ? w.reject(new Error(`postgres: ${err}`)) : w.resolve(r);
+        if (w && err) w.reject(new Error(`postgres: ${err}`));
+        else if (w) w.resolve(r);
       } else if (type === 0x52 /* R auth */ && b.readInt32BE(p + 5) !== 0) {
         this.fail(new Error('postgres wants a password: the peer cluster is made with --auth=trust'));
       }

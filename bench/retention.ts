@@ -1,4 +1,4 @@
-// Workload retention: the cost of caps and of record deletes (SPEC 2.3, 4.9; DESIGN 3.2, 3.4).
+// Workload retention: the cost of caps and of record deletes (docs/API.md "PUT /v0/topics/:topic", "Record delete"; docs/ARCHITECTURE.md "Watermarks", "Retention").
 //  (a) Appends at a full cap: 16 writers POST batches of 100 records (~256 B `data` each) for
 //      ~5 s (BENCH_SECONDS) into
 //        - an uncapped `disk` topic, and

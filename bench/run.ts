@@ -18,6 +18,7 @@ import { manyTopics } from './many-topics.js';
 import { auth } from './auth.js';
 import { stages } from './stages.js';
 import { compaction } from './compaction.js';
+import { longpollWake } from './longpoll-wake.js';
 import { cleanupAll, emitJson, installCleanupHandlers, log, machineInfo, markdownTable, type Row, type WorkloadResult } from './lib.js';
 
 const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
@@ -37,6 +38,7 @@ const WORKLOADS: Record<string, () => Promise<WorkloadResult>> = {
   auth,
   stages,
   compaction,
+  'longpoll-wake': longpollWake,
 };
 
 function usage(): never {

@@ -7,6 +7,9 @@
 // (2) The stage table: the same requests, and a long-poll diff woken by an append, on a server
 //     with SERVICE_STAGE_CLOCK=1: per stage p50/p99 (docs/PERFORMANCE.md "Stage clock") and each
 //     thread's CPU per request. BENCH_STAGES_N requests per kind (default 3000), after 300 warm-up.
+// (3) Queues (docs/PERFORMANCE.md "Queues"), in both: one worker claiming 1 job (`max` 1) from a
+//     pre-filled `disk` queue and acking it with its lease id, BENCH_STAGES_N pairs after 300:
+//     claim and ack p50/p99 (target: claim p50 <= 0.3 ms), and their stage tables.
 import { RawHttpConn, envNumber, log, round, startSpool, type ChildServer, type Row, type WorkloadResult } from './lib.js';
 
 interface Kind {
@@ -25,13 +28,39 @@ const KINDS: Kind[] = [
   { name: 'append_fsync', method: 'POST', path: '/v0/topics/f', body: '{"records":[{"data":{"a":1}}]}' },
 ];
 
-async function setup(srv: ChildServer): Promise<RawHttpConn> {
+const CLAIM_P50_TARGET_MS = 0.3;
+const QUEUE_WARMUP = 300;
+
+async function setup(srv: ChildServer, jobs: number): Promise<RawHttpConn> {
   const c = new RawHttpConn(srv.port);
   for (const [t, d] of [['d', 'disk'], ['m', 'memory'], ['f', 'fsync'], ['w', 'disk']]) {
     const r = await c.request('PUT', `/v0/topics/${t}`, JSON.stringify({ durability: d }));
     if (r.status !== 201 && r.status !== 200) throw new Error(`PUT ${t}: ${r.status}`);
   }
+  const q = await c.request('PUT', '/v0/topics/q', JSON.stringify({ type: 'queue', durability: 'disk' }));
+  if (q.status !== 201 && q.status !== 200) throw new Error(`PUT q: ${q.status}`);
+  const job = JSON.stringify({ data: { job: 'x'.repeat(100) } });
+  for (let left = jobs; left > 0; left -= 1000) {
+    const r = await c.post('/v0/topics/q?return_seqs=false', `{"records":[${Array(Math.min(1000, left)).fill(job).join(',')}]}`);
+    if (r.status >= 300) throw new Error(`fill q: ${r.status} ${r.body.toString().slice(0, 200)}`);
+  }
   return c;
+}
+
+/** One worker: claim 1, ack it with its lease id, `n` times; claim and ack latencies (ms). */
+async function claimAckPairs(c: RawHttpConn, n: number): Promise<{ claim: Float64Array; ack: Float64Array }> {
+  const claim = new Float64Array(n);
+  const ack = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = await c.post('/v0/topics/q/claim', '{"node":"w1","max":1}');
+    const job = (JSON.parse(r.body.toString()) as { claimed?: { $seq: number; lease_id: string }[] }).claimed?.[0];
+    if (r.status !== 200 || !job) throw new Error(`claim: ${r.status} ${r.body.toString().slice(0, 200)}`);
+    const a = await c.post('/v0/topics/q/ack', JSON.stringify({ node: 'w1', seqs: [job.$seq], lease_ids: [job.lease_id] }));
+    if (a.status !== 200 || (JSON.parse(a.body.toString()) as { acked: number }).acked !== 1) throw new Error(`ack: ${a.status} ${a.body.toString().slice(0, 200)}`);
+    claim[i] = Number(r.ns) / 1e6;
+    ack[i] = Number(a.ns) / 1e6;
+  }
+  return { claim: claim.sort(), ack: ack.sort() };
 }
 
 /** p50 and p99 in ms of `n` requests of one kind, after a warm-up. */
@@ -80,12 +109,17 @@ export async function stages(): Promise<WorkloadResult> {
   const rows: Row[] = [];
   const ladder: Record<string, { p50: number; p99: number }> = {};
   const plain = await startSpool({ label: 'stages' });
+  const jobs = QUEUE_WARMUP + n;
   try {
-    const c = await setup(plain);
+    const c = await setup(plain, jobs);
     for (const k of KINDS) {
       log(`stages: ladder ${k.name}`);
       ladder[k.name] = await ladderRun(c, k, n);
     }
+    log('stages: ladder claim 1 + ack, disk queue');
+    await claimAckPairs(c, QUEUE_WARMUP);
+    const q = await claimAckPairs(c, n);
+    for (const [name, ts] of [['claim1', q.claim], ['ack1', q.ack]] as const) ladder[name] = { p50: ts[n >> 1]!, p99: ts[Math.floor(n * 0.99)]! };
     c.close();
   } finally {
     await plain.close();
@@ -93,18 +127,20 @@ export async function stages(): Promise<WorkloadResult> {
   const us = (ms: number) => Math.round(ms * 1000);
   const d = (a: string, b: string) => us(ladder[a]!.p50 - ladder[b]!.p50);
   const targets = {
+    claim1_p50_us: { got: us(ladder.claim1!.p50), target: us(CLAIM_P50_TARGET_MS) },
     state_over_health_us: { got: d('state', 'health'), target: 60 },
     diff_over_state_us: { got: d('diff1', 'state'), target: 40 },
     memory_over_state_us: { got: d('append_memory', 'state'), target: 60 },
     disk_over_memory_us: { got: d('append_disk', 'append_memory'), target: 50 },
   };
-  for (const k of KINDS) rows.push({ name: `stages ${k.name} 1c`, recordsPerSec: null, p50Ms: round(ladder[k.name]!.p50, 3), p99Ms: round(ladder[k.name]!.p99, 3), peakRssMB: null });
+  for (const k of [...KINDS.map((x) => x.name), 'claim1', 'ack1']) rows.push({ name: `stages ${k} 1c`, recordsPerSec: null, p50Ms: round(ladder[k]!.p50, 3), p99Ms: round(ladder[k]!.p99, 3), peakRssMB: null });
+  rows[rows.length - 2]!.notes = `claim p50 target ≤ ${CLAIM_P50_TARGET_MS} ms: ${ladder.claim1!.p50 <= CLAIM_P50_TARGET_MS ? 'met' : '**MISSED**'} (disk queue, max 1)`;
 
   // The stage table, on a server with the stage clock on.
   const timed = await startSpool({ label: 'stages-clock', env: { SERVICE_STAGE_CLOCK: '1' } });
   const table: Record<string, unknown> = {};
   try {
-    const c = await setup(timed);
+    const c = await setup(timed, jobs);
     const cpu: Record<string, Record<string, number>> = {};
     const measure = async (name: string, run: () => Promise<void>, count: number) => {
       await c.request('DELETE', '/v0/debug/stages');
@@ -126,6 +162,9 @@ export async function stages(): Promise<WorkloadResult> {
         n,
       );
     }
+    log('stages: stage clock claim 1 + ack (CPU per pair)');
+    await claimAckPairs(c, QUEUE_WARMUP);
+    await measure('claim_ack', async () => void (await claimAckPairs(c, n)), n);
     log('stages: stage clock long-poll wake');
     const polls = Math.min(n, 1000);
     await measure('longpoll_wake', () => longPolls(timed, c, polls), polls);

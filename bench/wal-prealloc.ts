@@ -5,7 +5,7 @@
 // alternating rounds (off, on, off, on…) so that noise on the shared machine hits both alike.
 // A 16 MiB WAL file size makes the run cross several file rotations, so the cost of preparing
 // the next file (in the background) is inside the figures.
-// Target (issue 9): fsync-class single-record latency improves with pre-allocation.
+// Target: fsync-class single-record latency improves with pre-allocation.
 import { CpuSplitMeter, cpuNote, HttpClient, appendBody, benchMs, createTopic, envNumber, loadRow, log, round, runLoad, startSpool, warmupMs, type ChildServer, type LoadResult, type Row, type WorkloadResult } from './lib.js';
 
 const WAL_FILE_BYTES = 16 * 1024 * 1024;

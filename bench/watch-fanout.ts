@@ -23,12 +23,15 @@
 // 2 ms; 100 watchers p50 ≤ 1.5 ms, p99 ≤ 10 ms, nothing lost; 1000 watchers p99 ≤ 50 ms, nothing
 // lost.
 //
+// BENCH_BASE_CLI=<checkout>/dist/cli.js: for each N, that build (a baseline, e.g. main's) runs first
+// and this one after it, each reported on its own row.
+//
 // BENCH_WATCH_CPU_PROF=<dir>: the server runs with --cpu-prof into <dir> and is stopped with
 // SIGTERM, so V8 writes its profiles (one per thread).
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CpuMeter, CpuSplitMeter, HttpClient, benchMs, createTopic, envNumber, log, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
+import { CLI, CpuMeter, CpuSplitMeter, HttpClient, benchMs, createTopic, envNumber, log, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
 import { Hist, WatcherGroup, type FromChild, type GroupResult, type ToChild } from './watch-client.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -186,7 +189,7 @@ function procsFor(n: number): number {
   return n < 100 ? 0 : n < 1000 ? 1 : 2;
 }
 
-async function runOne(n: number): Promise<{ row: Row; ok: boolean; error?: string; summary: Record<string, unknown>; other: number }> {
+async function runOne(n: number, build?: { name: string; cli: string }): Promise<{ row: Row; ok: boolean; error?: string; summary: Record<string, unknown>; other: number }> {
   const rate = envNumber('BENCH_WATCH_RATE', 500);
   const measureMs = benchMs(10);
   const warmMs = envNumber('BENCH_WATCH_WARMUP_MS', 2000);
@@ -202,6 +205,7 @@ async function runOne(n: number): Promise<{ row: Row; ok: boolean; error?: strin
 
   const srv: ChildServer = await startSpool({
     label: `watch-fanout-${n}`,
+    ...(build ? { cli: build.cli } : {}),
     ...(profDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {}),
   });
   const admin = new HttpClient(srv.port, 16);
@@ -285,6 +289,7 @@ async function runOne(n: number): Promise<{ row: Row; ok: boolean; error?: strin
     log(`watch-fanout N=${n}: ${Math.round(deliveredPerS)} deliveries/s, p50 ${p50.toFixed(3)} p99 ${p99.toFixed(3)} max ${maxMs.toFixed(1)} ms, lost ${lost} dup ${dup}, peak RSS ${(peak / MB).toFixed(0)} MB; append ack p50 ${ackP50.toFixed(3)} p99 ${ackP99.toFixed(3)} ms; writer lag max ${Math.max(warm.maxLagMs, meas.maxLagMs).toFixed(1)} ms; ${cpuText}; drain ${drainMs} ms`);
     const summary = {
       n,
+      ...(build ? { build: build.name } : {}),
       delivered_per_s: round(deliveredPerS, 0),
       expected_per_s: round(n * meas.ok / sendS, 0),
       p50_ms: round(p50, 3),
@@ -301,7 +306,7 @@ async function runOne(n: number): Promise<{ row: Row; ok: boolean; error?: strin
       ...(problems.length ? { error: problems.join('; ') } : {}),
       summary,
       row: {
-        name: `watch-fanout N=${n}`,
+        name: `watch-fanout N=${n}${build ? ` ${build.name}` : ''}`,
         recordsPerSec: round(deliveredPerS, 0),
         p50Ms: round(p50, 3),
         p99Ms: round(p99, 3),
@@ -367,27 +372,34 @@ export async function watchFanout(ns: number[] = listFromEnv()): Promise<Workloa
   const errors: string[] = [];
   const tries = Math.max(1, Math.floor(envNumber('BENCH_WATCH_TRIES', 3)));
   const maxOther = envNumber('BENCH_WATCH_MAX_OTHER_CPU', 20);
+  // BENCH_BASE_CLI: a baseline build (another checkout's dist/cli.js) measured before this one
+  // for each N, in the same run.
+  const base = process.env.BENCH_BASE_CLI ? path.resolve(process.env.BENCH_BASE_CLI) : undefined;
+  const builds: ({ name: string; cli: string } | undefined)[] = base ? [{ name: 'base', cli: base }, { name: 'this', cli: CLI }] : [undefined];
   for (const n of ns) {
-    try {
-      // The machine is shared: a run disturbed by other processes or the hypervisor (CPU "other"
-      // + steal above BENCH_WATCH_MAX_OTHER_CPU %) is repeated, up to BENCH_WATCH_TRIES runs; the least
-      // disturbed one is kept.
-      let r = await runOne(n);
-      let last = r.other;
-      for (let t = 2; t <= tries && r.other > maxOther; t++) {
-        log(`watch-fanout N=${n}: other processes and steal took ${Math.round(last)}% CPU (> ${maxOther}%): run ${t}/${tries}`);
-        const again = await runOne(n);
-        last = again.other;
-        if (again.other < r.other) r = again;
+    for (const build of builds) {
+      const label = `N=${n}${build ? ` ${build.name}` : ''}`;
+      try {
+        // The machine is shared: a run disturbed by other processes or the hypervisor (CPU "other"
+        // + steal above BENCH_WATCH_MAX_OTHER_CPU %) is repeated, up to BENCH_WATCH_TRIES runs; the least
+        // disturbed one is kept.
+        let r = await runOne(n, build);
+        let last = r.other;
+        for (let t = 2; t <= tries && r.other > maxOther; t++) {
+          log(`watch-fanout ${label}: other processes and steal took ${Math.round(last)}% CPU (> ${maxOther}%): run ${t}/${tries}`);
+          const again = await runOne(n, build);
+          last = again.other;
+          if (again.other < r.other) r = again;
+        }
+        if (r.other > maxOther) r.row.notes += `; DISTURBED: other processes and steal took ${Math.round(r.other)}% CPU`;
+        rows.push(r.row);
+        summary.push(r.summary);
+        if (!r.ok) errors.push(`${label}: ${r.error}`);
+      } catch (err) {
+        log(`watch-fanout ${label} FAILED: ${(err as Error).stack ?? err}`);
+        errors.push(`${label}: ${(err as Error).message}`);
+        rows.push({ name: `watch-fanout ${label} FAILED`, recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: (err as Error).message.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300) });
       }
-      if (r.other > maxOther) r.row.notes += `; DISTURBED: other processes and steal took ${Math.round(r.other)}% CPU`;
-      rows.push(r.row);
-      summary.push(r.summary);
-      if (!r.ok) errors.push(`N=${n}: ${r.error}`);
-    } catch (err) {
-      log(`watch-fanout N=${n} FAILED: ${(err as Error).stack ?? err}`);
-      errors.push(`N=${n}: ${(err as Error).message}`);
-      rows.push({ name: `watch-fanout N=${n} FAILED`, recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: (err as Error).message.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300) });
     }
   }
   return { workload: 'watch-fanout', ok: errors.length === 0, rows, summary: { runs: summary }, ...(errors.length ? { error: errors.join('; ') } : {}) };

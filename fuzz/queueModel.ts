@@ -1,4 +1,4 @@
-// Property-based model of queue/lease semantics (SPEC 3.1, DESIGN 4, 7, 8.12-13), shared by the
+// Property-based model of queue/lease semantics (docs/QUEUES.md "Job states"; docs/ARCHITECTURE.md "Queues", "Traces and replay", "Invariants"), shared by the
 // unit test (test/unit/queueModel.test.ts, ~200 runs) and long fuzz sessions (fuzz/run.ts
 // --queue). fast-check `fc.commands` drive the REAL queue actor, and the dead-letter topic's
 // actor, on a SimHost: a manual clock, seeded RNGs, a simulated WAL whose writes and fsyncs,

@@ -1,4 +1,4 @@
-// Property-based model of router forwarding (issue 10; DESIGN 5, 7), shared by the unit test
+// Property-based model of router forwarding (docs/ARCHITECTURE.md "Routers", "Traces and replay"), shared by the unit test
 // (test/unit/routerModel.test.ts) and long fuzz sessions (`npm run fuzz -- --router`). Random
 // command sequences drive the REAL source and dest actors on a SimHost (manual clock, simulated
 // WAL whose writes and fsyncs, peer messages, timers and crashes happen only on command):

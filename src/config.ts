@@ -1,4 +1,4 @@
-// SERVICE_* settings (RESOLVED 1.1), read once at process start on the main thread. The
+// SERVICE_* settings (README.md "Settings"), read once at process start on the main thread. The
 // environment is first validated against the one schema in configSchema.ts: every problem is
 // reported at once (SettingsError, exit 2), booleans are exactly 1/0/true/false.
 import os from 'node:os';
@@ -15,7 +15,7 @@ export interface Settings {
   maxBodyBytes: number;
   maxLimit: number;
   maxTopics: number;
-  /** Router-count cap (G15); 0 = unlimited. */
+  /** Router-count cap (docs/API.md "Limits"); 0 = unlimited. */
   maxRouters: number;
   workers: number;
   walSyncIntervalMs: number;
@@ -39,7 +39,7 @@ export interface Settings {
   compactLivePercent: number;
   /** A compaction copies at most this many bytes of the old file a second (0: unpaced). */
   compactBytesPerSec: number;
-  /** A quiet topic sleeps (issue 15: a small record instead of an actor) after this long without a step (0: never). */
+  /** A quiet topic sleeps (a small record instead of an actor, docs/ARCHITECTURE.md "Dormant topics") after this long without a step (0: never). */
   topicSleepMs: number;
   /** Awake topics per worker at most: the least recently used beyond it sleep first (0: no bound). */
   topicsAwakeMax: number;
@@ -52,9 +52,9 @@ export interface Settings {
   maxSseConnections: number;
   maxSseConnectionsPerKey: number;
   maxInflightPerKey: number;
-  /** Live bytes over all topics (G15 max_total_bytes); 0 = no cap. */
+  /** Live bytes over all topics (docs/API.md "Limits" max_total_bytes); 0 = no cap. */
   maxTotalBytes: number;
-  /** G16 pressure: thresholds, the park bound and the scheduler under pressure. */
+  /** docs/ARCHITECTURE.md "Admission" pressure: thresholds, the park bound and the scheduler under pressure. */
   pressureElu: number;
   pressureLagMs: number;
   pressureWalQueueBytes: number;

@@ -1,4 +1,4 @@
-// The context an actor step runs in (DESIGN 1.4, 7): the step's stamped time, the actor's seeded
+// The context an actor step runs in (docs/ARCHITECTURE.md "Threads", "Traces and replay"): the step's stamped time, the actor's seeded
 // RNG, a few queries, and effects. Effects are plain data (`Effect`); `StepCtx` is the one
 // implementation of ActorCtx. The live host, the trace replayer and the simulations differ only
 // in the EffectSink that carries effects out and the Queries that answer questions, so adding an
@@ -39,7 +39,7 @@ export type Effect =
   /** Texts of [fromSeq, toSeq] are in memory again (the host's cache budget counts them). */
   | { k: 'textsLoaded'; topicId: number; fromSeq: number; toSeq: number; bytes: number }
   /** Park an append until WAL credit is available again; the host re-sends it then. */
-  | { k: 'deferForCredit'; reqId: number; req: AppendRequest; /** effective_priority now (G16): the WAL wait is served by it. */ priority: number }
+  | { k: 'deferForCredit'; reqId: number; req: AppendRequest; /** effective_priority now: the WAL wait is served by it. */ priority: number }
   /** Recovery: a replayed append the segments lack is written to its segment again. */
   | { k: 'rewriteSegment'; place: SegmentPlacement; frame: Buffer }
   | { k: 'releaseTopicSlot' }
@@ -61,7 +61,7 @@ export interface Queries {
   walCreditExhausted(): boolean;
   /** A fresh, never reused topic instance id. */
   newTopicId(): number;
-  /** Topic-count cap (G15): true when a new topic may be created. */
+  /** Topic-count cap (docs/API.md "Limits"): true when a new topic may be created. */
   tryAcquireTopicSlot(): boolean;
   /** True when a watch stream follows this topic (pushes are rendered only then). */
   watched(): boolean;

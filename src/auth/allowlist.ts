@@ -1,4 +1,4 @@
-// Scopes and the prefix allowlist rule (RESOLVED G8, G10), and the words of their 403s. Pure: no
+// Scopes and the prefix allowlist rule (docs/API.md "Authentication"), and the words of their 403s. Pure: no
 // crypto, no clock, so the topic actor may use it too (the `dead_letter` of an append's config
 // is checked there).
 
@@ -9,7 +9,7 @@ export const ALL_SCOPES: readonly Scope[] = ['read', 'write', 'delete', 'admin']
 /** Prefixes a key may name, or null for any name. */
 export type Allowlist = readonly string[] | null;
 
-/** G10: allowed when there are no prefixes, or the name starts with one (byte-wise, case-sensitive). */
+/** docs/API.md "Authentication": allowed when there are no prefixes, or the name starts with one (byte-wise, case-sensitive). */
 export function allowsName(prefixes: Allowlist, name: string): boolean {
   if (prefixes === null) return true;
   for (const p of prefixes) if (name.startsWith(p)) return true;

@@ -1,4 +1,4 @@
-// Per-key counters behind the G15 caps SERVICE_MAX_INFLIGHT_PER_KEY and
+// Per-key counters behind the docs/API.md "Limits" caps SERVICE_MAX_INFLIGHT_PER_KEY and
 // SERVICE_MAX_SSE_CONNECTIONS_PER_KEY (main thread). A slot is taken before the work starts and
 // given back exactly once, whatever ends it. Keyed by the key's id, never by its secret.
 

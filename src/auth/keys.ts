@@ -1,4 +1,4 @@
-// API keys (SPEC 5, RESOLVED G9): parses SERVICE_API_KEYS once at startup and authenticates a
+// API keys (docs/API.md "Authentication"): parses SERVICE_API_KEYS once at startup and authenticates a
 // presented bearer token. Main thread only. Only SHA-256 digests of the secrets are kept; a token
 // is hashed and compared with EVERY digest in constant time (no early exit), so neither which key
 // matched nor how many bytes matched shows in the timing. A key is named in logs and metrics by
@@ -57,7 +57,7 @@ export class KeyRing {
     readonly keys: readonly ApiKey[],
   ) {}
 
-  /** Parses G9 entries; an empty or absent setting gives an empty ring (auth disabled). */
+  /** Parses SERVICE_API_KEYS entries (README.md "Settings"); an empty or absent setting gives an empty ring (auth disabled). */
   static parse(raw: string | undefined): KeyRing {
     const digests: Buffer[] = [];
     const keys: ApiKey[] = [];
@@ -102,7 +102,7 @@ export class KeyRing {
   }
 }
 
-/** Bearer parsing (G8): scheme matched case-insensitively, token trimmed; anything else is none. */
+/** Bearer parsing (docs/API.md "Authentication"): scheme matched case-insensitively, token trimmed; anything else is none. */
 export function bearerToken(header: string | string[] | undefined): string | undefined {
   const h = Array.isArray(header) ? header[0] : header;
   if (h === undefined) return undefined;

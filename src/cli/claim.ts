@@ -1,4 +1,4 @@
-// `spool claim <queue>`: lease jobs (SPEC 4.10). Prints one line per job, tab-separated:
+// `spool claim <queue>`: lease jobs (docs/API.md "Queues"). Prints one line per job, tab-separated:
 // seq, lease id, deliveries, data (verbatim); with --json the claim response. Settle them with
 // `spool ack` / `spool nack` using the same --node (default `cli@<host>`, or SPOOL_NODE).
 import { Command } from 'commander';

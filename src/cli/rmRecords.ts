@@ -1,4 +1,4 @@
-// `spool rm-records <topic>`: permanent, silent delete by seq prefix and/or tag (SPEC 4.9).
+// `spool rm-records <topic>`: permanent, silent delete by seq prefix and/or tag (docs/API.md "Record delete").
 import { Command } from 'commander';
 import { EXIT, clientFor, parseSeq, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import type { TagMatch } from '../client/types.js';

@@ -1,4 +1,4 @@
-// `spool serve`: runs the server in the foreground until SIGTERM/SIGINT (RESOLVED 1.2, 1.3).
+// `spool serve`: runs the server in the foreground until SIGTERM/SIGINT (docs/ARCHITECTURE.md "Startup and shutdown").
 // Loaded only when this command runs, so client commands never pull in server code. Logs are
 // JSON lines on stderr (src/log.ts). Exit codes: 0 after a clean drain, 1 when recovery or the
 // drain failed (a drain out of grace logs what was still open), 2 for a bad setting or an
@@ -11,7 +11,7 @@ import { unknownSettings } from '../configSchema.js';
 import { KeyRing, KeySyntaxError } from '../auth/keys.js';
 import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.js';
 import { DataDirLockedError } from '../storage/lock.js';
-import { WalCorruptionError } from '../wal/scan.js';
+import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
@@ -47,7 +47,7 @@ export async function serve(): Promise<void> {
     logger.warn({ setting: u.name, closest: u.closest }, `unknown setting ${u.name} ignored (did you mean ${u.closest}?)`);
   }
   logger.info({ config: effectiveSettings(settings) }, 'effective config');
-  // RESOLVED 1.2: a malformed key entry (the message names the bad scope token, never the
+  // docs/ARCHITECTURE.md "Startup and shutdown": a malformed key entry (the message names the bad scope token, never the
   // secret), then the loopback check, both before anything binds.
   let keys: KeyRing;
   try {
@@ -64,7 +64,7 @@ export async function serve(): Promise<void> {
   await sup.start();
   // Recovery starts now, and the HTTP server's modules load after (a dynamic import): loading and
   // building them is ~0.4 s of this thread, which the threads' own boot and the snapshot read
-  // overlap instead of waiting behind (issue 15: time to ready). A test's recovery delay still
+  // overlap instead of waiting behind (docs/ARCHITECTURE.md "Many topics": time to ready). A test's recovery delay still
   // counts from the port opening.
   let portOpen!: () => void;
   const listening = new Promise<void>((r) => (portOpen = r));
@@ -112,7 +112,7 @@ export async function serve(): Promise<void> {
     phase = 'answering long-polls';
     await sup.releaseLongPolls();
     phase = 'closing watch streams';
-    hub.closeAll(); // RESOLVED 1.3 step 3: a terminal error frame on every open stream
+    hub.closeAll(); // docs/ARCHITECTURE.md "Startup and shutdown" step 3: a terminal error frame on every open stream
     phase = 'releasing /work leases';
     await work.closeAll(); // ... and every /work stream's leases released before the final checkpoint
     phase = 'finishing HTTP requests';
@@ -154,7 +154,7 @@ export function reportServeFailure(err: unknown): number {
     logger.error({ refused: 'settings' }, `refused to start: ${err.message}`);
     return 2;
   }
-  if (err instanceof DataDirLockedError || err instanceof WalCorruptionError) logger.error(`refused to start: ${err.message}`);
+  if (err instanceof DataDirLockedError || err instanceof CorruptionError) logger.error(`refused to start: ${err.message}`);
   else logger.error({ err }, `fatal: ${(err as Error).message}`);
   return 1;
 }

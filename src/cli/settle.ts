@@ -1,4 +1,4 @@
-// `spool ack|nack <queue> <seq[:lease_id]...>`: settle leased jobs (SPEC 4.10). A lease id after
+// `spool ack|nack <queue> <seq[:lease_id]...>`: settle leased jobs (docs/API.md "Queues"). A lease id after
 // the seq fences the call to that delivery; seqs the server skipped (not held by --node, or a
 // stale lease id) are listed, and make the exit code 3 so scripts notice.
 import { Command } from 'commander';

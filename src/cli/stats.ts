@@ -1,4 +1,4 @@
-// `spool stats`: health, readiness and per-topic counts (RESOLVED 3). The per-topic figures come
+// `spool stats`: health, readiness and per-topic counts (docs/API.md "Health, readiness, metrics"). The per-topic figures come
 // from the Prometheus text of /v0/metrics (the JSON form has totals only); a server that is not
 // ready is reported, not an error, as long as it answers.
 import { Command } from 'commander';

@@ -1,8 +1,8 @@
 // The client's one error type. Every failure a caller can see is a SpoolError: a server error
-// body (SPEC 7) keeps its `code`, HTTP `status` and `detail`; failures that never got an answer
+// body (docs/API.md "Errors") keeps its `code`, HTTP `status` and `detail`; failures that never got an answer
 // from the server have status 0 and one of the client codes below. Runs anywhere (Node, browser).
 
-/** Codes the client produces itself (status 0); every other code is the server's (SPEC 7). */
+/** Codes the client produces itself (status 0); every other code is the server's (docs/API.md "Errors"). */
 export const CLIENT_CODES = {
   /** The request never got an HTTP answer: connection refused or reset, DNS, CORS. */
   network_error: 'network_error',

@@ -1,4 +1,4 @@
-// `spool.follow(topic)`: one topic read forever by long-poll diff (SPEC 4.2). The cursor is the
+// `spool.follow(topic)`: one topic read forever by long-poll diff (docs/API.md "Diff"). The cursor is the
 // diff's `next_from_seq`, moved only after the records of a page were handed out, so a lost
 // answer or a server restart just repeats the same diff: nothing is skipped, and records at or
 // below the cursor are never yielded again. Transient failures (no answer, 429, 503) are waited

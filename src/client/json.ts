@@ -2,12 +2,12 @@
 // - seqs are u64 on the wire; a seq that does not fit a JS number exactly is an error in the
 //   default 'number' mode and a bigint in 'bigint' mode (every seq field is then a bigint);
 // - with `raw`, a record's `data` and `meta` come back as the verbatim JSON text the server sent
-//   (it keeps `1e400`, `12345678901234567890` and `"\u00e9"` exactly, RESOLVED 4.10).
+//   (it keeps `1e400`, `12345678901234567890` and `"\u00e9"` exactly, docs/API.md "Records").
 // The fast path is JSON.parse; the small parser below runs only when a response holds a run of
 // 16+ digits (the shortest unsafe integer) or raw texts were asked for. Browser-safe, no deps.
 import { CLIENT_CODES, SpoolError } from './errors.js';
 
-/** Response fields whose numbers are seqs (SPEC 2.2, 2.8, 4.x). Arrays under them hold seqs. */
+/** Response fields whose numbers are seqs (docs/API.md "Records", "Diff"). Arrays under them hold seqs. */
 export const SEQ_KEYS: ReadonlySet<string> = new Set([
   '$seq', 'from_seq', 'to_seq', 'head_seq', 'earliest_seq', 'next_seq', 'next_from_seq',
   'first_seq', 'last_seq', 'seqs', 'gap_from', 'gap_to', 'skipped', 'lag',
@@ -46,6 +46,7 @@ function outOfRange(key: string, text: string): SpoolError {
 }
 
 /** Decodes a server JSON response (or SSE payload) under the given options. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the body's shape is the caller's to state
 export function decodeJson(text: string, opts: DecodeOptions): any {
   if (!opts.raw && !UNSAFE_RUN.test(text)) {
     let v: unknown;
@@ -264,12 +265,12 @@ export function encodeJson(value: unknown): string {
   return text.replace(new RegExp(`"${mark}(-?\\d+)"`, 'g'), '$1');
 }
 
-/** The composite watch cursor (RESOLVED G12): base64url, no padding, of `{topic: seq}` with sorted keys. */
+/** The composite watch cursor (docs/API.md "Watch frames"): base64url, no padding, of `{topic: seq}` with sorted keys. */
 export function encodeCursor(cursors: ReadonlyMap<string, number | bigint>): string {
   const keys = [...cursors.keys()].sort();
   const obj: Record<string, number | bigint> = {};
   for (const k of keys) obj[k] = cursors.get(k)!;
-  // Topic names are ASCII (SPEC 2.1), so the JSON text is ASCII and btoa takes it as is.
+  // Topic names are ASCII (docs/API.md "Conventions"), so the JSON text is ASCII and btoa takes it as is.
   return btoa(encodeJson(obj)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 

@@ -1,5 +1,5 @@
 // Keeps one job's lease alive while its handler runs: extends it every third of the lease
-// (`extend` sets the deadline to now + lease_ms, SPEC 3.1), always with the job's lease_id, so a
+// (`extend` sets the deadline to now + lease_ms, docs/QUEUES.md "Job states"), always with the job's lease_id, so a
 // worker whose lease was lost can never extend someone else's delivery. The lease counts as lost
 // when the server skips the seq (expired and reclaimed, or released with its /work connection),
 // or when no extension has succeeded for a whole lease (the deadline has passed by our clock);

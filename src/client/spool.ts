@@ -90,7 +90,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
     return this.json({ method: 'GET', path: path(topic), query: { touch: opts.touch }, idempotent: true, signal: opts.signal });
   }
 
-  /** PUT: create (201, `created: true`) or replace the config (a full replacement, RESOLVED G5). */
+  /** PUT: create (201, `created: true`) or replace the config (a full replacement, docs/API.md "PUT /v0/topics/:topic"). */
   putTopic(topic: string, config: T.TopicConfig = {}, opts: { signal?: AbortSignal } = {}): Promise<T.PutTopicResult> {
     return this.json({ method: 'PUT', path: path(topic), body: encodeJson(config), idempotent: true, signal: opts.signal });
   }
@@ -116,7 +116,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   /**
    * Appends with a ready-made request body (the JSON text of `{"records":[...], ...}`), sent as
    * is: the CLI builds bodies from NDJSON lines without parsing them. A generated idempotency key
-   * goes in the `Idempotency-Key` header (a key in the body wins, SPEC 4.1).
+   * goes in the `Idempotency-Key` header (a key in the body wins, docs/API.md "Append").
    */
   async appendRaw(
     topic: string,
@@ -146,7 +146,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
     );
   }
 
-  /** Permanent, silent delete by seq prefix and/or tag (SPEC 4.9). */
+  /** Permanent, silent delete by seq prefix and/or tag (docs/API.md "Record delete"). */
   deleteRecords(topic: string, opts: T.DeleteRecordsOptions<T.SeqOf<M>>): Promise<T.DeleteRecordsResult<T.SeqOf<M>>> {
     const { signal, ...fields } = opts;
     // Not resent after a lost answer: a tag match is point-in-time, a second call could reach
@@ -221,7 +221,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
     return this.json({ method: 'POST', path: path(queue, '/claim'), body: encodeJson(fields), idempotent: false, signal, extraTimeoutMs: fields.wait_ms ?? 0 }, raw === true);
   }
 
-  /** Ack is idempotent (SPEC 4.10), so it is resent after a lost answer. */
+  /** Ack is idempotent (docs/API.md "Queues"), so it is resent after a lost answer. */
   ack(queue: string, req: T.SeqsRequest<T.SeqOf<M>>): Promise<T.AckResult<T.SeqOf<M>>> {
     const { signal, ...fields } = req;
     return this.json({ method: 'POST', path: path(queue, '/ack'), body: encodeJson(fields), idempotent: true, signal });
@@ -287,6 +287,7 @@ export class Spool<M extends T.Int64Mode = 'number'> {
    */
   worker(queue: string, handler: JobHandler<T.Job<T.SeqOf<M>>>, opts?: WorkerOptions & NotRaw): Worker<T.SeqOf<M>>;
   worker(queue: string, handler: JobHandler<T.RawJob<T.SeqOf<M>>>, opts: WorkerOptions & Raw): Worker<T.SeqOf<M>>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the implementation of both overloads above
   worker(queue: string, handler: JobHandler<any>, opts: WorkerOptions = {}): Worker<T.SeqOf<M>> {
     return new Worker<T.SeqOf<M>>(this, queue, handler, opts);
   }

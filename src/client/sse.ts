@@ -3,7 +3,7 @@
 // optional space; `data` lines join with LF; a blank line dispatches; `id` persists as the last
 // event id; `retry` sets the reconnection time; an unfinished event at the end is dropped).
 // Unlike EventSource it reconnects nowhere by itself: the watch and work streams own that, with
-// a resume position EventSource cannot express. spool's frames: SPEC 6, docs/API.md "Frames".
+// a resume position EventSource cannot express. spool's frames: docs/API.md "SSE frame formats", "Frames".
 import { abortError } from './backoff.js';
 import { CLIENT_CODES, SpoolError } from './errors.js';
 

@@ -1,6 +1,6 @@
 // One HTTP exchange with the server, over the global `fetch` (Node >= 20 and browsers): URL and
 // headers, bearer key, per-attempt timeout, the caller's AbortSignal, error bodies turned into
-// SpoolError, and retries. A 429 or 503 means nothing was applied (SPEC 7, RESOLVED 0.5, 1.3),
+// SpoolError, and retries. A 429 or 503 means nothing was applied (docs/API.md "Errors"; docs/ARCHITECTURE.md "Startup and shutdown"),
 // so it is retried for every request, after the server's Retry-After; a lost answer (network
 // error, timeout) is retried only for requests that are safe to repeat (`idempotent`).
 import { backoffMs, retryDelayMs, sleep, type BackoffPolicy } from './backoff.js';
@@ -126,7 +126,7 @@ export class Transport {
       const retryable = answered ? err.status === 429 || err.status === 503 : call.idempotent && err.transient;
       if (!retryable || attempt >= retries) throw err;
       const delay = answered ? retryDelayMs(this.policy, attempt, err) : backoffMs(this.policy, attempt);
-      this.opts.retry !== false && this.opts.retry?.onRetry?.(err, attempt + 1, delay);
+      if (this.opts.retry !== false) this.opts.retry?.onRetry?.(err, attempt + 1, delay);
       await sleep(delay, call.signal);
     }
   }

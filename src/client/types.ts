@@ -9,7 +9,7 @@
 export type Int64Mode = 'number' | 'bigint';
 export type SeqOf<M extends Int64Mode> = M extends 'bigint' ? bigint : number;
 
-/** The `performance` block: best-effort, any subset (SPEC 2.9). */
+/** The `performance` block: best-effort, any subset (docs/API.md "Conventions"). */
 export interface Performance {
   server_total_ms?: number;
   wal_append_ms?: number;
@@ -19,7 +19,7 @@ export interface Performance {
   [k: string]: number | undefined;
 }
 
-/** A record as written (SPEC 2.2). */
+/** A record as written (docs/API.md "Records"). */
 export interface RecordInput {
   data: unknown;
   tag?: string;
@@ -43,7 +43,7 @@ export type RawRecord<S = number> = LogRecord<S, string, string>;
 
 export type Durability = 'ephemeral' | 'memory' | 'disk' | 'fsync';
 
-/** Topic config (SPEC 2.3). Every field optional on PUT; all 17 present in responses. */
+/** Topic config (docs/API.md "PUT /v0/topics/:topic"). Every field optional on PUT; all 17 present in responses. */
 export interface TopicConfig {
   type?: 'log' | 'queue';
   ttl_ms?: number;
@@ -117,7 +117,7 @@ export interface TopicPage<S = number> {
   performance?: Performance;
 }
 
-/** Options of an append besides the records (SPEC 4.1). */
+/** Options of an append besides the records (docs/API.md "Append"). */
 export interface AppendOptions {
   node?: string;
   /** Dedupe key for this write (at most 256 chars). Generated when retries are on and absent. */
@@ -200,7 +200,7 @@ export interface DeleteRecordsResult<S = number> {
   performance?: Performance;
 }
 
-/** POST /v0/watch body (SPEC 4.3, RESOLVED G4). */
+/** POST /v0/watch body (docs/API.md "POST /v0/watch"). */
 export interface WatchRequest<S = number> {
   /** Per topic one start at most: `from_seq`, `tail: true`, or `from_ts` (ms since the epoch). */
   topics: Record<string, { from_seq?: S; tail?: boolean; from_ts?: number }>;
@@ -223,7 +223,7 @@ export interface WatchSession<S = number> {
   performance?: Performance;
 }
 
-/** One record frame's payload (SPEC 6.2). */
+/** One record frame's payload (docs/API.md "Watch frames"). */
 export interface RecordFrame<S = number, R = LogRecord<S>> {
   topic: string;
   records: R[];
@@ -232,7 +232,7 @@ export interface RecordFrame<S = number, R = LogRecord<S>> {
   head_seq: S;
 }
 
-/** The payload of an SSE `error` frame (RESOLVED G11). */
+/** The payload of an SSE `error` frame (docs/API.md "Error frames"). */
 export interface ErrorFramePayload {
   code: number;
   error: string;
@@ -260,7 +260,7 @@ export interface ClaimOptions {
   signal?: AbortSignal;
 }
 
-/** A leased job (claim reply entries and `/work` job frames, SPEC 4.10, 6.3). */
+/** A leased job (claim reply entries and `/work` job frames, docs/API.md "Queues", "Work frames"). */
 export interface Job<S = number, D = unknown, M = Record<string, unknown>> extends LogRecord<S, D, M> {
   lease_id: string;
   deadline: number;
@@ -405,7 +405,7 @@ export interface Ready {
   performance?: Performance;
 }
 
-// ---- routers (SPEC 2.5, 4.5-4.8) ------------------------------------------------------------
+// ---- routers (docs/API.md "Routers") ------------------------------------------------------------
 
 export type RouterGuarantee = 'at_least_once' | 'exactly_once';
 

@@ -3,10 +3,10 @@
 //
 // The client keeps its own per-topic cursor: the seq of the last record it handed to the caller
 // (and, once a frame is fully handed out, the frame's `to_seq`, which also covers records the
-// server filtered). On any reconnect it sends that map as `Last-Event-ID` (RESOLVED G12: the
+// server filtered). On any reconnect it sends that map as `Last-Event-ID` (docs/API.md "GET /v0/watch/:wid": the
 // server rewinds to min(its cursor, ours), so nothing handed out is skipped); when the session is
 // gone (404 after a restart or idle collection, or a 410 error frame) it POSTs the same
-// subscription again with `cursor` = that map (RESOLVED G4). Records at or below a topic's cursor
+// subscription again with `cursor` = that map (docs/API.md "POST /v0/watch"). Records at or below a topic's cursor
 // are dropped as duplicates; a frame starting above the cursor would be a silent gap and throws
 // SpoolError `stream_gap` instead. docs/CLIENT.md "Watch".
 import { abortError, backoffMs, retryDelayMs, sleep } from './backoff.js';
@@ -30,7 +30,7 @@ export interface WatchOptions<S> extends WatchRequest<S> {
 }
 
 const HEARTBEAT_DEFAULT_MS = 15_000;
-/** Watchdog slack over two heartbeats (SPEC 6.1). */
+/** Watchdog slack over two heartbeats (docs/API.md "SSE frame formats"). */
 const WATCHDOG_SLACK_MS = 2000;
 
 type Seq = number | bigint;
@@ -193,7 +193,7 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
         if (!p.terminal) return; // advisory pacing: delivery slows, nothing is skipped
         throw new SpoolError({ code: p.error, message: p.message, status: p.code, retryAfterMs: p.retry_after_ms });
       }
-      default: // unknown events are ignored (SPEC 9.3: additive changes)
+      default: // unknown events are ignored (docs/API.md "Conventions": versions are additive)
     }
   }
 }

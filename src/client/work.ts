@@ -1,4 +1,4 @@
-// One `/work` push connection (SPEC 4.10, 6.3): `GET /v0/topics/:q/work` yields the job frames
+// One `/work` push connection (docs/API.md "Queues", "Work frames"): `GET /v0/topics/:q/work` yields the job frames
 // the server pushes, each a leased job. It does not reconnect: when the connection closes the
 // server releases every lease delivered on it, so the owner (a Worker) must know which jobs died
 // with it. A terminal `error` frame (409 not_a_queue, 503 shutting_down) ends it with a SpoolError.
@@ -18,7 +18,7 @@ export interface WorkStreamOptions {
 
 export type WorkEvent<S, D> = { type: 'open' } | { type: 'job'; job: Job<S, D, unknown> };
 
-/** Heartbeats come every 15 s of silence on `/work` (RESOLVED 4.5); two of them plus slack. */
+/** Heartbeats come every 15 s of silence on `/work` (docs/API.md "SSE frame formats"); two of them plus slack. */
 const WORK_IDLE_MS = 32_000;
 
 export async function* openWork<S>(client: ClientCore<S>, queue: string, opts: WorkStreamOptions): AsyncGenerator<WorkEvent<S, unknown>> {

@@ -115,6 +115,7 @@ export class Worker<S> {
   constructor(
     private readonly client: ClientCore<S>,
     readonly queue: string,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded or raw jobs, as the overloads of `worker()` chose
     private readonly handler: JobHandler<any>,
     private readonly opts: WorkerOptions,
   ) {

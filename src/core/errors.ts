@@ -1,4 +1,4 @@
-// The one table of error codes (SPEC 7, RESOLVED G14) and the value type that carries an
+// The one table of error codes (docs/API.md "Errors") and the value type that carries an
 // operating error across threads. Workers return ErrorResult values and never throw; only the
 // HTTP layer renders the envelope.
 import type { RequestStamps } from './stageClock.js';
@@ -47,7 +47,7 @@ export function fail(code: ErrorCode, message: string, detail?: Record<string, u
 
 /**
  * The disk is full (storage FULL): a resource cap clients already retry, so 429 throttled with
- * detail.limit "disk_space" (the catalog is closed, RESOLVED G14; docs/ARCHITECTURE.md).
+ * detail.limit "disk_space" (the catalog is closed, docs/API.md "Errors"; docs/ARCHITECTURE.md).
  */
 export function diskFull(): ErrorResult {
   return fail('throttled', 'the disk is full; writes resume once space is freed', { limit: 'disk_space' });
@@ -58,12 +58,12 @@ export function storageFailed(): ErrorResult {
   return fail('internal', 'a storage write failed; writes are refused until the server restarts (reads still work)');
 }
 
-/** G15 max_total_bytes is reached: appends are refused (router forwards wait and retry). */
+/** docs/API.md "Limits" max_total_bytes is reached: appends are refused (router forwards wait and retry). */
 export function totalBytesReached(max: number): ErrorResult {
   return fail('throttled', 'the service holds its maximum of live bytes', { limit: 'max_total_bytes', max });
 }
 
-/** The WAL credit is exhausted (G16): appends, record deletes and acks are refused, nothing applied. */
+/** The WAL credit is exhausted (docs/ARCHITECTURE.md "Other decisions"): appends, record deletes and acks are refused, nothing applied. */
 export function walBehind(): ErrorResult {
   return fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 });
 }

@@ -1,4 +1,4 @@
-// Per-worker gauges shared with the main thread (RESOLVED G15 max_total_bytes, G16 pressure):
+// Per-worker gauges shared with the main thread (docs/API.md "Limits" max_total_bytes, docs/ARCHITECTURE.md "Admission" pressure):
 // one Float64 row per worker in a SharedArrayBuffer, written by that worker's sampler only and
 // read by main without locks (each value is a whole sample; a torn read across fields is harmless
 // for a threshold check).

@@ -1,6 +1,6 @@
 // IdIndex: topic id -> int32, for the per-topic indexes a topic worker fills once per topic at
 // recovery (PackMap's slots, Dormancy's sleepers by id). A Map<number, number> of a million
-// entries cost a hash insert, its rehashes and its GC marking per topic (issue 15, ~1 s of the
+// entries cost a hash insert, its rehashes and its GC marking per topic (docs/ARCHITECTURE.md "Many topics", ~1 s of the
 // worker's CPU before ready); here a lookup is one small-Map read for the page (skipped while
 // ids stay in the last page used) and one typed-array read. Ids are integers below 2^53 given
 // out mostly in order (epoch × 2^24 + counter), so they cluster: PAGE_IDS consecutive ids share

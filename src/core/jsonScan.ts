@@ -168,7 +168,7 @@ function scanStringSlow(buf: Uint8Array, pos: number, end: number): number {
         break;
       }
       case S_CTRL:
-        fail('Unescaped control character in string', pos, end);
+        return fail('Unescaped control character in string', pos, end);
       case S_2:
         if (pos + 1 < end && (buf[pos + 1]! & 0xc0) === 0x80) pos += 2;
         else fail('Invalid UTF-8 in string', pos, end);

@@ -1,4 +1,4 @@
-// Name rules of SPEC 2.1, shared by the HTTP layer and the actors.
+// Name rules of docs/API.md "Conventions", shared by the HTTP layer and the actors.
 const TOPIC_RE = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$/;
 const ROUTER_RE = /^[A-Za-z0-9][A-Za-z0-9._:>-]{0,254}$/;
 

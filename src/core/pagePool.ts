@@ -1,5 +1,5 @@
 // Reply pages: the big buffers a topic worker renders a read into (diff pages, claim replies)
-// and transfers to main, recycled instead of allocated per reply (issue 12, catch-up reads).
+// and transfers to main, recycled instead of allocated per reply (docs/PERFORMANCE.md "Catch-up reads").
 //
 // Why: a 1000-record diff page is ~290 KB. Allocated fresh per page, glibc served it from newly
 // mapped memory about half the time, and the worker's render then spent its time in page faults

@@ -1,4 +1,4 @@
-// Unknown request fields (RESOLVED 0.2 keeps them accepted): their names are collected so the
+// Unknown request fields (docs/API.md "Conventions" keeps them accepted): their names are collected so the
 // reply can carry `Warning: 299 - "unknown field \"ttl\""` (the convention Kubernetes uses), and
 // clients can surface typos such as `ttl` for `ttl_ms`. Pure; used on main and in workers.
 

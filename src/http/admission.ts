@@ -1,5 +1,5 @@
-// Admission (main thread): ONE onRequest hook driven by ONE route table (RESOLVED 0.3, G8, G10,
-// G15). Each route declares the scopes it needs and which path name it touches; the hook decides
+// Admission (main thread): ONE onRequest hook driven by ONE route table (docs/API.md "Which error wins", "Authentication",
+// docs/API.md "Limits"). Each route declares the scopes it needs and which path name it touches; the hook decides
 // 401 (missing or unknown key), 403 (scope, then the path name against the key's allowlist) and
 // the per-key inflight cap (429). Names that live in bodies (watch topics, `dead_letter`, router
 // source/dest) are checked by `requireNames` right after the body parses, still from here; the
@@ -23,7 +23,7 @@ declare module 'fastify' {
   }
 }
 
-/** The pressure side of admission (G16): the gate, the priority book, the clock. */
+/** The pressure side of admission (docs/ARCHITECTURE.md "Admission"): the gate, the priority book, the clock. */
 export interface PressureParts {
   gate: PressureGate;
   book: PriorityBook;
@@ -50,16 +50,16 @@ type NameKind = 'topic' | 'router';
 
 export interface RouteRule {
   scopes: readonly Scope[];
-  /** The path parameter checked against the allowlist (G10), if any. */
+  /** The path parameter checked against the allowlist (docs/API.md "Authentication"), if any. */
   pathName?: NameKind;
   /**
    * `probe`: no key unless SERVICE_PROBE_AUTH; `stream`: an SSE GET, `?token=` accepted and not
-   * counted as inflight; `watchStream`: the session decides (its creating key, RESOLVED 4.1
+   * counted as inflight; `watchStream`: the session decides (its creating key, docs/API.md "Which error wins"
    * order 406, 404, 401), via `admitWatchStream`.
    */
   kind?: 'probe' | 'stream' | 'watchStream';
   /**
-   * The pressure gate (G16): `hold` keeps the gate slot until the answer is sent; `pass` (a diff,
+   * The pressure gate (docs/ARCHITECTURE.md "Admission"): `hold` keeps the gate slot until the answer is sent; `pass` (a diff,
    * which may long-poll) only waits its turn. Absent: the route does not go through the gate.
    */
   gate?: 'hold' | 'pass';
@@ -68,7 +68,7 @@ export interface RouteRule {
    * body that names it only waits its turn, as `pass` does, instead of holding a slot while it waits.
    */
   waitField?: string;
-  /** The route consumes the path topic (G1 auto-priority recency): `touch` = unless ?touch=false. */
+  /** The route consumes the path topic (docs/API.md "GET /v0/topics/:topic" auto-priority recency): `touch` = unless ?touch=false. */
   consumes?: 'always' | 'touch';
   /** Registered only with a debug setting (SERVICE_STAGE_CLOCK), and not in the API description. */
   debugOnly?: true;
@@ -79,7 +79,7 @@ const W: Scope = 'write';
 const D: Scope = 'delete';
 const A: Scope = 'admin';
 
-/** G8, keyed by method and the Fastify route pattern. Router rows apply once the routes exist. */
+/** docs/API.md "Authentication", keyed by method and the Fastify route pattern. Router rows apply once the routes exist. */
 export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /v0/health': { scopes: [], kind: 'probe' },
   'GET /healthz': { scopes: [], kind: 'probe' },
@@ -109,7 +109,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /v0/routers': { scopes: [R] }, // results filtered (routerVisible)
   'POST /v0/watch': { scopes: [R] }, // + every key of topics (requireNames)
   'GET /v0/watch/:wid': { scopes: [], kind: 'watchStream' },
-  // Operations (issue 14): the static status page and the API description hold no data; a
+  // Operations (docs/OPERATIONS.md): the static status page and the API description hold no data; a
   // backup holds all of it.
   'GET /': { scopes: [], kind: 'probe' },
   'GET /v0/openapi.json': { scopes: [], kind: 'probe' },
@@ -134,11 +134,11 @@ export interface AdmissionOptions {
   probeAuth: boolean;
   maxInflightPerKey: number;
   maxSseConnectionsPerKey: number;
-  /** G15 max_total_bytes; 0 = no cap. */
+  /** docs/API.md "Limits" max_total_bytes; 0 = no cap. */
   maxTotalBytes: number;
 }
 
-/** What the topic actor needs to finish an append's authorization (G8 append row, G10). */
+/** What the topic actor needs to finish an append's authorization (docs/API.md "Authentication": the append row and the prefix rule). */
 export interface AppendAuth {
   /** The key has admin: it may create a topic from a body `config`. */
   admin: boolean;
@@ -206,7 +206,7 @@ export class Admission {
       if (token !== undefined) {
         const key = this.keys.authenticate(token);
         if (key) this.lastBySocket.set(sock, { header, key });
-        return key; // a bearer header wins over ?token= (G8)
+        return key; // a bearer header wins over ?token= (docs/API.md "Authentication")
       }
     }
     return allowQuery ? this.keys.authenticate(queryToken(req)) : undefined;
@@ -264,7 +264,7 @@ export class Admission {
     };
   }
 
-  /** 403 naming the first body name outside the key's allowlist (G10); call right after parsing. */
+  /** 403 naming the first body name outside the key's allowlist (docs/API.md "Authentication"); call right after parsing. */
   requireNames(req: FastifyRequest, kind: NameKind, names: Iterable<string>): void {
     const prefixes = req.apiKey?.prefixes ?? null;
     const bad = firstRefused(prefixes, names);
@@ -273,7 +273,7 @@ export class Admission {
 
   /**
    * Router routes (for the lead to wire at merge): a router PUT's `source` and `dest`, and the
-   * stored ones on GET/DELETE of an existing router, must be allowed (G8, G10): 403 with
+   * stored ones on GET/DELETE of an existing router, must be allowed (docs/API.md "Authentication"): 403 with
    * `detail.topic` naming the first refused one.
    */
   requireRouterEnds(req: FastifyRequest, source: string, dest: string): void {
@@ -287,7 +287,7 @@ export class Admission {
   }
 
   /**
-   * G15 max_total_bytes, on every append (dev mode too): refused once the live bytes of all
+   * docs/API.md "Limits" max_total_bytes, on every append (dev mode too): refused once the live bytes of all
    * topics have reached the cap. The total is the workers' last sample (at most ~100 ms old), so
    * a burst may pass the cap by what arrives within one sample.
    */
@@ -309,7 +309,7 @@ export class Admission {
   }
 
   /**
-   * The watch stream GET, after its 406 and 404 (RESOLVED 4.1): with auth enabled the bearer
+   * The watch stream GET, after its 406 and 404 (docs/API.md "Which error wins"): with auth enabled the bearer
    * (header, else `?token=`) must be the key that created the session, else 401 — a broader key
    * too. Returns the owner, to charge the stream to.
    */
@@ -321,7 +321,7 @@ export class Admission {
   }
 
   /**
-   * Charges an SSE stream to its key (G15 max_sse_connections_per_key; auth enabled only).
+   * Charges an SSE stream to its key (docs/API.md "Limits" max_sse_connections_per_key; auth enabled only).
    * Returns the release function (call it when the stream closes), or throws 429.
    */
   acquireStream(key: ApiKey | undefined): () => void {

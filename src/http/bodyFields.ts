@@ -1,4 +1,4 @@
-// The fields each small request body may carry, by route (SPEC 4), for the unknown-field
+// The fields each small request body may carry, by route (docs/API.md), for the unknown-field
 // warnings of src/core/unknownFields.ts. Append bodies are scanned in the workers, which report
 // their own unknown names (appendParse.ts); the config keys come from the config schema.
 import type { FastifyRequest } from 'fastify';

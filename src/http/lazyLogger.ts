@@ -1,4 +1,4 @@
-// Request loggers made on first use (main thread; issue 12). Fastify gives every request a
+// Request loggers made on first use (main thread; docs/PERFORMANCE.md). Fastify gives every request a
 // child of the process logger carrying its `req_id`; pino builds a child by serializing its
 // bindings through `redact`, which was ~18 µs per request on the HTTP thread (`stringify` under
 // pino's `asChindings`, the top frame of a catch-up read's Fastify work after the socket

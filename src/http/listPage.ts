@@ -1,4 +1,4 @@
-// Paging of GET /v0/topics and GET /v0/routers (SPEC 4.7, RESOLVED: the same page_size rule and
+// Paging of GET /v0/topics and GET /v0/routers (docs/API.md "GET /v0/topics", "Routers": the same page_size rule and
 // the same opaque cursor, which carries the last name of the page as `after`).
 import type { FastifyRequest } from 'fastify';
 import { HttpError } from './reply.js';

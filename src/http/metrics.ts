@@ -1,4 +1,4 @@
-// /v0/metrics (RESOLVED 3.3): Prometheus text via prom-client, or JSON with Accept
+// /v0/metrics (docs/API.md "Health, readiness, metrics"): Prometheus text via prom-client, or JSON with Accept
 // application/json. Topic figures come from the workers over rpc when scraped; request
 // metrics (requestMetrics.ts) and histograms are counted as things happen, with a fixed size
 // whether or not anyone scrapes. Default process and event-loop metrics come from prom-client.
@@ -100,8 +100,8 @@ export class Metrics {
     gauge('spool_records_live', 'Live records, all topics.');
     gauge('spool_bytes_live', 'Live payload bytes, all topics.');
     gauge('spool_queue_topics', 'Topics of type queue.');
-    gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending (issue 15).');
-    gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request (issue 15).');
+    gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending.');
+    gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request.');
     for (const [name, help] of [
       ['spool_compaction_bytes_reclaimed_total', 'Segment file bytes given back by compaction since start (docs/ARCHITECTURE.md "Compaction").'],
       ['spool_compaction_segments_rewritten_total', 'Sealed segments compaction rewrote (or unlinked, when nothing of them lived) since start.'],

@@ -1,7 +1,7 @@
 // The OpenAPI 3.1 description (GET /v0/openapi.json) through @fastify/swagger: the schema of
 // each route is attached here, by method and path, as routes are registered (an onRoute hook),
 // so the route modules stay as they are. The schemas document; they do not validate: bodies
-// are read raw and checked by the routes in RESOLVED 0.3's order (a no-op validator compiler),
+// are read raw and checked by the routes in the order of docs/API.md "Which error wins" (a no-op validator compiler),
 // and replies are serialized by the routes (a plain serializer). The shapes used in more than
 // one place are named component schemas (`TopicConfig`, `Record`, ...), and every operation
 // carries the `bearerKey` security requirement its admission rule implies (scopes as roles).
@@ -13,6 +13,7 @@ import { validateRouter } from './routerSchemas.js';
 import { ruleFor, type RouteRule } from './admission.js';
 import { QUEUE_ROUTE_DOCS } from './queueSchemas.js';
 import { version } from './version.js';
+import { BATCH_RECORDS_MAX } from '../core/limits.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
 const obj = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, ...(required.length ? { required } : {}) });
@@ -86,7 +87,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     tags: ['records'],
     params: topicParams,
     querystring: obj({ return_seqs: { type: 'boolean' } }),
-    body: obj({ records: { type: 'array', items: ref('AppendRecord'), minItems: 1, maxItems: 10000 }, node: { type: 'string' }, idempotency_key: { type: 'string' }, create: { type: 'boolean' }, config: ref('TopicConfig'), disable_backpressure: { type: 'boolean' } }, ['records']),
+    body: obj({ records: { type: 'array', items: ref('AppendRecord'), minItems: 1, maxItems: BATCH_RECORDS_MAX }, node: { type: 'string' }, idempotency_key: { type: 'string' }, create: { type: 'boolean' }, config: ref('TopicConfig'), disable_backpressure: { type: 'boolean' } }, ['records']),
     response: { ...named('appended (or a duplicate of an applied idempotency key)', 'AppendResult'), ...named('appended to a topic it created', 'AppendResult', 201), ...errors },
   },
   'POST /v0/topics/:topic/diff': { summary: 'Read from a cursor (long-poll with wait_ms)', tags: ['records'], params: topicParams, body: ref('DiffRequest'), response: { ...reply('records after the cursor', { records: { type: 'array', items: ref('Record') }, next_from_seq: u64, head_seq: u64, earliest_seq: u64, caught_up: { type: 'boolean' }, lag: u64, tombstone: { anyOf: [ref('Tombstone'), { type: 'null' }] } }), ...errors } },

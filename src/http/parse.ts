@@ -1,4 +1,4 @@
-// Request parsing helpers for the HTTP thread (RESOLVED 0.1, 0.2, 0.4): media type, small JSON
+// Request parsing helpers for the HTTP thread (docs/API.md "Conventions"): media type, small JSON
 // bodies, query booleans and integers, topic names. Append bodies are NOT parsed here.
 import type { FastifyRequest } from 'fastify';
 import { isTopicName } from '../core/names.js';

@@ -1,4 +1,4 @@
-// Queue request bodies (SPEC 4.10, RESOLVED 4.5, docs/QUEUES.md), checked on the HTTP thread
+// Queue request bodies (docs/API.md "Queues"; docs/QUEUES.md), checked on the HTTP thread
 // with ajv (coercion off) and then defaulted and clamped into the plain-data requests the queue
 // actor takes. Every failure is a 400 naming the field; more than 1000 seqs is batch_too_large.
 import { Ajv } from 'ajv';
@@ -8,6 +8,7 @@ import { isTopicName } from '../core/names.js';
 import { parseMatch } from './schemas.js';
 import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendParse.js';
 import { HttpError } from './reply.js';
+import { NODE_MAX_BYTES, nodeTooLongMessage } from '../core/limits.js';
 import { check } from './schemas.js';
 
 export const QUEUE_MAX_CLAIM = 1000;
@@ -15,7 +16,6 @@ export const QUEUE_MAX_SEQS = 1000;
 export const LEASE_MS_MIN = 100;
 export const LEASE_MS_MAX = 86_400_000;
 export const NACK_DELAY_MS_MAX = 86_400_000;
-export const NODE_MAX_BYTES = 128;
 /** Lease list page size: default and most (docs/QUEUES.md "Leases"). */
 export const LEASES_PAGE_DEFAULT = 100;
 export const LEASES_PAGE_MAX = 1000;
@@ -67,10 +67,10 @@ export function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-/** `node`: the worker identity, 1..128 bytes of UTF-8 (RESOLVED 4.5). */
+/** `node`: the worker identity, 1..128 bytes of UTF-8 (docs/API.md "Queues"). */
 export function checkNode(node: string | undefined): string {
   if (node === undefined || node === '') throw new HttpError('invalid_request', 'node is required', { field: 'node' });
-  if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) throw new HttpError('invalid_request', `node is longer than ${NODE_MAX_BYTES} bytes`, { field: 'node' });
+  if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) throw new HttpError('invalid_request', nodeTooLongMessage(), { field: 'node' });
   // A lone surrogate has no UTF-8 form: the leases log would store U+FFFD and the restored lease
   // would no longer match the worker's node.
   if (Buffer.from(node, 'utf8').toString('utf8') !== node) throw new HttpError('invalid_request', 'node is not well-formed Unicode', { field: 'node' });

@@ -1,11 +1,11 @@
-// Rendering of responses: the spec's error envelope (SPEC 7) and success bodies with the
-// performance block (SPEC 2.9). Wire names stay snake_case here and nowhere else on main.
+// Rendering of responses: the spec's error envelope (docs/API.md "Errors") and success bodies with the
+// performance block (docs/API.md "Conventions"). Wire names stay snake_case here and nowhere else on main.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
 import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import { pageCapacity, returnPage } from '../core/pagePool.js';
-import { sendSmallJson } from './rawReply.js';
+import { sendDirectJson } from './rawReply.js';
 import './requestMetrics.js'; // FastifyRequest.spoolError
 import './bodyFields.js'; // FastifyRequest.unknownFields
 
@@ -66,7 +66,7 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResu
   const body: Record<string, unknown> = { error };
   if (withPerf) body.performance = perfBlock(req);
   if (status === 429 || status === 503) {
-    // Whole seconds, at least 1 (RESOLVED 0.5, G16): from detail.retry_after_ms when given.
+    // Whole seconds, at least 1 (docs/API.md "Errors"; docs/ARCHITECTURE.md "Admission"): from detail.retry_after_ms when given.
     const ms = e.detail?.retry_after_ms;
     reply.header('retry-after', String(typeof ms === 'number' ? Math.max(1, Math.ceil(ms / 1000)) : 1));
   }
@@ -101,8 +101,8 @@ export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicRes
     body = Buffer.allocUnsafe(n + tail.length);
     body.set(r.json, 0);
     body.write(tail, n, 'latin1');
-    if (sendSmallJson(req, reply, r.status, body)) return reply;
   }
+  if (sendDirectJson(req, reply, r.status, body)) return reply;
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(body);
 }
 

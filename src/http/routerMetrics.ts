@@ -1,4 +1,4 @@
-// Per-router metrics (DESIGN 5): forwarded total, lag in source records and the last refusal of
+// Per-router metrics (docs/ARCHITECTURE.md "Routers"): forwarded total, lag in source records and the last refusal of
 // each router, from the workers' stats (each reports the routers whose source it owns). All router
 // metric code is here: register on a prom-client registry, set from a scrape's router stats.
 import client from 'prom-client';

@@ -1,6 +1,6 @@
-// Router request bodies (SPEC 2.5, 4.5, RESOLVED 0.2, 0.4), checked on the HTTP thread with ajv
+// Router request bodies (docs/API.md "Routers", "Conventions"), checked on the HTTP thread with ajv
 // (coercion off), then defaulted into the registry's RouterInput. `filter` uses the record
-// delete's match parser (SPEC 4.9), so both accept exactly the same tuples.
+// delete's match parser (docs/API.md "Record delete"), so both accept exactly the same tuples.
 import { Ajv } from 'ajv';
 import { isRouterName, isTopicName } from '../core/names.js';
 import type { RouterInput } from '../supervisor/routerRegistry.js';

@@ -1,5 +1,5 @@
 // ajv schemas for the small request bodies parsed on the HTTP thread, compiled once at startup.
-// Coercion is off: a wrong JSON type is a 400. Integers are bounded by 2^53-1 (RESOLVED 0.2).
+// Coercion is off: a wrong JSON type is a 400. Integers are bounded by 2^53-1 (docs/API.md "Conventions").
 import { Ajv, type ValidateFunction } from 'ajv';
 import { HttpError } from './reply.js';
 import { describeAjvError } from '../core/ajvMessage.js';
@@ -63,7 +63,7 @@ export const validateRecordDelete = ajv.compile<RecordDeleteBody>({
 });
 
 /**
- * A delete predicate (SPEC 4.9): `["tag","Eq",x]`, `["tag","Glob","p*"]` (a literal prefix and a
+ * A delete predicate (docs/API.md "Record delete"): `["tag","Eq",x]`, `["tag","Glob","p*"]` (a literal prefix and a
  * single trailing `*`), or a bare string meaning Eq. Returns the Glob prefix without its `*`.
  */
 export function parseMatch(m: unknown): { op: 'Eq' | 'Glob'; value: string } {
@@ -94,7 +94,7 @@ export interface WatchBody {
   consistency?: 'eventual' | 'strong';
 }
 
-/** POST /v0/watch (SPEC 4.3, RESOLVED G4). Topic names and the 256 bound are checked by the route. */
+/** POST /v0/watch (docs/API.md "POST /v0/watch"). Topic names and the 256 bound are checked by the route. */
 export const validateWatch = ajv.compile<WatchBody>({
   type: 'object',
   required: ['topics'],

@@ -1,4 +1,4 @@
-// The Fastify front end (main thread). Hook order follows RESOLVED 0.3: lifecycle gate (503),
+// The Fastify front end (main thread). Hook order follows docs/API.md "Which error wins": lifecycle gate (503),
 // routing (404/405), body size (413, before parsing), media type (415), then the 400 family in
 // the handlers, then state-dependent errors from the workers. Every non-2xx carries the spec's
 // error body, including Fastify's and Node's own errors.
@@ -64,7 +64,7 @@ export const ROUTE_TABLE: [RegExp, string[]][] = [
   [/^\/$/, ['GET', 'HEAD']],
 ];
 
-/** Routes that answer during recovery and draining (RESOLVED 1.2, 1.3). */
+/** Routes that answer during recovery and draining (docs/ARCHITECTURE.md "Startup and shutdown"). */
 const UNGATED = new Set(['/v0/health', '/healthz', '/v0/metrics', '/v0/ready', '/readyz', '/v0/openapi.json', '/']);
 
 /** A URL fit for a log line: a `?token=` value (an API key) never reaches stderr. */
@@ -189,7 +189,7 @@ export async function buildServer(
   await app.register(compress, { global: true, encodings: ['gzip'], requestEncodings: ['gzip'], threshold: 1024 });
 
   // Every body is read raw (413 decided on size first); media type and JSON are checked per
-  // route, so the order of RESOLVED 0.3 holds and append bodies reach workers unparsed.
+  // route, so the order of docs/API.md "Which error wins" holds and append bodies reach workers unparsed.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: s.maxBodyBytes }, (_req, body, done) => done(null, body));
 
@@ -225,8 +225,8 @@ export async function buildServer(
   });
 
   // Every route passes admission: one registered without a rule in ROUTE_RULES is a programming
-  // error, caught at startup (a router route merged without its G8 row, say).
-  // Body read, route not yet run: the pressure gate (G16), as a hook of the gated routes only,
+  // error, caught at startup (a router route merged without its docs/API.md "Authentication" row, say).
+  // Body read, route not yet run: the pressure gate (docs/ARCHITECTURE.md "Admission"), as a hook of the gated routes only,
   // made for each with its rule (no lookup per request, no hook where there is no gate).
   app.addHook('onRoute', (r) => {
     const methods = Array.isArray(r.method) ? r.method : [r.method];

@@ -1,4 +1,4 @@
-// PressureGate (main thread, RESOLVED G16): the shell around PressureScheduler. A request that
+// PressureGate (main thread, docs/ARCHITECTURE.md "Admission"): the shell around PressureScheduler. A request that
 // goes to a worker passes the gate first. Without pressure it runs at once. Under pressure it
 // parks; parked requests run best score first (effective_priority plus aging) once a short
 // coalescing window has passed (so a burst is ordered as a whole, not first come first
@@ -69,13 +69,12 @@ export class PressureGate {
   /** Passes the gate; `release` must be called once the request's worker work is done. */
   admit(priority: number, bounded: boolean): Promise<Admit> | Admit {
     const t0 = this.now();
-    let result: Promise<Admit> | undefined;
     const pending: Pending = { resolve: () => {} };
     const a = this.sched.arrive(priority, bounded, t0, this.monitor.pressured, pending);
     if (a.kind === 'run') return { ok: true, waitedMs: 0, release: this.releaser() };
     if (a.kind === 'refused') return this.refusal();
     this.parkedTotal++;
-    result = new Promise<Admit>((resolve) => (pending.resolve = (x) => resolve(x.ok ? { ...x, waitedMs: this.now() - t0 } : x)));
+    const result = new Promise<Admit>((resolve) => (pending.resolve = (x) => resolve(x.ok ? { ...x, waitedMs: this.now() - t0 } : x)));
     if (a.shed) this.shed(a.shed);
     if (!this.windowTimer) this.windowTimer = setTimeout(() => ((this.windowTimer = undefined), this.dispatch()), this.opts.windowMs);
     this.armDeadline();

@@ -1,4 +1,4 @@
-// Measures the calling thread's event loop (RESOLVED G16): utilisation over the last second
+// Measures the calling thread's event loop (docs/ARCHITECTURE.md "Admission"): utilisation over the last second
 // (`performance.eventLoopUtilization`, a ring of 100 ms snapshots) and the p99 event-loop delay
 // over the last second (`monitorEventLoopDelay`). Used by each worker and by the HTTP thread.
 import { monitorEventLoopDelay, performance, type EventLoopUtilization, type IntervalHistogram } from 'node:perf_hooks';

@@ -1,4 +1,4 @@
-// PressureMonitor (main thread, RESOLVED G16): every 100 ms samples the HTTP thread's event loop
+// PressureMonitor (main thread, docs/ARCHITECTURE.md "Admission"): every 100 ms samples the HTTP thread's event loop
 // and reads each worker's gauges (utilisation and p99 delay over the last second, WAL queue
 // depth). Pressure is on while any of them is at or past its threshold, or always with the
 // SERVICE_PRESSURE_FORCE test hook. Reported in /v0/metrics.

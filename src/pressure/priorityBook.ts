@@ -1,11 +1,11 @@
-// Effective priority of each topic as the HTTP thread sees it (RESOLVED G1), for the pressure
+// Effective priority of each topic as the HTTP thread sees it (docs/API.md "GET /v0/topics/:topic"), for the pressure
 // gate, which must order requests before they reach a worker. Pure: time comes in as arguments.
 //
 // Decision: main keeps its own small copy instead of asking the owning actor per request (a
 // round trip is exactly what pressure cannot afford). It learns `priority` / `auto_priority` from
 // every topic PUT answer and from the topic list at boot, and consumption from the routes that
 // consume (diff, state with touch, list with touch, watch POST, each watch delivery pass). Recency clocks
-// are not persisted (G1), so after a restart only manual priorities are known, as in the actor.
+// are not persisted (docs/API.md "GET /v0/topics/:topic"), so after a restart only manual priorities are known, as in the actor.
 import { LRUCache } from 'lru-cache';
 
 const AUTO_WINDOW_MS = 300_000;
@@ -47,7 +47,7 @@ export class PriorityBook {
     this.entries.delete(topic);
   }
 
-  /** G1's effective_priority: manual, else auto from recency of consumption, else 0. */
+  /** effective_priority (docs/API.md "GET /v0/topics/:topic"): manual, else auto from recency of consumption, else 0. */
   effective(topic: string, nowMs: number): number {
     const e = this.entries.peek(topic);
     if (!e) return 0;

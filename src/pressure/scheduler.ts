@@ -1,4 +1,4 @@
-// The priority scheduler behind the pressure gate (RESOLVED G16). Pure: time comes in as
+// The priority scheduler behind the pressure gate (docs/ARCHITECTURE.md "Admission"). Pure: time comes in as
 // arguments, nothing here touches a clock or a timer (the shell is pressure/gate.ts).
 //
 // Without pressure every request runs at once. Under pressure a request parks, and parked

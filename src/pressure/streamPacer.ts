@@ -1,4 +1,4 @@
-// Pacing of SSE streams under pressure (RESOLVED G11, G16; main thread). Every pacing tick while
+// Pacing of SSE streams under pressure (docs/API.md "Error frames"; docs/ARCHITECTURE.md "Admission"; main thread). Every pacing tick while
 // pressure is on, each watch stream's topics whose effective_priority is below
 // SERVICE_PRESSURE_PACE_BELOW are paced: the stream gets the advisory 429 `error` frame naming
 // them (again whenever that set changes) and they deliver one record frame per tick, from their

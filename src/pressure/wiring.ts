@@ -1,4 +1,4 @@
-// Ties the pressure parts to the rest of main (RESOLVED G16): seeds the priority book from the
+// Ties the pressure parts to the rest of main (docs/ARCHITECTURE.md "Admission"): seeds the priority book from the
 // topic list once recovery completes, and reports pressure in /v0/metrics (Prometheus gauges
 // computed at scrape time, and a `pressure` object in the JSON form).
 import client from 'prom-client';
@@ -9,7 +9,7 @@ import type { PressureGate } from './gate.js';
 import type { PriorityBook } from './priorityBook.js';
 
 /**
- * After a restart no topic has been consumed (G1 recency is not persisted), so a topic's
+ * After a restart no topic has been consumed (docs/API.md "GET /v0/topics/:topic" recency is not persisted), so a topic's
  * effective priority is its manual priority or 0: exactly what the list reports.
  */
 export function seedPriorities(sup: Supervisor, book: PriorityBook): void {
@@ -26,7 +26,7 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
   const reg = [metrics.registry];
   const g = (name: string, help: string, collect: (this: client.Gauge<string>) => void, labelNames: string[] = []) =>
     new client.Gauge({ name, help, labelNames, registers: reg, collect });
-  g('spool_pressure', '1 while under pressure (G16), else 0.', function () {
+  g('spool_pressure', '1 while under pressure, else 0.', function () {
     this.set(monitor.pressured ? 1 : 0);
   });
   g('spool_pressure_http_elu', 'HTTP thread event-loop utilisation over the last second.', function () {

@@ -1,6 +1,6 @@
 // `spool replay <trace>`: rebuilds the traced actors in-process (no threads, fs or ports), feeds
 // them their recorded inputs with the recorded time, query answers and seed, and compares every
-// effect with the recorded one, reporting the first divergence (DESIGN 7). Replay is exact
+// effect with the recorded one, reporting the first divergence (docs/ARCHITECTURE.md "Traces and replay"). Replay is exact
 // because an actor is a function of its initial state, its seed and its timed inputs.
 import fs from 'node:fs';
 import { TopicActor } from '../actors/topic/topicActor.js';

@@ -1,4 +1,4 @@
-// SimHost (DESIGN 7): the real topic actors in one thread with a manual clock, seeded RNGs and a
+// SimHost (docs/ARCHITECTURE.md "Traces and replay"): the real topic actors in one thread with a manual clock, seeded RNGs and a
 // simulated WAL whose writes, fsyncs, timers and peer messages happen only on command, so a test
 // or a fuzzer chooses every interleaving. A crash keeps the durable frames plus all written ones
 // (SIGKILL) or a prefix of them (power loss) and rebuilds the actors through the real recovery

@@ -1,4 +1,4 @@
-// JSON-lines encoding of actor traces (DESIGN 7). Byte arrays travel as {"$b64": "..."} so a
+// JSON-lines encoding of actor traces (docs/ARCHITECTURE.md "Traces and replay"). Byte arrays travel as {"$b64": "..."} so a
 // trace line is plain JSON; everything else is already plain data.
 
 export function encodeTraceValue(v: unknown): string {

@@ -1,11 +1,12 @@
 // FlushPacer (main thread): one per process, shared by every SSE stream (watch and work). A
 // stream that queued bytes marks itself dirty; the pacer flushes dirty streams in the order they
 // became dirty, after the iteration's worker messages and read replies, so all frames a stream
-// gets before its turn leave in one write. Invariants: flushing takes at most half the main
-// thread (after a slice of d ms the next waits d ms, at most SLICE_MS), so under load frames
-// coalesce and requests get their turn; and no slice runs longer than about SLICE_MS.
+// gets before its turn leave in one write; an idle pacer flushes at the end of the callback that
+// queued the first frame (a lone record goes out at once). Invariants: flushing takes at most
+// half the main thread (after a slice of d ms the next waits d ms, at most SLICE_MS), so under
+// load frames coalesce and requests get their turn; and no slice runs longer than about SLICE_MS.
 //
-// Slices (issue 12, 1000-watcher fan-out): a flush of every dirty stream used to run to the end
+// Slices (docs/PERFORMANCE.md "Watch fan-out"): a flush of every dirty stream used to run to the end
 // in one go. At 1000 watchers that was 15-40 ms during which nothing else ran: the worker's next
 // watch batch and the writer's appends waited behind it, so a record's delay was up to about
 // three flush lengths (the running flush, the wait after it, its stream's place in the next).
@@ -27,6 +28,8 @@ export interface PacedFlush {
 /** A slice ends once it has run this long (checked every SLICE_CHECK_EVERY targets). */
 const SLICE_MS = 4;
 const SLICE_CHECK_EVERY = 16;
+/** The pacer counts as idle once its last slice ended at least this long ago. */
+const IDLE_MS = 1;
 
 export class FlushPacer {
   /** Dirty targets in the order they became dirty; `head` is the next to flush. */
@@ -55,8 +58,14 @@ export class FlushPacer {
     // A slice costs one write per stream it flushes. When the last one was long (a fan-out to
     // many streams), wait as long again before the next, so frames coalesce and requests get
     // their turn; a slice of a few streams takes microseconds and waits for nothing.
-    const waitMs = this.nextFlushAtMs - nowMs();
-    if (waitMs < 1) setImmediate(this.slice);
+    // An idle pacer (no slice for a while, nothing queued before this target) flushes at the end
+    // of the current callback: the frames of this worker message go out together, without
+    // waiting for the rest of the loop's poll phase (other messages, their replies' writes) and
+    // the check phase. A live record to a few watchers leaves right behind its commit.
+    const now = nowMs();
+    const waitMs = this.nextFlushAtMs - now;
+    if (this.queue.length - this.head === 1 && now - this.nextFlushAtMs >= IDLE_MS) queueMicrotask(this.slice);
+    else if (waitMs < 1) setImmediate(this.slice);
     else setTimeout(this.slice, waitMs);
   }
 

@@ -1,4 +1,4 @@
-// Shared output chunks for one pacer flush (main thread; issue 12, watch fan-out). When many SSE
+// Shared output chunks for one pacer flush (main thread; docs/PERFORMANCE.md "Watch fan-out"). When many SSE
 // connections queued the same frames since the last flush (every single-topic watch stream of a
 // topic with the same options gets the very same frame Buffers), the bytes each of them writes
 // are identical: they are built once per flush, HTTP/1.1 chunk framing included, and every

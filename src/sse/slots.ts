@@ -1,5 +1,5 @@
 // SseSlots (main thread): the one count of open SSE streams, watch and `/work` alike, behind
-// the SERVICE_MAX_SSE_CONNECTIONS cap (RESOLVED G15). A stream takes a slot before it opens and
+// the SERVICE_MAX_SSE_CONNECTIONS cap (docs/API.md "Limits"). A stream takes a slot before it opens and
 // gives it back exactly once when it closes for any reason.
 
 export class SseSlots {

@@ -6,7 +6,7 @@
 // flush that crossed it. What to send, and what to do on pause, resume or close,
 // belongs to the stream that owns it.
 //
-// Writes (issue 12, watch fan-out): the first flush goes through `res.write`, which sends the
+// Writes (docs/PERFORMANCE.md "Watch fan-out"): the first flush goes through `res.write`, which sends the
 // response head with it; every later one writes its bytes straight to the socket, chunk framing
 // included, as ONE `socket.write` of a Buffer shared with every connection that queued the same
 // frames (src/sse/sharedChunks.ts): one syscall per connection per flush, nothing built per
@@ -143,13 +143,13 @@ export class SseConnection implements PacedFlush {
     return sock;
   }
 
-  /** A non-terminal error frame (G11 advisory pacing, 429): the stream stays open. */
+  /** A non-terminal error frame (docs/API.md "Error frames" advisory pacing, 429): the stream stays open. */
   advise(e: ErrorFrame): void {
     if (this.isClosed) return;
     this.write(Buffer.from(errorFrame({ ...e, terminal: false }), 'utf8'));
   }
 
-  /** Terminal error frame, then close (shutdown, G11). */
+  /** Terminal error frame, then close (shutdown, docs/API.md "Error frames"). */
   fail(e: ErrorFrame): void {
     if (this.isClosed) return;
     this.write(Buffer.from(errorFrame(e), 'utf8'));
@@ -171,7 +171,7 @@ export class SseConnection implements PacedFlush {
     const dueMs = Math.max(0, this.lastWriteMs + hb - this.opts.now());
     this.hbTimer = setTimeout(() => {
       if (this.isClosed) return;
-      // Suppressed when anything went out within the window (6.1).
+      // Suppressed when anything went out within the window (docs/API.md "SSE frame formats").
       if (this.opts.now() - this.lastWriteMs >= hb && !this.isPaused) this.write(HEARTBEAT);
       this.armHeartbeat();
     }, dueMs);

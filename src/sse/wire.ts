@@ -1,10 +1,10 @@
-// Server-Sent Events on the wire (SPEC 4.4, 6.1; RESOLVED 4.1, G11), for every SSE stream of
+// Server-Sent Events on the wire (docs/API.md "SSE frame formats", "Which error wins"), for every SSE stream of
 // the server (watch and work): the Accept rule, the response head, and frame encoding. Pure
 // functions and constants, run on the main thread. Payloads are JSON on one `data:` line
-// (record texts hold no raw newlines: insignificant whitespace was removed at append, RESOLVED
-// 4.10); only data-bearing frames carry an `id:` line, so nothing else moves a resume cursor.
+// (record texts hold no raw newlines: insignificant whitespace was removed at append, docs/API.md
+// "Records"); only data-bearing frames carry an `id:` line, so nothing else moves a resume cursor.
 
-/** True when Accept lists text/event-stream, text/* or *\/* with a q other than 0 (RESOLVED 4.1). */
+/** True when Accept lists text/event-stream, text/* or *\/* with a q other than 0 (docs/API.md "Which error wins"). */
 export function acceptsEventStream(accept: string | undefined): boolean {
   if (!accept) return false;
   for (const range of accept.split(',')) {
@@ -26,7 +26,7 @@ export const SSE_HEADERS = {
 
 /** Sent once at open: the client's reconnect backoff. */
 export const RETRY_FRAME = 'retry: 2000\n\n';
-/** A heartbeat: a bare comment, no id, so it never moves the resume cursor (6.1). */
+/** A heartbeat: a bare comment, no id, so it never moves the resume cursor (docs/API.md "SSE frame formats"). */
 export const HEARTBEAT_FRAME = ': hb\n\n';
 
 /** A data-bearing frame whose payload is already-encoded JSON bytes. */
@@ -52,13 +52,13 @@ export interface ErrorFrame {
   message: string;
   terminal: boolean;
   retry_after_ms?: number;
-  /** `/work` frames: the queue topic (G11). */
+  /** `/work` frames: the queue topic (docs/API.md "Error frames"). */
   topic?: string;
-  /** Watch 429: the topics being paced (G11, G16). */
+  /** Watch 429: the topics being paced (docs/API.md "Error frames"; docs/ARCHITECTURE.md "Admission"). */
   topics?: string[];
 }
 
-/** An `error` frame (G11): no id line, so it never moves the cursor. */
+/** An `error` frame (docs/API.md "Error frames"): no id line, so it never moves the cursor. */
 export function errorFrame(e: ErrorFrame): string {
   return `event: error\ndata: ${JSON.stringify(e)}\n\n`;
 }

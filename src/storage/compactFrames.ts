@@ -8,6 +8,8 @@
 // "Compaction"): a compacted file never changes what the actor knows, only where bytes are.
 import { APPEND_HEAD_BYTES, APPEND_RECORD_HEAD_BYTES, EXTENT_BODY_BYTES, FRAME_HEADER_BYTES, FrameType } from '../wal/format.js';
 import { forEachAppendRecord, frameSize, probeFrame, readAppendHead, readU64, sealFrame, writeU64, type FrameView } from '../wal/frame.js';
+import { CorruptionError } from '../core/corruption.js';
+import { invariant } from '../core/invariant.js';
 
 /** One EXTENT of a compacted file: original bytes [orig, orig + origLen) are now the frames at [phys, phys + physLen). */
 export interface Extent {
@@ -34,7 +36,7 @@ export class Relocation {
 
   add(e: Extent): void {
     const n = this.orig.length;
-    if (n > 0 && e.orig < this.orig[n - 1]! + this.origLen[n - 1]!) throw new Error(`extent at ${e.orig} overlaps or precedes the one before it`);
+    if (n > 0 && e.orig < this.orig[n - 1]! + this.origLen[n - 1]!) throw new CorruptionError('compacted segment', `extent at ${e.orig} overlaps or precedes the one before it`);
     this.orig.push(e.orig);
     this.origLen.push(e.origLen);
     this.phys.push(e.phys);
@@ -79,7 +81,7 @@ export function encodeExtent(topicId: number, orig: number, origLen: number, phy
 }
 
 export function readExtent(buf: Buffer, f: FrameView): { orig: number; origLen: number; physLen: number } {
-  if (f.bodyLen < EXTENT_BODY_BYTES) throw new Error(`EXTENT frame body of ${f.bodyLen} bytes`);
+  if (f.bodyLen < EXTENT_BODY_BYTES) throw new CorruptionError('compacted segment', `EXTENT frame body of ${f.bodyLen} bytes`);
   return { orig: readU64(buf, f.bodyOff), origLen: buf.readUInt32LE(f.bodyOff + 8), physLen: buf.readUInt32LE(f.bodyOff + 12) };
 }
 
@@ -154,7 +156,7 @@ export class CopyBuilder {
       this.unit = { orig: e.orig, origLen: e.origLen, grouped: true, pieces: [] };
       return;
     }
-    if (f.type !== FrameType.APPEND) throw new Error(`a frame of type ${f.type} in a segment at ${off}`);
+    if (f.type !== FrameType.APPEND) throw new CorruptionError('segment', `a frame of type ${f.type}`, off);
     if (!this.unit?.grouped) {
       this.flush();
       this.unit = { orig: off, origLen: f.size, grouped: false, pieces: [] };
@@ -194,7 +196,7 @@ export function walkSegment(buf: Buffer, cb: (f: FrameView, off: number, at: { o
   let cur: { orig: number; origLen: number } | undefined;
   for (let off = 0; off < buf.length; ) {
     const p = probeFrame(buf, off, buf.length, false);
-    if (!p.ok) throw new Error(`frame vanished at ${off} of a checked segment`);
+    invariant(p.ok, `frame vanished at ${off} of a checked segment`);
     const f = p.frame;
     if (f.type === FrameType.EXTENT) {
       const e = readExtent(buf, f);

@@ -11,6 +11,7 @@ import { CopyBuilder, type Relocation } from './compactFrames.js';
 import { probeFrame } from '../wal/frame.js';
 import { FRAME_PREFIX_BYTES } from '../wal/format.js';
 import { alignUp } from '../wal/frame.js';
+import { CorruptionError } from '../core/corruption.js';
 
 /** Bytes of the old file read per slice (a frame larger than this is read whole). */
 export const COMPACT_SLICE_BYTES = 256 * 1024;
@@ -90,7 +91,7 @@ export async function writeCompacted(fsx: Fs, job: CompactJob, pace: CompactPace
         const p = probeFrame(slice, off, slice.length);
         if (!p.ok) {
           if (p.reason === 'short' && off > 0) break; // the next slice starts with it
-          throw new Error(`${job.name}: damaged frame at ${pos + off} (${p.reason}); not compacted`);
+          throw new CorruptionError(job.name, `damaged frame (${p.reason}); not compacted`, pos + off);
         }
         copy.frame(slice, p.frame, pos + off);
         off += p.frame.size;

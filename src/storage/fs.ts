@@ -1,4 +1,4 @@
-// The Fs seam (STYLE habit 4, DESIGN 1.8): every access to the data directory goes through one
+// The Fs seam (docs/ARCHITECTURE.md "Code map"): every access to the data directory goes through one
 // injected `Fs`, built once at each thread's entry point. `nodeFs` is the real one; tests wrap
 // it (test/support/faultFs.ts: ENOSPC, EIO, crashes at the N-th call) or replace it with a
 // simulated disk that loses what was never fsynced (test/support/simDisk.ts). The interface is the

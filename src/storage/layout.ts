@@ -51,12 +51,6 @@ export function parseCompactTempName(name: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/**
- * Index in the supervisor's shared counters of the next pack number (0 is the topic count, 1 the
- * storage state): one sequence for every worker, set at recovery above every pack on disk.
- */
-export const PACK_NO_SLOT = 2;
-
 /** Shared pack files of small topics' first segments (docs/FORMAT.md "Pack files"). */
 export function packsDir(dataDir: string): string {
   return path.join(dataDir, 'packs');

@@ -1,4 +1,4 @@
-// Single-writer guard for a data directory (DESIGN 2.1): LOCK is created with O_EXCL and holds
+// Single-writer guard for a data directory (docs/ARCHITECTURE.md "Other decisions"): LOCK is created with O_EXCL and holds
 // "pid start-ms". A lock left by a dead process is taken over. Release keeps the file and writes
 // pid 0 into it (never alive) rather than removing it: a restart on a full disk then takes it
 // over by unlinking it first, which frees the space its O_EXCL create needs. Hand-written rather

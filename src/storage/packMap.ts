@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import { packFileName, parsePackFileName, type PackName } from './layout.js';
 import { IdIndex } from '../core/idIndex.js';
+import { InvariantError } from '../core/invariant.js';
 
 export interface PackInfo extends PackName {
   /** Index in this map (extents name packs by it). */
@@ -40,7 +41,7 @@ export class PackMap {
   /**
    * Per topic: a row of `one` (>= 0) while its packed segment is a single run, the common case
    * (a small topic written in one request, or back to back), else ~index into `many`. A million
-   * small topics as a million arrays cost ~50 bytes each and the GC's time (issue 15).
+   * small topics as a million arrays cost ~50 bytes each and the GC's time (docs/ARCHITECTURE.md "Many topics").
    */
   private readonly slots = new IdIndex();
   private one = new Float64Array(1024 * ROW);
@@ -179,7 +180,7 @@ export class PackMap {
   /** The physical pieces of logical bytes [offset, offset + len) of a topic's packed segment. */
   pieces(topicId: number, offset: number, len: number): PackPiece[] {
     const runs = this.runsOf(topicId);
-    if (!runs || offset + len > runs[0]!) throw new Error(`packed bytes [${offset}, ${offset + len}) of topic ${topicId.toString(16)} are not in any pack`);
+    if (!runs || offset + len > runs[0]!) throw new InvariantError(`packed bytes [${offset}, ${offset + len}) of topic ${topicId.toString(16)} are not in any pack`);
     const out: PackPiece[] = [];
     let at = 0;
     for (let i = 1; i < runs.length && len > 0; i += 3) {

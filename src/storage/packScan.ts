@@ -8,8 +8,8 @@ import type { Fs } from './fs.js';
 import { packsDir, parsePackFileName, type PackName } from './layout.js';
 import { probeFrame } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
+import { CorruptionError } from '../core/corruption.js';
 
-export class PackCorruptionError extends Error {}
 
 export interface ListedPack extends PackName {
   name: string;
@@ -50,7 +50,7 @@ export function validPrefix(buf: Buffer): { end: number; reason: string | undefi
 /**
  * Reads a pack for recovery: its valid frames, padded. A torn tail of the writer's newest pack is
  * cut (when `repair`: one worker repairs a pack, the others only read it); anything else that is
- * not a whole frame is a PackCorruptionError.
+ * not a whole frame is a CorruptionError.
  */
 export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean, into?: ReuseBuffer, from = 0): Promise<Buffer> {
   const file = path.join(packsDir(dataDir), pack.name);
@@ -60,7 +60,7 @@ export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repai
   const { end, reason } = validPrefix(buf);
   if (end === buf.length) return buf;
   const torn = reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';
-  if (!pack.newest || !torn) throw new PackCorruptionError(`${file}: damaged frame at offset ${from + end} (${reason ?? 'padding missing'}) in a sealed pack`);
+  if (!pack.newest || !torn) throw new CorruptionError(file, `damaged frame (${reason ?? 'padding missing'}) in a sealed pack`, from + end);
   if (repair) {
     // Shorter: a torn tail, cut off. Longer: the last frame lost only its zero padding, which
     // extending the file gives back (the map counts frames with their padding).
@@ -77,7 +77,7 @@ export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repai
 
 /**
  * One buffer reused for a sequence of reads (recovery reads every pack once, one at a time: a
- * fresh 16 MiB buffer per pack was garbage the GC took long to return, issue 15). What a read
+ * fresh 16 MiB buffer per pack was garbage the GC took long to return, docs/ARCHITECTURE.md "Many topics"). What a read
  * returns is valid until the next read into the same ReuseBuffer.
  */
 export class ReuseBuffer {

@@ -21,6 +21,7 @@ import { PackReaders } from './packReaders.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import type { SectionPacks } from './snapshotSection.js';
+import { InvariantError } from '../core/invariant.js';
 
 /** How soon a pack write that hit a full disk is tried again. */
 const PACK_RETRY_MS = 500;
@@ -208,7 +209,10 @@ export class PackStore {
       for (; k < batch.length && at + batch[k]!.frame.length <= cur.tail + done; k++) {
         const w = batch[k]!;
         const len = w.frame.length;
-        if (this.map.size(w.topicId) !== w.offset) throw new Error(`pack: topic ${w.topicId.toString(16)} placed a frame at ${w.offset}, its packed segment ends at ${this.map.size(w.topicId)}`);
+        if (this.map.size(w.topicId) !== w.offset) {
+          // eslint-disable-next-line no-unsafe-finally -- a frame placed at the wrong offset is a bug that outranks the write's own error
+          throw new InvariantError(`pack: topic ${w.topicId.toString(16)} placed a frame at ${w.offset}, its packed segment ends at ${this.map.size(w.topicId)}`);
+        }
         this.map.add(w.topicId, cur.info.idx, at, len);
         at += len;
       }

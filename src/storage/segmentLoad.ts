@@ -1,4 +1,4 @@
-// Loading a topic's segment files at startup (DESIGN 2.7 step 3), in its topic worker. Every
+// Loading a topic's segment files at startup (docs/ARCHITECTURE.md "Recovery order" step 3), in its topic worker. Every
 // frame is CRC-checked. A torn tail of the newest segment is truncated: the WAL still holds
 // everything since the checkpoint, so replay rewrites it; a last frame missing only its padding
 // gets it back. Damage inside an older (sealed) segment is an error, never skipped.
@@ -8,8 +8,9 @@ import { parseCompactTempName, parseSegmentFileName, parseTopicDirName, topicDir
 import { probeFrame, FrameView } from '../wal/frame.js';
 import { FrameType } from '../wal/format.js';
 import { walkSegment, type Relocation } from './compactFrames.js';
+import { CorruptionError } from '../core/corruption.js';
+import { invariant } from '../core/invariant.js';
 
-export class SegmentCorruptionError extends Error {}
 
 export interface LoadedSegment {
   firstSeq: number;
@@ -61,7 +62,7 @@ export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: num
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length);
     if (!p.ok) break;
-    if ((p.frame.type !== FrameType.APPEND && p.frame.type !== FrameType.EXTENT) || p.frame.topicId !== topicId) throw new SegmentCorruptionError(`${seg.file}: unexpected frame at ${off}`);
+    if ((p.frame.type !== FrameType.APPEND && p.frame.type !== FrameType.EXTENT) || p.frame.topicId !== topicId) throw new CorruptionError(seg.file, 'unexpected frame', off);
     off += p.frame.size;
   }
   if (off === buf.length) {
@@ -70,7 +71,7 @@ export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: num
     const relocation = walkSegment(buf, () => undefined)!;
     return { firstSeq: seg.firstSeq, size: relocation.origEnd, buf, relocation };
   }
-  if (!isNewest) throw new SegmentCorruptionError(`${seg.file}: damaged frame at offset ${off} in a sealed segment`);
+  if (!isNewest) throw new CorruptionError(seg.file, 'damaged frame in a sealed segment', off);
   // Shorter: a torn tail, cut off. Longer: the last frame is whole but the crash cut off its
   // zero padding (not covered by the CRC); the index counts frames with their padding, so it
   // is restored (extending a file adds zeros), or a cold read of that frame would come up short.
@@ -83,7 +84,7 @@ export function forEachFrame(buf: Buffer, cb: (f: FrameView, off: number) => voi
   let off = 0;
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length, false);
-    if (!p.ok) throw new Error(`frame vanished at ${off} of a checked segment or pack`);
+    invariant(p.ok, `frame vanished at ${off} of a checked segment or pack`);
     cb(p.frame, off);
     off += p.frame.size;
   }

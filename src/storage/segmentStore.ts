@@ -1,4 +1,4 @@
-// SegmentStore: the topic worker's writer of segment files (DESIGN 2.4). Frames are written at
+// SegmentStore: the topic worker's writer of segment files (docs/FORMAT.md "Segment files"). Frames are written at
 // the offset their actor placed them (so the actor can find them again without asking), after
 // the WAL reported them written, with async fs on libuv's pool. Runs in a topic worker thread.
 // A write that fails for lack of space is kept and retried (the WAL holds the frame meanwhile,
@@ -36,6 +36,7 @@ import { compactTempName, segmentFileName, topicDir } from './layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';
+import { invariant } from '../core/invariant.js';
 
 interface PendingWrite {
   place: SegmentPlacement;
@@ -392,7 +393,7 @@ export class SegmentStore {
   }
 
   private packStore(): PackStore {
-    if (!this.packs) throw new Error('a packed placement, but this store has no pack store');
+    invariant(this.packs, 'a packed placement, but this store has no pack store');
     return this.packs;
   }
 

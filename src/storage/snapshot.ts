@@ -1,4 +1,4 @@
-// Metadata snapshots (DESIGN 2.5): everything recovery must not need the old WAL for. Written
+// Metadata snapshots (docs/ARCHITECTURE.md "Checkpoints and recovery"): everything recovery must not need the old WAL for. Written
 // on the main thread at a checkpoint (temp file, fsync, rename, fsync dir); read at startup.
 // Format (docs/FORMAT.md "Snapshots"): 24-byte header (magic "SPOOLSNP", u32 version, u32 length,
 // u32 crc32, u32 reserved), then
@@ -6,7 +6,7 @@
 //   topics}]}, which the header's length and CRC cover) and each topic worker's section
 //   (snapshotSection.ts), each with its own CRC: the workers encode (and at recovery parse) their
 //   own topics, the main thread only checks and moves bytes;
-// - version 1 (before issue 15's lazy recovery; still read): one JSON body with every topic part.
+// - version 1 (before lazy recovery, docs/ARCHITECTURE.md "Lazy recovery"; still read): one JSON body with every topic part.
 // A bad CRC, length or version makes recovery fall back to the previous snapshot.
 import path from 'node:path';
 import { crc32 } from 'node:zlib';

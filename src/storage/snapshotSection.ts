@@ -19,10 +19,12 @@ import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { TopicPart } from './topicPart.js';
 import { writeUint } from '../core/decimal.js';
 import { crc32 } from 'node:zlib';
+import { CorruptionError } from '../core/corruption.js';
+import { invariant } from '../core/invariant.js';
 
 /**
  * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and
- * consumption) are not among them: they are not persisted (RESOLVED G1), so a topic restored
+ * consumption) are not among them: they are not persisted (docs/API.md "GET /v0/topics/:topic"), so a topic restored
  * asleep has them null, as a loaded one does.
  */
 export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'packed_bytes'] as const satisfies readonly (keyof Watermarks)[];
@@ -116,7 +118,7 @@ export class SectionWriter {
    * by reference: `bytes` must not change while this writer is in use.
    */
   addLines(bytes: Uint8Array, lines: number): void {
-    if (this.capture) throw new Error('addLines during a capture');
+    invariant(!this.capture, 'addLines during a capture');
     if (this.at > this.start) this.chunks.push(this.buf.subarray(this.start, this.at));
     this.start = this.at;
     if (bytes.length > 0) this.chunks.push(bytes);
@@ -131,7 +133,7 @@ export class SectionWriter {
   /** A copy of the bytes added since beginCapture. */
   endCapture(): Buffer {
     const c = this.capture;
-    if (!c) throw new Error('endCapture without beginCapture');
+    invariant(c, 'endCapture without beginCapture');
     this.capture = undefined;
     if (c.chunk === this.chunks.length) return Buffer.from(this.buf.subarray(c.at, this.at));
     // chunks[c.chunk] is the buffer current at the capture, from its `start` on.
@@ -163,7 +165,7 @@ export class SectionWriter {
       this.configs.push(config);
       this.configIdx.set(config, c);
     }
-    // Names are [A-Za-z0-9._:-] (SPEC 2.1): no escaping. The rare fields go through JSON.stringify.
+    // Names are [A-Za-z0-9._:-] (docs/API.md "Conventions"): no escaping. The rare fields go through JSON.stringify.
     this.ascii('{"id":');
     this.int(id);
     this.ascii(',"name":"');
@@ -355,18 +357,18 @@ export class PartCursor {
  */
 export function readSection(buf: Buffer, onPart: (p: PartCursor) => void): SectionHead {
   let nl = buf.indexOf(10);
-  if (nl < 0) throw new Error('snapshot section without a head line');
+  if (nl < 0) throw new CorruptionError('snapshot section', 'no head line');
   const head = JSON.parse(buf.toString('utf8', 0, nl)) as SectionHead;
   const configs = head.configs.map((c) => internConfig(c));
   const cur = new PartCursor();
   const line = new LineReader(buf);
   for (let off = nl + 1; off < buf.length; off = nl + 1) {
     nl = buf.indexOf(10, off);
-    if (nl < 0) throw new Error(`snapshot section: a part line without its end at ${off}`);
+    if (nl < 0) throw new CorruptionError('snapshot section', 'a part line without its end', off);
     cur.reset();
     const c = line.read(off, nl, cur) ? line.config : parsedLine(buf, off, nl, cur);
     const config = configs[c];
-    if (config === undefined) throw new Error(`snapshot section: part ${cur.name} names config ${c} of ${configs.length}`);
+    if (config === undefined) throw new CorruptionError('snapshot section', `part ${cur.name} names config ${c} of ${configs.length}`);
     cur.config = config;
     onPart(cur);
   }
@@ -380,20 +382,20 @@ const IDS_PER_TURN = 64 * 1024;
  * The topic ids of a section's parts, in order, without reading the parts: every part line starts
  * with `{"id":` and the id's digits (SectionWriter writes it first, fast-path line or not). The
  * main thread hands these to the WAL thread, so the WAL scan starts while the workers are still
- * reading their sections (recovery, issue 15); it yields every IDS_PER_TURN lines, as the
+ * reading their sections (recovery, docs/ARCHITECTURE.md "Many topics"); it yields every IDS_PER_TURN lines, as the
  * snapshot's CRC check does, so /v0/health answers meanwhile. `topics`: the part count, if known.
  */
 export async function sectionTopicIds(buf: Buffer, topics = 0): Promise<Float64Array> {
   let ids = new Float64Array(topics);
   let n = 0;
   let nl = buf.indexOf(10);
-  if (nl < 0) throw new Error('snapshot section without a head line');
+  if (nl < 0) throw new CorruptionError('snapshot section', 'no head line');
   const line = new LineReader(buf);
   for (let off = nl + 1; off < buf.length; off = nl + 1) {
     nl = buf.indexOf(10, off);
-    if (nl < 0) throw new Error(`snapshot section: a part line without its end at ${off}`);
+    if (nl < 0) throw new CorruptionError('snapshot section', 'a part line without its end', off);
     const id = line.id(off, nl);
-    if (Number.isNaN(id)) throw new Error(`snapshot section: a part line at ${off} does not start with its id`);
+    if (Number.isNaN(id)) throw new CorruptionError('snapshot section', 'a part line does not start with its id', off);
     if (n === ids.length) {
       const grown = new Float64Array(Math.max(1024, ids.length * 2));
       grown.set(ids);

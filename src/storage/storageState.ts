@@ -8,19 +8,15 @@
 //           itself once space returns;
 //   FAILED  a write or fsync failed for another reason (EIO…), or unexpectedly: the page cache
 //           can no longer be trusted, so writes stay refused until a restart (recovery repairs).
+import { SPACE_WAITS_SLOT, STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
+
 export const StorageState = { OK: 0, FULL: 1, FAILED: 2 } as const;
 export type StorageStateCode = (typeof StorageState)[keyof typeof StorageState];
 
-/** Index of the storage state in the supervisor's shared counters (0 is the topic count). */
-export const STORAGE_STATE_SLOT = 1;
-
-/**
- * Index of the count of topic workers whose segment or pack writes wait for disk space. While
- * any does, writes are refused as on a full WAL: the WAL still has its pre-allocated files, but
- * every frame it takes then is one more that holds WAL space no checkpoint can free until it
- * reaches a segment (a restart on such a disk had nothing left to free).
- */
-export const SPACE_WAITS_SLOT = 3;
+// SPACE_WAITS_SLOT counts the topic workers whose segment or pack writes wait for disk space. While
+// any does, writes are refused as on a full WAL: the WAL still has its pre-allocated files, but
+// every frame it takes then is one more that holds WAL space no checkpoint can free until it
+// reaches a segment (a restart on such a disk had nothing left to free).
 
 /** The storage state as the actors and probes see it: the WAL's, or FULL while segments wait for space. */
 export function storageStateOf(counters: Int32Array): StorageStateCode {

@@ -23,11 +23,11 @@ export interface TopicPart {
   deleted?: [number, number][];
   /** Queue topics: claim leases, nack delays, delivery counts and the dead-letter counter. */
   queue?: QueuePart;
-  /** Router dests: per router id, [last source seq held, forwarded total] (DESIGN 5). */
+  /** Router dests: per router id, [last source seq held, forwarded total] (docs/ARCHITECTURE.md "Routers"). */
   routers_applied?: AppliedPart;
 }
 
-/** A sleeping topic (issue 15, src/actors/topic/dormant.ts): its part plus its watermarks. */
+/** A sleeping topic (src/actors/topic/dormant.ts): its part plus its watermarks. */
 export interface DormantTopic extends TopicPart, Watermarks {
   /**
    * A queue's lease counter when it went to sleep (lease ids are unique per boot by it: the woken

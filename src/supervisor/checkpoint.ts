@@ -1,4 +1,4 @@
-// Checkpoints (DESIGN 2.5), coordinated from the main thread so the WAL does not grow without
+// Checkpoints (docs/ARCHITECTURE.md "Checkpoints and recovery"), coordinated from the main thread so the WAL does not grow without
 // bound: workers mark the WAL stream and flush their segments, the WAL thread reports the cut
 // (the earliest mark position), main writes the snapshot durably, and only then are WAL files
 // unlinked — those before the PREVIOUS snapshot's cut, so a damaged newest snapshot can still

@@ -1,4 +1,4 @@
-// Recovery step 6 (DESIGN 2.6, 2.7): topic directories whose instance is not live (deleted, or
+// Recovery step 6 (docs/ARCHITECTURE.md "Recovery order"; "Retention"): topic directories whose instance is not live (deleted, or
 // never committed) are removed — only after the WAL range that justified it was replayed and a
 // durable BOOT frame was written, so the irreversible step comes last. The directories are
 // listed before the workers end recovery, which tell which of their ids are live topics

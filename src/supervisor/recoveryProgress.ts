@@ -19,7 +19,7 @@ export interface TopicsStatus {
 /**
  * Recovery's overall fraction: loading the snapshot's topics (which dominates with many topics)
  * and replaying the WAL after its cut each count for half when the snapshot holds topics, else
- * the WAL is all of it. Callers keep the maximum so it never goes down (RESOLVED 3.2).
+ * the WAL is all of it. Callers keep the maximum so it never goes down (docs/API.md "Health, readiness, metrics").
  */
 export function recoveryFraction(t: TopicsStatus, walFraction: number): number {
   if (t.total === 0) return walFraction;

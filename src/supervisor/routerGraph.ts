@@ -1,6 +1,6 @@
-// The router graph's rules (SPEC 4.5, RESOLVED G14, DESIGN 5), pure functions over the edges
+// The router graph's rules (docs/API.md "Routers"; docs/ARCHITECTURE.md "Routers"), pure functions over the edges
 // source → dest of the existing routers: the cycle a new router would close (reported as the
-// G14 path), fan-in into a dest, and the upstream order read-your-writes drains in.
+// the `detail.cycle` path of docs/API.md "Routers"), fan-in into a dest, and the upstream order read-your-writes drains in.
 
 export interface Edge {
   name: string;
@@ -9,7 +9,7 @@ export interface Edge {
 }
 
 /**
- * The directed cycle `source → dest` would close, as the G14 path: the new router's source,
+ * The directed cycle `source → dest` would close, as the `detail.cycle` path of docs/API.md "Routers": the new router's source,
  * then the path through existing routers from its dest back to it; null when there is none.
  * With routers a→b, b→c, adding c→a gives ["c","a","b","c"].
  */

@@ -1,5 +1,5 @@
-// RouterRegistry (DESIGN 5), main thread: the router definitions. It checks a PUT against the
-// graph (re-point, fan-in, cycle), the router cap (G15, before any auto-create) and the dest's
+// RouterRegistry (docs/ARCHITECTURE.md "Routers"), main thread: the router definitions. It checks a PUT against the
+// graph (re-point, fan-in, cycle), the router cap (docs/API.md "Limits", before any auto-create) and the dest's
 // existence, creates missing topics, has the source topic's actor install the forwarder (which
 // starts at its head: no backfill), then stores the definition (meta/routers.json). It removes
 // routers with a topic (cascade), reinstalls them after a restart, and walks the upstream chain
@@ -221,7 +221,7 @@ export class RouterRegistry {
     });
   }
 
-  /** Read-your-writes (RESOLVED 4.6): applies pending forwards into `topic`, upstream first. */
+  /** Read-your-writes (docs/API.md "Routers"): applies pending forwards into `topic`, upstream first. */
   async drainInto(topic: string): Promise<void> {
     if (!this.byDest.has(topic)) return;
     await this.drainEdges(upstreamOrder((t) => this.edgesInto(t), topic));

@@ -1,4 +1,4 @@
-// Router definitions on disk (DESIGN 5, docs/FORMAT.md): `meta/routers.json`, rewritten whole on
+// Router definitions on disk (docs/ARCHITECTURE.md "Routers"; docs/FORMAT.md): `meta/routers.json`, rewritten whole on
 // every change (temp file, fsync, rename, fsync dir) and read once at startup. The body carries
 // a CRC-32 of its `routers` JSON; a damaged file refuses to start rather than silently losing
 // routers. Main thread.

@@ -1,6 +1,6 @@
 // Supervisor (main thread): starts the WAL thread and the topic workers (through a ThreadSpawner:
 // real threads, or in-process ones in tests), wires their ports, places topics on workers, and
-// runs the lifecycle recovering → ready → draining (DESIGN 1.3, 2.7). Crash-only: if any thread
+// runs the lifecycle recovering → ready → draining (docs/ARCHITECTURE.md "Startup and shutdown"). Crash-only: if any thread
 // dies the process logs and exits; recovery is the repair path.
 import { newGauges, totalLiveBytes } from '../core/gauges.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
@@ -13,7 +13,8 @@ import type { WorkerApi, WorkerThreadData } from '../worker/workerApi.js';
 import type { WalApi, WalThreadData } from '../wal/walApi.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
-import { StorageState, STORAGE_STATE_SLOT, storageStateOf } from '../storage/storageState.js';
+import { StorageState, storageStateOf } from '../storage/storageState.js';
+import { newSharedCounters, PACK_NO_SLOT, STORAGE_STATE_SLOT, TOPICS_SLOT } from '../core/sharedCounters.js';
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../core/messages/events.js';
 import type { DrainResult } from '../core/messages/rpc.js';
@@ -29,7 +30,7 @@ import { removeStaleStaging, type BackupSource } from './backup.js';
 import { removeOrphanTopicDirs } from './orphans.js';
 import { listTopicDirs } from '../storage/segmentLoad.js';
 import { listPackNamesSync } from '../storage/packScan.js';
-import { PACK_NO_SLOT, parsePackFileName } from '../storage/layout.js';
+import { parsePackFileName } from '../storage/layout.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 import { RouterRegistry } from './routerRegistry.js';
 
@@ -55,11 +56,8 @@ export class Supervisor {
   private readonly requestClients: RequestClient[] = [];
   private readonly threads: SpawnedThread[] = [];
   private wal!: Remote<WalApi>;
-  /**
-   * Shared with every thread: [0] live topic count (max_topics cap), [STORAGE_STATE_SLOT],
-   * [PACK_NO_SLOT], [SPACE_WAITS_SLOT].
-   */
-  readonly counters = new Int32Array(new SharedArrayBuffer(16));
+  /** Shared with every thread (core/sharedCounters.ts); the next pack number is set at recovery above every pack on disk. */
+  readonly counters = newSharedCounters();
   /** Called once recovery completes and the server turns ready (whenReady adds to it). */
   private readonly onReady: (() => void)[] = [];
   /** Per-worker gauges (core/gauges.ts): live bytes, loop utilisation and delay, WAL queue. */
@@ -76,13 +74,13 @@ export class Supervisor {
   onWatchEvents: ((events: WatchEvent[]) => void) | undefined;
   /** Receives every worker's `/work` stream events (set by the work registry). */
   onWorkEvents: ((events: WorkEvent[]) => void) | undefined;
-  /** Router definitions (DESIGN 5); loaded at the end of recovery. */
+  /** Router definitions (docs/ARCHITECTURE.md "Routers"); loaded at the end of recovery. */
   readonly routers: RouterRegistry;
 
   constructor(
     readonly settings: Settings,
     private readonly log: Logger,
-    /** The data directory's filesystem on this thread (threads build their own, DESIGN 1.8). */
+    /** The data directory's filesystem on this thread (threads build their own, docs/ARCHITECTURE.md "Code map"). */
     private readonly fsx: Fs = nodeFs,
     /** Starts the WAL thread and the workers: real threads, or in-process ones in tests. */
     private readonly spawner: ThreadSpawner = workerThreads,
@@ -116,7 +114,7 @@ export class Supervisor {
     return this.lifecycle === 'recovering' ? this.progress : 1;
   }
 
-  /** The `not_ready` detail: the fraction, and the snapshot topics loaded so far (RESOLVED 3.2). */
+  /** The `not_ready` detail: the fraction, and the snapshot topics loaded so far (docs/API.md "Health, readiness, metrics"). */
   get recoveryDetail(): { replay_progress: number; topics_loaded: number; topics_total: number } {
     return { replay_progress: this.replayProgress, topics_loaded: this.snapshotTopics.loaded, topics_total: this.snapshotTopics.total };
   }
@@ -134,7 +132,7 @@ export class Supervisor {
   }
 
   liveTopics(): number {
-    return Atomics.load(this.counters, 0);
+    return Atomics.load(this.counters, TOPICS_SLOT);
   }
 
   /** Crash-only: a thread that fails, or ends before shutdown, ends the process. */
@@ -270,7 +268,7 @@ export class Supervisor {
   }
 
   /**
-   * Recovery (DESIGN 2.7): snapshot parts to the workers (who index their segments), then the WAL
+   * Recovery (docs/ARCHITECTURE.md "Checkpoints and recovery"): snapshot parts to the workers (who index their segments), then the WAL
    * from the snapshot's cut, then reservations padded, a new WAL file with a durable BOOT frame,
    * orphan topic directories removed, and a first checkpoint.
    */
@@ -333,7 +331,7 @@ export class Supervisor {
       );
       // The first checkpoint runs in the background, as every later one does: the server is
       // consistent without it (the replayed WAL stays until a snapshot covers it), and at many
-      // topics it was a large share of the time to ready (issue 15: writing every topic's part).
+      // topics it was a large share of the time to ready (docs/ARCHITECTURE.md "Many topics": writing every topic's part).
       // On a disk too full for the first WAL file its marks wait for that file and it completes
       // once space returns.
       void this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
@@ -454,7 +452,7 @@ export class Supervisor {
     return undefined;
   }
 
-  /** Drain (RESOLVED 1.3 step 4): every frame durable, segments flushed, threads stopped. */
+  /** Drain (docs/ARCHITECTURE.md "Startup and shutdown" step 4): every frame durable, segments flushed, threads stopped. */
   async shutdown(): Promise<void> {
     this.lifecycle = 'draining';
     this.checkpointer?.stop();

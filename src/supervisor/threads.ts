@@ -1,4 +1,4 @@
-// How the supervisor starts its threads (DESIGN 1.3). The real plant spawns worker_threads running
+// How the supervisor starts its threads (docs/ARCHITECTURE.md "Threads"). The real plant spawns worker_threads running
 // src/worker/main.ts and src/wal/walThread.ts; tests plug in one that runs the same factories
 // (createWorkerApi, createWalApi) on the calling thread over the same MessageChannels
 // (test/support/inProcessThreads.ts). The supervisor creates every port and judges every death.

@@ -25,13 +25,15 @@ import {
   META_ABSENT,
   TWO_32,
 } from './format.js';
+import { CorruptionError } from '../core/corruption.js';
 
 export function alignUp(n: number): number {
   return (n + FRAME_ALIGN - 1) & ~(FRAME_ALIGN - 1);
 }
 
 export function writeU64(buf: Buffer, off: number, v: number): void {
-  buf.writeUInt32LE(v % TWO_32, off);
+  // `>>> 0` is v mod 2^32 for any integer v ≥ 0 below 2^53, without the float `%` (fmod).
+  buf.writeUInt32LE(v >>> 0, off);
   buf.writeUInt32LE(Math.floor(v / TWO_32), off + 4);
 }
 
@@ -61,10 +63,15 @@ export function sealFrame(buf: Buffer, off: number, type: FrameTypeCode, flags: 
 }
 
 export function encodeJsonFrame(type: FrameTypeCode, topicId: number, body: unknown, flags = 0): Buffer {
-  const json = Buffer.from(JSON.stringify(body), 'utf8');
-  const buf = Buffer.alloc(frameSize(json.length));
-  json.copy(buf, FRAME_HEADER_BYTES);
-  sealFrame(buf, 0, type, flags, topicId, json.length);
+  return encodeJsonTextFrame(type, topicId, JSON.stringify(body), flags);
+}
+
+/** A JSON frame whose body text is already rendered (written into the frame without a copy). */
+export function encodeJsonTextFrame(type: FrameTypeCode, topicId: number, json: string, flags = 0): Buffer {
+  const len = Buffer.byteLength(json, 'utf8');
+  const buf = Buffer.alloc(frameSize(len));
+  buf.write(json, FRAME_HEADER_BYTES, len, 'utf8');
+  sealFrame(buf, 0, type, flags, topicId, len);
   return buf;
 }
 
@@ -323,7 +330,7 @@ export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead,
   let p = head.recordsOff;
   const r: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
   for (let i = 0; i < head.count; i++) {
-    if (p + APPEND_RECORD_HEAD_BYTES > end) throw new Error('APPEND record header past frame body');
+    if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
     r.nodeLen = buf.readUInt16LE(p);
     r.tagLen = buf.readUInt16LE(p + 2);
     const metaRaw = buf.readUInt32LE(p + 4);
@@ -338,7 +345,7 @@ export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead,
     p += Math.max(0, r.metaLen);
     r.dataOff = p;
     p += r.dataLen;
-    if (p > end) throw new Error('APPEND record past frame body');
+    if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
     cb(i, r);
   }
 }

@@ -1,4 +1,4 @@
-// GroupCommit: the WAL writer's policy (DESIGN 1.5), run by the WAL thread; the files and
+// GroupCommit: the WAL writer's policy (docs/ARCHITECTURE.md "The life of an append"), run by the WAL thread; the files and
 // syscalls are WalWriter's. Submissions from every topic worker queue up while the thread writes
 // or syncs, so batches grow with load without a timer window: one writev per flush, at most one
 // fdatasync in flight, covering exactly the bytes written before it started. Acks are
@@ -21,7 +21,8 @@ import type { WalWriter } from './walWriter.js';
 import type { WalSpace } from './walSpace.js';
 import { isDiskFull } from '../storage/fs.js';
 import { WAL_HEADER_BYTES } from './format.js';
-import { StorageState, STORAGE_STATE_SLOT } from '../storage/storageState.js';
+import { StorageState } from '../storage/storageState.js';
+import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 
 /** How often a missing space reserve (or first file) is tried again while the disk is full. */
 const RESERVE_RETRY_MS = 500;

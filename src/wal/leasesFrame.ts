@@ -1,4 +1,4 @@
-// LEASES frame codec (DESIGN 2.2 type 9, docs/FORMAT.md): the lifecycle events of one queue's
+// LEASES frame codec (docs/FORMAT.md "LEASES body"): the lifecycle events of one queue's
 // leases log, one frame per claim pass, nack, extend or `/work` release. Binary, little-endian:
 //   body: u32 count, u32 reserved, then per event
 //     0 u8 kind (1 claimed, 2 extended, 3 released)   1 u8 flags (bit0: leased on a /work stream)
@@ -7,6 +7,7 @@
 // The lease id is rebuilt from (epoch, counter, rand). Pure functions over buffers.
 import { FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventFlag } from './format.js';
 import { frameSize, readU64, sealFrame, writeU64, type FrameView } from './frame.js';
+import { CorruptionError } from '../core/corruption.js';
 
 export interface LeaseEvent {
   kind: number;
@@ -22,18 +23,35 @@ export interface LeaseEvent {
 }
 
 export function encodeLeases(topicId: number, events: readonly LeaseEvent[]): Buffer {
-  const nodes = events.map((e) => (e.node === '' ? undefined : Buffer.from(e.node, 'utf8')));
+  // One loop per pass, no Buffer per event: a pass's events mostly share one node, whose UTF-8
+  // length is measured once (per-event Buffer.from and a forEach closure were ~8 % of the topic
+  // worker in the claim+ack profile).
   let body = LEASES_HEAD_BYTES;
-  for (const n of nodes) body += LEASE_EVENT_BYTES + (n?.length ?? 0);
+  let lastNode = '';
+  let lastLen = 0;
+  for (let i = 0; i < events.length; i++) {
+    const node = events[i]!.node;
+    if (node !== lastNode) {
+      lastNode = node;
+      lastLen = Buffer.byteLength(node, 'utf8');
+    }
+    body += LEASE_EVENT_BYTES + lastLen;
+  }
   const buf = Buffer.alloc(frameSize(body));
   let p = FRAME_HEADER_BYTES;
   buf.writeUInt32LE(events.length, p);
   p += LEASES_HEAD_BYTES;
-  events.forEach((e, i) => {
-    const node = nodes[i];
-    buf.writeUInt8(e.kind, p);
-    buf.writeUInt8(e.viaWork ? LeaseEventFlag.VIA_WORK : 0, p + 1);
-    buf.writeUInt16LE(node?.length ?? 0, p + 2);
+  lastNode = '';
+  lastLen = 0;
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.node !== lastNode) {
+      lastNode = e.node;
+      lastLen = Buffer.byteLength(e.node, 'utf8');
+    }
+    buf[p] = e.kind;
+    buf[p + 1] = e.viaWork ? LeaseEventFlag.VIA_WORK : 0;
+    buf.writeUInt16LE(lastLen, p + 2);
     buf.writeUInt32LE(e.deliveries, p + 4);
     writeU64(buf, p + 8, e.seq);
     writeU64(buf, p + 16, e.atMs);
@@ -41,8 +59,8 @@ export function encodeLeases(topicId: number, events: readonly LeaseEvent[]): Bu
     buf.writeUInt32LE(e.rand >>> 0, p + 28);
     writeU64(buf, p + 32, e.no);
     p += LEASE_EVENT_BYTES;
-    if (node) p += node.copy(buf, p);
-  });
+    if (lastLen > 0) p += buf.write(e.node, p, lastLen, 'utf8');
+  }
   sealFrame(buf, 0, FrameType.LEASES, 0, topicId, body);
   return buf;
 }
@@ -54,9 +72,9 @@ export function decodeLeases(buf: Buffer, f: FrameView): LeaseEvent[] {
   const out: LeaseEvent[] = [];
   let p = f.bodyOff + LEASES_HEAD_BYTES;
   for (let i = 0; i < count; i++) {
-    if (p + LEASE_EVENT_BYTES > end) throw new Error('LEASES event past frame body');
+    if (p + LEASE_EVENT_BYTES > end) throw new CorruptionError('LEASES frame', 'an event past the frame body', p);
     const nodeLen = buf.readUInt16LE(p + 2);
-    if (p + LEASE_EVENT_BYTES + nodeLen > end) throw new Error('LEASES node past frame body');
+    if (p + LEASE_EVENT_BYTES + nodeLen > end) throw new CorruptionError('LEASES frame', 'a node past the frame body', p);
     out.push({
       kind: buf.readUInt8(p),
       viaWork: (buf.readUInt8(p + 1) & LeaseEventFlag.VIA_WORK) !== 0,

@@ -3,7 +3,7 @@
 // after the cut is placed by its name (its TOPIC_CREATE frame), as the supervisor places it.
 // With one worker every frame goes to it and nothing is looked up (main sends no ids). With
 // more, each worker's ids are kept sorted in a Float64Array and searched: a Map of a million ids
-// took ~0.6 s to build before the scan could start (issue 15), a sort of the same ids ~0.1 s.
+// took ~0.6 s to build before the scan could start (docs/ARCHITECTURE.md "Many topics"), a sort of the same ids ~0.1 s.
 import { workerOf } from '../core/names.js';
 
 export class ReplayRouting {

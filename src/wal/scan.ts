@@ -1,9 +1,9 @@
-// Recovery scan of the WAL (DESIGN 2.3, 2.7), run on the WAL thread before it takes writes.
+// Recovery scan of the WAL (docs/ARCHITECTURE.md "Checkpoints and recovery"), run on the WAL thread before it takes writes.
 // Reads files from the checkpoint position, validates every frame, routes each to the worker
 // that owns its topic, and decides where the log ends:
 // - a bad frame followed by a LATER file that holds anything after its header is mid-log
 //   corruption: refuse to start (SERVICE_RECOVERY_TRUNCATE=1 keeps the prefix instead). A later
-//   file of a header and zeros (the pre-allocated reserve, DESIGN 1.5) or without a durable
+//   file of a header and zeros (the pre-allocated reserve, docs/ARCHITECTURE.md "Storage faults") or without a durable
 //   header (a creation cut short) held no frame, so it proves nothing about the earlier file;
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
@@ -15,8 +15,7 @@ import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
 import { FRAME_ALIGN, FRAME_PREFIX_BYTES, WAL_HEADER_BYTES, FrameType } from './format.js';
 import { alignUp, decodeJsonBody, FrameView, probeFrame } from './frame.js';
-
-export class WalCorruptionError extends Error {}
+import { CorruptionError } from '../core/corruption.js';
 
 /**
  * Recovery without a usable snapshot replays the WAL from its start; that is whole only if the
@@ -27,7 +26,8 @@ export class WalCorruptionError extends Error {}
 export function assertWalFromStart(fsx: Fs, dataDir: string): void {
   const first = listWalFiles(fsx, dataDir)[0];
   if (first !== undefined && first > 1) {
-    throw new WalCorruptionError(
+    throw new CorruptionError(
+      path.join(dataDir, 'wal'),
       `no usable snapshot in ${path.join(dataDir, 'meta')}, and the WAL starts at file ${first}: the files before it were removed once a snapshot covered them, so the data cannot be rebuilt from what is left; restore a backup`,
     );
   }
@@ -60,7 +60,7 @@ const WINDOW_BYTES = 8 * 1024 * 1024;
 /**
  * A window over one WAL file. The scan used to read each file whole: a pre-allocated file is
  * 64 MiB however little it holds, and those buffers were the largest part of what recovery left
- * for the GC (issue 15). `view` holds the file's bytes [base, base + view.length).
+ * for the GC (docs/ARCHITECTURE.md "Many topics"). `view` holds the file's bytes [base, base + view.length).
  */
 class FileWindow {
   private buf: Buffer;
@@ -203,7 +203,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
           result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
           break;
         }
-        if (!truncateOnCorruption) throw new WalCorruptionError(`WAL file ${file}: ${headerErr}`);
+        if (!truncateOnCorruption) throw new CorruptionError(`WAL file ${file}`, headerErr);
         // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
         for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
         fsyncDirSync(fsx, dir);
@@ -263,7 +263,7 @@ export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | unde
       // this one was written. Only data in a later file proves this one was complete.
       const laterFileValid = !isLast && (await laterFileHoldsData(fsx, dir, files.slice(i + 1)));
       if (laterFileValid && !truncateOnCorruption) {
-        throw new WalCorruptionError(`mid-log corruption in ${file} at offset ${off} (${stop}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`);
+        throw new CorruptionError(file, `mid-log corruption (${stop}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`, off);
       }
       result.tornBytes += buf.length - off;
       // Bytes that held valid frames are copied aside before the file is cut. Without the

@@ -1,4 +1,4 @@
-// The WAL thread's rpc facade (DESIGN 1.5): recovery's scan, the writer's start, checkpoint
+// The WAL thread's rpc facade (docs/ARCHITECTURE.md "The life of an append"): recovery's scan, the writer's start, checkpoint
 // marks and cuts, trimming and drain, over the given Fs. Runs on the WAL thread
 // (src/wal/walThread.ts exposes it there) or, in tests, on the caller's thread
 // (test/support/inProcessThreads.ts). Topic workers reach the writer over raw ports
@@ -17,6 +17,7 @@ import { listWalFiles } from './files.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { WalSpace } from './walSpace.js';
 import { threadCpuUs } from '../core/threadCpu.js';
+import { invariant } from '../core/invariant.js';
 
 /** Replay flow control: frames sent to a worker and not yet applied, at most. */
 const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
@@ -65,7 +66,7 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
       const outstanding = new Array<number>(workers).fill(0);
       const waiters = new Array<(() => void) | undefined>(workers);
       // Chunk buffers the workers handed back, for later chunks: replay garbage was most of the
-      // RSS right after a restart (issue 15). At most what the flow control lets be in flight.
+      // RSS right after a restart (docs/ARCHITECTURE.md "Many topics"). At most what the flow control lets be in flight.
       const spare: ArrayBuffer[] = [];
       const onAck = data.workerPorts.map((port, w) => {
         const l = (m: WalIn) => {
@@ -92,7 +93,7 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
           waiters[worker] = undefined;
           // The scan made the chunk at the start of its own ArrayBuffer: it crosses as it is.
           const ab = chunk.buffer as ArrayBuffer;
-          if (chunk.byteOffset !== 0) throw new Error('a replay chunk must start its buffer');
+          invariant(chunk.byteOffset === 0, 'a replay chunk must start its buffer');
           outstanding[worker]! += chunk.length;
           const m: WalOut = { t: 'replay', buf: ab, bytes: chunk.length };
           data.workerPorts[worker]!.postMessage(m, [ab]);

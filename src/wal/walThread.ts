@@ -1,4 +1,4 @@
-// Entry point of the WAL thread: the shared group-commit fsync actor (DESIGN 1.5, facade in
+// Entry point of the WAL thread: the shared group-commit fsync actor (docs/ARCHITECTURE.md "The life of an append", facade in
 // src/wal/walApi.ts) on the real filesystem, exposed to main over Comlink.
 import { workerData } from 'node:worker_threads';
 import { nodeFs } from '../storage/fs.js';

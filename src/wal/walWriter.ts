@@ -1,4 +1,4 @@
-// WalWriter: the WAL files and their syscalls (DESIGN 1.5), used by GroupCommit on the WAL thread,
+// WalWriter: the WAL files and their syscalls (docs/ARCHITECTURE.md "The life of an append"), used by GroupCommit on the WAL thread,
 // which decides what to write and when to sync. It owns the open file, its number and the write
 // offset, writes whole batches at the offset, rotates to a new file, and fdatasyncs.
 // Files are pre-allocated: created with their header and zero-filled to `fileBytes`, fsynced
@@ -8,13 +8,14 @@
 // is the WAL's space reserve (docs/ARCHITECTURE.md "Storage faults").
 // Invariants: frames are written in order, never after a recovered tail (a run always starts in
 // a new file); the old file's last sync completes before a rotation (the torn-tail vs corruption
-// rule of recovery, DESIGN 2.3); an fd is closed only after any sync on it finished; after
+// rule of recovery, docs/ARCHITECTURE.md "Checkpoints and recovery"); an fd is closed only after any sync on it finished; after
 // halt() (the WAL failed) no preparation step starts, so nothing more is written.
 import path from 'node:path';
 import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, writeAll, writeAllSync, type Fs, type FsFile } from '../storage/fs.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from './format.js';
+import { InvariantError } from '../core/invariant.js';
 
 /** Zeros are written in chunks of this size. */
 const ZERO_CHUNK_BYTES = 1024 * 1024;
@@ -89,7 +90,7 @@ export class WalWriter {
   }
 
   private createSync(fileNo: number): number {
-    if (this.preparing) throw new Error(`WAL file ${fileNo} is being prepared; rotate after it`);
+    if (this.preparing) throw new InvariantError(`WAL file ${fileNo} is being prepared; rotate after it`);
     const dir = walDir(this.dataDir);
     mkdirDurableSync(this.fsx, dir);
     const file = this.pathOf(fileNo);

@@ -1,6 +1,6 @@
-// The composite watch cursor (RESOLVED G12): base64url without padding of compact JSON mapping
+// The composite watch cursor (docs/API.md "Watch frames"): base64url without padding of compact JSON mapping
 // each topic of the session to its seq, keys ascending. Sent as every data-bearing frame's
-// `id:`, accepted back as the POST `cursor` field (strict, G4) and as `Last-Event-ID` (lenient).
+// `id:`, accepted back as the POST `cursor` field (strict, docs/API.md "POST /v0/watch") and as `Last-Event-ID` (lenient).
 
 /** Encodes a cursor map whose keys are already in ascending order. */
 export function encodeCursor(sortedNames: readonly string[], seqs: readonly number[]): string {

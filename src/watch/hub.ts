@@ -1,7 +1,7 @@
 // WatchHub (main thread): the open watch streams, the worker events that feed them, and the
 // interest each worker is told about (workers render pushes only for topics with an open
 // stream). It keeps the newest known state of every followed topic, so a pull that raced a push
-// or a delete can tell (DESIGN 6). Flushing is the shared FlushPacer's (src/sse/).
+// or a delete can tell (docs/ARCHITECTURE.md "Watch streams"). Flushing is the shared FlushPacer's (src/sse/).
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import type { FlushPacer } from '../sse/flushPacer.js';
@@ -42,7 +42,7 @@ export class WatchHub {
   constructor(
     private readonly sup: Supervisor,
     readonly registry: WatchRegistry,
-    /** The SSE connection cap, shared with `/work` streams (G15). */
+    /** The SSE connection cap, shared with `/work` streams (docs/API.md "Limits"). */
     readonly slots: SseSlots,
     private readonly log: (msg: string) => void,
     /** The process's one flush pacer, shared with every other SSE stream. */
@@ -100,7 +100,7 @@ export class WatchHub {
 
   private async read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
     const o = s.opts;
-    await this.sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
+    await this.sup.routers.drainInto(topic); // read-your-writes (docs/API.md "Routers")
     this.onDelivery?.(topic);
     return this.sup.workerFor(topic).request({
       op: 'watchRead',
@@ -117,7 +117,7 @@ export class WatchHub {
     });
   }
 
-  /** Called per topic on each watch delivery pass (push or pull): auto-priority recency (G1). */
+  /** Called per topic on each watch delivery pass (push or pull): auto-priority recency (docs/API.md "GET /v0/topics/:topic"). */
   onDelivery: ((topic: string) => void) | undefined;
 
   private pushFrames(b: WatchBatch, batchNo: number, s: WatchSession): PushFrames {
@@ -142,7 +142,7 @@ export class WatchHub {
           if (this.onBatchLatency && !ev.stale && ev.offs.length > 1) this.onBatchLatency(batchAgeMs(ev));
           this.latestByTopic.set(ev.topic, { instanceId: ev.instanceId, head: ev.head, durableHead: ev.durableHead, deleted: false });
           const no = ++this.batchNo;
-          this.onDelivery?.(ev.topic); // a watch delivery pass consumes the topic (G1)
+          this.onDelivery?.(ev.topic); // a watch delivery pass consumes the topic (docs/API.md "GET /v0/topics/:topic")
           for (const s of streams) s.onBatch(s.topic(ev.topic)!, ev, no);
           break;
         }
@@ -171,7 +171,7 @@ export class WatchHub {
     return lag;
   }
 
-  /** Shutdown (RESOLVED 1.3 step 3): every open stream gets a terminal 503 error frame. */
+  /** Shutdown (docs/ARCHITECTURE.md "Startup and shutdown" step 3): every open stream gets a terminal 503 error frame. */
   closeAll(): void {
     for (const s of [...this.streams]) {
       s.fail({ code: 503, error: 'shutting_down', message: 'draining before exit; reconnect later', terminal: true, retry_after_ms: 1000 });

@@ -1,6 +1,6 @@
 // Record frames for a pushed batch, per projection (include flags, node filter, limit, byte
 // budget). A batch is rendered once per projection, by concatenating the pieces the worker
-// rendered once (DESIGN 6), and the same bytes go to every stream that shares the projection.
+// rendered once (docs/ARCHITECTURE.md "Watch streams"), and the same bytes go to every stream that shares the projection.
 import { LRUCache } from 'lru-cache';
 import type { WatchBatch } from '../core/messages/events.js';
 import type { WatchOptions } from './session.js';

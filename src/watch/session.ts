@@ -1,4 +1,4 @@
-// Watch sessions (SPEC 2.6, 3.2; RESOLVED G2): a subscription plus the authoritative per-topic
+// Watch sessions (docs/API.md "Watch"; docs/WATCH.md "Resume"): a subscription plus the authoritative per-topic
 // cursor map, in memory only, on the main thread. The registry mints wids from crypto (they are
 // bearer capabilities, never from the seeded RNG), enforces the session cap and collects idle
 // sessions lazily, on every POST and every stream open.
@@ -22,9 +22,9 @@ export interface WatchOptions {
 }
 
 export class WatchSession {
-  /** Open streams on this session (two GETs at once are allowed, G2). */
+  /** Open streams on this session (two GETs at once are allowed, docs/WATCH.md "Resume"). */
   streams = 0;
-  /** Latest of creation, stream open and stream close (G2). */
+  /** Latest of creation, stream open and stream close (docs/WATCH.md "Resume"). */
   lastAccessMs: number;
   private idCache: string | undefined;
 
@@ -37,7 +37,7 @@ export class WatchSession {
     private readonly cursors: number[],
     nowMs: number,
     /**
-     * The key that created the session (auth enabled): only it opens the stream (SPEC 5.7), and
+     * The key that created the session (auth enabled): only it opens the stream (docs/API.md "Authentication"), and
      * the stream is charged to it. Its allowlist was checked against every topic at creation,
      * and the topic set never changes, so the stream cannot deliver a topic outside it.
      */
@@ -56,7 +56,7 @@ export class WatchSession {
     this.idCache = undefined;
   }
 
-  /** Last-Event-ID may only rewind (G12): each named topic goes to min(stored, given). */
+  /** Last-Event-ID may only rewind (docs/API.md "GET /v0/watch/:wid"): each named topic goes to min(stored, given). */
   rewind(given: Map<string, number>): void {
     for (let i = 0; i < this.names.length; i++) {
       const g = given.get(this.names[i]!);
@@ -84,7 +84,7 @@ export class WatchRegistry {
     return this.sessions.size;
   }
 
-  /** Idle GC (G2): no stream open and idle longer than the ttl. */
+  /** Idle GC (docs/WATCH.md "Resume"): no stream open and idle longer than the ttl. */
   collect(): void {
     const now = this.clock.now();
     for (const [wid, s] of this.sessions) {

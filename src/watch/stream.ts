@@ -1,4 +1,4 @@
-// One open SSE connection of a watch session (SPEC 4.4, 6.2; DESIGN 6). Per topic it is in
+// One open SSE connection of a watch session (docs/API.md "Watch frames"; docs/ARCHITECTURE.md "Watch streams"). Per topic it is in
 // *backlog* (pulling through the worker's read pipeline), *tailing* (taking pushes whose range
 // starts exactly at its cursor) or *deleted* (terminal for the topic). Anything that is not a
 // contiguous push — a gap, a stale batch, a strong session waiting for durability, a resume
@@ -40,7 +40,7 @@ export class StreamTopic {
   first = true;
   /** The topic instance this stream follows (0 until the first read). */
   instanceId = 0;
-  /** Last head this stream observed (topic-deleted reports it, RESOLVED 4.4). */
+  /** Last head this stream observed (topic-deleted reports it, docs/API.md "Watch frames"). */
   lastHead = 0;
   /** The cursor at this stream's last caught-up frame for the topic (-1: none yet). */
   caughtUpCursor = -1;
@@ -59,7 +59,7 @@ export class WatchStream {
   readonly topics: StreamTopic[];
   private readonly byName = new Map<string, StreamTopic>();
   private readonly conn: SseConnection;
-  /** Topics paced under pressure (G16): no pushes, one pull per pacing tick. */
+  /** Topics paced under pressure (docs/ARCHITECTURE.md "Admission"): no pushes, one pull per pacing tick. */
   private paced = new Set<string>();
 
   constructor(
@@ -115,16 +115,16 @@ export class WatchStream {
     if (t.mode === 'deleted') return;
     t.mode = 'deleted';
     this.dataFrame('topic-deleted', `{"topic":${JSON.stringify(t.name)},"head_seq":${t.lastHead},"reason":"deleted"}`);
-    // G2: the server ends the stream after the last topic-deleted.
+    // docs/WATCH.md "GET /v0/watch/:wid": the server ends the stream after the last topic-deleted.
     if (this.topics.every((x) => x.mode === 'deleted')) this.conn.end();
   }
 
-  /** Terminal error frame, then close (shutdown, G11). */
+  /** Terminal error frame, then close (shutdown, docs/API.md "Error frames"). */
   fail(e: ErrorFrame): void {
     this.conn.fail(e);
   }
 
-  // ---- pressure pacing (G16) ---------------------------------------------------------------
+  // ---- pressure pacing (docs/ARCHITECTURE.md "Admission") ---------------------------------------------------------------
 
   /**
    * Paces these topics (empty: none): they take no pushes and deliver at most one record frame
@@ -144,7 +144,7 @@ export class WatchStream {
     for (const n of this.paced) void this.pull(this.byName.get(n)!);
   }
 
-  /** The advisory 429 error frame (G11): the stream stays open. */
+  /** The advisory 429 error frame (docs/API.md "Error frames"): the stream stays open. */
   advise(e: ErrorFrame): void {
     this.conn.advise(e);
   }

@@ -1,6 +1,6 @@
 // WorkRegistry (main thread): the open `/work` streams by connection id (ids minted here, never
 // reused in a process), the work events from the workers routed to them, and the rpc calls that
-// tell a queue actor a stream paused, drained or closed. Every stream holds one SSE slot (G15)
+// tell a queue actor a stream paused, drained or closed. Every stream holds one SSE slot (docs/API.md "Limits")
 // from before it opens until it closes.
 import type { ServerResponse } from 'node:http';
 import type { Supervisor } from '../supervisor/supervisor.js';
@@ -46,7 +46,7 @@ export class WorkRegistry {
     if (this.streams.get(s.connId) !== s) return;
     this.streams.delete(s.connId);
     this.slots.release();
-    // Every lease delivered on the stream is released at once (SPEC 3.1); harmless if the actor
+    // Every lease delivered on the stream is released at once (docs/QUEUES.md "Job states"); harmless if the actor
     // never opened it or the queue is gone.
     const p = this.sup.workerFor(s.topic).request({ op: 'workClose', topic: s.topic, connId: s.connId });
     this.releasing.add(p);
@@ -62,7 +62,7 @@ export class WorkRegistry {
     }
   }
 
-  /** Shutdown (RESOLVED 1.3 step 3): a terminal 503 frame on every stream, and their leases released. */
+  /** Shutdown (docs/ARCHITECTURE.md "Startup and shutdown" step 3): a terminal 503 frame on every stream, and their leases released. */
   async closeAll(): Promise<void> {
     for (const s of [...this.streams.values()]) {
       s.fail({ code: 503, error: 'shutting_down', message: 'draining before exit; reconnect later', terminal: true, retry_after_ms: 1000, topic: s.topic });

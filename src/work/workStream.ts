@@ -1,5 +1,5 @@
-// WorkStream (main thread): one open `GET /v0/topics/:q/work` response (SPEC 4.10, 6.3;
-// RESOLVED 4.5). The queue actor leases jobs to the connection and sends their `job` frames,
+// WorkStream (main thread): one open `GET /v0/topics/:q/work` response (docs/API.md "Queues", "Work frames";
+// docs/API.md "Queues"). The queue actor leases jobs to the connection and sends their `job` frames,
 // rendered whole, over the events port; this stream only writes them. It opens with
 // `retry: 2000` and one `: hb`, tells the actor when its socket backs up or drains (no new
 // leases while paused), and when it closes, for any reason, tells the actor to release every
@@ -65,12 +65,12 @@ export class WorkStream {
     else this.early.push(frames);
   }
 
-  /** The advisory 429 error frame (G11, G16): the stream stays open. */
+  /** The advisory 429 error frame (docs/API.md "Error frames"; docs/ARCHITECTURE.md "Admission"): the stream stays open. */
   advise(e: ErrorFrame): void {
     if (this.opened) this.conn.advise(e);
   }
 
-  /** A terminal `error` frame (G11), then close. */
+  /** A terminal `error` frame (docs/API.md "Error frames"), then close. */
   fail(e: ErrorFrame): void {
     if (this.isClosed) return;
     if (this.opened) this.conn.fail(e);

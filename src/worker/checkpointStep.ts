@@ -1,7 +1,7 @@
-// A topic worker's part of a checkpoint (DESIGN 2.5): step 1 marks the WAL stream, waits until
+// A topic worker's part of a checkpoint (docs/ARCHITECTURE.md "Checkpoints and recovery"): step 1 marks the WAL stream, waits until
 // everything submitted before the mark is written and in the segments and packs, fsyncs them and
 // returns this worker's snapshot parts, already encoded as JSON bytes, with the packs it holds
-// nothing live in; step 5, once the snapshot is durable, unlinks the segments its floors made
+// nothing live in; step 4, once the snapshot is durable, unlinks the segments its floors made
 // wholly dead (a packed first segment is released from the pack map instead: its pack is
 // unlinked by main once no worker holds anything live in it, at a later checkpoint), swaps in
 // the compacted segment copies finished before step 1 (compaction.ts) and forgets the packs
@@ -87,7 +87,12 @@ export class WorkerCheckpoints {
     // Reclaims of an earlier mark whose snapshot never became durable (its checkpoint failed;
     // checkpoints run one at a time) wait for this one's instead: still dead, floors kept.
     const reclaim: Reclaim[] = [];
-    for (const [mark, list] of this.reclaimAfter) if (mark < markId) reclaim.push(...list), this.reclaimAfter.delete(mark);
+    for (const [mark, list] of this.reclaimAfter) {
+      if (mark < markId) {
+        reclaim.push(...list);
+        this.reclaimAfter.delete(mark);
+      }
+    }
     const encode = (name: string, actor: TopicActor | undefined, row: number): void => {
       // Asleep at the list and still (the common case at many topics): straight from its row.
       const still = row >= 0 ? sleeping.rowIf(row, name) : undefined;
@@ -127,7 +132,7 @@ export class WorkerCheckpoints {
   private encodeAwake(out: SectionWriter, a: TopicActor, inst: TopicInstance, final: boolean, reclaim: Reclaim[], runs: number[]): void {
     const packs = this.segments.packs;
     // Whole sealed segments below the first live seq are dead: reclaim them once this
-    // snapshot (which records the floors that killed them) is durable (DESIGN 2.6).
+    // snapshot (which records the floors that killed them) is durable (docs/ARCHITECTURE.md "Retention").
     const segs = inst.segment.firstSeqs;
     const earliest = inst.earliest();
     for (let k = inst.segment.reclaimed; k < segs.length - 1 && segs[k + 1]! <= earliest; k++) {

@@ -1,5 +1,5 @@
 // Dormancy: a topic worker's sleeping topics and the policy that puts quiet topics to sleep
-// (issue 15; the rules of what may sleep are src/actors/topic/dormant.ts; docs/ARCHITECTURE.md
+// (docs/ARCHITECTURE.md "Many topics"; the rules of what may sleep are src/actors/topic/dormant.ts; docs/ARCHITECTURE.md
 // "Dormant topics"). Runs on the topic worker thread, owned by ActorHost.
 // - Awake actors are kept in the order of their last step (a Map's insertion order). Every
 //   SWEEP_MS a sweep puts to sleep the topics whose last step is older than `sleepMs`, and the
@@ -29,6 +29,8 @@ import type { PackStore } from '../storage/packStore.js';
 import { forEachAppendRecord, payloadBytesOf, probeFrame, type AppendHead, type FrameView } from '../wal/frame.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
+import { CorruptionError } from '../core/corruption.js';
+import { InvariantError } from '../core/invariant.js';
 
 /** How often quiet topics are looked for. */
 const SWEEP_MS = 100;
@@ -286,7 +288,7 @@ export class Dormancy {
   take(topicId: number): DormantTopic {
     const row = this.recovering?.get(topicId);
     const rec = row === undefined ? undefined : this.sleeping.take(this.sleeping.nameOf(row));
-    if (!rec) throw new Error(`topic ${topicId.toString(16)} is not asleep`);
+    if (!rec) throw new InvariantError(`topic ${topicId.toString(16)} is not asleep`);
     this.recovering!.delete(topicId);
     return rec;
   }
@@ -361,7 +363,7 @@ function checkedFrames(buf: Buffer, name: string): Buffer[] {
   const out: Buffer[] = [];
   for (let off = 0; off < buf.length; ) {
     const p = probeFrame(buf, off, buf.length);
-    if (!p.ok) throw new Error(`topic ${name}: its packed frame at ${off} does not check (${p.reason})`);
+    if (!p.ok) throw new CorruptionError(`topic ${name} packed segment`, `frame does not check (${p.reason})`, off);
     out.push(buf.subarray(off, off + p.frame.size));
     off += p.frame.size;
   }

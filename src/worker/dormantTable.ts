@@ -1,5 +1,5 @@
 // DormantTable: a topic worker's sleeping topics (dormancy.ts) as rows of one Float64Array
-// (issue 15). A million sleeping topics kept as a million DormantTopic objects cost ~300 bytes
+// (docs/ARCHITECTURE.md "Many topics"). A million sleeping topics kept as a million DormantTopic objects cost ~300 bytes
 // each (the object, boxed timestamps, a retention object now and then) and every major GC marked
 // them; a row here is ROW_WORDS numbers, invisible to the marker, plus its name (NameRows: the
 // names by row and an open-addressing index of rows by name, cheaper to fill than a Map). A row

@@ -1,4 +1,4 @@
-// The worker's side of the events port to main (DESIGN 1.6, 6): which topics main has open watch
+// The worker's side of the events port to main (docs/ARCHITECTURE.md "Thread crossings", "Watch streams"): which topics main has open watch
 // streams on (only those are rendered and pushed), and the watch and `/work` events of one
 // event-loop turn, sent as one message with the batch and job-frame buffers transferred.
 import type { MessagePort } from 'node:worker_threads';

@@ -1,6 +1,6 @@
 // Writes this worker's row of the shared gauges every 100 ms (core/gauges.ts): event-loop
-// utilisation and p99 delay (G16), bytes queued for the WAL (G16), and, when the
-// max_total_bytes cap is on, the live bytes of its topics (G15). Runs on the worker thread.
+// utilisation and p99 delay (docs/ARCHITECTURE.md "Admission"), bytes queued for the WAL (docs/ARCHITECTURE.md "Admission"), and, when the
+// max_total_bytes cap is on, the live bytes of its topics (docs/API.md "Limits"). Runs on the worker thread.
 import { GAUGE, setGauge } from '../core/gauges.js';
 import { LoopSampler } from '../pressure/loopSampler.js';
 

@@ -1,4 +1,4 @@
-// ActorHost: the runtime of one topic worker thread (DESIGN 1.4). It keeps the worker's topic
+// ActorHost: the runtime of one topic worker thread (docs/ARCHITECTURE.md "Threads"). It keeps the worker's topic
 // actors, feeds them inputs one at a time stamped with the injected clock, and routes their
 // replies back to the rpc calls waiting for them. Effects are carried out by HostEffects, WAL
 // traffic by WalLink, recovery by WorkerRecovery and checkpoints by WorkerCheckpoints.
@@ -43,6 +43,8 @@ import { Dormancy } from './dormancy.js';
 import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from '../actors/topic/dormant.js';
 import { priorityOf } from '../actors/topic/topicState.js';
 import type { Fs } from '../storage/fs.js';
+import { InvariantError } from '../core/invariant.js';
+import { TOPICS_SLOT } from '../core/sharedCounters.js';
 
 export interface ActorHostDeps {
   clock: Clock;
@@ -59,7 +61,7 @@ export interface ActorHostDeps {
   /** To each other worker, by index (undefined for this one). */
   peerPorts?: readonly (MessagePort | undefined)[];
   /**
-   * Why a router forward must wait before it reaches its dest actor (G15 max_total_bytes:
+   * Why a router forward must wait before it reaches its dest actor (docs/API.md "Limits" max_total_bytes:
    * "router forwards wait and retry"), or undefined to let it through. Decided here, outside
    * any actor step: the refusal reaches the forwarder as an ordinary reply, so traces replay it.
    */
@@ -105,7 +107,7 @@ export class ActorHost implements HostServices {
   /** Inputs taken since the start (compaction looks again only when it moved). */
   inputsTotal = 0;
   readonly timers = new WorkerTimers();
-  /** Sleeping topics, and the policy that puts quiet ones to sleep (issue 15). */
+  /** Sleeping topics, and the policy that puts quiet ones to sleep (docs/ARCHITECTURE.md "Many topics"). */
   readonly dormancy: Dormancy;
 
   readonly clock: Clock;
@@ -299,7 +301,7 @@ export class ActorHost implements HostServices {
   }
 
   /**
-   * Forgets an idle actor (issue 15): a request naming an absent topic, or a deleted topic
+   * Forgets an idle actor (docs/ARCHITECTURE.md "Many topics"): a request naming an absent topic, or a deleted topic
    * once its delete is durable, leaves nothing behind. A later request of the name makes a
    * fresh actor; its RNG is seeded again at its first draw, and the seed goes in the trace again.
    */
@@ -333,7 +335,7 @@ export class ActorHost implements HostServices {
     this.segments.append(place, frame, () => {
       // No CRC check: this worker encoded the frame (the check cost a CRC pass per append).
       const p = probeFrame(frame, 0, frame.length, false);
-      if (!p.ok) throw new Error(`a frame written to a segment does not decode (${p.reason})`);
+      if (!p.ok) throw new InvariantError(`a frame written to a segment does not decode (${p.reason})`);
       const head = readAppendHead(frame, p.frame);
       this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
     });
@@ -376,7 +378,7 @@ export class ActorHost implements HostServices {
    */
   finishRecovery(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
     const r = this.recovery.finish(dirIds);
-    Atomics.add(this.opts.counters, 0, r.topics);
+    Atomics.add(this.opts.counters, TOPICS_SLOT, r.topics);
     this.dormancy.start();
     this.compaction.start();
     return r;
@@ -395,7 +397,7 @@ export class ActorHost implements HostServices {
   // ---- listings ----------------------------------------------------------------------------
 
   /**
-   * Live bytes over every topic of this worker (G15 max_total_bytes), O(1): a running total that
+   * Live bytes over every topic of this worker (docs/API.md "Limits" max_total_bytes), O(1): a running total that
    * every step moves by the change in its actor's live bytes. Appends, deletes, evictions, TTL,
    * topic delete and create, and recovery all change bytes inside a step, and only there.
    */

@@ -1,4 +1,4 @@
-// The live effect sink and query answers of one actor on a topic worker (DESIGN 1.4): what the
+// The live effect sink and query answers of one actor on a topic worker (docs/ARCHITECTURE.md "Threads"): what the
 // actor's steps ask for, carried out against the worker's real services. It depends only on the
 // HostServices interface below (ActorHost implements it), so the host and this module do not
 // import each other.
@@ -17,6 +17,7 @@ import type { PeerLink } from './peers.js';
 import type { HostOptions } from './options.js';
 import type { WorkerTimers } from './workerTimers.js';
 import { storageStateOf } from '../storage/storageState.js';
+import { TOPICS_SLOT } from '../core/sharedCounters.js';
 
 export interface HostServices {
   readonly clock: Clock;
@@ -78,7 +79,7 @@ export class HostEffects implements EffectSink, Queries {
       case 'rewriteSegment':
         return host.writeSegment(e.place, e.frame);
       case 'releaseTopicSlot':
-        Atomics.sub(host.opts.counters, 0, 1);
+        Atomics.sub(host.opts.counters, TOPICS_SLOT, 1);
         return;
       case 'topicCreated':
         host.byTopicId.set(e.topicId, actor);
@@ -110,9 +111,9 @@ export class HostEffects implements EffectSink, Queries {
 
   tryAcquireTopicSlot(): boolean {
     const o = this.host.opts;
-    const n = Atomics.add(o.counters, 0, 1) + 1;
+    const n = Atomics.add(o.counters, TOPICS_SLOT, 1) + 1;
     if (o.maxTopics > 0 && n > o.maxTopics) {
-      Atomics.sub(o.counters, 0, 1);
+      Atomics.sub(o.counters, TOPICS_SLOT, 1);
       return false;
     }
     return true;

@@ -1,5 +1,5 @@
 // NameRows: the names of a table's rows and the row of each name (DormantTable's index by name).
-// A Map<string, number> of a million names cost ~0.6 s of a topic worker's recovery (issue 15:
+// A Map<string, number> of a million names cost ~0.6 s of a topic worker's recovery (docs/ARCHITECTURE.md "Many topics":
 // every topic restored asleep is one insert, the Map rehashing as it doubles); this is an open-
 // addressing table of rows (Int32Array, linear probing, sized at once by `reserve`) over the
 // names array the rows need anyway, so an insert is a hash of the name and a probe or two, and

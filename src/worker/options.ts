@@ -10,7 +10,7 @@ export interface HostOptions extends ActorOptions {
   /** Shared counter [topicCount] for the max_topics cap, across workers. */
   counters: Int32Array;
   segmentCacheBytes: number;
-  /** Dormancy (issue 15): a quiet topic sleeps after this long (0: never), and awake topics at most. */
+  /** Dormancy (docs/ARCHITECTURE.md "Many topics"): a quiet topic sleeps after this long (0: never), and awake topics at most. */
   topicSleepMs: number;
   topicsAwakeMax: number;
   /** WAL credit: bytes submitted but not yet written (SERVICE_WAL_INFLIGHT_BYTES). */

@@ -22,11 +22,12 @@ import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
 import type { Fs } from '../storage/fs.js';
 import type { PackStore } from '../storage/packStore.js';
-import { listPacks, readPack, ReuseBuffer, PackCorruptionError, type ListedPack } from '../storage/packScan.js';
+import { listPacks, readPack, ReuseBuffer, type ListedPack } from '../storage/packScan.js';
 import type { SectionPacks } from '../storage/snapshotSection.js';
 import { probeFrame } from '../wal/frame.js';
 import { readAppendHead, type AppendHead, type FrameView } from '../wal/frame.js';
 import { forEachFrame } from '../storage/segmentLoad.js';
+import { CorruptionError } from '../core/corruption.js';
 
 /** Numbers per held frame: pack idx, offset, length, first seq, seq after it, CRC. */
 const HELD_FIELDS = 6;
@@ -84,7 +85,7 @@ export class PackRecovery {
   /**
    * Read buffers reused by readHeld: every frame fed to an actor during recovery is indexed cold
    * (no text keeps a view of it), so once adopt has fed them the buffer is free again. A fresh
-   * buffer per topic was ~2.5 KB of garbage per topic created since the snapshot (issue 15).
+   * buffer per topic was ~2.5 KB of garbage per topic created since the snapshot (docs/ARCHITECTURE.md "Many topics").
    */
   private readonly spares: Buffer[] = [];
 
@@ -164,7 +165,7 @@ export class PackRecovery {
       let idx = runs[i] === this.lastRun.no ? this.lastRun.idx : this.idxByNo.idx.get(runs[i]!);
       if (idx === undefined) {
         const p = listed.find((x) => x.no === runs[i]);
-        if (!p) throw new Error(`the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not in packs/`);
+        if (!p) throw new CorruptionError('packs/', `the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not there`);
         this.idxByNo.idx.set(p.no, (idx = map.register(p).idx));
       }
       this.lastRun.no = runs[i]!;
@@ -189,11 +190,11 @@ export class PackRecovery {
     const buf = await this.host.packs.read(topicId, 0, size);
     for (let off = 0; off < buf.length; ) {
       const p = probeFrame(buf, off, buf.length);
-      if (!p.ok) throw new PackCorruptionError(`topic ${topicId.toString(16)}: its packed frame at logical offset ${off} does not check (${p.reason})`);
+      if (!p.ok) throw new CorruptionError(`topic ${topicId.toString(16)} packed segment`, `frame does not check (${p.reason})`, off);
       const head = readAppendHead(buf, p.frame);
       if (this.superseded(topicId, head.firstSeq)) {
         // Moved to an own file (compaction), whole: the runs are not the topic's any more.
-        if (off > 0) throw new PackCorruptionError(`topic ${topicId.toString(16)}: its own segment files start inside its packed segment (seq ${head.firstSeq})`);
+        if (off > 0) throw new CorruptionError(`topic ${topicId.toString(16)} packed segment`, `its own segment files start inside it (seq ${head.firstSeq})`);
         this.host.packs.map.release(topicId);
         return;
       }

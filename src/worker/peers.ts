@@ -1,4 +1,4 @@
-// Peer requests between topic actors (DESIGN 1.6): an actor's request to another topic's actor
+// Peer requests between topic actors (docs/ARCHITECTURE.md "Thread crossings"): an actor's request to another topic's actor
 // (dead-letter appends, terms, redrive reads and deletes, router forwards and probes) goes,
 // after the step that made it, to the owning worker: this one (an ordinary request to the
 // host; also a queue's redrive append to itself) or another over its peer port. The answer comes back as

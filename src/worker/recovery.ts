@@ -1,4 +1,4 @@
-// A topic worker's part of recovery (DESIGN 2.7): instances from the snapshot with their
+// A topic worker's part of recovery (docs/ARCHITECTURE.md "Checkpoints and recovery"): instances from the snapshot with their
 // segments indexed (cold): packed first segments from one scan of the pack files
 // (packRecovery.ts), then own segment files of the topics that have a directory (one readdir of
 // topics/ tells which; each such topic's files are listed before its packed frames are fed, since
@@ -22,6 +22,7 @@ import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Fs } from '../storage/fs.js';
 import { listSegments, listTopicDirs, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 import { PackRecovery, type AsleepAfterCut, type HeldFrames } from './packRecovery.js';
+import { CorruptionError } from '../core/corruption.js';
 
 /** Topics whose segments load at once during recovery. */
 const LOAD_PARALLEL = 16;
@@ -318,7 +319,7 @@ export class WorkerRecovery {
     while (off < buf.length) {
       // The WAL thread CRC-checked every frame it sends.
       const p = probeFrame(buf, off, buf.length, false);
-      if (!p.ok) throw new Error(`replay chunk holds a bad frame at ${off}: ${p.reason}`);
+      if (!p.ok) throw new CorruptionError('WAL replay chunk', `bad frame (${p.reason})`, off);
       const f = p.frame;
       // A frame of a topic restored asleep: an append its row holds already (from the scan after
       // the cut) and a seq reservation leave it asleep; anything else loads it first.

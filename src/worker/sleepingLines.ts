@@ -1,5 +1,5 @@
 // SleepingLines: the snapshot lines of a worker's sleeping topics, kept per block of table rows
-// between checkpoints (issue 15). A sleeping topic does not change: its row is put when it falls
+// between checkpoints (docs/ARCHITECTURE.md "Many topics"). A sleeping topic does not change: its row is put when it falls
 // asleep and taken when it wakes, and while it sleeps no frame of it is written or released (it
 // sleeps only once its frames are all written and no unlink of it is pending, dormant.ts), so
 // its pack runs stand still too. A checkpoint at a million sleeping topics used to encode a

@@ -1,4 +1,4 @@
-// WalLink: a topic worker's side of the WAL port (DESIGN 1.5). Frames queued during one
+// WalLink: a topic worker's side of the WAL port (docs/ARCHITECTURE.md "The life of an append"). Frames queued during one
 // event-loop turn leave as one transferred buffer; cumulative acks come back and are turned
 // into per-actor `wal` inputs, and written frames go on to their segments. It also keeps the
 // worker's WAL credit (bytes queued or submitted, not yet written), the FIFO of appends waiting for
@@ -83,7 +83,7 @@ export class WalLink {
   inflightBytes = 0;
   /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
   /**
-   * Appends waiting for credit (disable_backpressure), served best first (G16): effective
+   * Appends waiting for credit (disable_backpressure), served best first (docs/ARCHITECTURE.md "Admission"): effective
    * priority plus one point per ms waited (a static heap key, since all age alike), so a low
    * priority waits longer but is never starved.
    */

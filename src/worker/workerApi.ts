@@ -1,4 +1,4 @@
-// A topic worker's rpc facade (DESIGN 1.4): builds one ActorHost on the given Fs and clock, serves
+// A topic worker's rpc facade (docs/ARCHITECTURE.md "Threads"): builds one ActorHost on the given Fs and clock, serves
 // topic requests on the request channel (src/core/requestChannel.ts, one message per turn each
 // way) and returns the WorkerApi of control calls that main makes over Comlink. Runs on the worker thread (src/worker/main.ts exposes it
 // there) or, in tests, on the caller's thread (test/support/inProcessThreads.ts). The facade only
@@ -17,10 +17,10 @@ import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '..
 import { ActorHost } from './host.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
-import { PACK_NO_SLOT } from '../storage/layout.js';
+import { PACK_NO_SLOT, STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX } from '../actors/topic/appendOp.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
-import { SpaceWaits, StorageState, STORAGE_STATE_SLOT, storageStateOf } from '../storage/storageState.js';
+import { SpaceWaits, StorageState, storageStateOf } from '../storage/storageState.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import { TraceWriter } from '../replay/traceWriter.js';
 
@@ -32,7 +32,7 @@ export interface WorkerThreadData {
   /** Topic requests from main, batched per turn (src/core/requestChannel.ts). */
   requestPort: MessagePort;
   walPort: MessagePort;
-  /** Raw port for watch events to main (DESIGN 1.6). */
+  /** Raw port for watch events to main (docs/ARCHITECTURE.md "Thread crossings"). */
   eventsPort: MessagePort;
   /** Port to each other worker, by worker index (null for this one): peer requests. */
   peerPorts: (MessagePort | null)[];
@@ -43,7 +43,7 @@ export interface WorkerThreadData {
   gauges: SharedArrayBuffer;
   /** Write live bytes into the gauges (only when SERVICE_MAX_TOTAL_BYTES is set; a running total, O(1)). */
   sampleLiveBytes: boolean;
-  /** G15 max_total_bytes (0 = no cap): router forwards wait while every worker's live bytes reach it. */
+  /** docs/API.md "Limits" max_total_bytes (0 = no cap): router forwards wait while every worker's live bytes reach it. */
   maxTotalBytes: number;
   maxLimit: number;
   maxTopics: number;

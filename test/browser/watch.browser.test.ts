@@ -1,4 +1,4 @@
-// A real browser follows a topic (SPEC 4.3/4.4, docs/WATCH.md "Resume"): an EventSource in
+// A real browser follows a topic (docs/API.md "POST /v0/watch", "GET /v0/watch/:wid"; docs/WATCH.md "Resume"): an EventSource in
 // headless Chromium reads the backlog and live pushes, loses its connection with frames in flight,
 // reconnects by itself (retry: 2000, Last-Event-ID) and ends with every record exactly once, in
 // order. The page is served through a TCP proxy in front of spool (same origin as the API, since

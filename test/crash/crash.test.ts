@@ -1,4 +1,4 @@
-// Crash tests against the real process (DESIGN 8: "SIGKILL of the real process, then a restart
+// Crash tests against the real process (docs/ARCHITECTURE.md "Invariants": "SIGKILL of the real process, then a restart
 // on the same directory"). Concurrent writers append to topics of every durability class while
 // the server is SIGKILLed at a random moment; after each restart everything is checked over HTTP:
 // - every acked fsync and disk record is present, identical (data/meta verbatim, $node, $tag) at
@@ -47,7 +47,7 @@ function seedFor(t: TestContext, salt: number): number {
 
 // ---- verbatim JSON helpers ------------------------------------------------------------------
 
-/** Removes insignificant whitespace outside strings (RESOLVED 4.10: the stored text). */
+/** Removes insignificant whitespace outside strings (docs/API.md "Records": the stored text). */
 function compact(json: string): string {
   let out = '';
   let inStr = false;
@@ -373,7 +373,7 @@ async function runWriters(url: string, reg: Registry, targets: string[], weights
           counts.acked++;
           counts.records += batch.records.length;
         } else if (r.status === 429 || r.status === 503) {
-          // Refused with nothing applied (RESOLVED G15/G16, 1.3).
+          // Refused with nothing applied (docs/API.md "Limits"; docs/ARCHITECTURE.md "Admission", "Startup and shutdown").
           batch.status = 'rejected';
           counts.rejected++;
         } else {

@@ -1,4 +1,4 @@
-// Sleeping topics through HTTP on a real server (issue 15, docs/ARCHITECTURE.md "Dormant topics"):
+// Sleeping topics through HTTP on a real server (docs/ARCHITECTURE.md "Dormant topics"):
 // with SERVICE_TOPIC_SLEEP_MS short, quiet topics go to sleep (spool_topics_sleeping on
 // /v0/metrics counts them, spool_topic_actors no longer does), yet every request answers as
 // before: lists, state, diffs with tags and node filters, appends that continue the seqs, record

@@ -1,4 +1,4 @@
-// Many small topics across a SIGKILL (issue 15): recovery loads topics from the snapshot several at
+// Many small topics across a SIGKILL (docs/ARCHITECTURE.md "Many topics"): recovery loads topics from the snapshot several at
 // a time and reads the segments of topics created since ahead of the WAL replay. Every
 // acknowledged `fsync` record of every topic must come back, byte for byte and in order, whichever
 // path recovered its topic: 600 topics in the snapshot of a clean stop (some appended to again

@@ -1,4 +1,4 @@
-// Pack files with the real server and SIGKILL (issue 15, docs/FORMAT.md "Pack files"):
+// Pack files with the real server and SIGKILL (docs/FORMAT.md "Pack files"; docs/ARCHITECTURE.md "Pack files"):
 // - thousands of small fsync topics, some from the snapshot of a clean stop and appended to
 //   again, some only in the WAL, a few grown past the pack threshold into own segments: every
 //   acked record comes back after SIGKILL, and the files on disk are far fewer than the topics;

@@ -1,5 +1,5 @@
-// Queue crash test against the real server process (docs/QUEUES.md "Durability and restarts";
-// SPEC 3.1, 4.10 "Queue semantics" 1 and 6; RESOLVED G3): two `fsync` queues, one with plain
+// Queue crash test against the real server process (docs/QUEUES.md "Durability and restarts",
+// "Job states"; docs/API.md "Queues", "Topic lifecycle"): two `fsync` queues, one with plain
 // leases and one with `leases_durable: true`. A producer per queue appends jobs while workers
 // claim (short lease_ms), ack most, nack some (with and without delay_ms) and abandon the rest;
 // the server is SIGKILLed at a random moment, three times, and restarted on the same data

@@ -1,5 +1,5 @@
-// Retention across SIGKILL + restart on the same data directory (DESIGN 2.6, 3.2, 8.4, 8.5, 8.7,
-// 8.8; SPEC 2.3, 2.8, 4.9; RESOLVED G3, 4.2):
+// Retention across SIGKILL + restart on the same data directory (docs/ARCHITECTURE.md "Retention", "Watermarks", "Invariants";
+// docs/API.md "PUT /v0/topics/:topic", "Diff", "Record delete", "Topic lifecycle"):
 // - the same diff request returns the same tombstone (gap_from, gap_to, reason, missed_estimate,
 //   earliest_seq) and the same records; earliest_seq/count/bytes are identical;
 // - deleted records stay deleted for fsync, disk and memory topics; ephemeral topics are empty;
@@ -11,7 +11,7 @@
 // checkpoints and small segments (recovery from snapshot + segments + WAL tail).
 //
 // Note on head_seq: a disk or memory topic may come back with a higher head_seq after a crash
-// (seq reservations are padded silently, DESIGN 3.6), so for those classes head_seq, lag,
+// (seq reservations are padded silently, docs/ARCHITECTURE.md "Seq reservations"), so for those classes head_seq, lag,
 // caught_up and next_from_seq are not compared, and scenarios keep at least one live record so
 // earliest_seq (first live seq) is well defined. For fsync topics everything is compared.
 import { describe, test } from 'node:test';
@@ -337,7 +337,7 @@ for (const v of VARIANTS) {
         if (cls === 'fsync') assert.equal(st.head_seq, 3);
         else assert.ok(st.head_seq >= 3, `head_seq ${st.head_seq}`);
         // A cursor from the old instance (30) is above the new head only for fsync; for disk the
-        // head may come back padded past it (DESIGN 3.6), so use a cursor far above any padding.
+        // head may come back padded past it (docs/ARCHITECTURE.md "Seq reservations"), so use a cursor far above any padding.
         const d = await ok(c.post(`/v0/topics/${t}/diff`, { from_seq: 5_000_000, include_tags: true }), 'diff', 200);
         assert.equal(d.tombstone?.reason, 'recreated');
         assert.equal(d.tombstone?.gap_from, 1);

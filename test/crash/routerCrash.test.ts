@@ -1,4 +1,4 @@
-// Router crash test against the real server process (issue 10; SPEC 2.5, RESOLVED 4.6, DESIGN 5):
+// Router crash test against the real server process (docs/API.md "Routers"; docs/ARCHITECTURE.md "Routers"):
 // an `fsync` source on a two-worker server with two routers into `fsync` dests, one
 // `exactly_once` with a Glob filter and one `at_least_once` without. Writers append batches
 // while the server is SIGKILLed at a random moment, three times, and restarted on the same data

@@ -1,4 +1,4 @@
-// A small Server-Sent Events client for the watch conformance tests (SPEC 4.4, 6; docs/WATCH.md),
+// A small Server-Sent Events client for the watch conformance tests (docs/API.md "GET /v0/watch/:wid", "SSE frame formats"; docs/WATCH.md),
 // over node:http with no dependencies. It keeps every byte received, parses the stream per the
 // WHATWG SSE rules (lines ending in LF, CRLF or CR; `:` comments; `field: value` with one
 // optional space after the colon; a blank line dispatches) and records comments (`: hb`) and
@@ -393,7 +393,8 @@ export function openRawStream(base: string, wid: string, extraHeaders: Record<st
       s.status = Number(/^HTTP\/1\.\d (\d{3})/.exec(s.headerText)?.[1] ?? 0);
       chunked = /^transfer-encoding:\s*chunked/im.test(s.headerText);
       const rest = head.subarray(at + 4);
-      if (rest.length) chunked ? dechunk(rest) : feedBody(rest);
+      if (rest.length && chunked) dechunk(rest);
+      else if (rest.length) feedBody(rest);
       if (!settled) {
         settled = true;
         resolve(s);
@@ -412,7 +413,7 @@ export function openRawStream(base: string, wid: string, extraHeaders: Record<st
   });
 }
 
-// ---- composite cursor (RESOLVED G12) --------------------------------------------------------
+// ---- composite cursor (docs/API.md "Watch frames") --------------------------------------------------------
 
 /** Decodes a composite cursor id (base64url JSON, padding optional) into its map. */
 export function decodeCursor(id: string): Record<string, number> {
@@ -445,7 +446,7 @@ const FRAME_KEYS: Record<string, string[]> = {
 const u64 = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /**
- * Follows a watch stream's per-topic cursor map (docs/WATCH.md, RESOLVED G12) and checks every
+ * Follows a watch stream's per-topic cursor map (docs/WATCH.md; docs/API.md "Watch frames") and checks every
  * data-bearing frame against it: exact payload keys, one JSON `data:` line, an `id` that is the
  * whole map (keys ascending, compact, base64url without padding), record frames contiguous
  * (from_seq = the previous cursor), records ascending inside (from_seq, to_seq], no seq

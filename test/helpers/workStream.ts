@@ -1,5 +1,5 @@
-// A raw SSE client for the queue push stream, `GET /v0/topics/:q/work` (SPEC 4.10, 6.3;
-// RESOLVED 4.1, 4.5, G11; docs/QUEUES.md), over a plain TCP socket with the request written by
+// A raw SSE client for the queue push stream, `GET /v0/topics/:q/work` (docs/API.md "Queues", "Work frames";
+// docs/API.md "Which error wins", "Queues", "Error frames"; docs/QUEUES.md), over a plain TCP socket with the request written by
 // hand: exact request headers (no Accept unless given), the response head kept as text, chunked
 // transfer decoding, and the body parsed with the shared SseParser into a FrameQueue. A non-200
 // answer is read to its end (Content-Length, chunked or close) and its JSON body parsed, so
@@ -191,7 +191,8 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
         clearTimeout(timer);
         resolve(s);
       }
-      if (rest.length) chunked ? dechunk(rest) : feedBody(rest);
+      if (rest.length && chunked) dechunk(rest);
+      else if (rest.length) feedBody(rest);
       if (s.status !== 200 && !chunked && contentLength === 0) endBody();
     });
     socket.on('close', () => {

@@ -1,4 +1,4 @@
-// Issue 15: requests naming topics that do not exist leave no topic actor behind on the worker
+// Many topics (docs/ARCHITECTURE.md): requests naming topics that do not exist leave no topic actor behind on the worker
 // (a client could otherwise grow a worker's memory without bound), nor does a deleted topic
 // once its delete is durable. The count is `spool_topic_actors` on /v0/metrics. Delete and
 // recreate of a name, long-polls and watches still work after their actor was dropped.

@@ -115,7 +115,7 @@ describe('append basics', () => {
   });
 });
 
-describe('stored record shape (SPEC 2.2, RESOLVED 4.10)', () => {
+describe('stored record shape (docs/API.md "Records")', () => {
   test('data is kept verbatim: number forms, escapes, key order, duplicate keys, whitespace', async () => {
     const t = name('verbatim');
     const body = String.raw`{"records":[

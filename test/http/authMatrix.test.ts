@@ -61,7 +61,7 @@ test('watch: the stream opens only with the creating key; ?token= works there', 
     assert.equal(s.status, 401, JSON.stringify(Object.keys(h)));
     assert.equal(s.body.error.code, 'unauthorized');
   }
-  // RESOLVED 4.1: 404 for an unknown wid comes before 401.
+  // docs/API.md "Which error wins": 404 for an unknown wid comes before 401.
   assert.equal((await callStream('/v0/watch/wid_nope')).status, 404);
   const ok = await openStream(srv.url, wid, { headers: t });
   assert.equal(ok.status, 200);

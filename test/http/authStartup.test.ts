@@ -1,4 +1,4 @@
-// Auth at startup and from the shipped client and CLI (SPEC 5.3; RESOLVED 1.2, G8, G9):
+// Auth at startup and from the shipped client and CLI (docs/API.md "Authentication"; docs/ARCHITECTURE.md "Startup and shutdown"):
 // a malformed key entry and a non-loopback bind without keys refuse to start (the message names
 // the bad token, never the secret); SERVICE_ALLOW_INSECURE_NO_AUTH overrides; SERVICE_PROBE_AUTH
 // puts the probes behind a key; the client's `key` and the CLI's `--key` authenticate.

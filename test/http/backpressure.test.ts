@@ -1,4 +1,4 @@
-// WAL credit (DESIGN 1.5, G16): past SERVICE_WAL_INFLIGHT_BYTES an append is refused with 429
+// WAL credit (docs/ARCHITECTURE.md "Admission", "Other decisions"): past SERVICE_WAL_INFLIGHT_BYTES an append is refused with 429
 // throttled, Retry-After and detail.retry_after_ms, and nothing of it is applied; with
 // disable_backpressure it waits instead and reports throttle_wait_ms.
 import { test, before, after } from 'node:test';

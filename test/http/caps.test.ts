@@ -1,4 +1,4 @@
-// Resource caps of RESOLVED G15 over HTTP, at and past the edge: SERVICE_MAX_TOPICS,
+// Resource caps of docs/API.md "Limits" over HTTP, at and past the edge: SERVICE_MAX_TOPICS,
 // SERVICE_MAX_TOTAL_BYTES, SERVICE_MAX_INFLIGHT_PER_KEY, SERVICE_MAX_SSE_CONNECTIONS_PER_KEY.
 // A refusal is 429 throttled, Retry-After: 1, detail {limit, max}, and applies nothing.
 import { test, before, after, describe } from 'node:test';

@@ -213,7 +213,7 @@ describe('long-poll (wait_ms)', () => {
   });
 });
 
-describe('recreated tombstone (RESOLVED 4.2)', () => {
+describe('recreated tombstone (docs/API.md "Diff")', () => {
   test('from_seq above head after delete+recreate: tombstone then the new instance records', async () => {
     const t = await seeded(5, 'recreate');
     await c.del(`/v0/topics/${t}`);
@@ -258,7 +258,7 @@ describe('recreated tombstone (RESOLVED 4.2)', () => {
 });
 
 describe('validation', () => {
-  test('diff bumps recency (G1): effective_priority and last_read_ts', async () => {
+  test('diff bumps recency (docs/API.md "GET /v0/topics/:topic"): effective_priority and last_read_ts', async () => {
     const t = await seeded(1, 'recency');
     const pre = await c.get(`/v0/topics/${t}?touch=false`);
     assert.equal(pre.body.effective_priority, 0);

@@ -1,4 +1,4 @@
-// Durability classes (SPEC 2.3, 4.1 rule 2): every class appends and reads back at once
+// Durability classes (docs/API.md "PUT /v0/topics/:topic", "Append"): every class appends and reads back at once
 // (visibility at the ack point), with fsync_ms 0 on the non-fsync classes.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Node's own HTTP parser errors (bad request lines, bad headers, oversized headers) still get the
-// spec's error body (SPEC 7), written by the server's clientErrorHandler.
+// spec's error body (docs/API.md "Errors"), written by the server's clientErrorHandler.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';

@@ -1,4 +1,4 @@
-// Priority under pressure over HTTP (RESOLVED G1, G16), with pressure forced
+// Priority under pressure over HTTP (docs/API.md "GET /v0/topics/:topic"; docs/ARCHITECTURE.md "Admission"), with pressure forced
 // (SERVICE_PRESSURE_FORCE) and one request at a time let through after a 300 ms coalescing
 // window, so the order is deterministic: a high-priority topic's appends complete before a
 // low-priority topic's, auto-priority follows recent reads, a full park sheds the low ones first,

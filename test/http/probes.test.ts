@@ -1,4 +1,4 @@
-// Health, readiness and metrics (RESOLVED 3.1–3.3).
+// Health, readiness and metrics (docs/API.md "Health, readiness, metrics").
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -1,7 +1,7 @@
-// Queue topics over HTTP: claim, ack, nack and extend against a spawned server (docs/QUEUES.md,
-// which decides what the spec leaves open; SPEC 2.3 queue fields, 2.4, 2.7, 3.1, 4.10 "Queue
-// semantics", 2.9; RESOLVED G1, G3, G5):
-// - every row of the SPEC 3.1 job state table: new → Ready; claim → Leased (lease_id format,
+// Queue topics over HTTP: claim, ack, nack and extend against a spawned server (docs/QUEUES.md;
+// docs/API.md "Queues", "PUT /v0/topics/:topic" queue fields, "GET /v0/topics/:topic", "Topic
+// lifecycle"):
+// - every row of the docs/QUEUES.md "Job states" job state table: new → Ready; claim → Leased (lease_id format,
 //   deadline = claim time + lease_ms, deliveries from 1); ack by the holder removes the job
 //   (counters, diff skips it silently); ack by another node or with a stale lease_id is skipped;
 //   nack → Ready (deliveries + 1 on the next claim); nack with delay_ms (in neither ready nor
@@ -69,9 +69,9 @@ async function queue(config: Record<string, unknown> = {}, label = 'q'): Promise
   return t;
 }
 
-// ---- SPEC 3.1, row by row ---------------------------------------------------------------------
+// ---- docs/QUEUES.md "Job states", row by row ---------------------------------------------------------------------
 
-describe('job states (SPEC 3.1)', () => {
+describe('job states (docs/QUEUES.md "Job states")', () => {
   test('(new) → Ready: an appended job is counted in ready and is claimable', async () => {
     const q = await queue();
     const s0 = await qstate(c, q);
@@ -599,7 +599,7 @@ describe('claim_jitter_ms cohorts', () => {
 
 // ---- counters -----------------------------------------------------------------------------------
 
-describe('counters (SPEC 2.4, 4.10 "Queue semantics" 4)', () => {
+describe('counters (docs/API.md "GET /v0/topics/:topic", "Queues")', () => {
   test('a scripted sequence: ready, in_flight, dead_lettered and count stay consistent', async () => {
     const q = await queue({ lease_ms: LONG });
     const st0 = await qstate(c, q);

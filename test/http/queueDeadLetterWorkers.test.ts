@@ -1,5 +1,5 @@
-// Dead-letter moves across topic workers (docs/QUEUES.md "Dead-lettering"; SPEC 3.1, 2.3
-// max_deliveries / dead_letter; DESIGN 4; ARCHITECTURE.md placement `fnv1a32(name) % workers`):
+// Dead-letter moves across topic workers (docs/QUEUES.md "Dead-lettering", "Job states"; docs/API.md "PUT /v0/topics/:topic"
+// max_deliveries / dead_letter; docs/ARCHITECTURE.md "Queues"; ARCHITECTURE.md placement `fnv1a32(name) % workers`):
 // on a server with SERVICE_WORKERS=2, for a queue and dead-letter topic placed on DIFFERENT
 // workers (a peer request over the worker boundary) and on the SAME worker:
 // - max_deliveries 1: claim + nack, and the next claim moves the job instead of returning it;

@@ -51,6 +51,7 @@ async function deadLetterAll(q: string, n: number): Promise<void> {
 }
 
 const JOBS = [
+  // eslint-disable-next-line no-loss-of-precision -- a number past 2^53 must come back as the digits sent
   { data: { n: 1, big: 12345678901234567890 }, tag: 'img', node: 'producer', meta: { trace: 'a', z: [1, { y: 2 }] } },
   { data: 'two', tag: 'pdf' },
   { data: null, tag: 'img' },

@@ -1,5 +1,5 @@
 // Shared helpers for the queue conformance tests (test/http/queue*.test.ts; docs/QUEUES.md,
-// SPEC 2.4, 3.1, 4.10, RESOLVED 4.5): queue creation, claim/ack/nack/extend calls that check the
+// docs/API.md "GET /v0/topics/:topic", "Queues"; docs/QUEUES.md "Job states"): queue creation, claim/ack/nack/extend calls that check the
 // exact reply shape of QUEUES.md "Requests", the job shape, deadline windows, topic state and
 // full diff reads, and a polling helper. Not a test file (no `.test.` in the name).
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // The queue push stream, `GET /v0/topics/:q/work` (docs/QUEUES.md "GET /v0/topics/:q/work";
-// SPEC 4.10, 6.1, 6.3, 7; RESOLVED 0.1, 1.3, 4.1, 4.5, G3, G11, G15):
+// docs/API.md "Queues", "SSE frame formats", "Work frames", "Errors", "Conventions", "Which error wins", "Topic lifecycle", "Error frames", "Limits"; docs/ARCHITECTURE.md "Startup and shutdown"):
 // - Accept: 406 when absent or not matching; text/event-stream, text/* and */* accepted;
 // - establishment errors in order 406, 400 (node missing/empty/over 128 bytes, max or lease_ms
 //   not a non-negative integer), 404, 409, 429 (SSE connection cap, on a second server);
@@ -94,7 +94,7 @@ describe('establishment', () => {
     for (const accept of [null, 'application/json', 'text/html', 'text/event-stream;q=0', 'application/*']) {
       const s = await openWork(srv.url, q, { query: { node: 'w-a' }, headers: { accept } });
       const d = assertError(s as any, 406, 'not_acceptable', `Accept ${accept}`);
-      assert.equal(d, undefined, 'not_acceptable carries no detail (G14)');
+      assert.equal(d, undefined, 'not_acceptable carries no detail (docs/API.md "Errors")');
     }
     for (const accept of ['text/event-stream', '*/*', 'text/*', 'application/json, text/event-stream', 'TEXT/EVENT-STREAM', 'text/event-stream; charset=utf-8']) {
       const s = await work(q, { node: 'w-a' }, { headers: { accept } });

@@ -2,7 +2,7 @@
 // /v0/topics/:q/work": "it stops leasing while the connection's socket is backed up, and resumes
 // once it drains"; "When the connection closes, every lease delivered on it is released at
 // once"; ARCHITECTURE.md "Watch streams" → Flow control, the shared SSE transport with its 1 MiB
-// high-water mark; SPEC 6.3, DESIGN 4):
+// high-water mark; docs/API.md "Work frames"; docs/ARCHITECTURE.md "Queues"):
 // - a client that opens /work (max 200) on a queue of 3000 jobs of ~4 KiB and stops reading as
 //   soon as the response head is in (raw socket paused: the kernel buffers fill, then the
 //   server's), while a second client keeps acking (node only, no lease_ids) every seq in a loop: the

@@ -1,4 +1,4 @@
-// The readiness gate (RESOLVED 1.2, 3.2): until recovery is done, health and metrics answer,
+// The readiness gate (docs/ARCHITECTURE.md "Startup and shutdown"; docs/API.md "Health, readiness, metrics"): until recovery is done, health and metrics answer,
 // ready and every other route answer 503 not_ready with Retry-After and replay_progress.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
-// Record delete over HTTP (SPEC 4.9, 2.4, 4.2 rules 2 and 4, 6.2; RESOLVED 0.2, 0.3, G3, G7,
-// G13, 4.2, 4.3): POST /v0/topics/:topic/delete with before_seq and/or match.
+// Record delete over HTTP (docs/API.md "Record delete", "GET /v0/topics/:topic", "Diff", "Watch frames",
+// "Conventions", "Which error wins", "Topic lifecycle"): POST /v0/topics/:topic/delete with before_seq and/or match.
 // - before_seq deletes seq < before_seq; match is ["tag","Eq",x], ["tag","Glob","p*"] (literal
 //   prefix + one trailing *), or a bare string (= Eq); both given are ANDed; neither is 400;
 // - point-in-time: only records at or below the head at call time; later appends survive;
@@ -110,7 +110,7 @@ describe('before_seq', () => {
     assert.equal(again.deleted, 0);
     assert.equal(again.earliest_seq, 4);
     const d = await diff(t, { from_seq: 0 });
-    assert.equal(d.tombstone, null, 'a deleted prefix is silent (SPEC 4.2 rule 4)');
+    assert.equal(d.tombstone, null, 'a deleted prefix is silent (docs/API.md "Diff")');
     assert.deepEqual(seqs(d), range(4, 10));
     assert.equal(d.earliest_seq, 4);
     const mid = await diff(t, { from_seq: 2 });
@@ -296,7 +296,7 @@ describe('match', () => {
   });
 
   test('the delete response describes its own point in time (head_seq = the head it was bounded by)', async () => {
-    // SPEC 4.9: head_seq is "unchanged" by the delete, count/bytes are what the delete retained.
+    // docs/API.md "Record delete": head_seq is "unchanged" by the delete, count/bytes are what the delete retained.
     // Appends that land while an fsync delete waits for its fsync must not leak into them.
     const t = await seeded(tagged(['c', 'c', 'c', 'c', 'c']), { durability: 'fsync' });
     const delP = c.post(`/v0/topics/${t}/delete`, { match: 'c' });
@@ -376,7 +376,7 @@ describe('reads after deletes: silent gaps', () => {
     await expectLive(t, r2, recs, [3, 5], 5);
   });
 
-  test('bytes drop by exactly the deleted records (G1 measure, meta included)', async () => {
+  test('bytes drop by exactly the deleted records (docs/API.md "GET /v0/topics/:topic" measure, meta included)', async () => {
     const recs: Rec[] = [
       { data: { a: 1 }, meta: { k: 'v' }, tag: 't1' },
       { data: 'é', tag: 't2' },

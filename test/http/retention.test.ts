@@ -1,5 +1,5 @@
-// Retention over HTTP (SPEC 2.3 caps/ttl/discard, 2.4, 2.8, 4.1 rule 3, 4.2 rules 3-4, 7
-// topic_full; RESOLVED G1 count/bytes, G5 tightened caps, G13, G14, 4.2; DESIGN 3.2-3.3):
+// Retention over HTTP (docs/API.md "PUT /v0/topics/:topic" caps/ttl/discard,
+// "GET /v0/topics/:topic" count/bytes, "Diff", "Errors"; docs/ARCHITECTURE.md "Watermarks", "Retention"):
 // - cap_records / cap_bytes with discard "old": the oldest live records are evicted so that,
 //   once a write has returned, GET state count/bytes never exceed a cap; the write succeeds;
 // - discard "reject": 422 topic_full (nothing appended) with detail {topic, cap_records,
@@ -34,7 +34,7 @@ after(async () => {
 
 type Rec = { data: unknown; tag?: string; meta?: Record<string, unknown> };
 
-/** The G1 byte measure of a record sent as compact JSON: data text + meta text, UTF-8. */
+/** The docs/API.md "GET /v0/topics/:topic" byte measure of a record sent as compact JSON: data text + meta text, UTF-8. */
 function sz(r: Rec): number {
   return Buffer.byteLength(JSON.stringify(r.data)) + (r.meta === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.meta)));
 }
@@ -95,7 +95,7 @@ async function readAll(t: string, from = 0, limit = 1000): Promise<{ records: an
 const TOMB_KEYS = ['earliest_seq', 'gap_from', 'gap_to', 'head_seq', 'missed_estimate', 'reason'];
 
 /**
- * Asserts a tombstone object (SPEC 2.8): exact keys, exact range and watermarks, a reason from
+ * Asserts a tombstone object (docs/API.md "Diff"): exact keys, exact range and watermarks, a reason from
  * the allowed set, and missed_estimate an integer within [0, range size] (it is approximate).
  */
 function assertTomb(tb: any, exp: { gap_from: number; gap_to: number; reason: string | string[]; earliest_seq: number; head_seq: number }, what = ''): void {
@@ -278,7 +278,7 @@ describe('tombstones and cursors', () => {
 // ---- cap_bytes, discard old -----------------------------------------------------------------
 
 describe('cap_bytes with discard old', () => {
-  test('bytes is the G1 measure (compact data + meta text, UTF-8) and drives cap_bytes', async () => {
+  test('bytes is the docs/API.md "GET /v0/topics/:topic" measure (compact data + meta text, UTF-8) and drives cap_bytes', async () => {
     const t = await mk({});
     // Whitespace outside strings is not stored; é is two UTF-8 bytes.
     const body = '{"records":[ {"data": { "a" : [1, 2] }, "meta": { "k" : "é" } }, {"data" : "é"}, {"data":null,"tag":"tagtext"} ]}';
@@ -286,7 +286,7 @@ describe('cap_bytes with discard old', () => {
     assert.equal(r.status, 200, r.text);
     const expected = Buffer.byteLength('{"a":[1,2]}') + Buffer.byteLength('{"k":"é"}') + Buffer.byteLength('"é"') + Buffer.byteLength('null');
     assert.equal(expected, 11 + 10 + 4 + 4);
-    assertWatermarks(await state(t), { head: 3, earliest: 1, count: 3, bytes: expected }, 'G1 bytes (tag not counted)');
+    assertWatermarks(await state(t), { head: 3, earliest: 1, count: 3, bytes: expected }, 'docs/API.md "GET /v0/topics/:topic" bytes (tag not counted)');
 
     // The same measure drives cap_bytes: a cap of exactly these bytes keeps all three.
     const t2 = await mk({ cap_bytes: expected });
@@ -569,7 +569,7 @@ describe('ttl_ms', () => {
     assert.deepEqual(d.records, []);
   });
 
-  test('topic list summaries exclude expired records too (G6)', async () => {
+  test('topic list summaries exclude expired records too (docs/API.md "GET /v0/topics")', async () => {
     const ttl = 300;
     const prefix = name('list');
     const t = `${prefix}.x`;
@@ -592,7 +592,7 @@ describe('ttl_ms', () => {
     // Wait on the client clock (no request to the topic, so nothing has applied TTL yet).
     await sleep(ttl + 150);
     const r = await c.del(`/v0/topics/${t}?if_empty=true`);
-    const b = assertOk(r, 200, 'live count is 0 once TTL is applied (G13)');
+    const b = assertOk(r, 200, 'live count is 0 once TTL is applied (docs/API.md "DELETE /v0/topics/:topic")');
     assert.equal(b.deleted, true);
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found');
   });

@@ -1,4 +1,4 @@
-// Router forwarding over HTTP (SPEC 2.5, 2.8, 4.5, RESOLVED 4.6, DESIGN 5) on a server with two
+// Router forwarding over HTTP (docs/API.md "Routers", "Diff"; docs/ARCHITECTURE.md "Routers") on a server with two
 // topic workers, each case with source and dest on different workers and on the same one:
 // no backfill, the filter (delete match language), preserve_node / preserve_tag, meta of
 // at_least_once (unchanged) and exactly_once (`_spool_router`), deletes never propagate,

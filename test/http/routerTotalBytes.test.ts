@@ -1,4 +1,4 @@
-// G15 max_total_bytes and routers: "every append (router forwards wait and retry)". A forward
+// docs/API.md "Limits" max_total_bytes and routers: "every append (router forwards wait and retry)". A forward
 // that meets the cap is refused before its dest actor (429 throttled, limit max_total_bytes), the
 // router backs off with its cursor kept, and once live bytes drop below the cap the records are
 // forwarded, none lost and none twice. Source and dest on the same and on different workers.

@@ -1,4 +1,4 @@
-// Routers seen through watch streams (SPEC 2.5, 2.8, 6.2, RESOLVED 4.6; docs/WATCH.md): a stream
+// Routers seen through watch streams (docs/API.md "Routers", "Diff", "Watch frames"; docs/WATCH.md): a stream
 // tailing a dest gets forwarded records as `record` frames without any read of its own, a
 // stream opened from an old cursor pulls (draining pending forwards first) and gets the copies,
 // and records lost at the source before forwarding reach the stream as a `tombstone` frame

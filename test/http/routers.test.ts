@@ -1,6 +1,6 @@
-// Router definitions over HTTP (SPEC 2.5, 4.5-4.8, RESOLVED 0.4, G3, G7, G14, G15, 4.6):
+// Router definitions over HTTP (docs/API.md "Routers", "Conventions", "Topic lifecycle", "DELETE /v0/topics/:topic", "Errors", "Limits"):
 // PUT upsert (201 / 200 identical / 200 diff, defaults echoed), every 400 with its detail,
-// re-point 409, fan-in 409, cycle 409 with the G14 path, create_dest false 404, the router cap
+// re-point 409, fan-in 409, cycle 409 with its `detail.cycle` path (docs/API.md "Routers"), create_dest false 404, the router cap
 // (429 before any auto-create), GET with forwarded_total and router_not_found, list filters
 // and paging with an opaque cursor (400 when corrupt), idempotent DELETE, the topic-delete
 // cascade with routers_removed, no resurrection on recreate, and routers surviving restarts.

@@ -1,5 +1,5 @@
-// Topic create/configure (PUT, RESOLVED G5), topic state (GET, G1), delete (G7, G13), the
-// topic lifecycle (G3) and the topic list (G6), on a spawned server. Their rules (409s, clamps,
+// Topic create/configure (PUT, docs/API.md "PUT /v0/topics/:topic"), topic state (GET, docs/API.md "GET /v0/topics/:topic"), delete (docs/API.md "DELETE /v0/topics/:topic"), the
+// topic lifecycle (docs/API.md "Topic lifecycle") and the topic list (docs/API.md "GET /v0/topics"), on a spawned server. Their rules (409s, clamps,
 // 400s, 404, query flags, the page_size clamp) run in the fast tier: test/inject/topicRules.test.ts.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,7 +21,7 @@ after(async () => {
 const SUMMARY_KEYS = ['bytes', 'count', 'durable', 'earliest_seq', 'effective_priority', 'head_seq', 'topic'];
 const STATE_KEYS = ['topic', 'type', 'head_seq', 'earliest_seq', 'next_seq', 'count', 'bytes', 'config', 'effective_priority', 'last_write_ts', 'last_read_ts', 'performance'];
 
-describe('PUT /v0/topics/:topic (G5)', () => {
+describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
   test('PUT creates: 201, created:true, full 17-key default config', async () => {
     const t = name('create');
     const r = await c.put(`/v0/topics/${t}`);
@@ -87,7 +87,7 @@ describe('PUT /v0/topics/:topic (G5)', () => {
 
 });
 
-describe('GET /v0/topics/:topic (G1)', () => {
+describe('GET /v0/topics/:topic (docs/API.md "GET /v0/topics/:topic")', () => {
   test('a fresh PUT topic reads head 0, earliest 1, next 1, count 0, bytes 0, last_write_ts null', async () => {
     const t = name('state');
     await c.put(`/v0/topics/${t}`);
@@ -158,7 +158,7 @@ describe('GET /v0/topics/:topic (G1)', () => {
 
 });
 
-describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
+describe('DELETE /v0/topics/:topic (docs/API.md "DELETE /v0/topics/:topic", "Topic lifecycle")', () => {
   test('delete a live topic: deleted:true, routers_removed:[]; then absent', async () => {
     const t = name('del');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
@@ -224,7 +224,7 @@ describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
   });
 });
 
-describe('GET /v0/topics (G6)', () => {
+describe('GET /v0/topics (docs/API.md "GET /v0/topics")', () => {
   const pfx = `lst${Date.now().toString(36)}.`;
   const names: string[] = [];
 
@@ -238,7 +238,7 @@ describe('GET /v0/topics (G6)', () => {
     names.sort();
   });
 
-  test('summaries have exactly the G6 keys and list in ascending order', async () => {
+  test('summaries have exactly the docs/API.md "GET /v0/topics" keys and list in ascending order', async () => {
     const r = await c.get(`/v0/topics?prefix=${encodeURIComponent(pfx)}&page_size=1000`);
     const b = assertOk(r, 200);
     assert.deepEqual(

@@ -1,6 +1,6 @@
 // Shared helpers for the HTTP conformance tests (test/http/*.test.ts): a raw node:http client
 // (exact headers and bytes, no automatic Content-Type or decompression), assertions for the
-// error envelope of SPEC 7 / RESOLVED 0.5, and the default topic config of SPEC 2.3 / G5.
+// error envelope of docs/API.md "Errors" and the default topic config of docs/API.md "PUT /v0/topics/:topic".
 import http from 'node:http';
 import zlib from 'node:zlib';
 import assert from 'node:assert/strict';
@@ -63,7 +63,7 @@ function header(r: AnyResp, name: string): string | undefined {
 }
 export { header as getHeader };
 
-/** Asserts the SPEC 7 error envelope with the given status and code; returns error.detail. */
+/** Asserts the docs/API.md "Errors" error envelope with the given status and code; returns error.detail. */
 export function assertError(r: AnyResp, status: number, code: string, what = ''): any {
   const ctx = `${what ? what + ': ' : ''}expected ${status} ${code}, got ${r.status} ${r.text.slice(0, 400)}`;
   assert.equal(r.status, status, ctx);
@@ -144,7 +144,7 @@ export const DEFAULT_CONFIG = {
 
 export function assertFullConfig(cfg: any, expected: Record<string, unknown> = {}, what = ''): void {
   assert.ok(cfg && typeof cfg === 'object', `${what}: config missing`);
-  assert.deepEqual(Object.keys(cfg).sort(), CONFIG_KEYS, `${what}: config must have exactly the 17 keys of SPEC 2.3`);
+  assert.deepEqual(Object.keys(cfg).sort(), CONFIG_KEYS, `${what}: config must have exactly the 17 keys of docs/API.md "PUT /v0/topics/:topic"`);
   assert.deepEqual(cfg, { ...DEFAULT_CONFIG, ...expected }, `${what}: resolved config`);
 }
 

@@ -1,5 +1,5 @@
-// Watch sessions over HTTP (SPEC 2.6, 3.2, 4.3, 4.4, 6.1, 6.2; RESOLVED G2, G4, G11, G12,
-// 0.2-0.4, 4.1-4.4, 4.8, 4.10; docs/WATCH.md, which decides what the spec leaves open):
+// Watch sessions over HTTP (docs/API.md "Watch", "SSE frame formats", "Which error wins";
+// docs/WATCH.md, which adds the rules around them):
 // - POST /v0/watch: 415/400 body rules, `topics` (1..256 valid names, object values), u64 and
 //   bool and enum types, the `cursor` override (malformed → 400 detail.field "cursor"), the
 //   limit / max_batch_bytes / heartbeat_ms clamps (observed through the frames), 404
@@ -98,7 +98,7 @@ async function diffAll(t: string, flags: Record<string, unknown> = {}): Promise<
 const recordFrames = (fs: Frame[], t?: string) => fs.filter((f) => f.event === 'record' && (t === undefined || f.data.topic === t));
 const eventsOf = (fs: Frame[], ev: string, t?: string) => fs.filter((f) => f.event === ev && (t === undefined || f.data.topic === t));
 const range = (a: number, b: number): number[] => (b < a ? [] : Array.from({ length: b - a + 1 }, (_, i) => a + i));
-/** G1 payload bytes of a record as returned (data text + meta text). */
+/** docs/API.md "GET /v0/topics/:topic" payload bytes of a record as returned (data text + meta text). */
 const payload = (r: any) => Buffer.byteLength(JSON.stringify(r.data)) + (r.meta === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.meta)));
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
@@ -138,7 +138,7 @@ describe('POST /v0/watch: body rules', () => {
     for (const v of [5, null, [], 'x', true]) {
       assertInvalid(await c.post('/v0/watch', { topics: { [t]: v } }), undefined, `topics[t] = ${JSON.stringify(v)}`);
     }
-    // 257 names: 400 even though none of them exists (400 family before 404, RESOLVED 0.3)
+    // 257 names: 400 even though none of them exists (400 family before 404, docs/API.md "Which error wins")
     const many: Record<string, object> = { [t]: {} };
     for (let i = 0; i < 256; i++) many[`${t}.none.${i}`] = {};
     assert.equal(Object.keys(many).length, 257);
@@ -364,7 +364,7 @@ describe('GET /v0/watch/:wid: establishment', () => {
       await s.nextEvent('caught-up');
       await s.close();
     }
-    // 406 is decided before the wid lookup (RESOLVED 4.1)
+    // 406 is decided before the wid lookup (docs/API.md "Which error wins")
     const s = await openStream(srv.url, 'wid_AAAAAAAAAAAAAAAAAAAAAA', { headers: { accept: 'application/json' } });
     assertError(s, 406, 'not_acceptable', 'unknown wid with a bad Accept');
   });
@@ -879,7 +879,7 @@ describe('topic-deleted', () => {
     for (const f of later) tr.apply(f);
     assert.equal(later.filter((f) => f.kind === 'event' && f.data?.topic === t1).length, 0, 'no frames for a deleted topic on this stream');
     assert.equal(s.closed, false, 'stream still open');
-    // a later connect checks it again (G2): recreated below the stored cursor → `recreated`
+    // a later connect checks it again (docs/WATCH.md "GET /v0/watch/:wid"): recreated below the stored cursor → `recreated`
     await s.close();
     await sleep(100);
     const s2 = await stream(w.wid);

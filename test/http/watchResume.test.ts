@@ -1,5 +1,5 @@
-// Watch resume and session lifecycle (SPEC 3.2, 4.4, 6.2; RESOLVED G2, G4, G11, G12, G15,
-// 1.3, 3.3; docs/WATCH.md "Resume"):
+// Watch resume and session lifecycle (docs/WATCH.md "Resume"; docs/API.md
+// "Watch", "Watch frames", "Error frames", "Limits"; docs/ARCHITECTURE.md "Startup and shutdown"):
 // - a reconnect starts at the session's server-side cursor (no duplicates, no loss), a
 //   Last-Event-ID only rewinds (min rule), a garbage one is ignored; a frame id works as the
 //   POST `cursor` of a new session;
@@ -223,7 +223,7 @@ describe('gauges', () => {
     assert.equal(m1.sse, 0, 'a session alone opens no stream');
     const s1 = await stream(srv.url, w1.wid);
     const s2 = await stream(srv.url, w2.wid);
-    const s3 = await stream(srv.url, w1.wid); // two GETs on one wid are allowed (G2)
+    const s3 = await stream(srv.url, w1.wid); // two GETs on one wid are allowed (docs/WATCH.md "Resume")
     await Promise.all([s1, s2, s3].map((s) => s.nextEvent('caught-up', 3000).catch(() => undefined)));
     const m2 = await metrics(srv.url);
     assert.equal(m2.sse, 3);
@@ -329,7 +329,7 @@ describe('caps (SERVICE_MAX_WATCH_SESSIONS=2, SERVICE_MAX_SSE_CONNECTIONS=1)', (
     assert.deepEqual(assertError(r, 429, 'throttled', 'third session'), { limit: 'max_watch_sessions', max: 2 });
     assert.equal(r.headers.get('retry-after'), '1');
     assert.equal((await metrics(k.url)).sessions, 2, 'a refused POST creates nothing');
-    // the 400 family and 404 come first (RESOLVED 0.3)
+    // the 400 family and 404 come first (docs/API.md "Which error wins")
     assertInvalid(await kc.post('/v0/watch', { topics: {} }), undefined, '400 before 429');
     assertError(await kc.post('/v0/watch', { topics: { [`${t}.absent`]: {} } }), 404, 'topic_not_found', '404 before 429');
 
@@ -338,7 +338,7 @@ describe('caps (SERVICE_MAX_WATCH_SESSIONS=2, SERVICE_MAX_SSE_CONNECTIONS=1)', (
     const sb = await openStream(k.url, b.wid);
     assert.deepEqual(assertError(sb, 429, 'throttled', 'second stream'), { limit: 'max_sse_connections', max: 1 });
     assert.equal(sb.headers['retry-after'], '1');
-    // 406 and 404 are decided before the cap (RESOLVED 4.1)
+    // 406 and 404 are decided before the cap (docs/API.md "Which error wins")
     assertError(await openStream(k.url, b.wid, { headers: { accept: 'application/json' } }), 406, 'not_acceptable', '406 before 429');
     assertError(await openStream(k.url, 'wid_AAAAAAAAAAAAAAAAAAAAAA'), 404, 'not_found', '404 before 429');
     await sa.close();

@@ -1,4 +1,4 @@
-// Slow watch consumers (docs/WATCH.md "Slow consumers"; SPEC 6.2 tombstones; RESOLVED 4.3):
+// Slow watch consumers (docs/WATCH.md "Slow consumers"; docs/API.md "Watch frames"):
 // a stream whose client stops reading is paused once its socket backs up: the server drops its
 // pushes instead of buffering them, other streams on the same topic keep getting every record
 // promptly, and when the client reads again the stream resumes from its cursor, so records

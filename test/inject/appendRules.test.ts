@@ -24,7 +24,7 @@ async function head(t: string): Promise<number> {
   return r.body.head_seq;
 }
 
-describe('create rules (G3)', () => {
+describe('create rules (docs/API.md "Topic lifecycle")', () => {
   test('create:false on an absent topic is 404 topic_not_found and creates nothing', async () => {
     const t = name('nocreate');
     const d = assertError(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], create: false }), 404, 'topic_not_found');
@@ -60,7 +60,7 @@ describe('create rules (G3)', () => {
     const r = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], config: { durable: true, priority: 7, ttl_ms: 3600000, lease_ms: 1 } });
     assertOk(r, 201);
     const st = await c.get(`/v0/topics/${t}`);
-    assertFullConfig(st.body.config, { durable: true, durability: 'fsync', priority: 7, ttl_ms: 3600000, lease_ms: 100 }, 'config resolved and clamped as in G5');
+    assertFullConfig(st.body.config, { durable: true, durability: 'fsync', priority: 7, ttl_ms: 3600000, lease_ms: 100 }, 'config resolved and clamped as in docs/API.md "PUT /v0/topics/:topic"');
     assert.equal(st.body.effective_priority, 7);
   });
 
@@ -84,7 +84,7 @@ describe('create rules (G3)', () => {
   });
 });
 
-describe('idempotency (SPEC 4.1 rule 4)', () => {
+describe('idempotency (docs/API.md "Append")', () => {
   test('replay of a body idempotency_key returns the original seqs, deduped:true, appends nothing', async () => {
     const t = name('idem');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 'pre' }] });

@@ -62,7 +62,7 @@ describe('absent topics', () => {
   });
 });
 
-describe('byte budget (RESOLVED 4.7)', () => {
+describe('byte budget (docs/API.md "Diff")', () => {
   test('max_batch_bytes stops early but returns at least one record', async () => {
     const t = await seeded(10, 'budget', () => ({ data: 'x'.repeat(100) })); // 102 bytes each
     const one = assertOk(await c.post(`/v0/topics/${t}/diff`, { max_batch_bytes: 1 }), 200);
@@ -118,7 +118,7 @@ describe('validation', () => {
     }
   });
 
-  test('type errors win over a missing topic (400 before 404, RESOLVED 0.3)', async () => {
+  test('type errors win over a missing topic (400 before 404, docs/API.md "Which error wins")', async () => {
     assertInvalid(await c.post(`/v0/topics/${name('absent')}/diff`, { from_seq: 'x' }), 'from_seq');
   });
 });

@@ -1,4 +1,4 @@
-// Limits (SPEC 8, RESOLVED 4.9, G14): batch size, per-record caps with detail.index/limit and
+// Limits (docs/API.md "Limits", "Errors"): batch size, per-record caps with detail.index/limit and
 // atomic rejection, the raw body cap (413, decided before parsing) on a second server with a
 // small SERVICE_MAX_BODY_BYTES, and the SERVICE_MAX_LIMIT diff clamp. In the fast tier: in-process
 // servers driven through inject() (test/helpers/injectServer.ts).
@@ -49,7 +49,7 @@ describe('batch size', () => {
   });
 });
 
-describe('per-record caps (RESOLVED 4.9, G14)', () => {
+describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
   // Each case: a record at the limit (must pass) and one just past it (must fail with `limit`).
   const cases: { what: string; limit: string; ok: Record<string, unknown> | string; bad: Record<string, unknown> | string }[] = [
     { what: 'tag 256 bytes (ascii)', limit: 'tag_bytes', ok: { data: 1, tag: 't'.repeat(256) }, bad: { data: 1, tag: 't'.repeat(257) } },
@@ -118,6 +118,32 @@ describe('per-record caps (RESOLVED 4.9, G14)', () => {
     const t = name('capnew');
     assertError(await c.post(`/v0/topics/${t}`, { records: [{ data: 1, tag: 'x'.repeat(257) }] }), 400, 'record_too_large');
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found');
+  });
+});
+
+describe('one limit, one message', () => {
+  test('a node over 128 bytes gets the same message on an append and on a queue claim', async () => {
+    const t = name('onenode');
+    const q = name('onenodeq');
+    await c.put(`/v0/topics/${q}`, { type: 'queue' });
+    const append = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], node: 'n'.repeat(129) });
+    assertError(append, 400, 'record_too_large', 'append');
+    const claim = await c.post(`/v0/topics/${q}/claim`, { node: 'n'.repeat(129) });
+    assertError(claim, 400, 'invalid_request', 'claim');
+    assert.equal(claim.body.error.message, append.body.error.message);
+    assert.equal(append.body.error.message, 'node is longer than 128 bytes.');
+  });
+
+  test('an idempotency key over 256 characters gets the same message in the body and in the header', async () => {
+    const t = name('oneidem');
+    const key = 'k'.repeat(257);
+    const inBody = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: key });
+    assertError(inBody, 400, 'invalid_request', 'body key');
+    const inHeader = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'idempotency-key': key });
+    assertError(inHeader, 400, 'invalid_request', 'header key');
+    assert.equal(inHeader.body.error.message, inBody.body.error.message);
+    assert.equal(inBody.body.error.detail?.field, 'idempotency_key');
+    assert.equal(inHeader.body.error.detail?.field, 'idempotency_key');
   });
 });
 

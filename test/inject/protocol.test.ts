@@ -1,9 +1,9 @@
-// HTTP protocol conformance: routing (404/405 + Allow), error envelope (SPEC 7, RESOLVED 0.5),
-// media types (0.2), error precedence (0.3), name validation on every topic route (0.4),
-// query booleans/integers (0.1), big integers, unknown fields, gzip both ways (SPEC 4 common
-// rules) and the performance block on every JSON response (SPEC 2.9). In the fast tier: an
-// in-process server driven through inject() (test/helpers/injectServer.ts); Node's own parser
-// errors need a real socket (test/http/malformed.test.ts).
+// HTTP protocol conformance: routing (404/405 + Allow), error envelope (docs/API.md "Errors"),
+// media types, error precedence ("Which error wins"), name validation on every topic route,
+// query booleans/integers, big integers, unknown fields, gzip both ways (docs/API.md
+// "Conventions") and the performance block on every JSON response (docs/API.md "Conventions").
+// In the fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts);
+// Node's own parser errors need a real socket (test/http/malformed.test.ts).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
@@ -40,7 +40,7 @@ describe('routing', () => {
     ] as const) {
       const r = await srv.raw(m, p);
       const d = assertError(r, 404, 'not_found', `${m} ${p}`);
-      assert.equal(d, undefined, `${m} ${p}: not_found carries no detail (G14)`);
+      assert.equal(d, undefined, `${m} ${p}: not_found carries no detail (docs/API.md "Errors")`);
     }
   });
 
@@ -61,14 +61,14 @@ describe('routing', () => {
     for (const [m, p, allowed, notAllowed] of cases) {
       const r = await srv.raw(m, p, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: '{}' });
       const d = assertError(r, 405, 'method_not_allowed', `${m} ${p}`);
-      assert.equal(d, undefined, `${m} ${p}: method_not_allowed carries no detail (G14)`);
+      assert.equal(d, undefined, `${m} ${p}: method_not_allowed carries no detail (docs/API.md "Errors")`);
       const allow = allowSet(getHeader(r, 'allow'));
       for (const a of allowed) assert.ok(allow.has(a), `${m} ${p}: Allow "${getHeader(r, 'allow')}" should list ${a}`);
       assert.ok(!allow.has(notAllowed), `${m} ${p}: Allow must not list ${notAllowed}`);
     }
   });
 
-  test('405 wins over an invalid topic name (RESOLVED 0.3: routing before 400)', async () => {
+  test('405 wins over an invalid topic name (docs/API.md "Which error wins": routing before 400)', async () => {
     const r = await srv.raw('PATCH', '/v0/topics/-bad');
     assertError(r, 405, 'method_not_allowed');
     assert.ok(getHeader(r, 'allow'));
@@ -76,7 +76,7 @@ describe('routing', () => {
 });
 
 describe('error envelope and performance', () => {
-  test('handler errors carry performance.server_total_ms next to error (RESOLVED 0.5)', async () => {
+  test('handler errors carry performance.server_total_ms next to error (docs/API.md "Errors")', async () => {
     const a = await c.get(`/v0/topics/${name('absent')}`);
     assertError(a, 404, 'topic_not_found');
     assertPerf(a.body, 'GET absent topic');
@@ -109,12 +109,12 @@ describe('error envelope and performance', () => {
   });
 });
 
-describe('media types and bodies (RESOLVED 0.2)', () => {
+describe('media types and bodies (docs/API.md "Conventions")', () => {
   test('append without Content-Type is 415', async () => {
     const t = name();
     const r = await srv.raw('POST', `/v0/topics/${t}`, { body: '{"records":[{"data":1}]}' });
     const d = assertError(r, 415, 'unsupported_media_type');
-    assert.equal(d, undefined, 'unsupported_media_type carries no detail (G14)');
+    assert.equal(d, undefined, 'unsupported_media_type carries no detail (docs/API.md "Errors")');
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
   });
 
@@ -135,12 +135,12 @@ describe('media types and bodies (RESOLVED 0.2)', () => {
     }
   });
 
-  test('415 wins over a malformed body (RESOLVED 0.3)', async () => {
+  test('415 wins over a malformed body (docs/API.md "Which error wins")', async () => {
     const r1 = await srv.raw('POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: '{not json' });
     assertError(r1, 415, 'unsupported_media_type');
   });
 
-  test('415 wins over an invalid topic name (RESOLVED 0.3: 415 is step 6, names are step 7)', async () => {
+  test('415 wins over an invalid topic name (docs/API.md "Which error wins": 415 is step 6, names are step 7)', async () => {
     const r2 = await srv.raw('POST', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{"records":[{"data":1}]}' });
     assertError(r2, 415, 'unsupported_media_type', 'append');
     const r3 = await srv.raw('PUT', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
@@ -227,7 +227,7 @@ describe('media types and bodies (RESOLVED 0.2)', () => {
   });
 });
 
-describe('integers (RESOLVED 0.2)', () => {
+describe('integers (docs/API.md "Conventions")', () => {
   test('integers above 2^53-1 are 400, written literally in the JSON text', async () => {
     const t = name();
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
@@ -252,7 +252,7 @@ describe('integers (RESOLVED 0.2)', () => {
   });
 });
 
-describe('query parameters (RESOLVED 0.1)', () => {
+describe('query parameters (docs/API.md "Conventions")', () => {
   test('booleans: true/1 are true, false/0 false, anything else the default', async () => {
     const t = name();
     const seqs = async (q: string) => {
@@ -277,7 +277,7 @@ describe('query parameters (RESOLVED 0.1)', () => {
   });
 });
 
-describe('topic names in paths (RESOLVED 0.4)', () => {
+describe('topic names in paths (docs/API.md "Conventions")', () => {
   const bad = ['-lead', '.lead', '_lead', ':lead', 'a'.repeat(256), 'sp%20ace', 'caf%C3%A9', 'a%2Cb', 'a*b', 'a%3Eb', 'tab%09x', 'a%40b', '%20'];
   const decoded = (s: string) => decodeURIComponent(s);
 

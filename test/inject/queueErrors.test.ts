@@ -1,5 +1,5 @@
-// Queue request rules at and past every edge (docs/QUEUES.md "Requests"; SPEC 4.10, 7, 8;
-// RESOLVED 0.2 bodies, 0.3 error order, 0.4 names, 0.5 performance on errors, 4.5, G3, G5, G14):
+// Queue request rules at and past every edge (docs/QUEUES.md "Requests"; docs/API.md "Queues", "Errors", "Limits";
+// docs/API.md "Conventions", "Which error wins", "Topic lifecycle", "PUT /v0/topics/:topic"):
 // - claim `max` (absent/0 → 1, 1000, 1001 → 1000, bad types), `lease_ms` (default the topic's,
 //   clamped to [100, 86400000], bad types);
 // - `node` on every route: required, non-empty string, at most 128 bytes counted in UTF-8;
@@ -11,7 +11,7 @@
 // - 415, empty and non-object bodies, 405 with Allow, invalid topic names (detail.topic), and
 //   which error wins when several apply;
 // - `performance` on every reply, errors after routing included;
-// - the queue config fields of a PUT, clamped and echoed (G5).
+// - the queue config fields of a PUT, clamped and echoed (docs/API.md "PUT /v0/topics/:topic").
 // In the fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts);
 // a /work refusal is a plain reply there, a stream that opens needs a real socket (test/http).
 import { test, before, after, describe } from 'node:test';
@@ -53,7 +53,7 @@ function without(o: Record<string, unknown>, k: string): Record<string, unknown>
   return r;
 }
 
-/** An error raised after routing: the §7 envelope plus performance (RESOLVED 0.5, QUEUES.md). */
+/** An error raised after routing: the error envelope plus performance (docs/API.md "Errors"). */
 function err(r: Resp | RawResp, status: number, code: string, what: string): any {
   const d = assertError(r, status, code, what);
   assertPerf(r.body, what);
@@ -67,7 +67,7 @@ function invalid(r: Resp | RawResp, what: string, field?: string): any {
   return d;
 }
 
-/** 400 invalid_request; detail.field, when present, names `field` (RESOLVED 0.2 "when known"). */
+/** 400 invalid_request; detail.field, when present, names `field` (docs/API.md "Conventions": "when known"). */
 function invalidMaybe(r: Resp | RawResp, what: string, field: string): void {
   const d = err(r, 400, 'invalid_request', what);
   if (d && 'field' in d) assert.equal(d.field, field, `${what}: detail.field`);
@@ -374,14 +374,14 @@ describe('absent topic and log topic', () => {
 
 // ---- media type, bodies ---------------------------------------------------------------------------
 
-describe('media type and body (RESOLVED 0.2)', () => {
+describe('media type and body (docs/API.md "Conventions")', () => {
   for (const route of ROUTES) {
     test(`${route}: 415 without or with a wrong Content-Type; 400 for an empty or non-object body`, async () => {
       const q = await queue();
       const body = JSON.stringify(validBody(route));
       const p = `/v0/topics/${q}/${route}`;
       const d = err(await srv.raw('POST', p, { body }), 415, 'unsupported_media_type', `${route} without Content-Type`);
-      assert.equal(d, undefined, 'unsupported_media_type carries no detail (G14)');
+      assert.equal(d, undefined, 'unsupported_media_type carries no detail (docs/API.md "Errors")');
       err(await srv.raw('POST', p, { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type', `${route} text/plain`);
       err(await srv.raw('POST', p, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type', `${route} form`);
       invalid(await srv.raw('POST', p, { body: '', headers: JSON_CT }), `${route} empty body`);
@@ -411,7 +411,7 @@ describe('methods (405 with Allow)', () => {
       for (const m of ['GET', 'PUT', 'DELETE', 'PATCH']) {
         const r = await srv.raw(m, `/v0/topics/${q}/${route}`, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: JSON.stringify(validBody(route)) });
         const d = assertError(r, 405, 'method_not_allowed', `${m} /${route}`);
-        assert.equal(d, undefined, 'method_not_allowed carries no detail (G14)');
+        assert.equal(d, undefined, 'method_not_allowed carries no detail (docs/API.md "Errors")');
         const allow = allowSet(getHeader(r, 'allow'));
         assert.ok(allow.has('POST'), `${m} /${route}: Allow "${getHeader(r, 'allow')}" lists POST`);
         assert.ok(!allow.has(m), `${m} /${route}: Allow does not list ${m}`);
@@ -431,14 +431,14 @@ describe('methods (405 with Allow)', () => {
     }
   });
 
-  test('405 wins over an invalid topic name (routing first, RESOLVED 0.3)', async () => {
+  test('405 wins over an invalid topic name (routing first, docs/API.md "Which error wins")', async () => {
     const r = await srv.raw('GET', '/v0/topics/-bad/claim');
     assertError(r, 405, 'method_not_allowed');
     assert.ok(getHeader(r, 'allow'));
   });
 });
 
-describe('topic names in the path (RESOLVED 0.4)', () => {
+describe('topic names in the path (docs/API.md "Conventions")', () => {
   const bad: [string, string][] = [
     ['-bad', '-bad'],
     ['.lead', '.lead'],
@@ -466,7 +466,7 @@ describe('topic names in the path (RESOLVED 0.4)', () => {
 
 // ---- which error wins -----------------------------------------------------------------------------
 
-describe('error order (RESOLVED 0.3)', () => {
+describe('error order (docs/API.md "Which error wins")', () => {
   test('415 before 400 before 404/409', async () => {
     const absent = name('absent');
     const log = name('log');
@@ -517,9 +517,9 @@ describe('performance on every reply', () => {
   });
 });
 
-// ---- queue config (G5) ----------------------------------------------------------------------------
+// ---- queue config (docs/API.md "PUT /v0/topics/:topic") ----------------------------------------------------------------------------
 
-describe('queue config fields in PUT (SPEC 2.3, RESOLVED G5)', () => {
+describe('queue config fields in PUT (docs/API.md "PUT /v0/topics/:topic")', () => {
   test('lease_ms and claim_jitter_ms clamped and echoed; the others echoed', async () => {
     const t = name('cfg');
     const body = { type: 'queue', lease_ms: 50, claim_jitter_ms: 6000, max_deliveries: 3, dead_letter: `${t}.dlq`, leases_durable: true };

@@ -1,4 +1,4 @@
-// Routers under auth (SPEC 5.5, 5.6; RESOLVED 0.3, G8, G10): PUT needs admin, GET read, DELETE
+// Routers under auth (docs/API.md "Authentication", "Which error wins"): PUT needs admin, GET read, DELETE
 // delete (403 detail.required); a prefix-limited key may only name allowed source and dest
 // (403 detail.topic, decided right after the body parses, before any 400 of the body), may not
 // read or delete a router whose stored ends are outside its allowlist, and lists only routers

@@ -62,7 +62,7 @@ describe('PUT /v0/routers/:router', () => {
     assertOk(await put(name('r'), { source: a, dest: d, filter: 'x' }), 201);
   });
 
-  test('a cycle is 409 router_cycle with the path (G14), unless allow_cycle', async () => {
+  test('a cycle is 409 router_cycle with the path (docs/API.md "Routers"), unless allow_cycle', async () => {
     const [a, b, cc] = [name('a'), name('b'), name('c')];
     assertOk(await put(name('r'), { source: a, dest: b }), 201);
     assertOk(await put(name('r'), { source: b, dest: cc }), 201);

@@ -21,7 +21,7 @@ after(async () => {
   await srv?.stop();
 });
 
-describe('PUT /v0/topics/:topic (G5)', () => {
+describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
   test('changing type is 409 topic_exists_incompatible with detail {topic, existing_type, requested_type}', async () => {
     const t = name('type');
     await c.put(`/v0/topics/${t}`, { cap_records: 7 });
@@ -120,8 +120,8 @@ describe('PUT /v0/topics/:topic (G5)', () => {
   });
 });
 
-describe('GET /v0/topics/:topic (G1)', () => {
-  test('touch with an unrecognised value means the default (true) (RESOLVED 0.1)', async () => {
+describe('GET /v0/topics/:topic (docs/API.md "GET /v0/topics/:topic")', () => {
+  test('touch with an unrecognised value means the default (true) (docs/API.md "Conventions")', async () => {
     const t = name('touchx');
     await c.put(`/v0/topics/${t}`);
     const b = assertOk(await c.get(`/v0/topics/${t}?touch=nope`), 200);
@@ -139,7 +139,7 @@ describe('GET /v0/topics/:topic (G1)', () => {
   });
 });
 
-describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
+describe('DELETE /v0/topics/:topic (docs/API.md "DELETE /v0/topics/:topic", "Topic lifecycle")', () => {
   test('if_empty=true on a non-empty topic is 409 topic_not_empty {topic, count}, nothing removed', async () => {
     const t = name('ifempty');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }, { data: 2 }, { data: 3 }] });
@@ -155,7 +155,7 @@ describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
     assert.equal(del.body.deleted, true, 'if_empty=false deletes a non-empty topic');
   });
 
-  test('if_empty with an unrecognised value means the default (false) (RESOLVED 0.1)', async () => {
+  test('if_empty with an unrecognised value means the default (false) (docs/API.md "Conventions")', async () => {
     const t = name('ifemptyx');
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
     const b = assertOk(await c.del(`/v0/topics/${t}?if_empty=maybe`), 200);
@@ -163,7 +163,7 @@ describe('DELETE /v0/topics/:topic (G7, G3, G13)', () => {
   });
 });
 
-describe('page_size clamp (G6)', () => {
+describe('page_size clamp (docs/API.md "GET /v0/topics")', () => {
   test('page_size above 1000 is clamped to 1000', async () => {
     const pfx = `clmp${Date.now().toString(36)}.`;
     const all: string[] = [];

@@ -1,4 +1,4 @@
-// Errors in the spec's shape everywhere and unknown-field warnings (RESOLVED 0.2): ignored
+// Errors in the spec's shape everywhere and unknown-field warnings (docs/API.md "Conventions"): ignored
 // fields stay accepted, but the reply names each in a `Warning: 299 - "unknown field \"x\""`
 // header; enum errors list the allowed values; a bad percent-escape is the spec's 400. In the
 // fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts).

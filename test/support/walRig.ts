@@ -17,7 +17,8 @@ import { WalWriter } from '../../src/wal/walWriter.js';
 import { scanWal } from '../../src/wal/scan.js';
 import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
 import { FrameType } from '../../src/wal/format.js';
-import { STORAGE_STATE_SLOT, storageStateName } from '../../src/storage/storageState.js';
+import { storageStateName } from '../../src/storage/storageState.js';
+import { newSharedCounters, STORAGE_STATE_SLOT } from '../../src/core/sharedCounters.js';
 import { SimDisk, type CrashMode } from './simDisk.js';
 import { FaultFs } from './faultFs.js';
 import type { CallRecord } from './fsFaults.js';
@@ -45,7 +46,7 @@ export interface WalRigOptions {
 export class WalRig {
   readonly disk: SimDisk;
   readonly ffs: FaultFs;
-  readonly counters = new Int32Array(new SharedArrayBuffer(8 * Int32Array.BYTES_PER_ELEMENT));
+  readonly counters = newSharedCounters();
   readonly logs: string[] = [];
   readonly writer: WalWriter;
   readonly gc: GroupCommit;

@@ -1,4 +1,4 @@
-// The Accept rule of SSE GETs (RESOLVED 4.1): text/event-stream, text/* or */* with q != 0;
+// The Accept rule of SSE GETs (docs/API.md "Which error wins"): text/event-stream, text/* or */* with q != 0;
 // parameters ignored; absent or no matching range → 406.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

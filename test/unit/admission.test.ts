@@ -1,11 +1,11 @@
-// Admission helpers (RESOLVED G8, G16): the route table covers every route the server knows,
+// Admission helpers (docs/API.md "Authentication"; docs/ARCHITECTURE.md "Admission"): the route table covers every route the server knows,
 // the disable_backpressure byte search, and that a `?token=` value never reaches a log line.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ROUTE_RULES, ruleFor, setsDisableBackpressure } from '../../src/http/admission.js';
 import { redactUrl } from '../../src/http/server.js';
 
-test('G8 scopes per route, HEAD as GET, unknown routes have no rule', () => {
+test('docs/API.md "Authentication" scopes per route, HEAD as GET, unknown routes have no rule', () => {
   assert.deepEqual(ruleFor('POST', '/v0/topics/:topic/claim')?.scopes, ['read', 'write']);
   assert.deepEqual(ruleFor('GET', '/v0/topics/:topic/work')?.scopes, ['read', 'write']);
   assert.deepEqual(ruleFor('HEAD', '/v0/topics/:topic')?.scopes, ['read']);

@@ -1,4 +1,4 @@
-// API keys and the allowlist rule (RESOLVED G9, G10): entry syntax, scope tokens, the startup
+// API keys and the allowlist rule (docs/API.md "Authentication"; README.md "Settings"): entry syntax, scope tokens, the startup
 // error for an unknown scope (naming the token, never the secret), bearer parsing, and that a
 // token is compared with every digest, with no early exit; what a 403 says.
 import { test } from 'node:test';
@@ -8,10 +8,10 @@ import { KeyRing, KeySyntaxError, bearerToken } from '../../src/auth/keys.js';
 import { allowsName, firstRefused, listPrefixes, nameRefusal, scopeRefusal } from '../../src/auth/allowlist.js';
 import { KeySlots } from '../../src/auth/keySlots.js';
 
-const G9 = 'ops-7Qk2, dash-9f1c:read:tenant42:|shared., ingest-x1:write:tenant42:, jobs-w3:rw, adm-44::tenant42:';
+const EXAMPLE_KEYS = 'ops-7Qk2, dash-9f1c:read:tenant42:|shared., ingest-x1:write:tenant42:, jobs-w3:rw, adm-44::tenant42:';
 
-test('G9 example: scopes and allowlists per entry', () => {
-  const ring = KeyRing.parse(G9);
+test('key entry syntax example: scopes and allowlists per entry', () => {
+  const ring = KeyRing.parse(EXAMPLE_KEYS);
   assert.equal(ring.keys.length, 5);
   const get = (s: string) => ring.authenticate(s)!;
   assert.deepEqual([...get('ops-7Qk2').scopes].sort(), ['admin', 'delete', 'read', 'write']);
@@ -86,7 +86,7 @@ test('bearer parsing: scheme case-insensitive, token trimmed, empty never matche
   assert.equal(bearerToken(undefined), undefined);
 });
 
-test('G10 allowlist examples', () => {
+test('allowlist examples', () => {
   const p = ['tenant42:'];
   assert.equal(allowsName(p, 'tenant42:jobs'), true);
   assert.equal(allowsName(p, 'tenant42:'), true);

@@ -104,13 +104,13 @@ test('encodeJson writes bigints as exact integer literals and leaves look-alike 
   assert.equal(encodeJson({ a: 'x' }), JSON.stringify({ a: 'x' }));
 });
 
-test('composite cursors round-trip in the server format (RESOLVED G12: base64url, no padding, sorted keys)', () => {
+test('composite cursors round-trip in the server format (docs/API.md "Watch frames": base64url, no padding, sorted keys)', () => {
   const m = new Map<string, number | bigint>([
     ['jobs', 312],
     ['audit', 75],
   ]);
   const c = encodeCursor(m);
-  assert.equal(c, 'eyJhdWRpdCI6NzUsImpvYnMiOjMxMn0'); // the example of RESOLVED G12
+  assert.equal(c, 'eyJhdWRpdCI6NzUsImpvYnMiOjMxMn0'); // the example of docs/API.md "Watch frames"
   assert.deepEqual(decodeCursor(c, false), new Map([['audit', 75], ['jobs', 312]]));
   const b = encodeCursor(new Map([['t', 18446744073709551615n]]));
   assert.deepEqual(decodeCursor(b, true), new Map([['t', 18446744073709551615n]]));

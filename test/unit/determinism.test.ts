@@ -1,4 +1,4 @@
-// Actor logic takes time and randomness only from its context (STYLE 1, DESIGN 7): no wall
+// Actor logic takes time and randomness only from its context (docs/ARCHITECTURE.md "Threads", "Traces and replay"): no wall
 // clock, Math.random, crypto, performance, timers, process or fs under src/actors.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

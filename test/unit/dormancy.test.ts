@@ -1,4 +1,4 @@
-// Dormant topics and lazy recovery (issue 15) are invisible: the same random program runs against
+// Dormant topics and lazy recovery (docs/ARCHITECTURE.md "Dormant topics", "Lazy recovery") are invisible: the same random program runs against
 // two in-process worlds (real supervisor, workers and WAL writer over a SimDisk, as the crash
 // sweep runs them), one where `sleep` steps put every topic that may sleep to sleep (so later
 // requests wake them) and restarts recover lazily (topics quiet at the checkpoint stay asleep),

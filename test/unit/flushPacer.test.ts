@@ -1,7 +1,8 @@
 // FlushPacer (src/sse/flushPacer.ts): dirty targets are flushed in the order they became dirty,
 // in slices of about 4 ms with the event loop's other work between them, at most half the
 // thread's time, and a target that becomes dirty again while the flush is under way is flushed
-// again after the ones already waiting.
+// again after the ones already waiting; an idle pacer flushes a lone target without waiting for
+// the loop's next phase.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SystemClock } from '../../src/core/clock.js';
@@ -55,4 +56,26 @@ test('a target dirty again during a sliced flush goes behind the ones already wa
   while (order.length < 102) await new Promise((r) => setTimeout(r, 1));
   assert.equal(order[0], 'a');
   assert.equal(order[101], 'a', 'flushed again after every target that was waiting');
+});
+
+test('an idle pacer flushes a lone target at the end of the current callback; a busy one waits its turn', async () => {
+  const pacer = new FlushPacer(new SystemClock());
+  const order: string[] = [];
+  await new Promise((r) => setTimeout(r, 5)); // idle
+  setImmediate(() => order.push('immediate'));
+  pacer.markDirty({ flush: () => order.push('lone') });
+  pacer.markDirty({ flush: () => order.push('second') }); // same callback: the same flush
+  await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(order, ['lone', 'second', 'immediate'], 'flushed before the loop went on to its check phase');
+  // Right after a slice that took time, the next flush waits (frames coalesce under load).
+  const busy: string[] = [];
+  pacer.markDirty({ flush: () => (busy.push('slow'), spin(2)) });
+  await new Promise((r) => setTimeout(r, 5)); // idle again: flushed at once
+  pacer.markDirty({ flush: () => busy.push('a') });
+  pacer.markDirty({ flush: () => (busy.push('b'), spin(2)) });
+  await new Promise((r) => setImmediate(r));
+  setImmediate(() => busy.push('immediate'));
+  pacer.markDirty({ flush: () => busy.push('c') }); // 'b' just took 2 ms: not idle
+  await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(busy, ['slow', 'a', 'b', 'immediate', 'c']);
 });

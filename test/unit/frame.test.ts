@@ -1,5 +1,5 @@
 // WAL frame codec (src/wal/frame.ts, src/wal/format.ts): round trips of every encoder, and the
-// invariant that torn or damaged bytes never decode as data (DESIGN 2.2, section 8 items 2 and 9):
+// invariant that torn or damaged bytes never decode as data (docs/FORMAT.md "Frames"; docs/ARCHITECTURE.md "Invariants" 2 and 9):
 // a frame probes ok only when its length, type, version and CRC all hold, so a flipped bit, a
 // truncation or an overwritten range yields "no frame here", never different content.
 import { test } from 'node:test';

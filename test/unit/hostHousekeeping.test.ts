@@ -1,4 +1,4 @@
-// Issue 15, at the host level: a worker's running total of live bytes (G15 max_total_bytes,
+// Many topics (docs/ARCHITECTURE.md), at the host level: a worker's running total of live bytes (docs/API.md "Limits" max_total_bytes,
 // ActorHost.liveBytes) always equals the sum over its topics, and a worker holds an actor only
 // for a live topic once every request has been answered (requests on absent names and deleted
 // topics leave nothing behind). Random programs of puts (caps, TTL, durability), appends, record

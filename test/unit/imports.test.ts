@@ -1,4 +1,4 @@
-// No import cycles under src/ (STYLE "No cycles, no reaching in"), type-only imports included:
+// No import cycles under src/ (docs/ARCHITECTURE.md "Code map"), type-only imports included:
 // a cycle is a seam in the wrong place even when the compiler erases it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

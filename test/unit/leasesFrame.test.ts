@@ -1,4 +1,4 @@
-// The LEASES frame codec (src/wal/leasesFrame.ts; docs/FORMAT.md, DESIGN 2.2 frame type 9,
+// The LEASES frame codec (src/wal/leasesFrame.ts; docs/FORMAT.md "Frames" frame type 9,
 // docs/QUEUES.md "Durability and restarts"):
 // - encodeLeases / decodeLeases round-trip every event kind (claimed, extended, released) with
 //   and without the /work flag, nodes with multi-byte UTF-8 and the empty node, and the extreme
@@ -8,7 +8,7 @@
 //   type LEASES, the topic id and an 8-byte aligned size;
 // - a body cut short (every shorter length, as a frame view and as a re-sealed frame with a valid
 //   CRC) makes decodeLeases throw, never return fewer or different events;
-// - probeFrame refuses a LEASES frame with any single flipped byte (CRC, DESIGN 8 item 9).
+// - probeFrame refuses a LEASES frame with any single flipped byte (CRC, docs/ARCHITECTURE.md "Invariants" item 9).
 // That `spool wal-dump` names the LEASES events a real server wrote: test/cli/walDump.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

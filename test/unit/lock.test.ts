@@ -1,4 +1,4 @@
-// Single-writer guard of a data directory (src/storage/lock.ts, DESIGN 2.1): LOCK holds
+// Single-writer guard of a data directory (src/storage/lock.ts, docs/ARCHITECTURE.md "Other decisions"): LOCK holds
 // "pid start-ms"; a lock naming a dead process is taken over, one naming a live process refuses
 // with DataDirLockedError, and release removes only our own lock.
 import { after, test } from 'node:test';

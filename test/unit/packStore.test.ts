@@ -16,7 +16,8 @@ import { isDiskFull } from '../../src/storage/fs.js';
 import { PackStore } from '../../src/storage/packStore.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
 import { packsDir } from '../../src/storage/layout.js';
-import { listPacks, PackCorruptionError, readPack } from '../../src/storage/packScan.js';
+import { listPacks, readPack } from '../../src/storage/packScan.js';
+import { CorruptionError } from '../../src/core/corruption.js';
 import { forEachFrame } from '../../src/storage/segmentLoad.js';
 import { encodeAppend } from '../../src/wal/frame.js';
 import { FaultFs } from '../support/faultFs.js';
@@ -278,7 +279,7 @@ describe('pack scan', () => {
     fsx.writeSync(f, Buffer.from([0xff]), 30); // inside the first frame's body
     fsx.closeSync(f);
     const listed = listPacks(fsx.readdirSync(packsDir(DATA)));
-    await assert.rejects(readPack(fsx, DATA, listed[0]!, true), PackCorruptionError);
+    await assert.rejects(readPack(fsx, DATA, listed[0]!, true), CorruptionError);
     assert.equal(fsx.readFileSync(sealed).length, bytes.length);
   });
 });

@@ -1,4 +1,4 @@
-// PressureMonitor (RESOLVED G16): pressure follows any worker's loop utilisation or delay, the
+// PressureMonitor (docs/ARCHITECTURE.md "Admission"): pressure follows any worker's loop utilisation or delay, the
 // WAL queue depth, or the force hook; relief is announced once; the report carries thresholds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

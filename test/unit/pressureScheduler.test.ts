@@ -1,4 +1,4 @@
-// The pure pressure scheduler and priority book (RESOLVED G1, G16): run at once without
+// The pure pressure scheduler and priority book (docs/API.md "GET /v0/topics/:topic"; docs/ARCHITECTURE.md "Admission"): run at once without
 // pressure; under pressure highest score first with aging (a low priority is slowed, never
 // starved), the inflight bound, shedding at the park bound and lowest-first when the park is
 // full; unbounded (disable_backpressure) waiters are never shed.
@@ -80,7 +80,7 @@ test('a full park sheds the lowest score first, the newcomer when it is the lowe
   assert.deepEqual(s.dispatch(false).map((w) => w.payload), ['top', 'high', 'mid', 'unbounded'], 'pressure gone: all run');
 });
 
-test('priority book: manual, auto from recency (G1 formula), 0 otherwise', () => {
+test('priority book: manual, auto from recency (docs/API.md "GET /v0/topics/:topic" formula), 0 otherwise', () => {
   const b = new PriorityBook(100);
   assert.equal(b.effective('t', 0), 0);
   b.consumed('t', 1000);

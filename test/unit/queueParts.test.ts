@@ -1,5 +1,5 @@
-// Unit tests of the queue's building blocks (DESIGN 4; docs/QUEUES.md "Job states",
-// "Dead-lettering", "Requests" on claim_jitter_ms; SPEC 3.1, 4.10):
+// Unit tests of the queue's building blocks (docs/ARCHITECTURE.md "Queues"; docs/QUEUES.md "Job states",
+// "Dead-lettering", "Requests" on claim_jitter_ms; docs/QUEUES.md "Job states"; docs/API.md "Queues"):
 // - shares() (src/actors/queue/claimPass.ts): everyone gets their want when there are enough;
 //   otherwise a largest-remainder split of n in proportion to the wants, never above a want,
 //   summing to n (fast-check property with an exact integer oracle), ties to the earlier claimer;

@@ -1,13 +1,16 @@
-// The direct send of small JSON replies (src/http/rawReply.ts) against Fastify's own send path,
+// The direct send of JSON replies (src/http/rawReply.ts) against Fastify's own send path,
 // through inject(): the same status, body and headers (the reply's own, the request id, the
-// Warning for ignored fields, Connection: close while draining), and replies from the compress
-// threshold on left to Fastify, which gzips them for a client that accepts it.
+// Warning for ignored fields, Connection: close while draining); replies from the compress
+// threshold on left to Fastify, which gzips them for a client that accepts it, and sent directly
+// to a client that accepts no encoding.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import Fastify from 'fastify';
 import compress from '@fastify/compress';
-import { COMPRESS_THRESHOLD_BYTES, sendSmallJson } from '../../src/http/rawReply.js';
+import { COMPRESS_THRESHOLD_BYTES, sendDirectJson } from '../../src/http/rawReply.js';
 import { setCommonHeaders, watchDraining } from '../../src/http/responseHeaders.js';
+
+let sentDirect: boolean[] = [];
 
 async function app() {
   const a = Fastify({ genReqId: (req) => String(req.headers['x-request-id'] ?? 'none') });
@@ -21,7 +24,9 @@ async function app() {
     req.unknownFields = ['extra'];
     reply.header('retry-after', '1');
     const body = Buffer.from(JSON.stringify({ pad: 'x'.repeat(size) }));
-    if (direct && sendSmallJson(req, reply, 201, body)) return reply;
+    const sent = direct && sendDirectJson(req, reply, 201, body);
+    sentDirect.push(sent);
+    if (sent) return reply;
     return reply.code(201).header('content-type', 'application/json; charset=utf-8').send(body);
   };
   a.get('/direct', answer(true));
@@ -62,6 +67,28 @@ test('a reply from the compress threshold on is left to Fastify and gzipped for 
     assert.equal(big.headers['content-encoding'], 'gzip');
     const small = await a.inject({ url: '/direct?size=10', headers: { 'accept-encoding': 'gzip' } });
     assert.equal(small.headers['content-encoding'], undefined);
+  } finally {
+    await a.close();
+  }
+});
+
+test('a big reply to a client that accepts no encoding is sent directly, as Fastify would send it', async () => {
+  const a = await app();
+  try {
+    const size = 4 * COMPRESS_THRESHOLD_BYTES;
+    for (const headers of [{ 'x-request-id': 'r-2' }, { 'x-request-id': 'r-2', 'accept-encoding': 'gzip', 'x-no-compression': '1' }]) {
+      sentDirect = [];
+      const d = await a.inject({ url: `/direct?size=${size}`, headers });
+      const f = await a.inject({ url: `/fastify?size=${size}`, headers });
+      assert.deepEqual(sentDirect, [true, false], JSON.stringify(headers));
+      assert.equal(d.statusCode, 201);
+      assert.equal(d.body, f.body);
+      assert.equal(d.headers['content-encoding'], undefined);
+      assert.deepEqual(same(d.headers), same(f.headers));
+    }
+    sentDirect = [];
+    await a.inject({ url: `/direct?size=${size}`, headers: { 'accept-encoding': 'gzip' } });
+    assert.deepEqual(sentDirect, [false], 'a client that accepts gzip gets it from Fastify');
   } finally {
     await a.close();
   }

@@ -1,5 +1,5 @@
-// Property test of retention (DESIGN 3.2-3.4, 8.4, 8.5; SPEC 2.3, 2.8, 4.1 rule 3, 4.2 rules 2-4,
-// 4.9; RESOLVED G1, G13, G14, 4.2) against a small model, driven through SimActor (an in-process
+// Property test of retention (docs/ARCHITECTURE.md "Watermarks", "Retention", "Invariants"; docs/API.md
+// "PUT /v0/topics/:topic", "Diff", "Record delete", "Errors") against a small model, driven through SimActor (an in-process
 // TopicActor with a manual clock; `memory` durability, every frame acked after every step).
 //
 // Random programs of: appends (random tags from a small set, random data sizes, sometimes
@@ -21,10 +21,10 @@
 //   the live records, so the order in which an implementation applies them does not change the
 //   observed live set. To keep "which ttl applies" unambiguous, every PUT is preceded by a GET
 //   state (TTL judged with the old config at that instant), as a client would observe it.
-// - Tombstone reasons are best-effort (SPEC 2.8): only checked to be cap|ttl|mixed, `cap` when
+// - Tombstone reasons are best-effort (docs/API.md "Diff"): only checked to be cap|ttl|mixed, `cap` when
 //   no ttl was ever set on the instance and `ttl` when no cap was ever set.
 // - missed_estimate is approximate: checked to be an integer in [0, gap size].
-// - A cap tightened by PUT evicts at once whatever `discard` is (G5: "makes existing records
+// - A cap tightened by PUT evicts at once whatever `discard` is (docs/API.md "PUT /v0/topics/:topic": "makes existing records
 //   eligible for eviction at once").
 // Seed: fast-check prints it on failure; rerun with RETENTION_MODEL_SEED=<seed> (and
 // RETENTION_MODEL_PATH=<path> to replay the shrunk case). RETENTION_MODEL_RUNS sets the runs.
@@ -287,7 +287,7 @@ function checkedDiff(x: Ctx, cursor: number, limit: number): any {
     bump(`tombstone ${tb.reason}`);
     if (tomb.recreated) {
       assert.equal(tb.reason, 'recreated', `${w}: reason`);
-      assert.equal(tb.missed_estimate, size, `${w}: recreated missed_estimate (RESOLVED 4.2)`);
+      assert.equal(tb.missed_estimate, size, `${w}: recreated missed_estimate (docs/API.md "Diff")`);
     } else {
       assert.ok(['cap', 'ttl', 'mixed'].includes(tb.reason), `${w}: reason ${tb.reason}`);
       if (!m.everTtl) assert.equal(tb.reason, 'cap', `${w}: only caps ever removed records`);
@@ -327,7 +327,7 @@ function checkedDiff(x: Ctx, cursor: number, limit: number): any {
 }
 
 /**
- * The invariants of DESIGN 8.4/8.5 on the pages of one read from `cursor`, independent of the
+ * The invariants of docs/ARCHITECTURE.md "Invariants" on the pages of one read from `cursor`, independent of the
  * exact-model comparison above: every seq in (cursor, last next_from_seq] is delivered, inside
  * the tombstone range or user-deleted; evicted/expired seqs there are inside the tombstone
  * range; a tombstone is never purely over user-deleted seqs; earliest_seq <= first delivered.
@@ -516,7 +516,7 @@ function runOp(x: Ctx, op: Op): void {
         return;
       }
       if (op.ifEmpty) {
-        m.applyTtl(sim.now); // G13: TTL expiry and eviction apply first
+        m.applyTtl(sim.now); // docs/API.md "DELETE /v0/topics/:topic": TTL expiry and eviction apply first
         if (m.count() > 0) {
           bump('topic_not_empty');
           const d = expectError(x, r, 'topic_not_empty', 409);

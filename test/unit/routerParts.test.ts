@@ -1,4 +1,4 @@
-// Unit tests of the router parts (DESIGN 5): the graph rules (G14 cycle path, fan-in, upstream
+// Unit tests of the router parts (docs/ARCHITECTURE.md "Routers"): the graph rules (docs/API.md "Routers" cycle path, fan-in, upstream
 // drain order), the filter (delete match language), provenance runs and trim markers, the
 // applied table, the APPEND frame's forward header round trip, and the copy body's bytes
 // (stored texts concatenated, `_spool_router` last in meta, preserve_* honoured).
@@ -15,7 +15,7 @@ import type { RouterDef } from '../../src/core/messages/router.js';
 
 const e = (name: string, source: string, dest: string): Edge => ({ name, source, dest });
 
-test('cycle path: the new source, then the shortest path from its dest back to it (G14 example)', () => {
+test('cycle path: the new source, then the shortest path from its dest back to it (docs/API.md "Routers" example)', () => {
   const edges = [e('r1', 'a', 'b'), e('r2', 'b', 'c')];
   assert.deepEqual(cycleThrough(edges, 'c', 'a'), ['c', 'a', 'b', 'c']);
   assert.deepEqual(cycleThrough(edges, 'b', 'a'), ['b', 'a', 'b']);

@@ -1,4 +1,4 @@
-// SleepingLines (issue 15): a checkpoint joins the lines it kept of unchanged blocks of sleeping
+// SleepingLines (docs/ARCHITECTURE.md "Dormant topics"): a checkpoint joins the lines it kept of unchanged blocks of sleeping
 // rows and encodes the changed blocks. The property: after any puts, takes, pads and touches,
 // with or without changes while a checkpoint is under way, a checkpoint with nothing changing
 // meanwhile writes exactly the bytes a fresh encoding of every row gives, and every kept entry of

@@ -1,4 +1,4 @@
-// Metadata snapshots (src/storage/snapshot.ts, DESIGN 2.5): the header + CRC'd JSON codec, the
+// Metadata snapshots (src/storage/snapshot.ts, docs/ARCHITECTURE.md "Checkpoints and recovery"): the header + CRC'd JSON codec, the
 // fallback to the previous snapshot when the newest is damaged, and retention of the two newest.
 import { after, test } from 'node:test';
 import { nodeFs } from '../../src/storage/fs.js';
@@ -166,7 +166,7 @@ test('loadNewestSnapshot: no meta dir or no snapshots gives undefined; temp and 
   );
 });
 
-/** A v2 snapshot of two workers' sections (the server's format since issue 15's lazy recovery). */
+/** A v2 snapshot of two workers' sections (the server's format since lazy recovery, docs/ARCHITECTURE.md "Lazy recovery"). */
 function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   const disk = config({ durability: 'disk' });
   // Recency clocks are not persisted: they come back null whatever they were.

@@ -44,7 +44,7 @@ test('frames of one turn count against the WAL credit before the turn is submitt
   }
 });
 
-test('appends waiting for credit are redelivered highest effective priority first (G16)', async () => {
+test('appends waiting for credit are redelivered highest effective priority first (docs/ARCHITECTURE.md "Admission")', async () => {
   const ch = new MessageChannel();
   const order: number[] = [];
   const link = new WalLink(ch.port1, 1000, { ...host, redeliver: (reqId) => void order.push(reqId) });

@@ -1,4 +1,4 @@
-// Recovery scan of the WAL (src/wal/scan.ts, DESIGN 2.3): crafted WAL directories with clean
+// Recovery scan of the WAL (src/wal/scan.ts, docs/ARCHITECTURE.md "Checkpoints and recovery"): crafted WAL directories with clean
 // logs, torn tails, garbage before a valid frame in the last file (quarantined, treated as torn),
 // and mid-log corruption (a bad frame in a file followed by a later file with valid frames:
 // refuse to start, or keep the prefix with truncateOnCorruption). Scans are idempotent.
@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { scanWal, WalCorruptionError, type ScanSink, type ScanResult } from '../../src/wal/scan.js';
+import { scanWal, type ScanSink, type ScanResult } from '../../src/wal/scan.js';
+import { CorruptionError } from '../../src/core/corruption.js';
 import { createWalFile, encodeWalHeader } from '../../src/wal/files.js';
 import { encodeAppend, encodeJsonFrame, encodeSeqReserve, probeFrame, readAppendHead, type AppendRecordInput, type FrameView } from '../../src/wal/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
@@ -256,7 +257,7 @@ test('a zero gap followed by a valid frame in the last file is also quarantined,
   assert.equal(size(p), WAL_HEADER_BYTES + sum(before));
 });
 
-test('a bad frame in a non-last file while a later file holds valid frames: WalCorruptionError naming file and offset', async () => {
+test('a bad frame in a non-last file while a later file holds valid frames: CorruptionError naming file and offset', async () => {
   const dir = tmp();
   const pre = [bootFrame(1), createFrame(), appendFrame(1)];
   const bad = appendFrame(4, 3);
@@ -270,7 +271,7 @@ test('a bad frame in a non-last file while a later file holds valid frames: WalC
   const sizes = [size(p1), size(p2), size(p3)];
   const badOff = WAL_HEADER_BYTES + sum(pre);
   await assert.rejects(scan(dir), (err: unknown) => {
-    assert.ok(err instanceof WalCorruptionError, `got ${String(err)}`);
+    assert.ok(err instanceof CorruptionError, `got ${String(err)}`);
     assert.ok(err.message.includes(p1), `message names the file: ${err.message}`);
     assert.ok(err.message.includes(String(badOff)), `message names the offset ${badOff}: ${err.message}`);
     assert.match(err.message, /SERVICE_RECOVERY_TRUNCATE/);
@@ -335,10 +336,10 @@ test('a torn tail followed by a later file holding anything but zeros after its 
   const dir = tmp();
   writeWal(dir, 1, [bootFrame(1), createFrame(), appendFrame(1).subarray(0, 40)]);
   writeWal(dir, 2, [Buffer.alloc(64), Buffer.from([1]), Buffer.alloc(64)]);
-  await assert.rejects(scan(dir), WalCorruptionError);
+  await assert.rejects(scan(dir), CorruptionError);
 });
 
-test('a damaged header in a non-last file: WalCorruptionError; with truncateOnCorruption the prefix is kept and later files removed', async () => {
+test('a damaged header in a non-last file: CorruptionError; with truncateOnCorruption the prefix is kept and later files removed', async () => {
   const dir = tmp();
   const f1 = [bootFrame(1), createFrame(), appendFrame(1)];
   writeWal(dir, 1, f1);
@@ -347,7 +348,7 @@ test('a damaged header in a non-last file: WalCorruptionError; with truncateOnCo
   const b = fs.readFileSync(p2);
   b[3] = b[3]! ^ 0xff; // bad magic
   fs.writeFileSync(p2, b);
-  await assert.rejects(scan(dir), (err: unknown) => err instanceof WalCorruptionError && err.message.includes(p2));
+  await assert.rejects(scan(dir), (err: unknown) => err instanceof CorruptionError && err.message.includes(p2));
   const { res } = await scan(dir, { truncate: true });
   assert.equal(res.frames, f1.length);
   // Everything from the damaged file on is dropped, so that frames written after this boot (in
@@ -486,7 +487,7 @@ test('a bad frame followed by frames in a later file is still corruption when a 
   fs.writeFileSync(p1, b);
   writePrepared(dir, 2);
   writeWal(dir, 3, [bootFrame(2), appendFrame(4, 2)]);
-  await assert.rejects(scan(dir), (err: unknown) => err instanceof WalCorruptionError);
+  await assert.rejects(scan(dir), (err: unknown) => err instanceof CorruptionError);
 });
 
 test('the window size changes nothing: every frame delivered the same, from any window', async () => {

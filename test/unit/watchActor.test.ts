@@ -1,4 +1,4 @@
-// The topic actor's side of watch (DESIGN 6): what it publishes when records become visible or
+// The topic actor's side of watch (docs/ARCHITECTURE.md "Watch streams"): what it publishes when records become visible or
 // durable or the topic is deleted, and what a watch pull (`watchRead`) answers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The composite watch cursor (RESOLVED G12, G4): encoding, strict decoding and the round trip.
+// The composite watch cursor (docs/API.md "Watch frames", "POST /v0/watch"): encoding, strict decoding and the round trip.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor } from '../../src/watch/cursor.js';
 
 const b64u = (s: string) => Buffer.from(s, 'utf8').toString('base64url');
 
-test('encodeCursor: the G12 example, base64url without padding', () => {
+test('encodeCursor: the docs/API.md "Watch frames" example, base64url without padding', () => {
   const id = encodeCursor(['audit', 'jobs'], [75, 312]);
   assert.equal(id, 'eyJhdWRpdCI6NzUsImpvYnMiOjMxMn0');
   assert.equal(Buffer.from(id, 'base64url').toString('utf8'), '{"audit":75,"jobs":312}');
@@ -26,7 +26,7 @@ test('encodeCursor: compact JSON in the given (ascending) key order; empty map; 
   }
 });
 
-test('decodeCursor: the G12 example, with and without padding', () => {
+test('decodeCursor: the docs/API.md "Watch frames" example, with and without padding', () => {
   const want = new Map([
     ['audit', 75],
     ['jobs', 312],

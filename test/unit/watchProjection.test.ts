@@ -1,4 +1,4 @@
-// Push projection (DESIGN 6): the frames main assembles from a pushed batch's pieces must carry
+// Push projection (docs/ARCHITECTURE.md "Watch streams"): the frames main assembles from a pushed batch's pieces must carry
 // exactly the records a diff (and a watch pull) of the same range returns, split by limit and
 // byte budget, with a contiguous from_seq/to_seq chain; and the cache shares the bytes.
 import { test } from 'node:test';
@@ -60,7 +60,7 @@ function bodyText(body: { records: RecSpec[]; node?: string }): string {
   return `{"records":[${recs.join(',')}]${body.node !== undefined ? `,"node":${JSON.stringify(body.node)}` : ''}}`;
 }
 
-/** Payload bytes of a record (RESOLVED: stored data text plus stored meta text). */
+/** Payload bytes of a record (docs/API.md "PUT /v0/topics/:topic" cap_bytes: stored data text plus stored meta text). */
 function recordBytes(r: RecSpec): number {
   return Buffer.byteLength(JSON.stringify(r.data)) + (r.meta !== undefined ? Buffer.byteLength(JSON.stringify(r.meta)) : 0);
 }

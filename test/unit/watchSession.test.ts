@@ -1,4 +1,4 @@
-// Watch sessions (SPEC 2.6; RESOLVED G2, G12): the registry's idle GC and cap, wid format, and
+// Watch sessions (docs/API.md "Watch", "Watch frames"; docs/WATCH.md "Resume"): the registry's idle GC and cap, wid format, and
 // the session's cursor map (rewind only lowers; the frame id follows every change).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,7 +34,7 @@ test('wid: "wid_" + 22 base64url chars (16 random bytes), unique per session', (
   assert.equal(reg.get('wid_AAAAAAAAAAAAAAAAAAAAAA'), undefined);
 });
 
-test('create: names ascending, cursors parallel, frame id is the G12 encoding', () => {
+test('create: names ascending, cursors parallel, frame id is the docs/API.md "Watch frames" encoding', () => {
   const reg = new WatchRegistry(new FakeClock(), 1000, 0);
   const s = reg.create(OPTS, start([['jobs', 312], ['audit', 75], ['b', 0]]))!;
   assert.deepEqual(s.names, ['audit', 'b', 'jobs']);

@@ -1,4 +1,4 @@
-// ack, nack and extend (SPEC 3.1, 4.10; RESOLVED 4.5): each acts on a seq only if it is leased
+// ack, nack and extend (docs/QUEUES.md "Job states"; docs/API.md "Queues"): each acts on a seq only if it is leased
 // to the request's node and, when a non-empty `lease_ids` entry is given, only if that is the
 // current lease id (fencing: a stale worker can never act on a newer delivery); every other
 // seq is reported in `skipped`. Expiry is judged first (lazily), so an expired lease is no
@@ -7,7 +7,7 @@
 // Pure; effects go through the ActorCtx.
 import type { AckRequest, ExtendRequest, NackRequest, TermRequest } from '../../core/messages/rpc.js';
 import { walBehind } from '../../core/errors.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
+import { encodeJsonTextFrame } from '../../wal/frame.js';
 import { FrameType } from '../../wal/format.js';
 import type { LeaseEvent } from '../../wal/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
@@ -35,8 +35,8 @@ export function counters(inst: TopicInstance, q: QueueState): string {
 }
 
 export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: AckRequest): void {
-  // An ack writes a DELETE frame: refused on a full disk or past the WAL credit (G16, DESIGN
-  // 1.5), with nothing applied (the leases stay; the worker retries).
+  // An ack writes a DELETE frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md
+  // "Other decisions"), with nothing applied (the leases stay; the worker retries).
   if (inst.config.durability !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);
@@ -44,20 +44,24 @@ export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
   q.table.sweep(ctx.now);
   const acked: number[] = [];
   const skipped: number[] = [];
-  req.seqs.forEach((seq, i) => {
-    if (held(q, req, i) === undefined) return void skipped.push(seq);
-    q.table.unlease(seq);
-    acked.push(seq);
-  });
+  for (let i = 0; i < req.seqs.length; i++) {
+    const seq = req.seqs[i]!;
+    if (held(q, req, i) === undefined) skipped.push(seq);
+    else {
+      q.table.unlease(seq);
+      acked.push(seq);
+    }
+  }
   deleteSeqs(inst, acked);
   const cls = inst.config.durability;
   let frameNo = 0;
   if (acked.length > 0 && cls !== 'ephemeral') {
     frameNo = a.nextFrame();
-    ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { seqs: acked, reason: 'ack' }), cls === 'fsync');
+    // The text JSON.stringify gives for {seqs, reason: 'ack'}, written without building the object.
+    ctx.submit(frameNo, encodeJsonTextFrame(FrameType.DELETE, inst.id, `{"seqs":[${acked.join(',')}],"reason":"ack"}`), cls === 'fsync');
   }
   const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"acked":${acked.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`);
-  // The reply waits for the delete's ack point: a durable queue's ack is fsynced (SPEC 3.1).
+  // The reply waits for the delete's ack point: a durable queue's ack is fsynced (docs/QUEUES.md "Job states").
   a.gate(ctx, inst, { reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (c) => c.reply(reqId, body, frameNo || undefined));
   refill(a, ctx, inst, q);
 }
@@ -86,7 +90,7 @@ export function extend(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
   const events: LeaseEvent[] = [];
   const skipped: number[] = [];
   const deadlines = new Map<number, number>();
-  const deadlineMs = ctx.now + req.leaseMs; // sets, not adds (SPEC 3.1)
+  const deadlineMs = ctx.now + req.leaseMs; // sets, not adds (docs/QUEUES.md "Job states")
   req.seqs.forEach((seq, i) => {
     const lease = held(q, req, i);
     // A seq named twice is acted on once, as in ack and nack.

@@ -1,4 +1,4 @@
-// One claim pass (DESIGN 4): for one claimer or a whole jitter cohort, in one step.
+// One claim pass (docs/ARCHITECTURE.md "Queues"): for one claimer or a whole jitter cohort, in one step.
 // 1. lazy expiry (sweep); 2. the available jobs: the reclaim freelist first, then fresh jobs by
 // the claim cursor; a job due for its (max_deliveries + 1)-th delivery goes to the dead-letter
 // topic instead; 3. the jobs are dealt round-robin in proportion to each claimer's want;
@@ -62,7 +62,7 @@ function deal(jobs: readonly number[], share: readonly number[]): number[][] {
     left[i % left.length]!--;
     i++;
   }
-  // Replies list jobs ascending by $seq (SPEC 4.10), reclaimed and fresh ones alike.
+  // Replies list jobs ascending by $seq (docs/API.md "Queues"), reclaimed and fresh ones alike.
   for (const g of given) g.sort((x, y) => x - y);
   return given;
 }
@@ -71,18 +71,40 @@ function isLive(inst: TopicInstance, seq: number): boolean {
   return seq <= inst.head && inst.index.state(seq) === SlotState.LIVE;
 }
 
-/** The next claimable job: the reclaim freelist first, then fresh jobs past the claim cursor. */
-function nextAvailable(inst: TopicInstance, q: QueueState): number | undefined {
+/**
+ * Up to `total` claimable jobs for a pass, and the jobs due for the dead-letter topic met on the
+ * way (marked in transit): the reclaim freelist first, then fresh jobs past the claim cursor.
+ * After a restart the claim cursor starts below jobs that are also on the freelist, and the
+ * freelist may name a job twice: a job is taken once per pass, whichever way it is found first.
+ * Fresh jobs come in ascending order and the freelist, once empty, stays so for the pass: only a
+ * pass that took from the freelist keeps a set of what it took.
+ */
+function takeJobs(inst: TopicInstance, q: QueueState, total: number): { jobs: number[]; deadLetter: number[] } {
   const t = q.table;
-  const reclaimed = t.popReclaim((s) => isLive(inst, s));
-  if (reclaimed !== undefined) return reclaimed;
+  const jobs: number[] = [];
+  const deadLetter: number[] = [];
+  const take = (seq: number): void => {
+    if (!dueForDeadLetter(inst, q, seq)) return void jobs.push(seq);
+    t.inTransit.add(seq);
+    deadLetter.push(seq);
+  };
+  let taken: Set<number> | undefined;
+  const live = (s: number) => isLive(inst, s);
+  while (jobs.length < total) {
+    const seq = t.popReclaim(live);
+    if (seq === undefined) break;
+    taken ??= new Set();
+    if (taken.has(seq)) continue;
+    taken.add(seq);
+    take(seq);
+  }
   // Everything below the first live job is gone: no need to step over it slot by slot.
   t.claimCursor = Math.max(t.claimCursor, inst.earliest() - 1);
-  while (t.claimCursor < inst.head) {
+  while (jobs.length < total && t.claimCursor < inst.head) {
     const s = ++t.claimCursor;
-    if (inst.index.state(s) === SlotState.LIVE && t.isClaimable(s)) return s;
+    if (inst.index.state(s) === SlotState.LIVE && t.isClaimable(s) && !taken?.has(s)) take(s);
   }
-  return undefined;
+  return { jobs, deadLetter };
 }
 
 function dueForDeadLetter(inst: TopicInstance, q: QueueState, seq: number): boolean {
@@ -123,45 +145,36 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
   q.table.sweep(ctx.now); // lazy expiry: what passed its deadline is ready again
   const wants = claimers.map((c) => wantOf(q, c));
   const total = wants.reduce((s, w) => s + w, 0);
-  const jobs: number[] = [];
-  const deadLetter: number[] = [];
-  // After a restart the claim cursor starts below jobs that are also on the reclaim freelist:
-  // a job is taken once per pass, whichever way it is found first.
-  const taken = new Set<number>();
-  while (jobs.length < total) {
-    const seq = nextAvailable(inst, q);
-    if (seq === undefined) break;
-    if (taken.has(seq)) continue;
-    taken.add(seq);
-    if (dueForDeadLetter(inst, q, seq)) {
-      q.table.inTransit.add(seq);
-      deadLetter.push(seq);
-      continue;
-    }
-    jobs.push(seq);
-  }
+  const { jobs, deadLetter } = takeJobs(inst, q, total);
   const dealt = deal(jobs, shares(wants, jobs.length));
   // A blocking claim that got nothing waits for jobs instead of answering (waitingClaims.ts).
   const waits = (c: Claimer, i: number) => c.kind === 'poll' && c.waitUntilMs > ctx.now && dealt[i]!.length === 0;
-  claimers.forEach((c, i) => {
-    if (waits(c, i)) park(a, ctx, q, c as PollClaimer);
-  });
-  const given = dealt.filter((_, i) => !waits(claimers[i]!, i));
-  claimers = claimers.filter((c, i) => !waits(c, i));
+  let given = dealt;
+  if (claimers.some(waits)) {
+    claimers.forEach((c, i) => {
+      if (waits(c, i)) park(a, ctx, q, c as PollClaimer);
+    });
+    given = dealt.filter((_, i) => !waits(claimers[i]!, i));
+    claimers = claimers.filter((c, i) => !waits(c, i));
+  }
   const events: LeaseEvent[] = [];
   const epoch = jobs.length > 0 ? ctx.bootEpoch() : 0;
-  claimers.forEach((c, i) => {
+  for (let i = 0; i < claimers.length; i++) {
+    const c = claimers[i]!;
+    const node = nodeOf(c);
+    const leaseMs = leaseMsOf(c);
+    const connId = c.kind === 'work' ? c.conn.connId : 0;
     for (const seq of given[i]!) {
-      const lease = newLease(a, ctx, epoch, nodeOf(c), leaseMsOf(c), c.kind === 'work' ? c.conn.connId : 0);
+      const lease = newLease(a, ctx, epoch, node, leaseMs, connId);
       const deliveries = (q.table.deliveries.get(seq) ?? 0) + 1;
       q.table.deliveries.set(seq, deliveries);
       q.table.lease(seq, lease);
       events.push(claimedEvent(seq, lease, deliveries));
     }
-  });
+  }
   const pass: ParkedPass = { claimers, given, deadLetter, leasesFrameNo: logLeases(a, ctx, inst, events) };
-  const cold = [...jobs, ...deadLetter].filter((s) => inst.index.text(s) === undefined);
-  if (cold.length > 0) return parkForTexts(a, ctx, inst, q, pass, cold);
+  const isCold = (s: number) => inst.index.text(s) === undefined;
+  if (jobs.some(isCold) || deadLetter.some(isCold)) return parkForTexts(a, ctx, inst, q, pass, [...jobs, ...deadLetter].filter(isCold));
   finishPass(a, ctx, inst, q, pass);
 }
 

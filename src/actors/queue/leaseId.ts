@@ -1,4 +1,4 @@
-// Lease ids (DESIGN 4): `lease_` + 24 lowercase hex digits: the boot epoch (24 bits), a per-actor
+// Lease ids (docs/ARCHITECTURE.md "Queues"): `lease_` + 24 lowercase hex digits: the boot epoch (24 bits), a per-actor
 // counter (40 bits) and 32 bits from the actor's seeded RNG. Uniqueness comes from the epoch and
 // the counter (a restart always has a new epoch); the RNG only makes ids hard to guess. Pure.
 
@@ -8,16 +8,21 @@ export interface LeaseIdParts {
   rand: number;
 }
 
-const EPOCH_MASK = 0xff_ffff;
-const NO_LIMIT = 2 ** 40;
+const TWO_32 = 2 ** 32;
 
-function hex(v: number, digits: number): string {
-  return v.toString(16).padStart(digits, '0');
+/** Two hex digits of each byte value: an id is 12 lookups, not three toString(16) + padStart. */
+const HEX2 = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
+
+/** The 8 hex digits of a 32-bit value. */
+function hex32(v: number): string {
+  return HEX2[v >>> 24]! + HEX2[(v >>> 16) & 0xff]! + HEX2[(v >>> 8) & 0xff]! + HEX2[v & 0xff]!;
 }
 
 export function leaseIdOf(epoch: number, no: number, rand: number): string {
-  return `lease_${hex(epoch & EPOCH_MASK, 6)}${hex(no % NO_LIMIT, 10)}${hex(rand >>> 0, 8)}`;
+  // epoch: its low 24 bits; counter: its low 40 bits (no mod 2^40), as a high byte and a low word.
+  const noHigh = Math.floor(no / TWO_32) & 0xff;
+  return 'lease_' + HEX2[(epoch >>> 16) & 0xff]! + HEX2[(epoch >>> 8) & 0xff]! + HEX2[epoch & 0xff]! + HEX2[noHigh]! + hex32(no >>> 0) + hex32(rand >>> 0);
 }
 
-/** The syntax RESOLVED 4.5 accepts in `lease_ids` ("" means no token, checked by the caller). */
+/** The syntax docs/API.md "Queues" accepts in `lease_ids` ("" means no token, checked by the caller). */
 export const LEASE_ID_SYNTAX = /^lease_[0-9a-f]+$/;

@@ -1,4 +1,4 @@
-// LeaseTable: the live lease projection of one queue instance (DESIGN 4, SPEC 3.1), next to its
+// LeaseTable: the live lease projection of one queue instance (docs/ARCHITECTURE.md "Queues"; docs/QUEUES.md "Job states"), next to its
 // jobs log (the topic's SeqIndex). It holds the active leases, the reclaim freelist (expired
 // leases and elapsed nack delays, served in seq order before fresh jobs), nack delays, delivery
 // counts, jobs on their way to the dead-letter topic and the fresh-job claim cursor.
@@ -64,8 +64,9 @@ export class LeaseTable {
   }
 
   lease(seq: number, lease: Lease): void {
-    // One live lease per job (DESIGN 8.12): callers unlease or only lease claimable jobs.
-    assert.ok(!this.active.has(seq), `job ${seq} leased twice`);
+    // One live lease per job (docs/ARCHITECTURE.md "Invariants"): callers unlease or only lease claimable jobs.
+    // The message is built only on failure (a template argument costs a string per lease).
+    if (this.active.has(seq)) assert.fail(`job ${seq} leased twice`);
     this.active.set(seq, lease);
     this.pushDeadline({ at: lease.deadlineMs, seq, lease });
     if (lease.connId !== 0) {

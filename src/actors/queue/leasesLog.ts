@@ -1,4 +1,4 @@
-// The leases log of a queue (SPEC 2.7, DESIGN 2.2/4): lifecycle events become one LEASES frame
+// The leases log of a queue (docs/FORMAT.md "LEASES body"; docs/ARCHITECTURE.md "Queues"): lifecycle events become one LEASES frame
 // per pass (durable iff `leases_durable`), and recovery rebuilds the lease projection from the
 // snapshot's queue part plus the replayed frames. Leases delivered on `/work` streams are not
 // restored (their sockets are gone), so those jobs are ready at once after a restart.
@@ -14,6 +14,7 @@ import { leaseIdOf } from './leaseId.js';
 import type { Lease, LeaseTable } from './leaseTable.js';
 import type { QueueState } from './queueState.js';
 import { loadRedrivePending, redrivePendingPart, type RedrivePendingPart } from './redriveHeader.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export function claimedEvent(seq: number, lease: Lease, deliveries: number): LeaseEvent {
   return { kind: LeaseEventKind.CLAIMED, seq, atMs: lease.deadlineMs, deliveries, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: lease.node };
@@ -65,7 +66,7 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
         break;
       }
       default:
-        throw new Error(`unknown lease event kind ${e.kind}`);
+        throw new InvariantError(`unknown lease event kind ${e.kind}`);
     }
   }
 }

@@ -1,4 +1,4 @@
-// The queue side of one queue topic instance (DESIGN 4): its lease table, its `/work`
+// The queue side of one queue topic instance (docs/ARCHITECTURE.md "Queues"): its lease table, its `/work`
 // connections, the claim cohort waiting for a jitter window, claim passes waiting for cold
 // texts, and dead-letter moves in flight. Created with the instance when its type is `queue`.
 // Pure data; the operations are in the sibling modules.
@@ -175,7 +175,8 @@ export class QueueState {
     const t = this.table;
     const ready = liveCount - t.active.size - t.delayed.size - t.inTransit.size;
     // The table holds only live jobs, in one state each: the counters can never go below 0.
-    assert.ok(ready >= 0, `queue counters disagree: ${liveCount} live, ${t.active.size} leased, ${t.delayed.size} delayed, ${t.inTransit.size} in transit`);
+    // The message is built only on failure: this runs for every claim and ack reply.
+    if (ready < 0) assert.fail(`queue counters disagree: ${liveCount} live, ${t.active.size} leased, ${t.delayed.size} delayed, ${t.inTransit.size} in transit`);
     return ready;
   }
 }

@@ -1,4 +1,4 @@
-// Entry points of the queue side of a topic actor (DESIGN 4): the queue requests (claim, ack,
+// Entry points of the queue side of a topic actor (docs/ARCHITECTURE.md "Queues"): the queue requests (claim, ack,
 // nack, extend, `/work` open/close/flow) and the hooks the topic side calls (jobs became visible,
 // a timer fired, segment bytes arrived, a peer answered, the instance is deleted, a sweep before
 // stats). Every route needs a live queue instance: absent is 404 topic_not_found, a log topic is
@@ -127,7 +127,7 @@ export function sweepQueue(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): vo
 
 /**
  * The instance was deleted: claims waiting for a jitter window or for cold texts answer 404,
- * and the returned function ends the `/work` streams (called when the delete is durable, G3).
+ * and the returned function ends the `/work` streams (called when the delete is durable, docs/API.md "Topic lifecycle").
  */
 export function dropQueue(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): ((c: ActorCtx) => void) | undefined {
   const q = inst.queue;

@@ -1,9 +1,10 @@
 // Rendering of leased jobs straight from stored bytes (no record is parsed or re-serialized):
-// claim reply bodies (SPEC 4.10) and whole SSE `job` frames for `/work` streams (SPEC 6.3), the
+// claim reply bodies (docs/API.md "Queues") and whole SSE `job` frames for `/work` streams (docs/API.md "Work frames"), the
 // latter rendered once in the actor so main only writes bytes. Pure.
 import type { TopicInstance } from '../topic/instance.js';
 import { renderRecordsArray, type RenderItem } from '../topic/render.js';
 import type { Lease } from './leaseTable.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export interface LeasedJob {
   seq: number;
@@ -65,6 +66,6 @@ export function renderJobFrames(inst: TopicInstance, jobs: readonly LeasedJob[])
     }
     p += out.write('}\n\n', p, 'latin1');
   });
-  if (p !== size) throw new Error(`job frame render size mismatch ${p} != ${size}`);
+  if (p !== size) throw new InvariantError(`job frame render size mismatch ${p} != ${size}`);
   return out;
 }

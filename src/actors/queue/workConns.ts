@@ -1,4 +1,4 @@
-// `/work` connections of a queue (SPEC 4.10, 6.3; DESIGN 4): the actor keeps each connection
+// `/work` connections of a queue (docs/API.md "Queues", "Work frames"; docs/ARCHITECTURE.md "Queues"): the actor keeps each connection
 // topped up to `max` leased jobs, pushing rendered `job` frames to main; it refills whenever jobs
 // or room may have appeared (new visible jobs, acks, nacks, releases, expiry), serving blocking
 // claims (waitingClaims.ts) in the same pass, and, when a connection or a claim waits for a
@@ -112,7 +112,7 @@ export function workFlow(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | unde
   ctx.reply(reqId, okJson(200, '{'));
 }
 
-/** The queue instance is gone (deleted): every stream ends with the terminal 409 frame (G11). */
+/** The queue instance is gone (deleted): every stream ends with the terminal 409 frame (docs/API.md "Error frames"). */
 export function endConns(ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
   for (const conn of q.conns.values()) {
     ctx.work({ k: 'end', connId: conn.connId, topic: inst.name, code: 409, error: 'not_a_queue', message: `${inst.name} was deleted or is no longer a queue` });

@@ -1,4 +1,4 @@
-// The dest side of routers (DESIGN 5): per router id, the highest source seq this topic holds
+// The dest side of routers (docs/ARCHITECTURE.md "Routers"): per router id, the highest source seq this topic holds
 // copies of (`srcLast`) and the router's forwarded total. Both ride in the forward header of
 // the copy batch's APPEND frame, so recovery re-derives them from the frames it replays (and
 // the snapshot), and a forwarder resuming after a crash continues exactly there: dedupe on

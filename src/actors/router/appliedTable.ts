@@ -1,5 +1,5 @@
 // Per router id, the highest source seq a dest topic holds copies of and the router's
-// forwarded total (DESIGN 5, dest side); see applied.ts. Plain data, no imports of topic state.
+// forwarded total (docs/ARCHITECTURE.md "Routers", dest side); see applied.ts. Plain data, no imports of topic state.
 
 export interface Applied {
   srcLast: number;

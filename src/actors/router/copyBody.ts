@@ -1,7 +1,7 @@
-// The append body of a router's copy batch (DESIGN 5): each record's stored bytes (data, meta,
+// The append body of a router's copy batch (docs/ARCHITECTURE.md "Routers"): each record's stored bytes (data, meta,
 // tag, node) concatenated, never re-serialized. `preserve_node`/`preserve_tag` false leave
 // those out; `exactly_once` copies get the reserved meta key `_spool_router` =
-// "<router>:<source topic id>:<source seq>" at the end of their meta (RESOLVED 4.6). Pure.
+// "<router>:<source topic id>:<source seq>" at the end of their meta (docs/API.md "Routers"). Pure.
 import type { RouterDef } from '../../core/messages/router.js';
 import type { RecordText } from '../topic/recordText.js';
 

@@ -1,4 +1,4 @@
-// Read-your-writes for routers (RESOLVED 4.6, DESIGN 5): before a diff, state read, watch pull
+// Read-your-writes for routers (docs/API.md "Routers"; docs/ARCHITECTURE.md "Routers"): before a diff, state read, watch pull
 // or router GET on a dest, main asks each upstream source's actor to drain. The answer waits
 // until every named forwarder has handled the source head as of the request, or is blocked
 // (backing off after a refusal), or is gone; it carries each router's figures. Pure.

@@ -1,4 +1,4 @@
-// A router's forward-time filter (SPEC 2.5): the tuple language of record delete (SPEC 4.9),
+// A router's forward-time filter (docs/API.md "Routers"): the tuple language of record delete (docs/API.md "Record delete"),
 // `[tag, Eq, v]` or `[tag, Glob, prefix*]`, parsed on main by the same `parseMatch`. A record
 // without a tag never matches; a null filter forwards everything. Pure.
 import type { TagMatch } from '../../core/messages/router.js';

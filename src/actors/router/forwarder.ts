@@ -1,4 +1,4 @@
-// The forwarder (DESIGN 5, source side): runs in the source topic's actor, one per router,
+// The forwarder (docs/ARCHITECTURE.md "Routers", source side): runs in the source topic's actor, one per router,
 // asynchronously and never on the source's ack path. It copies the visible records after its
 // cursor to the dest's actor as one append per batch (a peer request, on this worker or over a
 // peer port), at most one batch in flight per router, and moves its cursor only when the dest
@@ -20,7 +20,7 @@ import { settleDrains } from './drain.js';
 
 export const FORWARD_RECORDS_MAX = 1000;
 export const FORWARD_BYTES_MAX = 1024 * 1024;
-/** Loop prevention (DESIGN 5 layer 3): a copy travels at most this many routers. */
+/** Loop prevention (docs/ARCHITECTURE.md "Routers": the hop limit): a copy travels at most this many routers. */
 export const HOPS_MAX = 8;
 const RETRY_FIRST_MS = 50;
 const RETRY_MAX_MS = 2000;

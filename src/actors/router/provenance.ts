@@ -1,4 +1,4 @@
-// Provenance of forwarded records (DESIGN 5, loop prevention layer 3): the origin topic and hop
+// Provenance of forwarded records (docs/ARCHITECTURE.md "Routers": loop prevention by origin and hop count): the origin topic and hop
 // count of each copy a router wrote into this topic, kept as runs of consecutive seqs (a copy
 // batch is usually one run). A seq in no run was written here directly: origin is this topic,
 // 0 hops. Never on the wire; rebuilt at recovery from the APPEND frames' forward headers.
@@ -14,7 +14,7 @@ export class Provenance {
   private readonly origin: string[] = [];
   private readonly hops: number[] = [];
   /**
-   * Trim markers (SPEC 2.8 `source_trim`): seq of the marker record → source records lost before
+   * Trim markers (docs/API.md "Routers" `source_trim`): seq of the marker record → source records lost before
    * they were forwarded. Readers crossing a marker get a tombstone instead of the record.
    */
   readonly lost = new Map<number, number>();

@@ -1,4 +1,4 @@
-// Entry of the router requests a topic actor takes (DESIGN 5): `routerSet`/`routerRemove` from
+// Entry of the router requests a topic actor takes (docs/ARCHITECTURE.md "Routers"): `routerSet`/`routerRemove` from
 // main's RouterRegistry on a source topic, `routerDrain` (read-your-writes) on a source, and
 // `routerProbe` from a forwarder on a dest. Pure; effects go through the ActorCtx.
 import { assertNever, fail } from '../../core/errors.js';

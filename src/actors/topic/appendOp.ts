@@ -1,4 +1,4 @@
-// The append path of a TopicActor (SPEC 4.1): encode one APPEND frame per batch from the
+// The append path of a TopicActor (docs/API.md "Append"): encode one APPEND frame per batch from the
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
@@ -9,6 +9,7 @@ import { RecordText } from './recordText.js';
 import type { ForwardInfo } from '../../core/messages/router.js';
 import { applyForward, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../ctx.js';
+import { InvariantError } from '../../core/invariant.js';
 
 /** Where segments roll: SERVICE_SEGMENT_BYTES, and the pack threshold of the first (0: no packs). */
 export interface SegmentLimits {
@@ -165,7 +166,7 @@ export function activePlacement(inst: TopicInstance, frameLen: number): SegmentP
  */
 export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: number, keepText: boolean, frameLen?: number): number {
   const probe = probeFrame(buf, off, buf.length, false);
-  if (!probe.ok) throw new Error(`indexFrame: not a frame (${probe.reason})`);
+  if (!probe.ok) throw new InvariantError(`indexFrame: not a frame (${probe.reason})`);
   const head = readAppendHead(buf, probe.frame);
   let total = 0;
   forEachAppendRecord(buf, probe.frame, head, (i, r) => {

@@ -17,6 +17,7 @@
 // an earlier occurrence is still required to be well-formed JSON.
 import { fail } from '../../core/errors.js';
 import { collectUnknown, UNKNOWN_FIELDS_MAX } from '../../core/unknownFields.js';
+import { BATCH_RECORDS_MAX, BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, NODE_MAX_BYTES, nodeTooLongMessage } from '../../core/limits.js';
 import { CONFIG_FIELDS } from './config.js';
 import {
   JsonScanError,
@@ -71,13 +72,13 @@ export type ParseFailure = {
 };
 
 export const LIMITS = {
-  maxRecords: 10000,
+  maxRecords: BATCH_RECORDS_MAX,
   maxRecordBytes: 1048576,
   maxMetaBytes: 16384,
   maxMetaKeys: 64,
   maxTagBytes: 256,
-  maxNodeBytes: 128,
-  maxIdempotencyKeyChars: 256,
+  maxNodeBytes: NODE_MAX_BYTES,
+  maxIdempotencyKeyChars: IDEMPOTENCY_KEY_MAX_CHARS,
 } as const;
 
 /**
@@ -234,7 +235,7 @@ function finishRecord(body: Uint8Array, r: RecordScratch, index: number, allow: 
   if (r.nodeStart >= 0) {
     node = stringField(body, r.nodeStart, r.nodeEnd);
     if (node.bytes > LIMITS.maxNodeBytes)
-      return tooLarge(index, 'node_bytes', `records[${index}].node is longer than ${LIMITS.maxNodeBytes} bytes.`);
+      return tooLarge(index, 'node_bytes', nodeTooLongMessage(`records[${index}].node`));
   }
   let metaLen = -1;
   if (r.metaStart >= 0) {
@@ -410,7 +411,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
   if (!rs.isArray) return invalidField('records', 'records must be an array.');
   if (rs.count === 0) return invalidField('records', 'records must not be empty.');
   if (rs.count > LIMITS.maxRecords)
-    return fail('batch_too_large', `A batch may hold at most ${LIMITS.maxRecords} records.`, {
+    return fail('batch_too_large', BATCH_TOO_LARGE_MESSAGE, {
       count: rs.count,
       max: LIMITS.maxRecords,
     });
@@ -422,7 +423,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
     if (body[nodeS] !== QUOTE) return invalidField('node', 'node must be a string.');
     node = stringField(body, nodeS, nodeE);
     if (node.bytes > LIMITS.maxNodeBytes)
-      return fail('record_too_large', `node is longer than ${LIMITS.maxNodeBytes} bytes.`, { limit: 'node_bytes' });
+      return fail('record_too_large', nodeTooLongMessage(), { limit: 'node_bytes' });
   }
   let idempotencyKey: string | undefined;
   if (idemS >= 0) {
@@ -431,7 +432,7 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
     if (k.length > LIMITS.maxIdempotencyKeyChars)
       return invalidField(
         'idempotency_key',
-        `idempotency_key is longer than ${LIMITS.maxIdempotencyKeyChars} characters.`,
+        IDEMPOTENCY_KEY_TOO_LONG_MESSAGE,
       );
     if (k !== '') idempotencyKey = k;
   }

@@ -1,7 +1,7 @@
-// The append step of a topic actor (SPEC 4.1): parse the raw body, answer idempotent retries from
+// The append step of a topic actor (docs/API.md "Append"): parse the raw body, answer idempotent retries from
 // memory, create the topic lazily, check WAL credit and `discard: reject` caps, then encode one
 // APPEND frame and hold the reply until the batch reaches its class's ack point.
-// Checks follow RESOLVED 0.3: 404 and the 400 family before any 429 or 422; nothing is applied
+// Checks follow docs/API.md "Which error wins": 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
 import { fail, walBehind, type ErrorResult } from '../../core/errors.js';
 import type { AppendRequest, OkResult } from '../../core/messages/rpc.js';
@@ -28,7 +28,7 @@ function batchBytes(p: ParsedAppend): number {
   return n;
 }
 
-/** G14: a batch larger than a `discard: reject` cap on its own can never succeed: 400, not 422. */
+/** docs/API.md "Errors": a batch larger than a `discard: reject` cap on its own can never succeed: 400, not 422. */
 function batchExceedsRejectCap(c: TopicConfig, p: ParsedAppend): ErrorResult | undefined {
   if (c.discard !== 'reject') return undefined;
   if (c.cap_records > 0 && p.records.length > c.cap_records) return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
@@ -36,7 +36,7 @@ function batchExceedsRejectCap(c: TopicConfig, p: ParsedAppend): ErrorResult | u
   return undefined;
 }
 
-/** `discard: reject` (SPEC 4.1 rule 3): refuse before any seq is assigned, counting pending batches. */
+/** `discard: reject` (docs/API.md "PUT /v0/topics/:topic", "Errors"): refuse before any seq is assigned, counting pending batches. */
 function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, p: ParsedAppend): ErrorResult | undefined {
   const c = inst.config;
   if (c.discard !== 'reject' || (c.cap_records === 0 && c.cap_bytes === 0)) return undefined;
@@ -60,7 +60,7 @@ function appendJson(a: ActorCore, inst: TopicInstance, firstSeq: number, count: 
   return `{"topic":${JSON.stringify(a.name)},"first_seq":${firstSeq},"last_seq":${firstSeq + count - 1}${seqs},"head_seq":${inst.head},"count":${count},"created":${created},"deduped":${deduped}`;
 }
 
-/** G10: a `config.dead_letter` outside the key's allowlist is 403 naming it, right after the parse. */
+/** docs/API.md "Authentication": a `config.dead_letter` outside the key's allowlist is 403 naming it, right after the parse. */
 function deadLetterRefused(req: AppendRequest, p: ParsedAppend): ErrorResult | undefined {
   const cfg = p.config as { dead_letter?: unknown } | undefined;
   if (!req.auth || cfg === null || typeof cfg !== 'object' || typeof cfg.dead_letter !== 'string') return undefined;
@@ -109,7 +109,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   }
   let createWith: TopicConfig | undefined;
   if (!inst) {
-    // Creating from a body config configures a topic: admin too (G8), checked before the 404.
+    // Creating from a body config configures a topic: admin too (docs/API.md "Authentication"), checked before the 404.
     if (req.auth && !req.auth.admin && p.config !== undefined) {
       const r = scopeRefusal(['write', 'admin'], new Set<Scope>(['write']), 'creating a topic with a config')!;
       return ctx.reply(reqId, fail('forbidden', r.message, r.detail));
@@ -118,9 +118,9 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     if (!r.ok) return ctx.reply(reqId, r);
     createWith = r.config;
   }
-  // Storage (a full disk, a failed write), then WAL backpressure (G16): refuse with nothing
+  // Storage (a full disk, a failed write), then WAL backpressure (docs/ARCHITECTURE.md "Other decisions"): refuse with nothing
   // applied (not even a creation), or wait in the host's FIFO. State-dependent, so after the
-  // 404 and 400 checks (RESOLVED 0.3).
+  // 404 and 400 checks (docs/API.md "Which error wins").
   const refused = writeRefusal(ctx);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) {

@@ -7,6 +7,7 @@ import type { ActorCtx, ColdRange } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 import { SlotState } from './seqIndex.js';
+import { CorruptionError } from '../../core/corruption.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -55,7 +56,7 @@ export function installTexts(inst: TopicInstance, buf: Buffer): { from: number; 
   let off = 0;
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length);
-    if (!p.ok) throw new Error(`cold read: damaged segment frame (${p.reason})`);
+    if (!p.ok) throw new CorruptionError('cold read of a segment', `damaged frame (${p.reason})`, off);
     if (p.frame.type === FrameType.APPEND && p.frame.topicId === inst.id) {
       const head = readAppendHead(buf, p.frame);
       forEachAppendRecord(buf, p.frame, head, (i, r) => {

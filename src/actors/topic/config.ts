@@ -1,4 +1,4 @@
-// Topic config (SPEC 2.3, RESOLVED G5): validation of a request's config object and resolution
+// Topic config (docs/API.md "PUT /v0/topics/:topic"): validation of a request's config object and resolution
 // to the stored 17-key form. Pure; used on the HTTP thread (PUT) and in workers (append config).
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
@@ -105,7 +105,7 @@ function resolve(c: Partial<Record<keyof TopicConfig, unknown>>): TopicConfig {
   };
 }
 
-/** Validates a config object from a request and resolves it (defaults overlaid, G5). */
+/** Validates a config object from a request and resolves it (defaults overlaid, docs/API.md "PUT /v0/topics/:topic"). */
 export function resolveConfig(topic: string, input: unknown): { ok: true; config: TopicConfig } | ErrorResult {
   if (input === undefined || input === null) input = {};
   if (typeof input !== 'object' || Array.isArray(input)) return fail('invalid_request', 'config must be a JSON object', { field: 'config' });

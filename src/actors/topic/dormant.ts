@@ -1,4 +1,4 @@
-// Dormant topics (issue 15, docs/ARCHITECTURE.md "Dormant topics"). A topic that is quiet and
+// Dormant topics (docs/ARCHITECTURE.md "Dormant topics"). A topic that is quiet and
 // holds nothing a restart would not rebuild (its records all in the pack files, nothing in
 // flight, no lease, router or parked read) can be kept by its worker as one DormantTopic
 // record instead of an actor, an instance and a seq index: the worker's housekeeping puts such

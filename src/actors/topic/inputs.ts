@@ -1,6 +1,6 @@
 // Every input a TopicActor can receive, as plain data, and the one function that applies an
 // input to an actor. The live host and the trace replayer both go through applyInput, so a
-// recorded trace of inputs reproduces an actor's outputs exactly (DESIGN 7).
+// recorded trace of inputs reproduces an actor's outputs exactly (docs/ARCHITECTURE.md "Traces and replay").
 import type { TopicRequest, TopicResult } from '../../core/messages/rpc.js';
 import { assertNever } from '../../core/errors.js';
 import type { ActorCtx } from '../ctx.js';
@@ -12,6 +12,7 @@ import { afterQueueRecovery } from '../queue/queueSteps.js';
 import { sealActive, type SegmentLimits } from './appendOp.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
+import { CorruptionError } from '../../core/corruption.js';
 
 export type ActorInput =
   | { k: 'req'; reqId: number; req: TopicRequest }
@@ -90,7 +91,7 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return;
     case 'frame': {
       const p = probeFrame(input.frame, 0, input.frame.length);
-      if (!p.ok) throw new Error(`replayed frame is damaged (${p.reason})`);
+      if (!p.ok) throw new CorruptionError('replayed frame', `damaged (${p.reason})`);
       const f: FrameView = p.frame;
       const rewrite = replayFrame(actor, input.frame, f, opts, { appends: 0, skipped: 0 });
       if (rewrite) ctx.rewriteSegment(rewrite.place, rewrite.frame);

@@ -141,7 +141,7 @@ export class TopicInstance {
    * gate) its inserts and their GC cost were ~3% of a worker creating topics.
    */
   gatesCheckedAt = -1;
-  /** Frame number of the create/config frame replies must wait for (durable, G3). */
+  /** Frame number of the create/config frame replies must wait for (durable, docs/API.md "Topic lifecycle"). */
   controlFrameNo = 0;
   segment: SegmentCursor = { firstSeq: 1, size: 0, frames: 0, ordinal: 0, firstSeqs: [1], reclaimed: 0, packed: true };
   /** The lease side of a queue topic (a type never changes within an instance); else undefined. */

@@ -1,4 +1,4 @@
-// Topic lifecycle steps of a topic actor (RESOLVED G3, G5, G7): create (lazily or by PUT),
+// Topic lifecycle steps of a topic actor (docs/API.md "Topic lifecycle"): create (lazily or by PUT),
 // reconfigure and delete. Control frames are durable before the reply in every class.
 // Pure; effects go through the ActorCtx.
 import { fail } from '../../core/errors.js';
@@ -28,11 +28,11 @@ export function tooManyTopics(a: ActorCore) {
   return fail('throttled', 'too many topics', { limit: 'max_topics', max: a.opts.maxTopics });
 }
 
-/** PUT /v0/topics/:topic (G5): create (201), identical (200, no change) or replace (200). */
+/** PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic"): create (201), identical (200, no change) or replace (200). */
 export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest): void {
   const inst = a.current;
   if (inst && req.ensure) {
-    // Router auto-create (G3): an existing topic stays as it is.
+    // Router auto-create (docs/API.md "Topic lifecycle"): an existing topic stays as it is.
     return a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
   }
   if (!inst) {
@@ -58,7 +58,7 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
     inst.config = req.config;
     inst.controlFrameNo = a.nextFrame();
     ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
-    // A tightened cap or TTL applies at once (G5); no stored record is rewritten.
+    // A tightened cap or TTL applies at once (docs/API.md "PUT /v0/topics/:topic"); no stored record is rewritten.
     applyTtl(inst, ctx.now);
     applyCaps(inst);
     a.persistFloors(ctx, inst);
@@ -67,12 +67,12 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
   a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
 }
 
-/** DELETE /v0/topics/:topic (G7): the reply waits for the durable TOPIC_DELETE frame. */
+/** DELETE /v0/topics/:topic (docs/API.md "DELETE /v0/topics/:topic"): the reply waits for the durable TOPIC_DELETE frame. */
 export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteTopicRequest): void {
   const inst = a.current;
   const open = (deleted: boolean) => jsonOpen({ topic: a.name, deleted, routers_removed: deleted ? (req.routersRemoved ?? []) : [] });
   if (!inst) return ctx.reply(reqId, okJson(200, open(false)));
-  a.expire(ctx, inst); // G13: TTL expiry applies before the emptiness check
+  a.expire(ctx, inst); // docs/API.md "DELETE /v0/topics/:topic": TTL expiry applies before the emptiness check
   if (req.ifEmpty && inst.count > 0) {
     return ctx.reply(reqId, fail('topic_not_empty', `${a.name} still holds ${inst.count} records`, { topic: a.name, count: inst.count }));
   }
@@ -91,9 +91,9 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
     needDurableFrame: frameNo,
     send: (c) => {
       c.topicDeleted(inst.id);
-      // Watch streams learn of it no earlier than the durable delete (G3: one step before the 200).
+      // Watch streams learn of it no earlier than the durable delete (docs/API.md "Topic lifecycle": one step before the 200).
       if (c.watched()) c.publish({ k: 'deleted', topic: a.name, instanceId: inst.id, head: inst.head });
-      endWorkStreams?.(c); // `/work` streams end with the terminal 409 frame (G11)
+      endWorkStreams?.(c); // `/work` streams end with the terminal 409 frame (docs/API.md "Error frames")
       c.reply(reqId, okJson(200, open(true)));
     },
   });

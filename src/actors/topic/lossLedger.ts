@@ -1,4 +1,4 @@
-// The loss ledger (DESIGN 3.3): why ranges of seqs were lost involuntarily. A short list of runs
+// The loss ledger (docs/ARCHITECTURE.md "Retention"): why ranges of seqs were lost involuntarily. A short list of runs
 // [from, to, reason, count], appended at the front-removal point; neighbours with the same
 // reason merge, and past 64 runs the oldest merge as `mixed`. Reasons are best-effort; the
 // range is what counts. Persisted in snapshots and FLOORS frames.

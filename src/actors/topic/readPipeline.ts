@@ -1,4 +1,4 @@
-// The read pipeline (DESIGN 3.3) shared by diff (and later watch and claim): from an exclusive
+// The read pipeline (docs/ARCHITECTURE.md "Reads") shared by diff (and later watch and claim): from an exclusive
 // cursor, judge gaps, then scan forward skipping dead and node-filtered slots, stopping at the
 // limit, the byte budget or the head. Pure; runs inside one actor step.
 import type { TopicInstance } from './instance.js';
@@ -41,7 +41,7 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   let cursor = p.fromSeq;
   let tombstone: Tombstone | null = null;
   if (cursor > head) {
-    // The cursor comes from an earlier instance of this topic (RESOLVED 4.2).
+    // The cursor comes from an earlier instance of this topic (docs/API.md "Diff").
     const gapTo = earliest - 1;
     tombstone = { gap_from: 1, gap_to: gapTo, reason: 'recreated', missed_estimate: Math.max(0, gapTo), earliest_seq: earliest, head_seq: head };
     cursor = earliest - 1;
@@ -57,7 +57,7 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     cursor = earliest - 1;
   }
   let scanFrom = tombstone ? cursor : p.fromSeq;
-  // Trim markers of a router dest (SPEC 2.8 source_trim): a tombstone, never a record.
+  // Trim markers of a router dest (docs/API.md "Routers" `source_trim`): a tombstone, never a record.
   const lost = inst.provenance !== undefined && inst.provenance.lost.size > 0 ? inst.provenance.lost : undefined;
   const until = Math.min(head, p.untilSeq ?? head);
   const items: RenderItem[] = [];

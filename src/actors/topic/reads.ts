@@ -1,4 +1,4 @@
-// Reads of one topic actor: diff (SPEC 4.2) and watch pulls (SPEC 4.4, DESIGN 6), both through
+// Reads of one topic actor: diff (docs/API.md "Diff") and watch pulls (docs/ARCHITECTURE.md "Watch streams"), both through
 // the one read pipeline, so they can never disagree about gaps; and a redrive's reads of a
 // dead-letter topic (redriveSource.ts), which share the cold-read parking. Diff long-polls park on a timer
 // and are woken by visibility; reads that meet cold records wait for them to come back from
@@ -131,7 +131,7 @@ export class TopicReads {
   /**
    * A watch pull: the record frame payload rendered here (once), plus what the stream needs to
    * judge the topic's state. A tombstone on the first read after connect is `from_seq_too_old`
-   * unless it is `recreated` (RESOLVED 4.3).
+   * unless it is `recreated` (docs/API.md "Watch frames").
    */
   private answerWatch(ctx: ActorCtx, reqId: number, req: WatchReadRequest, inst: TopicInstance, r: ReadResult): void {
     const head = inst.head;
@@ -229,7 +229,7 @@ export class TopicReads {
     }
   }
 
-  /** The instance was deleted: its long-polls end with 404 at once (G3). */
+  /** The instance was deleted: its long-polls end with 404 at once (docs/API.md "Topic lifecycle"). */
   dropInstance(ctx: ActorCtx, inst: TopicInstance): void {
     if (!this.parked) return;
     for (const [id, p] of this.parked) {

@@ -1,4 +1,4 @@
-// The record-delete step of a topic actor (SPEC 4.9): permanent, immediate, silent and
+// The record-delete step of a topic actor (docs/API.md "Record delete"): permanent, immediate, silent and
 // point-in-time. One DELETE frame carries the selector (not a seq list) with the topic's class,
 // and the reply waits for that class's ack point, so an fsync topic's delete is fsynced.
 // Pure; effects go through the ActorCtx.
@@ -14,7 +14,7 @@ import { refillStreams } from '../queue/queueSteps.js';
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
   if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
-  // A delete writes a frame: refused on a full disk or past the WAL credit (G16), nothing applied.
+  // A delete writes a frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md "Other decisions"), nothing applied.
   if (inst.config.durability !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);

@@ -1,9 +1,9 @@
-// Renders records to their read-time JSON shape (SPEC 2.2), straight from stored bytes:
+// Renders records to their read-time JSON shape (docs/API.md "Records"), straight from stored bytes:
 // {"$seq":N,"$ts":T,"$node":…,"$tag":…,"data":…,"meta":…}. Two passes (size, then write) into
 // one buffer (a recycled reply page when it is big: src/core/pagePool.ts); no record is parsed
 // or stringified.
 //
-// Hot code (issue 12): a 1000-record diff page renders 1000 of these. The write pass builds no
+// Hot code (docs/PERFORMANCE.md): a 1000-record diff page renders 1000 of these. The write pass builds no
 // string per record: the member names are byte constants copied by a short loop, `$seq` and
 // `$ts` are written as decimal digits straight into the page, and the stored texts are copied
 // with TypedArray `set` (a memmove without a call into C++). Before, a template string for the
@@ -12,6 +12,7 @@
 import type { RecordText } from './recordText.js';
 import { digitCount, writeUint } from '../../core/decimal.js';
 import { allocPage } from '../../core/pagePool.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export interface RenderOpts {
   includeTags: boolean;
@@ -84,6 +85,6 @@ export function renderRecordsArray(prefix: string, items: readonly RenderItem[],
   }
   out[p++] = 0x5d; // ]
   p += out.write(suffix, p, 'utf8');
-  if (p !== size) throw new Error(`render size mismatch ${p} != ${size}`);
+  if (p !== size) throw new InvariantError(`render size mismatch ${p} != ${size}`);
   return out;
 }

@@ -1,4 +1,4 @@
-// Recovery of a TopicActor (DESIGN 2.5, 2.7, 3.6): an instance from its snapshot part with its
+// Recovery of a TopicActor (docs/ARCHITECTURE.md "Recovery order"): an instance from its snapshot part with its
 // records indexed from segments, then the WAL frames after the checkpoint. Replay is
 // idempotent: appends at or below the index's last seq are skipped, reservations take a
 // maximum, config frames apply in order, frames of unknown or deleted instances are ignored.
@@ -21,6 +21,7 @@ import { probeFrame } from '../../wal/frame.js';
 import assert from 'node:assert/strict';
 import { appliedOf, replayProgress } from '../router/applied.js';
 import { replayRedriveHeader } from '../queue/redriveHeader.js';
+import { CorruptionError } from '../../core/corruption.js';
 
 const TWO_32 = 0x1_0000_0000;
 
@@ -93,7 +94,7 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
 export function loadPackedFrame(inst: TopicInstance, frame: Buffer, hot = false): void {
   inst.recovery ??= { deadBelow: 0, deletedRanges: [], segmentsLoaded: 0 };
   const p = probeFrame(frame, 0, frame.length, false);
-  if (!p.ok) throw new Error(`packed frame does not decode (${p.reason})`);
+  if (!p.ok) throw new CorruptionError('packed segment', `frame does not decode (${p.reason})`);
   const head = readAppendHead(frame, p.frame);
   const seg = inst.segment;
   if (inst.recovery.segmentsLoaded === 0) {

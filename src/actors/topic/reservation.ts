@@ -1,4 +1,4 @@
-// Seq reservations of a topic instance (DESIGN 3.6): a durable SEQ_RESERVE ceiling kept ahead of
+// Seq reservations of a topic instance (docs/ARCHITECTURE.md "Seq reservations"): a durable SEQ_RESERVE ceiling kept ahead of
 // assignment for non-fsync classes, so a seq acked before its fsync is never handed out again
 // after a crash. Invariant: a non-fsync seq becomes visible only at or under `durable`.
 // Pure; effects go through the ActorCtx.

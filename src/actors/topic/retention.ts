@@ -1,4 +1,4 @@
-// Retention of one topic instance (DESIGN 3.2): cap eviction, TTL expiry and user deletes, and
+// Retention of one topic instance (docs/ARCHITECTURE.md "Watermarks"): cap eviction, TTL expiry and user deletes, and
 // the two floors they move. Involuntary removal (cap, TTL) moves `evictFloor` and is written to
 // the loss ledger, so readers below it get a tombstone; a user delete moves only `earliest`, so
 // a purely deleted gap reads silently. Counters change the moment a slot leaves LIVE.

@@ -1,4 +1,4 @@
-// Tag index of one topic instance (DESIGN 3.4): tag → ascending seqs, added to on every append.
+// Tag index of one topic instance (docs/ARCHITECTURE.md "Retention"): tag → ascending seqs, added to on every append.
 // A sorted key array, rebuilt lazily when new tags appear, makes a Glob "p*" a binary-searched
 // key range; Eq is a point lookup. Dead entries are pruned as lookups meet them.
 // The map is made at the first tag (most topics have none) and dropped when pruned empty.

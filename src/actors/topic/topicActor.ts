@@ -1,4 +1,4 @@
-// TopicActor: the single-threaded, sans-IO owner of one topic name (DESIGN 1.4). Every read and
+// TopicActor: the single-threaded, sans-IO owner of one topic name (docs/ARCHITECTURE.md "Threads"). Every read and
 // write of the topic is an input handled to completion here, so lazy creation cannot race, seq
 // assignment needs no locks, and a delete is atomic with respect to every read.
 // This class dispatches requests to the operation modules (lifecycle, appendStep, recordDelete,
@@ -48,7 +48,7 @@ export class TopicActor implements ActorCore {
   private readsState: TopicReads | undefined = undefined;
   /**
    * The host's ledger, not topic state: `current.bytes` as last added to the worker's running
-   * total of live bytes (G15 max_total_bytes), so the total moves by the difference after a step.
+   * total of live bytes (docs/API.md "Limits" max_total_bytes), so the total moves by the difference after a step.
    */
   bytesCounted = 0;
 
@@ -72,7 +72,7 @@ export class TopicActor implements ActorCore {
    * issued a lease (lease ids are unique per boot by the actor's counter, so an actor that
    * issued one is kept). The host drops an idle actor after its step, and the replayer does the
    * same after the same step: a later request of the name gets a fresh actor, which behaves the
-   * same (issue 15: a request naming an absent topic must not leave an actor behind).
+   * same (docs/ARCHITECTURE.md "Many topics": a request naming an absent topic must not leave an actor behind).
    */
   idle(): boolean {
     return (
@@ -195,12 +195,15 @@ export class TopicActor implements ActorCore {
   advance(ctx: ActorCtx, inst: TopicInstance): void {
     const { headBefore, durableBefore, moved } = revealBatches(this, ctx, inst);
     if (inst === this.current) {
-      if (moved) this.readsState?.wake(ctx, inst);
       if ((moved || inst.durableHead !== durableBefore) && ctx.watched()) publishVisible(this, ctx, inst, headBefore, moved);
       if (moved && inst.queue) refillStreams(this, ctx, inst);
       if (moved && inst.routing) pumpAll(this, ctx, inst);
     }
     this.runInstanceGates(ctx, inst);
+    // Parked long-polls answer after the acks of the appends that woke them: a reply batch is
+    // answered on main in order, and a wake of thousands of waiters ahead of the append's own ack
+    // held that ack for the whole fan-out.
+    if (moved && inst === this.current) this.readsState?.wake(ctx, inst);
   }
 
   gate(ctx: ActorCtx, inst: TopicInstance, cond: GateCondition, send: (c: ActorCtx) => void): void {
@@ -210,7 +213,9 @@ export class TopicActor implements ActorCore {
       if (cond.reqId !== undefined) ctx.reply(cond.reqId, storageFailed());
       return;
     }
-    inst.addGate({ ...cond, send });
+    // One literal of a fixed shape (a spread of conditions of varying shapes took V8's slow
+    // property-definition path, ~1 % of the worker in the claim+ack profile).
+    inst.addGate({ reqId: cond.reqId, needHead: cond.needHead, needDurableFrame: cond.needDurableFrame, needWrittenFrame: cond.needWrittenFrame, send });
   }
 
   private met(inst: TopicInstance, g: GateCondition): boolean {
@@ -378,7 +383,7 @@ export class TopicActor implements ActorCore {
     return this.current ? topicSummary(this.current, now) : undefined;
   }
 
-  /** A topic list with touch=true records a consumption (not a read) on each listed topic (G6). */
+  /** A topic list with touch=true records a consumption (not a read) on each listed topic (docs/API.md "GET /v0/topics"). */
   consumed(ctx: ActorCtx): void {
     if (this.current) this.current.lastConsumedMs = ctx.now;
   }
@@ -392,7 +397,7 @@ export class TopicActor implements ActorCore {
     if (this.current) addTopicStats(totals, routers, this.current, now);
   }
 
-  /** The live instance's effective priority (G1), 0 when absent. */
+  /** The live instance's effective priority (docs/API.md "GET /v0/topics/:topic"), 0 when absent. */
   priority(now: number): number {
     return this.current ? effectivePriority(this.current, now) : 0;
   }

@@ -1,5 +1,5 @@
-// Read-only reports of a topic instance: the topic-state body (RESOLVED G1), list summaries
-// (G6), metrics stats, and the effective priority. Pure functions of the instance and a time.
+// Read-only reports of a topic instance: the topic-state body (docs/API.md "GET /v0/topics/:topic"), list summaries
+// (docs/API.md "GET /v0/topics"), metrics stats, and the effective priority. Pure functions of the instance and a time.
 import type { StatsTotals, TopicStats, TopicSummary } from '../../core/messages/rpc.js';
 import type { RouterStats } from '../../core/messages/router.js';
 import type { TopicInstance } from './instance.js';
@@ -12,12 +12,12 @@ const AUTO_PRIORITY_MAX = 500;
 const AUTO_PRIORITY_HALF_LIFE_MS = 30_000;
 const AUTO_PRIORITY_WINDOW_MS = 300_000;
 
-/** G1: manual priority, else a decaying boost after the last consumption, else 0. */
+/** docs/API.md "GET /v0/topics/:topic": manual priority, else a decaying boost after the last consumption, else 0. */
 export function effectivePriority(inst: TopicInstance, now: number): number {
   return priorityOf(inst.config, inst.lastConsumedMs, now);
 }
 
-/** G1 from a config and the time of the last consumption (also for sleeping topics). */
+/** docs/API.md "GET /v0/topics/:topic" from a config and the time of the last consumption (also for sleeping topics). */
 export function priorityOf(config: TopicConfig, lastConsumedMs: number | null, now: number): number {
   if (config.priority !== null) return config.priority;
   if (!config.auto_priority || lastConsumedMs === null) return 0;

@@ -1,6 +1,6 @@
-// When a topic's batches become visible (DESIGN 1.5, 3.2): each class has one ack point, and
+// When a topic's batches become visible (docs/ARCHITECTURE.md "The life of an append", "Watermarks"): each class has one ack point, and
 // batches pass it strictly in seq order. A visible batch moves the head, may evict under a cap,
-// wakes parked long-polls and is published to watch streams (rendered once, DESIGN 6).
+// wakes parked long-polls and is published to watch streams (rendered once, docs/ARCHITECTURE.md "Watch streams").
 // Invariant: a non-fsync batch is visible only under a durable seq reservation. Pure.
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from './actorCore.js';
@@ -42,7 +42,7 @@ export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance):
     moved = true;
   }
   // Cap eviction whenever a batch becomes visible: count and bytes never exceed a cap after
-  // a step (DESIGN 3.2).
+  // a step (docs/ARCHITECTURE.md "Watermarks").
   if (moved && applyCaps(inst) > 0) a.persistFloors(ctx, inst);
   // durableHead: the visible prefix whose frames are fsynced. For memory and ephemeral topics,
   // which are never fsynced, the ack point is the commit point (docs/WATCH.md).
@@ -54,13 +54,13 @@ export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance):
   return { headBefore, durableBefore, moved };
 }
 
-/** Tells watch streams what became visible (rendered once, DESIGN 6) or durable. */
+/** Tells watch streams what became visible (rendered once, docs/ARCHITECTURE.md "Watch streams") or durable. */
 export function publishVisible(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, headBefore: number, moved: boolean): void {
   if (!moved) {
     ctx.publish({ k: 'durable', topic: a.name, instanceId: inst.id, durableHead: inst.durableHead, head: inst.head });
     return;
   }
-  // A push to open streams is a watch delivery pass: it counts as a read (G1 last_read_ts).
+  // A push to open streams is a watch delivery pass: it counts as a read (docs/API.md "GET /v0/topics/:topic" last_read_ts).
   a.touch(inst, ctx.now);
   const pieces = renderPush(inst, headBefore, inst.head);
   ctx.publish({

@@ -1,10 +1,11 @@
-// Renders records that just became visible into the pieces a watch push carries (DESIGN 6): one
+// Renders records that just became visible into the pieces a watch push carries (docs/ARCHITECTURE.md "Watch streams"): one
 // buffer for the whole batch, each record split into head (`{"$seq":…,"$ts":…` plus its
 // `,"$node":…`), tag, data and meta pieces, so main can assemble any projection by
 // concatenation and no record is ever serialized per reader. Pure; runs inside an actor step.
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import type { RecordText } from './recordText.js';
+import { InvariantError } from '../../core/invariant.js';
 
 export interface PushPieces {
   /** True when the batch cannot be pushed as is (part of it is already gone): tailing sessions pull. */
@@ -84,6 +85,6 @@ export function renderPush(inst: TopicInstance, from: number, to: number): PushP
     }
   }
   offs[seqs.length * 4] = p;
-  if (p !== size) throw new Error(`push render size mismatch ${p} != ${size}`);
+  if (p !== size) throw new InvariantError(`push render size mismatch ${p} != ${size}`);
   return { stale: false, buf: out, offs, nodes, nodeIdx };
 }

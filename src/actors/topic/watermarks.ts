@@ -1,4 +1,4 @@
-// The watermarks of a quiet topic instance, in snapshot-part form (issue 15): what a sleeping
+// The watermarks of a quiet topic instance, in snapshot-part form (docs/ARCHITECTURE.md "Many topics"): what a sleeping
 // topic (dormant.ts) reports and wakes with, without its index. Types only.
 
 export interface Watermarks {

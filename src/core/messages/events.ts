@@ -3,7 +3,7 @@
 
 /**
  * Records (from, to] of one topic instance became visible: `buf` holds each record's pieces
- * rendered once (DESIGN 6) and `offs` their boundaries, 4 per record plus the end: head
+ * rendered once (docs/ARCHITECTURE.md "Watch streams") and `offs` their boundaries, 4 per record plus the end: head
  * (`{"$seq":…,"$ts":…` and `,"$node":…`), tag piece, data piece, meta piece. The closing brace
  * is not stored. `nodeIdx` maps each record to `nodes` (-1: no node). `stale` batches carry no
  * records (the range was evicted at once): tailing sessions must pull instead.

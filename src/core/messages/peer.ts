@@ -1,4 +1,4 @@
-// The worker ↔ worker peer ports (raw, DESIGN 1.6): one actor's request to another topic's actor
+// The worker ↔ worker peer ports (raw, docs/ARCHITECTURE.md "Thread crossings"): one actor's request to another topic's actor
 // when the two live on different workers (dead-letter appends and terms; a redrive's reads and
 // deletes of the dead-letter topic; router forwards, which are appends carrying a `forward`
 // header, and `routerProbe`s, src/core/messages/router.ts), and its result. Plain data; request

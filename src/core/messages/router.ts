@@ -1,8 +1,8 @@
-// Router messages (SPEC 2.5, DESIGN 5): what main's RouterRegistry tells a source topic's actor,
+// Router messages (docs/API.md "Routers"; docs/ARCHITECTURE.md "Routers"): what main's RouterRegistry tells a source topic's actor,
 // what a forwarder sends a dest topic's actor (on the same worker or over a peer port) and what
 // comes back. Plain data; the forward's copies ride in an ordinary append body.
 
-/** The delete match language (SPEC 4.9): Eq tag, or Glob literal prefix (trailing `*` removed). */
+/** The delete match language (docs/API.md "Record delete"): Eq tag, or Glob literal prefix (trailing `*` removed). */
 export interface TagMatch {
   op: 'Eq' | 'Glob';
   value: string;
@@ -41,7 +41,7 @@ export interface ForwardInfo {
   /** Origin and hop count of each copy, in record order (run-length). */
   runs: OriginRun[];
   /**
-   * A trim notice (SPEC 2.8 `source_trim`): this many source records in (srcFirst, srcLast]
+   * A trim notice (docs/API.md "Routers" `source_trim`): this many source records in (srcFirst, srcLast]
    * were lost before they were forwarded; the batch is one marker record, not copies.
    */
   lost?: number;
@@ -70,7 +70,7 @@ export interface RouterRemoveRequest {
 
 /**
  * Main → source actor: answer once the named forwarders reached the head as of this request
- * (read-your-writes, RESOLVED 4.6), or are blocked; `wait` false answers at once (stats).
+ * (read-your-writes, docs/API.md "Routers"), or are blocked; `wait` false answers at once (stats).
  */
 export interface RouterDrainRequest {
   op: 'routerDrain';

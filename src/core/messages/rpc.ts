@@ -24,7 +24,7 @@ export interface AppendRequest {
    */
   redrive?: RedriveInfo;
   /**
-   * Set when auth is enabled (RESOLVED G8 append row, G10): whether the key may create the topic
+   * Set when auth is enabled (docs/API.md "Authentication": the append row and the prefix rule): whether the key may create the topic
    * from a body `config` (admin), and the allowlist a `config.dead_letter` must meet.
    */
   auth?: { admin: boolean; prefixes: readonly string[] | null };
@@ -67,7 +67,7 @@ export interface PutRequest {
   op: 'put';
   topic: string;
   config: TopicConfig;
-  /** Create with `config` if absent, else leave the topic as it is (router auto-create, G3). */
+  /** Create with `config` if absent, else leave the topic as it is (router auto-create, docs/API.md "Topic lifecycle"). */
   ensure?: boolean;
 }
 
@@ -75,7 +75,7 @@ export interface DeleteTopicRequest {
   op: 'deleteTopic';
   topic: string;
   ifEmpty: boolean;
-  /** Routers the registry removes with the topic, echoed in `routers_removed` (G7). */
+  /** Routers the registry removes with the topic, echoed in `routers_removed` (docs/API.md "DELETE /v0/topics/:topic"). */
   routersRemoved?: string[];
 }
 
@@ -88,7 +88,7 @@ export interface DeleteRecordsRequest {
   match: { op: 'Eq' | 'Glob'; value: string } | null;
 }
 
-/** One pull of a watch stream (DESIGN 6): the read pipeline from `fromSeq`, rendered as a record frame. */
+/** One pull of a watch stream (docs/ARCHITECTURE.md "Watch streams"): the read pipeline from `fromSeq`, rendered as a record frame. */
 export interface WatchReadRequest {
   op: 'watchRead';
   topic: string;
@@ -105,7 +105,7 @@ export interface WatchReadRequest {
   first: boolean;
 }
 
-// ---- queue requests (SPEC 4.10, docs/QUEUES.md): validated, defaulted and clamped on main ----
+// ---- queue requests (docs/API.md "Queues"; docs/QUEUES.md): validated, defaulted and clamped on main ----
 
 export interface ClaimRequest {
   op: 'claim';
@@ -364,7 +364,7 @@ export interface StatsTotals {
   leasesInFlight: number;
   /** Topic actors held by the worker: awake topics plus names with something still pending. */
   actors: number;
-  /** Sleeping topics (issue 15): live, kept as a small record without an actor. */
+  /** Sleeping topics (docs/ARCHITECTURE.md "Many topics"): live, kept as a small record without an actor. */
   sleeping: number;
   /** Bytes of sleeping topics' snapshot lines kept between checkpoints (sleepingLines.ts). */
   keptLineBytes: number;
@@ -392,7 +392,7 @@ export interface WorkerStats {
 }
 
 /**
- * A worker's checkpoint step (DESIGN 2.5 step 1): its snapshot parts as JSON bytes and the packs
+ * A worker's checkpoint step (docs/ARCHITECTURE.md "Checkpoints and recovery" step 1): its snapshot parts as JSON bytes and the packs
  * it holds nothing live in, or why it cannot take part now (errors cross threads as values: an
  * rpc keeps only an error's message).
  */

@@ -1,4 +1,4 @@
-// Health, readiness and metrics (RESOLVED 3). None of them touches a topic's recency.
+// Health, readiness and metrics (docs/API.md "Health, readiness, metrics"). None of them touches a topic's recency.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { Metrics } from '../metrics.js';

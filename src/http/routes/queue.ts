@@ -13,7 +13,7 @@ export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
     app.post(
       `/v0/topics/:topic/${path}`,
       withHttpErrors(async (req: FastifyRequest, reply: FastifyReply) => {
-        const raw = checkBody(req, false); // 415 comes before the 400 family (RESOLVED 0.3)
+        const raw = checkBody(req, false); // 415 comes before the 400 family (docs/API.md "Which error wins")
         const topic = topicParam(req);
         const request = build(topic, parseSmallBody(raw, req));
         return sendResult(req, reply, await sup.workerFor(topic).request(request));

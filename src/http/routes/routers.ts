@@ -1,4 +1,4 @@
-// Router routes (SPEC 4.5-4.8): PUT, GET, DELETE /v0/routers/:router and GET /v0/routers. The
+// Router routes (docs/API.md "Routers"): PUT, GET, DELETE /v0/routers/:router and GET /v0/routers. The
 // registry on main keeps the definitions; forwarding itself never passes through here.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
@@ -31,10 +31,10 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor, admission: A
   app.put(
     '/v0/routers/:router',
     withHttpErrors(async (req, reply) => {
-      const raw = checkBody(req, false); // 415 comes before the 400 family (RESOLVED 0.3)
+      const raw = checkBody(req, false); // 415 comes before the 400 family (docs/API.md "Which error wins")
       const name = routerName(req.params);
       const body = parseSmallBody(raw);
-      // G10: the named ends against the key's allowlist, right after the body parses (0.3).
+      // docs/API.md "Authentication": the named ends against the key's allowlist, right after the body parses.
       const ends = [body.source, body.dest].filter((t): t is string => typeof t === 'string');
       admission.requireNames(req, 'topic', ends);
       const input = routerInput(body);

@@ -1,5 +1,5 @@
-// Topic routes: create/configure, state, delete, list, append and diff (SPEC 4.1, 4.2, 4.11,
-// RESOLVED G1, G5–G7). Small bodies are parsed here; append bodies go to the owning worker as
+// Topic routes: create/configure, state, delete, list, append and diff (docs/API.md "Topics", "Append",
+// "Diff"). Small bodies are parsed here; append bodies go to the owning worker as
 // raw bytes (a transferred standalone buffer) and are scanned there.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
@@ -15,15 +15,15 @@ import '../stageHooks.js'; // FastifyRequest.stageTag
 import type { Admission } from '../admission.js';
 import { listPrefixes } from '../../auth/allowlist.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
+import { IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE } from '../../core/limits.js';
 
-const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 const WAIT_MS_MAX = 30_000;
 
 export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   app.put(
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
-      const raw = checkBody(req, true); // 415 comes before the 400 family (RESOLVED 0.3)
+      const raw = checkBody(req, true); // 415 comes before the 400 family (docs/API.md "Which error wins")
       const topic = topicParam(req);
       const body = parseSmallBody(raw, req);
       if (typeof body.dead_letter === 'string') admission.requireNames(req, 'topic', [body.dead_letter]);
@@ -31,7 +31,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       if (!resolved.ok) return sendError(req, reply, resolved);
       const r = await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config });
       if (r.ok) {
-        // The priority book (G16) learns the topic's priority from the config now in force.
+        // The priority book (docs/ARCHITECTURE.md "Admission") learns the topic's priority from the config now in force.
         const cfg = (JSON.parse(`${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')}}`) as { config?: { priority: number | null; auto_priority: boolean } }).config;
         if (cfg) admission.pressure.book.configured(topic, cfg.priority, cfg.auto_priority);
       }
@@ -43,7 +43,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
-      await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
+      await sup.routers.drainInto(topic); // read-your-writes (docs/API.md "Routers")
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'state', topic, touch: queryBool(req, 'touch', true) }));
     }),
   );
@@ -53,7 +53,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
-      // The cascade (G3): the routers naming the topic go with it, echoed in routers_removed.
+      // The cascade (docs/API.md "Topic lifecycle"): the routers naming the topic go with it, echoed in routers_removed.
       const r = await sup.routers.deleteTopic(topic, (routersRemoved) => sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved }));
       if (r.ok) admission.pressure.book.forget(topic);
       return sendResult(req, reply, r);
@@ -69,9 +69,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const headerKey = req.headers['idempotency-key'];
       const idem = Array.isArray(headerKey) ? headerKey[0] : headerKey;
       if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
-        throw new HttpError('invalid_request', `Idempotency-Key exceeds ${IDEMPOTENCY_KEY_MAX_CHARS} characters`, { field: 'idempotency_key' });
+        throw new HttpError('invalid_request', IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, { field: 'idempotency_key' });
       }
-      admission.requireByteRoom(sup.liveBytes()); // G15, state-dependent: after the 400s of main
+      admission.requireByteRoom(sup.liveBytes()); // docs/API.md "Limits", state-dependent: after the 400s of main
       // The request channel copies the body into its batch's shared buffer (or transfers it).
       const result = await sup.workerFor(topic).request({
         op: 'append',
@@ -94,7 +94,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const b = check(validateDiff, parseSmallBody(raw, req));
       checkOneStart(b, 'from_ts');
       const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
-      await sup.routers.drainInto(topic); // read-your-writes (RESOLVED 4.6)
+      await sup.routers.drainInto(topic); // read-your-writes (docs/API.md "Routers")
       const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
       if (waitMs > 0 && stageClock.on) req.stageTag = 'wait';
       const result = await sup.workerFor(topic).request({
@@ -134,7 +134,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const prefix = queryString(req, 'prefix') ?? '';
       const { pageSize, after } = pageQuery(req);
       const touch = queryBool(req, 'touch', false);
-      // Filtered, not refused (G10): one prefix query per allowed prefix that meets `prefix`.
+      // Filtered, not refused (docs/API.md "Authentication"): one prefix query per allowed prefix that meets `prefix`.
       const queries = listPrefixes(admission.allowlist(req), prefix);
       const pages = await Promise.all(queries.flatMap((q) => sup.workers.map((w) => w.list(q, after, pageSize + 1))));
       const byName = (a: TopicSummary, b: TopicSummary) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : 0);

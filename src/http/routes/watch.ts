@@ -1,4 +1,4 @@
-// Watch routes (SPEC 4.3, 4.4; RESOLVED G2, G4, G12, G15, 4.1, 4.8): POST /v0/watch creates a
+// Watch routes (docs/API.md "Watch"; docs/WATCH.md): POST /v0/watch creates a
 // session from a validated subscription; GET /v0/watch/:wid opens its SSE stream.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
@@ -21,7 +21,7 @@ const HEARTBEAT_DEFAULT_MS = 15_000;
 const HEARTBEAT_MIN_MS = 1000;
 const HEARTBEAT_MAX_MS = 60_000;
 
-/** The session options from a validated body, defaults and clamps applied (SPEC 4.3, 8). */
+/** The session options from a validated body, defaults and clamps applied (docs/API.md "POST /v0/watch", "Limits"). */
 export function watchOptions(b: WatchBody, maxLimit: number): WatchOptions {
   const limit = b.limit === undefined || b.limit === 0 ? LIMIT_DEFAULT : b.limit;
   const bytes = b.max_batch_bytes === undefined ? BATCH_BYTES_DEFAULT : b.max_batch_bytes === 0 ? MiB : b.max_batch_bytes;
@@ -81,7 +81,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       if (names.length > MAX_TOPICS) throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
       for (const name of names) if (!isTopicName(name)) throw new HttpError('invalid_request', 'invalid topic name', { topic: name });
       for (const name of names) checkOneStart(b.topics[name]!, `topics.${name}.from_ts`);
-      admission.requireNames(req, 'topic', names); // G10: every key of topics, right after the parse
+      admission.requireNames(req, 'topic', names); // docs/API.md "Authentication": every key of topics, right after the parse
       let cursor: Map<string, number> | undefined;
       if (b.cursor !== undefined) {
         cursor = decodeCursor(b.cursor);
@@ -100,7 +100,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
           return sendError(req, reply, fail('topic_not_found', `topic ${name} does not exist`, { topic: name }));
         }
         const t = b.topics[name]!;
-        // G4: the cursor's seq overrides from_seq, tail and from_ts; tail starts at the head now;
+        // docs/API.md "POST /v0/watch": the cursor's seq overrides from_seq, tail and from_ts; tail starts at the head now;
         // from_ts at the cursor its actor resolved it to.
         const from = cursor?.get(name) ?? m.from ?? (t.tail ? m.head : (t.from_seq ?? 0));
         start.set(name, from);
@@ -125,7 +125,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
     '/v0/watch/:wid',
     { exposeHeadRoute: false }, // a HEAD would open a stream it can never send: 405
     withHttpErrors(async (req, reply) => {
-      // RESOLVED 4.1: 406, then 404, then (with auth) 401, then 429.
+      // docs/API.md "Which error wins": 406, then 404, then (with auth) 401, then 429.
       if (!acceptsEventStream(req.headers.accept)) throw new HttpError('not_acceptable', 'Accept must allow text/event-stream');
       hub.registry.collect();
       const session = hub.registry.get((req.params as { wid: string }).wid);
@@ -134,7 +134,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       if (!hub.slots.acquire()) throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.slots.max });
       let releaseKey: () => void;
       try {
-        releaseKey = admission.acquireStream(owner); // charged to the creating key (G15)
+        releaseKey = admission.acquireStream(owner); // charged to the creating key (docs/API.md "Limits")
       } catch (err) {
         hub.slots.release();
         throw err;
@@ -143,7 +143,7 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       const lastEventId = req.headers['last-event-id'];
       if (typeof lastEventId === 'string' && lastEventId !== '') {
         const given = decodeCursor(lastEventId.trim());
-        if (given) session.rewind(given); // otherwise ignored without error (G12)
+        if (given) session.rewind(given); // otherwise ignored without error (docs/API.md "GET /v0/watch/:wid")
       }
       reply.hijack();
       await hub.open(session, reply.raw);

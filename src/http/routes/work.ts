@@ -1,5 +1,5 @@
-// GET /v0/topics/:q/work (SPEC 4.10, 6.3; RESOLVED 4.1, 4.5): jobs pushed over Server-Sent
-// Events. Establishment errors come in RESOLVED 4.1's order: 406, 400 (name, node, max,
+// GET /v0/topics/:q/work (docs/API.md "Queues", "Work frames", "Which error wins"): jobs pushed over Server-Sent
+// Events. Establishment errors come in the order of docs/API.md "Which error wins": 406, 400 (name, node, max,
 // lease_ms), 404, 409, then 429 for the SSE connection cap; nothing is leased before the
 // stream is accepted.
 import type { FastifyInstance } from 'fastify';
@@ -24,7 +24,7 @@ export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegi
       const leaseMs = clampLeaseMs(queryInt(req, 'lease_ms'));
       const worker = sup.workerFor(topic);
       if (!work.slots.acquire()) {
-        // At the cap: 404 and 409 still come first (RESOLVED 4.1), so ask the topic.
+        // At the cap: 404 and 409 still come first (docs/API.md "Which error wins"), so ask the topic.
         const st = await worker.request({ op: 'state', topic, touch: false });
         if (!st.ok) return sendResult(req, reply, st);
         const type = (JSON.parse(Buffer.from(st.json).toString('utf8') + '}') as { type: string }).type;
@@ -33,7 +33,7 @@ export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegi
       }
       let releaseKey: () => void;
       try {
-        releaseKey = admission.acquireStream(req.apiKey); // charged to the opening key (G15)
+        releaseKey = admission.acquireStream(req.apiKey); // charged to the opening key (docs/API.md "Limits")
       } catch (err) {
         work.slots.release();
         throw err;

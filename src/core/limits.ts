@@ -1,0 +1,18 @@
+// The interface's limits that more than one module checks (docs/API.md "Limits"), each declared
+// once with the one message a request that passes it gets. Plain constants and pure functions:
+// the HTTP thread, the topic workers and the CLI import them.
+
+/** Records per append (400 `batch_too_large`). */
+export const BATCH_RECORDS_MAX = 10_000;
+/** Bytes of UTF-8 in a `node`: a batch's or a record's origin node, a queue worker's identity. */
+export const NODE_MAX_BYTES = 128;
+/** Characters in an idempotency key, from the body or the `Idempotency-Key` header. */
+export const IDEMPOTENCY_KEY_MAX_CHARS = 256;
+
+export const BATCH_TOO_LARGE_MESSAGE = `A batch may hold at most ${BATCH_RECORDS_MAX} records.`;
+export const IDEMPOTENCY_KEY_TOO_LONG_MESSAGE = `idempotency_key is longer than ${IDEMPOTENCY_KEY_MAX_CHARS} characters.`;
+
+/** The message for a `node` over NODE_MAX_BYTES; `field` names it (`records[3].node`). */
+export function nodeTooLongMessage(field = 'node'): string {
+  return `${field} is longer than ${NODE_MAX_BYTES} bytes.`;
+}

@@ -1,0 +1,128 @@
+// Many long-polls woken by one append (docs/API.md diff `wait_ms`), through HTTP: every waiter gets
+// the same records and the same headers a lone diff gets, gzip where it asked for it and the body
+// is big enough, and the append that woke them is answered before the fan-out, while the server
+// keeps answering other requests (docs/ARCHITECTURE.md "Thread crossings").
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import zlib from 'node:zlib';
+import { startServer, client, Server } from '../helpers/server.js';
+import { namer, sleep } from './util.js';
+
+let srv: Server;
+let c: ReturnType<typeof client>;
+const name = namer('lpfan');
+
+before(async () => {
+  srv = await startServer();
+  c = client(srv.url);
+});
+after(async () => {
+  await srv?.stop();
+});
+
+interface Raw {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** hrtime (ns) when the whole reply was read. */
+  doneNs: bigint;
+}
+
+/** One request on its own connection (no agent), the reply read raw. */
+function rawRequest(method: string, p: string, body?: string, headers: Record<string, string> = {}): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: '127.0.0.1', port: srv.port, method, path: p, agent: false, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (d: Buffer) => chunks.push(d));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks), doneNs: process.hrtime.bigint() }));
+      res.on('error', reject);
+    });
+    r.on('error', reject);
+    r.end(body);
+  });
+}
+
+const diff = (t: string, fromSeq: number, headers: Record<string, string> = {}) => rawRequest('POST', `/v0/topics/${t}/diff`, JSON.stringify({ from_seq: fromSeq, wait_ms: 20000 }), headers);
+
+/** The body without its per-request performance block. */
+function withoutPerf(b: Buffer): Record<string, unknown> {
+  const j = JSON.parse(b.toString('utf8')) as Record<string, unknown>;
+  assert.equal(typeof (j.performance as { server_total_ms?: unknown })?.server_total_ms, 'number');
+  delete j.performance;
+  return j;
+}
+
+/** Header names and the values that do not vary per request. */
+function headerShape(h: http.IncomingHttpHeaders): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(h)) out[k] = k === 'x-request-id' || k === 'date' || k === 'content-length' ? typeof v : v;
+  return out;
+}
+
+/**
+ * Time for the server to read and park every long-poll sent (there is no count of parked
+ * long-polls to wait on); one not parked yet would answer the append's record at once.
+ */
+const parked = () => sleep(1500);
+
+describe('long-poll fan-out', () => {
+  test('300 waiters woken by one append: the same records and headers as a lone diff', async () => {
+    const t = name('same');
+    assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'first' }] })).status, 201);
+    const waiters = Array.from({ length: 300 }, () => diff(t, 1));
+    await parked();
+    const a = await c.post(`/v0/topics/${t}`, { records: [{ data: { n: 2 } }] });
+    assert.equal(a.status, 200, a.text);
+    const got = await Promise.all(waiters);
+    // A diff that did not wait, for the reference body and headers.
+    const lone = await rawRequest('POST', `/v0/topics/${t}/diff`, JSON.stringify({ from_seq: 1 }));
+    const want = withoutPerf(lone.body);
+    assert.deepEqual((want.records as { $seq: number }[]).map((r) => r.$seq), [2]);
+    for (const r of got) {
+      assert.equal(r.status, 200);
+      assert.deepEqual(withoutPerf(r.body), want);
+      assert.deepEqual(headerShape(r.headers), headerShape(lone.headers));
+      assert.equal(Number(r.headers['content-length']), r.body.length);
+    }
+    assert.equal(new Set(got.map((r) => r.headers['x-request-id'])).size, got.length, 'each reply carries its own request id');
+  });
+
+  test('a gzip-accepting waiter gets gzip when the body is over the threshold; the others plain', async () => {
+    const t = name('gzip');
+    assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'first' }] })).status, 201);
+    const zipped = Array.from({ length: 20 }, () => diff(t, 1, { 'accept-encoding': 'gzip' }));
+    const plain = Array.from({ length: 20 }, () => diff(t, 1));
+    await parked();
+    const big = 'x'.repeat(4000);
+    assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: big }] })).status, 200);
+    for (const r of await Promise.all(zipped)) {
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['content-encoding'], 'gzip');
+      const j = JSON.parse(zlib.gunzipSync(r.body).toString('utf8'));
+      assert.equal(j.records[0].data, big);
+      assert.equal(j.next_from_seq, 2);
+    }
+    for (const r of await Promise.all(plain)) {
+      assert.equal(r.status, 200);
+      assert.equal(r.headers['content-encoding'], undefined);
+      assert.equal(JSON.parse(r.body.toString('utf8')).records[0].data, big);
+    }
+  });
+
+  test('the waking append is answered before the fan-out, and other requests are answered during it', async () => {
+    const t = name('order');
+    assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'first' }] })).status, 201);
+    const waiters = Array.from({ length: 1000 }, () => diff(t, 1));
+    await parked();
+    const a = await rawRequest('POST', `/v0/topics/${t}`, JSON.stringify({ records: [{ data: 'wake' }] }));
+    assert.equal(a.status, 200);
+    // Sent once the ack is in, while the waiters' replies are still being written.
+    const probe = await rawRequest('GET', '/v0/health');
+    assert.equal(probe.status, 200);
+    const done = (await Promise.all(waiters)).map((r) => (assert.equal(r.status, 200), r.doneNs)).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    const median = done[done.length >> 1]!;
+    assert.ok(a.doneNs < median, `the append's ack came ${Number(a.doneNs - median) / 1e6} ms after the median waiter's reply`);
+    assert.ok(probe.doneNs < done[done.length - 1]!, 'a health probe sent after the ack was answered before the last waiter');
+  });
+});
