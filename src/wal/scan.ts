@@ -8,14 +8,19 @@
 // - valid frames only later in the SAME file, or nothing valid after it: a torn tail. The tail is
 //   copied to wal/quarantine/ when it held valid frames, and the file is truncated at the end of
 //   the valid prefix, so a later boot never mistakes stale bytes for frames.
+// This file owns the reading: the file loop, the frame loop and the batching of frames per worker;
+// the decisions above are in `scanRepair.ts`.
 import path from 'node:path';
-import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs, type FsFile } from '../storage/fs.js';
+import type { Fs, FsFile } from '../storage/fs.js';
 import type { WalPosition } from '../core/messages/wal.js';
 import { walDir, walFileName } from '../storage/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
-import { FRAME_ALIGN, FRAME_PREFIX_BYTES, WAL_HEADER_BYTES, FrameType } from './format.js';
+import { FRAME_PREFIX_BYTES, WAL_HEADER_BYTES, FrameType } from './format.js';
 import { alignUp, decodeJsonBody, FrameView, probeFrame } from './frame.js';
 import { CorruptionError } from '../core/corruption.js';
+import { allZero, freeZeroTails, onBadHeader, repairTail, type ScanFiles } from './scanRepair.js';
+
+export { findValidFrameAfter } from './scanRepair.js';
 
 /**
  * Recovery without a usable snapshot replays the WAL from its start; that is whole only if the
@@ -91,25 +96,6 @@ class FileWindow {
     this.view = this.buf.subarray(0, got);
   }
 }
-const ZEROS = Buffer.alloc(64 * 1024);
-
-/** True when buf[off..] holds only zeros: the pre-allocated tail (compared natively, 64 KiB at a time). */
-function allZero(buf: Buffer, off: number): boolean {
-  for (let p = off; p < buf.length; p += ZEROS.length) {
-    const n = Math.min(ZEROS.length, buf.length - p);
-    if (buf.compare(ZEROS, 0, n, p, p + n) !== 0) return false;
-  }
-  return true;
-}
-
-export function findValidFrameAfter(buf: Buffer, off: number): number {
-  for (let p = off + FRAME_ALIGN; p + 24 <= buf.length; p += FRAME_ALIGN) {
-    if (buf.readUInt32LE(p) === 0) continue;
-    if (probeFrame(buf, p, buf.length).ok) return p;
-  }
-  return -1;
-}
-
 /**
  * A frame's bytes with their zero padding. The CRC does not cover the padding, so a crash (in a
  * file that is not pre-allocated) may leave the last frame whole but short of it; replay writes
@@ -120,223 +106,189 @@ function wholeFrame(buf: Buffer, off: number, size: number): Buffer {
   return Buffer.concat([buf.subarray(off), Buffer.alloc(off + size - buf.length)]);
 }
 
-/** True when the file holds nothing after its header but zeros: no frame was ever written to it. */
-function holdsNoData(buf: Buffer): boolean {
-  return buf.length <= WAL_HEADER_BYTES || allZero(buf, WAL_HEADER_BYTES);
-}
-
 /**
- * True when one of the later files holds bytes after its header: frames were written there, so
- * (rotation syncs the old file first) every earlier file was complete. Pre-allocated files hold
- * only zeros, and files shorter than a header held nothing.
+ * Frames waiting to go to each worker, as views of the window: they go out (one copy per frame,
+ * straight into the ArrayBuffer that crosses to the worker) before the window moves.
  */
-async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promise<boolean> {
-  for (const n of later) if (!holdsNoData(await fsx.readFile(path.join(dir, walFileName(n))))) return true;
-  return false;
-}
+class FrameBatches {
+  private readonly pending = new Map<number, Buffer[]>();
+  private readonly pendingBytes = new Map<number, number>();
 
-/** `windowBytes`: how much of a file is read at a time (tests use tiny windows). */
-export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink, windowBytes = WINDOW_BYTES): Promise<ScanResult> {
-  const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
-  const dir = walDir(dataDir);
-  const sizes = files.map((n) => fsx.statSync(path.join(dir, walFileName(n))).size);
-  const total = sizes.reduce((a, b) => a + b, 0) || 1;
-  let scanned = 0;
-  const result: ScanResult = { lastFileNo: files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
-  const pending = new Map<number, Buffer[]>();
-  const pendingBytes = new Map<number, number>();
-  // One copy per frame, straight into the ArrayBuffer that crosses to the worker.
-  const flushWorker = async (w: number) => {
-    const list = pending.get(w);
+  constructor(private readonly sink: ScanSink) {}
+
+  /** Queues a frame for worker `w`; returns the bytes now pending for it. */
+  add(w: number, frame: Buffer): number {
+    let list = this.pending.get(w);
+    if (!list) this.pending.set(w, (list = []));
+    list.push(frame);
+    const n = (this.pendingBytes.get(w) ?? 0) + frame.length;
+    this.pendingBytes.set(w, n);
+    return n;
+  }
+
+  async flush(w: number): Promise<void> {
+    const list = this.pending.get(w);
     if (!list || list.length === 0) return;
-    const n = pendingBytes.get(w)!;
-    const chunk = Buffer.from(sink.chunkBuffer?.(n) ?? new ArrayBuffer(n), 0, n);
+    const n = this.pendingBytes.get(w)!;
+    const chunk = Buffer.from(this.sink.chunkBuffer?.(n) ?? new ArrayBuffer(n), 0, n);
     let at = 0;
     for (const b of list) {
       chunk.set(b, at);
       at += b.length;
     }
-    pending.set(w, []);
-    pendingBytes.set(w, 0);
-    await sink.emit(w, chunk);
-  };
-  // Pending frames are views of the window: they go out before it moves.
-  const flushAll = async () => {
-    for (const w of pending.keys()) await flushWorker(w);
-  };
-  const win = new FileWindow(windowBytes);
+    this.pending.set(w, []);
+    this.pendingBytes.set(w, 0);
+    await this.sink.emit(w, chunk);
+  }
+
+  async flushAll(): Promise<void> {
+    for (const w of this.pending.keys()) await this.flush(w);
+  }
+}
+
+/** `windowBytes`: how much of a file is read at a time (tests use tiny windows). */
+export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink, windowBytes = WINDOW_BYTES): Promise<ScanResult> {
+  const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
+  return new WalScan({ fsx, dir: walDir(dataDir), files }, from, truncateOnCorruption, sink, windowBytes).run();
+}
+
+/** One recovery scan: the files in order, the frames of each, the repair where a file stops. */
+class WalScan {
+  private readonly sizes: number[];
+  private readonly total: number;
+  /** Bytes of the files done so far, for progress. */
+  private scanned = 0;
+  private readonly result: ScanResult;
+  private readonly batches: FrameBatches;
+  private readonly win: FileWindow;
   /** Pre-allocated zeros after the log's last frame (in its file, and in a reserve after it). */
-  let zeroTails: { file: string; off: number }[] = [];
+  private zeroTails: { file: string; off: number }[] = [];
+
+  constructor(
+    private readonly s: ScanFiles,
+    private readonly from: WalPosition | undefined,
+    private readonly truncateOnCorruption: boolean,
+    private readonly sink: ScanSink,
+    windowBytes: number,
+  ) {
+    this.sizes = s.files.map((n) => s.fsx.statSync(path.join(s.dir, walFileName(n))).size);
+    this.total = this.sizes.reduce((a, b) => a + b, 0) || 1;
+    this.result = { lastFileNo: s.files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
+    this.batches = new FrameBatches(sink);
+    this.win = new FileWindow(windowBytes);
+  }
+
+  async run(): Promise<ScanResult> {
+    for (let i = 0; i < this.s.files.length; i++) {
+      const next = await this.scanFile(i);
+      if (next === 'end') break;
+      if (next === 'skip') continue;
+      this.sink.progress(Math.min(1, this.scanned / this.total));
+    }
+    await this.batches.flushAll();
+    freeZeroTails(this.s.fsx, this.zeroTails);
+    this.sink.progress(1);
+    return this.result;
+  }
+
+  /** Scans file `files[i]`: 'next' when the log goes on, 'end' when it ends here, 'skip' for a file that held nothing. */
+  private async scanFile(i: number): Promise<'next' | 'end' | 'skip'> {
+    const { fsx, dir, files } = this.s;
+    const fileNo = files[i]!;
+    const file = path.join(dir, walFileName(fileNo));
+    const fh = await fsx.open(file, 'r');
+    let stopped: { off: number; reason: string | undefined };
+    try {
+      const size = fsx.statSync(file).size;
+      await this.batches.flushAll();
+      await this.win.load(fh, size, 0, WAL_HEADER_BYTES);
+      const headerErr = checkWalHeader(this.win.view, fileNo);
+      if (headerErr) {
+        const outcome = await onBadHeader(this.s, i, headerErr, this.truncateOnCorruption, this.from?.fileNo ?? 0);
+        if (outcome === 'skip') return 'skip';
+        this.result.lastFileNo = outcome;
+        return 'end';
+      }
+      const off = this.from && fileNo === this.from.fileNo ? Math.max(this.from.offset, WAL_HEADER_BYTES) : WAL_HEADER_BYTES;
+      stopped = await this.scanFrames(fh, file, size, off);
+    } finally {
+      await fh.close();
+    }
+    let next: 'next' | 'end' = 'next';
+    if (stopped.reason !== undefined) {
+      const repair = await repairTail(this.s, i, stopped.off, stopped.reason, this.truncateOnCorruption);
+      this.result.tornBytes += repair.tornBytes;
+      this.result.quarantinedBytes += repair.quarantinedBytes;
+      if (repair.endsLog) {
+        this.result.lastFileNo = fileNo;
+        next = 'end';
+      }
+    }
+    this.scanned += this.sizes[i]!;
+    return next;
+  }
+
+  /**
+   * The frame loop over one file from `off`: returns where it stopped and why (reason undefined
+   * when the file ended cleanly, at its end or at the pre-allocated zeros).
+   */
+  private async scanFrames(fh: FsFile, file: string, size: number, off: number): Promise<{ off: number; reason: string | undefined }> {
+    const win = this.win;
+    while (off < size) {
+      await this.ensure(fh, size, off, FRAME_PREFIX_BYTES);
+      let p = probeFrame(win.view, off - win.base, win.view.length);
+      if (!p.ok && p.reason === 'short' && win.end < size) {
+        await this.ensure(fh, size, off, alignUp(FRAME_PREFIX_BYTES + win.view.readUInt32LE(off - win.base)));
+        p = probeFrame(win.view, off - win.base, win.view.length);
+      } else if (p.ok && off + p.frame.size > win.end && win.end < size) {
+        await this.ensure(fh, size, off, p.frame.size); // its padding runs past the window
+        p = probeFrame(win.view, off - win.base, win.view.length);
+      }
+      if (!p.ok) {
+        if (p.reason !== 'end' || !(await this.zerosToEnd(fh, size, off))) return { off, reason: p.reason };
+        this.zeroTails.push({ file, off });
+        return { off, reason: undefined };
+      }
+      await this.takeFrame(p.frame, off);
+      if (this.zeroTails.length > 0) this.zeroTails = []; // an earlier file's tail is not the log's end
+      this.result.frames++;
+      this.result.bytes += p.frame.size;
+      off += p.frame.size;
+    }
+    return { off, reason: undefined };
+  }
+
+  /** Hands the frame at file offset `off` (in the window) to the sink and to its worker's batch. */
+  private async takeFrame(f: FrameView, off: number): Promise<void> {
+    const buf = this.win.view;
+    this.sink.seen(buf, f);
+    const w = this.sink.route(buf, f);
+    if (w === undefined) return;
+    const n = this.batches.add(w, wholeFrame(buf, off - this.win.base, f.size));
+    if (n >= CHUNK_BYTES) {
+      await this.batches.flush(w);
+      this.sink.progress(Math.min(1, (this.scanned + off) / this.total)); // within a file too: files are 64 MiB
+    }
+  }
+
+  /** Moves the window to `off` when fewer than `need` bytes of the file from there are in it. */
+  private async ensure(fh: FsFile, size: number, off: number, need: number): Promise<void> {
+    const win = this.win;
+    if (off >= win.base && (off + need <= win.end || win.end >= size)) return;
+    await this.batches.flushAll();
+    await win.load(fh, size, off, need);
+  }
+
   /** True when the file holds only zeros from `from` on (the pre-allocated tail), read window by window. */
-  const zerosToEnd = async (fh: FsFile, size: number, from: number): Promise<boolean> => {
+  private async zerosToEnd(fh: FsFile, size: number, from: number): Promise<boolean> {
+    const win = this.win;
     if (!allZero(win.view, from - win.base)) return false;
     while (win.end < size) {
-      await flushAll();
+      await this.batches.flushAll();
       await win.load(fh, size, win.end, 0);
       if (!allZero(win.view, 0)) return false;
     }
     return true;
-  };
-
-  for (let i = 0; i < files.length; i++) {
-    const fileNo = files[i]!;
-    const isLast = i === files.length - 1;
-    const file = path.join(dir, walFileName(fileNo));
-    const fh = await fsx.open(file, 'r');
-    let size = 0;
-    let off = 0;
-    let stop: string | undefined;
-    try {
-      size = fsx.statSync(file).size;
-      await flushAll();
-      await win.load(fh, size, 0, WAL_HEADER_BYTES);
-      const headerErr = checkWalHeader(win.view, fileNo);
-      if (headerErr) {
-        // A file whose header never became durable, with nothing but zeros after it, held no
-        // frame (frames follow a durable header): a creation or pre-allocation cut short by a
-        // crash. At the end of the log it is removed, so the next run reuses its number and it
-        // never sits in the middle; elsewhere (left by an older version) it is skipped.
-        if (holdsNoData(await fsx.readFile(file))) {
-          if (await laterFileHoldsData(fsx, dir, files.slice(i + 1))) continue;
-          for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
-          fsyncDirSync(fsx, dir);
-          result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
-          break;
-        }
-        if (!truncateOnCorruption) throw new CorruptionError(`WAL file ${file}`, headerErr);
-        // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
-        for (const n of files.slice(i)) fsx.unlinkSync(path.join(dir, walFileName(n)));
-        fsyncDirSync(fsx, dir);
-        result.lastFileNo = i > 0 ? files[i - 1]! : (from?.fileNo ?? 0);
-        break;
-      }
-      off = from && fileNo === from.fileNo ? Math.max(from.offset, WAL_HEADER_BYTES) : WAL_HEADER_BYTES;
-      /** Moves the window to `off` when fewer than `need` bytes of the file from there are in it. */
-      const ensure = async (need: number) => {
-        if (off >= win.base && (off + need <= win.end || win.end >= size)) return;
-        await flushAll();
-        await win.load(fh, size, off, need);
-      };
-      while (off < size) {
-        await ensure(FRAME_PREFIX_BYTES);
-        let p = probeFrame(win.view, off - win.base, win.view.length);
-        if (!p.ok && p.reason === 'short' && win.end < size) {
-          await ensure(alignUp(FRAME_PREFIX_BYTES + win.view.readUInt32LE(off - win.base)));
-          p = probeFrame(win.view, off - win.base, win.view.length);
-        } else if (p.ok && off + p.frame.size > win.end && win.end < size) {
-          await ensure(p.frame.size); // its padding runs past the window
-          p = probeFrame(win.view, off - win.base, win.view.length);
-        }
-        if (!p.ok) {
-          if (p.reason !== 'end' || !(await zerosToEnd(fh, size, off))) stop = p.reason;
-          else zeroTails.push({ file, off });
-          break;
-        }
-        const f = p.frame;
-        const buf = win.view;
-        sink.seen(buf, f);
-        const w = sink.route(buf, f);
-        if (w !== undefined) {
-          let list = pending.get(w);
-          if (!list) pending.set(w, (list = []));
-          list.push(wholeFrame(buf, off - win.base, f.size));
-          const n = (pendingBytes.get(w) ?? 0) + f.size;
-          pendingBytes.set(w, n);
-          if (n >= CHUNK_BYTES) {
-            await flushWorker(w);
-            sink.progress(Math.min(1, (scanned + off) / total)); // within a file too: files are 64 MiB
-          }
-        }
-        if (zeroTails.length > 0) zeroTails = []; // an earlier file's tail is not the log's end
-        result.frames++;
-        result.bytes += f.size;
-        off += f.size;
-      }
-    } finally {
-      await fh.close();
-    }
-    if (stop !== undefined) {
-      // A torn tail or corruption (rare): the repair below works on the whole file.
-      const buf = await fsx.readFile(file);
-      const later = findValidFrameAfter(buf, off);
-      // The next file may exist without frames: pre-allocated (or being pre-allocated) while
-      // this one was written. Only data in a later file proves this one was complete.
-      const laterFileValid = !isLast && (await laterFileHoldsData(fsx, dir, files.slice(i + 1)));
-      if (laterFileValid && !truncateOnCorruption) {
-        throw new CorruptionError(file, `mid-log corruption (${stop}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`, off);
-      }
-      result.tornBytes += buf.length - off;
-      // Bytes that held valid frames are copied aside before the file is cut. Without the
-      // space for the copy (a full disk) the tail is left as it is: it is never read as data
-      // (writing always continues in a new file), and the next recovery tries again.
-      let keepTail = false;
-      if (later >= 0) {
-        try {
-          // Durable before the cut below: the copy, and its name in quarantine/.
-          const qdir = path.join(dir, 'quarantine');
-          mkdirDurableSync(fsx, qdir);
-          const qfd = fsx.openSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), 'w');
-          try {
-            writeAllSync(fsx, qfd, buf.subarray(off));
-            fsx.fsyncSync(qfd);
-          } finally {
-            fsx.closeSync(qfd);
-          }
-          fsyncDirSync(fsx, qdir);
-          result.quarantinedBytes += buf.length - off;
-        } catch (err) {
-          if (!isDiskFull(err)) throw err;
-          keepTail = true;
-        }
-      }
-      if (!keepTail) {
-        const fd = fsx.openSync(file, 'r+');
-        fsx.ftruncateSync(fd, off);
-        fsx.fsyncSync(fd);
-        fsx.closeSync(fd);
-        fsyncDirSync(fsx, dir);
-      }
-      if (laterFileValid) {
-        // Truncating mode: drop every later file too, keeping only the prefix.
-        for (const n of files.slice(i + 1)) fsx.unlinkSync(path.join(dir, walFileName(n)));
-        fsyncDirSync(fsx, dir);
-        result.lastFileNo = fileNo;
-        scanned += sizes[i]!;
-        break;
-      }
-    }
-    scanned += sizes[i]!;
-    sink.progress(Math.min(1, scanned / total));
-  }
-  for (const w of pending.keys()) await flushWorker(w);
-  freeZeroTails(fsx, zeroTails);
-  sink.progress(1);
-  return result;
-}
-
-/**
- * Gives back the pre-allocated space after the log's end: a run never writes into an earlier
- * run's files (it starts a new one), so those zeros would only hold space, up to two files of it
- * (the one written last and its reserve), until checkpoints trimmed them. On a disk that had
- * filled up that is the room a restart needs. Best effort: a failure leaves the zeros, which
- * read as the end of the log anyway.
- */
-function freeZeroTails(fsx: Fs, tails: { file: string; off: number }[]): void {
-  if (tails.length === 0) return;
-  try {
-    for (const t of tails) {
-      const fd = fsx.openSync(t.file, 'r+');
-      // Not fsynced: the space is free at once, and a crash that undid the cut brings back
-      // zeros, which read as the end of the log. (An fsync would also make durable any frame
-      // written but never synced, which no caller of the scan has asked for.)
-      try {
-        fsx.ftruncateSync(fd, t.off);
-      } finally {
-        fsx.closeSync(fd);
-      }
-    }
-  } catch {
-    // the zeros stay; nothing reads them as frames
   }
 }
 

@@ -119,17 +119,27 @@ export class ActorHost implements HostServices {
   private readonly traceOutputs: boolean;
 
   constructor(deps: ActorHostDeps) {
-    const { clock, opts, walPort, segments, fsx, dataDir, eventsPort, peerPorts = [] } = deps;
-    this.clock = clock;
-    this.opts = opts;
-    this.segments = segments;
-    this.fsx = fsx;
-    this.dataDir = dataDir;
+    this.clock = deps.clock;
+    this.opts = deps.opts;
+    this.segments = deps.segments;
+    this.fsx = deps.fsx;
+    this.dataDir = deps.dataDir;
     this.trace = deps.trace;
     this.traceOutputs = deps.traceOutputs ?? false;
-    this.events = new EventsOutbox(eventsPort);
-    const forwardRefusal = deps.forwardRefusal;
-    this.peers = new PeerLink(opts.workerIndex, opts.workers, peerPorts, {
+    // In this order: each collaborator's callbacks may name those made after it (they run later).
+    this.events = new EventsOutbox(deps.eventsPort);
+    this.peers = this.makePeers(deps.peerPorts ?? [], deps.forwardRefusal);
+    this.wal = this.makeWal(deps.walPort);
+    this.hot = new HotCache(this.opts.segmentCacheBytes, (topicId, from, to) => this.dropTexts(topicId, from, to));
+    this.recovery = this.makeRecovery();
+    this.dormancy = this.makeDormancy();
+    this.compaction = this.makeCompaction(deps.compaction, deps.log);
+    this.checkpoints = this.makeCheckpoints();
+  }
+
+  /** Requests from and replies to the other workers (router forwards, dead letters). */
+  private makePeers(peerPorts: readonly (MessagePort | undefined)[], forwardRefusal: ActorHostDeps['forwardRefusal']): PeerLink {
+    return new PeerLink(this.opts.workerIndex, this.opts.workers, peerPorts, {
       request: (req) => {
         const refused = req.op === 'append' && req.forward ? forwardRefusal?.() : undefined;
         if (refused) return Promise.resolve(refused);
@@ -140,7 +150,11 @@ export class ActorHost implements HostServices {
       },
       peerReply: (actor, token, result) => this.input(actor, { k: 'peerReply', token, result }),
     });
-    this.wal = new WalLink(walPort, opts.walInflightBytes, {
+  }
+
+  /** The WAL thread's port: acks and failures become actor inputs, replayed frames go to recovery. */
+  private makeWal(walPort: MessagePort): WalLink {
+    return new WalLink(walPort, this.opts.walInflightBytes, {
       walAck: (actor, written, durable) => this.input(actor, { k: 'wal', written, durable }),
       writeSegment: (place, frame) => this.writeSegment(place, frame),
       redeliver: (reqId, req) => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
@@ -149,14 +163,20 @@ export class ActorHost implements HostServices {
         for (const a of this.actorsByName.values()) this.input(a, { k: 'walFailed' });
       },
     });
-    this.hot = new HotCache(opts.segmentCacheBytes, (topicId, from, to) => {
-      const a = this.byTopicId.get(topicId);
-      if (a) this.input(a, { k: 'drop', topicId, from, to });
-    });
-    this.recovery = new WorkerRecovery({
-      fsx,
-      dataDir,
-      segments,
+  }
+
+  /** The hot cache let go of a topic's record texts [from, to]: its actor forgets them too. */
+  private dropTexts(topicId: number, from: number, to: number): void {
+    const a = this.byTopicId.get(topicId);
+    if (a) this.input(a, { k: 'drop', topicId, from, to });
+  }
+
+  /** Recovery: the actors, their rngs, the WAL replay and the sleeping topics it restores. */
+  private makeRecovery(): WorkerRecovery {
+    return new WorkerRecovery({
+      fsx: this.fsx,
+      dataDir: this.dataDir,
+      segments: this.segments,
       byTopicId: this.byTopicId,
       actors: { [Symbol.iterator]: () => this.actorsByName.values() },
       actorFor: (name) => this.actorFor(name),
@@ -166,8 +186,8 @@ export class ActorHost implements HostServices {
         this.seedTraced.clear();
       },
       replayAck: (bytes, buf) => this.wal.replayAck(bytes, buf),
-      workerIndex: opts.workerIndex,
-      workers: opts.workers,
+      workerIndex: this.opts.workerIndex,
+      workers: this.opts.workers,
       sleepers: {
         restore: (rec) => this.dormancy.restore(rec),
         reserve: (more) => this.dormancy.reserveRestored(more),
@@ -180,11 +200,16 @@ export class ActorHost implements HostServices {
         endRecovery: () => this.dormancy.endRecovery(),
       },
     });
-    this.dormancy = new Dormancy(
+  }
+
+  /** Sleeping topics: the actors it puts to sleep and wakes, and what the stores hold of them. */
+  private makeDormancy(): Dormancy {
+    const segments = this.segments;
+    return new Dormancy(
       {
         packs: segments.packs,
-        fsx,
-        dataDir,
+        fsx: this.fsx,
+        dataDir: this.dataDir,
         stored: (id) => this.stored(id),
         releaseFiles: (id) => this.segments.release(id),
         byTopicId: this.byTopicId,
@@ -192,21 +217,43 @@ export class ActorHost implements HostServices {
         actorByName: (name) => this.actorsByName.get(name),
         input: (actor, input) => this.input(actor, input),
         hasTimers: (actor) => this.timers.hasAny(actor),
-        textsKept: (topicId, frames) => {
-          for (const frame of frames) {
-            const p = probeFrame(frame, 0, frame.length, false);
-            if (!p.ok) continue;
-            const head = readAppendHead(frame, p.frame);
-            this.hot.add(topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
-          }
-        },
+        textsKept: (topicId, frames) => this.textsKept(topicId, frames),
         now: () => this.clock.now(),
       },
-      { sleepMs: opts.topicSleepMs, awakeMax: opts.topicsAwakeMax },
+      { sleepMs: this.opts.topicSleepMs, awakeMax: this.opts.topicsAwakeMax },
     );
-    const compactOpts = { livePercent: 0, bytesPerSec: 0, ...deps.compaction, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
-    this.compaction = new WorkerCompaction(fsx, dataDir, segments, () => this.actorsByName.values(), (actor, topicId) => this.input(actor, { k: 'seal', topicId }), compactOpts, compactPace(compactOpts.bytesPerSec), deps.log ?? (() => undefined), () => this.inputsTotal);
-    this.checkpoints = new WorkerCheckpoints(this.wal, segments, this.compaction, {
+  }
+
+  /** A waking topic's record texts that stay in memory: the hot cache counts them. */
+  private textsKept(topicId: number, frames: readonly Buffer[]): void {
+    for (const frame of frames) {
+      const p = probeFrame(frame, 0, frame.length, false);
+      if (!p.ok) continue;
+      const head = readAppendHead(frame, p.frame);
+      this.hot.add(topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
+    }
+  }
+
+  /** Segment compaction on the worker's own timers; it seals a topic's segment through its actor. */
+  private makeCompaction(options: ActorHostDeps['compaction'], log: ActorHostDeps['log']): WorkerCompaction {
+    const opts = this.opts;
+    const compactOpts = { livePercent: 0, bytesPerSec: 0, ...options, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
+    return new WorkerCompaction(
+      this.fsx,
+      this.dataDir,
+      this.segments,
+      () => this.actorsByName.values(),
+      (actor, topicId) => this.input(actor, { k: 'seal', topicId }),
+      compactOpts,
+      compactPace(compactOpts.bytesPerSec),
+      log ?? (() => undefined),
+      () => this.inputsTotal,
+    );
+  }
+
+  /** Checkpoints: the actors' parts and the sleeping topics' rows, cut against the WAL. */
+  private makeCheckpoints(): WorkerCheckpoints {
+    return new WorkerCheckpoints(this.wal, this.segments, this.compaction, {
       actors: () => this.actorsByName.values(),
       actor: (name) => this.actorsByName.get(name),
       sleeping: this.dormancy.sleeping,

@@ -27,11 +27,18 @@ const JOB = 'j'.repeat(1000);
 const BATCHES = 20;
 const PER_BATCH = 1000;
 
-/** Bytes of the files under `dir` (recursively), and of those under its `wal/`, in one walk. */
+/**
+ * Bytes of the files under `dir` (recursively), and of those under its `wal/`, in one walk. Of
+ * the snapshots only the newest counts: the one before it is kept on purpose as the fallback
+ * (docs/ARCHITECTURE.md "Checkpoints and recovery") and goes at the next checkpoint, which a
+ * quiet server may not take for a long time; it holds the queue's state from before the acks.
+ */
 function du(dir: string, into = { data: 0, wal: 0 }, inWal = false): { data: number; wal: number } {
   if (!fs.existsSync(dir)) return into;
+  const snapshots = fs.readdirSync(dir).filter((n) => /^snapshot-.*\.snap$/.test(n)).sort();
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
+    if (snapshots.length > 1 && e.name !== snapshots.at(-1) && snapshots.includes(e.name)) continue;
     if (e.isDirectory()) du(p, into, inWal || e.name === 'wal');
     else {
       // A file unlinked between the listing and the stat (compaction at work) counts as gone.

@@ -146,6 +146,6 @@ test('with no usable snapshot and the WAL start gone, recovery refuses to start 
   for (const n of fs.readdirSync(metaDir(srv.dataDir))) if (n.endsWith('.snap')) fs.unlinkSync(path.join(metaDir(srv.dataDir), n));
   const r = spawnSync(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: srv.dataDir, SERVICE_PORT: '0' }, encoding: 'utf8', timeout: 60_000 });
   assert.equal(r.status, 1, r.stderr);
-  assert.match(r.stderr, /recovery failed: no usable snapshot .* the WAL starts at file \d+/);
+  assert.match(r.stderr, /recovery failed: \S+\/wal: no usable snapshot .* the WAL starts at file \d+/);
   assert.ok(fs.readdirSync(walDir(srv.dataDir)).length > 0, 'nothing was removed');
 });

@@ -14,10 +14,12 @@
 //      record_bytes                                                  -> invalid_request / record_too_large
 //   4. batch node, idempotency_key, create, disable_backpressure, config
 // Duplicate keys: the last occurrence wins (as JSON.parse), for the envelope and inside records;
-// an earlier occurrence is still required to be well-formed JSON.
+//
+// This file owns the walk and the envelope; the per-record checks and the limits live in
+// `appendRecord.ts` (re-exported here, so callers keep one import).
 import { fail } from '../../core/errors.js';
 import { collectUnknown, UNKNOWN_FIELDS_MAX } from '../../core/unknownFields.js';
-import { BATCH_RECORDS_MAX, BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, NODE_MAX_BYTES, nodeTooLongMessage } from '../../core/limits.js';
+import { BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, nodeTooLongMessage } from '../../core/limits.js';
 import { CONFIG_FIELDS } from './config.js';
 import {
   JsonScanError,
@@ -30,23 +32,29 @@ import {
   walkArray,
   walkObject,
 } from '../../core/jsonScan.js';
+import {
+  LIMITS,
+  NO_ALLOWANCE,
+  finishRecord,
+  invalidField,
+  newRecordScratch,
+  stringField,
+  type LimitAllowance,
+  type ParsedRecord,
+  type ParseFailure,
+  type RecordScratch,
+  type StringField,
+} from './appendRecord.js';
 
-export interface ParsedRecord {
-  /** Extent of the data value in the body, and its compacted byte length. */
-  dataStart: number;
-  dataEnd: number;
-  dataLen: number;
-  /** Extent of the meta object in the body; metaLen = -1 (and start = end = 0) when absent. */
-  metaStart: number;
-  metaEnd: number;
-  metaLen: number;
-  /** Decoded tag, and the JSON string literal exactly as sent (with quotes). */
-  tag: string | undefined;
-  tagLit: string | undefined;
-  /** Per-record node (NOT defaulted to the batch node here). */
-  node: string | undefined;
-  nodeLit: string | undefined;
-}
+export {
+  DEAD_LETTER_REASON_BYTES_MAX,
+  DEAD_LETTER_STAMPS,
+  LIMITS,
+  NO_ALLOWANCE,
+  type LimitAllowance,
+  type ParsedRecord,
+  type ParseFailure,
+} from './appendRecord.js';
 
 export interface ParsedAppend {
   records: ParsedRecord[];
@@ -62,41 +70,6 @@ export interface ParsedAppend {
   /** Ignored field names (top level, `records[i].x`, `config.x`), for the Warning header; bounded. */
   unknownFields: string[];
 }
-
-export type ParseFailure = {
-  ok: false;
-  status: number;
-  code: string;
-  message: string;
-  detail?: Record<string, unknown>;
-};
-
-export const LIMITS = {
-  maxRecords: BATCH_RECORDS_MAX,
-  maxRecordBytes: 1048576,
-  maxMetaBytes: 16384,
-  maxMetaKeys: 64,
-  maxTagBytes: 256,
-  maxNodeBytes: NODE_MAX_BYTES,
-  maxIdempotencyKeyChars: IDEMPOTENCY_KEY_MAX_CHARS,
-} as const;
-
-/**
- * What a dead-letter copy may add to a record that was within the limits: the three
- * `$dead_letter_*` meta keys (docs/QUEUES.md). Only actors set it (`AppendRequest.stamped`).
- */
-export interface LimitAllowance {
-  metaKeys: number;
-  metaBytes: number;
-}
-export const NO_ALLOWANCE: LimitAllowance = { metaKeys: 0, metaBytes: 0 };
-/** A term's `reason` (docs/QUEUES.md "Term"): at most this many bytes of UTF-8. */
-export const DEAD_LETTER_REASON_BYTES_MAX = 1024;
-/**
- * Three keys (a 255-byte queue name and two 16-digit numbers fit well within 512 bytes), plus a
- * term's `$dead_letter_reason` (its key, and its value JSON-escaped: at most 6 bytes a byte).
- */
-export const DEAD_LETTER_STAMPS: LimitAllowance = { metaKeys: 4, metaBytes: 512 + 32 + 6 * DEAD_LETTER_REASON_BYTES_MAX };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -157,44 +130,6 @@ function keyId(buf: Uint8Array, ks: number, ke: number, table: ReadonlyArray<rea
   return K_OTHER;
 }
 
-function hasBackslash(buf: Uint8Array, s: number, e: number): boolean {
-  for (let i = s; i < e; i++) if (buf[i] === BACKSLASH) return true;
-  return false;
-}
-
-interface StringField {
-  value: string;
-  lit: string;
-  /** UTF-8 byte length of the decoded value. */
-  bytes: number;
-}
-
-/** Decodes the valid string literal [s, e). */
-function stringField(buf: Uint8Array, s: number, e: number): StringField {
-  if (!hasBackslash(buf, s + 1, e - 1)) {
-    const value = bytesToString(buf, s + 1, e - 1);
-    return { value, lit: '"' + value + '"', bytes: e - s - 2 };
-  }
-  const lit = bytesToString(buf, s, e);
-  const value = JSON.parse(lit) as string;
-  return { value, lit, bytes: Buffer.byteLength(value, 'utf8') };
-}
-
-/** Mutable per-record scratch (one per parse call, reused for every record). */
-interface RecordScratch {
-  dataStart: number;
-  dataEnd: number;
-  dataWs: number;
-  metaStart: number;
-  metaEnd: number;
-  metaWs: number;
-  metaKeys: number;
-  tagStart: number;
-  tagEnd: number;
-  nodeStart: number;
-  nodeEnd: number;
-}
-
 /** One occurrence of the "records" key. */
 interface RecordsState {
   isArray: boolean;
@@ -207,118 +142,106 @@ function malformed(e: JsonScanError): ParseFailure {
   return fail('invalid_request', `Request body is not valid JSON: ${e.message}.`);
 }
 
-function invalidField(field: string, message: string, index?: number): ParseFailure {
-  return fail('invalid_request', message, index === undefined ? { field } : { field, index });
-}
+/**
+ * The single pass over a body whose first byte is `{`: walks the envelope, remembers the extent
+ * of the last occurrence of each envelope field (-1 when absent), checks each record as its object
+ * ends and collects ignored field names. `walk` throws JsonScanError on malformed JSON; the
+ * envelope fields are checked afterwards (`envelopeFields`), as their precedence requires.
+ */
+class AppendBodyScan {
+  records: RecordsState | undefined = undefined;
+  nodeStart = -1;
+  nodeEnd = -1;
+  idemStart = -1;
+  idemEnd = -1;
+  createStart = -1;
+  configStart = -1;
+  configEnd = -1;
+  dbpStart = -1;
+  readonly unknownFields: string[] = [];
+  private readonly body: Uint8Array;
+  private readonly end: number;
+  private readonly allow: LimitAllowance;
+  private readonly r: RecordScratch = newRecordScratch();
+  private readonly recordKeysSeen = new Set<string>();
+  private recordIndex = 0;
 
-function tooLarge(index: number, limit: string, message: string): ParseFailure {
-  return fail('record_too_large', message, { index, limit });
-}
-
-/** Checks the scratch of record `index` (its object just ended); returns the record or an error. */
-function finishRecord(body: Uint8Array, r: RecordScratch, index: number, allow: LimitAllowance): ParsedRecord | ParseFailure {
-  if (r.dataStart < 0) return invalidField('data', `records[${index}].data is required.`, index);
-  if (r.tagStart >= 0 && body[r.tagStart] !== QUOTE)
-    return invalidField('tag', `records[${index}].tag must be a string.`, index);
-  if (r.nodeStart >= 0 && body[r.nodeStart] !== QUOTE)
-    return invalidField('node', `records[${index}].node must be a string.`, index);
-  if (r.metaStart >= 0 && body[r.metaStart] !== LBRACE)
-    return invalidField('meta', `records[${index}].meta must be an object.`, index);
-
-  let tag: StringField | undefined;
-  if (r.tagStart >= 0) {
-    tag = stringField(body, r.tagStart, r.tagEnd);
-    if (tag.bytes > LIMITS.maxTagBytes)
-      return tooLarge(index, 'tag_bytes', `records[${index}].tag is longer than ${LIMITS.maxTagBytes} bytes.`);
+  constructor(body: Uint8Array, allow: LimitAllowance) {
+    this.body = body;
+    this.end = body.length;
+    this.allow = allow;
   }
-  let node: StringField | undefined;
-  if (r.nodeStart >= 0) {
-    node = stringField(body, r.nodeStart, r.nodeEnd);
-    if (node.bytes > LIMITS.maxNodeBytes)
-      return tooLarge(index, 'node_bytes', nodeTooLongMessage(`records[${index}].node`));
-  }
-  let metaLen = -1;
-  if (r.metaStart >= 0) {
-    metaLen = r.metaEnd - r.metaStart - r.metaWs;
-    if (metaLen > LIMITS.maxMetaBytes + allow.metaBytes)
-      return tooLarge(index, 'meta_bytes', `records[${index}].meta is larger than ${LIMITS.maxMetaBytes} bytes.`);
-    if (r.metaKeys > LIMITS.maxMetaKeys + allow.metaKeys)
-      return tooLarge(index, 'meta_keys', `records[${index}].meta has more than ${LIMITS.maxMetaKeys} keys.`);
-  }
-  const dataLen = r.dataEnd - r.dataStart - r.dataWs;
-  if (dataLen + (metaLen < 0 ? 0 : metaLen) > LIMITS.maxRecordBytes + allow.metaBytes)
-    return tooLarge(
-      index,
-      'record_bytes',
-      `records[${index}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta).`,
-    );
-  return {
-    dataStart: r.dataStart,
-    dataEnd: r.dataEnd,
-    dataLen,
-    metaStart: r.metaStart < 0 ? 0 : r.metaStart,
-    metaEnd: r.metaStart < 0 ? 0 : r.metaEnd,
-    metaLen,
-    tag: tag?.value,
-    tagLit: tag?.lit,
-    node: node?.value,
-    nodeLit: node?.lit,
-  };
-}
 
-export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALLOWANCE): { ok: true; value: ParsedAppend } | ParseFailure {
-  const end = body.length;
-  const start = skipWs(body, 0, end);
-  if (start >= end) return fail('invalid_request', 'Request body is empty.');
-  if (body[start] !== LBRACE) {
-    try {
-      validateDocument(body);
-    } catch (e) {
-      if (e instanceof JsonScanError) return malformed(e);
-      throw e;
+  /** Walks the object at `start` and checks that only whitespace follows it. */
+  walk(start: number): void {
+    const oe = walkObject(this.body, start, this.end, 0, this.onTop);
+    const tail = skipWs(this.body, oe, this.end);
+    if (tail !== this.end) throw new JsonScanError('Unexpected data after JSON value', tail);
+  }
+
+  /** Member of the body object. */
+  private readonly onTop = (ks: number, ke: number, vs: number): number => {
+    const body = this.body;
+    const id = keyId(body, ks, ke, TOP_KEYS);
+    if (id === K_RECORDS) {
+      const st: RecordsState = { isArray: body[vs] === LBRACKET, count: 0, records: [], error: undefined };
+      this.records = st;
+      if (!st.isArray) return scanValue(body, vs, this.end, 1);
+      return walkArray(body, vs, this.end, 1, this.onRecord);
     }
-    return fail('invalid_request', 'Request body must be a JSON object.');
-  }
-
-  // Last occurrence of each envelope field: [start, end) of its value, -1 when absent.
-  let recs: RecordsState | undefined;
-  let nodeS = -1;
-  let nodeE = -1;
-  let idemS = -1;
-  let idemE = -1;
-  let createS = -1;
-  let configS = -1;
-  let configE = -1;
-  let dbpS = -1;
-
-  const r: RecordScratch = {
-    dataStart: -1,
-    dataEnd: -1,
-    dataWs: 0,
-    metaStart: -1,
-    metaEnd: -1,
-    metaWs: 0,
-    metaKeys: 0,
-    tagStart: -1,
-    tagEnd: -1,
-    nodeStart: -1,
-    nodeEnd: -1,
+    const ve = scanValue(body, vs, this.end, 1);
+    if (id === K_OTHER && this.unknownFields.length < UNKNOWN_FIELDS_MAX) this.unknownFields.push(decodeStringLiteral(body, ks, ke));
+    switch (id) {
+      case K_NODE:
+        this.nodeStart = vs;
+        this.nodeEnd = ve;
+        break;
+      case K_IDEM:
+        this.idemStart = vs;
+        this.idemEnd = ve;
+        break;
+      case K_CREATE:
+        this.createStart = vs;
+        break;
+      case K_CONFIG:
+        this.configStart = vs;
+        this.configEnd = ve;
+        break;
+      case K_DISABLE_BP:
+        this.dbpStart = vs;
+        break;
+    }
+    return ve;
   };
 
-  const unknownFields: string[] = [];
-  const recordKeysSeen = new Set<string>();
-  let recordIndex = 0;
-  // Member of a record object (depth: body object, records array, record object are open).
-  const onRecordMember = (ks: number, ke: number, vs: number): number => {
+  /** Element `index` of the records array being walked (`this.records`). */
+  private readonly onRecord = (es: number, index: number): number => {
+    const body = this.body;
+    const st = this.records!;
+    st.count = index + 1;
+    // Once a problem is known (or past the batch limit) only validate and count.
+    if (st.error !== undefined || index >= LIMITS.maxRecords) return scanValue(body, es, this.end, 2);
+    if (body[es] !== LBRACE) {
+      st.error = invalidField('records', `records[${index}] must be an object.`, index);
+      return scanValue(body, es, this.end, 2);
+    }
+    const r = this.r;
+    r.dataStart = r.metaStart = r.tagStart = r.nodeStart = -1;
+    this.recordIndex = index;
+    const oe = walkObject(body, es, this.end, 2, this.onRecordMember);
+    const rec = finishRecord(body, r, index, this.allow);
+    if ('ok' in rec) st.error = rec;
+    else st.records.push(rec);
+    return oe;
+  };
+
+  /** Member of a record object (depth: body object, records array, record object are open). */
+  private readonly onRecordMember = (ks: number, ke: number, vs: number): number => {
+    const body = this.body;
     const id = keyId(body, ks, ke, RECORD_KEYS);
-    const ve = scanValue(body, vs, end, 3);
-    if (id === K_OTHER && unknownFields.length < UNKNOWN_FIELDS_MAX) {
-      const name = decodeStringLiteral(body, ks, ke);
-      if (!recordKeysSeen.has(name)) {
-        recordKeysSeen.add(name);
-        unknownFields.push(`records[${recordIndex}].${name}`);
-      }
-    }
+    const ve = scanValue(body, vs, this.end, 3);
+    if (id === K_OTHER && this.unknownFields.length < UNKNOWN_FIELDS_MAX) this.noteUnknownRecordKey(ks, ke);
+    const r = this.r;
     switch (id) {
       case K_DATA:
         r.dataStart = vs;
@@ -343,70 +266,45 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
     return ve;
   };
 
-  let cur: RecordsState | undefined;
-  const onRecord = (es: number, index: number): number => {
-    const st = cur!;
-    st.count = index + 1;
-    // Once a problem is known (or past the batch limit) only validate and count.
-    if (st.error !== undefined || index >= LIMITS.maxRecords) return scanValue(body, es, end, 2);
-    if (body[es] !== LBRACE) {
-      st.error = invalidField('records', `records[${index}] must be an object.`, index);
-      return scanValue(body, es, end, 2);
-    }
-    r.dataStart = r.metaStart = r.tagStart = r.nodeStart = -1;
-    recordIndex = index;
-    const oe = walkObject(body, es, end, 2, onRecordMember);
-    const rec = finishRecord(body, r, index, allow);
-    if ('ok' in rec) st.error = rec;
-    else st.records.push(rec);
-    return oe;
-  };
+  /** An ignored record key is reported once, under the index of the first record carrying it. */
+  private noteUnknownRecordKey(ks: number, ke: number): void {
+    const name = decodeStringLiteral(this.body, ks, ke);
+    if (this.recordKeysSeen.has(name)) return;
+    this.recordKeysSeen.add(name);
+    this.unknownFields.push(`records[${this.recordIndex}].${name}`);
+  }
+}
 
-  const onTop = (ks: number, ke: number, vs: number): number => {
-    const id = keyId(body, ks, ke, TOP_KEYS);
-    if (id === K_RECORDS) {
-      const st: RecordsState = { isArray: body[vs] === LBRACKET, count: 0, records: [], error: undefined };
-      recs = st;
-      if (!st.isArray) return scanValue(body, vs, end, 1);
-      cur = st;
-      return walkArray(body, vs, end, 1, onRecord);
-    }
-    const ve = scanValue(body, vs, end, 1);
-    if (id === K_OTHER && unknownFields.length < UNKNOWN_FIELDS_MAX) unknownFields.push(decodeStringLiteral(body, ks, ke));
-    switch (id) {
-      case K_NODE:
-        nodeS = vs;
-        nodeE = ve;
-        break;
-      case K_IDEM:
-        idemS = vs;
-        idemE = ve;
-        break;
-      case K_CREATE:
-        createS = vs;
-        break;
-      case K_CONFIG:
-        configS = vs;
-        configE = ve;
-        break;
-      case K_DISABLE_BP:
-        dbpS = vs;
-        break;
-    }
-    return ve;
-  };
-
+export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALLOWANCE): { ok: true; value: ParsedAppend } | ParseFailure {
+  const start = skipWs(body, 0, body.length);
+  if (start >= body.length) return fail('invalid_request', 'Request body is empty.');
+  if (body[start] !== LBRACE) return notAnObject(body);
+  const scan = new AppendBodyScan(body, allow);
   try {
-    const oe = walkObject(body, start, end, 0, onTop);
-    const tail = skipWs(body, oe, end);
-    if (tail !== end) throw new JsonScanError('Unexpected data after JSON value', tail);
+    scan.walk(start);
   } catch (e) {
     if (e instanceof JsonScanError) return malformed(e);
     throw e;
   }
+  const rs = scan.records;
+  const recordsError = recordListError(rs);
+  if (recordsError !== undefined) return recordsError;
+  return envelopeFields(body, scan, rs!.records);
+}
 
-  // ---- records ----
-  const rs = recs as RecordsState | undefined;
+/** A body that is not a JSON object: malformed JSON wins over the shape error. */
+function notAnObject(body: Uint8Array): ParseFailure {
+  try {
+    validateDocument(body);
+  } catch (e) {
+    if (e instanceof JsonScanError) return malformed(e);
+    throw e;
+  }
+  return fail('invalid_request', 'Request body must be a JSON object.');
+}
+
+/** The records list's shape and count, then the first record's problem (if any). */
+function recordListError(rs: RecordsState | undefined): ParseFailure | undefined {
   if (rs === undefined) return invalidField('records', 'records is required.');
   if (!rs.isArray) return invalidField('records', 'records must be an array.');
   if (rs.count === 0) return invalidField('records', 'records must not be empty.');
@@ -415,20 +313,22 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
       count: rs.count,
       max: LIMITS.maxRecords,
     });
-  if (rs.error !== undefined) return rs.error;
+  return rs.error;
+}
 
-  // ---- envelope ----
+/** Checks the envelope fields, in their order of precedence, and assembles the result. */
+function envelopeFields(body: Uint8Array, scan: AppendBodyScan, records: ParsedRecord[]): { ok: true; value: ParsedAppend } | ParseFailure {
   let node: StringField | undefined;
-  if (nodeS >= 0) {
-    if (body[nodeS] !== QUOTE) return invalidField('node', 'node must be a string.');
-    node = stringField(body, nodeS, nodeE);
+  if (scan.nodeStart >= 0) {
+    if (body[scan.nodeStart] !== QUOTE) return invalidField('node', 'node must be a string.');
+    node = stringField(body, scan.nodeStart, scan.nodeEnd);
     if (node.bytes > LIMITS.maxNodeBytes)
       return fail('record_too_large', nodeTooLongMessage(), { limit: 'node_bytes' });
   }
   let idempotencyKey: string | undefined;
-  if (idemS >= 0) {
-    if (body[idemS] !== QUOTE) return invalidField('idempotency_key', 'idempotency_key must be a string.');
-    const k = stringField(body, idemS, idemE).value;
+  if (scan.idemStart >= 0) {
+    if (body[scan.idemStart] !== QUOTE) return invalidField('idempotency_key', 'idempotency_key must be a string.');
+    const k = stringField(body, scan.idemStart, scan.idemEnd).value;
     if (k.length > LIMITS.maxIdempotencyKeyChars)
       return invalidField(
         'idempotency_key',
@@ -436,36 +336,37 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
       );
     if (k !== '') idempotencyKey = k;
   }
-  let create: boolean | undefined;
-  if (createS >= 0) {
-    const c = body[createS];
-    if (c !== T && c !== F) return invalidField('create', 'create must be a boolean.');
-    create = c === T;
-  }
-  let disableBackpressure = false;
-  if (dbpS >= 0) {
-    const c = body[dbpS];
-    if (c !== T && c !== F) return invalidField('disable_backpressure', 'disable_backpressure must be a boolean.');
-    disableBackpressure = c === T;
-  }
+  const create = booleanField(body, scan.createStart, 'create');
+  if (typeof create === 'object') return create;
+  const disableBackpressure = booleanField(body, scan.dbpStart, 'disable_backpressure');
+  if (typeof disableBackpressure === 'object') return disableBackpressure;
+  const unknownFields = scan.unknownFields;
   let config: unknown;
-  if (configS >= 0) {
-    if (body[configS] !== LBRACE) return invalidField('config', 'config must be an object.');
-    config = JSON.parse(bytesToString(body, configS, configE));
+  if (scan.configStart >= 0) {
+    if (body[scan.configStart] !== LBRACE) return invalidField('config', 'config must be an object.');
+    config = JSON.parse(bytesToString(body, scan.configStart, scan.configEnd));
     collectUnknown(unknownFields, config, CONFIG_FIELDS, 'config.');
   }
 
   return {
     ok: true,
     value: {
-      records: rs.records,
+      records,
       node: node?.value,
       nodeLit: node?.lit,
       idempotencyKey,
       create,
       config,
-      disableBackpressure,
+      disableBackpressure: disableBackpressure ?? false,
       unknownFields,
     },
   };
+}
+
+/** The boolean envelope field whose value starts at `s` (-1: absent, undefined). */
+function booleanField(body: Uint8Array, s: number, field: string): boolean | undefined | ParseFailure {
+  if (s < 0) return undefined;
+  const c = body[s];
+  if (c !== T && c !== F) return invalidField(field, `${field} must be a boolean.`);
+  return c === T;
 }

@@ -1,0 +1,86 @@
+// A topic worker's section of a v2 snapshot (docs/FORMAT.md "Snapshots"): what one worker's
+// checkpoint step writes and what the same worker reads back at recovery, so the main thread only
+// concatenates and checks bytes and never parses a million topic parts. NDJSON, one object per line:
+//   line 1: {"configs":[...],"packs":{"whole":[name...],"tail":[name,bytes]|null}}: the topic
+//           configs the parts name by index (some may be named by no part), and what the
+//           worker's pack files held at the cut (packs wholly covered by the parts' runs, and the
+//           pack being written with the bytes written at the cut);
+//   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
+//           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
+//           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
+//           TTL or a queue) when it was quiet at the cut (it may recover asleep), then "own"
+//           ([first seq, size] of its one own segment file) when such a topic has one.
+// This file owns the format's shared pieces: the watermark order, the types of a part and of the
+// head line, and the key prefixes of a part line, which the writer writes and the fast line
+// reader matches. The writer is snapshotSectionWriter.ts, the readers snapshotSectionReader.ts.
+// Runs wherever they run (topic workers, the main thread, offline tools).
+import type { TopicConfig } from '../actors/topic/config.js';
+import type { Watermarks } from '../actors/topic/watermarks.js';
+import type { TopicPart } from './topicPart.js';
+
+/**
+ * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and
+ * consumption) are not among them: they are not persisted (docs/API.md "GET /v0/topics/:topic"), so a topic restored
+ * asleep has them null, as a loaded one does.
+ */
+export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'packed_bytes'] as const satisfies readonly (keyof Watermarks)[];
+
+/**
+ * The watermarks a section holds of a quiet topic: WM_FIELDS, and first_ts_ms (written after
+ * them for a topic with TTL or a queue only; read as 0 when absent, which wakes a TTL topic soon
+ * after recovery: dormant.ts ttlWakeAt).
+ */
+export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'first_ts_ms'> & {
+  /** A quiet topic's own segment file, first seq and size (0: none; TopicPart's DormantTopic). */
+  readonly own_first_seq?: number;
+  readonly own_bytes?: number;
+};
+
+/** What a worker's packs held at the cut: recovery scans only what came after. */
+export interface SectionPacks {
+  /** Packs every frame of which was written before the cut (their live frames are in runs). */
+  whole: string[];
+  /** The pack being written at the cut and the bytes written to it by then, or null. */
+  tail: [string, number] | null;
+}
+
+/** What a section needs of a sleeping topic's table row (worker/dormantTable.ts's DormantRow). */
+export interface SleepingRow extends SectionWatermarks {
+  readonly id: number;
+  readonly name: string;
+  readonly config: TopicConfig;
+  readonly created_ms: number;
+  readonly retention: Partial<TopicPart> | undefined;
+  readonly queue: TopicPart['queue'];
+}
+
+/** Topics whose watermarks carry first_ts_ms: with TTL (when expiry begins), queues (the oldest ready job's age). */
+export const withFirstTs = (c: TopicConfig) => c.ttl_ms > 0 || c.type === 'queue';
+
+/** A topic part as a section holds it. */
+export interface SectionPart extends TopicPart {
+  /** Physical runs of its packed segment: [pack no, offset, length, ...] in logical order. */
+  runs?: number[];
+  /** Watermarks of a quiet topic (it may recover asleep). */
+  wm?: Watermarks;
+  /** A quiet topic's own segment file: [first seq, size]. */
+  own?: [number, number];
+}
+
+/** A section's first line. */
+export interface SectionHead {
+  configs: TopicConfig[];
+  packs: SectionPacks;
+}
+
+
+// The keys of a part line, in the order SectionWriter writes them, each with the punctuation
+// around it (names are written unescaped between quotes: docs/API.md "Conventions").
+export const KEY_ID = '{"id":';
+export const KEY_NAME = ',"name":"';
+export const KEY_C = '","c":';
+export const KEY_CREATED = ',"created_ms":';
+export const KEY_RESERVED = ',"reserved":';
+export const KEY_RUNS = ',"runs":[';
+export const KEY_WM = ',"wm":[';
+export const KEY_OWN = ',"own":[';

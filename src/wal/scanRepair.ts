@@ -1,0 +1,181 @@
+// Where the WAL ends, for the recovery scan (`scan.ts`; docs/ARCHITECTURE.md "Checkpoints and
+// recovery"), run on the WAL thread before it takes writes. Owns the decisions the scan takes when
+// a file stops making sense:
+// - a file whose header is bad: skipped, removed with the files after it, or refused;
+// - a frame that does not check: a torn tail (the file is cut at the end of its valid prefix,
+//   valid frames after the cut copied to wal/quarantine/ first) or mid-log corruption (refused,
+//   or with SERVICE_RECOVERY_TRUNCATE=1 the later files are dropped too);
+// - the pre-allocated zeros after the log's end, given back once the scan is done.
+import path from 'node:path';
+import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs } from '../storage/fs.js';
+import { walFileName } from '../storage/layout.js';
+import { FRAME_ALIGN, WAL_HEADER_BYTES } from './format.js';
+import { probeFrame } from './frame.js';
+import { CorruptionError } from '../core/corruption.js';
+
+/** The WAL files a scan covers, in order, and their directory. */
+export interface ScanFiles {
+  fsx: Fs;
+  dir: string;
+  files: number[];
+}
+
+const ZEROS = Buffer.alloc(64 * 1024);
+
+/** True when buf[off..] holds only zeros: the pre-allocated tail (compared natively, 64 KiB at a time). */
+export function allZero(buf: Buffer, off: number): boolean {
+  for (let p = off; p < buf.length; p += ZEROS.length) {
+    const n = Math.min(ZEROS.length, buf.length - p);
+    if (buf.compare(ZEROS, 0, n, p, p + n) !== 0) return false;
+  }
+  return true;
+}
+
+export function findValidFrameAfter(buf: Buffer, off: number): number {
+  for (let p = off + FRAME_ALIGN; p + 24 <= buf.length; p += FRAME_ALIGN) {
+    if (buf.readUInt32LE(p) === 0) continue;
+    if (probeFrame(buf, p, buf.length).ok) return p;
+  }
+  return -1;
+}
+
+/** True when the file holds nothing after its header but zeros: no frame was ever written to it. */
+function holdsNoData(buf: Buffer): boolean {
+  return buf.length <= WAL_HEADER_BYTES || allZero(buf, WAL_HEADER_BYTES);
+}
+
+/**
+ * True when one of the later files holds bytes after its header: frames were written there, so
+ * (rotation syncs the old file first) every earlier file was complete. Pre-allocated files hold
+ * only zeros, and files shorter than a header held nothing.
+ */
+async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promise<boolean> {
+  for (const n of later) if (!holdsNoData(await fsx.readFile(path.join(dir, walFileName(n))))) return true;
+  return false;
+}
+
+/** Removes the files `files[from..]` (durably). */
+function dropFilesFrom(s: ScanFiles, from: number): void {
+  for (const n of s.files.slice(from)) s.fsx.unlinkSync(path.join(s.dir, walFileName(n)));
+  fsyncDirSync(s.fsx, s.dir);
+}
+
+/**
+ * File `files[i]` has a bad header (`headerErr`). Returns 'skip' to go on with the next file, or
+ * the new last file number when the log ends before this file (this file and later ones removed).
+ */
+export async function onBadHeader(s: ScanFiles, i: number, headerErr: string, truncateOnCorruption: boolean, fileNoBefore: number): Promise<'skip' | number> {
+  const file = path.join(s.dir, walFileName(s.files[i]!));
+  // A file whose header never became durable, with nothing but zeros after it, held no
+  // frame (frames follow a durable header): a creation or pre-allocation cut short by a
+  // crash. At the end of the log it is removed, so the next run reuses its number and it
+  // never sits in the middle; elsewhere (left by an older version) it is skipped.
+  if (holdsNoData(await s.fsx.readFile(file))) {
+    if (await laterFileHoldsData(s.fsx, s.dir, s.files.slice(i + 1))) return 'skip';
+  } else if (!truncateOnCorruption) {
+    throw new CorruptionError(`WAL file ${file}`, headerErr);
+  }
+  // Truncating mode (or a file that held nothing): keep the prefix, i.e. every earlier file;
+  // drop this one and later ones.
+  dropFilesFrom(s, i);
+  return i > 0 ? s.files[i - 1]! : fileNoBefore;
+}
+
+/** What `repairTail` did to the file, for the scan's result. */
+export interface TailRepair {
+  tornBytes: number;
+  quarantinedBytes: number;
+  /** True when the later files were dropped too: the log ends with this file. */
+  endsLog: boolean;
+}
+
+/**
+ * The frame at `off` in `files[i]` did not check (`reason`). A torn tail unless a later file
+ * holds data: then mid-log corruption, refused unless `truncateOnCorruption`.
+ */
+export async function repairTail(s: ScanFiles, i: number, off: number, reason: string, truncateOnCorruption: boolean): Promise<TailRepair> {
+  const { fsx, dir, files } = s;
+  const fileNo = files[i]!;
+  const file = path.join(dir, walFileName(fileNo));
+  // A torn tail or corruption (rare): the repair works on the whole file.
+  const buf = await fsx.readFile(file);
+  const later = findValidFrameAfter(buf, off);
+  // The next file may exist without frames: pre-allocated (or being pre-allocated) while
+  // this one was written. Only data in a later file proves this one was complete.
+  const laterFileValid = i < files.length - 1 && (await laterFileHoldsData(fsx, dir, files.slice(i + 1)));
+  if (laterFileValid && !truncateOnCorruption) {
+    throw new CorruptionError(file, `mid-log corruption (${reason}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`, off);
+  }
+  const repair: TailRepair = { tornBytes: buf.length - off, quarantinedBytes: 0, endsLog: false };
+  // Bytes that held valid frames are copied aside before the file is cut. Without the
+  // space for the copy (a full disk) the tail is left as it is: it is never read as data
+  // (writing always continues in a new file), and the next recovery tries again.
+  let keepTail = false;
+  if (later >= 0) {
+    if (quarantineTail(fsx, dir, fileNo, buf, off)) repair.quarantinedBytes = buf.length - off;
+    else keepTail = true;
+  }
+  if (!keepTail) cutFile(fsx, dir, file, off);
+  if (laterFileValid) {
+    // Truncating mode: drop every later file too, keeping only the prefix.
+    dropFilesFrom(s, i + 1);
+    repair.endsLog = true;
+  }
+  return repair;
+}
+
+/** Copies buf[off..] to wal/quarantine/ durably; false when the disk is full (nothing copied). */
+function quarantineTail(fsx: Fs, dir: string, fileNo: number, buf: Buffer, off: number): boolean {
+  try {
+    // Durable before the cut: the copy, and its name in quarantine/.
+    const qdir = path.join(dir, 'quarantine');
+    mkdirDurableSync(fsx, qdir);
+    const qfd = fsx.openSync(path.join(qdir, `${walFileName(fileNo)}.${off}`), 'w');
+    try {
+      writeAllSync(fsx, qfd, buf.subarray(off));
+      fsx.fsyncSync(qfd);
+    } finally {
+      fsx.closeSync(qfd);
+    }
+    fsyncDirSync(fsx, qdir);
+    return true;
+  } catch (err) {
+    if (!isDiskFull(err)) throw err;
+    return false;
+  }
+}
+
+/** Cuts `file` at `off`, durably, so a later boot never mistakes stale bytes for frames. */
+function cutFile(fsx: Fs, dir: string, file: string, off: number): void {
+  const fd = fsx.openSync(file, 'r+');
+  fsx.ftruncateSync(fd, off);
+  fsx.fsyncSync(fd);
+  fsx.closeSync(fd);
+  fsyncDirSync(fsx, dir);
+}
+
+/**
+ * Gives back the pre-allocated space after the log's end: a run never writes into an earlier
+ * run's files (it starts a new one), so those zeros would only hold space, up to two files of it
+ * (the one written last and its reserve), until checkpoints trimmed them. On a disk that had
+ * filled up that is the room a restart needs. Best effort: a failure leaves the zeros, which
+ * read as the end of the log anyway.
+ */
+export function freeZeroTails(fsx: Fs, tails: { file: string; off: number }[]): void {
+  if (tails.length === 0) return;
+  try {
+    for (const t of tails) {
+      const fd = fsx.openSync(t.file, 'r+');
+      // Not fsynced: the space is free at once, and a crash that undid the cut brings back
+      // zeros, which read as the end of the log. (An fsync would also make durable any frame
+      // written but never synced, which no caller of the scan has asked for.)
+      try {
+        fsx.ftruncateSync(fd, t.off);
+      } finally {
+        fsx.closeSync(fd);
+      }
+    }
+  } catch {
+    // the zeros stay; nothing reads them as frames
+  }
+}
