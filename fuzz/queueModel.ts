@@ -30,9 +30,9 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SimHost } from '../src/replay/simHost.js';
-import { resolveConfig } from '../src/actors/topic/config.js';
+import { resolveConfig } from '../src/protocol/topicConfig.js';
 import { SlotState } from '../src/actors/topic/seqIndex.js';
-import type { TopicRequest, TopicResult } from '../src/core/messages/rpc.js';
+import type { TopicRequest, TopicResult } from '../src/protocol/messages/rpc.js';
 import type { TopicInstance } from '../src/actors/topic/instance.js';
 import type { QueueState } from '../src/actors/queue/queueState.js';
 

@@ -16,9 +16,9 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SimHost } from '../src/replay/simHost.js';
-import { resolveConfig, type Durability } from '../src/actors/topic/config.js';
-import type { TopicRequest } from '../src/core/messages/rpc.js';
-import type { RouterDef } from '../src/core/messages/router.js';
+import { resolveConfig, type Durability } from '../src/protocol/topicConfig.js';
+import type { TopicRequest } from '../src/protocol/messages/rpc.js';
+import type { RouterDef } from '../src/protocol/messages/router.js';
 
 const S = 'src';
 const D = 'dst';

@@ -4,9 +4,9 @@
 // in the EffectSink that carries effects out and the Queries that answer questions, so adding an
 // effect is one variant here plus one case per sink. Recording a step for a trace happens here.
 import type { Rng } from '../core/rng.js';
-import type { AppendRequest, TopicRequest, TopicResult } from '../core/messages/rpc.js';
-import type { WatchEvent, WorkEvent } from '../core/messages/events.js';
-import { assertNever } from '../core/errors.js';
+import type { AppendRequest, TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
+import type { WatchEvent, WorkEvent } from '../protocol/messages/events.js';
+import { assertNever } from '../protocol/errors.js';
 import { encodeTraceValue } from '../replay/traceCodec.js';
 
 /** Where an APPEND frame goes in the topic's segments once the WAL has written it. */

@@ -1,6 +1,6 @@
 // The one place Comlink is used: control calls (list, stats, recovery, checkpoints, drain) from
 // the main thread to the worker and WAL threads. Topic requests take the batched request channel
-// (src/core/requestChannel.ts); streams (WAL acks, replay chunks, pushes) use raw MessagePorts.
+// (src/protocol/requestChannel.ts); streams (WAL acks, replay chunks, pushes) use raw MessagePorts.
 // Swapping Comlink out is a change to this file only.
 import * as Comlink from 'comlink';
 import type { MessagePort } from 'node:worker_threads';

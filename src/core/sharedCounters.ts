@@ -6,7 +6,7 @@
 export const TOPICS_SLOT = 0;
 /** The storage state (storage/storageState.ts), written only by the WAL thread. */
 export const STORAGE_STATE_SLOT = 1;
-/** The next pack file number (storage/layout.ts "packs"): one sequence for every worker. */
+/** The next pack file number (format/layout.ts "packs"): one sequence for every worker. */
 export const PACK_NO_SLOT = 2;
 /** Topic workers whose segment or pack writes wait for disk space (storage/storageState.ts). */
 export const SPACE_WAITS_SLOT = 3;

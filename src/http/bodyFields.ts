@@ -2,7 +2,7 @@
 // warnings of src/core/unknownFields.ts. Append bodies are scanned in the workers, which report
 // their own unknown names (appendParse.ts); the config keys come from the config schema.
 import type { FastifyRequest } from 'fastify';
-import { CONFIG_FIELDS } from '../actors/topic/config.js';
+import { CONFIG_FIELDS } from '../protocol/topicConfig.js';
 import { collectUnknown } from '../core/unknownFields.js';
 
 declare module 'fastify' {

@@ -7,13 +7,13 @@
 // carries the `bearerKey` security requirement its admission rule implies (scopes as roles).
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
-import { CONFIG_SCHEMA } from '../actors/topic/config.js';
+import { CONFIG_SCHEMA } from '../protocol/topicConfig.js';
 import { validateDiff, validateWatch } from './schemas.js';
 import { validateRouter } from './routerSchemas.js';
 import { ruleFor, type RouteRule } from './admission.js';
 import { QUEUE_ROUTE_DOCS } from './queueSchemas.js';
 import { version } from './version.js';
-import { BATCH_RECORDS_MAX } from '../core/limits.js';
+import { BATCH_RECORDS_MAX } from '../protocol/limits.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
 const obj = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, ...(required.length ? { required } : {}) });

@@ -3,12 +3,12 @@
 // actor takes. Every failure is a 400 naming the field; more than 1000 seqs is batch_too_large.
 import { Ajv } from 'ajv';
 import { LEASE_ID_SYNTAX } from '../actors/queue/leaseId.js';
-import type { AckRequest, ClaimRequest, ExtendRequest, LeasesRequest, NackRequest, RedriveRequest, TermRequest } from '../core/messages/rpc.js';
+import type { AckRequest, ClaimRequest, ExtendRequest, LeasesRequest, NackRequest, RedriveRequest, TermRequest } from '../protocol/messages/rpc.js';
 import { isTopicName } from '../core/names.js';
 import { parseMatch } from './schemas.js';
 import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendParse.js';
 import { HttpError } from './reply.js';
-import { NODE_MAX_BYTES, nodeTooLongMessage } from '../core/limits.js';
+import { NODE_MAX_BYTES, nodeTooLongMessage } from '../protocol/limits.js';
 import { check } from './schemas.js';
 
 export const QUEUE_MAX_CLAIM = 1000;

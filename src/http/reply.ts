@@ -1,8 +1,8 @@
 // Rendering of responses: the spec's error envelope (docs/API.md "Errors") and success bodies with the
 // performance block (docs/API.md "Conventions"). Wire names stay snake_case here and nowhere else on main.
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_STATUS, ErrorCode, ErrorResult } from '../core/errors.js';
-import type { PerfFields, TopicResult } from '../core/messages/rpc.js';
+import { ERROR_STATUS, ErrorCode, ErrorResult } from '../protocol/errors.js';
+import type { PerfFields, TopicResult } from '../protocol/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import { pageCapacity, returnPage } from '../core/pagePool.js';
 import { sendDirectJson } from './rawReply.js';

@@ -2,7 +2,7 @@
 // each router, from the workers' stats (each reports the routers whose source it owns). All router
 // metric code is here: register on a prom-client registry, set from a scrape's router stats.
 import client from 'prom-client';
-import type { RouterStats } from '../core/messages/router.js';
+import type { RouterStats } from '../protocol/messages/router.js';
 
 /** Series per family at most, like the per-topic ones (first by router name). */
 const ROUTER_SERIES_MAX = 1000;

@@ -4,7 +4,7 @@
 import { Ajv } from 'ajv';
 import { isRouterName, isTopicName } from '../core/names.js';
 import type { RouterInput } from '../supervisor/routerRegistry.js';
-import type { RouterDef } from '../core/messages/router.js';
+import type { RouterDef } from '../protocol/messages/router.js';
 import { filterTuple } from '../actors/router/filter.js';
 import { HttpError } from './reply.js';
 import { check, parseMatch } from './schemas.js';

@@ -3,7 +3,7 @@
 // or a fuzzer chooses every interleaving. A crash keeps the durable frames plus all written ones
 // (SIGKILL) or a prefix of them (power loss) and rebuilds the actors through the real recovery
 // code (snapshot part, segments, WAL frames). A compaction pass (`compact`) rewrites mostly dead
-// segments as the worker does (src/worker/compaction.ts: seal, copy, checkpoint, swap), with
+// segments as the worker does (src/topicThread/compaction.ts: seal, copy, checkpoint, swap), with
 // the same decisions (compactPlan.ts) and copy format (compactFrames.ts). Same inputs and seed,
 // same outputs: nothing here reads the wall clock or Math.random.
 import { StepCtx, type Effect, type EffectSink, type Queries, type SegmentPlacement } from '../actors/ctx.js';
@@ -11,16 +11,16 @@ import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, type ActorInput } from '../actors/topic/inputs.js';
 import { retentionPart } from '../actors/topic/replay.js';
 import type { ActorOptions } from '../actors/topic/actorCore.js';
-import type { TopicRequest, TopicResult } from '../core/messages/rpc.js';
-import type { WorkEvent } from '../core/messages/events.js';
+import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
+import type { WorkEvent } from '../protocol/messages/events.js';
 import { seededRng, type Rng } from '../core/rng.js';
-import { decodeJsonBody, probeFrame } from '../wal/frame.js';
-import { FrameType } from '../wal/format.js';
+import { decodeJsonBody, probeFrame } from '../format/frame.js';
+import { FrameType } from '../format/constants.js';
 import type { TopicPart } from '../storage/snapshot.js';
 import type { LoadedSegment } from '../storage/segmentLoad.js';
 import { CopyBuilder, walkSegment, type Relocation } from '../storage/compactFrames.js';
 import { SlotState } from '../actors/topic/seqIndex.js';
-import { liveEstimate, mostlyDead, sealedCandidates, worthSealing } from '../worker/compactPlan.js';
+import { liveEstimate, mostlyDead, sealedCandidates, worthSealing } from '../topicThread/compactPlan.js';
 
 export type FrameState = 'queued' | 'written' | 'durable';
 
@@ -316,7 +316,7 @@ export class SimHost {
   }
 
   /**
-   * A compaction pass as the worker runs one (src/worker/compaction.ts): every frame written;
+   * A compaction pass as the worker runs one (src/topicThread/compaction.ts): every frame written;
    * each topic's mostly dead active segment sealed (any size); each sealed segment below
    * `livePercent` % live copied with its live records; a checkpoint (its snapshot records what
    * the copies left out as dead); then each copy swapped in, on "disk" too (the checkpoint's

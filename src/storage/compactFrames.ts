@@ -6,8 +6,8 @@
 // simulated host of the queue model (src/replay/simHost.ts).
 // Offsets a topic actor keeps for its records are always the original ones (docs/ARCHITECTURE.md
 // "Compaction"): a compacted file never changes what the actor knows, only where bytes are.
-import { APPEND_HEAD_BYTES, APPEND_RECORD_HEAD_BYTES, EXTENT_BODY_BYTES, FRAME_HEADER_BYTES, FrameType } from '../wal/format.js';
-import { forEachAppendRecord, frameSize, probeFrame, readAppendHead, readU64, sealFrame, writeU64, type FrameView } from '../wal/frame.js';
+import { APPEND_HEAD_BYTES, APPEND_RECORD_HEAD_BYTES, EXTENT_BODY_BYTES, FRAME_HEADER_BYTES, FrameType } from '../format/constants.js';
+import { forEachAppendRecord, frameSize, probeFrame, readAppendHead, readU64, sealFrame, writeU64, type FrameView } from '../format/frame.js';
 import { CorruptionError } from '../core/corruption.js';
 import { invariant } from '../core/invariant.js';
 

@@ -8,9 +8,9 @@
 // any case. Nothing here changes the source; a copy that is given up is removed.
 import type { Fs, FsFile } from './fs.js';
 import { CopyBuilder, type Relocation } from './compactFrames.js';
-import { probeFrame } from '../wal/frame.js';
-import { FRAME_PREFIX_BYTES } from '../wal/format.js';
-import { alignUp } from '../wal/frame.js';
+import { probeFrame } from '../format/frame.js';
+import { FRAME_PREFIX_BYTES } from '../format/constants.js';
+import { alignUp } from '../format/frame.js';
 import { CorruptionError } from '../core/corruption.js';
 
 /** Bytes of the old file read per slice (a frame larger than this is read whole). */

@@ -4,12 +4,12 @@
 // files with how many of their bytes belong to live topics. Read-only.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { metaDir, packsDir, parseSegmentFileName, topicDir, walDir, walFileName } from './layout.js';
+import { metaDir, packsDir, parseSegmentFileName, topicDir, walDir, walFileName } from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot } from './snapshot.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
-import { FrameType, WAL_HEADER_BYTES } from '../wal/format.js';
-import { decodeJsonBody, probeFrame } from '../wal/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
+import { decodeJsonBody, probeFrame } from '../format/frame.js';
 
 export interface TopicInfo {
   name: string;

@@ -10,7 +10,7 @@
 // Invariants: a pack's `live` is the sum of the runs of live topics in it; a run is added only
 // for a frame written whole; a released topic has no runs.
 import assert from 'node:assert/strict';
-import { packFileName, parsePackFileName, type PackName } from './layout.js';
+import { packFileName, parsePackFileName, type PackName } from '../format/layout.js';
 import { IdIndex } from '../core/idIndex.js';
 import { InvariantError } from '../core/invariant.js';
 

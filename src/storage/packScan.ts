@@ -5,9 +5,9 @@
 // anywhere else is an error, never skipped. Runs in topic workers and offline tools.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { packsDir, parsePackFileName, type PackName } from './layout.js';
-import { probeFrame } from '../wal/frame.js';
-import { FrameType } from '../wal/format.js';
+import { packsDir, parsePackFileName, type PackName } from '../format/layout.js';
+import { probeFrame } from '../format/frame.js';
+import { FrameType } from '../format/constants.js';
 import { CorruptionError } from '../core/corruption.js';
 
 

@@ -15,7 +15,7 @@
 // Packs are append-only: bytes in a pack never change once written.
 import path from 'node:path';
 import { fsyncDir, isDiskFull, mkdirDurable, unwritten, type Fs, type FsFile } from './fs.js';
-import { packsDir } from './layout.js';
+import { packsDir } from '../format/layout.js';
 import { PackMap, type PackInfo } from './packMap.js';
 import { PackReaders } from './packReaders.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';

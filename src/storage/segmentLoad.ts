@@ -4,9 +4,9 @@
 // gets it back. Damage inside an older (sealed) segment is an error, never skipped.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { parseCompactTempName, parseSegmentFileName, parseTopicDirName, topicDir, topicsDir } from './layout.js';
-import { probeFrame, FrameView } from '../wal/frame.js';
-import { FrameType } from '../wal/format.js';
+import { parseCompactTempName, parseSegmentFileName, parseTopicDirName, topicDir, topicsDir } from '../format/layout.js';
+import { probeFrame, FrameView } from '../format/frame.js';
+import { FrameType } from '../format/constants.js';
 import { walkSegment, type Relocation } from './compactFrames.js';
 import { CorruptionError } from '../core/corruption.js';
 import { invariant } from '../core/invariant.js';

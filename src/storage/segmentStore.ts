@@ -32,7 +32,7 @@ import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } 
 /** How soon a segment write that hit a full disk is tried again. */
 const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../actors/ctx.js';
-import { compactTempName, segmentFileName, topicDir } from './layout.js';
+import { compactTempName, segmentFileName, topicDir } from '../format/layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';

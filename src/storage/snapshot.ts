@@ -10,9 +10,9 @@
 // A bad CRC, length or version makes recovery fall back to the previous snapshot.
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { WalPosition } from '../core/messages/wal.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import type { TopicPart } from './topicPart.js';
-import { metaDir } from './layout.js';
+import { metaDir } from '../format/layout.js';
 import { fsyncDir, fsyncDirSync, mkdirDurable, type Fs, type FsFile } from './fs.js';
 import { readSection } from './snapshotSection.js';
 

@@ -14,7 +14,7 @@
 // head line, and the key prefixes of a part line, which the writer writes and the fast line
 // reader matches. The writer is snapshotSectionWriter.ts, the readers snapshotSectionReader.ts.
 // Runs wherever they run (topic workers, the main thread, offline tools).
-import type { TopicConfig } from '../actors/topic/config.js';
+import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { TopicPart } from './topicPart.js';
 
@@ -44,7 +44,7 @@ export interface SectionPacks {
   tail: [string, number] | null;
 }
 
-/** What a section needs of a sleeping topic's table row (worker/dormantTable.ts's DormantRow). */
+/** What a section needs of a sleeping topic's table row (topicThread/dormantTable.ts's DormantRow). */
 export interface SleepingRow extends SectionWatermarks {
   readonly id: number;
   readonly name: string;

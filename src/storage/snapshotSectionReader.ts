@@ -4,7 +4,7 @@
 // sectionTopicIds reads only the ids (the main thread, so the WAL scan starts early);
 // sectionPartCount counts the lines. The common part line is read byte by byte (LineReader),
 // any other through JSON.parse.
-import { internConfig, type TopicConfig } from '../actors/topic/config.js';
+import { internConfig, type TopicConfig } from '../protocol/topicConfig.js';
 import type { Watermarks } from '../actors/topic/watermarks.js';
 import type { TopicPart } from './topicPart.js';
 import { CorruptionError } from '../core/corruption.js';

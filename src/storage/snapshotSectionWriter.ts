@@ -3,7 +3,7 @@
 // the lines of sleeping topics ahead. Parts are written as bytes into chunks: never one string of
 // a million parts (V8 caps a string near 512 MB), nor a string per part; lines of sleeping topics
 // kept from an earlier checkpoint join by reference (addLines). Runs in topic workers.
-import type { TopicConfig } from '../actors/topic/config.js';
+import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { TopicPart } from './topicPart.js';
 import { writeUint } from '../core/decimal.js';
 import { crc32 } from 'node:zlib';

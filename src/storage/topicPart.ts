@@ -1,6 +1,6 @@
 // A topic instance as a snapshot keeps it (snapshot.ts, snapshotSection.ts), and the record of a
 // sleeping topic, which has the same shape plus its watermarks. Types only.
-import type { TopicConfig } from '../actors/topic/config.js';
+import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { LossRun } from '../actors/topic/lossLedger.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
 import type { AppliedPart } from '../actors/router/appliedTable.js';

@@ -8,12 +8,12 @@
 // note, not damage: recovery drops it. Anything else found is a problem, and the CLI exits 1.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from './layout.js';
+import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody, type TopicPart } from './snapshot.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
-import { FrameType, WAL_HEADER_BYTES } from '../wal/format.js';
-import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../wal/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
+import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
 import { findValidFrameAfter } from '../wal/scan.js';
 import { RouterEvidence, checkRouters } from './verifyRouters.js';
 

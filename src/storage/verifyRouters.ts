@@ -11,8 +11,8 @@
 // process.
 import type { Fs } from './fs.js';
 import type { SnapshotBody } from './snapshot.js';
-import { FrameType } from '../wal/format.js';
-import { decodeJsonBody, readAppendHead, type FrameView } from '../wal/frame.js';
+import { FrameType } from '../format/constants.js';
+import { decodeJsonBody, readAppendHead, type FrameView } from '../format/frame.js';
 import { isRouterName, isTopicName } from '../core/names.js';
 import { decodeRouterFile, routerFilePath, type StoredRouter } from '../supervisor/routerStore.js';
 

@@ -26,9 +26,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import type { WalPosition } from '../core/messages/wal.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import { routerFilePath } from './routerStore.js';
-import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../storage/layout.js';
+import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../format/layout.js';
 
 export const STAGING_PREFIX = 'backup-staging-';
 

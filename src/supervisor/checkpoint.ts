@@ -4,14 +4,14 @@
 // unlinked — those before the PREVIOUS snapshot's cut, so a damaged newest snapshot can still
 // fall back to the previous one with the WAL it needs.
 import type { Remote } from '../core/rpc.js';
-import type { WorkerApi } from '../worker/workerApi.js';
+import type { WorkerApi } from '../topicThread/workerApi.js';
 import type { WalApi } from '../wal/walApi.js';
-import type { WalPosition } from '../core/messages/wal.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import { encodeSnapshotV2, writeSnapshotBytes } from '../storage/snapshot.js';
 import type { Fs } from '../storage/fs.js';
 import { StorageState } from '../storage/storageState.js';
 import { packsToUnlink } from '../storage/packMap.js';
-import { packsDir } from '../storage/layout.js';
+import { packsDir } from '../format/layout.js';
 import path from 'node:path';
 
 /** How often a checkpoint is attempted while the disk is full. */

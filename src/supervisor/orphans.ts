@@ -5,7 +5,7 @@
 // (WorkerRecovery.finish): the live ids are never gathered in one place (a million at times).
 import path from 'node:path';
 import type { Fs } from '../storage/fs.js';
-import { topicsDir } from '../storage/layout.js';
+import { topicsDir } from '../format/layout.js';
 import type { TopicDirEntry } from '../storage/segmentLoad.js';
 
 /** Removes the listed entries that are not the directory of a topic in `live`; returns how many. */

@@ -5,10 +5,10 @@
 // routers with a topic (cascade), reinstalls them after a restart, and walks the upstream chain
 // for read-your-writes drains. Changes are serialized, and an online backup holds them while it
 // takes the file (`hold`); per-record traffic never comes here.
-import { fail, type ErrorResult } from '../core/errors.js';
-import type { TopicRequest, TopicResult } from '../core/messages/rpc.js';
-import type { RouterDef, RouterStats } from '../core/messages/router.js';
-import { defaultConfig } from '../actors/topic/config.js';
+import { fail, type ErrorResult } from '../protocol/errors.js';
+import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
+import type { RouterDef, RouterStats } from '../protocol/messages/router.js';
+import { defaultConfig } from '../protocol/topicConfig.js';
 import type { Fs } from '../storage/fs.js';
 import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from './routerGraph.js';
 import { loadRouters, saveRouters, type StoredRouter } from './routerStore.js';

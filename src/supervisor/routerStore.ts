@@ -4,8 +4,8 @@
 // routers. Main thread.
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { RouterDef } from '../core/messages/router.js';
-import { metaDir } from '../storage/layout.js';
+import type { RouterDef } from '../protocol/messages/router.js';
+import { metaDir } from '../format/layout.js';
 import { fsyncDir, mkdirDurable, type Fs } from '../storage/fs.js';
 
 /** A router as stored: its definition and where its forwarder started (no backfill). */

@@ -1,9 +1,9 @@
 // How the supervisor starts its threads (docs/ARCHITECTURE.md "Threads"). The real plant spawns worker_threads running
-// src/worker/main.ts and src/wal/walThread.ts; tests plug in one that runs the same factories
+// src/topicThread/main.ts and src/wal/walThread.ts; tests plug in one that runs the same factories
 // (createWorkerApi, createWalApi) on the calling thread over the same MessageChannels
 // (test/support/inProcessThreads.ts). The supervisor creates every port and judges every death.
 import { Worker, type MessagePort } from 'node:worker_threads';
-import type { WorkerThreadData } from '../worker/workerApi.js';
+import type { WorkerThreadData } from '../topicThread/workerApi.js';
 import type { WalThreadData } from '../wal/walApi.js';
 
 /** What a thread reports about itself; the supervisor decides what it means. */
@@ -40,7 +40,7 @@ function spawn(file: string, data: WorkerThreadData | WalThreadData, transfer: M
 
 /** The real threads. */
 export const workerThreads: ThreadSpawner = {
-  worker: (data, transfer, events) => spawn('../worker/main.js', data, transfer, events),
+  worker: (data, transfer, events) => spawn('../topicThread/main.js', data, transfer, events),
   // The WAL thread's frames are off-heap ArrayBuffers; a small young generation is plenty.
   wal: (data, transfer, events) => spawn('../wal/walThread.js', data, transfer, events, { maxYoungGenerationSizeMb: 4 }),
 };

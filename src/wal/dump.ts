@@ -3,12 +3,12 @@
 // Reads files directly (the server must not be running on the directory).
 import path from 'node:path';
 import { nodeFs, type Fs } from '../storage/fs.js';
-import { packsDir, walDir, walFileName } from '../storage/layout.js';
+import { packsDir, walDir, walFileName } from '../format/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
-import { FrameType, WAL_HEADER_BYTES } from './format.js';
-import { probeFrame, readAppendHead, readU64, type FrameView } from './frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
+import { probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
 import { listPackNamesSync, listPacks } from '../storage/packScan.js';
-import { decodeLeases } from './leasesFrame.js';
+import { decodeLeases } from '../format/leasesFrame.js';
 
 const NAMES = new Map<number, string>(Object.entries(FrameType).map(([k, v]) => [v, k]));
 

@@ -4,9 +4,9 @@
 import path from 'node:path';
 import { fsyncDirSync, mkdirDurableSync, type Fs } from '../storage/fs.js';
 import { crc32 } from 'node:zlib';
-import { walDir, walFileName, parseWalFileName } from '../storage/layout.js';
-import { WAL_FORMAT_VERSION, WAL_HEADER_BYTES, WAL_MAGIC } from './format.js';
-import { readU64, writeU64 } from './frame.js';
+import { walDir, walFileName, parseWalFileName } from '../format/layout.js';
+import { WAL_FORMAT_VERSION, WAL_HEADER_BYTES, WAL_MAGIC } from '../format/constants.js';
+import { readU64, writeU64 } from '../format/frame.js';
 
 export function encodeWalHeader(fileNo: number, bootEpoch: number): Buffer {
   const b = Buffer.alloc(WAL_HEADER_BYTES);

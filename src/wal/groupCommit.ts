@@ -15,12 +15,12 @@
 // after an fdatasync that began after its write; nothing is posted to a port after 'failed'.
 import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS, LatencyBuckets, type BucketCounts } from '../core/latencyBuckets.js';
 import type { MessagePort } from 'node:worker_threads';
-import type { WalIn, WalOut, WalPosition } from '../core/messages/wal.js';
+import type { WalIn, WalOut, WalPosition } from '../protocol/messages/wal.js';
 import { nowMs } from '../core/stopwatch.js';
 import type { WalWriter } from './walWriter.js';
 import type { WalSpace } from './walSpace.js';
 import { isDiskFull } from '../storage/fs.js';
-import { WAL_HEADER_BYTES } from './format.js';
+import { WAL_HEADER_BYTES } from '../format/constants.js';
 import { StorageState } from '../storage/storageState.js';
 import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 

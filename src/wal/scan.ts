@@ -12,11 +12,11 @@
 // the decisions above are in `scanRepair.ts`.
 import path from 'node:path';
 import type { Fs, FsFile } from '../storage/fs.js';
-import type { WalPosition } from '../core/messages/wal.js';
-import { walDir, walFileName } from '../storage/layout.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
+import { walDir, walFileName } from '../format/layout.js';
 import { checkWalHeader, listWalFiles } from './files.js';
-import { FRAME_PREFIX_BYTES, WAL_HEADER_BYTES, FrameType } from './format.js';
-import { alignUp, decodeJsonBody, FrameView, probeFrame } from './frame.js';
+import { FRAME_PREFIX_BYTES, WAL_HEADER_BYTES, FrameType } from '../format/constants.js';
+import { alignUp, decodeJsonBody, FrameView, probeFrame } from '../format/frame.js';
 import { CorruptionError } from '../core/corruption.js';
 import { allZero, freeZeroTails, onBadHeader, repairTail, type ScanFiles } from './scanRepair.js';
 

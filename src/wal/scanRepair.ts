@@ -8,9 +8,9 @@
 // - the pre-allocated zeros after the log's end, given back once the scan is done.
 import path from 'node:path';
 import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs } from '../storage/fs.js';
-import { walFileName } from '../storage/layout.js';
-import { FRAME_ALIGN, WAL_HEADER_BYTES } from './format.js';
-import { probeFrame } from './frame.js';
+import { walFileName } from '../format/layout.js';
+import { FRAME_ALIGN, WAL_HEADER_BYTES } from '../format/constants.js';
+import { probeFrame } from '../format/frame.js';
 import { CorruptionError } from '../core/corruption.js';
 
 /** The WAL files a scan covers, in order, and their directory. */

@@ -7,10 +7,10 @@
 // read-only for good: recovery's checkpoint cannot finish without a WAL file to mark, and only
 // that checkpoint would have freed the files (docs/ARCHITECTURE.md "Storage faults").
 import path from 'node:path';
-import type { WalPosition } from '../core/messages/wal.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import { fsyncDirSync, type Fs } from '../storage/fs.js';
 import { freeBytes } from '../storage/freeSpace.js';
-import { walDir, walFileName } from '../storage/layout.js';
+import { walDir, walFileName } from '../format/layout.js';
 import { removeSnapshotsBefore } from '../storage/snapshot.js';
 import { listWalFiles } from './files.js';
 import { mib } from './walSizing.js';

@@ -12,9 +12,9 @@
 // halt() (the WAL failed) no preparation step starts, so nothing more is written.
 import path from 'node:path';
 import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, writeAll, writeAllSync, type Fs, type FsFile } from '../storage/fs.js';
-import { walDir, walFileName } from '../storage/layout.js';
+import { walDir, walFileName } from '../format/layout.js';
 import { encodeWalHeader } from './files.js';
-import { WAL_HEADER_BYTES } from './format.js';
+import { WAL_HEADER_BYTES } from '../format/constants.js';
 import { InvariantError } from '../core/invariant.js';
 
 /** Zeros are written in chunks of this size. */

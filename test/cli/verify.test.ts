@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { startServer, killServersAfterFile, tempDir, client, CLI } from '../helpers/server.js';
-import { probeFrame } from '../../src/wal/frame.js';
-import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { probeFrame } from '../../src/format/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
 
 killServersAfterFile();
 

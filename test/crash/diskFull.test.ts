@@ -18,8 +18,8 @@ import path from 'node:path';
 import { client, killServersAfterFile, type Server } from '../helpers/server.js';
 import { fill, fillUntilSettled, tmpfsServer as tmpfsServerOf, tmpfsSkip, type TmpfsServer } from '../helpers/tmpfs.js';
 import { openStream } from '../helpers/sse.js';
-import { walDir } from '../../src/storage/layout.js';
-import { WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { walDir } from '../../src/format/layout.js';
+import { WAL_HEADER_BYTES } from '../../src/format/constants.js';
 
 killServersAfterFile();
 

@@ -16,8 +16,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { client, killServersAfterFile, startServer, tempDir } from '../helpers/server.js';
-import { decodeJsonBody, probeFrame } from '../../src/wal/frame.js';
-import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { decodeJsonBody, probeFrame } from '../../src/format/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
 
 killServersAfterFile();
 

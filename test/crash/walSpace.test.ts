@@ -13,7 +13,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { CLI, client, killServersAfterFile, startServer, type Server } from '../helpers/server.js';
 import { fill, tmpfsServer, tmpfsSkip } from '../helpers/tmpfs.js';
-import { metaDir, walDir } from '../../src/storage/layout.js';
+import { metaDir, walDir } from '../../src/format/layout.js';
 import { listWalFiles } from '../../src/wal/files.js';
 import { nodeFs } from '../../src/storage/fs.js';
 

@@ -1,11 +1,11 @@
 // A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
 // delivered only on command, so a test chooses every interleaving.
 import { StepCtx, type ActorCtx, type ColdRange, type Effect, type SegmentPlacement } from '../../src/actors/ctx.js';
-import type { TopicResult } from '../../src/core/messages/rpc.js';
-import type { WatchEvent } from '../../src/core/messages/events.js';
+import type { TopicResult } from '../../src/protocol/messages/rpc.js';
+import type { WatchEvent } from '../../src/protocol/messages/events.js';
 import { seededRng } from '../../src/core/rng.js';
 import { TopicActor } from '../../src/actors/topic/topicActor.js';
-import type { TopicRequest } from '../../src/core/messages/rpc.js';
+import type { TopicRequest } from '../../src/protocol/messages/rpc.js';
 
 export interface SubmittedFrame {
   frameNo: number;

@@ -21,7 +21,7 @@
 //      except as many as the claims in flight may have leased;
 // and the server is ready with writable storage, holding no topic the workload never named.
 // Returns the violations found (empty: all good); never throws for a violation.
-import type { TopicResult } from '../../src/core/messages/rpc.js';
+import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 import { replyBody, type CrashWorld } from './crashWorld.js';
 import type { History, Instance, TopicHistory } from './crashWorkload.js';
 import type { TopicSpec } from './crashPlan.js';

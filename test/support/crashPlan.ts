@@ -8,7 +8,7 @@
 //   its step, so the seqs a delete covers are known when it is issued (every earlier record of
 //   the topic is acked), and so is the instance an operation reaches;
 // - every request succeeds while the disk is not frozen.
-import type { Durability } from '../../src/actors/topic/config.js';
+import type { Durability } from '../../src/protocol/topicConfig.js';
 import type { Settings } from '../../src/config.js';
 import { seededRng, type Rng } from '../../src/core/rng.js';
 

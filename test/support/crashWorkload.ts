@@ -6,8 +6,8 @@
 // A reply counts as an ack only if it arrives while the disk is not frozen: after the freeze the
 // abandoned world runs on inert calls and its replies are no evidence.
 import assert from 'node:assert/strict';
-import { resolveConfig } from '../../src/actors/topic/config.js';
-import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 import { replyBody, type CrashWorld } from './crashWorld.js';
 import { CLAIM_NODE, WINDOW_MS_DEFAULT, type RecordInput, type TopicSpec, type WorkOp, type Workload } from './crashPlan.js';
 import type { SimDisk } from './simDisk.js';

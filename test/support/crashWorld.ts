@@ -6,7 +6,7 @@
 import type { Settings } from '../../src/config.js';
 import { readSettings } from '../../src/config.js';
 import { FakeClock } from '../../src/core/clock.js';
-import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
 import { InProcessThreads } from './inProcessThreads.js';
 import type { SimDisk } from './simDisk.js';

@@ -9,7 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { expose } from '../../src/core/rpc.js';
 import type { Clock } from '../../src/core/clock.js';
 import type { Fs } from '../../src/storage/fs.js';
-import { createWorkerApi, type WorkerThreadData } from '../../src/worker/workerApi.js';
+import { createWorkerApi, type WorkerThreadData } from '../../src/topicThread/workerApi.js';
 import { createWalApi, type WalThreadData } from '../../src/wal/walApi.js';
 import type { SpawnedThread, ThreadSpawner } from '../../src/supervisor/threads.js';
 

@@ -1,6 +1,6 @@
 // WalRig: the real GroupCommit + WalWriter of the WAL thread (src/wal/) on a SimDisk wrapped in a
 // FaultFs, with MessageChannel ports standing in for topic workers. The test side of each port
-// submits exactly what src/worker/walLink.ts sends (one 'submit' per turn, the buffer
+// submits exactly what src/topicThread/walLink.ts sends (one 'submit' per turn, the buffer
 // transferred, seq +1 per submission) and records every WalOut. The storage state is read from
 // the same shared counters slot the supervisor hands the WAL thread. For the fault tests of
 // test/unit/groupCommitFaults.test.ts.
@@ -11,12 +11,12 @@
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Fs } from '../../src/storage/fs.js';
-import type { WalIn, WalOut, WalPosition } from '../../src/core/messages/wal.js';
+import type { WalIn, WalOut, WalPosition } from '../../src/protocol/messages/wal.js';
 import { GroupCommit } from '../../src/wal/groupCommit.js';
 import { WalWriter } from '../../src/wal/walWriter.js';
 import { scanWal } from '../../src/wal/scan.js';
-import { decodeJsonBody, encodeJsonFrame } from '../../src/wal/frame.js';
-import { FrameType } from '../../src/wal/format.js';
+import { decodeJsonBody, encodeJsonFrame } from '../../src/format/frame.js';
+import { FrameType } from '../../src/format/constants.js';
 import { storageStateName } from '../../src/storage/storageState.js';
 import { newSharedCounters, STORAGE_STATE_SLOT } from '../../src/core/sharedCounters.js';
 import { SimDisk, type CrashMode } from './simDisk.js';

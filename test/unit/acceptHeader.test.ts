@@ -2,7 +2,7 @@
 // parameters ignored; absent or no matching range → 406.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { acceptsEventStream } from '../../src/sse/wire.js';
+import { acceptsEventStream } from '../../src/streams/sse/wire.js';
 
 const yes = (h: string) => assert.equal(acceptsEventStream(h), true, JSON.stringify(h));
 const no = (h: string | undefined) => assert.equal(acceptsEventStream(h), false, JSON.stringify(h));

@@ -13,7 +13,7 @@ import { stageBackup, type BackupSource } from '../../src/supervisor/backup.js';
 import { RouterRegistry, type RouterHost, type RouterInput } from '../../src/supervisor/routerRegistry.js';
 import { loadRouters, routerFilePath, type RouterFile } from '../../src/supervisor/routerStore.js';
 import { nodeFs } from '../../src/storage/fs.js';
-import type { TopicResult } from '../../src/core/messages/rpc.js';
+import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type * as C from '../../src/client/types.js';
-import { CONFIG_SCHEMA, CONFIG_FIELDS } from '../../src/actors/topic/config.js';
+import { CONFIG_SCHEMA, CONFIG_FIELDS } from '../../src/protocol/topicConfig.js';
 import type { WatchBody } from '../../src/http/schemas.js';
 
 /** true only when A and B are the same set of types. */

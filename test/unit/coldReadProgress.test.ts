@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../helpers/simCtx.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
 
 function diffFrom(sim: SimActor, fromSeq: number): number {
   return sim.send({ op: 'diff', fromSeq, limit: 200, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 0 } as never);

@@ -16,9 +16,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { FakeClock } from '../../src/core/clock.js';
 import type { Settings } from '../../src/config.js';
-import type { TopicRequest } from '../../src/core/messages/rpc.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
-import { packsDir, topicsDir } from '../../src/storage/layout.js';
+import type { TopicRequest } from '../../src/protocol/messages/rpc.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
+import { packsDir, topicsDir } from '../../src/format/layout.js';
 import { SimDisk } from '../support/simDisk.js';
 import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
 

@@ -11,11 +11,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { FakeClock } from '../../src/core/clock.js';
-import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import { SimDisk } from '../support/simDisk.js';
 import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
-import { topicsDir } from '../../src/storage/layout.js';
+import { topicsDir } from '../../src/format/layout.js';
 import path from 'node:path';
 import type { Settings } from '../../src/config.js';
 

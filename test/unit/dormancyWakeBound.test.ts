@@ -1,10 +1,10 @@
-// Wakes ahead of TTL expiry are spread (src/worker/dormancy.ts, TTL_WAKES_PER_TICK): when many
+// Wakes ahead of TTL expiry are spread (src/topicThread/dormancy.ts, TTL_WAKES_PER_TICK): when many
 // sleeping topics fall due at once, each tick of the sweep's timer starts at most 256 wakes, the
 // rest wait for the next ticks (the margin, TTL_WAKE_AHEAD_MS, is ten of them), and none is lost.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Dormancy, type DormancyHost } from '../../src/worker/dormancy.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
+import { Dormancy, type DormancyHost } from '../../src/topicThread/dormancy.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import type { TopicActor } from '../../src/actors/topic/topicActor.js';
 import type { ActorInput } from '../../src/actors/topic/inputs.js';
 import type { DormantTopic } from '../../src/actors/topic/dormant.js';

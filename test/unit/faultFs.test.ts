@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { isDiskFull, nodeFs } from '../../src/storage/fs.js';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
-import { segmentFileName, topicDir } from '../../src/storage/layout.js';
-import { encodeJsonFrame } from '../../src/wal/frame.js';
-import { FrameType } from '../../src/wal/format.js';
+import { segmentFileName, topicDir } from '../../src/format/layout.js';
+import { encodeJsonFrame } from '../../src/format/frame.js';
+import { FrameType } from '../../src/format/constants.js';
 import { FaultFs } from '../support/faultFs.js';
 
 const dirs: string[] = [];

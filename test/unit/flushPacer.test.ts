@@ -1,4 +1,4 @@
-// FlushPacer (src/sse/flushPacer.ts): dirty targets are flushed in the order they became dirty,
+// FlushPacer (src/streams/sse/flushPacer.ts): dirty targets are flushed in the order they became dirty,
 // in slices of about 4 ms with the event loop's other work between them, at most half the
 // thread's time, and a target that becomes dirty again while the flush is under way is flushed
 // again after the ones already waiting; an idle pacer flushes a lone target without waiting for
@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SystemClock } from '../../src/core/clock.js';
-import { FlushPacer, type PacedFlush } from '../../src/sse/flushPacer.js';
+import { FlushPacer, type PacedFlush } from '../../src/streams/sse/flushPacer.js';
 
 function spin(ms: number): void {
   const end = performance.now() + ms;

@@ -1,4 +1,4 @@
-// WAL frame codec (src/wal/frame.ts, src/wal/format.ts): round trips of every encoder, and the
+// WAL frame codec (src/format/frame.ts, src/format/constants.ts): round trips of every encoder, and the
 // invariant that torn or damaged bytes never decode as data (docs/FORMAT.md "Frames"; docs/ARCHITECTURE.md "Invariants" 2 and 9):
 // a frame probes ok only when its length, type, version and CRC all hold, so a flipped bit, a
 // truncation or an overwritten range yields "no frame here", never different content.
@@ -21,7 +21,7 @@ import {
   writeU64,
   type AppendRecordInput,
   type FrameView,
-} from '../../src/wal/frame.js';
+} from '../../src/format/frame.js';
 import {
   APPEND_HEAD_BYTES,
   FRAME_ALIGN,
@@ -32,7 +32,7 @@ import {
   FrameFlag,
   FrameType,
   type FrameTypeCode,
-} from '../../src/wal/format.js';
+} from '../../src/format/constants.js';
 
 // ---- helpers -------------------------------------------------------------------------------
 

@@ -17,11 +17,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { walDir, walFileName } from '../../src/storage/layout.js';
-import { encodeJsonFrame } from '../../src/wal/frame.js';
-import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { walDir, walFileName } from '../../src/format/layout.js';
+import { encodeJsonFrame } from '../../src/format/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
 import { BOOT, DATA, sleep, walFrame, WalRig } from '../support/walRig.js';
-import type { WalPosition } from '../../src/core/messages/wal.js';
+import type { WalPosition } from '../../src/protocol/messages/wal.js';
 
 const FILE_BYTES = 4096;
 const BOOT_BYTES = encodeJsonFrame(FrameType.BOOT, 0, { epoch: 1, seed: 'rig' }).length;

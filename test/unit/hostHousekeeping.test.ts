@@ -11,8 +11,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { FakeClock } from '../../src/core/clock.js';
-import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import { SimDisk } from '../support/simDisk.js';
 import { CrashWorld, sweepSettings } from '../support/crashWorld.js';
 

@@ -1,4 +1,4 @@
-// The LEASES frame codec (src/wal/leasesFrame.ts; docs/FORMAT.md "Frames" frame type 9,
+// The LEASES frame codec (src/format/leasesFrame.ts; docs/FORMAT.md "Frames" frame type 9,
 // docs/QUEUES.md "Durability and restarts"):
 // - encodeLeases / decodeLeases round-trip every event kind (claimed, extended, released) with
 //   and without the /work flag, nodes with multi-byte UTF-8 and the empty node, and the extreme
@@ -13,9 +13,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeLeases, encodeLeases, type LeaseEvent } from '../../src/wal/leasesFrame.js';
-import { frameSize, probeFrame, sealFrame, type FrameView } from '../../src/wal/frame.js';
-import { FRAME_ALIGN, FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventKind } from '../../src/wal/format.js';
+import { decodeLeases, encodeLeases, type LeaseEvent } from '../../src/format/leasesFrame.js';
+import { frameSize, probeFrame, sealFrame, type FrameView } from '../../src/format/frame.js';
+import { FRAME_ALIGN, FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventKind } from '../../src/format/constants.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
 const U32_MAX = 0xffff_ffff;

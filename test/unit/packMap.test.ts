@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { PackMap, packsToUnlink } from '../../src/storage/packMap.js';
-import { packFileName, parsePackFileName } from '../../src/storage/layout.js';
+import { packFileName, parsePackFileName } from '../../src/format/layout.js';
 import { listPacks } from '../../src/storage/packScan.js';
 
 const T = 0x01_000001;

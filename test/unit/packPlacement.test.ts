@@ -8,11 +8,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX, placeInSegment, type SegmentLimits } from '../../src/actors/topic/appendOp.js';
-import { defaultConfig } from '../../src/actors/topic/config.js';
+import { defaultConfig } from '../../src/protocol/topicConfig.js';
 import { dormantOf, SLEEP_BYTES_MAX, type StoredFrames } from '../../src/actors/topic/dormant.js';
 import { TopicInstance } from '../../src/actors/topic/instance.js';
 import { loadPackedFrame } from '../../src/actors/topic/replay.js';
-import { encodeAppend, type AppendRecordInput } from '../../src/wal/frame.js';
+import { encodeAppend, type AppendRecordInput } from '../../src/format/frame.js';
 
 const TWO_32 = 0x1_0000_0000;
 const LIMITS: SegmentLimits = { segmentBytes: 64 << 20, packBytes: 1 << 20, packFramesMax: PACK_FRAMES_MAX, packFramesFromBytes: PACK_FRAMES_FROM_BYTES };

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyRequest } from 'fastify';
 import { perfBlock, performanceTail } from '../../src/http/reply.js';
-import type { PerfFields } from '../../src/core/messages/rpc.js';
+import type { PerfFields } from '../../src/protocol/messages/rpc.js';
 import { nowMs } from '../../src/core/stopwatch.js';
 
 /** server_total_ms depends on when it is taken: the two texts are compared with it masked. */

@@ -22,8 +22,8 @@ import { leaseIdOf } from '../../src/actors/queue/leaseId.js';
 import { LeaseTable, type Lease } from '../../src/actors/queue/leaseTable.js';
 import { deadLetterBody } from '../../src/actors/queue/deadLetter.js';
 import { DEAD_LETTER_STAMPS, LIMITS, parseAppendBody, type ParsedAppend } from '../../src/actors/topic/appendParse.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
-import type { TopicResult } from '../../src/core/messages/rpc.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
+import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 import { SimHost } from '../../src/replay/simHost.js';
 
 // ---- shares ------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimHost } from '../../src/replay/simHost.js';
-import { resolveConfig } from '../../src/actors/topic/config.js';
-import type { TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
+import { resolveConfig } from '../../src/protocol/topicConfig.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 
 const Q = 'q';
 const DLQ = 'q.dlq';

@@ -1,4 +1,4 @@
-// The main <-> worker request channel (src/core/requestChannel.ts) over a real MessageChannel:
+// The main <-> worker request channel (src/protocol/requestChannel.ts) over a real MessageChannel:
 // the requests of one turn leave as one message, the results settled in one turn come back as one
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
 // copied into one shared buffer per batch (big whole ones transferred), a handler that throws answers `internal` instead of leaving the caller hanging, and
@@ -6,9 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/core/requestChannel.js';
+import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/protocol/requestChannel.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
-import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/core/messages/rpc.js';
+import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 
 function ok(text: string): TopicResult {
   return { ok: true, status: 200, json: new Uint8Array(Buffer.from(text)), perf: {} };

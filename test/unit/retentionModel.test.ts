@@ -32,7 +32,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SimActor } from '../helpers/simCtx.js';
-import { defaultConfig, type TopicConfig } from '../../src/actors/topic/config.js';
+import { defaultConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 
 type Tag = string | undefined;
 const TAGS: Tag[] = ['a', 'ab', 'abc', 'b', 'ba', 'c*', undefined, undefined];

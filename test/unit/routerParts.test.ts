@@ -9,9 +9,9 @@ import { filterTuple, passesFilter } from '../../src/actors/router/filter.js';
 import { Provenance } from '../../src/actors/router/provenance.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
 import { CopyBody } from '../../src/actors/router/copyBody.js';
-import { encodeAppend, probeFrame, readAppendHead, forEachAppendRecord, type AppendRecordInput } from '../../src/wal/frame.js';
+import { encodeAppend, probeFrame, readAppendHead, forEachAppendRecord, type AppendRecordInput } from '../../src/format/frame.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
-import type { RouterDef } from '../../src/core/messages/router.js';
+import type { RouterDef } from '../../src/protocol/messages/router.js';
 
 const e = (name: string, source: string, dest: string): Edge => ({ name, source, dest });
 

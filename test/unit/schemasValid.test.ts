@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv } from 'ajv';
-import { CONFIG_SCHEMA } from '../../src/actors/topic/config.js';
+import { CONFIG_SCHEMA } from '../../src/protocol/topicConfig.js';
 import { ENV_SCHEMA } from '../../src/configSchema.js';
 import { ROUTER_SCHEMA } from '../../src/http/routerSchemas.js';
 

@@ -6,9 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { SegmentStore } from '../../src/storage/segmentStore.js';
-import { segmentFileName, topicDir, topicsDir } from '../../src/storage/layout.js';
-import { encodeJsonFrame } from '../../src/wal/frame.js';
-import { FrameType } from '../../src/wal/format.js';
+import { segmentFileName, topicDir, topicsDir } from '../../src/format/layout.js';
+import { encodeJsonFrame } from '../../src/format/frame.js';
+import { FrameType } from '../../src/format/constants.js';
 import { SimDisk } from '../support/simDisk.js';
 import { sleep } from '../support/walRig.js';
 

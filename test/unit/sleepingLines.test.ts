@@ -7,10 +7,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DormantTable } from '../../src/worker/dormantTable.js';
-import { SleepingLines, addSleepingRow, type BlockJob } from '../../src/worker/sleepingLines.js';
+import { DormantTable } from '../../src/topicThread/dormantTable.js';
+import { SleepingLines, addSleepingRow, type BlockJob } from '../../src/topicThread/sleepingLines.js';
 import { SectionWriter, readSection } from '../../src/storage/snapshotSection.js';
-import { resolveConfig, type TopicConfig } from '../../src/actors/topic/config.js';
+import { resolveConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 import type { DormantTopic } from '../../src/actors/topic/dormant.js';
 
 function config(over: object): TopicConfig {

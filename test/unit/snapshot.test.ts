@@ -9,8 +9,8 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { decodeSnapshot, encodeSnapshot, encodeSnapshotV2, loadNewestSnapshot, readNewestSnapshot, writeSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
 import { SectionWriter, readSection, sectionTopicIds, type SectionPart } from '../../src/storage/snapshotSection.js';
-import { metaDir } from '../../src/storage/layout.js';
-import { resolveConfig, type TopicConfig } from '../../src/actors/topic/config.js';
+import { metaDir } from '../../src/format/layout.js';
+import { resolveConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 
 const dirs: string[] = [];
 function tmp(): string {

@@ -7,8 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isDiskFull, type Fs } from '../../src/storage/fs.js';
 import { encodeSnapshot, loadNewestSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
-import { metaDir } from '../../src/storage/layout.js';
-import { WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { metaDir } from '../../src/format/layout.js';
+import { WAL_HEADER_BYTES } from '../../src/format/constants.js';
 import { SimDisk } from '../support/simDisk.js';
 
 const DATA = '/srv/spool';

@@ -1,4 +1,4 @@
-// The SSE transport (src/sse/): one SseConnection over a real ServerResponse on a loopback
+// The SSE transport (src/streams/sse/): one SseConnection over a real ServerResponse on a loopback
 // server, with the process-wide FlushPacer. Checks the opening (`retry: 2000`, then `: hb` when
 // asked), one write per loop iteration, heartbeats after silence and not within a written
 // window, pause on a backed-up socket and resume on 'drain', and the terminal error frame.
@@ -8,8 +8,8 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { SystemClock } from '../../src/core/clock.js';
-import { FlushPacer } from '../../src/sse/flushPacer.js';
-import { SseConnection, type SseConnectionOptions } from '../../src/sse/sseConnection.js';
+import { FlushPacer } from '../../src/streams/sse/flushPacer.js';
+import { SseConnection, type SseConnectionOptions } from '../../src/streams/sse/sseConnection.js';
 
 const pacer = new FlushPacer(new SystemClock());
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

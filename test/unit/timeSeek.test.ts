@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { SeqIndex, SlotState } from '../../src/actors/topic/seqIndex.js';
 import { firstPutAtOrAfter } from '../../src/actors/topic/timeSeek.js';
 import { SimActor } from '../helpers/simCtx.js';
-import { defaultConfig } from '../../src/actors/topic/config.js';
+import { defaultConfig } from '../../src/protocol/topicConfig.js';
 
 // ---- the index search ------------------------------------------------------------------------
 

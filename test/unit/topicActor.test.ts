@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../helpers/simCtx.js';
-import { defaultConfig } from '../../src/actors/topic/config.js';
+import { defaultConfig } from '../../src/protocol/topicConfig.js';
 
 function cfg(durability: 'ephemeral' | 'memory' | 'disk' | 'fsync') {
   return { ...defaultConfig(), durability, durable: durability === 'fsync' };

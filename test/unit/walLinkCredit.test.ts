@@ -1,4 +1,4 @@
-// WAL credit on a topic worker (src/worker/walLink.ts): frames count against the credit from the
+// WAL credit on a topic worker (src/topicThread/walLink.ts): frames count against the credit from the
 // moment they are queued, so the requests of one turn (they reach the worker as one message)
 // cannot together outrun it before the turn's submission leaves; the credit returns with the
 // WAL thread's written ack. Cumulative acks step only the actors with newly written or durable
@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
-import { WalLink, type QueuedFrame, type WalLinkHost } from '../../src/worker/walLink.js';
-import type { WalIn } from '../../src/core/messages/wal.js';
+import { WalLink, type QueuedFrame, type WalLinkHost } from '../../src/topicThread/walLink.js';
+import type { WalIn } from '../../src/protocol/messages/wal.js';
 
 const host: WalLinkHost = {
   walAck: () => undefined,

@@ -11,11 +11,11 @@ import path from 'node:path';
 import { scanWal, type ScanSink, type ScanResult } from '../../src/wal/scan.js';
 import { CorruptionError } from '../../src/core/corruption.js';
 import { createWalFile, encodeWalHeader } from '../../src/wal/files.js';
-import { encodeAppend, encodeJsonFrame, encodeSeqReserve, probeFrame, readAppendHead, type AppendRecordInput, type FrameView } from '../../src/wal/frame.js';
-import { FrameType, WAL_HEADER_BYTES } from '../../src/wal/format.js';
-import { walDir, walFileName } from '../../src/storage/layout.js';
-import { defaultConfig } from '../../src/actors/topic/config.js';
-import type { WalPosition } from '../../src/core/messages/wal.js';
+import { encodeAppend, encodeJsonFrame, encodeSeqReserve, probeFrame, readAppendHead, type AppendRecordInput, type FrameView } from '../../src/format/frame.js';
+import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
+import { walDir, walFileName } from '../../src/format/layout.js';
+import { defaultConfig } from '../../src/protocol/topicConfig.js';
+import type { WalPosition } from '../../src/protocol/messages/wal.js';
 
 // ---- fixtures ------------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ import { sizeWal, WAL_FILE_BYTES_MIN } from '../../src/wal/walSizing.js';
 import { WalSpace } from '../../src/wal/walSpace.js';
 import { createWalFile, listWalFiles } from '../../src/wal/files.js';
 import { listSnapshotNames, snapshotFileName } from '../../src/storage/snapshot.js';
-import { metaDir } from '../../src/storage/layout.js';
+import { metaDir } from '../../src/format/layout.js';
 import { nodeFs } from '../../src/storage/fs.js';
-import { WAL_HEADER_BYTES } from '../../src/wal/format.js';
+import { WAL_HEADER_BYTES } from '../../src/format/constants.js';
 
 const MiB = 1024 * 1024;
 

@@ -3,9 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../helpers/simCtx.js';
-import { defaultConfig, type TopicConfig } from '../../src/actors/topic/config.js';
-import type { WatchBatch, WatchEvent } from '../../src/core/messages/events.js';
-import type { WatchReadMeta, WatchReadRequest } from '../../src/core/messages/rpc.js';
+import { defaultConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
+import type { WatchBatch, WatchEvent } from '../../src/protocol/messages/events.js';
+import type { WatchReadMeta, WatchReadRequest } from '../../src/protocol/messages/rpc.js';
 
 type Durability = 'ephemeral' | 'memory' | 'disk' | 'fsync';
 

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor } from '../../src/watch/cursor.js';
+import { decodeCursor, encodeCursor } from '../../src/streams/watch/cursor.js';
 
 const b64u = (s: string) => Buffer.from(s, 'utf8').toString('base64url');
 

@@ -5,10 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SimActor } from '../helpers/simCtx.js';
-import { defaultConfig, type TopicConfig } from '../../src/actors/topic/config.js';
-import type { WatchBatch } from '../../src/core/messages/events.js';
-import { ProjectionCache, projectBatch, projectionKey } from '../../src/watch/projection.js';
-import type { WatchOptions } from '../../src/watch/session.js';
+import { defaultConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
+import type { WatchBatch } from '../../src/protocol/messages/events.js';
+import { ProjectionCache, projectBatch, projectionKey } from '../../src/streams/watch/projection.js';
+import type { WatchOptions } from '../../src/streams/watch/session.js';
 
 interface RecSpec {
   data: unknown;

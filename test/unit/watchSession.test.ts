@@ -3,8 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/core/clock.js';
-import { WatchRegistry, WatchSession, type WatchOptions } from '../../src/watch/session.js';
-import { decodeCursor, encodeCursor } from '../../src/watch/cursor.js';
+import { WatchRegistry, WatchSession, type WatchOptions } from '../../src/streams/watch/session.js';
+import { decodeCursor, encodeCursor } from '../../src/streams/watch/cursor.js';
 
 const OPTS: WatchOptions = {
   limit: 256,

@@ -5,11 +5,11 @@
 // longer held. Acks delete through the permanent delete path and answer at the topic's ack
 // point; nack and extend log a LEASES frame and answer once it is durable when leases_durable.
 // Pure; effects go through the ActorCtx.
-import type { AckRequest, ExtendRequest, NackRequest, TermRequest } from '../../core/messages/rpc.js';
-import { walBehind } from '../../core/errors.js';
-import { encodeJsonTextFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import type { AckRequest, ExtendRequest, NackRequest, TermRequest } from '../../protocol/messages/rpc.js';
+import { walBehind } from '../../protocol/errors.js';
+import { encodeJsonTextFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

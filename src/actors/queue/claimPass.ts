@@ -6,13 +6,13 @@
 // and `/work` pushes go out (after that frame is durable when `leases_durable`), once the jobs'
 // texts are in memory (cold ones are read back from segments first).
 // Pure; effects go through the ActorCtx.
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease } from './leaseTable.js';
 import { claimedEvent, logLeases, releasedEvent } from './leasesLog.js';

@@ -6,9 +6,9 @@
 // dropped, so a crash in between may dead-letter a job twice but never lose it. The claims of
 // the pass that started the moves wait (a MoveBarrier) until each move got its first answer, so
 // a claim's reply is never ahead of the state it caused. Pure.
-import type { TopicResult } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import type { TopicResult } from '../../protocol/messages/rpc.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

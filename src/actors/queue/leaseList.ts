@@ -4,7 +4,7 @@
 // the holders' fencing tokens. Read-only (expiry is judged first, lazily, as every queue request
 // does; expiry is never logged). The page is picked in O(leases × log limit) without sorting
 // every lease, so a step stays short with many leases. Runs in the queue topic's actor; pure.
-import type { LeasesRequest } from '../../core/messages/rpc.js';
+import type { LeasesRequest } from '../../protocol/messages/rpc.js';
 import { MinHeap } from '../../core/minHeap.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson } from '../topic/actorCore.js';

@@ -5,7 +5,7 @@
 // dead-letter topic (on any worker) all show the moves it caused; a refused move is reported by
 // the queue's counters as in transit and retried in the background. Runs in the queue topic's
 // actor; pure.
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { GateCondition, TopicInstance } from '../topic/instance.js';

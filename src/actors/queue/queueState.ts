@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { LeaseTable, type Lease } from './leaseTable.js';
 import type { ActorCtx } from '../ctx.js';
-import type { RedriveRequest } from '../../core/messages/rpc.js';
+import type { RedriveRequest } from '../../protocol/messages/rpc.js';
 
 /** A `/work` stream as the actor sees it (the socket lives on main). */
 export interface WorkConn {

@@ -3,8 +3,8 @@
 // a timer fired, segment bytes arrived, a peer answered, the instance is deleted, a sweep before
 // stats). Every route needs a live queue instance: absent is 404 topic_not_found, a log topic is
 // 409 not_a_queue; queue routes never create a topic. Pure; effects go through the ActorCtx.
-import { assertNever, fail } from '../../core/errors.js';
-import type { QueueRequest, QueueStats, TopicResult } from '../../core/messages/rpc.js';
+import { assertNever, fail } from '../../protocol/errors.js';
+import type { QueueRequest, QueueStats, TopicResult } from '../../protocol/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

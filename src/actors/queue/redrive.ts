@@ -12,8 +12,8 @@
 // replayed frames: after the restart the queue asks again for their delete (`reconcile`), and a
 // later read skips records already pending, so a job is never copied twice nor lost. Deletes
 // that fail are retried with backoff. Runs in the queue topic's actor; pure.
-import { fail, type ErrorResult } from '../../core/errors.js';
-import type { RedriveBatch, RedriveRequest, TopicResult } from '../../core/messages/rpc.js';
+import { fail, type ErrorResult } from '../../protocol/errors.js';
+import type { RedriveBatch, RedriveRequest, TopicResult } from '../../protocol/messages/rpc.js';
 import { allowsName, nameRefusal } from '../../auth/allowlist.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';

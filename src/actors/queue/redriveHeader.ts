@@ -3,7 +3,7 @@
 // copies (one checksummed unit) and read back at recovery from the replayed frames, so the
 // queue knows which originals it may not have seen deleted. Also the pending set it feeds
 // (QueueState.redrivePending). Pure; used by the append step and recovery of a queue's actor.
-import type { RedriveInfo } from '../../core/messages/rpc.js';
+import type { RedriveInfo } from '../../protocol/messages/rpc.js';
 import type { QueueState } from './queueState.js';
 
 interface Header {

@@ -10,11 +10,11 @@
 // are ready) and answers the refusal, with nothing applied. With no dead-letter topic the jobs
 // are released, as the spec treats a job out of retries there: redelivered, never lost.
 // Runs in the queue topic's actor; pure, effects go through the ActorCtx.
-import { fail, walBehind } from '../../core/errors.js';
-import type { TermRequest, TopicResult } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import { fail, walBehind } from '../../protocol/errors.js';
+import type { TermRequest, TopicResult } from '../../protocol/messages/rpc.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';

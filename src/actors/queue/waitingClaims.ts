@@ -5,7 +5,7 @@
 // soon as a pass gives them at least one job; at the end of the wait a last pass answers, with
 // whatever it finds. One timer per waiting claim (its deadline), never one per job.
 // Runs in the queue topic's actor; pure, effects go through the ActorCtx.
-import { fail, type ErrorResult } from '../../core/errors.js';
+import { fail, type ErrorResult } from '../../protocol/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

@@ -5,11 +5,11 @@
 // lease to expire or a delay to elapse, arms one wake-up timer for the earliest such moment
 // (never one timer per job). A paused connection (its socket backed up)
 // gets no new leases; a closed one gives every lease back at once. Pure.
-import type { WorkCloseRequest, WorkFlowRequest, WorkOpenRequest } from '../../core/messages/rpc.js';
+import type { WorkCloseRequest, WorkFlowRequest, WorkOpenRequest } from '../../protocol/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
-import type { LeaseEvent } from '../../wal/leasesFrame.js';
+import type { LeaseEvent } from '../../format/leasesFrame.js';
 import { runPass, wantOf } from './claimPass.js';
 import { logLeases, releasedEvent } from './leasesLog.js';
 import type { Claimer, QueueState, WorkConn } from './queueState.js';

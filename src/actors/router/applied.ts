@@ -3,8 +3,8 @@
 // the copy batch's APPEND frame, so recovery re-derives them from the frames it replays (and
 // the snapshot), and a forwarder resuming after a crash continues exactly there: dedupe on
 // (router, source seq). Owned by one TopicInstance; pure.
-import type { ForwardAck, ForwardInfo, OriginRun } from '../../core/messages/router.js';
-import { fail } from '../../core/errors.js';
+import type { ForwardAck, ForwardInfo, OriginRun } from '../../protocol/messages/router.js';
+import { fail } from '../../protocol/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

@@ -2,7 +2,7 @@
 // tag, node) concatenated, never re-serialized. `preserve_node`/`preserve_tag` false leave
 // those out; `exactly_once` copies get the reserved meta key `_spool_router` =
 // "<router>:<source topic id>:<source seq>" at the end of their meta (docs/API.md "Routers"). Pure.
-import type { RouterDef } from '../../core/messages/router.js';
+import type { RouterDef } from '../../protocol/messages/router.js';
 import type { RecordText } from '../topic/recordText.js';
 
 export const ROUTER_META_KEY = '_spool_router';

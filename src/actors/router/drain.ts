@@ -2,7 +2,7 @@
 // or router GET on a dest, main asks each upstream source's actor to drain. The answer waits
 // until every named forwarder has handled the source head as of the request, or is blocked
 // (backing off after a refusal), or is gone; it carries each router's figures. Pure.
-import type { RouterDrainRequest, RouterStats } from '../../core/messages/router.js';
+import type { RouterDrainRequest, RouterStats } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

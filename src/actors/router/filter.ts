@@ -1,7 +1,7 @@
 // A router's forward-time filter (docs/API.md "Routers"): the tuple language of record delete (docs/API.md "Record delete"),
 // `[tag, Eq, v]` or `[tag, Glob, prefix*]`, parsed on main by the same `parseMatch`. A record
 // without a tag never matches; a null filter forwards everything. Pure.
-import type { TagMatch } from '../../core/messages/router.js';
+import type { TagMatch } from '../../protocol/messages/router.js';
 
 export function tagMatches(m: TagMatch, tag: string | undefined): boolean {
   if (tag === undefined) return false;

@@ -6,8 +6,8 @@
 // this router's copies, and resumes exactly there. A refusal is backpressure: the cursor stays
 // and the batch is retried after a backoff (50 ms doubling to 2 s), never dropped.
 // Pure; effects go through the ActorCtx, time is ctx.now.
-import type { TopicResult } from '../../core/messages/rpc.js';
-import type { OriginRun, RouterDef } from '../../core/messages/router.js';
+import type { TopicResult } from '../../protocol/messages/rpc.js';
+import type { OriginRun, RouterDef } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';

@@ -3,7 +3,7 @@
 // batch is usually one run). A seq in no run was written here directly: origin is this topic,
 // 0 hops. Never on the wire; rebuilt at recovery from the APPEND frames' forward headers.
 // Owned by one TopicInstance; pure.
-import type { OriginRun } from '../../core/messages/router.js';
+import type { OriginRun } from '../../protocol/messages/router.js';
 
 /** Runs kept at most; the oldest go first (their records are the first to leave the topic). */
 const RUNS_MAX = 65_536;

@@ -1,8 +1,8 @@
 // Entry of the router requests a topic actor takes (docs/ARCHITECTURE.md "Routers"): `routerSet`/`routerRemove` from
 // main's RouterRegistry on a source topic, `routerDrain` (read-your-writes) on a source, and
 // `routerProbe` from a forwarder on a dest. Pure; effects go through the ActorCtx.
-import { assertNever, fail } from '../../core/errors.js';
-import type { RouterRequest } from '../../core/messages/router.js';
+import { assertNever, fail } from '../../protocol/errors.js';
+import type { RouterRequest } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import { probeStep } from './applied.js';

@@ -1,7 +1,7 @@
 // The source side of routers (docs/ARCHITECTURE.md "Routers"): one Forwarder per router whose source is this topic
 // instance, and the read-your-writes drains waiting on them. Plain data owned by one
 // TopicInstance (a deleted topic takes its routers with it); forwarder.ts runs it.
-import type { RouterDef } from '../../core/messages/router.js';
+import type { RouterDef } from '../../protocol/messages/router.js';
 
 /** The one request a forwarder has out at a time. */
 export interface InFlight {

@@ -2,10 +2,10 @@
 // the queue operations) see of the actor: its live instance, frame numbering, WAL watermarks and
 // reply gates. TopicActor implements it; the modules import only this interface, never the class.
 import type { ActorCtx } from '../ctx.js';
-import type { OkResult } from '../../core/messages/rpc.js';
+import type { OkResult } from '../../protocol/messages/rpc.js';
 import type { TopicInstance, Gate, GateCondition } from './instance.js';
 import type { TopicReads } from './reads.js';
-import { diskFull, storageFailed, type ErrorResult } from '../../core/errors.js';
+import { diskFull, storageFailed, type ErrorResult } from '../../protocol/errors.js';
 import { StorageState } from '../../storage/storageState.js';
 
 export interface ActorOptions {

@@ -2,11 +2,11 @@
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
-import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, readAppendHead, probeFrame } from '../../wal/frame.js';
+import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, readAppendHead, probeFrame } from '../../format/frame.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
-import type { ForwardInfo } from '../../core/messages/router.js';
+import type { ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../ctx.js';
 import { InvariantError } from '../../core/invariant.js';

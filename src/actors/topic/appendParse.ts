@@ -17,10 +17,10 @@
 //
 // This file owns the walk and the envelope; the per-record checks and the limits live in
 // `appendRecord.ts` (re-exported here, so callers keep one import).
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { collectUnknown, UNKNOWN_FIELDS_MAX } from '../../core/unknownFields.js';
-import { BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, nodeTooLongMessage } from '../../core/limits.js';
-import { CONFIG_FIELDS } from './config.js';
+import { BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, nodeTooLongMessage } from '../../protocol/limits.js';
+import { CONFIG_FIELDS } from '../../protocol/topicConfig.js';
 import {
   JsonScanError,
   bytesToString,

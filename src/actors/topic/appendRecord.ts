@@ -3,8 +3,8 @@
 // turns that scratch into a `ParsedRecord` or the record's first problem. Also the shared failure
 // shapes of the append parser. Pure and synchronous; runs where `appendParse.ts` runs (the topic
 // worker on the append path, once per record).
-import { fail } from '../../core/errors.js';
-import { NODE_MAX_BYTES, nodeTooLongMessage, BATCH_RECORDS_MAX, IDEMPOTENCY_KEY_MAX_CHARS } from '../../core/limits.js';
+import { fail } from '../../protocol/errors.js';
+import { NODE_MAX_BYTES, nodeTooLongMessage, BATCH_RECORDS_MAX, IDEMPOTENCY_KEY_MAX_CHARS } from '../../protocol/limits.js';
 import { bytesToString } from '../../core/jsonScan.js';
 
 export interface ParsedRecord {

@@ -3,19 +3,19 @@
 // APPEND frame and hold the reply until the batch reaches its class's ack point.
 // Checks follow docs/API.md "Which error wins": 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
-import { fail, walBehind, type ErrorResult } from '../../core/errors.js';
-import type { AppendRequest, OkResult } from '../../core/messages/rpc.js';
+import { fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
+import type { AppendRequest, OkResult } from '../../protocol/messages/rpc.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE, parseAppendBody, type ParsedAppend } from './appendParse.js';
 import { activePlacement, encodeBatch, renderSeqs } from './appendOp.js';
-import { resolveConfig, type TopicConfig } from './config.js';
+import { resolveConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
 import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/applied.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
+import { encodeJsonFrame } from '../../format/frame.js';
 import { encodeRedriveHeader, notePending } from '../queue/redriveHeader.js';
-import { FrameType } from '../../wal/format.js';
+import { FrameType } from '../../format/constants.js';
 
 /** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
 const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };

@@ -1,8 +1,8 @@
 // Cold reads: records whose text was evicted from memory are read back from the topic's
 // segments. The actor asks for byte ranges (one per segment touched, covering every needed
 // frame) and installs the texts when the bytes arrive. Pure; the host does the I/O.
-import { forEachAppendRecord, probeFrame, readAppendHead } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { forEachAppendRecord, probeFrame, readAppendHead } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx, ColdRange } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';

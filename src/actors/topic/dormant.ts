@@ -7,7 +7,7 @@
 // exactly. The record has the snapshot part's shape plus the watermarks a list, a state read or
 // a wake needs without the index.
 // Pure: what may sleep, the record, and the reports of a sleeping topic.
-import type { StatsTotals, TopicStats, TopicSummary } from '../../core/messages/rpc.js';
+import type { StatsTotals, TopicStats, TopicSummary } from '../../protocol/messages/rpc.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { TopicInstance } from './instance.js';
 import { retentionFields } from './retention.js';

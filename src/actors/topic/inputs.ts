@@ -1,12 +1,12 @@
 // Every input a TopicActor can receive, as plain data, and the one function that applies an
 // input to an actor. The live host and the trace replayer both go through applyInput, so a
 // recorded trace of inputs reproduces an actor's outputs exactly (docs/ARCHITECTURE.md "Traces and replay").
-import type { TopicRequest, TopicResult } from '../../core/messages/rpc.js';
-import { assertNever } from '../../core/errors.js';
+import type { TopicRequest, TopicResult } from '../../protocol/messages/rpc.js';
+import { assertNever } from '../../protocol/errors.js';
 import type { ActorCtx } from '../ctx.js';
 import type { TopicActor } from './topicActor.js';
-import type { FrameView } from '../../wal/frame.js';
-import { probeFrame } from '../../wal/frame.js';
+import type { FrameView } from '../../format/frame.js';
+import { probeFrame } from '../../format/frame.js';
 import { finishInstanceRecovery, loadInstance, loadPackedFrame, loadSegment, replayFrame } from './replay.js';
 import { afterQueueRecovery } from '../queue/queueSteps.js';
 import { sealActive, type SegmentLimits } from './appendOp.js';

@@ -5,7 +5,7 @@
 // Memory (many-topics issue): what a topic uses only sometimes (tag index, idempotency table,
 // loss ledger, reads, queue, routers) is made at first use, so an idle topic holds its
 // watermarks, its seq index and little else.
-import { internConfig, type TopicConfig } from './config.js';
+import { internConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import type { ActorCtx } from '../ctx.js';
 import { LossLedger, type LossReason } from './lossLedger.js';
 import { TagIndex } from './tagIndex.js';

@@ -1,13 +1,13 @@
 // Topic lifecycle steps of a topic actor (docs/API.md "Topic lifecycle"): create (lazily or by PUT),
 // reconfigure and delete. Control frames are durable before the reply in every class.
 // Pure; effects go through the ActorCtx.
-import { fail } from '../../core/errors.js';
-import type { DeleteTopicRequest, PutRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame, encodeTopicCreate } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { fail } from '../../protocol/errors.js';
+import type { DeleteTopicRequest, PutRequest } from '../../protocol/messages/rpc.js';
+import { encodeJsonFrame, encodeTopicCreate } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
-import { sameConfig, type TopicConfig } from './config.js';
+import { sameConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import { TopicInstance } from './instance.js';
 import { applyCaps, applyTtl } from './retention.js';
 import { dropQueue } from '../queue/queueSteps.js';

@@ -4,8 +4,8 @@
 // and are woken by visibility; reads that meet cold records wait for them to come back from
 // segments. Owned by the TopicActor (made at its first read); pure, effects go through the
 // ActorCtx. Its maps exist only while something waits in them.
-import { fail } from '../../core/errors.js';
-import type { DiffRequest, RedriveReadRequest, WatchReadRequest } from '../../core/messages/rpc.js';
+import { fail } from '../../protocol/errors.js';
+import type { DiffRequest, RedriveReadRequest, WatchReadRequest } from '../../protocol/messages/rpc.js';
 import { redriveBatch } from './redriveSource.js';
 import type { ActorCtx } from '../ctx.js';
 import type { TopicInstance } from './instance.js';

@@ -2,10 +2,10 @@
 // point-in-time. One DELETE frame carries the selector (not a seq list) with the topic's class,
 // and the reply waits for that class's ack point, so an fsync topic's delete is fsynced.
 // Pure; effects go through the ActorCtx.
-import { fail, walBehind } from '../../core/errors.js';
-import type { DeleteRecordsRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { fail, walBehind } from '../../protocol/errors.js';
+import type { DeleteRecordsRequest } from '../../protocol/messages/rpc.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { deleteRecords } from './retention.js';

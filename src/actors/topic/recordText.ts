@@ -1,6 +1,6 @@
 // RecordText: one record's bytes as stored (the APPEND frame it arrived in), by offsets.
 // Every read variant is a concatenation of these pieces, so no reader re-serializes a record.
-import { RecordExtent } from '../../wal/frame.js';
+import { RecordExtent } from '../../format/frame.js';
 
 export class RecordText {
   constructor(

@@ -3,10 +3,10 @@
 // the queue's actor over a peer request): one DELETE frame of this topic's class naming them,
 // answered at the class's ack point. Idempotent: records already gone, or another instance of the
 // topic, delete nothing. Pure; effects go through the ActorCtx.
-import { walBehind } from '../../core/errors.js';
-import type { RedriveDeleteRequest } from '../../core/messages/rpc.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { walBehind } from '../../protocol/errors.js';
+import type { RedriveDeleteRequest } from '../../protocol/messages/rpc.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { deleteSeqs } from './retention.js';

@@ -5,9 +5,9 @@
 // with those stamps cut off. Cold texts are read back first (reads.ts parks the read). The
 // deletes that follow are redriveDelete.ts. Any topic may be a dead-letter topic, so this is
 // topic code. Pure.
-import { fail } from '../../core/errors.js';
-import type { RedriveBatch, RedriveReadRequest } from '../../core/messages/rpc.js';
-import type { TagMatch } from '../../core/messages/router.js';
+import { fail } from '../../protocol/errors.js';
+import type { RedriveBatch, RedriveReadRequest } from '../../protocol/messages/rpc.js';
+import type { TagMatch } from '../../protocol/messages/router.js';
 import type { TopicInstance } from './instance.js';
 import type { RecordText } from './recordText.js';
 import { SlotState } from './seqIndex.js';

@@ -2,22 +2,22 @@
 // records indexed from segments, then the WAL frames after the checkpoint. Replay is
 // idempotent: appends at or below the index's last seq are skipped, reservations take a
 // maximum, config frames apply in order, frames of unknown or deleted instances are ignored.
-import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import { activePlacement, indexFrame, placeInSegment, type SegmentLimits } from './appendOp.js';
-import type { TopicConfig } from './config.js';
+import type { TopicConfig } from '../../protocol/topicConfig.js';
 import type { SegmentPlacement } from '../ctx.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
 import { LossLedger, type LossRun } from './lossLedger.js';
 import { applyCaps, deleteRecords, deleteSeqs, retentionFields, type MatchSpec } from './retention.js';
-import { decodeLeases } from '../../wal/leasesFrame.js';
+import { decodeLeases } from '../../format/leasesFrame.js';
 import { finishQueueRecovery, loadQueuePart, queuePart, replayLeases } from '../queue/leasesLog.js';
 import type { TopicActor } from './topicActor.js';
 import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { walkSegment } from '../../storage/compactFrames.js';
-import { probeFrame } from '../../wal/frame.js';
+import { probeFrame } from '../../format/frame.js';
 import assert from 'node:assert/strict';
 import { appliedOf, replayProgress } from '../router/applied.js';
 import { replayRedriveHeader } from '../queue/redriveHeader.js';

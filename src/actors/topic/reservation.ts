@@ -2,7 +2,7 @@
 // assignment for non-fsync classes, so a seq acked before its fsync is never handed out again
 // after a crash. Invariant: a non-fsync seq becomes visible only at or under `durable`.
 // Pure; effects go through the ActorCtx.
-import { encodeSeqReserve } from '../../wal/frame.js';
+import { encodeSeqReserve } from '../../format/frame.js';
 import type { ActorCtx } from '../ctx.js';
 
 /** Largest adaptive block: a crash pads at most this many seq numbers (never records). */

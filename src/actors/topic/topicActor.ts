@@ -6,11 +6,11 @@
 // Effects go through ActorCtx; time is ctx.now, never the clock.
 // Invariants: head <= assigned; batches become visible in seq order at their class's ack point;
 // control frames gate replies; a gate runs in the step that releases it.
-import type { RedriveReadRequest, StatsTotals, TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../core/messages/rpc.js';
-import type { RouterStats } from '../../core/messages/router.js';
-import { assertNever, fail, storageFailed } from '../../core/errors.js';
-import { encodeJsonFrame } from '../../wal/frame.js';
-import { FrameType } from '../../wal/format.js';
+import type { RedriveReadRequest, StatsTotals, TopicRequest, TopicResult, TopicSummary, TopicStats } from '../../protocol/messages/rpc.js';
+import type { RouterStats } from '../../protocol/messages/router.js';
+import { assertNever, fail, storageFailed } from '../../protocol/errors.js';
+import { encodeJsonFrame } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, jsonOpen, type ActorCore, type ActorOptions } from './actorCore.js';
 import { append } from './appendStep.js';

@@ -1,9 +1,9 @@
 // Read-only reports of a topic instance: the topic-state body (docs/API.md "GET /v0/topics/:topic"), list summaries
 // (docs/API.md "GET /v0/topics"), metrics stats, and the effective priority. Pure functions of the instance and a time.
-import type { StatsTotals, TopicStats, TopicSummary } from '../../core/messages/rpc.js';
-import type { RouterStats } from '../../core/messages/router.js';
+import type { StatsTotals, TopicStats, TopicSummary } from '../../protocol/messages/rpc.js';
+import type { RouterStats } from '../../protocol/messages/router.js';
 import type { TopicInstance } from './instance.js';
-import type { TopicConfig } from './config.js';
+import type { TopicConfig } from '../../protocol/topicConfig.js';
 import { SlotState } from './seqIndex.js';
 import { queueStats } from '../queue/queueSteps.js';
 import { routerStats } from '../router/drain.js';

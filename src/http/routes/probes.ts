@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { Metrics } from '../metrics.js';
 import { sendError, sendJson } from '../reply.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { StorageState, storageStateName } from '../../storage/storageState.js';
 import { freeBytes } from '../../storage/freeSpace.js';
 

@@ -3,7 +3,7 @@
 // not_a_queue included). Queue routes never create a topic.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import type { QueueRequest } from '../../core/messages/rpc.js';
+import type { QueueRequest } from '../../protocol/messages/rpc.js';
 import { checkBody, parseSmallBody, queryInt, queryString, topicParam } from '../parse.js';
 import { sendResult, withHttpErrors } from '../reply.js';
 import { ackRequest, claimRequest, extendRequest, leasesRequest, nackRequest, termRequest } from '../queueSchemas.js';

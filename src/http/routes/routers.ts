@@ -2,7 +2,7 @@
 // registry on main keeps the definitions; forwarding itself never passes through here.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { checkBody, parseSmallBody, queryString } from '../parse.js';
 import { sendError, sendJson, withHttpErrors } from '../reply.js';
 import { routerInput, routerJson, routerName } from '../routerSchemas.js';

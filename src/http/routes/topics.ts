@@ -3,11 +3,11 @@
 // raw bytes (a transferred standalone buffer) and are scanned there.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import { resolveConfig } from '../../actors/topic/config.js';
+import { resolveConfig } from '../../protocol/topicConfig.js';
 import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
-import type { TopicSummary } from '../../core/messages/rpc.js';
+import type { TopicSummary } from '../../protocol/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
 import { stageClock } from '../../core/stageClock.js';
@@ -15,7 +15,7 @@ import '../stageHooks.js'; // FastifyRequest.stageTag
 import type { Admission } from '../admission.js';
 import { listPrefixes } from '../../auth/allowlist.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
-import { IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE } from '../../core/limits.js';
+import { IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE } from '../../protocol/limits.js';
 
 const WAIT_MS_MAX = 30_000;
 

@@ -3,14 +3,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { isTopicName } from '../../core/names.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { checkBody, parseSmallBody, queryBool } from '../parse.js';
 import { HttpError, sendError, sendJson, withHttpErrors } from '../reply.js';
 import { check, checkOneStart, validateWatch, type WatchBody } from '../schemas.js';
-import { acceptsEventStream } from '../../sse/wire.js';
-import { decodeCursor } from '../../watch/cursor.js';
-import type { WatchOptions } from '../../watch/session.js';
-import type { WatchHub } from '../../watch/hub.js';
+import { acceptsEventStream } from '../../streams/sse/wire.js';
+import { decodeCursor } from '../../streams/watch/cursor.js';
+import type { WatchOptions } from '../../streams/watch/session.js';
+import type { WatchHub } from '../../streams/watch/hub.js';
 import type { Admission } from '../admission.js';
 
 const MAX_TOPICS = 256;

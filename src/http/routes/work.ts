@@ -4,12 +4,12 @@
 // stream is accepted.
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import { fail } from '../../core/errors.js';
+import { fail } from '../../protocol/errors.js';
 import { queryInt, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendResult, withHttpErrors } from '../reply.js';
 import { checkNode, clampLeaseMs, clampMax } from '../queueSchemas.js';
-import { acceptsEventStream } from '../../sse/wire.js';
-import type { WorkRegistry } from '../../work/workRegistry.js';
+import { acceptsEventStream } from '../../streams/sse/wire.js';
+import type { WorkRegistry } from '../../streams/work/workRegistry.js';
 import type { Admission } from '../admission.js';
 
 export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegistry, admission: Admission): void {

@@ -1,0 +1,298 @@
+// The topic-request hot path between main and a topic worker (hot-paths issue; docs/ARCHITECTURE.md
+// "Thread crossings"): every request main issues to one worker during one event-loop turn leaves
+// as ONE message, and every result the worker settles during one turn comes back as ONE message.
+// Comlink stays for control calls (list, stats, checkpoints...); it costs one postMessage, one
+// UUID and a proxy per call each way, which the profile of single-record appends showed as the
+// top frames of both threads. Plain data only crosses; ids are per channel and never reused while
+// pending.
+// Bytes: the small append bodies of a batch cross in ONE transferred buffer (copied in back to
+// back at the flush; the worker gets views), and so do the small replies of a result batch. A
+// transferred ArrayBuffer per request or reply cost an allocation, a backing store and its sweep
+// on both threads for a ~256-byte body. Big bodies (a whole buffer of their own) and reply pages
+// are still transferred as they are, never copied.
+import type { MessagePort } from 'node:worker_threads';
+import type { OkResult, RequestBatch, ResultBatch, TopicRequest, TopicResult, WireRequest, WireResult } from './messages/rpc.js';
+import { fail } from './errors.js';
+import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from '../core/pagePool.js';
+import { stageClock } from '../core/stageClock.js';
+
+/** Pages main keeps for the way back to one worker while no request goes there. */
+const RETURNED_PAGES_MAX = 8;
+
+/**
+ * Bodies and replies up to this size are copied into their batch's shared buffer; bigger ones
+ * that own their whole buffer cross as they are (transferred, no copy).
+ */
+export const SHARED_BYTES_MAX = 16 * 1024;
+
+/**
+ * Results answered in one turn of main's event loop. Each resolve runs its request's reply
+ * (microtasks, before anything else): a wake of thousands of parked long-polls is one result
+ * batch, and answering it at once held every other request and the watch pushes for the whole
+ * fan-out (~30-50 µs of socket writes per waiter). The rest waits a turn per slice, with main's
+ * I/O in between.
+ */
+const SETTLED_PER_TURN = 128;
+
+/** True when `b` is the whole of a transferable ArrayBuffer. */
+function ownsBuffer(b: Uint8Array): boolean {
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
+}
+
+/** Main's end: `request` resolves with the worker's result. */
+export class RequestClient {
+  private nextId = 1;
+  /** The resolver of each request still waiting for its result. */
+  private readonly pending = new Map<number, (r: TopicResult) => void>();
+  private ids: number[] = [];
+  private reqs: TopicRequest[] = [];
+  /** Reply pages going back to the worker with the next batch (never a message of their own). */
+  private returned: ArrayBuffer[] = [];
+  private flushScheduled = false;
+  private abandoned = false;
+  /** Stage clock only: when each request left in its batch. */
+  private readonly postStamps = new Map<number, number>();
+  private readonly giveBack = (page: ArrayBuffer): void => {
+    if (!this.abandoned && this.returned.length < RETURNED_PAGES_MAX) this.returned.push(page);
+  };
+
+  constructor(private readonly port: MessagePort) {
+    port.on('message', (m: ResultBatch) => this.onResults(m));
+  }
+
+  /**
+   * Sends `req` with the next flush of this turn. The channel owns `req` from here: an append's
+   * body is read at the flush (it must not change before), then the request object is sent
+   * without it (its bytes go in the batch's shared buffer) or with it transferred (a big body
+   * that is a whole buffer of its own; the caller's view of it becomes empty).
+   */
+  request(req: TopicRequest): Promise<TopicResult> {
+    if (this.abandoned) return Promise.reject(new Error('the worker was abandoned'));
+    const id = this.nextId++;
+    this.ids.push(id);
+    this.reqs.push(req);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      // The check phase runs right after the poll phase that parsed this turn's requests.
+      setImmediate(() => this.flush());
+    }
+    return new Promise<TopicResult>((resolve) => this.pending.set(id, resolve));
+  }
+
+  /** Gives up the channel without settling anything (an in-process world abandoned after a crash). */
+  abandon(): void {
+    this.abandoned = true;
+    this.pending.clear();
+    this.ids = [];
+    this.reqs = [];
+    this.returned = [];
+    this.port.close();
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.ids.length === 0) return;
+    const reqs = this.reqs as WireRequest[];
+    const batch: RequestBatch = { ids: this.ids, reqs };
+    const transfers: ArrayBuffer[] = [];
+    let sharedBytes = 0;
+    let sharedBodies = 0;
+    let whole: Set<ArrayBufferLike> | undefined;
+    for (const r of this.reqs) {
+      if (r.op !== 'append') continue;
+      // The same buffer twice in one batch could not be transferred twice: the second is copied.
+      if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer)) (whole ??= new Set()).add(r.body.buffer);
+      else {
+        sharedBytes += r.body.byteLength;
+        sharedBodies++;
+      }
+    }
+    if (whole) for (const b of whole) transfers.push(b as ArrayBuffer);
+    if (sharedBodies > 0) {
+      const shared = new Uint8Array(sharedBytes);
+      const ends: number[] = [];
+      let at = 0;
+      for (const r of reqs) {
+        if (r.op !== 'append') continue;
+        const body = (r as unknown as { body: Uint8Array }).body;
+        if (whole?.delete(body.buffer)) continue;
+        shared.set(body, at);
+        at += body.byteLength;
+        ends.push(at);
+        r.body = null;
+      }
+      batch.bodies = shared.buffer;
+      batch.bodyEnds = ends;
+      transfers.push(shared.buffer);
+    }
+    if (this.returned.length > 0) {
+      batch.recycled = this.returned;
+      for (const page of this.returned) transfers.push(page);
+      this.returned = [];
+    }
+    if (stageClock.on) {
+      const now = stageClock.now(); // before the post: the worker may stamp its receipt first
+      for (const id of this.ids) this.postStamps.set(id, now);
+    }
+    this.port.postMessage(batch, transfers);
+    this.ids = [];
+    this.reqs = [];
+  }
+
+  private onResults(m: ResultBatch): void {
+    let sharedAt = 0;
+    let settled: [(r: TopicResult) => void, TopicResult][] | undefined;
+    for (let i = 0; i < m.ids.length; i++) {
+      const w = m.results[i]!;
+      const end = m.jsonEnds?.[i] ?? -1;
+      let r: TopicResult;
+      if (end >= 0) {
+        (w as { json: Uint8Array | null }).json = new Uint8Array(m.jsons!, sharedAt, end - sharedAt);
+        sharedAt = end;
+        r = w as OkResult;
+      } else {
+        r = w as TopicResult;
+        // A transferred page may travel back once main has written it (reply.ts sendResult).
+        if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES) markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
+      }
+      const id = m.ids[i]!;
+      const resolve = this.pending.get(id);
+      if (!resolve) continue; // abandoned meanwhile
+      this.pending.delete(id);
+      if (stageClock.on) {
+        r.stamps = { ...r.stamps, post: this.postStamps.get(id), mrecv: stageClock.now() };
+        this.postStamps.delete(id);
+      }
+      if (i < SETTLED_PER_TURN) resolve(r);
+      else (settled ??= []).push([resolve, r]);
+    }
+    if (settled) this.resolveLater(settled, 0);
+  }
+
+  /** The results of a big batch from `from` on, SETTLED_PER_TURN per turn (none once abandoned). */
+  private resolveLater(settled: [(r: TopicResult) => void, TopicResult][], from: number): void {
+    setImmediate(() => {
+      if (this.abandoned) return;
+      const to = Math.min(settled.length, from + SETTLED_PER_TURN);
+      for (let i = from; i < to; i++) settled[i]![0](settled[i]![1]);
+      if (to < settled.length) this.resolveLater(settled, to);
+    });
+  }
+}
+
+/**
+ * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
+ * go back together. `handle` must not throw for a request's own errors (they are results); a
+ * throw is a bug and becomes an `internal` error result so the caller never hangs. `flush()` sends
+ * the results settled so far at once (the WAL link calls it before its own post of the turn).
+ */
+export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): { flush(): void } {
+  let ids: number[] = [];
+  let results: TopicResult[] = [];
+  let flushScheduled = false;
+
+  const flush = (): void => {
+    flushScheduled = false;
+    if (ids.length === 0) return;
+    if (stageClock.on) {
+      const now = stageClock.now();
+      for (const r of results) r.stamps = { ...r.stamps, replyPost: now };
+    }
+    const batch = encodeResults(ids, results);
+    ids = [];
+    results = [];
+    port.postMessage(batch.msg, batch.transfers);
+  };
+
+  const settle = (id: number, r: TopicResult): void => {
+    ids.push(id);
+    results.push(r);
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+  };
+
+  port.on('message', (m: RequestBatch) => {
+    const wrecv = stageClock.on ? stageClock.now() : 0;
+    if (m.recycled) recyclePages(m.recycled);
+    let k = 0;
+    let sharedAt = 0;
+    for (let i = 0; i < m.ids.length; i++) {
+      const w = m.reqs[i]!;
+      if (w.op === 'append' && w.body === null) {
+        const end = m.bodyEnds![k++]!;
+        (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, sharedAt, end - sharedAt);
+        sharedAt = end;
+      }
+      const id = m.ids[i]!;
+      const handled = handle(w as TopicRequest);
+      if (stageClock.on) {
+        const st = { wrecv, stepped: stageClock.now() };
+        handled.then(
+          (r) => settle(id, ((r.stamps = { ...r.stamps, ...st }), r)),
+          (err: Error) => settle(id, fail('internal', err.message)),
+        );
+        continue;
+      }
+      handled.then(
+        (r) => settle(id, r),
+        (err: Error) => settle(id, fail('internal', err.message)),
+      );
+    }
+  });
+  return { flush };
+}
+
+/**
+ * One turn's results as one message: small replies copied back to back into one shared buffer,
+ * reply pages and big standalone replies transferred as they are, any other big reply copied
+ * into a standalone buffer (never a cloned pool slab).
+ */
+function encodeResults(ids: number[], results: TopicResult[]): { msg: ResultBatch; transfers: ArrayBuffer[] } {
+  let sharedBytes = 0;
+  for (const r of results) if (r.ok && sharesBytes(r.json)) sharedBytes += r.json.byteLength;
+  const transfers: ArrayBuffer[] = [];
+  if (sharedBytes === 0 && results.every((r) => !r.ok || !sharesBytes(r.json))) {
+    return { msg: { ids, results: results.map((r) => (r.ok ? detach(r, transfers) : r)) }, transfers };
+  }
+  const shared = new Uint8Array(sharedBytes);
+  const ends: number[] = [];
+  const wire: WireResult[] = [];
+  let at = 0;
+  for (const r of results) {
+    if (r.ok && sharesBytes(r.json)) {
+      shared.set(r.json, at);
+      at += r.json.byteLength;
+      ends.push(at);
+      wire.push({ ...r, json: null });
+    } else {
+      ends.push(-1);
+      wire.push(r.ok ? detach(r, transfers) : r);
+    }
+  }
+  transfers.push(shared.buffer);
+  return { msg: { ids, results: wire, jsons: shared.buffer, jsonEnds: ends }, transfers };
+}
+
+/** Small replies (not reply pages, which travel whole with their slack) share the batch's buffer. */
+function sharesBytes(json: Uint8Array): boolean {
+  return json.byteLength <= SHARED_BYTES_MAX && !(json.byteOffset === 0 && isPage(json.buffer));
+}
+
+/**
+ * A big reply's bytes cross as a transferred standalone buffer (a reply page with its slack),
+ * never as a cloned pool slab.
+ */
+function detach(r: OkResult, transfers: ArrayBuffer[]): OkResult {
+  const j = r.json;
+  const whole = ownsBuffer(j) || (j.byteOffset === 0 && isPage(j.buffer));
+  if (whole && !transfers.includes(j.buffer as ArrayBuffer)) {
+    transfers.push(j.buffer as ArrayBuffer);
+    return r;
+  }
+  const copy = new Uint8Array(j.byteLength);
+  copy.set(j);
+  transfers.push(copy.buffer);
+  return { ...r, json: copy };
+}

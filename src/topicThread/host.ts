@@ -1,0 +1,598 @@
+// ActorHost: the runtime of one topic worker thread (docs/ARCHITECTURE.md "Threads"). It keeps the worker's topic
+// actors, feeds them inputs one at a time stamped with the injected clock, and routes their
+// replies back to the rpc calls waiting for them. Effects are carried out by HostEffects, WAL
+// traffic by WalLink, recovery by WorkerRecovery and checkpoints by WorkerCheckpoints.
+// It owns no topic state. Invariant: an actor step never awaits; effects run inside the step
+// only as far as queueing them.
+import { stageClock } from '../core/stageClock.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { Clock } from '../core/clock.js';
+import { seededRng, Rng } from '../core/rng.js';
+import { emptyTotals, type TopicRequest, type TopicResult, type TopicStats, type TopicSummary, type WorkerStats } from '../protocol/messages/rpc.js';
+import type { RouterStats } from '../protocol/messages/router.js';
+import { fail, type ErrorResult } from '../protocol/errors.js';
+import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
+import { TopicActor } from '../actors/topic/topicActor.js';
+import { applyInput, ActorInput } from '../actors/topic/inputs.js';
+import { probeFrame, readAppendHead } from '../format/frame.js';
+import type { TraceWriter } from '../replay/traceWriter.js';
+import type { SegmentStore } from '../storage/segmentStore.js';
+import type { TopicPart } from '../storage/snapshot.js';
+import { HotCache, RECORD_TEXT_OVERHEAD_BYTES } from './hotCache.js';
+import { EventsOutbox } from './eventsOutbox.js';
+import { PeerLink } from './peers.js';
+import { WalLink } from './walLink.js';
+import { HostEffects, type HostServices } from './hostEffects.js';
+import { WorkerRecovery } from './recovery.js';
+import { WorkerCheckpoints } from './checkpointStep.js';
+import { WorkerCompaction, type CompactionOptions } from './compaction.js';
+import type { CompactPace } from '../storage/compactor.js';
+
+/** Compaction's pace runs on the worker's own timers (never inside an actor step), at `bytesPerSec`. */
+function compactPace(bytesPerSec: number): CompactPace {
+  return {
+    bytesPerSec,
+    nowMs: () => performance.now(),
+    sleep: (ms) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r))),
+  };
+}
+import type { HostOptions } from './options.js';
+import { WorkerTimers } from './workerTimers.js';
+import { SortedNames } from './sortedNames.js';
+import { Dormancy } from './dormancy.js';
+import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from '../actors/topic/dormant.js';
+import { priorityOf } from '../actors/topic/topicState.js';
+import type { Fs } from '../storage/fs.js';
+import { InvariantError } from '../core/invariant.js';
+import { TOPICS_SLOT } from '../core/sharedCounters.js';
+
+export interface ActorHostDeps {
+  clock: Clock;
+  opts: HostOptions;
+  /** To the WAL thread: submissions in, acks out. */
+  walPort: MessagePort;
+  segments: SegmentStore;
+  fsx: Fs;
+  dataDir: string;
+  trace?: TraceWriter;
+  traceOutputs?: boolean;
+  /** To main: watch and work events. */
+  eventsPort?: MessagePort;
+  /** To each other worker, by index (undefined for this one). */
+  peerPorts?: readonly (MessagePort | undefined)[];
+  /**
+   * Why a router forward must wait before it reaches its dest actor (docs/API.md "Limits" max_total_bytes:
+   * "router forwards wait and retry"), or undefined to let it through. Decided here, outside
+   * any actor step: the refusal reaches the forwarder as an ordinary reply, so traces replay it.
+   */
+  forwardRefusal?: () => ErrorResult | undefined;
+  /** Segment compaction (none: never on its own, only when asked). */
+  compaction?: Pick<CompactionOptions, 'livePercent' | 'bytesPerSec'>;
+  /** The worker's log (compaction failures). */
+  log?: (msg: string) => void;
+}
+
+export class ActorHost implements HostServices {
+  private readonly actorsByName = new Map<string, TopicActor>();
+  /** The same names in order, for list pages and the first metrics series. */
+  private readonly names = new SortedNames();
+  readonly byTopicId = new Map<number, TopicActor>();
+  /** Generators of the actors that drew since the boot seed was set (only queue claims draw). */
+  private readonly rngs = new Map<TopicActor, Rng>();
+  /** Traced actors whose seed is in the trace since the last reset (empty unless tracing). */
+  private readonly seedTraced = new Set<TopicActor>();
+  /** Step contexts not in use: one is bound to an actor per input (steps may nest). */
+  private readonly freeSteps: StepSlot[] = [];
+  private readonly replies = new Map<number, (r: TopicResult) => void>();
+  /** Actors whose step is running (steps nest): an actor is never dropped inside its own step. */
+  private readonly stepping: TopicActor[] = [];
+  /** Peer requests that arrived before `serve()` (recovery); undefined once serving. */
+  private peersHeld: { req: TopicRequest; resolve: (r: TopicResult) => void }[] | undefined = [];
+  /** Live bytes over this worker's topics, kept as steps change them (see input). */
+  private liveBytesTotal = 0;
+  private nextReqId = 1;
+  private localTopicNo = 0;
+  readonly hot: HotCache;
+  readonly events: EventsOutbox;
+  readonly peers: PeerLink;
+  readonly wal: WalLink;
+  readonly recovery: WorkerRecovery;
+  readonly checkpoints: WorkerCheckpoints;
+  readonly compaction: WorkerCompaction;
+  /**
+   * Actor inputs since the last checkpoint began (requests, timers, acks, sleeps, wakes): none,
+   * and no WAL bytes either, and a timed checkpoint has nothing to record (Checkpointer skips it).
+   */
+  inputsSinceCheckpoint = 0;
+  /** Inputs taken since the start (compaction looks again only when it moved). */
+  inputsTotal = 0;
+  readonly timers = new WorkerTimers();
+  /** Sleeping topics, and the policy that puts quiet ones to sleep (docs/ARCHITECTURE.md "Many topics"). */
+  readonly dormancy: Dormancy;
+
+  readonly clock: Clock;
+  readonly opts: HostOptions;
+  readonly segments: SegmentStore;
+  readonly fsx: Fs;
+  readonly dataDir: string;
+  private readonly trace: TraceWriter | undefined;
+  private readonly traceOutputs: boolean;
+
+  constructor(deps: ActorHostDeps) {
+    this.clock = deps.clock;
+    this.opts = deps.opts;
+    this.segments = deps.segments;
+    this.fsx = deps.fsx;
+    this.dataDir = deps.dataDir;
+    this.trace = deps.trace;
+    this.traceOutputs = deps.traceOutputs ?? false;
+    // In this order: each collaborator's callbacks may name those made after it (they run later).
+    this.events = new EventsOutbox(deps.eventsPort);
+    this.peers = this.makePeers(deps.peerPorts ?? [], deps.forwardRefusal);
+    this.wal = this.makeWal(deps.walPort);
+    this.hot = new HotCache(this.opts.segmentCacheBytes, (topicId, from, to) => this.dropTexts(topicId, from, to));
+    this.recovery = this.makeRecovery();
+    this.dormancy = this.makeDormancy();
+    this.compaction = this.makeCompaction(deps.compaction, deps.log);
+    this.checkpoints = this.makeCheckpoints();
+  }
+
+  /** Requests from and replies to the other workers (router forwards, dead letters). */
+  private makePeers(peerPorts: readonly (MessagePort | undefined)[], forwardRefusal: ActorHostDeps['forwardRefusal']): PeerLink {
+    return new PeerLink(this.opts.workerIndex, this.opts.workers, peerPorts, {
+      request: (req) => {
+        const refused = req.op === 'append' && req.forward ? forwardRefusal?.() : undefined;
+        if (refused) return Promise.resolve(refused);
+        // Until the whole server is recovered and its WAL writes, peer requests wait (the end
+        // of a queue's recovery may ask a dead-letter topic on any worker to delete records).
+        if (this.peersHeld) return new Promise((resolve) => this.peersHeld!.push({ req, resolve }));
+        return this.request(req);
+      },
+      peerReply: (actor, token, result) => this.input(actor, { k: 'peerReply', token, result }),
+    });
+  }
+
+  /** The WAL thread's port: acks and failures become actor inputs, replayed frames go to recovery. */
+  private makeWal(walPort: MessagePort): WalLink {
+    return new WalLink(walPort, this.opts.walInflightBytes, {
+      walAck: (actor, written, durable) => this.input(actor, { k: 'wal', written, durable }),
+      writeSegment: (place, frame) => this.writeSegment(place, frame),
+      redeliver: (reqId, req) => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
+      onReplay: (m) => this.recovery.onWal(m),
+      walFailed: () => {
+        for (const a of this.actorsByName.values()) this.input(a, { k: 'walFailed' });
+      },
+    });
+  }
+
+  /** The hot cache let go of a topic's record texts [from, to]: its actor forgets them too. */
+  private dropTexts(topicId: number, from: number, to: number): void {
+    const a = this.byTopicId.get(topicId);
+    if (a) this.input(a, { k: 'drop', topicId, from, to });
+  }
+
+  /** Recovery: the actors, their rngs, the WAL replay and the sleeping topics it restores. */
+  private makeRecovery(): WorkerRecovery {
+    return new WorkerRecovery({
+      fsx: this.fsx,
+      dataDir: this.dataDir,
+      segments: this.segments,
+      byTopicId: this.byTopicId,
+      actors: { [Symbol.iterator]: () => this.actorsByName.values() },
+      actorFor: (name) => this.actorFor(name),
+      input: (actor, input) => this.input(actor, input),
+      resetRngs: () => {
+        this.rngs.clear();
+        this.seedTraced.clear();
+      },
+      replayAck: (bytes, buf) => this.wal.replayAck(bytes, buf),
+      workerIndex: this.opts.workerIndex,
+      workers: this.opts.workers,
+      sleepers: {
+        restore: (rec) => this.dormancy.restore(rec),
+        reserve: (more) => this.dormancy.reserveRestored(more),
+        listed: (names) => this.names.addAll(names),
+        asleepHead: (id) => this.dormancy.asleepHead(id),
+        absorbAppend: (id, buf, f, head) => this.dormancy.absorbAppend(id, buf, f, head),
+        reserveAsleep: (id, ceiling) => this.dormancy.reserveAsleep(id, ceiling),
+        take: (id) => this.dormancy.take(id),
+        isRestoredAsleep: (id) => this.dormancy.isRestoredAsleep(id),
+        endRecovery: () => this.dormancy.endRecovery(),
+      },
+    });
+  }
+
+  /** Sleeping topics: the actors it puts to sleep and wakes, and what the stores hold of them. */
+  private makeDormancy(): Dormancy {
+    const segments = this.segments;
+    return new Dormancy(
+      {
+        packs: segments.packs,
+        fsx: this.fsx,
+        dataDir: this.dataDir,
+        stored: (id) => this.stored(id),
+        releaseFiles: (id) => this.segments.release(id),
+        byTopicId: this.byTopicId,
+        actorFor: (name) => this.actorFor(name),
+        actorByName: (name) => this.actorsByName.get(name),
+        input: (actor, input) => this.input(actor, input),
+        hasTimers: (actor) => this.timers.hasAny(actor),
+        textsKept: (topicId, frames) => this.textsKept(topicId, frames),
+        now: () => this.clock.now(),
+      },
+      { sleepMs: this.opts.topicSleepMs, awakeMax: this.opts.topicsAwakeMax },
+    );
+  }
+
+  /** A waking topic's record texts that stay in memory: the hot cache counts them. */
+  private textsKept(topicId: number, frames: readonly Buffer[]): void {
+    for (const frame of frames) {
+      const p = probeFrame(frame, 0, frame.length, false);
+      if (!p.ok) continue;
+      const head = readAppendHead(frame, p.frame);
+      this.hot.add(topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
+    }
+  }
+
+  /** Segment compaction on the worker's own timers; it seals a topic's segment through its actor. */
+  private makeCompaction(options: ActorHostDeps['compaction'], log: ActorHostDeps['log']): WorkerCompaction {
+    const opts = this.opts;
+    const compactOpts = { livePercent: 0, bytesPerSec: 0, ...options, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
+    return new WorkerCompaction(
+      this.fsx,
+      this.dataDir,
+      this.segments,
+      () => this.actorsByName.values(),
+      (actor, topicId) => this.input(actor, { k: 'seal', topicId }),
+      compactOpts,
+      compactPace(compactOpts.bytesPerSec),
+      log ?? (() => undefined),
+      () => this.inputsTotal,
+    );
+  }
+
+  /** Checkpoints: the actors' parts and the sleeping topics' rows, cut against the WAL. */
+  private makeCheckpoints(): WorkerCheckpoints {
+    return new WorkerCheckpoints(this.wal, this.segments, this.compaction, {
+      actors: () => this.actorsByName.values(),
+      actor: (name) => this.actorsByName.get(name),
+      sleeping: this.dormancy.sleeping,
+      now: () => this.clock.now(),
+      stored: (id) => this.stored(id),
+    });
+  }
+
+  /** What the worker's stores hold of a topic, as whether it may sleep depends on it. */
+  private stored(topicId: number): StoredFrames {
+    // A topic under compaction, or whose packed segment moved to an own file, stays awake.
+    const ownSettled = this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) && !this.segments.compactionHolds(topicId);
+    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled };
+  }
+
+  actorFor(name: string): TopicActor {
+    let a = this.actorsByName.get(name);
+    if (!a) {
+      a = new TopicActor(name, this.opts);
+      this.actorsByName.set(name, a);
+      this.names.add(name);
+    }
+    return a;
+  }
+
+  /** `actor`'s generator, seeded from the boot seed and its name at its first draw. */
+  rngOf(actor: TopicActor): Rng {
+    let r = this.rngs.get(actor);
+    if (!r) this.rngs.set(actor, (r = seededRng(`${this.opts.bootSeed}/${actor.name}`)));
+    return r;
+  }
+
+  nextLocalTopicNo(): number {
+    return this.localTopicNo++;
+  }
+
+  // ---- inputs and replies ------------------------------------------------------------------
+
+  request(req: TopicRequest): Promise<TopicResult> {
+    // After a WAL failure the actors refuse writes themselves (storage FAILED); reads go on.
+    const reqId = this.nextReqId++;
+    return new Promise((resolve) => {
+      this.replies.set(reqId, resolve);
+      // A sleeping topic wakes first; requests that find it waking wait for the same wake, in order.
+      const waking = this.dormancy.wakeFor(req.topic);
+      if (!waking) return this.input(this.actorFor(req.topic), { k: 'req', reqId, req });
+      waking.then(
+        () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
+        (err: Error) => {
+          this.replies.delete(reqId);
+          resolve(fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
+        },
+      );
+    });
+  }
+
+  /**
+   * Feeds one input to an actor: the only way actor code runs. Traced when tracing is on; the
+   * step that first uses an actor's RNG (after a boot or a recovery) records the seed it came
+   * from, so replay reseeds exactly there, for topics recovered and created alike.
+   */
+  input(actor: TopicActor, input: ActorInput): void {
+    // An input for an actor dropped since (an ack, timer, cold read or peer reply that was
+    // already on its way) would find nothing of it: a dropped actor is idle (TopicActor.idle).
+    if (this.actorsByName.get(actor.name) !== actor) return;
+    this.inputsSinceCheckpoint++;
+    this.inputsTotal++;
+    const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
+    const step = this.freeSteps.pop() ?? new StepSlot(this);
+    step.bind(actor);
+    const ctx = step.ctx.begin(this.clock.now(), step.rng, traced);
+    this.stepping.push(actor);
+    try {
+      applyInput(actor, ctx, input, this.opts);
+    } finally {
+      this.stepping.pop();
+      this.freeSteps.push(step);
+    }
+    const bytes = actor.current?.bytes ?? 0;
+    this.liveBytesTotal += bytes - actor.bytesCounted;
+    actor.bytesCounted = bytes;
+    if (traced) {
+      // The actor's first traced step since the boot seed was set carries the seed: replay
+      // reseeds there. A generator only exists once the actor draws, so the draws are the same.
+      const seed = this.seedTraced.has(actor) ? undefined : this.opts.bootSeed;
+      if (seed !== undefined) this.seedTraced.add(actor);
+      this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed !== undefined ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
+    }
+    // After the trace line: the replayer drops the actor after the same step (same rule).
+    if (actor.idle() && !this.stepping.includes(actor)) this.drop(actor);
+    else this.dormancy.stepped(actor, ctx.now);
+  }
+
+  /**
+   * Forgets an idle actor (docs/ARCHITECTURE.md "Many topics"): a request naming an absent topic, or a deleted topic
+   * once its delete is durable, leaves nothing behind. A later request of the name makes a
+   * fresh actor; its RNG is seeded again at its first draw, and the seed goes in the trace again.
+   */
+  private drop(actor: TopicActor): void {
+    this.actorsByName.delete(actor.name);
+    if (!this.dormancy.has(actor.name)) this.names.delete(actor.name); // a sleeping topic stays listed
+    this.dormancy.dropped(actor);
+    this.rngs.delete(actor);
+    this.seedTraced.delete(actor);
+    this.timers.cancelAllFor(actor);
+  }
+
+  /** Topic actors held by this worker (live topics, plus those with something still pending). */
+  get actorCount(): number {
+    return this.actorsByName.size;
+  }
+
+  sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
+    const resolve = this.replies.get(reqId);
+    if (!resolve) return;
+    this.replies.delete(reqId);
+    const fsync = frameNo !== undefined && actor.durableFrameNo >= frameNo && actor.current?.config.durability === 'fsync';
+    const perf = this.wal.perf(actor, reqId, frameNo, fsync);
+    if (result.ok && perf) Object.assign(result.perf, perf);
+    if (stageClock.on) result.stamps = this.wal.stamps(actor, frameNo);
+    resolve(result);
+  }
+
+  /** Writes a frame to its segment; once there, its texts may leave memory. */
+  writeSegment(place: SegmentPlacement, frame: Buffer): void {
+    this.segments.append(place, frame, () => {
+      // No CRC check: this worker encoded the frame (the check cost a CRC pass per append).
+      const p = probeFrame(frame, 0, frame.length, false);
+      if (!p.ok) throw new InvariantError(`a frame written to a segment does not decode (${p.reason})`);
+      const head = readAppendHead(frame, p.frame);
+      this.hot.add(place.topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
+    });
+  }
+
+  /** Clears every actor timer, for good (the worker is being abandoned); no I/O. */
+  stop(): void {
+    this.timers.stop();
+    this.dormancy.stop();
+    this.compaction.stop();
+  }
+
+  releaseLongPolls(): void {
+    for (const a of this.actorsByName.values()) this.input(a, { k: 'release' });
+  }
+
+  // ---- recovery ----------------------------------------------------------------------------
+
+  /** Recovery step 3 (every topic loads); replayed WAL chunks apply once it settles. */
+  async loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    try {
+      await this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
+    } finally {
+      this.recovery.snapshotLoaded();
+    }
+  }
+
+  /** Recovery step 3 from this worker's section of a v2 snapshot (lazy: quiet topics stay asleep); replay waits for it too. */
+  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    try {
+      await this.recovery.loadSection(section, packNames, snapshotEpoch);
+    } finally {
+      this.recovery.snapshotLoaded();
+    }
+  }
+
+  /**
+   * Ends recovery: pads reservations and counts topics. Returns the count, and which of `dirIds`
+   * (the topic directories on disk) are live topics of this worker.
+   */
+  finishRecovery(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
+    const r = this.recovery.finish(dirIds);
+    Atomics.add(this.opts.counters, TOPICS_SLOT, r.topics);
+    this.dormancy.start();
+    this.compaction.start();
+    return r;
+  }
+
+  /**
+   * Every worker is recovered and the WAL writes (the supervisor calls this after starting the
+   * WAL, before anything else may send a peer request): held peer requests run now, in order.
+   */
+  serve(): void {
+    const held = this.peersHeld;
+    this.peersHeld = undefined;
+    for (const h of held ?? []) void this.request(h.req).then(h.resolve);
+  }
+
+  // ---- listings ----------------------------------------------------------------------------
+
+  /**
+   * Live bytes over every topic of this worker (docs/API.md "Limits" max_total_bytes), O(1): a running total that
+   * every step moves by the change in its actor's live bytes. Appends, deletes, evictions, TTL,
+   * topic delete and create, and recovery all change bytes inside a step, and only there.
+   */
+  liveBytes(): number {
+    return this.liveBytesTotal + this.dormancy.bytes;
+  }
+
+  /** Awake actors with a live topic, O(topics): for tests and audits only. */
+  liveActorCount(): number {
+    let n = 0;
+    for (const a of this.actorsByName.values()) if (a.current) n++;
+    return n;
+  }
+
+  /** Actors with no live topic kept for their lease counter (a deleted queue's: ids stay unique per boot). */
+  leaseKeptActorCount(): number {
+    let n = 0;
+    for (const a of this.actorsByName.values()) if (!a.current && a.issuedLeases) n++;
+    return n;
+  }
+
+  /** The same figure summed over every actor, O(topics): for tests and audits only. */
+  liveBytesSummed(): number {
+    let n = 0;
+    for (const a of this.actorsByName.values()) n += a.current?.bytes ?? 0;
+    this.dormancy.sleeping.forEach((d) => (n += d.bytes));
+    return n;
+  }
+
+  /** A page of topics above `after` with `prefix`, in name order: O(log n + page), no sort. */
+  list(prefix: string, after: string, limit: number): TopicSummary[] {
+    const out: TopicSummary[] = [];
+    if (limit <= 0) return out;
+    const now = this.clock.now();
+    this.names.forEachFrom(after, prefix, (n) => {
+      const s = this.summaryOf(n, now);
+      if (s) out.push(s);
+      return out.length < limit;
+    });
+    return out;
+  }
+
+  /** A topic's list summary, awake or sleeping, or undefined when absent. */
+  private summaryOf(name: string, now: number): TopicSummary | undefined {
+    const a = this.actorsByName.get(name);
+    if (a) return a.summary(now);
+    const d = this.dormancy.get(name);
+    return d ? dormantSummary(d, now) : undefined;
+  }
+
+  /** Topics whose effective priority is not 0, as [name, priority] (seeds main's priority book). */
+  priorities(): [string, number][] {
+    const out: [string, number][] = [];
+    const now = this.clock.now();
+    for (const a of this.actorsByName.values()) {
+      const p = a.priority(now);
+      if (p !== 0) out.push([a.name, p]);
+    }
+    this.dormancy.sleeping.forEach((d) => {
+      const p = priorityOf(d.config, d.last_consumed_ms, now);
+      if (p !== 0) out.push([d.name, p]);
+    });
+    return out;
+  }
+
+  /** Head and earliest seq of each named topic (null when absent), for a watch POST. */
+  watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
+    const now = this.clock.now();
+    return names.map((n) => {
+      const s = this.summaryOf(n, now);
+      return s ? { head: s.head_seq, earliest: s.earliest_seq } : null;
+    });
+  }
+
+  /** Records a consumption on each named topic (a list page with touch=true), then re-reports them. */
+  touch(names: string[]): TopicSummary[] {
+    const out: TopicSummary[] = [];
+    const now = this.clock.now();
+    for (const n of names) {
+      const a = this.actorsByName.get(n);
+      if (a) {
+        this.input(a, { k: 'consumed' });
+      } else {
+        // A sleeping topic's record takes the consumption; its wake input carries it (traced there).
+        this.dormancy.touch(n, now);
+      }
+      const s = this.summaryOf(n, now);
+      if (s) out.push(s);
+    }
+    return out;
+  }
+
+  /**
+   * Metrics figures: totals over every topic (no per-topic object is made for them), the stats
+   * of the first `firstMax` topics by name (main keeps the first series over all workers) and
+   * of every router. One pass over the actors; queues expire leases first, as a traced step.
+   */
+  stats(firstMax: number): WorkerStats {
+    const totals = emptyTotals();
+    const routers: RouterStats[] = [];
+    for (const a of this.actorsByName.values()) {
+      // Only a queue with leases or delays has anything to expire: a step on a quiet one would
+      // count as use and keep it from sleeping while metrics are scraped.
+      if (a.current?.queue?.table.holdsDeadlines()) this.input(a, { k: 'sweep' });
+      a.addStats(totals, routers, this.clock.now());
+    }
+    const now = this.clock.now();
+    this.dormancy.sleeping.forEach((d) => addDormantStats(totals, d, now));
+    totals.actors = this.actorsByName.size;
+    totals.sleeping = this.dormancy.sleepingCount;
+    totals.keptLineBytes = this.checkpoints.lines.bytes;
+    const c = this.compaction.stats;
+    totals.compactBytesReclaimed = c.bytesReclaimed;
+    totals.compactSegmentsRewritten = c.segmentsRewritten;
+    totals.compactLiveBytes = c.liveBytes;
+    totals.compactStoredBytes = c.storedBytes;
+    const first: TopicStats[] = [];
+    if (firstMax > 0) {
+      this.names.forEachFrom('', '', (n) => {
+        const a = this.actorsByName.get(n);
+        const d = a ? undefined : this.dormancy.get(n);
+        const s = a ? a.stats(now) : d ? dormantStats(d, now) : undefined;
+        if (s) first.push(s);
+        return first.length < firstMax;
+      });
+    }
+    return { totals, first, routers };
+  }
+}
+
+/**
+ * The context of one step, reused: `bind` points its effects and its RNG at the actor being
+ * stepped. The RNG forwards to the actor's own generator, made at its first draw.
+ */
+class StepSlot {
+  readonly effects: HostEffects;
+  readonly ctx: StepCtx;
+  readonly rng: Rng;
+  private actor!: TopicActor;
+
+  constructor(host: ActorHost) {
+    this.effects = new HostEffects(host);
+    this.ctx = new StepCtx(this.effects, this.effects);
+    this.rng = { next: () => host.rngOf(this.actor).next(), u32: () => host.rngOf(this.actor).u32() };
+  }
+
+  bind(actor: TopicActor): void {
+    this.actor = actor;
+    this.effects.bind(actor);
+  }
+}

@@ -1,0 +1,315 @@
+// WalLink: a topic worker's side of the WAL port (docs/ARCHITECTURE.md "The life of an append"). Frames queued during one
+// event-loop turn leave as one transferred buffer; cumulative acks come back and are turned
+// into per-actor `wal` inputs, and written frames go on to their segments. It also keeps the
+// worker's WAL credit (bytes queued or submitted, not yet written), the FIFO of appends waiting for
+// credit, and the per-frame timings of the performance block. Runs on the worker thread.
+// Invariant: submissions are acked in order; a frame's segment write follows its WAL write.
+import type { MessagePort } from 'node:worker_threads';
+import type { AppendRequest, PerfFields } from '../protocol/messages/rpc.js';
+import type { WalIn, WalOut } from '../protocol/messages/wal.js';
+import { assertNever } from '../protocol/errors.js';
+import { nowMs, roundMs } from '../core/stopwatch.js';
+import type { SegmentPlacement } from '../actors/ctx.js';
+import type { TopicActor } from '../actors/topic/topicActor.js';
+import { MinHeap } from '../core/minHeap.js';
+import { stageClock } from '../core/stageClock.js';
+
+/** Priority points a deferred append gains per ms of waiting (as the HTTP gate's default). */
+const DEFER_AGING_PER_MS = 1;
+
+interface Deferred {
+  reqId: number;
+  req: AppendRequest;
+  at: number;
+  key: number;
+  no: number;
+}
+
+interface FrameTiming {
+  submitAt: number;
+  writtenAt: number;
+  /** Stage clock only (µs): posted to the WAL thread, reported written. */
+  postUs?: number;
+  writtenUs?: number;
+}
+
+export interface QueuedFrame {
+  actor: TopicActor;
+  frameNo: number;
+  buf: Buffer;
+  durable: boolean;
+  segment: SegmentPlacement | undefined;
+}
+
+interface Submission {
+  seq: number;
+  frames: QueuedFrame[];
+  written: boolean;
+  bytes: number;
+}
+
+/** What the link needs from its host. */
+export interface WalLinkHost {
+  /** Frames of `actor` up to `written` are written, up to `durable` fsynced. */
+  walAck(actor: TopicActor, written: number, durable: number): void;
+  /** A frame the WAL wrote goes on to its segment. */
+  writeSegment(place: SegmentPlacement, frame: Buffer): void;
+  /** An append that waited for credit is handled again. */
+  redeliver(reqId: number, req: AppendRequest): void;
+  /** Recovery messages (replay chunks) are not the link's business. */
+  onReplay(m: Extract<WalOut, { t: 'replay' | 'replayDone' }>): void;
+  /** The WAL failed: nothing submitted and not yet acked ever will be. */
+  walFailed(message: string): void;
+}
+
+export class WalLink {
+  /**
+   * Per actor with frames not yet durable, their submit and write times. A Map, not a WeakMap:
+   * an entry lives only until its frames are durable, and WeakMap inserts (with their GC work)
+   * were a visible cost of every topic creation.
+   */
+  private readonly timings = new Map<TopicActor, Map<number, FrameTiming>>();
+  private turnFrames: QueuedFrame[] = [];
+  private flushScheduled = false;
+  private submitSeq = 0;
+  private writtenSeq = 0;
+  /** Submissions not yet durable, in order; the first `writtenCount` of them are written. */
+  private readonly inflight: Submission[] = [];
+  private writtenCount = 0;
+  /** Set once the WAL thread reported a write or fsync failure. */
+  failed: string | undefined;
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly writtenWaiters: { seq: number; resolve: () => void; reject: (err: Error) => void }[] = [];
+  inflightBytes = 0;
+  /** Appends with disable_backpressure waiting for WAL credit, oldest first. */
+  /**
+   * Appends waiting for credit (disable_backpressure), served best first (docs/ARCHITECTURE.md "Admission"): effective
+   * priority plus one point per ms waited (a static heap key, since all age alike), so a low
+   * priority waits longer but is never starved.
+   */
+  private readonly deferred = new MinHeap<Deferred>((a, b) => a.key > b.key || (a.key === b.key && a.no < b.no));
+  private deferredNo = 0;
+  private readonly throttleWaits = new Map<number, number>();
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly creditBytes: number,
+    private readonly host: WalLinkHost,
+  ) {
+    port.on('message', (m: WalOut) => this.onMessage(m));
+  }
+
+  creditExhausted(): boolean {
+    return this.creditBytes > 0 && this.inflightBytes >= this.creditBytes;
+  }
+
+  defer(reqId: number, req: AppendRequest, priority: number): void {
+    const at = nowMs();
+    this.deferred.push({ reqId, req, at, key: priority - DEFER_AGING_PER_MS * at, no: this.deferredNo++ });
+  }
+
+  queueFrame(f: QueuedFrame): void {
+    let m = this.timings.get(f.actor);
+    if (!m) this.timings.set(f.actor, (m = new Map()));
+    m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0 });
+    this.turnFrames.push(f);
+    // Credit counts a frame from the moment it is queued, so that the requests of one turn (they
+    // arrive from main as one message) cannot together outrun it before the turn is submitted.
+    this.inflightBytes += f.buf.length;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushTurn());
+    }
+  }
+
+  /**
+   * Called first when the turn's frames leave for the WAL thread: the worker's request channel
+   * sends the results already settled (a `memory` append's, a read's) ahead of the post that
+   * wakes the WAL thread, instead of after it.
+   */
+  beforeSubmit: (() => void) | undefined;
+
+  /** One WAL submission per event-loop turn: all frames of the turn, concatenated. */
+  flushTurn(): void {
+    this.flushScheduled = false;
+    this.beforeSubmit?.();
+    const frames = this.turnFrames;
+    this.turnFrames = [];
+    if (frames.length === 0) return;
+    let total = 0;
+    let durable = false;
+    for (const f of frames) {
+      total += f.buf.length;
+      durable ||= f.durable;
+    }
+    const out = new Uint8Array(new ArrayBuffer(total));
+    let p = 0;
+    for (const f of frames) {
+      out.set(f.buf, p);
+      p += f.buf.length;
+    }
+    const seq = ++this.submitSeq;
+    this.inflight.push({ seq, frames, written: false, bytes: total });
+    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
+    if (stageClock.on) this.stampFrames(frames, 'postUs'); // before the post, like every stamp
+    this.port.postMessage(msg, [out.buffer]);
+  }
+
+  private onMessage(m: WalOut): void {
+    switch (m.t) {
+      case 'ack':
+        return this.onAck(m.writtenThrough, m.durableThrough);
+      case 'failed':
+        return this.onFailed(m.message);
+      case 'replay':
+      case 'replayDone':
+        return this.host.onReplay(m);
+      default:
+        assertNever(m);
+    }
+  }
+
+  /**
+   * A cumulative ack. Work is per newly written and newly durable submission only: `inflight`
+   * holds every submission not yet durable (with `disk` topics, all those since the last
+   * fdatasync: tens to hundreds), and its first `writtenCount` entries are written. Walking all
+   * of them on every ack was the top self-time frame of the worker at one client.
+   */
+  private onAck(writtenThrough: number, durableThrough: number): void {
+    // A durable submission is written (the WAL syncs only what it wrote).
+    if (durableThrough > writtenThrough) writtenThrough = durableThrough;
+    const now = nowMs();
+    const acks = new Map<TopicActor, { w: number; d: number }>();
+    const inflight = this.inflight;
+    let i = this.writtenCount;
+    for (; i < inflight.length && inflight[i]!.seq <= writtenThrough; i++) {
+      const s = inflight[i]!;
+      for (const f of s.frames) {
+        const t = this.timings.get(f.actor)?.get(f.frameNo);
+        if (t) t.writtenAt = now;
+        if (f.segment) this.host.writeSegment(f.segment, f.buf);
+        const a = acks.get(f.actor);
+        if (!a) acks.set(f.actor, { w: f.frameNo, d: 0 });
+        else if (f.frameNo > a.w) a.w = f.frameNo;
+      }
+      this.inflightBytes -= s.bytes;
+      s.written = true;
+    }
+    if (stageClock.on) for (let k = this.writtenCount; k < i; k++) this.stampFrames(inflight[k]!.frames, 'writtenUs');
+    this.writtenCount = i;
+    let durable = 0;
+    for (; durable < this.writtenCount && inflight[durable]!.seq <= durableThrough; durable++) {
+      for (const f of inflight[durable]!.frames) {
+        const a = acks.get(f.actor);
+        // Frame numbers grow per actor: a later frame's durable ack covers the earlier ones.
+        if (!a) acks.set(f.actor, { w: f.frameNo, d: f.frameNo });
+        else {
+          if (f.frameNo > a.w) a.w = f.frameNo;
+          if (f.frameNo > a.d) a.d = f.frameNo;
+        }
+      }
+    }
+    if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
+    for (const [actor, a] of acks) this.host.walAck(actor, a.w, a.d);
+    this.releaseDeferred();
+    if (durable > 0) {
+      for (let k = 0; k < durable; k++) {
+        for (const f of inflight[k]!.frames) {
+          const m = this.timings.get(f.actor);
+          // An idle actor keeps no map (an empty Map is ~190 bytes, per topic ever written).
+          if (m && m.delete(f.frameNo) && m.size === 0) this.timings.delete(f.actor);
+        }
+      }
+      inflight.splice(0, durable);
+      this.writtenCount -= durable;
+    }
+    for (let k = this.writtenWaiters.length - 1; k >= 0; k--) {
+      if (this.writtenWaiters[k]!.seq <= this.writtenSeq) this.writtenWaiters.splice(k, 1)[0]!.resolve();
+    }
+    if (inflight.length === 0 && this.turnFrames.length === 0) {
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+
+  /**
+   * The WAL failed: no ack will come for what is in flight. Checkpoints waiting for a write
+   * fail, a drain finishes, appends waiting for credit are handed back (their actors refuse
+   * them now), and the host fails every reply that waited for a frame.
+   */
+  private onFailed(message: string): void {
+    if (this.failed !== undefined) return;
+    this.failed = message;
+    this.timings.clear(); // nothing in flight will become durable now
+    for (const w of this.writtenWaiters.splice(0)) w.reject(new Error(`the WAL failed: ${message}`));
+    for (const w of this.idleWaiters.splice(0)) w();
+    for (let d = this.deferred.pop(); d; d = this.deferred.pop()) this.host.redeliver(d.reqId, d.req);
+    this.host.walFailed(message);
+  }
+
+  /** Re-sends deferred appends, best first, while WAL credit lasts. */
+  private releaseDeferred(): void {
+    while (this.deferred.size > 0 && !this.creditExhausted()) {
+      const d = this.deferred.pop()!;
+      this.throttleWaits.set(d.reqId, nowMs() - d.at);
+      this.host.redeliver(d.reqId, d.req);
+    }
+  }
+
+  /**
+   * The performance fields of a reply: the time a deferred append waited for credit, and for a
+   * reply tied to a frame, `wal_append_ms` (submission to the reply point for non-fsync classes,
+   * to the write for fsync) and `fsync_ms` (time parked on the group fsync, 0 unless fsync).
+   */
+  perf(actor: TopicActor, reqId: number, frameNo: number | undefined, fsync: boolean): PerfFields | undefined {
+    let out: PerfFields | undefined;
+    const waited = this.throttleWaits.get(reqId);
+    if (waited !== undefined) {
+      this.throttleWaits.delete(reqId);
+      out = { throttle_wait_ms: roundMs(waited) };
+    }
+    const t = frameNo === undefined ? undefined : this.timings.get(actor)?.get(frameNo);
+    if (t) {
+      const now = nowMs();
+      if (!fsync) out = { ...out, wal_append_ms: roundMs(now - t.submitAt), fsync_ms: 0 };
+      else {
+        const written = t.writtenAt || now;
+        out = { ...out, wal_append_ms: roundMs(written - t.submitAt), fsync_ms: roundMs(now - written) };
+      }
+    }
+    return out;
+  }
+
+  private stampFrames(frames: QueuedFrame[], key: 'postUs' | 'writtenUs'): void {
+    const now = stageClock.now();
+    for (const f of frames) {
+      const t = this.timings.get(f.actor)?.get(f.frameNo);
+      if (t) t[key] = now;
+    }
+  }
+
+  /** The stage clock's WAL stamps of a reply's frame, while its timing is kept. */
+  stamps(actor: TopicActor, frameNo: number | undefined): { walSubmit?: number; walWritten?: number } | undefined {
+    const t = frameNo === undefined ? undefined : this.timings.get(actor)?.get(frameNo);
+    return t && { walSubmit: t.postUs, walWritten: t.writtenUs };
+  }
+
+  /** Checkpoint: marks the stream and resolves once everything submitted before it is written. */
+  async markAndWaitWritten(markId: number): Promise<void> {
+    this.flushTurn();
+    if (this.failed !== undefined) throw new Error(`the WAL failed: ${this.failed}`);
+    const s = this.submitSeq;
+    this.port.postMessage({ t: 'mark', id: markId } satisfies WalIn);
+    if (this.writtenSeq < s) await new Promise<void>((resolve, reject) => this.writtenWaiters.push({ seq: s, resolve, reject }));
+  }
+
+  /** Resolves once every submitted frame is durable (shutdown). */
+  whenIdle(): Promise<void> {
+    this.flushTurn();
+    if (this.inflight.length === 0 || this.failed !== undefined) return Promise.resolve();
+    return new Promise((r) => this.idleWaiters.push(r));
+  }
+
+  replayAck(bytes: number, buf: ArrayBuffer): void {
+    this.port.postMessage({ t: 'replayAck', bytes, buf } satisfies WalIn, [buf]);
+  }
+}
