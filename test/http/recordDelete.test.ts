@@ -9,10 +9,11 @@
 // - errors: 400 invalid_request for a missing selector, malformed tuple, op outside Eq/Glob,
 //   Glob without a single trailing *; 404 topic_not_found for an unknown topic (never creates);
 // - DELETE ?if_empty=true succeeds once every record is deleted; a recreated topic restarts at 1.
+// The errors run in the fast tier: test/inject/recordDeleteRules.test.ts.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
-import { assertError, assertInvalid, assertOk, namer, raw, JSON_CT } from './util.js';
+import { assertError, assertOk, namer } from './util.js';
 
 let srv: Server;
 let c: ReturnType<typeof client>;
@@ -402,95 +403,6 @@ describe('reads after deletes: silent gaps', () => {
       assert.equal(r2.deleted, 1, durability);
       await expectLive(t, r2, recs, [4, 5], 5);
     }
-  });
-});
-
-// ---- errors ------------------------------------------------------------------------------------
-
-describe('errors', () => {
-  test('neither before_seq nor match: 400 invalid_request', async () => {
-    const t = await seeded(tagged(['a']));
-    assertInvalid(await c.post(`/v0/topics/${t}/delete`, {}), undefined, '{}');
-    assertInvalid(await c.post(`/v0/topics/${t}/delete`, { other: 1 }), undefined, 'unknown fields only');
-    assert.equal((await state(t)).count, 1, 'nothing deleted');
-  });
-
-  test('malformed match tuples: 400 invalid_request', async () => {
-    const t = await seeded(tagged(['a', 'ab', 'p*q']));
-    const bad: unknown[] = [
-      ['tag', 'Eq'],
-      ['tag', 'Eq', 'a', 'b'],
-      [],
-      ['tag'],
-      ['tag', 'Eq', 5],
-      ['tag', 'Eq', null],
-      ['tag', 'Glob', ['a*']],
-      ['tag', 5, 'a'],
-      [5, 'Eq', 'a'],
-      ['name', 'Eq', 'a'],
-      ['tag', 'Like', 'a'],
-      ['tag', 'eq', 'a'],
-      ['tag', 'glob', 'a*'],
-      ['tag', 'Prefix', 'a'],
-      ['tag', 'Regex', 'a.*'],
-      ['tag', 'Glob', 'a'],
-      ['tag', 'Glob', ''],
-      ['tag', 'Glob', 'a*b'],
-      ['tag', 'Glob', '*a'],
-      ['tag', 'Glob', 'p*q*'],
-      ['tag', 'Glob', 'a**'],
-      ['tag', 'Glob', '**'],
-      5,
-      true,
-      {},
-      { tag: 'a' },
-      null,
-    ];
-    for (const m of bad) {
-      assertInvalid(await c.post(`/v0/topics/${t}/delete`, { match: m }), undefined, `match ${JSON.stringify(m)}`);
-      assertInvalid(await c.post(`/v0/topics/${t}/delete`, { before_seq: 10, match: m }), undefined, `before_seq + match ${JSON.stringify(m)}`);
-    }
-    assert.equal((await state(t)).count, 3, 'nothing deleted by any malformed request');
-  });
-
-  test('bad before_seq values: 400 invalid_request', async () => {
-    const t = await seeded(tagged(['a']));
-    for (const b of [-1, 1.5, '3', null, true, [1], 2 ** 53]) {
-      assertInvalid(await c.post(`/v0/topics/${t}/delete`, { before_seq: b }), undefined, `before_seq ${JSON.stringify(b)}`);
-    }
-    assert.equal((await state(t)).count, 1);
-  });
-
-  test('unknown topic: 404 topic_not_found, and the topic is not created', async () => {
-    const t = name('absent');
-    for (const body of [{ before_seq: 5 }, { match: 'a' }, { match: ['tag', 'Glob', 'a*'], before_seq: 2 }]) {
-      const detail = assertError(await c.post(`/v0/topics/${t}/delete`, body), 404, 'topic_not_found', JSON.stringify(body));
-      assert.deepEqual(detail, { topic: t });
-    }
-    assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'never auto-creates');
-  });
-
-  test('a bad body on an unknown topic is 400 (the 400 family wins over 404)', async () => {
-    const t = name('absent400');
-    assertInvalid(await c.post(`/v0/topics/${t}/delete`, {}));
-    assertInvalid(await c.post(`/v0/topics/${t}/delete`, { match: ['tag', 'Glob', 'x'] }));
-  });
-
-  test('body and media type rules: 415 without JSON content type, 400 for empty or non-object bodies', async () => {
-    const t = await seeded(tagged(['a']));
-    const noCt = await raw(srv.url, 'POST', `/v0/topics/${t}/delete`, { body: '{"before_seq":5}' });
-    assertError(noCt, 415, 'unsupported_media_type');
-    const textCt = await raw(srv.url, 'POST', `/v0/topics/${t}/delete`, { headers: { 'content-type': 'text/plain' }, body: '{"before_seq":5}' });
-    assertError(textCt, 415, 'unsupported_media_type');
-    assertInvalid(await raw(srv.url, 'POST', `/v0/topics/${t}/delete`, { headers: JSON_CT, body: '' }), undefined, 'empty body');
-    assertInvalid(await raw(srv.url, 'POST', `/v0/topics/${t}/delete`, { headers: JSON_CT, body: '[1]' }), undefined, 'array body');
-    assertInvalid(await raw(srv.url, 'POST', `/v0/topics/${t}/delete`, { headers: JSON_CT, body: '{"before_seq":' }), undefined, 'bad JSON');
-    assert.equal((await state(t)).count, 1);
-  });
-
-  test('a bad topic name is 400 with detail.topic', async () => {
-    const detail = assertInvalid(await c.post(`/v0/topics/${encodeURIComponent('-bad')}/delete`, { before_seq: 1 }));
-    assert.deepEqual(detail, { topic: '-bad' });
   });
 });
 

@@ -1,21 +1,14 @@
 // The deployment files (Dockerfile, deploy/spool.service) keep the properties docs/OPERATIONS.md
 // promises: a non-root user, a data volume, a readiness healthcheck, a stop timeout above the
 // drain grace, no restart loop on a bad setting (exit 2) or on a start that keeps failing, and an
-// image that refuses to serve without keys unless told so on `docker run` (no Docker engine is
-// needed: the image's ENV and command are run as a plain process).
+// image without an auth opt-out. That the image's command refuses to serve without keys unless
+// told so runs it as a plain process: test/cli/deployImage.test.ts.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { startServer, tempDir, req } from '../helpers/server.js';
+import { imageCommand, imageEnv, read } from '../helpers/deployFiles.js';
 
 /** `docker stop` waits this long before SIGKILL unless told otherwise. */
 const DOCKER_STOP_TIMEOUT_S = 10;
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const read = (p: string) => fs.readFileSync(path.join(root, p), 'utf8');
 
 test('the Dockerfile is multi-stage, runs as non-root with a data volume and checks readiness', () => {
   const d = read('Dockerfile');
@@ -37,31 +30,6 @@ test('the systemd unit stops after the drain grace and does not restart on a bad
   assert.match(u, /^ExecStart=.* serve$/m);
 });
 
-/** The runtime stage's ENV instructions (continuation lines joined), as name → value. */
-function imageEnv(dockerfile: string): Record<string, string> {
-  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
-  const env: Record<string, string> = {};
-  for (const m of runtime.replace(/\\\n\s*/g, ' ').matchAll(/^ENV (.+)$/gm)) {
-    for (const pair of m[1]!.trim().split(/\s+/)) {
-      const eq = pair.indexOf('=');
-      env[pair.slice(0, eq)] = pair.slice(eq + 1);
-    }
-  }
-  return env;
-}
-
-/** The image's command line: ENTRYPOINT then CMD, both in exec form. */
-function imageCommand(dockerfile: string): string[] {
-  const exec = (kw: string) => JSON.parse(new RegExp(`^${kw} (\\[.*\\])$`, 'm').exec(dockerfile)?.[1] ?? '[]') as string[];
-  return [...exec('ENTRYPOINT'), ...exec('CMD')];
-}
-
-/** The process environment less every SERVICE_* variable, plus the image's, on a temp data dir. */
-function containerEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SERVICE_'))) as Record<string, string>;
-  return { ...base, ...imageEnv(read('Dockerfile')), SERVICE_DATA_DIR: tempDir(), SERVICE_PORT: '0', ...extra };
-}
-
 test('the image sets no auth opt-out and its drain grace is under docker stop timeouts', () => {
   const d = read('Dockerfile');
   const env = imageEnv(d);
@@ -80,28 +48,6 @@ test('the image sets no auth opt-out and its drain grace is under docker stop ti
   assert.match(block, /SERVICE_API_KEYS=\S/, 'the documented container gets keys');
   assert.match(run, /--env-file \S+|-e SERVICE_API_KEYS=/, 'docker run passes them');
   assert.match(run, /--stop-timeout \d+/);
-});
-
-test("the image's settings refuse to start without keys; keys or an explicit opt-out start it", async () => {
-  const [, script, ...args] = imageCommand(read('Dockerfile'));
-  const cli = path.join(root, script!);
-  const refused = spawnSync(process.execPath, [cli, ...args], { env: containerEnv(), encoding: 'utf8', timeout: 60_000 });
-  assert.equal(refused.status, 2, refused.stderr);
-  assert.match(refused.stderr, /refused to start: refusing to bind 0\.0\.0\.0 without SERVICE_API_KEYS/);
-  const keyed = await startServer({ env: containerEnv({ SERVICE_API_KEYS: 'img-key-1', SERVICE_WORKERS: '1' }) });
-  try {
-    assert.equal((await req(keyed.url, 'GET', '/v0/topics')).status, 401);
-    assert.equal((await req(keyed.url, 'GET', '/v0/topics', undefined, { authorization: 'Bearer img-key-1' })).status, 200);
-    assert.equal((await req(keyed.url, 'GET', '/v0/ready')).status, 200, 'the HEALTHCHECK probe needs no key');
-  } finally {
-    await keyed.stop();
-  }
-  const open = await startServer({ env: containerEnv({ SERVICE_ALLOW_INSECURE_NO_AUTH: '1', SERVICE_WORKERS: '1' }) });
-  try {
-    assert.equal((await req(open.url, 'GET', '/v0/topics')).status, 200);
-  } finally {
-    await open.stop();
-  }
 });
 
 test('the systemd unit gives up on a start that keeps failing instead of looping', () => {

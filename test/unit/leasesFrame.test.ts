@@ -8,18 +8,14 @@
 //   type LEASES, the topic id and an 8-byte aligned size;
 // - a body cut short (every shorter length, as a frame view and as a re-sealed frame with a valid
 //   CRC) makes decodeLeases throw, never return fewer or different events;
-// - probeFrame refuses a LEASES frame with any single flipped byte (CRC, docs/ARCHITECTURE.md "Invariants" item 9);
-// - `spool wal-dump` names the LEASES events a real server wrote (claimed with node, extended,
-//   released, the /work flag).
+// - probeFrame refuses a LEASES frame with any single flipped byte (CRC, docs/ARCHITECTURE.md "Invariants" item 9).
+// That `spool wal-dump` names the LEASES events a real server wrote: test/cli/walDump.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { decodeLeases, encodeLeases, type LeaseEvent } from '../../src/format/leasesFrame.js';
 import { frameSize, probeFrame, sealFrame, type FrameView } from '../../src/format/frame.js';
 import { FRAME_ALIGN, FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventKind } from '../../src/format/constants.js';
-import { startServer, client, CLI } from '../helpers/server.js';
-import { openWork } from '../helpers/workStream.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
 const U32_MAX = 0xffff_ffff;
@@ -177,42 +173,4 @@ test('probeFrame refuses a LEASES frame with any single flipped byte', () => {
     const q = probeFrame(bad, 0, bad.length);
     assert.deepEqual(q, { ok: false, reason: 'crc' }, `body byte ${i}`);
   }
-});
-
-test('spool wal-dump names the LEASES events a server wrote', async () => {
-  const srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  const c = client(srv.url);
-  try {
-    const q = 'dump.jobs';
-    assert.equal((await c.put(`/v0/topics/${q}`, { type: 'queue', durability: 'disk', lease_ms: 60_000 })).status, 201);
-    assert.equal((await c.post(`/v0/topics/${q}`, { records: [{ data: 1 }, { data: 2 }, { data: 3 }] })).status, 200);
-    const cl = await c.post(`/v0/topics/${q}/claim`, { node: 'wörker-1', max: 2 });
-    assert.equal(cl.status, 200, cl.text);
-    assert.deepEqual(cl.body.claimed.map((j: any) => j.$seq), [1, 2]);
-    assert.equal((await c.post(`/v0/topics/${q}/extend`, { node: 'wörker-1', seqs: [1], lease_ms: 120_000 })).body.extended, 1);
-    assert.equal((await c.post(`/v0/topics/${q}/nack`, { node: 'wörker-1', seqs: [2], delay_ms: 5000 })).body.nacked, 1);
-    // a /work stream takes job 3 and gives it back when it closes
-    const s = await openWork(srv.url, q, { query: { node: 'pusher', max: '1' } });
-    assert.equal(s.status, 200);
-    const job = await s.nextJob(5000);
-    assert.equal((job.data as any).$seq, 3);
-    await s.close();
-    const deadline = Date.now() + 5000;
-    while ((await c.get(`/v0/topics/${q}?touch=false`)).body.queue.in_flight !== 1) {
-      assert.ok(Date.now() < deadline, 'the /work lease was released');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  } finally {
-    assert.equal(await srv.stop(), 0);
-  }
-  const out = spawnSync(process.execPath, [CLI, 'wal-dump', srv.dataDir], { encoding: 'utf8' });
-  assert.equal(out.status, 0, out.stderr);
-  const leases = out.stdout.split('\n').filter((l) => / LEASES /.test(l));
-  assert.ok(leases.length >= 4, `at least 4 LEASES frames (claim, extend, nack, work claim, work release):\n${out.stdout}`);
-  const all = leases.join('\n');
-  assert.match(all, /claimed 1 by "wörker-1" at \d{13}, claimed 2 by "wörker-1" at \d{13}/, 'one frame for the claim pass, both jobs with node and deadline');
-  assert.match(all, /extended 1 at \d{13}/);
-  assert.match(all, /released 2 at \d{13}/, 'a nack with a delay names its ready-at time');
-  assert.match(all, /claimed 3 by "pusher" \(work\) at \d{13}/);
-  assert.match(all, /released 3 \(work\)(?! at)/, 'a /work release is ready at once (no time)');
 });

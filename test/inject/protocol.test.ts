@@ -2,19 +2,21 @@
 // media types, error precedence ("Which error wins"), name validation on every topic route,
 // query booleans/integers, big integers, unknown fields, gzip both ways (docs/API.md
 // "Conventions") and the performance block on every JSON response (docs/API.md "Conventions").
+// In the fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts);
+// Node's own parser errors need a real socket (test/http/malformed.test.ts).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
-import { startServer, client, Server } from '../helpers/server.js';
-import { raw, assertError, assertInvalid, assertOk, assertPerf, getHeader, namer, JSON_CT } from './util.js';
+import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { assertError, assertInvalid, assertOk, assertPerf, getHeader, namer, JSON_CT, type RawOptions } from '../http/util.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
+let srv: InjectServer;
+let c: InjectClient;
 const name = namer('proto');
 
 before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
+  srv = await startInjectServer();
+  c = srv.client;
 });
 after(async () => {
   await srv?.stop();
@@ -36,7 +38,7 @@ describe('routing', () => {
       ['GET', '/v0/topics/a/diff/extra'],
       ['GET', '/v0/topics/a/b/c'],
     ] as const) {
-      const r = await raw(srv.url, m, p);
+      const r = await srv.raw(m, p);
       const d = assertError(r, 404, 'not_found', `${m} ${p}`);
       assert.equal(d, undefined, `${m} ${p}: not_found carries no detail (docs/API.md "Errors")`);
     }
@@ -57,7 +59,7 @@ describe('routing', () => {
       ['POST', '/v0/metrics', ['GET'], 'POST'],
     ];
     for (const [m, p, allowed, notAllowed] of cases) {
-      const r = await raw(srv.url, m, p, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: '{}' });
+      const r = await srv.raw(m, p, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: '{}' });
       const d = assertError(r, 405, 'method_not_allowed', `${m} ${p}`);
       assert.equal(d, undefined, `${m} ${p}: method_not_allowed carries no detail (docs/API.md "Errors")`);
       const allow = allowSet(getHeader(r, 'allow'));
@@ -67,7 +69,7 @@ describe('routing', () => {
   });
 
   test('405 wins over an invalid topic name (docs/API.md "Which error wins": routing before 400)', async () => {
-    const r = await raw(srv.url, 'PATCH', '/v0/topics/-bad');
+    const r = await srv.raw('PATCH', '/v0/topics/-bad');
     assertError(r, 405, 'method_not_allowed');
     assert.ok(getHeader(r, 'allow'));
   });
@@ -110,7 +112,7 @@ describe('error envelope and performance', () => {
 describe('media types and bodies (docs/API.md "Conventions")', () => {
   test('append without Content-Type is 415', async () => {
     const t = name();
-    const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { body: '{"records":[{"data":1}]}' });
+    const r = await srv.raw('POST', `/v0/topics/${t}`, { body: '{"records":[{"data":1}]}' });
     const d = assertError(r, 415, 'unsupported_media_type');
     assert.equal(d, undefined, 'unsupported_media_type carries no detail (docs/API.md "Errors")');
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
@@ -119,7 +121,7 @@ describe('media types and bodies (docs/API.md "Conventions")', () => {
   test('append with a non-JSON Content-Type is 415', async () => {
     const t = name();
     for (const ct of ['text/plain', 'text/plain; charset=utf-8', 'application/xml', 'application/x-www-form-urlencoded', 'application/json-patch+json', 'application/jsonx']) {
-      const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { headers: { 'content-type': ct }, body: '{"records":[{"data":1}]}' });
+      const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: { 'content-type': ct }, body: '{"records":[{"data":1}]}' });
       assertError(r, 415, 'unsupported_media_type', `content-type ${ct}`);
     }
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
@@ -128,57 +130,57 @@ describe('media types and bodies (docs/API.md "Conventions")', () => {
   test('Content-Type media type is case-insensitive and parameters are optional', async () => {
     const t = name();
     for (const ct of ['application/json', 'Application/JSON', 'APPLICATION/JSON; CHARSET=UTF-8', 'application/json;charset=utf-8', 'application/json; charset=utf-8']) {
-      const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { headers: { 'content-type': ct }, body: '{"records":[{"data":1}]}' });
+      const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: { 'content-type': ct }, body: '{"records":[{"data":1}]}' });
       assertOk(r, [200, 201], `content-type ${ct}`);
     }
   });
 
   test('415 wins over a malformed body (docs/API.md "Which error wins")', async () => {
-    const r1 = await raw(srv.url, 'POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: '{not json' });
+    const r1 = await srv.raw('POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: '{not json' });
     assertError(r1, 415, 'unsupported_media_type');
   });
 
   test('415 wins over an invalid topic name (docs/API.md "Which error wins": 415 is step 6, names are step 7)', async () => {
-    const r2 = await raw(srv.url, 'POST', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{"records":[{"data":1}]}' });
+    const r2 = await srv.raw('POST', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{"records":[{"data":1}]}' });
     assertError(r2, 415, 'unsupported_media_type', 'append');
-    const r3 = await raw(srv.url, 'PUT', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    const r3 = await srv.raw('PUT', `/v0/topics/-bad`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
     assertError(r3, 415, 'unsupported_media_type', 'PUT');
-    const r4 = await raw(srv.url, 'POST', `/v0/topics/-bad/diff`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    const r4 = await srv.raw('POST', `/v0/topics/-bad/diff`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
     assertError(r4, 415, 'unsupported_media_type', 'diff');
   });
 
   test('append with JSON Content-Type and an empty body is 400', async () => {
     const t = name();
-    const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { headers: JSON_CT, body: '' });
+    const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: '' });
     assertInvalid(r);
-    const r2 = await raw(srv.url, 'POST', `/v0/topics/${t}`, { headers: JSON_CT });
+    const r2 = await srv.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT });
     assertInvalid(r2);
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
   });
 
   test('append without Content-Type and without a body is 415', async () => {
-    const r = await raw(srv.url, 'POST', `/v0/topics/${name()}`, { body: '' });
+    const r = await srv.raw('POST', `/v0/topics/${name()}`, { body: '' });
     assertError(r, 415, 'unsupported_media_type');
   });
 
   test('PUT accepts an empty body without Content-Type (and with one)', async () => {
     const t1 = name();
-    const r = await raw(srv.url, 'PUT', `/v0/topics/${t1}`);
+    const r = await srv.raw('PUT', `/v0/topics/${t1}`);
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.created, true);
     const t2 = name();
-    const r2 = await raw(srv.url, 'PUT', `/v0/topics/${t2}`, { body: '' });
+    const r2 = await srv.raw('PUT', `/v0/topics/${t2}`, { body: '' });
     assert.equal(r2.status, 201, r2.text);
     const t3 = name();
-    const r3 = await raw(srv.url, 'PUT', `/v0/topics/${t3}`, { headers: JSON_CT, body: '' });
+    const r3 = await srv.raw('PUT', `/v0/topics/${t3}`, { headers: JSON_CT, body: '' });
     assert.equal(r3.status, 201, `PUT with JSON Content-Type and empty body means {}: ${r3.text}`);
   });
 
   test('PUT with a body needs a JSON Content-Type (415)', async () => {
     const t = name();
-    const r = await raw(srv.url, 'PUT', `/v0/topics/${t}`, { body: '{"cap_records":5}' });
+    const r = await srv.raw('PUT', `/v0/topics/${t}`, { body: '{"cap_records":5}' });
     assertError(r, 415, 'unsupported_media_type', 'no content-type');
-    const r2 = await raw(srv.url, 'PUT', `/v0/topics/${t}`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    const r2 = await srv.raw('PUT', `/v0/topics/${t}`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
     assertError(r2, 415, 'unsupported_media_type', 'text/plain');
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
   });
@@ -186,16 +188,16 @@ describe('media types and bodies (docs/API.md "Conventions")', () => {
   test('diff accepts an empty body without Content-Type (and with one); a body needs JSON', async () => {
     const t = name();
     await c.post(`/v0/topics/${t}`, { records: [{ data: 'a' }] });
-    const r = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`);
+    const r = await srv.raw('POST', `/v0/topics/${t}/diff`);
     assertOk(r, 200, 'diff no body');
     assert.equal(r.body.records.length, 1);
-    const r2 = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { body: '' });
+    const r2 = await srv.raw('POST', `/v0/topics/${t}/diff`, { body: '' });
     assertOk(r2, 200, 'diff empty body');
-    const r3 = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: '' });
+    const r3 = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: '' });
     assertOk(r3, 200, 'diff empty body with JSON content-type');
-    const r4 = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
+    const r4 = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: { 'content-type': 'text/plain' }, body: '{}' });
     assertError(r4, 415, 'unsupported_media_type', 'diff text/plain');
-    const r5 = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { body: '{"from_seq":0}' });
+    const r5 = await srv.raw('POST', `/v0/topics/${t}/diff`, { body: '{"from_seq":0}' });
     assertError(r5, 415, 'unsupported_media_type', 'diff body without content-type');
   });
 
@@ -281,7 +283,7 @@ describe('topic names in paths (docs/API.md "Conventions")', () => {
 
   for (const n of bad) {
     test(`invalid name ${n.length > 40 ? n.slice(0, 12) + '…(' + n.length + ' chars)' : JSON.stringify(n)} is 400 with detail.topic on every topic route`, async () => {
-      const routes: [string, string, Parameters<typeof raw>[3]][] = [
+      const routes: [string, string, RawOptions][] = [
         ['GET', `/v0/topics/${n}`, {}],
         ['GET', `/v0/topics/${n}?touch=false`, {}],
         ['DELETE', `/v0/topics/${n}`, {}],
@@ -293,7 +295,7 @@ describe('topic names in paths (docs/API.md "Conventions")', () => {
         ['POST', `/v0/topics/${n}/diff`, {}],
       ];
       for (const [m, p, o] of routes) {
-        const d = assertInvalid(await raw(srv.url, m, p, o), undefined, `${m} ${p.slice(0, 60)}`);
+        const d = assertInvalid(await srv.raw(m, p, o), undefined, `${m} ${p.slice(0, 60)}`);
         assert.deepEqual(d, { topic: decoded(n) }, `${m} ${p.slice(0, 60)}: detail.topic`);
       }
     });
@@ -357,7 +359,7 @@ describe('compression', () => {
   test('gzip request bodies are accepted (Content-Encoding: gzip)', async () => {
     const t = name('gz');
     const body = zlib.gzipSync(Buffer.from(JSON.stringify({ records: [{ data: { hello: 'gzip' } }, { data: 2 }] })));
-    const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body });
+    const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body });
     assertOk(r, 201, 'gzip append');
     assert.deepEqual(r.body.seqs, [1, 2]);
     const d = await c.post(`/v0/topics/${t}/diff`, {});
@@ -366,10 +368,10 @@ describe('compression', () => {
       [{ hello: 'gzip' }, 2],
     );
     const t2 = name('gzput');
-    const p = await raw(srv.url, 'PUT', `/v0/topics/${t2}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: zlib.gzipSync('{"cap_records":9}') });
+    const p = await srv.raw('PUT', `/v0/topics/${t2}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: zlib.gzipSync('{"cap_records":9}') });
     assertOk(p, 201, 'gzip PUT');
     assert.equal(p.body.config.cap_records, 9);
-    const df = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: zlib.gzipSync('{"from_seq":1}') });
+    const df = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: zlib.gzipSync('{"from_seq":1}') });
     assertOk(df, 200, 'gzip diff body');
     assert.deepEqual(
       df.body.records.map((x: any) => x.$seq),
@@ -381,22 +383,22 @@ describe('compression', () => {
     const t = name('gzr');
     const records = Array.from({ length: 200 }, (_, i) => ({ data: { i, pad: 'abcdefghij'.repeat(10) } }));
     await c.post(`/v0/topics/${t}`, { records });
-    const z = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'accept-encoding': 'gzip' }, body: '{}' });
+    const z = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'accept-encoding': 'gzip' }, body: '{}' });
     assert.equal(z.status, 200, z.text.slice(0, 200));
     assert.equal(z.headers['content-encoding'], 'gzip', 'large diff with Accept-Encoding gzip is gzip-encoded');
     assert.ok(z.raw.length < z.text.length, 'compressed bytes are smaller');
     assert.equal(z.body.records.length, 200);
     assertPerf(z.body);
-    const plain = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: '{}' });
+    const plain = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: '{}' });
     assert.equal(plain.status, 200);
     assert.equal(plain.headers['content-encoding'], undefined, 'no compression without Accept-Encoding (off by default)');
     assert.equal(plain.body.records.length, 200);
-    const ident = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'accept-encoding': 'identity' }, body: '{}' });
+    const ident = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'accept-encoding': 'identity' }, body: '{}' });
     assert.equal(ident.headers['content-encoding'], undefined, 'identity requested');
   });
 
   test('malformed gzip request body is a 400 error with the envelope', async () => {
-    const r = await raw(srv.url, 'POST', `/v0/topics/${name()}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: Buffer.from('definitely not gzip') });
+    const r = await srv.raw('POST', `/v0/topics/${name()}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: Buffer.from('definitely not gzip') });
     assertInvalid(r);
   });
 });

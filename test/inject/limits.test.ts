@@ -1,23 +1,24 @@
 // Limits (docs/API.md "Limits", "Errors"): batch size, per-record caps with detail.index/limit and
 // atomic rejection, the raw body cap (413, decided before parsing) on a second server with a
-// small SERVICE_MAX_BODY_BYTES, and the SERVICE_MAX_LIMIT diff clamp.
+// small SERVICE_MAX_BODY_BYTES, and the SERVICE_MAX_LIMIT diff clamp. In the fast tier: in-process
+// servers driven through inject() (test/helpers/injectServer.ts).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
-import { raw, assertError, assertOk, namer, JSON_CT } from './util.js';
+import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { assertError, assertOk, namer, JSON_CT } from '../http/util.js';
 
-let srv: Server;
-let small: Server;
-let c: ReturnType<typeof client>;
-let s: ReturnType<typeof client>;
+let srv: InjectServer;
+let small: InjectServer;
+let c: InjectClient;
+let s: InjectClient;
 const name = namer('lim');
 const SMALL_BODY = 4096;
 const SMALL_LIMIT = 5;
 
 before(async () => {
-  [srv, small] = await Promise.all([startServer(), startServer({ env: { SERVICE_MAX_BODY_BYTES: String(SMALL_BODY), SERVICE_MAX_LIMIT: String(SMALL_LIMIT) } })]);
-  c = client(srv.url);
-  s = client(small.url);
+  [srv, small] = await Promise.all([startInjectServer(), startInjectServer({ SERVICE_MAX_BODY_BYTES: String(SMALL_BODY), SERVICE_MAX_LIMIT: String(SMALL_LIMIT) })]);
+  c = srv.client;
+  s = small.client;
 });
 after(async () => {
   await Promise.all([srv?.stop(), small?.stop()]);
@@ -156,36 +157,36 @@ describe('raw body cap (SERVICE_MAX_BODY_BYTES, 413)', () => {
 
   test('a body exactly at the cap is accepted', async () => {
     const t = name('at');
-    const r = await raw(small.url, 'POST', `/v0/topics/${t}`, { headers: JSON_CT, body: appendBody(SMALL_BODY) });
+    const r = await small.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: appendBody(SMALL_BODY) });
     assertOk(r, 201, 'append of exactly SERVICE_MAX_BODY_BYTES');
-    const put = await raw(small.url, 'PUT', `/v0/topics/${name('at')}`, { headers: JSON_CT, body: `{"cap_records":1${' '.repeat(SMALL_BODY - 17)}}` });
+    const put = await small.raw('PUT', `/v0/topics/${name('at')}`, { headers: JSON_CT, body: `{"cap_records":1${' '.repeat(SMALL_BODY - 17)}}` });
     assert.equal(Buffer.byteLength(`{"cap_records":1${' '.repeat(SMALL_BODY - 17)}}`), SMALL_BODY);
     assertOk(put, 201, 'PUT of exactly SERVICE_MAX_BODY_BYTES');
     const diffBody = `{"from_seq":0${' '.repeat(SMALL_BODY - 14)}}`;
     assert.equal(Buffer.byteLength(diffBody), SMALL_BODY);
-    assertOk(await raw(small.url, 'POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: diffBody }), 200, 'diff of exactly the cap');
+    assertOk(await small.raw('POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: diffBody }), 200, 'diff of exactly the cap');
   });
 
   test('one byte past the cap is 413 payload_too_large {max}', async () => {
     const t = name('past');
-    const r = await raw(small.url, 'POST', `/v0/topics/${t}`, { headers: JSON_CT, body: appendBody(SMALL_BODY + 1) });
+    const r = await small.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: appendBody(SMALL_BODY + 1) });
     const d = assertError(r, 413, 'payload_too_large');
     assert.deepEqual(d, { max: SMALL_BODY });
     assertError(await s.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
-    const put = await raw(small.url, 'PUT', `/v0/topics/${t}`, { headers: JSON_CT, body: `{"cap_records":1${' '.repeat(SMALL_BODY - 16)}}` });
+    const put = await small.raw('PUT', `/v0/topics/${t}`, { headers: JSON_CT, body: `{"cap_records":1${' '.repeat(SMALL_BODY - 16)}}` });
     assertError(put, 413, 'payload_too_large', 'PUT');
     await s.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
-    const df = await raw(small.url, 'POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: `{"from_seq":0${' '.repeat(SMALL_BODY - 13)}}` });
+    const df = await small.raw('POST', `/v0/topics/${t}/diff`, { headers: JSON_CT, body: `{"from_seq":0${' '.repeat(SMALL_BODY - 13)}}` });
     assertError(df, 413, 'payload_too_large', 'diff');
   });
 
   test('413 is decided before parsing and before media type and name checks', async () => {
     const big = appendBody(SMALL_BODY + 1);
-    assertError(await raw(small.url, 'POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: big }), 413, 'payload_too_large', 'wrong content type');
-    assertError(await raw(small.url, 'POST', `/v0/topics/${name()}`, { body: big }), 413, 'payload_too_large', 'no content type');
-    assertError(await raw(small.url, 'POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: '{' + 'x'.repeat(SMALL_BODY) }), 413, 'payload_too_large', 'malformed JSON');
-    assertError(await raw(small.url, 'POST', `/v0/topics/-bad-name`, { headers: JSON_CT, body: big }), 413, 'payload_too_large', 'invalid topic name');
-    assertError(await raw(small.url, 'POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: `{"records":[${'{"data":1},'.repeat(500)}{"data":1}]}` }), 413, 'payload_too_large', 'over cap and batch fine');
+    assertError(await small.raw('POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: big }), 413, 'payload_too_large', 'wrong content type');
+    assertError(await small.raw('POST', `/v0/topics/${name()}`, { body: big }), 413, 'payload_too_large', 'no content type');
+    assertError(await small.raw('POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: '{' + 'x'.repeat(SMALL_BODY) }), 413, 'payload_too_large', 'malformed JSON');
+    assertError(await small.raw('POST', `/v0/topics/-bad-name`, { headers: JSON_CT, body: big }), 413, 'payload_too_large', 'invalid topic name');
+    assertError(await small.raw('POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: `{"records":[${'{"data":1},'.repeat(500)}{"data":1}]}` }), 413, 'payload_too_large', 'over cap and batch fine');
   });
 
   test('the default cap allows large bodies (64 MiB default)', async () => {

@@ -12,25 +12,30 @@
 //   which error wins when several apply;
 // - `performance` on every reply, errors after routing included;
 // - the queue config fields of a PUT, clamped and echoed (docs/API.md "PUT /v0/topics/:topic").
+// In the fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts);
+// a /work refusal is a plain reply there, a stream that opens needs a real socket (test/http).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server, Resp } from '../helpers/server.js';
-import { openWork } from '../helpers/workStream.js';
-import { assertError, assertFullConfig, assertOk, assertPerf, getHeader, namer, raw, JSON_CT, type RawResp } from './util.js';
-import { appendJobs, assertDeadline, claim, counters, extend, mkQueue, nack, qstate, seqsOf, type Api } from './queueUtil.js';
+import type { Resp } from '../helpers/server.js';
+import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
+import { workPath } from '../helpers/workStream.js';
+import { assertError, assertFullConfig, assertOk, assertPerf, getHeader, namer, JSON_CT, type RawResp } from '../http/util.js';
+import { appendJobs, assertDeadline, claim, counters, extend, mkQueue, nack, qstate, seqsOf, type Api } from '../http/queueUtil.js';
 
-let srv: Server;
+let srv: InjectServer;
 let c: Api;
 const name = namer('qe');
 
 before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '2' } });
-  c = client(srv.url);
+  srv = await startInjectServer({ SERVICE_WORKERS: '2' });
+  c = srv.client;
 });
 after(async () => {
   await srv?.stop();
 });
 
+/** A /work request as a stream client sends it; its refusals are plain replies (no stream opens). */
+const SSE = { headers: { accept: 'text/event-stream' } };
 const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
 const DAY = 86_400_000;
 const ROUTES = ['claim', 'ack', 'nack', 'extend'] as const;
@@ -107,7 +112,7 @@ describe('claim: max', () => {
     for (const v of ['5', -1, 1.5, true, [], {}, MAX_SAFE + 1]) {
       invalidMaybe(await c.post(`/v0/topics/${q}/claim`, { node: 'w-a', max: v }), `max ${JSON.stringify(v)}`, 'max');
     }
-    const big = await raw(srv.url, 'POST', `/v0/topics/${q}/claim`, { headers: JSON_CT, body: '{"node":"w-a","max":18446744073709551615}' });
+    const big = await srv.raw('POST', `/v0/topics/${q}/claim`, { headers: JSON_CT, body: '{"node":"w-a","max":18446744073709551615}' });
     invalidMaybe(big, 'max 2^64-1', 'max');
     assert.deepEqual(await counters(c, q), { ready: 2, in_flight: 0, dead_lettered: 0 }, 'a rejected claim leases nothing');
   });
@@ -217,7 +222,7 @@ describe('seqs (ack, nack, extend)', () => {
       for (const v of ['1', -1, 1.5, MAX_SAFE + 1, null, true, [1], {}]) {
         invalidMaybe(await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: [1, v] })), `${route} seqs [1, ${JSON.stringify(v)}]`, 'seqs');
       }
-      const big = await raw(srv.url, 'POST', `/v0/topics/${q}/${route}`, { headers: JSON_CT, body: JSON.stringify(validBody(route, { seqs: [] })).replace('"seqs":[]', '"seqs":[18446744073709551615]') });
+      const big = await srv.raw('POST', `/v0/topics/${q}/${route}`, { headers: JSON_CT, body: JSON.stringify(validBody(route, { seqs: [] })).replace('"seqs":[]', '"seqs":[18446744073709551615]') });
       invalidMaybe(big, `${route} seq 2^64-1`, 'seqs');
       // the edges of the range are valid seqs (nothing is leased: skipped)
       const ok = assertOk(await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: [0, MAX_SAFE] })), 200, `${route} seqs [0, 2^53-1]`);
@@ -337,8 +342,8 @@ describe('absent topic and log topic', () => {
       const d = err(await c.post(`/v0/topics/${t}/${route}`, validBody(route)), 404, 'topic_not_found', `${route} on an absent topic`);
       assert.deepEqual(d, { topic: t });
     }
-    const w = await openWork(srv.url, t, { query: { node: 'w-a' } });
-    assert.deepEqual(err(w as any, 404, 'topic_not_found', 'work on an absent topic'), { topic: t });
+    const w = await srv.raw('GET', workPath(t, { node: 'w-a' }), SSE);
+    assert.deepEqual(err(w, 404, 'topic_not_found', 'work on an absent topic'), { topic: t });
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'still absent');
     // a deleted queue is absent too
     const q = await queue();
@@ -357,8 +362,8 @@ describe('absent topic and log topic', () => {
       const d = err(await c.post(`/v0/topics/${t}/${route}`, validBody(route)), 409, 'not_a_queue', `${route} on a log topic`);
       assert.deepEqual(d, { topic: t });
     }
-    const w = await openWork(srv.url, t, { query: { node: 'w-a' } });
-    assert.deepEqual(err(w as any, 409, 'not_a_queue', 'work on a log topic'), { topic: t });
+    const w = await srv.raw('GET', workPath(t, { node: 'w-a' }), SSE);
+    assert.deepEqual(err(w, 409, 'not_a_queue', 'work on a log topic'), { topic: t });
     const s = await qstate(c, t);
     assert.equal(s.type, 'log');
     assert.equal(s.count, 3);
@@ -375,17 +380,17 @@ describe('media type and body (docs/API.md "Conventions")', () => {
       const q = await queue();
       const body = JSON.stringify(validBody(route));
       const p = `/v0/topics/${q}/${route}`;
-      const d = err(await raw(srv.url, 'POST', p, { body }), 415, 'unsupported_media_type', `${route} without Content-Type`);
+      const d = err(await srv.raw('POST', p, { body }), 415, 'unsupported_media_type', `${route} without Content-Type`);
       assert.equal(d, undefined, 'unsupported_media_type carries no detail (docs/API.md "Errors")');
-      err(await raw(srv.url, 'POST', p, { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type', `${route} text/plain`);
-      err(await raw(srv.url, 'POST', p, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type', `${route} form`);
-      invalid(await raw(srv.url, 'POST', p, { body: '', headers: JSON_CT }), `${route} empty body`);
-      invalid(await raw(srv.url, 'POST', p, { headers: JSON_CT }), `${route} no body at all`);
+      err(await srv.raw('POST', p, { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type', `${route} text/plain`);
+      err(await srv.raw('POST', p, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type', `${route} form`);
+      invalid(await srv.raw('POST', p, { body: '', headers: JSON_CT }), `${route} empty body`);
+      invalid(await srv.raw('POST', p, { headers: JSON_CT }), `${route} no body at all`);
       for (const b of ['[]', '1', 'null', '"x"', '{', `${body} x`, 'true']) {
-        invalid(await raw(srv.url, 'POST', p, { body: b, headers: JSON_CT }), `${route} body ${b.slice(0, 30)}`);
+        invalid(await srv.raw('POST', p, { body: b, headers: JSON_CT }), `${route} body ${b.slice(0, 30)}`);
       }
       // case-insensitive media type with parameters is fine
-      const ok = await raw(srv.url, 'POST', p, { body, headers: { 'content-type': 'Application/JSON; charset=UTF-8' } });
+      const ok = await srv.raw('POST', p, { body, headers: { 'content-type': 'Application/JSON; charset=UTF-8' } });
       assertOk(ok, 200, `${route} Application/JSON; charset=UTF-8`);
       // unknown fields are ignored
       assertOk(await c.post(p, validBody(route, { future_field: { x: 1 } })), 200, `${route} with an unknown field`);
@@ -404,7 +409,7 @@ describe('methods (405 with Allow)', () => {
     const q = await queue();
     for (const route of ROUTES) {
       for (const m of ['GET', 'PUT', 'DELETE', 'PATCH']) {
-        const r = await raw(srv.url, m, `/v0/topics/${q}/${route}`, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: JSON.stringify(validBody(route)) });
+        const r = await srv.raw(m, `/v0/topics/${q}/${route}`, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: JSON.stringify(validBody(route)) });
         const d = assertError(r, 405, 'method_not_allowed', `${m} /${route}`);
         assert.equal(d, undefined, 'method_not_allowed carries no detail (docs/API.md "Errors")');
         const allow = allowSet(getHeader(r, 'allow'));
@@ -418,7 +423,7 @@ describe('methods (405 with Allow)', () => {
   test('POST, PUT, DELETE on /work → 405, Allow lists GET', async () => {
     const q = await queue();
     for (const m of ['POST', 'PUT', 'DELETE', 'PATCH']) {
-      const r = await raw(srv.url, m, `/v0/topics/${q}/work?node=w-a`, { headers: { accept: 'text/event-stream', ...JSON_CT }, body: '{}' });
+      const r = await srv.raw(m, `/v0/topics/${q}/work?node=w-a`, { headers: { accept: 'text/event-stream', ...JSON_CT }, body: '{}' });
       assertError(r, 405, 'method_not_allowed', `${m} /work`);
       const allow = allowSet(getHeader(r, 'allow'));
       assert.ok(allow.has('GET'), `${m} /work: Allow "${getHeader(r, 'allow')}" lists GET`);
@@ -427,7 +432,7 @@ describe('methods (405 with Allow)', () => {
   });
 
   test('405 wins over an invalid topic name (routing first, docs/API.md "Which error wins")', async () => {
-    const r = await raw(srv.url, 'GET', '/v0/topics/-bad/claim');
+    const r = await srv.raw('GET', '/v0/topics/-bad/claim');
     assertError(r, 405, 'method_not_allowed');
     assert.ok(getHeader(r, 'allow'));
   });
@@ -445,12 +450,12 @@ describe('topic names in the path (docs/API.md "Conventions")', () => {
   test('an invalid name is 400 with detail.topic on every queue route, /work included', async () => {
     for (const [seg, decoded] of bad) {
       for (const route of ROUTES) {
-        const r = await raw(srv.url, 'POST', `/v0/topics/${seg}/${route}`, { headers: JSON_CT, body: JSON.stringify(validBody(route)) });
+        const r = await srv.raw('POST', `/v0/topics/${seg}/${route}`, { headers: JSON_CT, body: JSON.stringify(validBody(route)) });
         const d = err(r, 400, 'invalid_request', `${route} on ${seg}`);
         assert.equal(d?.topic, decoded, `${route} on ${seg}: detail.topic`);
       }
-      const w = await openWork(srv.url, decoded, { path: `/v0/topics/${seg}/work?node=w-a` });
-      const d = err(w as any, 400, 'invalid_request', `work on ${seg}`);
+      const w = await srv.raw('GET', `/v0/topics/${seg}/work?node=w-a`, SSE);
+      const d = err(w, 400, 'invalid_request', `work on ${seg}`);
       assert.equal(d?.topic, decoded, `work on ${seg}: detail.topic`);
     }
     // the longest valid name reaches the topic lookup (404)
@@ -468,8 +473,8 @@ describe('error order (docs/API.md "Which error wins")', () => {
     await appendJobs(c, log, 1);
     for (const route of ROUTES) {
       // 415 beats a bad body, a bad name and an absent topic
-      err(await raw(srv.url, 'POST', `/v0/topics/${absent}/${route}`, { body: '{' }), 415, 'unsupported_media_type', `${route}: 415 before 400 and 404`);
-      err(await raw(srv.url, 'POST', `/v0/topics/-bad/${route}`, { body: JSON.stringify(validBody(route)) }), 415, 'unsupported_media_type', `${route}: 415 before a bad name`);
+      err(await srv.raw('POST', `/v0/topics/${absent}/${route}`, { body: '{' }), 415, 'unsupported_media_type', `${route}: 415 before 400 and 404`);
+      err(await srv.raw('POST', `/v0/topics/-bad/${route}`, { body: JSON.stringify(validBody(route)) }), 415, 'unsupported_media_type', `${route}: 415 before a bad name`);
       // 400 beats 404 and 409
       for (const t of [absent, log]) {
         invalid(await c.post(`/v0/topics/${t}/${route}`, without(validBody(route), 'node')), `${route} on ${t === log ? 'a log' : 'an absent'} topic without node: 400 first`, 'node');

@@ -1,23 +1,24 @@
 // Errors in the spec's shape everywhere and unknown-field warnings (docs/API.md "Conventions"): ignored
 // fields stay accepted, but the reply names each in a `Warning: 299 - "unknown field \"x\""`
-// header; enum errors list the allowed values; a bad percent-escape is the spec's 400.
+// header; enum errors list the allowed values; a bad percent-escape is the spec's 400. In the
+// fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, type Server } from '../helpers/server.js';
+import type { Resp } from '../helpers/server.js';
+import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
 
-let srv: Server;
+let srv: InjectServer;
 before(async () => {
-  srv = await startServer();
+  srv = await startInjectServer();
 });
 after(async () => {
   await srv?.stop();
 });
 
 const JSON_CT = { 'content-type': 'application/json' };
-const req = (method: string, path: string, body?: unknown) =>
-  fetch(`${srv.url}${path}`, { method, headers: body === undefined ? {} : JSON_CT, body: body === undefined ? undefined : JSON.stringify(body) });
+const req = (method: string, path: string, body?: unknown) => srv.client.req(method, path, body === undefined ? undefined : JSON.stringify(body), body === undefined ? {} : JSON_CT);
 
-function warnings(r: Response): string[] {
+function warnings(r: Resp): string[] {
   const h = r.headers.get('warning');
   if (!h) return [];
   return [...h.matchAll(/299 - "unknown field \\"((?:[^"\\]|\\.)*)\\""/g)].map((m) => m[1]!);
@@ -51,12 +52,12 @@ test('unknown fields are accepted and named in a Warning header, wherever they a
 test('enum errors list the allowed values', async () => {
   const put = await req('PUT', '/v0/topics/warn.c', { durability: 'fast' });
   assert.equal(put.status, 400);
-  const body = (await put.json()) as { error: { code: string; message: string } };
+  const body = put.body as { error: { code: string; message: string } };
   assert.equal(body.error.code, 'invalid_request');
   assert.match(body.error.message, /must be one of: ephemeral, memory, disk, fsync/);
   const watch = await req('POST', '/v0/watch', { topics: { 'warn.a': {} }, consistency: 'strng' });
   assert.equal(watch.status, 400);
-  assert.match(((await watch.json()) as { error: { message: string } }).error.message, /must be one of: eventual, strong/);
+  assert.match((watch.body as { error: { message: string } }).error.message, /must be one of: eventual, strong/);
 });
 
 test("a bad percent-escape in the path is the spec's 400, never Fastify's body", async () => {
@@ -65,9 +66,9 @@ test("a bad percent-escape in the path is the spec's 400, never Fastify's body",
     ['POST', '/v0/topics/a%zz/diff'],
     ['DELETE', '/v0/topics/%E0%A4%A'],
   ] as const) {
-    const r = await fetch(`${srv.url}${path}`, { method });
+    const r = await srv.client.req(method, path);
     assert.equal(r.status, 400, `${method} ${path}`);
-    const body = (await r.json()) as Record<string, unknown>;
+    const body = r.body as Record<string, unknown>;
     assert.deepEqual(Object.keys(body), ['error'], JSON.stringify(body));
     assert.equal((body.error as { code: string }).code, 'invalid_request');
     assert.ok(r.headers.get('x-request-id'));
