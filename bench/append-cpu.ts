@@ -18,7 +18,23 @@
 // (`spool_wal_fsyncs_total`). Each server keeps the topics of every run, so all builds grow alike.
 import fs from 'node:fs';
 import os from 'node:os';
-import { CLI, HttpClient, appendBody, benchMs, cleanupAll, createTopic, envNumber, installCleanupHandlers, log, percentile, runLoad, startEcho, startSpool, warmupMs, type ChildServer } from './lib.js';
+import {
+  CLI,
+  HttpClient,
+  appendBody,
+  benchMs,
+  cleanupAll,
+  createTopic,
+  envNumber,
+  installCleanupHandlers,
+  log,
+  percentile,
+  runLoad,
+  startEcho,
+  startSpool,
+  warmupMs,
+  type ChildServer,
+} from './lib.js';
 
 const CLK_TCK = 100;
 
@@ -74,7 +90,8 @@ async function measure(srv: ChildServer, path: string, clients: number, duration
   try {
     const bodies = Array.from({ length: 16 }, (_, k) => appendBody(RECORDS, k * RECORDS));
     // A fresh topic name per request: `path` is its prefix.
-    const pathFor = CREATE && path !== '/echo' ? () => `${path}.${created.set(srv.port, (created.get(srv.port) ?? 0) + 1).get(srv.port)}` : undefined;
+    const pathFor =
+      CREATE && path !== '/echo' ? () => `${path}.${created.set(srv.port, (created.get(srv.port) ?? 0) + 1).get(srv.port)}` : undefined;
     const common = { client, concurrency: clients, path, pathFor, bodies, recordsPerRequest: RECORDS, server: srv };
     await runLoad({ ...common, durationMs: warmupMs() });
     const f0 = await fsyncs(client, path);
@@ -98,7 +115,7 @@ async function measure(srv: ChildServer, path: string, clients: number, duration
       usTotal: per.reduce((s, p) => s + p.user + p.sys, 0),
       threads: [main, ...rest.slice(0, 3)].map((p) => ({ user: p.user, sys: p.sys })),
       load: os.loadavg()[0]!,
-      clientUs: (r.clientCpuPct / 100) * r.elapsedS * 1e6 / n,
+      clientUs: ((r.clientCpuPct / 100) * r.elapsedS * 1e6) / n,
       fsyncsPerReq: f0 === undefined || f1 === undefined ? undefined : (f1.n - f0.n) / n,
       fsyncMs: f0 === undefined || f1 === undefined || f1.n === f0.n ? undefined : (f1.us - f0.us) / (f1.n - f0.n) / 1000,
     };
@@ -170,10 +187,23 @@ async function main(): Promise<void> {
       const echo = results.get(`echo ${clients}`);
       const us = median(ms.map((m) => m.usTotal));
       const rate = median(ms.map((m) => m.reqPerSec));
-      const th = ms[0]!.threads.map((_, i) => `${i === 0 ? 'main' : `t${i + 1}`} ${median(ms.map((m) => m.threads[i]!.user)).toFixed(0)}+${median(ms.map((m) => m.threads[i]!.sys)).toFixed(0)}`).join(', ');
-      const vsEcho = echo && !key.startsWith('echo') ? `, ${((100 * rate) / median(echo.map((m) => m.reqPerSec))).toFixed(0)}% of echo's rate, CPU ${(us / median(echo.map((m) => m.usTotal))).toFixed(2)}x echo` : '';
-      const fsyncNote = ms[0]!.fsyncsPerReq === undefined ? '' : `, ${median(ms.map((m) => m.fsyncsPerReq!)).toFixed(3)} fsyncs/req of ${median(ms.map((m) => m.fsyncMs ?? 0)).toFixed(2)} ms`;
-      process.stdout.write(`${key.padEnd(18)} ${rate.toFixed(0).padStart(6)}/s p50 ${median(ms.map((m) => m.p50Ms)).toFixed(3)} ms ${us.toFixed(0).padStart(5)} µs/req (${th}) client ${median(ms.map((m) => m.clientUs)).toFixed(0)}${vsEcho}${fsyncNote}; load ${median(ms.map((m) => m.load)).toFixed(2)}\n`);
+      const th = ms[0]!.threads
+        .map(
+          (_, i) =>
+            `${i === 0 ? 'main' : `t${i + 1}`} ${median(ms.map((m) => m.threads[i]!.user)).toFixed(0)}+${median(ms.map((m) => m.threads[i]!.sys)).toFixed(0)}`,
+        )
+        .join(', ');
+      const vsEcho =
+        echo && !key.startsWith('echo')
+          ? `, ${((100 * rate) / median(echo.map((m) => m.reqPerSec))).toFixed(0)}% of echo's rate, CPU ${(us / median(echo.map((m) => m.usTotal))).toFixed(2)}x echo`
+          : '';
+      const fsyncNote =
+        ms[0]!.fsyncsPerReq === undefined
+          ? ''
+          : `, ${median(ms.map((m) => m.fsyncsPerReq!)).toFixed(3)} fsyncs/req of ${median(ms.map((m) => m.fsyncMs ?? 0)).toFixed(2)} ms`;
+      process.stdout.write(
+        `${key.padEnd(18)} ${rate.toFixed(0).padStart(6)}/s p50 ${median(ms.map((m) => m.p50Ms)).toFixed(3)} ms ${us.toFixed(0).padStart(5)} µs/req (${th}) client ${median(ms.map((m) => m.clientUs)).toFixed(0)}${vsEcho}${fsyncNote}; load ${median(ms.map((m) => m.load)).toFixed(2)}\n`,
+      );
     }
     log(`builds: ${clis.map((c, i) => `[${i}] ${c}`).join(', ')}`);
   } finally {

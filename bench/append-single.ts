@@ -6,11 +6,35 @@
 // same client and payload, as the ceiling for "HTTP + JSON on this machine".
 // Targets: spool disk at 64 clients >= 80% of echo at 64; fsync >= 75% of disk at 64;
 // 1-client p50 disk <= 0.35 ms, fsync <= 0.6 ms.
-import { CpuSplitMeter, cpuNote, HttpClient, appendBody, benchMs, createTopic, loadRow, log, round, runLoad, startEcho, startSpool, warmupMs, type ChildServer, type LoadResult, type Row, type WorkloadResult } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  appendBody,
+  benchMs,
+  createTopic,
+  loadRow,
+  log,
+  round,
+  runLoad,
+  startEcho,
+  startSpool,
+  warmupMs,
+  type ChildServer,
+  type LoadResult,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const CLIENTS = [1, 64] as const;
 
-async function measure(srv: ChildServer, name: string, path: string, clients: number, durationMs: number): Promise<{ row: Row; r: LoadResult }> {
+async function measure(
+  srv: ChildServer,
+  name: string,
+  path: string,
+  clients: number,
+  durationMs: number,
+): Promise<{ row: Row; r: LoadResult }> {
   const client = new HttpClient(srv.port, clients);
   try {
     const bodies = Array.from({ length: 16 }, (_, k) => appendBody(1, k));
@@ -24,7 +48,10 @@ async function measure(srv: ChildServer, name: string, path: string, clients: nu
     const peak = srv.rss.peakBytes();
     srv.assertAlive();
     const notes = cpuNote(split) + (r.errors ? `; ${r.errors} non-2xx` : '');
-    return { row: loadRow(name, r, peak, notes, { clients, server_cpu_pct: round(split.server, 0), other_cpu_pct: round(split.other, 0) }), r };
+    return {
+      row: loadRow(name, r, peak, notes, { clients, server_cpu_pct: round(split.server, 0), other_cpu_pct: round(split.other, 0) }),
+      r,
+    };
   } finally {
     client.close();
   }
@@ -86,8 +113,24 @@ export async function appendSingle(): Promise<WorkloadResult> {
       fsync_p50_1c_ms: '<= 0.6',
     },
   };
-  log(`append-single: spool-disk/echo at 64c = ${(diskVsEcho * 100).toFixed(1)}% (target >= 80%); fsync/disk at 64c = ${(fsyncVsDisk * 100).toFixed(1)}% (target >= 75%)`);
-  rows.push({ name: 'ratio spool-disk / echo @64c', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${(diskVsEcho * 100).toFixed(1)}% (target ≥ 80%)` });
-  rows.push({ name: 'ratio fsync / disk @64c', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${(fsyncVsDisk * 100).toFixed(1)}% (target ≥ 75%)` });
+  log(
+    `append-single: spool-disk/echo at 64c = ${(diskVsEcho * 100).toFixed(1)}% (target >= 80%); fsync/disk at 64c = ${(fsyncVsDisk * 100).toFixed(1)}% (target >= 75%)`,
+  );
+  rows.push({
+    name: 'ratio spool-disk / echo @64c',
+    recordsPerSec: null,
+    p50Ms: null,
+    p99Ms: null,
+    peakRssMB: null,
+    notes: `${(diskVsEcho * 100).toFixed(1)}% (target ≥ 80%)`,
+  });
+  rows.push({
+    name: 'ratio fsync / disk @64c',
+    recordsPerSec: null,
+    p50Ms: null,
+    p99Ms: null,
+    peakRssMB: null,
+    notes: `${(fsyncVsDisk * 100).toFixed(1)}% (target ≥ 75%)`,
+  });
   return { workload: 'append-single', ok: errors === 0, rows, summary, ...(errors ? { error: `${errors} non-2xx responses` } : {}) };
 }

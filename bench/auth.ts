@@ -12,7 +12,22 @@
 //    low topics; no 5xx, no timeouts.
 import { KeyRing, bearerToken } from '../src/auth/keys.js';
 import { allowsName } from '../src/auth/allowlist.js';
-import { HttpClient, appendBody, benchMs, createTopic, loadRow, log, percentile, round, runLoad, startSpool, warmupMs, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import {
+  HttpClient,
+  appendBody,
+  benchMs,
+  createTopic,
+  loadRow,
+  log,
+  percentile,
+  round,
+  runLoad,
+  startSpool,
+  warmupMs,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const KEYS = Array.from({ length: 20 }, (_, i) => `bench-key-${i}-${'x'.repeat(24)}:rw+a:auth.|other${i}.`).join(',');
 const LAST_KEY = `bench-key-19-${'x'.repeat(24)}`;
@@ -40,7 +55,10 @@ async function costOfAuth(rows: Row[], summary: Record<string, unknown>): Promis
         const admin = new HttpClient(srv.port, 1, 60_000, headers);
         for (const n of [1, 100]) await createTopic(admin, `auth.t${n}`, { durability: 'disk' });
         admin.close();
-        for (const [clients, records] of [[64, 1], [16, 100]] as const) {
+        for (const [clients, records] of [
+          [64, 1],
+          [16, 100],
+        ] as const) {
           log(`auth: ${on ? 'on' : 'off'} rep ${rep + 1}, ${records}-record appends at ${clients}c`);
           const r = await appendRate(srv, headers, clients, records, ms);
           const k = `${on ? 'on' : 'off'}_${records}`;
@@ -51,15 +69,35 @@ async function costOfAuth(rows: Row[], summary: Record<string, unknown>): Promis
       }
     }
   }
-  for (const [records, clients] of [[1, 64], [100, 16]] as const) {
-    for (const on of ['off', 'on']) rows.push(loadRow(`append ${records === 1 ? 'single' : 'batch-100'} auth ${on} ${clients}c`, best[`${on}_${records}`]!, null, 'best of 2'));
+  for (const [records, clients] of [
+    [1, 64],
+    [100, 16],
+  ] as const) {
+    for (const on of ['off', 'on'])
+      rows.push(
+        loadRow(`append ${records === 1 ? 'single' : 'batch-100'} auth ${on} ${clients}c`, best[`${on}_${records}`]!, null, 'best of 2'),
+      );
   }
   const single = best.on_1!.recordsPerSec / best.off_1!.recordsPerSec;
   const batch = best.on_100!.recordsPerSec / best.off_100!.recordsPerSec;
   summary.auth_on_vs_off_single_64c = round(single, 3);
   summary.auth_on_vs_off_batch_16c = round(batch, 3);
-  rows.push({ name: 'ratio auth on / off, single @64c', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${(single * 100).toFixed(1)}% (target ≥ 97%)` });
-  rows.push({ name: 'ratio auth on / off, batch-100 @16c', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${(batch * 100).toFixed(1)}%` });
+  rows.push({
+    name: 'ratio auth on / off, single @64c',
+    recordsPerSec: null,
+    p50Ms: null,
+    p99Ms: null,
+    peakRssMB: null,
+    notes: `${(single * 100).toFixed(1)}% (target ≥ 97%)`,
+  });
+  rows.push({
+    name: 'ratio auth on / off, batch-100 @16c',
+    recordsPerSec: null,
+    p50Ms: null,
+    p99Ms: null,
+    peakRssMB: null,
+    notes: `${(batch * 100).toFixed(1)}%`,
+  });
   return single;
 }
 
@@ -96,7 +134,12 @@ async function overload(rows: Row[], summary: Record<string, unknown>): Promise<
   // a short park bound and 8 requests at a time to the workers make it shed the low topics
   // (with the defaults, 1000 ms and 64, a closed loop never parks long enough to be shed).
   // BENCH_SERVICE_* variables pass further server settings (e.g. BENCH_SERVICE_PRESSURE_PARK_MS).
-  const env: Record<string, string> = { SERVICE_PRESSURE_ELU: '0.5', SERVICE_PRESSURE_LAG_MS: '20', SERVICE_PRESSURE_PARK_MS: '25', SERVICE_PRESSURE_INFLIGHT: '8' };
+  const env: Record<string, string> = {
+    SERVICE_PRESSURE_ELU: '0.5',
+    SERVICE_PRESSURE_LAG_MS: '20',
+    SERVICE_PRESSURE_PARK_MS: '25',
+    SERVICE_PRESSURE_INFLIGHT: '8',
+  };
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('BENCH_SERVICE_') && v) env[k.slice('BENCH_'.length)] = v;
   summary.overload_settings = env;
   const srv = await startSpool({ label: 'auth-overload', env });
@@ -136,15 +179,39 @@ async function overload(rows: Row[], summary: Record<string, unknown>): Promise<
     log(`auth overload: pressure seen ${JSON.stringify(seen)}`);
     srv.assertAlive();
     const p99 = (s: Side) => percentile(Float64Array.from(s.lat).sort(), 99);
-    const count = (s: Side, pred: (code: number) => boolean) => Object.entries(s.status).reduce((n, [k, v]) => n + (pred(Number(k)) ? v : 0), 0);
+    const count = (s: Side, pred: (code: number) => boolean) =>
+      Object.entries(s.status).reduce((n, [k, v]) => n + (pred(Number(k)) ? v : 0), 0);
     const total429 = count(hi, (c) => c === 429) + count(lo, (c) => c === 429);
     const bad = count(hi, (c) => c === 0 || c >= 500) + count(lo, (c) => c === 0 || c >= 500);
     const ratio = p99(hi) / p99(alone);
-    const row = (name: string, s: Side) => ({ name, recordsPerSec: round(s.lat.length / (ms / 1000), 0), p50Ms: round(percentile(Float64Array.from(s.lat).sort(), 50), 3), p99Ms: round(p99(s), 3), peakRssMB: null, notes: `status ${JSON.stringify(s.status)}` });
-    rows.push(row('overload: priority 1000 alone 4c', alone), row('overload: priority 1000 4c under load', hi), row('overload: priority -1000 192c', lo));
+    const row = (name: string, s: Side) => ({
+      name,
+      recordsPerSec: round(s.lat.length / (ms / 1000), 0),
+      p50Ms: round(percentile(Float64Array.from(s.lat).sort(), 50), 3),
+      p99Ms: round(p99(s), 3),
+      peakRssMB: null,
+      notes: `status ${JSON.stringify(s.status)}`,
+    });
+    rows.push(
+      row('overload: priority 1000 alone 4c', alone),
+      row('overload: priority 1000 4c under load', hi),
+      row('overload: priority -1000 192c', lo),
+    );
     const hiShare = total429 ? count(hi, (c) => c === 429) / total429 : 0;
-    rows.push({ name: 'overload: high p99 / unloaded p99', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${ratio.toFixed(2)}x (target ≤ 2x); 429s: ${total429}, ${(hiShare * 100).toFixed(1)}% on the high topic; 5xx/timeouts: ${bad}` });
-    Object.assign(summary, { overload_high_p99_ratio: round(ratio, 2), overload_429_total: total429, overload_429_high_share: round(hiShare, 3), overload_5xx_or_timeouts: bad });
+    rows.push({
+      name: 'overload: high p99 / unloaded p99',
+      recordsPerSec: null,
+      p50Ms: null,
+      p99Ms: null,
+      peakRssMB: null,
+      notes: `${ratio.toFixed(2)}x (target ≤ 2x); 429s: ${total429}, ${(hiShare * 100).toFixed(1)}% on the high topic; 5xx/timeouts: ${bad}`,
+    });
+    Object.assign(summary, {
+      overload_high_p99_ratio: round(ratio, 2),
+      overload_429_total: total429,
+      overload_429_high_share: round(hiShare, 3),
+      overload_5xx_or_timeouts: bad,
+    });
     return bad === 0;
   } finally {
     await srv.close();
@@ -170,12 +237,21 @@ function checkCostUs(rows: Row[], summary: Record<string, unknown>): void {
   const us = Number(process.hrtime.bigint() - t0) / 1e3 / n;
   if (ok < n) throw new Error('the bench key did not authenticate');
   summary.auth_check_us = round(us, 2);
-  rows.push({ name: 'auth check per request (20 keys, in-process)', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${us.toFixed(2)} µs` });
+  rows.push({
+    name: 'auth check per request (20 keys, in-process)',
+    recordsPerSec: null,
+    p50Ms: null,
+    p99Ms: null,
+    peakRssMB: null,
+    notes: `${us.toFixed(2)} µs`,
+  });
 }
 
 export async function auth(): Promise<WorkloadResult> {
   const rows: Row[] = [];
-  const summary: Record<string, unknown> = { targets: { auth_on_vs_off_single_64c: '>= 0.97', overload_high_p99_ratio: '<= 2', overload_5xx_or_timeouts: 0 } };
+  const summary: Record<string, unknown> = {
+    targets: { auth_on_vs_off_single_64c: '>= 0.97', overload_high_p99_ratio: '<= 2', overload_5xx_or_timeouts: 0 },
+  };
   checkCostUs(rows, summary);
   await costOfAuth(rows, summary);
   const clean = await overload(rows, summary);

@@ -13,7 +13,28 @@
 // Cold (SERVICE_SEGMENT_CACHE_BYTES=1048576): pages come from segment files; one pass per round.
 // BENCH_CATCHUP_RECORDS overrides the count; BENCH_PARSE=1 makes the reader JSON.parse every page.
 import net from 'node:net';
-import { CpuSplitMeter, cpuNote, HttpClient, RawHttpConn, type Resp, appendMany, createTopic, envNumber, log, makeData, percentile, readCpuSeconds, readRchar, round, scanPage, startSpool, MB, type Row, type WorkloadResult, type ChildServer } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  RawHttpConn,
+  type Resp,
+  appendMany,
+  createTopic,
+  envNumber,
+  log,
+  makeData,
+  percentile,
+  readCpuSeconds,
+  readRchar,
+  round,
+  scanPage,
+  startSpool,
+  MB,
+  type Row,
+  type WorkloadResult,
+  type ChildServer,
+} from './lib.js';
 import { PgConn, PgServer } from './pg-peer.js';
 
 const PAGE = 1000;
@@ -67,7 +88,8 @@ async function spoolPass(reader: Reader, srv: ChildServer, topic: string, total:
     const n = info.records ?? (pageMs.length % 50 === 1 ? (JSON.parse(r.body.toString('utf8')).records.length as number) : undefined);
     if (n !== undefined) {
       checked++;
-      if (n !== info.nextFromSeq - from) throw new Error(`diff from_seq=${from}: ${n} records but next_from_seq advanced by ${info.nextFromSeq - from}`);
+      if (n !== info.nextFromSeq - from)
+        throw new Error(`diff from_seq=${from}: ${n} records but next_from_seq advanced by ${info.nextFromSeq - from}`);
     }
     read += info.nextFromSeq - from;
     from = info.nextFromSeq;
@@ -80,7 +102,8 @@ async function spoolPass(reader: Reader, srv: ChildServer, topic: string, total:
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpuS = (readCpuSeconds(srv.pid) ?? 0) - cpu0;
   srv.assertAlive();
-  if (!caughtUp) throw new Error(`catchup-diff: not caught up after ${pageMs.length} pages / ${seconds.toFixed(1)} s (read ${read} of ${total})`);
+  if (!caughtUp)
+    throw new Error(`catchup-diff: not caught up after ${pageMs.length} pages / ${seconds.toFixed(1)} s (read ${read} of ${total})`);
   if (read !== total) throw new Error(`catchup-diff: read ${read} records, appended ${total}`);
   return { records: read, seconds, cpuS, pageMs, coldSegments: cold, checked };
 }
@@ -119,7 +142,10 @@ function freePort(): Promise<number> {
 /** The same rows as spool's topic (seq, a ms timestamp, the same `data` text), as jsonb and text. */
 async function loadPg(conn: PgConn, total: number): Promise<void> {
   const ts0 = Date.now();
-  for (const [table, type] of [['t_jsonb', 'jsonb'], ['t_text', 'text']] as const) {
+  for (const [table, type] of [
+    ['t_jsonb', 'jsonb'],
+    ['t_text', 'text'],
+  ] as const) {
     await conn.query(`CREATE TABLE ${table} (seq bigint PRIMARY KEY, ts bigint NOT NULL, data ${type} NOT NULL)`);
     for (let start = 1; start <= total; start += PAGE) {
       const rows: string[] = [];
@@ -161,7 +187,9 @@ async function warm(total: number, rounds: number, fullParse: boolean): Promise<
     log(`catchup-diff (warm): loading ${total} records`);
     const load = await appendMany({ client: loader, topic, total, batch: 1000, concurrency: 4, deadlineMs: 600_000, server: srv });
     log(`catchup-diff (warm): loaded in ${load.elapsedS.toFixed(1)} s (${Math.round(load.records / load.elapsedS)} records/s)`);
-    const parties: Party[] = [{ name: 'catchup-diff (default cache, warm)', read: () => spoolPass(reader, srv, topic, total, fullParse), passes: [] }];
+    const parties: Party[] = [
+      { name: 'catchup-diff (default cache, warm)', read: () => spoolPass(reader, srv, topic, total, fullParse), passes: [] },
+    ];
     if (process.env.BENCH_PG !== '0') pg = await PgServer.start(await freePort());
     if (pg) {
       conn = await PgConn.connect(pg.port);
@@ -181,23 +209,35 @@ async function warm(total: number, rounds: number, fullParse: boolean): Promise<
       for (const party of order) {
         const pass = await party.read();
         party.passes.push(pass);
-        log(`catchup-diff round ${r + 1}/${rounds}: ${party.name}: ${Math.round(pass.records / pass.seconds)} records/s, ${((pass.cpuS / pass.records) * 1e6).toFixed(2)} µs CPU/record`);
+        log(
+          `catchup-diff round ${r + 1}/${rounds}: ${party.name}: ${Math.round(pass.records / pass.seconds)} records/s, ${((pass.cpuS / pass.records) * 1e6).toFixed(2)} µs CPU/record`,
+        );
       }
     }
     const cpu = split.stop();
     const peak = srv.rss.peakBytes();
     const spool = parties[0]!;
-    const ratios = parties[1] ? spool.passes.map((x, i) => x.records / x.seconds / (parties[1]!.passes[i]!.records / parties[1]!.passes[i]!.seconds)).sort((a, b) => a - b) : [];
+    const ratios = parties[1]
+      ? spool.passes
+          .map((x, i) => x.records / x.seconds / (parties[1]!.passes[i]!.records / parties[1]!.passes[i]!.seconds))
+          .sort((a, b) => a - b)
+      : [];
     const ratio = ratios.length ? ratios[Math.floor(ratios.length / 2)]! : null;
     const rows = [
-      summarize(spool, peak, `${PAGE}-record pages, ${process.env.BENCH_CATCHUP_CLIENT === 'http' ? 'node:http' : 'raw-socket'} reader; ${ratio === null ? 'no PostgreSQL peer' : `${ratio.toFixed(2)}× PostgreSQL jsonb (median of per-round ratios)`}${fullParse ? '; client JSON.parse each page' : ''}; whole run: ${cpuNote(cpu)}`, {
-        ratio_to_pg_jsonb: round(ratio, 3),
-        pages_spot_checked: spool.passes.reduce((a, x) => a + x.checked, 0),
-        full_parse: fullParse,
-        load_records_per_s: round(load.records / load.elapsedS, 0),
-      }),
+      summarize(
+        spool,
+        peak,
+        `${PAGE}-record pages, ${process.env.BENCH_CATCHUP_CLIENT === 'http' ? 'node:http' : 'raw-socket'} reader; ${ratio === null ? 'no PostgreSQL peer' : `${ratio.toFixed(2)}× PostgreSQL jsonb (median of per-round ratios)`}${fullParse ? '; client JSON.parse each page' : ''}; whole run: ${cpuNote(cpu)}`,
+        {
+          ratio_to_pg_jsonb: round(ratio, 3),
+          pages_spot_checked: spool.passes.reduce((a, x) => a + x.checked, 0),
+          full_parse: fullParse,
+          load_records_per_s: round(load.records / load.elapsedS, 0),
+        },
+      ),
     ];
-    for (const p of parties.slice(1)) rows.push(summarize(p, null, 'same rows, same run; hand-written wire-protocol client, rows counted not parsed', {}));
+    for (const p of parties.slice(1))
+      rows.push(summarize(p, null, 'same rows, same run; hand-written wire-protocol client, rows counted not parsed', {}));
     return rows;
   } finally {
     conn?.close();
@@ -219,7 +259,11 @@ async function cold(total: number, rounds: number, fullParse: boolean): Promise<
     log(`catchup-diff (cold): loading ${total} records`);
     await appendMany({ client: loader, topic, total, batch: 1000, concurrency: 4, deadlineMs: 600_000, server: srv });
     srv.rss.reset();
-    const party: Party = { name: 'catchup-diff (1 MiB cache, cold segments)', read: () => spoolPass(reader, srv, topic, total, fullParse), passes: [] };
+    const party: Party = {
+      name: 'catchup-diff (1 MiB cache, cold segments)',
+      read: () => spoolPass(reader, srv, topic, total, fullParse),
+      passes: [],
+    };
     const rchar0 = readRchar(srv.pid);
     const split = new CpuSplitMeter(srv.pid).start();
     for (let r = 0; r < rounds; r++) {
@@ -233,10 +277,15 @@ async function cold(total: number, rounds: number, fullParse: boolean): Promise<
     // the evidence that pages came cold from segments.
     const serverReadMB = rchar0 !== undefined && rchar1 !== undefined ? (rchar1 - rchar0) / MB / rounds : null;
     const coldSegs = party.passes.reduce((a, x) => a + x.coldSegments, 0);
-    return summarize(party, srv.rss.peakBytes(), `server read ${serverReadMB === null ? '?' : serverReadMB.toFixed(1)} MB from files per pass${coldSegs ? `, cold_segments_read=${coldSegs}` : ''}; ${cpuNote(cpu)}`, {
-      server_read_mb_per_pass: round(serverReadMB, 1),
-      env,
-    });
+    return summarize(
+      party,
+      srv.rss.peakBytes(),
+      `server read ${serverReadMB === null ? '?' : serverReadMB.toFixed(1)} MB from files per pass${coldSegs ? `, cold_segments_read=${coldSegs}` : ''}; ${cpuNote(cpu)}`,
+      {
+        server_read_mb_per_pass: round(serverReadMB, 1),
+        env,
+      },
+    );
   } finally {
     loader.close();
     reader.close();

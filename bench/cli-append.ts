@@ -6,13 +6,33 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CLI, CpuSplitMeter, cpuNote, HttpClient, envNumber, log, readCpuSeconds, round, startSpool, tempDir, type Row, type WorkloadResult } from './lib.js';
+import {
+  CLI,
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  envNumber,
+  log,
+  readCpuSeconds,
+  round,
+  startSpool,
+  tempDir,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const TARGET_PER_SEC = 150_000;
 
 /** Line i: a small event of ~100 bytes, JSON as a producer would write it. */
 function line(i: number): string {
-  return JSON.stringify({ id: i, user: `user-${i % 9973}`, event: i % 7 === 0 ? 'purchase' : 'click', ts: 1767225600000 + i, tags: ['a', 'b'], amount: (i % 1000) / 10 });
+  return JSON.stringify({
+    id: i,
+    user: `user-${i % 9973}`,
+    event: i % 7 === 0 ? 'purchase' : 'click',
+    ts: 1767225600000 + i,
+    tags: ['a', 'b'],
+    amount: (i % 1000) / 10,
+  });
 }
 
 function writeInput(file: string, n: number): number {

@@ -14,7 +14,33 @@
 // meanwhile (its /v0/metrics counters); the target is >= 0.9 of the baseline for both.
 import fs from 'node:fs';
 import path from 'node:path';
-import { CpuSplitMeter, cpuNote, HttpClient, RawHttpConn, appendBody, appendMany, benchMs, createTopic, envNumber, log, percentile, readCpuSeconds, removeDir, round, runLoad, runAsScript, scanPage, sleep, startSpool, tempDir, warmupMs, MB, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  RawHttpConn,
+  appendBody,
+  appendMany,
+  benchMs,
+  createTopic,
+  envNumber,
+  log,
+  percentile,
+  readCpuSeconds,
+  removeDir,
+  round,
+  runLoad,
+  runAsScript,
+  scanPage,
+  sleep,
+  startSpool,
+  tempDir,
+  warmupMs,
+  MB,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const SEGMENT_BYTES = 16 * 1024 * 1024;
 const WRITERS = 8;
@@ -39,7 +65,12 @@ function deadBody(pattern: string): Buffer {
 /** The data dir every run copies: made with compaction off, stopped cleanly. */
 async function prefill(mb: number): Promise<string> {
   const dir = tempDir('spool-bench-compact-src-');
-  const srv = await startSpool({ label: 'compaction-prefill', dataDir: dir, keepDir: true, env: { ...ENV, SERVICE_COMPACT_LIVE_PERCENT: '0' } });
+  const srv = await startSpool({
+    label: 'compaction-prefill',
+    dataDir: dir,
+    keepDir: true,
+    env: { ...ENV, SERVICE_COMPACT_LIVE_PERCENT: '0' },
+  });
   let exit: Awaited<ReturnType<typeof srv.terminate>>;
   const client = new HttpClient(srv.port, 4);
   try {
@@ -62,7 +93,15 @@ async function prefill(mb: number): Promise<string> {
     await Promise.all(Array.from({ length: 4 }, () => writer()));
     const del = await client.json('POST', '/v0/topics/bench-cmp-dead/delete', { match: 'dead' });
     log(`compaction: deleted ${del.deleted} records`);
-    await appendMany({ client, topic: 'bench-cmp-read', total: READ_RECORDS, batch: 1000, concurrency: 4, deadlineMs: 300_000, server: srv });
+    await appendMany({
+      client,
+      topic: 'bench-cmp-read',
+      total: READ_RECORDS,
+      batch: 1000,
+      concurrency: 4,
+      deadlineMs: 300_000,
+      server: srv,
+    });
     srv.assertAlive();
   } finally {
     client.close();
@@ -118,7 +157,7 @@ async function readPhase(srv: ChildServer): Promise<Phase> {
   const end = Date.now() + benchMs(5);
   try {
     while (Date.now() < end) {
-      for (let from = 0; Date.now() < end; ) {
+      for (let from = 0; Date.now() < end;) {
         const r = await reader.post('/v0/topics/bench-cmp-read/diff', JSON.stringify({ from_seq: from, limit: PAGE }));
         if (r.status !== 200) throw new Error(`diff from_seq=${from} -> ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);
         pageMs.push(Number(r.ns) / 1e6);
@@ -210,7 +249,13 @@ export async function compaction(): Promise<WorkloadResult> {
   const verdict = (x: number) => `${round(x, 3)} of the baseline (target >= ${TARGET}: ${x >= TARGET ? 'met' : 'MISSED'})`;
   const rows = [
     phaseRow(`compaction off: appends (disk, ${WRITERS} writers × ${BATCH})`, off, (r) => r.appends, 'request', 'baseline'),
-    phaseRow(`compaction on: appends (disk, ${WRITERS} writers × ${BATCH})`, on, (r) => r.appends, 'request', `${verdict(appendRatio)}; compaction gave back (appends + reads phase) ${reclaimed}`),
+    phaseRow(
+      `compaction on: appends (disk, ${WRITERS} writers × ${BATCH})`,
+      on,
+      (r) => r.appends,
+      'request',
+      `${verdict(appendRatio)}; compaction gave back (appends + reads phase) ${reclaimed}`,
+    ),
     phaseRow('compaction off: catch-up reads (1 reader, pages of 1000)', off, (r) => r.reads, 'page', 'baseline'),
     phaseRow('compaction on: catch-up reads (1 reader, pages of 1000)', on, (r) => r.reads, 'page', verdict(readRatio)),
   ];
@@ -222,7 +267,14 @@ export async function compaction(): Promise<WorkloadResult> {
     ok: problems.length === 0,
     ...(problems.length ? { error: problems.join('; ') } : {}),
     rows,
-    summary: { append_ratio: round(appendRatio, 3), read_ratio: round(readRatio, 3), target: TARGET, met: appendRatio >= TARGET && readRatio >= TARGET, dead_mb: mb, rounds },
+    summary: {
+      append_ratio: round(appendRatio, 3),
+      read_ratio: round(readRatio, 3),
+      target: TARGET,
+      met: appendRatio >= TARGET && readRatio >= TARGET,
+      dead_mb: mb,
+      rounds,
+    },
   };
 }
 

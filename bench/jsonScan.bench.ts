@@ -87,9 +87,7 @@ function measure(name: string, bytes: number, fn: () => number): number {
 for (const pretty of [false, true]) {
   const body = makeBody(pretty);
   const out = Buffer.alloc(body.length);
-  console.log(
-    `append body: ${RECORDS} records, ${body.length} bytes${pretty ? ' (pretty-printed, 2-space indent)' : ' (compact)'}`,
-  );
+  console.log(`append body: ${RECORDS} records, ${body.length} bytes${pretty ? ' (pretty-printed, 2-space indent)' : ' (compact)'}`);
   const a = measure('(a) parseAppendBody + copyCompact', body.length, () => scanAndCopy(body, out));
   const b = measure('(b) JSON.parse + JSON.stringify(data/meta)', body.length, () => parseAndStringify(body));
   console.log(`  (a) / (b) = ${(a / b).toFixed(2)}x`);

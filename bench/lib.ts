@@ -334,7 +334,10 @@ export class CpuSplitMeter {
 }
 
 export function cpuNote(c: CpuSplit): string {
-  return `CPU server ${Math.round(c.server)}% client ${Math.round(c.client)}% other ${Math.round(c.other)}%` + (c.steal >= 5 ? ` steal ${Math.round(c.steal)}%` : '');
+  return (
+    `CPU server ${Math.round(c.server)}% client ${Math.round(c.client)}% other ${Math.round(c.other)}%` +
+    (c.steal >= 5 ? ` steal ${Math.round(c.steal)}%` : '')
+  );
 }
 
 // ---- child servers -----------------------------------------------------------------------------
@@ -422,7 +425,8 @@ export class ChildServer {
       let port = 0;
       while (!port) {
         if (!alive(proc)) throw new Error(`${opts.label} exited early (code ${proc.exitCode}, signal ${proc.signalCode}): ${tail.trim()}`);
-        if (Date.now() > deadline) throw new Error(`${opts.label} did not bind within ${opts.readyTimeoutMs ?? 120_000} ms: ${tail.trim()}`);
+        if (Date.now() > deadline)
+          throw new Error(`${opts.label} did not bind within ${opts.readyTimeoutMs ?? 120_000} ms: ${tail.trim()}`);
         try {
           const s = fs.readFileSync(portFile, 'utf8').trim();
           if (/^\d+$/.test(s)) port = Number(s);
@@ -435,7 +439,8 @@ export class ChildServer {
       const srv = new ChildServer(opts.label, proc, dataDir, ownsDir && !opts.keepDir, port, () => tail);
       srv.bindMs = ms();
       for (;;) {
-        if (!alive(proc)) throw new Error(`${opts.label} exited before ready (code ${proc.exitCode}, signal ${proc.signalCode}): ${tail.trim()}`);
+        if (!alive(proc))
+          throw new Error(`${opts.label} exited before ready (code ${proc.exitCode}, signal ${proc.signalCode}): ${tail.trim()}`);
         if (Date.now() > deadline) throw new Error(`${opts.label} not ready within ${opts.readyTimeoutMs ?? 120_000} ms: ${tail.trim()}`);
         const status = await probe(port, opts.readyPath);
         if (status === 200) break;
@@ -454,7 +459,10 @@ export class ChildServer {
 
   /** Throws (with the child's stderr) if the child died. */
   assertAlive(): void {
-    if (!this.alive) throw new Error(`${this.label} (pid ${this.pid}) died: code ${this.proc.exitCode}, signal ${this.proc.signalCode}; stderr: ${this.stderr().trim().slice(-4000)}`);
+    if (!this.alive)
+      throw new Error(
+        `${this.label} (pid ${this.pid}) died: code ${this.proc.exitCode}, signal ${this.proc.signalCode}; stderr: ${this.stderr().trim().slice(-4000)}`,
+      );
   }
 
   /** SIGKILL and wait for the exit. */
@@ -507,14 +515,31 @@ function probe(port: number, p: string): Promise<number> {
 }
 
 /** Starts `node dist/cli.js serve` with SERVICE_PORT=0 in a fresh (or given) data dir. */
-export function startSpool(opts: { label?: string; dataDir?: string; keepDir?: boolean; env?: Record<string, string>; nodeArgs?: string[]; readyTimeoutMs?: number; cli?: string } = {}): Promise<ChildServer> {
+export function startSpool(
+  opts: {
+    label?: string;
+    dataDir?: string;
+    keepDir?: boolean;
+    env?: Record<string, string>;
+    nodeArgs?: string[];
+    readyTimeoutMs?: number;
+    cli?: string;
+  } = {},
+): Promise<ChildServer> {
   // opts.cli: a given build (a baseline run next to this one in the same workload).
   const cli = opts.cli ?? (process.env.BENCH_SPOOL_CLI ? path.resolve(process.env.BENCH_SPOOL_CLI) : CLI);
   if (!fs.existsSync(cli)) throw new Error(`${cli} not found: run \`npm run build\` first`);
   // BENCH_SERVER_NODE_ARGS: extra node options for every spool server (e.g. --perf-basic-prof
   // for `perf record`); BENCH_SPOOL_CLI: another build's dist/cli.js (a baseline commit).
   const extra = process.env.BENCH_SERVER_NODE_ARGS?.split(/\s+/).filter(Boolean) ?? [];
-  return ChildServer.start({ script: cli, args: ['serve'], readyPath: '/v0/ready', label: opts.label ?? 'spool', ...opts, nodeArgs: [...extra, ...(opts.nodeArgs ?? [])] });
+  return ChildServer.start({
+    script: cli,
+    args: ['serve'],
+    readyPath: '/v0/ready',
+    label: opts.label ?? 'spool',
+    ...opts,
+    nodeArgs: [...extra, ...(opts.nodeArgs ?? [])],
+  });
 }
 
 /** Starts the bare Fastify echo server (bench/echo-server.ts). */
@@ -563,7 +588,11 @@ export class HttpClient {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), ns: process.hrtime.bigint() - t0 }),
+            resolve({
+              status: res.statusCode ?? 0,
+              body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks),
+              ns: process.hrtime.bigint() - t0,
+            }),
           );
           res.on('error', reject);
         },
@@ -781,7 +810,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const elapsedS = Number(process.hrtime.bigint() - t0) / 1e9;
   const clientCpuPct = cpu.stop();
   if (fatal) {
-    const state = o.server ? (o.server.alive ? 'server still running' : `server DIED (code ${o.server.proc.exitCode}, signal ${o.server.proc.signalCode}); stderr: ${o.server.stderr().trim().slice(-4000)}`) : '';
+    const state = o.server
+      ? o.server.alive
+        ? 'server still running'
+        : `server DIED (code ${o.server.proc.exitCode}, signal ${o.server.proc.signalCode}); stderr: ${o.server.stderr().trim().slice(-4000)}`
+      : '';
     throw new Error(`transport error after ${issued} requests: ${fatal.message}; ${state}`);
   }
   const latMs = Float64Array.from(lat).sort();
@@ -837,7 +870,10 @@ export async function appendMany(o: {
         try {
           r = await o.client.post(p, body);
         } catch (err) {
-          const state = o.server && !o.server.alive ? `; server DIED (code ${o.server.proc.exitCode}, signal ${o.server.proc.signalCode}): ${o.server.stderr().trim().slice(-4000)}` : '';
+          const state =
+            o.server && !o.server.alive
+              ? `; server DIED (code ${o.server.proc.exitCode}, signal ${o.server.proc.signalCode}): ${o.server.stderr().trim().slice(-4000)}`
+              : '';
           throw new Error(`loading ${o.topic}: ${(err as Error).message}${state}`);
         }
         if (r.status >= 200 && r.status < 300) {
@@ -885,7 +921,13 @@ export interface PageInfo {
 export function scanPage(body: Buffer, fullParse: boolean): PageInfo & { records?: number } {
   if (fullParse) {
     const j = JSON.parse(body.toString('utf8'));
-    return { nextFromSeq: j.next_from_seq, headSeq: j.head_seq, caughtUp: j.caught_up, coldSegmentsRead: j.performance?.cold_segments_read ?? 0, records: j.records.length };
+    return {
+      nextFromSeq: j.next_from_seq,
+      headSeq: j.head_seq,
+      caughtUp: j.caught_up,
+      coldSegmentsRead: j.performance?.cold_segments_read ?? 0,
+      records: j.records.length,
+    };
   }
   const tail = body.toString('latin1', Math.max(0, body.length - 1024));
   const num = (k: string): number | undefined => {
@@ -896,7 +938,8 @@ export function scanPage(body: Buffer, fullParse: boolean): PageInfo & { records
   };
   const nextFromSeq = num('next_from_seq');
   const headSeq = num('head_seq');
-  if (nextFromSeq === undefined || headSeq === undefined) throw new Error(`diff response without next_from_seq/head_seq: …${tail.slice(-300)}`);
+  if (nextFromSeq === undefined || headSeq === undefined)
+    throw new Error(`diff response without next_from_seq/head_seq: …${tail.slice(-300)}`);
   return { nextFromSeq, headSeq, caughtUp: /"caught_up":true/.test(tail), coldSegmentsRead: num('cold_segments_read') ?? 0 };
 }
 
@@ -970,7 +1013,13 @@ export function machineInfo(): Record<string, unknown> {
   } catch {
     /* not Linux */
   }
-  return { node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu: cpuModel, mem_gib: round(os.totalmem() / 1024 ** 3, 1), platform: `${os.platform()} ${os.release()}` };
+  return {
+    node: process.version,
+    nproc: os.availableParallelism?.() ?? os.cpus().length,
+    cpu: cpuModel,
+    mem_gib: round(os.totalmem() / 1024 ** 3, 1),
+    platform: `${os.platform()} ${os.release()}`,
+  };
 }
 
 /** One JSON line per workload on stdout, so results can be collected with `grep '^{'`. */
@@ -987,7 +1036,9 @@ function fmtNum(n: number | null, digits = 0): string {
 export function markdownTable(rows: Row[]): string {
   const lines = ['| workload | records/s | p50 ms | p99 ms | peak RSS MB | notes |', '|---|---:|---:|---:|---:|---|'];
   for (const r of rows) {
-    lines.push(`| ${r.name} | ${fmtNum(r.recordsPerSec)} | ${fmtNum(r.p50Ms, 3)} | ${fmtNum(r.p99Ms, 3)} | ${fmtNum(r.peakRssMB, 0)} | ${r.notes ?? ''} |`);
+    lines.push(
+      `| ${r.name} | ${fmtNum(r.recordsPerSec)} | ${fmtNum(r.p50Ms, 3)} | ${fmtNum(r.p99Ms, 3)} | ${fmtNum(r.peakRssMB, 0)} | ${r.notes ?? ''} |`,
+    );
   }
   return lines.join('\n');
 }

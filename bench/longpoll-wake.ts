@@ -19,7 +19,21 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
-import { CLI, RawHttpConn, envNumber, log, readCpuSeconds, round, settledRss, sleep, startSpool, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
+import {
+  CLI,
+  RawHttpConn,
+  envNumber,
+  log,
+  readCpuSeconds,
+  round,
+  settledRss,
+  sleep,
+  startSpool,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+  runAsScript,
+} from './lib.js';
 
 const here = fileURLToPath(import.meta.url);
 const TOPIC = 'lp';
@@ -133,7 +147,25 @@ async function quiet(srv: ChildServer): Promise<void> {
 function perfRecord(srv: ChildServer, head: number): ChildProcess | undefined {
   const dir = process.env.BENCH_LONGPOLL_PERF;
   if (!dir) return undefined;
-  return spawn('perf', ['record', '-F', '2000', '-e', 'cpu-clock', '-g', '-p', String(srv.pid), '-o', path.join(dir, `wake-${head}.data`), '--', 'sleep', '1.5'], { stdio: 'ignore' });
+  return spawn(
+    'perf',
+    [
+      'record',
+      '-F',
+      '2000',
+      '-e',
+      'cpu-clock',
+      '-g',
+      '-p',
+      String(srv.pid),
+      '-o',
+      path.join(dir, `wake-${head}.data`),
+      '--',
+      'sleep',
+      '1.5',
+    ],
+    { stdio: 'ignore' },
+  );
 }
 
 interface Wake {
@@ -147,7 +179,14 @@ interface Wake {
 }
 
 /** One wake: N waiters parked at `head` (then `whileParked`), one append; latencies in ms. */
-async function wakeOnce(srv: ChildServer, w: Waiters, conns: { writer: RawHttpConn; probe: RawHttpConn }, n: number, head: number, whileParked?: () => Promise<void>): Promise<Wake> {
+async function wakeOnce(
+  srv: ChildServer,
+  w: Waiters,
+  conns: { writer: RawHttpConn; probe: RawHttpConn },
+  n: number,
+  head: number,
+  whileParked?: () => Promise<void>,
+): Promise<Wake> {
   const { writer, probe } = conns;
   const { woken } = await w.park(n, head);
   await quiet(srv);
@@ -162,7 +201,14 @@ async function wakeOnce(srv: ChildServer, w: Waiters, conns: { writer: RawHttpCo
   const res = await woken;
   if (perf) await new Promise((r) => perf.once('exit', r));
   const ms = Float64Array.from(res.doneNs, (d) => Number(d - t0) / 1e6).sort();
-  return { p50: ms[ms.length >> 1]!, p99: ms[Math.min(ms.length - 1, Math.ceil(ms.length * 0.99) - 1)]!, max: ms[ms.length - 1]!, ackMs: Number(r.ns) / 1e6, probeMs: Number(p.ns) / 1e6, errors: res.errors };
+  return {
+    p50: ms[ms.length >> 1]!,
+    p99: ms[Math.min(ms.length - 1, Math.ceil(ms.length * 0.99) - 1)]!,
+    max: ms[ms.length - 1]!,
+    ackMs: Number(r.ns) / 1e6,
+    probeMs: Number(p.ns) / 1e6,
+    errors: res.errors,
+  };
 }
 
 interface ServerRun {
@@ -201,12 +247,24 @@ async function runServer(build: string, cli: string, n: number, rounds: number):
       head++;
       errors.push(...wakes[wakes.length - 1]!.errors);
       const last = wakes[wakes.length - 1]!;
-      log(`longpoll-wake ${build}: round ${i + 1}: p50 ${last.p50.toFixed(1)} p99 ${last.p99.toFixed(1)} max ${last.max.toFixed(1)} ms; append ack ${last.ackMs.toFixed(1)} ms, health probe ${last.probeMs.toFixed(1)} ms`);
+      log(
+        `longpoll-wake ${build}: round ${i + 1}: p50 ${last.p50.toFixed(1)} p99 ${last.p99.toFixed(1)} max ${last.max.toFixed(1)} ms; append ack ${last.ackMs.toFixed(1)} ms, health probe ${last.probeMs.toFixed(1)} ms`,
+      );
     }
     const later = wakes.length > 1 ? wakes.slice(1) : wakes;
     const med = (f: (x: Wake) => number) => later.map(f).sort((a, b) => a - b)[later.length >> 1]!;
     srv.assertAlive();
-    return { build, first: wakes[0]!, p50: med((x) => x.p50), p99: med((x) => x.p99), max: med((x) => x.max), ackMs: med((x) => x.ackMs), probeMs: med((x) => x.probeMs), bytesPerWaiter: (rssParked - rss0) / n, errors };
+    return {
+      build,
+      first: wakes[0]!,
+      p50: med((x) => x.p50),
+      p99: med((x) => x.p99),
+      max: med((x) => x.max),
+      ackMs: med((x) => x.ackMs),
+      probeMs: med((x) => x.probeMs),
+      bytesPerWaiter: (rssParked - rss0) / n,
+      errors,
+    };
   } finally {
     await w.close();
     writer.close();
@@ -220,7 +278,12 @@ export async function longpollWake(): Promise<WorkloadResult> {
   const rounds = Math.max(1, envNumber('BENCH_LONGPOLL_ROUNDS', 5));
   const pairs = Math.max(1, envNumber('BENCH_LONGPOLL_PAIRS', 2));
   const base = process.env.BENCH_BASE_CLI ? path.resolve(process.env.BENCH_BASE_CLI) : undefined;
-  const builds: [string, string][] = base ? [['base', base], ['this', CLI]] : [['this', CLI]];
+  const builds: [string, string][] = base
+    ? [
+        ['base', base],
+        ['this', CLI],
+      ]
+    : [['this', CLI]];
   const runs: ServerRun[] = [];
   for (let p = 0; p < pairs; p++) {
     // Alternate the order, so neither build always runs first.
@@ -250,7 +313,14 @@ export async function longpollWake(): Promise<WorkloadResult> {
       append_ack_ms: fig((r) => r.ackMs),
       health_probe_ms: fig((r) => r.probeMs),
       kib_per_waiter: round(kib, 2),
-      runs: mine.map((r) => ({ first_p50: round(r.first.p50, 1), p50: round(r.p50, 1), p99: round(r.p99, 1), ack: round(r.ackMs, 1), probe: round(r.probeMs, 1), kib: round(r.bytesPerWaiter / 1024, 2) })),
+      runs: mine.map((r) => ({
+        first_p50: round(r.first.p50, 1),
+        p50: round(r.p50, 1),
+        p99: round(r.p99, 1),
+        ack: round(r.ackMs, 1),
+        probe: round(r.probeMs, 1),
+        kib: round(r.bytesPerWaiter / 1024, 2),
+      })),
     };
     rows.push({
       name: `longpoll-wake ${n} ${name}`,

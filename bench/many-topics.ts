@@ -15,7 +15,25 @@
 // <= 1 KB beyond its cached records); files on disk independent of N; ready <= 10 s.
 import fs from 'node:fs';
 import path from 'node:path';
-import { HttpClient, appendBody, benchMs, envNumber, log, percentile, removeDir, round, runLoad, settledRss, startEcho, startSpool, tempDir, MB, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import {
+  HttpClient,
+  appendBody,
+  benchMs,
+  envNumber,
+  log,
+  percentile,
+  removeDir,
+  round,
+  runLoad,
+  settledRss,
+  startEcho,
+  startSpool,
+  tempDir,
+  MB,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const WRITERS = 32;
 const READERS = 16;
@@ -60,7 +78,13 @@ async function closedLoop(from: number, to: number, workers: number, lat: Float6
 }
 
 /** `n` requests in `slices` closed-loop slices, `between()` run after each slice but the last. */
-async function slicedLoop(n: number, slices: number, workers: number, send: Send, between: () => Promise<void> = async () => undefined): Promise<Pass> {
+async function slicedLoop(
+  n: number,
+  slices: number,
+  workers: number,
+  send: Send,
+  between: () => Promise<void> = async () => undefined,
+): Promise<Pass> {
   const lat = new Float64Array(n);
   let seconds = 0;
   for (let k = 0; k < slices; k++) {
@@ -97,7 +121,14 @@ class EchoSampler {
 
   /** One sample: 0.5 s of warm-up, then `benchMs(2)` measured; kept in `samples`. */
   async sample(): Promise<number> {
-    const common = { client: this.client, concurrency: WRITERS, path: '/echo', bodies: [appendBody(RECORDS)], recordsPerRequest: 1, server: this.server };
+    const common = {
+      client: this.client,
+      concurrency: WRITERS,
+      path: '/echo',
+      bodies: [appendBody(RECORDS)],
+      recordsPerRequest: 1,
+      server: this.server,
+    };
     await runLoad({ ...common, durationMs: 500 });
     const r = await runLoad({ ...common, durationMs: benchMs(2) });
     this.samples.push(r.reqPerSec);
@@ -158,13 +189,14 @@ export async function manyTopics(): Promise<WorkloadResult> {
       rss_per_topic_kb: round(perTopicKB, 2),
       files,
     });
-    const createNotes = (echo: number) => `topics/s = ${Math.round(create.done / create.seconds)} (${((create.done / create.seconds / echo) * 100).toFixed(0)}% of echo); RSS ${(rss / MB).toFixed(0)} MB, ${perTopicKB.toFixed(1)} KB/topic; ${files} files`;
+    const createNotes = (echo: number) =>
+      `topics/s = ${Math.round(create.done / create.seconds)} (${((create.done / create.seconds / echo) * 100).toFixed(0)}% of echo); RSS ${(rss / MB).toFixed(0)} MB, ${perTopicKB.toFixed(1)} KB/topic; ${files} files`;
     rows.push(createRow);
 
     const readers = new HttpClient(srv.port, READERS);
     const diffBody = Buffer.from('{"from_seq":0}');
     let seed = 12345;
-    const pick = () => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
+    const pick = () => (seed = (seed * 1103515245 + 12345) >>> 0) % n;
     log(`many-topics: ${diffs} random single-topic diffs at ${READERS} readers`);
     const diff = await slicedLoop(diffs, 1, READERS, () => readers.post(`/v0/topics/${topicName(pick())}/diff`, diffBody));
     await sampleEcho();
@@ -185,7 +217,14 @@ export async function manyTopics(): Promise<WorkloadResult> {
     const listS = Number(process.hrtime.bigint() - t0) / 1e9;
     readers.close();
     if (listed < n) throw new Error(`GET /v0/topics listed ${listed} of ${n}`);
-    rows.push({ name: `many-topics list all (pages of 1000)`, recordsPerSec: round(listed / listS, 0), p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${listed} topics in ${listS.toFixed(2)} s` });
+    rows.push({
+      name: `many-topics list all (pages of 1000)`,
+      recordsPerSec: round(listed / listS, 0),
+      p50Ms: null,
+      p99Ms: null,
+      peakRssMB: null,
+      notes: `${listed} topics in ${listS.toFixed(2)} s`,
+    });
 
     await srv.kill();
     log('many-topics: SIGKILL; restarting on the same data dir');
@@ -230,7 +269,14 @@ export async function manyTopics(): Promise<WorkloadResult> {
       workload: 'many-topics',
       ok: true,
       rows,
-      summary: { topics: n, echo_req_per_s: round(createBase, 0), echo_diffs_req_per_s: round(diffBase, 0), echo_samples: echo.samples.map((x) => round(x, 0)), echo_before: round(echoBefore, 0), echo_after: round(echoAfter, 0) },
+      summary: {
+        topics: n,
+        echo_req_per_s: round(createBase, 0),
+        echo_diffs_req_per_s: round(diffBase, 0),
+        echo_samples: echo.samples.map((x) => round(x, 0)),
+        echo_before: round(echoBefore, 0),
+        echo_after: round(echoAfter, 0),
+      },
     };
   } finally {
     await srv?.close();

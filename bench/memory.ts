@@ -3,7 +3,24 @@
 // records/s. Then read back the first 10k records (diff from_seq 0, pages of 1000): with 1.28 GB
 // of data and a 256 MiB segment cache they must come from segment files (this
 // is checked through the bytes the server read meanwhile, /proc/<pid>/io rchar). Target: peak RSS < 600 MB for 5M × 256 B.
-import { CpuSplitMeter, cpuNote, HttpClient, appendMany, createTopic, envNumber, log, percentile, readRchar, round, scanPage, startSpool, treeBytes, MB, type Row, type WorkloadResult } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  appendMany,
+  createTopic,
+  envNumber,
+  log,
+  percentile,
+  readRchar,
+  round,
+  scanPage,
+  startSpool,
+  treeBytes,
+  MB,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const TOPIC = 'bench-memory';
 const READBACK = 10_000;
@@ -33,7 +50,9 @@ export async function memory(): Promise<WorkloadResult> {
     const loadPeak = srv.rss.peakBytes();
     srv.assertAlive();
     const rate = load.records / load.elapsedS;
-    log(`memory: ${load.records} records in ${load.elapsedS.toFixed(1)} s = ${Math.round(rate)} records/s, peak RSS ${(loadPeak / MB).toFixed(0)} MB`);
+    log(
+      `memory: ${load.records} records in ${load.elapsedS.toFixed(1)} s = ${Math.round(rate)} records/s, peak RSS ${(loadPeak / MB).toFixed(0)} MB`,
+    );
 
     // Read back the first 10k records.
     const lat: number[] = [];
@@ -47,7 +66,8 @@ export async function memory(): Promise<WorkloadResult> {
       if (r.status !== 200) throw new Error(`diff from_seq=${from} -> ${r.status}: ${r.body.toString('utf8').slice(0, 500)}`);
       lat.push(Number(r.ns) / 1e6);
       const info = scanPage(r.body, true);
-      if (info.records !== info.nextFromSeq - from) throw new Error(`diff from_seq=${from}: ${info.records} records, cursor advanced ${info.nextFromSeq - from}`);
+      if (info.records !== info.nextFromSeq - from)
+        throw new Error(`diff from_seq=${from}: ${info.records} records, cursor advanced ${info.nextFromSeq - from}`);
       read += info.records!;
       from = info.nextFromSeq;
       cold += info.coldSegmentsRead;
@@ -64,7 +84,9 @@ export async function memory(): Promise<WorkloadResult> {
     const sortedLoad = load.latMs;
     const sortedRead = Float64Array.from(lat).sort();
     const fromSegments = cold > 0 || (serverRead !== undefined && serverRead >= read * 256);
-    log(`memory: read back ${read} records in ${(readS * 1000).toFixed(1)} ms, server read ${serverRead === undefined ? '?' : (serverRead / MB).toFixed(2)} MB${cold ? `, cold_segments_read=${cold}` : ''}`);
+    log(
+      `memory: read back ${read} records in ${(readS * 1000).toFixed(1)} ms, server read ${serverRead === undefined ? '?' : (serverRead / MB).toFixed(2)} MB${cold ? `, cold_segments_read=${cold}` : ''}`,
+    );
     const rows: Row[] = [
       {
         name: `memory: append ${(load.records / 1e6).toFixed(1)}M × 256 B`,
@@ -85,7 +107,13 @@ export async function memory(): Promise<WorkloadResult> {
         extra: { records: read, seconds: round(readS, 4), cold_segments_read: cold, server_read_bytes: serverRead },
       },
     ];
-    return { workload: 'memory', ok: fromSegments, rows, summary: { records: load.records, peak_rss_mb: round(loadPeak / MB, 1), target_rss_mb: 600 }, ...(fromSegments ? {} : { error: 'read-back did not touch cold segments' }) };
+    return {
+      workload: 'memory',
+      ok: fromSegments,
+      rows,
+      summary: { records: load.records, peak_rss_mb: round(loadPeak / MB, 1), target_rss_mb: 600 },
+      ...(fromSegments ? {} : { error: 'read-back did not touch cold segments' }),
+    };
   } finally {
     client.close();
     reader.close();

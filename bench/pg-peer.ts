@@ -104,7 +104,18 @@ export class PgServer {
     const dir = tempDir('spool-bench-pg-');
     fs.chmodSync(dir, 0o777); // the `postgres` user creates data/ inside it
     const data = path.join(dir, 'data');
-    const initArgv = asOwner([path.join(bin, 'initdb'), '-D', data, '--auth=trust', '-U', PG_USER, '--no-sync', '-E', 'UTF8', '--locale=C']);
+    const initArgv = asOwner([
+      path.join(bin, 'initdb'),
+      '-D',
+      data,
+      '--auth=trust',
+      '-U',
+      PG_USER,
+      '--no-sync',
+      '-E',
+      'UTF8',
+      '--locale=C',
+    ]);
     const init = spawnSync(initArgv[0]!, initArgv.slice(1), { encoding: 'utf8' });
     if (init.status !== 0) {
       log(`PostgreSQL peer skipped: initdb failed (${init.error?.message ?? init.stderr.trim().slice(-500)})`);
@@ -112,9 +123,27 @@ export class PgServer {
       return null;
     }
     const args = [
-      path.join(bin, 'postgres'), '-D', data, '-p', String(port), '-k', dir,
-      '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-      '-c', 'shared_buffers=256MB', '-c', 'autovacuum=off', '-c', 'logging_collector=off',
+      path.join(bin, 'postgres'),
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-k',
+      dir,
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'shared_buffers=256MB',
+      '-c',
+      'autovacuum=off',
+      '-c',
+      'logging_collector=off',
     ];
     const argv = asOwner(args);
     const proc = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -152,8 +181,16 @@ function msg(type: string, body: Buffer): Buffer {
   return Buffer.concat([head, body]);
 }
 const cstr = (s: string) => Buffer.from(`${s}\0`, 'utf8');
-const i16 = (n: number) => { const b = Buffer.allocUnsafe(2); b.writeInt16BE(n); return b; };
-const i32 = (n: number) => { const b = Buffer.allocUnsafe(4); b.writeInt32BE(n); return b; };
+const i16 = (n: number) => {
+  const b = Buffer.allocUnsafe(2);
+  b.writeInt16BE(n);
+  return b;
+};
+const i32 = (n: number) => {
+  const b = Buffer.allocUnsafe(4);
+  b.writeInt32BE(n);
+  return b;
+};
 
 /** What one query returned: row count, the first column of the last row, and the bytes read. */
 export interface PgResult {
@@ -204,7 +241,10 @@ export class PgConn {
 
   /** Bind + Execute + Sync of a prepared statement, text parameters and results, one write. */
   execute(name: string, params: string[]): Promise<PgResult> {
-    const ps = params.map((p) => { const b = Buffer.from(p, 'utf8'); return Buffer.concat([i32(b.length), b]); });
+    const ps = params.map((p) => {
+      const b = Buffer.from(p, 'utf8');
+      return Buffer.concat([i32(b.length), b]);
+    });
     const bind = msg('B', Buffer.concat([cstr(''), cstr(name), i16(0), i16(params.length), ...ps, i16(0)]));
     const exec = msg('E', Buffer.concat([cstr(''), i32(0)]));
     this.sock.write(Buffer.concat([bind, exec, msg('S', Buffer.alloc(0))]));
@@ -240,7 +280,10 @@ export class PgConn {
         const n = b.readInt32BE(p + 7); // first column's length (after the int16 column count)
         this.last = n < 0 ? null : b.toString('latin1', p + 11, p + 11 + n);
       } else if (type === 0x45 /* E ErrorResponse */) {
-        this.err = b.toString('utf8', p + 5, p + 1 + len).replace(/\0/g, ' ').trim();
+        this.err = b
+          .toString('utf8', p + 5, p + 1 + len)
+          .replace(/\0/g, ' ')
+          .trim();
       } else if (type === 0x5a /* Z ReadyForQuery */) {
         const w = this.waiter;
         const r = { rows: this.rows, lastFirstCol: this.last, bytes: this.bytes };

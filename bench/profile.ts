@@ -12,7 +12,20 @@
 //   the profile is of the restart on the same data dir, up to /v0/ready (recovery).
 import fs from 'node:fs';
 import path from 'node:path';
-import { HttpClient, appendBody, appendMany, benchMs, createTopic, log, runLoad, removeDir, scanPage, startSpool, tempDir, type ChildServer } from './lib.js';
+import {
+  HttpClient,
+  appendBody,
+  appendMany,
+  benchMs,
+  createTopic,
+  log,
+  runLoad,
+  removeDir,
+  scanPage,
+  startSpool,
+  tempDir,
+  type ChildServer,
+} from './lib.js';
 
 interface ProfileNode {
   id: number;
@@ -49,7 +62,8 @@ function topFrames(file: string, n = 15): string[] {
   }
   const total = busy + idle;
   const lines = [`${path.basename(file)}: busy ${(busy / 1000).toFixed(0)} ms of ${(total / 1000).toFixed(0)} ms`];
-  for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, n)) lines.push(`  ${((100 * v) / busy).toFixed(1).padStart(5)}%  ${k}`);
+  for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, n))
+    lines.push(`  ${((100 * v) / busy).toFixed(1).padStart(5)}%  ${k}`);
   return lines;
 }
 
@@ -60,7 +74,15 @@ async function appendLoad(srv: ChildServer): Promise<void> {
   try {
     await createTopic(client, 'p', { durability: cls });
     const bodies = Array.from({ length: 16 }, (_, k) => appendBody(1, k));
-    const r = await runLoad({ client, concurrency: clients, path: '/v0/topics/p', bodies, recordsPerRequest: 1, server: srv, durationMs: benchMs(5) });
+    const r = await runLoad({
+      client,
+      concurrency: clients,
+      path: '/v0/topics/p',
+      bodies,
+      recordsPerRequest: 1,
+      server: srv,
+      durationMs: benchMs(5),
+    });
     log(`profile: append ${cls} ${clients}c ${Math.round(r.reqPerSec)} req/s`);
   } finally {
     client.close();
@@ -76,7 +98,7 @@ async function diffLoad(srv: ChildServer): Promise<void> {
     const t0 = process.hrtime.bigint();
     const rounds = Number(process.env.PROFILE_ROUNDS ?? 3);
     for (let round = 0; round < rounds; round++) {
-      for (let from = 0; ; ) {
+      for (let from = 0; ;) {
         const r = await client.post('/v0/topics/p/diff', JSON.stringify({ from_seq: from, limit: 1000 }));
         const info = scanPage(r.body, false);
         from = info.nextFromSeq;
@@ -135,7 +157,12 @@ async function randomDiffs(srv: ChildServer): Promise<void> {
   }
 }
 
-const LOADS: Record<string, (srv: ChildServer) => Promise<void>> = { append: appendLoad, diff: diffLoad, create: createLoad, diffs: randomDiffs };
+const LOADS: Record<string, (srv: ChildServer) => Promise<void>> = {
+  append: appendLoad,
+  diff: diffLoad,
+  create: createLoad,
+  diffs: randomDiffs,
+};
 
 async function main(): Promise<void> {
   const dir = path.resolve(process.env.PROFILE_DIR ?? 'prof');

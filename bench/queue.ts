@@ -44,7 +44,30 @@
 // parts still run); an ack with `skipped` seqs, a job delivered twice or a drain that does not
 // finish within BENCH_QUEUE_MAX_S (120) marks the workload failed.
 import http from 'node:http';
-import { CpuSplitMeter, cpuNote, HttpClient, appendMany, benchMs, createTopic, envNumber, log, percentile, round, runAsScript, sleep, startEcho, startSpool, warmupMs, MB, type ChildServer, type CpuSplit, type Resp, type Row, type WorkloadResult, settledRss } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  appendMany,
+  benchMs,
+  createTopic,
+  envNumber,
+  log,
+  percentile,
+  round,
+  runAsScript,
+  sleep,
+  startEcho,
+  startSpool,
+  warmupMs,
+  MB,
+  type ChildServer,
+  type CpuSplit,
+  type Resp,
+  type Row,
+  type WorkloadResult,
+  settledRss,
+} from './lib.js';
 
 const FILL_BATCH = 1000;
 const PARTS = [1, 2, 3, 4, 5] as const;
@@ -99,7 +122,9 @@ const sorted = (xs: number[]) => Float64Array.from(xs).sort();
 const ms3 = (n: number) => (Number.isFinite(n) ? n.toFixed(3) : '–');
 
 function serverState(srv: ChildServer): string {
-  return srv.alive ? 'server still running' : `server DIED (code ${srv.proc.exitCode}, signal ${srv.proc.signalCode}); stderr: ${srv.stderr().trim().slice(-4000)}`;
+  return srv.alive
+    ? 'server still running'
+    : `server DIED (code ${srv.proc.exitCode}, signal ${srv.proc.signalCode}); stderr: ${srv.stderr().trim().slice(-4000)}`;
 }
 
 /** POST expecting 200; anything else (or a transport error) throws with the body / server state. */
@@ -132,17 +157,36 @@ function countOf(v: unknown, field: string, reply: unknown): number {
 async function queueCounters(client: HttpClient, topic: string): Promise<{ ready: number; in_flight: number; dead_lettered?: number }> {
   const j = await client.json('GET', `${topicPath(topic)}?touch=false`);
   const q = j.queue;
-  if (!q || typeof q.ready !== 'number') throw new Error(`GET ${topicPath(topic)}: no \`queue\` counters in ${JSON.stringify(j).slice(0, 300)}`);
+  if (!q || typeof q.ready !== 'number')
+    throw new Error(`GET ${topicPath(topic)}: no \`queue\` counters in ${JSON.stringify(j).slice(0, 300)}`);
   return q;
 }
 
 /** Creates a queue and appends `jobs` jobs with one producer (not timed); checks `ready`. */
-async function fillQueue(srv: ChildServer, client: HttpClient, topic: string, durability: string, jobs: number, jobBytes: number, maxMs: number): Promise<void> {
+async function fillQueue(
+  srv: ChildServer,
+  client: HttpClient,
+  topic: string,
+  durability: string,
+  jobs: number,
+  jobBytes: number,
+  maxMs: number,
+): Promise<void> {
   await createTopic(client, topic, { type: 'queue', durability });
   const t0 = process.hrtime.bigint();
-  await appendMany({ client, topic, total: jobs, batch: FILL_BATCH, concurrency: 1, deadlineMs: maxMs, server: srv, recordBytes: jobBytes });
+  await appendMany({
+    client,
+    topic,
+    total: jobs,
+    batch: FILL_BATCH,
+    concurrency: 1,
+    deadlineMs: maxMs,
+    server: srv,
+    recordBytes: jobBytes,
+  });
   const q = await queueCounters(client, topic);
-  if (q.ready !== jobs || q.in_flight !== 0) throw new Error(`${topic}: after appending ${jobs} jobs the queue reports ready ${q.ready}, in_flight ${q.in_flight}`);
+  if (q.ready !== jobs || q.in_flight !== 0)
+    throw new Error(`${topic}: after appending ${jobs} jobs the queue reports ready ${q.ready}, in_flight ${q.in_flight}`);
   log(`queue: ${topic} (${durability}) filled with ${jobs} jobs of ${jobBytes} B in ${(nsSince(t0) / 1e9).toFixed(1)} s`);
 }
 
@@ -193,7 +237,10 @@ async function drainClaimAck(srv: ChildServer, topic: string, workers: number, m
       const tClaim = process.hrtime.bigint();
       const c = await post200(srv, client, claimPath, claimBody, `claim (node ${node})`);
       const claimed = c.j.claimed as Array<{ $seq: number; lease_id: string }> | undefined;
-      if (!Array.isArray(claimed) || c.j.count !== claimed.length) throw new Error(`claim (node ${node}): reply with count ${c.j.count} and ${Array.isArray(claimed) ? claimed.length : 'no'} claimed jobs: ${c.r.body.toString('utf8').slice(0, 300)}`);
+      if (!Array.isArray(claimed) || c.j.count !== claimed.length)
+        throw new Error(
+          `claim (node ${node}): reply with count ${c.j.count} and ${Array.isArray(claimed) ? claimed.length : 'no'} claimed jobs: ${c.r.body.toString('utf8').slice(0, 300)}`,
+        );
       if (claimed.length === 0) {
         res.emptyClaims++;
         return;
@@ -203,7 +250,8 @@ async function drainClaimAck(srv: ChildServer, topic: string, workers: number, m
       const leaseIds: string[] = new Array(claimed.length);
       for (let i = 0; i < claimed.length; i++) {
         const job = claimed[i]!;
-        if (typeof job.$seq !== 'number' || typeof job.lease_id !== 'string') throw new Error(`claim (node ${node}): job without $seq/lease_id: ${JSON.stringify(job).slice(0, 300)}`);
+        if (typeof job.$seq !== 'number' || typeof job.lease_id !== 'string')
+          throw new Error(`claim (node ${node}): job without $seq/lease_id: ${JSON.stringify(job).slice(0, 300)}`);
         seqs[i] = job.$seq;
         leaseIds[i] = job.lease_id;
         if (seen.has(job.$seq)) res.dup++;
@@ -302,30 +350,35 @@ class PushWorker {
   open(): Promise<void> {
     const p = `${topicPath(this.run.topic, 'work')}?node=${encodeURIComponent(this.node)}&max=${this.max}`;
     return new Promise((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: this.run.srv.port, method: 'GET', path: p, agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
-        if (res.statusCode !== 200) {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => reject(new Error(`GET ${p} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 1000)}`)));
-          res.on('error', reject);
-          return;
-        }
-        const ct = String(res.headers['content-type'] ?? '');
-        if (!ct.startsWith('text/event-stream')) {
-          reject(new Error(`GET ${p} -> 200 with content-type ${JSON.stringify(ct)}`));
-          res.destroy();
-          return;
-        }
-        res.setEncoding('utf8');
-        res.on('data', (s: string) => this.onData(s, process.hrtime.bigint()));
-        res.on('error', (e) => {
-          if (!this.closing) this.run.fail(new Error(`${this.node}: /work stream: ${e.message}`));
-        });
-        res.on('close', () => {
-          if (!this.closing) this.run.fail(new Error(`${this.node}: /work stream closed by the server; ${serverState(this.run.srv)}`));
-        });
-        resolve();
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port: this.run.srv.port, method: 'GET', path: p, agent: false, headers: { accept: 'text/event-stream' } },
+        (res) => {
+          if (res.statusCode !== 200) {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () =>
+              reject(new Error(`GET ${p} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 1000)}`)),
+            );
+            res.on('error', reject);
+            return;
+          }
+          const ct = String(res.headers['content-type'] ?? '');
+          if (!ct.startsWith('text/event-stream')) {
+            reject(new Error(`GET ${p} -> 200 with content-type ${JSON.stringify(ct)}`));
+            res.destroy();
+            return;
+          }
+          res.setEncoding('utf8');
+          res.on('data', (s: string) => this.onData(s, process.hrtime.bigint()));
+          res.on('error', (e) => {
+            if (!this.closing) this.run.fail(new Error(`${this.node}: /work stream: ${e.message}`));
+          });
+          res.on('close', () => {
+            if (!this.closing) this.run.fail(new Error(`${this.node}: /work stream closed by the server; ${serverState(this.run.srv)}`));
+          });
+          resolve();
+        },
+      );
       req.on('error', (e) => {
         if (this.closing) return;
         const err = new Error(`${this.node}: GET ${p}: ${e.message}; ${serverState(this.run.srv)}`);
@@ -453,7 +506,15 @@ interface PushResult {
  * `stopAfterMs` passed (then `timedOut` is set: the end of a warm-up, a failure otherwise).
  * Throws on any error, and when nothing arrives or is acked for 10 s.
  */
-async function drainPush(srv: ChildServer, topic: string, conns: number, max: number, k: Knobs, expect: number, stopAfterMs: number): Promise<PushResult> {
+async function drainPush(
+  srv: ChildServer,
+  topic: string,
+  conns: number,
+  max: number,
+  k: Knobs,
+  expect: number,
+  stopAfterMs: number,
+): Promise<PushResult> {
   const ackClient = new HttpClient(srv.port, conns * 2);
   const run = new PushRun(srv, ackClient, topic, k.ackBatch, k.ackWaitMs);
   const ws = Array.from({ length: conns }, (_, i) => new PushWorker(run, `w${i}`, max));
@@ -472,7 +533,9 @@ async function drainPush(srv: ChildServer, topic: string, conns: number, max: nu
       }
       if (now - run.lastProgressNs > 10_000_000_000n) {
         const q = await queueCounters(ackClient, topic).catch((e: Error) => e.message);
-        throw new Error(`/work: no job frame and no ack reply for 10 s; ${run.acked}/${expect} acked, ${run.frames} frames; queue ${JSON.stringify(q)}; ${serverState(srv)}`);
+        throw new Error(
+          `/work: no job frame and no ack reply for 10 s; ${run.acked}/${expect} acked, ${run.frames} frames; queue ${JSON.stringify(q)}; ${serverState(srv)}`,
+        );
       }
       await sleep(5);
     }
@@ -486,7 +549,17 @@ async function drainPush(srv: ChildServer, topic: string, conns: number, max: nu
     ackClient.close();
   }
   const elapsedS = Number((run.lastAckNs > t0 ? run.lastAckNs : process.hrtime.bigint()) - t0) / 1e9;
-  return { acked: run.acked, acks: run.acks, frames: run.frames, skipped: run.skipped, skippedSamples: run.skippedSamples, dup: run.dup, timedOut, elapsedS, latMs: sorted(run.latMs) };
+  return {
+    acked: run.acked,
+    acks: run.acks,
+    frames: run.frames,
+    skipped: run.skipped,
+    skippedSamples: run.skippedSamples,
+    dup: run.dup,
+    timedOut,
+    elapsedS,
+    latMs: sorted(run.latMs),
+  };
 }
 
 // ---- baseline: echo server, claim+ack request shape --------------------------------------------
@@ -548,7 +621,17 @@ async function echoBaseline(k: Knobs, durationMs: number): Promise<Baseline> {
         p99Ms: round(percentile(r.pairMs, 99), 3),
         peakRssMB: round(peak / MB, 1),
         notes: `ceiling in jobs/s: ${Math.round(reqPerSec)} req/s, ${k.claimMax} jobs per claim+ack pair; ${k.workers} clients; latency per pair; echo replies are small (spool's claim reply carries the jobs); ${cpuNote(split)}`,
-        extra: { req_per_s: round(reqPerSec, 0), requests: r.requests, seconds: round(r.elapsedS, 2), clients: k.workers, claim_body_bytes: claimBodies[0]!.length, ack_body_bytes: ackBodies[0]!.length, server_cpu_pct: round(split.server, 0), client_cpu_pct: round(split.client, 0), other_cpu_pct: round(split.other, 0) },
+        extra: {
+          req_per_s: round(reqPerSec, 0),
+          requests: r.requests,
+          seconds: round(r.elapsedS, 2),
+          clients: k.workers,
+          claim_body_bytes: claimBodies[0]!.length,
+          ack_body_bytes: ackBodies[0]!.length,
+          server_cpu_pct: round(split.server, 0),
+          client_cpu_pct: round(split.client, 0),
+          other_cpu_pct: round(split.other, 0),
+        },
       },
     };
   } finally {
@@ -574,7 +657,9 @@ function cpuUsPerJob(split: CpuSplit, wallS: number, jobs: number): number {
 }
 
 function ceilingNote(jobsPerSec: number, base: Baseline | undefined): string {
-  return base ? `${((jobsPerSec / base.ceiling) * 100).toFixed(1)}% of the echo ceiling (${Math.round(base.ceiling)} jobs/s)` : 'no echo baseline';
+  return base
+    ? `${((jobsPerSec / base.ceiling) * 100).toFixed(1)}% of the echo ceiling (${Math.round(base.ceiling)} jobs/s)`
+    : 'no echo baseline';
 }
 
 async function afterDrainChecks(admin: HttpClient, topic: string, problems: string[]): Promise<{ ready: number; in_flight: number }> {
@@ -588,7 +673,17 @@ async function claimAckPart(
   srv: ChildServer,
   admin: HttpClient,
   k: Knobs,
-  o: { name: string; topic: string; durability: string; workers: number; max: number; jobs: number; latency: 'pair' | 'claim'; base?: Baseline; target?: string },
+  o: {
+    name: string;
+    topic: string;
+    durability: string;
+    workers: number;
+    max: number;
+    jobs: number;
+    latency: 'pair' | 'claim';
+    base?: Baseline;
+    target?: string;
+  },
 ): Promise<PartResult> {
   const warmTopic = `${o.topic}.warm`;
   await fillQueue(srv, admin, warmTopic, o.durability, k.warmJobs, k.jobBytes, k.maxMs);
@@ -617,9 +712,24 @@ async function claimAckPart(
   const us = cpuUsPerJob(split, wallS, d.acked);
   const p50 = percentile(lat, 50);
   const p99 = percentile(lat, 99);
-  const latText = o.latency === 'pair' ? `latency claim send → ack reply per batch; claim p50 ${ms3(percentile(d.claimMs, 50))}, ack p50 ${ms3(percentile(d.ackMs, 50))} ms` : `latency = claim request; ack p50 ${ms3(percentile(d.ackMs, 50))} p99 ${ms3(percentile(d.ackMs, 99))} ms`;
-  const notes = [o.target, o.base !== undefined ? ceilingNote(jobsPerSec, o.base) : undefined, `server CPU ${us.toFixed(1)} µs/job`, latText, `${d.batches} batches`, cpuNote(split), problems.length ? `PROBLEMS: ${problems.join('; ')}` : undefined].filter(Boolean).join('; ');
-  log(`queue: ${o.name}: ${Math.round(jobsPerSec)} jobs/s, p50 ${ms3(p50)} p99 ${ms3(p99)} ms, ${us.toFixed(1)} µs server CPU/job, peak RSS ${(peak / MB).toFixed(0)} MB${problems.length ? `; PROBLEMS: ${problems.join('; ')}` : ''}`);
+  const latText =
+    o.latency === 'pair'
+      ? `latency claim send → ack reply per batch; claim p50 ${ms3(percentile(d.claimMs, 50))}, ack p50 ${ms3(percentile(d.ackMs, 50))} ms`
+      : `latency = claim request; ack p50 ${ms3(percentile(d.ackMs, 50))} p99 ${ms3(percentile(d.ackMs, 99))} ms`;
+  const notes = [
+    o.target,
+    o.base !== undefined ? ceilingNote(jobsPerSec, o.base) : undefined,
+    `server CPU ${us.toFixed(1)} µs/job`,
+    latText,
+    `${d.batches} batches`,
+    cpuNote(split),
+    problems.length ? `PROBLEMS: ${problems.join('; ')}` : undefined,
+  ]
+    .filter(Boolean)
+    .join('; ');
+  log(
+    `queue: ${o.name}: ${Math.round(jobsPerSec)} jobs/s, p50 ${ms3(p50)} p99 ${ms3(p99)} ms, ${us.toFixed(1)} µs server CPU/job, peak RSS ${(peak / MB).toFixed(0)} MB${problems.length ? `; PROBLEMS: ${problems.join('; ')}` : ''}`,
+  );
   return {
     jobsPerSec,
     p50,
@@ -695,8 +805,19 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
   const us = cpuUsPerJob(split, wallS, d.acked);
   const p50 = percentile(d.latMs, 50);
   const p99 = percentile(d.latMs, 99);
-  const notes = [base ? `${ceilingNote(jobsPerSec, base)} (a claim+ack ceiling; push needs no claim request)` : undefined, `server CPU ${us.toFixed(1)} µs/job`, `latency frame read → ack reply per job`, `${(d.acked / Math.max(1, d.acks)).toFixed(1)} jobs per ack`, cpuNote(split), problems.length ? `PROBLEMS: ${problems.join('; ')}` : undefined].filter(Boolean).join('; ');
-  log(`queue: ${name}: ${Math.round(jobsPerSec)} jobs/s, p50 ${ms3(p50)} p99 ${ms3(p99)} ms, ${d.acks} acks, ${us.toFixed(1)} µs server CPU/job, peak RSS ${(peak / MB).toFixed(0)} MB${problems.length ? `; PROBLEMS: ${problems.join('; ')}` : ''}`);
+  const notes = [
+    base ? `${ceilingNote(jobsPerSec, base)} (a claim+ack ceiling; push needs no claim request)` : undefined,
+    `server CPU ${us.toFixed(1)} µs/job`,
+    `latency frame read → ack reply per job`,
+    `${(d.acked / Math.max(1, d.acks)).toFixed(1)} jobs per ack`,
+    cpuNote(split),
+    problems.length ? `PROBLEMS: ${problems.join('; ')}` : undefined,
+  ]
+    .filter(Boolean)
+    .join('; ');
+  log(
+    `queue: ${name}: ${Math.round(jobsPerSec)} jobs/s, p50 ${ms3(p50)} p99 ${ms3(p99)} ms, ${d.acks} acks, ${us.toFixed(1)} µs server CPU/job, peak RSS ${(peak / MB).toFixed(0)} MB${problems.length ? `; PROBLEMS: ${problems.join('; ')}` : ''}`,
+  );
   return {
     jobsPerSec,
     p50,
@@ -741,8 +862,6 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
 
 // ---- part 5: memory of ready jobs, queue vs log ------------------------------------------------
 
-
-
 interface MemSide {
   before: number;
   after: number;
@@ -760,7 +879,16 @@ async function memSide(type: 'queue' | 'log', k: Knobs): Promise<MemSide> {
     const cfg = { type, durability: 'memory' };
     // First-use costs (JIT of the append path, first WAL file) before the baseline.
     await createTopic(client, 'mem-warm', cfg);
-    await appendMany({ client, topic: 'mem-warm', total: 10 * FILL_BATCH, batch: FILL_BATCH, concurrency: 4, deadlineMs: k.maxMs, server: srv, recordBytes: k.memJobBytes });
+    await appendMany({
+      client,
+      topic: 'mem-warm',
+      total: 10 * FILL_BATCH,
+      batch: FILL_BATCH,
+      concurrency: 4,
+      deadlineMs: k.maxMs,
+      server: srv,
+      recordBytes: k.memJobBytes,
+    });
     await createTopic(client, 'mem', cfg);
     const before = await settledRss(srv, k.settleMs);
     srv.rss.reset();
@@ -785,7 +913,9 @@ async function memSide(type: 'queue' | 'log', k: Knobs): Promise<MemSide> {
     }
     const after = await settledRss(srv, k.settleMs);
     srv.assertAlive();
-    log(`queue: memory (${type}): RSS ${(before / MB).toFixed(1)} → ${(after / MB).toFixed(1)} MB = ${((after - before) / k.memJobs).toFixed(1)} B/record`);
+    log(
+      `queue: memory (${type}): RSS ${(before / MB).toFixed(1)} → ${(after / MB).toFixed(1)} MB = ${((after - before) / k.memJobs).toFixed(1)} B/record`,
+    );
     return { before, after, peak, rate: load.records / load.elapsedS, latMs: load.latMs, split };
   } finally {
     client.close();
@@ -806,7 +936,14 @@ async function memoryPart(k: Knobs): Promise<{ rows: Row[]; extraPerJob: number 
     p99Ms: round(percentile(m.latMs, 99), 3),
     peakRssMB: round(m.peak / MB, 1),
     notes: `settled RSS ${(m.before / MB).toFixed(1)} → ${(m.after / MB).toFixed(1)} MB = ${perJob(m).toFixed(1)} B/record; \`memory\` durability, fresh server; appends of ${FILL_BATCH}, 4 writers, per-request latency; ${cpuNote(m.split)}`,
-    extra: { type, records: k.memJobs, record_bytes: k.memJobBytes, rss_before_mb: round(m.before / MB, 2), rss_after_mb: round(m.after / MB, 2), bytes_per_record: round(perJob(m), 1) },
+    extra: {
+      type,
+      records: k.memJobs,
+      record_bytes: k.memJobBytes,
+      rss_before_mb: round(m.before / MB, 2),
+      rss_after_mb: round(m.after / MB, 2),
+      bytes_per_record: round(perJob(m), 1),
+    },
   });
   const met = extraPerJob <= TARGET_MEM_EXTRA_BYTES;
   return {
@@ -839,7 +976,14 @@ export async function queue(parts: number[] = [...PARTS]): Promise<WorkloadResul
     const msg = (err as Error).message ?? String(err);
     log(`queue: ${name} FAILED: ${(err as Error).stack ?? msg}`);
     errors.push(`${name}: ${msg}`);
-    rows.push({ name: `queue: ${name} FAILED`, recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: msg.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300) });
+    rows.push({
+      name: `queue: ${name} FAILED`,
+      recordsPerSec: null,
+      p50Ms: null,
+      p99Ms: null,
+      peakRssMB: null,
+      notes: msg.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300),
+    });
   };
   const done = (name: string, r: PartResult) => {
     rows.push(r.row);
@@ -881,7 +1025,13 @@ export async function queue(parts: number[] = [...PARTS]): Promise<WorkloadResul
       }
       if (parts.includes(2)) {
         try {
-          fsync = await claimAckPart(srv, admin, k, { ...parallel, name: 'claim+ack, fsync', topic: 'queue-fsync', durability: 'fsync', target: `target ≥ ${TARGET_FSYNC_VS_DISK * 100}% of disk` });
+          fsync = await claimAckPart(srv, admin, k, {
+            ...parallel,
+            name: 'claim+ack, fsync',
+            topic: 'queue-fsync',
+            durability: 'fsync',
+            target: `target ≥ ${TARGET_FSYNC_VS_DISK * 100}% of disk`,
+          });
           done('claim+ack, fsync', fsync);
           summary.fsync_jobs_per_s = round(fsync.jobsPerSec, 0);
         } catch (err) {
@@ -945,14 +1095,28 @@ export async function queue(parts: number[] = [...PARTS]): Promise<WorkloadResul
   if (base && disk) {
     const r = disk.jobsPerSec / base.ceiling;
     summary.disk_vs_echo_ceiling = round(r, 3);
-    rows.push({ name: 'ratio claim+ack disk / echo ceiling', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${(r * 100).toFixed(1)}% (no target)` });
+    rows.push({
+      name: 'ratio claim+ack disk / echo ceiling',
+      recordsPerSec: null,
+      p50Ms: null,
+      p99Ms: null,
+      peakRssMB: null,
+      notes: `${(r * 100).toFixed(1)}% (no target)`,
+    });
   }
   if (disk && fsync) {
     const r = fsync.jobsPerSec / disk.jobsPerSec;
     summary.fsync_vs_disk = round(r, 3);
     summary.fsync_vs_disk_target_met = r >= TARGET_FSYNC_VS_DISK;
     log(`queue: claim+ack fsync/disk = ${(r * 100).toFixed(1)}% (target >= ${TARGET_FSYNC_VS_DISK * 100}%)`);
-    rows.push({ name: 'ratio claim+ack fsync / disk', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: `${(r * 100).toFixed(1)}% (target ≥ ${TARGET_FSYNC_VS_DISK * 100}%)` });
+    rows.push({
+      name: 'ratio claim+ack fsync / disk',
+      recordsPerSec: null,
+      p50Ms: null,
+      p99Ms: null,
+      peakRssMB: null,
+      notes: `${(r * 100).toFixed(1)}% (target ≥ ${TARGET_FSYNC_VS_DISK * 100}%)`,
+    });
   }
   summary.targets = {
     disk_us_per_job: `<= ${TARGET_CLAIM_ACK_US_PER_JOB}`,
@@ -966,4 +1130,8 @@ export async function queue(parts: number[] = [...PARTS]): Promise<WorkloadResul
 }
 
 // `node dist/bench/queue.js [part ...]`
-runAsScript(import.meta.url, 'node dist/bench/queue.js [part ...]   (parts 1-5: claim+ack disk, fsync, 1 worker, /work push, memory)', (args) => queue(args));
+runAsScript(
+  import.meta.url,
+  'node dist/bench/queue.js [part ...]   (parts 1-5: claim+ack disk, fsync, 1 worker, /work push, memory)',
+  (args) => queue(args),
+);

@@ -10,7 +10,23 @@
 // was just written), so this is replay CPU cost more than disk speed.
 // Targets: >= 150 MB/s replay; ready within 10 s for 1 GiB (BENCH_RECOVERY_MB=1024).
 import path from 'node:path';
-import { HttpClient, appendMany, createTopic, dirBytes, envNumber, log, removeDir, round, startSpool, tempDir, treeBytes, MB, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import {
+  HttpClient,
+  appendMany,
+  createTopic,
+  dirBytes,
+  envNumber,
+  log,
+  removeDir,
+  round,
+  startSpool,
+  tempDir,
+  treeBytes,
+  MB,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const TOPIC = 'bench-recovery';
 const RECORD_BYTES = 256;
@@ -60,7 +76,8 @@ async function scenario(kind: 'crash' | 'clean', total: number, emptyReadyS: num
     } else {
       const t = await srv.terminate(60_000);
       stopInfo = `; SIGTERM shutdown ${(t.ms / 1000).toFixed(2)} s (exit ${t.code ?? t.signal})`;
-      if (t.code !== 0) log(`recovery (clean): server exited with ${t.code ?? t.signal} after SIGTERM: ${srv.stderr().trim().slice(-2000)}`);
+      if (t.code !== 0)
+        log(`recovery (clean): server exited with ${t.code ?? t.signal} after SIGTERM: ${srv.stderr().trim().slice(-2000)}`);
     }
     const walBytes = dirBytes(path.join(dir, 'wal'));
     const dataBytes = treeBytes(dir);
@@ -72,7 +89,9 @@ async function scenario(kind: 'crash' | 'clean', total: number, emptyReadyS: num
     srv.assertAlive();
     const expected = before.count ?? total;
     if (after.count !== undefined && after.count !== expected) {
-      throw new Error(`recovery (${kind}): topic count after restart ${after.count} != ${expected} before (head ${before.head} -> ${after.head})`);
+      throw new Error(
+        `recovery (${kind}): topic count after restart ${after.count} != ${expected} before (head ${before.head} -> ${after.head})`,
+      );
     }
     const mbps = walBytes / MB / readyS;
     // The same, less the time an empty data dir takes to get ready (process start, threads).

@@ -15,7 +15,28 @@
 //      deleted = 10000 and leave count = total - 10000.
 // Timings for (b) are client-side (request write to last response byte) with the server's own
 // performance.server_total_ms in the notes.
-import { CpuSplitMeter, cpuNote, HttpClient, appendBody, appendMany, benchMs, createTopic, envNumber, loadRow, log, makeData, round, runLoad, sleep, startSpool, warmupMs, MB, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  appendBody,
+  appendMany,
+  benchMs,
+  createTopic,
+  envNumber,
+  loadRow,
+  log,
+  makeData,
+  round,
+  runLoad,
+  sleep,
+  startSpool,
+  warmupMs,
+  MB,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const WRITERS = 16;
 const BATCH = 100;
@@ -57,9 +78,12 @@ async function appendRun(slug: string, label: string, config: Record<string, unk
     const problems: string[] = [];
     if (state.head_seq !== appended) problems.push(`head_seq ${state.head_seq} != appended ${appended}`);
     if (state.count !== expectedCount) problems.push(`count ${state.count} != ${expectedCount}`);
-    if (capped && state.earliest_seq !== state.head_seq - expectedCount + 1) problems.push(`earliest_seq ${state.earliest_seq} != head - cap + 1`);
+    if (capped && state.earliest_seq !== state.head_seq - expectedCount + 1)
+      problems.push(`earliest_seq ${state.earliest_seq} != head - cap + 1`);
     if (r.errors) problems.push(`${r.errors} non-2xx`);
-    const notes = `${WRITERS}×${BATCH}/req, prefill ${prefill}; ${round(r.reqPerSec, 0)} req/s; count ${state.count}; ${cpuNote(split)}` + (problems.length ? `; ${problems.join('; ')}` : '');
+    const notes =
+      `${WRITERS}×${BATCH}/req, prefill ${prefill}; ${round(r.reqPerSec, 0)} req/s; count ${state.count}; ${cpuNote(split)}` +
+      (problems.length ? `; ${problems.join('; ')}` : '');
     const row = loadRow(`retention append ${label} (disk, ${WRITERS} writers × ${BATCH})`, r, peak, notes, {
       server_cpu_pct: round(split.server, 0),
       other_cpu_pct: round(split.other, 0),
@@ -68,7 +92,12 @@ async function appendRun(slug: string, label: string, config: Record<string, unk
       earliest_seq: state.earliest_seq,
       config,
     });
-    return { row, recordsPerSec: r.recordsPerSec, ok: problems.length === 0, ...(problems.length ? { error: `${label}: ${problems.join('; ')}` } : {}) };
+    return {
+      row,
+      recordsPerSec: r.recordsPerSec,
+      ok: problems.length === 0,
+      ...(problems.length ? { error: `${label}: ${problems.join('; ')}` } : {}),
+    };
   } finally {
     client.close();
     await srv.close();
@@ -126,7 +155,14 @@ interface DeleteRun {
   error?: string;
 }
 
-async function timedDelete(client: HttpClient, srv: ChildServer, topic: string, total: number, match: unknown, label: string): Promise<DeleteRun> {
+async function timedDelete(
+  client: HttpClient,
+  srv: ChildServer,
+  topic: string,
+  total: number,
+  match: unknown,
+  label: string,
+): Promise<DeleteRun> {
   const before = await client.json('GET', `/v0/topics/${topic}?touch=false`);
   const cpu = new CpuSplitMeter(srv.pid).start();
   const r = await client.post(`/v0/topics/${topic}/delete`, JSON.stringify({ match }));
@@ -151,8 +187,17 @@ async function timedDelete(client: HttpClient, srv: ChildServer, topic: string, 
     p50Ms: round(ms, 3),
     p99Ms: round(ms, 3),
     peakRssMB: round(srv.rss.peakBytes() / MB, 1),
-    notes: `one request; server_total_ms ${serverMs ?? '?'}; ${verdict}; records/s = deleted per second of latency; ${cpuNote(split)}` + (problems.length ? `; ${problems.join('; ')}` : ''),
-    extra: { client_ms: round(ms, 3), server_total_ms: serverMs, deleted: body.deleted, count_after: after.count, match, target_ms: DELETE_TARGET_MS },
+    notes:
+      `one request; server_total_ms ${serverMs ?? '?'}; ${verdict}; records/s = deleted per second of latency; ${cpuNote(split)}` +
+      (problems.length ? `; ${problems.join('; ')}` : ''),
+    extra: {
+      client_ms: round(ms, 3),
+      server_total_ms: serverMs,
+      deleted: body.deleted,
+      count_after: after.count,
+      match,
+      target_ms: DELETE_TARGET_MS,
+    },
   };
   return { row, ms, ok: problems.length === 0, ...(problems.length ? { error: `${label}: ${problems.join('; ')}` } : {}) };
 }

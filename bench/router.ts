@@ -16,7 +16,27 @@
 //      Target: p50 ≤ 2 ms.
 import http from 'node:http';
 import { workerOf } from '../src/core/names.js';
-import { CpuSplitMeter, cpuNote, HttpClient, appendBody, benchMs, createTopic, envNumber, loadRow, log, percentile, round, runAsScript, runLoad, sleep, startSpool, warmupMs, type ChildServer, type Row, type WorkloadResult } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  appendBody,
+  benchMs,
+  createTopic,
+  envNumber,
+  loadRow,
+  log,
+  percentile,
+  round,
+  runAsScript,
+  runLoad,
+  sleep,
+  startSpool,
+  warmupMs,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const WRITERS = 16;
 const BATCH = 100;
@@ -56,7 +76,11 @@ async function lagOf(port: number, router: string): Promise<{ lag: number; total
   return { lag: s?.lag ?? 0, total: s?.forwarded_total ?? 0 };
 }
 
-async function throughput(srv: ChildServer, client: HttpClient, withRouter: boolean): Promise<{ row: Row; rate: number; ok: boolean; extra: { copied: number; drainMs: number; lags: number[] } }> {
+async function throughput(
+  srv: ChildServer,
+  client: HttpClient,
+  withRouter: boolean,
+): Promise<{ row: Row; rate: number; ok: boolean; extra: { copied: number; drainMs: number; lags: number[] } }> {
   const [src, dst] = pair(withRouter ? 'rb.fw' : 'rb.plain', false);
   await createTopic(client, src, { durability: 'disk' });
   const router = `${src}->${dst}`;
@@ -99,8 +123,19 @@ async function throughput(srv: ChildServer, client: HttpClient, withRouter: bool
   const notes = withRouter
     ? `dest on the other worker; forwarded ${round(fwdRate, 0)} rec/s (${copied} copies, drained ${drainMs} ms after the load); lag max ${Math.max(0, ...lags)}, mid ${mid}, end ${end}${keepsUp ? '' : ' (GROWING)'}; ${cpuNote(split)}`
     : `no router; ${cpuNote(split)}`;
-  const row = loadRow(withRouter ? 'router: source append-batch with a router (disk, 16×100)' : 'router: baseline append-batch, no router (disk, 16×100)', r, srv.rss.peakBytes(), notes, withRouter ? { forwarded_per_s: round(fwdRate, 0), drain_ms: drainMs, lag_samples: lags } : {});
-  return { row, rate: r.recordsPerSec, ok: r.errors === 0 && keepsUp && (!withRouter || copied >= r.records), extra: { copied, drainMs, lags } };
+  const row = loadRow(
+    withRouter ? 'router: source append-batch with a router (disk, 16×100)' : 'router: baseline append-batch, no router (disk, 16×100)',
+    r,
+    srv.rss.peakBytes(),
+    notes,
+    withRouter ? { forwarded_per_s: round(fwdRate, 0), drain_ms: drainMs, lag_samples: lags } : {},
+  );
+  return {
+    row,
+    rate: r.recordsPerSec,
+    ok: r.errors === 0 && keepsUp && (!withRouter || copied >= r.records),
+    extra: { copied, drainMs, lags },
+  };
 }
 
 /** Append-to-visible-in-dest latency at a paced rate, via a watch stream tailing the dest. */
@@ -115,7 +150,9 @@ async function latency(srv: ChildServer, client: HttpClient, sameWorker: boolean
   const total = Math.round(rate * envNumber('BENCH_ROUTER_LATENCY_S', 5));
   const warm = Math.round(rate / 2);
   const stream = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port: srv.port, path: `/v0/watch/${w.wid}`, headers: { accept: 'text/event-stream' } }, resolve).on('error', reject);
+    http
+      .get({ host: '127.0.0.1', port: srv.port, path: `/v0/watch/${w.wid}`, headers: { accept: 'text/event-stream' } }, resolve)
+      .on('error', reject);
   });
   stream.on('data', (c: Buffer) => {
     const now = Number(process.hrtime.bigint() - base);
@@ -155,8 +192,24 @@ export async function router(): Promise<WorkloadResult> {
     const same = await latency(srv, client, true);
     const diff = await latency(srv, client, false);
     srv.assertAlive();
-    const ok = base.ok && fw.ok && ratio >= TARGET_RATIO && drainMet && (same.p50Ms ?? Infinity) <= TARGET_P50_MS && (diff.p50Ms ?? Infinity) <= TARGET_P50_MS;
-    return { workload: 'router', ok, rows: [base.row, fw.row, same, diff], summary: { ratio: round(ratio, 3), drain_ms: fw.extra.drainMs, targets: { ratio: `>= ${TARGET_RATIO}`, drain_ms: `<= ${TARGET_DRAIN_MS}` } }, ...(ok ? {} : { error: 'a router target was missed (see notes)' }) };
+    const ok =
+      base.ok &&
+      fw.ok &&
+      ratio >= TARGET_RATIO &&
+      drainMet &&
+      (same.p50Ms ?? Infinity) <= TARGET_P50_MS &&
+      (diff.p50Ms ?? Infinity) <= TARGET_P50_MS;
+    return {
+      workload: 'router',
+      ok,
+      rows: [base.row, fw.row, same, diff],
+      summary: {
+        ratio: round(ratio, 3),
+        drain_ms: fw.extra.drainMs,
+        targets: { ratio: `>= ${TARGET_RATIO}`, drain_ms: `<= ${TARGET_DRAIN_MS}` },
+      },
+      ...(ok ? {} : { error: 'a router target was missed (see notes)' }),
+    };
   } finally {
     client.close();
     await srv.close();

@@ -50,10 +50,11 @@ async function main(): Promise<number> {
   installCleanupHandlers();
   const args = process.argv.slice(2);
   if (args.some((a) => a === '-h' || a === '--help')) usage();
-  for (const a of args) if (!(a in WORKLOADS)) {
-    process.stderr.write(`unknown workload ${JSON.stringify(a)}\n`);
-    usage();
-  }
+  for (const a of args)
+    if (!(a in WORKLOADS)) {
+      process.stderr.write(`unknown workload ${JSON.stringify(a)}\n`);
+      usage();
+    }
   const names = args.length ? args : Object.keys(WORKLOADS);
   const m = machineInfo();
   log(`machine: ${m.nproc} cores, ${m.cpu}, ${m.mem_gib} GiB, node ${m.node}; workloads: ${names.join(', ')}`);
@@ -77,11 +78,21 @@ async function main(): Promise<number> {
     log(`=== ${name} done in ${((Date.now() - t0) / 1000).toFixed(1)} s${result.ok ? '' : ` (FAILED: ${result.error ?? 'see rows'})`} ===`);
     emitJson(result);
     rows.push(...result.rows);
-    if (!result.ok) rows.push({ name: `${name} FAILED`, recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: (result.error ?? '').replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300) });
+    if (!result.ok)
+      rows.push({
+        name: `${name} FAILED`,
+        recordsPerSec: null,
+        p50Ms: null,
+        p99Ms: null,
+        peakRssMB: null,
+        notes: (result.error ?? '').replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300),
+      });
   }
 
   process.stdout.write(`\n${markdownTable(rows)}\n\n`);
-  process.stdout.write(`Machine: ${m.nproc} cores (${m.cpu}), ${m.mem_gib} GiB RAM, Node ${m.node}; server and load generator share the machine.\n`);
+  process.stdout.write(
+    `Machine: ${m.nproc} cores (${m.cpu}), ${m.mem_gib} GiB RAM, Node ${m.node}; server and load generator share the machine.\n`,
+  );
   if (failed.length) log(`failed: ${failed.join(', ')}`);
   return failed.length ? 1 : 0;
 }

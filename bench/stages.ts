@@ -33,7 +33,12 @@ const QUEUE_WARMUP = 300;
 
 async function setup(srv: ChildServer, jobs: number): Promise<RawHttpConn> {
   const c = new RawHttpConn(srv.port);
-  for (const [t, d] of [['d', 'disk'], ['m', 'memory'], ['f', 'fsync'], ['w', 'disk']]) {
+  for (const [t, d] of [
+    ['d', 'disk'],
+    ['m', 'memory'],
+    ['f', 'fsync'],
+    ['w', 'disk'],
+  ]) {
     const r = await c.request('PUT', `/v0/topics/${t}`, JSON.stringify({ durability: d }));
     if (r.status !== 201 && r.status !== 200) throw new Error(`PUT ${t}: ${r.status}`);
   }
@@ -56,7 +61,8 @@ async function claimAckPairs(c: RawHttpConn, n: number): Promise<{ claim: Float6
     const job = (JSON.parse(r.body.toString()) as { claimed?: { $seq: number; lease_id: string }[] }).claimed?.[0];
     if (r.status !== 200 || !job) throw new Error(`claim: ${r.status} ${r.body.toString().slice(0, 200)}`);
     const a = await c.post('/v0/topics/q/ack', JSON.stringify({ node: 'w1', seqs: [job.$seq], lease_ids: [job.lease_id] }));
-    if (a.status !== 200 || (JSON.parse(a.body.toString()) as { acked: number }).acked !== 1) throw new Error(`ack: ${a.status} ${a.body.toString().slice(0, 200)}`);
+    if (a.status !== 200 || (JSON.parse(a.body.toString()) as { acked: number }).acked !== 1)
+      throw new Error(`ack: ${a.status} ${a.body.toString().slice(0, 200)}`);
     claim[i] = Number(r.ns) / 1e6;
     ack[i] = Number(a.ns) / 1e6;
   }
@@ -82,7 +88,9 @@ interface Threads {
   wal?: number;
 }
 
-async function debugStages(c: RawHttpConn): Promise<{ stages: Record<string, Record<string, { n: number; p50_us: number; p99_us: number }>>; thread_cpu_us: Threads }> {
+async function debugStages(
+  c: RawHttpConn,
+): Promise<{ stages: Record<string, Record<string, { n: number; p50_us: number; p99_us: number }>>; thread_cpu_us: Threads }> {
   const r = await c.request('GET', '/v0/debug/stages');
   return JSON.parse(r.body.toString());
 }
@@ -119,7 +127,11 @@ export async function stages(): Promise<WorkloadResult> {
     log('stages: ladder claim 1 + ack, disk queue');
     await claimAckPairs(c, QUEUE_WARMUP);
     const q = await claimAckPairs(c, n);
-    for (const [name, ts] of [['claim1', q.claim], ['ack1', q.ack]] as const) ladder[name] = { p50: ts[n >> 1]!, p99: ts[Math.floor(n * 0.99)]! };
+    for (const [name, ts] of [
+      ['claim1', q.claim],
+      ['ack1', q.ack],
+    ] as const)
+      ladder[name] = { p50: ts[n >> 1]!, p99: ts[Math.floor(n * 0.99)]! };
     c.close();
   } finally {
     await plain.close();
@@ -133,8 +145,16 @@ export async function stages(): Promise<WorkloadResult> {
     memory_over_state_us: { got: d('append_memory', 'state'), target: 60 },
     disk_over_memory_us: { got: d('append_disk', 'append_memory'), target: 50 },
   };
-  for (const k of [...KINDS.map((x) => x.name), 'claim1', 'ack1']) rows.push({ name: `stages ${k} 1c`, recordsPerSec: null, p50Ms: round(ladder[k]!.p50, 3), p99Ms: round(ladder[k]!.p99, 3), peakRssMB: null });
-  rows[rows.length - 2]!.notes = `claim p50 target ≤ ${CLAIM_P50_TARGET_MS} ms: ${ladder.claim1!.p50 <= CLAIM_P50_TARGET_MS ? 'met' : '**MISSED**'} (disk queue, max 1)`;
+  for (const k of [...KINDS.map((x) => x.name), 'claim1', 'ack1'])
+    rows.push({
+      name: `stages ${k} 1c`,
+      recordsPerSec: null,
+      p50Ms: round(ladder[k]!.p50, 3),
+      p99Ms: round(ladder[k]!.p99, 3),
+      peakRssMB: null,
+    });
+  rows[rows.length - 2]!.notes =
+    `claim p50 target ≤ ${CLAIM_P50_TARGET_MS} ms: ${ladder.claim1!.p50 <= CLAIM_P50_TARGET_MS ? 'met' : '**MISSED**'} (disk queue, max 1)`;
 
   // The stage table, on a server with the stage clock on.
   const timed = await startSpool({ label: 'stages-clock', env: { SERVICE_STAGE_CLOCK: '1' } });
@@ -148,7 +168,11 @@ export async function stages(): Promise<WorkloadResult> {
       await run();
       const after = await debugStages(c);
       const per = (a?: number, b?: number) => (a === undefined || b === undefined ? NaN : round((a - b) / count, 1)!);
-      cpu[name] = { main: per(after.thread_cpu_us.main, before.main), worker: per(after.thread_cpu_us.workers[0], before.workers[0]), wal: per(after.thread_cpu_us.wal, before.wal) };
+      cpu[name] = {
+        main: per(after.thread_cpu_us.main, before.main),
+        worker: per(after.thread_cpu_us.workers[0], before.workers[0]),
+        wal: per(after.thread_cpu_us.wal, before.wal),
+      };
       table[name] = { stages: after.stages, cpu_us_per_request: cpu[name] };
     };
     for (const k of KINDS.filter((x) => x.name !== 'health')) {
@@ -174,13 +198,25 @@ export async function stages(): Promise<WorkloadResult> {
     await timed.close();
   }
   const ok = Object.values(targets).every((t) => t.got <= t.target);
-  return { workload: 'stages', rows, summary: { ladder_p50_ms: Object.fromEntries(Object.entries(ladder).map(([k, v]) => [k, round(v.p50, 3)])), targets, stage_table: table }, ok };
+  return {
+    workload: 'stages',
+    rows,
+    summary: {
+      ladder_p50_ms: Object.fromEntries(Object.entries(ladder).map(([k, v]) => [k, round(v.p50, 3)])),
+      targets,
+      stage_table: table,
+    },
+    ok,
+  };
 }
 
 function printTable(table: Record<string, unknown>): void {
   const lines: string[] = ['', 'stage table (µs: p50 / p99), stage clock on:'];
   for (const [name, v] of Object.entries(table)) {
-    const { stages, cpu_us_per_request: cpu } = v as { stages: Record<string, Record<string, { p50_us: number; p99_us: number }>>; cpu_us_per_request: Record<string, number> };
+    const { stages, cpu_us_per_request: cpu } = v as {
+      stages: Record<string, Record<string, { p50_us: number; p99_us: number }>>;
+      cpu_us_per_request: Record<string, number>;
+    };
     lines.push(`${name}: CPU per request main ${cpu.main} µs, worker ${cpu.worker} µs, WAL ${cpu.wal} µs`);
     for (const [kind, st] of Object.entries(stages)) {
       lines.push(`  ${kind}`);

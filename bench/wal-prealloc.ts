@@ -6,7 +6,25 @@
 // A 16 MiB WAL file size makes the run cross several file rotations, so the cost of preparing
 // the next file (in the background) is inside the figures.
 // Target: fsync-class single-record latency improves with pre-allocation.
-import { CpuSplitMeter, cpuNote, HttpClient, appendBody, benchMs, createTopic, envNumber, loadRow, log, round, runLoad, startSpool, warmupMs, type ChildServer, type LoadResult, type Row, type WorkloadResult } from './lib.js';
+import {
+  CpuSplitMeter,
+  cpuNote,
+  HttpClient,
+  appendBody,
+  benchMs,
+  createTopic,
+  envNumber,
+  loadRow,
+  log,
+  round,
+  runLoad,
+  startSpool,
+  warmupMs,
+  type ChildServer,
+  type LoadResult,
+  type Row,
+  type WorkloadResult,
+} from './lib.js';
 
 const WAL_FILE_BYTES = 16 * 1024 * 1024;
 
@@ -22,7 +40,10 @@ interface Side {
 }
 
 async function start(label: 'off' | 'on'): Promise<Side> {
-  const srv = await startSpool({ label: `wal-prealloc-${label}`, env: { SERVICE_WAL_PREALLOCATE: label === 'on' ? '1' : '0', SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES) } });
+  const srv = await startSpool({
+    label: `wal-prealloc-${label}`,
+    env: { SERVICE_WAL_PREALLOCATE: label === 'on' ? '1' : '0', SERVICE_WAL_FILE_BYTES: String(WAL_FILE_BYTES) },
+  });
   const client = new HttpClient(srv.port, 1);
   await createTopic(client, 'prealloc', { durability: 'fsync' });
   return { label, srv, client, results: [], cpuMs: 0, peakRss: 0, notes: [] };
@@ -55,13 +76,32 @@ export async function walPrealloc(): Promise<WorkloadResult> {
   const sides = [await start('off'), await start('on')];
   try {
     const bodies = Array.from({ length: 16 }, (_, k) => appendBody(1, k));
-    for (const s of sides) await runLoad({ client: s.client, concurrency: 1, path: '/v0/topics/prealloc', bodies, recordsPerRequest: 1, server: s.srv, durationMs: warmupMs() });
+    for (const s of sides)
+      await runLoad({
+        client: s.client,
+        concurrency: 1,
+        path: '/v0/topics/prealloc',
+        bodies,
+        recordsPerRequest: 1,
+        server: s.srv,
+        durationMs: warmupMs(),
+      });
     for (let r = 0; r < rounds; r++) {
       for (const s of sides) {
         log(`wal-prealloc: round ${r + 1}/${rounds}, pre-allocation ${s.label}, ${roundMs} ms`);
         s.srv.rss.reset();
         const cpu = new CpuSplitMeter(s.srv.pid).start();
-        s.results.push(await runLoad({ client: s.client, concurrency: 1, path: '/v0/topics/prealloc', bodies, recordsPerRequest: 1, server: s.srv, durationMs: roundMs }));
+        s.results.push(
+          await runLoad({
+            client: s.client,
+            concurrency: 1,
+            path: '/v0/topics/prealloc',
+            bodies,
+            recordsPerRequest: 1,
+            server: s.srv,
+            durationMs: roundMs,
+          }),
+        );
         const split = cpu.stop();
         s.cpuMs += (split.server / 100) * s.results.at(-1)!.elapsedS * 1000;
         s.notes.push(cpuNote(split));
@@ -83,20 +123,31 @@ export async function walPrealloc(): Promise<WorkloadResult> {
     const r = pooled(s.results);
     errors += r.errors;
     const cpuUsPerOp = r.okRequests ? round((s.cpuMs * 1000) / r.okRequests, 1) : null;
-    const row = loadRow(`fsync 1c, pre-allocation ${s.label}`, r, s.peakRss, `server CPU ${cpuUsPerOp} µs/append; ${rounds} rounds`, { server_cpu_us_per_op: cpuUsPerOp, rounds: s.notes });
+    const row = loadRow(`fsync 1c, pre-allocation ${s.label}`, r, s.peakRss, `server CPU ${cpuUsPerOp} µs/append; ${rounds} rounds`, {
+      server_cpu_us_per_op: cpuUsPerOp,
+      rounds: s.notes,
+    });
     rows.push(row);
     p50[s.label] = row.p50Ms;
     p99[s.label] = row.p99Ms;
   }
   const ratio = p50.on != null && p50.off ? p50.on / p50.off : null;
-  const note = ratio === null ? 'n/a' : `p50 on/off = ${(ratio * 100).toFixed(1)}% (target < 100%); p99 on/off = ${((p99.on! / p99.off!) * 100).toFixed(1)}%`;
+  const note =
+    ratio === null
+      ? 'n/a'
+      : `p50 on/off = ${(ratio * 100).toFixed(1)}% (target < 100%); p99 on/off = ${((p99.on! / p99.off!) * 100).toFixed(1)}%`;
   log(`wal-prealloc: ${note}`);
   rows.push({ name: 'ratio pre-allocation on / off', recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: note });
   return {
     workload: 'wal-prealloc',
     ok: errors === 0,
     rows,
-    summary: { fsync_p50_1c_ms_off: p50.off, fsync_p50_1c_ms_on: p50.on, p50_on_vs_off: round(ratio, 3), targets: { p50_on_vs_off: '< 1.0' } },
+    summary: {
+      fsync_p50_1c_ms_off: p50.off,
+      fsync_p50_1c_ms_on: p50.on,
+      p50_on_vs_off: round(ratio, 3),
+      targets: { p50_on_vs_off: '< 1.0' },
+    },
     ...(errors ? { error: `${errors} non-2xx responses` } : {}),
   };
 }

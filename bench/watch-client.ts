@@ -280,7 +280,17 @@ export class WatcherGroup {
       dup += w.dup;
       unexpected += w.unexpected;
     }
-    return { watchers: this.watchers.length, measured: this.measured, received: this.received, lost, dup, unexpected, dropped: this.dropped, errors: this.errors, hist: this.hist.toJSON() };
+    return {
+      watchers: this.watchers.length,
+      measured: this.measured,
+      received: this.received,
+      lost,
+      dup,
+      unexpected,
+      dropped: this.dropped,
+      errors: this.errors,
+      hist: this.hist.toJSON(),
+    };
   }
 
   close(): void {

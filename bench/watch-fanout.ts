@@ -31,7 +31,24 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI, CpuMeter, CpuSplitMeter, HttpClient, benchMs, createTopic, envNumber, log, round, sleep, startSpool, MB, type ChildServer, type Row, type WorkloadResult, runAsScript } from './lib.js';
+import {
+  CLI,
+  CpuMeter,
+  CpuSplitMeter,
+  HttpClient,
+  benchMs,
+  createTopic,
+  envNumber,
+  log,
+  round,
+  sleep,
+  startSpool,
+  MB,
+  type ChildServer,
+  type Row,
+  type WorkloadResult,
+  runAsScript,
+} from './lib.js';
 import { Hist, WatcherGroup, type FromChild, type GroupResult, type ToChild } from './watch-client.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -92,7 +109,8 @@ function childGroup(port: number, base: bigint, maxSeq: number): Group {
     });
   return {
     pid: child.pid,
-    open: async (urls) => ask<{ type: 'opened'; caughtUp: number; errors: string[] }>({ type: 'open', port, base: base.toString(), maxSeq, urls }, 'opened'),
+    open: async (urls) =>
+      ask<{ type: 'opened'; caughtUp: number; errors: string[] }>({ type: 'open', port, base: base.toString(), maxSeq, urls }, 'opened'),
     complete: async (upTo) => (await ask<{ type: 'complete'; n: number }>({ type: 'complete', upTo }, 'complete')).n,
     result: async (expectSeqs) => (await ask<{ type: 'result'; result: GroupResult }>({ type: 'result', expectSeqs }, 'result')).result,
     close: async () => {
@@ -189,7 +207,10 @@ function procsFor(n: number): number {
   return n < 100 ? 0 : n < 1000 ? 1 : 2;
 }
 
-async function runOne(n: number, build?: { name: string; cli: string }): Promise<{ row: Row; ok: boolean; error?: string; summary: Record<string, unknown>; other: number }> {
+async function runOne(
+  n: number,
+  build?: { name: string; cli: string },
+): Promise<{ row: Row; ok: boolean; error?: string; summary: Record<string, unknown>; other: number }> {
   const rate = envNumber('BENCH_WATCH_RATE', 500);
   const measureMs = benchMs(10);
   const warmMs = envNumber('BENCH_WATCH_WARMUP_MS', 2000);
@@ -276,7 +297,9 @@ async function runOne(n: number, build?: { name: string; cli: string }): Promise
       if (!(p99 <= tgt.p99)) misses.push(`p99 > ${tgt.p99}`);
       if (tgt.noLoss && lost > 0) misses.push('lost records');
     }
-    const tgtText = tgt ? `target ${tgt.p50 !== undefined ? `p50 ≤ ${tgt.p50}, ` : ''}p99 ≤ ${tgt.p99}${tgt.noLoss ? ', no loss' : ''}: ${misses.length ? `**MISSED** (${misses.join(', ')})` : 'met'}` : 'no target';
+    const tgtText = tgt
+      ? `target ${tgt.p50 !== undefined ? `p50 ≤ ${tgt.p50}, ` : ''}p99 ≤ ${tgt.p99}${tgt.noLoss ? ', no loss' : ''}: ${misses.length ? `**MISSED** (${misses.join(', ')})` : 'met'}`
+      : 'no target';
     const problems: string[] = [];
     if (writeErrors.length) problems.push(`${written}/${total} appends ok: ${writeErrors.join('; ')}`);
     if (lost || dup || unexpected) problems.push(`lost ${lost}, dup ${dup}, unexpected ${unexpected}`);
@@ -286,12 +309,14 @@ async function runOne(n: number, build?: { name: string; cli: string }): Promise
 
     const cpuText = `CPU server ${Math.round(split.server)}% writer${procs === 0 ? '+watchers' : ''} ${Math.round(split.client)}%${procs ? ` watchers ${watcherCpu.map((c) => Math.round(c)).join('+')}%` : ''} other ${Math.round(other)}%${split.steal >= 5 ? ` steal ${Math.round(split.steal)}%` : ''}`;
     const notes = `max ${maxMs.toFixed(1)} ms; lost ${lost}, dup ${dup}; ${tgtText}; append ack p50 ${ackP50.toFixed(2)} p99 ${ackP99.toFixed(2)} ms; ${cpuText}; ${procs === 0 ? 'watchers in writer process' : `watchers in ${procs} processes`}`;
-    log(`watch-fanout N=${n}: ${Math.round(deliveredPerS)} deliveries/s, p50 ${p50.toFixed(3)} p99 ${p99.toFixed(3)} max ${maxMs.toFixed(1)} ms, lost ${lost} dup ${dup}, peak RSS ${(peak / MB).toFixed(0)} MB; append ack p50 ${ackP50.toFixed(3)} p99 ${ackP99.toFixed(3)} ms; writer lag max ${Math.max(warm.maxLagMs, meas.maxLagMs).toFixed(1)} ms; ${cpuText}; drain ${drainMs} ms`);
+    log(
+      `watch-fanout N=${n}: ${Math.round(deliveredPerS)} deliveries/s, p50 ${p50.toFixed(3)} p99 ${p99.toFixed(3)} max ${maxMs.toFixed(1)} ms, lost ${lost} dup ${dup}, peak RSS ${(peak / MB).toFixed(0)} MB; append ack p50 ${ackP50.toFixed(3)} p99 ${ackP99.toFixed(3)} ms; writer lag max ${Math.max(warm.maxLagMs, meas.maxLagMs).toFixed(1)} ms; ${cpuText}; drain ${drainMs} ms`,
+    );
     const summary = {
       n,
       ...(build ? { build: build.name } : {}),
       delivered_per_s: round(deliveredPerS, 0),
-      expected_per_s: round(n * meas.ok / sendS, 0),
+      expected_per_s: round((n * meas.ok) / sendS, 0),
       p50_ms: round(p50, 3),
       p99_ms: round(p99, 3),
       max_ms: round(maxMs, 3),
@@ -375,7 +400,12 @@ export async function watchFanout(ns: number[] = listFromEnv()): Promise<Workloa
   // BENCH_BASE_CLI: a baseline build (another checkout's dist/cli.js) measured before this one
   // for each N, in the same run.
   const base = process.env.BENCH_BASE_CLI ? path.resolve(process.env.BENCH_BASE_CLI) : undefined;
-  const builds: ({ name: string; cli: string } | undefined)[] = base ? [{ name: 'base', cli: base }, { name: 'this', cli: CLI }] : [undefined];
+  const builds: ({ name: string; cli: string } | undefined)[] = base
+    ? [
+        { name: 'base', cli: base },
+        { name: 'this', cli: CLI },
+      ]
+    : [undefined];
   for (const n of ns) {
     for (const build of builds) {
       const label = `N=${n}${build ? ` ${build.name}` : ''}`;
@@ -398,11 +428,24 @@ export async function watchFanout(ns: number[] = listFromEnv()): Promise<Workloa
       } catch (err) {
         log(`watch-fanout ${label} FAILED: ${(err as Error).stack ?? err}`);
         errors.push(`${label}: ${(err as Error).message}`);
-        rows.push({ name: `watch-fanout ${label} FAILED`, recordsPerSec: null, p50Ms: null, p99Ms: null, peakRssMB: null, notes: (err as Error).message.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300) });
+        rows.push({
+          name: `watch-fanout ${label} FAILED`,
+          recordsPerSec: null,
+          p50Ms: null,
+          p99Ms: null,
+          peakRssMB: null,
+          notes: (err as Error).message.replace(/\s+/g, ' ').replace(/\|/g, '\\|').slice(0, 300),
+        });
       }
     }
   }
-  return { workload: 'watch-fanout', ok: errors.length === 0, rows, summary: { runs: summary }, ...(errors.length ? { error: errors.join('; ') } : {}) };
+  return {
+    workload: 'watch-fanout',
+    ok: errors.length === 0,
+    rows,
+    summary: { runs: summary },
+    ...(errors.length ? { error: errors.join('; ') } : {}),
+  };
 }
 
 // `node dist/bench/watch-fanout.js [N ...]`

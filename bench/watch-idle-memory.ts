@@ -12,12 +12,22 @@
 // not possible from outside, so garbage from the opening requests may still be counted; the
 // marginal cost between two steps (RSS(5000) − RSS(1000)) / 4000 cancels one-off growth such as
 // V8's young generation and JIT code, and is the figure compared with the target.
-import { HttpClient, createTopic, envNumber, log, round, startSpool, MB, type Row, type WorkloadResult, runAsScript, settledRss } from './lib.js';
+import {
+  HttpClient,
+  createTopic,
+  envNumber,
+  log,
+  round,
+  startSpool,
+  MB,
+  type Row,
+  type WorkloadResult,
+  runAsScript,
+  settledRss,
+} from './lib.js';
 import { WatcherGroup } from './watch-client.js';
 
 const TARGET_KIB = 16;
-
-
 
 async function createSessions(client: HttpClient, topics: string[], from: number, n: number): Promise<string[]> {
   const urls: string[] = new Array(n);
@@ -45,7 +55,10 @@ export async function watchIdleMemory(ks: number[] = listFromEnv()): Promise<Wor
   const nTopics = Math.max(1, Math.floor(envNumber('BENCH_WATCH_IDLE_TOPICS', 4)));
   const settleMs = envNumber('BENCH_WATCH_IDLE_SETTLE_MS', 5000);
   const maxK = ks[ks.length - 1]!;
-  const srv = await startSpool({ label: 'watch-idle-memory', env: { SERVICE_MAX_WATCH_SESSIONS: String(maxK + 1000), SERVICE_MAX_SSE_CONNECTIONS: String(maxK + 1000) } });
+  const srv = await startSpool({
+    label: 'watch-idle-memory',
+    env: { SERVICE_MAX_WATCH_SESSIONS: String(maxK + 1000), SERVICE_MAX_SSE_CONNECTIONS: String(maxK + 1000) },
+  });
   const client = new HttpClient(srv.port, 16);
   const groups: WatcherGroup[] = [];
   try {
@@ -86,8 +99,19 @@ export async function watchIdleMemory(ks: number[] = listFromEnv()): Promise<Wor
       const sessionsPer = (rssSessions - prev.rss) / add / 1024;
       const step = (rss - prev.rss) / add / 1024;
       if (prev.k > 0) marginal = step;
-      log(`watch-idle-memory: ${k} idle streams: RSS ${(rss / MB).toFixed(1)} MB, ${perConn.toFixed(1)} KiB each over baseline (sessions ${sessionsPer.toFixed(1)} + streams ${perConnOnly.toFixed(1)} KiB for this step); step ${prev.k}→${k}: ${step.toFixed(1)} KiB each; opened in ${openMs} ms`);
-      steps.push({ k, rss_mb: round(rss / MB, 1), rss_sessions_mb: round(rssSessions / MB, 1), kib_per_conn_total: round(perConn, 2), kib_per_step_conn: round(step, 2), kib_session_only: round(sessionsPer, 2), kib_stream_only: round(perConnOnly, 2), open_ms: openMs });
+      log(
+        `watch-idle-memory: ${k} idle streams: RSS ${(rss / MB).toFixed(1)} MB, ${perConn.toFixed(1)} KiB each over baseline (sessions ${sessionsPer.toFixed(1)} + streams ${perConnOnly.toFixed(1)} KiB for this step); step ${prev.k}→${k}: ${step.toFixed(1)} KiB each; opened in ${openMs} ms`,
+      );
+      steps.push({
+        k,
+        rss_mb: round(rss / MB, 1),
+        rss_sessions_mb: round(rssSessions / MB, 1),
+        kib_per_conn_total: round(perConn, 2),
+        kib_per_step_conn: round(step, 2),
+        kib_session_only: round(sessionsPer, 2),
+        kib_stream_only: round(perConnOnly, 2),
+        open_ms: openMs,
+      });
       rows.push({
         name: `watch-idle-memory K=${k}`,
         recordsPerSec: null,
@@ -102,7 +126,19 @@ export async function watchIdleMemory(ks: number[] = listFromEnv()): Promise<Wor
     const headline = marginal ?? (prev.rss - base) / prev.k / 1024;
     const met = headline <= TARGET_KIB;
     log(`watch-idle-memory: ${headline.toFixed(1)} KiB per idle connection (target ≤ ${TARGET_KIB}): ${met ? 'met' : 'MISSED'}`);
-    return { workload: 'watch-idle-memory', ok: true, rows, summary: { kib_per_idle_connection: round(headline, 2), method: marginal !== undefined ? 'marginal between the last two steps' : 'total over baseline', target_kib: TARGET_KIB, target_met: met, baseline_rss_mb: round(base / MB, 1), steps } };
+    return {
+      workload: 'watch-idle-memory',
+      ok: true,
+      rows,
+      summary: {
+        kib_per_idle_connection: round(headline, 2),
+        method: marginal !== undefined ? 'marginal between the last two steps' : 'total over baseline',
+        target_kib: TARGET_KIB,
+        target_met: met,
+        baseline_rss_mb: round(base / MB, 1),
+        steps,
+      },
+    };
   } finally {
     for (const g of groups) g.close();
     client.close();
@@ -111,4 +147,6 @@ export async function watchIdleMemory(ks: number[] = listFromEnv()): Promise<Wor
 }
 
 // `node dist/bench/watch-idle-memory.js [K ...]`
-runAsScript(import.meta.url, 'node dist/bench/watch-idle-memory.js [K ...]', (args) => watchIdleMemory(args && [...args].sort((a, b) => a - b)));
+runAsScript(import.meta.url, 'node dist/bench/watch-idle-memory.js [K ...]', (args) =>
+  watchIdleMemory(args && [...args].sort((a, b) => a - b)),
+);

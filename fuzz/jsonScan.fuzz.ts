@@ -6,15 +6,7 @@
 //   FUZZ_RUNS=1000000 FUZZ_SEED=123 node dist/fuzz/jsonScan.fuzz.js
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  JsonScanError,
-  compactLength,
-  copyCompact,
-  scanStats,
-  scanValue,
-  skipWs,
-  validateDocument,
-} from '../src/core/jsonScan.js';
+import { JsonScanError, compactLength, copyCompact, scanStats, scanValue, skipWs, validateDocument } from '../src/core/jsonScan.js';
 
 const numRuns = Number(process.env.FUZZ_RUNS ?? 100000);
 const seed = process.env.FUZZ_SEED !== undefined ? Number(process.env.FUZZ_SEED) : (Date.now() ^ (Math.random() * 0x7fffffff)) | 0;
@@ -41,7 +33,21 @@ function injectWs(text: string, pick: () => string): string {
 const wsPiece = fc.constantFrom('', '', '', ' ', '\t', '\n', '\r', '\r\n', '   ', ' \n\t ');
 const ALPHABET = [
   ...'{}[]",:0123456789.eE+-tfnrulsa \\/',
-  'x', 'u', "'", '\n', '\t', '\r', '\u0001', '\u001f', '\u007f', 'é', '€', '😀', '\u{10FFFF}', '\uFEFF', '\u00a0',
+  'x',
+  'u',
+  "'",
+  '\n',
+  '\t',
+  '\r',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  'é',
+  '€',
+  '😀',
+  '\u{10FFFF}',
+  '\uFEFF',
+  '\u00a0',
 ];
 const mutChar = fc.constantFrom(...ALPHABET);
 const mutation = fc.record({ op: fc.constantFrom('ins', 'del', 'rep'), at: fc.nat(), ch: mutChar });
@@ -52,12 +58,10 @@ const text = fc
       { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 6 }).map((v) => JSON.stringify(v)) },
       {
         weight: 2,
-        arbitrary: fc
-          .tuple(fc.jsonValue({ maxDepth: 4 }), fc.array(wsPiece, { minLength: 1, maxLength: 10 }))
-          .map(([v, p]) => {
-            let k = 0;
-            return injectWs(JSON.stringify(v), () => p[k++ % p.length]!);
-          }),
+        arbitrary: fc.tuple(fc.jsonValue({ maxDepth: 4 }), fc.array(wsPiece, { minLength: 1, maxLength: 10 })).map(([v, p]) => {
+          let k = 0;
+          return injectWs(JSON.stringify(v), () => p[k++ % p.length]!);
+        }),
       },
       { weight: 2, arbitrary: fc.array(mutChar, { maxLength: 16 }).map((a) => a.join('')) },
     ),
@@ -105,6 +109,4 @@ fc.assert(
   }),
   { numRuns, seed },
 );
-console.log(
-  `jsonScan fuzz: ok, ${numRuns} runs (${accepted} valid documents) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-);
+console.log(`jsonScan fuzz: ok, ${numRuns} runs (${accepted} valid documents) in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -173,11 +173,22 @@ function send(m: Model, r: Real, req: TopicRequest, e: Expect): number {
 function readIds(r: Real, topic: string, fromSeq: number, withMeta = false): Map<number, { id: number; from?: unknown }> {
   const out = new Map<number, { id: number; from?: unknown }>();
   if (!r.sim.actor(topic).current) return out;
-  for (let from = fromSeq; ; ) {
-    const id = r.sim.request({ op: 'diff', topic, fromSeq: from, limit: 1000, nodes: null, includeTags: false, includeMeta: withMeta, waitMs: 0, maxBatchBytes: 0 });
+  for (let from = fromSeq; ;) {
+    const id = r.sim.request({
+      op: 'diff',
+      topic,
+      fromSeq: from,
+      limit: 1000,
+      nodes: null,
+      includeTags: false,
+      includeMeta: withMeta,
+      waitMs: 0,
+      maxBatchBytes: 0,
+    });
     const d = body(r.sim.replies.get(id)!);
     r.sim.replies.delete(id);
-    for (const rec of d.records as { $seq: number; data: { id: number }; meta?: Record<string, unknown> }[]) out.set(rec.$seq, { id: rec.data.id, from: rec.meta?.$dead_letter_from });
+    for (const rec of d.records as { $seq: number; data: { id: number }; meta?: Record<string, unknown> }[])
+      out.set(rec.$seq, { id: rec.data.id, from: rec.meta?.$dead_letter_from });
     if (d.caught_up) return out;
     from = d.next_from_seq;
   }
@@ -226,7 +237,8 @@ function absorbLeases(m: Model, r: Real, before: Set<string>): void {
     assert.ok(!(j.readyAt !== undefined && j.readyAt > passAt), `job ${seq} leased during its nack delay`);
     assert.ok(!j.transit, `job ${seq} leased while moving to the dead-letter topic`);
     const c = inst(r).config;
-    if (c.max_deliveries > 0 && c.dead_letter !== null) assert.ok(j.deliveries < c.max_deliveries, `job ${seq} delivered a ${j.deliveries + 1}th time past max_deliveries`);
+    if (c.max_deliveries > 0 && c.dead_letter !== null)
+      assert.ok(j.deliveries < c.max_deliveries, `job ${seq} delivered a ${j.deliveries + 1}th time past max_deliveries`);
     const d = q.table.deliveries.get(seq)!;
     assert.equal(d, j.deliveries + 1, `job ${seq} deliveries`);
     if (l.connId !== 0) {
@@ -249,7 +261,10 @@ function absorbTransit(m: Model, r: Real): void {
     if (!j.live) continue;
     const inTransit = q.table.inTransit.has(seq);
     if (inTransit && !j.transit) {
-      assert.ok(i.config.dead_letter !== null && i.config.max_deliveries > 0 && j.deliveries >= i.config.max_deliveries, `job ${seq} sent to the dead-letter topic after ${j.deliveries} deliveries`);
+      assert.ok(
+        i.config.dead_letter !== null && i.config.max_deliveries > 0 && j.deliveries >= i.config.max_deliveries,
+        `job ${seq} sent to the dead-letter topic after ${j.deliveries} deliveries`,
+      );
       j.transit = true;
     }
     if (j.termed && !inTransit && i.index.state(seq) === SlotState.LIVE) j.termed = false; // refused, or a crash undid it
@@ -314,7 +329,11 @@ function observeReplies(m: Model, r: Real, appendsOnly: boolean): void {
             j.lease.confirmed = true;
           }
         }
-        assert.deepEqual([...got].sort((x, y) => x - y), got, 'claimed is ascending by $seq');
+        assert.deepEqual(
+          [...got].sort((x, y) => x - y),
+          got,
+          'claimed is ascending by $seq',
+        );
         break;
       }
       case 'ack': {
@@ -376,7 +395,8 @@ function checkInvariants(m: Model, r: Real): void {
   const q = qs(r);
   const t = q.table;
   const now = r.sim.nowMs;
-  for (const s of [...t.active.keys(), ...t.delayed.keys(), ...t.inTransit]) assert.equal(i.index.state(s), SlotState.LIVE, `job ${s} in the lease table but not live`);
+  for (const s of [...t.active.keys(), ...t.delayed.keys(), ...t.inTransit])
+    assert.equal(i.index.state(s), SlotState.LIVE, `job ${s} in the lease table but not live`);
   for (const s of t.active.keys()) assert.ok(!t.delayed.has(s) && !t.inTransit.has(s), `job ${s} leased and delayed/in transit`);
   for (const s of t.delayed.keys()) assert.ok(!t.inTransit.has(s), `job ${s} delayed and in transit`);
   for (const [connId, seqs] of t.byConn) for (const s of seqs) assert.equal(t.active.get(s)?.connId, connId);
@@ -397,7 +417,8 @@ function checkInvariants(m: Model, r: Real): void {
     const held = [...m.jobs.values()].filter((j) => j.live && j.lease?.connId === connId).length;
     assert.ok(held <= conn.max, `connection ${connId} holds ${held} > max ${conn.max}`);
     // Without a jitter window a connection with room leaves nothing claimable behind.
-    if (r.cfg.jitterMs === 0 && !conn.paused && held < conn.max) assert.equal(ready, 0, `connection ${connId} has room (${held}/${conn.max}) while ${ready} job(s) are ready`);
+    if (r.cfg.jitterMs === 0 && !conn.paused && held < conn.max)
+      assert.equal(ready, 0, `connection ${connId} has room (${held}/${conn.max}) while ${ready} job(s) are ready`);
   }
   // Without a jitter window a blocking claim that waits leaves nothing claimable behind.
   if (r.cfg.jitterMs === 0 && q.waiting.length > 0) assert.equal(ready, 0, `a claim waits while ${ready} job(s) are ready`);
@@ -439,7 +460,17 @@ export class Append implements Cmd {
   run(m: Model, r: Real): void {
     const ids = Array.from({ length: this.n }, () => m.nextId++);
     const records = ids.map((id, k) => ({ data: { k, id }, ...(k % 2 ? { tag: 't' } : {}), ...(k % 3 === 0 ? { meta: { m: k } } : {}) }));
-    step(m, r, () => m.appendIds.set(send(m, r, { op: 'append', topic: Q, body: Buffer.from(JSON.stringify({ records })), returnSeqs: false, headerIdemKey: undefined }, { k: 'append' }), ids));
+    step(m, r, () =>
+      m.appendIds.set(
+        send(
+          m,
+          r,
+          { op: 'append', topic: Q, body: Buffer.from(JSON.stringify({ records })), returnSeqs: false, headerIdemKey: undefined },
+          { k: 'append' },
+        ),
+        ids,
+      ),
+    );
   }
   toString = () => `append(${this.n})`;
 }
@@ -457,13 +488,21 @@ export class Claim implements Cmd {
     const before = new Set([...qs(r).table.active.values()].map((l) => l.id));
     let id = 0;
     step(m, r, () => {
-      id = r.sim.request({ op: 'claim', topic: Q, node, max: this.max, leaseMs: r.cfg.leaseMs, ...(this.waitMs > 0 ? { waitMs: this.waitMs } : {}) });
+      id = r.sim.request({
+        op: 'claim',
+        topic: Q,
+        node,
+        max: this.max,
+        leaseMs: r.cfg.leaseMs,
+        ...(this.waitMs > 0 ? { waitMs: this.waitMs } : {}),
+      });
       m.expect.set(id, { k: 'claim', seqs: undefined });
     });
     if (r.cfg.jitterMs > 0) return;
     // Fewer than asked for: nothing claimable may be left behind (the refill after it included).
     const got = [...qs(r).table.active.values()].filter((l) => !before.has(l.id) && l.connId === 0 && l.node === node).length;
-    if (got < this.max) for (const [seq, j] of m.jobs) assert.ok(!claimableAt(j, r.sim.nowMs), `claim got ${got} < ${this.max} but job ${seq} is claimable`);
+    if (got < this.max)
+      for (const [seq, j] of m.jobs) assert.ok(!claimableAt(j, r.sim.nowMs), `claim got ${got} < ${this.max} but job ${seq} is claimable`);
   }
   toString = () => `claim(${NODES[this.node]}, max ${this.max}${this.waitMs > 0 ? `, wait ${this.waitMs}` : ''})`;
 }
@@ -488,7 +527,13 @@ function fenced(m: Model, r: Real, node: string, picks: number[], mode: TokenMod
   seqs.forEach((s, k) => {
     const j = m.jobs.get(s);
     const token = leaseIds?.[k];
-    const ok = j !== undefined && j.live && heldAt(j, now) && j.lease!.node === node && (token === undefined || token === '' || token === j.lease!.id) && !acted.has(s);
+    const ok =
+      j !== undefined &&
+      j.live &&
+      heldAt(j, now) &&
+      j.lease!.node === node &&
+      (token === undefined || token === '' || token === j.lease!.id) &&
+      !acted.has(s);
     if (ok) acted.add(s);
     else skipped.push(s);
   });
@@ -533,7 +578,12 @@ export class Nack implements Cmd {
     step(m, r, () => {
       const f = fenced(m, r, node, this.picks, this.mode);
       if (f.seqs.length === 0) return;
-      send(m, r, { op: 'nack', topic: Q, node, seqs: f.seqs, leaseIds: f.leaseIds, delayMs: this.delayMs }, { k: 'nack', nacked: f.acted.size, skipped: f.skipped });
+      send(
+        m,
+        r,
+        { op: 'nack', topic: Q, node, seqs: f.seqs, leaseIds: f.leaseIds, delayMs: this.delayMs },
+        { k: 'nack', nacked: f.acted.size, skipped: f.skipped },
+      );
       for (const s of f.acted) {
         const j = m.jobs.get(s)!;
         j.lease = undefined;
@@ -556,7 +606,12 @@ export class Extend implements Cmd {
     step(m, r, () => {
       const f = fenced(m, r, node, this.picks, this.mode);
       if (f.seqs.length === 0) return;
-      send(m, r, { op: 'extend', topic: Q, node, seqs: f.seqs, leaseIds: f.leaseIds, leaseMs: r.cfg.leaseMs }, { k: 'extend', extended: f.acted.size, skipped: f.skipped });
+      send(
+        m,
+        r,
+        { op: 'extend', topic: Q, node, seqs: f.seqs, leaseIds: f.leaseIds, leaseMs: r.cfg.leaseMs },
+        { k: 'extend', extended: f.acted.size, skipped: f.skipped },
+      );
       for (const s of f.acted) m.jobs.get(s)!.lease!.deadline = r.sim.nowMs + r.cfg.leaseMs;
     });
   }
@@ -577,7 +632,12 @@ export class Term implements Cmd {
       if (f.seqs.length === 0) return;
       const dl = r.cfg.deadLetter;
       const acted = [...f.acted];
-      send(m, r, { op: 'term', topic: Q, node, seqs: f.seqs, leaseIds: f.leaseIds, reason: this.picks[0]! % 2 ? 'why' : null }, { k: 'term', terminated: dl ? acted.length : 0, released: dl ? 0 : acted.length, skipped: f.skipped, seqs: acted });
+      send(
+        m,
+        r,
+        { op: 'term', topic: Q, node, seqs: f.seqs, leaseIds: f.leaseIds, reason: this.picks[0]! % 2 ? 'why' : null },
+        { k: 'term', terminated: dl ? acted.length : 0, released: dl ? 0 : acted.length, skipped: f.skipped, seqs: acted },
+      );
       for (const s of acted) {
         const j = m.jobs.get(s)!;
         j.lease = undefined;
@@ -602,7 +662,12 @@ export class Redrive implements Cmd {
       const head = r.sim.actor(DLQ).current?.head ?? 0;
       const named = this.kind === 'seqs' ? [...new Set(this.picks.map((p) => 1 + (p % (head + 2))))].sort((x, y) => x - y) : null;
       const match = this.kind === 'match' ? { op: 'Eq' as const, value: 't' } : null;
-      send(m, r, { op: 'redrive', topic: Q, from: null, seqs: named, match, max: this.max, prefixes: null }, { k: 'redrive', max: this.max, named });
+      send(
+        m,
+        r,
+        { op: 'redrive', topic: Q, from: null, seqs: named, match, max: this.max, prefixes: null },
+        { k: 'redrive', max: this.max, named },
+      );
     });
   }
   toString = () => `redrive(${this.kind}, max ${this.max}, picks ${this.picks})`;
@@ -631,7 +696,7 @@ export class Leases implements Cmd {
       assert.deepEqual(
         got.map((l) => [l.$seq, l.node, l.deliveries, l.deadline, l.via]),
         want.map(([seq, j]) => [seq, j.lease!.node, j.deliveries, j.lease!.deadline, j.lease!.connId === 0 ? 'claim' : 'work']),
-        'leases: the model\'s live leases',
+        "leases: the model's live leases",
       );
     });
   }
@@ -648,9 +713,7 @@ export class Advance implements Cmd {
 }
 
 export class Wal implements Cmd {
-  constructor(
-    readonly what: 'write' | 'sync' | 'writeOne',
-  ) {}
+  constructor(readonly what: 'write' | 'sync' | 'writeOne') {}
   check = () => true;
   run(m: Model, r: Real): void {
     step(m, r, () => {
@@ -760,9 +823,20 @@ function clientView(r: Real): unknown {
   };
   const s = ask({ op: 'state', topic: Q, touch: false });
   const records: unknown[] = [];
-  for (let from = 0; ; ) {
-    const d = ask({ op: 'diff', topic: Q, fromSeq: from, limit: 1000, nodes: null, includeTags: true, includeMeta: true, waitMs: 0, maxBatchBytes: 0 });
-    for (const rec of d.records as { $seq: number; data: unknown; tag?: string; meta?: unknown }[]) records.push([rec.$seq, rec.data, rec.tag, rec.meta]);
+  for (let from = 0; ;) {
+    const d = ask({
+      op: 'diff',
+      topic: Q,
+      fromSeq: from,
+      limit: 1000,
+      nodes: null,
+      includeTags: true,
+      includeMeta: true,
+      waitMs: 0,
+      maxBatchBytes: 0,
+    });
+    for (const rec of d.records as { $seq: number; data: unknown; tag?: string; meta?: unknown }[])
+      records.push([rec.$seq, rec.data, rec.tag, rec.meta]);
     if (d.caught_up || d.records.length === 0) break;
     from = d.next_from_seq;
   }
@@ -869,22 +943,43 @@ function afterCrash(m: Model, r: Real, mode: 'kill' | 'power'): void {
 const appendArb = fc.integer({ min: 1, max: 5 }).map((n): Cmd => new Append(n));
 const claimArb = fc.tuple(fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 4 })).map(([n, max]): Cmd => new Claim(n, max));
 const ackArb = fc
-  .tuple(fc.integer({ min: 0, max: 2 }), fc.array(fc.nat(20), { minLength: 1, maxLength: 3 }), fc.constantFrom<TokenMode>('none', 'current', 'current', 'stale', 'empty'))
+  .tuple(
+    fc.integer({ min: 0, max: 2 }),
+    fc.array(fc.nat(20), { minLength: 1, maxLength: 3 }),
+    fc.constantFrom<TokenMode>('none', 'current', 'current', 'stale', 'empty'),
+  )
   .map(([n, p, t]): Cmd => new Ack(n, p, t));
 const nackArb = fc
-  .tuple(fc.integer({ min: 0, max: 2 }), fc.array(fc.nat(20), { minLength: 1, maxLength: 2 }), fc.constantFrom<TokenMode>('none', 'current', 'stale'), fc.constantFrom(0, 0, 150))
+  .tuple(
+    fc.integer({ min: 0, max: 2 }),
+    fc.array(fc.nat(20), { minLength: 1, maxLength: 2 }),
+    fc.constantFrom<TokenMode>('none', 'current', 'stale'),
+    fc.constantFrom(0, 0, 150),
+  )
   .map(([n, p, t, d]): Cmd => new Nack(n, p, t, d));
 const extendArb = fc
-  .tuple(fc.integer({ min: 0, max: 2 }), fc.array(fc.nat(20), { minLength: 1, maxLength: 2 }), fc.constantFrom<TokenMode>('none', 'current', 'stale'))
+  .tuple(
+    fc.integer({ min: 0, max: 2 }),
+    fc.array(fc.nat(20), { minLength: 1, maxLength: 2 }),
+    fc.constantFrom<TokenMode>('none', 'current', 'stale'),
+  )
   .map(([n, p, t]): Cmd => new Extend(n, p, t));
 const advanceArb = fc.constantFrom(10, 60, 199, 201, 450, 1001).map((ms): Cmd => new Advance(ms));
 const walArb = fc.constantFrom<'write' | 'sync' | 'writeOne'>('write', 'sync', 'writeOne', 'write').map((w): Cmd => new Wal(w));
 
 const termArb = fc
-  .tuple(fc.integer({ min: 0, max: 2 }), fc.array(fc.nat(20), { minLength: 1, maxLength: 3 }), fc.constantFrom<TokenMode>('none', 'current', 'current', 'stale'))
+  .tuple(
+    fc.integer({ min: 0, max: 2 }),
+    fc.array(fc.nat(20), { minLength: 1, maxLength: 3 }),
+    fc.constantFrom<TokenMode>('none', 'current', 'current', 'stale'),
+  )
   .map(([n, p, t]): Cmd => new Term(n, p, t));
 const redriveArb = fc
-  .tuple(fc.constantFrom<'all' | 'seqs' | 'match'>('all', 'all', 'seqs', 'match'), fc.constantFrom(1, 2, 10_000, 10_000), fc.array(fc.nat(30), { minLength: 1, maxLength: 4 }))
+  .tuple(
+    fc.constantFrom<'all' | 'seqs' | 'match'>('all', 'all', 'seqs', 'match'),
+    fc.constantFrom(1, 2, 10_000, 10_000),
+    fc.array(fc.nat(30), { minLength: 1, maxLength: 4 }),
+  )
   .map(([k, max, p]): Cmd => new Redrive(k, max, p));
 const claimWaitArb = fc
   .tuple(fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 3 }), fc.constantFrom(100, 700))
@@ -921,7 +1016,15 @@ export const commandArbs: fc.Arbitrary<Cmd>[] = [
 ];
 
 /** The mix with the queue tools: term, redrive, the lease list and blocking claims too. */
-export const toolCommandArbs: fc.Arbitrary<Cmd>[] = [...commandArbs, termArb, termArb, redriveArb, redriveArb, fc.constantFrom(1, 2, 100).map((l): Cmd => new Leases(l)), claimWaitArb];
+export const toolCommandArbs: fc.Arbitrary<Cmd>[] = [
+  ...commandArbs,
+  termArb,
+  termArb,
+  redriveArb,
+  redriveArb,
+  fc.constantFrom(1, 2, 100).map((l): Cmd => new Leases(l)),
+  claimWaitArb,
+];
 
 /** Builds the world for one run: the queue (and, lazily, its dead-letter topic) on a SimHost. */
 export function setup(cfg: QueueCfg, seed: string, tools = false): { model: Model; real: Real } {
@@ -960,8 +1063,18 @@ export function finalCheck(m: Model, r: Real): void {
   const copies = new Map<number, number>();
   const count = (id: number) => copies.set(id, (copies.get(id) ?? 0) + 1);
   if (r.sim.actor(DLQ).current) {
-    for (let from = 0; ; ) {
-      const id = r.sim.request({ op: 'diff', topic: DLQ, fromSeq: from, limit: 1000, nodes: null, includeTags: false, includeMeta: true, waitMs: 0, maxBatchBytes: 0 });
+    for (let from = 0; ;) {
+      const id = r.sim.request({
+        op: 'diff',
+        topic: DLQ,
+        fromSeq: from,
+        limit: 1000,
+        nodes: null,
+        includeTags: false,
+        includeMeta: true,
+        waitMs: 0,
+        maxBatchBytes: 0,
+      });
       const d = body(r.sim.replies.get(id)!);
       r.sim.replies.delete(id);
       for (const rec of d.records as { data: { id: number }; meta: Record<string, unknown> }[]) {
@@ -975,10 +1088,14 @@ export function finalCheck(m: Model, r: Real): void {
   }
   // A job that went to the dead-letter topic is there, or a redrive brought it back (a copy of its id).
   const back = (j: MJob) => [...m.jobs.values()].some((x) => x.redriven && x.id === j.id);
-  for (const [seq, j] of m.jobs) if (j.removedBy === 'dl') assert.ok(moved.has(seq) || back(j), `job ${seq} left the queue for the dead-letter topic but is not there`);
+  for (const [seq, j] of m.jobs)
+    if (j.removedBy === 'dl') assert.ok(moved.has(seq) || back(j), `job ${seq} left the queue for the dead-letter topic but is not there`);
   const q = qs(r);
   assert.equal(q.table.inTransit.size, 0, 'no job is stuck in transit');
-  assert.ok(q.redriveOp === undefined && q.redriveWaiting.length === 0 && q.terms.size === 0 && q.waiting.length === 0, 'no redrive, term or blocking claim is left under way');
+  assert.ok(
+    q.redriveOp === undefined && q.redriveWaiting.length === 0 && q.terms.size === 0 && q.waiting.length === 0,
+    'no redrive, term or blocking claim is left under way',
+  );
   assert.equal(q.redrivePending.size, 0, 'every record a redrive moved back is gone from the dead-letter topic');
   if (r.tools && m.crashes === 0) {
     // Without crashes nothing is ever copied twice: each id is in the two topics exactly as

@@ -51,7 +51,12 @@ export const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(10, 60, 500, 2100).map((ms): Cmd => ({ k: 'advance', ms })) },
   { weight: 1, arbitrary: fc.boolean().map((full): Cmd => ({ k: 'cap', full })) },
   { weight: 1, arbitrary: fc.constant<Cmd>({ k: 'checkpoint' }) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom<'kill' | 'power'>('kill', 'power'), fc.nat(3)).map(([mode, keep]): Cmd => ({ k: 'crash', mode, keep })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom<'kill' | 'power'>('kill', 'power'), fc.nat(3))
+      .map(([mode, keep]): Cmd => ({ k: 'crash', mode, keep })),
+  },
 );
 
 class World {
@@ -110,7 +115,13 @@ class World {
     switch (c.k) {
       case 'append': {
         const records = Array.from({ length: c.n }, () => ({ data: { i: this.next++ }, tag: this.next % 3 === 0 ? 'z' : 'k' }));
-        sim.request({ op: 'append', topic: S, body: Buffer.from(JSON.stringify({ records })), returnSeqs: false, headerIdemKey: undefined });
+        sim.request({
+          op: 'append',
+          topic: S,
+          body: Buffer.from(JSON.stringify({ records })),
+          returnSeqs: false,
+          headerIdemKey: undefined,
+        });
         return;
       }
       case 'wal':
@@ -144,12 +155,26 @@ class World {
   read(topic: string): { seq: number; tag?: string; meta?: Record<string, unknown> }[] {
     const out: { seq: number; tag?: string; meta?: Record<string, unknown> }[] = [];
     if (!this.sim.actor(topic).current) return out;
-    for (let from = 0; ; ) {
-      const id = this.sim.request({ op: 'diff', topic, fromSeq: from, limit: 1000, nodes: null, includeTags: true, includeMeta: true, waitMs: 0, maxBatchBytes: 0 });
+    for (let from = 0; ;) {
+      const id = this.sim.request({
+        op: 'diff',
+        topic,
+        fromSeq: from,
+        limit: 1000,
+        nodes: null,
+        includeTags: true,
+        includeMeta: true,
+        waitMs: 0,
+        maxBatchBytes: 0,
+      });
       const r = this.sim.replies.get(id);
       this.sim.replies.delete(id);
       assert.ok(r?.ok, `diff ${topic}: ${JSON.stringify(r)}`);
-      const body = JSON.parse(Buffer.from(r.json).toString('utf8') + '}') as { records: { $seq: number; $tag?: string; meta?: Record<string, unknown> }[]; next_from_seq: number; caught_up: boolean };
+      const body = JSON.parse(Buffer.from(r.json).toString('utf8') + '}') as {
+        records: { $seq: number; $tag?: string; meta?: Record<string, unknown> }[];
+        next_from_seq: number;
+        caught_up: boolean;
+      };
       out.push(...body.records.map((x) => ({ seq: x.$seq, tag: x.$tag, meta: x.meta })));
       if (body.caught_up || body.records.length === 0) return out;
       from = body.next_from_seq;
@@ -163,13 +188,15 @@ class World {
   /** The invariants that hold after every command. */
   check(): void {
     const copies = this.read(D).map((x) => Number(String(x.meta?._spool_router).split(':').pop()));
-    for (let i = 1; i < copies.length; i++) assert.ok(copies[i]! > copies[i - 1]!, `copies out of order or duplicated: ${copies.join(',')}`);
+    for (let i = 1; i < copies.length; i++)
+      assert.ok(copies[i]! > copies[i - 1]!, `copies out of order or duplicated: ${copies.join(',')}`);
     const f = this.sim.actor(S).current?.routing?.forwarders.get('r');
     if (!f || !f.known) return;
     const held = new Set(copies);
     for (const s of this.read(S)) {
       if (s.seq > f.cursor) break;
-      if (this.passes(s.tag)) assert.ok(held.has(s.seq), `gap: source ${s.seq} is at or below the cursor ${f.cursor} but not in the dest (${copies.join(',')})`);
+      if (this.passes(s.tag))
+        assert.ok(held.has(s.seq), `gap: source ${s.seq} is at or below the cursor ${f.cursor} but not in the dest (${copies.join(',')})`);
     }
   }
 
@@ -191,12 +218,17 @@ class World {
 }
 
 export function routerProperty(maxCommands: number): fc.IPropertyWithHooks<[RouterCfg, string, Cmd[]]> {
-  return fc.property(cfgArb, fc.string({ maxLength: 8 }), fc.array(cmdArb, { minLength: Math.floor(maxCommands / 2), maxLength: maxCommands }), (cfg, seed, cmds) => {
-    const w = new World(cfg, seed);
-    for (const c of cmds) {
-      w.run(c);
-      w.check();
-    }
-    w.finish();
-  });
+  return fc.property(
+    cfgArb,
+    fc.string({ maxLength: 8 }),
+    fc.array(cmdArb, { minLength: Math.floor(maxCommands / 2), maxLength: maxCommands }),
+    (cfg, seed, cmds) => {
+      const w = new World(cfg, seed);
+      for (const c of cmds) {
+        w.run(c);
+        w.check();
+      }
+      w.finish();
+    },
+  );
 }

@@ -23,11 +23,28 @@ function arg(name: string): string | undefined {
 const out = (line: string) => void process.stdout.write(`${line}\n`);
 
 const targets: Record<string, (seed: number, runs: number | undefined, path: string | undefined) => void | Promise<void>> = {
-  '--queue': (seed, runs, path) => fc.assert(queueProperty(Number(arg('--commands') ?? 120), process.argv.includes('--tools')), { seed, numRuns: runs ?? 2000, ...(path ? { path } : {}), includeErrorInReport: true }),
-  '--router': (seed, runs, path) => fc.assert(routerProperty(Number(arg('--commands') ?? 120)), { seed, numRuns: runs ?? 1000, ...(path ? { path } : {}), includeErrorInReport: true }),
+  '--queue': (seed, runs, path) =>
+    fc.assert(queueProperty(Number(arg('--commands') ?? 120), process.argv.includes('--tools')), {
+      seed,
+      numRuns: runs ?? 2000,
+      ...(path ? { path } : {}),
+      includeErrorInReport: true,
+    }),
+  '--router': (seed, runs, path) =>
+    fc.assert(routerProperty(Number(arg('--commands') ?? 120)), {
+      seed,
+      numRuns: runs ?? 1000,
+      ...(path ? { path } : {}),
+      includeErrorInReport: true,
+    }),
   '--storage': async (seed, runs) => {
     const points = arg('--points');
-    const failed = await storageSweep({ seed: arg('--seed') ?? String(seed), runs: runs ?? 4, points: points === undefined ? undefined : Number(points), out });
+    const failed = await storageSweep({
+      seed: arg('--seed') ?? String(seed),
+      runs: runs ?? 4,
+      points: points === undefined ? undefined : Number(points),
+      out,
+    });
     if (failed > 0) throw new Error(`${failed} crash case(s) failed (each printed above with its --case)`);
   },
 };
@@ -35,7 +52,9 @@ const targets: Record<string, (seed: number, runs: number | undefined, path: str
 async function main(): Promise<void> {
   const target = process.argv.slice(2).find((a) => a in targets);
   if (!target) {
-    out(`usage: npm run fuzz -- ${Object.keys(targets).join(' | ')} [--seed S] [--runs N] [--path P] [--commands C] [--points N] [--case JSON]`);
+    out(
+      `usage: npm run fuzz -- ${Object.keys(targets).join(' | ')} [--seed S] [--runs N] [--path P] [--commands C] [--points N] [--case JSON]`,
+    );
     process.exit(2);
   }
   const one = arg('--case');
@@ -48,7 +67,9 @@ async function main(): Promise<void> {
     if (process.argv[i] === '--seed') i++;
     else rest.push(process.argv[i]!);
   }
-  out(`fuzz ${target.slice(2)}: seed=${arg('--seed') ?? seed}${runs !== undefined ? ` runs=${runs}` : ''} (reproduce: npm run fuzz -- ${rest.join(' ')} --seed ${arg('--seed') ?? seed})`);
+  out(
+    `fuzz ${target.slice(2)}: seed=${arg('--seed') ?? seed}${runs !== undefined ? ` runs=${runs}` : ''} (reproduce: npm run fuzz -- ${rest.join(' ')} --seed ${arg('--seed') ?? seed})`,
+  );
   const started = Date.now();
   try {
     await targets[target]!(seed, runs, arg('--path'));

@@ -24,7 +24,9 @@ async function casesOf(seed: string, points: number | undefined): Promise<CrashC
   return Array.from({ length: points }, (_, k): CrashCase => {
     const at = 1 + Math.floor(rng.next() * dry.totalCalls);
     const mode = MODES[k % 3]!;
-    return k % 4 === 3 ? { seed, mode, at, again: { at: 1 + Math.floor(rng.next() * dry.recoveryCalls), mode: MODES[(k >> 2) % 3]! } } : { seed, mode, at };
+    return k % 4 === 3
+      ? { seed, mode, at, again: { at: 1 + Math.floor(rng.next() * dry.recoveryCalls), mode: MODES[(k >> 2) % 3]! } }
+      : { seed, mode, at };
   });
 }
 

@@ -106,7 +106,7 @@ export function defaultWorkers(): number {
 export function readSettings(env: Env = process.env): Settings {
   const problems = validateEnv(env);
   if (problems.length > 0) throw new SettingsError(problems.join('; '));
-    return {
+  return {
     host: str(env, 'SERVICE_HOST') ?? '127.0.0.1',
     port: num(env, 'SERVICE_PORT', 4000),
     portFile: str(env, 'SERVICE_PORT_FILE'),

@@ -112,7 +112,8 @@ const validate = ajv.compile(ENV_SCHEMA);
 
 function describe(e: ErrorObject, raw: string): string {
   const name = e.instancePath.slice(1);
-  if (e.keyword === 'enum') return `${name} must be one of ${(e.params as { allowedValues: string[] }).allowedValues.join(', ')}, got ${JSON.stringify(raw)}`;
+  if (e.keyword === 'enum')
+    return `${name} must be one of ${(e.params as { allowedValues: string[] }).allowedValues.join(', ')}, got ${JSON.stringify(raw)}`;
   if (e.keyword === 'pattern') {
     const what = BY_NAME.get(name)?.kind === 'fraction' ? 'a number between 0 and 1' : 'a non-negative integer';
     return `${name} must be ${what}, got ${JSON.stringify(raw)}`;

@@ -34,7 +34,12 @@ export type Effect =
   /** Texts of [fromSeq, toSeq] are in memory again (the host's cache budget counts them). */
   | { k: 'textsLoaded'; topicId: number; fromSeq: number; toSeq: number; bytes: number }
   /** Park an append until WAL credit is available again; the host re-sends it then. */
-  | { k: 'deferForCredit'; reqId: number; req: AppendRequest; /** effective_priority now: the WAL wait is served by it. */ priority: number }
+  | {
+      k: 'deferForCredit';
+      reqId: number;
+      req: AppendRequest;
+      /** effective_priority now: the WAL wait is served by it. */ priority: number;
+    }
   /** Recovery: a replayed append the segments lack is written to its segment again. */
   | { k: 'rewriteSegment'; place: SegmentPlacement; frame: Buffer }
   | { k: 'releaseTopicSlot' }

@@ -59,13 +59,19 @@ export function scopeRefusal(required: readonly Scope[], held: ReadonlySet<Scope
   const missing = required.filter((s) => !held.has(s));
   if (missing.length === 0) return undefined;
   const plural = missing.length > 1 ? 's' : '';
-  return { message: `this key lacks the ${listed(missing)} scope${plural} (${what} needs ${listed(required)})`, detail: { required: [...required], missing } };
+  return {
+    message: `this key lacks the ${listed(missing)} scope${plural} (${what} needs ${listed(required)})`,
+    detail: { required: [...required], missing },
+  };
 }
 
 /** The refusal of a name outside the key's prefixes, naming the prefixes it may start with. */
 export function nameRefusal(kind: 'topic' | 'router', name: string, prefixes: readonly string[]): Refusal {
   return {
-    message: `this key may not name ${kind} ${JSON.stringify(name)}: its names must start with ${listed(prefixes.map((p) => JSON.stringify(p)), 'or')}`,
+    message: `this key may not name ${kind} ${JSON.stringify(name)}: its names must start with ${listed(
+      prefixes.map((p) => JSON.stringify(p)),
+      'or',
+    )}`,
     detail: { [kind]: name, allowed_prefixes: [...prefixes] },
   };
 }

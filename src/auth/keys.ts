@@ -30,13 +30,19 @@ const SCOPE_TOKENS: Record<string, readonly Scope[]> = {
 };
 
 function parseScopes(field: string | undefined, entryNo: number): Set<Scope> {
-  const tokens = (field ?? '').split('+').map((t) => t.trim().toLowerCase()).filter((t) => t !== '');
+  const tokens = (field ?? '')
+    .split('+')
+    .map((t) => t.trim().toLowerCase())
+    .filter((t) => t !== '');
   if (tokens.length === 0) return new Set(ALL_SCOPES);
   const out = new Set<Scope>();
   for (const t of tokens) {
     const s = SCOPE_TOKENS[t];
     // The token is safe to print: it is the scopes field, never the secret (field 1).
-    if (!s) throw new KeySyntaxError(`SERVICE_API_KEYS entry ${entryNo}: unknown scope ${JSON.stringify(t)} (known: read/r, write/w, delete/del/d, admin/a, rw)`);
+    if (!s)
+      throw new KeySyntaxError(
+        `SERVICE_API_KEYS entry ${entryNo}: unknown scope ${JSON.stringify(t)} (known: read/r, write/w, delete/del/d, admin/a, rw)`,
+      );
     for (const x of s) out.add(x);
   }
   return out;
@@ -72,7 +78,10 @@ export class KeyRing {
       const scopesField = c1 < 0 ? undefined : c2 < 0 ? entry.slice(c1 + 1) : entry.slice(c1 + 1, c2);
       const prefixField = c2 < 0 ? undefined : entry.slice(c2 + 1);
       const scopes = parseScopes(scopesField, i + 1);
-      const items = (prefixField ?? '').split('|').map((p) => p.trim()).filter((p) => p !== '');
+      const items = (prefixField ?? '')
+        .split('|')
+        .map((p) => p.trim())
+        .filter((p) => p !== '');
       const id = keys.length + 1;
       digests.push(sha256(secret));
       keys.push({ id, label: `key#${id}`, scopes, prefixes: items.length > 0 ? items : null });

@@ -6,7 +6,18 @@
 // in input order, so seqs follow the input. Retried batches carry an idempotency key (no
 // duplicates). A bad line ends the input after the records before it are appended (exit 2).
 import { Command } from 'commander';
-import { CliError, EXIT, clientFor, note, parsePositive, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  CliError,
+  EXIT,
+  clientFor,
+  note,
+  parsePositive,
+  printJson,
+  usageError,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 import { isBlank, openLines } from './lines.js';
 import { Progress } from './progress.js';
 import { SpoolError } from '../client/errors.js';
@@ -51,7 +62,8 @@ function checkLine(text: string, where: () => string, records: boolean): string 
   } catch (e) {
     throw new BadLine(`${where()}: not valid JSON (${(e as Error).message})`);
   }
-  if (records && (v === null || typeof v !== 'object' || Array.isArray(v))) throw new BadLine(`${where()}: with --records each one must be a record object {"data":…}`);
+  if (records && (v === null || typeof v !== 'object' || Array.isArray(v)))
+    throw new BadLine(`${where()}: with --records each one must be a record object {"data":…}`);
   return text;
 }
 
@@ -64,7 +76,12 @@ async function endAtBadLine(e: BadLine, flush: () => Promise<void>, totals: Tota
   await flush(); // sends the batch being built, after the one in flight
   await flush(); // nothing left to send: waits for that batch
   const n = totals.count;
-  const landed = n === 0 ? 'nothing was appended' : n === 1 ? `the record before it was appended (seq ${totals.firstSeq}), none after it` : `the ${n} records before it were appended (seqs ${totals.firstSeq}..${totals.lastSeq}), none after it`;
+  const landed =
+    n === 0
+      ? 'nothing was appended'
+      : n === 1
+        ? `the record before it was appended (seq ${totals.firstSeq}), none after it`
+        : `the ${n} records before it were appended (seqs ${totals.firstSeq}..${totals.lastSeq}), none after it`;
   e.message = `${e.message}; ${landed}`;
   e.detail = { appended: totals.count, first_seq: totals.firstSeq ?? null, last_seq: totals.lastSeq ?? null };
   return e;
@@ -109,14 +126,26 @@ interface Totals {
 async function send(spool: Spool<'bigint'>, topic: string, builder: BodyBuilder, b: Batch, totals: Totals, o: AppendOpts): Promise<void> {
   let r;
   try {
-    r = await spool.appendRaw(topic, builder.body(b.texts), { return_seqs: false, keyInBody: o.idempotencyKey !== undefined, idempotency_key: o.idempotencyKey });
+    r = await spool.appendRaw(topic, builder.body(b.texts), {
+      return_seqs: false,
+      keyInBody: o.idempotencyKey !== undefined,
+      idempotency_key: o.idempotencyKey,
+    });
   } catch (e) {
     const where = b.firstLineNo === b.lastLineNo ? `record ${b.firstLineNo}` : `records ${b.firstLineNo}..${b.lastLineNo}`;
     const before = totals.count ? `${totals.count} records appended before it; ` : '';
-    if (e instanceof SpoolError) throw new SpoolError({ code: e.code, status: e.status, detail: e.detail, retryAfterMs: e.retryAfterMs, message: `${before}${where} not appended: ${e.message}` });
+    if (e instanceof SpoolError)
+      throw new SpoolError({
+        code: e.code,
+        status: e.status,
+        detail: e.detail,
+        retryAfterMs: e.retryAfterMs,
+        message: `${before}${where} not appended: ${e.message}`,
+      });
     throw e;
   }
-  if (r.count !== b.texts.length) throw new CliError(`the server appended ${r.count} records for a batch of ${b.texts.length}`, EXIT.failure);
+  if (r.count !== b.texts.length)
+    throw new CliError(`the server appended ${r.count} records for a batch of ${b.texts.length}`, EXIT.failure);
   totals.count += r.count;
   totals.batches++;
   totals.firstSeq ??= r.first_seq;
@@ -136,8 +165,10 @@ async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals
     }
     return totals;
   }
-  if (o.file === undefined && process.stdin.isTTY) throw usageError('no records: give them as arguments, or pipe NDJSON into stdin (or use --file)');
-  if (o.idempotencyKey !== undefined) throw usageError('--idempotency-key applies to one batch: use it with arguments, not with NDJSON input');
+  if (o.file === undefined && process.stdin.isTTY)
+    throw usageError('no records: give them as arguments, or pipe NDJSON into stdin (or use --file)');
+  if (o.idempotencyKey !== undefined)
+    throw usageError('--idempotency-key applies to one batch: use it with arguments, not with NDJSON input');
   const source = openLines(o.file);
   const label = o.file === undefined || o.file === '-' ? 'stdin' : o.file;
   const progress = new Progress(o.progress ?? (process.stderr.isTTY === true && !o.json), source.totalBytes);
@@ -196,16 +227,27 @@ export function appendCommand(outcome: Outcome): Command {
     .option('--no-progress', 'never show progress')
     .action(async (topic: string, args: string[], o: AppendOpts) => {
       if (o.batch > RECORDS_MAX) throw usageError(`--batch: at most ${RECORDS_MAX}`);
-      if (o.records && (o.tag !== undefined || o.string)) throw usageError('--records takes whole record objects: --tag and --string do not apply');
+      if (o.records && (o.tag !== undefined || o.string))
+        throw usageError('--records takes whole record objects: --tag and --string do not apply');
       const t0 = Date.now();
       const t = await run(topic, args, o);
       const ms = Date.now() - t0;
       const perSec = Math.round(t.count / Math.max(0.001, ms / 1000));
       if (o.json) {
-        printJson({ topic, count: t.count, first_seq: t.firstSeq ?? null, last_seq: t.lastSeq ?? null, batches: t.batches, elapsed_ms: ms, records_per_sec: perSec });
+        printJson({
+          topic,
+          count: t.count,
+          first_seq: t.firstSeq ?? null,
+          last_seq: t.lastSeq ?? null,
+          batches: t.batches,
+          elapsed_ms: ms,
+          records_per_sec: perSec,
+        });
       } else {
         const seqs = t.count ? ` (seqs ${t.firstSeq}..${t.lastSeq})` : '';
-        note(`appended ${t.count} record${t.count === 1 ? '' : 's'} to ${topic}${seqs} in ${(ms / 1000).toFixed(2)} s, ${perSec.toLocaleString('en-US')} records/s`);
+        note(
+          `appended ${t.count} record${t.count === 1 ? '' : 's'} to ${topic}${seqs} in ${(ms / 1000).toFixed(2)} s, ${perSec.toLocaleString('en-US')} records/s`,
+        );
       }
       outcome.code = EXIT.ok;
     });

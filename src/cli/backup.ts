@@ -18,7 +18,10 @@ async function fetchBackup(o: ClientOpts): Promise<Readable> {
   }
   if (!res.ok || !res.body) {
     const text = await res.text().catch(() => '');
-    throw new CliError(`backup refused: HTTP ${res.status} ${text}`, res.status === 503 ? EXIT.unavailable : res.status === 404 ? EXIT.notFound : EXIT.rejected);
+    throw new CliError(
+      `backup refused: HTTP ${res.status} ${text}`,
+      res.status === 503 ? EXIT.unavailable : res.status === 404 ? EXIT.notFound : EXIT.rejected,
+    );
   }
   note(`backup as of WAL position ${res.headers.get('spool-backup-point') ?? '?'}`);
   return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);

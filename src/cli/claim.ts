@@ -2,7 +2,17 @@
 // seq, lease id, deliveries, data (verbatim); with --json the claim response. Settle them with
 // `spool ack` / `spool nack` using the same --node (default `cli@<host>`, or SPOOL_NODE).
 import { Command } from 'commander';
-import { EXIT, clientFor, nodeOption, parseCount, parsePositive, stringify, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  EXIT,
+  clientFor,
+  nodeOption,
+  parseCount,
+  parsePositive,
+  stringify,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 import type { RawJob } from '../client/types.js';
 
 /** A job as JSON with its data and meta spliced in verbatim (they are raw texts here). */

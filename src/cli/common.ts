@@ -152,7 +152,11 @@ export function reportError(err: unknown, command: string, json: boolean): numbe
   if (err instanceof CliError) {
     code = err.exitCode;
     text = err.message;
-    body = { code: err.code ?? (code === EXIT.usage ? 'usage' : 'failed'), message: err.message, ...(err.detail ? { detail: err.detail } : {}) };
+    body = {
+      code: err.code ?? (code === EXIT.usage ? 'usage' : 'failed'),
+      message: err.message,
+      ...(err.detail ? { detail: err.detail } : {}),
+    };
   } else if (err instanceof SpoolError) {
     code = exitCodeFor(err);
     const where = err.status ? `HTTP ${err.status} ${err.code}` : err.code;
@@ -168,7 +172,8 @@ export function reportError(err: unknown, command: string, json: boolean): numbe
 }
 
 export function exitCodeFor(err: SpoolError): number {
-  if (err.status === 0) return err.code === 'seq_out_of_range' || err.code === 'bad_response' || err.code === 'stream_gap' ? EXIT.failure : EXIT.unavailable;
+  if (err.status === 0)
+    return err.code === 'seq_out_of_range' || err.code === 'bad_response' || err.code === 'stream_gap' ? EXIT.failure : EXIT.unavailable;
   if (err.status === 404) return EXIT.notFound;
   if (err.status === 429 || err.status === 503) return EXIT.unavailable;
   if (err.status >= 400 && err.status < 500) return EXIT.rejected;

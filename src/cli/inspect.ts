@@ -22,8 +22,12 @@ export function inspectCommand(outcome: Outcome): Command {
         if (!t) throw new CliError(`no topic ${topic} in ${dir}`, EXIT.notFound);
         if (o.json) process.stdout.write(`${JSON.stringify(t)}\n`);
         else {
-          process.stdout.write(`${t.name} (id ${t.id}) ${t.type} ${t.durability}${t.in_wal_only ? ', created after the newest snapshot' : ''}\n`);
-          process.stdout.write(`  reserved ${t.reserved ?? '-'}  evict_floor ${t.evict_floor ?? '-'}  dead_below ${t.dead_below ?? '-'}  deleted ranges ${t.deleted_ranges}\n`);
+          process.stdout.write(
+            `${t.name} (id ${t.id}) ${t.type} ${t.durability}${t.in_wal_only ? ', created after the newest snapshot' : ''}\n`,
+          );
+          process.stdout.write(
+            `  reserved ${t.reserved ?? '-'}  evict_floor ${t.evict_floor ?? '-'}  dead_below ${t.dead_below ?? '-'}  deleted ranges ${t.deleted_ranges}\n`,
+          );
           if (t.packed_bytes > 0) process.stdout.write(`  packed  ${t.packed_bytes} bytes in pack files\n`);
           for (const s of t.segments) process.stdout.write(`  seg-${s.first_seq}  ${s.bytes} bytes\n`);
         }
@@ -34,14 +38,20 @@ export function inspectCommand(outcome: Outcome): Command {
         process.stdout.write(`${JSON.stringify(info)}\n`);
         return;
       }
-      process.stdout.write(`snapshot ${info.snapshot ?? '(none)'}; ${info.wal_files.length} WAL file(s), ${info.wal_files.reduce((a, w) => a + w.bytes, 0)} bytes\n`);
+      process.stdout.write(
+        `snapshot ${info.snapshot ?? '(none)'}; ${info.wal_files.length} WAL file(s), ${info.wal_files.reduce((a, w) => a + w.bytes, 0)} bytes\n`,
+      );
       const packBytes = info.packs.reduce((a, p) => a + p.bytes, 0);
       const packLive = info.packs.reduce((a, p) => a + p.live_bytes, 0);
       process.stdout.write(`${info.packs.length} pack file(s), ${packBytes} bytes, ${packLive} of them of listed topics\n`);
-      process.stdout.write(`${'TOPIC'.padEnd(32)} ${'TYPE'.padEnd(5)} ${'CLASS'.padEnd(9)} ${'SEGS'.padStart(4)} ${'BYTES'.padStart(12)} ${'RESERVED'.padStart(10)} FLOORS\n`);
+      process.stdout.write(
+        `${'TOPIC'.padEnd(32)} ${'TYPE'.padEnd(5)} ${'CLASS'.padEnd(9)} ${'SEGS'.padStart(4)} ${'BYTES'.padStart(12)} ${'RESERVED'.padStart(10)} FLOORS\n`,
+      );
       for (const t of info.topics) {
         const floors = `evict ${t.evict_floor ?? '-'} dead ${t.dead_below ?? '-'}`;
-        process.stdout.write(`${t.name.padEnd(32)} ${t.type.padEnd(5)} ${t.durability.padEnd(9)} ${String(t.segments.length).padStart(4)} ${String(t.bytes_on_disk).padStart(12)} ${String(t.reserved ?? '-').padStart(10)} ${floors}\n`);
+        process.stdout.write(
+          `${t.name.padEnd(32)} ${t.type.padEnd(5)} ${t.durability.padEnd(9)} ${String(t.segments.length).padStart(4)} ${String(t.bytes_on_disk).padStart(12)} ${String(t.reserved ?? '-').padStart(10)} ${floors}\n`,
+        );
       }
     });
 }

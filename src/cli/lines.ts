@@ -47,7 +47,8 @@ export function openLines(file: string | undefined): LineSource {
     async *chunks() {
       // A pipe or terminal on stdin is read through process.stdin, not fs: fs reads of a
       // non-blocking pipe fail with EAGAIN, which the stream handle of process.stdin waits out.
-      const stream = fd === 0 && !stdinIsFile ? process.stdin : fs.createReadStream('', { fd, highWaterMark: CHUNK_BYTES, autoClose: fd !== 0 });
+      const stream =
+        fd === 0 && !stdinIsFile ? process.stdin : fs.createReadStream('', { fd, highWaterMark: CHUNK_BYTES, autoClose: fd !== 0 });
       const dec = new StringDecoder('utf8');
       let rest = '';
       let lineNo = 1;

@@ -15,7 +15,10 @@ export function offlineDataDir(dir: string, force: boolean | undefined): string 
   }
   const pid = liveLockHolder(nodeFs, dir);
   if (pid !== undefined && !force) {
-    throw new CliError(`data directory ${dir} is in use by process ${pid} (a running server); stop it first, or pass --force to read it anyway`, EXIT.usage);
+    throw new CliError(
+      `data directory ${dir} is in use by process ${pid} (a running server); stop it first, or pass --force to read it anyway`,
+      EXIT.usage,
+    );
   }
   return dir;
 }

@@ -93,10 +93,25 @@ export function buildProgram(outcome: Outcome): Command {
     .description('spool: a persistent append-only log service, and its command-line client')
     .version(version(), '-V, --version', 'print the version')
     .helpOption('-h, --help', 'show help')
-    .addHelpText('after', '\nEvery client command takes --url (SPOOL_URL), --key (SPOOL_API_KEY) and --json.\nExit codes: 0 ok, 1 failure, 2 usage, 3 request refused (4xx), 4 not found (404), 5 unavailable.')
+    .addHelpText(
+      'after',
+      '\nEvery client command takes --url (SPOOL_URL), --key (SPOOL_API_KEY) and --json.\nExit codes: 0 ok, 1 failure, 2 usage, 3 request refused (4xx), 4 not found (404), 5 unavailable.',
+    )
     .showSuggestionAfterError(true);
   serverCommands(program, outcome);
-  for (const make of [topicsCommand, routersCommand, appendCommand, readCommand, tailCommand, rmRecordsCommand, claimCommand, ackCommand, nackCommand, workCommand, statsCommand]) {
+  for (const make of [
+    topicsCommand,
+    routersCommand,
+    appendCommand,
+    readCommand,
+    tailCommand,
+    rmRecordsCommand,
+    claimCommand,
+    ackCommand,
+    nackCommand,
+    workCommand,
+    statsCommand,
+  ]) {
     program.addCommand(make(outcome));
   }
   // The queue tools (docs/CLI.md "Queue tools").
@@ -140,12 +155,25 @@ export async function run(argv: string[]): Promise<Outcome> {
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.exitCode === 0) return outcome; // help or version, already written to stdout
-      outcome.code = reportError(usageError(`${err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')} (see spool ${commandName(argv, program)} --help)`.replace('spool  --help', 'spool --help')), commandName(argv, program), json);
+      outcome.code = reportError(
+        usageError(
+          `${err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')} (see spool ${commandName(argv, program)} --help)`.replace(
+            'spool  --help',
+            'spool --help',
+          ),
+        ),
+        commandName(argv, program),
+        json,
+      );
       return outcome;
     }
     const sys = err as NodeJS.ErrnoException;
     if (sys && typeof sys.code === 'string' && ['ENOENT', 'EACCES', 'EISDIR', 'ENOTDIR'].includes(sys.code) && sys.path) {
-      outcome.code = reportError(usageError(`${sys.path}: ${sys.code === 'ENOENT' ? 'no such file or directory' : sys.code}`), commandName(argv, program), json);
+      outcome.code = reportError(
+        usageError(`${sys.path}: ${sys.code === 'ENOENT' ? 'no such file or directory' : sys.code}`),
+        commandName(argv, program),
+        json,
+      );
       return outcome;
     }
     outcome.code = reportError(err, commandName(argv, program), json);

@@ -3,7 +3,19 @@
 // back into their queue. Each a thin layer over one client call, exit codes as the other client
 // commands (a term that skipped a seq is exit 3, as ack).
 import { Command } from 'commander';
-import { EXIT, clientFor, nodeOption, parsePositive, parseSeq, printJson, table, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  EXIT,
+  clientFor,
+  nodeOption,
+  parsePositive,
+  parseSeq,
+  printJson,
+  table,
+  usageError,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 import { parseJobs } from './settle.js';
 import type { LeaseInfo, TagMatch } from '../client/types.js';
 
@@ -29,7 +41,10 @@ export function leasesCommand(outcome: Outcome): Command {
       if (o.json) printJson(all);
       else {
         const now = Date.now();
-        const rows = [['SEQ', 'NODE', 'DELIVERIES', 'DEADLINE', 'VIA'], ...all.map((l) => [String(l.$seq), l.node, String(l.deliveries), until(l.deadline, now), l.via])];
+        const rows = [
+          ['SEQ', 'NODE', 'DELIVERIES', 'DEADLINE', 'VIA'],
+          ...all.map((l) => [String(l.$seq), l.node, String(l.deliveries), until(l.deadline, now), l.via]),
+        ];
         process.stdout.write(all.length ? table(rows) : '');
       }
       outcome.code = EXIT.ok;
@@ -48,7 +63,10 @@ export function termCommand(outcome: Outcome): Command {
       const r = await clientFor(o).term(queue, { node: o.node, seqs, lease_ids: leaseIds, reason: o.reason });
       if (o.json) printJson(r);
       else {
-        const what = r.dead_letter === null ? `released ${r.released} (${queue} has no dead-letter topic)` : `moved ${r.terminated} to ${r.dead_letter}`;
+        const what =
+          r.dead_letter === null
+            ? `released ${r.released} (${queue} has no dead-letter topic)`
+            : `moved ${r.terminated} to ${r.dead_letter}`;
         const skipped = r.skipped.length ? `; skipped (not held by ${o.node}, or a stale lease id): ${r.skipped.join(' ')}` : '';
         process.stdout.write(`${what}${skipped}\n`);
       }
@@ -69,20 +87,26 @@ export function redriveCommand(outcome: Outcome): Command {
     .description('move dead-lettered jobs back into their queue: all of them, or those given by --seq / --tag / --tag-prefix (both: AND)')
     .argument('<queue>')
     .option('--from <topic>', "the dead-letter topic (default: the queue's dead_letter)")
-    .option('--seq <seq>', 'a seq of the dead-letter topic (repeat for more)', (v: string, prev: bigint[] | undefined) => [...(prev ?? []), parseSeq(v)])
+    .option('--seq <seq>', 'a seq of the dead-letter topic (repeat for more)', (v: string, prev: bigint[] | undefined) => [
+      ...(prev ?? []),
+      parseSeq(v),
+    ])
     .option('--tag <tag>', 'only jobs with exactly this tag')
     .option('--tag-prefix <prefix>', 'only jobs whose tag starts with this')
     .option('--max <n>', 'at most this many jobs (default and most: 10000 per call)', parsePositive)
     .action(async (queue: string, o: RedriveOpts) => {
       if (o.tag !== undefined && o.tagPrefix !== undefined) throw usageError('give --tag or --tag-prefix, not both');
       if (o.tagPrefix !== undefined && o.tagPrefix.includes('*')) throw usageError('--tag-prefix is a literal prefix (no *)');
-      const match: TagMatch | undefined = o.tag !== undefined ? ['tag', 'Eq', o.tag] : o.tagPrefix !== undefined ? ['tag', 'Glob', `${o.tagPrefix}*`] : undefined;
+      const match: TagMatch | undefined =
+        o.tag !== undefined ? ['tag', 'Eq', o.tag] : o.tagPrefix !== undefined ? ['tag', 'Glob', `${o.tagPrefix}*`] : undefined;
       const r = await clientFor(o).redrive(queue, { from: o.from, seqs: o.seq, match, max: o.max });
       if (o.json) printJson(r);
       else {
         const skipped = r.skipped.length ? `; not moved (absent, or not ${queue}'s): ${r.skipped.join(' ')}` : '';
         const more = r.more ? '; more remain (run it again)' : '';
-        process.stdout.write(`moved ${r.redriven} job${r.redriven === 1 ? '' : 's'} from ${r.from} back into ${r.topic}${skipped}${more}\n`);
+        process.stdout.write(
+          `moved ${r.redriven} job${r.redriven === 1 ? '' : 's'} from ${r.from} back into ${r.topic}${skipped}${more}\n`,
+        );
       }
       outcome.code = EXIT.ok;
     });

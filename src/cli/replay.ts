@@ -7,7 +7,9 @@ export function replay(file: string, opts: { topic?: string; until?: number }): 
   const report = replayTrace(file, { topic: opts.topic, until: opts.until });
   if (report.divergence) {
     const d = report.divergence;
-    process.stdout.write(`divergence at step ${d.step} (actor ${d.actor}, effect #${d.index}):\n  expected ${JSON.stringify(d.expected)}\n  actual   ${JSON.stringify(d.actual)}\n`);
+    process.stdout.write(
+      `divergence at step ${d.step} (actor ${d.actor}, effect #${d.index}):\n  expected ${JSON.stringify(d.expected)}\n  actual   ${JSON.stringify(d.actual)}\n`,
+    );
     return 1;
   }
   process.stdout.write(`replayed ${report.steps} steps of ${report.actors} actor(s); ${report.compared} effects identical\n`);

@@ -18,12 +18,17 @@ export function rmRecordsCommand(outcome: Outcome): Command {
     .option('--tag-prefix <prefix>', 'delete records whose tag starts with this')
     .action(async (topic: string, o: RmOpts) => {
       if (o.tag !== undefined && o.tagPrefix !== undefined) throw usageError('give --tag or --tag-prefix, not both');
-      if (o.before === undefined && o.tag === undefined && o.tagPrefix === undefined) throw usageError('give --before, --tag or --tag-prefix');
+      if (o.before === undefined && o.tag === undefined && o.tagPrefix === undefined)
+        throw usageError('give --before, --tag or --tag-prefix');
       if (o.tagPrefix !== undefined && o.tagPrefix.includes('*')) throw usageError('--tag-prefix is a literal prefix (no *)');
-      const match: TagMatch | undefined = o.tag !== undefined ? ['tag', 'Eq', o.tag] : o.tagPrefix !== undefined ? ['tag', 'Glob', `${o.tagPrefix}*`] : undefined;
+      const match: TagMatch | undefined =
+        o.tag !== undefined ? ['tag', 'Eq', o.tag] : o.tagPrefix !== undefined ? ['tag', 'Glob', `${o.tagPrefix}*`] : undefined;
       const r = await clientFor(o).deleteRecords(topic, { before_seq: o.before, match });
       if (o.json) printJson(r);
-      else process.stdout.write(`deleted ${r.deleted} record${r.deleted === 1 ? '' : 's'} from ${r.topic}; ${r.count} left (seqs from ${r.earliest_seq}, head ${r.head_seq})\n`);
+      else
+        process.stdout.write(
+          `deleted ${r.deleted} record${r.deleted === 1 ? '' : 's'} from ${r.topic}; ${r.count} left (seqs from ${r.earliest_seq}, head ${r.head_seq})\n`,
+        );
       outcome.code = EXIT.ok;
     });
 }

@@ -1,6 +1,17 @@
 // `spool routers ls|get|put|rm` (API: GET /v0/routers, GET/PUT/DELETE /v0/routers/:router).
 import { Command, Option } from 'commander';
-import { CliError, EXIT, clientFor, parseJsonArg, printJson, table, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  CliError,
+  EXIT,
+  clientFor,
+  parseJsonArg,
+  printJson,
+  table,
+  usageError,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 import type { RouterConfig, TagMatch } from '../client/types.js';
 
 function ls(): Command {
@@ -52,7 +63,9 @@ interface PutOpts extends ClientOpts {
 
 function put(): Command {
   return withClientOptions(new Command('put'))
-    .description('create a router or replace its config (fields left out take their defaults; source and dest of an existing router cannot change)')
+    .description(
+      'create a router or replace its config (fields left out take their defaults; source and dest of an existing router cannot change)',
+    )
     .argument('<router>')
     .requiredOption('--source <topic>', 'topic to forward from')
     .requiredOption('--dest <topic>', 'topic to forward into')

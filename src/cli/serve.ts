@@ -99,7 +99,14 @@ export async function serve(): Promise<void> {
     const force = setTimeout(() => {
       app.server.getConnections((_err, connections) => {
         logger.error(
-          { phase, connections, sse_streams: slots.open, work_streams: work.size, watch_sessions: hub.registry.size, elapsed_ms: Date.now() - startedMs },
+          {
+            phase,
+            connections,
+            sse_streams: slots.open,
+            work_streams: work.size,
+            watch_sessions: hub.registry.size,
+            elapsed_ms: Date.now() - startedMs,
+          },
           `drain ran out of its ${settings.shutdownGraceMs} ms grace while ${phase}; exiting without a final checkpoint`,
         );
         process.exit(1);
@@ -119,7 +126,16 @@ export async function serve(): Promise<void> {
     await app.close();
     phase = 'flushing the WAL and the final checkpoint';
     await sup.shutdown();
-    logger.info({ signal, drain_ms: Date.now() - startedMs, uptime_s: Math.round(process.uptime()), ...metrics.requestTotals(), topics: sup.liveTopics() }, 'stopped');
+    logger.info(
+      {
+        signal,
+        drain_ms: Date.now() - startedMs,
+        uptime_s: Math.round(process.uptime()),
+        ...metrics.requestTotals(),
+        topics: sup.liveTopics(),
+      },
+      'stopped',
+    );
     process.exit(0);
   };
   process.off('SIGTERM', earlyTerm);
@@ -140,11 +156,15 @@ export async function serve(): Promise<void> {
 function bindRefusal(err: unknown, host: string, port: number): SettingsError | undefined {
   const code = (err as NodeJS.ErrnoException).code;
   const why =
-    code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use by another process`
-    : code === 'EACCES' ? `listening on ${host}:${port} needs privileges this process lacks`
-    : code === 'EADDRNOTAVAIL' ? `${host} is not an address of this machine`
-    : code === 'ENOTFOUND' ? `${host} does not resolve`
-    : undefined;
+    code === 'EADDRINUSE'
+      ? `port ${port} on ${host} is already in use by another process`
+      : code === 'EACCES'
+        ? `listening on ${host}:${port} needs privileges this process lacks`
+        : code === 'EADDRNOTAVAIL'
+          ? `${host} is not an address of this machine`
+          : code === 'ENOTFOUND'
+            ? `${host} does not resolve`
+            : undefined;
   return why === undefined ? undefined : new SettingsError(`${why} (SERVICE_HOST, SERVICE_PORT)`);
 }
 

@@ -2,7 +2,17 @@
 // the seq fences the call to that delivery; seqs the server skipped (not held by --node, or a
 // stale lease id) are listed, and make the exit code 3 so scripts notice.
 import { Command } from 'commander';
-import { EXIT, clientFor, nodeOption, parseCount, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  EXIT,
+  clientFor,
+  nodeOption,
+  parseCount,
+  printJson,
+  usageError,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 
 /** `17` or `17:lease_0a1b…` → seqs and (when any was given) lease ids, "" for the rest. */
 export function parseJobs(args: string[]): { seqs: bigint[]; leaseIds: string[] | undefined } {

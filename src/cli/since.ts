@@ -29,7 +29,10 @@ export function parseSince(v: string, nowMs = Date.now()): number {
 
 /** The option itself: `--since <time>`, which excludes `--from` (one start per read). */
 export function sinceOption(): Option {
-  return new Option('--since <time>', 'start at the first record at or after this time: ms since the epoch, ISO-8601 (2026-11-28T10:00:00Z) or a duration ago (5m, 2h, 1d)')
+  return new Option(
+    '--since <time>',
+    'start at the first record at or after this time: ms since the epoch, ISO-8601 (2026-11-28T10:00:00Z) or a duration ago (5m, 2h, 1d)',
+  )
     .argParser((v: string) => parseSince(v))
     .conflicts('from');
 }

@@ -73,7 +73,12 @@ export function statsCommand(outcome: Outcome): Command {
       let text = `${o.url}  spool ${health.version}  up ${duration(health.uptime_ms)}  ${state}\n`;
       if (topics.length) {
         const rows = [['TOPIC', 'HEAD', 'EARLIEST', 'RECORDS', 'BYTES', 'READY', 'IN_FLIGHT']];
-        for (const t of topics) rows.push([t.topic, t.head_seq, t.earliest_seq, t.records, t.bytes, t.queue_ready, t.queue_in_flight].map((v) => (v === undefined ? '-' : String(v))));
+        for (const t of topics)
+          rows.push(
+            [t.topic, t.head_seq, t.earliest_seq, t.records, t.bytes, t.queue_ready, t.queue_in_flight].map((v) =>
+              v === undefined ? '-' : String(v),
+            ),
+          );
         const w = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
         text += rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(w[i]!) : c.padStart(w[i]!))).join('  ')).join('\n') + '\n';
         if (truncated) text += '(per-topic figures stop at the first 1000 topics)\n';

@@ -4,7 +4,19 @@
 // record printed, docs/CLIENT.md "Watch"). SIGINT/SIGTERM end it with exit 0. A --from above a
 // topic's head is exit 3 before anything is printed, unless --restart.
 import { Command } from 'commander';
-import { EXIT, clientFor, note, onStopSignal, out, parseCount, parseSeq, recordLine, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  EXIT,
+  clientFor,
+  note,
+  onStopSignal,
+  out,
+  parseCount,
+  parseSeq,
+  recordLine,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 import { fromAboveHead, reportGap } from './read.js';
 import type { RawRecord } from '../client/types.js';
 import { sinceOption } from './since.js';
@@ -26,7 +38,11 @@ interface TailOpts extends ClientOpts {
  * Where each topic starts: --since for all (the server resolves the time), or --from for all (an
  * error, or with --restart 0, where it is above the head), else `lines` seqs before its head.
  */
-async function starts(spool: ReturnType<typeof clientFor>, topics: string[], o: TailOpts): Promise<Record<string, { from_seq?: bigint; from_ts?: number }>> {
+async function starts(
+  spool: ReturnType<typeof clientFor>,
+  topics: string[],
+  o: TailOpts,
+): Promise<Record<string, { from_seq?: bigint; from_ts?: number }>> {
   const out: Record<string, { from_seq?: bigint; from_ts?: number }> = {};
   for (const t of topics) {
     if (o.since !== undefined) {

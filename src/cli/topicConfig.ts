@@ -8,7 +8,18 @@
 // Neither GET-then-PUT is atomic (the wire has no conditional PUT): a change by another client
 // between the two requests is overwritten, and docs/CLI.md says so.
 import { Command, Option } from 'commander';
-import { CliError, EXIT, clientFor, note, parseCount, parseJsonArg, printJson, usageError, withClientOptions, type ClientOpts } from './common.js';
+import {
+  CliError,
+  EXIT,
+  clientFor,
+  note,
+  parseCount,
+  parseJsonArg,
+  printJson,
+  usageError,
+  withClientOptions,
+  type ClientOpts,
+} from './common.js';
 import { SpoolError } from '../client/errors.js';
 import type { PutTopicResult, TopicConfig, TopicState } from '../client/types.js';
 
@@ -45,7 +56,8 @@ function withConfigOptions(cmd: Command): Command {
 
 /** The fields the command line names: --config's, overridden by the flags. */
 function givenFields(o: ConfigOpts): Config {
-  if (o.config !== undefined && (o.config === null || typeof o.config !== 'object' || Array.isArray(o.config))) throw usageError('--config must be a JSON object');
+  if (o.config !== undefined && (o.config === null || typeof o.config !== 'object' || Array.isArray(o.config)))
+    throw usageError('--config must be a JSON object');
   const flags: Config = {
     type: o.type,
     durability: o.durability,
@@ -115,11 +127,16 @@ function create(): Command {
       }
       const have = before.config as Config;
       if (fields.type !== undefined && fields.type !== have.type) {
-        throw new CliError(`${topic} exists as a ${String(have.type)}, not a ${String(fields.type)} (left unchanged)`, EXIT.rejected, 'topic_exists_incompatible');
+        throw new CliError(
+          `${topic} exists as a ${String(have.type)}, not a ${String(fields.type)} (left unchanged)`,
+          EXIT.rejected,
+          'topic_exists_incompatible',
+        );
       }
       const differs = Object.keys(fields).filter((k) => show(mergeConfig(have, fields)[k]) !== show(have[k]));
       const given = differs.map((k) => `${k} is ${show(have[k])} (given ${show(fields[k])})`).join(', ');
-      if (differs.length) note(`spool topics create: ${topic} exists and was left unchanged: ${given}; \`spool topics set\` changes fields`);
+      if (differs.length)
+        note(`spool topics create: ${topic} exists and was left unchanged: ${given}; \`spool topics set\` changes fields`);
       if (o.json) return printJson({ topic, created: false, config: have, changed: [], differs });
       process.stdout.write(`${topic} (${before.type}, ${String(have.durability)}) exists, unchanged\n`);
     });
@@ -130,10 +147,11 @@ function set(): Command {
     .description('change the named config fields of an existing topic and keep the others (exit 4 if absent)')
     .action(async (topic: string, o: ConfigOpts) => {
       const fields = givenFields(o);
-      if (Object.keys(fields).length === 0) throw usageError('name a field to change: a flag such as --cap-records, or --config \'{…}\'');
+      if (Object.keys(fields).length === 0) throw usageError("name a field to change: a flag such as --cap-records, or --config '{…}'");
       const spool = clientFor(o);
       const before = await current(spool, topic);
-      if (before === undefined) throw new CliError(`topic ${topic} does not exist (\`spool topics create\` makes it)`, EXIT.notFound, 'topic_not_found');
+      if (before === undefined)
+        throw new CliError(`topic ${topic} does not exist (\`spool topics create\` makes it)`, EXIT.notFound, 'topic_not_found');
       const have = before.config as Config;
       const r = await spool.putTopic(topic, mergeConfig(have, fields) as TopicConfig);
       printResult(r, configChanges(have, r.config as Config), o.json);
@@ -152,7 +170,11 @@ function put(): Command {
         throw e;
       });
       const r = await spool.putTopic(topic, fields as TopicConfig);
-      printResult(r, before === null ? undefined : before && !r.created ? configChanges(before.config as Config, r.config as Config) : [], o.json);
+      printResult(
+        r,
+        before === null ? undefined : before && !r.created ? configChanges(before.config as Config, r.config as Config) : [],
+        o.json,
+      );
     });
 }
 

@@ -37,14 +37,16 @@ function ls(): Command {
   return withClientOptions(new Command('ls'))
     .description("list topics (all pages) with each one's type and durability class")
     .option('--prefix <prefix>', 'only names starting with this')
-    .option('--brief', "only what the list route gives: no TYPE/DURABILITY, no request per topic (FSYNC: durability is fsync)")
+    .option('--brief', 'only what the list route gives: no TYPE/DURABILITY, no request per topic (FSYNC: durability is fsync)')
     .action(async (o: ClientOpts & { prefix?: string; brief?: boolean }) => {
       const spool = clientFor(o);
       const summaries: TopicSummary<bigint>[] = [];
       for await (const t of spool.topics({ prefix: o.prefix, page_size: 1000 })) summaries.push(t);
       const all: Listed[] = o.brief ? summaries : await withKinds(spool, summaries);
       if (o.json) return printJson(all);
-      const rows = o.brief ? [['TOPIC', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES', 'FSYNC']] : [['TOPIC', 'TYPE', 'DURABILITY', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES']];
+      const rows = o.brief
+        ? [['TOPIC', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES', 'FSYNC']]
+        : [['TOPIC', 'TYPE', 'DURABILITY', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES']];
       for (const t of all) {
         const figures = [String(t.head_seq), String(t.earliest_seq), String(t.count), String(t.bytes)];
         rows.push(o.brief ? [t.topic, ...figures, t.durable ? 'yes' : 'no'] : [t.topic, t.type!, t.durability!, ...figures]);
@@ -66,7 +68,8 @@ function get(): Command {
         `records      ${s.count} (${s.bytes} bytes)`,
         `last write   ${s.last_write_ts === null ? '-' : new Date(s.last_write_ts).toISOString()}`,
       ];
-      if (s.queue) lines.push(`queue        ${s.queue.ready} ready, ${s.queue.in_flight} in flight, ${s.queue.dead_lettered} dead-lettered`);
+      if (s.queue)
+        lines.push(`queue        ${s.queue.ready} ready, ${s.queue.in_flight} in flight, ${s.queue.dead_lettered} dead-lettered`);
       lines.push('config');
       for (const [k, v] of Object.entries(s.config)) lines.push(`  ${k.padEnd(22)} ${JSON.stringify(v)}`);
       process.stdout.write(lines.join('\n') + '\n');

@@ -8,13 +8,15 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { CliError, EXIT } from './common.js';
 
-const ALLOWED = /^(wal\/\d{20}\.wal|meta\/snapshot-\d{20}-\d{12}\.snap|meta\/routers\.json|topics\/[0-9a-f]{12}\/seg-\d{20}\.log|packs\/pack-\d{20}-\d{1,3}-\d{1,3}\.log)$/;
+const ALLOWED =
+  /^(wal\/\d{20}\.wal|meta\/snapshot-\d{20}-\d{12}\.snap|meta\/routers\.json|topics\/[0-9a-f]{12}\/seg-\d{20}\.log|packs\/pack-\d{20}-\d{1,3}-\d{1,3}\.log)$/;
 
 /** A directory restore may fill: absent, or empty. A LOCK of a live server is refused first. */
 export function assertEmptyTarget(dir: string, liveHolder: (dir: string) => number | undefined): void {
   const pid = fs.existsSync(dir) ? liveHolder(dir) : undefined;
   if (pid !== undefined) throw new CliError(`${dir} is in use by process ${pid} (a running server)`, EXIT.usage);
-  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw new CliError(`${dir} is not empty: restore only into a new or empty directory`, EXIT.usage);
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
+    throw new CliError(`${dir} is not empty: restore only into a new or empty directory`, EXIT.usage);
 }
 
 export async function untar(input: Readable, dir: string): Promise<{ point: unknown; files: number; bytes: number }> {

@@ -18,7 +18,9 @@ export function verifyCommand(outcome: Outcome): Command {
       const r = verifyDataDir(nodeFs, dir);
       if (o.json) process.stdout.write(`${JSON.stringify({ ok: r.problems.length === 0, ...r })}\n`);
       else {
-        process.stdout.write(`${dir}: ${r.walFiles} WAL file(s), ${r.walFrames} frame(s); ${r.segments} segment(s), ${r.segmentFrames} frame(s); ${r.packs} pack(s), ${r.packFrames} frame(s); ${r.snapshots} snapshot(s), ${r.topics} topic(s)\n`);
+        process.stdout.write(
+          `${dir}: ${r.walFiles} WAL file(s), ${r.walFrames} frame(s); ${r.segments} segment(s), ${r.segmentFrames} frame(s); ${r.packs} pack(s), ${r.packFrames} frame(s); ${r.snapshots} snapshot(s), ${r.topics} topic(s)\n`,
+        );
         for (const n of r.notes) process.stdout.write(`note: ${n}\n`);
         for (const p of r.problems) process.stdout.write(`DAMAGE: ${p}\n`);
         process.stdout.write(r.problems.length === 0 ? 'ok\n' : `${r.problems.length} problem(s) found\n`);

@@ -9,7 +9,20 @@
 // (workLimits.ts); a command that cannot be started fails before any job is taken.
 import { Command, InvalidArgumentError } from 'commander';
 import { spawn } from 'node:child_process';
-import { EXIT, clientFor, note, nodeOption, onStopSignal, parseCount, parsePositive, printJson, usageError, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import {
+  EXIT,
+  clientFor,
+  note,
+  nodeOption,
+  onStopSignal,
+  parseCount,
+  parsePositive,
+  printJson,
+  usageError,
+  withClientOptions,
+  type ClientOpts,
+  type Outcome,
+} from './common.js';
 import { JobBudget, commandProblem, untilEmpty } from './workLimits.js';
 import { UnrecoverableError, type JobContext } from '../client/worker.js';
 import type { RawJob } from '../client/types.js';
@@ -56,12 +69,17 @@ function runCommand(argv: string[], queue: string, job: RawJob<bigint>, ctx: Job
     child.stdin!.end(`${job.data}\n`);
     child.once('error', (e: NodeJS.ErrnoException) => {
       ctx.signal.removeEventListener('abort', kill);
-      reject(e.code === 'ENOENT' || e.code === 'EACCES' ? new CommandMissing(`cannot run ${argv[0]}: ${e.code === 'ENOENT' ? 'command not found' : 'permission denied'}`) : e);
+      reject(
+        e.code === 'ENOENT' || e.code === 'EACCES'
+          ? new CommandMissing(`cannot run ${argv[0]}: ${e.code === 'ENOENT' ? 'command not found' : 'permission denied'}`)
+          : e,
+      );
     });
     child.once('close', (code, signal) => {
       ctx.signal.removeEventListener('abort', kill);
       if (code === 0) resolve();
-      else if (code !== null && code === termExitCode) reject(new UnrecoverableError(`${argv[0]} exited with status ${code} (--term-exit-code)`));
+      else if (code !== null && code === termExitCode)
+        reject(new UnrecoverableError(`${argv[0]} exited with status ${code} (--term-exit-code)`));
       else reject(new Error(signal ? `${argv[0]} was killed by ${signal}` : `${argv[0]} exited with status ${code}`));
     });
   });
@@ -83,7 +101,15 @@ interface Counts {
  * The worker's handler: admits the job against the budget, runs the command, and counts the job
  * finished when it exited 0 or failed on its last delivery.
  */
-function jobHandler(argv: string[], queue: string, o: WorkOpts, budget: JobBudget, counts: Counts, lastDelivery: (deliveries: number) => boolean, onSpent: () => void) {
+function jobHandler(
+  argv: string[],
+  queue: string,
+  o: WorkOpts,
+  budget: JobBudget,
+  counts: Counts,
+  lastDelivery: (deliveries: number) => boolean,
+  onSpent: () => void,
+) {
   return async (job: RawJob<bigint>, ctx: JobContext): Promise<void> => {
     if (!(await budget.admit())) {
       counts.givenBack++;
@@ -106,10 +132,26 @@ function jobHandler(argv: string[], queue: string, o: WorkOpts, budget: JobBudge
   };
 }
 
-function printSummary(sum: { queue: string; node: string; started: number; finished: number; acked: number; nacked: number; terminated: number; lost: number; stopped: StopReason }, json: boolean | undefined): void {
+function printSummary(
+  sum: {
+    queue: string;
+    node: string;
+    started: number;
+    finished: number;
+    acked: number;
+    nacked: number;
+    terminated: number;
+    lost: number;
+    stopped: StopReason;
+  },
+  json: boolean | undefined,
+): void {
   const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
   if (json) printJson(sum);
-  else note(`spool work: stopped (${sum.stopped}): ${plural(sum.finished, 'job')} finished in ${plural(sum.started, 'run')}: ${sum.acked} acked, ${sum.nacked} nacked, ${sum.terminated} terminated, ${sum.lost} lost`);
+  else
+    note(
+      `spool work: stopped (${sum.stopped}): ${plural(sum.finished, 'job')} finished in ${plural(sum.started, 'run')}: ${sum.acked} acked, ${sum.nacked} nacked, ${sum.terminated} terminated, ${sum.lost} lost`,
+    );
 }
 
 export function workCommand(outcome: Outcome): Command {
@@ -122,9 +164,17 @@ export function workCommand(outcome: Outcome): Command {
     .option('-c, --concurrency <n>', 'commands running at once', parsePositive, 1)
     .option('--lease-ms <ms>', "lease per job, extended while the command runs (default: the queue's lease_ms)", parsePositive)
     .option('--poll', 'claim jobs by polling instead of a /work push stream')
-    .option('--max-jobs <n>', 'stop after this many jobs finished (exit 0, or failed on their last delivery); retries do not count', parseCount)
+    .option(
+      '--max-jobs <n>',
+      'stop after this many jobs finished (exit 0, or failed on their last delivery); retries do not count',
+      parseCount,
+    )
     .option('--until-empty', 'stop once the queue holds no job (none ready, leased or delayed) and none runs here')
-    .option('--term-exit-code <status>', 'a command exiting with this status fails its job for good: termed, to the dead-letter topic at once', parseExitStatus)
+    .option(
+      '--term-exit-code <status>',
+      'a command exiting with this status fails its job for good: termed, to the dead-letter topic at once',
+      parseExitStatus,
+    )
     .option('-v, --verbose', 'a line on stderr for every job')
     .action(async (queue: string, argv: string[], o: WorkOpts) => {
       if (argv.length === 0 || argv[0] === '') throw usageError('no command to run (spool work <queue> -- <command> [args...])');
@@ -133,7 +183,8 @@ export function workCommand(outcome: Outcome): Command {
       const spool = clientFor(o);
       const config = (await spool.getTopic(queue, { touch: false })).config;
       // A failure on this delivery is final: the server dead-letters the job instead of delivering it again.
-      const lastDelivery = (deliveries: number) => config.max_deliveries > 0 && config.dead_letter !== null && deliveries >= config.max_deliveries;
+      const lastDelivery = (deliveries: number) =>
+        config.max_deliveries > 0 && config.dead_letter !== null && deliveries >= config.max_deliveries;
       const budget = new JobBudget(o.maxJobs ?? Infinity);
       const counts: Counts = { runs: 0, givenBack: 0 };
       let stopped: StopReason | undefined;
@@ -143,29 +194,40 @@ export function workCommand(outcome: Outcome): Command {
         budget.close();
         return worker.stop();
       };
-      const worker = spool.worker(queue, jobHandler(argv, queue, o, budget, counts, lastDelivery, () => void stopFor('max-jobs')), {
-        node: o.node,
-        concurrency: o.concurrency,
-        leaseMs: o.leaseMs ?? config.lease_ms,
-        mode: o.poll ? 'poll' : 'push',
-        raw: true,
-        // A job not run, or a command that cannot start, is not the job's fault: give it back at
-        // once; so is a job failed on its last delivery, which the server then dead-letters at once.
-        nackDelayMs: (deliveries, err) => (err instanceof CommandMissing || err instanceof NotRun || lastDelivery(deliveries) ? 0 : Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1))),
-        onError: (err, job) => {
-          if (err instanceof NotRun) return;
-          if (err instanceof CommandMissing) {
-            missing = err;
-            budget.close();
-            void worker.stop();
-            return;
-          }
-          note(`spool work: ${job ? `job ${String(job.seq)}: ` : ''}${(err as Error).message}`);
+      const worker = spool.worker(
+        queue,
+        jobHandler(argv, queue, o, budget, counts, lastDelivery, () => void stopFor('max-jobs')),
+        {
+          node: o.node,
+          concurrency: o.concurrency,
+          leaseMs: o.leaseMs ?? config.lease_ms,
+          mode: o.poll ? 'poll' : 'push',
+          raw: true,
+          // A job not run, or a command that cannot start, is not the job's fault: give it back at
+          // once; so is a job failed on its last delivery, which the server then dead-letters at once.
+          nackDelayMs: (deliveries, err) =>
+            err instanceof CommandMissing || err instanceof NotRun || lastDelivery(deliveries)
+              ? 0
+              : Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1)),
+          onError: (err, job) => {
+            if (err instanceof NotRun) return;
+            if (err instanceof CommandMissing) {
+              missing = err;
+              budget.close();
+              void worker.stop();
+              return;
+            }
+            note(`spool work: ${job ? `job ${String(job.seq)}: ` : ''}${(err as Error).message}`);
+          },
         },
-      });
+      );
       if (budget.spent) void stopFor('max-jobs');
       const emptyCheck = new AbortController();
-      if (o.untilEmpty) untilEmpty(spool, queue, () => budget.idle, emptyCheck.signal).then(() => stopFor('empty'), () => undefined);
+      if (o.untilEmpty)
+        untilEmpty(spool, queue, () => budget.idle, emptyCheck.signal).then(
+          () => stopFor('empty'),
+          () => undefined,
+        );
       const stop = onStopSignal();
       void stop.promise.then(() => {
         note('spool work: stopping; waiting for running jobs (signal again to terminate them)');
@@ -182,7 +244,20 @@ export function workCommand(outcome: Outcome): Command {
       }
       if (missing) throw usageError(missing.message);
       const s = worker.stats;
-      printSummary({ queue, node: worker.node, started: counts.runs, finished: budget.finished, acked: s.acked, nacked: Math.max(0, s.nacked - counts.givenBack), terminated: s.terminated, lost: s.lost, stopped: stopped ?? 'signal' }, o.json);
+      printSummary(
+        {
+          queue,
+          node: worker.node,
+          started: counts.runs,
+          finished: budget.finished,
+          acked: s.acked,
+          nacked: Math.max(0, s.nacked - counts.givenBack),
+          terminated: s.terminated,
+          lost: s.lost,
+          stopped: stopped ?? 'signal',
+        },
+        o.json,
+      );
       outcome.code = EXIT.ok;
     });
 }

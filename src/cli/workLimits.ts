@@ -77,7 +77,10 @@ export class JobBudget {
 export async function untilEmpty(spool: Spool<'bigint'>, queue: string, idle: () => boolean, signal: AbortSignal): Promise<void> {
   for (;;) {
     if (idle()) {
-      const count = await spool.getTopic(queue, { touch: false, signal }).then((s) => s.count, () => -1);
+      const count = await spool.getTopic(queue, { touch: false, signal }).then(
+        (s) => s.count,
+        () => -1,
+      );
       if (count === 0 && idle()) return;
     }
     await sleep(EMPTY_CHECK_MS, signal);

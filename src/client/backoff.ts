@@ -44,5 +44,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 export function abortError(signal: AbortSignal): SpoolError {
-  return signal.reason instanceof SpoolError ? signal.reason : new SpoolError({ code: CLIENT_CODES.aborted, message: 'aborted', cause: signal.reason });
+  return signal.reason instanceof SpoolError
+    ? signal.reason
+    : new SpoolError({ code: CLIENT_CODES.aborted, message: 'aborted', cause: signal.reason });
 }

@@ -32,7 +32,11 @@ export interface FollowOptions<S> {
 
 type Seq = number | bigint;
 
-export async function* follow<S extends Seq>(client: ClientCore<S>, topic: string, opts: FollowOptions<S>): AsyncGenerator<WatchEvent<S, unknown>> {
+export async function* follow<S extends Seq>(
+  client: ClientCore<S>,
+  topic: string,
+  opts: FollowOptions<S>,
+): AsyncGenerator<WatchEvent<S, unknown>> {
   const policy = { baseMs: 250, maxMs: opts.maxRetryDelayMs ?? 5000 };
   const waitMs = opts.wait_ms ?? 30_000;
   // Undefined until the first page when starting from a time (the server resolves it).

@@ -9,8 +9,20 @@ import { CLIENT_CODES, SpoolError } from './errors.js';
 
 /** Response fields whose numbers are seqs (docs/API.md "Records", "Diff"). Arrays under them hold seqs. */
 export const SEQ_KEYS: ReadonlySet<string> = new Set([
-  '$seq', 'from_seq', 'to_seq', 'head_seq', 'earliest_seq', 'next_seq', 'next_from_seq',
-  'first_seq', 'last_seq', 'seqs', 'gap_from', 'gap_to', 'skipped', 'lag',
+  '$seq',
+  'from_seq',
+  'to_seq',
+  'head_seq',
+  'earliest_seq',
+  'next_seq',
+  'next_from_seq',
+  'first_seq',
+  'last_seq',
+  'seqs',
+  'gap_from',
+  'gap_to',
+  'skipped',
+  'lag',
 ]);
 /** Arrays whose elements are records (or jobs): their `data`/`meta` are user content. */
 const RECORD_ARRAYS: ReadonlySet<string> = new Set(['records', 'claimed']);
@@ -114,7 +126,11 @@ class LosslessParser {
     if (c === 91) return this.array(ctx, seqKey);
     if (c === 34) return this.string();
     if (c === 45 || (c >= 48 && c <= 57)) return this.number(ctx === Ctx.User ? undefined : seqKey);
-    for (const [lit, v] of [['true', true], ['false', false], ['null', null]] as const) {
+    for (const [lit, v] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+    ] as const) {
       if (t.startsWith(lit, this.i)) {
         this.i += lit.length;
         return v;
@@ -141,7 +157,8 @@ class LosslessParser {
       this.ws();
       let v: unknown;
       if (ctx === Ctx.User) v = this.value(Ctx.User, undefined);
-      else if (ctx === Ctx.Record && (key === 'data' || key === 'meta')) v = this.opts.raw ? this.rawValue() : this.value(Ctx.User, undefined);
+      else if (ctx === Ctx.Record && (key === 'data' || key === 'meta'))
+        v = this.opts.raw ? this.rawValue() : this.value(Ctx.User, undefined);
       else v = this.value(RECORD_ARRAYS.has(key) ? Ctx.Records : Ctx.Server, SEQ_KEYS.has(key) ? key : undefined);
       // defineProperty: a member named __proto__ must stay an own property, as in JSON.parse
       Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });

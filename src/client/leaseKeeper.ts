@@ -46,12 +46,15 @@ export class LeaseKeeper<S> {
 
   private schedule(): void {
     if (this.stopped || this.lost) return;
-    this.timer = setTimeout(() => {
-      this.inFlight = this.tick().finally(() => {
-        this.inFlight = undefined;
-        this.schedule();
-      });
-    }, Math.max(50, Math.floor(this.o.leaseMs / 3)));
+    this.timer = setTimeout(
+      () => {
+        this.inFlight = this.tick().finally(() => {
+          this.inFlight = undefined;
+          this.schedule();
+        });
+      },
+      Math.max(50, Math.floor(this.o.leaseMs / 3)),
+    );
   }
 
   private async tick(): Promise<void> {

@@ -60,7 +60,13 @@ export class Spool<M extends T.Int64Mode = 'number'> {
 
   /** GET /v0/metrics as Prometheus text. */
   async metrics(opts: { signal?: AbortSignal } = {}): Promise<string> {
-    const a = await this.transport.request({ method: 'GET', path: '/v0/metrics', idempotent: true, signal: opts.signal, headers: { accept: 'text/plain' } });
+    const a = await this.transport.request({
+      method: 'GET',
+      path: '/v0/metrics',
+      idempotent: true,
+      signal: opts.signal,
+      headers: { accept: 'text/plain' },
+    });
     return a.text;
   }
 
@@ -110,7 +116,12 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   append(topic: string, records: T.RecordInput[], opts: T.AppendOptions = {}): Promise<T.AppendResult<T.SeqOf<M>>> {
     const { signal, return_seqs, ...fields } = opts;
     const body = encodeJson({ records, ...fields });
-    return this.appendRaw(topic, body, { signal, return_seqs, idempotency_key: fields.idempotency_key, keyInBody: fields.idempotency_key !== undefined });
+    return this.appendRaw(topic, body, {
+      signal,
+      return_seqs,
+      idempotency_key: fields.idempotency_key,
+      keyInBody: fields.idempotency_key !== undefined,
+    });
   }
 
   /**
@@ -141,7 +152,14 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   diff(topic: string, opts: T.DiffOptions<T.SeqOf<M>> = {}): Promise<T.DiffResult<T.SeqOf<M>, unknown>> {
     const { signal, raw, ...fields } = opts;
     return this.json(
-      { method: 'POST', path: path(topic, '/diff'), body: encodeJson(fields), idempotent: true, signal, extraTimeoutMs: fields.wait_ms ?? 0 },
+      {
+        method: 'POST',
+        path: path(topic, '/diff'),
+        body: encodeJson(fields),
+        idempotent: true,
+        signal,
+        extraTimeoutMs: fields.wait_ms ?? 0,
+      },
       raw === true,
     );
   }
@@ -157,8 +175,18 @@ export class Spool<M extends T.Int64Mode = 'number'> {
   // ---- watch and follow --------------------------------------------------------------------
 
   /** POST /v0/watch: a session only (use `watch()` to stream it). */
-  createWatch(req: T.WatchRequest<T.SeqOf<M>>, opts: { lenient?: boolean; signal?: AbortSignal } = {}): Promise<T.WatchSession<T.SeqOf<M>>> {
-    return this.json({ method: 'POST', path: '/v0/watch', query: { lenient: opts.lenient || undefined }, body: encodeJson(req), idempotent: true, signal: opts.signal });
+  createWatch(
+    req: T.WatchRequest<T.SeqOf<M>>,
+    opts: { lenient?: boolean; signal?: AbortSignal } = {},
+  ): Promise<T.WatchSession<T.SeqOf<M>>> {
+    return this.json({
+      method: 'POST',
+      path: '/v0/watch',
+      query: { lenient: opts.lenient || undefined },
+      body: encodeJson(req),
+      idempotent: true,
+      signal: opts.signal,
+    });
   }
 
   /**
@@ -218,7 +246,17 @@ export class Spool<M extends T.Int64Mode = 'number'> {
     const { signal, raw, ...fields } = opts;
     // A lost claim answer is not resent: its leases simply expire and the jobs come back.
     // A blocking claim may take `wait_ms` before it answers: the timeout allows for it.
-    return this.json({ method: 'POST', path: path(queue, '/claim'), body: encodeJson(fields), idempotent: false, signal, extraTimeoutMs: fields.wait_ms ?? 0 }, raw === true);
+    return this.json(
+      {
+        method: 'POST',
+        path: path(queue, '/claim'),
+        body: encodeJson(fields),
+        idempotent: false,
+        signal,
+        extraTimeoutMs: fields.wait_ms ?? 0,
+      },
+      raw === true,
+    );
   }
 
   /** Ack is idempotent (docs/API.md "Queues"), so it is resent after a lost answer. */

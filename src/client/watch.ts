@@ -117,7 +117,12 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
             session = 'ok';
             if (this.allDeleted()) return;
           }
-          const res = await this.client.transport.openStream(`/v0/watch/${encodeURIComponent(this.wid!)}`, undefined, { 'last-event-id': this.cursor }, this.ctl.signal);
+          const res = await this.client.transport.openStream(
+            `/v0/watch/${encodeURIComponent(this.wid!)}`,
+            undefined,
+            { 'last-event-id': this.cursor },
+            this.ctl.signal,
+          );
           attempt = 0;
           for await (const ev of readSse(res, new SseDecoder(), { idleMs, signal: this.ctl.signal })) {
             for (const out of this.onEvent(ev)) {
@@ -136,7 +141,8 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
           const gone = (err.status === 404 && err.code === 'not_found') || err.status === 410;
           if (this.opts.reconnect === false || !(gone || err.transient) || (session === 'new' && !err.transient)) throw err;
           if (gone) session = 'again';
-          delayMs = gone && attempt === 0 ? 0 : err.retryAfterMs !== undefined ? retryDelayMs(policy, attempt, err) : backoffMs(policy, attempt);
+          delayMs =
+            gone && attempt === 0 ? 0 : err.retryAfterMs !== undefined ? retryDelayMs(policy, attempt, err) : backoffMs(policy, attempt);
           attempt++;
           this.opts.onReconnect?.(err, attempt, delayMs);
         }
@@ -159,7 +165,10 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
         const cur = this.cursors.get(f.topic);
         if (cur === undefined) return; // not a topic of ours
         if (f.from_seq > cur) {
-          throw new SpoolError({ code: CLIENT_CODES.stream_gap, message: `${f.topic}: frame starts after ${String(f.from_seq)} but ${String(cur)} was the last seq handed out` });
+          throw new SpoolError({
+            code: CLIENT_CODES.stream_gap,
+            message: `${f.topic}: frame starts after ${String(f.from_seq)} but ${String(cur)} was the last seq handed out`,
+          });
         }
         for (const record of f.records) {
           if (record.$seq <= this.cursors.get(f.topic)!) continue; // already handed out before a reconnect

@@ -179,7 +179,13 @@ export class Worker<S> {
       try {
         // Not aborted by stop(): a claim cut off mid-flight would lease jobs nobody sees. A
         // blocking claim: while the queue is empty it waits on the server (at most waitMs).
-        const r = await this.client.claim(this.queue, { node: this.node, max: this.concurrency - this.running.size, lease_ms: this.leaseMs, wait_ms: waitMs, raw: this.opts.raw });
+        const r = await this.client.claim(this.queue, {
+          node: this.node,
+          max: this.concurrency - this.running.size,
+          lease_ms: this.leaseMs,
+          wait_ms: waitMs,
+          raw: this.opts.raw,
+        });
         got = r.claimed as AnyJob<S>[];
         failures = 0;
       } catch (e) {
@@ -191,7 +197,8 @@ export class Worker<S> {
       for (const job of got) this.start(job, undefined);
       // An empty answer that came back early (a server before blocking claims, a shutdown) is
       // followed by the old backoff, so an empty queue never turns into a busy loop.
-      if (got.length === 0 && Date.now() - askedAt < waitMs / 2) await sleep(Math.min(maxIdleMs, 50 * 2 ** Math.min(idle++, 10)), this.stopCtl.signal).catch(() => undefined);
+      if (got.length === 0 && Date.now() - askedAt < waitMs / 2)
+        await sleep(Math.min(maxIdleMs, 50 * 2 ** Math.min(idle++, 10)), this.stopCtl.signal).catch(() => undefined);
       else idle = 0;
     }
   }
@@ -210,7 +217,13 @@ export class Worker<S> {
       this.conn = conn;
       const mine = new Set<Running>();
       try {
-        for await (const ev of openWork(this.client, this.queue, { node: this.node, max: this.concurrency, lease_ms: this.leaseMs, raw: this.opts.raw, signal: conn.signal })) {
+        for await (const ev of openWork(this.client, this.queue, {
+          node: this.node,
+          max: this.concurrency,
+          lease_ms: this.leaseMs,
+          raw: this.opts.raw,
+          signal: conn.signal,
+        })) {
           if (ev.type === 'open') {
             failures = 0;
             continue;
@@ -293,7 +306,8 @@ export class Worker<S> {
         this.opts.onError?.(failure.err, info);
         const t = await this.client.term(this.queue, { ...fence, reason: reasonOf(failure.err) });
         if (t.terminated === 1) this.stats.terminated++;
-        else if (t.released === 1) this.stats.nacked++; // no dead-letter topic: back in the queue
+        else if (t.released === 1)
+          this.stats.nacked++; // no dead-letter topic: back in the queue
         else this.stats.lost++;
       } else {
         this.opts.onError?.(failure.err, info);

@@ -237,14 +237,7 @@ function scanLiteral(buf: Uint8Array, pos: number, end: number): number {
     if (pos + 3 < end && buf[pos + 1] === 0x72 && buf[pos + 2] === 0x75 && buf[pos + 3] === 0x65) return pos + 4;
   } else if (c === 0x66) {
     // false
-    if (
-      pos + 4 < end &&
-      buf[pos + 1] === 0x61 &&
-      buf[pos + 2] === 0x6c &&
-      buf[pos + 3] === 0x73 &&
-      buf[pos + 4] === 0x65
-    )
-      return pos + 5;
+    if (pos + 4 < end && buf[pos + 1] === 0x61 && buf[pos + 2] === 0x6c && buf[pos + 3] === 0x73 && buf[pos + 4] === 0x65) return pos + 5;
   } else if (c === 0x6e) {
     // null
     if (pos + 3 < end && buf[pos + 1] === 0x75 && buf[pos + 2] === 0x6c && buf[pos + 3] === 0x6c) return pos + 4;
@@ -376,14 +369,7 @@ export function compactLength(buf: Uint8Array, start: number, end: number): numb
  * (e.g. from scanStats after scanValue) it can pass it: when it equals end - start the copy is a
  * single dst.set.
  */
-export function copyCompact(
-  src: Uint8Array,
-  start: number,
-  end: number,
-  dst: Uint8Array,
-  dstOff: number,
-  compactLen?: number,
-): number {
+export function copyCompact(src: Uint8Array, start: number, end: number, dst: Uint8Array, dstOff: number, compactLen?: number): number {
   const n = end - start;
   if (compactLen === n) {
     dst.set(src.subarray(start, end), dstOff);

@@ -23,7 +23,14 @@ export interface TraceHeader {
   kind: 'spool-trace';
   worker: number;
   workers: number;
-  actor: { maxLimit: number; segmentBytes: number; maxTopics: number; packBytes?: number; packFramesMax?: number; packFramesFromBytes?: number };
+  actor: {
+    maxLimit: number;
+    segmentBytes: number;
+    maxTopics: number;
+    packBytes?: number;
+    packFramesMax?: number;
+    packFramesFromBytes?: number;
+  };
   outputs: boolean;
 }
 

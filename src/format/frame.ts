@@ -171,7 +171,14 @@ export function probeFrame(buf: Buffer, off: number, end: number, checkCrc = tru
   if (checkCrc && crc32(buf.subarray(off + 8, off + FRAME_PREFIX_BYTES + bodyLen)) !== crc) return { ok: false, reason: 'crc' };
   return {
     ok: true,
-    frame: { type, flags: buf.readUInt8(off + 9), topicId: readU64(buf, off + 16), bodyOff: off + FRAME_HEADER_BYTES, bodyLen: bodyLen - 8, size },
+    frame: {
+      type,
+      flags: buf.readUInt8(off + 9),
+      topicId: readU64(buf, off + 16),
+      bodyOff: off + FRAME_HEADER_BYTES,
+      bodyLen: bodyLen - 8,
+      size,
+    },
   };
 }
 

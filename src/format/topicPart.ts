@@ -68,4 +68,3 @@ export interface DormantTopic extends TopicPart, Watermarks {
   own_first_seq?: number;
   own_bytes?: number;
 }
-

@@ -178,11 +178,16 @@ export class Admission {
     if (lacking) return void sendError(req, reply, new HttpError('forbidden', lacking.message, lacking.detail));
     if (rule.pathName && key.prefixes) {
       const name = (req.params as Record<string, string>)[rule.pathName];
-      if (name !== undefined && !allowsName(key.prefixes, name)) return void sendError(req, reply, forbiddenName(rule.pathName, name, key.prefixes));
+      if (name !== undefined && !allowsName(key.prefixes, name))
+        return void sendError(req, reply, forbiddenName(rule.pathName, name, key.prefixes));
     }
     if (rule.kind !== 'stream') {
       if (!this.inflight.acquire(key.id)) {
-        return void sendError(req, reply, throttledCap('too many requests in flight for this key', 'max_inflight_per_key', this.inflight.max));
+        return void sendError(
+          req,
+          reply,
+          throttledCap('too many requests in flight for this key', 'max_inflight_per_key', this.inflight.max),
+        );
       }
       reply.raw.once('close', this.inflight.releaser(key.id));
     }
@@ -251,7 +256,11 @@ export class Admission {
       const settle = (a: Admit) => {
         if (a.ok && gone) return a.release();
         if (!a.ok) {
-          return void sendError(req, reply, new HttpError('throttled', 'the server is under pressure; retry later', { retry_after_ms: a.retryAfterMs }));
+          return void sendError(
+            req,
+            reply,
+            new HttpError('throttled', 'the server is under pressure; retry later', { retry_after_ms: a.retryAfterMs }),
+          );
         }
         if (a.waitedMs > 0) req.throttleWaitMs = a.waitedMs;
         if (hold) held = a.release;

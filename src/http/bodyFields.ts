@@ -23,10 +23,23 @@ const QUEUE_BASE = ['node', 'seqs', 'lease_ids'];
 
 const BY_ROUTE: Record<string, Fields> = {
   'PUT /v0/topics/:topic': { top: CONFIG_FIELDS },
-  'POST /v0/topics/:topic/diff': { top: f('from_seq', 'from_ts', 'limit', 'node', 'include_tags', 'include_meta', 'wait_ms', 'max_batch_bytes') },
+  'POST /v0/topics/:topic/diff': {
+    top: f('from_seq', 'from_ts', 'limit', 'node', 'include_tags', 'include_meta', 'wait_ms', 'max_batch_bytes'),
+  },
   'POST /v0/topics/:topic/delete': { top: f('before_seq', 'match') },
   'POST /v0/watch': {
-    top: f('topics', 'cursor', 'node', 'limit', 'max_batch_bytes', 'heartbeat_ms', 'include_meta', 'include_tags', 'include_data', 'consistency'),
+    top: f(
+      'topics',
+      'cursor',
+      'node',
+      'limit',
+      'max_batch_bytes',
+      'heartbeat_ms',
+      'include_meta',
+      'include_tags',
+      'include_data',
+      'consistency',
+    ),
     nested: { field: 'topics', keys: f('from_seq', 'tail', 'from_ts') },
   },
   'POST /v0/topics/:topic/claim': { top: f('node', 'max', 'lease_ms', 'wait_ms') },

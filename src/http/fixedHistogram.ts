@@ -15,7 +15,13 @@ type MetricGet = { name: string; help: string; type: string; aggregator: string;
  * Prometheus histogram samples (cumulative `_bucket`s, `_sum`, `_count`) of one series; bounds
  * and sum divided by `divisor` (1000 renders ms as seconds; 1 leaves a count as it is).
  */
-function bucketValues(name: string, bounds: readonly number[], divisor: number, labels: Record<string, string>, data: BucketCounts): Sample[] {
+function bucketValues(
+  name: string,
+  bounds: readonly number[],
+  divisor: number,
+  labels: Record<string, string>,
+  data: BucketCounts,
+): Sample[] {
   const values: Sample[] = [];
   let acc = 0;
   bounds.forEach((bound, i) => {
@@ -51,7 +57,13 @@ export class FixedHistogram {
   }
 
   get(): MetricGet {
-    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: bucketValues(this.name, this.bounds, this.unitsPerSecond, {}, this.data) };
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      aggregator: this.aggregator,
+      values: bucketValues(this.name, this.bounds, this.unitsPerSecond, {}, this.data),
+    };
   }
 
   reset(): void {
@@ -88,7 +100,8 @@ export class LabeledHistogram {
 
   get(): MetricGet {
     const values: Sample[] = [];
-    for (const [value, b] of this.series) values.push(...bucketValues(this.name, this.bounds, this.unitsPerSecond, { [this.label]: value }, b.data));
+    for (const [value, b] of this.series)
+      values.push(...bucketValues(this.name, this.bounds, this.unitsPerSecond, { [this.label]: value }, b.data));
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 

@@ -21,7 +21,8 @@ export function lazyChildLogger(parentLog: FastifyBaseLogger, bindings: Bindings
   const parent = parentLog as Leveled & { isLevelEnabled: (level: string) => boolean };
   // A per-route level changes what the child writes, and a logger that is not pino cannot say
   // what it writes: make the child now, as Fastify would.
-  if (opts.level !== undefined || opts.serializers !== undefined || typeof parent.isLevelEnabled !== 'function') return parent.child(bindings, opts);
+  if (opts.level !== undefined || opts.serializers !== undefined || typeof parent.isLevelEnabled !== 'function')
+    return parent.child(bindings, opts);
   return new LazyLogger(parent, bindings, opts) as unknown as FastifyBaseLogger;
 }
 

@@ -15,7 +15,8 @@ function decodeCursor(s: string): string {
   try {
     if (!/^[A-Za-z0-9_-]*={0,2}$/.test(s)) throw new Error('not base64url');
     const v = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown;
-    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { after?: unknown }).after === 'string') return (v as { after: string }).after;
+    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { after?: unknown }).after === 'string')
+      return (v as { after: string }).after;
   } catch {
     /* fall through */
   }

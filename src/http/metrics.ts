@@ -103,18 +103,33 @@ export class Metrics {
     gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending.');
     gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request.');
     for (const [name, help] of [
-      ['spool_compaction_bytes_reclaimed_total', 'Segment file bytes given back by compaction since start (docs/ARCHITECTURE.md "Compaction").'],
-      ['spool_compaction_segments_rewritten_total', 'Sealed segments compaction rewrote (or unlinked, when nothing of them lived) since start.'],
+      [
+        'spool_compaction_bytes_reclaimed_total',
+        'Segment file bytes given back by compaction since start (docs/ARCHITECTURE.md "Compaction").',
+      ],
+      [
+        'spool_compaction_segments_rewritten_total',
+        'Sealed segments compaction rewrote (or unlinked, when nothing of them lived) since start.',
+      ],
     ] as const) {
       this.compactCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
-    gauge('spool_compaction_live_ratio', "Live share of the sealed segments compaction's last look covered (topics with dead records; 1 when none).");
-    gauge('spool_checkpoint_kept_bytes', "Memory holding sleeping topics' snapshot lines between checkpoints (re-encoded only when their block of rows changes).");
+    gauge(
+      'spool_compaction_live_ratio',
+      "Live share of the sealed segments compaction's last look covered (topics with dead records; 1 when none).",
+    );
+    gauge(
+      'spool_checkpoint_kept_bytes',
+      "Memory holding sleeping topics' snapshot lines between checkpoints (re-encoded only when their block of rows changes).",
+    );
     gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
     gauge('spool_sse_connections', 'Open watch and /work streams.');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
     gauge('spool_ready', '1 when ready, else 0.');
-    gauge('spool_storage_state', 'Storage: 0 ok, 1 disk full (writes refused with 429 disk_space until space returns), 2 failed (a write or fsync failed; writes refused until a restart).');
+    gauge(
+      'spool_storage_state',
+      'Storage: 0 ok, 1 disk full (writes refused with 429 disk_space until space returns), 2 failed (a write or fsync failed; writes refused until a restart).',
+    );
     gauge('spool_storage_writable', '1 when writes are accepted (storage ok), else 0.');
     gauge('spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.');
     gauge('spool_uptime_seconds', 'Process uptime in seconds.');
@@ -124,8 +139,17 @@ export class Metrics {
     gauge('spool_topic_bytes_live', 'Live payload bytes of each topic.', ['topic']);
     gauge('spool_topic_queue_ready', 'Claimable jobs of each queue topic.', ['topic']);
     gauge('spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']);
-    gauge('spool_topic_queue_oldest_ready_age_seconds', 'Age in seconds (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.', ['topic']);
-    this.deadLettered = new client.Counter({ name: 'spool_topic_queue_dead_lettered_total', help: 'Jobs moved to the dead-letter topic, per queue topic (since it was created).', labelNames: ['topic'], registers: [this.registry] });
+    gauge(
+      'spool_topic_queue_oldest_ready_age_seconds',
+      'Age in seconds (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.',
+      ['topic'],
+    );
+    this.deadLettered = new client.Counter({
+      name: 'spool_topic_queue_dead_lettered_total',
+      help: 'Jobs moved to the dead-letter topic, per queue topic (since it was created).',
+      labelNames: ['topic'],
+      registers: [this.registry],
+    });
     gauge('spool_topic_watch_lag', 'Largest lag (head − cursor, in seqs) of the open watch streams following each topic.', ['topic']);
     gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
     gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
@@ -137,8 +161,19 @@ export class Metrics {
     ] as const) {
       this.walCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
-    this.fsyncLatency = new FixedHistogram('spool_wal_fsync_latency_seconds', 'Group-commit fsync latency in seconds.', FSYNC_BUCKETS_US, this.registry, 1e6);
-    this.groupFrames = new FixedHistogram('spool_wal_group_frames', 'Frames per WAL write (the size of each group commit).', GROUP_FRAMES_BUCKETS, this.registry);
+    this.fsyncLatency = new FixedHistogram(
+      'spool_wal_fsync_latency_seconds',
+      'Group-commit fsync latency in seconds.',
+      FSYNC_BUCKETS_US,
+      this.registry,
+      1e6,
+    );
+    this.groupFrames = new FixedHistogram(
+      'spool_wal_group_frames',
+      'Frames per WAL write (the size of each group commit).',
+      GROUP_FRAMES_BUCKETS,
+      this.registry,
+    );
     this.routerMetrics = new RouterMetrics(this.registry);
     // Observed on every append and diff: LabeledHistogram (no label hashing per observation).
     // Bounds in ms, as observed; rendered in seconds.
@@ -178,7 +213,10 @@ export class Metrics {
     const [parts, wal] = await Promise.all([Promise.all(this.sup.workers.map((w) => w.stats(TOPIC_SERIES_MAX))), this.sup.walStats()]);
     const totals = emptyTotals();
     for (const p of parts) addTotals(totals, p.totals);
-    const topics = parts.flatMap((p) => p.first).sort(byTopic).slice(0, TOPIC_SERIES_MAX);
+    const topics = parts
+      .flatMap((p) => p.first)
+      .sort(byTopic)
+      .slice(0, TOPIC_SERIES_MAX);
     return { totals, topics, routers: sortRouterStats(parts.flatMap((p) => p.routers)), wal };
   }
 
@@ -225,7 +263,8 @@ export class Metrics {
         g.spool_topic_queue_ready!.set({ topic: t.topic }, t.queue.ready);
         g.spool_topic_queue_in_flight!.set({ topic: t.topic }, t.queue.in_flight);
         this.deadLettered.inc({ topic: t.topic }, t.queue.dead_lettered);
-        if (t.queue.oldest_ready_age_ms !== null) g.spool_topic_queue_oldest_ready_age_seconds!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms / 1000);
+        if (t.queue.oldest_ready_age_ms !== null)
+          g.spool_topic_queue_oldest_ready_age_seconds!.set({ topic: t.topic }, t.queue.oldest_ready_age_ms / 1000);
       }
     }
     let lagSeries = 0;
@@ -277,7 +316,12 @@ export class Metrics {
       uptime_ms: Date.now() - this.started,
       http: this.requestTotals(),
       compaction: { bytes_reclaimed: t.compactBytesReclaimed, segments_rewritten: t.compactSegmentsRewritten, live_ratio: liveRatio(t) },
-      wal: { frames: this.walTotals.frames, batches: this.walTotals.batches, fsyncs: this.walTotals.fsyncs, bytes_written: this.walTotals.bytesWritten },
+      wal: {
+        frames: this.walTotals.frames,
+        batches: this.walTotals.batches,
+        fsyncs: this.walTotals.fsyncs,
+        bytes_written: this.walTotals.bytesWritten,
+      },
       ...Object.fromEntries(Object.entries(this.jsonExtras).map(([k, f]) => [k, f()])),
     };
   }

@@ -80,5 +80,10 @@ export function registerPressureMetrics(metrics: Metrics, monitor: PressureMonit
       this.inc(gate.shedTotal);
     },
   });
-  metrics.jsonExtras.pressure = () => ({ ...monitor.report(), parked: gate.parked, parked_total: gate.parkedTotal, shed_total: gate.shedTotal });
+  metrics.jsonExtras.pressure = () => ({
+    ...monitor.report(),
+    parked: gate.parked,
+    parked_total: gate.parkedTotal,
+    shed_total: gate.shedTotal,
+  });
 }

@@ -3,7 +3,15 @@
 // actor takes. Every failure is a 400 naming the field; more than 1000 seqs is batch_too_large.
 import { Ajv } from 'ajv';
 import { LEASE_ID_SYNTAX } from '../actors/queue/leaseId.js';
-import type { AckRequest, ClaimRequest, ExtendRequest, LeasesRequest, NackRequest, RedriveRequest, TermRequest } from '../protocol/messages/rpc.js';
+import type {
+  AckRequest,
+  ClaimRequest,
+  ExtendRequest,
+  LeasesRequest,
+  NackRequest,
+  RedriveRequest,
+  TermRequest,
+} from '../protocol/messages/rpc.js';
 import { isTopicName } from '../core/names.js';
 import { parseMatch } from './schemas.js';
 import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendParse.js';
@@ -73,7 +81,8 @@ export function checkNode(node: string | undefined): string {
   if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) throw new HttpError('invalid_request', nodeTooLongMessage(), { field: 'node' });
   // A lone surrogate has no UTF-8 form: the leases log would store U+FFFD and the restored lease
   // would no longer match the worker's node.
-  if (Buffer.from(node, 'utf8').toString('utf8') !== node) throw new HttpError('invalid_request', 'node is not well-formed Unicode', { field: 'node' });
+  if (Buffer.from(node, 'utf8').toString('utf8') !== node)
+    throw new HttpError('invalid_request', 'node is not well-formed Unicode', { field: 'node' });
   return node;
 }
 
@@ -88,19 +97,28 @@ export function clampLeaseMs(ms: number | undefined): number | null {
 
 function checkSeqs(b: SeqsBody): { seqs: number[]; leaseIds: string[] | null } {
   if (b.seqs.length === 0) throw new HttpError('invalid_request', 'seqs must name at least one seq', { field: 'seqs' });
-  if (b.seqs.length > QUEUE_MAX_SEQS) throw new HttpError('batch_too_large', `at most ${QUEUE_MAX_SEQS} seqs per request`, { seqs: b.seqs.length, max: QUEUE_MAX_SEQS });
+  if (b.seqs.length > QUEUE_MAX_SEQS)
+    throw new HttpError('batch_too_large', `at most ${QUEUE_MAX_SEQS} seqs per request`, { seqs: b.seqs.length, max: QUEUE_MAX_SEQS });
   const ids = b.lease_ids;
   if (ids === undefined) return { seqs: b.seqs, leaseIds: null };
   if (ids.length !== b.seqs.length) throw new HttpError('invalid_request', 'lease_ids must have one entry per seq', { field: 'lease_ids' });
   for (const id of ids) {
-    if (id !== '' && !LEASE_ID_SYNTAX.test(id)) throw new HttpError('invalid_request', `lease_ids entries are "lease_" and lowercase hex, or ""`, { field: 'lease_ids' });
+    if (id !== '' && !LEASE_ID_SYNTAX.test(id))
+      throw new HttpError('invalid_request', `lease_ids entries are "lease_" and lowercase hex, or ""`, { field: 'lease_ids' });
   }
   return { seqs: b.seqs, leaseIds: ids };
 }
 
 export function claimRequest(topic: string, body: unknown): ClaimRequest {
   const b = check(validateClaim, body);
-  return { op: 'claim', topic, node: checkNode(b.node), max: clampMax(b.max), leaseMs: clampLeaseMs(b.lease_ms), waitMs: Math.min(b.wait_ms ?? 0, CLAIM_WAIT_MS_MAX) };
+  return {
+    op: 'claim',
+    topic,
+    node: checkNode(b.node),
+    max: clampMax(b.max),
+    leaseMs: clampLeaseMs(b.lease_ms),
+    waitMs: Math.min(b.wait_ms ?? 0, CLAIM_WAIT_MS_MAX),
+  };
 }
 
 export function ackRequest(topic: string, body: unknown): AckRequest {
@@ -118,8 +136,10 @@ export function nackRequest(topic: string, body: unknown): NackRequest {
 /** A term's `reason`: well-formed Unicode, at most 1024 bytes of UTF-8 (it is stamped into meta). */
 function checkReason(reason: string | undefined): string | null {
   if (reason === undefined) return null;
-  if (Buffer.byteLength(reason, 'utf8') > DEAD_LETTER_REASON_BYTES_MAX) throw new HttpError('invalid_request', `reason is longer than ${DEAD_LETTER_REASON_BYTES_MAX} bytes`, { field: 'reason' });
-  if (Buffer.from(reason, 'utf8').toString('utf8') !== reason) throw new HttpError('invalid_request', 'reason is not well-formed Unicode', { field: 'reason' });
+  if (Buffer.byteLength(reason, 'utf8') > DEAD_LETTER_REASON_BYTES_MAX)
+    throw new HttpError('invalid_request', `reason is longer than ${DEAD_LETTER_REASON_BYTES_MAX} bytes`, { field: 'reason' });
+  if (Buffer.from(reason, 'utf8').toString('utf8') !== reason)
+    throw new HttpError('invalid_request', 'reason is not well-formed Unicode', { field: 'reason' });
   return reason;
 }
 
@@ -157,11 +177,13 @@ const validateRedrive = ajv.compile<RedriveBody>({
  */
 export function redriveRequest(topic: string, body: unknown, prefixes: readonly string[] | null): RedriveRequest {
   const b = check(validateRedrive, body);
-  if (b.from !== undefined && !isTopicName(b.from)) throw new HttpError('invalid_request', 'from is not a valid topic name', { field: 'from' });
+  if (b.from !== undefined && !isTopicName(b.from))
+    throw new HttpError('invalid_request', 'from is not a valid topic name', { field: 'from' });
   let seqs: number[] | null = null;
   if (b.seqs !== undefined) {
     if (b.seqs.length === 0) throw new HttpError('invalid_request', 'seqs must name at least one seq', { field: 'seqs' });
-    if (b.seqs.length > REDRIVE_MAX) throw new HttpError('batch_too_large', `at most ${REDRIVE_MAX} seqs per request`, { seqs: b.seqs.length, max: REDRIVE_MAX });
+    if (b.seqs.length > REDRIVE_MAX)
+      throw new HttpError('batch_too_large', `at most ${REDRIVE_MAX} seqs per request`, { seqs: b.seqs.length, max: REDRIVE_MAX });
     seqs = [...new Set(b.seqs)].sort((x, y) => x - y);
   }
   const match = b.match === undefined ? null : parseMatch(b.match);
@@ -170,7 +192,12 @@ export function redriveRequest(topic: string, body: unknown, prefixes: readonly 
 }
 
 /** GET …/leases: `from_seq` (exclusive cursor), `limit` (0 or absent → 100, above 1000 → 1000), `node`. */
-export function leasesRequest(topic: string, fromSeq: number | undefined, limit: number | undefined, node: string | undefined): LeasesRequest {
+export function leasesRequest(
+  topic: string,
+  fromSeq: number | undefined,
+  limit: number | undefined,
+  node: string | undefined,
+): LeasesRequest {
   return {
     op: 'leases',
     topic,
@@ -184,19 +211,41 @@ export function leasesRequest(topic: string, fromSeq: number | undefined, limit:
 
 const doc = {
   u64: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-  obj: (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, ...(required.length ? { required } : {}) }),
-  topicParams: { type: 'object', properties: { topic: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$' } }, required: ['topic'] },
-  errors: { '4XX': { description: 'the spec error body', $ref: 'SpoolError#' }, '5XX': { description: 'the spec error body', $ref: 'SpoolError#' } },
+  obj: (properties: Record<string, unknown>, required: string[] = []) => ({
+    type: 'object',
+    properties,
+    ...(required.length ? { required } : {}),
+  }),
+  topicParams: {
+    type: 'object',
+    properties: { topic: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$' } },
+    required: ['topic'],
+  },
+  errors: {
+    '4XX': { description: 'the spec error body', $ref: 'SpoolError#' },
+    '5XX': { description: 'the spec error body', $ref: 'SpoolError#' },
+  },
   ok: (description: string) => ({ 200: { description, type: 'object', additionalProperties: true } }),
 };
 
 /** Route descriptions by `METHOD path`, as openapi.ts keeps them; these win over its own. */
-export const QUEUE_ROUTE_DOCS: Record<string, { summary: string; tags: string[]; params?: unknown; querystring?: unknown; body?: unknown; response: Record<string, unknown> }> = {
+export const QUEUE_ROUTE_DOCS: Record<
+  string,
+  { summary: string; tags: string[]; params?: unknown; querystring?: unknown; body?: unknown; response: Record<string, unknown> }
+> = {
   'POST /v0/topics/:topic/claim': {
     summary: 'Claim jobs of a queue (wait_ms: a blocking claim)',
     tags: ['queues'],
     params: doc.topicParams,
-    body: doc.obj({ node: { type: 'string' }, max: doc.u64, lease_ms: doc.u64, wait_ms: { ...doc.u64, description: 'wait up to this long (clamped to 30000) for a job when none is claimable' } }, ['node']),
+    body: doc.obj(
+      {
+        node: { type: 'string' },
+        max: doc.u64,
+        lease_ms: doc.u64,
+        wait_ms: { ...doc.u64, description: 'wait up to this long (clamped to 30000) for a job when none is claimable' },
+      },
+      ['node'],
+    ),
     response: { ...doc.ok('jobs'), ...doc.errors },
   },
   'POST /v0/topics/:topic/term': {
@@ -204,13 +253,27 @@ export const QUEUE_ROUTE_DOCS: Record<string, { summary: string; tags: string[];
     tags: ['queues'],
     params: doc.topicParams,
     body: doc.obj(
-      { node: { type: 'string' }, seqs: { type: 'array', items: doc.u64, minItems: 1, maxItems: QUEUE_MAX_SEQS }, lease_ids: { type: 'array', items: { type: 'string' } }, reason: { type: 'string', description: `stamped as $dead_letter_reason; at most ${DEAD_LETTER_REASON_BYTES_MAX} bytes` } },
+      {
+        node: { type: 'string' },
+        seqs: { type: 'array', items: doc.u64, minItems: 1, maxItems: QUEUE_MAX_SEQS },
+        lease_ids: { type: 'array', items: { type: 'string' } },
+        reason: { type: 'string', description: `stamped as $dead_letter_reason; at most ${DEAD_LETTER_REASON_BYTES_MAX} bytes` },
+      },
       ['node', 'seqs'],
     ),
     response: {
       200: {
         description: 'moved (or, with no dead_letter topic, released)',
-        ...doc.obj({ topic: { type: 'string' }, terminated: doc.u64, released: doc.u64, skipped: { type: 'array', items: doc.u64 }, dead_letter: { type: ['string', 'null'] }, ready: doc.u64, in_flight: doc.u64, performance: { type: 'object' } }),
+        ...doc.obj({
+          topic: { type: 'string' },
+          terminated: doc.u64,
+          released: doc.u64,
+          skipped: { type: 'array', items: doc.u64 },
+          dead_letter: { type: ['string', 'null'] },
+          ready: doc.u64,
+          in_flight: doc.u64,
+          performance: { type: 'object' },
+        }),
       },
       ...doc.errors,
     },
@@ -228,7 +291,16 @@ export const QUEUE_ROUTE_DOCS: Record<string, { summary: string; tags: string[];
     response: {
       200: {
         description: 'jobs moved back (new seqs at the end of the queue)',
-        ...doc.obj({ topic: { type: 'string' }, from: { type: 'string' }, redriven: doc.u64, skipped: { type: 'array', items: doc.u64 }, more: { type: 'boolean' }, ready: doc.u64, in_flight: doc.u64, performance: { type: 'object' } }),
+        ...doc.obj({
+          topic: { type: 'string' },
+          from: { type: 'string' },
+          redriven: doc.u64,
+          skipped: { type: 'array', items: doc.u64 },
+          more: { type: 'boolean' },
+          ready: doc.u64,
+          in_flight: doc.u64,
+          performance: { type: 'object' },
+        }),
       },
       ...doc.errors,
     },
@@ -243,7 +315,16 @@ export const QUEUE_ROUTE_DOCS: Record<string, { summary: string; tags: string[];
         description: 'leases ascending by $seq after from_seq',
         ...doc.obj({
           topic: { type: 'string' },
-          leases: { type: 'array', items: doc.obj({ $seq: doc.u64, node: { type: 'string' }, deliveries: doc.u64, deadline: doc.u64, via: { enum: ['claim', 'work'] } }) },
+          leases: {
+            type: 'array',
+            items: doc.obj({
+              $seq: doc.u64,
+              node: { type: 'string' },
+              deliveries: doc.u64,
+              deadline: doc.u64,
+              via: { enum: ['claim', 'work'] },
+            }),
+          },
           count: doc.u64,
           in_flight: doc.u64,
           ready: doc.u64,

@@ -73,7 +73,13 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResu
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-export function sendJson(req: FastifyRequest, reply: FastifyReply, status: number, body: Record<string, unknown>, perf: PerfFields = {}): FastifyReply {
+export function sendJson(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  body: Record<string, unknown>,
+  perf: PerfFields = {},
+): FastifyReply {
   body.performance = perfBlock(req, perf);
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }

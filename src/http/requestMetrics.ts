@@ -52,9 +52,24 @@ export class RequestMetrics {
   readonly totals = { requests: 0, client_errors: 0, server_errors: 0 };
 
   constructor(registry: client.Registry) {
-    this.requests = new CountedLabels('spool_http_requests_total', 'Answered HTTP requests by route template, method and status code.', ['route', 'method', 'code'], registry);
-    this.errors = new CountedLabels('spool_http_errors_total', 'Error replies by route template and spec error code.', ['route', 'code'], registry);
-    this.throttled = new CountedLabels('spool_http_throttled_total', '429 replies by cause (detail.limit, or the error code).', ['cause'], registry);
+    this.requests = new CountedLabels(
+      'spool_http_requests_total',
+      'Answered HTTP requests by route template, method and status code.',
+      ['route', 'method', 'code'],
+      registry,
+    );
+    this.errors = new CountedLabels(
+      'spool_http_errors_total',
+      'Error replies by route template and spec error code.',
+      ['route', 'code'],
+      registry,
+    );
+    this.throttled = new CountedLabels(
+      'spool_http_throttled_total',
+      '429 replies by cause (detail.limit, or the error code).',
+      ['cause'],
+      registry,
+    );
     this.duration = new LabeledHistogram(
       'spool_http_request_duration_seconds',
       'Time from request to reply in seconds, by route template (SSE streams: until the stream ends).',

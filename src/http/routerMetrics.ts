@@ -20,9 +20,17 @@ export class RouterMetrics {
   constructor(registry: client.Registry) {
     const gauge = (name: string, help: string, labelNames: string[]) => new client.Gauge({ name, help, labelNames, registers: [registry] });
     // A counter: it only grows (kept across restarts), so rate() works on it.
-    this.total = new client.Counter({ name: 'spool_router_forwarded_total', help: 'Records forwarded by each router since its creation (as its dest acknowledged).', labelNames: ['router'], registers: [registry] });
+    this.total = new client.Counter({
+      name: 'spool_router_forwarded_total',
+      help: 'Records forwarded by each router since its creation (as its dest acknowledged).',
+      labelNames: ['router'],
+      registers: [registry],
+    });
     this.lag = gauge('spool_router_lag_records', 'Source records each router has not handled yet.', ['router']);
-    this.blocked = gauge('spool_router_blocked', '1 while a router backs off after a refused forward (label code: the refusal), else 0.', ['router', 'code']);
+    this.blocked = gauge('spool_router_blocked', '1 while a router backs off after a refused forward (label code: the refusal), else 0.', [
+      'router',
+      'code',
+    ]);
   }
 
   set(stats: readonly RouterStats[]): void {

@@ -106,7 +106,10 @@ export const validateWatch = ajv.compile<WatchBody>({
         properties: {
           from_seq: u64,
           tail: { type: 'boolean' },
-          from_ts: { ...u64, description: 'start at the first record whose $ts (ms since the epoch) is at or after this; not with from_seq or tail: true' },
+          from_ts: {
+            ...u64,
+            description: 'start at the first record whose $ts (ms since the epoch) is at or after this; not with from_seq or tail: true',
+          },
         },
       },
     },

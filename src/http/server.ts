@@ -100,14 +100,33 @@ export async function buildServer(
   logger?: FastifyBaseLogger,
 ): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; slots: SseSlots; admission: Admission }> {
   const s = sup.settings;
-  const monitor = new PressureMonitor({ elu: s.pressureElu, lagMs: s.pressureLagMs, walQueueBytes: s.pressureWalQueueBytes, force: s.pressureForce }, sup.gauges, s.workers);
+  const monitor = new PressureMonitor(
+    { elu: s.pressureElu, lagMs: s.pressureLagMs, walQueueBytes: s.pressureWalQueueBytes, force: s.pressureForce },
+    sup.gauges,
+    s.workers,
+  );
   monitor.start();
-  const gate = new PressureGate(monitor, { parkBoundMs: s.pressureParkMs, maxParked: s.pressureMaxParked, inflightMax: s.pressureInflight, windowMs: s.pressureWindowMs, agingPerS: s.pressureAgingPerS }, Date.now);
+  const gate = new PressureGate(
+    monitor,
+    {
+      parkBoundMs: s.pressureParkMs,
+      maxParked: s.pressureMaxParked,
+      inflightMax: s.pressureInflight,
+      windowMs: s.pressureWindowMs,
+      agingPerS: s.pressureAgingPerS,
+    },
+    Date.now,
+  );
   const book = new PriorityBook(s.maxTopics);
   sup.whenReady(() => seedPriorities(sup, book));
   const admission = new Admission(
     keys,
-    { probeAuth: s.probeAuth, maxInflightPerKey: s.maxInflightPerKey, maxSseConnectionsPerKey: s.maxSseConnectionsPerKey, maxTotalBytes: s.maxTotalBytes },
+    {
+      probeAuth: s.probeAuth,
+      maxInflightPerKey: s.maxInflightPerKey,
+      maxSseConnectionsPerKey: s.maxSseConnectionsPerKey,
+      maxTotalBytes: s.maxTotalBytes,
+    },
     { gate, book, now: Date.now },
   );
   const app = Fastify({
@@ -131,7 +150,13 @@ export async function buildServer(
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
       if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
       const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-      socket.end(clientErrorResponse(tooLarge ? 431 : 400, tooLarge ? 'Request Header Fields Too Large' : 'Bad Request', `malformed HTTP request (${err.code ?? 'error'})`));
+      socket.end(
+        clientErrorResponse(
+          tooLarge ? 431 : 400,
+          tooLarge ? 'Request Header Fields Too Large' : 'Bad Request',
+          `malformed HTTP request (${err.code ?? 'error'})`,
+        ),
+      );
     },
   });
   const registry = new WatchRegistry(new SystemClock(), s.watchSessionTtlMs, s.maxWatchSessions);
@@ -178,7 +203,14 @@ export async function buildServer(
     metrics.requests.observe(req, reply);
     // The line is built only when it will be written (a 5xx, or the debug level).
     if (reply.statusCode < 500 && !levelEnabled(req.log, 'debug')) return done();
-    const line = { method: req.method, url: req.url, route: RequestMetrics.route(req), status: reply.statusCode, ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000, error: req.spoolError?.code };
+    const line = {
+      method: req.method,
+      url: req.url,
+      route: RequestMetrics.route(req),
+      status: reply.statusCode,
+      ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000,
+      error: req.spoolError?.code,
+    };
     // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
     const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');
     if (reply.statusCode >= 500 && !probe) req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
@@ -217,9 +249,11 @@ export async function buildServer(
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
         return sendError(req, reply, fail('invalid_request', err.message));
     }
-    if (err.statusCode === 413) return sendError(req, reply, fail('payload_too_large', `body exceeds ${s.maxBodyBytes} bytes`, { max: s.maxBodyBytes }), false);
+    if (err.statusCode === 413)
+      return sendError(req, reply, fail('payload_too_large', `body exceeds ${s.maxBodyBytes} bytes`, { max: s.maxBodyBytes }), false);
     if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
-    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) return sendError(req, reply, fail('invalid_request', err.message));
+    if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500)
+      return sendError(req, reply, fail('invalid_request', err.message));
     req.log.error({ err, req_id: req.id }, `internal error on ${req.method} ${redactUrl(req.url)}`);
     return sendError(req, reply, fail('internal', 'internal error'));
   });

@@ -40,7 +40,11 @@ export function registerStageClock(app: FastifyInstance, sup: Supervisor): void 
     done();
   });
   app.get('/v0/debug/stages', async (req, reply) => {
-    const threads = { main: threadCpuUs(), workers: await Promise.all(sup.workers.map((w) => w.threadCpuUs())), wal: await sup.walThreadCpuUs() };
+    const threads = {
+      main: threadCpuUs(),
+      workers: await Promise.all(sup.workers.map((w) => w.threadCpuUs())),
+      wal: await sup.walThreadCpuUs(),
+    };
     return sendJson(req, reply, 200, { stages: stats.summary(), thread_cpu_us: threads });
   });
   app.delete('/v0/debug/stages', async (req, reply) => {

@@ -35,7 +35,12 @@ export class PressureGate {
     private readonly opts: GateOptions,
     private readonly now: () => number,
   ) {
-    this.sched = new PressureScheduler({ agingPerMs: opts.agingPerS / 1000, parkBoundMs: opts.parkBoundMs, maxParked: opts.maxParked, inflightMax: opts.inflightMax });
+    this.sched = new PressureScheduler({
+      agingPerMs: opts.agingPerS / 1000,
+      parkBoundMs: opts.parkBoundMs,
+      maxParked: opts.maxParked,
+      inflightMax: opts.inflightMax,
+    });
     monitor.onRelief = () => this.dispatch();
   }
 
@@ -108,11 +113,14 @@ export class PressureGate {
     if (next === undefined || next >= this.deadlineAt) return;
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
     this.deadlineAt = next;
-    this.deadlineTimer = setTimeout(() => {
-      this.deadlineTimer = undefined;
-      this.deadlineAt = Infinity;
-      for (const w of this.sched.expire(this.now())) this.shed(w);
-      this.armDeadline();
-    }, Math.max(0, next - this.now()));
+    this.deadlineTimer = setTimeout(
+      () => {
+        this.deadlineTimer = undefined;
+        this.deadlineAt = Infinity;
+        for (const w of this.sched.expire(this.now())) this.shed(w);
+        this.armDeadline();
+      },
+      Math.max(0, next - this.now()),
+    );
   }
 }

@@ -59,7 +59,15 @@ export class PressureScheduler<T> {
       this.remove(w);
       shed = w;
     }
-    const waiter: Waiter<T> = { no: this.nextNo++, priority, parkedAtMs: nowMs, deadlineMs: bounded ? nowMs + this.opts.parkBoundMs : Infinity, key, payload, gone: false };
+    const waiter: Waiter<T> = {
+      no: this.nextNo++,
+      priority,
+      parkedAtMs: nowMs,
+      deadlineMs: bounded ? nowMs + this.opts.parkBoundMs : Infinity,
+      key,
+      payload,
+      gone: false,
+    };
     this.best.push(waiter);
     if (bounded) {
       this.worst.push(waiter);

@@ -101,7 +101,8 @@ export class RequestClient {
     for (const r of this.reqs) {
       if (r.op !== 'append') continue;
       // The same buffer twice in one batch could not be transferred twice: the second is copied.
-      if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer)) (whole ??= new Set()).add(r.body.buffer);
+      if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer))
+        (whole ??= new Set()).add(r.body.buffer);
       else {
         sharedBytes += r.body.byteLength;
         sharedBodies++;
@@ -153,7 +154,8 @@ export class RequestClient {
       } else {
         r = w as TopicResult;
         // A transferred page may travel back once main has written it (reply.ts sendResult).
-        if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES) markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
+        if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES)
+          markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
       }
       const id = m.ids[i]!;
       const resolve = this.pending.get(id);

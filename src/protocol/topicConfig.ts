@@ -108,12 +108,17 @@ function resolve(c: Partial<Record<keyof TopicConfig, unknown>>): TopicConfig {
 /** Validates a config object from a request and resolves it (defaults overlaid, docs/API.md "PUT /v0/topics/:topic"). */
 export function resolveConfig(topic: string, input: unknown): { ok: true; config: TopicConfig } | ErrorResult {
   if (input === undefined || input === null) input = {};
-  if (typeof input !== 'object' || Array.isArray(input)) return fail('invalid_request', 'config must be a JSON object', { field: 'config' });
+  if (typeof input !== 'object' || Array.isArray(input))
+    return fail('invalid_request', 'config must be a JSON object', { field: 'config' });
   const valid = validate();
   if (!valid(input)) {
     const err = valid.errors?.[0];
     const field = err?.instancePath.replace(/^\//, '') || undefined;
-    return fail('invalid_request', `invalid config${field ? ` field ${field}` : ''}: ${describeAjvError(err)}`, field ? { field } : undefined);
+    return fail(
+      'invalid_request',
+      `invalid config${field ? ` field ${field}` : ''}: ${describeAjvError(err)}`,
+      field ? { field } : undefined,
+    );
   }
   const c = input as Partial<Record<keyof TopicConfig, unknown>>;
   if (typeof c.dead_letter === 'string' && !isTopicName(c.dead_letter)) {

@@ -57,7 +57,10 @@ class RecordedQueries implements Queries {
 const DISCARD: EffectSink = { run: () => undefined };
 
 export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayReport {
-  const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0);
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0);
   if (lines.length === 0) throw new Error(`${file} is empty`);
   const header = JSON.parse(lines[0]!) as TraceHeader;
   if (header.kind !== 'spool-trace' || header.v !== 2) throw new Error(`${file} is not a spool trace (v2)`);
@@ -84,7 +87,12 @@ export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayRepor
     queries.reset(line.q ?? []);
     const out: unknown[] = [];
     const ctx = new StepCtx(DISCARD, queries).begin(line.at, rng, { q: undefined, out });
-    applyInput(actor, ctx, line.in as ActorInput, { segmentBytes: header.actor.segmentBytes, packBytes: header.actor.packBytes ?? 0, packFramesMax: header.actor.packFramesMax, packFramesFromBytes: header.actor.packFramesFromBytes });
+    applyInput(actor, ctx, line.in as ActorInput, {
+      segmentBytes: header.actor.segmentBytes,
+      packBytes: header.actor.packBytes ?? 0,
+      packFramesMax: header.actor.packFramesMax,
+      packFramesFromBytes: header.actor.packFramesFromBytes,
+    });
     report.steps++;
     // The host dropped an idle actor after this step (ActorHost.drop): so does the replay, RNG too.
     if (actor.idle()) {

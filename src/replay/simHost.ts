@@ -42,7 +42,8 @@ interface SimTimer {
 }
 
 /** A message between actors waiting to be delivered: a peer request, or its answer. */
-type PeerDelivery = { k: 'req'; from: string; token: number; req: TopicRequest } | { k: 'res'; to: string; token: number; result: TopicResult };
+type PeerDelivery =
+  { k: 'req'; from: string; token: number; req: TopicRequest } | { k: 'res'; to: string; token: number; result: TopicResult };
 
 /** A topic instance's segment files: first seq → bytes (a compacted one starts with an EXTENT frame). */
 type SegmentFiles = Map<number, Buffer>;
@@ -161,7 +162,14 @@ export class SimHost {
             return;
           }
           case 'submit':
-            this.frames.push({ actor: name, frameNo: e.frameNo, buf: e.frame, needsDurable: e.durable, segment: e.segment, state: 'queued' });
+            this.frames.push({
+              actor: name,
+              frameNo: e.frameNo,
+              buf: e.frame,
+              needsDurable: e.durable,
+              segment: e.segment,
+              state: 'queued',
+            });
             return;
           case 'setTimer':
             this.timers.push({ actor: name, timerId: e.timerId, atMs: e.atMs, order: this.timerOrder++ });
@@ -310,9 +318,20 @@ export class SimHost {
     for (const a of this.actors.values()) {
       const inst = a.current;
       if (!inst) continue;
-      parts.push({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved: Math.max(inst.reserve.submitted, inst.assigned), ...retentionPart(inst) });
+      parts.push({
+        id: inst.id,
+        name: inst.name,
+        config: inst.config,
+        created_ms: inst.createdAtMs,
+        reserved: Math.max(inst.reserve.submitted, inst.assigned),
+        ...retentionPart(inst),
+      });
     }
-    this.checkpoint = { parts: JSON.parse(JSON.stringify(parts)) as TopicPart[], cut: this.frames.length, segments: copyFiles(this.segments) };
+    this.checkpoint = {
+      parts: JSON.parse(JSON.stringify(parts)) as TopicPart[],
+      cut: this.frames.length,
+      segments: copyFiles(this.segments),
+    };
   }
 
   /**
@@ -338,7 +357,7 @@ export class SimHost {
         const src = this.segments.get(inst.id)?.get(c.from);
         if (!src || !mostlyDead(liveEstimate(inst, c.from, c.end - 1), src.length, livePercent)) continue;
         const copy = new CopyBuilder((seq) => inst.index.state(seq) === SlotState.LIVE);
-        for (let off = 0; off < src.length; ) {
+        for (let off = 0; off < src.length;) {
           const p = probeFrame(src, off, src.length);
           if (!p.ok) break; // zeros past the last frame
           copy.frame(src, p.frame, off);
@@ -373,7 +392,8 @@ export class SimHost {
     const survivors: SimFrame[] = [];
     for (const f of this.frames) {
       if (f.state === 'durable' || (f.state === 'written' && (mode === 'kill' || kept++ < keepWritten))) survivors.push(f);
-      else if (mode === 'power' && f.state === 'written') break; // the log is a prefix: the rest is torn
+      else if (mode === 'power' && f.state === 'written')
+        break; // the log is a prefix: the rest is torn
       else if (f.state === 'queued') break;
     }
     this.recover(survivors);

@@ -7,7 +7,16 @@
 // Offsets a topic actor keeps for its records are always the original ones (docs/ARCHITECTURE.md
 // "Compaction"): a compacted file never changes what the actor knows, only where bytes are.
 import { APPEND_HEAD_BYTES, APPEND_RECORD_HEAD_BYTES, EXTENT_BODY_BYTES, FRAME_HEADER_BYTES, FrameType } from '../format/constants.js';
-import { forEachAppendRecord, frameSize, probeFrame, readAppendHead, readU64, sealFrame, writeU64, type FrameView } from '../format/frame.js';
+import {
+  forEachAppendRecord,
+  frameSize,
+  probeFrame,
+  readAppendHead,
+  readU64,
+  sealFrame,
+  writeU64,
+  type FrameView,
+} from '../format/frame.js';
 import { CorruptionError } from '../core/corruption.js';
 import { invariant } from '../core/invariant.js';
 
@@ -36,7 +45,8 @@ export class Relocation {
 
   add(e: Extent): void {
     const n = this.orig.length;
-    if (n > 0 && e.orig < this.orig[n - 1]! + this.origLen[n - 1]!) throw new CorruptionError('compacted segment', `extent at ${e.orig} overlaps or precedes the one before it`);
+    if (n > 0 && e.orig < this.orig[n - 1]! + this.origLen[n - 1]!)
+      throw new CorruptionError('compacted segment', `extent at ${e.orig} overlaps or precedes the one before it`);
     this.orig.push(e.orig);
     this.origLen.push(e.origLen);
     this.phys.push(e.phys);
@@ -191,10 +201,13 @@ export class CopyBuilder {
  * original range it stands for (its own offset and size in a file never compacted; its EXTENT's
  * range in a compacted one). Returns the relocation of a compacted file, undefined otherwise.
  */
-export function walkSegment(buf: Buffer, cb: (f: FrameView, off: number, at: { orig: number; origLen: number }) => void): Relocation | undefined {
+export function walkSegment(
+  buf: Buffer,
+  cb: (f: FrameView, off: number, at: { orig: number; origLen: number }) => void,
+): Relocation | undefined {
   let reloc: Relocation | undefined;
   let cur: { orig: number; origLen: number } | undefined;
-  for (let off = 0; off < buf.length; ) {
+  for (let off = 0; off < buf.length;) {
     const p = probeFrame(buf, off, buf.length, false);
     invariant(p.ok, `frame vanished at ${off} of a checked segment`);
     const f = p.frame;

@@ -145,11 +145,11 @@ export async function fsyncDir(fsx: Fs, dir: string): Promise<void> {
 
 /** Writes all of `buf` at `position`, finishing short writes. */
 export function writeAllSync(fsx: Fs, fd: number, buf: Uint8Array, position = 0): void {
-  for (let done = 0; done < buf.byteLength; ) done += fsx.writeSync(fd, buf.subarray(done), position + done);
+  for (let done = 0; done < buf.byteLength;) done += fsx.writeSync(fd, buf.subarray(done), position + done);
 }
 
 export async function writeAll(f: FsFile, buf: Uint8Array, position = 0): Promise<void> {
-  for (let done = 0; done < buf.byteLength; ) done += await f.writev([buf.subarray(done)], position + done);
+  for (let done = 0; done < buf.byteLength;) done += await f.writev([buf.subarray(done)], position + done);
 }
 
 /**

@@ -62,7 +62,7 @@ export function inspectDataDir(fsx: Fs, dataDir: string): DataDirInfo {
     const buf = fsx.readFileSync(path.join(walDir(dataDir), walFileName(fileNo)));
     walFiles.push({ file: walFileName(fileNo), bytes: buf.length });
     if (checkWalHeader(buf, fileNo)) continue;
-    for (let off = WAL_HEADER_BYTES; off < buf.length; ) {
+    for (let off = WAL_HEADER_BYTES; off < buf.length;) {
       const p = probeFrame(buf, off, buf.length);
       if (!p.ok) break;
       applyTopicFrame(buf, p.frame, byId);
@@ -92,7 +92,7 @@ function inspectPacks(fsx: Fs, dataDir: string, byId: Map<number, TopicInfo>): D
     const buf = fsx.readFileSync(path.join(packsDir(dataDir), p.name));
     const { end } = validPrefix(buf);
     const row = { file: p.name, bytes: buf.length, frames: 0, live_bytes: 0 };
-    for (let off = 0; off < Math.min(end, buf.length); ) {
+    for (let off = 0; off < Math.min(end, buf.length);) {
       const f = probeFrame(buf, off, buf.length, false);
       if (!f.ok) break;
       row.frames++;
@@ -112,11 +112,19 @@ function inspectPacks(fsx: Fs, dataDir: string, byId: Map<number, TopicInfo>): D
 function newestSnapshotName(fsx: Fs, dataDir: string): string | undefined {
   const dir = metaDir(dataDir);
   if (!fsx.existsSync(dir)) return undefined;
-  const names = fsx.readdirSync(dir).filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n)).sort().reverse();
+  const names = fsx
+    .readdirSync(dir)
+    .filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n))
+    .sort()
+    .reverse();
   return names.find((n) => decodeSnapshot(fsx.readFileSync(path.join(dir, n))) !== undefined);
 }
 
-function applyTopicFrame(buf: Buffer, f: { type: number; topicId: number; bodyOff: number; bodyLen: number; size: number; flags: number }, byId: Map<number, TopicInfo>): void {
+function applyTopicFrame(
+  buf: Buffer,
+  f: { type: number; topicId: number; bodyOff: number; bodyLen: number; size: number; flags: number },
+  byId: Map<number, TopicInfo>,
+): void {
   if (f.type === FrameType.TOPIC_CREATE && !byId.has(f.topicId)) {
     const b = decodeJsonBody(buf, f) as { name: string; config: { type: string; durability: string } };
     byId.set(f.topicId, {

@@ -180,7 +180,8 @@ export class PackMap {
   /** The physical pieces of logical bytes [offset, offset + len) of a topic's packed segment. */
   pieces(topicId: number, offset: number, len: number): PackPiece[] {
     const runs = this.runsOf(topicId);
-    if (!runs || offset + len > runs[0]!) throw new InvariantError(`packed bytes [${offset}, ${offset + len}) of topic ${topicId.toString(16)} are not in any pack`);
+    if (!runs || offset + len > runs[0]!)
+      throw new InvariantError(`packed bytes [${offset}, ${offset + len}) of topic ${topicId.toString(16)} are not in any pack`);
     const out: PackPiece[] = [];
     let at = 0;
     for (let i = 1; i < runs.length && len > 0; i += 3) {

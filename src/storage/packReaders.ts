@@ -28,7 +28,7 @@ export class PackReaders {
     const r = this.acquire(idx);
     try {
       const fd = await r.fd;
-      for (let done = 0; done < len; ) {
+      for (let done = 0; done < len;) {
         const n = await fd.read(buf, at + done, len - done, position + done);
         if (n <= 0) throw new Error(`short pack read ${done}/${len} at ${position} of ${this.pathOf(idx)}`);
         done += n;

@@ -10,7 +10,6 @@ import { probeFrame } from '../format/frame.js';
 import { FrameType } from '../format/constants.js';
 import { CorruptionError } from '../core/corruption.js';
 
-
 export interface ListedPack extends PackName {
   name: string;
   /** The highest-numbered pack of its writer: the only one a crash may have torn. */
@@ -59,7 +58,8 @@ export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repai
   const buf = into || from > 0 ? await readInto(fsx, file, into ?? new ReuseBuffer(), from) : await fsx.readFile(file);
   const { end, reason } = validPrefix(buf);
   if (end === buf.length) return buf;
-  const torn = reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';
+  const torn =
+    reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';
   if (!pack.newest || !torn) throw new CorruptionError(file, `damaged frame (${reason ?? 'padding missing'}) in a sealed pack`, from + end);
   if (repair) {
     // Shorter: a torn tail, cut off. Longer: the last frame lost only its zero padding, which

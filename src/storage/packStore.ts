@@ -211,7 +211,9 @@ export class PackStore {
         const len = w.frame.length;
         if (this.map.size(w.topicId) !== w.offset) {
           // eslint-disable-next-line no-unsafe-finally -- a frame placed at the wrong offset is a bug that outranks the write's own error
-          throw new InvariantError(`pack: topic ${w.topicId.toString(16)} placed a frame at ${w.offset}, its packed segment ends at ${this.map.size(w.topicId)}`);
+          throw new InvariantError(
+            `pack: topic ${w.topicId.toString(16)} placed a frame at ${w.offset}, its packed segment ends at ${this.map.size(w.topicId)}`,
+          );
         }
         this.map.add(w.topicId, cur.info.idx, at, len);
         at += len;
@@ -289,7 +291,8 @@ export class PackStore {
     });
     if (this.failed) throw this.failed;
     // Pending frames are in arrival order: one from before the call waits for space.
-    if (this.pending.length > 0 && this.pending[0]!.no < before) throw Object.assign(new Error('pack writes are waiting for disk space'), { code: 'ENOSPC' });
+    if (this.pending.length > 0 && this.pending[0]!.no < before)
+      throw Object.assign(new Error('pack writes are waiting for disk space'), { code: 'ENOSPC' });
   }
 
   /** Logical bytes [offset, offset + len) of a topic's packed segment (cold reads). */
@@ -322,7 +325,13 @@ export class PackStore {
    */
   sectionPacks(): SectionPacks {
     const cur = this.current;
-    return { whole: this.map.all().filter((p) => p.idx !== cur?.info.idx).map((p) => p.name), tail: cur ? [cur.info.name, cur.tail] : null };
+    return {
+      whole: this.map
+        .all()
+        .filter((p) => p.idx !== cur?.info.idx)
+        .map((p) => p.name),
+      tail: cur ? [cur.info.name, cur.tail] : null,
+    };
   }
 
   /**
@@ -332,7 +341,15 @@ export class PackStore {
    */
   deadPacks(): string[] {
     const cur = this.current;
-    if (cur && cur.info.live === 0 && cur.tail >= RETIRE_DEAD_PACK_BYTES && !cur.dirty && cur.nameDurable && this.pending.length === 0 && !this.drainQueued) {
+    if (
+      cur &&
+      cur.info.live === 0 &&
+      cur.tail >= RETIRE_DEAD_PACK_BYTES &&
+      !cur.dirty &&
+      cur.nameDurable &&
+      this.pending.length === 0 &&
+      !this.drainQueued
+    ) {
       this.current = undefined;
       // On the chain: nothing else uses the descriptor meanwhile (a failed close loses nothing).
       this.enqueue(() => cur.fd.close().catch(() => undefined));

@@ -37,7 +37,8 @@ function badRouter(r: Record<string, unknown>): string | undefined {
   if (!isInt(r.id, 1)) return 'id is not a positive integer';
   if (!isInt(r.start, 0)) return 'start is not a seq';
   const f = r.filter as { op?: unknown; value?: unknown } | null;
-  if (f !== null && (typeof f !== 'object' || (f.op !== 'Eq' && f.op !== 'Glob') || typeof f.value !== 'string')) return 'filter is not a tag match';
+  if (f !== null && (typeof f !== 'object' || (f.op !== 'Eq' && f.op !== 'Glob') || typeof f.value !== 'string'))
+    return 'filter is not a tag match';
   return undefined;
 }
 

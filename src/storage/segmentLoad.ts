@@ -11,7 +11,6 @@ import { walkSegment, type Relocation } from './compactFrames.js';
 import { CorruptionError } from '../core/corruption.js';
 import { invariant } from '../core/invariant.js';
 
-
 export interface LoadedSegment {
   firstSeq: number;
   /** Valid size after any torn-tail truncation (a compacted file: the original bytes its last extent reaches). */
@@ -39,7 +38,12 @@ export async function listTopicDirs(fsx: Fs, dataDir: string): Promise<TopicDirE
 }
 
 /** A topic's segment files, oldest first; each is read (and checked) on its own. */
-export async function listSegments(fsx: Fs, dataDir: string, topicId: number, leftovers?: string[]): Promise<{ firstSeq: number; file: string }[]> {
+export async function listSegments(
+  fsx: Fs,
+  dataDir: string,
+  topicId: number,
+  leftovers?: string[],
+): Promise<{ firstSeq: number; file: string }[]> {
   const dir = topicDir(dataDir, topicId);
   let names: string[];
   try {
@@ -56,13 +60,19 @@ export async function listSegments(fsx: Fs, dataDir: string, topicId: number, le
 }
 
 /** Reads one segment, CRC-checking every frame; the newest may have a torn tail (truncated). */
-export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: number; file: string }, isNewest: boolean): Promise<LoadedSegment> {
+export async function readSegment(
+  fsx: Fs,
+  topicId: number,
+  seg: { firstSeq: number; file: string },
+  isNewest: boolean,
+): Promise<LoadedSegment> {
   const buf = await fsx.readFile(seg.file);
   let off = 0;
   while (off < buf.length) {
     const p = probeFrame(buf, off, buf.length);
     if (!p.ok) break;
-    if ((p.frame.type !== FrameType.APPEND && p.frame.type !== FrameType.EXTENT) || p.frame.topicId !== topicId) throw new CorruptionError(seg.file, 'unexpected frame', off);
+    if ((p.frame.type !== FrameType.APPEND && p.frame.type !== FrameType.EXTENT) || p.frame.topicId !== topicId)
+      throw new CorruptionError(seg.file, 'unexpected frame', off);
     off += p.frame.size;
   }
   if (off === buf.length) {
@@ -76,7 +86,11 @@ export async function readSegment(fsx: Fs, topicId: number, seg: { firstSeq: num
   // zero padding (not covered by the CRC); the index counts frames with their padding, so it
   // is restored (extending a file adds zeros), or a cold read of that frame would come up short.
   await fsx.truncate(seg.file, off);
-  return { firstSeq: seg.firstSeq, size: off, buf: off < buf.length ? buf.subarray(0, off) : Buffer.concat([buf, Buffer.alloc(off - buf.length)]) };
+  return {
+    firstSeq: seg.firstSeq,
+    size: off,
+    buf: off < buf.length ? buf.subarray(0, off) : Buffer.concat([buf, Buffer.alloc(off - buf.length)]),
+  };
 }
 
 /** Walks the frames of a loaded, already CRC-checked segment or pack (readSegment, readPack). */

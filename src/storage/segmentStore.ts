@@ -215,7 +215,23 @@ export class SegmentStore {
   private files(topicId: number): TopicFiles {
     let t = this.topics.get(topicId);
     if (!t) {
-      t = { id: topicId, chain: Promise.resolve(), pending: [], appended: 0, written: 0, drainQueued: false, pendingBytes: 0, segFirstSeq: -1, fd: undefined, dirty: false, dirCreated: false, sealedNameDurable: true, retry: undefined, packSealed: false, released: false };
+      t = {
+        id: topicId,
+        chain: Promise.resolve(),
+        pending: [],
+        appended: 0,
+        written: 0,
+        drainQueued: false,
+        pendingBytes: 0,
+        segFirstSeq: -1,
+        fd: undefined,
+        dirty: false,
+        dirCreated: false,
+        sealedNameDurable: true,
+        retry: undefined,
+        packSealed: false,
+        released: false,
+      };
       this.topics.set(topicId, t);
     }
     return t;
@@ -428,12 +444,17 @@ export class SegmentStore {
     const parents = [...this.newDirParents];
     for (const d of parents) await fsyncDir(this.fsx, d);
     const inParents = new Set(parents);
-    await lanes(FLUSH_LANES, topicDirs.filter((d) => !inParents.has(d)), (d) => fsyncDir(this.fsx, d));
+    await lanes(
+      FLUSH_LANES,
+      topicDirs.filter((d) => !inParents.has(d)),
+      (d) => fsyncDir(this.fsx, d),
+    );
     for (const d of parents) this.newDirParents.delete(d);
     await packs;
     if (this.failed) throw this.failed;
     for (const t of this.topics.values()) {
-      if (t.pending.length > 0 && t.pending[0]!.no < (before.get(t.id) ?? 0)) throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
+      if (t.pending.length > 0 && t.pending[0]!.no < (before.get(t.id) ?? 0))
+        throw Object.assign(new Error('segment writes are waiting for disk space'), { code: 'ENOSPC' });
     }
   }
 
@@ -610,7 +631,8 @@ export class SegmentStore {
   /** Reads [offset, offset+len) of a segment (cold reads), after queued writes of the topic. */
   async readRange(topicId: number, segFirstSeq: number, offset: number, len: number, packed = false): Promise<Buffer> {
     // A packed first segment that no compaction touches: straight from the packs.
-    if (packed && !this.unpacked.has(topicId) && !this.gates.has(gateKey(topicId, segFirstSeq))) return this.packStore().read(topicId, offset, len);
+    if (packed && !this.unpacked.has(topicId) && !this.gates.has(gateKey(topicId, segFirstSeq)))
+      return this.packStore().read(topicId, offset, len);
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t && !packed) await t.chain;

@@ -65,10 +65,16 @@ export function encodeSnapshot(body: SnapshotBody): Buffer {
 }
 
 /** A v2 snapshot as the pieces to write in order: header, head line, then each worker's section. */
-export function encodeSnapshotV2(head: Omit<SnapshotHead, 'sections'>, sections: readonly { bytes: Uint8Array | readonly Uint8Array[]; crc: number; topics: number }[]): Uint8Array[] {
+export function encodeSnapshotV2(
+  head: Omit<SnapshotHead, 'sections'>,
+  sections: readonly { bytes: Uint8Array | readonly Uint8Array[]; crc: number; topics: number }[],
+): Uint8Array[] {
   // A worker's section comes whole or as its pieces (SectionWriter.pieces: no copy of kept lines).
   const pieces = sections.map((x) => (x.bytes instanceof Uint8Array ? [x.bytes] : x.bytes));
-  const full: SnapshotHead = { ...head, sections: sections.map((x, i) => ({ bytes: pieces[i]!.reduce((n, b) => n + b.byteLength, 0), crc: x.crc, topics: x.topics })) };
+  const full: SnapshotHead = {
+    ...head,
+    sections: sections.map((x, i) => ({ bytes: pieces[i]!.reduce((n, b) => n + b.byteLength, 0), crc: x.crc, topics: x.topics })),
+  };
   const line = Buffer.from(`${JSON.stringify(full)}\n`, 'utf8');
   return [header(VERSION, line), line, ...pieces.flat()];
 }
@@ -134,9 +140,7 @@ export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
 }
 
 /** What recovery reads of the newest valid snapshot: v1's parts, or v2's head and checked sections. */
-export type LoadedSnapshot =
-  | { version: 1; body: SnapshotBody }
-  | { version: 2; head: SnapshotHead; sections: Buffer[] };
+export type LoadedSnapshot = { version: 1; body: SnapshotBody } | { version: 2; head: SnapshotHead; sections: Buffer[] };
 
 /**
  * The newest valid snapshot for recovery, falling back to older ones when the newest is damaged.
@@ -149,7 +153,11 @@ const SNAPSHOT_NAME = /^snapshot-\d{20}-\d{12}\.snap$/;
 export function listSnapshotNames(fsx: Fs, dataDir: string): string[] {
   const dir = metaDir(dataDir);
   if (!fsx.existsSync(dir)) return [];
-  return fsx.readdirSync(dir).filter((n) => SNAPSHOT_NAME.test(n)).sort().reverse();
+  return fsx
+    .readdirSync(dir)
+    .filter((n) => SNAPSHOT_NAME.test(n))
+    .sort()
+    .reverse();
 }
 
 /**
@@ -260,6 +268,9 @@ export async function writeSnapshotBytes(fsx: Fs, dataDir: string, cut: WalPosit
     throw err;
   }
   await fsyncDir(fsx, dir);
-  const names = (await fsx.readdir(dir)).filter((n) => SNAPSHOT_NAME.test(n)).sort().reverse();
+  const names = (await fsx.readdir(dir))
+    .filter((n) => SNAPSHOT_NAME.test(n))
+    .sort()
+    .reverse();
   for (const n of names.slice(2)) await fsx.rm(path.join(dir, n));
 }

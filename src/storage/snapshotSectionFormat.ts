@@ -23,7 +23,14 @@ import type { TopicPart } from '../format/topicPart.js';
  * consumption) are not among them: they are not persisted (docs/API.md "GET /v0/topics/:topic"), so a topic restored
  * asleep has them null, as a loaded one does.
  */
-export const WM_FIELDS = ['head', 'count', 'bytes', 'earliest', 'last_ts_ms', 'packed_bytes'] as const satisfies readonly (keyof Watermarks)[];
+export const WM_FIELDS = [
+  'head',
+  'count',
+  'bytes',
+  'earliest',
+  'last_ts_ms',
+  'packed_bytes',
+] as const satisfies readonly (keyof Watermarks)[];
 
 /**
  * The watermarks a section holds of a quiet topic: WM_FIELDS, and first_ts_ms (written after
@@ -72,7 +79,6 @@ export interface SectionHead {
   configs: TopicConfig[];
   packs: SectionPacks;
 }
-
 
 // The keys of a part line, in the order SectionWriter writes them, each with the punctuation
 // around it (names are written unescaped between quotes: docs/API.md "Conventions").

@@ -60,7 +60,9 @@ export class PartCursor {
 
   /** The retention fields, when the part has them. */
   get retention(): Partial<TopicPart> | undefined {
-    return this.evict_floor === undefined ? undefined : { evict_floor: this.evict_floor, ledger: this.ledger, dead_below: this.dead_below, deleted: this.deleted };
+    return this.evict_floor === undefined
+      ? undefined
+      : { evict_floor: this.evict_floor, ledger: this.ledger, dead_below: this.dead_below, deleted: this.deleted };
   }
 
   /** A standalone copy of the part. */
@@ -70,7 +72,19 @@ export class PartCursor {
     if (this.queue !== undefined) p.queue = this.queue;
     if (this.routers_applied !== undefined) p.routers_applied = this.routers_applied;
     if (this.runsLen > 0) p.runs = this.runs.slice(0, this.runsLen);
-    if (this.hasWm) p.wm = { head: this.head, count: this.count, bytes: this.bytes, earliest: this.earliest, last_ts_ms: this.last_ts_ms, first_ts_ms: this.first_ts_ms, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: this.packed_bytes };
+    if (this.hasWm)
+      p.wm = {
+        head: this.head,
+        count: this.count,
+        bytes: this.bytes,
+        earliest: this.earliest,
+        last_ts_ms: this.last_ts_ms,
+        first_ts_ms: this.first_ts_ms,
+        last_write_ms: null,
+        last_read_ms: null,
+        last_consumed_ms: null,
+        packed_bytes: this.packed_bytes,
+      };
     if (this.own_first_seq > 0) p.own = [this.own_first_seq, this.own_bytes];
     return p;
   }
@@ -228,7 +242,16 @@ class LineReader {
     if (this.lit(L_RUNS) && !this.runs(cur)) return false;
     if (this.lit(L_WM) && !this.watermarks(cur)) return false;
     if (this.i !== end - 1 || this.buf[this.i] !== 0x7d) return false; // }
-    if (Number.isNaN(cur.id + this.config + cur.created_ms + cur.reserved + (cur.hasWm ? cur.head + cur.count + cur.bytes + cur.earliest + cur.last_ts_ms + cur.packed_bytes : 0))) return false;
+    if (
+      Number.isNaN(
+        cur.id +
+          this.config +
+          cur.created_ms +
+          cur.reserved +
+          (cur.hasWm ? cur.head + cur.count + cur.bytes + cur.earliest + cur.last_ts_ms + cur.packed_bytes : 0),
+      )
+    )
+      return false;
     cur.name = this.buf.toString('latin1', nameAt, q);
     return true;
   }
@@ -299,7 +322,18 @@ class LineReader {
 }
 
 function watermarksOf(a: number[]): Watermarks {
-  const wm: Watermarks = { head: 0, count: 0, bytes: 0, earliest: 0, last_ts_ms: 0, first_ts_ms: 0, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 0 };
+  const wm: Watermarks = {
+    head: 0,
+    count: 0,
+    bytes: 0,
+    earliest: 0,
+    last_ts_ms: 0,
+    first_ts_ms: 0,
+    last_write_ms: null,
+    last_read_ms: null,
+    last_consumed_ms: null,
+    packed_bytes: 0,
+  };
   WM_FIELDS.forEach((k, i) => (wm[k] = a[i]!));
   if (a.length > WM_FIELDS.length) wm.first_ts_ms = a[WM_FIELDS.length]!;
   return wm;

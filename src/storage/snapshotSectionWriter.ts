@@ -89,7 +89,11 @@ export class SectionWriter {
     this.capture = undefined;
     if (c.chunk === this.chunks.length) return Buffer.from(this.buf.subarray(c.at, this.at));
     // chunks[c.chunk] is the buffer current at the capture, from its `start` on.
-    const parts = [this.chunks[c.chunk]!.subarray(c.at - c.start), ...this.chunks.slice(c.chunk + 1), this.buf.subarray(this.start, this.at)];
+    const parts = [
+      this.chunks[c.chunk]!.subarray(c.at - c.start),
+      ...this.chunks.slice(c.chunk + 1),
+      this.buf.subarray(this.start, this.at),
+    ];
     return Buffer.concat(parts);
   }
 
@@ -110,7 +114,14 @@ export class SectionWriter {
     this.end(runs, runsLen, d, withFirstTs(d.config));
   }
 
-  private head(id: number, name: string, config: TopicConfig, createdMs: number, reserved: number, retention: Partial<TopicPart> | undefined): void {
+  private head(
+    id: number,
+    name: string,
+    config: TopicConfig,
+    createdMs: number,
+    reserved: number,
+    retention: Partial<TopicPart> | undefined,
+  ): void {
     let c = this.configIdx.get(config);
     if (c === undefined) {
       c = this.configs.length;
@@ -128,7 +139,10 @@ export class SectionWriter {
     this.int(createdMs);
     this.ascii(KEY_RESERVED);
     this.int(reserved);
-    if (retention?.evict_floor !== undefined) this.ascii(`,"evict_floor":${retention.evict_floor},"ledger":${JSON.stringify(retention.ledger ?? [])},"dead_below":${retention.dead_below ?? 0},"deleted":${JSON.stringify(retention.deleted ?? [])}`);
+    if (retention?.evict_floor !== undefined)
+      this.ascii(
+        `,"evict_floor":${retention.evict_floor},"ledger":${JSON.stringify(retention.ledger ?? [])},"dead_below":${retention.dead_below ?? 0},"deleted":${JSON.stringify(retention.deleted ?? [])}`,
+      );
   }
 
   private end(runs: readonly number[] | undefined, runsLen: number, wm: SectionWatermarks | undefined, firstTs: boolean): void {

@@ -42,7 +42,18 @@ interface WalTopic {
 const SNAPSHOT_RE = /^snapshot-\d{20}-\d{12}\.snap$/;
 
 export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
-  const r: VerifyReport = { problems: [], notes: [], walFiles: 0, walFrames: 0, segments: 0, segmentFrames: 0, packs: 0, packFrames: 0, snapshots: 0, topics: 0 };
+  const r: VerifyReport = {
+    problems: [],
+    notes: [],
+    walFiles: 0,
+    walFrames: 0,
+    segments: 0,
+    segmentFrames: 0,
+    packs: 0,
+    packFrames: 0,
+    snapshots: 0,
+    topics: 0,
+  };
   const ev = new RouterEvidence();
   const newest = checkSnapshots(fsx, dataDir, r);
   ev.snapshot(newest);
@@ -62,7 +73,7 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
     const where = `pack ${p.name}`;
     const buf = fsx.readFileSync(path.join(packsDir(dataDir), p.name));
     const { end, reason } = validPrefix(buf);
-    for (let off = 0; off < Math.min(end, buf.length); ) {
+    for (let off = 0; off < Math.min(end, buf.length);) {
       const f = probeFrame(buf, off, buf.length, false);
       if (!f.ok) break;
       const h = readAppendHead(buf, f.frame);
@@ -74,7 +85,8 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
     }
     if (end === buf.length) continue;
     const why = reason ?? 'the last frame lacks its padding';
-    if (p.newest && (reason === undefined || !reason.startsWith('a frame'))) r.notes.push(`${where}: torn tail at offset ${end} (${why}); recovery truncates it`);
+    if (p.newest && (reason === undefined || !reason.startsWith('a frame')))
+      r.notes.push(`${where}: torn tail at offset ${end} (${why}); recovery truncates it`);
     else r.problems.push(`${where}: damaged at offset ${end} (${why})${p.newest ? '' : ' in a sealed pack'}`);
   }
   if (repeats > 0) r.notes.push(`packs: ${repeats} frame(s) repeat seqs of an earlier frame of their topic; recovery keeps the first copy`);
@@ -83,7 +95,11 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
 function checkSnapshots(fsx: Fs, dataDir: string, r: VerifyReport): SnapshotBody | undefined {
   const dir = metaDir(dataDir);
   if (!fsx.existsSync(dir)) return undefined;
-  const names = fsx.readdirSync(dir).filter((n) => SNAPSHOT_RE.test(n)).sort().reverse();
+  const names = fsx
+    .readdirSync(dir)
+    .filter((n) => SNAPSHOT_RE.test(n))
+    .sort()
+    .reverse();
   let newest: SnapshotBody | undefined;
   for (const n of names) {
     r.snapshots++;
@@ -102,8 +118,13 @@ function checkSnapshots(fsx: Fs, dataDir: string, r: VerifyReport): SnapshotBody
 function checkSnapshotBody(n: string, body: SnapshotBody, r: VerifyReport): void {
   const bad = (m: string) => r.problems.push(`snapshot ${n}: ${m}`);
   const m = /^snapshot-(\d{20})-(\d{12})\.snap$/.exec(n)!;
-  if (Number(m[1]) !== body.cut.fileNo || Number(m[2]) !== body.cut.offset) bad(`its name disagrees with its cut ${body.cut.fileNo}:${body.cut.offset}`);
-  if (body.previousCut && (body.previousCut.fileNo > body.cut.fileNo || (body.previousCut.fileNo === body.cut.fileNo && body.previousCut.offset > body.cut.offset))) {
+  if (Number(m[1]) !== body.cut.fileNo || Number(m[2]) !== body.cut.offset)
+    bad(`its name disagrees with its cut ${body.cut.fileNo}:${body.cut.offset}`);
+  if (
+    body.previousCut &&
+    (body.previousCut.fileNo > body.cut.fileNo ||
+      (body.previousCut.fileNo === body.cut.fileNo && body.previousCut.offset > body.cut.offset))
+  ) {
     bad('previousCut is after cut');
   }
   const ids = new Set<number>();
@@ -119,7 +140,8 @@ function checkSnapshotBody(n: string, body: SnapshotBody, r: VerifyReport): void
 
 function checkTopicPart(t: TopicPart, bad: (m: string) => void): void {
   if (!Number.isSafeInteger(t.reserved) || t.reserved < 0) bad(`reserved ${t.reserved} is not a seq`);
-  if (t.dead_below !== undefined && t.dead_below > t.reserved + 1) bad(`dead_below ${t.dead_below} is above reserved + 1 (${t.reserved + 1})`);
+  if (t.dead_below !== undefined && t.dead_below > t.reserved + 1)
+    bad(`dead_below ${t.dead_below} is above reserved + 1 (${t.reserved + 1})`);
   if (t.evict_floor !== undefined && t.evict_floor > t.reserved + 1) bad(`evict_floor ${t.evict_floor} is above reserved + 1`);
   let prev = (t.dead_below ?? 1) - 1;
   for (const [a, b] of t.deleted ?? []) {
@@ -144,7 +166,8 @@ function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody 
     r.walFiles++;
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
-      if (buf.subarray(WAL_HEADER_BYTES).every((b) => b === 0)) r.notes.push(`wal ${name}: ${headerErr}, holds no frame (a creation cut short)`);
+      if (buf.subarray(WAL_HEADER_BYTES).every((b) => b === 0))
+        r.notes.push(`wal ${name}: ${headerErr}, holds no frame (a creation cut short)`);
       else r.problems.push(`wal ${name}: ${headerErr}`);
       continue;
     }
@@ -167,7 +190,8 @@ function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody 
   // A frame may precede the SEQ_RESERVE submitted in the same turn, so the check is on totals:
   // after a crash the head restarts at the ceiling, which must cover every seq in the WAL.
   for (const [id, t] of topics) {
-    if (t.maxReservedSeq > t.ceiling) r.problems.push(`wal: topic ${id.toString(16)} has seq ${t.maxReservedSeq} in the WAL above its reserved ceiling ${t.ceiling}`);
+    if (t.maxReservedSeq > t.ceiling)
+      r.problems.push(`wal: topic ${id.toString(16)} has seq ${t.maxReservedSeq} in the WAL above its reserved ceiling ${t.ceiling}`);
   }
 }
 
@@ -207,7 +231,8 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
         const p = probeFrame(buf, off, buf.length);
         if (!p.ok) {
           if (p.reason === 'end' && buf.subarray(off).every((b) => b === 0)) break;
-          if (k === segs.length - 1 && findValidFrameAfter(buf, off) < 0) r.notes.push(`${where}: torn tail at offset ${off} (${p.reason}); recovery truncates it`);
+          if (k === segs.length - 1 && findValidFrameAfter(buf, off) < 0)
+            r.notes.push(`${where}: torn tail at offset ${off} (${p.reason}); recovery truncates it`);
           else r.problems.push(`${where}: damaged frame at offset ${off} (${p.reason})`);
           break;
         }
@@ -218,10 +243,12 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
           continue;
         }
         if (f.type !== FrameType.APPEND) r.problems.push(`${where} @${off}: a frame of type ${f.type}, not APPEND`);
-        else if (f.topicId !== topicId) r.problems.push(`${where} @${off}: a frame of topic ${f.topicId.toString(16)} in the directory of ${dirName}`);
+        else if (f.topicId !== topicId)
+          r.problems.push(`${where} @${off}: a frame of topic ${f.topicId.toString(16)} in the directory of ${dirName}`);
         else {
           const h = readAppendHead(buf, f);
-          if (first && h.firstSeq < s.first) r.problems.push(`${where}: first frame starts at seq ${h.firstSeq}, below the file's first seq ${s.first}`);
+          if (first && h.firstSeq < s.first)
+            r.problems.push(`${where}: first frame starts at seq ${h.firstSeq}, below the file's first seq ${s.first}`);
           if (h.firstSeq <= lastSeq) r.problems.push(`${where} @${off}: seqs ${h.firstSeq}.. do not follow ${lastSeq}`);
           lastSeq = h.firstSeq + h.count - 1;
           ev.frame(buf, f, false);

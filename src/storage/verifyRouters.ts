@@ -74,7 +74,8 @@ export function checkRouters(fsx: Fs, dataDir: string, ev: RouterEvidence, r: { 
   const live = new Set(ev.topics.values());
   for (const x of routers) {
     const missing = [x.source, x.dest].filter((t) => !live.has(t));
-    if (missing.length > 0) r.notes.push(`${FILE}: router ${x.name} names ${missing.join(' and ')}, which does not exist; the server drops the router at start`);
+    if (missing.length > 0)
+      r.notes.push(`${FILE}: router ${x.name} names ${missing.join(' and ')}, which does not exist; the server drops the router at start`);
   }
   checkProgress(routers, nextId, ev, fsx.existsSync(p), (m) => r.problems.push(m));
 }
@@ -90,10 +91,12 @@ function checkDefinitions(routers: StoredRouter[], nextId: number, bad: (m: stri
     names.add(x.name);
     ids.add(x.id);
     if (x.id >= nextId) bad(`router ${x.name} has id ${x.id}, not below nextId ${nextId}`);
-    if (!isTopicName(x.source) || !isTopicName(x.dest) || x.source === x.dest) bad(`router ${x.name}: source ${x.source} and dest ${x.dest} are not two valid topic names`);
+    if (!isTopicName(x.source) || !isTopicName(x.dest) || x.source === x.dest)
+      bad(`router ${x.name}: source ${x.source} and dest ${x.dest} are not two valid topic names`);
     if (x.guarantee !== 'at_least_once' && x.guarantee !== 'exactly_once') bad(`router ${x.name}: guarantee ${x.guarantee} is not known`);
     const other = sourceOf.get(x.dest);
-    if (other && other.source !== x.source) bad(`routers ${other.name} and ${x.name} both feed ${x.dest}, from ${other.source} and ${x.source}`);
+    if (other && other.source !== x.source)
+      bad(`routers ${other.name} and ${x.name} both feed ${x.dest}, from ${other.source} and ${x.source}`);
     sourceOf.set(x.dest, x);
   }
 }
@@ -103,10 +106,13 @@ function checkProgress(routers: StoredRouter[], nextId: number, ev: RouterEviden
   const byId = new Map(routers.map((x) => [x.id, x]));
   for (const [id, holders] of [...ev.progress].sort((a, b) => a[0] - b[0])) {
     const names = [...holders].flatMap((t) => (ev.topics.has(t) ? [ev.topics.get(t)!] : []));
-    if (!Number.isSafeInteger(id) || id < 1) bad(`router progress with an invalid router id in topic(s) ${[...holders].map((t) => t.toString(16)).join(', ')}`);
+    if (!Number.isSafeInteger(id) || id < 1)
+      bad(`router progress with an invalid router id in topic(s) ${[...holders].map((t) => t.toString(16)).join(', ')}`);
     else if (id >= nextId) {
       const where = names.length > 0 ? `topic ${names.join(', ')}` : 'a deleted topic';
-      bad(`${where} holds copies of router id ${id}, which ${present ? `${FILE} (nextId ${nextId}) never handed out: the file is older than the data` : `no ${FILE} describes: the router definitions are missing`}`);
+      bad(
+        `${where} holds copies of router id ${id}, which ${present ? `${FILE} (nextId ${nextId}) never handed out: the file is older than the data` : `no ${FILE} describes: the router definitions are missing`}`,
+      );
     } else {
       const x = byId.get(id);
       const stray = x ? names.filter((n) => n !== x.dest) : [];

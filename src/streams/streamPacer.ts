@@ -52,7 +52,13 @@ export class StreamPacer {
       return;
     }
     const now = this.now();
-    const frame = { code: 429, error: 'throttled', message: 'the server is under pressure; delivery of these topics is slowed', terminal: false, retry_after_ms: this.opts.paceMs };
+    const frame = {
+      code: 429,
+      error: 'throttled',
+      message: 'the server is under pressure; delivery of these topics is slowed',
+      terminal: false,
+      retry_after_ms: this.opts.paceMs,
+    };
     for (const s of this.watch.openStreams()) {
       const low = s.session.names.filter((n) => this.low(n, now));
       if (s.setPaced(low) && low.length > 0) {

@@ -63,7 +63,8 @@ function snapshotName(cut: WalPosition): string {
 
 /** Leftovers of a backup cut short by a crash. */
 export function removeStaleStaging(dataDir: string): void {
-  for (const n of fs.readdirSync(dataDir)) if (n.startsWith(STAGING_PREFIX)) fs.rmSync(path.join(dataDir, n), { recursive: true, force: true });
+  for (const n of fs.readdirSync(dataDir))
+    if (n.startsWith(STAGING_PREFIX)) fs.rmSync(path.join(dataDir, n), { recursive: true, force: true });
 }
 
 export async function stageBackup(dataDir: string, src: BackupSource): Promise<StagedBackup> {

@@ -9,7 +9,12 @@ import { topicsDir } from '../format/layout.js';
 import type { TopicDirEntry } from '../storage/segmentLoad.js';
 
 /** Removes the listed entries that are not the directory of a topic in `live`; returns how many. */
-export async function removeOrphanTopicDirs(fsx: Fs, dataDir: string, entries: readonly TopicDirEntry[], live: ReadonlySet<number>): Promise<number> {
+export async function removeOrphanTopicDirs(
+  fsx: Fs,
+  dataDir: string,
+  entries: readonly TopicDirEntry[],
+  live: ReadonlySet<number>,
+): Promise<number> {
   const dir = topicsDir(dataDir);
   let removed = 0;
   for (const e of entries) {

@@ -28,7 +28,16 @@ export function recoveryFraction(t: TopicsStatus, walFraction: number): number {
 
 export interface ProgressLine {
   msg: string;
-  fields: { progress: number; bytes: number; frames: number; topics: number; snapshot_topics_loaded: number; snapshot_topics: number; elapsed_ms: number; eta_ms: number | null };
+  fields: {
+    progress: number;
+    bytes: number;
+    frames: number;
+    topics: number;
+    snapshot_topics_loaded: number;
+    snapshot_topics: number;
+    elapsed_ms: number;
+    eta_ms: number | null;
+  };
 }
 
 export class RecoveryProgressLog {
@@ -51,7 +60,16 @@ export class RecoveryProgressLog {
     const topics = t.total > 0 ? `, ${t.loaded} of ${t.total} snapshot topics loaded` : '';
     return {
       msg: `recovering: ${(fraction * 100).toFixed(1)} %${topics}, ${(r.fraction * 100).toFixed(1)} % of the WAL`,
-      fields: { progress: fraction, bytes: r.bytes, frames: r.frames, topics: r.topics, snapshot_topics_loaded: t.loaded, snapshot_topics: t.total, elapsed_ms: elapsedMs, eta_ms: etaMs },
+      fields: {
+        progress: fraction,
+        bytes: r.bytes,
+        frames: r.frames,
+        topics: r.topics,
+        snapshot_topics_loaded: t.loaded,
+        snapshot_topics: t.total,
+        elapsed_ms: elapsedMs,
+        eta_ms: etaMs,
+      },
     };
   }
 }

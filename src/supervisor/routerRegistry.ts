@@ -166,7 +166,11 @@ export class RouterRegistry {
     }
     if (!had) {
       const other = fanInConflict(edges, input.source, input.dest);
-      if (other) return fail('topic_exists_incompatible', `${input.dest} is already the dest of router ${other.name} from ${other.source}`, { topic: input.dest, reason: 'router_dest_fan_in' });
+      if (other)
+        return fail('topic_exists_incompatible', `${input.dest} is already the dest of router ${other.name} from ${other.source}`, {
+          topic: input.dest,
+          reason: 'router_dest_fan_in',
+        });
     }
     if (!input.allowCycle) {
       const cycle = cycleThrough(this.routers.values(), input.source, input.dest, name);
@@ -239,7 +243,7 @@ export class RouterRegistry {
   }
 
   private async drainEdges(edges: Edge[]): Promise<void> {
-    for (let i = 0; i < edges.length; ) {
+    for (let i = 0; i < edges.length;) {
       const source = edges[i]!.source;
       const names: string[] = [];
       for (; i < edges.length && edges[i]!.source === source; i++) names.push(edges[i]!.name);

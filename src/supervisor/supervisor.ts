@@ -92,7 +92,9 @@ export class Supervisor {
         request: (req) => this.workerFor(req.topic).request(req),
         exists: async (names) => {
           const groups = this.namesByWorker(names);
-          const marks = await Promise.all(this.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
+          const marks = await Promise.all(
+            this.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))),
+          );
           const found = new Set<string>();
           groups.forEach((g, i) => g.forEach((n, j) => marks[i]![j] && found.add(n)));
           return names.map((n) => found.has(n));
@@ -164,7 +166,8 @@ export class Supervisor {
   private checkpointFailed(err: Error): void {
     if (isDiskFull(err)) {
       const now = Date.now();
-      if (now - this.lastCheckpointLogMs > 60_000) this.log.error(`spool: checkpoint postponed, the disk is full (${err.message}); the WAL is kept until it succeeds`);
+      if (now - this.lastCheckpointLogMs > 60_000)
+        this.log.error(`spool: checkpoint postponed, the disk is full (${err.message}); the WAL is kept until it succeeds`);
       this.lastCheckpointLogMs = now;
       return;
     }
@@ -192,7 +195,9 @@ export class Supervisor {
     const walRpc = new MessageChannel();
     const walPorts: MessagePort[] = [];
     // A port between every pair of workers, for actor-to-actor requests (dead-letter appends).
-    const peerPorts: (MessagePort | null)[][] = Array.from({ length: s.workers }, () => new Array<MessagePort | null>(s.workers).fill(null));
+    const peerPorts: (MessagePort | null)[][] = Array.from({ length: s.workers }, () =>
+      new Array<MessagePort | null>(s.workers).fill(null),
+    );
     for (let i = 0; i < s.workers; i++) {
       for (let j = i + 1; j < s.workers; j++) {
         const ch = new MessageChannel();
@@ -243,7 +248,9 @@ export class Supervisor {
         traceTopics: s.traceTopics,
       };
       const peers = peerPorts[i]!.filter((p): p is MessagePort => p !== null);
-      this.threads.push(this.spawner.worker(data, [rpc.port2, requests.port2, wal.port1, events.port2, ...peers], this.watch(`worker ${i}`)));
+      this.threads.push(
+        this.spawner.worker(data, [rpc.port2, requests.port2, wal.port1, events.port2, ...peers], this.watch(`worker ${i}`)),
+      );
       this.workers.push(wrap<WorkerApi>(rpc.port1));
       this.requestClients.push(new RequestClient(requests.port1));
     }
@@ -278,13 +285,20 @@ export class Supervisor {
     let loading = true; // the workers are indexing the snapshot's topics
     this.progressPoll = setInterval(() => {
       const loaded = loading ? Promise.all(this.workers.map((w) => w.snapshotTopicsLoaded())) : Promise.resolve(undefined);
-      Promise.all([this.wal.replayStatus(), loaded]).then(([r, counts]) => {
-        if (counts) this.snapshotTopics.loaded = Math.max(this.snapshotTopics.loaded, counts.reduce((a, b) => a + b, 0));
-        const fraction = recoveryFraction(this.snapshotTopics, r.fraction);
-        if (fraction > this.progress) this.progress = Math.min(fraction, 0.99);
-        const line = this.lifecycle === 'recovering' ? progressLog.observe(r, this.snapshotTopics, Date.now()) : undefined;
-        if (line) this.log.info(line.msg, line.fields);
-      }, () => undefined);
+      Promise.all([this.wal.replayStatus(), loaded]).then(
+        ([r, counts]) => {
+          if (counts)
+            this.snapshotTopics.loaded = Math.max(
+              this.snapshotTopics.loaded,
+              counts.reduce((a, b) => a + b, 0),
+            );
+          const fraction = recoveryFraction(this.snapshotTopics, r.fraction);
+          if (fraction > this.progress) this.progress = Math.min(fraction, 0.99);
+          const line = this.lifecycle === 'recovering' ? progressLog.observe(r, this.snapshotTopics, Date.now()) : undefined;
+          if (line) this.log.info(line.msg, line.fields);
+        },
+        () => undefined,
+      );
     }, 50);
     try {
       const loaded = await readNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
@@ -299,7 +313,15 @@ export class Supervisor {
       const { table, loadedAll } = this.loadSnapshot(loaded, packNames);
       loadedAll.catch(() => undefined); // awaited below; it may fail while the ids are read
       const ids = await table;
-      const scanned = this.wal.recover(snap?.cut, transfer(ids, ids.map((x) => x.buffer as ArrayBuffer)), this.snapshotTopics.total, this.settings.recoveryTruncate);
+      const scanned = this.wal.recover(
+        snap?.cut,
+        transfer(
+          ids,
+          ids.map((x) => x.buffer as ArrayBuffer),
+        ),
+        this.snapshotTopics.total,
+        this.settings.recoveryTruncate,
+      );
       scanned.catch(() => undefined); // awaited below, after the load (whose error comes first)
       await loadedAll;
       loading = false;
@@ -325,8 +347,16 @@ export class Supervisor {
       await Promise.all(this.workers.map((w) => w.serve()));
       await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
       if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
-      this.checkpointer = new Checkpointer(this.fsx, this.settings.dataDir, this.workers, this.wal, epoch, snap?.cut ?? null, this.settings.checkpointMs, this.walSize.checkpointWalBytes, (err) =>
-        this.checkpointFailed(err),
+      this.checkpointer = new Checkpointer(
+        this.fsx,
+        this.settings.dataDir,
+        this.workers,
+        this.wal,
+        epoch,
+        snap?.cut ?? null,
+        this.settings.checkpointMs,
+        this.walSize.checkpointWalBytes,
+        (err) => this.checkpointFailed(err),
         () => this.storageState,
       );
       // The first checkpoint runs in the background, as every later one does: the server is
@@ -360,7 +390,10 @@ export class Supervisor {
    * read. A v1 snapshot, or a v2 one written under another worker count, is parsed here and
    * placed part by part, and every topic loads.
    */
-  private loadSnapshot(loaded: LoadedSnapshot | undefined, packNames: string[]): { table: Promise<Float64Array[]>; loadedAll: Promise<unknown> } {
+  private loadSnapshot(
+    loaded: LoadedSnapshot | undefined,
+    packNames: string[],
+  ): { table: Promise<Float64Array[]>; loadedAll: Promise<unknown> } {
     const n = this.workers.length;
     const epoch = loaded ? (loaded.version === 1 ? loaded.body.epoch : loaded.head.epoch) : 0;
     if (loaded?.version === 2 && loaded.head.workers === n && this.settings.lazyRecovery) {
@@ -369,9 +402,17 @@ export class Supervisor {
       // buffer when that is not Node's shared pool (100+ ms of copying less at a million topics);
       // with more, each gets a copy and main reads the ids off the originals meanwhile.
       const sec = loaded.sections;
-      const own = n === 1 && sec[0]!.buffer.byteLength > Buffer.poolSize ? [new Uint8Array(sec[0]!.buffer, sec[0]!.byteOffset, sec[0]!.length)] : sec.map((x) => new Uint8Array(x));
-      const loadedAll = Promise.all(this.workers.map((w, i) => w.loadSection(transfer(own[i]!, [own[i]!.buffer as ArrayBuffer]), packNames, epoch)));
-      const table = n === 1 ? Promise.resolve([new Float64Array(0)]) : Promise.all(sec.map((x, i) => sectionTopicIds(x, loaded.head.sections[i]!.topics)));
+      const own =
+        n === 1 && sec[0]!.buffer.byteLength > Buffer.poolSize
+          ? [new Uint8Array(sec[0]!.buffer, sec[0]!.byteOffset, sec[0]!.length)]
+          : sec.map((x) => new Uint8Array(x));
+      const loadedAll = Promise.all(
+        this.workers.map((w, i) => w.loadSection(transfer(own[i]!, [own[i]!.buffer as ArrayBuffer]), packNames, epoch)),
+      );
+      const table =
+        n === 1
+          ? Promise.resolve([new Float64Array(0)])
+          : Promise.all(sec.map((x, i) => sectionTopicIds(x, loaded.head.sections[i]!.topics)));
       return { table, loadedAll };
     }
     let parts: TopicPart[] = [];

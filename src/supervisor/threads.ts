@@ -27,8 +27,18 @@ export interface ThreadSpawner {
   wal(data: WalThreadData, transfer: MessagePort[], events: ThreadEvents): SpawnedThread;
 }
 
-function spawn(file: string, data: WorkerThreadData | WalThreadData, transfer: MessagePort[], events: ThreadEvents, resourceLimits?: { maxYoungGenerationSizeMb: number }): SpawnedThread {
-  const w = new Worker(new URL(file, import.meta.url), { workerData: data, transferList: transfer as never, ...(resourceLimits ? { resourceLimits } : {}) });
+function spawn(
+  file: string,
+  data: WorkerThreadData | WalThreadData,
+  transfer: MessagePort[],
+  events: ThreadEvents,
+  resourceLimits?: { maxYoungGenerationSizeMb: number },
+): SpawnedThread {
+  const w = new Worker(new URL(file, import.meta.url), {
+    workerData: data,
+    transferList: transfer as never,
+    ...(resourceLimits ? { resourceLimits } : {}),
+  });
   w.on('error', (err) => events.failed(err.stack ?? err.message));
   w.on('exit', (code) => events.exited(code));
   return {

@@ -69,7 +69,10 @@ export class WorkerCheckpoints {
    * its runs already hold. Each topic is encoded once, by name, as it is when its turn comes
    * (awake, or asleep since, or awake again); a topic made after the list is the WAL's.
    */
-  async prepare(markId: number, final: boolean): Promise<{ section: Uint8Array[]; transfer: ArrayBuffer[]; crc: number; topics: number; deadPacks: string[] }> {
+  async prepare(
+    markId: number,
+    final: boolean,
+  ): Promise<{ section: Uint8Array[]; transfer: ArrayBuffer[]; crc: number; topics: number; deadPacks: string[] }> {
     // First: every record a finished copy left out died before this, so this snapshot says so.
     this.compaction.onPrepare(markId);
     await this.wal.markAndWaitWritten(markId);
@@ -146,7 +149,11 @@ export class WorkerCheckpoints {
     // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
     const quiet = packs ? a.dormancy(this.topics.stored(inst.id), this.topics.now()) : 'no';
     const n = packs?.map.runsInto(inst.id, runs) ?? 0;
-    out.add({ id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) }, n > 0 ? runs.slice(0, n) : undefined, typeof quiet === 'object' ? quiet : undefined);
+    out.add(
+      { id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) },
+      n > 0 ? runs.slice(0, n) : undefined,
+      typeof quiet === 'object' ? quiet : undefined,
+    );
   }
 
   async committed(markId: number, removedPacks: readonly string[]): Promise<number> {

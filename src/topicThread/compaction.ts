@@ -250,11 +250,21 @@ export class WorkerCompaction {
    */
   private complete(actor: TopicActor, topicId: number, firstSeq: number): boolean {
     if (this.segments.wroteAfter(topicId, firstSeq)) return true;
-    return actor.writtenFrameNo === actor.submittedFrameNo && this.segments.allWritten(topicId) && !this.segments.packs?.hasPending(topicId);
+    return (
+      actor.writtenFrameNo === actor.submittedFrameNo && this.segments.allWritten(topicId) && !this.segments.packs?.hasPending(topicId)
+    );
   }
 
   /** Segment `ordinal` [from, end) of the topic, if it is worth a copy (its compaction begun). */
-  private async candidate(actor: TopicActor, inst: TopicInstance, ordinal: number, from: number, end: number, livePercent: number, sizes: { live: number; stored: number }): Promise<Candidate | undefined> {
+  private async candidate(
+    actor: TopicActor,
+    inst: TopicInstance,
+    ordinal: number,
+    from: number,
+    end: number,
+    livePercent: number,
+    sizes: { live: number; stored: number },
+  ): Promise<Candidate | undefined> {
     if (this.segments.isCompacting(inst.id, from)) return undefined; // its copy waits for a swap
     if (!this.complete(actor, inst.id, from)) return undefined;
     // The packed first segment, unless an earlier compaction moved it to an own file already.
@@ -291,7 +301,8 @@ export class WorkerCompaction {
     // Nothing of it lived at the plan, and a record never lives again: unlinked at the swap,
     // with nothing read (a stuck head's acked jobs cost no copying at all). A packed one is left
     // to reclaim by prefix (it is then wholly below the first live seq).
-    if (c.allDead) return packed ? undefined : { topicId: inst.id, firstSeq, packed, outcome: { relocation: undefined, oldBytes: c.size, newBytes: 0 } };
+    if (c.allDead)
+      return packed ? undefined : { topicId: inst.id, firstSeq, packed, outcome: { relocation: undefined, oldBytes: c.size, newBytes: 0 } };
     try {
       // A packed segment's copy goes where the topic's own files are (made durable now if new).
       if (packed) await mkdirDurable(this.fsx, topicDir(this.dataDir, inst.id));
@@ -318,6 +329,10 @@ export class WorkerCompaction {
   /** A topic's packed first segment, its logical bytes read through the pack map. */
   private packedSource(topicId: number): Promise<CompactSource> {
     const packs = this.segments.packs!;
-    return Promise.resolve({ size: packs.map.size(topicId), read: (pos: number, len: number) => packs.read(topicId, pos, len), close: async () => undefined });
+    return Promise.resolve({
+      size: packs.map.size(topicId),
+      read: (pos: number, len: number) => packs.read(topicId, pos, len),
+      close: async () => undefined,
+    });
   }
 }

@@ -361,7 +361,7 @@ export class Dormancy {
 /** The frames of a sleeping topic's packed segment, each CRC-checked (a bad one fails the wake, not the worker). */
 function checkedFrames(buf: Buffer, name: string): Buffer[] {
   const out: Buffer[] = [];
-  for (let off = 0; off < buf.length; ) {
+  for (let off = 0; off < buf.length;) {
     const p = probeFrame(buf, off, buf.length);
     if (!p.ok) throw new CorruptionError(`topic ${name} packed segment`, `frame does not check (${p.reason})`, off);
     out.push(buf.subarray(off, off + p.frame.size));

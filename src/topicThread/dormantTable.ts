@@ -141,7 +141,8 @@ export class DormantTable {
     f[o + CONFIG] = this.configOf(d.config);
     f[o + OWN_FIRST] = d.own_first_seq ?? 0;
     f[o + OWN_BYTES] = d.own_bytes ?? 0;
-    if (d.evict_floor !== undefined) this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+    if (d.evict_floor !== undefined)
+      this.retention.set(row, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
     if (d.queue !== undefined) this.queues.set(row, { queue: d.queue, leaseNo: d.lease_no ?? 0 });
     this.names.add(row, d.name);
     this.bytesTotal += d.bytes;

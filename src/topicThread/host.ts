@@ -8,7 +8,14 @@ import { stageClock } from '../core/stageClock.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
-import { emptyTotals, type TopicRequest, type TopicResult, type TopicStats, type TopicSummary, type WorkerStats } from '../protocol/messages/rpc.js';
+import {
+  emptyTotals,
+  type TopicRequest,
+  type TopicResult,
+  type TopicStats,
+  type TopicSummary,
+  type WorkerStats,
+} from '../protocol/messages/rpc.js';
 import type { RouterStats } from '../protocol/messages/router.js';
 import { fail, type ErrorResult } from '../protocol/errors.js';
 import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
@@ -265,7 +272,8 @@ export class ActorHost implements HostServices {
   /** What the worker's stores hold of a topic, as whether it may sleep depends on it. */
   private stored(topicId: number): StoredFrames {
     // A topic under compaction, or whose packed segment moved to an own file, stays awake.
-    const ownSettled = this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) && !this.segments.compactionHolds(topicId);
+    const ownSettled =
+      this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) && !this.segments.compactionHolds(topicId);
     return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled };
   }
 
@@ -321,7 +329,9 @@ export class ActorHost implements HostServices {
     if (this.actorsByName.get(actor.name) !== actor) return;
     this.inputsSinceCheckpoint++;
     this.inputsTotal++;
-    const traced = this.trace?.wants(actor.name) ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined } : undefined;
+    const traced = this.trace?.wants(actor.name)
+      ? { q: [] as unknown[], out: this.traceOutputs ? ([] as unknown[]) : undefined }
+      : undefined;
     const step = this.freeSteps.pop() ?? new StepSlot(this);
     step.bind(actor);
     const ctx = step.ctx.begin(this.clock.now(), step.rng, traced);
@@ -340,7 +350,14 @@ export class ActorHost implements HostServices {
       // reseeds there. A generator only exists once the actor draws, so the draws are the same.
       const seed = this.seedTraced.has(actor) ? undefined : this.opts.bootSeed;
       if (seed !== undefined) this.seedTraced.add(actor);
-      this.trace!.write({ a: actor.name, at: ctx.now, in: input, ...(traced.q.length ? { q: traced.q } : {}), ...(seed !== undefined ? { seed } : {}), ...(traced.out ? { out: traced.out } : {}) });
+      this.trace!.write({
+        a: actor.name,
+        at: ctx.now,
+        in: input,
+        ...(traced.q.length ? { q: traced.q } : {}),
+        ...(seed !== undefined ? { seed } : {}),
+        ...(traced.out ? { out: traced.out } : {}),
+      });
     }
     // After the trace line: the replayer drops the actor after the same step (same rule).
     if (actor.idle() && !this.stepping.includes(actor)) this.drop(actor);

@@ -60,7 +60,9 @@ export class HostEffects implements EffectSink, Queries {
         return host.wal.queueFrame({ actor, frameNo: e.frameNo, buf: e.frame, durable: e.durable, segment: e.segment });
       case 'setTimer': {
         const timerId = e.timerId;
-        return host.timers.setFor(actor, timerId, Math.max(0, e.atMs - host.clock.now()), () => host.input(actor, { k: 'timer', id: timerId }));
+        return host.timers.setFor(actor, timerId, Math.max(0, e.atMs - host.clock.now()), () =>
+          host.input(actor, { k: 'timer', id: timerId }),
+        );
       }
       case 'cancelTimer':
         return host.timers.cancelFor(actor, e.timerId);

@@ -165,7 +165,11 @@ export class PackRecovery {
       let idx = runs[i] === this.lastRun.no ? this.lastRun.idx : this.idxByNo.idx.get(runs[i]!);
       if (idx === undefined) {
         const p = listed.find((x) => x.no === runs[i]);
-        if (!p) throw new CorruptionError('packs/', `the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not there`);
+        if (!p)
+          throw new CorruptionError(
+            'packs/',
+            `the snapshot places frames of topic ${topicId.toString(16)} in pack ${runs[i]}, which is not there`,
+          );
         this.idxByNo.idx.set(p.no, (idx = map.register(p).idx));
       }
       this.lastRun.no = runs[i]!;
@@ -188,13 +192,17 @@ export class PackRecovery {
     const size = this.host.packs.map.size(topicId);
     if (size === 0) return;
     const buf = await this.host.packs.read(topicId, 0, size);
-    for (let off = 0; off < buf.length; ) {
+    for (let off = 0; off < buf.length;) {
       const p = probeFrame(buf, off, buf.length);
       if (!p.ok) throw new CorruptionError(`topic ${topicId.toString(16)} packed segment`, `frame does not check (${p.reason})`, off);
       const head = readAppendHead(buf, p.frame);
       if (this.superseded(topicId, head.firstSeq)) {
         // Moved to an own file (compaction), whole: the runs are not the topic's any more.
-        if (off > 0) throw new CorruptionError(`topic ${topicId.toString(16)} packed segment`, `its own segment files start inside it (seq ${head.firstSeq})`);
+        if (off > 0)
+          throw new CorruptionError(
+            `topic ${topicId.toString(16)} packed segment`,
+            `its own segment files start inside it (seq ${head.firstSeq})`,
+          );
         this.host.packs.map.release(topicId);
         return;
       }
@@ -210,7 +218,12 @@ export class PackRecovery {
    * Frames of topics still asleep go to the map, and to their rows when `asleep.absorbAppend`
    * takes them; returns the ids of those with a frame it did not take (they must load).
    */
-  async scanAfterCut(listed: readonly ListedPack[], cut: SectionPacks, snapshotEpoch: number, asleep: AsleepAfterCut): Promise<Set<number>> {
+  async scanAfterCut(
+    listed: readonly ListedPack[],
+    cut: SectionPacks,
+    snapshotEpoch: number,
+    asleep: AsleepAfterCut,
+  ): Promise<Set<number>> {
     const whole = new Set(cut.whole);
     const touched = new Set<number>();
     const scratch = new ReuseBuffer();
@@ -235,7 +248,7 @@ export class PackRecovery {
   private async readFrames(h: number[]): Promise<HeldFrames> {
     const out: Buffer[] = [];
     const spares: Buffer[] = [];
-    for (let i = 0; i < h.length; ) {
+    for (let i = 0; i < h.length;) {
       // A run of frames back to back in one pack: one read.
       let j = i + HELD_FIELDS;
       let len = h[i + 2]!;

@@ -292,10 +292,15 @@ export class WorkerRecovery {
   /** Offsets of the TOPIC_CREATE frames of topics not loaded from the snapshot, in order. */
   private newTopicCreates(buf: Buffer): { off: number; topicId: number }[] {
     const out: { off: number; topicId: number }[] = [];
-    for (let off = 0; off < buf.length; ) {
+    for (let off = 0; off < buf.length;) {
       const p = probeFrame(buf, off, buf.length, false);
       if (!p.ok) break; // applyChunk reports it
-      if (p.frame.type === FrameType.TOPIC_CREATE && !this.host.byTopicId.has(p.frame.topicId) && this.host.sleepers.asleepHead(p.frame.topicId) === undefined) out.push({ off, topicId: p.frame.topicId });
+      if (
+        p.frame.type === FrameType.TOPIC_CREATE &&
+        !this.host.byTopicId.has(p.frame.topicId) &&
+        this.host.sleepers.asleepHead(p.frame.topicId) === undefined
+      )
+        out.push({ off, topicId: p.frame.topicId });
       off += p.frame.size;
     }
     return out;
@@ -410,7 +415,25 @@ export class WorkerRecovery {
 /** A sleeping topic's record from a section's part (its own file checked apart: ownFileAsAtCut). */
 function recordOf(cur: PartCursor): DormantTopic {
   // Field by field: an object spread of the part was most of this at 100k such topics.
-  const d: DormantTopic = { id: cur.id, name: cur.name, config: cur.config, created_ms: cur.created_ms, reserved: cur.reserved, head: cur.head, count: cur.count, bytes: cur.bytes, earliest: cur.earliest, last_ts_ms: cur.last_ts_ms, first_ts_ms: cur.first_ts_ms, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: cur.packed_bytes, own_first_seq: cur.own_first_seq, own_bytes: cur.own_bytes };
+  const d: DormantTopic = {
+    id: cur.id,
+    name: cur.name,
+    config: cur.config,
+    created_ms: cur.created_ms,
+    reserved: cur.reserved,
+    head: cur.head,
+    count: cur.count,
+    bytes: cur.bytes,
+    earliest: cur.earliest,
+    last_ts_ms: cur.last_ts_ms,
+    first_ts_ms: cur.first_ts_ms,
+    last_write_ms: null,
+    last_read_ms: null,
+    last_consumed_ms: null,
+    packed_bytes: cur.packed_bytes,
+    own_first_seq: cur.own_first_seq,
+    own_bytes: cur.own_bytes,
+  };
   const retention = cur.retention;
   if (retention) Object.assign(d, retention);
   if (cur.queue !== undefined) d.queue = cur.queue;

@@ -75,7 +75,14 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
       kind: 'spool-trace',
       worker: data.workerIndex,
       workers: data.workers,
-      actor: { maxLimit: data.maxLimit, segmentBytes: data.segmentBytes, maxTopics: data.maxTopics, packBytes: data.packBytes, packFramesMax: PACK_FRAMES_MAX, packFramesFromBytes: PACK_FRAMES_FROM_BYTES },
+      actor: {
+        maxLimit: data.maxLimit,
+        segmentBytes: data.segmentBytes,
+        maxTopics: data.maxTopics,
+        packBytes: data.packBytes,
+        packFramesMax: PACK_FRAMES_MAX,
+        packFramesFromBytes: PACK_FRAMES_FROM_BYTES,
+      },
       outputs: data.traceOutputs,
     },
     data.traceTopics,
@@ -92,7 +99,19 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     }
   };
   const spaceWaits = new SpaceWaits(counters, log);
-  const packs = new PackStore(fsx, data.dataDir, { workerIndex: data.workerIndex, workers: data.workers, fileBytes: data.packFileBytes, nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1), writeDelayMs: data.segmentWriteDelayMs, spaceWaits }, onFatal);
+  const packs = new PackStore(
+    fsx,
+    data.dataDir,
+    {
+      workerIndex: data.workerIndex,
+      workers: data.workers,
+      fileBytes: data.packFileBytes,
+      nextPackNo: () => Atomics.add(counters, PACK_NO_SLOT, 1),
+      writeDelayMs: data.segmentWriteDelayMs,
+      spaceWaits,
+    },
+    onFatal,
+  );
   const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs, data.segmentWriteDelayMs, spaceWaits);
   const hostOpts = {
     workerIndex: data.workerIndex,
@@ -126,7 +145,10 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     peerPorts: data.peerPorts.map((p) => p ?? undefined),
     compaction: { livePercent: data.compactLivePercent, bytesPerSec: data.compactBytesPerSec },
     log,
-    forwardRefusal: data.maxTotalBytes > 0 ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined) : undefined,
+    forwardRefusal:
+      data.maxTotalBytes > 0
+        ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined)
+        : undefined,
   });
   const replayed = host.recovery.replayed;
   const requests = serveRequests(data.requestPort, (req) => host.request(req));
@@ -217,8 +239,26 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
      * total of live bytes next to the same figure summed over every actor (they must agree);
      * blocks of kept checkpoint lines that a fresh encoding would not give (must be 0).
      */
-    audit(): { actors: number; live: number; leaseKept: number; sleeping: number; sleepingOwnFiles: number; liveBytes: number; liveBytesSummed: number; staleKeptLines: number } {
-      return { actors: host.actorCount, live: host.liveActorCount(), leaseKept: host.leaseKeptActorCount(), sleeping: host.dormancy.sleepingCount, sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(), liveBytes: host.liveBytes(), liveBytesSummed: host.liveBytesSummed(), staleKeptLines: host.checkpoints.lines.audit() };
+    audit(): {
+      actors: number;
+      live: number;
+      leaseKept: number;
+      sleeping: number;
+      sleepingOwnFiles: number;
+      liveBytes: number;
+      liveBytesSummed: number;
+      staleKeptLines: number;
+    } {
+      return {
+        actors: host.actorCount,
+        live: host.liveActorCount(),
+        leaseKept: host.leaseKeptActorCount(),
+        sleeping: host.dormancy.sleepingCount,
+        sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(),
+        liveBytes: host.liveBytes(),
+        liveBytesSummed: host.liveBytesSummed(),
+        staleKeptLines: host.checkpoints.lines.audit(),
+      };
     },
     /** Puts every topic that may sleep now to sleep, however recently used (tests and tools); returns how many. */
     sleepQuietTopics(): number {

@@ -38,7 +38,7 @@ function* dumpPacks(dataDir: string, fsx: Fs): Generator<string> {
   for (const pack of listPacks(listPackNamesSync(fsx, dataDir))) {
     const buf = fsx.readFileSync(path.join(packsDir(dataDir), pack.name));
     yield `packs/${pack.name}: ${buf.length} bytes${pack.newest ? ' (newest of its writer)' : ''}`;
-    for (let off = 0; off < buf.length; ) {
+    for (let off = 0; off < buf.length;) {
       const p = probeFrame(buf, off, buf.length);
       if (!p.ok) {
         yield `  @${off} stop: ${p.reason}`;
@@ -58,7 +58,10 @@ function describeFrame(buf: Buffer, f: FrameView): string {
   } else if (f.type === FrameType.LEASES) {
     const kinds = ['', 'claimed', 'extended', 'released'];
     what = decodeLeases(buf, f)
-      .map((e) => `${kinds[e.kind] ?? e.kind} ${e.seq}${e.node ? ` by ${JSON.stringify(e.node)}` : ''}${e.viaWork ? ' (work)' : ''}${e.atMs ? ` at ${e.atMs}` : ''}`)
+      .map(
+        (e) =>
+          `${kinds[e.kind] ?? e.kind} ${e.seq}${e.node ? ` by ${JSON.stringify(e.node)}` : ''}${e.viaWork ? ' (work)' : ''}${e.atMs ? ` at ${e.atMs}` : ''}`,
+      )
       .join(', ');
   } else if (f.type === FrameType.SEQ_RESERVE) {
     what = `ceiling ${readU64(buf, f.bodyOff)}`;

@@ -68,7 +68,17 @@ export class GroupCommit {
   private unsyncedBytes = 0;
   private readonly marks = new Map<number, WalPosition[]>();
   private readonly markWaiters = new Map<number, { done: () => void; reject: (err: Error) => void }>();
-  readonly stats: WalStats = { frames: 0, batches: 0, fsyncs: 0, bytesWritten: 0, queueDepth: 0, fileNo: 0, offset: 0, fsyncLatencyUs: { counts: [], sum: 0, count: 0 }, groupFrames: { counts: [], sum: 0, count: 0 } };
+  readonly stats: WalStats = {
+    frames: 0,
+    batches: 0,
+    fsyncs: 0,
+    bytesWritten: 0,
+    queueDepth: 0,
+    fileNo: 0,
+    offset: 0,
+    fsyncLatencyUs: { counts: [], sum: 0, count: 0 },
+    groupFrames: { counts: [], sum: 0, count: 0 },
+  };
   private readonly fsyncLatency = new LatencyBuckets(FSYNC_BUCKETS_US);
   /** Frames per write (the group of a group commit). */
   private readonly groupFrames = new LatencyBuckets(GROUP_FRAMES_BUCKETS);
@@ -182,7 +192,11 @@ export class GroupCommit {
     const from = full ? StorageState.OK : StorageState.FULL;
     const to = full ? StorageState.FULL : StorageState.OK;
     if (Atomics.compareExchange(this.counters, STORAGE_STATE_SLOT, from, to) === from) {
-      this.log(full ? `spool: disk full: ${why}; writes are refused (429 disk_space) until space returns` : `spool: ${why}; writes are accepted again`);
+      this.log(
+        full
+          ? `spool: disk full: ${why}; writes are refused (429 disk_space) until space returns`
+          : `spool: ${why}; writes are accepted again`,
+      );
     }
   }
 
@@ -408,7 +422,9 @@ export class GroupCommit {
     this.syncTimer = undefined;
     this.stop();
     Atomics.store(this.counters, STORAGE_STATE_SLOT, StorageState.FAILED);
-    this.log(`spool: WAL ${(err as NodeJS.ErrnoException).code ?? 'error'} in file ${this.writer.fileNo}: ${err.message}; writes are refused until a restart (reads go on)`);
+    this.log(
+      `spool: WAL ${(err as NodeJS.ErrnoException).code ?? 'error'} in file ${this.writer.fileNo}: ${err.message}; writes are refused until a restart (reads go on)`,
+    );
     this.queue = [];
     // A checkpoint waiting for a mark would wait forever (the marks still queued are dropped).
     for (const w of this.markWaiters.values()) w.reject(this.markError());
@@ -481,6 +497,12 @@ export class GroupCommit {
   }
 
   snapshotStats(): WalStats {
-    return { ...this.stats, fileNo: this.writer.fileNo, offset: this.writer.offset, fsyncLatencyUs: this.fsyncLatency.snapshot(), groupFrames: this.groupFrames.snapshot() };
+    return {
+      ...this.stats,
+      fileNo: this.writer.fileNo,
+      offset: this.writer.offset,
+      fsyncLatencyUs: this.fsyncLatency.snapshot(),
+      groupFrames: this.groupFrames.snapshot(),
+    };
   }
 }

@@ -147,7 +147,14 @@ class FrameBatches {
 }
 
 /** `windowBytes`: how much of a file is read at a time (tests use tiny windows). */
-export async function scanWal(fsx: Fs, dataDir: string, from: WalPosition | undefined, truncateOnCorruption: boolean, sink: ScanSink, windowBytes = WINDOW_BYTES): Promise<ScanResult> {
+export async function scanWal(
+  fsx: Fs,
+  dataDir: string,
+  from: WalPosition | undefined,
+  truncateOnCorruption: boolean,
+  sink: ScanSink,
+  windowBytes = WINDOW_BYTES,
+): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
   return new WalScan({ fsx, dir: walDir(dataDir), files }, from, truncateOnCorruption, sink, windowBytes).run();
 }
@@ -173,7 +180,7 @@ class WalScan {
   ) {
     this.sizes = s.files.map((n) => s.fsx.statSync(path.join(s.dir, walFileName(n))).size);
     this.total = this.sizes.reduce((a, b) => a + b, 0) || 1;
-    this.result = { lastFileNo: s.files.at(-1) ?? (from?.fileNo ?? 0), frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
+    this.result = { lastFileNo: s.files.at(-1) ?? from?.fileNo ?? 0, frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
     this.batches = new FrameBatches(sink);
     this.win = new FileWindow(windowBytes);
   }

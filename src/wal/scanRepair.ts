@@ -64,7 +64,13 @@ function dropFilesFrom(s: ScanFiles, from: number): void {
  * File `files[i]` has a bad header (`headerErr`). Returns 'skip' to go on with the next file, or
  * the new last file number when the log ends before this file (this file and later ones removed).
  */
-export async function onBadHeader(s: ScanFiles, i: number, headerErr: string, truncateOnCorruption: boolean, fileNoBefore: number): Promise<'skip' | number> {
+export async function onBadHeader(
+  s: ScanFiles,
+  i: number,
+  headerErr: string,
+  truncateOnCorruption: boolean,
+  fileNoBefore: number,
+): Promise<'skip' | number> {
   const file = path.join(s.dir, walFileName(s.files[i]!));
   // A file whose header never became durable, with nothing but zeros after it, held no
   // frame (frames follow a durable header): a creation or pre-allocation cut short by a
@@ -104,7 +110,11 @@ export async function repairTail(s: ScanFiles, i: number, off: number, reason: s
   // this one was written. Only data in a later file proves this one was complete.
   const laterFileValid = i < files.length - 1 && (await laterFileHoldsData(fsx, dir, files.slice(i + 1)));
   if (laterFileValid && !truncateOnCorruption) {
-    throw new CorruptionError(file, `mid-log corruption (${reason}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`, off);
+    throw new CorruptionError(
+      file,
+      `mid-log corruption (${reason}); a later WAL file holds frames. Set SERVICE_RECOVERY_TRUNCATE=1 to keep the prefix.`,
+      off,
+    );
   }
   const repair: TailRepair = { tornBytes: buf.length - off, quarantinedBytes: 0, endsLog: false };
   // Bytes that held valid frames are copied aside before the file is cut. Without the

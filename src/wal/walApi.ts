@@ -50,14 +50,20 @@ export function createWalApi(data: WalThreadData, fsx: Fs, log: (msg: string) =>
   const space = new WalSpace(fsx, data.dataDir, log);
   /** The run's first file, being prepared since the scan ended (prepareStart). */
   let first: { fileNo: number; bootEpoch: number; writer: WalWriter; ready: Promise<void> } | undefined;
-  const newWriter = (bootEpoch: number) => new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
+  const newWriter = (bootEpoch: number) =>
+    new WalWriter(fsx, data.dataDir, { fileBytes: data.walFileBytes, bootEpoch, preallocate: data.preallocate });
 
   return {
     /**
      * `idsByWorker[w]`: the ids of the snapshot's topics worker w holds (typed: a million cross
      * cheaply; none with one worker), `snapshotTopics` how many there are (progress lines).
      */
-    async recover(from: WalPosition | undefined, idsByWorker: Float64Array[], snapshotTopics: number, truncate: boolean): Promise<RecoverReply> {
+    async recover(
+      from: WalPosition | undefined,
+      idsByWorker: Float64Array[],
+      snapshotTopics: number,
+      truncate: boolean,
+    ): Promise<RecoverReply> {
       const workers = data.workerPorts.length;
       const table = new ReplayRouting(idsByWorker, workers, snapshotTopics);
       let maxEpoch = 0;

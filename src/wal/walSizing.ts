@@ -23,7 +23,8 @@ export interface WalSizing {
 }
 
 export function sizeWal(walFileBytes: number, checkpointWalBytes: number, freeBytes: number | undefined): WalSizing {
-  if (freeBytes === undefined || freeBytes >= FREE_SPACE_PER_FILE * walFileBytes) return { walFileBytes, checkpointWalBytes, shrunk: false };
+  if (freeBytes === undefined || freeBytes >= FREE_SPACE_PER_FILE * walFileBytes)
+    return { walFileBytes, checkpointWalBytes, shrunk: false };
   const fitting = Math.floor(freeBytes / FREE_SPACE_PER_FILE / WAL_FILE_BYTES_MIN) * WAL_FILE_BYTES_MIN;
   const fileBytes = Math.max(WAL_FILE_BYTES_MIN, fitting);
   return { walFileBytes: fileBytes, checkpointWalBytes: Math.min(checkpointWalBytes, fileBytes), shrunk: true };

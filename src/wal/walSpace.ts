@@ -29,7 +29,11 @@ export class WalSpace {
 
   /** A snapshot at `cut` is durable (recovery's loaded one, or a checkpoint's). */
   coveredBy(cut: WalPosition | undefined): void {
-    if (cut && (!this.covered || cut.fileNo > this.covered.fileNo || (cut.fileNo === this.covered.fileNo && cut.offset > this.covered.offset))) this.covered = cut;
+    if (
+      cut &&
+      (!this.covered || cut.fileNo > this.covered.fileNo || (cut.fileNo === this.covered.fileNo && cut.offset > this.covered.offset))
+    )
+      this.covered = cut;
   }
 
   /**

@@ -11,7 +11,17 @@
 // rule of recovery, docs/ARCHITECTURE.md "Checkpoints and recovery"); an fd is closed only after any sync on it finished; after
 // halt() (the WAL failed) no preparation step starts, so nothing more is written.
 import path from 'node:path';
-import { fsyncDir, fsyncDirSync, isDiskFull, mkdirDurable, mkdirDurableSync, writeAll, writeAllSync, type Fs, type FsFile } from '../storage/fs.js';
+import {
+  fsyncDir,
+  fsyncDirSync,
+  isDiskFull,
+  mkdirDurable,
+  mkdirDurableSync,
+  writeAll,
+  writeAllSync,
+  type Fs,
+  type FsFile,
+} from '../storage/fs.js';
 import { walDir, walFileName } from '../format/layout.js';
 import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from '../format/constants.js';

@@ -23,7 +23,11 @@ test('the status page shows health, topics and queues, and tails a topic live', 
   srv = await startServer();
   const url = srv.url;
   await fetch(`${url}/v0/topics/ui.orders`, { method: 'PUT', headers: JSON_CT, body: '{"durability":"fsync","cap_records":1000}' });
-  await fetch(`${url}/v0/topics/ui.orders`, { method: 'POST', headers: JSON_CT, body: '{"records":[{"data":{"id":1}},{"data":{"id":2}}]}' });
+  await fetch(`${url}/v0/topics/ui.orders`, {
+    method: 'POST',
+    headers: JSON_CT,
+    body: '{"records":[{"data":{"id":1}},{"data":{"id":2}}]}',
+  });
   await fetch(`${url}/v0/topics/ui.jobs`, { method: 'PUT', headers: JSON_CT, body: '{"type":"queue"}' });
   await fetch(`${url}/v0/topics/ui.jobs`, { method: 'POST', headers: JSON_CT, body: '{"records":[{"data":"job"}]}' });
 
@@ -50,8 +54,19 @@ test('the status page shows health, topics and queues, and tails a topic live', 
   // Appends keep coming until the page shows one (the stream may open after the first).
   let shown = false;
   for (let i = 3; i < 50 && !shown; i++) {
-    await fetch(`${url}/v0/topics/ui.orders`, { method: 'POST', headers: JSON_CT, body: JSON.stringify({ records: [{ data: { live: i } }] }) });
-    shown = await page.waitForFunction(() => /"live":\d+/.test((globalThis as any).document.getElementById('tail').textContent ?? ''), undefined, { timeout: 300 }).then(() => true, () => false);
+    await fetch(`${url}/v0/topics/ui.orders`, {
+      method: 'POST',
+      headers: JSON_CT,
+      body: JSON.stringify({ records: [{ data: { live: i } }] }),
+    });
+    shown = await page
+      .waitForFunction(() => /"live":\d+/.test((globalThis as any).document.getElementById('tail').textContent ?? ''), undefined, {
+        timeout: 300,
+      })
+      .then(
+        () => true,
+        () => false,
+      );
   }
   assert.ok(shown, `the live tail shows a new record: ${await page.textContent('#tail')}`);
   // SPOOL_SCREENSHOT_DIR keeps it (CI artifacts); otherwise it goes with the test's temp dirs.
@@ -66,7 +81,10 @@ test('on a server with API keys the page asks for one, then shows topics and tai
   const keyed = await startServer({ env: { SERVICE_API_KEYS: `${KEY}:rw` } });
   try {
     const headers = { ...JSON_CT, authorization: `Bearer ${KEY}` };
-    assert.equal((await fetch(`${keyed.url}/v0/topics/ui.keyed`, { method: 'POST', headers, body: '{"records":[{"data":1}]}' })).status, 201);
+    assert.equal(
+      (await fetch(`${keyed.url}/v0/topics/ui.keyed`, { method: 'POST', headers, body: '{"records":[{"data":1}]}' })).status,
+      201,
+    );
     browser ??= await launchChromium();
     const page = await browser.context.newPage();
     await page.goto(`${keyed.url}/`);
@@ -78,8 +96,19 @@ test('on a server with API keys the page asks for one, then shows topics and tai
     await page.click('#topics tr[data-topic="ui.keyed"] button');
     let shown = false;
     for (let i = 0; i < 50 && !shown; i++) {
-      await fetch(`${keyed.url}/v0/topics/ui.keyed`, { method: 'POST', headers, body: JSON.stringify({ records: [{ data: { keyed: i } }] }) });
-      shown = await page.waitForFunction(() => /"keyed":\d+/.test((globalThis as any).document.getElementById('tail').textContent ?? ''), undefined, { timeout: 300 }).then(() => true, () => false);
+      await fetch(`${keyed.url}/v0/topics/ui.keyed`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ records: [{ data: { keyed: i } }] }),
+      });
+      shown = await page
+        .waitForFunction(() => /"keyed":\d+/.test((globalThis as any).document.getElementById('tail').textContent ?? ''), undefined, {
+          timeout: 300,
+        })
+        .then(
+          () => true,
+          () => false,
+        );
     }
     assert.ok(shown, 'the live tail works with the key as ?token=');
     await page.close();

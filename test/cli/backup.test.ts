@@ -23,7 +23,11 @@ async function readAll(url: string, topic: string): Promise<Rec[]> {
   const out: Rec[] = [];
   let from = 0;
   for (;;) {
-    const r = await fetch(`${url}/v0/topics/${topic}/diff`, { method: 'POST', headers: JSON_CT, body: JSON.stringify({ from_seq: from, limit: 1000 }) });
+    const r = await fetch(`${url}/v0/topics/${topic}/diff`, {
+      method: 'POST',
+      headers: JSON_CT,
+      body: JSON.stringify({ from_seq: from, limit: 1000 }),
+    });
     assert.equal(r.status, 200);
     const b = (await r.json()) as { records: Rec[]; next_from_seq: number; caught_up: boolean };
     out.push(...b.records.map((x) => ({ $seq: x.$seq, data: x.data })));
@@ -51,7 +55,11 @@ test('a backup under write load restores to exactly the live state as of its poi
   const writer = async (topic: string) => {
     while (!stop) {
       const i = n++;
-      const r = await fetch(`${live.url}/v0/topics/${topic}`, { method: 'POST', headers: JSON_CT, body: JSON.stringify({ records: [{ data: { i, pad: 'x'.repeat(i % 300) } }, { data: { i, second: true } }] }) });
+      const r = await fetch(`${live.url}/v0/topics/${topic}`, {
+        method: 'POST',
+        headers: JSON_CT,
+        body: JSON.stringify({ records: [{ data: { i, pad: 'x'.repeat(i % 300) } }, { data: { i, second: true } }] }),
+      });
       assert.equal(r.status, 200);
       const b = (await r.json()) as { last_seq: number };
       acked.set(topic, Math.max(acked.get(topic)!, b.last_seq));
@@ -89,7 +97,11 @@ test('a backup under write load restores to exactly the live state as of its poi
       const last = mine[mine.length - 1]!.$seq;
       assert.ok(last >= ackedBefore.get(t)!, `${t}: every record acked before the backup (${ackedBefore.get(t)}) is in it (last ${last})`);
       assert.ok(last < acked.get(t)!, `${t}: the backup is a point before the end of the load`);
-      assert.deepEqual(mine, theirs.filter((r) => r.$seq <= last), `${t}: record by record, the live topic up to seq ${last}`);
+      assert.deepEqual(
+        mine,
+        theirs.filter((r) => r.$seq <= last),
+        `${t}: record by record, the live topic up to seq ${last}`,
+      );
     }
   } finally {
     await restored.stop();

@@ -50,7 +50,7 @@ function headless(state: any): { head: number; rest: any } {
 /** Every record and tombstone of a topic's diff from 0, in pages of 7, and where it ended. */
 async function diffAll(c: Api, topic: string): Promise<{ records: any[]; tombstones: any[]; earliest: number; last: number }> {
   const out = { records: [] as any[], tombstones: [] as any[], earliest: 0, last: 0 };
-  for (let from = 0; ; ) {
+  for (let from = 0; ;) {
     const b = ok(await c.post(`/v0/topics/${topic}/diff`, { from_seq: from, limit: 7, include_tags: true }));
     out.records.push(...b.records);
     if (b.tombstone) out.tombstones.push({ ...b.tombstone, head_seq: undefined });
@@ -66,14 +66,28 @@ async function waitFor(what: string, cond: () => Promise<boolean>): Promise<void
   assert.fail(`timed out waiting for ${what}`);
 }
 
-const rec = (i: number, tag?: string) => ({ data: { i, text: `r${i}` }, ...(tag ? { tag } : {}), ...(i % 3 === 0 ? { meta: { k: i } } : {}), ...(i % 4 === 0 ? { node: `n${i % 2}` } : {}) });
+const rec = (i: number, tag?: string) => ({
+  data: { i, text: `r${i}` },
+  ...(tag ? { tag } : {}),
+  ...(i % 3 === 0 ? { meta: { k: i } } : {}),
+  ...(i % 4 === 0 ? { node: `n${i % 2}` } : {}),
+});
 const recs = (from: number, n: number, tag?: (i: number) => string) => Array.from({ length: n }, (_, k) => rec(from + k, tag?.(from + k)));
 
 /** Log topics, configs, deletes, evictions, idempotency keys. */
 async function buildLogs(c: Api): Promise<void> {
   ok(await c.put('/v0/topics/s.mem', { durability: 'memory', cap_records: 6 }), 201);
   ok(await c.put('/v0/topics/s.disk', { durability: 'disk', ttl_ms: HOUR_MS, priority: 40, idempotency_window_ms: HOUR_MS }), 201);
-  ok(await c.put('/v0/topics/s.fsync', { durability: 'fsync', cap_bytes: 100_000, discard: 'reject', auto_create: false, dedupe_node: false }), 201);
+  ok(
+    await c.put('/v0/topics/s.fsync', {
+      durability: 'fsync',
+      cap_bytes: 100_000,
+      discard: 'reject',
+      auto_create: false,
+      dedupe_node: false,
+    }),
+    201,
+  );
   ok(await c.put('/v0/topics/s.eph', { durability: 'ephemeral', cap_records: 50 }), 201);
   for (const t of ['s.mem', 's.disk', 's.fsync']) {
     ok(await c.post(`/v0/topics/${t}`, { records: recs(1, 12, (i) => (i % 2 ? 'odd' : 'even')) }));
@@ -91,16 +105,31 @@ async function buildLogs(c: Api): Promise<void> {
 
 /** A queue: acked, dead-lettered, delayed, leased and ready jobs. Returns the live leases. */
 async function buildQueue(c: Api): Promise<{ seq: number; lease_id: string }[]> {
-  ok(await c.put('/v0/topics/s.jobs', { type: 'queue', durability: 'fsync', max_deliveries: 1, dead_letter: 's.jobs.dlq', lease_ms: HOUR_MS }), 201);
+  ok(
+    await c.put('/v0/topics/s.jobs', {
+      type: 'queue',
+      durability: 'fsync',
+      max_deliveries: 1,
+      dead_letter: 's.jobs.dlq',
+      lease_ms: HOUR_MS,
+    }),
+    201,
+  );
   ok(await c.post('/v0/topics/s.jobs', { records: recs(1, 8) }));
   const first = ok(await c.post('/v0/topics/s.jobs/claim', { node: 'w1', max: 4 }));
-  assert.deepEqual(first.claimed.map((j: any) => j.$seq), [1, 2, 3, 4]);
+  assert.deepEqual(
+    first.claimed.map((j: any) => j.$seq),
+    [1, 2, 3, 4],
+  );
   ok(await c.post('/v0/topics/s.jobs/ack', { node: 'w1', seqs: [1] }));
   ok(await c.post('/v0/topics/s.jobs/nack', { node: 'w1', seqs: [2] }));
   ok(await c.post('/v0/topics/s.jobs/nack', { node: 'w1', seqs: [3], delay_ms: HOUR_MS }));
   // Job 2 is due its second delivery with max_deliveries 1: it goes to the dead-letter topic.
   const second = ok(await c.post('/v0/topics/s.jobs/claim', { node: 'w1', max: 2 }));
-  assert.deepEqual(second.claimed.map((j: any) => j.$seq), [5, 6]);
+  assert.deepEqual(
+    second.claimed.map((j: any) => j.$seq),
+    [5, 6],
+  );
   await waitFor('the dead-letter move', async () => ok(await c.get('/v0/topics/s.jobs')).queue.dead_lettered === 1);
   const leased = [...first.claimed.filter((j: any) => j.$seq === 4), ...second.claimed];
   return leased.map((j: any) => ({ seq: j.$seq, lease_id: j.lease_id }));
@@ -109,7 +138,16 @@ async function buildQueue(c: Api): Promise<{ seq: number; lease_id: string }[]> 
 /** Routers: a filtered exactly-once one, a plain one, and one whose dest is full. */
 async function buildRouters(c: Api): Promise<void> {
   ok(await c.put('/v0/topics/s.orders', { durability: 'fsync' }), 201);
-  ok(await c.put('/v0/routers/eu-orders', { source: 's.orders', dest: 's.orders.eu', filter: ['tag', 'Glob', 'eu-*'], guarantee: 'exactly_once', preserve_node: false }), 201);
+  ok(
+    await c.put('/v0/routers/eu-orders', {
+      source: 's.orders',
+      dest: 's.orders.eu',
+      filter: ['tag', 'Glob', 'eu-*'],
+      guarantee: 'exactly_once',
+      preserve_node: false,
+    }),
+    201,
+  );
   ok(await c.put('/v0/routers/audit', { source: 's.disk', dest: 's.audit' }), 201);
   ok(await c.put('/v0/topics/s.full', { durability: 'fsync', cap_records: 3, discard: 'reject' }), 201);
   ok(await c.put('/v0/routers/blocked', { source: 's.bsrc', dest: 's.full', guarantee: 'exactly_once', create_dest: false }), 201);
@@ -141,7 +179,11 @@ async function compareReads(live: Api, restored: Api, since = false): Promise<vo
   // An ephemeral topic keeps its config, not its records (below).
   const keeps = (row: any) => row.topic !== 's.eph';
   const rows = await topicRows(live);
-  assert.deepEqual((await topicRows(restored)).map((r) => (keeps(r) ? r : r.topic)), rows.map((r) => (keeps(r) ? r : r.topic)), 'GET /v0/topics');
+  assert.deepEqual(
+    (await topicRows(restored)).map((r) => (keeps(r) ? r : r.topic)),
+    rows.map((r) => (keeps(r) ? r : r.topic)),
+    'GET /v0/topics',
+  );
   const names = rows.map((t) => t.topic as string);
   for (const t of names) {
     if (t === 's.eph') continue; // records in memory only: below
@@ -157,10 +199,19 @@ async function compareReads(live: Api, restored: Api, since = false): Promise<vo
     assert.deepEqual([a.records, a.tombstones, a.earliest], [b.records, b.tombstones, b.earliest], `diff of ${t}`);
   }
   const eph = ok(await restored.get('/v0/topics/s.eph'));
-  assert.deepEqual([eph.count, eph.config], [0, ok(await live.get('/v0/topics/s.eph')).config], 'an ephemeral topic: its config, no records');
+  assert.deepEqual(
+    [eph.count, eph.config],
+    [0, ok(await live.get('/v0/topics/s.eph')).config],
+    'an ephemeral topic: its config, no records',
+  );
   const routers = ok(await live.get('/v0/routers')).routers.map((r: any) => r.router);
   assert.deepEqual(routers, ['audit', 'blocked', 'eu-orders']);
-  for (const r of routers) assert.deepEqual(plain(ok(await restored.get(`/v0/routers/${r}`))), plain(ok(await live.get(`/v0/routers/${r}`))), `GET /v0/routers/${r}`);
+  for (const r of routers)
+    assert.deepEqual(
+      plain(ok(await restored.get(`/v0/routers/${r}`))),
+      plain(ok(await live.get(`/v0/routers/${r}`))),
+      `GET /v0/routers/${r}`,
+    );
   assert.deepEqual(plain(ok(await restored.get('/v0/routers'))), plain(ok(await live.get('/v0/routers'))), 'GET /v0/routers');
   assert.equal(ok(await restored.get('/v0/routers/gone'), 404).error.code, 'router_not_found');
 }
@@ -175,26 +226,46 @@ async function compareWrites(live: Api, restored: Api, leases: { seq: number; le
   }
   // The live server's lease ids settle the restored server's jobs: the leases came back whole.
   const acks = [];
-  for (const c of [live, restored]) acks.push(plain(ok(await c.post('/v0/topics/s.jobs/ack', { node: 'w1', seqs: leases.map((l) => l.seq), lease_ids: leases.map((l) => l.lease_id) }))));
+  for (const c of [live, restored])
+    acks.push(
+      plain(
+        ok(await c.post('/v0/topics/s.jobs/ack', { node: 'w1', seqs: leases.map((l) => l.seq), lease_ids: leases.map((l) => l.lease_id) })),
+      ),
+    );
   assert.deepEqual(acks[1], acks[0]);
   assert.deepEqual([acks[0].acked, acks[0].skipped], [3, []]);
   const claims = [];
-  for (const c of [live, restored]) claims.push(ok(await c.post('/v0/topics/s.jobs/claim', { node: 'w2', max: 10 })).claimed.map((j: any) => [j.$seq, j.deliveries]));
+  for (const c of [live, restored])
+    claims.push(ok(await c.post('/v0/topics/s.jobs/claim', { node: 'w2', max: 10 })).claimed.map((j: any) => [j.$seq, j.deliveries]));
   assert.deepEqual(claims[1], claims[0]);
-  assert.deepEqual(claims[0], [[7, 1], [8, 1]]);
+  assert.deepEqual(claims[0], [
+    [7, 1],
+    [8, 1],
+  ]);
   for (const c of [live, restored]) {
     // New source records: each router forwards them once, and the full dest gets its waiting 3.
     ok(await c.post('/v0/topics/s.orders', { records: recs(11, 4, (i) => (i % 2 ? `eu-${i}` : `us-${i}`)) }));
     ok(await c.post('/v0/topics/s.disk', { records: recs(500, 2) }));
     ok(await c.post('/v0/topics/s.full/delete', { before_seq: 100 }));
   }
-  await waitFor('the blocked router to deliver', async () => ok(await restored.get('/v0/topics/s.full')).count === 3 && ok(await live.get('/v0/topics/s.full')).count === 3);
+  await waitFor(
+    'the blocked router to deliver',
+    async () => ok(await restored.get('/v0/topics/s.full')).count === 3 && ok(await live.get('/v0/topics/s.full')).count === 3,
+  );
   const full = await diffAll(restored, 's.full');
-  assert.deepEqual(full.records.map((r: any) => r.data.i), [3, 4, 5], 'the waiting records, once each');
+  assert.deepEqual(
+    full.records.map((r: any) => r.data.i),
+    [3, 4, 5],
+    'the waiting records, once each',
+  );
   const eu = (await diffAll(restored, 's.orders.eu')).records;
   const srcSeqs = eu.map((r: any) => Number(String(r.meta._spool_router).split(':').pop()));
   assert.deepEqual(srcSeqs, [1, 2, 4, 5, 7, 8, 10, 11, 13], 'eu-orders: every eu- record of the source, once, in order');
-  assert.deepEqual(eu.map((r: any) => r.$node), eu.map(() => undefined), 'preserve_node false survives');
+  assert.deepEqual(
+    eu.map((r: any) => r.$node),
+    eu.map(() => undefined),
+    'preserve_node false survives',
+  );
   await compareReads(live, restored, true);
 }
 

@@ -57,7 +57,12 @@ test('help and version go to stdout with exit 0; bare `spool` prints the help', 
     assert.match(r.stdout, /append \[options\] <topic>/);
     assert.equal(r.stderr, '');
   }
-  for (const args of [['append', '--help'], ['help', 'append'], ['topics', 'put', '--help'], ['work', '--help']]) {
+  for (const args of [
+    ['append', '--help'],
+    ['help', 'append'],
+    ['topics', 'put', '--help'],
+    ['work', '--help'],
+  ]) {
     const r = cli(args);
     assert.equal(r.status, 0, args.join(' '));
     assert.match(r.stdout, /^Usage: spool /);
@@ -83,28 +88,39 @@ function commandPaths(c: Command, prefix: string[] = []): string[][] {
   return c.commands.flatMap((sub) => [[...prefix, sub.name()], ...commandPaths(sub, [...prefix, sub.name()])]);
 }
 
-test("every command's help: `<command> --help`, `help <command>` and `<group> help <sub>` print it with exit 0", { timeout: 120_000 }, async () => {
-  const paths = commandPaths(buildProgram({ code: 0, keepAlive: false }));
-  assert.ok(paths.length >= 25, `commands found in the program: ${paths.map((p) => p.join(' ')).join(', ')}`);
-  for (const must of ['read', 'tail', 'topics put', 'work']) assert.ok(paths.some((p) => p.join(' ') === must), must);
-  const runs: string[][] = [];
-  for (const p of paths) {
-    runs.push([...p, '--help'], ['help', ...p]);
-    if (p.length > 1) runs.push([...p.slice(0, -1), 'help', p[p.length - 1]!]);
-  }
-  const failures: string[] = [];
-  for (let i = 0; i < runs.length; i += 4) {
-    await Promise.all(
-      runs.slice(i, i + 4).map(async (args) => {
-        const path = args.filter((a) => a !== 'help' && a !== '--help');
-        const r = await cliAsync(args);
-        const usage = `Usage: spool ${(path.length ? path : ['help']).join(' ')} `;
-        if (r.status !== 0 || r.stderr !== '' || !r.stdout.startsWith(usage)) failures.push(`spool ${args.join(' ')}: exit ${r.status}, stderr ${JSON.stringify(r.stderr)}, stdout ${JSON.stringify(r.stdout.slice(0, 80))}`);
-      }),
-    );
-  }
-  assert.deepEqual(failures, [], `${runs.length} help runs`);
-});
+test(
+  "every command's help: `<command> --help`, `help <command>` and `<group> help <sub>` print it with exit 0",
+  { timeout: 120_000 },
+  async () => {
+    const paths = commandPaths(buildProgram({ code: 0, keepAlive: false }));
+    assert.ok(paths.length >= 25, `commands found in the program: ${paths.map((p) => p.join(' ')).join(', ')}`);
+    for (const must of ['read', 'tail', 'topics put', 'work'])
+      assert.ok(
+        paths.some((p) => p.join(' ') === must),
+        must,
+      );
+    const runs: string[][] = [];
+    for (const p of paths) {
+      runs.push([...p, '--help'], ['help', ...p]);
+      if (p.length > 1) runs.push([...p.slice(0, -1), 'help', p[p.length - 1]!]);
+    }
+    const failures: string[] = [];
+    for (let i = 0; i < runs.length; i += 4) {
+      await Promise.all(
+        runs.slice(i, i + 4).map(async (args) => {
+          const path = args.filter((a) => a !== 'help' && a !== '--help');
+          const r = await cliAsync(args);
+          const usage = `Usage: spool ${(path.length ? path : ['help']).join(' ')} `;
+          if (r.status !== 0 || r.stderr !== '' || !r.stdout.startsWith(usage))
+            failures.push(
+              `spool ${args.join(' ')}: exit ${r.status}, stderr ${JSON.stringify(r.stderr)}, stdout ${JSON.stringify(r.stdout.slice(0, 80))}`,
+            );
+        }),
+      );
+    }
+    assert.deepEqual(failures, [], `${runs.length} help runs`);
+  },
+);
 
 test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
   const cases: [string[], RegExp][] = [
@@ -136,14 +152,20 @@ test('a bad NDJSON line in append: exit 2 naming the line; the records before it
   assert.equal(r.status, 2);
   oneLine(r, /stdin line 3: not valid JSON .*; the 2 records before it were appended \(seqs 1\.\.2\), none after it$/);
   assert.equal(r.stdout, '');
-  assert.deepEqual((await spool.diff('cli.badline')).records.map((x) => x.data), [1, 2]);
+  assert.deepEqual(
+    (await spool.diff('cli.badline')).records.map((x) => x.data),
+    [1, 2],
+  );
   // over several batches (two sent, one being built), with --json: the detail says how far it got
   const j = cli(['append', 'cli.badline2', '--batch', '2', '--json'], { input: '1\n2\n\n3\n4\n5\n[oops\n6\n' });
   assert.equal(j.status, 2);
   const err = JSON.parse(j.stderr).error;
   assert.match(err.message, /^stdin line 7: not valid JSON/);
   assert.deepEqual([err.code, err.detail], ['usage', { appended: 5, first_seq: 1, last_seq: 5 }]);
-  assert.deepEqual((await spool.diff('cli.badline2')).records.map((x) => x.data), [1, 2, 3, 4, 5]);
+  assert.deepEqual(
+    (await spool.diff('cli.badline2')).records.map((x) => x.data),
+    [1, 2, 3, 4, 5],
+  );
   // the first line bad: nothing appended, and the topic is not created
   const first = cli(['append', 'cli.badline3'], { input: 'nope\n1\n' });
   assert.equal(first.status, 2);
@@ -157,7 +179,12 @@ test('exit codes for server answers: 4 not found, 3 refused, 5 unreachable; --js
   oneLine(nf, /spool topics get: .*HTTP 404 topic_not_found/);
   const nfj = cli(['topics', 'get', 'cli.absent', '--json']);
   assert.equal(nfj.status, 4);
-  assert.deepEqual(JSON.parse(nfj.stderr).error, { code: 'topic_not_found', status: 404, message: 'topic cli.absent does not exist', detail: { topic: 'cli.absent' } });
+  assert.deepEqual(JSON.parse(nfj.stderr).error, {
+    code: 'topic_not_found',
+    status: 404,
+    message: 'topic cli.absent does not exist',
+    detail: { topic: 'cli.absent' },
+  });
   assert.equal(cli(['read', 'cli.absent']).status, 4);
   assert.equal(cli(['append', 'cli.absent', '1', '--no-create']).status, 4);
 
@@ -183,19 +210,31 @@ test('--json output parses: topics put/get/ls/rm, append, stats, claim/ack/nack,
   const get = JSON.parse(cli(['topics', 'get', 'cli.j', '--json']).stdout);
   assert.deepEqual([get.head_seq, get.count, get.config.cap_records], [3, 3, 100]);
   const ls = JSON.parse(cli(['topics', 'ls', '--prefix', 'cli.j', '--json']).stdout);
-  assert.deepEqual(ls.map((t: { topic: string }) => t.topic), ['cli.j']);
+  assert.deepEqual(
+    ls.map((t: { topic: string }) => t.topic),
+    ['cli.j'],
+  );
   const rm = JSON.parse(cli(['rm-records', 'cli.j', '--tag', 'x', '--before', '3', '--json']).stdout);
   assert.deepEqual([rm.deleted, rm.count], [2, 1]);
   const stats = JSON.parse(cli(['stats', '--json']).stdout);
   assert.equal(stats.health.status, 'ok');
   assert.equal(stats.ready.status, 'ready');
-  assert.deepEqual(stats.topics.find((t: { topic: string }) => t.topic === 'cli.j'), { topic: 'cli.j', head_seq: 3, earliest_seq: 3, records: 1, bytes: 1 });
+  assert.deepEqual(
+    stats.topics.find((t: { topic: string }) => t.topic === 'cli.j'),
+    { topic: 'cli.j', head_seq: 3, earliest_seq: 3, records: 1, bytes: 1 },
+  );
   assert.equal(JSON.parse(cli(['topics', 'rm', 'cli.j', '--json']).stdout).deleted, true);
 
   await spool.putTopic('cli.q', { type: 'queue' });
   await spool.append('cli.q', [{ data: { big: 1 } }, { data: 'b' }, { data: 'c' }]);
   const claim = JSON.parse(cli(['claim', 'cli.q', '--max', '2', '--node', 'n1', '--json']).stdout);
-  assert.deepEqual(claim.claimed.map((j: { $seq: number; data: unknown }) => [j.$seq, j.data]), [[1, { big: 1 }], [2, 'b']]);
+  assert.deepEqual(
+    claim.claimed.map((j: { $seq: number; data: unknown }) => [j.$seq, j.data]),
+    [
+      [1, { big: 1 }],
+      [2, 'b'],
+    ],
+  );
   const [j1, j2] = claim.claimed;
   const ack = JSON.parse(cli(['ack', 'cli.q', `${j1.$seq}:${j1.lease_id}`, '--node', 'n1', '--json']).stdout);
   assert.equal(ack.acked, 1);
@@ -252,7 +291,10 @@ test("topics ls shows each topic's type and durability class; --brief only the l
   await spool.putTopic('cli.ls.queue', { type: 'queue', durability: 'memory' });
   const r = cli(['topics', 'ls', '--prefix', 'cli.ls.']);
   assert.equal(r.status, 0, r.stderr);
-  const rows = r.stdout.trimEnd().split('\n').map((l) => l.split(/\s+/));
+  const rows = r.stdout
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.split(/\s+/));
   assert.deepEqual(rows, [
     ['TOPIC', 'TYPE', 'DURABILITY', 'HEAD', 'EARLIEST', 'COUNT', 'BYTES'],
     ['cli.ls.disk', 'log', 'disk', '1', '1', '1', '1'],
@@ -260,15 +302,43 @@ test("topics ls shows each topic's type and durability class; --brief only the l
     ['cli.ls.queue', 'queue', 'memory', '0', '1', '0', '0'],
   ]);
   const json = JSON.parse(cli(['topics', 'ls', '--prefix', 'cli.ls.', '--json']).stdout);
-  assert.deepEqual(json.map((t: { topic: string; type: string; durability: string }) => [t.topic, t.type, t.durability]), [['cli.ls.disk', 'log', 'disk'], ['cli.ls.fsync', 'log', 'fsync'], ['cli.ls.queue', 'queue', 'memory']]);
-  const brief = cli(['topics', 'ls', '--prefix', 'cli.ls.', '--brief']).stdout.trimEnd().split('\n').map((l) => l.split(/\s+/));
-  assert.deepEqual(brief.map((row) => [row[0], row[5]]), [['TOPIC', 'FSYNC'], ['cli.ls.disk', 'no'], ['cli.ls.fsync', 'yes'], ['cli.ls.queue', 'no']]);
+  assert.deepEqual(
+    json.map((t: { topic: string; type: string; durability: string }) => [t.topic, t.type, t.durability]),
+    [
+      ['cli.ls.disk', 'log', 'disk'],
+      ['cli.ls.fsync', 'log', 'fsync'],
+      ['cli.ls.queue', 'queue', 'memory'],
+    ],
+  );
+  const brief = cli(['topics', 'ls', '--prefix', 'cli.ls.', '--brief'])
+    .stdout.trimEnd()
+    .split('\n')
+    .map((l) => l.split(/\s+/));
+  assert.deepEqual(
+    brief.map((row) => [row[0], row[5]]),
+    [
+      ['TOPIC', 'FSYNC'],
+      ['cli.ls.disk', 'no'],
+      ['cli.ls.fsync', 'yes'],
+      ['cli.ls.queue', 'no'],
+    ],
+  );
 });
 
 test('NDJSON round trip: 100k lines appended from stdin read back byte for byte', { timeout: 120_000 }, () => {
-  const tricky = ['{"big":12345678901234567890,"e":1e400,"f":1.50,"z":-0}', '"\\u00e9 \\" \\\\ \\n"', 'null', '[1,[2,{"a":[]}]]', '{"k":"v","k":"dup"}', '"😀"', 'true', '-1.5e-7'];
+  const tricky = [
+    '{"big":12345678901234567890,"e":1e400,"f":1.50,"z":-0}',
+    '"\\u00e9 \\" \\\\ \\n"',
+    'null',
+    '[1,[2,{"a":[]}]]',
+    '{"k":"v","k":"dup"}',
+    '"😀"',
+    'true',
+    '-1.5e-7',
+  ];
   const lines: string[] = [];
-  for (let i = 0; i < 100_000; i++) lines.push(i % 1000 < tricky.length ? tricky[i % 1000]! : `{"n":${i},"s":"line ${i}","a":[${i},${i * 2}]}`);
+  for (let i = 0; i < 100_000; i++)
+    lines.push(i % 1000 < tricky.length ? tricky[i % 1000]! : `{"n":${i},"s":"line ${i}","a":[${i},${i * 2}]}`);
   const input = lines.join('\n') + '\n';
   const a = cli(['append', 'cli.round', '--json', '--batch', '7000'], { input });
   assert.equal(a.status, 0, a.stderr);
@@ -278,8 +348,14 @@ test('NDJSON round trip: 100k lines appended from stdin read back byte for byte'
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, input, 'identical');
   // full records: seqs in order, and --from / --limit
-  const some = cli(['read', 'cli.round', '--from', '99997', '--limit', '2']).stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(some.map((x) => x.$seq), [99_998, 99_999]);
+  const some = cli(['read', 'cli.round', '--from', '99997', '--limit', '2'])
+    .stdout.trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    some.map((x) => x.$seq),
+    [99_998, 99_999],
+  );
   assert.deepEqual(some[0].data, JSON.parse(lines[99_997]!));
 });
 
@@ -288,15 +364,24 @@ test('read/tail --from above the head: exit 3 saying so and printing nothing; --
   await spool.append(t, [{ data: 1 }, { data: 2 }, { data: 3 }, { data: 4 }]);
   await spool.deleteTopic(t);
   await spool.append(t, [{ data: 'a' }, { data: 'b' }]); // recreated: head 2, a reader's cursor 4 is above it
-  await spool.append('cli.above.other', [1, 2, 3, 4].map((n) => ({ data: n }))); // head 4: at it, not above
-  for (const cmd of [['read', t], ['tail', t, 'cli.above.other']]) {
+  await spool.append(
+    'cli.above.other',
+    [1, 2, 3, 4].map((n) => ({ data: n })),
+  ); // head 4: at it, not above
+  for (const cmd of [
+    ['read', t],
+    ['tail', t, 'cli.above.other'],
+  ]) {
     const r = cli([...cmd, '--from', '4', '--data']);
     assert.equal(r.status, 3, `${cmd[0]}: ${r.stderr}`);
     assert.equal(r.stdout, '', `${cmd[0]} prints nothing`);
     oneLine(r, new RegExp(`^spool ${cmd[0]}: cli\\.above: --from 4 is above the head \\(2\\): .*--restart`));
     const j = cli([...cmd, '--from', '4', '--json']);
     assert.equal(j.status, 3);
-    assert.deepEqual([JSON.parse(j.stderr).error.code, JSON.parse(j.stderr).error.detail], ['from_above_head', { topic: t, from_seq: 4, head_seq: 2 }]);
+    assert.deepEqual(
+      [JSON.parse(j.stderr).error.code, JSON.parse(j.stderr).error.detail],
+      ['from_above_head', { topic: t, from_seq: 4, head_seq: 2 }],
+    );
     const again = cli([...cmd, '--from', '4', '--data', '--restart']);
     assert.equal(again.status, 0, again.stderr);
     assert.equal(again.stdout, '"a"\n"b"\n', `${cmd[0]} --restart: the new topic from its start`);
@@ -308,8 +393,15 @@ test('read/tail --from above the head: exit 3 saying so and printing nothing; --
 });
 
 test('a reader that goes away (`spool read t | head -1`) ends the command quietly with exit 0', async () => {
-  for (let k = 0; k < 2; k++) await spool.append('cli.pipe', Array.from({ length: 10_000 }, (_, i) => ({ data: { i, pad: 'x'.repeat(100) } })));
-  const p = spawn(process.execPath, [CLI, 'read', 'cli.pipe'], { env: { ...process.env, SPOOL_URL: srv.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+  for (let k = 0; k < 2; k++)
+    await spool.append(
+      'cli.pipe',
+      Array.from({ length: 10_000 }, (_, i) => ({ data: { i, pad: 'x'.repeat(100) } })),
+    );
+  const p = spawn(process.execPath, [CLI, 'read', 'cli.pipe'], {
+    env: { ...process.env, SPOOL_URL: srv.url },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
   p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exit = new Promise<number | null>((r) => p.once('exit', (c) => r(c)));
@@ -321,7 +413,10 @@ test('a reader that goes away (`spool read t | head -1`) ends the command quietl
 
 /** A long-running CLI process whose output is collected. */
 function start(args: string[], env: Record<string, string> = {}) {
-  const p = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, SPOOL_URL: srv.url, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, SPOOL_URL: srv.url, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const io = { stdout: '', stderr: '' };
   p.stdout!.on('data', (d: Buffer) => (io.stdout += d.toString()));
   p.stderr!.on('data', (d: Buffer) => (io.stderr += d.toString()));
@@ -337,39 +432,56 @@ async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void
   }
 }
 
-test('tail -f follows several topics across a server restart: every record once, in order; SIGTERM exits 0', { timeout: 90_000 }, async () => {
-  const own = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  const api = new Spool({ url: own.url });
-  await api.append('tail.a', [{ data: 'a1' }, { data: 'a2' }]);
-  await api.append('tail.b', [{ data: 'b1' }]);
-  const tail = start(['tail', 'tail.a', 'tail.b', '-f', '-n', '1'], { SPOOL_URL: own.url });
-  let second: Server | undefined;
-  try {
-    const lines = () => tail.io.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { topic: string; $seq: number; data: string });
-    await until('the last record of each topic', () => lines().length >= 2);
-    await api.append('tail.a', [{ data: 'a3' }]);
-    await until('a live record', () => lines().length >= 3);
-    assert.equal(await own.stop(), 0);
-    second = await startServer({ dataDir: own.dataDir, env: { SERVICE_WORKERS: '1', SERVICE_PORT: String(own.port) } });
-    const api2 = new Spool({ url: second.url });
-    await api2.append('tail.a', [{ data: 'a4' }, { data: 'a5' }]);
-    await api2.append('tail.b', [{ data: 'b2' }]);
-    await until('records appended after the restart', () => lines().length >= 6, 30_000);
-    await sleep(300);
-    tail.p.kill('SIGTERM');
-    assert.equal(await tail.exit, 0, tail.io.stderr);
-    const got = lines().map((l) => `${l.topic}:${l.$seq}:${l.data}`);
-    assert.deepEqual(got.filter((x) => x.startsWith('tail.a')), ['tail.a:2:a2', 'tail.a:3:a3', 'tail.a:4:a4', 'tail.a:5:a5']);
-    assert.deepEqual(got.filter((x) => x.startsWith('tail.b')), ['tail.b:1:b1', 'tail.b:2:b2']);
-    assert.match(tail.io.stderr, /reconnecting/);
-  } finally {
-    tail.p.kill('SIGKILL');
-    await second?.stop();
-  }
-});
+test(
+  'tail -f follows several topics across a server restart: every record once, in order; SIGTERM exits 0',
+  { timeout: 90_000 },
+  async () => {
+    const own = await startServer({ env: { SERVICE_WORKERS: '1' } });
+    const api = new Spool({ url: own.url });
+    await api.append('tail.a', [{ data: 'a1' }, { data: 'a2' }]);
+    await api.append('tail.b', [{ data: 'b1' }]);
+    const tail = start(['tail', 'tail.a', 'tail.b', '-f', '-n', '1'], { SPOOL_URL: own.url });
+    let second: Server | undefined;
+    try {
+      const lines = () =>
+        tail.io.stdout
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { topic: string; $seq: number; data: string });
+      await until('the last record of each topic', () => lines().length >= 2);
+      await api.append('tail.a', [{ data: 'a3' }]);
+      await until('a live record', () => lines().length >= 3);
+      assert.equal(await own.stop(), 0);
+      second = await startServer({ dataDir: own.dataDir, env: { SERVICE_WORKERS: '1', SERVICE_PORT: String(own.port) } });
+      const api2 = new Spool({ url: second.url });
+      await api2.append('tail.a', [{ data: 'a4' }, { data: 'a5' }]);
+      await api2.append('tail.b', [{ data: 'b2' }]);
+      await until('records appended after the restart', () => lines().length >= 6, 30_000);
+      await sleep(300);
+      tail.p.kill('SIGTERM');
+      assert.equal(await tail.exit, 0, tail.io.stderr);
+      const got = lines().map((l) => `${l.topic}:${l.$seq}:${l.data}`);
+      assert.deepEqual(
+        got.filter((x) => x.startsWith('tail.a')),
+        ['tail.a:2:a2', 'tail.a:3:a3', 'tail.a:4:a4', 'tail.a:5:a5'],
+      );
+      assert.deepEqual(
+        got.filter((x) => x.startsWith('tail.b')),
+        ['tail.b:1:b1', 'tail.b:2:b2'],
+      );
+      assert.match(tail.io.stderr, /reconnecting/);
+    } finally {
+      tail.p.kill('SIGKILL');
+      await second?.stop();
+    }
+  },
+);
 
 test('tail without -f prints up to the heads and exits 0', async () => {
-  await spool.append('tail.c', [1, 2, 3, 4, 5].map((n) => ({ data: n })));
+  await spool.append(
+    'tail.c',
+    [1, 2, 3, 4, 5].map((n) => ({ data: n })),
+  );
   const r = cli(['tail', 'tail.c', '-n', '2', '--data']);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, '4\n5\n');
@@ -399,88 +511,162 @@ async function work(args: string[], script: string) {
   return { summary: JSON.parse(lines.pop()!), lines: lines.sort(), stderr: w.io.stderr };
 }
 
-test('work runs the command per job with the data on stdin: exit 0 acks, anything else nacks; --max-jobs counts jobs finished, not runs', { timeout: 60_000 }, async () => {
-  const q = 'cli.work';
-  await spool.putTopic(q, { type: 'queue' });
-  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3 } }]);
-  const w = await work([q, '--max-jobs', '3'], jobScript());
-  // job 2 failed once and ran again: 3 jobs finished in 4 runs (before, --max-jobs 3 stopped after 3 runs with job 2 undone)
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 4, finished: 3, acked: 3, nacked: 1, terminated: 0, lost: 0, stopped: 'max-jobs' });
-  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3'], 'each run once, seq and deliveries in the environment');
-  assert.match(w.stderr, /job 2: .*exited with status 3/);
-  assert.equal((await spool.getTopic(q)).count, 0, 'every job done');
+test(
+  'work runs the command per job with the data on stdin: exit 0 acks, anything else nacks; --max-jobs counts jobs finished, not runs',
+  { timeout: 60_000 },
+  async () => {
+    const q = 'cli.work';
+    await spool.putTopic(q, { type: 'queue' });
+    await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3 } }]);
+    const w = await work([q, '--max-jobs', '3'], jobScript());
+    // job 2 failed once and ran again: 3 jobs finished in 4 runs (before, --max-jobs 3 stopped after 3 runs with job 2 undone)
+    assert.deepEqual(w.summary, {
+      queue: q,
+      node: 'cli-worker',
+      started: 4,
+      finished: 3,
+      acked: 3,
+      nacked: 1,
+      terminated: 0,
+      lost: 0,
+      stopped: 'max-jobs',
+    });
+    assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3'], 'each run once, seq and deliveries in the environment');
+    assert.match(w.stderr, /job 2: .*exited with status 3/);
+    assert.equal((await spool.getTopic(q)).count, 0, 'every job done');
 
-  // no such queue: exit 4
-  const missing = start(['work', 'cli.noqueue', '--', 'true']);
-  assert.equal(await missing.exit, 4, missing.io.stderr);
-  assert.match(missing.io.stderr, /topic_not_found/);
-});
+    // no such queue: exit 4
+    const missing = start(['work', 'cli.noqueue', '--', 'true']);
+    assert.equal(await missing.exit, 4, missing.io.stderr);
+    assert.match(missing.io.stderr, /topic_not_found/);
+  },
+);
 
-test('work --max-jobs with -c: never more jobs finish than asked; jobs pushed beyond it are given back unrun', { timeout: 60_000 }, async () => {
-  const q = 'cli.work.c';
-  await spool.putTopic(q, { type: 'queue' });
-  await spool.append(q, [1, 2, 3, 4, 5, 6].map((n) => ({ data: { n } })));
-  const w = await work([q, '-c', '3', '--max-jobs', '2'], jobScript(300));
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 2, finished: 2, acked: 2, nacked: 0, terminated: 0, lost: 0, stopped: 'max-jobs' });
-  assert.equal(w.lines.length, 2);
-  const st = await spool.getTopic(q);
-  assert.deepEqual([st.count, st.queue!.in_flight], [4, 0], 'the other four are back in the queue');
-});
+test(
+  'work --max-jobs with -c: never more jobs finish than asked; jobs pushed beyond it are given back unrun',
+  { timeout: 60_000 },
+  async () => {
+    const q = 'cli.work.c';
+    await spool.putTopic(q, { type: 'queue' });
+    await spool.append(
+      q,
+      [1, 2, 3, 4, 5, 6].map((n) => ({ data: { n } })),
+    );
+    const w = await work([q, '-c', '3', '--max-jobs', '2'], jobScript(300));
+    assert.deepEqual(w.summary, {
+      queue: q,
+      node: 'cli-worker',
+      started: 2,
+      finished: 2,
+      acked: 2,
+      nacked: 0,
+      terminated: 0,
+      lost: 0,
+      stopped: 'max-jobs',
+    });
+    assert.equal(w.lines.length, 2);
+    const st = await spool.getTopic(q);
+    assert.deepEqual([st.count, st.queue!.in_flight], [4, 0], 'the other four are back in the queue');
+  },
+);
 
 test('work --until-empty drains the queue, retries and dead-letters included, and exits 0', { timeout: 60_000 }, async () => {
   const q = 'cli.work.drain';
   await spool.putTopic(q, { type: 'queue', max_deliveries: 2, dead_letter: `${q}.dlq` });
-  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 1 } }, { data: { n: 3, fails: 'always' } }, { data: { n: 4 } }, { data: { n: 5 } }]);
+  await spool.append(q, [
+    { data: { n: 1 } },
+    { data: { n: 2, fails: 1 } },
+    { data: { n: 3, fails: 'always' } },
+    { data: { n: 4 } },
+    { data: { n: 5 } },
+  ]);
   const w = await work([q, '-c', '2', '--until-empty'], jobScript());
   // job 3 failed on both of its deliveries: finished (for good), and dead-lettered by the server
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 7, finished: 5, acked: 4, nacked: 3, terminated: 0, lost: 0, stopped: 'empty' });
+  assert.deepEqual(w.summary, {
+    queue: q,
+    node: 'cli-worker',
+    started: 7,
+    finished: 5,
+    acked: 4,
+    nacked: 3,
+    terminated: 0,
+    lost: 0,
+    stopped: 'empty',
+  });
   assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '2:2:2', '3:1:3', '3:2:3', '4:1:4', '5:1:5']);
   assert.equal((await spool.getTopic(q)).count, 0);
-  assert.deepEqual((await spool.diff(`${q}.dlq`)).records.map((r) => r.data), [{ n: 3, fails: 'always' }]);
+  assert.deepEqual(
+    (await spool.diff(`${q}.dlq`)).records.map((r) => r.data),
+    [{ n: 3, fails: 'always' }],
+  );
   // an empty queue: done at once
   const empty = await work([q, '--until-empty', '--poll'], jobScript());
   assert.deepEqual([empty.summary.started, empty.summary.stopped], [0, 'empty']);
 });
 
-test('work --term-exit-code: a command exiting with that status fails its job for good (termed, dead-lettered at once)', { timeout: 60_000 }, async () => {
-  const q = 'cli.work.term';
-  await spool.putTopic(q, { type: 'queue', max_deliveries: 5, dead_letter: `${q}.dlq` });
-  await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 'always' } }, { data: { n: 3 } }]);
-  const w = await work([q, '--until-empty', '--term-exit-code', '3'], jobScript());
-  // job 2 ran once: its exit status 3 termed it, with 4 deliveries left
-  assert.deepEqual(w.summary, { queue: q, node: 'cli-worker', started: 3, finished: 3, acked: 2, nacked: 0, terminated: 1, lost: 0, stopped: 'empty' });
-  assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '3:1:3']);
-  const dead = (await spool.diff(`${q}.dlq`)).records;
-  assert.deepEqual(dead.map((r) => r.data), [{ n: 2, fails: 'always' }]);
-  assert.match(String((dead[0]!.meta as Record<string, unknown>).$dead_letter_reason), /exited with status 3 \(--term-exit-code\)/);
-  // a status that is not one: usage error
-  const bad = start(['work', q, '--term-exit-code', '0', '--', 'true']);
-  assert.equal(await bad.exit, 2, bad.io.stderr);
-  assert.match(bad.io.stderr, /--term-exit-code/);
-});
+test(
+  'work --term-exit-code: a command exiting with that status fails its job for good (termed, dead-lettered at once)',
+  { timeout: 60_000 },
+  async () => {
+    const q = 'cli.work.term';
+    await spool.putTopic(q, { type: 'queue', max_deliveries: 5, dead_letter: `${q}.dlq` });
+    await spool.append(q, [{ data: { n: 1 } }, { data: { n: 2, fails: 'always' } }, { data: { n: 3 } }]);
+    const w = await work([q, '--until-empty', '--term-exit-code', '3'], jobScript());
+    // job 2 ran once: its exit status 3 termed it, with 4 deliveries left
+    assert.deepEqual(w.summary, {
+      queue: q,
+      node: 'cli-worker',
+      started: 3,
+      finished: 3,
+      acked: 2,
+      nacked: 0,
+      terminated: 1,
+      lost: 0,
+      stopped: 'empty',
+    });
+    assert.deepEqual(w.lines, ['1:1:1', '2:1:2', '3:1:3']);
+    const dead = (await spool.diff(`${q}.dlq`)).records;
+    assert.deepEqual(
+      dead.map((r) => r.data),
+      [{ n: 2, fails: 'always' }],
+    );
+    assert.match(String((dead[0]!.meta as Record<string, unknown>).$dead_letter_reason), /exited with status 3 \(--term-exit-code\)/);
+    // a status that is not one: usage error
+    const bad = start(['work', q, '--term-exit-code', '0', '--', 'true']);
+    assert.equal(await bad.exit, 2, bad.io.stderr);
+    assert.match(bad.io.stderr, /--term-exit-code/);
+  },
+);
 
-test('work fails at once, exit 2, when the command cannot be started: no job is taken, an empty queue is no excuse', { timeout: 60_000 }, async () => {
-  const q = 'cli.work.bad';
-  await spool.putTopic(q, { type: 'queue' });
-  const noExec = path.join(tempDir('spool-cli-work-'), 'handler.sh');
-  fs.writeFileSync(noExec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
-  const cases: [string, RegExp][] = [
-    ['/nonexistent/handler', /^spool work: cannot run \/nonexistent\/handler: command not found$/],
-    ['no-such-command-for-spool-tests', /cannot run no-such-command-for-spool-tests: command not found/],
-    [noExec, /cannot run .*handler\.sh: permission denied/],
-  ];
-  for (const [command, re] of cases) {
-    const bad = start(['work', q, '--', command]);
-    const timer = setTimeout(() => bad.p.kill('SIGKILL'), 10_000); // before: it waited on the empty queue forever
-    const code = await bad.exit;
-    clearTimeout(timer);
-    assert.equal(code, 2, `${command}: ${bad.io.stderr}`);
-    assert.match(bad.io.stderr.trim(), re);
-  }
-  // with a job waiting: it is not taken (its first claim is still its first delivery)
-  await spool.append(q, [{ data: 1 }]);
-  const bad = start(['work', q, '--', '/nonexistent/handler']);
-  assert.equal(await bad.exit, 2);
-  const claimed = await spool.claim(q, { node: 'checker' });
-  assert.deepEqual(claimed.claimed.map((j) => j.deliveries), [1]);
-});
+test(
+  'work fails at once, exit 2, when the command cannot be started: no job is taken, an empty queue is no excuse',
+  { timeout: 60_000 },
+  async () => {
+    const q = 'cli.work.bad';
+    await spool.putTopic(q, { type: 'queue' });
+    const noExec = path.join(tempDir('spool-cli-work-'), 'handler.sh');
+    fs.writeFileSync(noExec, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
+    const cases: [string, RegExp][] = [
+      ['/nonexistent/handler', /^spool work: cannot run \/nonexistent\/handler: command not found$/],
+      ['no-such-command-for-spool-tests', /cannot run no-such-command-for-spool-tests: command not found/],
+      [noExec, /cannot run .*handler\.sh: permission denied/],
+    ];
+    for (const [command, re] of cases) {
+      const bad = start(['work', q, '--', command]);
+      const timer = setTimeout(() => bad.p.kill('SIGKILL'), 10_000); // before: it waited on the empty queue forever
+      const code = await bad.exit;
+      clearTimeout(timer);
+      assert.equal(code, 2, `${command}: ${bad.io.stderr}`);
+      assert.match(bad.io.stderr.trim(), re);
+    }
+    // with a job waiting: it is not taken (its first claim is still its first delivery)
+    await spool.append(q, [{ data: 1 }]);
+    const bad = start(['work', q, '--', '/nonexistent/handler']);
+    assert.equal(await bad.exit, 2);
+    const claimed = await spool.claim(q, { node: 'checker' });
+    assert.deepEqual(
+      claimed.claimed.map((j) => j.deliveries),
+      [1],
+    );
+  },
+);

@@ -41,7 +41,14 @@ function cliAsync(args: string[]): Promise<Run> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('help of every queue tool (and claim) on stdout, exit 0', () => {
-  for (const args of [['leases', '--help'], ['term', '--help'], ['redrive', '--help'], ['help', 'redrive'], ['help', 'leases'], ['claim', '--help']]) {
+  for (const args of [
+    ['leases', '--help'],
+    ['term', '--help'],
+    ['redrive', '--help'],
+    ['help', 'redrive'],
+    ['help', 'leases'],
+    ['claim', '--help'],
+  ]) {
     const r = cli(args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stdout, /^Usage: spool /);
@@ -59,12 +66,22 @@ test('leases: a table of who holds what, --node, --json', async () => {
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.trimEnd().split('\n');
   assert.match(lines[0]!, /^SEQ\s+NODE\s+DELIVERIES\s+DEADLINE\s+VIA$/);
-  assert.deepEqual(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3)), [['1', 'alpha', '1'], ['2', 'alpha', '1'], ['3', 'beta', '1']]);
+  assert.deepEqual(
+    lines.slice(1).map((l) => l.split(/\s+/).slice(0, 3)),
+    [
+      ['1', 'alpha', '1'],
+      ['2', 'alpha', '1'],
+      ['3', 'beta', '1'],
+    ],
+  );
   assert.match(lines[1]!, /in \d+\.\ds\s+claim$/);
   const j = cli(['leases', 'cl.ls', '--node', 'beta', '--json']);
   assert.equal(j.status, 0, j.stderr);
   const parsed = JSON.parse(j.stdout) as { $seq: number; node: string }[];
-  assert.deepEqual(parsed.map((l) => [l.$seq, l.node]), [[3, 'beta']]);
+  assert.deepEqual(
+    parsed.map((l) => [l.$seq, l.node]),
+    [[3, 'beta']],
+  );
   assert.equal(cli(['leases', 'cl.ls', '--limit', '1']).stdout.trimEnd().split('\n').length, 2);
   assert.equal(cli(['leases', 'cl.absent']).status, 4);
   assert.equal(cli(['leases', 'cl.ls', '--limit', 'x']).status, 2);
@@ -72,7 +89,11 @@ test('leases: a table of who holds what, --node, --json', async () => {
 
 test('term moves a held job (exit 0) and reports a skipped one (exit 3); redrive brings it back', async () => {
   await spool.putTopic('cl.t', { type: 'queue', lease_ms: 60_000, dead_letter: 'cl.t.dlq' });
-  await spool.append('cl.t', [{ data: 'a', tag: 'img' }, { data: 'b', tag: 'doc' }, { data: 'c', tag: 'img' }]);
+  await spool.append('cl.t', [
+    { data: 'a', tag: 'img' },
+    { data: 'b', tag: 'doc' },
+    { data: 'c', tag: 'img' },
+  ]);
   const got = await spool.claim('cl.t', { node: 'w', max: 3 });
   const [j1, j2, j3] = got.claimed;
   let r = cli(['term', 'cl.t', `${j1!.$seq}:${j1!.lease_id}`, String(j2!.$seq), '--node', 'w', '--reason', 'bad input']);
@@ -91,7 +112,10 @@ test('term moves a held job (exit 0) and reports a skipped one (exit 3); redrive
   assert.equal(r.status, 0, r.stderr);
   const j = JSON.parse(r.stdout);
   assert.deepEqual([j.redriven, j.skipped, j.more], [1, [77], false]);
-  assert.deepEqual((await spool.diff('cl.t')).records.map((x) => x.data), ['a', 'c', 'b']);
+  assert.deepEqual(
+    (await spool.diff('cl.t')).records.map((x) => x.data),
+    ['a', 'c', 'b'],
+  );
   assert.equal(cli(['redrive', 'cl.t', '--tag', 'a', '--tag-prefix', 'b']).status, 2);
   assert.equal(cli(['redrive', 'cl.t', '--seq', 'x']).status, 2);
   assert.equal(cli(['redrive', 'cl.absent']).status, 4);

@@ -37,7 +37,10 @@ test('CLI: routers put, get, ls, rm with --json and exit codes', async () => {
 
   const ls = cli(['routers', 'ls', '--prefix', 'k.', '--json']);
   assert.equal(ls.status, 0, ls.stderr);
-  assert.deepEqual(JSON.parse(ls.stdout).map((r: any) => r.router), ['k.r1']);
+  assert.deepEqual(
+    JSON.parse(ls.stdout).map((r: any) => r.router),
+    ['k.r1'],
+  );
   const table = cli(['routers', 'ls', '--prefix', 'k.']);
   assert.match(table.stdout, /^ROUTER\s+SOURCE\s+DEST\s+GUARANTEE\s+FORWARDED\nk\.r1\s+k\.a\s+k\.b\s+at_least_once\s+1\n$/);
 

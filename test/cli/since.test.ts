@@ -42,7 +42,19 @@ test('parseSince: ms since the epoch, ISO-8601, a duration ago; anything else is
   ] as const) {
     assert.equal(parseSince(v, now), want, v);
   }
-  for (const bad of ['yesterday', '', '-5', '1e3', '5 m', '5w', '2026-13-45', '2026-11-28T25:00:00Z', '1969-12-31T23:59:59Z', '99999999999999999999', '100000d']) {
+  for (const bad of [
+    'yesterday',
+    '',
+    '-5',
+    '1e3',
+    '5 m',
+    '5w',
+    '2026-13-45',
+    '2026-11-28T25:00:00Z',
+    '1969-12-31T23:59:59Z',
+    '99999999999999999999',
+    '100000d',
+  ]) {
     assert.throws(() => parseSince(bad, now), InvalidArgumentError, JSON.stringify(bad));
   }
 });
@@ -73,7 +85,10 @@ test('read --since: from the first record at or after the time, in every form', 
   assert.deepEqual(data(['--since', String(Date.now() + 60_000)]), [], 'a time past the newest record: nothing, exit 0');
   const full = cli(['read', t, '--since', String(between)]);
   assert.deepEqual(
-    full.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).$seq),
+    full.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).$seq),
     [3, 4],
   );
 });
@@ -85,14 +100,22 @@ test('tail --since: several topics from a time; -f then follows live records', {
   await timed(y);
   const once = cli(['tail', x, y, '--since', String(bx), '--data']);
   assert.equal(once.status, 0, once.stderr);
-  assert.deepEqual(once.stdout.split('\n').filter(Boolean).sort(), ['"a1"', '"a2"', '"b1"', '"b1"', '"b2"', '"b2"'], `${x} from b1, ${y} (written later) whole`);
+  assert.deepEqual(
+    once.stdout.split('\n').filter(Boolean).sort(),
+    ['"a1"', '"a2"', '"b1"', '"b1"', '"b2"', '"b2"'],
+    `${x} from b1, ${y} (written later) whole`,
+  );
 
   const p = spawn(process.execPath, [CLI, 'tail', x, '-f', '--since', String(bx)], { env: { ...process.env, SPOOL_URL: srv.url } });
   let stdout = '';
   p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   const exit = new Promise<number | null>((r) => p.on('exit', (code) => r(code)));
   try {
-    const lines = () => stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l).data as string);
+    const lines = () =>
+      stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).data as string);
     const deadline = Date.now() + 20_000;
     while (lines().length < 2) {
       assert.ok(Date.now() < deadline, `tail -f printed ${stdout}`);

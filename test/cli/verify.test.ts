@@ -61,7 +61,7 @@ function copy(): string {
 /** Offsets of the APPEND frames in a file of frames starting at `start`. */
 function appendFrames(buf: Buffer, start: number): { off: number; bodyOff: number }[] {
   const out: { off: number; bodyOff: number }[] = [];
-  for (let off = start; off < buf.length; ) {
+  for (let off = start; off < buf.length;) {
     const p = probeFrame(buf, off, buf.length);
     if (!p.ok) break;
     if (p.frame.type === FrameType.APPEND) out.push({ off, bodyOff: p.frame.bodyOff });
@@ -80,13 +80,29 @@ test('a clean directory verifies, and inspect lists its topics', () => {
   const r = spool(['verify', clean]);
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /^ok$/m);
-  const j = JSON.parse(spool(['verify', clean, '--json']).stdout) as { ok: boolean; walFrames: number; segmentFrames: number; packs: number; packFrames: number };
+  const j = JSON.parse(spool(['verify', clean, '--json']).stdout) as {
+    ok: boolean;
+    walFrames: number;
+    segmentFrames: number;
+    packs: number;
+    packFrames: number;
+  };
   assert.equal(j.ok, true);
   assert.ok(j.walFrames > 40 && j.segmentFrames >= 20 && j.packs === 2 && j.packFrames >= 60, JSON.stringify(j));
   const ins = spool(['inspect', clean, '--json']);
   assert.equal(ins.status, 0, ins.stderr);
-  const info = JSON.parse(ins.stdout) as { topics: { name: string; durability: string; segments: unknown[]; packed_bytes: number; bytes_on_disk: number }[]; packs: { live_bytes: number }[] };
-  assert.deepEqual(info.topics.map((t) => [t.name, t.durability]), [['v.big', 'disk'], ['v.disk', 'disk'], ['v.fsync', 'fsync']]);
+  const info = JSON.parse(ins.stdout) as {
+    topics: { name: string; durability: string; segments: unknown[]; packed_bytes: number; bytes_on_disk: number }[];
+    packs: { live_bytes: number }[];
+  };
+  assert.deepEqual(
+    info.topics.map((t) => [t.name, t.durability]),
+    [
+      ['v.big', 'disk'],
+      ['v.disk', 'disk'],
+      ['v.fsync', 'fsync'],
+    ],
+  );
   assert.ok(info.topics.every((t) => t.bytes_on_disk > 0));
   const [big, disk, fsync] = info.topics;
   assert.ok(big!.segments.length > 0 && big!.packed_bytes === 0, 'a first batch past the threshold: own files only');
@@ -103,7 +119,10 @@ test('a clean directory verifies, and inspect lists its topics', () => {
 test('a flipped byte in a WAL frame is damage', () => {
   const d = copy();
   const walDir = path.join(d, 'wal');
-  const file = fs.readdirSync(walDir).map((n) => path.join(walDir, n)).find((f) => appendFrames(fs.readFileSync(f), WAL_HEADER_BYTES).length > 10)!;
+  const file = fs
+    .readdirSync(walDir)
+    .map((n) => path.join(walDir, n))
+    .find((f) => appendFrames(fs.readFileSync(f), WAL_HEADER_BYTES).length > 10)!;
   assert.ok(file, 'a WAL file with appends');
   const frames = appendFrames(fs.readFileSync(file), WAL_HEADER_BYTES);
   flip(file, frames[3]!.bodyOff + 30);
@@ -141,7 +160,11 @@ test('a flipped byte in a sealed pack is damage; in the pack being written, a to
 test('a flipped byte in a snapshot is damage', () => {
   const d = copy();
   const meta = path.join(d, 'meta');
-  const snap = fs.readdirSync(meta).filter((n) => n.endsWith('.snap')).sort().reverse()[0]!;
+  const snap = fs
+    .readdirSync(meta)
+    .filter((n) => n.endsWith('.snap'))
+    .sort()
+    .reverse()[0]!;
   flip(path.join(meta, snap), 40);
   const r = spool(['verify', d, '--json']);
   assert.equal(r.status, 1, r.stdout);
@@ -181,12 +204,18 @@ test('the routers file: checked, and against the router progress the data holds'
   fs.rmSync(file);
   r = spool(['verify', dir]);
   assert.equal(r.status, 1, r.stdout);
-  assert.match(r.stdout, /DAMAGE: topic v\.rd holds copies of router id 1, which no meta\/routers\.json describes: the router definitions are missing/);
+  assert.match(
+    r.stdout,
+    /DAMAGE: topic v\.rd holds copies of router id 1, which no meta\/routers\.json describes: the router definitions are missing/,
+  );
 
   fs.writeFileSync(file, older);
   r = spool(['verify', dir]);
   assert.equal(r.status, 1, r.stdout);
-  assert.match(r.stdout, /DAMAGE: topic v\.rd2 holds copies of router id 2, which meta\/routers\.json \(nextId 2\) never handed out: the file is older than the data/);
+  assert.match(
+    r.stdout,
+    /DAMAGE: topic v\.rd2 holds copies of router id 2, which meta\/routers\.json \(nextId 2\) never handed out: the file is older than the data/,
+  );
 
   const flipped = Buffer.from(current);
   flipped[flipped.indexOf('v.rs2')] = 'w'.charCodeAt(0);

@@ -16,7 +16,10 @@ test('spool wal-dump names the LEASES events a server wrote', async () => {
     assert.equal((await c.post(`/v0/topics/${q}`, { records: [{ data: 1 }, { data: 2 }, { data: 3 }] })).status, 200);
     const cl = await c.post(`/v0/topics/${q}/claim`, { node: 'wörker-1', max: 2 });
     assert.equal(cl.status, 200, cl.text);
-    assert.deepEqual(cl.body.claimed.map((j: any) => j.$seq), [1, 2]);
+    assert.deepEqual(
+      cl.body.claimed.map((j: any) => j.$seq),
+      [1, 2],
+    );
     assert.equal((await c.post(`/v0/topics/${q}/extend`, { node: 'wörker-1', seqs: [1], lease_ms: 120_000 })).body.extended, 1);
     assert.equal((await c.post(`/v0/topics/${q}/nack`, { node: 'wörker-1', seqs: [2], delay_ms: 5000 })).body.nacked, 1);
     // a /work stream takes job 3 and gives it back when it closes
@@ -38,7 +41,11 @@ test('spool wal-dump names the LEASES events a server wrote', async () => {
   const leases = out.stdout.split('\n').filter((l) => / LEASES /.test(l));
   assert.ok(leases.length >= 4, `at least 4 LEASES frames (claim, extend, nack, work claim, work release):\n${out.stdout}`);
   const all = leases.join('\n');
-  assert.match(all, /claimed 1 by "wörker-1" at \d{13}, claimed 2 by "wörker-1" at \d{13}/, 'one frame for the claim pass, both jobs with node and deadline');
+  assert.match(
+    all,
+    /claimed 1 by "wörker-1" at \d{13}, claimed 2 by "wörker-1" at \d{13}/,
+    'one frame for the claim pass, both jobs with node and deadline',
+  );
   assert.match(all, /extended 1 at \d{13}/);
   assert.match(all, /released 2 at \d{13}/, 'a nack with a delay names its ready-at time');
   assert.match(all, /claimed 3 by "pusher" \(work\) at \d{13}/);

@@ -14,7 +14,11 @@ after(async () => {
 
 test('the CLI and the client library report fields the server ignored', async () => {
   srv = await startServer();
-  const r = spawnSync(process.execPath, [CLI, 'topics', 'put', 'w.cli', '--config', '{"ttl":5000,"durability":"memory"}', '--url', srv.url], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [CLI, 'topics', 'put', 'w.cli', '--config', '{"ttl":5000,"durability":"memory"}', '--url', srv.url],
+    { encoding: 'utf8' },
+  );
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stderr, /^spool: warning: unknown field "ttl"$/m);
   const warnings: string[] = [];

@@ -39,9 +39,17 @@ test('a blocking claim answers when a job arrives, and term fails one for good',
   assert.ok(Date.now() - t0 >= 250, 'it waited');
   const job = got.claimed[0]!;
   const r = await spool.term('ct.q', { node: 'w', seqs: [job.$seq], lease_ids: [job.lease_id], reason: 'cannot parse' });
-  assert.deepEqual({ terminated: r.terminated, released: r.released, skipped: r.skipped, dead_letter: r.dead_letter }, { terminated: 1, released: 0, skipped: [], dead_letter: 'ct.q.dlq' });
+  assert.deepEqual(
+    { terminated: r.terminated, released: r.released, skipped: r.skipped, dead_letter: r.dead_letter },
+    { terminated: 1, released: 0, skipped: [], dead_letter: 'ct.q.dlq' },
+  );
   const recs = await dlqRecords('ct.q.dlq');
-  assert.deepEqual(recs[0]!.meta, { $dead_letter_from: 'ct.q', $dead_letter_deliveries: 1, $dead_letter_src_seq: 1, $dead_letter_reason: 'cannot parse' });
+  assert.deepEqual(recs[0]!.meta, {
+    $dead_letter_from: 'ct.q',
+    $dead_letter_deliveries: 1,
+    $dead_letter_src_seq: 1,
+    $dead_letter_reason: 'cannot parse',
+  });
 });
 
 for (const mode of ['push', 'poll'] as const) {
@@ -85,7 +93,11 @@ test('an idle poll worker waits on the server (blocking claims), not in a loop o
 
 test('redrive moves dead letters back, where a worker handles them', { timeout: 30_000 }, async () => {
   await spool.putTopic('ct.rd', { type: 'queue', dead_letter: 'ct.rd.dlq' });
-  await spool.append('ct.rd', [{ data: 1, tag: 'a' }, { data: 2, tag: 'b' }, { data: 3, tag: 'a' }]);
+  await spool.append('ct.rd', [
+    { data: 1, tag: 'a' },
+    { data: 2, tag: 'b' },
+    { data: 3, tag: 'a' },
+  ]);
   const got = await spool.claim('ct.rd', { node: 'x', max: 3 });
   await spool.term('ct.rd', { node: 'x', seqs: got.claimed.map((j) => j.$seq) });
   const one = await spool.redrive('ct.rd', { match: ['tag', 'Eq', 'a'], max: 1 });
@@ -102,16 +114,28 @@ test('redrive moves dead letters back, where a worker handles them', { timeout: 
 
 test('leases and allLeases page through who holds what, numbers and bigints', async () => {
   await spool.putTopic('ct.ls', { type: 'queue', lease_ms: 60_000 });
-  await spool.append('ct.ls', Array.from({ length: 5 }, (_, i) => ({ data: i })));
+  await spool.append(
+    'ct.ls',
+    Array.from({ length: 5 }, (_, i) => ({ data: i })),
+  );
   await spool.claim('ct.ls', { node: 'a', max: 3 });
   await spool.claim('ct.ls', { node: 'b', max: 2 });
   const page = await spool.leases('ct.ls', { limit: 2 });
-  assert.deepEqual(page.leases.map((l) => [l.$seq, l.node, l.via]), [[1, 'a', 'claim'], [2, 'a', 'claim']]);
+  assert.deepEqual(
+    page.leases.map((l) => [l.$seq, l.node, l.via]),
+    [
+      [1, 'a', 'claim'],
+      [2, 'a', 'claim'],
+    ],
+  );
   assert.equal(page.next_from_seq, 2);
   const all = [];
   for await (const l of spool.allLeases('ct.ls', { limit: 2 })) all.push(l.$seq);
   assert.deepEqual(all, [1, 2, 3, 4, 5]);
-  assert.deepEqual((await spool.leases('ct.ls', { node: 'b' })).leases.map((l) => l.$seq), [4, 5]);
+  assert.deepEqual(
+    (await spool.leases('ct.ls', { node: 'b' })).leases.map((l) => l.$seq),
+    [4, 5],
+  );
   const big = new Spool({ url: srv.url, int64: 'bigint' });
   const seqs = [];
   for await (const l of big.allLeases('ct.ls', { limit: 3 })) seqs.push(l.$seq);

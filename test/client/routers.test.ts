@@ -11,18 +11,33 @@ let spool: Spool;
 useSpoolServer((_s, c) => (spool = c), { SERVICE_WORKERS: '2' });
 
 test('put, get, list and delete routers through the client', async () => {
-  const created = await spool.putRouter('cr.a->cr.b', { source: 'cr.a', dest: 'cr.b', filter: ['tag', 'Glob', 'k*'], guarantee: 'exactly_once' });
+  const created = await spool.putRouter('cr.a->cr.b', {
+    source: 'cr.a',
+    dest: 'cr.b',
+    filter: ['tag', 'Glob', 'k*'],
+    guarantee: 'exactly_once',
+  });
   assert.equal(created.created, true);
   assert.deepEqual(created.filter, ['tag', 'Glob', 'k*']);
-  assert.equal((await spool.putRouter('cr.a->cr.b', { source: 'cr.a', dest: 'cr.b', filter: ['tag', 'Glob', 'k*'], guarantee: 'exactly_once' })).created, false);
-  await spool.append('cr.a', [{ data: 1, tag: 'k1' }, { data: 2, tag: 'z' }]);
+  assert.equal(
+    (await spool.putRouter('cr.a->cr.b', { source: 'cr.a', dest: 'cr.b', filter: ['tag', 'Glob', 'k*'], guarantee: 'exactly_once' }))
+      .created,
+    false,
+  );
+  await spool.append('cr.a', [
+    { data: 1, tag: 'k1' },
+    { data: 2, tag: 'z' },
+  ]);
   const info = await spool.getRouter('cr.a->cr.b');
   assert.equal(info.forwarded_total, 1);
   assert.equal(info.guarantee, 'exactly_once');
   for (let i = 0; i < 5; i++) await spool.putRouter(`cr.list.${i}`, { source: 'cr.src', dest: `cr.list.d${i}` });
   const names: string[] = [];
   for await (const r of spool.routers({ prefix: 'cr.list.', page_size: 2 })) names.push(r.router);
-  assert.deepEqual(names, [0, 1, 2, 3, 4].map((i) => `cr.list.${i}`));
+  assert.deepEqual(
+    names,
+    [0, 1, 2, 3, 4].map((i) => `cr.list.${i}`),
+  );
   const page = await spool.listRouters({ source: 'cr.a' });
   assert.deepEqual(page.routers, [{ router: 'cr.a->cr.b', source: 'cr.a', dest: 'cr.b', guarantee: 'exactly_once', forwarded_total: 1 }]);
   assert.equal((await spool.deleteRouter('cr.a->cr.b')).deleted, true);

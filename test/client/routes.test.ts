@@ -14,7 +14,6 @@ let srv: Server;
 let spool: Spool;
 useSpoolServer((s, c) => ((srv = s), (spool = c)));
 
-
 test('probes: health, ready, metrics (text and JSON)', async () => {
   const h = await spool.health();
   assert.equal(h.status, 'ok');
@@ -56,7 +55,14 @@ test('topics: put creates then is a no-op, get, list pages through every topic, 
 
 test('append and diff: seqs, created, return_seqs false, tags and meta, raw texts, long-poll', async () => {
   const t = 'rt.append';
-  const a = await spool.append(t, [{ data: { n: 1 }, tag: 'x.1', meta: { m: 1 } }, { data: 'two', node: 'n1' }], { create: true });
+  const a = await spool.append(
+    t,
+    [
+      { data: { n: 1 }, tag: 'x.1', meta: { m: 1 } },
+      { data: 'two', node: 'n1' },
+    ],
+    { create: true },
+  );
   assert.equal(a.created, true);
   assert.deepEqual(a.seqs, [1, 2]);
   const b = await spool.append(t, [{ data: 3, tag: 'y' }], { return_seqs: false });
@@ -75,7 +81,10 @@ test('append and diff: seqs, created, return_seqs false, tags and meta, raw text
   assert.equal(d.caught_up, true);
   assert.equal(d.next_from_seq, 3);
   const n = await spool.diff(t, { node: 'n1', include_meta: false });
-  assert.deepEqual(n.records.map((r) => r.$seq), [1, 3]);
+  assert.deepEqual(
+    n.records.map((r) => r.$seq),
+    [1, 3],
+  );
   assert.equal(n.records[0]!.meta, undefined);
 
   // verbatim: what JSON.parse would lose comes back as the exact text
@@ -88,25 +97,25 @@ test('append and diff: seqs, created, return_seqs false, tags and meta, raw text
   const waiting = spool.diff(t, { from_seq: 4, wait_ms: 5000 });
   setTimeout(() => void spool.append(t, [{ data: 'late' }]), 300);
   const w = await waiting;
-  assert.deepEqual(w.records.map((r) => r.data), ['late']);
+  assert.deepEqual(
+    w.records.map((r) => r.data),
+    ['late'],
+  );
   assert.ok(Date.now() - t0 >= 250, 'the diff waited for the append');
 });
 
 test('deleteRecords: before_seq, a tag Eq and a Glob prefix', async () => {
   const t = 'rt.del';
-  await spool.append(t, [
-    { data: 1, tag: 'a.1' },
-    { data: 2, tag: 'a.2' },
-    { data: 3, tag: 'b' },
-    { data: 4, tag: 'a.3' },
-    { data: 5 },
-  ]);
+  await spool.append(t, [{ data: 1, tag: 'a.1' }, { data: 2, tag: 'a.2' }, { data: 3, tag: 'b' }, { data: 4, tag: 'a.3' }, { data: 5 }]);
   assert.equal((await spool.deleteRecords(t, { before_seq: 2 })).deleted, 1);
   assert.equal((await spool.deleteRecords(t, { match: ['tag', 'Eq', 'b'] })).deleted, 1);
   const g = await spool.deleteRecords(t, { match: ['tag', 'Glob', 'a.*'] });
   assert.equal(g.deleted, 2);
   assert.equal(g.count, 1);
-  assert.deepEqual((await spool.diff(t)).records.map((r) => r.data), [5]);
+  assert.deepEqual(
+    (await spool.diff(t)).records.map((r) => r.data),
+    [5],
+  );
   const bad = await spoolError(() => spool.deleteRecords(t, { match: ['tag', 'Glob', 'nostar'] }));
   assert.equal(bad.code, 'invalid_request');
   assert.equal(bad.status, 400);
@@ -115,7 +124,10 @@ test('deleteRecords: before_seq, a tag Eq and a Glob prefix', async () => {
 test('watch: createWatch returns the session; watch() yields records, caught-up, tombstones and topic-deleted', async () => {
   const t = 'rt.watch';
   await spool.putTopic(t, { cap_records: 3 });
-  await spool.append(t, [1, 2, 3, 4, 5].map((n) => ({ data: n })));
+  await spool.append(
+    t,
+    [1, 2, 3, 4, 5].map((n) => ({ data: n })),
+  );
   const s = await spool.createWatch({ topics: { [t]: {} } });
   assert.match(s.wid, /^wid_/);
   assert.equal(s.stream_url, `/v0/watch/${s.wid}`);
@@ -233,7 +245,9 @@ test('errors are SpoolError with the server code, status and detail', async () =
   await spool.putTopic('rt.slow', {});
   // a long-poll's own wait extends the timeout; a raw request holding the server for 1 s does not
   assert.equal((await slow.diff('rt.slow', { wait_ms: 300 })).caught_up, true);
-  const to = await spoolError(() => slow.transport.request({ method: 'POST', path: '/v0/topics/rt.slow/diff', body: '{"wait_ms":1000}', idempotent: true }));
+  const to = await spoolError(() =>
+    slow.transport.request({ method: 'POST', path: '/v0/topics/rt.slow/diff', body: '{"wait_ms":1000}', idempotent: true }),
+  );
   assert.deepEqual([to.code, to.status, to.transient], ['timeout', 0, true]);
 });
 

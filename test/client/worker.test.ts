@@ -23,7 +23,11 @@ const CLIENT_JS = path.resolve(here, '../../src/client/index.js');
 
 async function queue(name: string, config: Record<string, unknown> = {}, jobs = 1): Promise<void> {
   await spool.putTopic(name, { type: 'queue', ...config });
-  if (jobs) await spool.append(name, Array.from({ length: jobs }, (_, i) => ({ data: { job: i + 1 } })));
+  if (jobs)
+    await spool.append(
+      name,
+      Array.from({ length: jobs }, (_, i) => ({ data: { job: i + 1 } })),
+    );
 }
 
 async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {

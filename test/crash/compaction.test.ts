@@ -35,7 +35,10 @@ const PER_BATCH = 1000;
  */
 function du(dir: string, into = { data: 0, wal: 0 }, inWal = false): { data: number; wal: number } {
   if (!fs.existsSync(dir)) return into;
-  const snapshots = fs.readdirSync(dir).filter((n) => /^snapshot-.*\.snap$/.test(n)).sort();
+  const snapshots = fs
+    .readdirSync(dir)
+    .filter((n) => /^snapshot-.*\.snap$/.test(n))
+    .sort();
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);
     if (snapshots.length > 1 && e.name !== snapshots.at(-1) && snapshots.includes(e.name)) continue;
@@ -104,7 +107,9 @@ async function stuckHead(env: Record<string, string>): Promise<void> {
   for (let b = 0; b < BATCHES; b++) {
     const records = Array.from({ length: PER_BATCH }, (_, i) => ({ data: { n: b * PER_BATCH + i, pad: JOB } }));
     assert.equal((await c.post('/v0/topics/q', { records })).status, 200);
-    const claimed = (await c.post('/v0/topics/q/claim', { node: 'w', max: PER_BATCH, lease_ms: 60_000 })).body as { claimed: { $seq: number }[] };
+    const claimed = (await c.post('/v0/topics/q/claim', { node: 'w', max: PER_BATCH, lease_ms: 60_000 })).body as {
+      claimed: { $seq: number }[];
+    };
     const ack = await c.post('/v0/topics/q/ack', { node: 'w', seqs: claimed.claimed.map((j) => j.$seq) });
     assert.equal((ack.body as { acked: number }).acked, PER_BATCH);
   }
@@ -112,9 +117,13 @@ async function stuckHead(env: Record<string, string>): Promise<void> {
   const before = diskUse(srv);
   const tookMs = await untilCompacted(srv, c, 'q');
   const after = diskUse(srv);
-  process.stdout.write(`# stuck-head queue (pack bytes ${env.SERVICE_PACK_BYTES ?? 'default'}): ${before.data} bytes outside the WAL before, ${after.data} after (${tookMs} ms), WAL ${after.wal}\n`);
+  process.stdout.write(
+    `# stuck-head queue (pack bytes ${env.SERVICE_PACK_BYTES ?? 'default'}): ${before.data} bytes outside the WAL before, ${after.data} after (${tookMs} ms), WAL ${after.wal}\n`,
+  );
   assert.deepEqual(await readAll(c, 'q'), [{ seq: 1, data: { head: JOB } }]);
-  const m = (await c.get('/v0/metrics', { accept: 'application/json' })).body as { compaction: { bytes_reclaimed: number; segments_rewritten: number; live_ratio: number } };
+  const m = (await c.get('/v0/metrics', { accept: 'application/json' })).body as {
+    compaction: { bytes_reclaimed: number; segments_rewritten: number; live_ratio: number };
+  };
   assert.ok(m.compaction.bytes_reclaimed > BATCHES * PER_BATCH * 900, JSON.stringify(m.compaction));
   assert.ok(m.compaction.segments_rewritten >= BATCHES, JSON.stringify(m.compaction));
   const prom = (await c.get('/v0/metrics', { accept: 'text/plain' })).text;
@@ -140,7 +149,18 @@ test('a log whose delete by tag leaves one old record gives back the space of th
   let c = client(srv.url);
   assert.equal((await c.put('/v0/topics/log', {})).status, 201);
   // The kept record sits in a batch with records the delete takes: the batch is split.
-  assert.equal((await c.post('/v0/topics/log', { records: [{ data: 'old-a', tag: 'x' }, { data: { keep: JOB }, tag: 'keep' }, { data: 'old-b', tag: 'x' }] })).status, 200);
+  assert.equal(
+    (
+      await c.post('/v0/topics/log', {
+        records: [
+          { data: 'old-a', tag: 'x' },
+          { data: { keep: JOB }, tag: 'keep' },
+          { data: 'old-b', tag: 'x' },
+        ],
+      })
+    ).status,
+    200,
+  );
   for (let b = 0; b < BATCHES; b++) {
     const records = Array.from({ length: PER_BATCH }, (_, i) => ({ data: { n: i, pad: JOB }, tag: `x` }));
     assert.equal((await c.post('/v0/topics/log', { records })).status, 200);

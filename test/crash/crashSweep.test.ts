@@ -22,7 +22,9 @@ function assertAllPassed(results: CaseResult[]): void {
   const failed = results.filter((r) => r.violations.length > 0);
   if (failed.length === 0) return;
   const others = failed.slice(1).map((r) => `  ${JSON.stringify(r.crashCase)}: ${r.violations[0]!.split('\n')[0]}`);
-  assert.fail(`${failed.length} of ${results.length} crash cases failed.\n${failed[0]!.report}${others.length ? `\nother failures:\n${others.join('\n')}` : ''}`);
+  assert.fail(
+    `${failed.length} of ${results.length} crash cases failed.\n${failed[0]!.report}${others.length ? `\nother failures:\n${others.join('\n')}` : ''}`,
+  );
 }
 
 /** Runs the cases of `modeAt(call)` at every call of the default seed's boot and workload. */
@@ -35,7 +37,9 @@ async function sweepEveryCall(label: string, modeAt: (at: number) => CrashMode):
   // The sweep has teeth: it crashes at hundreds of points, most of them with plenty acked.
   assert.ok(results.length >= 500, `${results.length} cases`);
   assert.ok(results.filter((r) => r.acked >= 20).length > results.length / 2, 'most crashes come after many acks');
-  process.stdout.write(`# crash sweep (${label}): ${results.length} cases (${dry.bootCalls} boot + ${dry.totalCalls - dry.bootCalls} workload calls) in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+  process.stdout.write(
+    `# crash sweep (${label}): ${results.length} cases (${dry.bootCalls} boot + ${dry.totalCalls - dry.bootCalls} workload calls) in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
+  );
   return results;
 }
 
@@ -58,7 +62,12 @@ test('crash sweep: a second crash during the recovery from the first loses nothi
   // Every 5th workload call, then a crash at a call spread over the recovery (its length varies
   // with the state it recovers; a point past its end crashes right after it).
   for (let k = 0, at = dry.bootCalls + 3; at <= dry.totalCalls; at += 5, k++) {
-    cases.push({ seed: DEFAULT_SEED, mode: MODES[k % 3]!, at, again: { at: 1 + ((k * 37) % dry.recoveryCalls), mode: MODES[(k >> 1) % 3]! } });
+    cases.push({
+      seed: DEFAULT_SEED,
+      mode: MODES[k % 3]!,
+      at,
+      again: { at: 1 + ((k * 37) % dry.recoveryCalls), mode: MODES[(k >> 1) % 3]! },
+    });
   }
   const results: CaseResult[] = [];
   for (const c of cases) results.push(await runCase(c));

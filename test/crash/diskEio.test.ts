@@ -42,7 +42,11 @@ async function loopVolume(): Promise<{ dir: string; ns: string[]; inNs: (cmd: st
   sh(`truncate -s 64M ${dir}/img && mkfs.ext4 -q -F -E nodiscard ${dir}/img && mkdir ${dir}/mnt`);
   const loop = sh(`losetup -f --show ${dir}/img`);
   loops.add(loop);
-  const holder: ChildProcess = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `mount -t ext4 ${loop} ${dir}/mnt && echo ready && exec sleep 3600`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const holder: ChildProcess = spawn(
+    'unshare',
+    ['-m', '--propagation', 'private', 'sh', '-c', `mount -t ext4 ${loop} ${dir}/mnt && echo ready && exec sleep 3600`],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   await new Promise<void>((resolve, reject) => {
     holder.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     holder.once('exit', (code) => reject(new Error(`volume holder exited (${code})`)));
@@ -65,71 +69,76 @@ async function loopVolume(): Promise<{ dir: string; ns: string[]; inNs: (cmd: st
   };
 }
 
-test('EIO from the disk: the write that meets it answers 500, the server stays up read-only, and a restart keeps every ack', { skip, timeout: 180_000 }, async () => {
-  const vol = await loopVolume();
-  const dataDir = path.join(vol.dir, 'mnt', 'data');
-  const portFile = `${tempDir('spool-port-')}/port`;
-  const env = { SERVICE_WAL_FILE_BYTES: String(4 * 1024 * 1024), SERVICE_CHECKPOINT_MS: '1000' };
-  let srv: Server = await startServer({ dataDir, portFile, prefix: vol.ns, env });
-  let c = client(srv.url);
-  assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
-  const acked: number[] = [];
-  const append = (i: number) => c.post('/v0/topics/dur', { records: [{ data: { i, pad: 'e'.repeat(RECORD_BYTES) } }] });
-  for (let i = 0; i < 100; i++) {
-    assert.equal((await append(i)).status, 200);
-    acked.push(i);
-  }
-  // Every ack so far is fsynced, so in the copy; then the device loses all but its first MiB.
-  const loop = vol.sh(`losetup -j ${vol.dir}/img | cut -d: -f1`);
-  vol.sh(`cp --sparse=always ${vol.dir}/img ${vol.dir}/img.good && truncate -s 1M ${vol.dir}/img && losetup -c ${loop}`);
-  let failed: Awaited<ReturnType<typeof c.post>> | undefined;
-  for (let i = 100; i < 1100 && !failed; i++) {
-    const r = await append(i);
-    if (r.status === 200) acked.push(i); // in the page cache of a device that lost it: see below
-    else failed = r;
-  }
-  assert.ok(failed, 'a write met the failing device');
-  assert.equal(failed.status, 500, JSON.stringify(failed.body));
-  assert.equal(failed.body.error.code, 'internal', JSON.stringify(failed.body));
-  assert.match(srv.stderr(), /EIO/, 'the log names the error');
+test(
+  'EIO from the disk: the write that meets it answers 500, the server stays up read-only, and a restart keeps every ack',
+  { skip, timeout: 180_000 },
+  async () => {
+    const vol = await loopVolume();
+    const dataDir = path.join(vol.dir, 'mnt', 'data');
+    const portFile = `${tempDir('spool-port-')}/port`;
+    const env = { SERVICE_WAL_FILE_BYTES: String(4 * 1024 * 1024), SERVICE_CHECKPOINT_MS: '1000' };
+    let srv: Server = await startServer({ dataDir, portFile, prefix: vol.ns, env });
+    let c = client(srv.url);
+    assert.equal((await c.put('/v0/topics/dur', { durability: 'fsync' })).status, 201);
+    const acked: number[] = [];
+    const append = (i: number) => c.post('/v0/topics/dur', { records: [{ data: { i, pad: 'e'.repeat(RECORD_BYTES) } }] });
+    for (let i = 0; i < 100; i++) {
+      assert.equal((await append(i)).status, 200);
+      acked.push(i);
+    }
+    // Every ack so far is fsynced, so in the copy; then the device loses all but its first MiB.
+    const loop = vol.sh(`losetup -j ${vol.dir}/img | cut -d: -f1`);
+    vol.sh(`cp --sparse=always ${vol.dir}/img ${vol.dir}/img.good && truncate -s 1M ${vol.dir}/img && losetup -c ${loop}`);
+    let failed: Awaited<ReturnType<typeof c.post>> | undefined;
+    for (let i = 100; i < 1100 && !failed; i++) {
+      const r = await append(i);
+      if (r.status === 200)
+        acked.push(i); // in the page cache of a device that lost it: see below
+      else failed = r;
+    }
+    assert.ok(failed, 'a write met the failing device');
+    assert.equal(failed.status, 500, JSON.stringify(failed.body));
+    assert.equal(failed.body.error.code, 'internal', JSON.stringify(failed.body));
+    assert.match(srv.stderr(), /EIO/, 'the log names the error');
 
-  // Up, read-only, saying why.
-  assert.equal((await c.get('/v0/health')).status, 200);
-  const ready = await c.get('/v0/ready');
-  assert.equal(ready.status, 200);
-  assert.equal(ready.body.storage, 'failed');
-  assert.equal(ready.body.writable, false);
-  const again = await append(-1);
-  assert.equal(again.status, 500, JSON.stringify(again.body));
-  assert.equal(again.body.error.code, 'internal');
-  assert.equal((await c.put('/v0/topics/other', {})).status, 500, 'a create is refused too');
-  assert.match((await c.get('/v0/metrics')).text, /^spool_storage_state 2$/m);
-  const read = await c.post('/v0/topics/dur/diff', { from_seq: 0, limit: 10 });
-  assert.equal(read.status, 200, 'reads go on');
-  assert.equal(read.body.records[0].data.i, 0);
+    // Up, read-only, saying why.
+    assert.equal((await c.get('/v0/health')).status, 200);
+    const ready = await c.get('/v0/ready');
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.storage, 'failed');
+    assert.equal(ready.body.writable, false);
+    const again = await append(-1);
+    assert.equal(again.status, 500, JSON.stringify(again.body));
+    assert.equal(again.body.error.code, 'internal');
+    assert.equal((await c.put('/v0/topics/other', {})).status, 500, 'a create is refused too');
+    assert.match((await c.get('/v0/metrics')).text, /^spool_storage_state 2$/m);
+    const read = await c.post('/v0/topics/dur/diff', { from_seq: 0, limit: 10 });
+    assert.equal(read.status, 200, 'reads go on');
+    assert.equal(read.body.records[0].data.i, 0);
 
-  // SIGKILL; the volume comes back from the copy (as a disk replaced from what it last held),
-  // checked by e2fsck; a restart serves every record acknowledged before the copy. An fsync
-  // append acknowledged after it would have needed its fdatasync to succeed on the cut device,
-  // so none was (the 500 above is the first write that reached it).
-  await srv.kill();
-  assert.equal(acked.length, 100, 'no fsync append was acknowledged once the device failed');
-  vol.inNs(`umount ${vol.dir}/mnt`);
-  vol.sh(`losetup -d ${loop} && mv ${vol.dir}/img.good ${vol.dir}/img`);
-  vol.sh(`e2fsck -fy ${vol.dir}/img`);
-  const loop2 = vol.sh(`losetup -f --show ${vol.dir}/img`);
-  vol.inNs(`mount -t ext4 ${loop2} ${vol.dir}/mnt`);
-  srv = await startServer({ dataDir, portFile, prefix: vol.ns, env });
-  c = client(srv.url);
-  const got: number[] = [];
-  for (let from = 0; ; ) {
-    const d = await c.post('/v0/topics/dur/diff', { from_seq: from, limit: 1000 });
-    assert.equal(d.status, 200, JSON.stringify(d.body));
-    for (const r of d.body.records) got.push(r.data.i);
-    if (d.body.caught_up) break;
-    from = d.body.next_from_seq;
-  }
-  assert.deepEqual(got, acked, 'every acknowledged record, nothing else');
-  assert.equal((await append(1000)).status, 200, 'writable again');
-  assert.equal(await srv.stop(), 0);
-});
+    // SIGKILL; the volume comes back from the copy (as a disk replaced from what it last held),
+    // checked by e2fsck; a restart serves every record acknowledged before the copy. An fsync
+    // append acknowledged after it would have needed its fdatasync to succeed on the cut device,
+    // so none was (the 500 above is the first write that reached it).
+    await srv.kill();
+    assert.equal(acked.length, 100, 'no fsync append was acknowledged once the device failed');
+    vol.inNs(`umount ${vol.dir}/mnt`);
+    vol.sh(`losetup -d ${loop} && mv ${vol.dir}/img.good ${vol.dir}/img`);
+    vol.sh(`e2fsck -fy ${vol.dir}/img`);
+    const loop2 = vol.sh(`losetup -f --show ${vol.dir}/img`);
+    vol.inNs(`mount -t ext4 ${loop2} ${vol.dir}/mnt`);
+    srv = await startServer({ dataDir, portFile, prefix: vol.ns, env });
+    c = client(srv.url);
+    const got: number[] = [];
+    for (let from = 0; ;) {
+      const d = await c.post('/v0/topics/dur/diff', { from_seq: from, limit: 1000 });
+      assert.equal(d.status, 200, JSON.stringify(d.body));
+      for (const r of d.body.records) got.push(r.data.i);
+      if (d.body.caught_up) break;
+      from = d.body.next_from_seq;
+    }
+    assert.deepEqual(got, acked, 'every acknowledged record, nothing else');
+    assert.equal((await append(1000)).status, 200, 'writable again');
+    assert.equal(await srv.stop(), 0);
+  },
+);

@@ -27,7 +27,12 @@ async function lanes(from: number, to: number, fn: (i: number) => Promise<void>)
 test('every acked fsync record of 1200 small topics survives SIGKILL, from snapshot and WAL alike', { timeout: 240_000 }, async () => {
   const dataDir = tempDir('spool-many-topics-');
   // Checkpoints only at start and stop: the second server's topics live in the WAL alone.
-  const env = { SERVICE_WORKERS: '2', SERVICE_CHECKPOINT_MS: '3600000', SERVICE_CHECKPOINT_WAL_BYTES: '0', SERVICE_SEGMENT_OPEN_FILES: '64' };
+  const env = {
+    SERVICE_WORKERS: '2',
+    SERVICE_CHECKPOINT_MS: '3600000',
+    SERVICE_CHECKPOINT_WAL_BYTES: '0',
+    SERVICE_SEGMENT_OPEN_FILES: '64',
+  };
   const openFds = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
   const acked = new Map<string, unknown[]>();
   const append = async (c: ReturnType<typeof client>, topic: string, records: unknown[]) => {

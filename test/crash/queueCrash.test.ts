@@ -31,7 +31,6 @@ type Api = ReturnType<typeof client>;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
 /**
  * Tolerance when judging whether two leases of one seq overlapped. A lease's start is derived as
  * deadline − lease_ms; a server may stamp "claim time" when the request arrived rather than when
@@ -99,12 +98,21 @@ class QueueModel {
     for (const j of jobs) {
       const s = j.$seq;
       const ackedAt = this.acked.get(s);
-      if (ackedAt !== undefined && ackedAt < tSend) this.violation(`seq ${s} claimed by ${node} although its ack got a 200 ${tSend - ackedAt} ms before the claim was sent`);
+      if (ackedAt !== undefined && ackedAt < tSend)
+        this.violation(`seq ${s} claimed by ${node} although its ack got a 200 ${tSend - ackedAt} ms before the claim was sent`);
       const want = this.appended.get(s);
       const id = j.data?.id;
       if (want !== undefined && id !== want) this.violation(`seq ${s}: claimed data id ${id}, appended ${want}`);
       if (want === undefined && !this.sentIds.has(id)) this.violation(`seq ${s}: claimed data id ${id} was never sent`);
-      const cur: LeaseRec = { node, leaseId: j.lease_id, leaseMs, claimAt: j.deadline - leaseMs, deadline: j.deadline, deliveries: j.deliveries, proc };
+      const cur: LeaseRec = {
+        node,
+        leaseId: j.lease_id,
+        leaseMs,
+        claimAt: j.deadline - leaseMs,
+        deadline: j.deadline,
+        deliveries: j.deliveries,
+        proc,
+      };
       const prev = this.lastLease.get(s);
       if (prev && (prev.proc === proc || this.leasesDurable)) {
         const expired = cur.claimAt > prev.deadline - OVERLAP_TOLERANCE_MS;
@@ -115,8 +123,12 @@ class QueueModel {
               (prev.nackSentAt !== undefined ? ` (its nack with delay ${prev.nackDelay} was sent at ${prev.nackSentAt})` : ''),
           );
         }
-        if (prev.proc === proc && cur.deliveries !== prev.deliveries + 1) this.violation(`seq ${s}: deliveries ${cur.deliveries} after ${prev.deliveries} in the same process`);
-        if (prev.proc !== proc && cur.deliveries < prev.deliveries + 1) this.violation(`seq ${s}: deliveries went back from ${prev.deliveries} to ${cur.deliveries} across a restart on a leases_durable queue`);
+        if (prev.proc === proc && cur.deliveries !== prev.deliveries + 1)
+          this.violation(`seq ${s}: deliveries ${cur.deliveries} after ${prev.deliveries} in the same process`);
+        if (prev.proc !== proc && cur.deliveries < prev.deliveries + 1)
+          this.violation(
+            `seq ${s}: deliveries went back from ${prev.deliveries} to ${cur.deliveries} across a restart on a leases_durable queue`,
+          );
       }
       if (cur.deliveries < 1) this.violation(`seq ${s}: deliveries ${cur.deliveries}`);
       this.lastLease.set(s, cur);
@@ -136,7 +148,8 @@ class QueueModel {
     }
     for (const j of jobs) {
       // the lease this ack was for was still live when the answer came back: it must have acted
-      if (sk.has(j.$seq) && tRecv < j.deadline - CLIENT_EPS) this.violation(`seq ${j.$seq}: ack answered ${j.deadline - tRecv} ms before its lease's deadline was skipped`);
+      if (sk.has(j.$seq) && tRecv < j.deadline - CLIENT_EPS)
+        this.violation(`seq ${j.$seq}: ack answered ${j.deadline - tRecv} ms before its lease's deadline was skipped`);
     }
   }
 }
@@ -183,7 +196,8 @@ async function producer(api: Api, m: QueueModel, ctx: Ctx, stop: () => boolean, 
 }
 
 async function worker(api: Api, m: QueueModel, node: string, ctx: Ctx, stop: () => boolean, errors: Error[]): Promise<void> {
-  const unexpected = (what: string, r: { status: number; text: string }) => errors.push(new Error(`${what} on ${m.name}: unexpected ${r.status} ${r.text.slice(0, 300)}`));
+  const unexpected = (what: string, r: { status: number; text: string }) =>
+    errors.push(new Error(`${what} on ${m.name}: unexpected ${r.status} ${r.text.slice(0, 300)}`));
   while (!stop()) {
     const max = 1 + Math.floor(ctx.rnd() * 5);
     const tSend = Date.now();
@@ -225,7 +239,12 @@ async function worker(api: Api, m: QueueModel, node: string, ctx: Ctx, stop: () 
       }
       let n;
       try {
-        n = await api.post(`/v0/topics/${m.name}/nack`, { node, seqs: toNack.map((j) => j.$seq), lease_ids: toNack.map((j) => j.lease_id), delay_ms: delay });
+        n = await api.post(`/v0/topics/${m.name}/nack`, {
+          node,
+          seqs: toNack.map((j) => j.$seq),
+          lease_ids: toNack.map((j) => j.lease_id),
+          delay_ms: delay,
+        });
       } catch {
         return;
       }
@@ -294,7 +313,11 @@ async function verify(api: Api, m: QueueModel, ctx: Ctx): Promise<void> {
   for (const [s, id] of m.appended) {
     if (m.acked.has(s) || m.ackUnknown.has(s)) continue;
     required++;
-    assert.equal(present.get(s), id, `${what}: job ${id} appended (200) at seq ${s} and never acked is ${present.has(s) ? 'changed' : 'lost'}`);
+    assert.equal(
+      present.get(s),
+      id,
+      `${what}: job ${id} appended (200) at seq ${s} and never acked is ${present.has(s) ? 'changed' : 'lost'}`,
+    );
   }
   const ids = new Set<string>();
   for (const [s, id] of present) {
@@ -322,14 +345,20 @@ async function verify(api: Api, m: QueueModel, ctx: Ctx): Promise<void> {
     if (held.size >= present.size) break;
     if (Date.now() > deadline) {
       const missing = [...present.keys()].filter((s) => !held.has(s));
-      assert.fail(`${what}: ${missing.length} live jobs not claimable within ${m.leaseMs + VERIFY_EXTRA_MS} ms of the restart: ${missing.slice(0, 20).join(', ')}`);
+      assert.fail(
+        `${what}: ${missing.length} live jobs not claimable within ${m.leaseMs + VERIFY_EXTRA_MS} ms of the restart: ${missing.slice(0, 20).join(', ')}`,
+      );
     }
     if (jobs.length === 0) await sleep(100);
   }
   const st = await api.get(`/v0/topics/${m.name}?touch=false`);
   assert.equal(st.status, 200);
   assert.equal(st.body.count, present.size, `${what}: count`);
-  assert.deepEqual(st.body.queue, { ready: 0, in_flight: present.size, dead_lettered: 0 }, `${what}: counters while the verifier holds every job`);
+  assert.deepEqual(
+    st.body.queue,
+    { ready: 0, in_flight: present.size, dead_lettered: 0 },
+    `${what}: counters while the verifier holds every job`,
+  );
 
   // the verifier acks about a quarter and nacks the rest, so the next cycle has work
   const all = [...held.values()];
@@ -337,7 +366,11 @@ async function verify(api: Api, m: QueueModel, ctx: Ctx): Promise<void> {
   const nackJobs = all.filter((j) => !ackJobs.includes(j));
   for (let i = 0; i < ackJobs.length; i += 1000) {
     const part = ackJobs.slice(i, i + 1000);
-    const a = await api.post(`/v0/topics/${m.name}/ack`, { node: 'verifier', seqs: part.map((j) => j.$seq), lease_ids: part.map((j) => j.lease_id) });
+    const a = await api.post(`/v0/topics/${m.name}/ack`, {
+      node: 'verifier',
+      seqs: part.map((j) => j.$seq),
+      lease_ids: part.map((j) => j.lease_id),
+    });
     assert.equal(a.status, 200, `${what}: verifier ack: ${a.text.slice(0, 300)}`);
     assert.deepEqual(a.body.skipped, [], `${what}: verifier ack skipped`);
     m.onAck(part, a.body.skipped, a.body.acked, Date.now());
@@ -350,14 +383,22 @@ async function verify(api: Api, m: QueueModel, ctx: Ctx): Promise<void> {
       l.nackSentAt = sentAt;
       l.nackDelay = 0;
     }
-    const n = await api.post(`/v0/topics/${m.name}/nack`, { node: 'verifier', seqs: part.map((j) => j.$seq), lease_ids: part.map((j) => j.lease_id) });
+    const n = await api.post(`/v0/topics/${m.name}/nack`, {
+      node: 'verifier',
+      seqs: part.map((j) => j.$seq),
+      lease_ids: part.map((j) => j.lease_id),
+    });
     assert.equal(n.status, 200, `${what}: verifier nack: ${n.text.slice(0, 300)}`);
     assert.deepEqual(n.body.skipped, [], `${what}: verifier nack skipped`);
     assert.equal(n.body.nacked, part.length);
   }
   const st2 = await api.get(`/v0/topics/${m.name}?touch=false`);
   assert.equal(st2.body.count, nackJobs.length, `${what}: count after the verifier's acks`);
-  assert.deepEqual(st2.body.queue, { ready: nackJobs.length, in_flight: 0, dead_lettered: 0 }, `${what}: counters after the verifier released everything`);
+  assert.deepEqual(
+    st2.body.queue,
+    { ready: nackJobs.length, in_flight: 0, dead_lettered: 0 },
+    `${what}: counters after the verifier released everything`,
+  );
   ctx.t.diagnostic(
     `${what}: ${present.size} live jobs (${required} required), all claimable; ${m.acked.size} acked so far, ${m.ackUnknown.size} acks of unknown outcome, ${m.claims} claims, ${m.nacks} nacks`,
   );
@@ -366,43 +407,55 @@ async function verify(api: Api, m: QueueModel, ctx: Ctx): Promise<void> {
 
 // ---- the test ----------------------------------------------------------------------------------------
 
-test('queue crash: 3 SIGKILLs under claim/ack/nack load; acked jobs never return, the rest are kept and claimable', { timeout: 120_000 }, async (t) => {
-  const seed = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Math.floor(Math.random() * 2 ** 31);
-  t.diagnostic(`seed ${seed} (rerun with CRASH_SEED=${seed})`);
-  const rng = seededRng(`queue-crash/${seed}`);
-  const rnd = () => rng.next();
-  const dataDir = tempDir('spool-qcrash-');
-  const env = { SERVICE_WORKERS: '2', SERVICE_CHECKPOINT_MS: '500', SERVICE_WAL_SYNC_INTERVAL_MS: '20' };
-  const models = [new QueueModel('jobs.plain', 1000, false), new QueueModel('jobs.durable-leases', 2000, true)];
-  const started = Date.now();
-  let server: Server = await startServer({ dataDir, env });
-  try {
-    const api0 = client(server.url);
-    for (const m of models) {
-      const r = await api0.put(`/v0/topics/${m.name}`, { type: 'queue', durability: 'fsync', lease_ms: m.leaseMs, leases_durable: m.leasesDurable });
-      assert.equal(r.status, 201, `PUT ${m.name}: ${r.text}`);
-    }
-    const KILLS = 3;
-    for (let proc = 0; proc <= KILLS; proc++) {
-      const ctx: Ctx = { t, rnd, proc };
-      const api = client(server.url);
-      if (proc > 0) for (const m of models) await verify(api, m, ctx);
-      if (proc === KILLS) break;
-      const killAfter = 1500 + Math.floor(rnd() * 1500);
-      const s = server;
-      await runLoad(server.url, models, ctx, killAfter, () => s.kill());
+test(
+  'queue crash: 3 SIGKILLs under claim/ack/nack load; acked jobs never return, the rest are kept and claimable',
+  { timeout: 120_000 },
+  async (t) => {
+    const seed = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) : Math.floor(Math.random() * 2 ** 31);
+    t.diagnostic(`seed ${seed} (rerun with CRASH_SEED=${seed})`);
+    const rng = seededRng(`queue-crash/${seed}`);
+    const rnd = () => rng.next();
+    const dataDir = tempDir('spool-qcrash-');
+    const env = { SERVICE_WORKERS: '2', SERVICE_CHECKPOINT_MS: '500', SERVICE_WAL_SYNC_INTERVAL_MS: '20' };
+    const models = [new QueueModel('jobs.plain', 1000, false), new QueueModel('jobs.durable-leases', 2000, true)];
+    const started = Date.now();
+    let server: Server = await startServer({ dataDir, env });
+    try {
+      const api0 = client(server.url);
       for (const m of models) {
-        t.diagnostic(`process ${proc}: ${m.name}: SIGKILL after ${killAfter} ms; ${m.appended.size} jobs appended (200), ${m.acked.size} acked (200), ${m.claims} claims so far`);
-        assert.deepEqual(m.violations, [], `${m.name}: violations during the load of process ${proc}`);
+        const r = await api0.put(`/v0/topics/${m.name}`, {
+          type: 'queue',
+          durability: 'fsync',
+          lease_ms: m.leaseMs,
+          leases_durable: m.leasesDurable,
+        });
+        assert.equal(r.status, 201, `PUT ${m.name}: ${r.text}`);
       }
-      server = await startServer({ dataDir, env });
+      const KILLS = 3;
+      for (let proc = 0; proc <= KILLS; proc++) {
+        const ctx: Ctx = { t, rnd, proc };
+        const api = client(server.url);
+        if (proc > 0) for (const m of models) await verify(api, m, ctx);
+        if (proc === KILLS) break;
+        const killAfter = 1500 + Math.floor(rnd() * 1500);
+        const s = server;
+        await runLoad(server.url, models, ctx, killAfter, () => s.kill());
+        for (const m of models) {
+          t.diagnostic(
+            `process ${proc}: ${m.name}: SIGKILL after ${killAfter} ms; ${m.appended.size} jobs appended (200), ${m.acked.size} acked (200), ${m.claims} claims so far`,
+          );
+          assert.deepEqual(m.violations, [], `${m.name}: violations during the load of process ${proc}`);
+        }
+        server = await startServer({ dataDir, env });
+      }
+      for (const m of models)
+        assert.ok(m.acked.size > 0 && m.claims > 0, `${m.name}: the load did something (${m.acked.size} acks, ${m.claims} claims)`);
+      const code = await server.stop();
+      assert.equal(code, 0, `clean SIGTERM after the last verification (stderr: ${server.stderr().slice(-500)})`);
+      t.diagnostic(`total ${Date.now() - started} ms`);
+      for (const p of [dataDir, `${dataDir}-port`]) fs.rmSync(p, { recursive: true, force: true });
+    } finally {
+      await server.kill();
     }
-    for (const m of models) assert.ok(m.acked.size > 0 && m.claims > 0, `${m.name}: the load did something (${m.acked.size} acks, ${m.claims} claims)`);
-    const code = await server.stop();
-    assert.equal(code, 0, `clean SIGTERM after the last verification (stderr: ${server.stderr().slice(-500)})`);
-    t.diagnostic(`total ${Date.now() - started} ms`);
-    for (const p of [dataDir, `${dataDir}-port`]) fs.rmSync(p, { recursive: true, force: true });
-  } finally {
-    await server.kill();
-  }
-});
+  },
+);

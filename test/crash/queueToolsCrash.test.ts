@@ -25,7 +25,8 @@ const ENV = { SERVICE_WORKERS: String(WORKERS) };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function pair(prefix: string): { q: string; dlq: string } {
-  for (let i = 0; ; i++) if (workerOf(`${prefix}.dlq${i}`, WORKERS) !== workerOf(prefix, WORKERS)) return { q: prefix, dlq: `${prefix}.dlq${i}` };
+  for (let i = 0; ; i++)
+    if (workerOf(`${prefix}.dlq${i}`, WORKERS) !== workerOf(prefix, WORKERS)) return { q: prefix, dlq: `${prefix}.dlq${i}` };
 }
 
 async function ok(p: Promise<{ status: number; body: any; text: string }>, what: string): Promise<any> {
@@ -37,7 +38,7 @@ async function ok(p: Promise<{ status: number; body: any; text: string }>, what:
 /** Every record's data id in a topic (paged diffs), in order. */
 async function ids(c: Api, t: string): Promise<number[]> {
   const out: number[] = [];
-  for (let from = 0; ; ) {
+  for (let from = 0; ;) {
     const r = await c.post(`/v0/topics/${t}/diff`, { from_seq: from, limit: 1000 });
     if (r.status === 404) return out;
     assert.equal(r.status, 200, r.text);
@@ -51,7 +52,11 @@ async function setup(c: Api, q: string, dlq: string, qClass: string, dlqClass: s
   await ok(c.put(`/v0/topics/${dlq}`, { durability: dlqClass }), `PUT ${dlq}`);
   await ok(c.put(`/v0/topics/${q}`, { type: 'queue', durability: qClass, lease_ms: 600_000, dead_letter: dlq }), `PUT ${q}`);
   const pad = 'p'.repeat(padBytes);
-  for (let i = 0; i < n; i += 1000) await ok(c.post(`/v0/topics/${q}`, { records: Array.from({ length: Math.min(1000, n - i) }, (_, k) => ({ data: { id: i + k, pad } })) }), 'append');
+  for (let i = 0; i < n; i += 1000)
+    await ok(
+      c.post(`/v0/topics/${q}`, { records: Array.from({ length: Math.min(1000, n - i) }, (_, k) => ({ data: { id: i + k, pad } })) }),
+      'append',
+    );
 }
 
 /** Claims and terms every job of q; returns how many moved. */

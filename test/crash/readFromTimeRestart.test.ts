@@ -24,8 +24,10 @@ async function all(c: Api, t: string): Promise<any[]> {
   return (await ok(c.post(`/v0/topics/${t}/diff`, { limit: 1000 }), `read ${t}`)).records;
 }
 
-const fromTime = async (c: Api, t: string, ts: number) => (await ok(c.post(`/v0/topics/${t}/diff`, { from_ts: ts, limit: 1000 }), `diff ${t} from_ts ${ts}`)).records;
-const watchStart = async (c: Api, t: string, ts: number) => (await ok(c.post('/v0/watch', { topics: { [t]: { from_ts: ts } } }), `watch ${t} from_ts ${ts}`)).topics[t].from_seq;
+const fromTime = async (c: Api, t: string, ts: number) =>
+  (await ok(c.post(`/v0/topics/${t}/diff`, { from_ts: ts, limit: 1000 }), `diff ${t} from_ts ${ts}`)).records;
+const watchStart = async (c: Api, t: string, ts: number) =>
+  (await ok(c.post('/v0/watch', { topics: { [t]: { from_ts: ts } } }), `watch ${t} from_ts ${ts}`)).topics[t].from_seq;
 
 test('timestamps survive SIGKILL and a clean restart; the lookup finds the same records', { timeout: 180_000 }, async () => {
   const dataDir = tempDir('spool-rft-');

@@ -21,7 +21,6 @@ import { client, killServersAfterFile, startServer, tempDir, type Server } from 
 
 killServersAfterFile();
 
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const range = (a: number, b: number): number[] => (b < a ? [] : Array.from({ length: b - a + 1 }, (_, i) => a + i));
 
@@ -75,11 +74,17 @@ async function observe(c: Api, t: string, cls: string, cursors: number[]): Promi
   const state = stable(await ok(c.get(`/v0/topics/${t}?touch=false`), `state ${t}`, 200), cls);
   const diffs: Record<string, any> = {};
   for (const from of cursors) {
-    diffs[`from ${from}`] = stable(await ok(c.post(`/v0/topics/${t}/diff`, { from_seq: from, limit: 1000, include_tags: true }), `diff ${t} ${from}`, 200), cls);
+    diffs[`from ${from}`] = stable(
+      await ok(c.post(`/v0/topics/${t}/diff`, { from_seq: from, limit: 1000, include_tags: true }), `diff ${t} ${from}`, 200),
+      cls,
+    );
   }
   const full = await readAll(c, t, 0, 1000);
   const paged = await readAll(c, t, 0, 7);
-  const strip = (x: { records: any[]; tombstones: any[] }) => ({ records: x.records, tombstones: x.tombstones.map((tb) => stable({ tombstone: tb }, cls).tombstone) });
+  const strip = (x: { records: any[]; tombstones: any[] }) => ({
+    records: x.records,
+    tombstones: x.tombstones.map((tb) => stable({ tombstone: tb }, cls).tombstone),
+  });
   return { state, diffs, full: strip(full), paged: strip(paged) };
 }
 
@@ -193,8 +198,15 @@ for (const v of VARIANTS) {
         assert.equal(d1.deleted, 40);
         const d2 = await ok(c.post(`/v0/topics/${t}/delete`, { before_seq: 11 }), `delete prefix ${t}`, 200);
         assert.equal(d2.deleted, 7, '1..10 minus 3, 6, 9');
-        const d3 = await ok(c.post(`/v0/topics/${t}/delete`, { match: ['tag', 'Glob', 'keep-2*'], before_seq: 100 }), `delete and ${t}`, 200);
-        expected.set(t, range(11, 120).filter((i) => i % 3 !== 0 && !(i % 3 === 1 && i % 5 === 2 && i < 100)));
+        const d3 = await ok(
+          c.post(`/v0/topics/${t}/delete`, { match: ['tag', 'Glob', 'keep-2*'], before_seq: 100 }),
+          `delete and ${t}`,
+          200,
+        );
+        expected.set(
+          t,
+          range(11, 120).filter((i) => i % 3 !== 0 && !(i % 3 === 1 && i % 5 === 2 && i < 100)),
+        );
         assert.equal(d3.count, expected.get(t)!.length, `${t}: count after the deletes`);
       }
       const gone = (i: number) => i < 11 || i % 3 === 0 || (i % 3 === 1 && i % 5 === 2 && i < 100);
@@ -252,7 +264,11 @@ for (const v of VARIANTS) {
         c = client(srv.url);
         const exp = range(1, 300).filter((i) => !dead.some((g) => g(i)));
         const all = await readAll(c, t, 0, 1000);
-        assert.deepEqual(all.records.map((x) => x.$seq), exp, `after round ${k + 1} (${JSON.stringify(round.body)})`);
+        assert.deepEqual(
+          all.records.map((x) => x.$seq),
+          exp,
+          `after round ${k + 1} (${JSON.stringify(round.body)})`,
+        );
         assert.deepEqual(all.tombstones, []);
         const st = await ok(c.get(`/v0/topics/${t}?touch=false`), 'state', 200);
         assert.equal(st.count, exp.length);
@@ -293,15 +309,36 @@ for (const v of VARIANTS) {
           assert.equal(cs.earliest_seq, 16, `${capT} round ${round}: earliest_seq`);
           assert.equal(cs.config.cap_records, 0, 'the relaxed config persisted');
           const d = await ok(c.post(`/v0/topics/${capT}/diff`, { from_seq: 0 }), 'diff', 200);
-          assert.deepEqual(d.records.map((r: any) => r.$seq), [16, 17, 18, 19, 20]);
-          assert.deepEqual(stable(d, cls).tombstone, stable({ tombstone: { gap_from: 1, gap_to: 15, reason: 'cap', missed_estimate: d.tombstone?.missed_estimate, earliest_seq: 16, head_seq: 20 } }, cls).tombstone);
+          assert.deepEqual(
+            d.records.map((r: any) => r.$seq),
+            [16, 17, 18, 19, 20],
+          );
+          assert.deepEqual(
+            stable(d, cls).tombstone,
+            stable(
+              {
+                tombstone: {
+                  gap_from: 1,
+                  gap_to: 15,
+                  reason: 'cap',
+                  missed_estimate: d.tombstone?.missed_estimate,
+                  earliest_seq: 16,
+                  head_seq: 20,
+                },
+              },
+              cls,
+            ).tombstone,
+          );
 
           const ttlT = `relax-ttl-${cls}`;
           const ts = await ok(c.get(`/v0/topics/${ttlT}?touch=false`), 'state', 200);
           assert.equal(ts.count, 1, `${ttlT} round ${round}: only the fresh record`);
           assert.equal(ts.earliest_seq, 6);
           const td = await ok(c.post(`/v0/topics/${ttlT}/diff`, { from_seq: 0 }), 'diff', 200);
-          assert.deepEqual(td.records.map((r: any) => r.data), ['fresh']);
+          assert.deepEqual(
+            td.records.map((r: any) => r.data),
+            ['fresh'],
+          );
           assert.equal(td.tombstone?.reason, 'ttl', `${ttlT}: ttl tombstone`);
           assert.equal(td.tombstone?.gap_from, 1);
           assert.equal(td.tombstone?.gap_to, 5);
@@ -331,7 +368,7 @@ for (const v of VARIANTS) {
       for (const cls of ['fsync', 'disk']) {
         const t = `recreate-${cls}`;
         const st = await ok(c.get(`/v0/topics/${t}?touch=false`), 'state', 200);
-        assert.equal(st.config.cap_records, 2, 'the new instance\'s config');
+        assert.equal(st.config.cap_records, 2, "the new instance's config");
         assert.equal(st.count, 2);
         assert.equal(st.earliest_seq, 2);
         if (cls === 'fsync') assert.equal(st.head_seq, 3);
@@ -342,10 +379,13 @@ for (const v of VARIANTS) {
         assert.equal(d.tombstone?.reason, 'recreated');
         assert.equal(d.tombstone?.gap_from, 1);
         assert.equal(d.tombstone?.gap_to, 1);
-        assert.deepEqual(d.records.map((r: any) => r.data), ['n2', 'n3']);
+        assert.deepEqual(
+          d.records.map((r: any) => r.data),
+          ['n2', 'n3'],
+        );
         assert.equal(d.records[0].$tag, 'new');
         const r = await ok(c.post(`/v0/topics/${t}/delete`, { match: 'old' }), 'delete old tag', 200);
-        assert.equal(r.deleted, 0, 'the old instance\'s records are not in the tag index');
+        assert.equal(r.deleted, 0, "the old instance's records are not in the tag index");
       }
       await srv.stop();
       cleanup(dataDir);
@@ -372,7 +412,11 @@ test('a prefix delete stays in effect across repeated restarts (clean and SIGKIL
     c = client(srv.url);
     for (const cls of ['fsync', 'disk']) {
       const d = await ok(c.post(`/v0/topics/prefix-${cls}/diff`, {}), 'diff', 200);
-      assert.deepEqual(d.records.map((r: any) => r.data), [4, 5], `${cls} after a ${how} restart`);
+      assert.deepEqual(
+        d.records.map((r: any) => r.data),
+        [4, 5],
+        `${cls} after a ${how} restart`,
+      );
       assert.equal(d.earliest_seq, 4);
     }
   }

@@ -60,14 +60,16 @@ async function verify(c: Api, acked: Map<string, string>): Promise<void> {
   for (const id of acked.keys()) assert.ok(srcSeqOf.has(id), `acked source record ${id} lost`);
   const eo = await readAll(c, EO);
   const eoSeqs = eo.map((r) => Number(String(r.meta._spool_router).split(':').pop()));
-  for (let k = 1; k < eoSeqs.length; k++) assert.ok(eoSeqs[k]! > eoSeqs[k - 1]!, `exactly_once: source seq ${eoSeqs[k]} after ${eoSeqs[k - 1]} (duplicate or reorder)`);
+  for (let k = 1; k < eoSeqs.length; k++)
+    assert.ok(eoSeqs[k]! > eoSeqs[k - 1]!, `exactly_once: source seq ${eoSeqs[k]} after ${eoSeqs[k - 1]} (duplicate or reorder)`);
   const eoIds = new Set(eo.map((r) => r.data.id as string));
   assert.equal(eoIds.size, eo.length, 'exactly_once: a duplicate copy');
   for (const r of eo) {
     assert.ok(String(r.$tag).startsWith('k'), `exactly_once: ${r.data.id} does not pass the filter`);
     assert.equal(srcSeqOf.get(r.data.id), eoSeqs[eo.indexOf(r)], 'exactly_once: _spool_router names the wrong source seq');
   }
-  for (const s of src) if (String(s.$tag).startsWith('k')) assert.ok(eoIds.has(s.data.id), `exactly_once: source record ${s.data.id} (seq ${s.$seq}) missing`);
+  for (const s of src)
+    if (String(s.$tag).startsWith('k')) assert.ok(eoIds.has(s.data.id), `exactly_once: source record ${s.data.id} (seq ${s.$seq}) missing`);
   const al = await readAll(c, AL);
   const firstSeen: number[] = [];
   const seen = new Set<string>();
@@ -76,7 +78,8 @@ async function verify(c: Api, acked: Map<string, string>): Promise<void> {
     if (!seen.has(r.data.id)) firstSeen.push(srcSeqOf.get(r.data.id)!);
     seen.add(r.data.id);
   }
-  for (let k = 1; k < firstSeen.length; k++) assert.ok(firstSeen[k]! > firstSeen[k - 1]!, 'at_least_once: first copies out of source order');
+  for (let k = 1; k < firstSeen.length; k++)
+    assert.ok(firstSeen[k]! > firstSeen[k - 1]!, 'at_least_once: first copies out of source order');
   for (const s of src) assert.ok(seen.has(s.data.id), `at_least_once: source record ${s.data.id} missing`);
 }
 
@@ -91,7 +94,10 @@ test('router progress survives SIGKILL: exactly_once no duplicates, at_least_onc
   assert.equal((await c.put(`/v0/topics/${SRC}`, { durability: 'fsync' })).status, 201);
   assert.equal((await c.put(`/v0/topics/${EO}`, { durability: 'fsync' })).status, 201);
   assert.equal((await c.put(`/v0/topics/${AL}`, { durability: 'fsync' })).status, 201);
-  assert.equal((await c.put('/v0/routers/eo', { source: SRC, dest: EO, guarantee: 'exactly_once', filter: ['tag', 'Glob', 'k*'] })).status, 201);
+  assert.equal(
+    (await c.put('/v0/routers/eo', { source: SRC, dest: EO, guarantee: 'exactly_once', filter: ['tag', 'Glob', 'k*'] })).status,
+    201,
+  );
   assert.equal((await c.put('/v0/routers/al', { source: SRC, dest: AL })).status, 201);
   const acked = new Map<string, string>();
   for (let cycle = 0; cycle < CYCLES; cycle++) {
@@ -108,8 +114,14 @@ test('router progress survives SIGKILL: exactly_once no duplicates, at_least_onc
     const id = `after-${cycle}`;
     assert.equal((await c.post(`/v0/topics/${SRC}`, { records: [{ data: { id }, tag: 'k9' }] })).status, 200);
     acked.set(id, 'k9');
-    assert.ok((await readAll(c, EO)).some((r) => r.data.id === id), 'exactly_once: no forwarding after restart');
-    assert.ok((await readAll(c, AL)).some((r) => r.data.id === id), 'at_least_once: no forwarding after restart');
+    assert.ok(
+      (await readAll(c, EO)).some((r) => r.data.id === id),
+      'exactly_once: no forwarding after restart',
+    );
+    assert.ok(
+      (await readAll(c, AL)).some((r) => r.data.id === id),
+      'at_least_once: no forwarding after restart',
+    );
   }
   assert.ok(acked.size > 20, `too few acked records (${acked.size}) to mean anything`);
   assert.equal(await srv.stop(), 0);

@@ -36,11 +36,18 @@ test('a kill -9 pads a disk topic by at most one block, silently; a clean stop p
   const st = (await api.get('/v0/topics/gaps?touch=false')).body;
   assert.equal(st.count, 16, 'padded seqs are not counted');
   const fromOld = (await api.post('/v0/topics/gaps/diff', { from_seq: 14 })).body;
-  assert.deepEqual(fromOld.records.map((r: { $seq: number }) => r.$seq), c.seqs, 'a cursor at the old head reads on');
+  assert.deepEqual(
+    fromOld.records.map((r: { $seq: number }) => r.$seq),
+    c.seqs,
+    'a cursor at the old head reads on',
+  );
   assert.equal(fromOld.tombstone, null, 'padding is silent');
   assert.equal(fromOld.caught_up, true);
   const all = (await api.post('/v0/topics/gaps/diff', { from_seq: 0, limit: 1000 })).body;
-  assert.deepEqual(all.records.map((r: { $seq: number }) => r.$seq), [...range(1, 14), ...c.seqs]);
+  assert.deepEqual(
+    all.records.map((r: { $seq: number }) => r.$seq),
+    [...range(1, 14), ...c.seqs],
+  );
   assert.equal(all.tombstone, null);
   assert.equal(await s2.stop(), 0);
 
@@ -55,7 +62,13 @@ test("docs/API.md says what a client may assume about seqs, with the code's padd
   const start = api.indexOf('### Seqs: what a client may assume');
   assert.ok(start >= 0, 'docs/API.md has the section');
   const section = api.slice(start, api.indexOf('\n## ', start));
-  for (const claim of [/\*\*Monotonic\.\*\*/, /\*\*Contiguous within a batch\.\*\*/, /crash or a restore from a backup/, /Why the padding/, /never by a seq/]) {
+  for (const claim of [
+    /\*\*Monotonic\.\*\*/,
+    /\*\*Contiguous within a batch\.\*\*/,
+    /crash or a restore from a backup/,
+    /Why the padding/,
+    /never by a seq/,
+  ]) {
     assert.match(section, claim);
   }
   assert.ok(section.includes(`${RESERVE_BLOCK_MIN} seqs`), `the block of ${RESERVE_BLOCK_MIN}`);

@@ -58,7 +58,7 @@ async function writableWithin(c: ReturnType<typeof client>, topic: string, acked
 
 async function assertAcked(c: ReturnType<typeof client>, topic: string, acked: number[], what: string): Promise<void> {
   const got: number[] = [];
-  for (let from = 0; ; ) {
+  for (let from = 0; ;) {
     const d = await c.post(`/v0/topics/${topic}/diff`, { from_seq: from, limit: 1000 });
     assert.equal(d.status, 200, `${what}: diff ${JSON.stringify(d.body)}`);
     for (const r of d.body.records) got.push(r.data.i);
@@ -68,68 +68,84 @@ async function assertAcked(c: ReturnType<typeof client>, topic: string, acked: n
   assert.deepEqual(got, acked, `${what}: exactly the acknowledged records`);
 }
 
-test('a restart after the disk filled up takes writes again within seconds (covered WAL files give way)', { skip: tmpfsSkip, timeout: 180_000 }, async () => {
-  // The shape of the report: a volume of five WAL files, checkpoints every 2 s.
-  const { inside, start } = await tmpfsServer(40 * MiB, { SERVICE_WAL_FILE_BYTES: String(4 * MiB), SERVICE_CHECKPOINT_MS: '2000' });
-  let srv: Server = await start();
-  let c = client(srv.url);
-  assert.equal((await c.put('/v0/topics/t', { durability: 'disk' })).status, 201);
-  const acked: number[] = [];
+test(
+  'a restart after the disk filled up takes writes again within seconds (covered WAL files give way)',
+  { skip: tmpfsSkip, timeout: 180_000 },
+  async () => {
+    // The shape of the report: a volume of five WAL files, checkpoints every 2 s.
+    const { inside, start } = await tmpfsServer(40 * MiB, { SERVICE_WAL_FILE_BYTES: String(4 * MiB), SERVICE_CHECKPOINT_MS: '2000' });
+    let srv: Server = await start();
+    let c = client(srv.url);
+    assert.equal((await c.put('/v0/topics/t', { durability: 'disk' })).status, 201);
+    const acked: number[] = [];
 
-  // Full with a filler, then space back, then full again by appends alone.
-  const filler = fill(inside, 'filler');
-  await appendUntilFull(c, 't', acked, 'full by a filler');
-  const ready = await c.get('/v0/ready');
-  assert.equal(ready.body.storage, 'disk_full');
-  // Whichever ran out first (the WAL's next file, or its frames' segment writes), ready and the
-  // log say so, with the space a WAL file needs and what is free.
-  const disk = ready.body.disk;
-  assert.ok(['wal_file', 'segment_writes'].includes(disk.waits_for), JSON.stringify(ready.body));
-  assert.equal(disk.wal_file_bytes, 4 * MiB, `ready says what a WAL file needs: ${JSON.stringify(ready.body)}`);
-  assert.ok(disk.free_bytes < 4 * MiB, `and what is free: ${JSON.stringify(ready.body)}`);
-  if (disk.waits_for === 'wal_file') assert.match(srv.stderr(), /cannot (pre-allocate|create) WAL file \d+: needs 4\.0 MiB for a WAL file, \d+\.\d MiB free/, 'the log says the shortfall');
-  else assert.match(srv.stderr(), /segment writes wait for space; writes are refused/, 'the log says segment writes wait');
-  fs.unlinkSync(filler);
-  await writableWithin(c, 't', acked, 5000, 'space returned');
-  await appendUntilFull(c, 't', acked, 'full by appends');
+    // Full with a filler, then space back, then full again by appends alone.
+    const filler = fill(inside, 'filler');
+    await appendUntilFull(c, 't', acked, 'full by a filler');
+    const ready = await c.get('/v0/ready');
+    assert.equal(ready.body.storage, 'disk_full');
+    // Whichever ran out first (the WAL's next file, or its frames' segment writes), ready and the
+    // log say so, with the space a WAL file needs and what is free.
+    const disk = ready.body.disk;
+    assert.ok(['wal_file', 'segment_writes'].includes(disk.waits_for), JSON.stringify(ready.body));
+    assert.equal(disk.wal_file_bytes, 4 * MiB, `ready says what a WAL file needs: ${JSON.stringify(ready.body)}`);
+    assert.ok(disk.free_bytes < 4 * MiB, `and what is free: ${JSON.stringify(ready.body)}`);
+    if (disk.waits_for === 'wal_file')
+      assert.match(
+        srv.stderr(),
+        /cannot (pre-allocate|create) WAL file \d+: needs 4\.0 MiB for a WAL file, \d+\.\d MiB free/,
+        'the log says the shortfall',
+      );
+    else assert.match(srv.stderr(), /segment writes wait for space; writes are refused/, 'the log says segment writes wait');
+    fs.unlinkSync(filler);
+    await writableWithin(c, 't', acked, 5000, 'space returned');
+    await appendUntilFull(c, 't', acked, 'full by appends');
 
-  // Clean restart, an append (refused or not), SIGKILL, restart: writable again within seconds.
-  assert.equal(await srv.stop(), 0);
-  srv = await start();
-  c = client(srv.url);
-  const r = await c.post('/v0/topics/t', { records: [rec(acked.length)] });
-  if (r.status === 200) acked.push(acked.length);
-  await srv.kill();
-  srv = await start();
-  c = client(srv.url);
-  const tookMs = await writableWithin(c, 't', acked, 5000, 'after the SIGKILL restart');
-  assert.equal((await c.get('/v0/ready')).body.storage, 'ok', `writable in ${tookMs} ms`);
-  await assertAcked(c, 't', acked, 'after the restarts');
-  assert.equal(await srv.stop(), 0);
-});
-
-test('a fresh server on a volume too small for two WAL files starts with smaller ones and takes writes', { skip: tmpfsSkip, timeout: 120_000 }, async () => {
-  // 12 MiB of volume, 8 MiB WAL files configured: the file and its reserve do not fit.
-  const { start } = await tmpfsServer(12 * MiB, { SERVICE_WAL_FILE_BYTES: String(8 * MiB), SERVICE_CHECKPOINT_MS: '1000' });
-  let srv = await start();
-  let c = client(srv.url);
-  assert.match(srv.stderr(), /only \d+\.\d MiB free in .*: WAL files of 1\.0 MiB this run instead of 8\.0 MiB \(SERVICE_WAL_FILE_BYTES\)/);
-  assert.equal((await c.get('/v0/ready')).body.writable, true, 'an empty server on a small volume is writable');
-  assert.equal((await c.put('/v0/topics/t', { durability: 'fsync' })).status, 201);
-  const acked: number[] = [];
-  // More than a WAL file's worth: rotations and checkpoints at the smaller size.
-  for (let i = 0; i < 600; i++) {
+    // Clean restart, an append (refused or not), SIGKILL, restart: writable again within seconds.
+    assert.equal(await srv.stop(), 0);
+    srv = await start();
+    c = client(srv.url);
     const r = await c.post('/v0/topics/t', { records: [rec(acked.length)] });
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    acked.push(acked.length);
-  }
-  await srv.kill();
-  srv = await start();
-  c = client(srv.url);
-  await assertAcked(c, 't', acked, 'after a SIGKILL restart on the small volume');
-  await writableWithin(c, 't', acked, 5000, 'after the restart');
-  assert.equal(await srv.stop(), 0);
-});
+    if (r.status === 200) acked.push(acked.length);
+    await srv.kill();
+    srv = await start();
+    c = client(srv.url);
+    const tookMs = await writableWithin(c, 't', acked, 5000, 'after the SIGKILL restart');
+    assert.equal((await c.get('/v0/ready')).body.storage, 'ok', `writable in ${tookMs} ms`);
+    await assertAcked(c, 't', acked, 'after the restarts');
+    assert.equal(await srv.stop(), 0);
+  },
+);
+
+test(
+  'a fresh server on a volume too small for two WAL files starts with smaller ones and takes writes',
+  { skip: tmpfsSkip, timeout: 120_000 },
+  async () => {
+    // 12 MiB of volume, 8 MiB WAL files configured: the file and its reserve do not fit.
+    const { start } = await tmpfsServer(12 * MiB, { SERVICE_WAL_FILE_BYTES: String(8 * MiB), SERVICE_CHECKPOINT_MS: '1000' });
+    let srv = await start();
+    let c = client(srv.url);
+    assert.match(
+      srv.stderr(),
+      /only \d+\.\d MiB free in .*: WAL files of 1\.0 MiB this run instead of 8\.0 MiB \(SERVICE_WAL_FILE_BYTES\)/,
+    );
+    assert.equal((await c.get('/v0/ready')).body.writable, true, 'an empty server on a small volume is writable');
+    assert.equal((await c.put('/v0/topics/t', { durability: 'fsync' })).status, 201);
+    const acked: number[] = [];
+    // More than a WAL file's worth: rotations and checkpoints at the smaller size.
+    for (let i = 0; i < 600; i++) {
+      const r = await c.post('/v0/topics/t', { records: [rec(acked.length)] });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      acked.push(acked.length);
+    }
+    await srv.kill();
+    srv = await start();
+    c = client(srv.url);
+    await assertAcked(c, 't', acked, 'after a SIGKILL restart on the small volume');
+    await writableWithin(c, 't', acked, 5000, 'after the restart');
+    assert.equal(await srv.stop(), 0);
+  },
+);
 
 test('with no usable snapshot and the WAL start gone, recovery refuses to start instead of rebuilding a part', async () => {
   const srv = await startServer({ env: { SERVICE_WAL_FILE_BYTES: String(MiB), SERVICE_CHECKPOINT_MS: '500' } });
@@ -144,7 +160,11 @@ test('with no usable snapshot and the WAL start gone, recovery refuses to start 
   }
   assert.equal(await srv.stop(), 0);
   for (const n of fs.readdirSync(metaDir(srv.dataDir))) if (n.endsWith('.snap')) fs.unlinkSync(path.join(metaDir(srv.dataDir), n));
-  const r = spawnSync(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: srv.dataDir, SERVICE_PORT: '0' }, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: srv.dataDir, SERVICE_PORT: '0' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(r.status, 1, r.stderr);
   assert.match(r.stderr, /recovery failed: \S+\/wal: no usable snapshot .* the WAL starts at file \d+/);
   assert.ok(fs.readdirSync(walDir(srv.dataDir)).length > 0, 'nothing was removed');

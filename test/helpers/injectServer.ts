@@ -116,7 +116,10 @@ async function inject(app: FastifyInstance, method: string, url: string, opts: R
   if (opts.body !== undefined && opts.body.length > 0) req.payload = opts.body;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${method} ${url}: no complete reply in ${REPLY_TIMEOUT_MS} ms (a stream needs a real socket: test/http)`)), REPLY_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`${method} ${url}: no complete reply in ${REPLY_TIMEOUT_MS} ms (a stream needs a real socket: test/http)`)),
+      REPLY_TIMEOUT_MS,
+    );
   });
   const res = await Promise.race([app.inject(req), timeout]).finally(() => clearTimeout(timer));
   const rawBytes = res.rawPayload;

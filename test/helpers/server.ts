@@ -74,7 +74,14 @@ export async function startServer(opts: StartOptions = {}): Promise<Server> {
   fs.rmSync(portFile, { force: true });
   const [cmd, ...args] = [...(opts.prefix ?? []), process.execPath, CLI, 'serve'];
   const proc = spawn(cmd!, args, {
-    env: { ...process.env, SERVICE_HOST: '127.0.0.1', SERVICE_PORT: '0', SERVICE_PORT_FILE: portFile, SERVICE_DATA_DIR: dataDir, ...opts.env },
+    env: {
+      ...process.env,
+      SERVICE_HOST: '127.0.0.1',
+      SERVICE_PORT: '0',
+      SERVICE_PORT_FILE: portFile,
+      SERVICE_DATA_DIR: dataDir,
+      ...opts.env,
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   running.add(proc);
@@ -134,7 +141,8 @@ export async function req(base: string, method: string, p: string, body?: unknow
   const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
     init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) (init.headers as Record<string, string>)['content-type'] = 'application/json; charset=utf-8';
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type'))
+      (init.headers as Record<string, string>)['content-type'] = 'application/json; charset=utf-8';
   }
   const r = await fetch(base + p, init);
   const text = await r.text();

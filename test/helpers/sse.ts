@@ -167,7 +167,10 @@ export class FrameQueue {
 
   seen(from = 0): string {
     const list = this.frames.slice(from);
-    const shown = list.length > 40 ? [...list.slice(0, 10).map(describeFrame), `… ${list.length - 30} more …`, ...list.slice(-20).map(describeFrame)] : list.map(describeFrame);
+    const shown =
+      list.length > 40
+        ? [...list.slice(0, 10).map(describeFrame), `… ${list.length - 30} more …`, ...list.slice(-20).map(describeFrame)]
+        : list.map(describeFrame);
     return shown.length ? shown.map((s) => '  ' + s).join('\n') : '  (none)';
   }
 
@@ -185,7 +188,8 @@ export class FrameQueue {
       }
       if (this.closed) throw new Error(`stream closed before ${what}; frames since the read position:\n${this.seen(start)}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; frames since the read position:\n${this.seen(start)}`);
+      if (left <= 0)
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; frames since the read position:\n${this.seen(start)}`);
       await this.changed(left);
     }
   }
@@ -195,7 +199,8 @@ export class FrameQueue {
     const deadline = Date.now() + timeoutMs;
     while (!this.closed) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`stream still open after ${timeoutMs} ms; frames:\n${this.seen(Math.max(0, this.frames.length - 20))}`);
+      if (left <= 0)
+        throw new Error(`stream still open after ${timeoutMs} ms; frames:\n${this.seen(Math.max(0, this.frames.length - 20))}`);
       await this.changed(left);
     }
   }
@@ -409,7 +414,13 @@ export function openRawStream(base: string, wid: string, extraHeaders: Record<st
       }
     });
     const hdrs = { host: `${u.hostname}:${u.port}`, accept: 'text/event-stream', ...extraHeaders };
-    socket.write(`GET /v0/watch/${wid} HTTP/1.1\r\n` + Object.entries(hdrs).map(([k, v]) => `${k}: ${v}\r\n`).join('') + '\r\n');
+    socket.write(
+      `GET /v0/watch/${wid} HTTP/1.1\r\n` +
+        Object.entries(hdrs)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('') +
+        '\r\n',
+    );
   });
 }
 
@@ -418,7 +429,8 @@ export function openRawStream(base: string, wid: string, extraHeaders: Record<st
 /** Decodes a composite cursor id (base64url JSON, padding optional) into its map. */
 export function decodeCursor(id: string): Record<string, number> {
   const v = JSON.parse(Buffer.from(id, 'base64url').toString('utf8'));
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error(`cursor ${id} does not decode to an object: ${JSON.stringify(v)}`);
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw new Error(`cursor ${id} does not decode to an object: ${JSON.stringify(v)}`);
   return v as Record<string, number>;
 }
 
@@ -496,14 +508,16 @@ export class CursorTracker {
     switch (ev) {
       case 'record': {
         if (!u64(d.from_seq) || !u64(d.to_seq)) throw new Error(`${ctx}: from_seq/to_seq not u64`);
-        if (d.from_seq !== before) throw new Error(`${ctx}: from_seq ${d.from_seq} is not the cursor ${before} (frames must be contiguous)`);
+        if (d.from_seq !== before)
+          throw new Error(`${ctx}: from_seq ${d.from_seq} is not the cursor ${before} (frames must be contiguous)`);
         if (d.to_seq < d.from_seq) throw new Error(`${ctx}: to_seq ${d.to_seq} < from_seq ${d.from_seq}`);
         if (d.to_seq > d.head_seq) throw new Error(`${ctx}: to_seq ${d.to_seq} > head_seq ${d.head_seq}`);
         if (!Array.isArray(d.records)) throw new Error(`${ctx}: records is not an array`);
         let prev = d.from_seq;
         for (const r of d.records) {
           const s = r?.$seq;
-          if (!u64(s) || s <= prev || s > d.to_seq) throw new Error(`${ctx}: record $seq ${s} not ascending inside (${d.from_seq}, ${d.to_seq}]`);
+          if (!u64(s) || s <= prev || s > d.to_seq)
+            throw new Error(`${ctx}: record $seq ${s} not ascending inside (${d.from_seq}, ${d.to_seq}]`);
           if (this.seen[t]!.has(s)) throw new Error(`${ctx}: seq ${s} of ${t} delivered twice`);
           this.seen[t]!.add(s);
           this.records[t]!.push(r);

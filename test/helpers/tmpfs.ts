@@ -24,7 +24,11 @@ export const tmpfsSkip = canMountNamespaces();
 
 /** A tmpfs of `bytes` at `dir`, visible only inside the namespace of a holder process. */
 async function holdTmpfs(dir: string, bytes: number): Promise<{ holder: ChildProcess; inside: (p: string) => string }> {
-  const holder = spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=${bytes} tmpfs ${dir} && echo ready && exec sleep 3600`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const holder = spawn(
+    'unshare',
+    ['-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=${bytes} tmpfs ${dir} && echo ready && exec sleep 3600`],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   await new Promise<void>((resolve, reject) => {
     holder.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
     holder.once('exit', (code) => reject(new Error(`tmpfs holder exited (${code})`)));

@@ -94,7 +94,11 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
       if (settled) return;
       settled = true;
       socket.destroy();
-      reject(new Error(`GET ${path}: no complete answer within ${timeoutMs} ms (received: ${JSON.stringify(head.toString('latin1').slice(0, 300))})`));
+      reject(
+        new Error(
+          `GET ${path}: no complete answer within ${timeoutMs} ms (received: ${JSON.stringify(head.toString('latin1').slice(0, 300))})`,
+        ),
+      );
     }, timeoutMs);
 
     const s: WorkStream = {
@@ -112,7 +116,8 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
       },
       next: (pred, ms, what) => queue.next(pred, ms, what),
       nextJob: (ms = 5000, what = 'a job frame') => queue.next((f) => f.kind === 'event' && f.event === 'job', ms, what),
-      nextEvent: (event, ms = 5000, pred = () => true) => queue.next((f) => f.kind === 'event' && f.event === event && pred(f), ms, `event: ${event}`),
+      nextEvent: (event, ms = 5000, pred = () => true) =>
+        queue.next((f) => f.kind === 'event' && f.event === event && pred(f), ms, `event: ${event}`),
       collect: (ms) => queue.collect(ms),
       waitClosed: (ms) => queue.waitClosed(ms),
       jobFrames: () => queue.frames.filter((f) => f.kind === 'event' && f.event === 'job'),
@@ -208,7 +213,9 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
       if (!settled) {
         settled = true;
         clearTimeout(timer);
-        reject(new Error(`GET ${path}: connection closed before an answer (received: ${JSON.stringify(head.toString('latin1').slice(0, 300))})`));
+        reject(
+          new Error(`GET ${path}: connection closed before an answer (received: ${JSON.stringify(head.toString('latin1').slice(0, 300))})`),
+        );
       }
     });
     socket.on('error', (e) => {
@@ -220,6 +227,12 @@ export function openWork(base: string, topic: string, opts: WorkOpenOptions = {}
       }
     });
     const method = opts.method ?? 'GET';
-    socket.write(`${method} ${path} HTTP/1.1\r\n` + Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('') + '\r\n');
+    socket.write(
+      `${method} ${path} HTTP/1.1\r\n` +
+        Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('') +
+        '\r\n',
+    );
   });
 }

@@ -46,7 +46,10 @@ describe('topic actors are dropped when nothing holds them', () => {
         assert.equal(del.body.deleted, false, 'a delete of an absent topic deletes nothing');
         // An append refused before it creates anything: a record that is not an object.
         assert.equal((await raw(srv.url, 'POST', `/v0/topics/${absent}`, { body: '{"records":[1]}', headers: JSON_CT })).status, 400);
-        const w = await raw(srv.url, 'POST', '/v0/watch', { body: JSON.stringify({ topics: { [absent]: { tail: true } } }), headers: JSON_CT });
+        const w = await raw(srv.url, 'POST', '/v0/watch', {
+          body: JSON.stringify({ topics: { [absent]: { tail: true } } }),
+          headers: JSON_CT,
+        });
         assert.ok(w.status < 500, `watch on an absent topic: ${w.status}`);
       }
     }

@@ -76,11 +76,16 @@ describe('append basics', () => {
   test('concurrent appends get disjoint contiguous seq ranges', async () => {
     const t = name('conc');
     await c.put(`/v0/topics/${t}`);
-    const rs = await Promise.all(Array.from({ length: 20 }, (_, i) => c.post(`/v0/topics/${t}`, { records: Array.from({ length: 5 }, (_, j) => ({ data: [i, j] })) })));
+    const rs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => c.post(`/v0/topics/${t}`, { records: Array.from({ length: 5 }, (_, j) => ({ data: [i, j] })) })),
+    );
     const all: number[] = [];
     for (const r of rs) {
       assertOk(r, 200);
-      assert.deepEqual(r.body.seqs, [0, 1, 2, 3, 4].map((k) => r.body.first_seq + k));
+      assert.deepEqual(
+        r.body.seqs,
+        [0, 1, 2, 3, 4].map((k) => r.body.first_seq + k),
+      );
       all.push(...r.body.seqs);
     }
     all.sort((a, b) => a - b);
@@ -97,7 +102,10 @@ describe('append basics', () => {
         [0, 1, 2, 3, 4],
         'records of one batch are in array order',
       );
-      assert.ok(batch.every((x: any) => x[0] === batch[0][0]), 'one batch is contiguous');
+      assert.ok(
+        batch.every((x: any) => x[0] === batch[0][0]),
+        'one batch is contiguous',
+      );
     }
   });
 
@@ -157,7 +165,11 @@ describe('stored record shape (docs/API.md "Records")', () => {
     assert.deepEqual(rawDataTexts(d.text), expected);
     assert.equal(expected[4]!.length, 8, '"\\u00e9" is six characters between the quotes');
     const st = await c.get(`/v0/topics/${t}`);
-    assert.equal(st.body.bytes, expected.reduce((n, s) => n + Buffer.byteLength(s), 0), 'bytes measure uses the stored (compact) text');
+    assert.equal(
+      st.body.bytes,
+      expected.reduce((n, s) => n + Buffer.byteLength(s), 0),
+      'bytes measure uses the stored (compact) text',
+    );
   });
 
   test('meta is kept verbatim and omitted when absent', async () => {

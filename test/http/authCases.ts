@@ -56,7 +56,12 @@ export const ROUTES: Route[] = [
 ];
 
 /** A route called with these headers (and query): the status and the parsed body. */
-export type Hit = (r: Route, topic: string, headers: Record<string, string>, query?: Record<string, string>) => Promise<{ status: number; body: any }>;
+export type Hit = (
+  r: Route,
+  topic: string,
+  headers: Record<string, string>,
+  query?: Record<string, string>,
+) => Promise<{ status: number; body: any }>;
 
 /**
  * The four tests of each route: 401 without a key, with a wrong one, and with `?token=` off the

@@ -19,7 +19,11 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 }
 
 /** A stream GET: the status, the body of a refusal; a stream that opened is closed at once. */
-async function callStream(path: string, headers: Record<string, string> = {}, query?: Record<string, string>): Promise<{ status: number; body: any }> {
+async function callStream(
+  path: string,
+  headers: Record<string, string> = {},
+  query?: Record<string, string>,
+): Promise<{ status: number; body: any }> {
   const s = await openStream(srv.url, '', { path, headers, query });
   if (s.status === 200) await s.close();
   else bodies.push(s.text);
@@ -95,7 +99,13 @@ test('one keep-alive connection switching keys is judged per request', async () 
       r.on('error', reject);
     });
   try {
-    for (const [k, want] of [[SECRETS.all, 200], [SECRETS.noRead, 403], ['sk-wrong', 401], [SECRETS.all, 200], [SECRETS.tenant, 403]] as const) {
+    for (const [k, want] of [
+      [SECRETS.all, 200],
+      [SECRETS.noRead, 403],
+      ['sk-wrong', 401],
+      [SECRETS.all, 200],
+      [SECRETS.tenant, 403],
+    ] as const) {
       assert.equal(await get(k), want, k);
     }
     assert.equal(sockets.size, 1, 'all on one connection');

@@ -55,7 +55,10 @@ test('probes are open unless SERVICE_PROBE_AUTH; /v0/metrics always needs read',
   assert.equal((await req(open.url, 'GET', '/v0/metrics', undefined, { authorization: 'Bearer p-2' })).status, 403);
   assert.equal((await req(open.url, 'GET', '/v0/metrics', undefined, { authorization: 'Bearer p-1' })).status, 200);
 
-  const closed = await startServer({ env: { SERVICE_API_KEYS: 'p-1:r, p-2:w', SERVICE_PROBE_AUTH: '1', SERVICE_WORKERS: '1' }, waitReady: false });
+  const closed = await startServer({
+    env: { SERVICE_API_KEYS: 'p-1:r, p-2:w', SERVICE_PROBE_AUTH: '1', SERVICE_WORKERS: '1' },
+    waitReady: false,
+  });
   servers.push(closed);
   const deadline = Date.now() + 30_000;
   while ((await req(closed.url, 'GET', '/v0/ready', undefined, { authorization: 'Bearer p-2' })).status !== 200) {
@@ -86,12 +89,20 @@ test('the client (key option) and the CLI (--key, SPOOL_API_KEY) authenticate', 
       break;
     }
   }
-  await assert.rejects(new Spool({ url: srv.url, key: 'ro-key-8' }).append('cl.a', [{ data: 2 }]), (e: { status?: number; code?: string }) => e.status === 403 && e.code === 'forbidden');
+  await assert.rejects(
+    new Spool({ url: srv.url, key: 'ro-key-8' }).append('cl.a', [{ data: 2 }]),
+    (e: { status?: number; code?: string }) => e.status === 403 && e.code === 'forbidden',
+  );
   await assert.rejects(new Spool({ url: srv.url }).diff('cl.a', {}), (e: { status?: number }) => e.status === 401);
 
   const run = (args: string[], env: Record<string, string> = {}) =>
     spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, SPOOL_URL: srv.url, ...env }, timeout: 30_000 });
-  let r = spawnSync(process.execPath, [CLI, 'append', 'cl.b', '--key', 'cli-key-9'], { input: '{"x":1}\n', encoding: 'utf8', env: { ...process.env, SPOOL_URL: srv.url }, timeout: 30_000 });
+  let r = spawnSync(process.execPath, [CLI, 'append', 'cl.b', '--key', 'cli-key-9'], {
+    input: '{"x":1}\n',
+    encoding: 'utf8',
+    env: { ...process.env, SPOOL_URL: srv.url },
+    timeout: 30_000,
+  });
   assert.equal(r.status, 0, r.stderr);
   r = run(['topics', 'get', 'cl.b', '--json'], { SPOOL_API_KEY: 'ro-key-8' });
   assert.equal(r.status, 0, r.stderr);

@@ -22,7 +22,10 @@ after(async () => {
  */
 async function spread<T>(n: number, send: (i: number) => Promise<T>): Promise<T[]> {
   const c = client(srv.url);
-  const hog = c.post('/v0/topics/bp.hog', { records: Array.from({ length: 4 }, () => ({ data: 'x'.repeat(256 * 1024) })), disable_backpressure: true });
+  const hog = c.post('/v0/topics/bp.hog', {
+    records: Array.from({ length: 4 }, () => ({ data: 'x'.repeat(256 * 1024) })),
+    disable_backpressure: true,
+  });
   const ps: Promise<T>[] = [];
   for (let i = 0; i < n; i++) {
     ps.push(send(i));
@@ -70,7 +73,10 @@ test('disable_backpressure waits instead of refusing, and reports throttle_wait_
     const rs = await burst(c, 'bp.b', 40, { disable_backpressure: true });
     for (const r of rs) assert.equal(r.status, 200, JSON.stringify(r.body));
     const seqs = rs.map((r) => r.body.first_seq).sort((a, b) => a - b);
-    assert.deepEqual(seqs, Array.from({ length: 40 }, (_, i) => total + i + 1));
+    assert.deepEqual(
+      seqs,
+      Array.from({ length: 40 }, (_, i) => total + i + 1),
+    );
     total += 40;
     waited = rs.some((r) => typeof r.body.performance.throttle_wait_ms === 'number');
   }
@@ -121,7 +127,12 @@ test('over the WAL credit, acks and record deletes are refused too, with nothing
   await c.put('/v0/topics/bp.d', { durability: 'fsync' });
   let delRefused = 0;
   for (let round = 0; round < 10 && delRefused === 0; round++) {
-    const first = (await c.post('/v0/topics/bp.d', { records: Array.from({ length: 40 }, (_, i) => ({ data: i, tag: `t${i}` })), disable_backpressure: true })).body.first_seq;
+    const first = (
+      await c.post('/v0/topics/bp.d', {
+        records: Array.from({ length: 40 }, (_, i) => ({ data: i, tag: `t${i}` })),
+        disable_backpressure: true,
+      })
+    ).body.first_seq;
     const rs = await spread(40, (i) => c.post('/v0/topics/bp.d/delete', { match: `t${i}` }));
     for (const r of rs) assert.ok(r.status === 200 || r.status === 429, `delete status ${r.status}`);
     const refused = rs.map((r, i) => (r.status === 429 ? i : -1)).filter((i) => i >= 0);

@@ -12,7 +12,8 @@ function assertCap(r: { status: number; body: any; headers?: Headers | Record<st
   assert.equal(r.status, 429, JSON.stringify(r.body));
   assert.equal(r.body.error.code, 'throttled');
   assert.deepEqual(r.body.error.detail, { limit, max });
-  const h = r.headers instanceof Headers ? r.headers.get('retry-after') : (r.headers as Record<string, unknown> | undefined)?.['retry-after'];
+  const h =
+    r.headers instanceof Headers ? r.headers.get('retry-after') : (r.headers as Record<string, unknown> | undefined)?.['retry-after'];
   assert.equal(h, '1');
 }
 
@@ -60,7 +61,12 @@ describe('per-key caps', () => {
   const streams: SseStream[] = [];
   before(async () => {
     srv = await startServer({
-      env: { SERVICE_API_KEYS: 'cap-key-a, cap-key-b', SERVICE_MAX_INFLIGHT_PER_KEY: '2', SERVICE_MAX_SSE_CONNECTIONS_PER_KEY: '1', SERVICE_WORKERS: '1' },
+      env: {
+        SERVICE_API_KEYS: 'cap-key-a, cap-key-b',
+        SERVICE_MAX_INFLIGHT_PER_KEY: '2',
+        SERVICE_MAX_SSE_CONNECTIONS_PER_KEY: '1',
+        SERVICE_WORKERS: '1',
+      },
     });
     assert.equal((await req(srv.url, 'PUT', '/v0/topics/pk.log', {}, A)).status, 201);
     assert.equal((await req(srv.url, 'PUT', '/v0/topics/pk.q', { type: 'queue' }, A)).status, 201);
@@ -87,7 +93,11 @@ describe('per-key caps', () => {
     streams.push(s1);
     assert.equal(s1.status, 200);
     assertCap(await openStream(srv.url, w2.body.wid, { headers: A }), 'max_sse_connections_per_key', 1);
-    assertCap(await openStream(srv.url, '', { path: '/v0/topics/pk.q/work', query: { node: 'n1' }, headers: A }), 'max_sse_connections_per_key', 1);
+    assertCap(
+      await openStream(srv.url, '', { path: '/v0/topics/pk.q/work', query: { node: 'n1' }, headers: A }),
+      'max_sse_connections_per_key',
+      1,
+    );
     const sb = await openStream(srv.url, '', { path: '/v0/topics/pk.q/work', query: { node: 'n2' }, headers: B });
     streams.push(sb);
     assert.equal(sb.status, 200, 'key B has its own count');

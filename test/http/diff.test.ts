@@ -36,10 +36,7 @@ describe('cursor and watermarks', () => {
     assert.deepEqual(Object.keys(all).sort(), DIFF_KEYS.filter((k) => k in all).sort());
     for (const k of DIFF_KEYS) assert.ok(k in all, `diff response has ${k}`);
     assert.equal(all.topic, t);
-    assert.deepEqual(
-      seqs(all),
-      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-    );
+    assert.deepEqual(seqs(all), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     assert.equal(all.next_from_seq, 10);
     assert.equal(all.head_seq, 10);
     assert.equal(all.earliest_seq, 1);
@@ -50,10 +47,7 @@ describe('cursor and watermarks', () => {
     assert.ok(all.performance.records_scanned >= 10, 'records_scanned counts examined records');
 
     const mid = await c.post(`/v0/topics/${t}/diff`, { from_seq: 3 });
-    assert.deepEqual(
-      seqs(mid.body),
-      [4, 5, 6, 7, 8, 9, 10],
-    );
+    assert.deepEqual(seqs(mid.body), [4, 5, 6, 7, 8, 9, 10]);
     const last = await c.post(`/v0/topics/${t}/diff`, { from_seq: 9 });
     assert.deepEqual(seqs(last.body), [10]);
     const tail = await c.post(`/v0/topics/${t}/diff`, { from_seq: 10 });
@@ -113,10 +107,7 @@ describe('filters and projections', () => {
     assert.equal(tailOnly.body.next_from_seq, 5);
     assert.equal(tailOnly.body.caught_up, true);
     const other = await c.post(`/v0/topics/${t}/diff`, { node: 'zzz' });
-    assert.deepEqual(
-      seqs(other.body),
-      [1, 2, 3, 4, 5],
-    );
+    assert.deepEqual(seqs(other.body), [1, 2, 3, 4, 5]);
     const emptyArr = await c.post(`/v0/topics/${t}/diff`, { node: [] });
     assertOk(emptyArr, 200, 'empty node array filters nothing');
     assert.equal(emptyArr.body.records.length, 5);

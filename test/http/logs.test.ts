@@ -31,7 +31,11 @@ const SECRET_DATA = 'record-secret-7f3a9c';
 
 test('requests at debug carry the request id; record data is never logged; the shutdown summary', async () => {
   const s = await startServer({ env: { SERVICE_LOG_LEVEL: 'debug', SERVICE_DATA_DIRR: 'typo' } });
-  const put = await fetch(`${s.url}/v0/topics/logs.t`, { method: 'PUT', headers: { 'content-type': 'application/json', 'x-request-id': 'req-abc.1' }, body: '{}' });
+  const put = await fetch(`${s.url}/v0/topics/logs.t`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', 'x-request-id': 'req-abc.1' },
+    body: '{}',
+  });
   assert.equal(put.headers.get('x-request-id'), 'req-abc.1', 'echoed');
   const app = await fetch(`${s.url}/v0/topics/logs.t`, {
     method: 'POST',
@@ -39,7 +43,11 @@ test('requests at debug carry the request id; record data is never logged; the s
     body: JSON.stringify({ records: [{ data: { s: SECRET_DATA }, meta: { m: SECRET_DATA } }] }),
   });
   assert.equal(app.status, 200);
-  assert.match(app.headers.get('x-request-id') ?? '', /^[0-9a-f]{8}-[0-9a-z]+$/, 'one is made up when none was sent (process prefix, counter)');
+  assert.match(
+    app.headers.get('x-request-id') ?? '',
+    /^[0-9a-f]{8}-[0-9a-z]+$/,
+    'one is made up when none was sent (process prefix, counter)',
+  );
   const bad = await fetch(`${s.url}/v0/topics/a%2`, { headers: { 'x-request-id': 'bad-url' } });
   assert.equal(bad.status, 400);
   assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'invalid_request');
@@ -52,7 +60,10 @@ test('requests at debug carry the request id; record data is never logged; the s
   assert.equal(req.route, '/v0/topics/:topic');
   const warn = lines.find((l) => l.level === 'warn' && l.setting === 'SERVICE_DATA_DIRR');
   assert.equal(warn?.closest, 'SERVICE_DATA_DIR');
-  assert.ok(lines.find((l) => l.msg === 'effective config'), 'effective config at start');
+  assert.ok(
+    lines.find((l) => l.msg === 'effective config'),
+    'effective config at start',
+  );
   const stopped = lines.find((l) => l.msg === 'stopped');
   assert.ok(stopped, 'shutdown summary');
   assert.ok((stopped.requests as number) >= 2);
@@ -62,7 +73,10 @@ test('requests at debug carry the request id; record data is never logged; the s
 
 test('SIGTERM before the port opens (recovery already running) drains and exits 0', async () => {
   const dir = tempDir();
-  const proc = spawn(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '0' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   let signalled = false;
   let listeningFirst = false;
@@ -81,14 +95,26 @@ test('SIGTERM before the port opens (recovery already running) drains and exits 
   assert.equal(listeningFirst, false, 'the signal came before the port opened');
   assert.equal(code, 0, err);
   const lines = parseLines(err);
-  assert.ok(lines.find((l) => l.msg === 'draining' && l.signal === 'SIGTERM'), 'drained');
-  assert.ok(lines.find((l) => l.msg === 'stopped'), 'shutdown summary');
+  assert.ok(
+    lines.find((l) => l.msg === 'draining' && l.signal === 'SIGTERM'),
+    'drained',
+  );
+  assert.ok(
+    lines.find((l) => l.msg === 'stopped'),
+    'shutdown summary',
+  );
 });
 
 test('a bad setting refuses the start at error with exit 2, and the key value is never printed', () => {
   const dir = tempDir();
   const r = spawnSync(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '70000', SERVICE_ALLOW_INSECURE_NO_AUTH: 'yes', SERVICE_API_KEYS: 'sk-very-secret' },
+    env: {
+      ...process.env,
+      SERVICE_DATA_DIR: dir,
+      SERVICE_PORT: '70000',
+      SERVICE_ALLOW_INSECURE_NO_AUTH: 'yes',
+      SERVICE_API_KEYS: 'sk-very-secret',
+    },
     encoding: 'utf8',
     timeout: 60_000,
   });
@@ -100,7 +126,11 @@ test('a bad setting refuses the start at error with exit 2, and the key value is
   assert.match(err.msg, /SERVICE_ALLOW_INSECURE_NO_AUTH must be one of 1, 0, true, false, got "yes"/);
   assert.doesNotMatch(r.stderr, /sk-very-secret/);
   // A key entry with an unknown scope refuses the start; the message names the scope, never the key.
-  const keys = spawnSync(process.execPath, [CLI, 'serve'], { env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '0', SERVICE_API_KEYS: 'sk-very-secret:reed' }, encoding: 'utf8', timeout: 60_000 });
+  const keys = spawnSync(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: dir, SERVICE_PORT: '0', SERVICE_API_KEYS: 'sk-very-secret:reed' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(keys.status, 2, keys.stderr);
   assert.ok(parseLines(keys.stderr).some((l) => l.level === 'error' && /refused to start/.test(l.msg)));
   assert.doesNotMatch(keys.stderr, /sk-very-secret/, 'the effective config masks the keys');
@@ -120,7 +150,10 @@ test('a busy port refuses the start in one line with exit 2, not a stack trace',
     assert.equal(r.status, 2, r.stderr);
     const errors = parseLines(r.stderr).filter((l) => l.level === 'error');
     assert.equal(errors.length, 1, r.stderr);
-    assert.equal(errors[0]!.msg, `refused to start: port ${port} on 127.0.0.1 is already in use by another process (SERVICE_HOST, SERVICE_PORT)`);
+    assert.equal(
+      errors[0]!.msg,
+      `refused to start: port ${port} on 127.0.0.1 is already in use by another process (SERVICE_HOST, SERVICE_PORT)`,
+    );
     assert.equal(errors[0]!.err, undefined, 'no error object, so no stack');
     assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
   } finally {

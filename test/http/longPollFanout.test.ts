@@ -32,18 +32,31 @@ interface Raw {
 /** One request on its own connection (no agent), the reply read raw. */
 function rawRequest(method: string, p: string, body?: string, headers: Record<string, string> = {}): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const r = http.request({ host: '127.0.0.1', port: srv.port, method, path: p, agent: false, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks), doneNs: process.hrtime.bigint() }));
-      res.on('error', reject);
-    });
+    const r = http.request(
+      {
+        host: '127.0.0.1',
+        port: srv.port,
+        method,
+        path: p,
+        agent: false,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks), doneNs: process.hrtime.bigint() }),
+        );
+        res.on('error', reject);
+      },
+    );
     r.on('error', reject);
     r.end(body);
   });
 }
 
-const diff = (t: string, fromSeq: number, headers: Record<string, string> = {}) => rawRequest('POST', `/v0/topics/${t}/diff`, JSON.stringify({ from_seq: fromSeq, wait_ms: 20000 }), headers);
+const diff = (t: string, fromSeq: number, headers: Record<string, string> = {}) =>
+  rawRequest('POST', `/v0/topics/${t}/diff`, JSON.stringify({ from_seq: fromSeq, wait_ms: 20000 }), headers);
 
 /** The body without its per-request performance block. */
 function withoutPerf(b: Buffer): Record<string, unknown> {
@@ -78,7 +91,10 @@ describe('long-poll fan-out', () => {
     // A diff that did not wait, for the reference body and headers.
     const lone = await rawRequest('POST', `/v0/topics/${t}/diff`, JSON.stringify({ from_seq: 1 }));
     const want = withoutPerf(lone.body);
-    assert.deepEqual((want.records as { $seq: number }[]).map((r) => r.$seq), [2]);
+    assert.deepEqual(
+      (want.records as { $seq: number }[]).map((r) => r.$seq),
+      [2],
+    );
     for (const r of got) {
       assert.equal(r.status, 200);
       assert.deepEqual(withoutPerf(r.body), want);
@@ -120,7 +136,9 @@ describe('long-poll fan-out', () => {
     // Sent once the ack is in, while the waiters' replies are still being written.
     const probe = await rawRequest('GET', '/v0/health');
     assert.equal(probe.status, 200);
-    const done = (await Promise.all(waiters)).map((r) => (assert.equal(r.status, 200), r.doneNs)).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    const done = (await Promise.all(waiters))
+      .map((r) => (assert.equal(r.status, 200), r.doneNs))
+      .sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
     const median = done[done.length >> 1]!;
     assert.ok(a.doneNs < median, `the append's ack came ${Number(a.doneNs - median) / 1e6} ms after the median waiter's reply`);
     assert.ok(probe.doneNs < done[done.length - 1]!, 'a health probe sent after the ack was answered before the last waiter');

@@ -55,7 +55,10 @@ test('oversized headers get 431 with the spec error body', async () => {
 test('a conflicting Content-Length gets 400 and nothing is appended', async () => {
   const body = '{"records":[{"data":1}]}';
   const r = parse(
-    await raw(srv.port, `POST /v0/topics/mal.t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: 3\r\n\r\n${body}`),
+    await raw(
+      srv.port,
+      `POST /v0/topics/mal.t HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nContent-Length: 3\r\n\r\n${body}`,
+    ),
   );
   assert.equal(r.status, 400);
   assert.equal(r.body.error.code, 'invalid_request');

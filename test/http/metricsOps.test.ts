@@ -23,8 +23,14 @@ const JSON_CT = { 'content-type': 'application/json' };
 test('request, error, throttle, append-latency and process metrics after a workload; fsync histogram bounded without scrapes', async () => {
   const s = await startServer({ env: { SERVICE_MAX_TOPICS: '2' } });
   try {
-    for (const [t, d] of [['m.fs', 'fsync'], ['m.mem', 'memory']]) {
-      assert.equal((await fetch(`${s.url}/v0/topics/${t}`, { method: 'PUT', headers: JSON_CT, body: JSON.stringify({ durability: d }) })).status, 201);
+    for (const [t, d] of [
+      ['m.fs', 'fsync'],
+      ['m.mem', 'memory'],
+    ]) {
+      assert.equal(
+        (await fetch(`${s.url}/v0/topics/${t}`, { method: 'PUT', headers: JSON_CT, body: JSON.stringify({ durability: d }) })).status,
+        201,
+      );
     }
     const third = await fetch(`${s.url}/v0/topics/m.third`, { method: 'PUT', headers: JSON_CT, body: '{}' });
     assert.equal(third.status, 429);
@@ -35,9 +41,14 @@ test('request, error, throttle, append-latency and process metrics after a workl
     }
     await fetch(`${s.url}/v0/topics/m.mem`, { method: 'POST', headers: JSON_CT, body: '{"records":[{"data":1}]}' });
     await fetch(`${s.url}/v0/topics/m.absent`, { headers: JSON_CT });
-    assert.equal((await fetch(`${s.url}/v0/topics/m.fs/diff`, { method: 'POST', headers: JSON_CT, body: '{"from_seq":0,"limit":5}' })).status, 200);
+    assert.equal(
+      (await fetch(`${s.url}/v0/topics/m.fs/diff`, { method: 'POST', headers: JSON_CT, body: '{"from_seq":0,"limit":5}' })).status,
+      200,
+    );
     // A watch stream that follows m.fs live: a pushed batch is a delivery, and the topic has a lag series.
-    const created = (await (await fetch(`${s.url}/v0/watch`, { method: 'POST', headers: JSON_CT, body: '{"topics":{"m.fs":{"tail":true}}}' })).json()) as { wid: string };
+    const created = (await (
+      await fetch(`${s.url}/v0/watch`, { method: 'POST', headers: JSON_CT, body: '{"topics":{"m.fs":{"tail":true}}}' })
+    ).json()) as { wid: string };
     const ctl = new AbortController();
     const stream = await fetch(`${s.url}/v0/watch/${created.wid}`, { headers: { accept: 'text/event-stream' }, signal: ctl.signal });
     const reader = stream.body!.getReader();
@@ -64,7 +75,12 @@ test('request, error, throttle, append-latency and process metrics after a workl
     ctl.abort();
     assert.equal(find('spool_append_latency_seconds_count', { durability: 'memory' })?.value, 1);
     assert.ok(find('spool_http_request_duration_seconds_count', { route: '/v0/topics/:topic' }));
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       assert.ok(find(name), `${name} present`);
     }
     const fsyncs = find('spool_wal_fsyncs_total')!.value;
@@ -73,7 +89,9 @@ test('request, error, throttle, append-latency and process metrics after a workl
     assert.equal(all.filter((x) => x.name === 'spool_wal_fsync_latency_seconds_bucket').length, FSYNC_BUCKETS_US.length + 1);
     assert.ok(find('spool_wal_group_frames_count')!.value >= 300, 'every WAL write counted in the group-size histogram');
     assert.ok(find('spool_wal_group_frames_sum')!.value >= find('spool_wal_group_frames_count')!.value);
-    const json = (await (await fetch(`${s.url}/v0/metrics`, { headers: { accept: 'application/json' } })).json()) as { http: { requests: number } };
+    const json = (await (await fetch(`${s.url}/v0/metrics`, { headers: { accept: 'application/json' } })).json()) as {
+      http: { requests: number };
+    };
     assert.ok(json.http.requests >= 304);
   } finally {
     await s.stop();
@@ -85,7 +103,10 @@ test('LatencyBuckets keeps a fixed size however many samples it takes', () => {
   for (let i = 0; i < 100_000; i++) b.observe(i % 200_000);
   assert.equal(b.data.counts.length, FSYNC_BUCKETS_US.length + 1);
   assert.equal(b.data.count, 100_000);
-  assert.equal(b.data.counts.reduce((a, c) => a + c, 0), 100_000);
+  assert.equal(
+    b.data.counts.reduce((a, c) => a + c, 0),
+    100_000,
+  );
   b.observe(50);
   assert.equal(b.snapshot().counts[0], 52, 'le is inclusive (0..50 and the extra 50)');
 });
@@ -105,7 +126,8 @@ function families(text: string): Map<string, { type: string; help: string }> {
 test('every spool_ family follows the Prometheus conventions: seconds, and counters named _total', async () => {
   const s = await startServer({ env: { SERVICE_WORKERS: '1' } });
   try {
-    const call = (method: string, path: string, body: unknown) => fetch(`${s.url}${path}`, { method, headers: JSON_CT, body: JSON.stringify(body) });
+    const call = (method: string, path: string, body: unknown) =>
+      fetch(`${s.url}${path}`, { method, headers: JSON_CT, body: JSON.stringify(body) });
     assert.equal((await call('PUT', '/v0/topics/cv.src', { durability: 'fsync' })).status, 201);
     assert.equal((await call('PUT', '/v0/routers/cv.r', { source: 'cv.src', dest: 'cv.dst' })).status, 201);
     assert.equal((await call('POST', '/v0/topics/cv.src', { records: [{ data: 1 }, { data: 2 }, { data: 3 }] })).status, 200);
@@ -126,7 +148,8 @@ test('every spool_ family follows the Prometheus conventions: seconds, and count
     for (const [name, f] of spool) {
       assert.doesNotMatch(name, /_(ms|us|millis|micros|milliseconds|microseconds)(_|$)/, `${name}: durations in seconds`);
       assert.equal(f.type === 'counter', name.endsWith('_total'), `${name} (${f.type}): a counter, and only a counter, is named _total`);
-      if (f.type === 'histogram' && /latency|duration|time to/i.test(f.help)) assert.match(name, /_seconds$/, `${name}: a duration histogram in seconds`);
+      if (f.type === 'histogram' && /latency|duration|time to/i.test(f.help))
+        assert.match(name, /_seconds$/, `${name}: a duration histogram in seconds`);
       if (/\b(age|uptime|delay)\b/i.test(f.help)) assert.match(name, /_seconds$/, `${name}: ${f.help}`);
     }
     for (const x of all.filter((x) => x.name.startsWith('spool_'))) {
@@ -145,11 +168,18 @@ test('every spool_ family follows the Prometheus conventions: seconds, and count
     const fsyncs = value('spool_wal_fsync_latency_seconds_count')!;
     const fsyncS = value('spool_wal_fsync_latency_seconds_sum')!;
     assert.ok(fsyncs >= 1 && fsyncS > 0 && fsyncS / fsyncs < 1, `mean fsync ${fsyncS / fsyncs} s`);
-    const appendLe = all.filter((x) => x.name === 'spool_append_latency_seconds_bucket' && x.labels.durability === 'fsync').map((x) => x.labels.le);
+    const appendLe = all
+      .filter((x) => x.name === 'spool_append_latency_seconds_bucket' && x.labels.durability === 'fsync')
+      .map((x) => x.labels.le);
     assert.equal(appendLe[0], '0.0001', '0.1 ms as seconds');
     const appendS = value('spool_append_latency_seconds_sum', { durability: 'fsync' })!;
     assert.ok(appendS > 0 && appendS < 10, `append latency sum ${appendS} s`);
-    assert.equal(all.filter((x) => x.name === 'spool_http_request_duration_seconds_bucket' && x.labels.route === '/v0/topics/:topic/diff').at(-2)?.labels.le, '30', '30 000 ms as seconds');
+    assert.equal(
+      all.filter((x) => x.name === 'spool_http_request_duration_seconds_bucket' && x.labels.route === '/v0/topics/:topic/diff').at(-2)
+        ?.labels.le,
+      '30',
+      '30 000 ms as seconds',
+    );
   } finally {
     await s.stop();
   }

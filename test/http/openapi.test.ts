@@ -28,7 +28,10 @@ interface Op {
 interface Doc {
   openapi: string;
   info: { title: string; version: string };
-  components?: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, { type: string; scheme?: string; in?: string; name?: string }> };
+  components?: {
+    schemas?: Record<string, unknown>;
+    securitySchemes?: Record<string, { type: string; scheme?: string; in?: string; name?: string }>;
+  };
   paths: Record<string, Record<string, Op>>;
 }
 
@@ -77,7 +80,10 @@ test("every route of the server's route table is documented", () => {
   });
   for (const [re, methods] of ROUTE_TABLE) {
     for (const m of methods.filter((x) => x !== 'HEAD')) {
-      assert.ok(documented.some((d) => d.method === m && re.test(d.path)), `${m} ${re} has a row in ROUTE_DOCS (src/http/openapi.ts)`);
+      assert.ok(
+        documented.some((d) => d.method === m && re.test(d.path)),
+        `${m} ${re} has a row in ROUTE_DOCS (src/http/openapi.ts)`,
+      );
     }
   }
 });
@@ -91,7 +97,10 @@ test('every documented route exists', async () => {
       const hasBody = method === 'put' || method === 'post';
       const r = await fetch(url, {
         method: method.toUpperCase(),
-        headers: { ...(hasBody ? { 'content-type': 'application/json' } : {}), ...(p.endsWith('/work') ? { accept: 'text/event-stream' } : {}) },
+        headers: {
+          ...(hasBody ? { 'content-type': 'application/json' } : {}),
+          ...(p.endsWith('/work') ? { accept: 'text/event-stream' } : {}),
+        },
         body: hasBody ? '{}' : undefined,
         signal: ctl.signal,
       });
@@ -109,7 +118,19 @@ test('component schemas are named, and the routes refer to them', async () => {
   const doc = (await (await fetch(`${srv.url}/v0/openapi.json`)).json()) as Doc;
   const names = Object.keys(doc.components?.schemas ?? {});
   for (const n of names) assert.match(n, /^[A-Z][A-Za-z]+$/, `a named schema, not ${n}`);
-  for (const n of ['SpoolError', 'TopicConfig', 'AppendRecord', 'Record', 'Tombstone', 'TopicState', 'AppendResult', 'DiffRequest', 'WatchRequest', 'RouterConfig', 'Router']) {
+  for (const n of [
+    'SpoolError',
+    'TopicConfig',
+    'AppendRecord',
+    'Record',
+    'Tombstone',
+    'TopicState',
+    'AppendResult',
+    'DiffRequest',
+    'WatchRequest',
+    'RouterConfig',
+    'Router',
+  ]) {
     assert.ok(names.includes(n), `components.schemas.${n}`);
   }
   const body = (p: string, m: string) => JSON.stringify(doc.paths[p]![m]!.requestBody?.content['application/json']?.schema);
@@ -122,7 +143,10 @@ test('the bearer key is a security scheme, and each operation needs the scopes i
   const doc = (await (await fetch(`${srv.url}/v0/openapi.json`)).json()) as Doc;
   const schemes = doc.components?.securitySchemes ?? {};
   assert.deepEqual({ type: schemes.bearerKey?.type, scheme: schemes.bearerKey?.scheme }, { type: 'http', scheme: 'bearer' });
-  assert.deepEqual({ type: schemes.tokenQuery?.type, in: schemes.tokenQuery?.in, name: schemes.tokenQuery?.name }, { type: 'apiKey', in: 'query', name: 'token' });
+  assert.deepEqual(
+    { type: schemes.tokenQuery?.type, in: schemes.tokenQuery?.in, name: schemes.tokenQuery?.name },
+    { type: 'apiKey', in: 'query', name: 'token' },
+  );
   for (const [key, rule] of Object.entries(ROUTE_RULES)) {
     if (rule.debugOnly) continue; // only with a debug setting (the stage clock), not described
     const [method, p] = key.split(' ') as [string, string];
@@ -130,12 +154,16 @@ test('the bearer key is a security scheme, and each operation needs the scopes i
     assert.ok(op, `${key} is documented`);
     const scopes = [...rule.scopes];
     const want =
-      rule.kind === 'probe' ? [{}, { bearerKey: [] }]
-      : rule.kind === 'watchStream' ? [{ bearerKey: [] }, { tokenQuery: [] }]
-      : rule.kind === 'stream' ? [{ bearerKey: scopes }, { tokenQuery: scopes }]
-      : [{ bearerKey: scopes }];
+      rule.kind === 'probe'
+        ? [{}, { bearerKey: [] }]
+        : rule.kind === 'watchStream'
+          ? [{ bearerKey: [] }, { tokenQuery: [] }]
+          : rule.kind === 'stream'
+            ? [{ bearerKey: scopes }, { tokenQuery: scopes }]
+            : [{ bearerKey: scopes }];
     assert.deepEqual(op.security, want, key);
     assert.ok(op.responses['401'], `${key}: 401 documented`);
-    if (scopes.length > 0) assert.match(op.responses['403']?.description ?? '', new RegExp(scopes.join(' \\+ ')), `${key}: the 403 names the scopes`);
+    if (scopes.length > 0)
+      assert.match(op.responses['403']?.description ?? '', new RegExp(scopes.join(' \\+ ')), `${key}: the 403 names the scopes`);
   }
 });

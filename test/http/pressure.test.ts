@@ -11,7 +11,10 @@ import { startServer, req, Server, Resp } from '../helpers/server.js';
 const FORCED = { SERVICE_PRESSURE_FORCE: '1', SERVICE_PRESSURE_INFLIGHT: '1', SERVICE_PRESSURE_WINDOW_MS: '300', SERVICE_WORKERS: '1' };
 
 /** Sends all at once; returns the responses and the order in which they completed. */
-async function race(srv: Server, sends: [label: string, path: string, body: unknown][]): Promise<{ rs: Map<string, Resp>; order: string[] }> {
+async function race(
+  srv: Server,
+  sends: [label: string, path: string, body: unknown][],
+): Promise<{ rs: Map<string, Resp>; order: string[] }> {
   const order: string[] = [];
   const rs = new Map<string, Resp>();
   await Promise.all(
@@ -28,7 +31,12 @@ describe('ordering (park bound 5 s, 6 parked at most)', () => {
   let srv: Server;
   before(async () => {
     srv = await startServer({ env: { ...FORCED, SERVICE_PRESSURE_PARK_MS: '5000', SERVICE_PRESSURE_MAX_PARKED: '6' } });
-    for (const [t, p] of [['hi', 1000], ['lo', -1000], ['auto.read', null], ['auto.cold', null]] as const) {
+    for (const [t, p] of [
+      ['hi', 1000],
+      ['lo', -1000],
+      ['auto.read', null],
+      ['auto.cold', null],
+    ] as const) {
       assert.equal((await req(srv.url, 'PUT', `/v0/topics/${t}`, { priority: p })).status, 201);
     }
   });
@@ -42,7 +50,11 @@ describe('ordering (park bound 5 s, 6 parked at most)', () => {
     for (let i = 0; i < 3; i++) sends.push([`hi${i}`, '/v0/topics/hi', { records: [{ data: i }] }]);
     const { rs, order } = await race(srv, sends);
     for (const r of rs.values()) assert.equal(r.status, 200);
-    assert.deepEqual(order.slice(0, 3).map((l) => l.slice(0, 2)), ['hi', 'hi', 'hi'], order.join(' '));
+    assert.deepEqual(
+      order.slice(0, 3).map((l) => l.slice(0, 2)),
+      ['hi', 'hi', 'hi'],
+      order.join(' '),
+    );
     for (const r of rs.values()) assert.ok(r.body.performance.throttle_wait_ms >= 250, JSON.stringify(r.body.performance));
   });
 
@@ -61,7 +73,10 @@ describe('ordering (park bound 5 s, 6 parked at most)', () => {
     const head = (await req(srv.url, 'GET', '/v0/topics/lo?touch=false')).body.head_seq;
     const lows = race(srv, sends);
     await new Promise((r) => setTimeout(r, 50));
-    const highs = race(srv, [0, 1, 2].map((i) => [`hi${i}`, '/v0/topics/hi', { records: [{ data: i }] }] as [string, string, unknown]));
+    const highs = race(
+      srv,
+      [0, 1, 2].map((i) => [`hi${i}`, '/v0/topics/hi', { records: [{ data: i }] }] as [string, string, unknown]),
+    );
     const [l, h] = await Promise.all([lows, highs]);
     for (const r of h.rs.values()) assert.equal(r.status, 200);
     const shed = [...l.rs.values()].filter((r) => r.status === 429);
@@ -138,10 +153,15 @@ describe('streams under pressure (pacing tick 300 ms)', () => {
     const s = await openStream(srv.url, w.body.wid);
     try {
       const adv = await s.nextEvent('error', 3000);
-      assert.deepEqual({ ...adv.data, message: undefined }, { code: 429, error: 'throttled', message: undefined, terminal: false, retry_after_ms: 300, topics: ['sp.slow'] });
+      assert.deepEqual(
+        { ...adv.data, message: undefined },
+        { code: 429, error: 'throttled', message: undefined, terminal: false, retry_after_ms: 300, topics: ['sp.slow'] },
+      );
       assert.equal(adv.id, undefined, 'no id: the cursor does not move');
       for (let b = 0; b < 3; b++) {
-        const r = await req(srv.url, 'POST', '/v0/topics/sp.slow', { records: Array.from({ length: 10 }, (_, i) => ({ data: b * 10 + i })) });
+        const r = await req(srv.url, 'POST', '/v0/topics/sp.slow', {
+          records: Array.from({ length: 10 }, (_, i) => ({ data: b * 10 + i })),
+        });
         assert.equal(r.status, 200);
       }
       const t0 = Date.now();
@@ -156,7 +176,11 @@ describe('streams under pressure (pacing tick 300 ms)', () => {
         got.push(...f.data.records.map((r: { data: number }) => r.data));
         at.push(f.at);
       }
-      assert.deepEqual(got, Array.from({ length: 30 }, (_, i) => i), 'every record, in order');
+      assert.deepEqual(
+        got,
+        Array.from({ length: 30 }, (_, i) => i),
+        'every record, in order',
+      );
       assert.ok(at[at.length - 1]! - at[0]! >= 400, `paced: frames ${at.map((x) => x - at[0]!).join(',')} ms apart`);
       assert.equal(s.closed, false, 'the stream stays open');
     } finally {
@@ -186,12 +210,21 @@ test('without pressure, every request past the gate gives its slot back: none he
     // Appends hold a slot until their response closes; diffs pass; a refused request (404) too.
     await Promise.all(
       Array.from({ length: 64 }, (_, i) =>
-        i % 3 === 0 ? req(srv.url, 'POST', '/v0/topics/held/diff', { from_seq: 0 }) : i % 3 === 1 ? req(srv.url, 'POST', '/v0/topics/held', { records: [{ data: i }] }) : req(srv.url, 'GET', '/v0/topics/nope'),
+        i % 3 === 0
+          ? req(srv.url, 'POST', '/v0/topics/held/diff', { from_seq: 0 })
+          : i % 3 === 1
+            ? req(srv.url, 'POST', '/v0/topics/held', { records: [{ data: i }] })
+            : req(srv.url, 'GET', '/v0/topics/nope'),
       ),
     );
     // A client that goes away with its append unanswered gives the slot back as well.
     const ctl = new AbortController();
-    const gone = fetch(`${srv.url}/v0/topics/held/diff`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"from_seq":999,"wait_ms":10000}', signal: ctl.signal }).catch(() => undefined);
+    const gone = fetch(`${srv.url}/v0/topics/held/diff`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"from_seq":999,"wait_ms":10000}',
+      signal: ctl.signal,
+    }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 100));
     ctl.abort();
     await gone;

@@ -162,7 +162,13 @@ describe('metrics', () => {
     'spool_topic_queue_oldest_ready_age_seconds',
     'spool_topic_metrics_truncated',
   ];
-  const COUNTERS = ['spool_wal_frames_total', 'spool_wal_batches_total', 'spool_wal_fsyncs_total', 'spool_wal_bytes_written_total', 'spool_topic_queue_dead_lettered_total'];
+  const COUNTERS = [
+    'spool_wal_frames_total',
+    'spool_wal_batches_total',
+    'spool_wal_fsyncs_total',
+    'spool_wal_bytes_written_total',
+    'spool_topic_queue_dead_lettered_total',
+  ];
   const CLASSES = ['ephemeral', 'memory', 'disk', 'fsync'];
 
   test('Prometheus text: content type, HELP/TYPE before every family, the spool_ families', async () => {
@@ -224,7 +230,9 @@ describe('metrics', () => {
     one(samples, 'spool_wal_fsync_latency_seconds_sum');
     assert.equal(buckets.find((b) => b.labels.le === '+Inf')!.value, count, '+Inf bucket equals _count');
     assert.ok(count >= 1, 'fsync latency observed');
-    const sorted = [...buckets].sort((a, b) => Number(a.labels.le === '+Inf' ? Infinity : a.labels.le) - Number(b.labels.le === '+Inf' ? Infinity : b.labels.le));
+    const sorted = [...buckets].sort(
+      (a, b) => Number(a.labels.le === '+Inf' ? Infinity : a.labels.le) - Number(b.labels.le === '+Inf' ? Infinity : b.labels.le),
+    );
     for (let i = 1; i < sorted.length; i++) assert.ok(sorted[i]!.value >= sorted[i - 1]!.value, 'buckets are cumulative');
   });
 
@@ -237,7 +245,11 @@ describe('metrics', () => {
     // Job 1 was delivered once (max_deliveries 1): nacked, its next delivery moves it instead.
     await c.post(`/v0/topics/${q}/nack`, { node: 'w', seqs: [1] });
     const again = await c.post(`/v0/topics/${q}/claim`, { node: 'w2', max: 1 });
-    assert.deepEqual(again.body.claimed.map((j: any) => j.$seq), [3], 'job 1 went to the dead-letter topic');
+    assert.deepEqual(
+      again.body.claimed.map((j: any) => j.$seq),
+      [3],
+      'job 1 went to the dead-letter topic',
+    );
     let samples = parseProm((await raw(srv.url, 'GET', '/v0/metrics')).text).samples;
     for (let i = 0; i < 50 && one(samples, 'spool_topic_queue_dead_lettered_total', { topic: q }) !== 1; i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -249,7 +261,11 @@ describe('metrics', () => {
     const age = one(samples, 'spool_topic_queue_oldest_ready_age_seconds', { topic: q });
     assert.ok(age >= 0 && age < 60, `oldest ready age ${age} s`);
     assert.ok(one(samples, 'spool_queue_leases_in_flight') >= 2);
-    assert.equal(samples.filter((x) => x.name === 'spool_topic_queue_ready' && x.labels.topic === `${q}.dlq`).length, 0, 'a log topic has no queue series');
+    assert.equal(
+      samples.filter((x) => x.name === 'spool_topic_queue_ready' && x.labels.topic === `${q}.dlq`).length,
+      0,
+      'a log topic has no queue series',
+    );
     const j = await c.get('/v0/metrics', { accept: 'application/json' });
     assert.ok(j.body.queue_leases_in_flight >= 2);
     assert.ok(j.body.queue_topics >= 1);
@@ -275,7 +291,22 @@ describe('metrics', () => {
     await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] });
     const r = await c.get('/v0/metrics', { accept: 'application/json' });
     const b = assertOk(r, 200);
-    const numeric = ['topics', 'topics_ephemeral', 'topics_memory', 'topics_disk', 'topics_fsync', 'routers', 'records_live', 'bytes_live', 'queue_topics', 'queue_leases_in_flight', 'sse_connections', 'watch_sessions', 'replay_progress', 'uptime_ms'];
+    const numeric = [
+      'topics',
+      'topics_ephemeral',
+      'topics_memory',
+      'topics_disk',
+      'topics_fsync',
+      'routers',
+      'records_live',
+      'bytes_live',
+      'queue_topics',
+      'queue_leases_in_flight',
+      'sse_connections',
+      'watch_sessions',
+      'replay_progress',
+      'uptime_ms',
+    ];
     for (const k of numeric) assert.equal(typeof b[k], 'number', `metrics JSON ${k}`);
     assert.equal(b.ready, true);
     assert.equal(b.replay_progress, 1);

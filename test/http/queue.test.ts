@@ -238,7 +238,11 @@ describe('job states (docs/QUEUES.md "Job states")', () => {
     assert.deepEqual(n.skipped, [3]);
     const cl3 = await claim(c, q, { node: 'w-a', max: 2 });
     assert.deepEqual(seqsOf(cl3.body.claimed), seqsOf(cl2.body.claimed));
-    assert.deepEqual(cl3.body.claimed.map((j: any) => j.deliveries), [2, 2], 'one nack each, not two');
+    assert.deepEqual(
+      cl3.body.claimed.map((j: any) => j.deliveries),
+      [2, 2],
+      'one nack each, not two',
+    );
     const e = await extend(c, q, { node: 'w-a', seqs: [4, 4], lease_ms: 1000 });
     assert.equal(e.body.extended, 1);
     assert.deepEqual(e.body.skipped, [4]);
@@ -363,10 +367,14 @@ describe('job states (docs/QUEUES.md "Job states")', () => {
     const lastDeadline = Math.max(...cl.body.claimed.map((j: any) => j.deadline));
     await sleepPast(lastDeadline, 50);
     // lazy expiry: the next operation sees it; the counters report the jobs ready
-    await eventually(async () => {
-      const k = await counters(c, q);
-      return (k.ready === 2 && k.in_flight === 0) || JSON.stringify(k);
-    }, 3000, 'expired leases to count as ready');
+    await eventually(
+      async () => {
+        const k = await counters(c, q);
+        return (k.ready === 2 && k.in_flight === 0) || JSON.stringify(k);
+      },
+      3000,
+      'expired leases to count as ready',
+    );
     const [j1, j2] = cl.body.claimed;
     const a = await ack(c, q, { node: 'w-a', seqs: [1], lease_ids: [j1.lease_id] });
     assert.deepEqual([a.acked, a.skipped], [0, [1]], 'ack after expiry (with token)');
@@ -380,8 +388,15 @@ describe('job states (docs/QUEUES.md "Job states")', () => {
     // another node gets both, second delivery
     const b = await claim(c, q, { node: 'w-b', max: 5 });
     assert.deepEqual(seqsOf(b.body.claimed), [1, 2]);
-    assert.deepEqual(b.body.claimed.map((j: any) => j.deliveries), [2, 2]);
-    assert.equal(b.body.claimed.some((j: any) => j.lease_id === j1.lease_id || j.lease_id === j2.lease_id), false, 'new lease ids');
+    assert.deepEqual(
+      b.body.claimed.map((j: any) => j.deliveries),
+      [2, 2],
+    );
+    assert.equal(
+      b.body.claimed.some((j: any) => j.lease_id === j1.lease_id || j.lease_id === j2.lease_id),
+      false,
+      'new lease ids',
+    );
     // and the old holder still cannot touch them
     const late = await ack(c, q, { node: 'w-a', seqs: [1, 2] });
     assert.deepEqual([late.acked, late.skipped, late.in_flight], [0, [1, 2], 2]);
@@ -395,14 +410,20 @@ describe('job states (docs/QUEUES.md "Job states")', () => {
     await sleepPast(Math.max(...first.body.claimed.map((j: any) => j.deadline)), 50);
     const second = await claim(c, q, { node: 'w-b', max: 3 });
     assert.deepEqual(seqsOf(second.body.claimed), [1, 2, 3], 'the three expired jobs, not the fresh 4 and 5');
-    assert.deepEqual(second.body.claimed.map((j: any) => j.deliveries), [2, 2, 2]);
+    assert.deepEqual(
+      second.body.claimed.map((j: any) => j.deliveries),
+      [2, 2, 2],
+    );
     // a nacked job (reclaim list) also comes before the remaining fresh ones
     await nack(c, q, { node: 'w-b', seqs: [3] });
     const third = await claim(c, q, { node: 'w-c', max: 1 });
     assert.deepEqual(seqsOf(third.body.claimed), [3], 'the nacked job before fresh job 4');
     const fourth = await claim(c, q, { node: 'w-c', max: 5 });
     assert.deepEqual(seqsOf(fourth.body.claimed), [4, 5]);
-    assert.deepEqual(fourth.body.claimed.map((j: any) => j.deliveries), [1, 1]);
+    assert.deepEqual(
+      fourth.body.claimed.map((j: any) => j.deliveries),
+      [1, 1],
+    );
   });
 });
 
@@ -449,7 +470,10 @@ describe('dead-lettering', () => {
     for (let round = 1; round <= 2; round++) {
       const cl = await claim(c, q, { node: 'w-a', max: 2 });
       assert.deepEqual(seqsOf(cl.body.claimed), [1, 2], `round ${round}`);
-      assert.deepEqual(cl.body.claimed.map((j: any) => j.deliveries), [round, round]);
+      assert.deepEqual(
+        cl.body.claimed.map((j: any) => j.deliveries),
+        [round, round],
+      );
       const n = await nack(c, q, { node: 'w-a', seqs: [1, 2] });
       assert.equal(n.nacked, 2);
     }
@@ -516,7 +540,10 @@ describe('dead-lettering', () => {
     const ds = await qstate(c, dlq);
     assert.deepEqual(ds.config, put.body.config, 'the existing config is kept');
     const recs = await diffAll(c, dlq);
-    assert.deepEqual(recs.map((r) => r.data), ['pre-existing', 'poison']);
+    assert.deepEqual(
+      recs.map((r) => r.data),
+      ['pre-existing', 'poison'],
+    );
     assert.equal(recs[1].meta.$dead_letter_deliveries, 1);
     assert.equal(recs[1].meta.$dead_letter_src_seq, 1);
     assert.equal(recs[1].meta.$dead_letter_from, q);
@@ -563,9 +590,15 @@ describe('claim_jitter_ms cohorts', () => {
     assert.equal(b.body.count, 20, 'max 20 gets 20');
     const all = [...seqsOf(a.body.claimed), ...seqsOf(b.body.claimed)];
     assert.equal(new Set(all).size, 30, 'no job handed to both');
-    assert.deepEqual([...all].sort((x, y) => x - y), Array.from({ length: 30 }, (_, i) => i + 1));
+    assert.deepEqual(
+      [...all].sort((x, y) => x - y),
+      Array.from({ length: 30 }, (_, i) => i + 1),
+    );
     // the first claim to arrive opened the window: it waited about W
-    assert.ok(Math.max(a.elapsed, b.elapsed) >= W - CLOCK_MARGIN, `a claim waits for the window (${a.elapsed} ms, ${b.elapsed} ms; window ${W})`);
+    assert.ok(
+      Math.max(a.elapsed, b.elapsed) >= W - CLOCK_MARGIN,
+      `a claim waits for the window (${a.elapsed} ms, ${b.elapsed} ms; window ${W})`,
+    );
     for (const x of [a, b]) assert.ok(x.elapsed < W + 5000, `answered after the window, not much later (${x.elapsed} ms)`);
     assert.deepEqual(await counters(c, q), { ready: 0, in_flight: 30, dead_lettered: 0 });
   });
@@ -684,7 +717,10 @@ describe('diff and watch never touch leases', () => {
     assert.deepEqual(before, { ready: 1, in_flight: 2, dead_lettered: 0 });
     const recs = await diffAll(c, q, { include_tags: true });
     assert.deepEqual(seqsOf(recs), [1, 2, 3]);
-    assert.deepEqual(recs.map((r) => r.data), ['a', 'b', 'c']);
+    assert.deepEqual(
+      recs.map((r) => r.data),
+      ['a', 'b', 'c'],
+    );
     assert.equal(recs[0].$tag, 't-a');
     assert.deepEqual(recs[1].meta, { k: 1 });
     for (const r of recs) assert.ok(!('lease_id' in r) && !('deliveries' in r) && !('deadline' in r), 'diff records carry no lease fields');
@@ -718,13 +754,23 @@ describe('diff and watch never touch leases', () => {
     assert.deepEqual(await counters(c, q), { ready: 2, in_flight: 1, dead_lettered: 0 }, 'counters unchanged by watch');
     const other = await claim(c, q, { node: 'w-b', max: 10 });
     assert.deepEqual(seqsOf(other.body.claimed), [2, 3]);
-    assert.deepEqual(other.body.claimed.map((j: any) => j.deliveries), [1, 1]);
+    assert.deepEqual(
+      other.body.claimed.map((j: any) => j.deliveries),
+      [1, 1],
+    );
     const a = await ack(c, q, { node: 'w-a', seqs: [1], lease_ids: [cl.body.claimed[0].lease_id] });
     assert.equal(a.acked, 1);
     // an ack deletes silently for watchers too: appending and reading on shows no tombstone
     await appendJobs(c, q, 1);
     const f = await s.nextEvent('record', 5000);
-    assert.deepEqual(f.data.records.map((r: any) => r.$seq), [4]);
-    assert.equal(s.frames.some((x) => x.event === 'tombstone'), false, 'an ack never yields a tombstone');
+    assert.deepEqual(
+      f.data.records.map((r: any) => r.$seq),
+      [4],
+    );
+    assert.equal(
+      s.frames.some((x) => x.event === 'tombstone'),
+      false,
+      'an ack never yields a tombstone',
+    );
   });
 });

@@ -43,7 +43,10 @@ test('a waiting claim gets a job appended meanwhile, at once', async () => {
   await appendJobs(c, q, [{ data: 'late' }, { data: 'later' }]);
   const r = await waiting;
   assert.deepEqual(seqsOf(r.body.claimed), [1, 2]);
-  assert.deepEqual(r.body.claimed.map((j: any) => j.data), ['late', 'later']);
+  assert.deepEqual(
+    r.body.claimed.map((j: any) => j.data),
+    ['late', 'later'],
+  );
   assert.equal(r.body.claimed[0].deliveries, 1);
   assert.ok(r.t1 - appendedAt < 1000, `answered ${r.t1 - appendedAt} ms after the append`);
 });
@@ -124,7 +127,8 @@ test('a queue deleted while a claim waits answers 404; a bad wait_ms is 400', as
   assertError(await waiting, 404, 'topic_not_found');
   const q2 = name();
   await mkQueue(c, q2);
-  for (const bad of [-1, 1.5, '100', null]) assertError(await c.post(`/v0/topics/${q2}/claim`, { node: 'w', wait_ms: bad }), 400, 'invalid_request');
+  for (const bad of [-1, 1.5, '100', null])
+    assertError(await c.post(`/v0/topics/${q2}/claim`, { node: 'w', wait_ms: bad }), 400, 'invalid_request');
   // over the clamp: accepted (clamped to 30 s, as on diff); a job is there, so it answers at once
   await appendJobs(c, q2, 1);
   assert.equal((await claim(c, q2, { node: 'w', wait_ms: 10 ** 9 })).body.count, 1);

@@ -45,8 +45,10 @@ async function sequence(): Promise<string[]> {
   const problems: string[] = [];
   const counters = { count: st.count, ...st.queue };
   const want = { count: 0, ready: 0, in_flight: 0, dead_lettered: 1 };
-  if (JSON.stringify(counters) !== JSON.stringify(want)) problems.push(`${q}: state ${JSON.stringify(counters)}, want ${JSON.stringify(want)}`);
-  if (recs.length !== 1 || recs[0].meta?.$dead_letter_src_seq !== 1 || recs[0].meta?.$dead_letter_from !== q) problems.push(`${dlq}: holds ${JSON.stringify(recs)}`);
+  if (JSON.stringify(counters) !== JSON.stringify(want))
+    problems.push(`${q}: state ${JSON.stringify(counters)}, want ${JSON.stringify(want)}`);
+  if (recs.length !== 1 || recs[0].meta?.$dead_letter_src_seq !== 1 || recs[0].meta?.$dead_letter_from !== q)
+    problems.push(`${dlq}: holds ${JSON.stringify(recs)}`);
   return problems;
 }
 

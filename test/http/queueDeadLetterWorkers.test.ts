@@ -132,14 +132,21 @@ for (const sameWorker of [false, true]) {
       const inLog = await diffAll(c, q, { include_meta: true });
       assert.equal(inLog.length, 1, 'the job is not lost');
       assert.deepEqual(inLog[0].data, POISON.data);
-      assert.deepEqual((await diffAll(c, dlq)).map((r) => r.data), ['blocker']);
+      assert.deepEqual(
+        (await diffAll(c, dlq)).map((r) => r.data),
+        ['blocker'],
+      );
 
       // Make room: delete the blocker. The next retry (at most 2 s away) gets through.
       const del = await c.post(`/v0/topics/${dlq}/delete`, { before_seq: 2 });
       assertOk(del, 200, 'delete the blocker');
       assert.equal(del.body.deleted, 1);
       const t0 = Date.now();
-      await eventually(async () => (await qstate(c, dlq)).count === 1 && (await diffAll(c, dlq)).length === 1, 6000, 'the job in the dead-letter topic after the blocker went');
+      await eventually(
+        async () => (await qstate(c, dlq)).count === 1 && (await diffAll(c, dlq)).length === 1,
+        6000,
+        'the job in the dead-letter topic after the blocker went',
+      );
       const waited = Date.now() - t0;
       const recs = await diffAll(c, dlq, { include_meta: true });
       assert.equal(recs.length, 1);

@@ -61,7 +61,10 @@ test('every live lease: seq, node, deliveries, deadline, via; settled and expire
   await ack(c, q, { node: 'alpha', seqs: [2] });
   await sleep(400); // beta's 300 ms leases run out
   l = await leases(q);
-  assert.deepEqual(l.leases.map((x: any) => x.$seq), [1]);
+  assert.deepEqual(
+    l.leases.map((x: any) => x.$seq),
+    [1],
+  );
   assert.equal(l.in_flight, 1);
   assert.equal(l.ready, 4);
 });
@@ -73,21 +76,36 @@ test('pages by from_seq and limit; filters by node; /work leases say so', async 
   await claim(c, q, { node: 'n1', max: 3 });
   await claim(c, q, { node: 'n2', max: 2 });
   const ctl = new AbortController();
-  const res = await fetch(`${srv.url}/v0/topics/${q}/work?node=streamer&max=2`, { headers: { accept: 'text/event-stream' }, signal: ctl.signal });
+  const res = await fetch(`${srv.url}/v0/topics/${q}/work?node=streamer&max=2`, {
+    headers: { accept: 'text/event-stream' },
+    signal: ctl.signal,
+  });
   const reader = res.body!.getReader();
   let text = '';
   while ((text.match(/event: job/g) ?? []).length < 2) text += new TextDecoder().decode((await reader.read()).value);
   try {
     const p1 = await leases(q, '?limit=3');
-    assert.deepEqual(p1.leases.map((x: any) => x.$seq), [1, 2, 3]);
+    assert.deepEqual(
+      p1.leases.map((x: any) => x.$seq),
+      [1, 2, 3],
+    );
     assert.equal(p1.next_from_seq, 3);
     const p2 = await leases(q, `?limit=3&from_seq=${p1.next_from_seq}`);
-    assert.deepEqual(p2.leases.map((x: any) => x.$seq), [4, 5, 6]);
+    assert.deepEqual(
+      p2.leases.map((x: any) => x.$seq),
+      [4, 5, 6],
+    );
     const p3 = await leases(q, `?limit=3&from_seq=${p2.next_from_seq}`);
-    assert.deepEqual(p3.leases.map((x: any) => [x.$seq, x.node, x.via]), [[7, 'streamer', 'work']]);
+    assert.deepEqual(
+      p3.leases.map((x: any) => [x.$seq, x.node, x.via]),
+      [[7, 'streamer', 'work']],
+    );
     assert.equal(p3.next_from_seq, undefined);
     const n2 = await leases(q, '?node=n2');
-    assert.deepEqual(n2.leases.map((x: any) => x.$seq), [4, 5]);
+    assert.deepEqual(
+      n2.leases.map((x: any) => x.$seq),
+      [4, 5],
+    );
     assert.equal(n2.in_flight, 7, 'in_flight counts every lease');
     assert.deepEqual((await leases(q, '?node=nobody')).leases, []);
     assert.equal((await leases(q, '?limit=0')).count, 7, 'limit 0 means the default');
@@ -96,7 +114,10 @@ test('pages by from_seq and limit; filters by node; /work leases say so', async 
   }
   // the stream closed: its leases are released at once
   await sleep(200);
-  assert.deepEqual((await leases(q)).leases.map((x: any) => x.$seq), [1, 2, 3, 4, 5]);
+  assert.deepEqual(
+    (await leases(q)).leases.map((x: any) => x.$seq),
+    [1, 2, 3, 4, 5],
+  );
 });
 
 test('errors: absent topic 404, log topic 409, bad query 400, POST 405', async () => {
@@ -106,6 +127,7 @@ test('errors: absent topic 404, log topic 409, bad query 400, POST 405', async (
   assertError(await c.get(`/v0/topics/${log}/leases`), 409, 'not_a_queue');
   const q = name();
   await mkQueue(c, q);
-  for (const bad of ['limit=-1', 'limit=x', 'from_seq=1.5', `node=${'x'.repeat(200)}`]) assertError(await c.get(`/v0/topics/${q}/leases?${bad}`), 400, 'invalid_request', bad);
+  for (const bad of ['limit=-1', 'limit=x', 'from_seq=1.5', `node=${'x'.repeat(200)}`])
+    assertError(await c.get(`/v0/topics/${q}/leases?${bad}`), 400, 'invalid_request', bad);
   assert.equal((await c.post(`/v0/topics/${q}/leases`, {})).status, 405);
 });

@@ -41,7 +41,7 @@ async function redrive(q: string, body: Record<string, unknown> = {}): Promise<a
 
 /** Dead-letters every job of q at once (claim all, term all); returns the seqs. */
 async function deadLetterAll(q: string, n: number): Promise<void> {
-  for (let left = n; left > 0; ) {
+  for (let left = n; left > 0;) {
     const got = await claim(c, q, { node: 'killer', max: 1000 });
     const seqs = got.body.claimed.map((j: any) => j.$seq);
     const t = assertOk(await c.post(`/v0/topics/${q}/term`, { node: 'killer', seqs }), 200);
@@ -57,13 +57,19 @@ const JOBS = [
   { data: null, tag: 'img' },
 ];
 
-test('all of a queue\'s dead letters come back as they were; other records stay; visible at once', async () => {
+test("all of a queue's dead letters come back as they were; other records stay; visible at once", async () => {
   const { q, dlq } = pair();
   const other = name('other');
   await mkQueue(c, q, { lease_ms: 60_000, max_deliveries: 1, dead_letter: dlq });
   await mkQueue(c, other, { dead_letter: dlq });
   // The first job's data as raw text: a number beyond 2^53 and an exponent must come back as sent.
-  assertOk(await c.post(`/v0/topics/${q}`, `{"records":[{"data":{"n":1,"big":12345678901234567890,"e":1E400},"tag":"img","node":"producer","meta":{"trace":"a","z":[1,{"y":2}]}}]}`), 200);
+  assertOk(
+    await c.post(
+      `/v0/topics/${q}`,
+      `{"records":[{"data":{"n":1,"big":12345678901234567890,"e":1E400},"tag":"img","node":"producer","meta":{"trace":"a","z":[1,{"y":2}]}}]}`,
+    ),
+    200,
+  );
   await appendJobs(c, q, JOBS.slice(1));
   await appendJobs(c, other, [{ data: 'not mine' }]);
   await deadLetterAll(q, 3);
@@ -71,21 +77,38 @@ test('all of a queue\'s dead letters come back as they were; other records stay;
   await appendJobs(c, dlq, [{ data: 'no stamps', meta: { $dead_letter_from: q } }]);
   assert.equal((await qstate(c, q)).count, 0);
   const r = await redrive(q);
-  assert.deepEqual({ from: r.from, redriven: r.redriven, skipped: r.skipped, more: r.more, ready: r.ready, in_flight: r.in_flight }, { from: dlq, redriven: 3, skipped: [], more: false, ready: 3, in_flight: 0 });
+  assert.deepEqual(
+    { from: r.from, redriven: r.redriven, skipped: r.skipped, more: r.more, ready: r.ready, in_flight: r.in_flight },
+    { from: dlq, redriven: 3, skipped: [], more: false, ready: 3, in_flight: 0 },
+  );
   // At once: both topics show the move.
   const back = await diffAll(c, q, { include_meta: true });
-  assert.deepEqual(back.map((x) => x.$seq), [4, 5, 6], 'fresh seqs at the end of the queue');
+  assert.deepEqual(
+    back.map((x) => x.$seq),
+    [4, 5, 6],
+    'fresh seqs at the end of the queue',
+  );
   const raw = await c.post(`/v0/topics/${q}/diff`, { from_seq: 3, include_tags: true });
   assert.ok(raw.text.includes('"data":{"n":1,"big":12345678901234567890,"e":1E400}'), `data kept verbatim: ${raw.text.slice(0, 300)}`);
-  assert.deepEqual(back.map((x) => [x.data === null ? null : typeof x.data, x.$tag, x.$node, x.meta]), [
-    ['object', 'img', 'producer', { trace: 'a', z: [1, { y: 2 }] }],
-    ['string', 'pdf', undefined, undefined],
-    [null, 'img', undefined, undefined],
-  ]);
+  assert.deepEqual(
+    back.map((x) => [x.data === null ? null : typeof x.data, x.$tag, x.$node, x.meta]),
+    [
+      ['object', 'img', 'producer', { trace: 'a', z: [1, { y: 2 }] }],
+      ['string', 'pdf', undefined, undefined],
+      [null, 'img', undefined, undefined],
+    ],
+  );
   const left = await diffAll(c, dlq, { include_meta: true });
-  assert.deepEqual(left.map((x) => x.data), ['not mine', 'no stamps']);
+  assert.deepEqual(
+    left.map((x) => x.data),
+    ['not mine', 'no stamps'],
+  );
   const got = await claim(c, q, { node: 'w', max: 10 });
-  assert.deepEqual(got.body.claimed.map((j: any) => j.deliveries), [1, 1, 1], 'a redriven job starts its deliveries again');
+  assert.deepEqual(
+    got.body.claimed.map((j: any) => j.deliveries),
+    [1, 1, 1],
+    'a redriven job starts its deliveries again',
+  );
   assert.equal((await redrive(q)).redriven, 0, 'nothing left to move');
 });
 
@@ -98,10 +121,16 @@ test('by seq, by tag match, max and more', async () => {
   let r = await redrive(q, { seqs: [2, 6, 4, 99] });
   assert.equal(r.redriven, 2);
   assert.deepEqual(r.skipped, [6, 99], 'a record not from this queue, an absent seq');
-  assert.deepEqual((await diffAll(c, q)).map((x) => x.data), ['two', 4]);
+  assert.deepEqual(
+    (await diffAll(c, q)).map((x) => x.data),
+    ['two', 4],
+  );
   r = await redrive(q, { match: ['tag', 'Eq', 'img'] });
   assert.equal(r.redriven, 2);
-  assert.deepEqual((await diffAll(c, dlq)).map((x) => x.data), [5, 'foreign']);
+  assert.deepEqual(
+    (await diffAll(c, dlq)).map((x) => x.data),
+    [5, 'foreign'],
+  );
   r = await redrive(q, { match: ['tag', 'Glob', 'zz*'] });
   assert.equal(r.redriven, 0);
   r = await redrive(q, { max: 1 });
@@ -114,7 +143,12 @@ test('2,500 jobs in one call (several batches), and two redrives at once move ea
   const { q, dlq } = pair();
   await mkQueue(c, q, { lease_ms: 60_000, dead_letter: dlq });
   const n = 2500;
-  for (let i = 0; i < n; i += 1000) await appendJobs(c, q, Array.from({ length: Math.min(1000, n - i) }, (_, k) => ({ data: { id: i + k } })));
+  for (let i = 0; i < n; i += 1000)
+    await appendJobs(
+      c,
+      q,
+      Array.from({ length: Math.min(1000, n - i) }, (_, k) => ({ data: { id: i + k } })),
+    );
   await deadLetterAll(q, n);
   const r = await redrive(q);
   assert.equal(r.redriven, n);

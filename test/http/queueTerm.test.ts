@@ -35,7 +35,16 @@ function pair(): { q: string; dlq: string } {
 
 async function term(q: string, body: Record<string, unknown>): Promise<any> {
   const b = assertOk(await c.post(`/v0/topics/${q}/term`, body), 200, `term ${JSON.stringify(body)}`);
-  assert.deepEqual(Object.keys(b).sort(), ['dead_letter', 'in_flight', 'performance', 'ready', 'released', 'skipped', 'terminated', 'topic']);
+  assert.deepEqual(Object.keys(b).sort(), [
+    'dead_letter',
+    'in_flight',
+    'performance',
+    'ready',
+    'released',
+    'skipped',
+    'terminated',
+    'topic',
+  ]);
   return b;
 }
 
@@ -51,7 +60,12 @@ test('held jobs go to the dead-letter topic at once, stamped, without spending t
   const mine = await claim(c, q, { node: 'w1', max: 3 });
   await claim(c, q, { node: 'w2', max: 1 });
   const [j1, j2, j3] = mine.body.claimed;
-  const r = await term(q, { node: 'w1', seqs: [1, 2, 4, 3, 2, 99], lease_ids: [j1.lease_id, j2.lease_id, '', BOGUS_LEASE, '', ''], reason: 'bad input ünïcode' });
+  const r = await term(q, {
+    node: 'w1',
+    seqs: [1, 2, 4, 3, 2, 99],
+    lease_ids: [j1.lease_id, j2.lease_id, '', BOGUS_LEASE, '', ''],
+    reason: 'bad input ünïcode',
+  });
   assert.equal(r.terminated, 2);
   assert.equal(r.released, 0);
   assert.deepEqual(r.skipped, [4, 3, 2, 99], 'another node, a stale token, named twice, absent');
@@ -62,12 +76,32 @@ test('held jobs go to the dead-letter topic at once, stamped, without spending t
   assert.equal(st.count, 2);
   assert.deepEqual(st.queue, { ready: 0, in_flight: 2, dead_lettered: 2 });
   const recs = await diffAll(c, dlq, { include_meta: true });
-  assert.deepEqual(recs.map((x) => x.data), [{ n: 1 }, { n: 2 }]);
+  assert.deepEqual(
+    recs.map((x) => x.data),
+    [{ n: 1 }, { n: 2 }],
+  );
   assert.equal(recs[0].$tag, 'a');
   assert.equal(recs[0].$node, 'producer');
-  assert.deepEqual(Object.keys(recs[0].meta), ['trace', '$dead_letter_from', '$dead_letter_deliveries', '$dead_letter_src_seq', '$dead_letter_reason']);
-  assert.deepEqual(recs[0].meta, { trace: 't1', $dead_letter_from: q, $dead_letter_deliveries: 1, $dead_letter_src_seq: 1, $dead_letter_reason: 'bad input ünïcode' });
-  assert.deepEqual(recs[1].meta, { $dead_letter_from: q, $dead_letter_deliveries: 1, $dead_letter_src_seq: 2, $dead_letter_reason: 'bad input ünïcode' });
+  assert.deepEqual(Object.keys(recs[0].meta), [
+    'trace',
+    '$dead_letter_from',
+    '$dead_letter_deliveries',
+    '$dead_letter_src_seq',
+    '$dead_letter_reason',
+  ]);
+  assert.deepEqual(recs[0].meta, {
+    trace: 't1',
+    $dead_letter_from: q,
+    $dead_letter_deliveries: 1,
+    $dead_letter_src_seq: 1,
+    $dead_letter_reason: 'bad input ünïcode',
+  });
+  assert.deepEqual(recs[1].meta, {
+    $dead_letter_from: q,
+    $dead_letter_deliveries: 1,
+    $dead_letter_src_seq: 2,
+    $dead_letter_reason: 'bad input ünïcode',
+  });
   // the jobs left the queue: a settle of them is skipped; j3 is still w1's
   assert.deepEqual((await ack(c, q, { node: 'w1', seqs: [1, 3], lease_ids: [j1.lease_id, j3.lease_id] })).skipped, [1]);
   // without a reason: three stamps
@@ -97,7 +131,10 @@ test('a /work lease can be termed; the stream gets the next job', async () => {
   } finally {
     ctl.abort();
   }
-  assert.deepEqual((await diffAll(c, dlq, { include_meta: true })).map((x) => x.meta.$dead_letter_src_seq), [1]);
+  assert.deepEqual(
+    (await diffAll(c, dlq, { include_meta: true })).map((x) => x.meta.$dead_letter_src_seq),
+    [1],
+  );
 });
 
 test('no dead-letter topic: termed jobs are released, claimable at once', async () => {
@@ -106,7 +143,10 @@ test('no dead-letter topic: termed jobs are released, claimable at once', async 
   await appendJobs(c, q, 2);
   await claim(c, q, { node: 'w', max: 2 });
   const r = await term(q, { node: 'w', seqs: [2], reason: 'nowhere to go' });
-  assert.deepEqual({ terminated: r.terminated, released: r.released, dead_letter: r.dead_letter, ready: r.ready, in_flight: r.in_flight }, { terminated: 0, released: 1, dead_letter: null, ready: 1, in_flight: 1 });
+  assert.deepEqual(
+    { terminated: r.terminated, released: r.released, dead_letter: r.dead_letter, ready: r.ready, in_flight: r.in_flight },
+    { terminated: 0, released: 1, dead_letter: null, ready: 1, in_flight: 1 },
+  );
   const again = await claim(c, q, { node: 'other', max: 5 });
   assert.deepEqual(seqsOf(again.body.claimed), [2]);
   assert.equal(again.body.claimed[0].deliveries, 2);
@@ -121,19 +161,23 @@ test('a dead-letter topic that refuses: 422 with nothing applied, the holder kee
   const got = await claim(c, q, { node: 'w', max: 2 });
   const x = await c.post(`/v0/topics/${q}/term`, { node: 'w', seqs: [1, 2] });
   const e = assertError(x, 422, 'topic_full');
-  assert.equal(e.topic, dlq, "the refusal names the dead-letter topic");
+  assert.equal(e.topic, dlq, 'the refusal names the dead-letter topic');
   const st = await qstate(c, q);
   assert.equal(st.count, 2);
   assert.deepEqual(st.queue, { ready: 0, in_flight: 2, dead_lettered: 0 });
-  assert.deepEqual((await diffAll(c, dlq)).map((r) => r.data), ['blocker', 'blocker 2']);
+  assert.deepEqual(
+    (await diffAll(c, dlq)).map((r) => r.data),
+    ['blocker', 'blocker 2'],
+  );
   const a = await ack(c, q, { node: 'w', seqs: [1, 2], lease_ids: got.body.claimed.map((j: any) => j.lease_id) });
-  assert.equal(a.acked, 2, 'the leases are the holder\'s as before');
+  assert.equal(a.acked, 2, "the leases are the holder's as before");
 });
 
 test('bad bodies are 400, absent 404, a log topic 409', async () => {
   const q = name('bad');
   await mkQueue(c, q);
-  const bad = async (body: unknown, code = 'invalid_request') => assertError(await c.post(`/v0/topics/${q}/term`, body), 400, code, JSON.stringify(body).slice(0, 80));
+  const bad = async (body: unknown, code = 'invalid_request') =>
+    assertError(await c.post(`/v0/topics/${q}/term`, body), 400, code, JSON.stringify(body).slice(0, 80));
   await bad({ seqs: [1] });
   await bad({ node: 'w', seqs: [] });
   await bad({ node: 'w', seqs: Array.from({ length: 1001 }, (_, i) => i + 1) }, 'batch_too_large');

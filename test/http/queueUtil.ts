@@ -94,7 +94,8 @@ export async function claim(c: Api, t: string, body: Record<string, unknown>, wh
     checkJobShape(b.claimed[i], `${what}: claimed[${i}]`);
     if (i > 0) assert.ok(b.claimed[i].$seq > b.claimed[i - 1].$seq, `${what}: claimed ascending by $seq`);
   }
-  if (typeof body.max === 'number' && Number.isInteger(body.max) && body.max >= 1) assert.ok(b.count <= Math.min(body.max, 1000), `${what}: count <= max`);
+  if (typeof body.max === 'number' && Number.isInteger(body.max) && body.max >= 1)
+    assert.ok(b.count <= Math.min(body.max, 1000), `${what}: count <= max`);
   return { body: b, t0, t1 };
 }
 
@@ -120,7 +121,12 @@ export function nack(c: Api, t: string, body: Record<string, unknown>, what = `n
   return settle(c, t, 'nack', body, what);
 }
 
-export async function extend(c: Api, t: string, body: Record<string, unknown>, what = `extend ${JSON.stringify(body)}`): Promise<Timed<any>> {
+export async function extend(
+  c: Api,
+  t: string,
+  body: Record<string, unknown>,
+  what = `extend ${JSON.stringify(body)}`,
+): Promise<Timed<any>> {
   const t0 = Date.now();
   const r = await c.post(`/v0/topics/${t}/extend`, body);
   const t1 = Date.now();
@@ -158,7 +164,11 @@ export async function diffAll(c: Api, t: string, flags: Record<string, unknown> 
   const out: any[] = [];
   let from = 0;
   for (let i = 0; i < 10_000; i++) {
-    const d = assertOk(await c.post(`/v0/topics/${t}/diff`, { from_seq: from, limit: 1000, include_tags: true, ...flags }), 200, `diff ${t} from ${from}`);
+    const d = assertOk(
+      await c.post(`/v0/topics/${t}/diff`, { from_seq: from, limit: 1000, include_tags: true, ...flags }),
+      200,
+      `diff ${t} from ${from}`,
+    );
     out.push(...d.records);
     from = d.next_from_seq;
     if (d.caught_up) return out;
@@ -173,7 +183,8 @@ export async function eventually(f: () => Promise<boolean | string>, ms: number,
   for (;;) {
     last = await f();
     if (last === true) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${typeof last === 'string' ? ` (last: ${last})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${typeof last === 'string' ? ` (last: ${last})` : ''}`);
     await sleep(every);
   }
 }

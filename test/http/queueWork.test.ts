@@ -18,7 +18,20 @@ import { startServer, client, tempDir, Server } from '../helpers/server.js';
 import { openWork, WorkStream, workPath } from '../helpers/workStream.js';
 import type { Frame } from '../helpers/sse.js';
 import { assertError, assertOk, namer } from './util.js';
-import { ack, appendJobs, assertDeadline, checkJobShape, claim, counters, eventually, extend, mkQueue, nack, seqsOf, type Api } from './queueUtil.js';
+import {
+  ack,
+  appendJobs,
+  assertDeadline,
+  checkJobShape,
+  claim,
+  counters,
+  eventually,
+  extend,
+  mkQueue,
+  nack,
+  seqsOf,
+  type Api,
+} from './queueUtil.js';
 
 let srv: Server;
 let c: Api;
@@ -47,7 +60,12 @@ async function queue(config: Record<string, unknown> = {}, label = 'q', api: Api
 }
 
 /** Opens a work stream expecting 200; registers it for closing. */
-async function work(q: string, query: Record<string, string>, opts: Parameters<typeof openWork>[2] = {}, base = srv.url): Promise<WorkStream> {
+async function work(
+  q: string,
+  query: Record<string, string>,
+  opts: Parameters<typeof openWork>[2] = {},
+  base = srv.url,
+): Promise<WorkStream> {
   const s = await openWork(base, q, { query, ...opts });
   open.push(s);
   assert.equal(s.status, 200, `GET ${workPath(q, query)}: ${s.status} ${s.text.slice(0, 300)}`);
@@ -96,7 +114,14 @@ describe('establishment', () => {
       const d = assertError(s as any, 406, 'not_acceptable', `Accept ${accept}`);
       assert.equal(d, undefined, 'not_acceptable carries no detail (docs/API.md "Errors")');
     }
-    for (const accept of ['text/event-stream', '*/*', 'text/*', 'application/json, text/event-stream', 'TEXT/EVENT-STREAM', 'text/event-stream; charset=utf-8']) {
+    for (const accept of [
+      'text/event-stream',
+      '*/*',
+      'text/*',
+      'application/json, text/event-stream',
+      'TEXT/EVENT-STREAM',
+      'text/event-stream; charset=utf-8',
+    ]) {
       const s = await work(q, { node: 'w-a' }, { headers: { accept } });
       await s.next((f) => f.kind === 'comment', 5000, `the opening heartbeat (Accept ${accept})`);
       await s.close();
@@ -108,31 +133,45 @@ describe('establishment', () => {
     const absent = name('absent');
     const log = name('log');
     await appendJobs(c, log, 1);
-    const get = (t: string, query: Record<string, string>, accept: string | null = 'text/event-stream') => openWork(srv.url, t, { query, headers: { accept } });
+    const get = (t: string, query: Record<string, string>, accept: string | null = 'text/event-stream') =>
+      openWork(srv.url, t, { query, headers: { accept } });
     // 406 first
-    assertError(await get(absent, {}, null) as any, 406, 'not_acceptable', 'no Accept, no node, absent topic');
-    assertError(await get(log, { max: 'x' }, 'application/json') as any, 406, 'not_acceptable', 'bad Accept, bad max, log topic');
-    assertError((await openWork(srv.url, '-bad', { path: '/v0/topics/-bad/work', headers: { accept: null } })) as any, 406, 'not_acceptable', 'no Accept, bad name');
+    assertError((await get(absent, {}, null)) as any, 406, 'not_acceptable', 'no Accept, no node, absent topic');
+    assertError((await get(log, { max: 'x' }, 'application/json')) as any, 406, 'not_acceptable', 'bad Accept, bad max, log topic');
+    assertError(
+      (await openWork(srv.url, '-bad', { path: '/v0/topics/-bad/work', headers: { accept: null } })) as any,
+      406,
+      'not_acceptable',
+      'no Accept, bad name',
+    );
     // then 400
     for (const t of [absent, log, q]) {
-      const d = assertError(await get(t, {}) as any, 400, 'invalid_request', `node missing on ${t}`);
+      const d = assertError((await get(t, {})) as any, 400, 'invalid_request', `node missing on ${t}`);
       assert.equal(d?.field, 'node', 'detail.field node');
-      assert.equal((assertError(await get(t, { node: '' }) as any, 400, 'invalid_request', `node "" on ${t}`))?.field, 'node');
-      assert.equal((assertError(await get(t, { node: '\u00fc'.repeat(64) + 'x' }) as any, 400, 'invalid_request', `node of 129 bytes on ${t}`))?.field, 'node');
+      assert.equal(assertError((await get(t, { node: '' })) as any, 400, 'invalid_request', `node "" on ${t}`)?.field, 'node');
+      assert.equal(
+        assertError((await get(t, { node: '\u00fc'.repeat(64) + 'x' })) as any, 400, 'invalid_request', `node of 129 bytes on ${t}`)?.field,
+        'node',
+      );
       for (const max of ['abc', '-1', '1.5', '1e3', '', ' 1', '0x10', '+1']) {
-        const d2 = assertError(await get(t, { node: 'w-a', max }) as any, 400, 'invalid_request', `max=${max} on ${t}`);
+        const d2 = assertError((await get(t, { node: 'w-a', max })) as any, 400, 'invalid_request', `max=${max} on ${t}`);
         if (d2 && 'field' in d2) assert.equal(d2.field, 'max');
       }
       for (const leaseMs of ['abc', '-5', '2.5']) {
-        const d3 = assertError(await get(t, { node: 'w-a', lease_ms: leaseMs }) as any, 400, 'invalid_request', `lease_ms=${leaseMs} on ${t}`);
+        const d3 = assertError(
+          (await get(t, { node: 'w-a', lease_ms: leaseMs })) as any,
+          400,
+          'invalid_request',
+          `lease_ms=${leaseMs} on ${t}`,
+        );
         if (d3 && 'field' in d3) assert.equal(d3.field, 'lease_ms');
       }
     }
     const bad = await openWork(srv.url, 'bad name', { path: '/v0/topics/bad%20name/work?node=w-a' });
     assert.deepEqual(assertError(bad as any, 400, 'invalid_request', 'bad name'), { topic: 'bad name' });
     // then 404 and 409
-    assert.deepEqual(assertError(await get(absent, { node: 'w-a' }) as any, 404, 'topic_not_found', 'absent'), { topic: absent });
-    assert.deepEqual(assertError(await get(log, { node: 'w-a' }) as any, 409, 'not_a_queue', 'log topic'), { topic: log });
+    assert.deepEqual(assertError((await get(absent, { node: 'w-a' })) as any, 404, 'topic_not_found', 'absent'), { topic: absent });
+    assert.deepEqual(assertError((await get(log, { node: 'w-a' })) as any, 409, 'not_a_queue', 'log topic'), { topic: log });
     assertError(await c.get(`/v0/topics/${absent}`), 404, 'topic_not_found', 'the stream did not create the topic');
     // 128 bytes of node is fine
     const s = await work(q, { node: '\u00fc'.repeat(64) });
@@ -370,7 +409,12 @@ describe('SSE connection cap and shutdown (dedicated server, SERVICE_MAX_SSE_CON
     const second = await openWork(k.url, q, { query: { node: 'w-b' } });
     assert.deepEqual(assertError(second as any, 429, 'throttled', 'second stream'), { limit: 'max_sse_connections', max: 1 });
     assert.equal(second.headers['retry-after'], '1');
-    assertError((await openWork(k.url, q, { query: { node: 'w-b' }, headers: { accept: null } })) as any, 406, 'not_acceptable', '406 before 429');
+    assertError(
+      (await openWork(k.url, q, { query: { node: 'w-b' }, headers: { accept: null } })) as any,
+      406,
+      'not_acceptable',
+      '406 before 429',
+    );
     assertError((await openWork(k.url, q, { query: {} })) as any, 400, 'invalid_request', '400 before 429');
     assertError((await openWork(k.url, name('absent'), { query: { node: 'w-b' } })) as any, 404, 'topic_not_found', '404 before 429');
     assertError((await openWork(k.url, log, { query: { node: 'w-b' } })) as any, 409, 'not_a_queue', '409 before 429');
@@ -419,7 +463,11 @@ describe('SSE connection cap and shutdown (dedicated server, SERVICE_MAX_SSE_CON
     const e = await s!.nextEvent('error', 8000);
     assert.equal(e.id, undefined, 'the error frame has no id');
     assert.ok(!e.lines.some((l) => l.startsWith('id:')), 'no id line');
-    assert.deepEqual(Object.keys(e.data).sort(), ['code', 'error', 'message', 'retry_after_ms', 'terminal', 'topic'], `keys of ${e.dataText}`);
+    assert.deepEqual(
+      Object.keys(e.data).sort(),
+      ['code', 'error', 'message', 'retry_after_ms', 'terminal', 'topic'],
+      `keys of ${e.dataText}`,
+    );
     assert.equal(e.data.code, 503);
     assert.equal(e.data.error, 'shutting_down');
     assert.equal(e.data.terminal, true);

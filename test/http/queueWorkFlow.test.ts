@@ -49,7 +49,9 @@ async function bigQueue(): Promise<string> {
   const q = name('q');
   await mkQueue(c, q, { lease_ms: LONG });
   for (let first = 1; first <= JOBS; first += 500) {
-    const records = Array.from({ length: Math.min(500, JOBS - first + 1) }, (_, i) => ({ data: `${String(first + i).padStart(8, '0')}${'x'.repeat(JOB_BYTES - 8)}` }));
+    const records = Array.from({ length: Math.min(500, JOBS - first + 1) }, (_, i) => ({
+      data: `${String(first + i).padStart(8, '0')}${'x'.repeat(JOB_BYTES - 8)}`,
+    }));
     const r = await c.post(`/v0/topics/${q}`, { records });
     assertOk(r, 200, `append from ${first}`);
   }
@@ -118,11 +120,13 @@ async function waitPaused(q: string, loop: Loop, ms: number, inFlight: (n: numbe
     loop.check();
     await sleep(100);
     const s = await snap(q, loop);
-    if (s.ready === 0) assert.fail(`the stream never paused: every job was leased (${JSON.stringify(s)}); the kernel buffered ${JOBS} × ${JOB_BYTES} bytes`);
+    if (s.ready === 0)
+      assert.fail(`the stream never paused: every job was leased (${JSON.stringify(s)}); the kernel buffered ${JOBS} × ${JOB_BYTES} bytes`);
     const still = s.count === base.count && s.ready === base.ready && s.in_flight === base.in_flight && inFlight(s.in_flight);
     if (!still) base = s;
     else if (s.rounds - base.rounds >= 3 && s.at - base.at >= 1000) return s;
-    if (Date.now() > deadline) assert.fail(`no pause within ${ms} ms (last ${JSON.stringify(s)}, held still since ${JSON.stringify(base)})`);
+    if (Date.now() > deadline)
+      assert.fail(`no pause within ${ms} ms (last ${JSON.stringify(s)}, held still since ${JSON.stringify(base)})`);
   }
 }
 
@@ -201,7 +205,10 @@ test('destroying a paused stream releases its leases at once', async () => {
   }
   const k0 = await counters(c, q);
   assert.equal(k0.in_flight, p.in_flight, 'still paused after the acks stopped');
-  assert.ok(k0.in_flight > 0 && k0.in_flight < 1000, `the paused stream holds ${k0.in_flight} leases (below its max, so only the pause keeps it from leasing more)`);
+  assert.ok(
+    k0.in_flight > 0 && k0.in_flight < 1000,
+    `the paused stream holds ${k0.in_flight} leases (below its max, so only the pause keeps it from leasing more)`,
+  );
   const t0 = Date.now();
   await s.close();
   await eventually(async () => (await counters(c, q)).in_flight === 0, 3000, 'in_flight 0 after the socket was destroyed');
@@ -214,5 +221,8 @@ test('destroying a paused stream releases its leases at once', async () => {
   const cl = await c.post(`/v0/topics/${q}/claim`, { node: 'other', max: 1000 });
   const b = assertOk(cl, 200, 'claim after release');
   assert.equal(b.count, Math.min(1000, k1.ready));
-  assert.ok(b.claimed.filter((j: any) => held(j.$seq)).length >= k0.in_flight, 'the released jobs are among them (reclaimed jobs come first)');
+  assert.ok(
+    b.claimed.filter((j: any) => held(j.$seq)).length >= k0.in_flight,
+    'the released jobs are among them (reclaimed jobs come first)',
+  );
 });

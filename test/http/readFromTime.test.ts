@@ -126,7 +126,10 @@ describe('diff from_ts', () => {
     }
     assert.match(invalid(await c.post(`/v0/topics/${t}/diff`, { from_ts: 1, from_seq: 0 }), 'from_ts'), /from_seq or from_ts/);
     // A known field: no unknown-field warning.
-    const r = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, { body: JSON.stringify({ from_ts: 1 }), headers: { 'content-type': 'application/json' } });
+    const r = await raw(srv.url, 'POST', `/v0/topics/${t}/diff`, {
+      body: JSON.stringify({ from_ts: 1 }),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(r.status, 200);
     assert.equal(r.headers['warning'], undefined);
     assertError(await c.post(`/v0/topics/${name('absent')}/diff`, { from_ts: 1 }), 404, 'topic_not_found');
@@ -184,11 +187,20 @@ describe('watch from_ts', () => {
     for (const bad of [-5, 0.5, 'yesterday', null]) {
       invalid(await c.post('/v0/watch', { topics: { [x.t]: { from_ts: bad } } }), 'topics', `from_ts ${JSON.stringify(bad)}`);
     }
-    assert.match(invalid(await c.post('/v0/watch', { topics: { [x.t]: { from_ts: 1, tail: true } } }), `topics.${x.t}.from_ts`), /tail or from_ts/);
-    assert.match(invalid(await c.post('/v0/watch', { topics: { [x.t]: { from_ts: 1, from_seq: 0 } } }), `topics.${x.t}.from_ts`), /from_seq or from_ts/);
+    assert.match(
+      invalid(await c.post('/v0/watch', { topics: { [x.t]: { from_ts: 1, tail: true } } }), `topics.${x.t}.from_ts`),
+      /tail or from_ts/,
+    );
+    assert.match(
+      invalid(await c.post('/v0/watch', { topics: { [x.t]: { from_ts: 1, from_seq: 0 } } }), `topics.${x.t}.from_ts`),
+      /from_seq or from_ts/,
+    );
     const absent = name('absent');
     assertError(await c.post('/v0/watch', { topics: { [x.t]: { from_ts: 1 }, [absent]: { from_ts: 1 } } }), 404, 'topic_not_found');
-    const lenient = assertOk(await c.post('/v0/watch?lenient=true', { topics: { [x.t]: { from_ts: x.between }, [absent]: { from_ts: 1 } } }), 200);
+    const lenient = assertOk(
+      await c.post('/v0/watch?lenient=true', { topics: { [x.t]: { from_ts: x.between }, [absent]: { from_ts: 1 } } }),
+      200,
+    );
     assert.deepEqual(Object.keys(lenient.topics), [x.t]);
     assert.equal(lenient.topics[x.t].from_seq, 3);
   });

@@ -54,7 +54,8 @@ async function del(t: string, body: unknown): Promise<any> {
   const b = assertOk(r, 200, `delete ${JSON.stringify(body)}`);
   assert.deepEqual(Object.keys(b).sort(), DELETE_KEYS, 'delete response fields');
   assert.equal(b.topic, t);
-  for (const k of ['deleted', 'earliest_seq', 'head_seq', 'count', 'bytes']) assert.ok(Number.isInteger(b[k]) && b[k] >= 0, `${k} is a non-negative integer`);
+  for (const k of ['deleted', 'earliest_seq', 'head_seq', 'count', 'bytes'])
+    assert.ok(Number.isInteger(b[k]) && b[k] >= 0, `${k} is a non-negative integer`);
   return b;
 }
 
@@ -151,7 +152,10 @@ describe('before_seq', () => {
   test('on an empty topic', async () => {
     const t = await seeded([]);
     const r = await del(t, { before_seq: 5 });
-    assert.deepEqual({ ...r, performance: undefined }, { topic: t, deleted: 0, earliest_seq: 1, head_seq: 0, count: 0, bytes: 0, performance: undefined });
+    assert.deepEqual(
+      { ...r, performance: undefined },
+      { topic: t, deleted: 0, earliest_seq: 1, head_seq: 0, count: 0, bytes: 0, performance: undefined },
+    );
   });
 });
 
@@ -267,7 +271,15 @@ describe('match', () => {
     const r = await del(t, { match: ['tag', 'Eq', 'v'] });
     assert.equal(r.deleted, 2);
     assert.equal(r.head_seq, 3);
-    const a = assertOk(await c.post(`/v0/topics/${t}`, { records: [{ data: 4, tag: 'v' }, { data: 5, tag: 'vv' }] }), 200);
+    const a = assertOk(
+      await c.post(`/v0/topics/${t}`, {
+        records: [
+          { data: 4, tag: 'v' },
+          { data: 5, tag: 'vv' },
+        ],
+      }),
+      200,
+    );
     assert.deepEqual(a.seqs, [4, 5]);
     recs.push({ data: 4, tag: 'v' }, { data: 5, tag: 'vv' });
     const live = await liveSeqs(t);
@@ -385,7 +397,10 @@ describe('reads after deletes: silent gaps', () => {
     ];
     const t = await seeded(recs);
     const st0 = await state(t);
-    assert.equal(st0.bytes, recs.reduce((a, r) => a + sz(r), 0));
+    assert.equal(
+      st0.bytes,
+      recs.reduce((a, r) => a + sz(r), 0),
+    );
     const r = await del(t, { match: 't1' });
     assert.equal(r.deleted, 2);
     assert.equal(r.bytes, sz(recs[1]!) + sz(recs[3]!));
@@ -430,7 +445,7 @@ describe('topic delete and recreate', () => {
     assert.deepEqual(a.seqs, [1, 2]);
     const st = await state(t);
     assert.equal(st.head_seq, 2);
-    assert.equal(st.earliest_seq, 1, 'the old instance\'s deletes do not carry over');
+    assert.equal(st.earliest_seq, 1, "the old instance's deletes do not carry over");
     assert.equal(st.count, 2);
     const d = await diff(t, { from_seq: 5 });
     assert.deepEqual(d.tombstone, { gap_from: 1, gap_to: 0, reason: 'recreated', missed_estimate: 0, earliest_seq: 1, head_seq: 2 });

@@ -22,7 +22,11 @@ test('a recorded trace replays identically, and a changed input diverges', async
   const c = client(srv.url);
   try {
     assert.equal((await c.put('/v0/topics/tr.a', { durability: 'fsync' })).status, 201);
-    for (let i = 0; i < 5; i++) assert.equal((await c.post('/v0/topics/tr.a', { records: [{ data: { i }, tag: `t${i}` }], idempotency_key: `k${i % 3}` })).status, 200);
+    for (let i = 0; i < 5; i++)
+      assert.equal(
+        (await c.post('/v0/topics/tr.a', { records: [{ data: { i }, tag: `t${i}` }], idempotency_key: `k${i % 3}` })).status,
+        200,
+      );
     await c.post('/v0/topics/tr.b', { records: [{ data: 1 }, { data: [null] }] });
     const poll = c.post('/v0/topics/tr.b/diff', { from_seq: 2, wait_ms: 5000 });
     await new Promise((r) => setTimeout(r, 50));
@@ -67,13 +71,24 @@ test('a recorded trace replays identically, and a changed input diverges', async
 
 test('a recorded queue workload replays identically, and a changed claim time diverges at that claim', async () => {
   const traceDir = tempDir('spool-trace-q-');
-  const srv = await startServer({ env: { SERVICE_WORKERS: '1', SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'trq.' } });
+  const srv = await startServer({
+    env: { SERVICE_WORKERS: '1', SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'trq.' },
+  });
   const c = client(srv.url);
   const q = 'trq.q';
   const dlq = 'trq.dlq';
   try {
     await mkQueue(c, q, { lease_ms: 60_000, max_deliveries: 2, dead_letter: dlq });
-    assert.deepEqual(await appendJobs(c, q, [{ data: { j: 1 }, tag: 'a', meta: { m: 1 } }, { data: { j: 2 } }, { data: { j: 3 }, node: 'prod' }, { data: { j: 4 } }, { data: { j: 5 } }]), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      await appendJobs(c, q, [
+        { data: { j: 1 }, tag: 'a', meta: { m: 1 } },
+        { data: { j: 2 } },
+        { data: { j: 3 }, node: 'prod' },
+        { data: { j: 4 } },
+        { data: { j: 5 } },
+      ]),
+      [1, 2, 3, 4, 5],
+    );
     // a short lease, expired and reclaimed
     const first = await claim(c, q, { node: 'w-a', max: 2, lease_ms: 100 });
     assert.deepEqual(seqsOf(first.body.claimed), [1, 2]);
@@ -91,7 +106,11 @@ test('a recorded queue workload replays identically, and a changed claim time di
     const nackedAt = Date.now();
     const fresh = await claim(c, q, { node: 'w-a', max: 2 });
     assert.deepEqual(seqsOf(fresh.body.claimed), [3, 4]);
-    assert.equal((await extend(c, q, { node: 'w-a', seqs: [3, 4], lease_ms: 5000, lease_ids: fresh.body.claimed.map((j: any) => j.lease_id) })).body.extended, 2);
+    assert.equal(
+      (await extend(c, q, { node: 'w-a', seqs: [3, 4], lease_ms: 5000, lease_ids: fresh.body.claimed.map((j: any) => j.lease_id) })).body
+        .extended,
+      2,
+    );
     const acked = await ack(c, q, { node: 'w-a', seqs: [3, 4], lease_ids: fresh.body.claimed.map((j: any) => j.lease_id) });
     assert.equal(acked.acked, 2);
     // a /work stream: open, one job, ack it, close
@@ -105,7 +124,11 @@ test('a recorded queue workload replays identically, and a changed claim time di
     await sleepPast(nackedAt + 150);
     const late = await claim(c, q, { node: 'w-d', max: 1 });
     assert.equal(late.body.count, 0, 'job 2 is never delivered a third time');
-    await eventually(async () => (await counters(c, q)).dead_lettered === 2 || JSON.stringify(await counters(c, q)), 5000, 'the second dead-letter move');
+    await eventually(
+      async () => (await counters(c, q)).dead_lettered === 2 || JSON.stringify(await counters(c, q)),
+      5000,
+      'the second dead-letter move',
+    );
     assert.deepEqual(await counters(c, q), { ready: 0, in_flight: 0, dead_lettered: 2 });
     assert.equal((await c.get(`/v0/topics/${dlq}?touch=false`)).body.count, 2);
   } finally {
@@ -124,7 +147,14 @@ test('a recorded queue workload replays identically, and a changed claim time di
 
   // Tamper with the time of the claim that leased jobs 3 and 4: its deadlines change.
   const lines = fs.readFileSync(file, 'utf8').split('\n');
-  const i = lines.findIndex((l) => l.includes('"k":"req"') && l.includes('"op":"claim"') && l.includes('"node":"w-a"') && l.includes('"max":2') && !l.includes('"leaseMs":100'));
+  const i = lines.findIndex(
+    (l) =>
+      l.includes('"k":"req"') &&
+      l.includes('"op":"claim"') &&
+      l.includes('"node":"w-a"') &&
+      l.includes('"max":2') &&
+      !l.includes('"leaseMs":100'),
+  );
   assert.ok(i > 0, 'the claim of jobs 3 and 4 is in the trace');
   const line = JSON.parse(lines[i]!);
   line.at += 1;
@@ -154,7 +184,9 @@ test('spool wal-dump lists the frames of a data directory', async () => {
 
 test('a trace of topics going to sleep and waking again replays identically (dormant topics)', async () => {
   const traceDir = tempDir('spool-trace-sleep-');
-  const srv = await startServer({ env: { SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'tz.', SERVICE_TOPIC_SLEEP_MS: '100' } });
+  const srv = await startServer({
+    env: { SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'tz.', SERVICE_TOPIC_SLEEP_MS: '100' },
+  });
   const c = client(srv.url);
   const asleep = async (n: number) => {
     await eventually(
@@ -168,7 +200,10 @@ test('a trace of topics going to sleep and waking again replays identically (dor
   };
   try {
     assert.equal((await c.put('/v0/topics/tz.a', { durability: 'fsync', auto_priority: true })).status, 201);
-    assert.equal((await c.post('/v0/topics/tz.a', { records: [{ data: 1, tag: 'red', node: 'n1' }, { data: 2 }], idempotency_key: 'k1' })).status, 200);
+    assert.equal(
+      (await c.post('/v0/topics/tz.a', { records: [{ data: 1, tag: 'red', node: 'n1' }, { data: 2 }], idempotency_key: 'k1' })).status,
+      200,
+    );
     assert.equal((await c.post('/v0/topics/tz.b', { records: [{ data: 'b' }] })).status, 201);
     await asleep(2);
     // Each request wakes its topic: a read, an append, a record delete; sleeps in between.
@@ -199,30 +234,59 @@ test('a trace with compaction replays identically: the `seal` input, and a resta
   // the next append starts a new segment; the copy is swapped in at a checkpoint. A second run on
   // the same data dir loads the compacted file (a `segment` input with its EXTENT ranges).
   const traceDir = tempDir('spool-trace-compact-');
-  const env = { SERVICE_WORKERS: '1', SERVICE_TRACE_DIR: traceDir, SERVICE_TRACE_OUTPUTS: '1', SERVICE_TRACE_TOPICS: 'tc.', SERVICE_PACK_BYTES: '0', SERVICE_SEGMENT_BYTES: String(64 * 1024), SERVICE_CHECKPOINT_MS: '500' };
+  const env = {
+    SERVICE_WORKERS: '1',
+    SERVICE_TRACE_DIR: traceDir,
+    SERVICE_TRACE_OUTPUTS: '1',
+    SERVICE_TRACE_TOPICS: 'tc.',
+    SERVICE_PACK_BYTES: '0',
+    SERVICE_SEGMENT_BYTES: String(64 * 1024),
+    SERVICE_CHECKPOINT_MS: '500',
+  };
   let srv = await startServer({ env });
   let c = client(srv.url);
-  const records = async () => ((await c.post('/v0/topics/tc.a/diff', { cursor: 0 })).body.records as { $seq: number; data: unknown }[]).map((r) => [r.$seq, r.data]);
+  const records = async () =>
+    ((await c.post('/v0/topics/tc.a/diff', { cursor: 0 })).body.records as { $seq: number; data: unknown }[]).map((r) => [r.$seq, r.data]);
   const pad = 'p'.repeat(1000);
   try {
     assert.equal((await c.put('/v0/topics/tc.a', { durability: 'fsync' })).status, 201);
     assert.equal((await c.post('/v0/topics/tc.a', { records: [{ data: 'keep' }] })).status, 200);
-    assert.equal((await c.post('/v0/topics/tc.a', { records: Array.from({ length: 30 }, (_, i) => ({ data: { i, pad }, tag: 'x' })) })).status, 200);
+    assert.equal(
+      (await c.post('/v0/topics/tc.a', { records: Array.from({ length: 30 }, (_, i) => ({ data: { i, pad }, tag: 'x' })) })).status,
+      200,
+    );
     assert.equal((await c.post('/v0/topics/tc.a/delete', { match: 'x' })).body.deleted, 30);
-    await eventually(async () => ((await c.get('/v0/metrics', { accept: 'application/json' })).body.compaction.segments_rewritten >= 1 ? true : 'not yet'), 10_000, 'the sealed segment swapped');
+    await eventually(
+      async () => ((await c.get('/v0/metrics', { accept: 'application/json' })).body.compaction.segments_rewritten >= 1 ? true : 'not yet'),
+      10_000,
+      'the sealed segment swapped',
+    );
     assert.equal((await c.post('/v0/topics/tc.a', { records: [{ data: 'after' }] })).status, 200);
-    assert.deepEqual(await records(), [[1, 'keep'], [32, 'after']]);
+    assert.deepEqual(await records(), [
+      [1, 'keep'],
+      [32, 'after'],
+    ]);
   } finally {
     assert.equal(await srv.stop(), 0);
   }
   srv = await startServer({ env, dataDir: srv.dataDir });
   c = client(srv.url);
   try {
-    assert.deepEqual(await records(), [[1, 'keep'], [32, 'after']], 'read back cold from the compacted file');
+    assert.deepEqual(
+      await records(),
+      [
+        [1, 'keep'],
+        [32, 'after'],
+      ],
+      'read back cold from the compacted file',
+    );
   } finally {
     assert.equal(await srv.stop(), 0);
   }
-  const files = fs.readdirSync(traceDir).map((f) => path.join(traceDir, f)).sort();
+  const files = fs
+    .readdirSync(traceDir)
+    .map((f) => path.join(traceDir, f))
+    .sort();
   assert.equal(files.length, 2, 'one trace per run');
   const [first, second] = files as [string, string];
   const lines = fs.readFileSync(first, 'utf8').split('\n');

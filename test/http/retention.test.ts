@@ -85,7 +85,10 @@ async function readAll(t: string, from = 0, limit = 1000): Promise<{ records: an
     last = await diff(t, { from_seq: cursor, limit, include_tags: true });
     if (last.tombstone !== null) tombstones.push(last.tombstone);
     records.push(...last.records);
-    assert.ok(last.next_from_seq >= cursor || last.tombstone?.reason === 'recreated', `next_from_seq ${last.next_from_seq} went back from ${cursor}`);
+    assert.ok(
+      last.next_from_seq >= cursor || last.tombstone?.reason === 'recreated',
+      `next_from_seq ${last.next_from_seq} went back from ${cursor}`,
+    );
     cursor = last.next_from_seq;
     if (last.caught_up) return { records, tombstones, last };
   }
@@ -98,7 +101,11 @@ const TOMB_KEYS = ['earliest_seq', 'gap_from', 'gap_to', 'head_seq', 'missed_est
  * Asserts a tombstone object (docs/API.md "Diff"): exact keys, exact range and watermarks, a reason from
  * the allowed set, and missed_estimate an integer within [0, range size] (it is approximate).
  */
-function assertTomb(tb: any, exp: { gap_from: number; gap_to: number; reason: string | string[]; earliest_seq: number; head_seq: number }, what = ''): void {
+function assertTomb(
+  tb: any,
+  exp: { gap_from: number; gap_to: number; reason: string | string[]; earliest_seq: number; head_seq: number },
+  what = '',
+): void {
   assert.ok(tb && typeof tb === 'object', `${what}: expected a tombstone, got ${JSON.stringify(tb)}`);
   assert.deepEqual(Object.keys(tb).sort(), TOMB_KEYS, `${what}: tombstone keys ${JSON.stringify(tb)}`);
   assert.equal(tb.gap_from, exp.gap_from, `${what}: gap_from in ${JSON.stringify(tb)}`);
@@ -143,7 +150,11 @@ describe('cap_records with discard old', () => {
     assertOk(r, 200, 'the write past the cap succeeds');
     assert.deepEqual(r.body.seqs, [6]);
     const st = await state(t);
-    assertWatermarks(st, { head: 6, earliest: 2, count: 5, bytes: range(2, 6).reduce((a, i) => a + sz({ data: `r${i}` }), 0) }, 'past the cap');
+    assertWatermarks(
+      st,
+      { head: 6, earliest: 2, count: 5, bytes: range(2, 6).reduce((a, i) => a + sz({ data: `r${i}` }), 0) },
+      'past the cap',
+    );
     const d = await diff(t, { from_seq: 0 });
     assertTomb(d.tombstone, { gap_from: 1, gap_to: 1, reason: 'cap', earliest_seq: 2, head_seq: 6 }, 'from 0');
     assert.equal(d.tombstone.missed_estimate, 1, 'one record lost');
@@ -184,14 +195,19 @@ describe('cap_records with discard old', () => {
     }
     // Evicted data never comes back: reading everything gives exactly the last `cap` seqs.
     const all = await readAll(t, 0, 5);
-    assert.deepEqual(all.records.map((r) => r.$seq), range(head - cap + 1, head));
+    assert.deepEqual(
+      all.records.map((r) => r.$seq),
+      range(head - cap + 1, head),
+    );
     assert.equal(all.tombstones.length, 1, 'exactly one tombstone on a full read');
     assertTomb(all.tombstones[0], { gap_from: 1, gap_to: head - cap, reason: 'cap', earliest_seq: head - cap + 1, head_seq: head });
   });
 
   test('concurrent writers: after all writes return the count is exactly the cap', async () => {
     const t = await mk({ cap_records: 30 });
-    const rs = await Promise.all(range(1, 20).map((w) => c.post(`/v0/topics/${t}`, { records: range(1, 5).map((i) => ({ data: [w, i] })) })));
+    const rs = await Promise.all(
+      range(1, 20).map((w) => c.post(`/v0/topics/${t}`, { records: range(1, 5).map((i) => ({ data: [w, i] })) })),
+    );
     for (const r of rs) assertOk(r, 200);
     const st = await state(t);
     assertWatermarks(st, { head: 100, earliest: 71, count: 30 }, 'after 20 concurrent batches');
@@ -284,9 +300,14 @@ describe('cap_bytes with discard old', () => {
     const body = '{"records":[ {"data": { "a" : [1, 2] }, "meta": { "k" : "é" } }, {"data" : "é"}, {"data":null,"tag":"tagtext"} ]}';
     const r = await raw(srv.url, 'POST', `/v0/topics/${t}`, { headers: JSON_CT, body });
     assert.equal(r.status, 200, r.text);
-    const expected = Buffer.byteLength('{"a":[1,2]}') + Buffer.byteLength('{"k":"é"}') + Buffer.byteLength('"é"') + Buffer.byteLength('null');
+    const expected =
+      Buffer.byteLength('{"a":[1,2]}') + Buffer.byteLength('{"k":"é"}') + Buffer.byteLength('"é"') + Buffer.byteLength('null');
     assert.equal(expected, 11 + 10 + 4 + 4);
-    assertWatermarks(await state(t), { head: 3, earliest: 1, count: 3, bytes: expected }, 'docs/API.md "GET /v0/topics/:topic" bytes (tag not counted)');
+    assertWatermarks(
+      await state(t),
+      { head: 3, earliest: 1, count: 3, bytes: expected },
+      'docs/API.md "GET /v0/topics/:topic" bytes (tag not counted)',
+    );
 
     // The same measure drives cap_bytes: a cap of exactly these bytes keeps all three.
     const t2 = await mk({ cap_bytes: expected });
@@ -316,7 +337,10 @@ describe('cap_bytes with discard old', () => {
 
   test('cap_records and cap_bytes together: whichever is hit first evicts', async () => {
     const t = await mk({ cap_records: 4, cap_bytes: 50 });
-    await append(t, range(1, 4).map(() => ({ data: dataOf(10) }))); // 4 records, 40 bytes
+    await append(
+      t,
+      range(1, 4).map(() => ({ data: dataOf(10) })),
+    ); // 4 records, 40 bytes
     assertWatermarks(await state(t), { head: 4, earliest: 1, count: 4, bytes: 40 });
     await append(t, [{ data: dataOf(2) }]); // records cap: evicts 1
     assertWatermarks(await state(t), { head: 5, earliest: 2, count: 4, bytes: 32 });
@@ -428,7 +452,10 @@ describe('discard reject', () => {
     assert.equal(ok.length, 5, `statuses ${rs.map((r) => r.status).join(',')}`);
     assert.equal(full.length, 7);
     for (const r of full) assertError(r, 422, 'topic_full');
-    assert.deepEqual(ok.map((r) => r.body.first_seq).sort((a, b) => a - b), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      ok.map((r) => r.body.first_seq).sort((a, b) => a - b),
+      [1, 2, 3, 4, 5],
+    );
     assertWatermarks(await state(t), { head: 5, earliest: 1, count: 5 }, 'after the race');
   });
 
@@ -450,7 +477,11 @@ describe('caps tightened and relaxed by PUT', () => {
     await append(t, recs);
     const put = assertOk(await c.put(`/v0/topics/${t}`, { cap_records: 4 }), 200);
     assert.equal(put.config.cap_records, 4);
-    assertWatermarks(await state(t), { head: 10, earliest: 7, count: 4, bytes: recs.slice(6).reduce((a, r) => a + sz(r), 0) }, 'right after the PUT');
+    assertWatermarks(
+      await state(t),
+      { head: 10, earliest: 7, count: 4, bytes: recs.slice(6).reduce((a, r) => a + sz(r), 0) },
+      'right after the PUT',
+    );
     const d0 = await diff(t);
     assertTomb(d0.tombstone, { gap_from: 1, gap_to: 6, reason: 'cap', earliest_seq: 7, head_seq: 10 }, 'from 0');
     assert.deepEqual(seqs(d0), [7, 8, 9, 10]);
@@ -461,7 +492,10 @@ describe('caps tightened and relaxed by PUT', () => {
 
   test('a tightened cap_bytes applies at once', async () => {
     const t = await mk({ durability: 'memory' });
-    await append(t, range(1, 6).map(() => ({ data: dataOf(10) })));
+    await append(
+      t,
+      range(1, 6).map(() => ({ data: dataOf(10) })),
+    );
     assertOk(await c.put(`/v0/topics/${t}`, { durability: 'memory', cap_bytes: 25 }), 200);
     assertWatermarks(await state(t), { head: 6, earliest: 5, count: 2, bytes: 20 }, 'after PUT cap_bytes 25');
     assertTomb((await diff(t)).tombstone, { gap_from: 1, gap_to: 4, reason: 'cap', earliest_seq: 5, head_seq: 6 });
@@ -623,8 +657,16 @@ describe('mixed reasons and the two floors', () => {
     const all = await diff(t, { from_seq: 0 });
     assertTomb(all.tombstone, { gap_from: 1, gap_to: 6, reason: 'mixed', earliest_seq: 7, head_seq: 6 }, 'from 0: cap + ttl');
     assert.ok(all.tombstone.missed_estimate >= 1);
-    assertTomb((await diff(t, { from_seq: 2 })).tombstone, { gap_from: 3, gap_to: 6, reason: 'mixed', earliest_seq: 7, head_seq: 6 }, 'from 2');
-    assertTomb((await diff(t, { from_seq: 3 })).tombstone, { gap_from: 4, gap_to: 6, reason: 'ttl', earliest_seq: 7, head_seq: 6 }, 'from 3: ttl only');
+    assertTomb(
+      (await diff(t, { from_seq: 2 })).tombstone,
+      { gap_from: 3, gap_to: 6, reason: 'mixed', earliest_seq: 7, head_seq: 6 },
+      'from 2',
+    );
+    assertTomb(
+      (await diff(t, { from_seq: 3 })).tombstone,
+      { gap_from: 4, gap_to: 6, reason: 'ttl', earliest_seq: 7, head_seq: 6 },
+      'from 3: ttl only',
+    );
     assert.equal((await diff(t, { from_seq: 6 })).tombstone, null);
   });
 

@@ -34,9 +34,11 @@ function pair(sameWorker: boolean): [string, string] {
   }
 }
 
-const route = (s: string, d: string, extra: Record<string, unknown> = {}) => c.put(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`, { source: s, dest: d, ...extra });
+const route = (s: string, d: string, extra: Record<string, unknown> = {}) =>
+  c.put(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`, { source: s, dest: d, ...extra });
 const append = (t: string, records: unknown[]) => c.post(`/v0/topics/${t}`, { records });
-const diff = async (t: string, extra: Record<string, unknown> = {}) => assertOk(await c.post(`/v0/topics/${t}/diff`, { include_tags: true, ...extra }), 200).records;
+const diff = async (t: string, extra: Record<string, unknown> = {}) =>
+  assertOk(await c.post(`/v0/topics/${t}/diff`, { include_tags: true, ...extra }), 200).records;
 
 for (const same of [false, true]) {
   describe(same ? 'source and dest on the same worker' : 'source and dest on different workers', () => {
@@ -44,7 +46,14 @@ for (const same of [false, true]) {
       const [s, d] = pair(same);
       assertOk(await append(s, [{ data: 'before' }]), 201);
       assertOk(await route(s, d), 201);
-      assertOk(await append(s, [{ data: { a: 1 }, tag: 't1', node: 'n1', meta: { m: 1 } }, { data: [1, 2], meta: { '1e400': 1e3 } }, { data: null }]), 200);
+      assertOk(
+        await append(s, [
+          { data: { a: 1 }, tag: 't1', node: 'n1', meta: { m: 1 } },
+          { data: [1, 2], meta: { '1e400': 1e3 } },
+          { data: null },
+        ]),
+        200,
+      );
       const got = await diff(d);
       assert.deepEqual(
         got.map((r: any) => ({ data: r.data, tag: r.$tag, node: r.$node, meta: r.meta })),
@@ -63,19 +72,47 @@ for (const same of [false, true]) {
       const [s2, d2] = pair(same);
       assertOk(await route(s, d, { filter: ['tag', 'Glob', 'ord*'] }), 201);
       assertOk(await route(s2, d2, { filter: ['tag', 'Eq', 'x'] }), 201);
-      const recs = [{ data: 1, tag: 'orders' }, { data: 2, tag: 'or' }, { data: 3 }, { data: 4, tag: 'ord' }, { data: 5, tag: 'x' }, { data: 6, tag: 'xx' }];
+      const recs = [
+        { data: 1, tag: 'orders' },
+        { data: 2, tag: 'or' },
+        { data: 3 },
+        { data: 4, tag: 'ord' },
+        { data: 5, tag: 'x' },
+        { data: 6, tag: 'xx' },
+      ];
       assertOk(await append(s, recs), 200);
       assertOk(await append(s2, recs), 200);
-      assert.deepEqual((await diff(d)).map((r: any) => r.data), [1, 4]);
-      assert.deepEqual((await diff(d2)).map((r: any) => r.data), [5]);
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [1, 4],
+      );
+      assert.deepEqual(
+        (await diff(d2)).map((r: any) => r.data),
+        [5],
+      );
     });
 
     test('preserve_node false clears $node, preserve_tag false drops $tag; at_least_once meta unchanged', async () => {
       const [s, d] = pair(same);
       assertOk(await route(s, d, { preserve_node: false, preserve_tag: false }), 201);
-      assertOk(await c.post(`/v0/topics/${s}`, { node: 'batchnode', records: [{ data: 1, tag: 't', meta: { k: 'v' } }, { data: 2, node: 'own' }] }), 200);
+      assertOk(
+        await c.post(`/v0/topics/${s}`, {
+          node: 'batchnode',
+          records: [
+            { data: 1, tag: 't', meta: { k: 'v' } },
+            { data: 2, node: 'own' },
+          ],
+        }),
+        200,
+      );
       const got = await diff(d);
-      assert.deepEqual(got.map((r: any) => [r.$node, r.$tag, r.meta]), [[undefined, undefined, { k: 'v' }], [undefined, undefined, undefined]]);
+      assert.deepEqual(
+        got.map((r: any) => [r.$node, r.$tag, r.meta]),
+        [
+          [undefined, undefined, { k: 'v' }],
+          [undefined, undefined, undefined],
+        ],
+      );
     });
 
     test('exactly_once copies carry _spool_router = router:source id:source seq at the end of meta', async () => {
@@ -92,13 +129,25 @@ for (const same of [false, true]) {
     test('deletes never propagate: a source delete leaves copies; a record deleted before forwarding is skipped', async () => {
       const [s, d] = pair(same);
       assertOk(await route(s, d), 201);
-      assertOk(await append(s, [{ data: 1, tag: 'a' }, { data: 2, tag: 'b' }]), 200);
+      assertOk(
+        await append(s, [
+          { data: 1, tag: 'a' },
+          { data: 2, tag: 'b' },
+        ]),
+        200,
+      );
       assert.equal((await diff(d)).length, 2);
       assertOk(await c.post(`/v0/topics/${s}/delete`, { match: 'a' }), 200);
-      assert.deepEqual((await diff(d)).map((r: any) => r.data), [1, 2]);
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [1, 2],
+      );
       assertOk(await c.post(`/v0/topics/${d}/delete`, { match: 'b' }), 200);
       assertOk(await append(s, [{ data: 3 }]), 200);
-      assert.deepEqual((await diff(d)).map((r: any) => r.data), [1, 3]);
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [1, 3],
+      );
     });
 
     test('read-your-writes: state, diff and a chain a→b→c see a write on the very next read', async () => {
@@ -120,13 +169,19 @@ for (const same of [false, true]) {
       assertOk(await append(s, [{ data: 1 }]), 200);
       assertOk(await append(s, [{ data: 2 }, { data: 3 }]), 200); // the source never refuses
       await sleep(300);
-      assert.deepEqual((await diff(d)).map((r: any) => r.data), [1]);
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [1],
+      );
       const metrics = await c.get('/v0/metrics', { accept: 'application/json' });
       assert.ok(metrics.body.routers >= 1);
       const st = metrics.body.router_stats.find((x: any) => x.router === `${s}->${d}`);
       assert.deepEqual({ ...st, forwarded_total: 0 }, { router: `${s}->${d}`, forwarded_total: 0, lag: 2, last_error: 'topic_full' });
       const prom = (await c.get('/v0/metrics')).text;
-      assert.match(prom, new RegExp(`spool_router_blocked\\{router="${s.replace(/\./g, '\\.')}->${d.replace(/\./g, '\\.')}",code="topic_full"\\} 1`));
+      assert.match(
+        prom,
+        new RegExp(`spool_router_blocked\\{router="${s.replace(/\./g, '\\.')}->${d.replace(/\./g, '\\.')}",code="topic_full"\\} 1`),
+      );
       assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 10 }), 200);
       const deadline = Date.now() + 10_000;
       let got: any[] = [];
@@ -135,7 +190,10 @@ for (const same of [false, true]) {
         if (got.length === 3) break;
         await sleep(50);
       }
-      assert.deepEqual(got.map((r: any) => r.data), [1, 2, 3]);
+      assert.deepEqual(
+        got.map((r: any) => r.data),
+        [1, 2, 3],
+      );
     });
 
     test('records evicted from the source before forwarding give dest readers a source_trim tombstone', async () => {
@@ -153,11 +211,24 @@ for (const same of [false, true]) {
         if (first.head_seq >= 4) break;
         await sleep(50);
       }
-      assert.deepEqual(first.records.map((r: any) => r.data), [1]);
+      assert.deepEqual(
+        first.records.map((r: any) => r.data),
+        [1],
+      );
       assert.equal(first.tombstone, null);
       const second = assertOk(await c.post(`/v0/topics/${d}/diff`, { from_seq: first.next_from_seq }), 200);
-      assert.deepEqual(second.tombstone, { gap_from: 2, gap_to: 2, reason: 'source_trim', missed_estimate: 3, earliest_seq: 1, head_seq: 4 });
-      assert.deepEqual(second.records.map((r: any) => r.data), [5, 6]);
+      assert.deepEqual(second.tombstone, {
+        gap_from: 2,
+        gap_to: 2,
+        reason: 'source_trim',
+        missed_estimate: 3,
+        earliest_seq: 1,
+        head_seq: 4,
+      });
+      assert.deepEqual(
+        second.records.map((r: any) => r.data),
+        [5, 6],
+      );
       // forwarded_total counts copies, not the marker.
       assert.equal(assertOk(await c.get(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`), 200).forwarded_total, 3);
     });
@@ -174,7 +245,10 @@ for (const same of [false, true]) {
       await sleep(200);
       assert.equal(assertOk(await c.get(`/v0/topics/${a}`), 200).count, 2);
       assert.equal(assertOk(await c.get(`/v0/topics/${b}`), 200).count, 2);
-      assert.deepEqual((await diff(b, { node: 'na' })).map((r: any) => r.data), ['from-b']);
+      assert.deepEqual(
+        (await diff(b, { node: 'na' })).map((r: any) => r.data),
+        ['from-b'],
+      );
     });
   });
 }
@@ -184,9 +258,17 @@ test('a copy travels at most 8 hops: along a chain of 9 routers the last topic g
   const t = Array.from({ length: 10 }, (_, i) => `${base}.${i}`);
   for (let i = 0; i < 9; i++) assertOk(await route(t[i]!, t[i + 1]!), 201);
   assertOk(await append(t[0]!, [{ data: 'x' }]), 200);
-  for (let i = 1; i <= 8; i++) assert.deepEqual((await diff(t[i]!)).map((r: any) => r.data), ['x'], `hop ${i}`);
+  for (let i = 1; i <= 8; i++)
+    assert.deepEqual(
+      (await diff(t[i]!)).map((r: any) => r.data),
+      ['x'],
+      `hop ${i}`,
+    );
   assert.deepEqual(await diff(t[9]!), []);
   // A record written in the middle of the chain has hops to spare again.
   assertOk(await append(t[5]!, [{ data: 'y' }]), 200);
-  assert.deepEqual((await diff(t[9]!)).map((r: any) => r.data), ['y']);
+  assert.deepEqual(
+    (await diff(t[9]!)).map((r: any) => r.data),
+    ['y'],
+  );
 });

@@ -48,7 +48,10 @@ for (const same of [false, true]) {
     assertOk(await c.post(`/v0/topics/${s}`, { records: [{ data: 1 }, { data: 2 }] }), 200); // the router created the source
     // Live bytes reach the cap (the ballast is admitted: the total was below it).
     assertOk(await c.post(`/v0/topics/${ballast}`, { records: [{ data: 'x'.repeat(CAP) }] }), 201);
-    await until('the sampled total to reach the cap', async () => (await c.post(`/v0/topics/${s}.probe`, { records: [{ data: 'p' }] })).status === 429);
+    await until(
+      'the sampled total to reach the cap',
+      async () => (await c.post(`/v0/topics/${s}.probe`, { records: [{ data: 'p' }] })).status === 429,
+    );
     // The dest takes records again; the forward now meets the byte cap instead.
     assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject' }), 200);
     await until('the refusal to be the byte cap', async () => (await routerStats(r))?.last_error === 'throttled');

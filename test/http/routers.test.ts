@@ -32,14 +32,28 @@ describe('PUT /v0/routers/:router', () => {
     const b = assertOk(await put(r, { source: s, dest: d }), 201);
     assert.deepEqual(
       { ...b, performance: undefined },
-      { router: r, created: true, source: s, dest: d, preserve_node: true, preserve_tag: true, filter: null, allow_cycle: false, guarantee: 'at_least_once', performance: undefined },
+      {
+        router: r,
+        created: true,
+        source: s,
+        dest: d,
+        preserve_node: true,
+        preserve_tag: true,
+        filter: null,
+        allow_cycle: false,
+        guarantee: 'at_least_once',
+        performance: undefined,
+      },
     );
     // The auto-created topics exist with the default config.
     assertOk(await c.get(`/v0/topics/${s}`), 200);
     assertOk(await c.get(`/v0/topics/${d}`), 200);
     const same = assertOk(await put(r, { source: s, dest: d, create_dest: false }), 200);
     assert.equal(same.created, false);
-    const diff = assertOk(await put(r, { source: s, dest: d, preserve_node: false, filter: ['tag', 'Glob', 'a*'], guarantee: 'exactly_once' }), 200);
+    const diff = assertOk(
+      await put(r, { source: s, dest: d, preserve_node: false, filter: ['tag', 'Glob', 'a*'], guarantee: 'exactly_once' }),
+      200,
+    );
     assert.equal(diff.created, false);
     assert.equal(diff.preserve_node, false);
     assert.deepEqual(diff.filter, ['tag', 'Glob', 'a*']);
@@ -65,13 +79,23 @@ describe('GET, list and DELETE', () => {
   test('list filters by prefix, source and dest, pages with an opaque cursor, 400 on a corrupt one', async () => {
     const p = name('L');
     const [s1, s2] = [name('s'), name('s')];
-    for (let i = 0; i < 5; i++) assertOk(await put(`${p}-${i}`, { source: i < 3 ? s1 : s2, dest: `${p}.d${i}`, guarantee: i === 0 ? 'exactly_once' : 'at_least_once' }), 201);
+    for (let i = 0; i < 5; i++)
+      assertOk(
+        await put(`${p}-${i}`, { source: i < 3 ? s1 : s2, dest: `${p}.d${i}`, guarantee: i === 0 ? 'exactly_once' : 'at_least_once' }),
+        201,
+      );
     const all = assertOk(await c.get(`/v0/routers?prefix=${enc(p)}`), 200);
-    assert.deepEqual(all.routers.map((r: any) => r.router), [0, 1, 2, 3, 4].map((i) => `${p}-${i}`));
+    assert.deepEqual(
+      all.routers.map((r: any) => r.router),
+      [0, 1, 2, 3, 4].map((i) => `${p}-${i}`),
+    );
     assert.deepEqual(all.routers[0], { router: `${p}-0`, source: s1, dest: `${p}.d0`, guarantee: 'exactly_once', forwarded_total: 0 });
     assert.equal(all.next_cursor, undefined);
     assert.equal(assertOk(await c.get(`/v0/routers?prefix=${enc(p)}&source=${s2}`), 200).routers.length, 2);
-    assert.deepEqual(assertOk(await c.get(`/v0/routers?dest=${enc(`${p}.d1`)}`), 200).routers.map((r: any) => r.router), [`${p}-1`]);
+    assert.deepEqual(
+      assertOk(await c.get(`/v0/routers?dest=${enc(`${p}.d1`)}`), 200).routers.map((r: any) => r.router),
+      [`${p}-1`],
+    );
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let i = 0; i < 10; i++) {
@@ -80,7 +104,10 @@ describe('GET, list and DELETE', () => {
       cursor = page.next_cursor;
       if (!cursor) break;
     }
-    assert.deepEqual(seen, all.routers.map((r: any) => r.router));
+    assert.deepEqual(
+      seen,
+      all.routers.map((r: any) => r.router),
+    );
     assertInvalid(await c.get('/v0/routers?cursor=%%%'), 'cursor');
     assertInvalid(await c.get(`/v0/routers?cursor=${Buffer.from('{"x":1}').toString('base64url')}`), 'cursor');
     assertInvalid(await c.get('/v0/routers?page_size=abc'));
@@ -93,7 +120,6 @@ describe('GET, list and DELETE', () => {
     assert.equal(assertOk(await c.del(`/v0/routers/${r}`), 200).deleted, false);
     assertError(await c.get(`/v0/routers/${r}`), 404, 'router_not_found');
   });
-
 });
 
 describe('topic delete cascade', () => {
@@ -133,9 +159,20 @@ describe('limits and restarts', () => {
       await s3.kill();
       const s4 = await startServer({ dataDir: s2.dataDir });
       const c4 = client(s4.url);
-      assertOk(await c4.post('/v0/topics/a', { records: [{ data: 3, tag: 'k' }, { data: 4, tag: 'z' }] }), 200);
+      assertOk(
+        await c4.post('/v0/topics/a', {
+          records: [
+            { data: 3, tag: 'k' },
+            { data: 4, tag: 'z' },
+          ],
+        }),
+        200,
+      );
       const diff = assertOk(await c4.post('/v0/topics/b/diff', {}), 200);
-      assert.deepEqual(diff.records.map((r: any) => r.data), [1, 2, 3]);
+      assert.deepEqual(
+        diff.records.map((r: any) => r.data),
+        [1, 2, 3],
+      );
       assert.equal(assertOk(await c4.get('/v0/routers/keep'), 200).forwarded_total, 3);
       await s4.stop();
     } finally {
@@ -156,14 +193,20 @@ describe('limits and restarts', () => {
       const c3 = client(s3.url);
       assertOk(await c3.post('/v0/topics/eph', { records: [{ data: 4 }, { data: 5 }] }), 200);
       const diff = assertOk(await c3.post('/v0/topics/keep/diff', {}), 200);
-      assert.deepEqual(diff.records.map((r: any) => r.data), [1, 2, 3, 4, 5]);
+      assert.deepEqual(
+        diff.records.map((r: any) => r.data),
+        [1, 2, 3, 4, 5],
+      );
       assert.equal(assertOk(await c3.get('/v0/routers/eph-%3Ekeep'), 200).forwarded_total, 5);
       await s3.kill(); // its seqs may start again at 1: the router goes on under a new id
       const s4 = await startServer({ dataDir: s2.dataDir });
       const c4 = client(s4.url);
       assertOk(await c4.post('/v0/topics/eph', { records: [{ data: 6 }] }), 200);
       const after = assertOk(await c4.post('/v0/topics/keep/diff', {}), 200);
-      assert.deepEqual(after.records.map((r: any) => r.data), [1, 2, 3, 4, 5, 6]);
+      assert.deepEqual(
+        after.records.map((r: any) => r.data),
+        [1, 2, 3, 4, 5, 6],
+      );
       await s4.stop();
     } finally {
       await s2.stop();
@@ -184,7 +227,10 @@ describe('limits and restarts', () => {
       const c3 = client(s3.url);
       assertOk(await c3.post('/v0/topics/src', { records: [{ data: 4 }] }), 200);
       const diff = assertOk(await c3.post('/v0/topics/mem/diff', {}), 200);
-      assert.deepEqual(diff.records.map((r: any) => r.data), [4]);
+      assert.deepEqual(
+        diff.records.map((r: any) => r.data),
+        [4],
+      );
       await s3.stop();
     } finally {
       await s2.stop();

@@ -22,13 +22,32 @@ test('stage clock on: per-stage durations per kind of request, each thread CPU, 
     const r = await c.get('/v0/debug/stages');
     assert.equal(r.status, 200);
     const append = r.body.stages['POST /v0/topics/:topic'];
-    assert.deepEqual(Object.keys(append), ['http_in', 'to_channel', 'cross_in', 'step', 'to_wal', 'wal', 'to_reply', 'cross_out', 'http_out', 'total']);
+    assert.deepEqual(Object.keys(append), [
+      'http_in',
+      'to_channel',
+      'cross_in',
+      'step',
+      'to_wal',
+      'wal',
+      'to_reply',
+      'cross_out',
+      'http_out',
+      'total',
+    ]);
     assert.equal(append.total.n, 21);
-    for (const [stage, s] of Object.entries(append) as [string, { p50_us: number }][]) assert.ok(s.p50_us >= 0, `${stage} is not negative: ${s.p50_us}`);
-    const parts = ['http_in', 'to_channel', 'cross_in', 'step', 'to_wal', 'wal', 'to_reply', 'cross_out', 'http_out'].reduce((a, k) => a + append[k].p50_us, 0);
+    for (const [stage, s] of Object.entries(append) as [string, { p50_us: number }][])
+      assert.ok(s.p50_us >= 0, `${stage} is not negative: ${s.p50_us}`);
+    const parts = ['http_in', 'to_channel', 'cross_in', 'step', 'to_wal', 'wal', 'to_reply', 'cross_out', 'http_out'].reduce(
+      (a, k) => a + append[k].p50_us,
+      0,
+    );
     assert.ok(parts <= append.total.p99_us * 2, `the stages (${parts} µs at p50) are within the total`);
     const diff = r.body.stages['POST /v0/topics/:topic/diff'];
-    assert.deepEqual(Object.keys(diff), ['http_in', 'to_channel', 'cross_in', 'step', 'to_reply', 'cross_out', 'http_out', 'total'], 'a read has no WAL stages');
+    assert.deepEqual(
+      Object.keys(diff),
+      ['http_in', 'to_channel', 'cross_in', 'step', 'to_reply', 'cross_out', 'http_out', 'total'],
+      'a read has no WAL stages',
+    );
     assert.equal(r.body.stages['POST /v0/topics/:topic/diff wait'].total.n, 1, 'a long-poll is its own kind');
     assert.ok(r.body.stages['POST /v0/topics/:topic/diff wait'].to_reply.p50_us >= 50_000, 'the long-poll parked until the append');
     const cpu = r.body.thread_cpu_us;

@@ -19,7 +19,20 @@ after(async () => {
 });
 
 const SUMMARY_KEYS = ['bytes', 'count', 'durable', 'earliest_seq', 'effective_priority', 'head_seq', 'topic'];
-const STATE_KEYS = ['topic', 'type', 'head_seq', 'earliest_seq', 'next_seq', 'count', 'bytes', 'config', 'effective_priority', 'last_write_ts', 'last_read_ts', 'performance'];
+const STATE_KEYS = [
+  'topic',
+  'type',
+  'head_seq',
+  'earliest_seq',
+  'next_seq',
+  'count',
+  'bytes',
+  'config',
+  'effective_priority',
+  'last_write_ts',
+  'last_read_ts',
+  'performance',
+];
 
 describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
   test('PUT creates: 201, created:true, full 17-key default config', async () => {
@@ -84,7 +97,6 @@ describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
     assert.equal(r.body.created, false);
     assertFullConfig(r.body.config, { durable: true, durability: 'fsync' });
   });
-
 });
 
 describe('GET /v0/topics/:topic (docs/API.md "GET /v0/topics/:topic")', () => {
@@ -122,7 +134,10 @@ describe('GET /v0/topics/:topic (docs/API.md "GET /v0/topics/:topic")', () => {
     assert.equal(touched.body.effective_priority, 500);
     const after = await c.get(`/v0/topics/${t}?touch=false`);
     assert.equal(after.body.last_read_ts, touched.body.last_read_ts, 'touch=false keeps last_read_ts');
-    assert.ok(after.body.effective_priority >= 490 && after.body.effective_priority <= 500, `decays slowly: ${after.body.effective_priority}`);
+    assert.ok(
+      after.body.effective_priority >= 490 && after.body.effective_priority <= 500,
+      `decays slowly: ${after.body.effective_priority}`,
+    );
   });
 
   test('manual priority overrides; auto_priority false gives 0', async () => {
@@ -155,7 +170,6 @@ describe('GET /v0/topics/:topic (docs/API.md "GET /v0/topics/:topic")', () => {
     assert.equal(b.last_write_ts, d.body.records[2].$ts, 'last_write_ts = $ts of the latest append');
     assert.equal(typeof b.last_write_ts, 'number');
   });
-
 });
 
 describe('DELETE /v0/topics/:topic (docs/API.md "DELETE /v0/topics/:topic", "Topic lifecycle")', () => {
@@ -300,7 +314,9 @@ describe('GET /v0/topics (docs/API.md "GET /v0/topics")', () => {
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const r = await c.get(`/v0/topics?prefix=${encodeURIComponent(pfx)}&page_size=${size}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+        const r = await c.get(
+          `/v0/topics?prefix=${encodeURIComponent(pfx)}&page_size=${size}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
         assertOk(r, 200);
         assert.ok(r.body.topics.length <= size);
         seen.push(...r.body.topics.map((s: any) => s.topic));
@@ -344,7 +360,15 @@ describe('GET /v0/topics (docs/API.md "GET /v0/topics")', () => {
   });
 
   test('malformed cursor is 400 with detail.field "cursor"; empty cursor means absent', async () => {
-    const bad = ['!!!', 'not base64 at all', Buffer.from('[1]').toString('base64url'), Buffer.from('{"after":5}').toString('base64url'), Buffer.from('"x"').toString('base64url'), Buffer.from('{"before":"a"}').toString('base64url'), Buffer.from('{"after":').toString('base64url')];
+    const bad = [
+      '!!!',
+      'not base64 at all',
+      Buffer.from('[1]').toString('base64url'),
+      Buffer.from('{"after":5}').toString('base64url'),
+      Buffer.from('"x"').toString('base64url'),
+      Buffer.from('{"before":"a"}').toString('base64url'),
+      Buffer.from('{"after":').toString('base64url'),
+    ];
     for (const cur of bad) {
       const d = assertError(await c.get(`/v0/topics?cursor=${encodeURIComponent(cur)}`), 400, 'invalid_request', `cursor ${cur}`);
       assert.equal(d?.field, 'cursor', `cursor ${cur}: detail.field`);

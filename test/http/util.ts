@@ -73,7 +73,8 @@ export function assertError(r: AnyResp, status: number, code: string, what = '')
   assert.equal(r.body.error.code, code, ctx);
   assert.equal(typeof r.body.error.message, 'string', ctx + ' (message)');
   for (const k of Object.keys(r.body.error)) assert.ok(['code', 'message', 'detail'].includes(k), `${ctx} (unexpected error key ${k})`);
-  if ('detail' in r.body.error) assert.ok(r.body.error.detail && typeof r.body.error.detail === 'object', ctx + ' (detail must be an object)');
+  if ('detail' in r.body.error)
+    assert.ok(r.body.error.detail && typeof r.body.error.detail === 'object', ctx + ' (detail must be an object)');
   for (const k of Object.keys(r.body)) assert.ok(['error', 'performance'].includes(k), `${ctx} (unexpected top-level key ${k})`);
   return r.body.error.detail;
 }
@@ -97,7 +98,10 @@ export function assertOk(r: AnyResp, status: number | number[], what = ''): any 
 }
 
 export function assertPerf(body: any, what = ''): void {
-  assert.ok(body.performance && typeof body.performance === 'object', `${what}: performance block missing in ${JSON.stringify(body).slice(0, 300)}`);
+  assert.ok(
+    body.performance && typeof body.performance === 'object',
+    `${what}: performance block missing in ${JSON.stringify(body).slice(0, 300)}`,
+  );
   assert.equal(typeof body.performance.server_total_ms, 'number', `${what}: performance.server_total_ms`);
   assert.ok(body.performance.server_total_ms >= 0, `${what}: server_total_ms >= 0`);
 }
@@ -144,7 +148,11 @@ export const DEFAULT_CONFIG = {
 
 export function assertFullConfig(cfg: any, expected: Record<string, unknown> = {}, what = ''): void {
   assert.ok(cfg && typeof cfg === 'object', `${what}: config missing`);
-  assert.deepEqual(Object.keys(cfg).sort(), CONFIG_KEYS, `${what}: config must have exactly the 17 keys of docs/API.md "PUT /v0/topics/:topic"`);
+  assert.deepEqual(
+    Object.keys(cfg).sort(),
+    CONFIG_KEYS,
+    `${what}: config must have exactly the 17 keys of docs/API.md "PUT /v0/topics/:topic"`,
+  );
   assert.deepEqual(cfg, { ...DEFAULT_CONFIG, ...expected }, `${what}: resolved config`);
 }
 

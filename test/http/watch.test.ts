@@ -99,7 +99,8 @@ const recordFrames = (fs: Frame[], t?: string) => fs.filter((f) => f.event === '
 const eventsOf = (fs: Frame[], ev: string, t?: string) => fs.filter((f) => f.event === ev && (t === undefined || f.data.topic === t));
 const range = (a: number, b: number): number[] => (b < a ? [] : Array.from({ length: b - a + 1 }, (_, i) => a + i));
 /** docs/API.md "GET /v0/topics/:topic" payload bytes of a record as returned (data text + meta text). */
-const payload = (r: any) => Buffer.byteLength(JSON.stringify(r.data)) + (r.meta === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.meta)));
+const payload = (r: any) =>
+  Buffer.byteLength(JSON.stringify(r.data)) + (r.meta === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.meta)));
 
 const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64url');
 
@@ -115,7 +116,12 @@ describe('POST /v0/watch: body rules', () => {
   test('415 without a JSON Content-Type; 400 for an empty, malformed or non-object body', async () => {
     const t = await seeded(1);
     const body = JSON.stringify({ topics: { [t]: {} } });
-    assertError(await raw(srv.url, 'POST', '/v0/watch', { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type', 'text/plain');
+    assertError(
+      await raw(srv.url, 'POST', '/v0/watch', { body, headers: { 'content-type': 'text/plain' } }),
+      415,
+      'unsupported_media_type',
+      'text/plain',
+    );
     assertError(await raw(srv.url, 'POST', '/v0/watch', { body }), 415, 'unsupported_media_type', 'no Content-Type');
     assertInvalid(await raw(srv.url, 'POST', '/v0/watch', { body: '', headers: JSON_CT }), undefined, 'empty body');
     assertInvalid(await raw(srv.url, 'POST', '/v0/watch', { headers: JSON_CT }), undefined, 'no body at all');
@@ -170,7 +176,10 @@ describe('POST /v0/watch: body rules', () => {
     for (const v of ['1', -1, 1.5, true, {}, [1], 2 ** 53, 1e300]) {
       assertInvalid(await c.post('/v0/watch', { topics: { [t]: { from_seq: v } } }), undefined, `from_seq ${JSON.stringify(v)}`);
     }
-    const rawBig = await raw(srv.url, 'POST', '/v0/watch', { body: `{"topics":{"${t}":{"from_seq":18446744073709551615}}}`, headers: JSON_CT });
+    const rawBig = await raw(srv.url, 'POST', '/v0/watch', {
+      body: `{"topics":{"${t}":{"from_seq":18446744073709551615}}}`,
+      headers: JSON_CT,
+    });
     assertInvalid(rawBig, undefined, 'from_seq 2^64-1');
     for (const v of ['true', 1, 0]) {
       assertInvalid(await c.post('/v0/watch', { topics: { [t]: { tail: v } } }), undefined, `tail ${JSON.stringify(v)}`);
@@ -255,7 +264,8 @@ describe('POST /v0/watch: body rules', () => {
       }
     }
     for (const f of ['include_meta', 'include_tags', 'include_data']) {
-      for (const v of ['true', 1, 0, {}]) assertInvalid(await c.post('/v0/watch', { ...base, [f]: v }), undefined, `${f} ${JSON.stringify(v)}`);
+      for (const v of ['true', 1, 0, {}])
+        assertInvalid(await c.post('/v0/watch', { ...base, [f]: v }), undefined, `${f} ${JSON.stringify(v)}`);
     }
     for (const v of ['bogus', 1, true, '', 'Eventual']) {
       assertInvalid(await c.post('/v0/watch', { ...base, consistency: v }), undefined, `consistency ${JSON.stringify(v)}`);
@@ -294,7 +304,9 @@ describe('POST /v0/watch: body rules', () => {
       await s.close();
     }
     for (const q of ['?lenient=false', '?lenient=0', '?lenient=yes', '']) {
-      assert.deepEqual(assertError(await c.post(`/v0/watch${q}`, { topics: { [z]: {}, [t]: {}, [a]: {} } }), 404, 'topic_not_found', q), { topic: a });
+      assert.deepEqual(assertError(await c.post(`/v0/watch${q}`, { topics: { [z]: {}, [t]: {}, [a]: {} } }), 404, 'topic_not_found', q), {
+        topic: a,
+      });
     }
     const none = await c.post('/v0/watch?lenient=true', { topics: { [z]: {}, [a]: {} } });
     assert.deepEqual(assertError(none, 404, 'topic_not_found', 'lenient with no existing topic'), { topic: a });
@@ -345,7 +357,10 @@ describe('GET /v0/watch/:wid: establishment', () => {
     assert.equal(s.headers['content-encoding'], undefined, 'an event stream is never compressed (it must flush per frame)');
     assert.equal(s.headers['content-length'], undefined, 'no Content-Length on an open-ended stream');
     await s.nextEvent('caught-up');
-    assert.ok(s.text.startsWith('retry: 2000\n\n'), `stream must start with "retry: 2000\\n\\n", got ${JSON.stringify(s.text.slice(0, 40))}`);
+    assert.ok(
+      s.text.startsWith('retry: 2000\n\n'),
+      `stream must start with "retry: 2000\\n\\n", got ${JSON.stringify(s.text.slice(0, 40))}`,
+    );
     assert.equal(s.frames[0]!.kind, 'retry');
     assert.equal(s.frames.filter((f) => f.retry !== undefined).length, 1, 'retry is sent once');
   });
@@ -353,11 +368,26 @@ describe('GET /v0/watch/:wid: establishment', () => {
   test('406 not_acceptable unless Accept lists text/event-stream, text/* or */* with q != 0', async () => {
     const t = await seeded(1);
     const w = await watch({ topics: { [t]: {} } });
-    for (const accept of [null, 'application/json', 'text/event-stream;q=0', 'text/event-stream; q=0.0', 'text/html', 'application/*', 'text/plain, application/json']) {
+    for (const accept of [
+      null,
+      'application/json',
+      'text/event-stream;q=0',
+      'text/event-stream; q=0.0',
+      'text/html',
+      'application/*',
+      'text/plain, application/json',
+    ]) {
       const s = await openStream(srv.url, w.wid, { headers: { accept } });
       assertError(s, 406, 'not_acceptable', `Accept ${JSON.stringify(accept)}`);
     }
-    for (const accept of ['*/*', 'text/*', 'text/html, text/event-stream;q=0.5', 'text/event-stream; charset=utf-8', 'application/json, */*;q=0.1', 'Text/Event-Stream']) {
+    for (const accept of [
+      '*/*',
+      'text/*',
+      'text/html, text/event-stream;q=0.5',
+      'text/event-stream; charset=utf-8',
+      'application/json, */*;q=0.1',
+      'Text/Event-Stream',
+    ]) {
       const s = await openStream(srv.url, w.wid, { headers: { accept } });
       open.push(s);
       assert.equal(s.status, 200, `Accept ${accept}: ${s.text.slice(0, 200)}`);
@@ -428,7 +458,12 @@ describe('record frames', () => {
 
   test('include_tags / include_meta / include_data variants match diff', async () => {
     const t = await mk();
-    await append(t, [{ data: 1, tag: 'a', meta: { m: 1 } }, { data: 2 }, { data: { d: 3 }, tag: 'c', node: 'n' }, { data: [4], meta: { z: [1] } }]);
+    await append(t, [
+      { data: 1, tag: 'a', meta: { m: 1 } },
+      { data: 2 },
+      { data: { d: 3 }, tag: 'c', node: 'n' },
+      { data: [4], meta: { z: [1] } },
+    ]);
     const variants: Record<string, boolean>[] = [
       {},
       { include_tags: true },
@@ -448,9 +483,21 @@ describe('record frames', () => {
       if (v.include_data === false) expect = expect.map(({ data: _d, ...rest }) => rest);
       assert.deepEqual(tr.records[t], expect, `variant ${JSON.stringify(v)}`);
       const recs = tr.records[t]!;
-      assert.equal(recs.some((r) => '$tag' in r), v.include_tags === true, `${JSON.stringify(v)}: $tag only with include_tags`);
-      assert.equal(recs.some((r) => 'meta' in r), v.include_meta !== false, `${JSON.stringify(v)}: meta per include_meta`);
-      assert.equal(recs.every((r) => 'data' in r), v.include_data !== false, `${JSON.stringify(v)}: data unless include_data false`);
+      assert.equal(
+        recs.some((r) => '$tag' in r),
+        v.include_tags === true,
+        `${JSON.stringify(v)}: $tag only with include_tags`,
+      );
+      assert.equal(
+        recs.some((r) => 'meta' in r),
+        v.include_meta !== false,
+        `${JSON.stringify(v)}: meta per include_meta`,
+      );
+      assert.equal(
+        recs.every((r) => 'data' in r),
+        v.include_data !== false,
+        `${JSON.stringify(v)}: data unless include_data false`,
+      );
       for (const r of recs) assert.ok(Number.isInteger(r.$ts), '$ts always present');
     }
   });
@@ -579,7 +626,7 @@ describe('caught-up, tailing and ids', () => {
     assert.deepEqual(tr.cursor, { [names[0]!]: 1, [names[1]!]: 3, [names[2]!]: 3, [names[3]!]: 5 });
   });
 
-  test('node filter skips a dedupe_node topic\'s own records; the cursor still advances; dedupe_node false ignores it', async () => {
+  test("node filter skips a dedupe_node topic's own records; the cursor still advances; dedupe_node false ignores it", async () => {
     const t = await mk({ dedupe_node: true });
     await append(t, [{ data: 1 }, { data: 2, node: 'b' }, { data: 3 }], { node: 'a' });
     await append(t, [{ data: 4 }, { data: 5 }], { node: 'a' });
@@ -639,10 +686,26 @@ describe('batching: limit and max_batch_bytes', () => {
     const t = await mk();
     await append(t, nums(1000));
     await append(t, nums(200, 1001));
-    assert.deepEqual((await frameSizes(t, {})).map((r) => r.length), expectSplit(1200, 256), 'absent');
-    assert.deepEqual((await frameSizes(t, { limit: 0 })).map((r) => r.length), expectSplit(1200, 256), 'limit 0');
-    assert.deepEqual((await frameSizes(t, { limit: 5000 })).map((r) => r.length), [1000, 200], 'limit 5000 clamps to 1000');
-    assert.deepEqual((await frameSizes(t, { limit: 1000 })).map((r) => r.length), [1000, 200], 'limit 1000');
+    assert.deepEqual(
+      (await frameSizes(t, {})).map((r) => r.length),
+      expectSplit(1200, 256),
+      'absent',
+    );
+    assert.deepEqual(
+      (await frameSizes(t, { limit: 0 })).map((r) => r.length),
+      expectSplit(1200, 256),
+      'limit 0',
+    );
+    assert.deepEqual(
+      (await frameSizes(t, { limit: 5000 })).map((r) => r.length),
+      [1000, 200],
+      'limit 5000 clamps to 1000',
+    );
+    assert.deepEqual(
+      (await frameSizes(t, { limit: 1000 })).map((r) => r.length),
+      [1000, 200],
+      'limit 1000',
+    );
   });
 
   function expectSplit(n: number, k: number): number[] {
@@ -661,22 +724,39 @@ describe('batching: limit and max_batch_bytes', () => {
       if (recs.length > 1) assert.ok(bytes <= budget, `${what}: frame ${n} holds ${bytes} payload bytes > ${budget}`);
       i += recs.length;
       const nextRec = all[i];
-      if (nextRec && recs.length < 256) assert.ok(bytes + payload(nextRec) > budget, `${what}: frame ${n} (${recs.length} records, ${bytes} bytes) stopped early; the next record would fit in ${budget}`);
+      if (nextRec && recs.length < 256)
+        assert.ok(
+          bytes + payload(nextRec) > budget,
+          `${what}: frame ${n} (${recs.length} records, ${bytes} bytes) stopped early; the next record would fit in ${budget}`,
+        );
     }
   }
 
   test('max_batch_bytes: a frame stops before the budget, at least one record', async () => {
     const t = await mk();
-    await append(t, Array.from({ length: 10 }, () => ({ data: 'x'.repeat(998) }))); // 1000 bytes each
+    await append(
+      t,
+      Array.from({ length: 10 }, () => ({ data: 'x'.repeat(998) })),
+    ); // 1000 bytes each
     assertBudget(await frameSizes(t, { max_batch_bytes: 2500 }), 2500, '2500');
     const big = await mk();
-    await append(big, Array.from({ length: 3 }, () => ({ data: 'y'.repeat(4998) })));
-    assert.deepEqual((await frameSizes(big, { max_batch_bytes: 2500 })).map((r) => r.length), [1, 1, 1], 'a record above the budget still goes, alone');
+    await append(
+      big,
+      Array.from({ length: 3 }, () => ({ data: 'y'.repeat(4998) })),
+    );
+    assert.deepEqual(
+      (await frameSizes(big, { max_batch_bytes: 2500 })).map((r) => r.length),
+      [1, 1, 1],
+      'a record above the budget still goes, alone',
+    );
   });
 
   test('max_batch_bytes absent → 262144; 0 → 1 MiB; above 8 MiB → 8 MiB', async () => {
     const t = await mk();
-    await append(t, Array.from({ length: 15 }, () => ({ data: 'z'.repeat(99998) }))); // 100000 bytes each
+    await append(
+      t,
+      Array.from({ length: 15 }, () => ({ data: 'z'.repeat(99998) })),
+    ); // 100000 bytes each
     const dflt = await frameSizes(t, {});
     assertBudget(dflt, 262144, 'absent');
     assert.equal(dflt[0]!.length, 2);
@@ -684,7 +764,11 @@ describe('batching: limit and max_batch_bytes', () => {
     assertBudget(zero, 1 << 20, '0');
     assert.equal(zero[0]!.length, 10);
     const huge = await mk();
-    for (let i = 0; i < 2; i++) await append(huge, Array.from({ length: 5 }, () => ({ data: 'h'.repeat(999998) }))); // 1e6 bytes each
+    for (let i = 0; i < 2; i++)
+      await append(
+        huge,
+        Array.from({ length: 5 }, () => ({ data: 'h'.repeat(999998) })),
+      ); // 1e6 bytes each
     const clamped = await frameSizes(huge, { max_batch_bytes: 100 * 1024 * 1024 });
     assertBudget(clamped, 8 << 20, 'clamped');
     assert.deepEqual(
@@ -731,7 +815,11 @@ describe('heartbeats', () => {
       await sleep(300);
     }
     const busyFrames = await busy.s.collect(0);
-    assert.equal(busyFrames.filter((f) => f.kind === 'comment').length, 0, `heartbeats while data flowed: ${busyFrames.filter((f) => f.kind === 'comment').length}`);
+    assert.equal(
+      busyFrames.filter((f) => f.kind === 'comment').length,
+      0,
+      `heartbeats while data flowed: ${busyFrames.filter((f) => f.kind === 'comment').length}`,
+    );
     await clamped.s.collect(0);
     // the clamped stream also got the records, so it may not have needed a heartbeat: now idle
     const idleFrom = Date.now();
@@ -783,7 +871,14 @@ describe('tombstones', () => {
     const { s, tr } = await session({ topics: { [t]: {} } });
     const fs = await tr.untilCaughtUp(s);
     assert.equal(fs[0]!.event, 'tombstone');
-    assert.deepEqual(fs[0]!.data, { topic: t, reason: 'from_seq_too_old', gap_from: 1, gap_to: od.tombstone.gap_to, earliest_seq: od.earliest_seq, head_seq: 5 });
+    assert.deepEqual(fs[0]!.data, {
+      topic: t,
+      reason: 'from_seq_too_old',
+      gap_from: 1,
+      gap_to: od.tombstone.gap_to,
+      earliest_seq: od.earliest_seq,
+      head_seq: 5,
+    });
     assert.deepEqual(tr.seqs(t), [4, 5]);
   });
 
@@ -984,7 +1079,12 @@ describe('consistency', () => {
       const want = Object.fromEntries(ts.map((t, i) => [t, i + 2]));
       const deadline = Date.now() + 3000;
       while (ts.some((t) => tr.cursor[t]! < want[t]!)) {
-        await tr.until(s, (f) => f.event === 'record', Math.max(1, deadline - Date.now()), `live records on every topic (cursor ${JSON.stringify(tr.cursor)})`);
+        await tr.until(
+          s,
+          (f) => f.event === 'record',
+          Math.max(1, deadline - Date.now()),
+          `live records on every topic (cursor ${JSON.stringify(tr.cursor)})`,
+        );
       }
       assert.deepEqual(tr.cursor, want);
     });

@@ -164,7 +164,14 @@ describe('resume from the server cursor', () => {
     assert.deepEqual(mixed.seqs(a), [], 'a newer id never advances past the stored cursor');
     assert.deepEqual(mixed.seqs(b), [3, 4], 'b rewound to 2');
 
-    for (const bad of ['garbage!!', Buffer.from('[1]').toString('base64url'), Buffer.from(`{"${a}":-1,"${b}":1}`).toString('base64url'), Buffer.from(`{"${a}":"3"}`).toString('base64url'), Buffer.from('not json').toString('base64url'), '']) {
+    for (const bad of [
+      'garbage!!',
+      Buffer.from('[1]').toString('base64url'),
+      Buffer.from(`{"${a}":-1,"${b}":1}`).toString('base64url'),
+      Buffer.from(`{"${a}":"3"}`).toString('base64url'),
+      Buffer.from('not json').toString('base64url'),
+      '',
+    ]) {
       const g = await reopen(bad, { [a]: 10, [b]: 4 }, `garbage id ${JSON.stringify(bad)}`);
       assert.deepEqual(g.seqs(a), [], `garbage id ${JSON.stringify(bad)} is ignored`);
       assert.deepEqual(g.seqs(b), [], `garbage id ${JSON.stringify(bad)} is ignored (b)`);
@@ -173,7 +180,10 @@ describe('resume from the server cursor', () => {
     const other = await reopen(encodeCursor({ [`${a}.other`]: 0, [a]: 8 }), { [a]: 8, [b]: 4 }, 'id with a foreign topic');
     assert.deepEqual(other.seqs(a), [9, 10], 'foreign topics in the id are ignored; a rewinds');
 
-    const padded = Buffer.from(JSON.stringify({ [a]: 7 })).toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
+    const padded = Buffer.from(JSON.stringify({ [a]: 7 }))
+      .toString('base64')
+      .replace(/\+/g, '-')
+      .replace(/\//g, '_');
     const p = await reopen(padded, { [a]: 7, [b]: 4 }, 'padded id');
     assert.deepEqual(p.seqs(a), [8, 9, 10]);
 
@@ -285,7 +295,11 @@ describe('session GC (SERVICE_WATCH_SESSION_TTL_MS=500)', () => {
     await watch(g.url, { topics: { [t]: {} } });
     const again = await openStream(g.url, a.wid);
     open.push(again);
-    assert.equal(again.status, 200, `collected although it was idle for less than ttl since the stream closed: ${again.text.slice(0, 200)}`);
+    assert.equal(
+      again.status,
+      200,
+      `collected although it was idle for less than ttl since the stream closed: ${again.text.slice(0, 200)}`,
+    );
     await again.close();
     await sleep(900);
     await watch(g.url, { topics: { [t]: {} } });
@@ -314,7 +328,14 @@ describe('session GC (SERVICE_WATCH_SESSION_TTL_MS=500)', () => {
 describe('caps (SERVICE_MAX_WATCH_SESSIONS=2, SERVICE_MAX_SSE_CONNECTIONS=1)', () => {
   let k: Server;
   before(async () => {
-    k = await startServer({ env: { SERVICE_WORKERS: '1', SERVICE_MAX_WATCH_SESSIONS: '2', SERVICE_MAX_SSE_CONNECTIONS: '1', SERVICE_WATCH_SESSION_TTL_MS: '1500' } });
+    k = await startServer({
+      env: {
+        SERVICE_WORKERS: '1',
+        SERVICE_MAX_WATCH_SESSIONS: '2',
+        SERVICE_MAX_SSE_CONNECTIONS: '1',
+        SERVICE_WATCH_SESSION_TTL_MS: '1500',
+      },
+    });
   });
   after(async () => {
     await k?.stop();
@@ -387,7 +408,11 @@ describe('SIGTERM', () => {
       const e = await s.nextEvent('error', 5000);
       assert.equal(e.id, undefined, `stream ${i}: the error frame has no id`);
       assert.ok(!e.lines.some((l) => l.startsWith('id:')), `stream ${i}: no id line`);
-      assert.deepEqual(Object.keys(e.data).sort(), ['code', 'error', 'message', 'retry_after_ms', 'terminal'], `stream ${i}: keys of ${e.dataText}`);
+      assert.deepEqual(
+        Object.keys(e.data).sort(),
+        ['code', 'error', 'message', 'retry_after_ms', 'terminal'],
+        `stream ${i}: keys of ${e.dataText}`,
+      );
       assert.equal(e.data.code, 503);
       assert.equal(e.data.error, 'shutting_down');
       assert.equal(typeof e.data.message, 'string');

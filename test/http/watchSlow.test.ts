@@ -81,12 +81,19 @@ test('a stalled stream is paused, the fast one keeps up, and the stalled one res
     rssMax = Math.max(rssMax, rss(pid));
   }
   const took = Date.now() - started;
-  assert.deepEqual(fastTr.events.filter((f) => f.event === 'tombstone'), [], 'the fast stream never falls behind the cap');
+  assert.deepEqual(
+    fastTr.events.filter((f) => f.event === 'tombstone'),
+    [],
+    'the fast stream never falls behind the cap',
+  );
   assert.equal(fastTr.seqs(t).length, TOTAL, 'the fast stream got every record');
   assert.ok(worst < 2000, `fast stream latency up to ${worst} ms per 1 MB batch (all ${TOTAL} in ${took} ms)`);
   const received = slow.bodyBytes();
   assert.ok(received < 12 * 1024 * 1024, `the stalled client already holds ${received} bytes: was it really stalled?`);
-  assert.ok(rssMax - rss0 < 200 * 1024 * 1024, `server RSS grew by ${Math.round((rssMax - rss0) / 2 ** 20)} MiB while one stream was stalled`);
+  assert.ok(
+    rssMax - rss0 < 200 * 1024 * 1024,
+    `server RSS grew by ${Math.round((rssMax - rss0) / 2 ** 20)} MiB while one stream was stalled`,
+  );
 
   // read again: whatever sat in the socket buffers, then a cap tombstone, then the live tail
   slow.resume();
@@ -100,14 +107,27 @@ test('a stalled stream is paused, the fast one keeps up, and the stalled one res
   const seqs = slowTr.seqs(t);
   const beforeTomb = seqs.filter((s) => s < tb.gap_from);
   const afterTomb = seqs.filter((s) => s > tb.gap_to);
-  assert.deepEqual(beforeTomb, Array.from({ length: beforeTomb.length }, (_, i) => i + 1), 'contiguous from 1 up to the gap');
-  assert.deepEqual(afterTomb, Array.from({ length: TOTAL - tb.gap_to }, (_, i) => tb.gap_to + 1 + i), 'contiguous after the gap up to the head');
+  assert.deepEqual(
+    beforeTomb,
+    Array.from({ length: beforeTomb.length }, (_, i) => i + 1),
+    'contiguous from 1 up to the gap',
+  );
+  assert.deepEqual(
+    afterTomb,
+    Array.from({ length: TOTAL - tb.gap_to }, (_, i) => tb.gap_to + 1 + i),
+    'contiguous after the gap up to the head',
+  );
   assert.equal(beforeTomb.length + afterTomb.length, seqs.length);
   // the data survived intact
   for (const r of slowTr.records[t]!) assert.equal(r.data.slice(0, 8), String(r.$seq).padStart(8, '0'));
   const bytesBefore = beforeTomb.length * REC_BYTES;
-  ctx.diagnostic(`fast: worst ${worst} ms per batch, ${took} ms total; stalled: ${beforeTomb.length} records before the gap [${tb.gap_from}, ${tb.gap_to}], ${afterTomb.length} after; RSS +${Math.round((rssMax - rss0) / 2 ** 20)} MiB`);
-  assert.ok(bytesBefore < 12 * 1024 * 1024, `${bytesBefore} bytes of records reached the stalled client before the gap: the server buffered far beyond its bound`);
+  ctx.diagnostic(
+    `fast: worst ${worst} ms per batch, ${took} ms total; stalled: ${beforeTomb.length} records before the gap [${tb.gap_from}, ${tb.gap_to}], ${afterTomb.length} after; RSS +${Math.round((rssMax - rss0) / 2 ** 20)} MiB`,
+  );
+  assert.ok(
+    bytesBefore < 12 * 1024 * 1024,
+    `${bytesBefore} bytes of records reached the stalled client before the gap: the server buffered far beyond its bound`,
+  );
 });
 
 test('a stalled stream without eviction loses nothing: after resuming it gets every record once, no tombstone', async () => {
@@ -124,7 +144,10 @@ test('a stalled stream without eviction loses nothing: after resuming it gets ev
   await sleep(200);
   slow.resume();
   await tr.until(slow.queue, () => tr.cursor[t] === TOTAL, 15000, 'at the head after resuming');
-  assert.deepEqual(tr.events.filter((f) => f.event === 'tombstone'), []);
+  assert.deepEqual(
+    tr.events.filter((f) => f.event === 'tombstone'),
+    [],
+  );
   assert.deepEqual(
     tr.seqs(t),
     Array.from({ length: TOTAL }, (_, i) => i + 1),

@@ -57,10 +57,17 @@ describe('create rules (docs/API.md "Topic lifecycle")', () => {
 
   test('config is applied on create', async () => {
     const t = name('cfg');
-    const r = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], config: { durable: true, priority: 7, ttl_ms: 3600000, lease_ms: 1 } });
+    const r = await c.post(`/v0/topics/${t}`, {
+      records: [{ data: 1 }],
+      config: { durable: true, priority: 7, ttl_ms: 3600000, lease_ms: 1 },
+    });
     assertOk(r, 201);
     const st = await c.get(`/v0/topics/${t}`);
-    assertFullConfig(st.body.config, { durable: true, durability: 'fsync', priority: 7, ttl_ms: 3600000, lease_ms: 100 }, 'config resolved and clamped as in docs/API.md "PUT /v0/topics/:topic"');
+    assertFullConfig(
+      st.body.config,
+      { durable: true, durability: 'fsync', priority: 7, ttl_ms: 3600000, lease_ms: 100 },
+      'config resolved and clamped as in docs/API.md "PUT /v0/topics/:topic"',
+    );
     assert.equal(st.body.effective_priority, 7);
   });
 
@@ -160,11 +167,27 @@ describe('idempotency (docs/API.md "Append")', () => {
   test('idempotency_key length: 256 chars ok, 257 is 400 (body and header)', async () => {
     const t = name('idemlen');
     assertOk(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: 'k'.repeat(256) }), 201, '256 ascii');
-    assertOk(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '\u00e9'.repeat(256) }), 200, '256 non-ascii chars (512 bytes)');
-    assertInvalid(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: 'k'.repeat(257) }), 'idempotency_key', '257 body');
-    assertInvalid(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '\u00e9'.repeat(257) }), 'idempotency_key', '257 non-ascii body');
+    assertOk(
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '\u00e9'.repeat(256) }),
+      200,
+      '256 non-ascii chars (512 bytes)',
+    );
+    assertInvalid(
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: 'k'.repeat(257) }),
+      'idempotency_key',
+      '257 body',
+    );
+    assertInvalid(
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '\u00e9'.repeat(257) }),
+      'idempotency_key',
+      '257 non-ascii body',
+    );
     assertOk(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'Idempotency-Key': 'h'.repeat(256) }), 200, '256 header');
-    assertInvalid(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'Idempotency-Key': 'h'.repeat(257) }), 'idempotency_key', '257 header');
+    assertInvalid(
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'Idempotency-Key': 'h'.repeat(257) }),
+      'idempotency_key',
+      '257 header',
+    );
     assertInvalid(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: 5 }), 'idempotency_key', 'number key');
     assert.equal(await head(t), 3);
   });

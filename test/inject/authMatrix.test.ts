@@ -87,7 +87,11 @@ test('body names: watch topics, PUT dead_letter and append config.dead_letter ar
   assert.deepEqual(x.body.error.detail, { topic: 'other.dlq', allowed_prefixes: TENANT_PREFIXES });
   x = await call('POST', '/v0/topics/t42.dl2', { records: [{ data: 1 }], config: { type: 'queue', dead_letter: 'other.dlq' } }, t);
   assert.equal(x.status, 403);
-  assert.deepEqual(x.body.error.detail, { topic: 'other.dlq', allowed_prefixes: TENANT_PREFIXES }, 'decided by the topic actor, in the same words');
+  assert.deepEqual(
+    x.body.error.detail,
+    { topic: 'other.dlq', allowed_prefixes: TENANT_PREFIXES },
+    'decided by the topic actor, in the same words',
+  );
   assert.match(x.body.error.message, /^this key may not name topic "other\.dlq": its names must start with "t42\." or "shared\."$/);
   assert.equal((await call('GET', '/v0/topics/t42.dl2', undefined, t)).status, 404, 'nothing was created');
   x = await call('PUT', '/v0/topics/t42.dl', { type: 'queue', dead_letter: 'shared.dlq' }, t);
@@ -130,7 +134,10 @@ test('GET /v0/topics is filtered by the allowlist, prefix and pagination include
   for (const n of all) assert.ok(n.startsWith('t42.') || n.startsWith('shared.'), n);
   assert.ok(all.includes('shared.a') && all.includes('t42.x') && all.includes('t42.q'));
   assert.deepEqual(all, [...all].sort());
-  assert.deepEqual(await names('&prefix=shared'), ['shared.a', 'shared.b', 'shared.dlq'].filter((n) => all.includes(n)));
+  assert.deepEqual(
+    await names('&prefix=shared'),
+    ['shared.a', 'shared.b', 'shared.dlq'].filter((n) => all.includes(n)),
+  );
   assert.deepEqual(await names('&prefix=zz'), []);
   assert.deepEqual(await names('&prefix=t42.x'), ['t42.x']);
 });

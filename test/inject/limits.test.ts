@@ -16,7 +16,10 @@ const SMALL_BODY = 4096;
 const SMALL_LIMIT = 5;
 
 before(async () => {
-  [srv, small] = await Promise.all([startInjectServer(), startInjectServer({ SERVICE_MAX_BODY_BYTES: String(SMALL_BODY), SERVICE_MAX_LIMIT: String(SMALL_LIMIT) })]);
+  [srv, small] = await Promise.all([
+    startInjectServer(),
+    startInjectServer({ SERVICE_MAX_BODY_BYTES: String(SMALL_BODY), SERVICE_MAX_LIMIT: String(SMALL_LIMIT) }),
+  ]);
   c = srv.client;
   s = small.client;
 });
@@ -44,7 +47,12 @@ describe('batch size', () => {
     assert.deepEqual(d, { count: 10001, max: 10000 });
     assert.equal(await head(t), 10000, 'nothing appended');
     const t2 = name('batch');
-    assertError(await c.post(`/v0/topics/${t2}`, { records: Array.from({ length: 10001 }, () => ({ data: 0 })) }), 400, 'batch_too_large', 'absent topic');
+    assertError(
+      await c.post(`/v0/topics/${t2}`, { records: Array.from({ length: 10001 }, () => ({ data: 0 })) }),
+      400,
+      'batch_too_large',
+      'absent topic',
+    );
     assertError(await c.get(`/v0/topics/${t2}`), 404, 'topic_not_found', 'not created');
   });
 });
@@ -53,9 +61,24 @@ describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
   // Each case: a record at the limit (must pass) and one just past it (must fail with `limit`).
   const cases: { what: string; limit: string; ok: Record<string, unknown> | string; bad: Record<string, unknown> | string }[] = [
     { what: 'tag 256 bytes (ascii)', limit: 'tag_bytes', ok: { data: 1, tag: 't'.repeat(256) }, bad: { data: 1, tag: 't'.repeat(257) } },
-    { what: 'tag 256 bytes (2-byte chars)', limit: 'tag_bytes', ok: { data: 1, tag: '\u00e9'.repeat(128) }, bad: { data: 1, tag: '\u00e9'.repeat(128) + 'a' } },
-    { what: 'node 128 bytes (ascii)', limit: 'node_bytes', ok: { data: 1, node: 'n'.repeat(128) }, bad: { data: 1, node: 'n'.repeat(129) } },
-    { what: 'node 128 bytes (2-byte chars)', limit: 'node_bytes', ok: { data: 1, node: '\u00fc'.repeat(64) }, bad: { data: 1, node: '\u00fc'.repeat(64) + 'x' } },
+    {
+      what: 'tag 256 bytes (2-byte chars)',
+      limit: 'tag_bytes',
+      ok: { data: 1, tag: '\u00e9'.repeat(128) },
+      bad: { data: 1, tag: '\u00e9'.repeat(128) + 'a' },
+    },
+    {
+      what: 'node 128 bytes (ascii)',
+      limit: 'node_bytes',
+      ok: { data: 1, node: 'n'.repeat(128) },
+      bad: { data: 1, node: 'n'.repeat(129) },
+    },
+    {
+      what: 'node 128 bytes (2-byte chars)',
+      limit: 'node_bytes',
+      ok: { data: 1, node: '\u00fc'.repeat(64) },
+      bad: { data: 1, node: '\u00fc'.repeat(64) + 'x' },
+    },
     {
       what: 'meta 64 keys',
       limit: 'meta_keys',
@@ -63,11 +86,21 @@ describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
       bad: { data: 1, meta: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, i])) },
     },
     // compact meta text `{"k":"xxx…"}` is n + 8 bytes
-    { what: 'meta 16 KiB', limit: 'meta_bytes', ok: { data: 1, meta: { k: 'x'.repeat(16384 - 8) } }, bad: { data: 1, meta: { k: 'x'.repeat(16384 - 7) } } },
+    {
+      what: 'meta 16 KiB',
+      limit: 'meta_bytes',
+      ok: { data: 1, meta: { k: 'x'.repeat(16384 - 8) } },
+      bad: { data: 1, meta: { k: 'x'.repeat(16384 - 7) } },
+    },
     // compact data text `"xxx…"` is n + 2 bytes
     { what: 'data 1 MiB', limit: 'record_bytes', ok: { data: 'd'.repeat(1048576 - 2) }, bad: { data: 'd'.repeat(1048576 - 1) } },
     // data + meta: meta `{"k":"v"}` is 9 bytes
-    { what: 'data+meta 1 MiB', limit: 'record_bytes', ok: { data: 'd'.repeat(1048576 - 9 - 2), meta: { k: 'v' } }, bad: { data: 'd'.repeat(1048576 - 9 - 1), meta: { k: 'v' } } },
+    {
+      what: 'data+meta 1 MiB',
+      limit: 'record_bytes',
+      ok: { data: 'd'.repeat(1048576 - 9 - 2), meta: { k: 'v' } },
+      bad: { data: 'd'.repeat(1048576 - 9 - 1), meta: { k: 'v' } },
+    },
   ];
 
   for (const cs of cases) {
@@ -97,7 +130,9 @@ describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
   test('the first offending record is reported', async () => {
     const t = name('first');
     await c.put(`/v0/topics/${t}`);
-    const bad = await c.post(`/v0/topics/${t}`, { records: [{ data: 0 }, { data: 1, tag: 'x'.repeat(300) }, { data: 2, node: 'y'.repeat(300) }] });
+    const bad = await c.post(`/v0/topics/${t}`, {
+      records: [{ data: 0 }, { data: 1, tag: 'x'.repeat(300) }, { data: 2, node: 'y'.repeat(300) }],
+    });
     const d = assertError(bad, 400, 'record_too_large');
     assert.equal(d?.index, 1);
     assert.equal(d?.limit, 'tag_bytes');
@@ -159,7 +194,10 @@ describe('raw body cap (SERVICE_MAX_BODY_BYTES, 413)', () => {
     const t = name('at');
     const r = await small.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: appendBody(SMALL_BODY) });
     assertOk(r, 201, 'append of exactly SERVICE_MAX_BODY_BYTES');
-    const put = await small.raw('PUT', `/v0/topics/${name('at')}`, { headers: JSON_CT, body: `{"cap_records":1${' '.repeat(SMALL_BODY - 17)}}` });
+    const put = await small.raw('PUT', `/v0/topics/${name('at')}`, {
+      headers: JSON_CT,
+      body: `{"cap_records":1${' '.repeat(SMALL_BODY - 17)}}`,
+    });
     assert.equal(Buffer.byteLength(`{"cap_records":1${' '.repeat(SMALL_BODY - 17)}}`), SMALL_BODY);
     assertOk(put, 201, 'PUT of exactly SERVICE_MAX_BODY_BYTES');
     const diffBody = `{"from_seq":0${' '.repeat(SMALL_BODY - 14)}}`;
@@ -182,11 +220,31 @@ describe('raw body cap (SERVICE_MAX_BODY_BYTES, 413)', () => {
 
   test('413 is decided before parsing and before media type and name checks', async () => {
     const big = appendBody(SMALL_BODY + 1);
-    assertError(await small.raw('POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: big }), 413, 'payload_too_large', 'wrong content type');
+    assertError(
+      await small.raw('POST', `/v0/topics/${name()}`, { headers: { 'content-type': 'text/plain' }, body: big }),
+      413,
+      'payload_too_large',
+      'wrong content type',
+    );
     assertError(await small.raw('POST', `/v0/topics/${name()}`, { body: big }), 413, 'payload_too_large', 'no content type');
-    assertError(await small.raw('POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: '{' + 'x'.repeat(SMALL_BODY) }), 413, 'payload_too_large', 'malformed JSON');
-    assertError(await small.raw('POST', `/v0/topics/-bad-name`, { headers: JSON_CT, body: big }), 413, 'payload_too_large', 'invalid topic name');
-    assertError(await small.raw('POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: `{"records":[${'{"data":1},'.repeat(500)}{"data":1}]}` }), 413, 'payload_too_large', 'over cap and batch fine');
+    assertError(
+      await small.raw('POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: '{' + 'x'.repeat(SMALL_BODY) }),
+      413,
+      'payload_too_large',
+      'malformed JSON',
+    );
+    assertError(
+      await small.raw('POST', `/v0/topics/-bad-name`, { headers: JSON_CT, body: big }),
+      413,
+      'payload_too_large',
+      'invalid topic name',
+    );
+    assertError(
+      await small.raw('POST', `/v0/topics/${name()}`, { headers: JSON_CT, body: `{"records":[${'{"data":1},'.repeat(500)}{"data":1}]}` }),
+      413,
+      'payload_too_large',
+      'over cap and batch fine',
+    );
   });
 
   test('the default cap allows large bodies (64 MiB default)', async () => {

@@ -23,7 +23,12 @@ after(async () => {
 });
 
 function allowSet(v: string | undefined): Set<string> {
-  return new Set((v ?? '').split(',').map((s) => s.trim().toUpperCase()).filter(Boolean));
+  return new Set(
+    (v ?? '')
+      .split(',')
+      .map((s) => s.trim().toUpperCase())
+      .filter(Boolean),
+  );
 }
 
 describe('routing', () => {
@@ -120,7 +125,14 @@ describe('media types and bodies (docs/API.md "Conventions")', () => {
 
   test('append with a non-JSON Content-Type is 415', async () => {
     const t = name();
-    for (const ct of ['text/plain', 'text/plain; charset=utf-8', 'application/xml', 'application/x-www-form-urlencoded', 'application/json-patch+json', 'application/jsonx']) {
+    for (const ct of [
+      'text/plain',
+      'text/plain; charset=utf-8',
+      'application/xml',
+      'application/x-www-form-urlencoded',
+      'application/json-patch+json',
+      'application/jsonx',
+    ]) {
       const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: { 'content-type': ct }, body: '{"records":[{"data":1}]}' });
       assertError(r, 415, 'unsupported_media_type', `content-type ${ct}`);
     }
@@ -129,7 +141,13 @@ describe('media types and bodies (docs/API.md "Conventions")', () => {
 
   test('Content-Type media type is case-insensitive and parameters are optional', async () => {
     const t = name();
-    for (const ct of ['application/json', 'Application/JSON', 'APPLICATION/JSON; CHARSET=UTF-8', 'application/json;charset=utf-8', 'application/json; charset=utf-8']) {
+    for (const ct of [
+      'application/json',
+      'Application/JSON',
+      'APPLICATION/JSON; CHARSET=UTF-8',
+      'application/json;charset=utf-8',
+      'application/json; charset=utf-8',
+    ]) {
       const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: { 'content-type': ct }, body: '{"records":[{"data":1}]}' });
       assertOk(r, [200, 201], `content-type ${ct}`);
     }
@@ -204,7 +222,18 @@ describe('media types and bodies (docs/API.md "Conventions")', () => {
   test('bodies that are not a JSON object are 400 invalid_request', async () => {
     const t = name();
     await c.put(`/v0/topics/${t}`);
-    for (const b of ['{', '[]', '"s"', '42', 'null', 'true', '{"records":[{"data":1}]} x', '{"records":[{"data":1}],}', "{'records':[]}", '\u00ff']) {
+    for (const b of [
+      '{',
+      '[]',
+      '"s"',
+      '42',
+      'null',
+      'true',
+      '{"records":[{"data":1}]} x',
+      '{"records":[{"data":1}],}',
+      "{'records':[]}",
+      '\u00ff',
+    ]) {
       assertInvalid(await c.post(`/v0/topics/${t}`, b), undefined, `append body ${JSON.stringify(b)}`);
       assertInvalid(await c.post(`/v0/topics/${t}/diff`, b), undefined, `diff body ${JSON.stringify(b)}`);
       assertInvalid(await c.put(`/v0/topics/${t}`, b), undefined, `PUT body ${JSON.stringify(b)}`);
@@ -237,7 +266,11 @@ describe('integers (docs/API.md "Conventions")', () => {
     assertInvalid(await c.post(`/v0/topics/${t}/diff`, '{"wait_ms":9007199254740993}'), 'wait_ms', 'diff wait_ms 2^53+1');
     assertInvalid(await c.put(`/v0/topics/${t}`, '{"ttl_ms":9007199254740993}'), 'ttl_ms', 'PUT ttl_ms 2^53+1');
     assertInvalid(await c.put(`/v0/topics/${name()}`, '{"cap_records":1e30}'), 'cap_records', 'PUT cap_records 1e30');
-    assertInvalid(await c.post(`/v0/topics/${name()}`, '{"records":[{"data":1}],"config":{"cap_bytes":9007199254740993}}'), 'cap_bytes', 'append config cap_bytes 2^53+1');
+    assertInvalid(
+      await c.post(`/v0/topics/${name()}`, '{"records":[{"data":1}],"config":{"cap_bytes":9007199254740993}}'),
+      'cap_bytes',
+      'append config cap_bytes 2^53+1',
+    );
   });
 
   test('2^53-1 itself is accepted', async () => {
@@ -278,7 +311,21 @@ describe('query parameters (docs/API.md "Conventions")', () => {
 });
 
 describe('topic names in paths (docs/API.md "Conventions")', () => {
-  const bad = ['-lead', '.lead', '_lead', ':lead', 'a'.repeat(256), 'sp%20ace', 'caf%C3%A9', 'a%2Cb', 'a*b', 'a%3Eb', 'tab%09x', 'a%40b', '%20'];
+  const bad = [
+    '-lead',
+    '.lead',
+    '_lead',
+    ':lead',
+    'a'.repeat(256),
+    'sp%20ace',
+    'caf%C3%A9',
+    'a%2Cb',
+    'a*b',
+    'a%3Eb',
+    'tab%09x',
+    'a%40b',
+    '%20',
+  ];
   const decoded = (s: string) => decodeURIComponent(s);
 
   for (const n of bad) {
@@ -368,10 +415,16 @@ describe('compression', () => {
       [{ hello: 'gzip' }, 2],
     );
     const t2 = name('gzput');
-    const p = await srv.raw('PUT', `/v0/topics/${t2}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: zlib.gzipSync('{"cap_records":9}') });
+    const p = await srv.raw('PUT', `/v0/topics/${t2}`, {
+      headers: { ...JSON_CT, 'content-encoding': 'gzip' },
+      body: zlib.gzipSync('{"cap_records":9}'),
+    });
     assertOk(p, 201, 'gzip PUT');
     assert.equal(p.body.config.cap_records, 9);
-    const df = await srv.raw('POST', `/v0/topics/${t}/diff`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: zlib.gzipSync('{"from_seq":1}') });
+    const df = await srv.raw('POST', `/v0/topics/${t}/diff`, {
+      headers: { ...JSON_CT, 'content-encoding': 'gzip' },
+      body: zlib.gzipSync('{"from_seq":1}'),
+    });
     assertOk(df, 200, 'gzip diff body');
     assert.deepEqual(
       df.body.records.map((x: any) => x.$seq),
@@ -398,7 +451,10 @@ describe('compression', () => {
   });
 
   test('malformed gzip request body is a 400 error with the envelope', async () => {
-    const r = await srv.raw('POST', `/v0/topics/${name()}`, { headers: { ...JSON_CT, 'content-encoding': 'gzip' }, body: Buffer.from('definitely not gzip') });
+    const r = await srv.raw('POST', `/v0/topics/${name()}`, {
+      headers: { ...JSON_CT, 'content-encoding': 'gzip' },
+      body: Buffer.from('definitely not gzip'),
+    });
     assertInvalid(r);
   });
 });

@@ -43,7 +43,8 @@ type Route = (typeof ROUTES)[number];
 
 /** A valid body for each route (extend needs lease_ms; ack/nack/extend need seqs). */
 function validBody(route: Route, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const base: Record<string, unknown> = route === 'claim' ? { node: 'w-a' } : route === 'extend' ? { node: 'w-a', seqs: [1], lease_ms: 1000 } : { node: 'w-a', seqs: [1] };
+  const base: Record<string, unknown> =
+    route === 'claim' ? { node: 'w-a' } : route === 'extend' ? { node: 'w-a', seqs: [1], lease_ms: 1000 } : { node: 'w-a', seqs: [1] };
   return { ...base, ...extra };
 }
 
@@ -95,11 +96,17 @@ describe('claim: max', () => {
     assert.deepEqual(seqsOf(one.body.claimed), [3]);
     const k = await claim(c, q, { node: 'w-a', max: 1000 });
     assert.equal(k.body.count, 1000, 'max 1000');
-    assert.deepEqual(seqsOf(k.body.claimed), Array.from({ length: 1000 }, (_, i) => 4 + i));
+    assert.deepEqual(
+      seqsOf(k.body.claimed),
+      Array.from({ length: 1000 }, (_, i) => 4 + i),
+    );
     assert.equal(k.body.ready, 1002);
     const over = await claim(c, q, { node: 'w-a', max: 1001 });
     assert.equal(over.body.count, 1000, 'max 1001 is clamped to 1000, not rejected');
-    assert.deepEqual(seqsOf(over.body.claimed), Array.from({ length: 1000 }, (_, i) => 1004 + i));
+    assert.deepEqual(
+      seqsOf(over.body.claimed),
+      Array.from({ length: 1000 }, (_, i) => 1004 + i),
+    );
     assert.equal(over.body.ready, 2);
     const huge = await claim(c, q, { node: 'w-a', max: MAX_SAFE });
     assert.deepEqual(seqsOf(huge.body.claimed), [2004, 2005], 'max 2^53-1 is clamped too');
@@ -220,12 +227,23 @@ describe('seqs (ack, nack, extend)', () => {
         invalidMaybe(await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: v })), `${route} seqs ${JSON.stringify(v)}`, 'seqs');
       }
       for (const v of ['1', -1, 1.5, MAX_SAFE + 1, null, true, [1], {}]) {
-        invalidMaybe(await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: [1, v] })), `${route} seqs [1, ${JSON.stringify(v)}]`, 'seqs');
+        invalidMaybe(
+          await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: [1, v] })),
+          `${route} seqs [1, ${JSON.stringify(v)}]`,
+          'seqs',
+        );
       }
-      const big = await srv.raw('POST', `/v0/topics/${q}/${route}`, { headers: JSON_CT, body: JSON.stringify(validBody(route, { seqs: [] })).replace('"seqs":[]', '"seqs":[18446744073709551615]') });
+      const big = await srv.raw('POST', `/v0/topics/${q}/${route}`, {
+        headers: JSON_CT,
+        body: JSON.stringify(validBody(route, { seqs: [] })).replace('"seqs":[]', '"seqs":[18446744073709551615]'),
+      });
       invalidMaybe(big, `${route} seq 2^64-1`, 'seqs');
       // the edges of the range are valid seqs (nothing is leased: skipped)
-      const ok = assertOk(await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: [0, MAX_SAFE] })), 200, `${route} seqs [0, 2^53-1]`);
+      const ok = assertOk(
+        await c.post(`/v0/topics/${q}/${route}`, validBody(route, { seqs: [0, MAX_SAFE] })),
+        200,
+        `${route} seqs [0, 2^53-1]`,
+      );
       assert.deepEqual(ok.skipped, [0, MAX_SAFE]);
     });
 
@@ -245,7 +263,15 @@ describe('seqs (ack, nack, extend)', () => {
     const q = await queue({ lease_ms: 60_000 });
     await appendJobs(c, q, 1000);
     const cl = await claim(c, q, { node: 'w-a', max: 1000 });
-    const a = assertOk(await c.post(`/v0/topics/${q}/ack`, { node: 'w-a', seqs: seqsOf(cl.body.claimed), lease_ids: cl.body.claimed.map((j: any) => j.lease_id) }), 200, 'ack 1000');
+    const a = assertOk(
+      await c.post(`/v0/topics/${q}/ack`, {
+        node: 'w-a',
+        seqs: seqsOf(cl.body.claimed),
+        lease_ids: cl.body.claimed.map((j: any) => j.lease_id),
+      }),
+      200,
+      'ack 1000',
+    );
     assert.equal(a.acked, 1000);
     assert.deepEqual(a.skipped, []);
     assert.equal((await qstate(c, q)).count, 0);
@@ -263,8 +289,22 @@ describe('lease_ids (ack, nack, extend)', () => {
       invalidMaybe(await post({ seqs: [1, 2], lease_ids: [j1.lease_id] }), `${route} lease_ids shorter than seqs`, 'lease_ids');
       invalidMaybe(await post({ seqs: [1], lease_ids: [j1.lease_id, j2.lease_id] }), `${route} lease_ids longer than seqs`, 'lease_ids');
       invalidMaybe(await post({ seqs: [1], lease_ids: [] }), `${route} lease_ids []`, 'lease_ids');
-      for (const v of [j1.lease_id, null, 5, {}]) invalidMaybe(await post({ seqs: [1], lease_ids: v }), `${route} lease_ids ${JSON.stringify(v)}`, 'lease_ids');
-      for (const v of ['lease_XYZ', 'foo', 'lease_ABCDEF', 'LEASE_abc', 'lease-abc', ' lease_abc', 'lease_abc ', 'lease_12g', 5, null, true, ['lease_abc']]) {
+      for (const v of [j1.lease_id, null, 5, {}])
+        invalidMaybe(await post({ seqs: [1], lease_ids: v }), `${route} lease_ids ${JSON.stringify(v)}`, 'lease_ids');
+      for (const v of [
+        'lease_XYZ',
+        'foo',
+        'lease_ABCDEF',
+        'LEASE_abc',
+        'lease-abc',
+        ' lease_abc',
+        'lease_abc ',
+        'lease_12g',
+        5,
+        null,
+        true,
+        ['lease_abc'],
+      ]) {
         invalidMaybe(await post({ seqs: [1], lease_ids: [v] }), `${route} lease_ids [${JSON.stringify(v)}]`, 'lease_ids');
       }
       // none of that touched the leases
@@ -300,7 +340,11 @@ describe('extend: lease_ms', () => {
     assert.equal(cl.body.count, cases.length);
     invalidMaybe(await c.post(`/v0/topics/${q}/extend`, { node: 'w-a', seqs: [1] }), 'extend without lease_ms', 'lease_ms');
     for (const v of ['1000', -1, 1.5, null, true, MAX_SAFE + 1]) {
-      invalidMaybe(await c.post(`/v0/topics/${q}/extend`, { node: 'w-a', seqs: [1], lease_ms: v }), `extend lease_ms ${JSON.stringify(v)}`, 'lease_ms');
+      invalidMaybe(
+        await c.post(`/v0/topics/${q}/extend`, { node: 'w-a', seqs: [1], lease_ms: v }),
+        `extend lease_ms ${JSON.stringify(v)}`,
+        'lease_ms',
+      );
     }
     // one job per case, each still under its 60 s claim lease
     for (const [i, [given, effective]] of cases.entries()) {
@@ -318,7 +362,11 @@ describe('nack: delay_ms', () => {
     await appendJobs(c, q, 3);
     await claim(c, q, { node: 'w-a', max: 3 });
     for (const v of ['10', -1, 1.5, null, true, MAX_SAFE + 1]) {
-      invalidMaybe(await c.post(`/v0/topics/${q}/nack`, { node: 'w-a', seqs: [1], delay_ms: v }), `nack delay_ms ${JSON.stringify(v)}`, 'delay_ms');
+      invalidMaybe(
+        await c.post(`/v0/topics/${q}/nack`, { node: 'w-a', seqs: [1], delay_ms: v }),
+        `nack delay_ms ${JSON.stringify(v)}`,
+        'delay_ms',
+      );
     }
     assert.deepEqual(await counters(c, q), { ready: 0, in_flight: 3, dead_lettered: 0 }, 'rejected nacks changed nothing');
     const n0 = await nack(c, q, { node: 'w-a', seqs: [1] });
@@ -350,7 +398,10 @@ describe('absent topic and log topic', () => {
     await appendJobs(c, q, 1);
     assertOk(await c.del(`/v0/topics/${q}`), 200, 'DELETE queue');
     for (const route of ROUTES) {
-      assert.deepEqual(err(await c.post(`/v0/topics/${q}/${route}`, validBody(route)), 404, 'topic_not_found', `${route} on a deleted queue`), { topic: q });
+      assert.deepEqual(
+        err(await c.post(`/v0/topics/${q}/${route}`, validBody(route)), 404, 'topic_not_found', `${route} on a deleted queue`),
+        { topic: q },
+      );
     }
     assertError(await c.get(`/v0/topics/${q}`), 404, 'topic_not_found', 'not recreated');
   });
@@ -382,8 +433,18 @@ describe('media type and body (docs/API.md "Conventions")', () => {
       const p = `/v0/topics/${q}/${route}`;
       const d = err(await srv.raw('POST', p, { body }), 415, 'unsupported_media_type', `${route} without Content-Type`);
       assert.equal(d, undefined, 'unsupported_media_type carries no detail (docs/API.md "Errors")');
-      err(await srv.raw('POST', p, { body, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type', `${route} text/plain`);
-      err(await srv.raw('POST', p, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type', `${route} form`);
+      err(
+        await srv.raw('POST', p, { body, headers: { 'content-type': 'text/plain' } }),
+        415,
+        'unsupported_media_type',
+        `${route} text/plain`,
+      );
+      err(
+        await srv.raw('POST', p, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+        415,
+        'unsupported_media_type',
+        `${route} form`,
+      );
       invalid(await srv.raw('POST', p, { body: '', headers: JSON_CT }), `${route} empty body`);
       invalid(await srv.raw('POST', p, { headers: JSON_CT }), `${route} no body at all`);
       for (const b of ['[]', '1', 'null', '"x"', '{', `${body} x`, 'true']) {
@@ -402,20 +463,32 @@ describe('media type and body (docs/API.md "Conventions")', () => {
 
 describe('methods (405 with Allow)', () => {
   function allowSet(v: string | undefined): Set<string> {
-    return new Set((v ?? '').split(',').map((s) => s.trim().toUpperCase()).filter(Boolean));
+    return new Set(
+      (v ?? '')
+        .split(',')
+        .map((s) => s.trim().toUpperCase())
+        .filter(Boolean),
+    );
   }
 
   test('GET, PUT, DELETE, PATCH on claim/ack/nack/extend → 405, Allow lists POST', async () => {
     const q = await queue();
     for (const route of ROUTES) {
       for (const m of ['GET', 'PUT', 'DELETE', 'PATCH']) {
-        const r = await srv.raw(m, `/v0/topics/${q}/${route}`, m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: JSON.stringify(validBody(route)) });
+        const r = await srv.raw(
+          m,
+          `/v0/topics/${q}/${route}`,
+          m === 'GET' || m === 'DELETE' ? {} : { headers: JSON_CT, body: JSON.stringify(validBody(route)) },
+        );
         const d = assertError(r, 405, 'method_not_allowed', `${m} /${route}`);
         assert.equal(d, undefined, 'method_not_allowed carries no detail (docs/API.md "Errors")');
         const allow = allowSet(getHeader(r, 'allow'));
         assert.ok(allow.has('POST'), `${m} /${route}: Allow "${getHeader(r, 'allow')}" lists POST`);
         assert.ok(!allow.has(m), `${m} /${route}: Allow does not list ${m}`);
-        assert.ok(!allow.has('GET') && !allow.has('PUT') && !allow.has('DELETE'), `${m} /${route}: only POST (got "${getHeader(r, 'allow')}")`);
+        assert.ok(
+          !allow.has('GET') && !allow.has('PUT') && !allow.has('DELETE'),
+          `${m} /${route}: only POST (got "${getHeader(r, 'allow')}")`,
+        );
       }
     }
   });
@@ -460,7 +533,9 @@ describe('topic names in the path (docs/API.md "Conventions")', () => {
     }
     // the longest valid name reaches the topic lookup (404)
     const longest = 'a'.repeat(255);
-    assert.deepEqual(err(await c.post(`/v0/topics/${longest}/claim`, { node: 'w-a' }), 404, 'topic_not_found', 'a 255-char name'), { topic: longest });
+    assert.deepEqual(err(await c.post(`/v0/topics/${longest}/claim`, { node: 'w-a' }), 404, 'topic_not_found', 'a 255-char name'), {
+      topic: longest,
+    });
   });
 });
 
@@ -473,21 +548,47 @@ describe('error order (docs/API.md "Which error wins")', () => {
     await appendJobs(c, log, 1);
     for (const route of ROUTES) {
       // 415 beats a bad body, a bad name and an absent topic
-      err(await srv.raw('POST', `/v0/topics/${absent}/${route}`, { body: '{' }), 415, 'unsupported_media_type', `${route}: 415 before 400 and 404`);
-      err(await srv.raw('POST', `/v0/topics/-bad/${route}`, { body: JSON.stringify(validBody(route)) }), 415, 'unsupported_media_type', `${route}: 415 before a bad name`);
+      err(
+        await srv.raw('POST', `/v0/topics/${absent}/${route}`, { body: '{' }),
+        415,
+        'unsupported_media_type',
+        `${route}: 415 before 400 and 404`,
+      );
+      err(
+        await srv.raw('POST', `/v0/topics/-bad/${route}`, { body: JSON.stringify(validBody(route)) }),
+        415,
+        'unsupported_media_type',
+        `${route}: 415 before a bad name`,
+      );
       // 400 beats 404 and 409
       for (const t of [absent, log]) {
-        invalid(await c.post(`/v0/topics/${t}/${route}`, without(validBody(route), 'node')), `${route} on ${t === log ? 'a log' : 'an absent'} topic without node: 400 first`, 'node');
-        invalid(await c.post(`/v0/topics/${t}/${route}`, validBody(route, { node: '' })), `${route} on ${t === log ? 'a log' : 'an absent'} topic with node "": 400 first`, 'node');
+        invalid(
+          await c.post(`/v0/topics/${t}/${route}`, without(validBody(route), 'node')),
+          `${route} on ${t === log ? 'a log' : 'an absent'} topic without node: 400 first`,
+          'node',
+        );
+        invalid(
+          await c.post(`/v0/topics/${t}/${route}`, validBody(route, { node: '' })),
+          `${route} on ${t === log ? 'a log' : 'an absent'} topic with node "": 400 first`,
+          'node',
+        );
       }
       if (route !== 'claim') {
         for (const t of [absent, log]) {
           const r = await c.post(`/v0/topics/${t}/${route}`, validBody(route, { seqs: Array.from({ length: 1001 }, (_, i) => i) }));
           assert.deepEqual(err(r, 400, 'batch_too_large', `${route} 1001 seqs on ${t}: 400 first`), { seqs: 1001, max: 1000 });
-          invalidMaybe(await c.post(`/v0/topics/${t}/${route}`, validBody(route, { seqs: [] })), `${route} empty seqs on ${t}: 400 first`, 'seqs');
+          invalidMaybe(
+            await c.post(`/v0/topics/${t}/${route}`, validBody(route, { seqs: [] })),
+            `${route} empty seqs on ${t}: 400 first`,
+            'seqs',
+          );
         }
       } else {
-        invalidMaybe(await c.post(`/v0/topics/${absent}/claim`, { node: 'w-a', max: 'x' }), 'claim bad max on an absent topic: 400 first', 'max');
+        invalidMaybe(
+          await c.post(`/v0/topics/${absent}/claim`, { node: 'w-a', max: 'x' }),
+          'claim bad max on an absent topic: 400 first',
+          'max',
+        );
       }
     }
     assertError(await c.get(`/v0/topics/${absent}`), 404, 'topic_not_found', 'never created');
@@ -535,13 +636,25 @@ describe('queue config fields in PUT (docs/API.md "PUT /v0/topics/:topic")', () 
     assertFullConfig(again.config, want);
     // upper clamps
     const t2 = name('cfg');
-    const b2 = assertOk(await c.put(`/v0/topics/${t2}`, { type: 'queue', lease_ms: DAY + 1, claim_jitter_ms: MAX_SAFE }), 201, 'PUT queue, upper clamps');
+    const b2 = assertOk(
+      await c.put(`/v0/topics/${t2}`, { type: 'queue', lease_ms: DAY + 1, claim_jitter_ms: MAX_SAFE }),
+      201,
+      'PUT queue, upper clamps',
+    );
     assertFullConfig(b2.config, { type: 'queue', lease_ms: DAY, claim_jitter_ms: 5000 });
     const t3 = name('cfg');
-    const b3 = assertOk(await c.put(`/v0/topics/${t3}`, { type: 'queue', lease_ms: 0, claim_jitter_ms: 0 }), 201, 'PUT queue, lower clamps');
+    const b3 = assertOk(
+      await c.put(`/v0/topics/${t3}`, { type: 'queue', lease_ms: 0, claim_jitter_ms: 0 }),
+      201,
+      'PUT queue, lower clamps',
+    );
     assertFullConfig(b3.config, { type: 'queue', lease_ms: 100, claim_jitter_ms: 0 });
     const t4 = name('cfg');
-    const b4 = assertOk(await c.put(`/v0/topics/${t4}`, { type: 'queue', lease_ms: DAY, claim_jitter_ms: 5000, max_deliveries: MAX_SAFE }), 201, 'PUT queue, at the edges');
+    const b4 = assertOk(
+      await c.put(`/v0/topics/${t4}`, { type: 'queue', lease_ms: DAY, claim_jitter_ms: 5000, max_deliveries: MAX_SAFE }),
+      201,
+      'PUT queue, at the edges',
+    );
     assertFullConfig(b4.config, { type: 'queue', lease_ms: DAY, claim_jitter_ms: 5000, max_deliveries: MAX_SAFE });
   });
 
@@ -566,12 +679,26 @@ describe('queue config fields in PUT (docs/API.md "PUT /v0/topics/:topic")', () 
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
     await mkQueue(c, t);
     const r = await c.put(`/v0/topics/${t}`, {});
-    assert.deepEqual(err(r, 409, 'topic_exists_incompatible', 'PUT {} on a queue'), { topic: t, existing_type: 'queue', requested_type: 'log' });
+    assert.deepEqual(err(r, 409, 'topic_exists_incompatible', 'PUT {} on a queue'), {
+      topic: t,
+      existing_type: 'queue',
+      requested_type: 'log',
+    });
   });
 
   test('on a log topic the queue fields are accepted, echoed and inert', async () => {
     const t = name('logcfg');
-    const b = assertOk(await c.put(`/v0/topics/${t}`, { lease_ms: 50, claim_jitter_ms: 9000, max_deliveries: 2, dead_letter: `${t}.dlq`, leases_durable: true }), 201, 'PUT log');
+    const b = assertOk(
+      await c.put(`/v0/topics/${t}`, {
+        lease_ms: 50,
+        claim_jitter_ms: 9000,
+        max_deliveries: 2,
+        dead_letter: `${t}.dlq`,
+        leases_durable: true,
+      }),
+      201,
+      'PUT log',
+    );
     assertFullConfig(b.config, { lease_ms: 100, claim_jitter_ms: 5000, max_deliveries: 2, dead_letter: `${t}.dlq`, leases_durable: true });
     assertError(await c.post(`/v0/topics/${t}/claim`, { node: 'w-a' }), 409, 'not_a_queue', 'still a log');
   });

@@ -80,7 +80,11 @@ describe('errors', () => {
     ];
     for (const m of bad) {
       assertInvalid(await c.post(`/v0/topics/${t}/delete`, { match: m }), undefined, `match ${JSON.stringify(m)}`);
-      assertInvalid(await c.post(`/v0/topics/${t}/delete`, { before_seq: 10, match: m }), undefined, `before_seq + match ${JSON.stringify(m)}`);
+      assertInvalid(
+        await c.post(`/v0/topics/${t}/delete`, { before_seq: 10, match: m }),
+        undefined,
+        `before_seq + match ${JSON.stringify(m)}`,
+      );
     }
     assert.equal((await state(t)).count, 3, 'nothing deleted by any malformed request');
   });

@@ -27,21 +27,37 @@ after(async () => {
 });
 
 test('scopes: PUT needs admin, DELETE delete; GET and list need read', async () => {
-  assert.deepEqual(assertError(await srv.client.req('PUT', '/v0/routers/t1.r', { source: 't1.a', dest: 't1.b' }, as(READER)), 403, 'forbidden'), { required: ['admin'], missing: ['admin'] });
+  assert.deepEqual(
+    assertError(await srv.client.req('PUT', '/v0/routers/t1.r', { source: 't1.a', dest: 't1.b' }, as(READER)), 403, 'forbidden'),
+    { required: ['admin'], missing: ['admin'] },
+  );
   assertError(await srv.client.req('DELETE', '/v0/routers/t1.r', undefined, as(READER)), 403, 'forbidden');
   assertOk(await srv.client.req('GET', '/v0/routers/t1.r', undefined, as(READER)), 200);
   assertError(await srv.client.req('GET', '/v0/routers/t1.r'), 401, 'unauthorized');
 });
 
 test('allowlist: body ends, stored ends and the list', async () => {
-  assert.deepEqual(assertError(await srv.client.req('PUT', '/v0/routers/t1.new', { source: 't1.a', dest: 'x.z' }, as(TENANT)), 403, 'forbidden'), { topic: 'x.z', allowed_prefixes: ['t1.'] });
+  assert.deepEqual(
+    assertError(await srv.client.req('PUT', '/v0/routers/t1.new', { source: 't1.a', dest: 'x.z' }, as(TENANT)), 403, 'forbidden'),
+    { topic: 'x.z', allowed_prefixes: ['t1.'] },
+  );
   // 403 for the named topic comes before the 400 of a bad guarantee.
-  assertError(await srv.client.req('PUT', '/v0/routers/t1.new', { source: 'y.a', dest: 't1.z', guarantee: 'bad' }, as(TENANT)), 403, 'forbidden');
+  assertError(
+    await srv.client.req('PUT', '/v0/routers/t1.new', { source: 'y.a', dest: 't1.z', guarantee: 'bad' }, as(TENANT)),
+    403,
+    'forbidden',
+  );
   assertOk(await srv.client.req('PUT', '/v0/routers/t1.new', { source: 't1.a', dest: 't1.z' }, as(TENANT)), 201);
   assertError(await srv.client.req('GET', '/v0/routers/t1.out', undefined, as(TENANT)), 403, 'forbidden');
   assertError(await srv.client.req('DELETE', '/v0/routers/t1.out', undefined, as(TENANT)), 403, 'forbidden');
   const list = assertOk(await srv.client.req('GET', '/v0/routers', undefined, as(TENANT)), 200);
-  assert.deepEqual(list.routers.map((r: any) => r.router), ['t1.new', 't1.r']);
+  assert.deepEqual(
+    list.routers.map((r: any) => r.router),
+    ['t1.new', 't1.r'],
+  );
   const all = assertOk(await srv.client.req('GET', '/v0/routers', undefined, as(ALL)), 200);
-  assert.deepEqual(all.routers.map((r: any) => r.router), ['t1.new', 't1.out', 't1.r', 'x.r']);
+  assert.deepEqual(
+    all.routers.map((r: any) => r.router),
+    ['t1.new', 't1.out', 't1.r', 'x.r'],
+  );
 });

@@ -58,7 +58,10 @@ describe('PUT /v0/routers/:router', () => {
   test('fan-in from another source is 409 router_dest_fan_in; a second router from the same source is fine', async () => {
     const [a, b, d] = [name('a'), name('b'), name('d')];
     assertOk(await put(name('r'), { source: a, dest: d }), 201);
-    assert.deepEqual(assertError(await put(name('r'), { source: b, dest: d }), 409, 'topic_exists_incompatible'), { topic: d, reason: 'router_dest_fan_in' });
+    assert.deepEqual(assertError(await put(name('r'), { source: b, dest: d }), 409, 'topic_exists_incompatible'), {
+      topic: d,
+      reason: 'router_dest_fan_in',
+    });
     assertOk(await put(name('r'), { source: a, dest: d, filter: 'x' }), 201);
   });
 

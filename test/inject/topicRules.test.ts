@@ -49,8 +49,18 @@ describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
     const hi = await c.put(`/v0/topics/${name('clamp')}`, { lease_ms: 100000000000, claim_jitter_ms: 99999, priority: 5000 });
     assertOk(hi, 201);
     assertFullConfig(hi.body.config, { lease_ms: 86400000, claim_jitter_ms: 5000, priority: 1000 }, 'high clamps');
-    const mid = await c.put(`/v0/topics/${name('clamp')}`, { lease_ms: 1234, claim_jitter_ms: 17, priority: -3, max_deliveries: 4, leases_durable: true });
-    assertFullConfig(mid.body.config, { lease_ms: 1234, claim_jitter_ms: 17, priority: -3, max_deliveries: 4, leases_durable: true }, 'in range');
+    const mid = await c.put(`/v0/topics/${name('clamp')}`, {
+      lease_ms: 1234,
+      claim_jitter_ms: 17,
+      priority: -3,
+      max_deliveries: 4,
+      leases_durable: true,
+    });
+    assertFullConfig(
+      mid.body.config,
+      { lease_ms: 1234, claim_jitter_ms: 17, priority: -3, max_deliveries: 4, leases_durable: true },
+      'in range',
+    );
     const t = name('clamp');
     await c.put(`/v0/topics/${t}`, { priority: 1000 });
     const same = await c.put(`/v0/topics/${t}`, { priority: 2000 });
@@ -65,7 +75,11 @@ describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
     assert.equal(ok.body.config.dead_letter, 'dlq.valid-1');
     for (const bad of ['-bad', 'has space', 'x'.repeat(256), '']) {
       const t = name('dl');
-      const d = assertInvalid(await c.put(`/v0/topics/${t}`, { dead_letter: bad }), undefined, `dead_letter ${JSON.stringify(bad).slice(0, 20)}`);
+      const d = assertInvalid(
+        await c.put(`/v0/topics/${t}`, { dead_letter: bad }),
+        undefined,
+        `dead_letter ${JSON.stringify(bad).slice(0, 20)}`,
+      );
       assert.equal(d?.dead_letter, bad, 'detail.dead_letter names the bad value');
       assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'not created');
     }

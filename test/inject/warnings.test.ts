@@ -16,7 +16,8 @@ after(async () => {
 });
 
 const JSON_CT = { 'content-type': 'application/json' };
-const req = (method: string, path: string, body?: unknown) => srv.client.req(method, path, body === undefined ? undefined : JSON.stringify(body), body === undefined ? {} : JSON_CT);
+const req = (method: string, path: string, body?: unknown) =>
+  srv.client.req(method, path, body === undefined ? undefined : JSON.stringify(body), body === undefined ? {} : JSON_CT);
 
 function warnings(r: Resp): string[] {
   const h = r.headers.get('warning');
@@ -32,7 +33,14 @@ test('unknown fields are accepted and named in a Warning header, wherever they a
   const clean = await req('PUT', '/v0/topics/warn.a', { durability: 'memory' });
   assert.equal(clean.headers.get('warning'), null, 'no warning without an unknown field');
 
-  const app = await req('POST', '/v0/topics/warn.b', { records: [{ data: 1, $tag: 'x' }, { data: 2, $tag: 'y', tags: ['t'] }], retrun_seqs: false, config: { ttl: 1 } });
+  const app = await req('POST', '/v0/topics/warn.b', {
+    records: [
+      { data: 1, $tag: 'x' },
+      { data: 2, $tag: 'y', tags: ['t'] },
+    ],
+    retrun_seqs: false,
+    config: { ttl: 1 },
+  });
   assert.equal(app.status, 201);
   assert.deepEqual(warnings(app).sort(), ['config.ttl', 'records[0].$tag', 'records[1].tags', 'retrun_seqs']);
 

@@ -38,8 +38,18 @@ const CHECK_NODE = 'oracle';
 
 async function readAll(world: CrashWorld, topic: string): Promise<Recovered[]> {
   const out: Recovered[] = [];
-  for (let from = 0; ; ) {
-    const r = await world.request({ op: 'diff', topic, fromSeq: from, limit: PAGE_RECORDS, nodes: null, includeTags: true, includeMeta: true, waitMs: 0, maxBatchBytes: 0 });
+  for (let from = 0; ;) {
+    const r = await world.request({
+      op: 'diff',
+      topic,
+      fromSeq: from,
+      limit: PAGE_RECORDS,
+      nodes: null,
+      includeTags: true,
+      includeMeta: true,
+      waitMs: 0,
+      maxBatchBytes: 0,
+    });
     const body = replyBody(r) as { records: { $seq: number; $tag?: string; data: unknown }[]; next_from_seq: number; caught_up: boolean };
     for (const rec of body.records) out.push({ seq: rec.$seq, data: JSON.stringify(rec.data), tag: rec.$tag });
     if (body.caught_up || body.next_from_seq <= from) return out;
@@ -72,13 +82,18 @@ function checkRecords(topic: string, spec: TopicSpec, h: Instance, got: Recovere
       bad(`${topic}: unknown record at seq ${r.seq} (only ${h.records.length} submitted): ${r.data.slice(0, 80)}`);
       continue;
     }
-    if (r.data !== want.data || r.tag !== want.tag) bad(`${topic}: seq ${r.seq} holds ${r.data.slice(0, 80)} tag ${r.tag}, submitted ${want.data.slice(0, 80)} tag ${want.tag}`);
+    if (r.data !== want.data || r.tag !== want.tag)
+      bad(`${topic}: seq ${r.seq} holds ${r.data.slice(0, 80)} tag ${r.tag}, submitted ${want.data.slice(0, 80)} tag ${want.tag}`);
     if (mustGone.has(r.seq)) bad(`${topic}: seq ${r.seq} is back although its delete was acked`);
   }
   const maxRecovered = got.at(-1)?.seq ?? 0;
   for (let seq = 1; seq <= Math.max(maxRecovered, durableUpTo); seq++) {
     if (present.has(seq) || mustGone.has(seq) || mayGone.has(seq)) continue;
-    bad(seq <= maxRecovered ? `${topic}: hole at seq ${seq} (records up to ${maxRecovered} recovered)` : `${topic}: acked seq ${seq} lost (durable acks up to ${durableUpTo}, recovered up to ${maxRecovered})`);
+    bad(
+      seq <= maxRecovered
+        ? `${topic}: hole at seq ${seq} (records up to ${maxRecovered} recovered)`
+        : `${topic}: acked seq ${seq} lost (durable acks up to ${durableUpTo}, recovered up to ${maxRecovered})`,
+    );
   }
   // A delete that may or may not have survived did so wholly: judged on the records no other
   // delete covers (another one may explain those either way), up to the recovered end (a disk
@@ -129,7 +144,10 @@ async function checkQueue(world: CrashWorld, topic: string, h: Instance, present
   }
   const inFlight = h.claims.filter((c) => !c.acked).reduce((n, c) => n + c.max, 0);
   const unclaimable = [...present].filter((s) => !claimed.has(s) && !h.leases.has(s));
-  if (unclaimable.length > inFlight) bad(`${topic}: jobs ${unclaimable.join(',')} are neither leased by an acked claim nor claimable (claims in flight could lease ${inFlight})`);
+  if (unclaimable.length > inFlight)
+    bad(
+      `${topic}: jobs ${unclaimable.join(',')} are neither leased by an acked claim nor claimable (claims in flight could lease ${inFlight})`,
+    );
 }
 
 async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, syncedTick: number, bad: (m: string) => void): Promise<void> {
@@ -148,7 +166,8 @@ async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, sy
     const violations: string[] = [];
     const maxRecovered = checkRecords(topic, th.spec, inst, got, syncedTick, (m) => void violations.push(m));
     const allowed = allowedWindows(inst);
-    if (allowed.length > 0 && !allowed.includes(window)) violations.push(`${topic}: config window ${window}, expected one of ${allowed.join(', ')}`);
+    if (allowed.length > 0 && !allowed.includes(window))
+      violations.push(`${topic}: config window ${window}, expected one of ${allowed.join(', ')}`);
     chosen ??= { inst, maxRecovered, violations };
     if (violations.length === 0) {
       chosen = { inst, maxRecovered, violations };
@@ -158,11 +177,20 @@ async function checkTopic(world: CrashWorld, topic: string, th: TopicHistory, sy
   const { inst, maxRecovered, violations } = chosen!;
   violations.forEach((v) => bad(cands.length > 1 ? `${v} (judged as the newest of ${cands.length} instances it may be)` : v));
   if (th.spec.queue) await checkQueue(world, topic, inst, new Set(got.map((r) => r.seq)), bad);
-  const after: TopicResult = await world.request({ op: 'append', topic, body: new TextEncoder().encode('{"records":[{"data":"after-crash"}]}'), returnSeqs: true, headerIdemKey: undefined });
+  const after: TopicResult = await world.request({
+    op: 'append',
+    topic,
+    body: new TextEncoder().encode('{"records":[{"data":"after-crash"}]}'),
+    returnSeqs: true,
+    headerIdemKey: undefined,
+  });
   if (!after.ok) return bad(`${topic}: an append after recovery failed: ${after.status} ${after.code} ${after.message}`);
   const seq = replyBody(after).first_seq as number;
   const floor = Math.max(maxRecovered, inst.maxAckedSeq);
-  if (seq <= floor) bad(`${topic}: an append after recovery got seq ${seq}, reusing a seq (acked up to ${inst.maxAckedSeq}, recovered up to ${maxRecovered})`);
+  if (seq <= floor)
+    bad(
+      `${topic}: an append after recovery got seq ${seq}, reusing a seq (acked up to ${inst.maxAckedSeq}, recovered up to ${maxRecovered})`,
+    );
 }
 
 export async function checkRecovered(world: CrashWorld, history: History): Promise<string[]> {

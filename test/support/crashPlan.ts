@@ -125,7 +125,8 @@ class Planner {
 
 /** The special operation of a round, on `target` (one of the live logs). */
 function special(p: Planner, rng: Rng, kind: 'deleteBefore' | 'deleteMatch' | 'put', target: string): WorkOp {
-  if (kind === 'deleteBefore') return { t: 'deleteBefore', topic: target, beforeSeq: 1 + Math.floor(p.head(target) * (0.3 + 0.5 * rng.next())) };
+  if (kind === 'deleteBefore')
+    return { t: 'deleteBefore', topic: target, beforeSeq: 1 + Math.floor(p.head(target) * (0.3 + 0.5 * rng.next())) };
   if (kind === 'deleteMatch') return { t: 'deleteMatch', topic: target, prefix: 'drop-' };
   return { t: 'put', topic: target, windowMs: int(rng, 1, 600) * 1000 };
 }
@@ -173,7 +174,10 @@ export function makeWorkload(seed: string, rounds = 10): Workload {
     const kind = round >= 2 ? kinds[(round - 2) % kinds.length]! : undefined;
     if (kind === 'checkpoint') step.push({ t: 'checkpoint' });
     else if (kind !== undefined) {
-      const target = pick(rng, logs.filter((t) => live.has(t) && !busy.has(t)));
+      const target = pick(
+        rng,
+        logs.filter((t) => live.has(t) && !busy.has(t)),
+      );
       step.push(special(p, rng, kind, target));
       busy.add(target);
     }
@@ -189,7 +193,8 @@ export function makeWorkload(seed: string, rounds = 10): Workload {
     // its own WAL write, with no fsync behind them until a later step's. A crash in between
     // loses acked records whose seqs must stay used, and tears the WAL anywhere in those writes
     // (with valid frames after a lost one: a quarantined tail).
-    if (round % 2 === 1) for (let k = int(rng, 2, 3); k > 0; k--) p.steps.push(k === 2 ? [p.append('metrics'), p.append('sessions')] : [p.append('metrics')]);
+    if (round % 2 === 1)
+      for (let k = int(rng, 2, 3); k > 0; k--) p.steps.push(k === 2 ? [p.append('metrics'), p.append('sessions')] : [p.append('metrics')]);
   }
   p.steps.push([{ t: 'checkpoint' }, p.append('orders'), p.append('metrics'), p.append('jobs')]);
   // Compaction of the segments the deletes and acks left mostly dead: copies, then the swap at

@@ -116,7 +116,14 @@ export async function runCase(c: CrashCase): Promise<CaseResult> {
 }
 
 /** Boot and workload until call `c.at`, then the crash. */
-async function runUntilCrash(disk: SimDisk, settings: Settings, workload: Workload, history: History, c: CrashCase, log: CaseLog): Promise<void> {
+async function runUntilCrash(
+  disk: SimDisk,
+  settings: Settings,
+  workload: Workload,
+  history: History,
+  c: CrashCase,
+  log: CaseLog,
+): Promise<void> {
   disk.freezeAt(c.at);
   const world = new CrashWorld(disk, settings);
   log.worlds.push(world);
@@ -143,7 +150,8 @@ async function crashDuringRecovery(disk: SimDisk, settings: Settings, again: Non
   const world = new CrashWorld(disk, settings);
   log.worlds.push(world);
   try {
-    if (await bootUnlessFrozen(world, disk)) log.notes.push(`the recovery finished after ${disk.calls - base} calls, before call ${again.at}`);
+    if (await bootUnlessFrozen(world, disk))
+      log.notes.push(`the recovery finished after ${disk.calls - base} calls, before call ${again.at}`);
   } catch (err) {
     log.violations.push(`the first recovery threw: ${(err as Error).stack ?? String(err)}`);
   }
@@ -159,12 +167,17 @@ async function recoverAndCheck(disk: SimDisk, settings: Settings, history: Histo
   let timer: NodeJS.Timeout | undefined;
   let recovered = false;
   try {
-    const hung = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`recovery did not finish in ${RECOVERY_TIMEOUT_MS} ms`)), RECOVERY_TIMEOUT_MS)));
+    const hung = new Promise<never>(
+      (_, reject) =>
+        (timer = setTimeout(() => reject(new Error(`recovery did not finish in ${RECOVERY_TIMEOUT_MS} ms`)), RECOVERY_TIMEOUT_MS)),
+    );
     await Promise.race([world.boot(), hung]);
     recovered = true;
     log.violations.push(...(await checkRecovered(world, history)));
   } catch (err) {
-    log.violations.push(`${recovered ? 'the recovered server failed a request' : 'recovery threw'}: ${(err as Error).stack ?? String(err)}`);
+    log.violations.push(
+      `${recovered ? 'the recovered server failed a request' : 'recovery threw'}: ${(err as Error).stack ?? String(err)}`,
+    );
   } finally {
     clearTimeout(timer);
     world.halt();

@@ -58,7 +58,17 @@ export interface History {
 }
 
 function newInstance(): Instance {
-  return { records: [], createAcked: false, maxAckedSeq: 0, appendAcks: [], deletes: [], windows: [], leases: new Map(), ackIssued: new Set(), claims: [] };
+  return {
+    records: [],
+    createAcked: false,
+    maxAckedSeq: 0,
+    appendAcks: [],
+    deletes: [],
+    windows: [],
+    leases: new Map(),
+    ackIssued: new Set(),
+    claims: [],
+  };
 }
 
 export function newHistory(workload: Workload): History {
@@ -68,7 +78,11 @@ export function newHistory(workload: Workload): History {
 }
 
 function configOf(topic: string, spec: TopicSpec, windowMs: number) {
-  const r = resolveConfig(topic, { durability: spec.durability, idempotency_window_ms: windowMs, ...(spec.queue ? { type: 'queue', leases_durable: true } : {}) });
+  const r = resolveConfig(topic, {
+    durability: spec.durability,
+    idempotency_window_ms: windowMs,
+    ...(spec.queue ? { type: 'queue', leases_durable: true } : {}),
+  });
   assert.ok(r.ok);
   return r.config;
 }
@@ -196,7 +210,10 @@ function issueClaim(op: Extract<WorkOp, { t: 'claim' }>, inst: Instance): Issued
       const body = replyBody(r) as { claimed: { $seq: number; lease_id: string }[] };
       assert.ok(body.claimed.length <= op.max, `a claim of at most ${op.max} leased ${body.claimed.length} jobs`);
       for (const job of body.claimed) {
-        assert.ok(job.$seq <= inst.records.length && !inst.leases.has(job.$seq), `${op.topic}: claimed seq ${job.$seq}, unknown or leased already`);
+        assert.ok(
+          job.$seq <= inst.records.length && !inst.leases.has(job.$seq),
+          `${op.topic}: claimed seq ${job.$seq}, unknown or leased already`,
+        );
         inst.leases.set(job.$seq, job.lease_id);
       }
       claim.acked = true;

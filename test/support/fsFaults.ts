@@ -204,7 +204,9 @@ export class FaultPlan {
 export function formatCallLog(log: readonly CallRecord[]): string {
   return log
     .map((r) => {
-      const where = [r.path !== undefined ? r.path : '', r.to !== undefined ? `-> ${r.to}` : '', r.fd !== undefined ? `fd=${r.fd}` : ''].filter(Boolean).join(' ');
+      const where = [r.path !== undefined ? r.path : '', r.to !== undefined ? `-> ${r.to}` : '', r.fd !== undefined ? `fd=${r.fd}` : '']
+        .filter(Boolean)
+        .join(' ');
       return `#${r.call} ${r.op} ${where}${r.bytes !== undefined ? ` ${r.bytes}B` : ''}${r.error ? ` !${r.error}` : ''}`;
     })
     .join('\n');

@@ -93,7 +93,11 @@ export class SimDisk {
   constructor(opts: SimDiskOptions = {}) {
     this.seed = opts.rng ? undefined : (opts.seed ?? 'simdisk');
     this.rng = opts.rng ?? seededRng(this.seed!);
-    this.limits = { capacityBytes: opts.capacityBytes, partialWrites: opts.partialWrites ?? false, durableMkdir: opts.durableMkdir ?? false };
+    this.limits = {
+      capacityBytes: opts.capacityBytes,
+      partialWrites: opts.partialWrites ?? false,
+      durableMkdir: opts.durableMkdir ?? false,
+    };
     this.tree = new SimTree(this.limits);
     this.armFrozen();
   }
@@ -261,52 +265,117 @@ class SimFs implements Fs {
     return this.s('openSync', { path, flags }, this.r.fakeFd, (t) => t.open(path, flags));
   }
   closeSync(fd: number): void {
-    this.s('closeSync', { fd }, () => undefined, (t) => t.close(fd));
+    this.s(
+      'closeSync',
+      { fd },
+      () => undefined,
+      (t) => t.close(fd),
+    );
   }
   writeSync(fd: number, buf: Uint8Array, position: number): number {
-    return this.s('writeSync', { fd, bytes: buf.byteLength }, () => buf.byteLength, (t) => t.write(fd, [buf], position, 'write'));
+    return this.s(
+      'writeSync',
+      { fd, bytes: buf.byteLength },
+      () => buf.byteLength,
+      (t) => t.write(fd, [buf], position, 'write'),
+    );
   }
   writevSync(fd: number, bufs: Uint8Array[], position: number): number {
     const bytes = bufs.reduce((n, b) => n + b.byteLength, 0);
-    return this.s('writevSync', { fd, bytes }, () => bytes, (t) => t.write(fd, bufs, position, 'writev'));
+    return this.s(
+      'writevSync',
+      { fd, bytes },
+      () => bytes,
+      (t) => t.write(fd, bufs, position, 'writev'),
+    );
   }
   readSync(fd: number, buf: Uint8Array, position: number): number {
-    return this.s('readSync', { fd, bytes: buf.byteLength }, () => 0, (t) => t.read(fd, buf, 0, buf.byteLength, position));
+    return this.s(
+      'readSync',
+      { fd, bytes: buf.byteLength },
+      () => 0,
+      (t) => t.read(fd, buf, 0, buf.byteLength, position),
+    );
   }
   fdatasyncSync(fd: number): void {
-    this.s('fdatasyncSync', { fd }, () => undefined, (t) => t.sync(fd, 'fdatasync'));
+    this.s(
+      'fdatasyncSync',
+      { fd },
+      () => undefined,
+      (t) => t.sync(fd, 'fdatasync'),
+    );
   }
   fsyncSync(fd: number): void {
-    this.s('fsyncSync', { fd }, () => undefined, (t) => t.sync(fd, 'fsync'));
+    this.s(
+      'fsyncSync',
+      { fd },
+      () => undefined,
+      (t) => t.sync(fd, 'fsync'),
+    );
   }
   ftruncateSync(fd: number, length: number): void {
-    this.s('ftruncateSync', { fd }, () => undefined, (t) => t.ftruncate(fd, length, 'ftruncate'));
+    this.s(
+      'ftruncateSync',
+      { fd },
+      () => undefined,
+      (t) => t.ftruncate(fd, length, 'ftruncate'),
+    );
   }
   readFileSync(p: string): Buffer {
     const path = normalize(p);
-    return this.s('readFileSync', { path }, () => Buffer.alloc(0), (t) => t.readFile(path));
+    return this.s(
+      'readFileSync',
+      { path },
+      () => Buffer.alloc(0),
+      (t) => t.readFile(path),
+    );
   }
   writeFileSync(p: string, data: Uint8Array): void {
     const path = normalize(p);
-    this.s('writeFileSync', { path, bytes: data.byteLength }, () => undefined, (t) => t.writeFile(path, data));
+    this.s(
+      'writeFileSync',
+      { path, bytes: data.byteLength },
+      () => undefined,
+      (t) => t.writeFile(path, data),
+    );
   }
   readdirSync(p: string): string[] {
     const path = normalize(p);
-    return this.s('readdirSync', { path }, () => [], (t) => t.readdir(path));
+    return this.s(
+      'readdirSync',
+      { path },
+      () => [],
+      (t) => t.readdir(path),
+    );
   }
   mkdirSync(p: string): string | undefined {
     const path = normalize(p);
-    return this.s('mkdirSync', { path }, () => undefined, (t) => t.mkdir(path));
+    return this.s(
+      'mkdirSync',
+      { path },
+      () => undefined,
+      (t) => t.mkdir(path),
+    );
   }
   statSync(p: string): { size: number } {
     const path = normalize(p);
-    return this.s('statSync', { path }, () => ({ size: 0 }), (t) => t.stat(path));
+    return this.s(
+      'statSync',
+      { path },
+      () => ({ size: 0 }),
+      (t) => t.stat(path),
+    );
   }
   /** Like Node's, never throws: an injected fault reads as "absent". */
   existsSync(p: string): boolean {
     const path = normalize(p);
     try {
-      return this.s('existsSync', { path }, () => false, (t) => t.exists(path));
+      return this.s(
+        'existsSync',
+        { path },
+        () => false,
+        (t) => t.exists(path),
+      );
     } catch (err) {
       if (errnoOf(err) === undefined) throw err;
       return false;
@@ -314,11 +383,21 @@ class SimFs implements Fs {
   }
   unlinkSync(p: string): void {
     const path = normalize(p);
-    this.s('unlinkSync', { path }, () => undefined, (t) => t.unlink(path));
+    this.s(
+      'unlinkSync',
+      { path },
+      () => undefined,
+      (t) => t.unlink(path),
+    );
   }
   renameSync(from: string, to: string): void {
     const [a, b] = [normalize(from), normalize(to)];
-    this.s('renameSync', { path: a, to: b }, () => undefined, (t) => t.rename(a, b));
+    this.s(
+      'renameSync',
+      { path: a, to: b },
+      () => undefined,
+      (t) => t.rename(a, b),
+    );
   }
 
   fdatasync(fd: number): Promise<void> {

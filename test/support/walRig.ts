@@ -63,7 +63,12 @@ export class WalRig {
   shortWritev = false;
 
   constructor(readonly opts: WalRigOptions) {
-    this.disk = new SimDisk({ seed: 'walrig', capacityBytes: opts.capacityBytes, partialWrites: opts.partialWrites ?? false, durableMkdir: true });
+    this.disk = new SimDisk({
+      seed: 'walrig',
+      capacityBytes: opts.capacityBytes,
+      partialWrites: opts.partialWrites ?? false,
+      durableMkdir: true,
+    });
     this.holding = new Set(opts.hold ?? []);
     this.ffs = new FaultFs(this.holdingFs(this.disk.fs()));
     this.writer = new WalWriter(this.ffs, DATA, { fileBytes: opts.fileBytes, bootEpoch: 1, preallocate: opts.preallocate ?? true });

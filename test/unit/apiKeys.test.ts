@@ -48,7 +48,10 @@ test('prefixes keep further colons and drop empty items', () => {
 });
 
 test('an unknown scope is a startup error naming the token, never the secret', () => {
-  assert.throws(() => KeyRing.parse('k-secret-1:reed'), (e: Error) => e instanceof KeySyntaxError && /unknown scope "reed"/.test(e.message) && !e.message.includes('k-secret-1'));
+  assert.throws(
+    () => KeyRing.parse('k-secret-1:reed'),
+    (e: Error) => e instanceof KeySyntaxError && /unknown scope "reed"/.test(e.message) && !e.message.includes('k-secret-1'),
+  );
   assert.throws(() => KeyRing.parse('ok, other-secret:read+bogus'), /unknown scope "bogus"/);
 });
 
@@ -138,7 +141,16 @@ test('a 403 names the missing scopes and the prefixes a name may start with', ()
     message: 'this key lacks the read and write scopes (the route needs read and write)',
     detail: { required: ['read', 'write'], missing: ['read', 'write'] },
   });
-  assert.equal(scopeRefusal(['read', 'write'], new Set(['read']))!.message, 'this key lacks the write scope (the route needs read and write)');
-  assert.deepEqual(nameRefusal('router', 'x.r', ['a.']), { message: 'this key may not name router "x.r": its names must start with "a."', detail: { router: 'x.r', allowed_prefixes: ['a.'] } });
-  assert.equal(nameRefusal('topic', 'x', ['a.', 'b.', 'c:']).message, 'this key may not name topic "x": its names must start with "a.", "b." or "c:"');
+  assert.equal(
+    scopeRefusal(['read', 'write'], new Set(['read']))!.message,
+    'this key lacks the write scope (the route needs read and write)',
+  );
+  assert.deepEqual(nameRefusal('router', 'x.r', ['a.']), {
+    message: 'this key may not name router "x.r": its names must start with "a."',
+    detail: { router: 'x.r', allowed_prefixes: ['a.'] },
+  });
+  assert.equal(
+    nameRefusal('topic', 'x', ['a.', 'b.', 'c:']).message,
+    'this key may not name topic "x": its names must start with "a.", "b." or "c:"',
+  );
 });

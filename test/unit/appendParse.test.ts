@@ -254,7 +254,9 @@ test('tag, node, meta types', () => {
 });
 
 test('unknown keys ignored, duplicate keys: last wins', () => {
-  const b = Buffer.from(body(['{"x":{"deep":[1]},"data":1,"tag":5,"tag":"t","data":"second","node":null,"node":"n"}'], '"zzz":[1,2,{"a":null}]'));
+  const b = Buffer.from(
+    body(['{"x":{"deep":[1]},"data":1,"tag":5,"tag":"t","data":"second","node":null,"node":"n"}'], '"zzz":[1,2,{"a":null}]'),
+  );
   const a = ok(b);
   assert.equal(dataText(b, a, 0), '"second"');
   assert.equal(a.records[0]!.tag, 't');
@@ -398,11 +400,7 @@ test('batch-level error order: node, idempotency_key, create, disable_backpressu
   const all = '"config":1,"disable_backpressure":1,"create":1,"idempotency_key":1,"node":1';
   err(body(['{"data":1}'], all), 'invalid_request', { field: 'node' });
   err(body(['{"data":1}'], all.replace('"node":1', '"node":"n"')), 'invalid_request', { field: 'idempotency_key' });
-  err(
-    body(['{"data":1}'], '"config":1,"disable_backpressure":1,"create":1'),
-    'invalid_request',
-    { field: 'create' },
-  );
+  err(body(['{"data":1}'], '"config":1,"disable_backpressure":1,"create":1'), 'invalid_request', { field: 'create' });
   err(body(['{"data":1}'], '"config":1,"disable_backpressure":1'), 'invalid_request', { field: 'disable_backpressure' });
 });
 

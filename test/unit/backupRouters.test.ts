@@ -28,7 +28,16 @@ function fakeHost(onRouterSet: () => void = () => undefined): RouterHost {
   };
 }
 
-const route = (source: string, dest: string): RouterInput => ({ source, dest, preserveNode: true, preserveTag: true, createDest: true, filter: null, allowCycle: false, guarantee: 'at_least_once' });
+const route = (source: string, dest: string): RouterInput => ({
+  source,
+  dest,
+  preserveNode: true,
+  preserveTag: true,
+  createDest: true,
+  filter: null,
+  allowCycle: false,
+  guarantee: 'at_least_once',
+});
 
 /** A data directory as a checkpoint at cut 1:32 leaves it (one snapshot, one WAL file). */
 function dataDir(): string {
@@ -44,7 +53,11 @@ function dataDir(): string {
  * Stages a backup; `meanwhile` starts when the WAL position is read, and may finish or not within
  * 200 ms (`done`: it had when the position was returned).
  */
-async function stageWith(dir: string, reg: RouterRegistry, meanwhile: () => Promise<unknown>): Promise<{ staged: RouterFile; done: boolean; change: Promise<unknown> }> {
+async function stageWith(
+  dir: string,
+  reg: RouterRegistry,
+  meanwhile: () => Promise<unknown>,
+): Promise<{ staged: RouterFile; done: boolean; change: Promise<unknown> }> {
   let change: Promise<unknown> = Promise.resolve();
   let finished = false;
   let done = false;
@@ -79,13 +92,23 @@ test('a router change while the backup reads its position waits, and is not in t
 
   const put = await stageWith(dir, reg, () => reg.put('c', route('s3', 'd3')));
   assert.equal(put.done, false, 'the PUT waited for the staging');
-  assert.deepEqual(put.staged.routers.map((r) => r.name), ['a', 'b']);
+  assert.deepEqual(
+    put.staged.routers.map((r) => r.name),
+    ['a', 'b'],
+  );
   await put.change;
-  assert.deepEqual(loadRouters(nodeFs, dir).routers.map((r) => r.name), ['a', 'b', 'c'], 'then it went on');
+  assert.deepEqual(
+    loadRouters(nodeFs, dir).routers.map((r) => r.name),
+    ['a', 'b', 'c'],
+    'then it went on',
+  );
 
   const del = await stageWith(dir, reg, () => reg.delete('a'));
   assert.equal(del.done, false);
-  assert.deepEqual(del.staged.routers.map((r) => r.name), ['a', 'b', 'c']);
+  assert.deepEqual(
+    del.staged.routers.map((r) => r.name),
+    ['a', 'b', 'c'],
+  );
   await del.change;
 
   const deleted: string[] = [];
@@ -96,10 +119,16 @@ test('a router change while the backup reads its position waits, and is not in t
   });
   assert.equal(cascade.done, false, 'a topic a router names is deleted after the staging, with its cascade');
   assert.equal(deletedWhileStaging, 0, 'the topic too: the file and the topics stay as of one point');
-  assert.deepEqual(cascade.staged.routers.map((r) => r.name), ['b', 'c']);
+  assert.deepEqual(
+    cascade.staged.routers.map((r) => r.name),
+    ['b', 'c'],
+  );
   await cascade.change;
   assert.deepEqual(deleted, ['b']);
-  assert.deepEqual(loadRouters(nodeFs, dir).routers.map((r) => r.name), ['c']);
+  assert.deepEqual(
+    loadRouters(nodeFs, dir).routers.map((r) => r.name),
+    ['c'],
+  );
 
   // A topic no router names is deleted at once, backup or not.
   const plain = await stageWith(dir, reg, () => reg.deleteTopic('other', async () => ok('{"deleted":true')));
@@ -119,6 +148,9 @@ test('a new router id is stored before its forwarder starts', async () => {
   await reg.put('a', route('s1', 'd1'));
   await reg.put('b', route('s2', 'd2'));
   assert.deepEqual(seen, [2, 3], 'nextId was past the new id when routerSet ran');
-  assert.deepEqual(reg.all().map((r) => r.id), [1, 2]);
+  assert.deepEqual(
+    reg.all().map((r) => r.id),
+    [1, 2],
+  );
   fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -14,8 +14,12 @@ const num = { bigint: false, raw: false };
 const big = { bigint: true, raw: false };
 
 test('number mode: a seq above 2^53-1 is SpoolError seq_out_of_range, never a rounded number', () => {
-  const text = '{"topic":"t","records":[{"$seq":9007199254740993,"$ts":1,"data":1}],"next_from_seq":9007199254740993,"head_seq":9007199254740993}';
-  assert.throws(() => decodeJson(text, num), (e: unknown) => e instanceof SpoolError && e.code === 'seq_out_of_range' && /9007199254740993/.test(e.message));
+  const text =
+    '{"topic":"t","records":[{"$seq":9007199254740993,"$ts":1,"data":1}],"next_from_seq":9007199254740993,"head_seq":9007199254740993}';
+  assert.throws(
+    () => decodeJson(text, num),
+    (e: unknown) => e instanceof SpoolError && e.code === 'seq_out_of_range' && /9007199254740993/.test(e.message),
+  );
   // 2^53-1 itself is exact and fine
   const ok = decodeJson('{"head_seq":9007199254740991,"seqs":[9007199254740991]}', num);
   assert.equal(ok.head_seq, Number.MAX_SAFE_INTEGER);
@@ -57,7 +61,8 @@ test('raw mode: data and meta are the verbatim texts, whatever they hold', () =>
 });
 
 test('only record objects have user data: a watch session with topics named "data", "records" and "meta" decodes as server fields', () => {
-  const text = '{"wid":"wid_x","topics":{"data":{"from_seq":1,"head_seq":2,"earliest_seq":1},"records":{"from_seq":3,"head_seq":4,"earliest_seq":1},"meta":{"from_seq":0,"head_seq":0,"earliest_seq":1}}}';
+  const text =
+    '{"wid":"wid_x","topics":{"data":{"from_seq":1,"head_seq":2,"earliest_seq":1},"records":{"from_seq":3,"head_seq":4,"earliest_seq":1},"meta":{"from_seq":0,"head_seq":0,"earliest_seq":1}}}';
   for (const raw of [false, true]) {
     const v = decodeJson(text, { bigint: true, raw });
     assert.equal(v.topics.data.from_seq, 1n);
@@ -67,7 +72,11 @@ test('only record objects have user data: a watch session with topics named "dat
 });
 
 test('a /work job frame is a record at top level: its data is user content', () => {
-  const v = decodeJson('{"topic":"q","$seq":5,"lease_id":"lease_ab","deadline":9,"$ts":1,"deliveries":1,"data":{"head_seq":1}}', { bigint: true, raw: false, topIsRecord: true });
+  const v = decodeJson('{"topic":"q","$seq":5,"lease_id":"lease_ab","deadline":9,"$ts":1,"deliveries":1,"data":{"head_seq":1}}', {
+    bigint: true,
+    raw: false,
+    topIsRecord: true,
+  });
   assert.equal(v.$seq, 5n);
   assert.equal(v.data.head_seq, 1, 'data untouched');
   const r = decodeJson('{"topic":"q","$seq":5,"data":{"x":[1,2]},"deliveries":1}', { bigint: false, raw: true, topIsRecord: true });
@@ -93,13 +102,20 @@ test('the lossless parser agrees with JSON.parse on any JSON (fast-check)', () =
 test('malformed server JSON is SpoolError bad_response, on both paths', () => {
   for (const text of ['{"a":', '{"a":1}x', '{"records":[{"$seq":1,"data":}]}', '']) {
     for (const raw of [false, true]) {
-      assert.throws(() => decodeJson(text, { bigint: false, raw }), (e: unknown) => e instanceof SpoolError && e.code === 'bad_response', `${text} raw=${raw}`);
+      assert.throws(
+        () => decodeJson(text, { bigint: false, raw }),
+        (e: unknown) => e instanceof SpoolError && e.code === 'bad_response',
+        `${text} raw=${raw}`,
+      );
     }
   }
 });
 
 test('encodeJson writes bigints as exact integer literals and leaves look-alike strings alone', () => {
-  assert.equal(encodeJson({ from_seq: 18446744073709551615n, s: '18446744073709551615', n: 1 }), '{"from_seq":18446744073709551615,"s":"18446744073709551615","n":1}');
+  assert.equal(
+    encodeJson({ from_seq: 18446744073709551615n, s: '18446744073709551615', n: 1 }),
+    '{"from_seq":18446744073709551615,"s":"18446744073709551615","n":1}',
+  );
   assert.equal(encodeJson({ a: [1n, 2] }), '{"a":[1,2]}');
   assert.equal(encodeJson({ a: 'x' }), JSON.stringify({ a: 'x' }));
 });
@@ -111,7 +127,13 @@ test('composite cursors round-trip in the server format (docs/API.md "Watch fram
   ]);
   const c = encodeCursor(m);
   assert.equal(c, 'eyJhdWRpdCI6NzUsImpvYnMiOjMxMn0'); // the example of docs/API.md "Watch frames"
-  assert.deepEqual(decodeCursor(c, false), new Map([['audit', 75], ['jobs', 312]]));
+  assert.deepEqual(
+    decodeCursor(c, false),
+    new Map([
+      ['audit', 75],
+      ['jobs', 312],
+    ]),
+  );
   const b = encodeCursor(new Map([['t', 18446744073709551615n]]));
   assert.deepEqual(decodeCursor(b, true), new Map([['t', 18446744073709551615n]]));
   assert.equal(decodeCursor(b, false), undefined, 'not representable as a number: refused, not rounded');
@@ -140,13 +162,36 @@ test('Retry-After: seconds or an HTTP date; detail.retry_after_ms wins over the 
 
 test('backoff: capped exponential with equal jitter; a server delay is honoured', () => {
   const p = { baseMs: 100, maxMs: 1000 };
-  assert.equal(backoffMs(p, 0, () => 0), 50);
-  assert.equal(backoffMs(p, 0, () => 1), 100);
-  assert.equal(backoffMs(p, 3, () => 1), 800);
-  assert.equal(backoffMs(p, 10, () => 1), 1000);
-  assert.equal(backoffMs(p, 10, () => 0), 500);
+  assert.equal(
+    backoffMs(p, 0, () => 0),
+    50,
+  );
+  assert.equal(
+    backoffMs(p, 0, () => 1),
+    100,
+  );
+  assert.equal(
+    backoffMs(p, 3, () => 1),
+    800,
+  );
+  assert.equal(
+    backoffMs(p, 10, () => 1),
+    1000,
+  );
+  assert.equal(
+    backoffMs(p, 10, () => 0),
+    500,
+  );
   const e = new SpoolError({ code: 'throttled', message: '', status: 429, retryAfterMs: 2000 });
-  assert.equal(retryDelayMs(p, 0, e, () => 1), 2000, 'the server asked for 2 s');
+  assert.equal(
+    retryDelayMs(p, 0, e, () => 1),
+    2000,
+    'the server asked for 2 s',
+  );
   const small = new SpoolError({ code: 'throttled', message: '', status: 429, retryAfterMs: 10 });
-  assert.equal(retryDelayMs(p, 5, small, () => 1), 500, 'never less than the fixed half of the backoff');
+  assert.equal(
+    retryDelayMs(p, 5, small, () => 1),
+    500,
+    'never less than the fixed half of the backoff',
+  );
 });

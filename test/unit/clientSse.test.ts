@@ -43,7 +43,8 @@ test('every split of the stream into two chunks gives the same events (CR/LF at 
   for (const text of [spoolStream, crlf, cr]) {
     const whole = decodeIn(text, []).events;
     assert.equal(whole.length, 3);
-    for (let i = 0; i <= text.length; i++) assert.deepEqual(decodeIn(text, [i]).events, whole, `cut at ${i} of ${JSON.stringify(text.slice(0, 20))}`);
+    for (let i = 0; i <= text.length; i++)
+      assert.deepEqual(decodeIn(text, [i]).events, whole, `cut at ${i} of ${JSON.stringify(text.slice(0, 20))}`);
   }
 });
 

@@ -7,7 +7,16 @@ import { SimActor } from '../helpers/simCtx.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 
 function diffFrom(sim: SimActor, fromSeq: number): number {
-  return sim.send({ op: 'diff', fromSeq, limit: 200, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 0 } as never);
+  return sim.send({
+    op: 'diff',
+    fromSeq,
+    limit: 200,
+    nodes: null,
+    includeTags: false,
+    includeMeta: false,
+    waitMs: 0,
+    maxBatchBytes: 0,
+  } as never);
 }
 
 test('a page whose parts leave the cache in turn answers with the part read back', () => {
@@ -20,7 +29,10 @@ test('a page whose parts leave the cache in turn answers with the part read back
     sim.ackAll();
     assert.equal(sim.reply(id).status, 200);
   }
-  assert.ok(sim.frames.some((f) => f.segment), 'appends are placed in segments');
+  assert.ok(
+    sim.frames.some((f) => f.segment),
+    'appends are placed in segments',
+  );
 
   // Both frames are in their segment; the first batch's texts leave memory.
   sim.evict(1, 50);

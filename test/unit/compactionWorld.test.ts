@@ -48,7 +48,14 @@ class Rig {
 
   async boot(): Promise<void> {
     // One worker: the queue and the other topic share a pack. Packs of 4 KiB per topic.
-    const settings = sweepSettings({ workers: 1, packBytes: 4096, packFileBytes: 1 << 20, segmentBytes: 4096, lazyRecovery: this.lazy, ...this.over });
+    const settings = sweepSettings({
+      workers: 1,
+      packBytes: 4096,
+      packFileBytes: 1 << 20,
+      segmentBytes: 4096,
+      lazyRecovery: this.lazy,
+      ...this.over,
+    });
     this.world = new CrashWorld(this.disk, settings, this.clock);
     await this.world.boot();
   }
@@ -77,8 +84,28 @@ class Rig {
 
   /** What a client sees of the queue and the other topic. */
   async view(): Promise<unknown> {
-    const q = await this.ok({ op: 'diff', topic: Q, fromSeq: 0, limit: 1000, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 0 });
-    const o = await this.ok({ op: 'diff', topic: OTHER, fromSeq: 0, limit: 1000, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 0 });
+    const q = await this.ok({
+      op: 'diff',
+      topic: Q,
+      fromSeq: 0,
+      limit: 1000,
+      nodes: null,
+      includeTags: false,
+      includeMeta: false,
+      waitMs: 0,
+      maxBatchBytes: 0,
+    });
+    const o = await this.ok({
+      op: 'diff',
+      topic: OTHER,
+      fromSeq: 0,
+      limit: 1000,
+      nodes: null,
+      includeTags: false,
+      includeMeta: false,
+      waitMs: 0,
+      maxBatchBytes: 0,
+    });
     const s = await this.ok({ op: 'state', topic: Q, touch: false });
     const records = (d: Record<string, unknown>) => (d.records as { $seq: number; data: unknown }[]).map((r) => [r.$seq, r.data]);
     return { q: records(q), other: records(o), count: s.count, earliest: s.earliest_seq, queue: s.queue };
@@ -97,7 +124,13 @@ for (const lazy of [true, false]) {
       assert.equal((await r.ok({ op: 'claim', topic: Q, node: 'stuck', max: 1, leaseMs: 3_600_000 })).count, 1);
       // Batches of ~1 KB jobs: the packed segment (4 KiB) rolls to own files of 4 KiB.
       const pad = 'p'.repeat(1000);
-      for (let b = 0; b < 12; b++) await r.ok(append(Q, [0, 1, 2].map((i) => ({ b, i, pad }))));
+      for (let b = 0; b < 12; b++)
+        await r.ok(
+          append(
+            Q,
+            [0, 1, 2].map((i) => ({ b, i, pad })),
+          ),
+        );
       // A second job held in a later own segment; every other job acked.
       const late = await r.ok({ op: 'claim', topic: Q, node: 'w', max: 100, leaseMs: 3_600_000 });
       const seqs = (late.claimed as { $seq: number }[]).map((j) => j.$seq);
@@ -108,7 +141,10 @@ for (const lazy of [true, false]) {
 
       const copied = await r.world.sup.compact(50); // copies, then the checkpoint that swaps them in
       assert.ok(copied >= 2, `${copied} copies`);
-      assert.ok(r.ls(r.qDir()).includes('seg-00000000000000000001.log'), `the packed segment is the queue's own file now: ${r.ls(r.qDir()).join()}`);
+      assert.ok(
+        r.ls(r.qDir()).includes('seg-00000000000000000001.log'),
+        `the packed segment is the queue's own file now: ${r.ls(r.qDir()).join()}`,
+      );
       const packs = r.ls(packsDir(SWEEP_DATA_DIR));
       assert.ok(packs.length >= 1, 'the pack is still there (the other topic lives in it)');
       assert.deepEqual(await r.view(), before, 'compaction changes nothing a client sees');
@@ -147,17 +183,41 @@ test('a sealed segment whose last frames wait for their segment write is not cop
     await r.ok(put(T, { durability: 'fsync' }));
     const pad = 'p'.repeat(1000);
     await r.ok(append(T, ['head']));
-    await r.ok({ op: 'append', topic: T, body: new TextEncoder().encode(JSON.stringify({ records: [2, 3, 4].map((i) => ({ data: { i, pad }, tag: 'x' })) })), returnSeqs: true, headerIdemKey: undefined });
+    await r.ok({
+      op: 'append',
+      topic: T,
+      body: new TextEncoder().encode(JSON.stringify({ records: [2, 3, 4].map((i) => ({ data: { i, pad }, tag: 'x' })) })),
+      returnSeqs: true,
+      headerIdemKey: undefined,
+    });
     await r.world.checkpoint(); // seqs 1-4 in seg-1 on disk
     await r.ok(append(T, ['keep'])); // seq 5: seg-1 too, its write waits
-    await r.ok(append(T, [6, 7, 8].map((i) => ({ i, pad })))); // rolls to the next segment, waits too
+    await r.ok(
+      append(
+        T,
+        [6, 7, 8].map((i) => ({ i, pad })),
+      ),
+    ); // rolls to the next segment, waits too
     await r.ok({ op: 'deleteRecords', topic: T, beforeSeq: null, match: { op: 'Eq', value: 'x' } });
     const read = async () => {
-      const d = await r.ok({ op: 'diff', topic: T, fromSeq: 0, limit: 10, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 0 });
+      const d = await r.ok({
+        op: 'diff',
+        topic: T,
+        fromSeq: 0,
+        limit: 10,
+        nodes: null,
+        includeTags: false,
+        includeMeta: false,
+        waitMs: 0,
+        maxBatchBytes: 0,
+      });
       return (d.records as { $seq: number; data: unknown }[]).map((x) => [x.$seq, x.data]);
     };
     const before = await read();
-    assert.deepEqual(before.slice(0, 2), [[1, 'head'], [5, 'keep']]);
+    assert.deepEqual(before.slice(0, 2), [
+      [1, 'head'],
+      [5, 'keep'],
+    ]);
     // seg-1 is sealed and mostly dead, but holds only seqs 1-4 on disk yet.
     assert.equal(await r.world.sup.compact(50), 0, 'not copied while its last frame waits');
     assert.deepEqual(await read(), before);

@@ -12,13 +12,19 @@ const README = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..
 
 test('each kind of bad value is named, with what is allowed', () => {
   assert.deepEqual(validateEnv({ SERVICE_PORT: '70000' }), ['SERVICE_PORT must be between 0 and 65535, got "70000"']);
-  assert.deepEqual(validateEnv({ SERVICE_ALLOW_INSECURE_NO_AUTH: 'yes' }), ['SERVICE_ALLOW_INSECURE_NO_AUTH must be one of 1, 0, true, false, got "yes"']);
+  assert.deepEqual(validateEnv({ SERVICE_ALLOW_INSECURE_NO_AUTH: 'yes' }), [
+    'SERVICE_ALLOW_INSECURE_NO_AUTH must be one of 1, 0, true, false, got "yes"',
+  ]);
   assert.deepEqual(validateEnv({ SERVICE_MAX_LIMIT: '-1' }), ['SERVICE_MAX_LIMIT must be a non-negative integer, got "-1"']);
   assert.deepEqual(validateEnv({ SERVICE_CHECKPOINT_MS: '1.5' }), ['SERVICE_CHECKPOINT_MS must be a non-negative integer, got "1.5"']);
-  assert.deepEqual(validateEnv({ SERVICE_LOG_LEVEL: 'verbose' }), ['SERVICE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"']);
+  assert.deepEqual(validateEnv({ SERVICE_LOG_LEVEL: 'verbose' }), [
+    'SERVICE_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
+  ]);
   assert.deepEqual(validateEnv({ SERVICE_WORKERS: '0' }), ['SERVICE_WORKERS must be between 1 and 64, got "0"']);
   // Lower bounds are refused, never clamped in silence.
-  assert.deepEqual(validateEnv({ SERVICE_SEGMENT_BYTES: '4096' }), ['SERVICE_SEGMENT_BYTES must be between 65536 and 9007199254740991, got "4096"']);
+  assert.deepEqual(validateEnv({ SERVICE_SEGMENT_BYTES: '4096' }), [
+    'SERVICE_SEGMENT_BYTES must be between 65536 and 9007199254740991, got "4096"',
+  ]);
   assert.deepEqual(validateEnv({ SERVICE_MAX_LIMIT: '0' }), ['SERVICE_MAX_LIMIT must be between 1 and 9007199254740991, got "0"']);
   assert.deepEqual(validateEnv({ SERVICE_RECOVERY_TRUNCATE: 'TRUE' }).length, 1, 'booleans are exact');
   for (const ok of ['1', '0', 'true', 'false']) assert.deepEqual(validateEnv({ SERVICE_TRACE_OUTPUTS: ok }), []);
@@ -28,7 +34,8 @@ test('each kind of bad value is named, with what is allowed', () => {
 test('readSettings reports every problem at once as a SettingsError', () => {
   assert.throws(
     () => readSettings({ SERVICE_PORT: '70000', SERVICE_ALLOW_INSECURE_NO_AUTH: 'yes' }),
-    (err: unknown) => err instanceof SettingsError && /SERVICE_PORT/.test(err.message) && /SERVICE_ALLOW_INSECURE_NO_AUTH/.test(err.message),
+    (err: unknown) =>
+      err instanceof SettingsError && /SERVICE_PORT/.test(err.message) && /SERVICE_ALLOW_INSECURE_NO_AUTH/.test(err.message),
   );
   const s = readSettings({ SERVICE_ALLOW_INSECURE_NO_AUTH: 'false', SERVICE_LOG_LEVEL: 'debug' });
   assert.equal(s.allowInsecureNoAuth, false);
@@ -55,11 +62,7 @@ test("README's settings table lists exactly the schema's settings, with the same
   const text = fs.readFileSync(README, 'utf8');
   const section = text.slice(text.indexOf('## Settings'), text.indexOf('\n## ', text.indexOf('## Settings') + 5));
   const rows = [...section.matchAll(/^\| `(SERVICE_[A-Z_]+)` \| ([^|]+) \|/gm)].map((m) => [m[1]!, m[2]!.trim()]);
-  assert.deepEqual(
-    rows.map(([n]) => n).sort(),
-    SETTINGS.map((d) => d.env).sort(),
-    'every setting has a row and every row a setting',
-  );
+  assert.deepEqual(rows.map(([n]) => n).sort(), SETTINGS.map((d) => d.env).sort(), 'every setting has a row and every row a setting');
   for (const [name, dflt] of rows) assert.equal(dflt, SETTINGS.find((d) => d.env === name)!.readme, `default of ${name}`);
 });
 

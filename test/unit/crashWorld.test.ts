@@ -30,9 +30,23 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
   const h = await runWorkload(world, disk, workload);
   world.halt();
   assert.equal(h.acked, h.issued);
-  assert.deepEqual([...new Set(workload.steps.flat().map((o) => o.t))].sort(), ['ack', 'append', 'checkpoint', 'claim', 'compact', 'deleteBefore', 'deleteMatch', 'drop', 'put']);
+  assert.deepEqual([...new Set(workload.steps.flat().map((o) => o.t))].sort(), [
+    'ack',
+    'append',
+    'checkpoint',
+    'claim',
+    'compact',
+    'deleteBefore',
+    'deleteMatch',
+    'drop',
+    'put',
+  ]);
   assert.deepEqual(new Set([...h.topics.values()].map((t) => t.spec.durability)), new Set(['ephemeral', 'memory', 'disk', 'fsync']));
-  for (const [topic, t] of h.topics) assert.ok(t.instances.every((i) => i.createAcked && i.maxAckedSeq > 0), `${topic}: created and appended to`);
+  for (const [topic, t] of h.topics)
+    assert.ok(
+      t.instances.every((i) => i.createAcked && i.maxAckedSeq > 0),
+      `${topic}: created and appended to`,
+    );
   const users = h.topics.get('users')!.instances;
   assert.ok(users.length === 2 && users[0]!.drop?.acked, 'users is deleted and created again');
   const jobs = h.topics.get('jobs')!.instances[0]!;
@@ -43,16 +57,29 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
   assert.ok(files(/\/wal\/\d+\.wal$/).size >= 3, 'WAL files rotate');
   assert.ok(files(/\/meta\/snapshot-.*\.snap$/).size >= 4, 'checkpoints run (recovery, workload, end)');
   const segsPerTopic = new Map<string, number>();
-  for (const f of files(/\/topics\/\d+\/seg-\d+\.log$/)) segsPerTopic.set(f.split('/').at(-2)!, (segsPerTopic.get(f.split('/').at(-2)!) ?? 0) + 1);
-  assert.ok([...segsPerTopic.values()].some((n) => n >= 3), 'segments seal');
+  for (const f of files(/\/topics\/\d+\/seg-\d+\.log$/))
+    segsPerTopic.set(f.split('/').at(-2)!, (segsPerTopic.get(f.split('/').at(-2)!) ?? 0) + 1);
+  assert.ok(
+    [...segsPerTopic.values()].some((n) => n >= 3),
+    'segments seal',
+  );
   // Packs (docs/FORMAT.md "Pack files"): several seal, some topics roll from theirs to own
   // files, others never leave them.
   assert.ok(files(/\/packs\/pack-\d{20}-\d+-\d+\.log$/).size >= 3, 'pack files seal');
   const withFrames = [...h.topics.values()].filter((t) => t.spec.durability !== 'ephemeral').reduce((n, t) => n + t.instances.length, 0);
-  assert.ok(segsPerTopic.size >= 1 && segsPerTopic.size < withFrames, `${segsPerTopic.size} of ${withFrames} topic instances have own segment files`);
-  assert.ok(calls.some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a checkpoint unlinks a pack nothing live is left in');
+  assert.ok(
+    segsPerTopic.size >= 1 && segsPerTopic.size < withFrames,
+    `${segsPerTopic.size} of ${withFrames} topic instances have own segment files`,
+  );
+  assert.ok(
+    calls.some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')),
+    'a checkpoint unlinks a pack nothing live is left in',
+  );
   // Compaction (docs/ARCHITECTURE.md "Compaction"): copies are written and renamed over their segments.
-  assert.ok(calls.some((c) => c.op === 'rename' && /\.log\.compact$/.test(c.path ?? '') && /\/seg-\d+\.log$/.test(c.to ?? '')), 'a compacted copy is swapped in');
+  assert.ok(
+    calls.some((c) => c.op === 'rename' && /\.log\.compact$/.test(c.path ?? '') && /\/seg-\d+\.log$/.test(c.to ?? '')),
+    'a compacted copy is swapped in',
+  );
   // A packed first segment moves into its topic's own file (a name no call used before), and a
   // pack is unlinked at the checkpoint after that.
   const used = new Set<string>();
@@ -62,7 +89,10 @@ test('an undisturbed run of the sweep workload acks every kind of operation, rot
     if (c.path) used.add(c.path);
   });
   assert.ok(movedAt >= 0, 'a packed segment is compacted into an own file');
-  assert.ok(calls.slice(movedAt).some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')), 'a pack is unlinked after the move');
+  assert.ok(
+    calls.slice(movedAt).some((c) => c.op === 'rm' && /\/packs\/pack-/.test(c.path ?? '')),
+    'a pack is unlinked after the move',
+  );
 });
 
 test('the sweep topics live on both workers', () => {

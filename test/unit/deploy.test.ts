@@ -36,11 +36,18 @@ test('the image sets no auth opt-out and its drain grace is under docker stop ti
   assert.equal(env.SERVICE_HOST, '0.0.0.0');
   assert.ok(!('SERVICE_ALLOW_INSECURE_NO_AUTH' in env), 'serving without auth is never the default');
   const graceMs = Number(env.SERVICE_SHUTDOWN_GRACE_MS);
-  assert.ok(graceMs > 0 && graceMs < DOCKER_STOP_TIMEOUT_S * 1000, `grace ${graceMs} ms under docker stop's default ${DOCKER_STOP_TIMEOUT_S} s`);
+  assert.ok(
+    graceMs > 0 && graceMs < DOCKER_STOP_TIMEOUT_S * 1000,
+    `grace ${graceMs} ms under docker stop's default ${DOCKER_STOP_TIMEOUT_S} s`,
+  );
   const ops = read('docs/OPERATIONS.md');
-  for (const [where, text] of [['Dockerfile', d], ['docs/OPERATIONS.md', ops]]) {
+  for (const [where, text] of [
+    ['Dockerfile', d],
+    ['docs/OPERATIONS.md', ops],
+  ]) {
     assert.doesNotMatch(text!, /not supported yet|once keys are supported|until API keys land/, where);
-    for (const m of text!.matchAll(/--(?:stop-timeout|time)[ =](\d+)/g)) assert.ok(Number(m[1]) * 1000 > graceMs, `${where}: ${m[0]} above the grace`);
+    for (const m of text!.matchAll(/--(?:stop-timeout|time)[ =](\d+)/g))
+      assert.ok(Number(m[1]) * 1000 > graceMs, `${where}: ${m[0]} above the grace`);
   }
   assert.deepEqual(imageCommand(d), ['node', 'dist/cli.js', 'serve']);
   const block = /```sh\n(docker build[^]*?)```/.exec(ops)?.[1] ?? '';

@@ -9,10 +9,24 @@ import { fileURLToPath } from 'node:url';
 
 const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../src');
 const root = path.join(src, 'actors');
-const FORBIDDEN = [/\bDate\.now\b/, /\bnew Date\b/, /\bMath\.random\b/, /\bcrypto\b/, /\bperformance\b/, /\bsetTimeout\b/, /\bsetInterval\b/, /\bsetImmediate\b/, /\bprocess\./, /from 'node:fs/, /from 'node:worker_threads'/];
+const FORBIDDEN = [
+  /\bDate\.now\b/,
+  /\bnew Date\b/,
+  /\bMath\.random\b/,
+  /\bcrypto\b/,
+  /\bperformance\b/,
+  /\bsetTimeout\b/,
+  /\bsetInterval\b/,
+  /\bsetImmediate\b/,
+  /\bprocess\./,
+  /from 'node:fs/,
+  /from 'node:worker_threads'/,
+];
 
 function files(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
 }
 
 /** The modules an actor's code runs: src/actors and everything it imports for values, transitively. */
@@ -34,7 +48,10 @@ function actorModules(): string[] {
 test('actor code never reads the clock, randomness or I/O directly, nor does anything it imports', () => {
   const found: string[] = [];
   const modules = actorModules();
-  assert.ok(modules.some((f) => !f.startsWith(root)), 'follows imports out of src/actors');
+  assert.ok(
+    modules.some((f) => !f.startsWith(root)),
+    'follows imports out of src/actors',
+  );
   for (const f of modules) {
     const lines = fs.readFileSync(f, 'utf8').split('\n');
     lines.forEach((line, i) => {

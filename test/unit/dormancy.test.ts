@@ -23,7 +23,16 @@ const NAMES = ['t.a', 't.b', 't.c', 't.d', 't.e', 't.f'];
 const CLASSES = ['memory', 'disk', 'fsync', 'ephemeral'] as const;
 
 type Op =
-  | { t: 'put'; topic: string; durability: (typeof CLASSES)[number]; capRecords: number; ttlMs: number; autoPriority: boolean; queue?: boolean; leasesDurable?: boolean }
+  | {
+      t: 'put';
+      topic: string;
+      durability: (typeof CLASSES)[number];
+      capRecords: number;
+      ttlMs: number;
+      autoPriority: boolean;
+      queue?: boolean;
+      leasesDurable?: boolean;
+    }
   | { t: 'claim'; topic: string; max: number; leaseMs: number }
   | { t: 'ack'; topic: string; seqs: number[]; nack: boolean; delayMs: number }
   | { t: 'append'; topic: string; sizes: number[]; tag: string | null; node: string | null; key: string | null }
@@ -39,31 +48,54 @@ type Op =
 
 const topicArb = fc.constantFrom(...NAMES);
 /** The ops of a random program; `ttls`: the ttl_ms a put may set. */
-const opArbWith = (ttls: number[], advanceWeight: number, readWeight: number): fc.Arbitrary<Op> => fc.oneof(
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('put' as const), topic: topicArb, durability: fc.constantFrom(...CLASSES), capRecords: fc.constantFrom(0, 0, 0, 4), ttlMs: fc.constantFrom(...ttls), autoPriority: fc.boolean() }) },
-  {
-    weight: 6,
-    arbitrary: fc.record({
-      t: fc.constant('append' as const),
-      topic: topicArb,
-      sizes: fc.array(fc.integer({ min: 0, max: 90 }), { minLength: 1, maxLength: 4 }),
-      tag: fc.constantFrom(null, null, 'red', 'blue'),
-      node: fc.constantFrom(null, null, 'n1', 'n2'),
-      key: fc.constantFrom(null, null, null, 'k1', 'k2'),
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: topicArb, beforeSeq: fc.integer({ min: 1, max: 10 }) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: topicArb, tag: fc.constantFrom('red', 'blue') }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), topic: topicArb }) },
-  { weight: readWeight, arbitrary: fc.record({ t: fc.constant('read' as const), topic: topicArb, fromSeq: fc.constantFrom(0, 0, 2, 5), touch: fc.boolean(), diff: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
-  { weight: 4, arbitrary: fc.constant({ t: 'sleep' as const }) },
-  { weight: advanceWeight, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(10, 100, 600, 2000) }) },
-  // A restart is a power loss (only fsynced bytes) or a process kill (every write lands: frames
-  // written to packs after a checkpoint are there for lazy recovery's scan after the cut).
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean(), kill: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.constant({ t: 'checkpoint' as const }) },
-);
+const opArbWith = (ttls: number[], advanceWeight: number, readWeight: number): fc.Arbitrary<Op> =>
+  fc.oneof(
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('put' as const),
+        topic: topicArb,
+        durability: fc.constantFrom(...CLASSES),
+        capRecords: fc.constantFrom(0, 0, 0, 4),
+        ttlMs: fc.constantFrom(...ttls),
+        autoPriority: fc.boolean(),
+      }),
+    },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        t: fc.constant('append' as const),
+        topic: topicArb,
+        sizes: fc.array(fc.integer({ min: 0, max: 90 }), { minLength: 1, maxLength: 4 }),
+        tag: fc.constantFrom(null, null, 'red', 'blue'),
+        node: fc.constantFrom(null, null, 'n1', 'n2'),
+        key: fc.constantFrom(null, null, null, 'k1', 'k2'),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: topicArb, beforeSeq: fc.integer({ min: 1, max: 10 }) }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: topicArb, tag: fc.constantFrom('red', 'blue') }) },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), topic: topicArb }) },
+    {
+      weight: readWeight,
+      arbitrary: fc.record({
+        t: fc.constant('read' as const),
+        topic: topicArb,
+        fromSeq: fc.constantFrom(0, 0, 2, 5),
+        touch: fc.boolean(),
+        diff: fc.boolean(),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
+    { weight: 4, arbitrary: fc.constant({ t: 'sleep' as const }) },
+    { weight: advanceWeight, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(10, 100, 600, 2000) }) },
+    // A restart is a power loss (only fsynced bytes) or a process kill (every write lands: frames
+    // written to packs after a checkpoint are there for lazy recovery's scan after the cut).
+    { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean(), kill: fc.boolean() }) },
+    { weight: 1, arbitrary: fc.constant({ t: 'checkpoint' as const }) },
+  );
 const opArb = opArbWith([0, 0, 0, 500, 2000, 5000], 1, 4);
 /**
  * Programs about TTL: three topics made with TTL first (`fsync` ones are durable at once, so they
@@ -73,20 +105,55 @@ const opArb = opArbWith([0, 0, 0, 500, 2000, 5000], 1, 4);
 const TTL_TOPICS = NAMES.slice(0, 3);
 const ttlTopicArb = fc.constantFrom(...TTL_TOPICS);
 const ttlOpArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('append' as const), topic: ttlTopicArb, sizes: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 3 }), tag: fc.constantFrom(null, 'red'), node: fc.constant(null), key: fc.constant(null) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      t: fc.constant('append' as const),
+      topic: ttlTopicArb,
+      sizes: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 3 }),
+      tag: fc.constantFrom(null, 'red'),
+      node: fc.constant(null),
+      key: fc.constant(null),
+    }),
+  },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(100, 600, 2000) }) },
   { weight: 3, arbitrary: fc.constant({ t: 'sleep' as const }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('read' as const), topic: ttlTopicArb, fromSeq: fc.constantFrom(0, 2), touch: fc.boolean(), diff: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      t: fc.constant('read' as const),
+      topic: ttlTopicArb,
+      fromSeq: fc.constantFrom(0, 2),
+      touch: fc.boolean(),
+      diff: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.constant(false) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: ttlTopicArb, beforeSeq: fc.integer({ min: 1, max: 6 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: ttlTopicArb, beforeSeq: fc.integer({ min: 1, max: 6 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean() }) },
 );
 const ttlProgramArb = fc
   .tuple(
-    fc.array(fc.tuple(fc.constantFrom(2000, 5000), fc.constantFrom('disk' as const, 'fsync' as const)), { minLength: TTL_TOPICS.length, maxLength: TTL_TOPICS.length }),
+    fc.array(fc.tuple(fc.constantFrom(2000, 5000), fc.constantFrom('disk' as const, 'fsync' as const)), {
+      minLength: TTL_TOPICS.length,
+      maxLength: TTL_TOPICS.length,
+    }),
     fc.array(ttlOpArb, { minLength: 5, maxLength: 50 }),
   )
-  .map(([kinds, ops]): Op[] => [...TTL_TOPICS.map((topic, i): Op => ({ t: 'put', topic, durability: kinds[i]![1], capRecords: 0, ttlMs: kinds[i]![0], autoPriority: false })), ...ops]);
+  .map(([kinds, ops]): Op[] => [
+    ...TTL_TOPICS.map((topic, i): Op => ({
+      t: 'put',
+      topic,
+      durability: kinds[i]![1],
+      capRecords: 0,
+      ttlMs: kinds[i]![0],
+      autoPriority: false,
+    })),
+    ...ops,
+  ]);
 /**
  * Programs about queues: three topics made queues first (leases durable or not, in `disk` or
  * `fsync`), then appends, claims, acks and nacks among the usual ops, time passing for leases
@@ -95,25 +162,73 @@ const ttlProgramArb = fc
 const QUEUES = NAMES.slice(0, 3);
 const queueArb = fc.constantFrom(...QUEUES);
 const queueOpArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ t: fc.constant('append' as const), topic: queueArb, sizes: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 4 }), tag: fc.constantFrom(null, 'red'), node: fc.constant(null), key: fc.constant(null) }) },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('claim' as const), topic: queueArb, max: fc.constantFrom(1, 2, 5), leaseMs: fc.constantFrom(100, 1000) }) },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('ack' as const), topic: queueArb, seqs: fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 3 }), nack: fc.boolean(), delayMs: fc.constantFrom(0, 0, 500) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      t: fc.constant('append' as const),
+      topic: queueArb,
+      sizes: fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 4 }),
+      tag: fc.constantFrom(null, 'red'),
+      node: fc.constant(null),
+      key: fc.constant(null),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('claim' as const),
+      topic: queueArb,
+      max: fc.constantFrom(1, 2, 5),
+      leaseMs: fc.constantFrom(100, 1000),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant('ack' as const),
+      topic: queueArb,
+      seqs: fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 3 }),
+      nack: fc.boolean(),
+      delayMs: fc.constantFrom(0, 0, 500),
+    }),
+  },
   { weight: 3, arbitrary: fc.constant({ t: 'sleep' as const }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(100, 600, 2000) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('read' as const), topic: queueArb, fromSeq: fc.constantFrom(0, 2), touch: fc.boolean(), diff: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      t: fc.constant('read' as const),
+      topic: queueArb,
+      fromSeq: fc.constantFrom(0, 2),
+      touch: fc.boolean(),
+      diff: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: queueArb, tag: fc.constant('red') }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean() }) },
 );
 const QUEUE_KINDS = ['queue', 'queue fsync', 'queue fsync durable-leases'] as const;
 const queueProgramArb = fc
-  .tuple(fc.array(fc.constantFrom(...QUEUE_KINDS), { minLength: QUEUES.length, maxLength: QUEUES.length }), fc.array(queueOpArb, { minLength: 5, maxLength: 50 }))
+  .tuple(
+    fc.array(fc.constantFrom(...QUEUE_KINDS), { minLength: QUEUES.length, maxLength: QUEUES.length }),
+    fc.array(queueOpArb, { minLength: 5, maxLength: 50 }),
+  )
   .map(([kinds, ops]): Op[] => [
     // A queue sleeps once its frames are durable: an ack's delete frame with the next fsync of
     // the worker (the sim has no sync timer), at once in an `fsync` queue.
     ...QUEUES.map((topic, i): Op => {
       const k = kinds[i]!;
-      return { t: 'put', topic, durability: k === 'queue' ? 'disk' : 'fsync', capRecords: 0, ttlMs: 0, autoPriority: false, queue: true, leasesDurable: k.endsWith('durable-leases') };
+      return {
+        t: 'put',
+        topic,
+        durability: k === 'queue' ? 'disk' : 'fsync',
+        capRecords: 0,
+        ttlMs: 0,
+        autoPriority: false,
+        queue: true,
+        leasesDurable: k.endsWith('durable-leases'),
+      };
     }),
     ...ops,
   ]);
@@ -127,34 +242,91 @@ const OWN_SETTINGS: Partial<Settings> = { packBytes: 512, segmentBytes: 4096 };
 const OWN_TOPICS = NAMES.slice(0, 3);
 const ownTopicArb = fc.constantFrom(...OWN_TOPICS);
 const ownOpArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ t: fc.constant('append' as const), topic: ownTopicArb, sizes: fc.array(fc.integer({ min: 20, max: 200 }), { minLength: 1, maxLength: 4 }), tag: fc.constantFrom(null, 'red'), node: fc.constantFrom(null, 'n1'), key: fc.constant(null) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      t: fc.constant('append' as const),
+      topic: ownTopicArb,
+      sizes: fc.array(fc.integer({ min: 20, max: 200 }), { minLength: 1, maxLength: 4 }),
+      tag: fc.constantFrom(null, 'red'),
+      node: fc.constantFrom(null, 'n1'),
+      key: fc.constant(null),
+    }),
+  },
   { weight: 4, arbitrary: fc.constant({ t: 'sleep' as const }) },
   { weight: 2, arbitrary: fc.constant({ t: 'checkpoint' as const }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('read' as const), topic: ownTopicArb, fromSeq: fc.constantFrom(0, 2, 5), touch: fc.boolean(), diff: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('read' as const),
+      topic: ownTopicArb,
+      fromSeq: fc.constantFrom(0, 2, 5),
+      touch: fc.boolean(),
+      diff: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('list' as const), touch: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: ownTopicArb, beforeSeq: fc.integer({ min: 1, max: 30 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: ownTopicArb, beforeSeq: fc.integer({ min: 1, max: 30 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteTag' as const), topic: ownTopicArb, tag: fc.constant('red') }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('restart' as const), checkpoint: fc.boolean() }) },
 );
 const ownProgramArb = fc
-  .tuple(fc.array(fc.tuple(fc.constantFrom('disk' as const, 'fsync' as const), fc.constantFrom(0, 0, 8)), { minLength: OWN_TOPICS.length, maxLength: OWN_TOPICS.length }), fc.array(ownOpArb, { minLength: 10, maxLength: 60 }))
-  .map(([kinds, ops]): Op[] => [...OWN_TOPICS.map((topic, i): Op => ({ t: 'put', topic, durability: kinds[i]![0], capRecords: kinds[i]![1], ttlMs: 0, autoPriority: false })), ...ops]);
+  .tuple(
+    fc.array(fc.tuple(fc.constantFrom('disk' as const, 'fsync' as const), fc.constantFrom(0, 0, 8)), {
+      minLength: OWN_TOPICS.length,
+      maxLength: OWN_TOPICS.length,
+    }),
+    fc.array(ownOpArb, { minLength: 10, maxLength: 60 }),
+  )
+  .map(([kinds, ops]): Op[] => [
+    ...OWN_TOPICS.map((topic, i): Op => ({
+      t: 'put',
+      topic,
+      durability: kinds[i]![0],
+      capRecords: kinds[i]![1],
+      ttlMs: 0,
+      autoPriority: false,
+    })),
+    ...ops,
+  ]);
 
 function requestsOf(op: Extract<Op, { topic: string }>): TopicRequest[] {
   switch (op.t) {
     case 'claim':
       return [{ op: 'claim', topic: op.topic, node: 'w1', max: op.max, leaseMs: op.leaseMs }];
     case 'ack':
-      return [op.nack ? { op: 'nack', topic: op.topic, node: 'w1', seqs: op.seqs, leaseIds: null, delayMs: op.delayMs } : { op: 'ack', topic: op.topic, node: 'w1', seqs: op.seqs, leaseIds: null }];
+      return [
+        op.nack
+          ? { op: 'nack', topic: op.topic, node: 'w1', seqs: op.seqs, leaseIds: null, delayMs: op.delayMs }
+          : { op: 'ack', topic: op.topic, node: 'w1', seqs: op.seqs, leaseIds: null },
+      ];
     case 'put': {
-      const r = resolveConfig(op.topic, { durability: op.durability, cap_records: op.capRecords, ttl_ms: op.ttlMs, auto_priority: op.autoPriority, idempotency_window_ms: 60_000, ...(op.queue ? { type: 'queue', leases_durable: op.leasesDurable ?? false } : {}) });
+      const r = resolveConfig(op.topic, {
+        durability: op.durability,
+        cap_records: op.capRecords,
+        ttl_ms: op.ttlMs,
+        auto_priority: op.autoPriority,
+        idempotency_window_ms: 60_000,
+        ...(op.queue ? { type: 'queue', leases_durable: op.leasesDurable ?? false } : {}),
+      });
       assert.ok(r.ok);
       return [{ op: 'put', topic: op.topic, config: r.config }];
     }
     case 'append': {
       const extra = `${op.tag ? `,"tag":"${op.tag}"` : ''}${op.node ? `,"node":"${op.node}"` : ''}`;
       const recs = op.sizes.map((n) => `{"data":"${'x'.repeat(n)}"${extra}}`).join(',');
-      return [{ op: 'append', topic: op.topic, body: new TextEncoder().encode(`{"records":[${recs}]}`), returnSeqs: true, headerIdemKey: op.key ?? undefined }];
+      return [
+        {
+          op: 'append',
+          topic: op.topic,
+          body: new TextEncoder().encode(`{"records":[${recs}]}`),
+          returnSeqs: true,
+          headerIdemKey: op.key ?? undefined,
+        },
+      ];
     }
     case 'deleteBefore':
       return [{ op: 'deleteRecords', topic: op.topic, beforeSeq: op.beforeSeq, match: null }];
@@ -166,7 +338,20 @@ function requestsOf(op: Extract<Op, { topic: string }>): TopicRequest[] {
       // A state read alone shows last_read_ts as the topic kept it (a diff would set it anew).
       const state: TopicRequest = { op: 'state', topic: op.topic, touch: op.touch };
       if (!op.diff) return [state];
-      return [{ op: 'diff', topic: op.topic, fromSeq: op.fromSeq, limit: 100, nodes: op.fromSeq === 2 ? ['n1'] : null, includeTags: true, includeMeta: true, waitMs: 0, maxBatchBytes: 0 }, state];
+      return [
+        {
+          op: 'diff',
+          topic: op.topic,
+          fromSeq: op.fromSeq,
+          limit: 100,
+          nodes: op.fromSeq === 2 ? ['n1'] : null,
+          includeTags: true,
+          includeMeta: true,
+          waitMs: 0,
+          maxBatchBytes: 0,
+        },
+        state,
+      ];
     }
   }
 }
@@ -178,7 +363,9 @@ function requestsOf(op: Extract<Op, { topic: string }>): TopicRequest[] {
  */
 function seen(r: TopicResult): string {
   if (!r.ok) return `${r.status} ${r.code} ${r.message} ${JSON.stringify(r.detail ?? null)}`;
-  const body = Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8').replace(/lease_[0-9a-f]+/g, 'lease_…');
+  const body = Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength)
+    .toString('utf8')
+    .replace(/lease_[0-9a-f]+/g, 'lease_…');
   return `${r.status} ${body} ${JSON.stringify(r.watch ?? null)}`;
 }
 
@@ -201,7 +388,11 @@ class Side {
   async boot(): Promise<void> {
     // The reference side never sleeps and recovers the old way (every topic loaded, every pack
     // scanned); the other sleeps on `sleep` steps and recovers lazily (quiet topics stay asleep).
-    this.world = new CrashWorld(this.disk, sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, lazyRecovery: this.sleeps, ...this.over }), this.clock);
+    this.world = new CrashWorld(
+      this.disk,
+      sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, lazyRecovery: this.sleeps, ...this.over }),
+      this.clock,
+    );
     await this.world.boot();
   }
 
@@ -242,7 +433,9 @@ class Side {
           const r = await w.request(req);
           assert.ok(r.ok || r.status < 500, `${what}: ${seen(r)}`);
           if (req.op === 'claim' && r.ok) {
-            for (const id of Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8').match(/lease_[0-9a-f]+/g) ?? []) {
+            for (const id of Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength)
+              .toString('utf8')
+              .match(/lease_[0-9a-f]+/g) ?? []) {
               assert.ok(!this.leaseIds.has(id), `${what}: lease id ${id} handed out twice in one boot`);
               this.leaseIds.add(id);
             }
@@ -258,8 +451,16 @@ class Side {
     for (const [i, wk] of this.world.sup.workers.entries()) {
       const a = await wk.audit();
       assert.equal(a.liveBytes, a.liveBytesSummed, `${what}: worker ${i}'s running total of live bytes`);
-      assert.equal(a.actors, a.live + a.leaseKept, `${what}: worker ${i} holds an actor only for an awake live topic (or a deleted queue's lease counter)`);
-      assert.equal(a.staleKeptLines, 0, `${what}: worker ${i}'s kept checkpoint lines of unchanged blocks are what its sleeping rows encode to now`);
+      assert.equal(
+        a.actors,
+        a.live + a.leaseKept,
+        `${what}: worker ${i} holds an actor only for an awake live topic (or a deleted queue's lease counter)`,
+      );
+      assert.equal(
+        a.staleKeptLines,
+        0,
+        `${what}: worker ${i}'s kept checkpoint lines of unchanged blocks are what its sleeping rows encode to now`,
+      );
     }
   }
 }
@@ -286,7 +487,11 @@ async function run(ops: Op[], over: Partial<Settings> = {}): Promise<{ slept: nu
 }
 
 /** Runs the property over `programs`; returns the sleeps and TTL wakes it saw. */
-async function property(programs: fc.Arbitrary<Op[]>, runs: number, over: Partial<Settings> = {}): Promise<{ numRuns: number; slept: number; ttlWoke: number; ownAsleep: number }> {
+async function property(
+  programs: fc.Arbitrary<Op[]>,
+  runs: number,
+  over: Partial<Settings> = {},
+): Promise<{ numRuns: number; slept: number; ttlWoke: number; ownAsleep: number }> {
   const numRuns = Number(process.env.DORMANCY_RUNS ?? runs);
   const seed = process.env.DORMANCY_SEED !== undefined ? Number(process.env.DORMANCY_SEED) : undefined;
   const path = process.env.DORMANCY_PATH;
@@ -417,7 +622,11 @@ test('appends after a checkpoint to sleeping topics, then a process kill: plain 
     asleep.world.halt();
     awake.world.halt();
   }
-  assert.equal(asleepAfterKill.reduce((a, b) => a + b, 0), 2, 't.a and t.b stay asleep through recovery; t.c (capped) and t.d (a record delete) wake');
+  assert.equal(
+    asleepAfterKill.reduce((a, b) => a + b, 0),
+    2,
+    't.a and t.b stay asleep through recovery; t.c (capped) and t.d (a record delete) wake',
+  );
 });
 
 test('a TTL topic sleeps until its first record is about to expire, wakes ahead of it, and sleeps again once all expired', async () => {

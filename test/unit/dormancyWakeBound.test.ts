@@ -38,7 +38,23 @@ test('many TTL topics due at once wake at most 256 per tick, all of them in the 
   const N = 600;
   for (let i = 0; i < N; i++) {
     // Two $ts: its first record expires before its last, so it wakes a second ahead of that.
-    const rec: DormantTopic = { id: i + 1, name: `ttl.${i}`, config: r.config, created_ms: now, reserved: 2, head: 2, count: 2, bytes: 20, earliest: 1, first_ts_ms: now, last_ts_ms: now + 100, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 0 };
+    const rec: DormantTopic = {
+      id: i + 1,
+      name: `ttl.${i}`,
+      config: r.config,
+      created_ms: now,
+      reserved: 2,
+      head: 2,
+      count: 2,
+      bytes: 20,
+      earliest: 1,
+      first_ts_ms: now,
+      last_ts_ms: now + 100,
+      last_write_ms: null,
+      last_read_ms: null,
+      last_consumed_ms: null,
+      packed_bytes: 0,
+    };
     d.restore(rec);
   }
   d.endRecovery();
@@ -49,5 +65,8 @@ test('many TTL topics due at once wake at most 256 per tick, all of them in the 
   assert.equal(d.sleepingCount, 0);
   // Each woke once, with the inputs recovery uses.
   assert.equal(h.inputs.filter(([, k]) => k === 'wake').length, N);
-  assert.deepEqual(h.inputs.slice(0, 2), [['ttl.0', 'wake'], ['ttl.0', 'finish']]);
+  assert.deepEqual(h.inputs.slice(0, 2), [
+    ['ttl.0', 'wake'],
+    ['ttl.0', 'finish'],
+  ]);
 });

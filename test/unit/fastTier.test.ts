@@ -33,13 +33,28 @@ function spawningChain(file: string, seen = new Set<string>()): string[] | undef
 }
 
 test('no test of the fast tier imports the harness that spawns servers', () => {
-  const files = FAST_DIRS.flatMap((d) => fs.readdirSync(path.join(testRoot, d)).filter((n) => n.endsWith('.test.ts')).map((n) => path.join(testRoot, d, n)));
+  const files = FAST_DIRS.flatMap((d) =>
+    fs
+      .readdirSync(path.join(testRoot, d))
+      .filter((n) => n.endsWith('.test.ts'))
+      .map((n) => path.join(testRoot, d, n)),
+  );
   assert.ok(files.length > 50, `found ${files.length} fast-tier test files`);
-  const bad = files.map((f) => spawningChain(f)).filter((c) => c !== undefined).map((c) => c.map((p) => path.relative(testRoot, p)).join(' -> '));
+  const bad = files
+    .map((f) => spawningChain(f))
+    .filter((c) => c !== undefined)
+    .map((c) => c.map((p) => path.relative(testRoot, p)).join(' -> '));
   assert.deepEqual(bad, []);
 });
 
 test('the check sees a value import and lets a type-only one pass', () => {
-  assert.deepEqual(spawningChain(path.join(testRoot, 'http/diff.test.ts'))?.map((p) => path.relative(testRoot, p)), ['http/diff.test.ts', 'helpers/server.ts']);
-  assert.equal(spawningChain(path.join(testRoot, 'helpers/injectServer.ts')), undefined, 'injectServer.ts imports server.ts for a type only');
+  assert.deepEqual(
+    spawningChain(path.join(testRoot, 'http/diff.test.ts'))?.map((p) => path.relative(testRoot, p)),
+    ['http/diff.test.ts', 'helpers/server.ts'],
+  );
+  assert.equal(
+    spawningChain(path.join(testRoot, 'helpers/injectServer.ts')),
+    undefined,
+    'injectServer.ts imports server.ts for a type only',
+  );
 });

@@ -41,11 +41,14 @@ test('every Fs and FsFile call is counted; the n-th fails like Node and reaches 
 
   const fd = ffs.openSync(file, 'r+');
   ffs.failAt(ffs.calls + 1, 'ENOSPC');
-  assert.throws(() => ffs.writeSync(fd, Buffer.from('XX'), 0), (err: NodeJS.ErrnoException) => {
-    assert.equal(err.message, `ENOSPC: no space left on device, write '${file}'`);
-    assert.deepEqual([err.code, err.errno, err.syscall, err.path], ['ENOSPC', -28, 'write', file]);
-    return true;
-  });
+  assert.throws(
+    () => ffs.writeSync(fd, Buffer.from('XX'), 0),
+    (err: NodeJS.ErrnoException) => {
+      assert.equal(err.message, `ENOSPC: no space left on device, write '${file}'`);
+      assert.deepEqual([err.code, err.errno, err.syscall, err.path], ['ENOSPC', -28, 'write', file]);
+      return true;
+    },
+  );
   assert.equal(fs.readFileSync(file, 'utf8'), 'Jello', 'nothing written');
   ffs.writeSync(fd, Buffer.from('Y'), 0); // once: the next call goes through
   ffs.closeSync(fd);

@@ -32,7 +32,11 @@ test('a long flush runs in slices, with other work in between, and keeps the dir
   });
   const t0 = performance.now();
   while (order.length < 200 && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 1));
-  assert.deepEqual(order, targets.map((_, i) => `t${i}`), 'flushed once each, in the order they became dirty');
+  assert.deepEqual(
+    order,
+    targets.map((_, i) => `t${i}`),
+    'flushed once each, in the order they became dirty',
+  );
   assert.ok(ranAt > 0 && ranAt < 200, `other work ran between slices (after ${ranAt} of 200 flushes)`);
   const wall = performance.now() - t0;
   assert.ok(wall >= 30, `flushing took at most about half the time (${wall.toFixed(1)} ms for ~20 ms of flushes)`);

@@ -124,9 +124,22 @@ const arbAppend = fc.record({
 
 /** A random frame of any encoder, as bytes. */
 const arbFrame: fc.Arbitrary<Buffer> = fc.oneof(
-  arbAppend.map((a) => encodeAppend(a.topicId, a.firstSeq, a.tsMs, a.idemKey === undefined ? undefined : Buffer.from(a.idemKey, 'utf8'), a.records.map(input), a.flags)),
+  arbAppend.map((a) =>
+    encodeAppend(
+      a.topicId,
+      a.firstSeq,
+      a.tsMs,
+      a.idemKey === undefined ? undefined : Buffer.from(a.idemKey, 'utf8'),
+      a.records.map(input),
+      a.flags,
+    ),
+  ),
   fc
-    .record({ type: fc.constantFrom<FrameTypeCode>(FrameType.TOPIC_CREATE, FrameType.TOPIC_CONFIG, FrameType.TOPIC_DELETE, FrameType.BOOT), id: arbTopicId, body: fc.json({ maxDepth: 3 }) })
+    .record({
+      type: fc.constantFrom<FrameTypeCode>(FrameType.TOPIC_CREATE, FrameType.TOPIC_CONFIG, FrameType.TOPIC_DELETE, FrameType.BOOT),
+      id: arbTopicId,
+      body: fc.json({ maxDepth: 3 }),
+    })
     .map((j) => encodeJsonFrame(j.type, j.id, JSON.parse(j.body))),
   fc.record({ id: arbTopicId, ceiling: arbU53 }).map((s) => encodeSeqReserve(s.id, s.ceiling)),
 );
@@ -158,7 +171,14 @@ test('encodeAppend / readAppendHead / forEachAppendRecord round trip (fixed exam
   assert.equal(f.bodyOff, FRAME_HEADER_BYTES);
   assert.equal(f.bodyLen, appendBodySize(key, recs.map(input)));
   const d = decodeAppend(buf, f);
-  assert.deepEqual(d, { topicId: 0x1234_5678_9abc, flags: FrameFlag.NEEDS_DURABLE, firstSeq: 2 ** 40 + 7, tsMs: 1767225600123, idemKey: 'idem-\u2713', records: recs });
+  assert.deepEqual(d, {
+    topicId: 0x1234_5678_9abc,
+    flags: FrameFlag.NEEDS_DURABLE,
+    firstSeq: 2 ** 40 + 7,
+    tsMs: 1767225600123,
+    idemKey: 'idem-\u2713',
+    records: recs,
+  });
   assert.equal(readAppendHead(buf, f).recordsOff, FRAME_HEADER_BYTES + APPEND_HEAD_BYTES + key.length);
   // Padding is zero.
   for (let i = FRAME_PREFIX_BYTES + 8 + f.bodyLen; i < buf.length; i++) assert.equal(buf[i], 0);
@@ -167,12 +187,26 @@ test('encodeAppend / readAppendHead / forEachAppendRecord round trip (fixed exam
 test('encodeAppend round trip (property)', () => {
   fc.assert(
     fc.property(arbAppend, (a) => {
-      const buf = encodeAppend(a.topicId, a.firstSeq, a.tsMs, a.idemKey === undefined ? undefined : Buffer.from(a.idemKey, 'utf8'), a.records.map(input), a.flags);
+      const buf = encodeAppend(
+        a.topicId,
+        a.firstSeq,
+        a.tsMs,
+        a.idemKey === undefined ? undefined : Buffer.from(a.idemKey, 'utf8'),
+        a.records.map(input),
+        a.flags,
+      );
       assert.equal(buf.length % FRAME_ALIGN, 0);
       const f = probeOk(buf);
       assert.equal(f.size, buf.length);
       const d = decodeAppend(buf, f);
-      assert.deepEqual(d, { topicId: a.topicId, flags: a.flags, firstSeq: a.firstSeq, tsMs: a.tsMs, idemKey: a.idemKey, records: a.records.map((r) => ({ ...r })) });
+      assert.deepEqual(d, {
+        topicId: a.topicId,
+        flags: a.flags,
+        firstSeq: a.firstSeq,
+        tsMs: a.tsMs,
+        idemKey: a.idemKey,
+        records: a.records.map((r) => ({ ...r })),
+      });
     }),
     { numRuns: 300 },
   );
@@ -183,11 +217,17 @@ test('encodeTopicCreate writes the bytes encodeJsonFrame writes for {name, confi
   const frozen = Object.freeze({ durability: 'disk', cap_records: null, n: 1.5 });
   fc.assert(
     // Topic names (ASCII) take the byte-writing path with a frozen config; any other name, the string path.
-    fc.property(arbTopicId, fc.oneof(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,40}$/), fc.string({ unit: 'grapheme', maxLength: 40 })), fc.constantFrom<object>(frozen, { durability: 'fsync', ttl_ms: 5 }), fc.oneof(fc.nat(), fc.constantFrom(0, 1767225600000, 2 ** 53 - 1)), (id, name, config, ms) => {
-      const want = encodeJsonFrame(FrameType.TOPIC_CREATE, id, { name, config, created_ms: ms });
-      assert.deepEqual(encodeTopicCreate(id, name, config, ms), want);
-      assert.deepEqual(encodeTopicCreate(id, name, config, ms), want);
-    }),
+    fc.property(
+      arbTopicId,
+      fc.oneof(fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,40}$/), fc.string({ unit: 'grapheme', maxLength: 40 })),
+      fc.constantFrom<object>(frozen, { durability: 'fsync', ttl_ms: 5 }),
+      fc.oneof(fc.nat(), fc.constantFrom(0, 1767225600000, 2 ** 53 - 1)),
+      (id, name, config, ms) => {
+        const want = encodeJsonFrame(FrameType.TOPIC_CREATE, id, { name, config, created_ms: ms });
+        assert.deepEqual(encodeTopicCreate(id, name, config, ms), want);
+        assert.deepEqual(encodeTopicCreate(id, name, config, ms), want);
+      },
+    ),
     { numRuns: 300 },
   );
 });
@@ -202,13 +242,18 @@ test('encodeJsonFrame round trip', () => {
   assert.equal(f.size, buf.length);
   assert.deepEqual(decodeJsonBody(buf, f), body);
   fc.assert(
-    fc.property(fc.constantFrom<FrameTypeCode>(FrameType.BOOT, FrameType.TOPIC_CONFIG, FrameType.TOPIC_DELETE), arbTopicId, fc.jsonValue(), (type, id, v) => {
-      const b = encodeJsonFrame(type, id, v);
-      const g = probeOk(b);
-      assert.equal(g.type, type);
-      assert.equal(g.topicId, id);
-      assert.deepEqual(decodeJsonBody(b, g), JSON.parse(JSON.stringify(v)));
-    }),
+    fc.property(
+      fc.constantFrom<FrameTypeCode>(FrameType.BOOT, FrameType.TOPIC_CONFIG, FrameType.TOPIC_DELETE),
+      arbTopicId,
+      fc.jsonValue(),
+      (type, id, v) => {
+        const b = encodeJsonFrame(type, id, v);
+        const g = probeOk(b);
+        assert.equal(g.type, type);
+        assert.equal(g.topicId, id);
+        assert.deepEqual(decodeJsonBody(b, g), JSON.parse(JSON.stringify(v)));
+      },
+    ),
     { numRuns: 200 },
   );
 });
@@ -304,9 +349,9 @@ test('overwriting a random range never yields a valid frame with different conte
       arbFrame.chain((orig) =>
         fc.tuple(
           fc.constant(orig),
-          fc.integer({ min: 0, max: orig.length - 1 }).chain((start) =>
-            fc.tuple(fc.constant(start), fc.uint8Array({ minLength: 1, maxLength: orig.length - start })),
-          ),
+          fc
+            .integer({ min: 0, max: orig.length - 1 })
+            .chain((start) => fc.tuple(fc.constant(start), fc.uint8Array({ minLength: 1, maxLength: orig.length - start }))),
         ),
       ),
       ([orig, [start, bytes]]) => {

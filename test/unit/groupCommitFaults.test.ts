@@ -266,23 +266,29 @@ async function submitUntilFailed(rig: WalRig, max: number): Promise<number> {
 test('without pre-allocation, ENOSPC mid-frame (a partial write) is FAILED; that frame is never acked; the WAL reads back to the last ack', async () => {
   const frame = walFrame(0).length;
   // Two headers (file 1 and its header-only "reserve"), BOOT, three frames and half of a fourth.
-  await withRig({ fileBytes: FILE_BYTES, preallocate: false, partialWrites: true, capacityBytes: 2 * WAL_HEADER_BYTES + BOOT_BYTES + 3.5 * frame }, async (rig) => {
-    rig.start();
-    await rig.until('reserve ready', () => rig.writer.reserveReady);
-    const failedSeq = await submitUntilFailed(rig, 10);
-    assert.equal(failedSeq, 4);
-    const torn = rig.ffs.callLog().find((r) => r.error === 'ENOSPC');
-    // The writev took the part that fit (a short count, as on Linux); finishing the frame met ENOSPC.
-    assert.equal(torn?.op, 'writeSync', rig.diag());
-    assert.equal(rig.state, 'failed');
-    assert.deepEqual(rig.received[0]!.at(-1), { t: 'failed', message: `ENOSPC: no space left on device, write '${walPath(1)}'` });
-    assert.ok(rig.acks().every((a) => a.writtenThrough < failedSeq), 'no ack for the torn frame');
-    assert.ok(rig.disk.peek(walPath(1))!.length > WAL_HEADER_BYTES + BOOT_BYTES + 3 * frame, 'a prefix of it is on disk');
-    assert.deepEqual(rig.writesAfter(torn!.call), [], 'nothing written or synced afterwards');
-    // Recovery reads the acked frames and stops at the torn one (the header-only next file
-    // holds no frame, so this is a torn tail, not mid-log corruption).
-    assert.deepEqual(await rig.scan(), [BOOT, 0, 1, 2]);
-  });
+  await withRig(
+    { fileBytes: FILE_BYTES, preallocate: false, partialWrites: true, capacityBytes: 2 * WAL_HEADER_BYTES + BOOT_BYTES + 3.5 * frame },
+    async (rig) => {
+      rig.start();
+      await rig.until('reserve ready', () => rig.writer.reserveReady);
+      const failedSeq = await submitUntilFailed(rig, 10);
+      assert.equal(failedSeq, 4);
+      const torn = rig.ffs.callLog().find((r) => r.error === 'ENOSPC');
+      // The writev took the part that fit (a short count, as on Linux); finishing the frame met ENOSPC.
+      assert.equal(torn?.op, 'writeSync', rig.diag());
+      assert.equal(rig.state, 'failed');
+      assert.deepEqual(rig.received[0]!.at(-1), { t: 'failed', message: `ENOSPC: no space left on device, write '${walPath(1)}'` });
+      assert.ok(
+        rig.acks().every((a) => a.writtenThrough < failedSeq),
+        'no ack for the torn frame',
+      );
+      assert.ok(rig.disk.peek(walPath(1))!.length > WAL_HEADER_BYTES + BOOT_BYTES + 3 * frame, 'a prefix of it is on disk');
+      assert.deepEqual(rig.writesAfter(torn!.call), [], 'nothing written or synced afterwards');
+      // Recovery reads the acked frames and stops at the torn one (the header-only next file
+      // holds no frame, so this is a torn tail, not mid-log corruption).
+      assert.deepEqual(await rig.scan(), [BOOT, 0, 1, 2]);
+    },
+  );
 });
 
 test('a short write whose completion meets ENOSPC is FAILED, with no ack for it', async () => {
@@ -370,7 +376,11 @@ test('EIO on the first fdatasync (BOOT), while the reserve is being prepared: FA
     // The preparation had begun (its mkdir of the existing wal/ was issued before the sync's
     // failure was known) and stops at its next step: file 2 is never even created.
     assert.deepEqual(rig.writesAfter(rig.failedAtCall!), [], rig.diag());
-    assert.deepEqual(rig.ffs.callLog().filter((r) => r.path === walPath(2)), [], rig.diag());
+    assert.deepEqual(
+      rig.ffs.callLog().filter((r) => r.path === walPath(2)),
+      [],
+      rig.diag(),
+    );
     await sleep(20);
     assert.deepEqual(rig.writesAfter(rig.failedAtCall!), []);
   });
@@ -451,7 +461,18 @@ test('a checkpoint mark waiting when the WAL fails is rejected, and so is a late
     await rig.until('failed', () => rig.state === 'failed');
     const timeout = sleep(500).then(() => 'hung');
     assert.match(String(await Promise.race([waiting, timeout])), /^the WAL failed: EIO/);
-    assert.match(String(await Promise.race([rig.waitMark(2).then(() => 'resolved', (e: Error) => e.message), timeout])), /^the WAL failed: EIO/);
+    assert.match(
+      String(
+        await Promise.race([
+          rig.waitMark(2).then(
+            () => 'resolved',
+            (e: Error) => e.message,
+          ),
+          timeout,
+        ]),
+      ),
+      /^the WAL failed: EIO/,
+    );
   });
 });
 
@@ -461,13 +482,24 @@ test('a checkpoint mark waiting when the WAL fails is rejected, and so is a late
 async function workload(rig: WalRig, rounds: number): Promise<void> {
   let id = 0;
   for (let r = 0; r < rounds && rig.state !== 'failed'; r++) {
-    const seqs = [0, 1].map((p) => rig.submit(p, Array.from({ length: 1 + ((r + p) % 3) }, () => id++ + p * 1000), r % 4 !== 3));
-    await rig.until(`round ${r}`, () => rig.state === 'failed' || [0, 1].every((p) => rig.written(p) === seqs[p] && (r % 4 === 3 || rig.durable(p) === seqs[p])));
+    const seqs = [0, 1].map((p) =>
+      rig.submit(
+        p,
+        Array.from({ length: 1 + ((r + p) % 3) }, () => id++ + p * 1000),
+        r % 4 !== 3,
+      ),
+    );
+    await rig.until(
+      `round ${r}`,
+      () => rig.state === 'failed' || [0, 1].every((p) => rig.written(p) === seqs[p] && (r % 4 === 3 || rig.durable(p) === seqs[p])),
+    );
   }
   // Quiescent: everything durable (the non-durable tail by the interval timer), or failed and
   // every port told; then a moment for anything that would (wrongly) still come.
   const told = (p: number) => rig.received[p]!.some((m) => m.t === 'failed');
-  await rig.until('quiescent', () => (rig.state === 'failed' ? [0, 1].every(told) : [0, 1].every((p) => rig.durable(p) === rig.submitted[p]!.length)));
+  await rig.until('quiescent', () =>
+    rig.state === 'failed' ? [0, 1].every(told) : [0, 1].every((p) => rig.durable(p) === rig.submitted[p]!.length),
+  );
   await sleep(5);
 }
 
@@ -494,7 +526,10 @@ test('EIO at any single call of a run (file creation, reserve, writes, syncs, ro
         if (fi >= 0) assert.equal(fi, msgs.length - 1, `port ${p}: 'failed' is the last message; ${what}`);
         let [w, d] = [0, 0];
         for (const a of rig.acks(p)) {
-          assert.ok(a.writtenThrough >= w && a.durableThrough >= d && a.durableThrough <= a.writtenThrough, `port ${p}: acks monotone; ${what}`);
+          assert.ok(
+            a.writtenThrough >= w && a.durableThrough >= d && a.durableThrough <= a.writtenThrough,
+            `port ${p}: acks monotone; ${what}`,
+          );
           [w, d] = [a.writtenThrough, a.durableThrough];
         }
       }
@@ -506,7 +541,10 @@ test('EIO at any single call of a run (file creation, reserve, writes, syncs, ro
         for (const p of [0, 1]) {
           const mine = got.filter((i) => i !== BOOT && Math.floor(i / 1000) === p);
           assert.deepEqual(mine, submitted[p]!.slice(0, mine.length), `port ${p}: the log holds a prefix of its frames (${mode}); ${what}`);
-          assert.ok(mine.length >= acked[p]!.length, `port ${p}: every frame acked durable survives (${mode}): ${mine.length} < ${acked[p]!.length}; ${what}`);
+          assert.ok(
+            mine.length >= acked[p]!.length,
+            `port ${p}: every frame acked durable survives (${mode}): ${mine.length} < ${acked[p]!.length}; ${what}`,
+          );
         }
       }
     });

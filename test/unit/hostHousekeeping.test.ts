@@ -30,9 +30,29 @@ type Op =
 
 const topicArb = fc.constantFrom(...NAMES);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('put' as const), topic: topicArb, durability: fc.constantFrom(...CLASSES), capRecords: fc.constantFrom(0, 0, 3, 8), capBytes: fc.constantFrom(0, 0, 200, 1000), ttlMs: fc.constantFrom(0, 0, 50, 500) }) },
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('append' as const), topic: topicArb, sizes: fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: topicArb, beforeSeq: fc.integer({ min: 1, max: 12 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('put' as const),
+      topic: topicArb,
+      durability: fc.constantFrom(...CLASSES),
+      capRecords: fc.constantFrom(0, 0, 3, 8),
+      capBytes: fc.constantFrom(0, 0, 200, 1000),
+      ttlMs: fc.constantFrom(0, 0, 50, 500),
+    }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      t: fc.constant('append' as const),
+      topic: topicArb,
+      sizes: fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 5 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('deleteBefore' as const), topic: topicArb, beforeSeq: fc.integer({ min: 1, max: 12 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), topic: topicArb }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('read' as const), topic: topicArb, absent: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.constantFrom(10, 100, 600) }) },
@@ -42,13 +62,26 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 function requestOf(op: Exclude<Op, { t: 'advance' | 'restart' }>, no: number): TopicRequest[] {
   switch (op.t) {
     case 'put': {
-      const r = resolveConfig(op.topic, { durability: op.durability, cap_records: op.capRecords, cap_bytes: op.capBytes, ttl_ms: op.ttlMs });
+      const r = resolveConfig(op.topic, {
+        durability: op.durability,
+        cap_records: op.capRecords,
+        cap_bytes: op.capBytes,
+        ttl_ms: op.ttlMs,
+      });
       assert.ok(r.ok);
       return [{ op: 'put', topic: op.topic, config: r.config }];
     }
     case 'append': {
       const recs = op.sizes.map((n) => `{"data":"${'x'.repeat(n)}"}`).join(',');
-      return [{ op: 'append', topic: op.topic, body: new TextEncoder().encode(`{"records":[${recs}]}`), returnSeqs: true, headerIdemKey: undefined }];
+      return [
+        {
+          op: 'append',
+          topic: op.topic,
+          body: new TextEncoder().encode(`{"records":[${recs}]}`),
+          returnSeqs: true,
+          headerIdemKey: undefined,
+        },
+      ];
     }
     case 'deleteBefore':
       return [{ op: 'deleteRecords', topic: op.topic, beforeSeq: op.beforeSeq, match: null }];
@@ -56,7 +89,17 @@ function requestOf(op: Exclude<Op, { t: 'advance' | 'restart' }>, no: number): T
       return [{ op: 'deleteTopic', topic: op.topic, ifEmpty: false }];
     case 'read': {
       const topic = op.absent ? `absent.${no}` : op.topic;
-      const diff: TopicRequest = { op: 'diff', topic, fromSeq: 0, limit: 100, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 0 };
+      const diff: TopicRequest = {
+        op: 'diff',
+        topic,
+        fromSeq: 0,
+        limit: 100,
+        nodes: null,
+        includeTags: false,
+        includeMeta: false,
+        waitMs: 0,
+        maxBatchBytes: 0,
+      };
       return [diff, { op: 'state', topic, touch: false }];
     }
   }

@@ -6,7 +6,22 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { IdIndex } from '../../src/core/idIndex.js';
 
-const EDGE_IDS = [0, 1, 4095, 4096, 4097, 0x01_000000, 0x01_000001, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 4096, 2 ** 52, Number.MAX_SAFE_INTEGER];
+const EDGE_IDS = [
+  0,
+  1,
+  4095,
+  4096,
+  4097,
+  0x01_000000,
+  0x01_000001,
+  2 ** 31 - 1,
+  2 ** 31,
+  2 ** 32 - 1,
+  2 ** 32,
+  2 ** 32 + 4096,
+  2 ** 52,
+  Number.MAX_SAFE_INTEGER,
+];
 
 test('get, set, delete and size on ids near 0, at page edges and past 2^32', () => {
   const ix = new IdIndex();
@@ -54,7 +69,11 @@ test('an emptied page goes, and an id of it can come back', () => {
 
 test('IdIndex agrees with a Map through any sequence of sets and deletes', () => {
   // Ids cluster (a few pages) with edge ids mixed in, so pages fill, empty and come back.
-  const idArb = fc.oneof(fc.integer({ min: 0, max: 3 * 4096 }), fc.constantFrom(...EDGE_IDS), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }));
+  const idArb = fc.oneof(
+    fc.integer({ min: 0, max: 3 * 4096 }),
+    fc.constantFrom(...EDGE_IDS),
+    fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  );
   const valueArb = fc.integer({ min: -0x7fff_ffff, max: 0x7fff_ffff });
   const opArb = fc.oneof(
     { weight: 3, arbitrary: fc.record({ t: fc.constant('set' as const), id: idArb, v: valueArb }) },

@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../src');
 
 function files(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []));
 }
 
 /** Relative imports and re-exports of each module, resolved to file paths. */
@@ -17,7 +19,9 @@ function graph(): Map<string, string[]> {
   const g = new Map<string, string[]>();
   for (const f of files(root)) {
     const src = fs.readFileSync(f, 'utf8');
-    const deps = [...src.matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)].map((m) => path.join(path.dirname(f), m[1]!.replace(/\.js$/, '.ts')));
+    const deps = [...src.matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)].map((m) =>
+      path.join(path.dirname(f), m[1]!.replace(/\.js$/, '.ts')),
+    );
     g.set(f, deps);
   }
   return g;
@@ -74,7 +78,11 @@ test('only the Fs seam touches the data directory: no other module imports node:
 
 /** Every `from '...'` of a module, relative or not. */
 function specifiers(file: string): string[] {
-  return [...fs.readFileSync(file, 'utf8').matchAll(/^(?:import|export)\s[^'"]*?from\s+'([^']+)'|^\s*(?:const|let)\s.*?await import\('([^']+)'\)/gm)].map((m) => (m[1] ?? m[2])!);
+  return [
+    ...fs
+      .readFileSync(file, 'utf8')
+      .matchAll(/^(?:import|export)\s[^'"]*?from\s+'([^']+)'|^\s*(?:const|let)\s.*?await import\('([^']+)'\)/gm),
+  ].map((m) => (m[1] ?? m[2])!);
 }
 
 test('the client library (src/client) imports only itself: no server code, no Node built-in, no package', () => {
@@ -87,14 +95,27 @@ test('the client library (src/client) imports only itself: no server code, no No
     }
     // Browser-safe: no Node globals either.
     const src = fs.readFileSync(f, 'utf8').replace(/\/\/.*$/gm, '');
-    for (const g of ['Buffer', 'process.', 'require(', '__dirname', 'NodeJS.']) if (src.includes(g)) offenders.push(`${path.relative(root, f)} uses ${g}`);
+    for (const g of ['Buffer', 'process.', 'require(', '__dirname', 'NodeJS.'])
+      if (src.includes(g)) offenders.push(`${path.relative(root, f)} uses ${g}`);
   }
   assert.ok(files(dir).length >= 10, `found only ${files(dir).length} client modules`);
   assert.deepEqual(offenders, []);
 });
 
 test('client commands of the CLI do not load server code: only serve, replay, wal-dump and the offline tools do, lazily', () => {
-  const serverDirs = ['actors', 'core', 'format', 'http', 'protocol', 'replay', 'storage', 'streams', 'supervisor', 'topicThread', 'wal'].map((d) => path.join(root, d) + path.sep);
+  const serverDirs = [
+    'actors',
+    'core',
+    'format',
+    'http',
+    'protocol',
+    'replay',
+    'storage',
+    'streams',
+    'supervisor',
+    'topicThread',
+    'wal',
+  ].map((d) => path.join(root, d) + path.sep);
   const lazy = new Set(['cli/serve.ts', 'cli/replay.ts', 'cli/walDump.ts', 'cli/offline.ts']);
   const offenders: string[] = [];
   for (const f of [path.join(root, 'cli.ts'), ...files(path.join(root, 'cli'))]) {
@@ -102,7 +123,8 @@ test('client commands of the CLI do not load server code: only serve, replay, wa
     const src = fs.readFileSync(f, 'utf8');
     for (const m of src.matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)) {
       const target = path.join(path.dirname(f), m[1]!);
-      if (serverDirs.some((d) => target.startsWith(d)) || target === path.join(root, 'config.js')) offenders.push(`${path.relative(root, f)} imports ${m[1]}`);
+      if (serverDirs.some((d) => target.startsWith(d)) || target === path.join(root, 'config.js'))
+        offenders.push(`${path.relative(root, f)} imports ${m[1]}`);
     }
   }
   assert.deepEqual(offenders, []);

@@ -72,7 +72,10 @@ test('verbatim: key order and duplicate keys are kept', () => {
 
 test('whitespace removal in nested values', () => {
   assert.equal(compact('{ "a" : [ 1 , 2 ] }'), '{"a":[1,2]}');
-  assert.equal(compact('\r\n\t{\n\t"a"\r:\n[\t1\n,\r2 ]\n,"b":{ } , "c" : [ ] , "d" : { "e" : null } }\n'), '{"a":[1,2],"b":{},"c":[],"d":{"e":null}}');
+  assert.equal(
+    compact('\r\n\t{\n\t"a"\r:\n[\t1\n,\r2 ]\n,"b":{ } , "c" : [ ] , "d" : { "e" : null } }\n'),
+    '{"a":[1,2],"b":{},"c":[],"d":{"e":null}}',
+  );
   assert.equal(compact('[ true , false , null , [ [ ] ] ]'), '[true,false,null,[[]]]');
   const long = '[ ' + Array.from({ length: 200 }, (_, i) => `"item number ${i} with spaces"`).join(' ,\n ') + ' ]';
   assert.equal(compact(long), JSON.stringify(JSON.parse(long)));
@@ -86,18 +89,78 @@ test('valid UTF-8 in strings', () => {
 
 test('rejects grammar errors', () => {
   const bad = [
-    '', ' ', '[1,]', '{"a":1,}', '[,1]', '{,"a":1}', '[1 2]', '{"a" 1}', '{"a":}', '{a:1}', "{'a':1}", "'a'",
-    '[', ']', '{', '}', '{"a":1', '[1', '"abc', '[}', '{]', '{"a":1]', '[1}', '{"a"}', '{1:1}', '{null:1}',
-    '01', '00', '-01', '1.', '.5', '+1', '-', '1e', '1e+', '1E-', '1.e5', '0x10', '- 1', '1 2', '--1', '1..2', '1ee2',
-    'NaN', 'Infinity', '-Infinity', 'undefined', 'tru', 'nul', 'fals', 'True', 'NULL', 'nulll', 'truefalse',
-    '"a"x', '{} {}', '[] ,', '1 /* c */', '// c\n1', '[1]]', '{"a":1}}',
-    '\uFEFF1', '\f1', '\v1', '\u00a01', '1\u00a0',
+    '',
+    ' ',
+    '[1,]',
+    '{"a":1,}',
+    '[,1]',
+    '{,"a":1}',
+    '[1 2]',
+    '{"a" 1}',
+    '{"a":}',
+    '{a:1}',
+    "{'a':1}",
+    "'a'",
+    '[',
+    ']',
+    '{',
+    '}',
+    '{"a":1',
+    '[1',
+    '"abc',
+    '[}',
+    '{]',
+    '{"a":1]',
+    '[1}',
+    '{"a"}',
+    '{1:1}',
+    '{null:1}',
+    '01',
+    '00',
+    '-01',
+    '1.',
+    '.5',
+    '+1',
+    '-',
+    '1e',
+    '1e+',
+    '1E-',
+    '1.e5',
+    '0x10',
+    '- 1',
+    '1 2',
+    '--1',
+    '1..2',
+    '1ee2',
+    'NaN',
+    'Infinity',
+    '-Infinity',
+    'undefined',
+    'tru',
+    'nul',
+    'fals',
+    'True',
+    'NULL',
+    'nulll',
+    'truefalse',
+    '"a"x',
+    '{} {}',
+    '[] ,',
+    '1 /* c */',
+    '// c\n1',
+    '[1]]',
+    '{"a":1}}',
+    '\uFEFF1',
+    '\f1',
+    '\v1',
+    '\u00a01',
+    '1\u00a0',
   ];
   for (const s of bad) rejects(s);
 });
 
 test('rejects bad escapes and raw control characters', () => {
-  for (const s of ['"\\x"', '"\\u12"', '"\\u12g4"', "\"\\'\"", '"\\U0041"', '"\\"', '"\\', '"\\u"', '"\\a"', '"\\0"']) rejects(s);
+  for (const s of ['"\\x"', '"\\u12"', '"\\u12g4"', '"\\\'"', '"\\U0041"', '"\\"', '"\\', '"\\u"', '"\\a"', '"\\0"']) rejects(s);
   for (let c = 0; c < 0x20; c++) rejects([0x22, 0x61, c, 0x22], `raw control 0x${c.toString(16)}`);
   rejects('{"a\nb":1}');
 });
@@ -217,8 +280,14 @@ test('countTopLevelKeys, forEachMember, forEachElement', () => {
     [2, '[3]'],
     [3, '{"four":4}'],
   ]);
-  assert.equal(forEachElement(Buffer.from('[]'), 0, 2, () => assert.fail('no elements')), 2);
-  assert.equal(forEachMember(Buffer.from('{ }'), 0, 3, () => assert.fail('no members')), 3);
+  assert.equal(
+    forEachElement(Buffer.from('[]'), 0, 2, () => assert.fail('no elements')),
+    2,
+  );
+  assert.equal(
+    forEachMember(Buffer.from('{ }'), 0, 3, () => assert.fail('no members')),
+    3,
+  );
   assert.throws(() => forEachMember(Buffer.from('{"a":1,}'), 0, 8, () => {}), JsonScanError);
   assert.throws(() => forEachElement(Buffer.from('[1,]'), 0, 4, () => {}), JsonScanError);
   assert.throws(() => forEachElement(Buffer.from('[1 2]'), 0, 5, () => {}), JsonScanError);
@@ -289,7 +358,8 @@ function withoutNegativeZero(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(withoutNegativeZero);
   if (v !== null && typeof v === 'object') {
     const o: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) Object.defineProperty(o, k, { value: withoutNegativeZero(x), enumerable: true, writable: true, configurable: true });
+    for (const [k, x] of Object.entries(v))
+      Object.defineProperty(o, k, { value: withoutNegativeZero(x), enumerable: true, writable: true, configurable: true });
     return o;
   }
   return v;
@@ -314,7 +384,21 @@ test('property: whitespace-injected JSON compacts back to JSON.stringify text', 
 // Alphabet for mutations: JSON-ish ASCII plus a few non-ASCII code points and bad bytes-in-text.
 const MUT_ALPHABET = [
   ...'{}[]",:0123456789.eE+-tfnrulsa \\/',
-  'x', 'u', "'", '\n', '\t', '\r', '\u0001', '\u001f', '\u007f', 'é', '€', '😀', '\u{10FFFF}', '\uFEFF', '\u00a0',
+  'x',
+  'u',
+  "'",
+  '\n',
+  '\t',
+  '\r',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  'é',
+  '€',
+  '😀',
+  '\u{10FFFF}',
+  '\uFEFF',
+  '\u00a0',
 ];
 const mutChar = fc.constantFrom(...MUT_ALPHABET);
 const mutation = fc.record({ op: fc.constantFrom('ins', 'del', 'rep'), at: fc.nat(), ch: mutChar });
@@ -326,12 +410,10 @@ const mutatedText = fc
       { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)) },
       {
         weight: 2,
-        arbitrary: fc
-          .tuple(fc.jsonValue({ maxDepth: 3 }), fc.array(wsPiece, { minLength: 1, maxLength: 10 }))
-          .map(([v, p]) => {
-            let k = 0;
-            return injectWs(JSON.stringify(v), () => p[k++ % p.length]!);
-          }),
+        arbitrary: fc.tuple(fc.jsonValue({ maxDepth: 3 }), fc.array(wsPiece, { minLength: 1, maxLength: 10 })).map(([v, p]) => {
+          let k = 0;
+          return injectWs(JSON.stringify(v), () => p[k++ % p.length]!);
+        }),
       },
       { weight: 1, arbitrary: fc.array(mutChar, { maxLength: 12 }).map((a) => a.join('')) },
     ),

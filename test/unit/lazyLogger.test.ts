@@ -11,7 +11,16 @@ function capture(): { log: pino.Logger; lines: () => Record<string, unknown>[] }
   const out: string[] = [];
   const dest = new Writable({ write: (c, _e, cb) => (out.push(String(c)), cb()) });
   const log = pino({ level: 'info', base: null, timestamp: false, redact: { paths: ['data'], censor: '[redacted]' } }, dest);
-  return { log, lines: () => out.join('').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+  return {
+    log,
+    lines: () =>
+      out
+        .join('')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l)),
+  };
 }
 
 test('writes what the eager child writes; makes no child until a line is enabled', async () => {

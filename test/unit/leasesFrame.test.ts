@@ -15,13 +15,31 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { decodeLeases, encodeLeases, type LeaseEvent } from '../../src/format/leasesFrame.js';
 import { frameSize, probeFrame, sealFrame, type FrameView } from '../../src/format/frame.js';
-import { FRAME_ALIGN, FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventKind } from '../../src/format/constants.js';
+import {
+  FRAME_ALIGN,
+  FRAME_HEADER_BYTES,
+  FrameType,
+  LEASE_EVENT_BYTES,
+  LEASES_HEAD_BYTES,
+  LeaseEventKind,
+} from '../../src/format/constants.js';
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
 const U32_MAX = 0xffff_ffff;
 
 function ev(over: Partial<LeaseEvent> = {}): LeaseEvent {
-  return { kind: LeaseEventKind.CLAIMED, seq: 1, atMs: 1_767_225_600_000, deliveries: 1, epoch: 1, no: 1, rand: 0x1234_5678, viaWork: false, node: 'w-1', ...over };
+  return {
+    kind: LeaseEventKind.CLAIMED,
+    seq: 1,
+    atMs: 1_767_225_600_000,
+    deliveries: 1,
+    epoch: 1,
+    no: 1,
+    rand: 0x1234_5678,
+    viaWork: false,
+    node: 'w-1',
+    ...over,
+  };
 }
 
 /** Encodes, probes (CRC and all) and decodes; checks the frame envelope on the way. */
@@ -43,7 +61,15 @@ test('every event kind, with and without the /work flag, round-trips exactly', (
   let seq = 1;
   for (const kind of [LeaseEventKind.CLAIMED, LeaseEventKind.EXTENDED, LeaseEventKind.RELEASED]) {
     for (const viaWork of [false, true]) {
-      events.push(ev({ kind, viaWork, seq: seq++, deliveries: kind === LeaseEventKind.CLAIMED ? 3 : 0, node: kind === LeaseEventKind.CLAIMED ? `node-${seq}` : '' }));
+      events.push(
+        ev({
+          kind,
+          viaWork,
+          seq: seq++,
+          deliveries: kind === LeaseEventKind.CLAIMED ? 3 : 0,
+          node: kind === LeaseEventKind.CLAIMED ? `node-${seq}` : '',
+        }),
+      );
     }
   }
   // released with a nack delay (atMs = ready-at) and at once (atMs 0)
@@ -66,7 +92,10 @@ test('nodes: multi-byte UTF-8 (2, 3 and 4 bytes), the empty node, the 128-byte m
     nodes.map((n) => Buffer.byteLength(n)),
   );
   // the node length is in bytes: a 4-byte character followed by another event decodes cleanly
-  assert.deepEqual(roundTrip([ev({ node: '🦀' }), ev({ node: 'next', seq: 2 })]).map((e) => e.node), ['🦀', 'next']);
+  assert.deepEqual(
+    roundTrip([ev({ node: '🦀' }), ev({ node: 'next', seq: 2 })]).map((e) => e.node),
+    ['🦀', 'next'],
+  );
 });
 
 test('extreme counters: lease counter near 2^40, seq and deadline near 2^53 - 1, u32 extremes', () => {
@@ -82,17 +111,19 @@ test('extreme counters: lease counter near 2^40, seq and deadline near 2^53 - 1,
   assert.deepEqual(roundTrip(cases), cases);
 });
 
-const eventArb: fc.Arbitrary<LeaseEvent> = fc.record({
-  kind: fc.constantFrom(LeaseEventKind.CLAIMED, LeaseEventKind.EXTENDED, LeaseEventKind.RELEASED),
-  seq: fc.oneof(fc.maxSafeNat(), fc.integer({ min: MAX_SAFE - 1000, max: MAX_SAFE }), fc.nat(1_000_000)),
-  atMs: fc.oneof(fc.constant(0), fc.maxSafeNat(), fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 })),
-  deliveries: fc.nat({ max: U32_MAX }),
-  epoch: fc.nat({ max: U32_MAX }),
-  no: fc.oneof(fc.maxSafeNat(), fc.integer({ min: 2 ** 40 - 1000, max: 2 ** 40 + 1000 })),
-  rand: fc.nat({ max: U32_MAX }),
-  viaWork: fc.boolean(),
-  node: fc.oneof(fc.constant(''), fc.string({ unit: 'binary', maxLength: 32 }), fc.string({ unit: 'grapheme', maxLength: 20 })),
-}).map((e) => ({ ...e })); // plain objects (fc.record's have a null prototype)
+const eventArb: fc.Arbitrary<LeaseEvent> = fc
+  .record({
+    kind: fc.constantFrom(LeaseEventKind.CLAIMED, LeaseEventKind.EXTENDED, LeaseEventKind.RELEASED),
+    seq: fc.oneof(fc.maxSafeNat(), fc.integer({ min: MAX_SAFE - 1000, max: MAX_SAFE }), fc.nat(1_000_000)),
+    atMs: fc.oneof(fc.constant(0), fc.maxSafeNat(), fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 })),
+    deliveries: fc.nat({ max: U32_MAX }),
+    epoch: fc.nat({ max: U32_MAX }),
+    no: fc.oneof(fc.maxSafeNat(), fc.integer({ min: 2 ** 40 - 1000, max: 2 ** 40 + 1000 })),
+    rand: fc.nat({ max: U32_MAX }),
+    viaWork: fc.boolean(),
+    node: fc.oneof(fc.constant(''), fc.string({ unit: 'binary', maxLength: 32 }), fc.string({ unit: 'grapheme', maxLength: 20 })),
+  })
+  .map((e) => ({ ...e })); // plain objects (fc.record's have a null prototype)
 
 test('property: random event lists round-trip exactly', () => {
   fc.assert(
@@ -119,7 +150,11 @@ function resealed(buf: Buffer, topicId: number, bodyLen: number): Buffer {
 }
 
 test('a body cut short throws at every shorter length (never fewer or garbled events)', () => {
-  const events = [ev({ node: 'wörker-1' }), ev({ kind: LeaseEventKind.EXTENDED, seq: 2, node: '' }), ev({ seq: 3, node: '🦀', viaWork: true })];
+  const events = [
+    ev({ node: 'wörker-1' }),
+    ev({ kind: LeaseEventKind.EXTENDED, seq: 2, node: '' }),
+    ev({ seq: 3, node: '🦀', viaWork: true }),
+  ];
   const buf = encodeLeases(7, events);
   const full = probeFrame(buf, 0, buf.length);
   assert.ok(full.ok);
@@ -136,16 +171,20 @@ test('a body cut short throws at every shorter length (never fewer or garbled ev
 
 test('property: cutting any random non-empty event list short throws', () => {
   fc.assert(
-    fc.property(fc.array(eventArb, { minLength: 1, maxLength: 8 }), fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), (events, frac) => {
-      const buf = encodeLeases(1, events);
-      const p = probeFrame(buf, 0, buf.length);
-      assert.ok(p.ok);
-      const len = Math.floor(frac * p.frame.bodyLen);
-      const short = resealed(buf, 1, len);
-      const q = probeFrame(short, 0, short.length);
-      assert.ok(q.ok);
-      assert.throws(() => decodeLeases(short, q.frame));
-    }),
+    fc.property(
+      fc.array(eventArb, { minLength: 1, maxLength: 8 }),
+      fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+      (events, frac) => {
+        const buf = encodeLeases(1, events);
+        const p = probeFrame(buf, 0, buf.length);
+        assert.ok(p.ok);
+        const len = Math.floor(frac * p.frame.bodyLen);
+        const short = resealed(buf, 1, len);
+        const q = probeFrame(short, 0, short.length);
+        assert.ok(q.ok);
+        assert.throws(() => decodeLeases(short, q.frame));
+      },
+    ),
     { numRuns: 300 },
   );
 });

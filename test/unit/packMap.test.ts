@@ -18,7 +18,12 @@ test('pack file names round-trip and order by number; the newest of each writer 
   assert.deepEqual(parsePackFileName(name), { no: 42, writer: 1, workers: 3 });
   assert.equal(parsePackFileName('pack-00000000000000000042-3-3.log'), undefined, 'writer below workers');
   assert.equal(parsePackFileName('pack-42-0-1.log'), undefined);
-  const listed = listPacks([packFileName({ no: 9, writer: 0, workers: 2 }), packFileName({ no: 2, writer: 0, workers: 1 }), packFileName({ no: 5, writer: 1, workers: 2 }), 'junk']);
+  const listed = listPacks([
+    packFileName({ no: 9, writer: 0, workers: 2 }),
+    packFileName({ no: 2, writer: 0, workers: 1 }),
+    packFileName({ no: 5, writer: 1, workers: 2 }),
+    'junk',
+  ]);
   assert.deepEqual(
     listed.map((p) => [p.no, p.newest]),
     [
@@ -88,7 +93,16 @@ test('packsToUnlink: the writer decides under the same worker count; under anoth
   const own1 = packFileName({ no: 2, writer: 1, workers: 2 });
   const old = packFileName({ no: 3, writer: 0, workers: 1 });
   // Worker 1 reporting worker 0's pack does not count (it never scanned it); old needs both.
-  assert.deepEqual(packsToUnlink([[own0, old], [own0, own1]], 2), [own0, own1].sort());
+  assert.deepEqual(
+    packsToUnlink(
+      [
+        [own0, old],
+        [own0, own1],
+      ],
+      2,
+    ),
+    [own0, own1].sort(),
+  );
   assert.deepEqual(packsToUnlink([[old], [old]], 2), [old]);
   assert.deepEqual(packsToUnlink([[], [own0]], 2), []);
 });
@@ -124,54 +138,68 @@ const IDS = [0, 1, 2, 4095, 4096, 8191, 0x01_000001, 0x01_000002, 2 ** 32 - 1, 2
 test('PackMap keeps what one flat array per topic kept: sizes, runs, pieces and live bytes, through adds and releases', () => {
   const topicArb = fc.oneof(fc.integer({ min: 1, max: 6 }), fc.constantFrom(...IDS));
   const opArb = fc.oneof(
-    { weight: 6, arbitrary: fc.record({ t: fc.constant('add' as const), topic: topicArb, pack: fc.integer({ min: 0, max: 2 }), len: fc.integer({ min: 1, max: 50 }), gap: fc.integer({ min: 0, max: 3 }) }) },
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        t: fc.constant('add' as const),
+        topic: topicArb,
+        pack: fc.integer({ min: 0, max: 2 }),
+        len: fc.integer({ min: 1, max: 50 }),
+        gap: fc.integer({ min: 0, max: 3 }),
+      }),
+    },
     // Releases often enough that a topic comes back after one (its slot, row and page reused).
     { weight: 2, arbitrary: fc.record({ t: fc.constant('release' as const), topic: topicArb }) },
   );
   fc.assert(
-    fc.property(fc.array(opArb, { maxLength: 120 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 1, max: 100 }), (ops, from, want) => {
-      const map = new PackMap();
-      const model = new ModelMap();
-      const idx = [0, 1, 2].map((no) => map.register({ no: no + 1, writer: 0, workers: 1 }).idx);
-      const tails = [0, 0, 0];
-      for (const op of ops) {
-        if (op.t === 'add') {
-          tails[op.pack]! += op.gap; // another topic's frame in between, sometimes
-          map.add(op.topic, idx[op.pack]!, tails[op.pack]!, op.len);
-          model.add(op.topic, idx[op.pack]!, tails[op.pack]!, op.len);
-          tails[op.pack]! += op.len;
-        } else assert.equal(map.release(op.topic), model.release(op.topic));
-      }
-      assert.equal(map.topicCount, model.topics.size);
-      for (const t of [3, 4, 5, 6, ...IDS]) {
-        const r = model.topics.get(t);
-        assert.equal(map.has(t), r !== undefined);
-        assert.equal(map.size(t), r?.[0] ?? 0);
-        const out: number[] = [];
-        const n = map.runsInto(t, out);
-        assert.deepEqual(
-          out.slice(0, n),
-          (r ?? [0]).slice(1).map((v, i) => (i % 3 === 0 ? v + 1 : v)), // pack numbers are idx + 1 here
-        );
-        if (r && r[0]! > 0) {
-          const off = from % r[0]!;
-          const len = Math.min(want, r[0]! - off);
-          // The pieces walk the runs in logical order: [off, off + len) over run after run.
-          const expected: { idx: number; offset: number; len: number }[] = [];
-          for (let i = 1, at = 0, o = off, l = len; i < r.length && l > 0; i += 3) {
-            if (o < at + r[i + 2]!) {
-              const take = Math.min(r[i + 2]! - (o - at), l);
-              expected.push({ idx: r[i]!, offset: r[i + 1]! + (o - at), len: take });
-              o += take;
-              l -= take;
-            }
-            at += r[i + 2]!;
-          }
-          assert.deepEqual(map.pieces(t, off, len), expected);
+    fc.property(
+      fc.array(opArb, { maxLength: 120 }),
+      fc.integer({ min: 0, max: 400 }),
+      fc.integer({ min: 1, max: 100 }),
+      (ops, from, want) => {
+        const map = new PackMap();
+        const model = new ModelMap();
+        const idx = [0, 1, 2].map((no) => map.register({ no: no + 1, writer: 0, workers: 1 }).idx);
+        const tails = [0, 0, 0];
+        for (const op of ops) {
+          if (op.t === 'add') {
+            tails[op.pack]! += op.gap; // another topic's frame in between, sometimes
+            map.add(op.topic, idx[op.pack]!, tails[op.pack]!, op.len);
+            model.add(op.topic, idx[op.pack]!, tails[op.pack]!, op.len);
+            tails[op.pack]! += op.len;
+          } else assert.equal(map.release(op.topic), model.release(op.topic));
         }
-      }
-      for (const i of idx) assert.equal(map.pack(i).live, model.live.get(i) ?? 0);
-    }),
+        assert.equal(map.topicCount, model.topics.size);
+        for (const t of [3, 4, 5, 6, ...IDS]) {
+          const r = model.topics.get(t);
+          assert.equal(map.has(t), r !== undefined);
+          assert.equal(map.size(t), r?.[0] ?? 0);
+          const out: number[] = [];
+          const n = map.runsInto(t, out);
+          assert.deepEqual(
+            out.slice(0, n),
+            (r ?? [0]).slice(1).map((v, i) => (i % 3 === 0 ? v + 1 : v)), // pack numbers are idx + 1 here
+          );
+          if (r && r[0]! > 0) {
+            const off = from % r[0]!;
+            const len = Math.min(want, r[0]! - off);
+            // The pieces walk the runs in logical order: [off, off + len) over run after run.
+            const expected: { idx: number; offset: number; len: number }[] = [];
+            for (let i = 1, at = 0, o = off, l = len; i < r.length && l > 0; i += 3) {
+              if (o < at + r[i + 2]!) {
+                const take = Math.min(r[i + 2]! - (o - at), l);
+                expected.push({ idx: r[i]!, offset: r[i + 1]! + (o - at), len: take });
+                o += take;
+                l -= take;
+              }
+              at += r[i + 2]!;
+            }
+            assert.deepEqual(map.pieces(t, off, len), expected);
+          }
+        }
+        for (const i of idx) assert.equal(map.pack(i).live, model.live.get(i) ?? 0);
+      },
+    ),
     { numRuns: 300 },
   );
 });

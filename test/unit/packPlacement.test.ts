@@ -15,11 +15,23 @@ import { loadPackedFrame } from '../../src/actors/topic/replay.js';
 import { encodeAppend, type AppendRecordInput } from '../../src/format/frame.js';
 
 const TWO_32 = 0x1_0000_0000;
-const LIMITS: SegmentLimits = { segmentBytes: 64 << 20, packBytes: 1 << 20, packFramesMax: PACK_FRAMES_MAX, packFramesFromBytes: PACK_FRAMES_FROM_BYTES };
+const LIMITS: SegmentLimits = {
+  segmentBytes: 64 << 20,
+  packBytes: 1 << 20,
+  packFramesMax: PACK_FRAMES_MAX,
+  packFramesFromBytes: PACK_FRAMES_FROM_BYTES,
+};
 
 function record(data: string): AppendRecordInput {
   const bytes = Buffer.from(data, 'utf8');
-  return { nodeLit: undefined, tagLit: undefined, metaLen: -1, dataLen: bytes.length, writeMeta: () => undefined, writeData: (dst, off) => void bytes.copy(dst, off) };
+  return {
+    nodeLit: undefined,
+    tagLit: undefined,
+    metaLen: -1,
+    dataLen: bytes.length,
+    writeMeta: () => undefined,
+    writeData: (dst, off) => void bytes.copy(dst, off),
+  };
 }
 
 function instance(): TopicInstance {
@@ -75,7 +87,10 @@ test('frames fed back by a recovery or a wake count towards the bound', () => {
 });
 
 test('a topic sleeps only while a wake reads at most SLEEP_BYTES_MAX: its packed segment, then one own file at most', () => {
-  const settled = (inst: TopicInstance): StoredFrames => ({ packedWritten: inst.segment.packed && inst.segment.ordinal === 0 ? inst.segment.size : PACK_FRAMES_FROM_BYTES, ownSettled: true });
+  const settled = (inst: TopicInstance): StoredFrames => ({
+    packedWritten: inst.segment.packed && inst.segment.ordinal === 0 ? inst.segment.size : PACK_FRAMES_FROM_BYTES,
+    ownSettled: true,
+  });
   const big = instance();
   place(big, 2, SLEEP_BYTES_MAX / 2, 1);
   assert.equal(typeof dormantOf(big, settled(big), 0), 'object'); // its record

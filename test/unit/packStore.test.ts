@@ -30,7 +30,24 @@ const TOPICS = [0x01_000001, 0x01_000002, 0x01_000003];
 /** An APPEND frame of `topicId` holding one record at `seq` with `pad` bytes of data. */
 function frame(topicId: number, seq: number, pad = 40): Buffer {
   const data = Buffer.from(JSON.stringify('z'.repeat(pad)));
-  return encodeAppend(topicId, seq, 1000, undefined, [{ nodeLit: undefined, tagLit: undefined, metaLen: -1, dataLen: data.length, writeMeta: () => undefined, writeData: (dst, off) => void data.copy(dst, off) }], 0, () => undefined);
+  return encodeAppend(
+    topicId,
+    seq,
+    1000,
+    undefined,
+    [
+      {
+        nodeLit: undefined,
+        tagLit: undefined,
+        metaLen: -1,
+        dataLen: data.length,
+        writeMeta: () => undefined,
+        writeData: (dst, off) => void data.copy(dst, off),
+      },
+    ],
+    0,
+    () => undefined,
+  );
 }
 
 function rig(fileBytes = 1024, writeDelayMs = 0) {
@@ -40,7 +57,9 @@ function rig(fileBytes = 1024, writeDelayMs = 0) {
   const ffs = new FaultFs(disk.fs());
   const fatal: Error[] = [];
   let no = 1;
-  const store = new PackStore(ffs, DATA, { workerIndex: 0, workers: 1, fileBytes, nextPackNo: () => no++, writeDelayMs }, (err) => fatal.push(err));
+  const store = new PackStore(ffs, DATA, { workerIndex: 0, workers: 1, fileBytes, nextPackNo: () => no++, writeDelayMs }, (err) =>
+    fatal.push(err),
+  );
   const placed = new Map<number, Buffer[]>();
   const written: string[] = [];
   const seqs = new Map<number, number>();
@@ -123,7 +142,10 @@ describe('pack store', { concurrency: true }, () => {
     r.disk.crash('durable-only'); // no flush, no close
     assert.deepEqual(r.disk.fs().readdirSync(packsDir(DATA)).sort(), names, 'every pack name survives');
     const sealed = names.slice(0, -1).map((n) => r.disk.fs().readFileSync(path.join(packsDir(DATA), n)).length);
-    assert.ok(sealed.every((n) => n > 0), 'sealed packs kept their frames');
+    assert.ok(
+      sealed.every((n) => n > 0),
+      'sealed packs kept their frames',
+    );
   });
 
   test('released topics free their packs; the pack being written is never dead', async () => {

@@ -60,9 +60,18 @@ test('the park bound sheds bounded waiters only', () => {
   s.arrive(0, false, 0, true, 'unbounded');
   s.arrive(0, true, 500, true, 'b');
   assert.equal(s.nextDeadlineMs(), 1000);
-  assert.deepEqual(s.expire(999).map((w) => w.payload), []);
-  assert.deepEqual(s.expire(1000).map((w) => w.payload), ['a']);
-  assert.deepEqual(s.expire(10_000).map((w) => w.payload), ['b']);
+  assert.deepEqual(
+    s.expire(999).map((w) => w.payload),
+    [],
+  );
+  assert.deepEqual(
+    s.expire(1000).map((w) => w.payload),
+    ['a'],
+  );
+  assert.deepEqual(
+    s.expire(10_000).map((w) => w.payload),
+    ['b'],
+  );
   assert.equal(s.parked, 1);
   assert.equal(s.dispatch(true)[0]!.payload, 'unbounded');
 });
@@ -77,7 +86,11 @@ test('a full park sheds the lowest score first, the newcomer when it is the lowe
   assert.equal(r.kind === 'parked' && r.shed?.payload, 'low');
   assert.equal(s.arrive(-1000, true, 0, true, 'lowest').kind, 'refused');
   assert.equal(s.arrive(-1000, false, 0, true, 'unbounded').kind, 'parked', 'never refused for pressure');
-  assert.deepEqual(s.dispatch(false).map((w) => w.payload), ['top', 'high', 'mid', 'unbounded'], 'pressure gone: all run');
+  assert.deepEqual(
+    s.dispatch(false).map((w) => w.payload),
+    ['top', 'high', 'mid', 'unbounded'],
+    'pressure gone: all run',
+  );
 });
 
 test('priority book: manual, auto from recency (docs/API.md "GET /v0/topics/:topic" formula), 0 otherwise', () => {

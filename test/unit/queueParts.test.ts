@@ -69,7 +69,13 @@ test('property: total = n, never above a want, each share is floor or ceil of it
         // largest remainder: an extra job never goes to a smaller remainder than one left without
         const rem = wants.map((w) => (n * w) % total); // exact integer remainders (in units of 1/total)
         const extra = out.map((s, i) => s > Math.floor((n * wants[i]!) / total));
-        for (let i = 0; i < wants.length; i++) for (let j = 0; j < wants.length; j++) if (extra[i] && !extra[j]) assert.ok(rem[i]! >= rem[j]!, `claimer ${i} got an extra job with remainder ${rem[i]}/${total} over claimer ${j} with ${rem[j]}/${total}`);
+        for (let i = 0; i < wants.length; i++)
+          for (let j = 0; j < wants.length; j++)
+            if (extra[i] && !extra[j])
+              assert.ok(
+                rem[i]! >= rem[j]!,
+                `claimer ${i} got an extra job with remainder ${rem[i]}/${total} over claimer ${j} with ${rem[j]}/${total}`,
+              );
       },
     ),
     { numRuns: 2000 },
@@ -142,7 +148,12 @@ const JITTER = 50;
 function cohort(wants: readonly number[], n: number): number[][] {
   const sim = newSim(`deal-${wants.join('-')}-${n}`);
   put(sim, 'q', { type: 'queue', durability: 'memory', claim_jitter_ms: JITTER, lease_ms: 60_000 });
-  if (n > 0) append(sim, 'q', Array.from({ length: n }, (_, i) => ({ data: i })));
+  if (n > 0)
+    append(
+      sim,
+      'q',
+      Array.from({ length: n }, (_, i) => ({ data: i })),
+    );
   const ids = wants.map((max, i) => sim.request({ op: 'claim', topic: 'q', node: `w${i}`, max, leaseMs: null }));
   for (const id of ids) assert.equal(sim.replies.get(id), undefined, 'claims wait for the window');
   sim.advance(JITTER);
@@ -172,11 +183,17 @@ function dealOracle(jobs: readonly number[], share: readonly number[]): number[]
 }
 
 test('dealing: jobs go one at a time round-robin over the claimers with share left', () => {
-  assert.deepEqual(cohort([4, 4], 7), [[1, 3, 5, 7], [2, 4, 6]]);
+  assert.deepEqual(cohort([4, 4], 7), [
+    [1, 3, 5, 7],
+    [2, 4, 6],
+  ]);
   // shares [1, 3, 1]: w0 takes 1, w1 2, w2 3, then only w1 has share left
   assert.deepEqual(cohort([1, 5, 2], 5), [[1], [2, 4, 5], [3]]);
   // enough for all: everyone's max, still interleaved
-  assert.deepEqual(cohort([2, 3], 10), [[1, 3], [2, 4, 5]]);
+  assert.deepEqual(cohort([2, 3], 10), [
+    [1, 3],
+    [2, 4, 5],
+  ]);
   // a claimer that wants 1 among ones that want more
   assert.deepEqual(cohort([3, 1, 3], 6), [[1, 4, 6], [2], [3, 5]]);
   // nothing to deal
@@ -195,7 +212,11 @@ test('property: a cohort gets shares(wants, n) each, dealt round-robin, every jo
         shares(wants, dealt),
       );
       assert.deepEqual(got, dealOracle(jobs, shares(wants, dealt)));
-      assert.deepEqual(got.flat().sort((a, b) => a - b), jobs, 'every job dealt exactly once');
+      assert.deepEqual(
+        got.flat().sort((a, b) => a - b),
+        jobs,
+        'every job dealt exactly once',
+      );
     }),
     { numRuns: 150 },
   );
@@ -213,7 +234,10 @@ test('leaseIdOf: 24 lowercase hex digits for extreme parts; epoch wraps to 24 bi
     [{ epoch: 2 ** 24 + 0xabc, no: 2 ** 40, rand: 0 }, 'lease_000abc' + '0000000000' + '00000000'],
     [{ epoch: 0xffff_ffff, no: 2 ** 40 + 5, rand: 0xffff_ffff }, 'lease_ffffff' + '0000000005' + 'ffffffff'],
     [{ epoch: 1, no: 2 ** 40 - 2, rand: 0x8000_0000 }, 'lease_000001' + 'fffffffffe' + '80000000'],
-    [{ epoch: 7, no: Number.MAX_SAFE_INTEGER, rand: 0xdead_beef }, 'lease_000007' + (Number.MAX_SAFE_INTEGER % 2 ** 40).toString(16).padStart(10, '0') + 'deadbeef'],
+    [
+      { epoch: 7, no: Number.MAX_SAFE_INTEGER, rand: 0xdead_beef },
+      'lease_000007' + (Number.MAX_SAFE_INTEGER % 2 ** 40).toString(16).padStart(10, '0') + 'deadbeef',
+    ],
   ];
   for (const [parts, want] of cases) {
     const id = leaseIdOf(parts.epoch, parts.no, parts.rand);
@@ -354,21 +378,52 @@ test('LeaseTable: popReclaim serves ascending and drops what is not claimable or
   t.lease(7, mkLease(100));
   t.delay(4, 500);
   t.inTransit.add(11);
-  assert.equal(t.minReclaimable(() => true), 1, 'minReclaimable looks without taking');
-  assert.equal(t.minReclaimable((s) => s !== 1), 2);
-  assert.equal(t.popReclaim((s) => s !== 2), 1);
-  assert.equal(t.popReclaim((s) => s !== 2), 9, '2 is refused (and dropped), 4 and 7 are not claimable');
-  assert.equal(t.popReclaim(() => true), undefined, '11 is in transit');
-  assert.equal(t.minReclaimable(() => true), undefined, 'the skipped entries were dropped');
+  assert.equal(
+    t.minReclaimable(() => true),
+    1,
+    'minReclaimable looks without taking',
+  );
+  assert.equal(
+    t.minReclaimable((s) => s !== 1),
+    2,
+  );
+  assert.equal(
+    t.popReclaim((s) => s !== 2),
+    1,
+  );
+  assert.equal(
+    t.popReclaim((s) => s !== 2),
+    9,
+    '2 is refused (and dropped), 4 and 7 are not claimable',
+  );
+  assert.equal(
+    t.popReclaim(() => true),
+    undefined,
+    '11 is in transit',
+  );
+  assert.equal(
+    t.minReclaimable(() => true),
+    undefined,
+    'the skipped entries were dropped',
+  );
   // popped-and-dropped entries do not come back when the job becomes claimable
   t.inTransit.delete(11);
-  assert.equal(t.popReclaim(() => true), undefined);
+  assert.equal(
+    t.popReclaim(() => true),
+    undefined,
+  );
   // the same seq made ready twice is served once while it is leased after the first
   t.makeReady(3);
   t.makeReady(3);
-  assert.equal(t.popReclaim(() => true), 3);
+  assert.equal(
+    t.popReclaim(() => true),
+    3,
+  );
   t.lease(3, mkLease(100));
-  assert.equal(t.popReclaim(() => true), undefined);
+  assert.equal(
+    t.popReclaim(() => true),
+    undefined,
+  );
 });
 
 test('LeaseTable: byConn counts the leases of each /work connection; claims are not counted', () => {
@@ -385,7 +440,10 @@ test('LeaseTable: byConn counts the leases of each /work connection; claims are 
   t.unlease(1);
   assert.equal(t.heldBy(7), 1);
   // expiry (sweep) gives the connection room too
-  assert.deepEqual(t.sweep(2001).map((e) => e.seq), [2]);
+  assert.deepEqual(
+    t.sweep(2001).map((e) => e.seq),
+    [2],
+  );
   assert.equal(t.heldBy(7), 0);
   assert.equal(t.byConn.has(7), false, 'an empty set is removed');
   t.forget(3);
@@ -432,13 +490,19 @@ function parsedMeta(body: Buffer, p: ParsedAppend): string | undefined {
   return r.metaLen < 0 ? undefined : body.subarray(r.metaStart, r.metaEnd).toString('utf8');
 }
 
-const STAMPS = (q: string, deliveries: number, seq: number) => `"$dead_letter_from":${JSON.stringify(q)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}`;
+const STAMPS = (q: string, deliveries: number, seq: number) =>
+  `"$dead_letter_from":${JSON.stringify(q)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}`;
 
 test('deadLetterBody: meta absent or {} → just the stamps; data, tag and node as stored', () => {
   for (const [rec, data, tag, node] of [
     ['{"data":{"a":[1,2,{"b":null}]}}', '{"a":[1,2,{"b":null}]}', undefined, undefined],
     ['{"data":"x","meta":{}}', '"x"', undefined, undefined],
-    ['{ "data" : [ 1e400 , -0.0 , "\\u00e9\\n" ] , "meta" : { } , "tag" : "t\\u00e9" , "node" : "n-1" }', '[1e400,-0.0,"\\u00e9\\n"]', 't\u00e9', 'n-1'],
+    [
+      '{ "data" : [ 1e400 , -0.0 , "\\u00e9\\n" ] , "meta" : { } , "tag" : "t\\u00e9" , "node" : "n-1" }',
+      '[1e400,-0.0,"\\u00e9\\n"]',
+      't\u00e9',
+      'n-1',
+    ],
   ] as const) {
     const body = deadLetterBody('jobs', 17, 5, stored(rec));
     const p = parseAppendBody(body, DEAD_LETTER_STAMPS);
@@ -486,7 +550,12 @@ test('deadLetterBody: a full meta (64 keys, 16 KiB) fits only with the DEAD_LETT
   // the job itself was within the limits
   assert.ok(parseAppendBody(Buffer.from(`{"records":[{"data":0,"meta":${full}}]}`)).ok);
   const longQueue = 'q'.repeat(255); // the longest topic name
-  const body = deadLetterBody(longQueue, Number.MAX_SAFE_INTEGER, 0xffff_ffff, stored(`{"data":{"big":true},"meta":${full},"tag":"t","node":"n"}`));
+  const body = deadLetterBody(
+    longQueue,
+    Number.MAX_SAFE_INTEGER,
+    0xffff_ffff,
+    stored(`{"data":{"big":true},"meta":${full},"tag":"t","node":"n"}`),
+  );
   const without = parseAppendBody(body);
   assert.equal(without.ok, false, 'without the allowance the stamped copy is over the limit');
   if (!without.ok) {

@@ -11,7 +11,16 @@ test('one line per interval, with an ETA from the rate so far', () => {
   assert.equal(log.observe(status(0.1), none, 2000), undefined, 'not before the first interval');
   const first = log.observe(status(0.25), none, 4000)!;
   assert.equal(first.msg, 'recovering: 25.0 %, 25.0 % of the WAL');
-  assert.deepEqual(first.fields, { progress: 0.25, bytes: 250_000_000, frames: 250_000, topics: 12, snapshot_topics_loaded: 0, snapshot_topics: 0, elapsed_ms: 3000, eta_ms: 9000 });
+  assert.deepEqual(first.fields, {
+    progress: 0.25,
+    bytes: 250_000_000,
+    frames: 250_000,
+    topics: 12,
+    snapshot_topics_loaded: 0,
+    snapshot_topics: 0,
+    elapsed_ms: 3000,
+    eta_ms: 9000,
+  });
   assert.equal(log.observe(status(0.3), none, 6999), undefined, 'the next only after another interval');
   assert.equal(log.observe(status(0.5), none, 7000)!.fields.eta_ms, 6000);
   assert.equal(log.observe(status(0), none, 10_000)!.fields.eta_ms, null, 'no ETA before any progress');

@@ -51,8 +51,18 @@ function settle(sim: SimHost): void {
 function ids(sim: SimHost, topic: string): number[] {
   if (!sim.actor(topic).current) return [];
   const out: number[] = [];
-  for (let from = 0; ; ) {
-    const id = sim.request({ op: 'diff', topic, fromSeq: from, limit: 1000, nodes: null, includeTags: false, includeMeta: false, waitMs: 0, maxBatchBytes: 8 * 1024 * 1024 });
+  for (let from = 0; ;) {
+    const id = sim.request({
+      op: 'diff',
+      topic,
+      fromSeq: from,
+      limit: 1000,
+      nodes: null,
+      includeTags: false,
+      includeMeta: false,
+      waitMs: 0,
+      maxBatchBytes: 8 * 1024 * 1024,
+    });
     const d = body(sim.replies.get(id));
     sim.replies.delete(id);
     out.push(...(d.records as { data: { id: number } }[]).map((r) => r.data.id));
@@ -76,7 +86,14 @@ function world(qClass: string, dlqClass: string, checkpoint: boolean): SimHost {
   call(sim, { op: 'append', topic: Q, body: Buffer.from(JSON.stringify({ records })), returnSeqs: false, headerIdemKey: undefined });
   const claimed = call(sim, { op: 'claim', topic: Q, node: 'w', max: JOBS, leaseMs: null });
   assert.equal(claimed.count, JOBS);
-  const t = call(sim, { op: 'term', topic: Q, node: 'w', seqs: claimed.claimed.map((j: { $seq: number }) => j.$seq), leaseIds: null, reason: null });
+  const t = call(sim, {
+    op: 'term',
+    topic: Q,
+    node: 'w',
+    seqs: claimed.claimed.map((j: { $seq: number }) => j.$seq),
+    leaseIds: null,
+    reason: null,
+  });
   assert.equal(t.terminated, JOBS);
   if (checkpoint) sim.takeCheckpoint();
   return sim;
@@ -119,7 +136,10 @@ for (const [qClass, dlqClass] of [
       while (step(sim) !== undefined) steps++;
       assert.equal(body(sim.replies.get(first!)).redriven, 3);
       assert.equal(body(sim.replies.get(second!)).redriven, JOBS - 3);
-      assert.deepEqual(ids(sim, Q).sort((x, y) => x - y), [...Array(JOBS).keys()]);
+      assert.deepEqual(
+        ids(sim, Q).sort((x, y) => x - y),
+        [...Array(JOBS).keys()],
+      );
       assert.deepEqual(ids(sim, DLQ), []);
       assert.ok(steps > 10, `${steps} steps`);
       let midway = 0;
@@ -149,13 +169,17 @@ for (const [qClass, dlqClass] of [
           const inQ = ids(w, Q);
           const inD = ids(w, DLQ);
           const all = [...inQ, ...inD].sort((x, y) => x - y);
-          assert.deepEqual(all, [...Array(JOBS).keys()], `after ${k} of ${steps} steps and a ${cut ? 'checkpoint and a ' : ''}${mode} crash${again ? ' and a redrive' : ''}: queue ${JSON.stringify(inQ)}, dead-letter topic ${JSON.stringify(inD)} (the queue showed ${before} before)`);
+          assert.deepEqual(
+            all,
+            [...Array(JOBS).keys()],
+            `after ${k} of ${steps} steps and a ${cut ? 'checkpoint and a ' : ''}${mode} crash${again ? ' and a redrive' : ''}: queue ${JSON.stringify(inQ)}, dead-letter topic ${JSON.stringify(inD)} (the queue showed ${before} before)`,
+          );
           if (inQ.length > 0 && inD.length > 0) midway++;
           assert.equal(w.actor(Q).current!.queue!.redrivePending.size, 0, 'nothing left pending');
         }
       }
       assert.ok(midway > 0, 'some crashes leave the redrives half done');
-      assert.ok(reconciled > 0, 'some crashes come between a batch\'s append and its delete');
+      assert.ok(reconciled > 0, "some crashes come between a batch's append and its delete");
     });
   }
 }

@@ -7,7 +7,23 @@ import { digitCount, writeUint } from '../../src/core/decimal.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 
 test('writeUint and digitCount agree with String() across the safe-integer range', () => {
-  const values = [0, 1, 9, 10, 99, 100, 999_999_999, 1e9, 1e9 + 1, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 1_764_000_000_123, 999_999_999_999_999, 2 ** 53 - 1];
+  const values = [
+    0,
+    1,
+    9,
+    10,
+    99,
+    100,
+    999_999_999,
+    1e9,
+    1e9 + 1,
+    2 ** 31 - 1,
+    2 ** 31,
+    2 ** 32,
+    1_764_000_000_123,
+    999_999_999_999_999,
+    2 ** 53 - 1,
+  ];
   let x = 1;
   for (let i = 0; i < 2000; i++) {
     x = (x * 48271) % 2147483647;
@@ -33,7 +49,11 @@ test('a rendered page is the JSON of its records, every optional member in its p
     { seq: 2 ** 40 + 7, tsMs: 1_764_000_000_123, text: full },
     { seq: 5, tsMs: 0, text: bare, extra: ',"lease_id":"L1"' },
   ];
-  const out = renderRecordsArray('{"topic":"tö","records":', items, ',"next_from_seq":5', { includeTags: true, includeMeta: true, includeData: true }).toString('utf8');
+  const out = renderRecordsArray('{"topic":"tö","records":', items, ',"next_from_seq":5', {
+    includeTags: true,
+    includeMeta: true,
+    includeData: true,
+  }).toString('utf8');
   assert.equal(
     out,
     '{"topic":"tö","records":[{"$seq":1099511627783,"$ts":1764000000123,"$node":"n1","$tag":"eu","data":{"id":1,"x":[1e400,12345678901234567890]},"meta":{"k":"é"}},' +

@@ -20,12 +20,20 @@ test('routing matches a Map model: snapshot ids per worker, creations by name, u
           byWorker[i % workers]!.push(id);
           model.set(id, i % workers);
         });
-        const r = new ReplayRouting(byWorker.map((ids) => Float64Array.from(ids)), workers, snapIds.length);
+        const r = new ReplayRouting(
+          byWorker.map((ids) => Float64Array.from(ids)),
+          workers,
+          snapIds.length,
+        );
         for (const [id, name] of creates) {
-          assert.equal(r.create(id, () => name), workerOf(name, workers));
+          assert.equal(
+            r.create(id, () => name),
+            workerOf(name, workers),
+          );
           model.set(id, workerOf(name, workers));
         }
-        for (const id of [...probes, ...snapIds, ...creates.map(([id]) => id)]) assert.equal(r.workerOf(id), id > 0 ? model.get(id) : undefined, `id ${id}`);
+        for (const id of [...probes, ...snapIds, ...creates.map(([id]) => id)])
+          assert.equal(r.workerOf(id), id > 0 ? model.get(id) : undefined, `id ${id}`);
       },
     ),
   );
@@ -33,7 +41,10 @@ test('routing matches a Map model: snapshot ids per worker, creations by name, u
 
 test('one worker: every topic id goes to it, no name is read; id 0 (BOOT) goes nowhere', () => {
   const r = new ReplayRouting([], 1, 2);
-  assert.equal(r.create(11, () => assert.fail('no name lookup with one worker')), 0);
+  assert.equal(
+    r.create(11, () => assert.fail('no name lookup with one worker')),
+    0,
+  );
   assert.equal(r.workerOf(123456), 0);
   assert.equal(r.workerOf(0), undefined);
   assert.equal(r.size, 3);

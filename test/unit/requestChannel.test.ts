@@ -71,7 +71,14 @@ test('small append bodies cross in one shared buffer, big whole ones are transfe
     assert.notEqual(pooled.byteLength, pooled.buffer.byteLength, 'the test body shares its slab');
     const small = new Uint8Array(Buffer.from('{"records":[{"data":1}]}'));
     const bigSlice = Buffer.alloc(SHARED_BYTES_MAX * 2, 0x63).subarray(1, SHARED_BYTES_MAX + 2); // big, not a whole buffer
-    const reqs = [append('a', pooled), { op: 'state', topic: 's', touch: false } as const, append('b', big), append('c', small), append('d', bigSlice), append('e', big)];
+    const reqs = [
+      append('a', pooled),
+      { op: 'state', topic: 's', touch: false } as const,
+      append('b', big),
+      append('c', small),
+      append('d', bigSlice),
+      append('e', big),
+    ];
     const expected = [pooled, bigCopy, small, Buffer.from(bigSlice), bigCopy].map((b) => Buffer.from(b).toString('latin1'));
     await Promise.all(reqs.map((r) => client.request(r)));
     assert.equal(toWorker.length, 1, 'one message');
@@ -79,7 +86,11 @@ test('small append bodies cross in one shared buffer, big whole ones are transfe
     assert.equal(big.byteLength, 0, 'the big whole body was transferred, not copied');
     assert.equal(pooled.byteLength, 31, 'small bodies are copied: the caller keeps its view');
     // pooled + small + the big slice + the second use of `big` (it cannot be transferred twice).
-    assert.equal(m.bodies!.byteLength, 31 + small.byteLength + bigSlice.byteLength + bigCopy.byteLength, 'one shared buffer for the copied bodies');
+    assert.equal(
+      m.bodies!.byteLength,
+      31 + small.byteLength + bigSlice.byteLength + bigCopy.byteLength,
+      'one shared buffer for the copied bodies',
+    );
     assert.equal(m.bodyEnds!.length, 4);
     assert.deepEqual(
       seen.map((r) => r.topic),

@@ -85,7 +85,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ k: fc.constant<'clock'>('clock'), ms: fc.integer({ min: 0, max: 1500 }) }), weight: 3 },
   {
     arbitrary: fc
-      .record({ k: fc.constant<'delete'>('delete'), before: fc.option(fc.nat(1000), { nil: null }), match: fc.option(matchArb, { nil: null }) })
+      .record({
+        k: fc.constant<'delete'>('delete'),
+        before: fc.option(fc.nat(1000), { nil: null }),
+        match: fc.option(matchArb, { nil: null }),
+      })
       .filter((o) => o.before !== null || o.match !== null),
     weight: 2,
   },
@@ -277,7 +281,11 @@ function checkedDiff(x: Ctx, cursor: number, limit: number): any {
   } else {
     const tb = b.tombstone;
     assert.ok(tb, `${w}: expected a tombstone ${JSON.stringify(tomb)}`);
-    assert.deepEqual(Object.keys(tb).sort(), ['earliest_seq', 'gap_from', 'gap_to', 'head_seq', 'missed_estimate', 'reason'], `${w}: tombstone keys`);
+    assert.deepEqual(
+      Object.keys(tb).sort(),
+      ['earliest_seq', 'gap_from', 'gap_to', 'head_seq', 'missed_estimate', 'reason'],
+      `${w}: tombstone keys`,
+    );
     assert.equal(tb.gap_from, tomb.gap_from, `${w}: gap_from in ${JSON.stringify(tb)}`);
     assert.equal(tb.gap_to, tomb.gap_to, `${w}: gap_to in ${JSON.stringify(tb)}`);
     assert.equal(tb.earliest_seq, earliest, `${w}: tombstone earliest_seq`);
@@ -318,7 +326,10 @@ function checkedDiff(x: Ctx, cursor: number, limit: number): any {
   else {
     const last = exp[exp.length - 1]!.seq;
     const following = avail[limit]?.seq ?? head + 1;
-    assert.ok(next >= last && next < following && next <= head, `${w}: next_from_seq ${next} outside [${last}, ${Math.min(following - 1, head)}]`);
+    assert.ok(
+      next >= last && next < following && next <= head,
+      `${w}: next_from_seq ${next} outside [${last}, ${Math.min(following - 1, head)}]`,
+    );
   }
   assert.equal(b.caught_up, next === head, `${w}: caught_up`);
   assert.equal(b.lag, head - next, `${w}: lag`);
@@ -350,7 +361,8 @@ function checkPartition(x: Ctx, cursor: number, pages: any[], w: string): void {
       assert.ok(!inTomb(s), `${w}: delivered seq ${s} is inside the tombstone`);
     } else {
       assert.ok(inTomb(s) || fate === 'deleted', `${w}: seq ${s} (${fate}) neither delivered, nor in a tombstone, nor deleted by the user`);
-      if (fate === 'cap' || fate === 'ttl') assert.ok(inTomb(s), `${w}: ${fate}-removed seq ${s} above the cursor is not covered by a tombstone`);
+      if (fate === 'cap' || fate === 'ttl')
+        assert.ok(inTomb(s), `${w}: ${fate}-removed seq ${s} above the cursor is not covered by a tombstone`);
     }
   }
   if (tb && tb.reason !== 'recreated') {
@@ -444,7 +456,11 @@ function runOp(x: Ctx, op: Op): void {
         if ((c.cap_records > 0 && m.count() + n > c.cap_records) || (c.cap_bytes > 0 && m.bytes() + batchBytes > c.cap_bytes)) {
           bump('topic_full');
           const d = expectError(x, r, 'topic_full', 422);
-          assert.deepEqual(d, { topic: 't', cap_records: c.cap_records, cap_bytes: c.cap_bytes, head_seq: m.head, earliest_seq: m.earliest() }, `${x.what}: topic_full detail`);
+          assert.deepEqual(
+            d,
+            { topic: 't', cap_records: c.cap_records, cap_bytes: c.cap_bytes, head_seq: m.head, earliest_seq: m.earliest() },
+            `${x.what}: topic_full detail`,
+          );
           return;
         }
       }
@@ -452,10 +468,16 @@ function runOp(x: Ctx, op: Op): void {
       const first = m.head + 1;
       const ts = Math.max(sim.now, m.lastTs);
       m.lastTs = ts;
-      built.forEach((bb, i) => m.recs.push({ seq: first + i, ts, tag: op.recs[i]!.tag, data: bb.data, meta: bb.meta, bytes: bb.bytes, fate: 'live' }));
+      built.forEach((bb, i) =>
+        m.recs.push({ seq: first + i, ts, tag: op.recs[i]!.tag, data: bb.data, meta: bb.meta, bytes: bb.bytes, fate: 'live' }),
+      );
       assert.equal(b.first_seq, first, `${x.what}: first_seq`);
       assert.equal(b.last_seq, first + n - 1, `${x.what}: last_seq`);
-      assert.deepEqual(b.seqs, Array.from({ length: n }, (_, i) => first + i), `${x.what}: seqs`);
+      assert.deepEqual(
+        b.seqs,
+        Array.from({ length: n }, (_, i) => first + i),
+        `${x.what}: seqs`,
+      );
       assert.equal(b.head_seq, m.head, `${x.what}: head_seq`);
       assert.equal(b.created, created, `${x.what}: created`);
       m.applyCaps();
@@ -572,8 +594,17 @@ test('retention model: random appends, config changes, clock, deletes and reads 
 
 // A few fixed programs, so the basic shapes are covered whatever the random seed.
 test('retention model: fixed programs', () => {
-  const A = (n: number, tag?: string): Op => ({ k: 'append', recs: Array.from({ length: n }, () => ({ len: 3, ch: 'x', tag, meta: false })) });
-  const put = (capRecords: number, capBytes: number, discard: 'old' | 'reject', ttl: number): Op => ({ k: 'put', capRecords, capBytes, discard, ttl });
+  const A = (n: number, tag?: string): Op => ({
+    k: 'append',
+    recs: Array.from({ length: n }, () => ({ len: 3, ch: 'x', tag, meta: false })),
+  });
+  const put = (capRecords: number, capBytes: number, discard: 'old' | 'reject', ttl: number): Op => ({
+    k: 'put',
+    capRecords,
+    capBytes,
+    discard,
+    ttl,
+  });
   const programs: Op[][] = [
     // cap eviction, then a delete above the floor (silent), then a read from below the floor
     [A(10), put(5, 0, 'old', 0), { k: 'delete', before: 9, match: null }, { k: 'read', cursor: 3, limit: 10 }],
@@ -582,13 +613,29 @@ test('retention model: fixed programs', () => {
     // reject: fill, refuse, free by delete, fill again; a batch alone too big
     [put(3, 0, 'reject', 0), A(2), A(1), A(1), { k: 'delete', before: 2, match: null }, A(1), A(4)],
     // tags: Glob and Eq, point-in-time
-    [A(3, 'ab'), A(2, 'b'), { k: 'delete', before: null, match: { op: 'Glob', value: 'a' } }, A(2, 'ab'), { k: 'delete', before: null, match: { op: 'Eq', value: 'b' } }],
+    [
+      A(3, 'ab'),
+      A(2, 'b'),
+      { k: 'delete', before: null, match: { op: 'Glob', value: 'a' } },
+      A(2, 'ab'),
+      { k: 'delete', before: null, match: { op: 'Eq', value: 'b' } },
+    ],
     // everything deleted, if_empty delete, recreate by append, read with an old cursor
     [A(4), { k: 'delete', before: 100, match: null }, { k: 'deleteTopic', ifEmpty: true }, A(2), { k: 'read', cursor: 3, limit: 5 }],
     // TTL-expired topic deleted with if_empty (no read in between)
     [put(0, 0, 'old', 100), A(3), { k: 'clock', ms: 500 }, { k: 'deleteTopic', ifEmpty: true }],
     // bytes cap with meta
-    [put(0, 40, 'old', 0), { k: 'append', recs: [{ len: 10, ch: 'é', tag: 'a', meta: true }, { len: 2, ch: 'x', tag: undefined, meta: true }] }, A(3)],
+    [
+      put(0, 40, 'old', 0),
+      {
+        k: 'append',
+        recs: [
+          { len: 10, ch: 'é', tag: 'a', meta: true },
+          { len: 2, ch: 'x', tag: undefined, meta: true },
+        ],
+      },
+      A(3),
+    ],
   ];
   for (const p of programs) runProgram(p);
 });

@@ -25,7 +25,10 @@ test('loss ledger: never more than 64 runs; the oldest merge as mixed', () => {
   assert.equal(l.runs[0]!.from, 1);
   assert.equal(l.runs[0]!.reason, 'mixed');
   assert.equal(l.runs.at(-1)!.to, 200);
-  assert.equal(l.runs.reduce((a, r) => a + r.count, 0), 200);
+  assert.equal(
+    l.runs.reduce((a, r) => a + r.count, 0),
+    200,
+  );
 });
 
 test('tag index: Eq lookups, prefix Globs over sorted keys, pruning', () => {

@@ -123,7 +123,17 @@ test('copy body: stored bytes, preserve_* honoured, _spool_router last in meta f
   assert.ok(p.ok);
   const texts: RecordText[] = [];
   forEachAppendRecord(frame, p.frame, readAppendHead(frame, p.frame), (_i, r) => texts.push(RecordText.fromExtent(frame, r)));
-  const def: RouterDef = { name: 'a->b', id: 1, source: 'a', dest: 'b', preserveNode: true, preserveTag: false, filter: null, allowCycle: false, guarantee: 'exactly_once' };
+  const def: RouterDef = {
+    name: 'a->b',
+    id: 1,
+    source: 'a',
+    dest: 'b',
+    preserveNode: true,
+    preserveTag: false,
+    filter: null,
+    allowCycle: false,
+    guarantee: 'exactly_once',
+  };
   const b = new CopyBody(def, 77);
   b.add(1, texts[0]!);
   b.add(2, texts[1]!);

@@ -143,7 +143,10 @@ describe('segment store faults', { concurrency: true }, () => {
       assert.equal(attempts, 1, 'no write per frame while the retry is pending');
       r.ffs.clear();
       await until('the retry wrote all of them', () => r.written.length === 201);
-      assert.deepEqual(r.written, Array.from({ length: 201 }, (_, i) => `A${i}`));
+      assert.deepEqual(
+        r.written,
+        Array.from({ length: 201 }, (_, i) => `A${i}`),
+      );
       assert.deepEqual(r.fatal, []);
     });
   });
@@ -178,15 +181,27 @@ describe('segment store faults', { concurrency: true }, () => {
       assert.deepEqual(r.written, ['A0', 'A1']);
       r.ffs.clear();
       await until('the rest', () => r.written.length === 5);
-      assert.deepEqual(r.written.filter((w) => w.startsWith('A')), ['A0', 'A1', 'A2', 'A3'], 'in order within a topic, once each');
-      assert.deepEqual(r.written.filter((w) => w.startsWith('B')), ['B0']);
+      assert.deepEqual(
+        r.written.filter((w) => w.startsWith('A')),
+        ['A0', 'A1', 'A2', 'A3'],
+        'in order within a topic, once each',
+      );
+      assert.deepEqual(
+        r.written.filter((w) => w.startsWith('B')),
+        ['B0'],
+      );
       await r.store.flushAll();
       const writevs = (p: string) => r.ffs.callLog().filter((c) => c.op === 'file.writev' && c.path === p).length;
       assert.equal(writevs(segPath(A, 1)), 1, 'the first run was written once');
       assert.equal(writevs(segPath(A, 10)), 1);
       await r.store.close();
       r.disk.crash('durable-only');
-      for (const [t, s] of [[A, 1], [A, 10], [B, 1]] as const) assert.deepEqual(r.disk.fs().readFileSync(segPath(t, s)), r.expected(t, s), `${t}/${s}`);
+      for (const [t, s] of [
+        [A, 1],
+        [A, 10],
+        [B, 1],
+      ] as const)
+        assert.deepEqual(r.disk.fs().readFileSync(segPath(t, s)), r.expected(t, s), `${t}/${s}`);
       assert.deepEqual(r.fatal, []);
     });
   });

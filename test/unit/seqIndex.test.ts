@@ -26,12 +26,24 @@ interface Slot {
 
 const text = (n: number) => new RecordText(Buffer.from(`{"data":${n}}`), 0, 0, 0, 0, 0, -1, 8, String(n).length);
 
-type Op = { t: 'put'; n: number; hot: boolean } | { t: 'pad'; n: number } | { t: 'state'; back: number; st: number } | { t: 'cold'; back: number } | { t: 'drop'; back: number };
+type Op =
+  | { t: 'put'; n: number; hot: boolean }
+  | { t: 'pad'; n: number }
+  | { t: 'state'; back: number; st: number }
+  | { t: 'cold'; back: number }
+  | { t: 'drop'; back: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 6, arbitrary: fc.record({ t: fc.constant('put' as const), n: fc.integer({ min: 1, max: 700 }), hot: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('pad' as const), n: fc.integer({ min: 1, max: 5000 }) }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant('state' as const), back: fc.nat(9000), st: fc.constantFrom(SlotState.DELETED, SlotState.EVICTED) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant('state' as const),
+      back: fc.nat(9000),
+      st: fc.constantFrom(SlotState.DELETED, SlotState.EVICTED),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('cold' as const), back: fc.nat(9000) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), back: fc.nat(3000) }) },
 );
@@ -48,13 +60,23 @@ class Driver {
     if (op.t === 'put') {
       for (let k = 0; k < op.n; k++) {
         const seq = ++this.last;
-        const slot: Slot = { state: SlotState.LIVE, ts: seq * 3, bytes: seq % 977, nodeId: seq % 5, loc: seq * 2 ** 20, frameLen: 64 + (seq % 7), recIdx: (seq * 7919) % 65536, text: op.hot ? text(seq) : undefined };
+        const slot: Slot = {
+          state: SlotState.LIVE,
+          ts: seq * 3,
+          bytes: seq % 977,
+          nodeId: seq % 5,
+          loc: seq * 2 ** 20,
+          frameLen: 64 + (seq % 7),
+          recIdx: (seq * 7919) % 65536,
+          text: op.hot ? text(seq) : undefined,
+        };
         idx.put(seq, slot.ts, slot.bytes, slot.nodeId, slot.loc, slot.frameLen, slot.recIdx, slot.text);
         model.set(seq, slot);
       }
     } else if (op.t === 'pad') {
       idx.pad(this.last + op.n);
-      for (let s = this.last + 1; s <= this.last + op.n; s++) model.set(s, { state: SlotState.EMPTY, ts: 0, bytes: 0, nodeId: 0, loc: 0, frameLen: 0, recIdx: 0, text: undefined });
+      for (let s = this.last + 1; s <= this.last + op.n; s++)
+        model.set(s, { state: SlotState.EMPTY, ts: 0, bytes: 0, nodeId: 0, loc: 0, frameLen: 0, recIdx: 0, text: undefined });
       this.last += op.n;
     } else if (op.t === 'state' || op.t === 'cold') {
       const seq = this.last - op.back;
@@ -105,7 +127,11 @@ class Driver {
     }
     // nextPut: the next slot that held a record, live or dead (reading from a time probes with it).
     const put = [...this.model].filter(([seq, m]) => seq > this.dropped && m.state !== SlotState.EMPTY).map(([seq]) => seq);
-    for (const from of [this.dropped + 1, ...put.filter((_, k) => k % 89 === 0).map((s) => s + 1), Math.max(this.dropped + 1, Math.floor(last / 2))]) {
+    for (const from of [
+      this.dropped + 1,
+      ...put.filter((_, k) => k % 89 === 0).map((s) => s + 1),
+      Math.max(this.dropped + 1, Math.floor(last / 2)),
+    ]) {
       const to = Math.min(last, from + 3000);
       const want = put.find((s) => s >= from && s <= to) ?? to + 1;
       assert.equal(idx.nextPut(from, to), want, `${label}nextPut(${from}, ${to})`);
@@ -133,7 +159,14 @@ test('small chunks of several indexes share slabs: growth frees blocks that othe
   const small: fc.Arbitrary<Op> = fc.oneof(
     { weight: 6, arbitrary: fc.record({ t: fc.constant('put' as const), n: fc.integer({ min: 1, max: 40 }), hot: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ t: fc.constant('pad' as const), n: fc.integer({ min: 1, max: 30 }) }) },
-    { weight: 2, arbitrary: fc.record({ t: fc.constant('state' as const), back: fc.nat(60), st: fc.constantFrom(SlotState.DELETED, SlotState.EVICTED) }) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        t: fc.constant('state' as const),
+        back: fc.nat(60),
+        st: fc.constantFrom(SlotState.DELETED, SlotState.EVICTED),
+      }),
+    },
   );
   fc.assert(
     fc.property(fc.array(fc.tuple(fc.nat(5), small), { maxLength: 80 }), (ops) => {
@@ -158,7 +191,10 @@ test('a topic of ten records holds columns for 16 slots, not a whole chunk', () 
     [1024, 1024, 1024, 1024, 1024],
     'full chunks, then a growing one (904 of its slots put)',
   );
-  assert.ok(chunks.every((c) => c.slab === -1), 'chunks past 256 slots have buffers of their own');
+  assert.ok(
+    chunks.every((c) => c.slab === -1),
+    'chunks past 256 slots have buffers of their own',
+  );
   assert.equal(idx.ts(4097), 4097);
   assert.equal(idx.text(10)?.dataLen, 2);
 });
@@ -171,11 +207,19 @@ test('padding a reservation block after a crash allocates no slots, nor do the r
   for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
   idx.pad(1034);
   const chunks = (idx as unknown as { chunks: ({ cap: number; lo: number } | undefined)[] }).chunks;
-  assert.deepEqual(chunks.map((c) => c?.cap), [16], 'still the 16 slots of the ten records');
+  assert.deepEqual(
+    chunks.map((c) => c?.cap),
+    [16],
+    'still the 16 slots of the ten records',
+  );
   assert.equal(idx.last, 1034);
   assert.equal(idx.state(500), SlotState.EMPTY);
   for (let s = 1035; s <= 1044; s++) idx.put(s, s, 1, 0, s, 64, 0, text(s));
-  assert.deepEqual(chunks.map((c) => c?.cap), [16, 16], 'ten more records, sixteen more slots');
+  assert.deepEqual(
+    chunks.map((c) => c?.cap),
+    [16, 16],
+    'ten more records, sixteen more slots',
+  );
   assert.equal(chunks[1]!.lo, 10, 'the second chunk has columns from its first put on');
   assert.equal(idx.state(1035), SlotState.LIVE);
   assert.equal(idx.state(1034), SlotState.EMPTY);
@@ -184,7 +228,10 @@ test('padding a reservation block after a crash allocates no slots, nor do the r
   // Three crashes later the run starts late in its chunk: it still holds only what was put.
   idx.pad(5000);
   for (let s = 5001; s <= 5010; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
-  assert.deepEqual(chunks.map((c) => c?.cap), [16, 16, undefined, undefined, 16]);
+  assert.deepEqual(
+    chunks.map((c) => c?.cap),
+    [16, 16, undefined, undefined, 16],
+  );
   assert.equal(idx.nextLive(1045, 6000), 5001);
   // A run that reaches the end of its chunk moves its columns down instead of past the end.
   for (let s = 5011; s <= 5120; s++) idx.put(s, s, 1, 0, s, 64, 0, s === 5100 ? text(s) : undefined);

@@ -144,7 +144,10 @@ test('unsynced operations past PENDING_OPS_MAX are written back (durable) oldest
   const fd = createSynced(fsx, '', true);
   for (let i = 0; i < PENDING_OPS_MAX + 10; i++) fsx.writeSync(fd, Buffer.from([i & 0xff]), i);
   disk.crash('durable-only');
-  assert.deepEqual([...disk.fs().readFileSync(F)], Array.from({ length: 10 }, (_, i) => i));
+  assert.deepEqual(
+    [...disk.fs().readFileSync(F)],
+    Array.from({ length: 10 }, (_, i) => i),
+  );
 });
 
 // ---- random mode ----------------------------------------------------------------------------
@@ -194,7 +197,11 @@ test('random crashes: every outcome is an in-order subset of the unsynced ops (l
     assert.ok(allowed.has(got), `seed random-${i}: ${JSON.stringify(got)} is not an allowed outcome`);
     seen.add(got);
   }
-  assert.deepEqual([...allowed].filter((o) => !seen.has(o)), [], 'outcomes never reached');
+  assert.deepEqual(
+    [...allowed].filter((o) => !seen.has(o)),
+    [],
+    'outcomes never reached',
+  );
   assert.ok(allowed.size > 10);
 });
 
@@ -258,14 +265,17 @@ test('failAt: the n-th call throws a Node-shaped error and applies nothing', asy
   const { disk, fsx } = setup('hello');
   const fd = fsx.openSync(F, 'r+');
   disk.failAt(disk.calls + 1, 'ENOSPC');
-  assert.throws(() => fsx.writeSync(fd, Buffer.from('XX'), 0), (err: NodeJS.ErrnoException) => {
-    assert.equal(err.code, 'ENOSPC');
-    assert.equal(err.errno, -28);
-    assert.equal(err.syscall, 'write');
-    assert.equal(err.path, F);
-    assert.equal(err.message, "ENOSPC: no space left on device, write '/d/f'");
-    return true;
-  });
+  assert.throws(
+    () => fsx.writeSync(fd, Buffer.from('XX'), 0),
+    (err: NodeJS.ErrnoException) => {
+      assert.equal(err.code, 'ENOSPC');
+      assert.equal(err.errno, -28);
+      assert.equal(err.syscall, 'write');
+      assert.equal(err.path, F);
+      assert.equal(err.message, "ENOSPC: no space left on device, write '/d/f'");
+      return true;
+    },
+  );
   assert.equal(text(fsx, F), 'hello');
   fsx.writeSync(fd, Buffer.from('J'), 0); // once: the next call works
   assert.equal(text(fsx, F), 'Jello');
@@ -311,7 +321,12 @@ test('failWhen fails every matching call; existsSync reads a fault as "absent"',
 // ---- freezing -------------------------------------------------------------------------------
 
 function settlesWithin(ms: number, promises: Promise<unknown>[]): Promise<boolean> {
-  const settled = promises.map((p) => p.then(() => true, () => true));
+  const settled = promises.map((p) =>
+    p.then(
+      () => true,
+      () => true,
+    ),
+  );
   return Promise.race([...settled, delay(ms).then(() => false)]);
 }
 
@@ -345,8 +360,24 @@ test('freezeAt: the n-th call completes, then every view is dead (sync inert, as
   fsx.mkdirSync(F);
   fsx.unlinkSync('/missing');
   fsx.renameSync('/missing', '/elsewhere');
-  const pending: Promise<unknown>[] = [fsx.readFile(F), fsx.open(F, 'r'), fsx.readdir(D), fsx.fdatasync(fd), fsx.mkdir('/m'), fsx.rm(D), fsx.rename(F, '/x'), fsx.truncate(F, 0)];
-  pending.push(fh.sync(), fh.writev([Buffer.from('x')], 0), fh.read(Buffer.alloc(1), 0, 1, 0), fh.writeFile(Buffer.from('x')), fh.truncate(0), fh.close());
+  const pending: Promise<unknown>[] = [
+    fsx.readFile(F),
+    fsx.open(F, 'r'),
+    fsx.readdir(D),
+    fsx.fdatasync(fd),
+    fsx.mkdir('/m'),
+    fsx.rm(D),
+    fsx.rename(F, '/x'),
+    fsx.truncate(F, 0),
+  ];
+  pending.push(
+    fh.sync(),
+    fh.writev([Buffer.from('x')], 0),
+    fh.read(Buffer.alloc(1), 0, 1, 0),
+    fh.writeFile(Buffer.from('x')),
+    fh.truncate(0),
+    fh.close(),
+  );
   assert.equal(await settlesWithin(30, pending), false, 'a dead async call settled');
   assert.equal(disk.calls, calls, 'dead calls are not counted');
   assert.equal(disk.peek(F)?.toString(), 'Durable', 'dead calls touch nothing');

@@ -84,11 +84,18 @@ test('WalWriter on a SimDisk: after a durable-only crash scanWal reads back exac
   mkdirDurable(disk.fs(), walDir(DATA));
   const { written, synced } = await writeWal(disk, disk.fs());
   assert.ok(synced < written, 'some frames stay unsynced');
-  assert.deepEqual(await scannedFrames(disk.fs()), Array.from({ length: written }, (_, i) => i), 'before the crash');
+  assert.deepEqual(
+    await scannedFrames(disk.fs()),
+    Array.from({ length: written }, (_, i) => i),
+    'before the crash',
+  );
   disk.crash('durable-only');
   const after = disk.fs();
   assert.ok(listWalFiles(after, DATA).length > 2);
-  assert.deepEqual(await scannedFrames(after), Array.from({ length: synced }, (_, i) => i));
+  assert.deepEqual(
+    await scannedFrames(after),
+    Array.from({ length: synced }, (_, i) => i),
+  );
 });
 
 test('WalWriter on a SimDisk: after random crashes scanWal reads a prefix holding every synced frame, and a rescan agrees', async () => {
@@ -102,7 +109,11 @@ test('WalWriter on a SimDisk: after random crashes scanWal reads a prefix holdin
     const got = await scannedFrames(disk.fs());
     if (last!.tornBytes > 0) torn++;
     if (last!.quarantinedBytes > 0) quarantined++;
-    assert.deepEqual(got, Array.from({ length: got.length }, (_, i) => i), `seed ${s}: not a prefix`);
+    assert.deepEqual(
+      got,
+      Array.from({ length: got.length }, (_, i) => i),
+      `seed ${s}: not a prefix`,
+    );
     assert.ok(got.length >= synced && got.length <= written, `seed ${s}: ${got.length} frames, synced ${synced}, written ${written}`);
     assert.deepEqual(await scannedFrames(disk.fs()), got, `seed ${s}: the scan's repair changed the log`);
   }
@@ -146,7 +157,12 @@ test('a crash at any call of a snapshot write leaves the old snapshot (before th
   const dirSync = dry.disk.callLog().find((r) => r.call > dry.base && r.op === 'file.sync' && r.path === metaDir(DATA));
   assert.ok(dirSync, `no directory fsync in:\n${dry.disk.formatCallLog()}`);
   for (let n = 1; n <= total; n++) {
-    for (const [mode, seed] of [['durable-only', 'd'], ['random', 'r1'], ['random', 'r2'], ['random', 'r3']] as [CrashMode, string][]) {
+    for (const [mode, seed] of [
+      ['durable-only', 'd'],
+      ['random', 'r1'],
+      ['random', 'r2'],
+      ['random', 'r3'],
+    ] as [CrashMode, string][]) {
       const { disk, base } = await prepared(`${seed}-${n}`);
       disk.freezeAt(base + n);
       const writing = writeSnapshotBytes(disk.fs(), DATA, B.cut, encodeSnapshot(B));
@@ -154,7 +170,11 @@ test('a crash at any call of a snapshot write leaves the old snapshot (before th
       assert.ok(disk.isFrozen);
       disk.crash(mode);
       const want: SnapshotBody = base + n >= dirSync.call ? B : A;
-      assert.deepEqual(load(disk.fs()), { snap: want, warnings: [] }, `freeze after call ${n} of ${total} (${mode} ${seed}):\n${disk.describe()}`);
+      assert.deepEqual(
+        load(disk.fs()),
+        { snap: want, warnings: [] },
+        `freeze after call ${n} of ${total} (${mode} ${seed}):\n${disk.describe()}`,
+      );
     }
   }
 });
@@ -207,7 +227,10 @@ test('a newest segment whose last frame lost only its zero padding in a crash ge
   // Found by the crash sweep (test/crash/crashSweep.test.ts): the frame passed its CRC, the index
   // counted it with its padding, and a cold read of it failed ("short segment read").
   const id = 0x01_000001;
-  const frames = [encodeJsonFrame(FrameType.APPEND, id, { i: 0 }), ...['', 'x', 'xx', 'xxx'].map((pad) => encodeJsonFrame(FrameType.APPEND, id, { i: 1, pad }))];
+  const frames = [
+    encodeJsonFrame(FrameType.APPEND, id, { i: 0 }),
+    ...['', 'x', 'xx', 'xxx'].map((pad) => encodeJsonFrame(FrameType.APPEND, id, { i: 1, pad })),
+  ];
   const lastFrame = frames.slice(1).find((f) => f.readUInt32LE(0) % 8 !== 0)!; // one with padding
   const padding = lastFrame.length - 16 - lastFrame.readUInt32LE(0);
   assert.ok(padding > 0);
@@ -317,7 +340,10 @@ test('open segment files are bounded; a file closed with unsynced writes is stil
     const seg = await readSegment(disk.fs(), id, segs[0]!, segs.length === 1);
     assert.deepEqual(seg.buf, Buffer.concat(frames.get(id)!), `topic ${id} is durable`);
   }
-  assert.deepEqual((await listSegments(disk.fs(), DATA, last)).map((s) => s.firstSeq), [1, 99]);
+  assert.deepEqual(
+    (await listSegments(disk.fs(), DATA, last)).map((s) => s.firstSeq),
+    [1, 99],
+  );
 });
 
 test('flushAll reopens at most FLUSH_LANES files closed while dirty at a time', async () => {
@@ -355,7 +381,7 @@ test('flushAll reopens at most FLUSH_LANES files closed while dirty at a time', 
   for (const id of ids.slice(0, 5)) assert.equal((await listSegments(disk.fs(), DATA, id)).length, 1, `topic ${id} is durable`);
 });
 
-test('with a write delay, a topic\'s frames share one writev; flushAll, reads and unlinks do not wait for the delay', async () => {
+test("with a write delay, a topic's frames share one writev; flushAll, reads and unlinks do not wait for the delay", async () => {
   // Hot-paths issue: one libuv round trip per single-record append was ~10% of the worker's busy
   // time at one client. The delay is long here so that only the early writes can explain a pass.
   const disk = new SimDisk();
@@ -406,5 +432,8 @@ test('with a write delay, a topic\'s frames share one writev; flushAll, reads an
   disk.crash('durable-only');
   const seg = await readSegment(disk.fs(), id, (await listSegments(disk.fs(), DATA, id))[0]!, true);
   assert.deepEqual(seg.buf, all, 'the delayed frames are durable after flushAll');
-  assert.deepEqual((await listSegments(disk.fs(), DATA, id2)).map((s) => s.firstSeq), [7]);
+  assert.deepEqual(
+    (await listSegments(disk.fs(), DATA, id2)).map((s) => s.firstSeq),
+    [7],
+  );
 });

@@ -22,14 +22,43 @@ const CONFIGS = [config({}), config({ ttl_ms: 60_000 }), config({ durability: 'f
 const NAMES = Array.from({ length: 24 }, (_, i) => `t${i}`);
 
 function topic(name: string, n: number, c: number): DormantTopic {
-  return { id: 1000 + n, name, config: CONFIGS[c]!, created_ms: 5 + n, reserved: 20 + n, head: 10 + n, count: n, bytes: 7 * n, earliest: 1, last_ts_ms: 99 + n, first_ts_ms: 50, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 9 * n };
+  return {
+    id: 1000 + n,
+    name,
+    config: CONFIGS[c]!,
+    created_ms: 5 + n,
+    reserved: 20 + n,
+    head: 10 + n,
+    count: n,
+    bytes: 7 * n,
+    earliest: 1,
+    last_ts_ms: 99 + n,
+    first_ts_ms: 50,
+    last_write_ms: null,
+    last_read_ms: null,
+    last_consumed_ms: null,
+    packed_bytes: 9 * n,
+  };
 }
 
-type Op = { t: 'put'; name: string; n: number; c: number } | { t: 'take'; name: string } | { t: 'pad' } | { t: 'touch'; name: string } | { t: 'checkpoint'; meanwhile: Op[] };
+type Op =
+  | { t: 'put'; name: string; n: number; c: number }
+  | { t: 'take'; name: string }
+  | { t: 'pad' }
+  | { t: 'touch'; name: string }
+  | { t: 'checkpoint'; meanwhile: Op[] };
 
 const nameArb = fc.constantFrom(...NAMES);
 const changeArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ t: fc.constant('put' as const), name: nameArb, n: fc.integer({ min: 0, max: 1000 }), c: fc.integer({ min: 0, max: CONFIGS.length - 1 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      t: fc.constant('put' as const),
+      name: nameArb,
+      n: fc.integer({ min: 0, max: 1000 }),
+      c: fc.integer({ min: 0, max: CONFIGS.length - 1 }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ t: fc.constant('take' as const), name: nameArb }) },
   { weight: 1, arbitrary: fc.constant({ t: 'pad' as const }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('touch' as const), name: nameArb }) },
@@ -113,20 +142,33 @@ test('kept lines are joined by reference, and only blocks changed since are enco
   for (let i = 0; i < 12; i++) table.put(topic(NAMES[i]!, i, i % 2));
   const first = checkpoint(table, lines, []);
   const kept = lines.plan(true);
-  assert.deepEqual(kept.map((j) => 'kept' in j), [true, true, true]);
+  assert.deepEqual(
+    kept.map((j) => 'kept' in j),
+    [true, true, true],
+  );
   const bytes = lines.bytes;
   assert.ok(bytes > 0);
   table.take('t5'); // block 1
   table.touch('t9', 7); // the consumption clock is not written: block 2 stays kept
-  assert.deepEqual(lines.plan(true).map((j) => 'kept' in j), [true, false, true]);
-  assert.deepEqual(lines.plan(false).map((j) => 'kept' in j), [false, false, false], 'a final checkpoint keeps none');
+  assert.deepEqual(
+    lines.plan(true).map((j) => 'kept' in j),
+    [true, false, true],
+  );
+  assert.deepEqual(
+    lines.plan(false).map((j) => 'kept' in j),
+    [false, false, false],
+    'a final checkpoint keeps none',
+  );
   const second = checkpoint(table, lines, []);
   assert.deepEqual(second, fresh(table));
   assert.ok(second.length < first.length);
   assert.ok(lines.bytes < bytes, 'the block re-encoded holds one line less');
   // Pads change what rows write (head = reserved): every block is encoded again.
   table.padAllToReserved();
-  assert.deepEqual(lines.plan(true).map((j) => 'kept' in j), [false, false, false]);
+  assert.deepEqual(
+    lines.plan(true).map((j) => 'kept' in j),
+    [false, false, false],
+  );
   assert.deepEqual(checkpoint(table, lines, []), fresh(table));
 });
 

@@ -7,7 +7,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
-import { decodeSnapshot, encodeSnapshot, encodeSnapshotV2, loadNewestSnapshot, readNewestSnapshot, writeSnapshot, writeSnapshotBytes, type SnapshotBody } from '../../src/storage/snapshot.js';
+import {
+  decodeSnapshot,
+  encodeSnapshot,
+  encodeSnapshotV2,
+  loadNewestSnapshot,
+  readNewestSnapshot,
+  writeSnapshot,
+  writeSnapshotBytes,
+  type SnapshotBody,
+} from '../../src/storage/snapshot.js';
 import { SectionWriter, readSection, sectionTopicIds, type SectionPart } from '../../src/storage/snapshotSection.js';
 import { metaDir } from '../../src/format/layout.js';
 import { resolveConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
@@ -36,8 +45,20 @@ function body(fileNo: number, offset: number, extra = 0): SnapshotBody {
     previousCut: fileNo > 1 ? { fileNo: fileNo - 1, offset: 32 } : null,
     topics: [
       { id: 0x03_000001, name: 'orders', config: config({ durability: 'fsync' }), created_ms: 1767225600000, reserved: 2048 + extra },
-      { id: 0x03_000002, name: 'caf\u00e9.audit', config: config({ durability: 'disk', idempotency_window_ms: 600000, dedupe_node: false }), created_ms: 1767225600001, reserved: 0 },
-      { id: 0x03_000003, name: 'tmp', config: config({ durability: 'ephemeral', priority: 5000 }), created_ms: 1767225600002, reserved: 9_007_199_254_740_991 },
+      {
+        id: 0x03_000002,
+        name: 'caf\u00e9.audit',
+        config: config({ durability: 'disk', idempotency_window_ms: 600000, dedupe_node: false }),
+        created_ms: 1767225600001,
+        reserved: 0,
+      },
+      {
+        id: 0x03_000003,
+        name: 'tmp',
+        config: config({ durability: 'ephemeral', priority: 5000 }),
+        created_ms: 1767225600002,
+        reserved: 9_007_199_254_740_991,
+      },
     ],
   };
 }
@@ -153,9 +174,15 @@ test('loadNewestSnapshot falls back to the previous snapshot when the newest is 
 
 test('loadNewestSnapshot: no meta dir or no snapshots gives undefined; temp and foreign files are ignored', async () => {
   const dir = tmp();
-  assert.equal(loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')), undefined);
+  assert.equal(
+    loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')),
+    undefined,
+  );
   fs.mkdirSync(metaDir(dir), { recursive: true });
-  assert.equal(loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')), undefined);
+  assert.equal(
+    loadNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected')),
+    undefined,
+  );
   await writeSnapshot(nodeFs, dir, body(5, 64));
   // A temp file left by a crash mid-write, newer by name, is not a snapshot.
   fs.writeFileSync(path.join(metaDir(dir), 'snapshot-00000000000000000006-000000000064.snap.tmp'), 'garbage');
@@ -171,13 +198,36 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   const disk = config({ durability: 'disk' });
   // Recency clocks are not persisted: they come back null whatever they were.
   // first_ts_ms is written for topics with TTL only (read back as 0 for the others).
-  const wm = { head: 10, count: 7, bytes: 70, earliest: 4, last_ts_ms: 1767225600100, first_ts_ms: 0, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: 640 };
+  const wm = {
+    head: 10,
+    count: 7,
+    bytes: 70,
+    earliest: 4,
+    last_ts_ms: 1767225600100,
+    first_ts_ms: 0,
+    last_write_ms: null,
+    last_read_ms: null,
+    last_consumed_ms: null,
+    packed_bytes: 640,
+  };
   const ttlWm = { ...wm, first_ts_ms: 1767225600050 };
   const ttl = config({ durability: 'fsync', ttl_ms: 5 });
   const parts: SectionPart[][] = [
     [
       { id: 1, name: 'a', config: disk, created_ms: 5, reserved: 1024, runs: [3, 0, 320, 4, 64, 320], wm },
-      { id: 2, name: 'b', config: ttl, created_ms: 6, reserved: 9, evict_floor: 4, ledger: [], dead_below: 4, deleted: [[6, 7]], wm: ttlWm, own: [5, 900] },
+      {
+        id: 2,
+        name: 'b',
+        config: ttl,
+        created_ms: 6,
+        reserved: 9,
+        evict_floor: 4,
+        ledger: [],
+        dead_below: 4,
+        deleted: [[6, 7]],
+        wm: ttlWm,
+        own: [5, 900],
+      },
       { id: 3, name: 'c', config: disk, created_ms: 7, reserved: 0 },
       { id: 4, name: 'd', config: ttl, created_ms: 8, reserved: 10, runs: [3, 320, 64], wm: ttlWm },
       // A quiet topic with an own segment file: its first seq and size after the watermarks.
@@ -188,7 +238,10 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   const sections = parts.map((ps, i) => {
     const w = new SectionWriter();
     for (const { runs, wm: m, own, ...part } of ps) w.add(part, runs, m && own ? { ...m, own_first_seq: own[0], own_bytes: own[1] } : m);
-    const s = w.finish({ whole: i === 0 ? ['pack-00000000000000000003-00000-00002.log'] : [], tail: i === 0 ? ['pack-00000000000000000004-00000-00002.log', 384] : null });
+    const s = w.finish({
+      whole: i === 0 ? ['pack-00000000000000000003-00000-00002.log'] : [],
+      tail: i === 0 ? ['pack-00000000000000000004-00000-00002.log', 384] : null,
+    });
     return { ...s, crc: crc32(s.bytes) };
   });
   const pieces = encodeSnapshotV2({ epoch: 3, cut: { fileNo: 2, offset: 64 }, previousCut: null, workers: 2 }, sections);
@@ -197,13 +250,22 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
 
 test("a v2 snapshot: each worker's section round-trips (configs by index, runs, watermarks, own files), read whole or by sections", async () => {
   const { bytes, parts } = v2();
-  assert.deepEqual(decodeSnapshot(bytes), { version: 2, epoch: 3, cut: { fileNo: 2, offset: 64 }, previousCut: null, topics: parts.flat() });
+  assert.deepEqual(decodeSnapshot(bytes), {
+    version: 2,
+    epoch: 3,
+    cut: { fileNo: 2, offset: 64 },
+    previousCut: null,
+    topics: parts.flat(),
+  });
   const dir = tmp();
   await writeSnapshotBytes(nodeFs, dir, { fileNo: 2, offset: 64 }, [bytes.subarray(0, 10), bytes.subarray(10)]);
   const got = await readNewestSnapshot(nodeFs, dir, () => assert.fail('no warning expected'));
   assert.ok(got?.version === 2);
   assert.equal(got.head.workers, 2);
-  assert.deepEqual(got.head.sections.map((x) => x.topics), [5, 0]);
+  assert.deepEqual(
+    got.head.sections.map((x) => x.topics),
+    [5, 0],
+  );
   got.sections.forEach((sec, i) => {
     const read: SectionPart[] = [];
     const head = readSection(sec, (p) => read.push(p.part()));
@@ -241,11 +303,37 @@ test('any single bit flip in a v2 snapshot makes it unreadable, and recovery fal
 test('a section writes every integer up to 2^53 - 1 exactly (digits written without strings)', () => {
   const plain = config({});
   const ttl = config({ ttl_ms: 60_000 });
-  const vals = [0, 1, 9, 10, 99, 100, 999_999_999, 1_000_000_000, 1_000_000_001, 1_795_814_750_485, 123_456_789_012, 2 ** 31, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+  const vals = [
+    0,
+    1,
+    9,
+    10,
+    99,
+    100,
+    999_999_999,
+    1_000_000_000,
+    1_000_000_001,
+    1_795_814_750_485,
+    123_456_789_012,
+    2 ** 31,
+    2 ** 32 + 7,
+    Number.MAX_SAFE_INTEGER,
+  ];
   const w = new SectionWriter();
   // Every other topic has TTL, so its watermarks carry first_ts_ms too.
   const cfg = (i: number) => (i % 2 === 0 ? plain : ttl);
-  const wm = (v: number, i: number) => ({ head: v, count: v, bytes: v, earliest: v, last_ts_ms: v, first_ts_ms: i % 2 === 0 ? 0 : v, last_write_ms: null, last_read_ms: null, last_consumed_ms: null, packed_bytes: v });
+  const wm = (v: number, i: number) => ({
+    head: v,
+    count: v,
+    bytes: v,
+    earliest: v,
+    last_ts_ms: v,
+    first_ts_ms: i % 2 === 0 ? 0 : v,
+    last_write_ms: null,
+    last_read_ms: null,
+    last_consumed_ms: null,
+    packed_bytes: v,
+  });
   vals.forEach((v, i) => w.add({ id: v, name: `n${v}`, config: cfg(i), created_ms: v, reserved: v }, [v, v, v], wm(v, i)));
   const read: SectionPart[] = [];
   readSection(Buffer.from(w.finish({ whole: [], tail: null }).bytes), (p) => read.push(p.part()));

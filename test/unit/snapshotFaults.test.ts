@@ -82,12 +82,18 @@ test('a disk too small for the new snapshot: ENOSPC, the old one loads, and fail
   for (let attempt = 0; attempt < 3; attempt++) {
     await assert.rejects(write(disk.fs(), big), (err) => isDiskFull(err), `attempt ${attempt}`);
     assert.equal(disk.usedBytes(), used, `attempt ${attempt}: the half-written temp file is removed\n${disk.describe()}`);
-    assert.deepEqual(metaNames(disk.fs()).filter((f) => f.endsWith('.tmp')), []);
+    assert.deepEqual(
+      metaNames(disk.fs()).filter((f) => f.endsWith('.tmp')),
+      [],
+    );
     assert.deepEqual(load(disk.fs()), { snap: A, warnings: [] });
   }
   disk.capacityBytes = undefined;
   await write(disk.fs(), big);
   disk.crash('durable-only');
   assert.deepEqual(load(disk.fs()).snap, big);
-  assert.deepEqual(metaNames(disk.fs()).filter((f) => f.endsWith('.tmp')), []);
+  assert.deepEqual(
+    metaNames(disk.fs()).filter((f) => f.endsWith('.tmp')),
+    [],
+  );
 });

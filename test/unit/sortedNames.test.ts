@@ -30,7 +30,14 @@ test('SortedNames pages exactly as a filtered sorted array would', () => {
   fc.assert(
     fc.property(
       fc.array(opArb, { maxLength: 200 }),
-      fc.array(fc.record({ after: fc.oneof(fc.constant(''), nameArb), prefix: fc.oneof(fc.constant(''), fc.stringMatching(/^[abz.é-]{1,2}$/)), limit: fc.integer({ min: 1, max: 30 }) }), { minLength: 1, maxLength: 8 }),
+      fc.array(
+        fc.record({
+          after: fc.oneof(fc.constant(''), nameArb),
+          prefix: fc.oneof(fc.constant(''), fc.stringMatching(/^[abz.é-]{1,2}$/)),
+          limit: fc.integer({ min: 1, max: 30 }),
+        }),
+        { minLength: 1, maxLength: 8 },
+      ),
       fc.integer({ min: 2, max: 6 }),
       (ops, queries, leafMax) => {
         const s = new SortedNames(leafMax);
@@ -74,5 +81,8 @@ test('names added out of order past several leaf splits come back in order', () 
   for (const n of names) s.add(n);
   assert.equal(s.size, 5000);
   assert.deepEqual(page(s, '', '', 6000), [...names].sort());
-  assert.deepEqual(page(s, 't.0010', 't.001', 100), [...names].sort().filter((n) => n > 't.0010' && n.startsWith('t.001')));
+  assert.deepEqual(
+    page(s, 't.0010', 't.001', 100),
+    [...names].sort().filter((n) => n > 't.0010' && n.startsWith('t.001')),
+  );
 });

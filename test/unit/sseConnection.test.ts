@@ -147,7 +147,13 @@ test('frames written in one loop iteration leave in one write; the next iteratio
   await ticksUntil(() => s.writes.length > before + 1);
   assert.equal(s.writes.length, before + 2);
   await c.until(() => c.blocks().length === 5);
-  assert.deepEqual(c.blocks().slice(1).map((b) => b.split('\n')[0]), ['id: 1', 'id: 2', 'id: 3', 'id: 4']);
+  assert.deepEqual(
+    c
+      .blocks()
+      .slice(1)
+      .map((b) => b.split('\n')[0]),
+    ['id: 1', 'id: 2', 'id: 3', 'id: 4'],
+  );
   s.conn.end();
 });
 
@@ -218,7 +224,10 @@ test('fail: a terminal error frame with no id line, then the response ends; writ
   assert.deepEqual(blocks.slice(0, 2), ['retry: 2000', 'id: 1\nevent: record\ndata: {}']);
   assert.equal(blocks.length, 3);
   const last = blocks[2]!.split('\n');
-  assert.deepEqual(last, ['event: error', `data: ${JSON.stringify({ code: 503, error: 'shutting_down', message: 'draining', terminal: true, retry_after_ms: 1000 })}`]);
+  assert.deepEqual(last, [
+    'event: error',
+    `data: ${JSON.stringify({ code: 503, error: 'shutting_down', message: 'draining', terminal: true, retry_after_ms: 1000 })}`,
+  ]);
   assert.ok(!last.some((l) => l.startsWith('id:')));
   assert.deepEqual(s.events, ['close'], 'onClose once');
 });

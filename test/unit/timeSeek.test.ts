@@ -18,7 +18,10 @@ import { defaultConfig } from '../../src/protocol/topicConfig.js';
 type IdxOp = { t: 'put'; n: number; dts: number } | { t: 'pad'; n: number } | { t: 'kill'; back: number } | { t: 'drop'; back: number };
 
 const idxOpArb: fc.Arbitrary<IdxOp> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ t: fc.constant('put' as const), n: fc.integer({ min: 1, max: 900 }), dts: fc.integer({ min: 0, max: 3 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({ t: fc.constant('put' as const), n: fc.integer({ min: 1, max: 900 }), dts: fc.integer({ min: 0, max: 3 }) }),
+  },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('pad' as const), n: fc.integer({ min: 1, max: 3000 }) }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant('kill' as const), back: fc.nat(2000) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('drop' as const), back: fc.nat(3000) }) },
@@ -43,7 +46,8 @@ function buildIndex(ops: IdxOp[]): { idx: SeqIndex; ts: Map<number, number>; las
       idx.pad((last += op.n));
     } else if (op.t === 'kill') {
       // A dead run (a tag delete): its slots keep their $ts.
-      for (let s = last - op.back; s <= Math.min(last, last - op.back + 50); s++) if (ts.has(s) && s > dropped) idx.setState(s, SlotState.DELETED);
+      for (let s = last - op.back; s <= Math.min(last, last - op.back + 50); s++)
+        if (ts.has(s) && s > dropped) idx.setState(s, SlotState.DELETED);
     } else {
       const s = Math.max(1, last - op.back);
       for (let k = dropped + 1; k < s; k++) if (ts.has(k) && idx.state(k) === SlotState.LIVE) idx.setState(k, SlotState.EVICTED);
@@ -56,35 +60,39 @@ function buildIndex(ops: IdxOp[]): { idx: SeqIndex; ts: Map<number, number>; las
 
 test('firstPutAtOrAfter finds what a linear scan finds, in O(log n) probes', () => {
   fc.assert(
-    fc.property(fc.array(idxOpArb, { maxLength: 30 }), fc.array(fc.tuple(fc.nat(), fc.integer({ min: -1, max: 1 })), { minLength: 1, maxLength: 8 }), (ops, picks) => {
-      const { idx, ts, last, dropped } = buildIndex(ops);
-      // Times at and around the $ts of put seqs (dead ones included), and before and after all.
-      const stamps = [...ts.values()];
-      const times = [0, 99_999, ...picks.map(([k, d]) => (stamps.length ? stamps[k % stamps.length]! + d : d))];
-      // Ranges the index still fully knows (dropBelow may have dropped chunks below `dropped`).
-      const ranges: [number, number][] = [
-        [dropped + 1, last],
-        [Math.floor((dropped + last) / 2), last],
-        [dropped + 1, Math.floor((dropped + last) / 2)],
-      ];
-      for (const t of times) {
-        for (const [lo, hi] of ranges) {
-          if (lo < 1) continue;
-          let want = hi + 1;
-          for (let s = lo; s <= hi; s++) {
-            const v = ts.get(s);
-            if (v !== undefined && v >= t) {
-              want = s;
-              break;
+    fc.property(
+      fc.array(idxOpArb, { maxLength: 30 }),
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: -1, max: 1 })), { minLength: 1, maxLength: 8 }),
+      (ops, picks) => {
+        const { idx, ts, last, dropped } = buildIndex(ops);
+        // Times at and around the $ts of put seqs (dead ones included), and before and after all.
+        const stamps = [...ts.values()];
+        const times = [0, 99_999, ...picks.map(([k, d]) => (stamps.length ? stamps[k % stamps.length]! + d : d))];
+        // Ranges the index still fully knows (dropBelow may have dropped chunks below `dropped`).
+        const ranges: [number, number][] = [
+          [dropped + 1, last],
+          [Math.floor((dropped + last) / 2), last],
+          [dropped + 1, Math.floor((dropped + last) / 2)],
+        ];
+        for (const t of times) {
+          for (const [lo, hi] of ranges) {
+            if (lo < 1) continue;
+            let want = hi + 1;
+            for (let s = lo; s <= hi; s++) {
+              const v = ts.get(s);
+              if (v !== undefined && v >= t) {
+                want = s;
+                break;
+              }
             }
+            const got = firstPutAtOrAfter(idx, t, lo, hi);
+            assert.equal(got.seq, want, `first put seq with $ts >= ${t} in [${lo}, ${hi}]`);
+            const bound = 2 * Math.ceil(Math.log2(Math.max(2, hi - lo + 2))) + 2;
+            assert.ok(got.probes <= bound, `${got.probes} probes over ${hi - lo + 1} seqs (bound ${bound})`);
           }
-          const got = firstPutAtOrAfter(idx, t, lo, hi);
-          assert.equal(got.seq, want, `first put seq with $ts >= ${t} in [${lo}, ${hi}]`);
-          const bound = 2 * Math.ceil(Math.log2(Math.max(2, hi - lo + 2))) + 2;
-          assert.ok(got.probes <= bound, `${got.probes} probes over ${hi - lo + 1} seqs (bound ${bound})`);
         }
-      }
-    }),
+      },
+    ),
     { numRuns: 150 },
   );
 });
@@ -120,10 +128,24 @@ type Op =
   | { k: 'deleteTag'; tag: 'a' | 'b' };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ k: fc.constant('append' as const), n: fc.integer({ min: 1, max: 6 }), tag: fc.constantFrom('a' as const, 'b' as const) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      k: fc.constant('append' as const),
+      n: fc.integer({ min: 1, max: 6 }),
+      tag: fc.constantFrom('a' as const, 'b' as const),
+    }),
+  },
   // Both ways: $ts never decreases within a topic even when the clock steps back.
   { weight: 5, arbitrary: fc.record({ k: fc.constant('clock' as const), ms: fc.integer({ min: -2000, max: 1500 }) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('config' as const), cap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 12 })), ttl: fc.oneof(fc.constant(0), fc.integer({ min: 100, max: 3000 })) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('config' as const),
+      cap: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 12 })),
+      ttl: fc.oneof(fc.constant(0), fc.integer({ min: 100, max: 3000 })),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('deleteBefore' as const), back: fc.nat(10) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('deleteTag' as const), tag: fc.constantFrom('a' as const, 'b' as const) }) },
 );
@@ -154,7 +176,11 @@ function runProgram(ops: Op[]): void {
     else if (op.k === 'deleteBefore') call(sim, { op: 'deleteRecords', beforeSeq: Math.max(0, stamps.length - op.back), match: null });
     else if (op.k === 'deleteTag') call(sim, { op: 'deleteRecords', beforeSeq: null, match: { op: 'Eq', value: op.tag } });
     else {
-      const a = call(sim, { op: 'append', body: Buffer.from(JSON.stringify({ records: Array.from({ length: op.n }, (_, k) => ({ data: k, tag: op.tag })) })), returnSeqs: true });
+      const a = call(sim, {
+        op: 'append',
+        body: Buffer.from(JSON.stringify({ records: Array.from({ length: op.n }, (_, k) => ({ data: k, tag: op.tag })) })),
+        returnSeqs: true,
+      });
       // The newest record always survives its own append (a cap keeps at least one; TTL needs time).
       const last = call(sim, diffReq({ fromSeq: a.last_seq - 1, limit: 1 })).records[0];
       assert.equal(last.$seq, a.last_seq, `${what}: the batch's last record reads back`);
@@ -185,7 +211,8 @@ function checkTimes(sim: SimActor, stamps: number[], what: string): void {
       `${w}: the live records at or after the time`,
     );
     if (byTime.tombstone) {
-      for (let s = byTime.tombstone.gap_from; s <= byTime.tombstone.gap_to; s++) assert.ok(stamps[s - 1]! >= t, `${w}: the tombstone covers seq ${s}, older than the time`);
+      for (let s = byTime.tombstone.gap_from; s <= byTime.tombstone.gap_to; s++)
+        assert.ok(stamps[s - 1]! >= t, `${w}: the tombstone covers seq ${s}, older than the time`);
     }
     assert.equal(byTime.next_from_seq, head, `${w}: a single page reaches the head`);
   }
@@ -204,13 +231,21 @@ test('records lost below the oldest record the index knows get the from_seq 0 to
   // 3000 records, one batch per ms: the cap evicts 2500, and the index drops whole chunks below
   // the earliest, so seqs 1..2048 are no longer known.
   for (let i = 0; i < 30; i++) {
-    call(sim, { op: 'append', body: Buffer.from(JSON.stringify({ records: Array.from({ length: 100 }, (_, k) => ({ data: k })) })), returnSeqs: true });
+    call(sim, {
+      op: 'append',
+      body: Buffer.from(JSON.stringify({ records: Array.from({ length: 100 }, (_, k) => ({ data: k })) })),
+      returnSeqs: true,
+    });
     sim.now += 1;
   }
   const t0 = sim.now - 30; // the first batch (seqs 1..100)
   const early = call(sim, diffReq({ fromTsMs: t0 + 5 }));
   assert.equal(early.records[0].$seq, 2501);
-  assert.deepEqual([early.tombstone.gap_from, early.tombstone.gap_to, early.tombstone.reason], [1, 2500, 'cap'], 'the dropped seqs cannot be dated: the whole loss');
+  assert.deepEqual(
+    [early.tombstone.gap_from, early.tombstone.gap_to, early.tombstone.reason],
+    [1, 2500, 'cap'],
+    'the dropped seqs cannot be dated: the whole loss',
+  );
   // A time the index can still place (dead slots of the earliest's chunk keep their $ts).
   const known = call(sim, diffReq({ fromTsMs: t0 + 22 })); // the 23rd batch: seqs 2201..2300
   assert.deepEqual([known.tombstone.gap_from, known.tombstone.gap_to], [2201, 2500], 'only the records at or after the time');

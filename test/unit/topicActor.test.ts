@@ -106,7 +106,16 @@ test('idempotency: a retry gets the original seqs, deduped, nothing appended', (
 test('long-poll diff parks with a timer and wakes on visibility', () => {
   const sim = new SimActor();
   created(sim, 'memory');
-  const d = sim.send({ op: 'diff', fromSeq: 0, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs: 5000, maxBatchBytes: 0 } as never);
+  const d = sim.send({
+    op: 'diff',
+    fromSeq: 0,
+    limit: 0,
+    nodes: null,
+    includeTags: false,
+    includeMeta: true,
+    waitMs: 5000,
+    maxBatchBytes: 0,
+  } as never);
   assert.equal(sim.reply(d), undefined);
   assert.equal([...sim.timers.values()][0], sim.now + 5000);
   sim.append({ records: [{ data: 'x' }] });
@@ -115,7 +124,16 @@ test('long-poll diff parks with a timer and wakes on visibility', () => {
   assert.equal(r.body.records.length, 1);
   assert.equal(sim.timers.size, 0, 'timer cancelled');
   // A parked diff with nothing to read answers empty when its timer fires.
-  const d2 = sim.send({ op: 'diff', fromSeq: 1, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs: 100, maxBatchBytes: 0 } as never);
+  const d2 = sim.send({
+    op: 'diff',
+    fromSeq: 1,
+    limit: 0,
+    nodes: null,
+    includeTags: false,
+    includeMeta: true,
+    waitMs: 100,
+    maxBatchBytes: 0,
+  } as never);
   const [timerId] = sim.timers.keys();
   sim.actor.onTimer(sim.ctx(), timerId!);
   assert.deepEqual(sim.reply(d2).body.records, []);
@@ -130,7 +148,16 @@ test('$ts never decreases within a topic even if the clock steps back', () => {
   sim.now -= 10_000;
   sim.append({ records: [{ data: 2 }] });
   sim.ackAll();
-  const d = sim.send({ op: 'diff', fromSeq: 0, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs: 0, maxBatchBytes: 0 } as never);
+  const d = sim.send({
+    op: 'diff',
+    fromSeq: 0,
+    limit: 0,
+    nodes: null,
+    includeTags: false,
+    includeMeta: true,
+    waitMs: 0,
+    maxBatchBytes: 0,
+  } as never);
   const [a, b] = sim.reply(d).body.records;
   assert.ok(b.$ts >= a.$ts);
 });

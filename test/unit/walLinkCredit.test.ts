@@ -92,13 +92,33 @@ test('acks step only actors with newly written or durable frames, each frame goe
     return acks.splice(n);
   };
   try {
-    await turn([{ ...frame(a, 1, 10), segment: place(1) }, { ...frame(b, 1, 10), segment: place(2) }]); // seq 1
+    await turn([
+      { ...frame(a, 1, 10), segment: place(1) },
+      { ...frame(b, 1, 10), segment: place(2) },
+    ]); // seq 1
     await turn([{ ...frame(a, 2, 10), segment: place(3) }]); // seq 2
     await turn([{ ...frame(b, 2, 10), segment: place(4) }]); // seq 3
-    assert.deepEqual(await ack(1, 0), [['a', 1, 0], ['b', 1, 0]]);
+    assert.deepEqual(await ack(1, 0), [
+      ['a', 1, 0],
+      ['b', 1, 0],
+    ]);
     assert.deepEqual(await ack(2, 0), [['a', 2, 0]], 'b has nothing new: not stepped');
-    assert.deepEqual(await ack(2, 1), [['a', 1, 1], ['b', 1, 1]], 'seq 1 became durable');
-    assert.deepEqual(await ack(3, 3), [['b', 2, 2], ['a', 2, 2]], 'seq 3 written, seqs 2 and 3 durable');
+    assert.deepEqual(
+      await ack(2, 1),
+      [
+        ['a', 1, 1],
+        ['b', 1, 1],
+      ],
+      'seq 1 became durable',
+    );
+    assert.deepEqual(
+      await ack(3, 3),
+      [
+        ['b', 2, 2],
+        ['a', 2, 2],
+      ],
+      'seq 3 written, seqs 2 and 3 durable',
+    );
     assert.deepEqual(await ack(3, 3), [], 'a repeated ack steps nobody');
     assert.deepEqual(segments, [1, 2, 3, 4], 'every frame went to its segment once, in order');
     assert.equal(link.inflightBytes, 0);

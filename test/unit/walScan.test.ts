@@ -11,7 +11,15 @@ import path from 'node:path';
 import { scanWal, type ScanSink, type ScanResult } from '../../src/wal/scan.js';
 import { CorruptionError } from '../../src/core/corruption.js';
 import { createWalFile, encodeWalHeader } from '../../src/wal/files.js';
-import { encodeAppend, encodeJsonFrame, encodeSeqReserve, probeFrame, readAppendHead, type AppendRecordInput, type FrameView } from '../../src/format/frame.js';
+import {
+  encodeAppend,
+  encodeJsonFrame,
+  encodeSeqReserve,
+  probeFrame,
+  readAppendHead,
+  type AppendRecordInput,
+  type FrameView,
+} from '../../src/format/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
 import { walDir, walFileName } from '../../src/format/layout.js';
 import { defaultConfig } from '../../src/protocol/topicConfig.js';
@@ -31,7 +39,14 @@ after(() => {
 
 function rec(data: string): AppendRecordInput {
   const b = Buffer.from(data, 'utf8');
-  return { nodeLit: undefined, tagLit: undefined, metaLen: -1, dataLen: b.length, writeMeta: () => undefined, writeData: (dst, off) => void b.copy(dst, off) };
+  return {
+    nodeLit: undefined,
+    tagLit: undefined,
+    metaLen: -1,
+    dataLen: b.length,
+    writeMeta: () => undefined,
+    writeData: (dst, off) => void b.copy(dst, off),
+  };
 }
 
 const TOPIC = 0x01_000001; // epoch 1, counter 1
@@ -108,7 +123,10 @@ function collector(): Collected {
  * straddle window ends, windows grow for frames larger than them, and zero tails are checked
  * window by window. `window` overrides it.
  */
-async function scan(dataDir: string, opts: { from?: WalPosition; truncate?: boolean; window?: number } = {}): Promise<{ res: ScanResult; c: Collected }> {
+async function scan(
+  dataDir: string,
+  opts: { from?: WalPosition; truncate?: boolean; window?: number } = {},
+): Promise<{ res: ScanResult; c: Collected }> {
   const c = collector();
   const res = await scanWal(nodeFs, dataDir, opts.from, opts.truncate ?? false, c.sink, opts.window ?? 40);
   return { res, c };
@@ -127,7 +145,10 @@ function sum(frames: Buffer[]): number {
 }
 
 function listWal(dataDir: string): string[] {
-  return fs.readdirSync(walDir(dataDir)).filter((n) => n.endsWith('.wal')).sort();
+  return fs
+    .readdirSync(walDir(dataDir))
+    .filter((n) => n.endsWith('.wal'))
+    .sort();
 }
 
 // ---- tests ---------------------------------------------------------------------------------

@@ -17,7 +17,11 @@ import { WAL_HEADER_BYTES } from '../../src/format/constants.js';
 const MiB = 1024 * 1024;
 
 test('sizeWal: the configured size while eight files fit, an eighth of the free space (at least 1 MiB) below that', () => {
-  assert.deepEqual(sizeWal(64 * MiB, 256 * MiB, undefined), { walFileBytes: 64 * MiB, checkpointWalBytes: 256 * MiB, shrunk: false }, 'unknown free space');
+  assert.deepEqual(
+    sizeWal(64 * MiB, 256 * MiB, undefined),
+    { walFileBytes: 64 * MiB, checkpointWalBytes: 256 * MiB, shrunk: false },
+    'unknown free space',
+  );
   assert.deepEqual(sizeWal(64 * MiB, 256 * MiB, 512 * MiB), { walFileBytes: 64 * MiB, checkpointWalBytes: 256 * MiB, shrunk: false });
   // A 96 MiB volume: 12 MiB files, a checkpoint per file.
   assert.deepEqual(sizeWal(64 * MiB, 256 * MiB, 96 * MiB), { walFileBytes: 12 * MiB, checkpointWalBytes: 12 * MiB, shrunk: true });
@@ -46,7 +50,12 @@ test('WalSpace.reclaim: files wholly before the newest cut go, after the older s
     snapshotAt(dir, 2, 500);
     snapshotAt(dir, 4, 700);
     const logs: string[] = [];
-    const space = new WalSpace(nodeFs, dir, (m) => logs.push(m), () => 7 * MiB);
+    const space = new WalSpace(
+      nodeFs,
+      dir,
+      (m) => logs.push(m),
+      () => 7 * MiB,
+    );
     assert.equal(space.reclaim(5), 0, 'nothing is covered before a snapshot is known');
     space.coveredBy({ fileNo: 2, offset: 500 });
     space.coveredBy({ fileNo: 4, offset: 700 });
@@ -54,8 +63,15 @@ test('WalSpace.reclaim: files wholly before the newest cut go, after the older s
     const freed = space.reclaim(5);
     assert.equal(freed, 3 * (WAL_HEADER_BYTES + 1000));
     assert.deepEqual(listWalFiles(nodeFs, dir), [4, 5]);
-    assert.deepEqual(listSnapshotNames(nodeFs, dir), [snapshotFileName({ fileNo: 4, offset: 700 })], 'the older snapshot went with its WAL');
-    assert.match(logs.join('\n'), /removed 3 WAL file\(s\) \(0\.0 MiB\) that the newest checkpoint covers, and 1 older snapshot\(s\) that needed them/);
+    assert.deepEqual(
+      listSnapshotNames(nodeFs, dir),
+      [snapshotFileName({ fileNo: 4, offset: 700 })],
+      'the older snapshot went with its WAL',
+    );
+    assert.match(
+      logs.join('\n'),
+      /removed 3 WAL file\(s\) \(0\.0 MiB\) that the newest checkpoint covers, and 1 older snapshot\(s\) that needed them/,
+    );
     assert.equal(space.reclaim(5), 0, 'nothing more to free');
     // The file being written is never removed, even if a cut lies past it.
     space.coveredBy({ fileNo: 6, offset: WAL_HEADER_BYTES });

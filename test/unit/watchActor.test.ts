@@ -82,7 +82,12 @@ test('disk: a batch when the frame is written (durableHead lagging), then a dura
   const durableFrame = lastFrameNo(sim);
 
   const n = sim.published.length;
-  sim.append({ records: [{ data: { x: 1 }, meta: { m: true } }, { data: [2], tag: 'tg', node: 'n1' }] });
+  sim.append({
+    records: [
+      { data: { x: 1 }, meta: { m: true } },
+      { data: [2], tag: 'tg', node: 'n1' },
+    ],
+  });
   const f = lastFrameNo(sim);
   assert.equal(sim.frames.at(-1)!.durable, false, 'a disk append frame');
   assert.equal(since(sim, n).length, 0, 'not visible before written');
@@ -124,7 +129,10 @@ test('fsync: published only when durable, with durableHead == head', () => {
   const b = sim.published[0] as WatchBatch;
   assert.equal(b.k, 'batch');
   assert.deepEqual([b.from, b.to, b.head, b.durableHead], [0, 2, 2, 2]);
-  assert.deepEqual(pushedRecords(b).map((r) => (r as { data: number }).data), [1, 2]);
+  assert.deepEqual(
+    pushedRecords(b).map((r) => (r as { data: number }).data),
+    [1, 2],
+  );
 });
 
 test('memory: published at visibility (at once under a durable reservation), durableHead == head', () => {
@@ -169,7 +177,10 @@ test('discard:old: a batch bigger than cap_records is published stale; a smaller
   const last = sim.published.at(-1) as WatchBatch;
   assert.equal(last.stale, false);
   assert.deepEqual([last.from, last.to], [6, 8]);
-  assert.deepEqual(pushedRecords(last).map((r) => (r as { $seq: number }).$seq), [7, 8]);
+  assert.deepEqual(
+    pushedRecords(last).map((r) => (r as { $seq: number }).$seq),
+    [7, 8],
+  );
 });
 
 test('topic delete: `deleted` only once the delete frame is durable', () => {
@@ -198,16 +209,19 @@ test('watchRead: meta and the record frame payload', () => {
   sim.ackAll(true);
   const ts = sim.now;
   const r = watchRead(sim, { fromSeq: 0, includeTags: true });
-  assert.deepEqual({ ...r.watch, instanceId: 0 }, {
-    exists: true,
-    instanceId: 0,
-    head: 3,
-    deliverableHead: 3,
-    earliest: 1,
-    next: 3,
-    count: 3,
-    tombstone: null,
-  });
+  assert.deepEqual(
+    { ...r.watch, instanceId: 0 },
+    {
+      exists: true,
+      instanceId: 0,
+      head: 3,
+      deliverableHead: 3,
+      earliest: 1,
+      next: 3,
+      count: 3,
+      tombstone: null,
+    },
+  );
   assert.ok(r.watch.instanceId > 0);
   assert.equal(
     r.json,
@@ -229,7 +243,10 @@ test('watchRead: meta and the record frame payload', () => {
   assert.deepEqual([r2.watch.next, r2.watch.count], [2, 2]);
   // Node filter (dedupe_node is the default).
   const r3 = watchRead(sim, { fromSeq: 1, nodes: ['n'] });
-  assert.deepEqual(JSON.parse(r3.json).records.map((x: { $seq: number }) => x.$seq), [3]);
+  assert.deepEqual(
+    JSON.parse(r3.json).records.map((x: { $seq: number }) => x.$seq),
+    [3],
+  );
   assert.deepEqual([JSON.parse(r3.json).from_seq, JSON.parse(r3.json).to_seq], [1, 3]);
   // At the head: nothing, empty json.
   const r4 = watchRead(sim, { fromSeq: 3 });
@@ -285,7 +302,10 @@ test('watchRead: a purely deleted gap is skipped without a tombstone', () => {
   const r = watchRead(sim, { fromSeq: 0, first: true });
   assert.equal(r.watch.tombstone, null);
   assert.equal(r.watch.earliest, 3);
-  assert.deepEqual(JSON.parse(r.json).records.map((x: { $seq: number }) => x.$seq), [3]);
+  assert.deepEqual(
+    JSON.parse(r.json).records.map((x: { $seq: number }) => x.$seq),
+    [3],
+  );
   assert.deepEqual([r.watch.next, r.watch.count], [3, 1]);
 });
 
@@ -314,7 +334,10 @@ test('watchRead: a cursor beyond the head of a recreated topic is `recreated`, e
     assert.equal(r.watch.tombstone!.gapTo, 0);
     const j = JSON.parse(r.json);
     assert.deepEqual([j.from_seq, j.to_seq, j.head_seq], [0, 2, 2]);
-    assert.deepEqual(j.records.map((x: { data: string }) => x.data), ['x', 'y']);
+    assert.deepEqual(
+      j.records.map((x: { data: string }) => x.data),
+      ['x', 'y'],
+    );
   }
 });
 
@@ -328,10 +351,7 @@ test('watchRead: strong reads stop at the durable head', () => {
   const f = lastFrameNo(sim);
   sim.ack(f, durable);
   const strong = watchRead(sim, { fromSeq: 0, strong: true });
-  assert.deepEqual(
-    [strong.watch.head, strong.watch.deliverableHead, strong.watch.next, strong.watch.count],
-    [3, 1, 1, 1],
-  );
+  assert.deepEqual([strong.watch.head, strong.watch.deliverableHead, strong.watch.next, strong.watch.count], [3, 1, 1, 1]);
   const sj = JSON.parse(strong.json);
   assert.deepEqual([sj.from_seq, sj.to_seq, sj.head_seq, sj.records.length], [0, 1, 3, 1]);
   const atDurable = watchRead(sim, { fromSeq: 1, strong: true });
@@ -366,8 +386,18 @@ test('watchRead: TTL expiry applies at the read; a later tombstone says `ttl`', 
   sim.append({ records: [{ data: 3 }] });
   sim.now += 700; // 1 and 2 are 1200 ms old, 3 is 700
   const later = watchRead(sim, { fromSeq: 0, first: false });
-  assert.deepEqual(JSON.parse(later.watch.tombstone!.json), { topic: 't', reason: 'ttl', gap_from: 1, gap_to: 2, earliest_seq: 3, head_seq: 3 });
-  assert.deepEqual(JSON.parse(later.json).records.map((x: { $seq: number }) => x.$seq), [3]);
+  assert.deepEqual(JSON.parse(later.watch.tombstone!.json), {
+    topic: 't',
+    reason: 'ttl',
+    gap_from: 1,
+    gap_to: 2,
+    earliest_seq: 3,
+    head_seq: 3,
+  });
+  assert.deepEqual(
+    JSON.parse(later.json).records.map((x: { $seq: number }) => x.$seq),
+    [3],
+  );
   const first = watchRead(sim, { fromSeq: 1, first: true });
   assert.equal(JSON.parse(first.watch.tombstone!.json).reason, 'from_seq_too_old');
   assert.equal(JSON.parse(first.watch.tombstone!.json).gap_from, 2);

@@ -46,17 +46,7 @@ test('decodeCursor: rejects text that is not base64url', () => {
   const good = 'eyJhIjoxfQ';
   const std = Buffer.from('{"a":1}>?').toString('base64'); // standard alphabet with + or /
   assert.match(std, /[+/]/);
-  for (const bad of [
-    std,
-    `${good}===`,
-    `${good}=x`,
-    `=${good}`,
-    `${good} `,
-    ` ${good}`,
-    `${good}.`,
-    'eyJhIjox\nfQ',
-    `${good}%3D`,
-  ]) {
+  for (const bad of [std, `${good}===`, `${good}=x`, `=${good}`, `${good} `, ` ${good}`, `${good}.`, 'eyJhIjox\nfQ', `${good}%3D`]) {
     assert.equal(decodeCursor(bad), undefined, JSON.stringify(bad));
   }
 });
@@ -109,7 +99,13 @@ test('round trip: decode(encode(m)) == m, and re-encoding the decoded map sorted
       // The JSON inside is exactly compact and ascending.
       assert.equal(Buffer.from(id, 'base64url').toString('utf8'), `{${names.map((n, i) => `"${n}":${seqs[i]}`).join(',')}}`);
       const again = [...back.keys()].sort();
-      assert.equal(encodeCursor(again, again.map((k) => back.get(k)!)), id);
+      assert.equal(
+        encodeCursor(
+          again,
+          again.map((k) => back.get(k)!),
+        ),
+        id,
+      );
       // Padding is optional on the way back in.
       const padded = id + '='.repeat((4 - (id.length % 4)) % 4);
       assert.deepEqual(decodeCursor(padded), back);

@@ -110,7 +110,10 @@ test('property: projected push frames == diff of the same range; limit, budget a
         const b = evs[0] as WatchBatch;
         const total = bodies.reduce((a, x) => a + x.records.length, 0);
         assert.equal(b.k, 'batch');
-        assert.deepEqual([b.from, b.to, b.head, b.stale, b.dedupeNode], [warm.length, warm.length + total, warm.length + total, false, dedupeNode]);
+        assert.deepEqual(
+          [b.from, b.to, b.head, b.stale, b.dedupeNode],
+          [warm.length, warm.length + total, warm.length + total, false, dedupeNode],
+        );
         const specs = bodies.flatMap((x) => x.records);
         const sizeOf = (seq: number) => recordBytes(specs[seq - b.from - 1]!);
 
@@ -254,7 +257,9 @@ test('projectionKey: differs for anything that changes frames, not for heartbeat
 test('projectBatch: the byte budget counts data + meta texts and allows exactly max_batch_bytes', () => {
   const b = oneBatch(); // data "aaaa" (6 bytes); "bbbb" + {"m":1} (6 + 7); "cccc" (6)
   const seqsPerFrame = (maxBatchBytes: number) =>
-    projectBatch(b, { ...BASE, limit: 10, maxBatchBytes }).payloads.map((p) => JSON.parse(p.toString()).records.map((r: { $seq: number }) => r.$seq));
+    projectBatch(b, { ...BASE, limit: 10, maxBatchBytes }).payloads.map((p) =>
+      JSON.parse(p.toString()).records.map((r: { $seq: number }) => r.$seq),
+    );
   assert.deepEqual(seqsPerFrame(19), [[1, 2], [3]]);
   assert.deepEqual(seqsPerFrame(25), [[1, 2, 3]]);
   assert.deepEqual(seqsPerFrame(24), [[1, 2], [3]]);
@@ -264,7 +269,9 @@ test('projectBatch: the byte budget counts data + meta texts and allows exactly 
   assert.deepEqual(tos, [1, 2, 3]);
   // include_meta:false does not change the budget (it counts stored bytes, as diff does).
   assert.deepEqual(
-    projectBatch(b, { ...BASE, limit: 10, maxBatchBytes: 18, includeMeta: false }).payloads.map((p) => JSON.parse(p.toString()).records.length),
+    projectBatch(b, { ...BASE, limit: 10, maxBatchBytes: 18, includeMeta: false }).payloads.map(
+      (p) => JSON.parse(p.toString()).records.length,
+    ),
     [1, 1, 1],
   );
 });

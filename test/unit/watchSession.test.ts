@@ -36,9 +36,19 @@ test('wid: "wid_" + 22 base64url chars (16 random bytes), unique per session', (
 
 test('create: names ascending, cursors parallel, frame id is the docs/API.md "Watch frames" encoding', () => {
   const reg = new WatchRegistry(new FakeClock(), 1000, 0);
-  const s = reg.create(OPTS, start([['jobs', 312], ['audit', 75], ['b', 0]]))!;
+  const s = reg.create(
+    OPTS,
+    start([
+      ['jobs', 312],
+      ['audit', 75],
+      ['b', 0],
+    ]),
+  )!;
   assert.deepEqual(s.names, ['audit', 'b', 'jobs']);
-  assert.deepEqual([0, 1, 2].map((i) => s.cursor(i)), [75, 0, 312]);
+  assert.deepEqual(
+    [0, 1, 2].map((i) => s.cursor(i)),
+    [75, 0, 312],
+  );
   assert.equal(s.frameId(), encodeCursor(['audit', 'b', 'jobs'], [75, 0, 312]));
   assert.equal(Buffer.from(s.frameId(), 'base64url').toString(), '{"audit":75,"b":0,"jobs":312}');
   assert.equal(s.streams, 0);
@@ -126,15 +136,45 @@ test('cap: undefined at maxSessions, room again once idle sessions are collected
 
 test('rewind: only lowers, per named topic; unknown topics are ignored', () => {
   const reg = new WatchRegistry(new FakeClock(), 1000, 0);
-  const s = reg.create(OPTS, start([['a', 10], ['b', 20], ['c', 30]]))!;
-  s.rewind(new Map([['a', 5], ['b', 25], ['zz', 0], ['c', 30]]));
-  assert.deepEqual([0, 1, 2].map((i) => s.cursor(i)), [5, 20, 30]);
+  const s = reg.create(
+    OPTS,
+    start([
+      ['a', 10],
+      ['b', 20],
+      ['c', 30],
+    ]),
+  )!;
+  s.rewind(
+    new Map([
+      ['a', 5],
+      ['b', 25],
+      ['zz', 0],
+      ['c', 30],
+    ]),
+  );
+  assert.deepEqual(
+    [0, 1, 2].map((i) => s.cursor(i)),
+    [5, 20, 30],
+  );
   s.rewind(new Map([['b', 0]]));
-  assert.deepEqual([0, 1, 2].map((i) => s.cursor(i)), [5, 0, 30]);
+  assert.deepEqual(
+    [0, 1, 2].map((i) => s.cursor(i)),
+    [5, 0, 30],
+  );
   s.rewind(new Map());
   s.rewind(new Map([['nope', 1]]));
-  assert.deepEqual([0, 1, 2].map((i) => s.cursor(i)), [5, 0, 30]);
-  assert.deepEqual(decodeCursor(s.frameId()), new Map([['a', 5], ['b', 0], ['c', 30]]));
+  assert.deepEqual(
+    [0, 1, 2].map((i) => s.cursor(i)),
+    [5, 0, 30],
+  );
+  assert.deepEqual(
+    decodeCursor(s.frameId()),
+    new Map([
+      ['a', 5],
+      ['b', 0],
+      ['c', 30],
+    ]),
+  );
 });
 
 test('frameId: cached, and invalidated by setCursor and rewind', () => {

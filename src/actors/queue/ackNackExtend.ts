@@ -60,9 +60,14 @@ export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
     // The text JSON.stringify gives for {seqs, reason: 'ack'}, written without building the object.
     ctx.submit(frameNo, encodeJsonTextFrame(FrameType.DELETE, inst.id, `{"seqs":[${acked.join(',')}],"reason":"ack"}`), cls === 'fsync');
   }
-  const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"acked":${acked.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`);
+  const body = okJson(
+    200,
+    `{"topic":${JSON.stringify(inst.name)},"acked":${acked.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`,
+  );
   // The reply waits for the delete's ack point: a durable queue's ack is fsynced (docs/QUEUES.md "Job states").
-  a.gate(ctx, inst, { reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (c) => c.reply(reqId, body, frameNo || undefined));
+  a.gate(ctx, inst, { reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (c) =>
+    c.reply(reqId, body, frameNo || undefined),
+  );
   refill(a, ctx, inst, q);
 }
 
@@ -80,7 +85,10 @@ export function nack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
     events.push(releasedEvent(seq, lease, readyAt));
   });
   const frameNo = logLeases(a, ctx, inst, events);
-  const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"nacked":${events.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`);
+  const body = okJson(
+    200,
+    `{"topic":${JSON.stringify(inst.name)},"nacked":${events.length},"skipped":[${skipped.join(',')}],${counters(inst, q)}`,
+  );
   a.gate(ctx, inst, { reqId, needDurableFrame: inst.config.leases_durable ? frameNo : 0 }, (c) => c.reply(reqId, body));
   refill(a, ctx, inst, q);
 }
@@ -101,6 +109,9 @@ export function extend(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
   });
   const frameNo = logLeases(a, ctx, inst, events);
   const map = [...deadlines].map(([s, d]) => `"${s}":${d}`).join(',');
-  const body = okJson(200, `{"topic":${JSON.stringify(inst.name)},"extended":${events.length},"skipped":[${skipped.join(',')}],"deadlines":{${map}}`);
+  const body = okJson(
+    200,
+    `{"topic":${JSON.stringify(inst.name)},"extended":${events.length},"skipped":[${skipped.join(',')}],"deadlines":{${map}}`,
+  );
   a.gate(ctx, inst, { reqId, needDurableFrame: inst.config.leases_durable ? frameNo : 0 }, (c) => c.reply(reqId, body));
 }

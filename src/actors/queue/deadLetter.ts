@@ -31,7 +31,8 @@ export function deadLetterRecord(queue: string, seq: number, deliveries: number,
   const stamps = `"$dead_letter_from":${JSON.stringify(queue)},"$dead_letter_deliveries":${deliveries},"$dead_letter_src_seq":${seq}${why}}`;
   const parts: Buffer[] = [Buffer.from('{"data":', 'latin1'), t.buf.subarray(t.dataOff, t.dataOff + t.dataLen)];
   // The stored meta is compact: `{}` holds nothing, `{"k":…}` keeps `{"k":…` before the stamps.
-  if (t.metaLen > 2) parts.push(Buffer.from(',"meta":'), t.buf.subarray(t.metaOff, t.metaOff + t.metaLen - 1), Buffer.from(`,${stamps}`, 'utf8'));
+  if (t.metaLen > 2)
+    parts.push(Buffer.from(',"meta":'), t.buf.subarray(t.metaOff, t.metaOff + t.metaLen - 1), Buffer.from(`,${stamps}`, 'utf8'));
   else parts.push(Buffer.from(`,"meta":{${stamps}`, 'utf8'));
   if (t.tagLen > 0) parts.push(Buffer.from(',"tag":'), t.buf.subarray(t.tagOff, t.tagOff + t.tagLen));
   if (t.nodeLen > 0) parts.push(Buffer.from(',"node":'), t.buf.subarray(t.nodeOff, t.nodeOff + t.nodeLen));
@@ -84,7 +85,14 @@ function settleFirst(ctx: ActorCtx, m: DeadLetterMove, frameNo: number): void {
 }
 
 /** The dead-letter topic answered: delete the job (a DELETE frame of the queue's class), or retry. */
-export function onDeadLetterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, token: number, result: TopicResult): boolean {
+export function onDeadLetterReply(
+  a: ActorCore,
+  ctx: ActorCtx,
+  inst: TopicInstance,
+  q: QueueState,
+  token: number,
+  result: TopicResult,
+): boolean {
   const m = q.deadLetters.get(token);
   if (!m) return false;
   if (!result.ok) {
@@ -104,7 +112,11 @@ export function onDeadLetterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstan
   let frameNo = 0;
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
-    ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { seqs: [m.seq], reason: 'dead_letter', dead_lettered: deadLettered }), cls === 'fsync');
+    ctx.submit(
+      frameNo,
+      encodeJsonFrame(FrameType.DELETE, inst.id, { seqs: [m.seq], reason: 'dead_letter', dead_lettered: deadLettered }),
+      cls === 'fsync',
+    );
   }
   settleFirst(ctx, m, frameNo);
   return true;

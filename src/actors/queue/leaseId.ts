@@ -21,7 +21,15 @@ function hex32(v: number): string {
 export function leaseIdOf(epoch: number, no: number, rand: number): string {
   // epoch: its low 24 bits; counter: its low 40 bits (no mod 2^40), as a high byte and a low word.
   const noHigh = Math.floor(no / TWO_32) & 0xff;
-  return 'lease_' + HEX2[(epoch >>> 16) & 0xff]! + HEX2[(epoch >>> 8) & 0xff]! + HEX2[epoch & 0xff]! + HEX2[noHigh]! + hex32(no >>> 0) + hex32(rand >>> 0);
+  return (
+    'lease_' +
+    HEX2[(epoch >>> 16) & 0xff]! +
+    HEX2[(epoch >>> 8) & 0xff]! +
+    HEX2[epoch & 0xff]! +
+    HEX2[noHigh]! +
+    hex32(no >>> 0) +
+    hex32(rand >>> 0)
+  );
 }
 
 /** The syntax docs/API.md "Queues" accepts in `lease_ids` ("" means no token, checked by the caller). */

@@ -12,7 +12,12 @@ import type { TopicInstance } from '../topic/instance.js';
 import type { QueueState } from './queueState.js';
 
 /** The `limit` smallest seqs above `after` that `keep` accepts, ascending; `more`: others were left out. */
-export function smallestAbove(seqs: Iterable<number>, after: number, limit: number, keep: (seq: number) => boolean): { page: number[]; more: boolean } {
+export function smallestAbove(
+  seqs: Iterable<number>,
+  after: number,
+  limit: number,
+  keep: (seq: number) => boolean,
+): { page: number[]; more: boolean } {
   // A max-heap of the best `limit` so far: its top is the first to drop.
   const heap = new MinHeap<number>((x, y) => x > y);
   let more = false;
@@ -33,7 +38,12 @@ export function smallestAbove(seqs: Iterable<number>, after: number, limit: numb
 export function listLeases(ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: LeasesRequest): void {
   q.table.sweep(ctx.now);
   const active = q.table.active;
-  const { page, more } = smallestAbove(active.keys(), req.afterSeq, req.limit, (s) => req.node === null || active.get(s)!.node === req.node);
+  const { page, more } = smallestAbove(
+    active.keys(),
+    req.afterSeq,
+    req.limit,
+    (s) => req.node === null || active.get(s)!.node === req.node,
+  );
   const rows = page.map((seq) => {
     const l = active.get(seq)!;
     const via = l.connId === 0 ? 'claim' : 'work';

@@ -18,16 +18,46 @@ import { InvariantError } from '../../core/invariant.js';
 import type { QueuePart } from '../../format/topicPart.js';
 
 export function claimedEvent(seq: number, lease: Lease, deliveries: number): LeaseEvent {
-  return { kind: LeaseEventKind.CLAIMED, seq, atMs: lease.deadlineMs, deliveries, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: lease.node };
+  return {
+    kind: LeaseEventKind.CLAIMED,
+    seq,
+    atMs: lease.deadlineMs,
+    deliveries,
+    epoch: lease.epoch,
+    no: lease.no,
+    rand: lease.rand,
+    viaWork: lease.connId !== 0,
+    node: lease.node,
+  };
 }
 
 export function extendedEvent(seq: number, lease: Lease): LeaseEvent {
-  return { kind: LeaseEventKind.EXTENDED, seq, atMs: lease.deadlineMs, deliveries: 0, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: '' };
+  return {
+    kind: LeaseEventKind.EXTENDED,
+    seq,
+    atMs: lease.deadlineMs,
+    deliveries: 0,
+    epoch: lease.epoch,
+    no: lease.no,
+    rand: lease.rand,
+    viaWork: lease.connId !== 0,
+    node: '',
+  };
 }
 
 /** `readyAtMs` 0: ready at once; otherwise a nack delay. */
 export function releasedEvent(seq: number, lease: Lease, readyAtMs: number): LeaseEvent {
-  return { kind: LeaseEventKind.RELEASED, seq, atMs: readyAtMs, deliveries: 0, epoch: lease.epoch, no: lease.no, rand: lease.rand, viaWork: lease.connId !== 0, node: '' };
+  return {
+    kind: LeaseEventKind.RELEASED,
+    seq,
+    atMs: readyAtMs,
+    deliveries: 0,
+    epoch: lease.epoch,
+    no: lease.no,
+    rand: lease.rand,
+    viaWork: lease.connId !== 0,
+    node: '',
+  };
 }
 
 /** Writes the events as one LEASES frame; returns its frame number (0: nothing written). */
@@ -53,7 +83,15 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
         table.unlease(e.seq); // a newer claim supersedes whatever the snapshot held
         table.delayed.delete(e.seq);
         if (e.viaWork) break; // released with its socket
-        table.lease(e.seq, { epoch: e.epoch, no: e.no, rand: e.rand, id: leaseIdOf(e.epoch, e.no, e.rand), node: e.node, deadlineMs: e.atMs, connId: 0 });
+        table.lease(e.seq, {
+          epoch: e.epoch,
+          no: e.no,
+          rand: e.rand,
+          id: leaseIdOf(e.epoch, e.no, e.rand),
+          node: e.node,
+          deadlineMs: e.atMs,
+          connId: 0,
+        });
         break;
       }
       case LeaseEventKind.EXTENDED: {
@@ -87,7 +125,8 @@ export function queuePart(q: QueueState): QueuePart {
 
 export function loadQueuePart(q: QueueState, part: QueuePart): void {
   const table = q.table;
-  for (const [seq, epoch, no, rand, node, deadlineMs] of part.leases) table.lease(seq, { epoch, no, rand, id: leaseIdOf(epoch, no, rand), node, deadlineMs, connId: 0 });
+  for (const [seq, epoch, no, rand, node, deadlineMs] of part.leases)
+    table.lease(seq, { epoch, no, rand, id: leaseIdOf(epoch, no, rand), node, deadlineMs, connId: 0 });
   for (const [seq, at] of part.delayed) table.delay(seq, at);
   for (const [seq, n] of part.deliveries) table.deliveries.set(seq, n);
   table.deadLettered = part.dead_lettered;

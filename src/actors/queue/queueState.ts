@@ -176,7 +176,10 @@ export class QueueState {
     const ready = liveCount - t.active.size - t.delayed.size - t.inTransit.size;
     // The table holds only live jobs, in one state each: the counters can never go below 0.
     // The message is built only on failure: this runs for every claim and ack reply.
-    if (ready < 0) assert.fail(`queue counters disagree: ${liveCount} live, ${t.active.size} leased, ${t.delayed.size} delayed, ${t.inTransit.size} in transit`);
+    if (ready < 0)
+      assert.fail(
+        `queue counters disagree: ${liveCount} live, ${t.active.size} leased, ${t.delayed.size} delayed, ${t.inTransit.size} in transit`,
+      );
     return ready;
   }
 }

@@ -38,7 +38,15 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
   switch (req.op) {
     case 'claim': {
       const waitUntilMs = (req.waitMs ?? 0) > 0 ? ctx.now + req.waitMs! : 0;
-      const c: PollClaimer = { kind: 'poll', reqId, node: req.node, max: req.max, leaseMs: req.leaseMs ?? inst.config.lease_ms, waitUntilMs, timerId: 0 };
+      const c: PollClaimer = {
+        kind: 'poll',
+        reqId,
+        node: req.node,
+        max: req.max,
+        leaseMs: req.leaseMs ?? inst.config.lease_ms,
+        waitUntilMs,
+        timerId: 0,
+      };
       if (inst.config.claim_jitter_ms > 0) return joinCohort(a, ctx, inst, q, c);
       runPass(a, ctx, inst, q, [c]);
       return refill(a, ctx, inst, q); // the pass's sweep may have given streams room

@@ -39,21 +39,43 @@ function pendingCount(q: QueueState): number {
 /** POST …/redrive: checks what only the queue knows, then starts (or queues) the redrive. */
 export function redrive(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: RedriveRequest): void {
   const from = req.from ?? inst.config.dead_letter;
-  if (from === null) return ctx.reply(reqId, fail('invalid_request', `queue ${inst.name} has no dead_letter topic; name one with "from"`, { field: 'from' }));
+  if (from === null)
+    return ctx.reply(
+      reqId,
+      fail('invalid_request', `queue ${inst.name} has no dead_letter topic; name one with "from"`, { field: 'from' }),
+    );
   if (from === inst.name) return ctx.reply(reqId, fail('invalid_request', 'from must differ from the queue', { field: 'from' }));
   if (!allowsName(req.prefixes, from)) {
     const r = nameRefusal('topic', from, req.prefixes ?? []);
     return ctx.reply(reqId, fail('forbidden', r.message, r.detail));
   }
   if (pendingCount(q) >= PENDING_MAX) {
-    return ctx.reply(reqId, fail('throttled', 'dead-letter records moved back are still waiting to be deleted', { limit: 'redrive_pending', max: PENDING_MAX }));
+    return ctx.reply(
+      reqId,
+      fail('throttled', 'dead-letter records moved back are still waiting to be deleted', { limit: 'redrive_pending', max: PENDING_MAX }),
+    );
   }
   if (q.redriveOp) return void q.redriveWaiting.push({ reqId, req });
   begin(a, ctx, inst, q, reqId, req, from);
 }
 
 function begin(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: RedriveRequest, from: string): void {
-  q.redriveOp = { reqId, req, from, fromId: 0, cursor: 0, untilSeq: 0, moved: 0, skipped: [], token: 0, phase: 'read', appendSeqs: [], deleteSeqs: [], next: 0, done: false };
+  q.redriveOp = {
+    reqId,
+    req,
+    from,
+    fromId: 0,
+    cursor: 0,
+    untilSeq: 0,
+    moved: 0,
+    skipped: [],
+    token: 0,
+    phase: 'read',
+    appendSeqs: [],
+    deleteSeqs: [],
+    next: 0,
+    done: false,
+  };
   read(a, ctx, inst, q.redriveOp);
 }
 
@@ -61,11 +83,27 @@ function read(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, op: RedriveOp): 
   op.phase = 'read';
   op.token = a.nextTimerId();
   const maxRecords = Math.min(BATCH_RECORDS_MAX, op.req.max - op.moved);
-  ctx.peerRequest(op.token, { op: 'redriveRead', topic: op.from, queue: inst.name, afterSeq: op.cursor, untilSeq: op.untilSeq, seqs: op.req.seqs, match: op.req.match, maxRecords });
+  ctx.peerRequest(op.token, {
+    op: 'redriveRead',
+    topic: op.from,
+    queue: inst.name,
+    afterSeq: op.cursor,
+    untilSeq: op.untilSeq,
+    seqs: op.req.seqs,
+    match: op.req.match,
+    maxRecords,
+  });
 }
 
 /** A peer answered a redrive's request or a pending delete; false if the token is neither. */
-export function onRedriveReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, token: number, result: TopicResult): boolean {
+export function onRedriveReply(
+  a: ActorCore,
+  ctx: ActorCtx,
+  inst: TopicInstance,
+  q: QueueState,
+  token: number,
+  result: TopicResult,
+): boolean {
   if (onDeleteReply(a, ctx, q, token, result)) return true;
   const op = q.redriveOp;
   if (!op || op.token !== token) return false;
@@ -113,7 +151,14 @@ function onRead(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState,
     op.phase = 'append';
     op.token = a.nextTimerId();
     const body = Buffer.concat([Buffer.from('{"records":['), ...joinWithCommas(records), Buffer.from('],"create":false}')]);
-    ctx.peerRequest(op.token, { op: 'append', topic: inst.name, body, returnSeqs: false, headerIdemKey: undefined, redrive: { queueId: inst.id, fromId: op.fromId, from: op.from, fromSeqs: op.appendSeqs } });
+    ctx.peerRequest(op.token, {
+      op: 'append',
+      topic: inst.name,
+      body,
+      returnSeqs: false,
+      headerIdemKey: undefined,
+      redrive: { queueId: inst.id, fromId: op.fromId, from: op.from, fromSeqs: op.appendSeqs },
+    });
     return true;
   }
   if (op.deleteSeqs.length > 0) return deleteOriginals(a, ctx, op);

@@ -56,7 +56,10 @@ export function term(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
     bytes += inst.index.bytes(seq);
   });
   if (bytes > TERM_BYTES_MAX) {
-    return ctx.reply(reqId, fail('batch_too_large', `these jobs hold ${bytes} bytes; one term moves at most ${TERM_BYTES_MAX}`, { bytes, max: TERM_BYTES_MAX }));
+    return ctx.reply(
+      reqId,
+      fail('batch_too_large', `these jobs hold ${bytes} bytes; one term moves at most ${TERM_BYTES_MAX}`, { bytes, max: TERM_BYTES_MAX }),
+    );
   }
   if (inst.config.dead_letter === null) return release(a, ctx, inst, q, reqId, seqs, skipped);
   if (seqs.length === 0) return ctx.reply(reqId, okJson(200, replyBody(inst, q, 0, 0, skipped)));
@@ -97,14 +100,23 @@ function release(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState
 }
 
 function sendTerm(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, op: TermOp): void {
-  const records = op.seqs.map((seq) => deadLetterRecord(inst.name, seq, q.table.deliveries.get(seq) ?? 0, inst.index.text(seq)!, op.reason));
+  const records = op.seqs.map((seq) =>
+    deadLetterRecord(inst.name, seq, q.table.deliveries.get(seq) ?? 0, inst.index.text(seq)!, op.reason),
+  );
   const token = a.nextTimerId();
   q.terms.set(token, op);
   send(ctx, inst.config.dead_letter!, token, deadLetterAppend(records));
 }
 
 /** Segment bytes for a term that met cold jobs; false if the token is not a term's. */
-export function onTermCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, token: number, bufs: Buffer[] | string): boolean {
+export function onTermCold(
+  a: ActorCore,
+  ctx: ActorCtx,
+  inst: TopicInstance,
+  q: QueueState,
+  token: number,
+  bufs: Buffer[] | string,
+): boolean {
   const op = q.terms.get(token);
   if (!op) return false;
   q.terms.delete(token);
@@ -160,10 +172,19 @@ export function onTermReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q:
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
     // The counter rides as an absolute value, so replaying the frame is idempotent.
-    ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { seqs: live, reason: 'dead_letter', dead_lettered: q.table.deadLettered }), cls === 'fsync');
+    ctx.submit(
+      frameNo,
+      encodeJsonFrame(FrameType.DELETE, inst.id, { seqs: live, reason: 'dead_letter', dead_lettered: q.table.deadLettered }),
+      cls === 'fsync',
+    );
   }
   const body = okJson(200, replyBody(inst, q, op.seqs.length, 0, op.skipped));
-  a.gate(ctx, inst, { reqId: op.reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (c) => c.reply(op.reqId, body, frameNo || undefined));
+  a.gate(
+    ctx,
+    inst,
+    { reqId: op.reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 },
+    (c) => c.reply(op.reqId, body, frameNo || undefined),
+  );
   return true;
 }
 

@@ -115,7 +115,14 @@ export function workFlow(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | unde
 /** The queue instance is gone (deleted): every stream ends with the terminal 409 frame (docs/API.md "Error frames"). */
 export function endConns(ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
   for (const conn of q.conns.values()) {
-    ctx.work({ k: 'end', connId: conn.connId, topic: inst.name, code: 409, error: 'not_a_queue', message: `${inst.name} was deleted or is no longer a queue` });
+    ctx.work({
+      k: 'end',
+      connId: conn.connId,
+      topic: inst.name,
+      code: 409,
+      error: 'not_a_queue',
+      message: `${inst.name} was deleted or is no longer a queue`,
+    });
   }
   q.conns.clear();
 }

@@ -35,4 +35,3 @@ export class AppliedTable {
     for (const [id, [s, t]] of Object.entries(part ?? {})) this.note(Number(id), s, t);
   }
 }
-

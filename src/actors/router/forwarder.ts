@@ -157,7 +157,15 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   }
   const token = a.nextTimerId();
   f.inflight = { token, kind: 'forward', srcLast: last, count: body.count };
-  const fwd = { router: f.def.name, routerId: f.def.id, destId: f.destId, srcFirst: f.cursor + 1, srcLast: last, runs, ...(lost > 0 ? { lost } : {}) };
+  const fwd = {
+    router: f.def.name,
+    routerId: f.def.id,
+    destId: f.destId,
+    srcFirst: f.cursor + 1,
+    srcLast: last,
+    runs,
+    ...(lost > 0 ? { lost } : {}),
+  };
   const bytes = lost > 0 ? Buffer.from('{"create":false,"records":[{"data":null}]}') : body.finish();
   ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: bytes, returnSeqs: false, headerIdemKey: undefined, forward: fwd });
   return false;
@@ -212,7 +220,13 @@ export function onRouterTimer(a: ActorCore, ctx: ActorCtx, inst: TopicInstance |
   return false;
 }
 
-export function onRouterCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, token: number, bufs: Buffer[] | string): boolean {
+export function onRouterCold(
+  a: ActorCore,
+  ctx: ActorCtx,
+  inst: TopicInstance | undefined,
+  token: number,
+  bufs: Buffer[] | string,
+): boolean {
   if (!inst?.routing) return false;
   for (const f of inst.routing.forwarders.values()) {
     if (f.coldToken !== token) continue;

@@ -81,9 +81,19 @@ export function encodeBatch(
   // A router copy batch: its progress rides in the same frame (one checksummed unit).
   const fwdHeader = fwd ? applyForward(inst, fwd, firstSeq, p.records.length) : undefined;
   const idem = idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8');
-  const frame = encodeAppend(inst.id, firstSeq, tsMs, idem, recordInputs(body, p), 0, (i, r, buf) => {
-    texts[i] = RecordText.fromExtent(buf, r);
-  }, fwdHeader, redrive);
+  const frame = encodeAppend(
+    inst.id,
+    firstSeq,
+    tsMs,
+    idem,
+    recordInputs(body, p),
+    0,
+    (i, r, buf) => {
+      texts[i] = RecordText.fromExtent(buf, r);
+    },
+    fwdHeader,
+    redrive,
+  );
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
   // An ephemeral batch's frame is never written, so it takes no place in the segment (its texts
@@ -121,7 +131,8 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
   if (seg.ordinal === 0 && seg.packed && seg.size === 0 && !(frameLen <= packBytes)) seg.packed = false;
   const packed = seg.ordinal === 0 && seg.packed;
   const limit = packed ? packBytes : limits.segmentBytes;
-  const tooManyFrames = packed && seg.frames >= (limits.packFramesMax ?? Infinity) && seg.size + frameLen > (limits.packFramesFromBytes ?? 0);
+  const tooManyFrames =
+    packed && seg.frames >= (limits.packFramesMax ?? Infinity) && seg.size + frameLen > (limits.packFramesFromBytes ?? 0);
   if (seg.size > 0 && (seg.size + frameLen > limit || tooManyFrames)) {
     seg.firstSeq = firstSeq;
     seg.size = 0;

@@ -322,18 +322,13 @@ function envelopeFields(body: Uint8Array, scan: AppendBodyScan, records: ParsedR
   if (scan.nodeStart >= 0) {
     if (body[scan.nodeStart] !== QUOTE) return invalidField('node', 'node must be a string.');
     node = stringField(body, scan.nodeStart, scan.nodeEnd);
-    if (node.bytes > LIMITS.maxNodeBytes)
-      return fail('record_too_large', nodeTooLongMessage(), { limit: 'node_bytes' });
+    if (node.bytes > LIMITS.maxNodeBytes) return fail('record_too_large', nodeTooLongMessage(), { limit: 'node_bytes' });
   }
   let idempotencyKey: string | undefined;
   if (scan.idemStart >= 0) {
     if (body[scan.idemStart] !== QUOTE) return invalidField('idempotency_key', 'idempotency_key must be a string.');
     const k = stringField(body, scan.idemStart, scan.idemEnd).value;
-    if (k.length > LIMITS.maxIdempotencyKeyChars)
-      return invalidField(
-        'idempotency_key',
-        IDEMPOTENCY_KEY_TOO_LONG_MESSAGE,
-      );
+    if (k.length > LIMITS.maxIdempotencyKeyChars) return invalidField('idempotency_key', IDEMPOTENCY_KEY_TOO_LONG_MESSAGE);
     if (k !== '') idempotencyKey = k;
   }
   const create = booleanField(body, scan.createStart, 'create');

@@ -128,12 +128,9 @@ function tooLarge(index: number, limit: string, message: string): ParseFailure {
 /** Checks the scratch of record `index` (its object just ended); returns the record or an error. */
 export function finishRecord(body: Uint8Array, r: RecordScratch, index: number, allow: LimitAllowance): ParsedRecord | ParseFailure {
   if (r.dataStart < 0) return invalidField('data', `records[${index}].data is required.`, index);
-  if (r.tagStart >= 0 && body[r.tagStart] !== QUOTE)
-    return invalidField('tag', `records[${index}].tag must be a string.`, index);
-  if (r.nodeStart >= 0 && body[r.nodeStart] !== QUOTE)
-    return invalidField('node', `records[${index}].node must be a string.`, index);
-  if (r.metaStart >= 0 && body[r.metaStart] !== LBRACE)
-    return invalidField('meta', `records[${index}].meta must be an object.`, index);
+  if (r.tagStart >= 0 && body[r.tagStart] !== QUOTE) return invalidField('tag', `records[${index}].tag must be a string.`, index);
+  if (r.nodeStart >= 0 && body[r.nodeStart] !== QUOTE) return invalidField('node', `records[${index}].node must be a string.`, index);
+  if (r.metaStart >= 0 && body[r.metaStart] !== LBRACE) return invalidField('meta', `records[${index}].meta must be an object.`, index);
 
   let tag: StringField | undefined;
   if (r.tagStart >= 0) {
@@ -144,8 +141,7 @@ export function finishRecord(body: Uint8Array, r: RecordScratch, index: number, 
   let node: StringField | undefined;
   if (r.nodeStart >= 0) {
     node = stringField(body, r.nodeStart, r.nodeEnd);
-    if (node.bytes > LIMITS.maxNodeBytes)
-      return tooLarge(index, 'node_bytes', nodeTooLongMessage(`records[${index}].node`));
+    if (node.bytes > LIMITS.maxNodeBytes) return tooLarge(index, 'node_bytes', nodeTooLongMessage(`records[${index}].node`));
   }
   let metaLen = -1;
   if (r.metaStart >= 0) {
@@ -157,11 +153,7 @@ export function finishRecord(body: Uint8Array, r: RecordScratch, index: number, 
   }
   const dataLen = r.dataEnd - r.dataStart - r.dataWs;
   if (dataLen + (metaLen < 0 ? 0 : metaLen) > LIMITS.maxRecordBytes + allow.metaBytes)
-    return tooLarge(
-      index,
-      'record_bytes',
-      `records[${index}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta).`,
-    );
+    return tooLarge(index, 'record_bytes', `records[${index}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta).`);
   return {
     dataStart: r.dataStart,
     dataEnd: r.dataEnd,

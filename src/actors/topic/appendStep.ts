@@ -31,8 +31,10 @@ function batchBytes(p: ParsedAppend): number {
 /** docs/API.md "Errors": a batch larger than a `discard: reject` cap on its own can never succeed: 400, not 422. */
 function batchExceedsRejectCap(c: TopicConfig, p: ParsedAppend): ErrorResult | undefined {
   if (c.discard !== 'reject') return undefined;
-  if (c.cap_records > 0 && p.records.length > c.cap_records) return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
-  if (c.cap_bytes > 0 && batchBytes(p) > c.cap_bytes) return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
+  if (c.cap_records > 0 && p.records.length > c.cap_records)
+    return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
+  if (c.cap_bytes > 0 && batchBytes(p) > c.cap_bytes)
+    return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
   return undefined;
 }
 
@@ -55,7 +57,15 @@ function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, p: ParsedA
   });
 }
 
-function appendJson(a: ActorCore, inst: TopicInstance, firstSeq: number, count: number, returnSeqs: boolean, created: boolean, deduped: boolean): string {
+function appendJson(
+  a: ActorCore,
+  inst: TopicInstance,
+  firstSeq: number,
+  count: number,
+  returnSeqs: boolean,
+  created: boolean,
+  deduped: boolean,
+): string {
   const seqs = returnSeqs ? `,"seqs":[${renderSeqs(firstSeq, count)}]` : '';
   return `{"topic":${JSON.stringify(a.name)},"first_seq":${firstSeq},"last_seq":${firstSeq + count - 1}${seqs},"head_seq":${inst.head},"count":${count},"created":${created},"deduped":${deduped}`;
 }
@@ -73,7 +83,9 @@ function deadLetterRefused(req: AppendRequest, p: ParsedAppend): ErrorResult | u
 function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: TopicConfig } | ErrorResult {
   const cfg = p.config;
   const cfgAutoCreate =
-    cfg !== null && typeof cfg === 'object' && typeof (cfg as { auto_create?: unknown }).auto_create === 'boolean' ? (cfg as { auto_create: boolean }).auto_create : true;
+    cfg !== null && typeof cfg === 'object' && typeof (cfg as { auto_create?: unknown }).auto_create === 'boolean'
+      ? (cfg as { auto_create: boolean }).auto_create
+      : true;
   if (!(p.create ?? cfgAutoCreate)) return fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name });
   const resolved = resolveConfig(a.name, cfg);
   if (!resolved.ok) return resolved;
@@ -97,14 +109,17 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   if (req.forward && answeredBeforeAppend(a, ctx, reqId, req.forward)) return;
   let inst = a.current;
   // A redrive batch is for the queue instance that read it (a recreated queue refuses it).
-  if (req.redrive && (!inst?.queue || inst.id !== req.redrive.queueId)) return ctx.reply(reqId, fail('topic_not_found', `queue ${a.name} was deleted`, { topic: a.name }));
+  if (req.redrive && (!inst?.queue || inst.id !== req.redrive.queueId))
+    return ctx.reply(reqId, fail('topic_not_found', `queue ${a.name} was deleted`, { topic: a.name }));
   // A retry of an applied batch is answered from memory: it needs no WAL, so no credit.
   if (inst && idemKey !== undefined) {
     const prior = inst.idem.get(idemKey, ctx.now, inst.config.idempotency_window_ms);
     if (prior) {
       const target = inst;
       const last = prior.firstSeq + prior.count - 1;
-      return a.gate(ctx, target, { reqId, needHead: last }, (c) => c.reply(reqId, withUnknown(okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true)), p)));
+      return a.gate(ctx, target, { reqId, needHead: last }, (c) =>
+        c.reply(reqId, withUnknown(okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true)), p)),
+      );
     }
   }
   let createWith: TopicConfig | undefined;

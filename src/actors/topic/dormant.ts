@@ -53,7 +53,8 @@ export function dormantOf(inst: TopicInstance, stored: StoredFrames, now: number
   const files = wakeReads(inst, stored.packedWritten);
   if (files === undefined) return 'no';
   if (ttlSleepAt(inst, now) !== undefined) return 'no';
-  if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned) return 'later';
+  if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned)
+    return 'later';
   if (files.own ? !stored.ownSettled : stored.packedWritten !== inst.segment.size) return 'later';
   // A queue sleeps with no lease or delay under way: its record keeps the delivery counts and
   // the dead-letter counter (the part a snapshot keeps), and a wake loads them as recovery does.
@@ -154,7 +155,10 @@ function firstLiveTs(inst: TopicInstance): number {
  * them awake: all of it expired once its last record has (its woken instance expires them at its
  * next request). Expiry under way is never seen here while the wake ahead of it is on time.
  */
-export function dormantFigures(d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>, now: number): { count: number; bytes: number; earliest: number } {
+export function dormantFigures(
+  d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>,
+  now: number,
+): { count: number; bytes: number; earliest: number } {
   const ttl = d.config.ttl_ms;
   if (ttl > 0 && d.count > 0 && now - d.last_ts_ms > ttl) return { count: 0, bytes: 0, earliest: d.head + 1 };
   return { count: d.count, bytes: d.bytes, earliest: d.earliest };
@@ -163,25 +167,52 @@ export function dormantFigures(d: Pick<DormantTopic, 'config' | 'count' | 'bytes
 /** The snapshot part inside a sleeping topic's record (`reserved`: the ceiling to record, by default its own). */
 export function partOf(d: DormantTopic, reserved = d.reserved): TopicPart {
   const part: TopicPart = { id: d.id, name: d.name, config: d.config, created_ms: d.created_ms, reserved };
-  if (d.evict_floor !== undefined) Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
+  if (d.evict_floor !== undefined)
+    Object.assign(part, { evict_floor: d.evict_floor, ledger: d.ledger, dead_below: d.dead_below, deleted: d.deleted });
   if (d.queue !== undefined) part.queue = d.queue;
   return part;
 }
 
 export function dormantSummary(d: DormantTopic, now: number): TopicSummary {
   const v = dormantFigures(d, now);
-  return { topic: d.name, head_seq: d.head, earliest_seq: v.earliest, count: v.count, bytes: v.bytes, durable: d.config.durable, effective_priority: priorityOf(d.config, d.last_consumed_ms, now) };
+  return {
+    topic: d.name,
+    head_seq: d.head,
+    earliest_seq: v.earliest,
+    count: v.count,
+    bytes: v.bytes,
+    durable: d.config.durable,
+    effective_priority: priorityOf(d.config, d.last_consumed_ms, now),
+  };
 }
 
 export function dormantStats(d: DormantTopic, now: number): TopicStats {
   const v = dormantFigures(d, now);
-  const s: TopicStats = { topic: d.name, type: d.config.type, durability: d.config.durability, head_seq: d.head, earliest_seq: v.earliest, count: v.count, bytes: v.bytes };
+  const s: TopicStats = {
+    topic: d.name,
+    type: d.config.type,
+    durability: d.config.durability,
+    head_seq: d.head,
+    earliest_seq: v.earliest,
+    count: v.count,
+    bytes: v.bytes,
+  };
   // A sleeping queue holds no lease or delay: every live job is ready, the oldest is the first.
-  if (d.config.type === 'queue') s.queue = { ready: v.count, in_flight: 0, dead_lettered: d.queue?.dead_lettered ?? 0, oldest_ready_age_ms: v.count > 0 ? Math.max(0, now - d.first_ts_ms) : null };
+  if (d.config.type === 'queue')
+    s.queue = {
+      ready: v.count,
+      in_flight: 0,
+      dead_lettered: d.queue?.dead_lettered ?? 0,
+      oldest_ready_age_ms: v.count > 0 ? Math.max(0, now - d.first_ts_ms) : null,
+    };
   return s;
 }
 
-export function addDormantStats(t: StatsTotals, d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>, now: number): void {
+export function addDormantStats(
+  t: StatsTotals,
+  d: Pick<DormantTopic, 'config' | 'count' | 'bytes' | 'earliest' | 'head' | 'last_ts_ms'>,
+  now: number,
+): void {
   const v = dormantFigures(d, now);
   t.topics++;
   t.byClass[d.config.durability]++;

@@ -33,14 +33,18 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
   const inst = a.current;
   if (inst && req.ensure) {
     // Router auto-create (docs/API.md "Topic lifecycle"): an existing topic stays as it is.
-    return a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
+    return a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) =>
+      c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))),
+    );
   }
   if (!inst) {
     const refused = writeRefusal(ctx); // a creation writes a control frame
     if (refused) return ctx.reply(reqId, refused);
     if (!ctx.tryAcquireTopicSlot()) return ctx.reply(reqId, tooManyTopics(a));
     const created = createInstance(a, ctx, req.config);
-    return a.gate(ctx, created, { reqId, needDurableFrame: created.controlFrameNo }, (c) => c.reply(reqId, okJson(201, jsonOpen({ topic: a.name, created: true, config: created.config }))));
+    return a.gate(ctx, created, { reqId, needDurableFrame: created.controlFrameNo }, (c) =>
+      c.reply(reqId, okJson(201, jsonOpen({ topic: a.name, created: true, config: created.config }))),
+    );
   }
   if (inst.config.type !== req.config.type) {
     return ctx.reply(
@@ -64,7 +68,9 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
     a.persistFloors(ctx, inst);
   }
   // An identical PUT still waits for any earlier control frame, so a 200 is always durable.
-  a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) => c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))));
+  a.gate(ctx, inst, { reqId, needDurableFrame: inst.controlFrameNo }, (c) =>
+    c.reply(reqId, okJson(200, jsonOpen({ topic: a.name, created: false, config: inst.config }))),
+  );
 }
 
 /** DELETE /v0/topics/:topic (docs/API.md "DELETE /v0/topics/:topic"): the reply waits for the durable TOPIC_DELETE frame. */

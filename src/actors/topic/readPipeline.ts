@@ -43,14 +43,28 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   if (cursor > head) {
     // The cursor comes from an earlier instance of this topic (docs/API.md "Diff").
     const gapTo = earliest - 1;
-    tombstone = { gap_from: 1, gap_to: gapTo, reason: 'recreated', missed_estimate: Math.max(0, gapTo), earliest_seq: earliest, head_seq: head };
+    tombstone = {
+      gap_from: 1,
+      gap_to: gapTo,
+      reason: 'recreated',
+      missed_estimate: Math.max(0, gapTo),
+      earliest_seq: earliest,
+      head_seq: head,
+    };
     cursor = earliest - 1;
   } else if (cursor + 1 < inst.evictFloor) {
     // Involuntary loss crossed the cursor: one tombstone for the whole gap, then resume.
     const gapFrom = cursor + 1;
     const gapTo = earliest - 1;
     const lost = inst.ledger.describe(gapFrom, inst.evictFloor - 1);
-    tombstone = { gap_from: gapFrom, gap_to: gapTo, reason: lost.reason, missed_estimate: lost.count, earliest_seq: earliest, head_seq: head };
+    tombstone = {
+      gap_from: gapFrom,
+      gap_to: gapTo,
+      reason: lost.reason,
+      missed_estimate: lost.count,
+      earliest_seq: earliest,
+      head_seq: head,
+    };
     cursor = gapTo;
   } else if (cursor + 1 < earliest) {
     // Purely deleted or padded gap: move past it silently.

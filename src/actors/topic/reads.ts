@@ -103,7 +103,11 @@ export class TopicReads {
     const suffix =
       `,"next_from_seq":${r.nextFromSeq},"head_seq":${head},"earliest_seq":${inst.earliest()},` +
       `"caught_up":${r.nextFromSeq === head},"tombstone":${JSON.stringify(r.tombstone)},"lag":${Math.max(0, head - r.nextFromSeq)}`;
-    const json = renderRecordsArray(prefix, r.items, suffix, { includeTags: req.includeTags, includeMeta: req.includeMeta, includeData: true });
+    const json = renderRecordsArray(prefix, r.items, suffix, {
+      includeTags: req.includeTags,
+      includeMeta: req.includeMeta,
+      includeData: true,
+    });
     ctx.reply(w.reqId, { ok: true, status: 200, json, perf: { records_scanned: r.scanned } });
     return { json, scanned: r.scanned };
   }
@@ -148,18 +152,32 @@ export class TopicReads {
     const json =
       r.items.length === 0
         ? Buffer.alloc(0)
-        : renderRecordsArray(`{"topic":${topic},"records":`, r.items, `,"from_seq":${r.scanFrom},"to_seq":${r.nextFromSeq},"head_seq":${head}}`, {
-            includeTags: req.includeTags,
-            includeMeta: req.includeMeta,
-            includeData: req.includeData,
-          });
+        : renderRecordsArray(
+            `{"topic":${topic},"records":`,
+            r.items,
+            `,"from_seq":${r.scanFrom},"to_seq":${r.nextFromSeq},"head_seq":${head}}`,
+            {
+              includeTags: req.includeTags,
+              includeMeta: req.includeMeta,
+              includeData: req.includeData,
+            },
+          );
     const deliverableHead = req.strong ? inst.durableHead : head;
     ctx.reply(reqId, {
       ok: true,
       status: 200,
       json,
       perf: { records_scanned: r.scanned },
-      watch: { exists: true, instanceId: inst.id, head, deliverableHead, earliest: inst.earliest(), next: r.nextFromSeq, count: r.items.length, tombstone },
+      watch: {
+        exists: true,
+        instanceId: inst.id,
+        head,
+        deliverableHead,
+        earliest: inst.earliest(),
+        next: r.nextFromSeq,
+        count: r.items.length,
+        tombstone,
+      },
     });
   }
 

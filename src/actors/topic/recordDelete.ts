@@ -27,12 +27,18 @@ export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, re
   let frameNo = 0;
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
-    ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound }), cls === 'fsync');
+    ctx.submit(
+      frameNo,
+      encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound }),
+      cls === 'fsync',
+    );
   }
   // The response describes the topic as the delete left it (head_seq is its point in time).
   const body = jsonOpen({ topic: a.name, deleted, earliest_seq: inst.earliest(), head_seq: bound, count: inst.count, bytes: inst.bytes });
   const needWritten = cls === 'disk' ? frameNo : 0;
   const needDurable = cls === 'fsync' ? frameNo : 0;
-  a.gate(ctx, inst, { reqId, needDurableFrame: needDurable, needWrittenFrame: needWritten }, (c) => c.reply(reqId, okJson(200, body), frameNo || undefined));
+  a.gate(ctx, inst, { reqId, needDurableFrame: needDurable, needWrittenFrame: needWritten }, (c) =>
+    c.reply(reqId, okJson(200, body), frameNo || undefined),
+  );
   if (deleted > 0 && inst.queue) refillStreams(a, ctx, inst); // deleted jobs gave `/work` streams room
 }

@@ -33,5 +33,7 @@ export function redriveDeleteStep(a: ActorCore, ctx: ActorCtx, reqId: number, re
     ctx.submit(frameNo, encodeJsonFrame(FrameType.DELETE, inst.id, { seqs: live, reason: 'redrive' }), cls === 'fsync');
   }
   const body = okJson(200, `{"topic":${JSON.stringify(a.name)},"deleted":${live.length}`);
-  a.gate(ctx, inst, { reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (g) => g.reply(reqId, body, frameNo || undefined));
+  a.gate(ctx, inst, { reqId, needDurableFrame: cls === 'fsync' ? frameNo : 0, needWrittenFrame: cls === 'disk' ? frameNo : 0 }, (g) =>
+    g.reply(reqId, body, frameNo || undefined),
+  );
 }

@@ -22,7 +22,8 @@ const SCAN_SLOTS_MAX = 65_536;
  * end of the stored (compact) meta: a stamp group inside a nested object or a string does not end
  * the meta text, so it never matches. The last group wins, as for last-key-wins readers.
  */
-const STAMPS = /(^\{|,)"\$dead_letter_from":("(?:[^"\\]|\\.)*"),"\$dead_letter_deliveries":\d+,"\$dead_letter_src_seq":\d+(?:,"\$dead_letter_reason":"(?:[^"\\]|\\.)*")?\}$/;
+const STAMPS =
+  /(^\{|,)"\$dead_letter_from":("(?:[^"\\]|\\.)*"),"\$dead_letter_deliveries":\d+,"\$dead_letter_src_seq":\d+(?:,"\$dead_letter_reason":"(?:[^"\\]|\\.)*")?\}$/;
 
 /**
  * When `meta` (compact JSON text) ends with stamps naming `queue`: the meta without them (absent
@@ -113,7 +114,16 @@ export function redriveBatch(inst: TopicInstance, req: RedriveReadRequest): { co
     records.push(recordFor(t, stripped.meta));
   }
   c.skipped.sort((x, y) => x - y);
-  const batch: RedriveBatch = { instanceId: inst.id, durability: inst.config.durability, untilSeq, next: c.next, done: c.done, seqs, records, skipped: c.skipped };
+  const batch: RedriveBatch = {
+    instanceId: inst.id,
+    durability: inst.config.durability,
+    untilSeq,
+    next: c.next,
+    done: c.done,
+    seqs,
+    records,
+    skipped: c.skipped,
+  };
   return { batch };
 }
 

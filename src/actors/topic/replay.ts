@@ -118,7 +118,13 @@ export function loadPackedFrame(inst: TopicInstance, frame: Buffer, hot = false)
  * Applies one frame (already CRC-checked) to the actor that owns its topic. Returns the frame
  * and its segment placement when it is an append the segments do not hold yet.
  */
-export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, limits: SegmentLimits, stats: ReplayStats): { place: SegmentPlacement; frame: Buffer } | undefined {
+export function replayFrame(
+  actor: TopicActor,
+  buf: Buffer,
+  f: FrameView,
+  limits: SegmentLimits,
+  stats: ReplayStats,
+): { place: SegmentPlacement; frame: Buffer } | undefined {
   const cur = actor.current;
   switch (f.type) {
     case FrameType.TOPIC_CREATE: {
@@ -147,11 +153,18 @@ export function replayFrame(actor: TopicActor, buf: Buffer, f: FrameView, limits
     }
     case FrameType.DELETE: {
       if (cur?.id !== f.topicId) return;
-      const body = decodeJsonBody(buf, f) as { before_seq: number | null; match: MatchSpec | null; bound_seq: number; seqs?: number[]; dead_lettered?: number };
+      const body = decodeJsonBody(buf, f) as {
+        before_seq: number | null;
+        match: MatchSpec | null;
+        bound_seq: number;
+        seqs?: number[];
+        dead_lettered?: number;
+      };
       if (body.seqs !== undefined) {
         // Queue acks and dead-letter moves name their seqs; the counter is absolute (idempotent).
         deleteSeqs(cur, body.seqs, true);
-        if (cur.queue && body.dead_lettered !== undefined) cur.queue.table.deadLettered = Math.max(cur.queue.table.deadLettered, body.dead_lettered);
+        if (cur.queue && body.dead_lettered !== undefined)
+          cur.queue.table.deadLettered = Math.max(cur.queue.table.deadLettered, body.dead_lettered);
         return;
       }
       // Re-derives the same set from the same index state (frames replay in order).
@@ -225,7 +238,10 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   });
   const wake = scratch.wake;
   if (wake) {
-    assert.ok(last <= wake.head && count === wake.count && bytes === wake.bytes, `topic ${inst.name} woke with ${count} records (${bytes} bytes) up to seq ${last}; it slept with ${wake.count} (${wake.bytes} bytes) up to ${wake.head}`);
+    assert.ok(
+      last <= wake.head && count === wake.count && bytes === wake.bytes,
+      `topic ${inst.name} woke with ${count} records (${bytes} bytes) up to seq ${last}; it slept with ${wake.count} (${wake.bytes} bytes) up to ${wake.head}`,
+    );
     inst.lastTsMs = Math.max(inst.lastTsMs, wake.last_ts_ms);
     inst.lastWriteTsMs = wake.last_write_ms;
     inst.lastReadTsMs = wake.last_read_ms;

@@ -66,7 +66,13 @@ export interface MatchSpec {
  * when `match` is given (both ANDed). Point-in-time: `bound` is the head at call time, so later
  * records with the same tag survive. Returns how many were deleted.
  */
-export function deleteRecords(inst: TopicInstance, beforeSeq: number | null, match: MatchSpec | null, bound: number, replaying = false): number {
+export function deleteRecords(
+  inst: TopicInstance,
+  beforeSeq: number | null,
+  match: MatchSpec | null,
+  bound: number,
+  replaying = false,
+): number {
   const last = beforeSeq === null ? bound : Math.min(bound, beforeSeq - 1);
   let deleted = 0;
   const del = (seq: number) => {
@@ -128,7 +134,9 @@ export function deletedRanges(inst: TopicInstance): [number, number][] {
 }
 
 /** The retention state a snapshot part keeps, or undefined for a topic that never lost or deleted a record. */
-export function retentionFields(inst: TopicInstance): { evict_floor: number; ledger: LossRun[]; dead_below: number; deleted: [number, number][] } | undefined {
+export function retentionFields(
+  inst: TopicInstance,
+): { evict_floor: number; ledger: LossRun[]; dead_below: number; deleted: [number, number][] } | undefined {
   if (inst.evictFloor === 1 && !inst.hasDeletes && inst.ledger.runs.length === 0) return undefined;
   return { evict_floor: inst.evictFloor, ledger: inst.ledger.runs, dead_below: inst.earliest(), deleted: deletedRanges(inst) };
 }

@@ -76,8 +76,10 @@ class Chunk implements ColumnBlock {
     const shift = this.lo - newLo;
     const old: ColumnBlock & { cap: number } = { f: this.f, u: this.u, fo: this.fo, uo: this.uo, slab: this.slab, cap: this.cap };
     allocColumns(cap, this);
-    for (let c = 0; c < F_COLS; c++) this.f.set(old.f.subarray(old.fo + c * old.cap, old.fo + (c + 1) * old.cap), this.fo + c * cap + shift);
-    for (let c = U_BYTES; c < U_END; c++) this.u.set(old.u.subarray(old.uo + c * old.cap, old.uo + (c + 1) * old.cap), this.uo + c * cap + shift);
+    for (let c = 0; c < F_COLS; c++)
+      this.f.set(old.f.subarray(old.fo + c * old.cap, old.fo + (c + 1) * old.cap), this.fo + c * cap + shift);
+    for (let c = U_BYTES; c < U_END; c++)
+      this.u.set(old.u.subarray(old.uo + c * old.cap, old.uo + (c + 1) * old.cap), this.uo + c * cap + shift);
     releaseColumns(old.cap, old);
     this.cap = cap;
     this.lo = newLo;
@@ -229,7 +231,16 @@ export class SeqIndex {
     return to + 1;
   }
 
-  put(seq: number, tsMs: number, bytes: number, nodeId: number, loc: number, frameLen: number, recIdx: number, text: RecordText | undefined): void {
+  put(
+    seq: number,
+    tsMs: number,
+    bytes: number,
+    nodeId: number,
+    loc: number,
+    frameLen: number,
+    recIdx: number,
+    text: RecordText | undefined,
+  ): void {
     assert(recIdx >= 0 && recIdx <= 0xffff, 'a record index fits 16 bits');
     const at = this.chunkFor(seq, true)!;
     at.c.set(at.i, tsMs, bytes, nodeId, loc, frameLen, recIdx);

@@ -91,7 +91,8 @@ export class TopicActor implements ActorCore {
    */
   dormancy(stored: StoredFrames, now: number): DormantTopic | 'later' | 'no' {
     if (!this.current) return 'no';
-    if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle())) return 'later';
+    if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle()))
+      return 'later';
     const d = dormantOf(this.current, stored, now);
     if (typeof d === 'object' && this.leaseNo !== 0) d.lease_no = this.leaseNo;
     return d;
@@ -103,7 +104,15 @@ export class TopicActor implements ActorCore {
    */
   sleep(): void {
     const inst = this.current;
-    assert.ok(inst && this.retired === undefined && this.deleteGates === undefined && this.durableFrameNo === this.frameNo && inst.pending.length === 0 && inst.gates.length === 0, `topic ${this.name} went to sleep with work in flight`);
+    assert.ok(
+      inst &&
+        this.retired === undefined &&
+        this.deleteGates === undefined &&
+        this.durableFrameNo === this.frameNo &&
+        inst.pending.length === 0 &&
+        inst.gates.length === 0,
+      `topic ${this.name} went to sleep with work in flight`,
+    );
     this.current = undefined;
     this.readsState = undefined;
     // The record holds the lease counter now (dormancy put it there): the actor is idle.
@@ -215,11 +224,19 @@ export class TopicActor implements ActorCore {
     }
     // One literal of a fixed shape (a spread of conditions of varying shapes took V8's slow
     // property-definition path, ~1 % of the worker in the claim+ack profile).
-    inst.addGate({ reqId: cond.reqId, needHead: cond.needHead, needDurableFrame: cond.needDurableFrame, needWrittenFrame: cond.needWrittenFrame, send });
+    inst.addGate({
+      reqId: cond.reqId,
+      needHead: cond.needHead,
+      needDurableFrame: cond.needDurableFrame,
+      needWrittenFrame: cond.needWrittenFrame,
+      send,
+    });
   }
 
   private met(inst: TopicInstance, g: GateCondition): boolean {
-    return inst.head >= (g.needHead ?? 0) && this.durableFrameNo >= (g.needDurableFrame ?? 0) && this.writtenFrameNo >= (g.needWrittenFrame ?? 0);
+    return (
+      inst.head >= (g.needHead ?? 0) && this.durableFrameNo >= (g.needDurableFrame ?? 0) && this.writtenFrameNo >= (g.needWrittenFrame ?? 0)
+    );
   }
 
   /**
@@ -291,7 +308,11 @@ export class TopicActor implements ActorCore {
   persistFloors(ctx: ActorCtx, inst: TopicInstance): void {
     if (!inst.floorsDirty || inst.config.durability === 'ephemeral') return;
     inst.floorsDirty = false;
-    ctx.submit(this.nextFrame(), encodeJsonFrame(FrameType.FLOORS, inst.id, { evict_floor: inst.evictFloor, ledger: inst.ledger.runs }), false);
+    ctx.submit(
+      this.nextFrame(),
+      encodeJsonFrame(FrameType.FLOORS, inst.id, { evict_floor: inst.evictFloor, ledger: inst.ledger.runs }),
+      false,
+    );
   }
 
   // ---- reads -------------------------------------------------------------------------------
@@ -306,7 +327,16 @@ export class TopicActor implements ActorCore {
     const inst = this.current;
     if (!inst) {
       if (req.op === 'diff') return ctx.reply(reqId, fail('topic_not_found', `topic ${this.name} does not exist`, { topic: this.name }));
-      const watch = { exists: false, instanceId: 0, head: 0, deliverableHead: 0, earliest: 1, next: req.fromSeq, count: 0, tombstone: null };
+      const watch = {
+        exists: false,
+        instanceId: 0,
+        head: 0,
+        deliverableHead: 0,
+        earliest: 1,
+        next: req.fromSeq,
+        count: 0,
+        tombstone: null,
+      };
       return ctx.reply(reqId, { ok: true, status: 200, json: Buffer.alloc(0), perf: {}, watch });
     }
     this.touch(inst, ctx.now);

@@ -39,7 +39,9 @@ export function topicStateBody(inst: TopicInstance, now: number): Record<string,
     effective_priority: effectivePriority(inst, now),
     last_write_ts: inst.lastWriteTsMs,
     last_read_ts: inst.lastReadTsMs,
-    ...(inst.queue ? { queue: { ready: inst.queue.ready(inst.count), in_flight: inst.queue.inFlight, dead_lettered: inst.queue.table.deadLettered } } : {}),
+    ...(inst.queue
+      ? { queue: { ready: inst.queue.ready(inst.count), in_flight: inst.queue.inFlight, dead_lettered: inst.queue.table.deadLettered } }
+      : {}),
   };
 }
 

@@ -21,7 +21,11 @@ function ackPointReached(a: ActorCore, b: PendingBatch): boolean {
 }
 
 /** Moves batches that reached their ack point into view, in seq order. Returns the head before. */
-export function revealBatches(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): { headBefore: number; durableBefore: number; moved: boolean } {
+export function revealBatches(
+  a: ActorCore,
+  ctx: ActorCtx,
+  inst: TopicInstance,
+): { headBefore: number; durableBefore: number; moved: boolean } {
   inst.reserve.absorbDurable(a.durableFrameNo);
   const headBefore = inst.head;
   const durableBefore = inst.durableHead;

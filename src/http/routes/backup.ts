@@ -43,7 +43,11 @@ export function backupRoutes(app: FastifyInstance, sup: Supervisor): void {
         pack.destroy(err);
       });
       req.log.info({ point: staged.point, files: staged.files.length }, 'backup started');
-      return reply.code(200).header('content-type', 'application/x-tar').header('spool-backup-point', `${staged.point.fileNo}:${staged.point.offset}`).send(pack);
+      return reply
+        .code(200)
+        .header('content-type', 'application/x-tar')
+        .header('spool-backup-point', `${staged.point.fileNo}:${staged.point.offset}`)
+        .send(pack);
     }),
   );
 }

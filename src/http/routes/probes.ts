@@ -23,7 +23,13 @@ export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'draining before exit'));
     // Ready serves reads even when storage is degraded; the body says whether writes are taken.
     const storage = storageStateName(sup.storageState);
-    const body: Record<string, unknown> = { status: 'ready', wal_replay_complete: true, topics: sup.liveTopics(), storage, writable: storage === 'ok' };
+    const body: Record<string, unknown> = {
+      status: 'ready',
+      wal_replay_complete: true,
+      topics: sup.liveTopics(),
+      storage,
+      writable: storage === 'ok',
+    };
     // A full disk says what writes wait for (space for the WAL's next file, or for segment
     // writes to catch up), what a WAL file needs, and what the volume has.
     if (storage === 'disk_full') {

@@ -11,8 +11,6 @@ import type { StoredRouter } from '../../storage/routerStore.js';
 import type { Admission } from '../admission.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
 
-
-
 /** forwarded_total of each router, one stats request per source topic (no drain). */
 async function totals(reg: RouterRegistry, page: StoredRouter[]): Promise<Map<string, number>> {
   const out = new Map<string, number>();
@@ -73,11 +71,26 @@ export function routerRoutes(app: FastifyInstance, sup: Supervisor, admission: A
       const source = queryString(req, 'source');
       const dest = queryString(req, 'dest');
       const { pageSize, after } = pageQuery(req);
-      const all = reg.all().filter((r) => admission.routerVisible(req, r) && r.name > after && r.name.startsWith(prefix) && (source === undefined || r.source === source) && (dest === undefined || r.dest === dest));
+      const all = reg
+        .all()
+        .filter(
+          (r) =>
+            admission.routerVisible(req, r) &&
+            r.name > after &&
+            r.name.startsWith(prefix) &&
+            (source === undefined || r.source === source) &&
+            (dest === undefined || r.dest === dest),
+        );
       const page = all.slice(0, pageSize);
       const t = await totals(reg, page);
       const body: Record<string, unknown> = {
-        routers: page.map((r) => ({ router: r.name, source: r.source, dest: r.dest, guarantee: r.guarantee, forwarded_total: t.get(r.name) ?? 0 })),
+        routers: page.map((r) => ({
+          router: r.name,
+          source: r.source,
+          dest: r.dest,
+          guarantee: r.guarantee,
+          forwarded_total: t.get(r.name) ?? 0,
+        })),
       };
       if (all.length > pageSize) body.next_cursor = encodeCursor(page[page.length - 1]!.name);
       return sendJson(req, reply, 200, body);

@@ -32,7 +32,11 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const r = await sup.workerFor(topic).request({ op: 'put', topic, config: resolved.config });
       if (r.ok) {
         // The priority book (docs/ARCHITECTURE.md "Admission") learns the topic's priority from the config now in force.
-        const cfg = (JSON.parse(`${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')}}`) as { config?: { priority: number | null; auto_priority: boolean } }).config;
+        const cfg = (
+          JSON.parse(`${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')}}`) as {
+            config?: { priority: number | null; auto_priority: boolean };
+          }
+        ).config;
         if (cfg) admission.pressure.book.configured(topic, cfg.priority, cfg.auto_priority);
       }
       return sendResult(req, reply, r);
@@ -54,7 +58,9 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
       // The cascade (docs/API.md "Topic lifecycle"): the routers naming the topic go with it, echoed in routers_removed.
-      const r = await sup.routers.deleteTopic(topic, (routersRemoved) => sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved }));
+      const r = await sup.routers.deleteTopic(topic, (routersRemoved) =>
+        sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved }),
+      );
       if (r.ok) admission.pressure.book.forget(topic);
       return sendResult(req, reply, r);
     }),
@@ -124,7 +130,11 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
         throw new HttpError('invalid_request', 'give before_seq, match, or both');
       }
       const match = b.match === undefined ? null : parseMatch(b.match);
-      return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'deleteRecords', topic, beforeSeq: b.before_seq ?? null, match }));
+      return sendResult(
+        req,
+        reply,
+        await sup.workerFor(topic).request({ op: 'deleteRecords', topic, beforeSeq: b.before_seq ?? null, match }),
+      );
     }),
   );
 

@@ -58,7 +58,11 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
    * The topics that start from a time (`from_ts`, not overridden by the cursor), resolved once
    * into a seq cursor by their actors; null for a topic absent by then.
    */
-  async function seeks(b: WatchBody, marks: Map<string, Watermark | null>, cursor: Map<string, number> | undefined): Promise<Map<string, Watermark | null>> {
+  async function seeks(
+    b: WatchBody,
+    marks: Map<string, Watermark | null>,
+    cursor: Map<string, number> | undefined,
+  ): Promise<Map<string, Watermark | null>> {
     const timed = [...marks.keys()].filter((n) => marks.get(n) && b.topics[n]!.from_ts !== undefined && !cursor?.has(n));
     const answers = await Promise.all(timed.map((n) => sup.workerFor(n).request({ op: 'seek', topic: n, tsMs: b.topics[n]!.from_ts! })));
     const out = new Map<string, Watermark | null>();
@@ -66,7 +70,8 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       const r = answers[i]!;
       if (r.ok && r.seek) out.set(n, { from: r.seek.fromSeq, head: r.seek.head, earliest: r.seek.earliest });
       else if (!r.ok && r.code === 'topic_not_found') out.set(n, null);
-      else throw new HttpError(r.ok ? 'internal' : r.code, r.ok ? 'a seek answered without a cursor' : r.message, r.ok ? undefined : r.detail);
+      else
+        throw new HttpError(r.ok ? 'internal' : r.code, r.ok ? 'a seek answered without a cursor' : r.message, r.ok ? undefined : r.detail);
     });
     return out;
   }
@@ -78,7 +83,8 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       const b = check(validateWatch, parseSmallBody(raw, req));
       const names = Object.keys(b.topics).sort();
       if (names.length === 0) throw new HttpError('invalid_request', 'topics must name at least one topic', { field: 'topics' });
-      if (names.length > MAX_TOPICS) throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
+      if (names.length > MAX_TOPICS)
+        throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
       for (const name of names) if (!isTopicName(name)) throw new HttpError('invalid_request', 'invalid topic name', { topic: name });
       for (const name of names) checkOneStart(b.topics[name]!, `topics.${name}.from_ts`);
       admission.requireNames(req, 'topic', names); // docs/API.md "Authentication": every key of topics, right after the parse
@@ -110,7 +116,11 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       const session = hub.registry.create(opts, start, req.apiKey?.id);
       if (session) for (const name of start.keys()) admission.pressure.book.consumed(name, admission.pressure.now());
       if (!session) {
-        return sendError(req, reply, fail('throttled', 'too many watch sessions', { limit: 'max_watch_sessions', max: hub.registry.maxSessions }));
+        return sendError(
+          req,
+          reply,
+          fail('throttled', 'too many watch sessions', { limit: 'max_watch_sessions', max: hub.registry.maxSessions }),
+        );
       }
       return sendJson(req, reply, 200, {
         wid: session.wid,
@@ -131,7 +141,8 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       const session = hub.registry.get((req.params as { wid: string }).wid);
       if (!session) throw new HttpError('not_found', 'unknown or expired watch session; POST /v0/watch again');
       const owner = admission.admitWatchStream(req, session.ownerKeyId); // 401 unless the creating key
-      if (!hub.slots.acquire()) throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.slots.max });
+      if (!hub.slots.acquire())
+        throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.slots.max });
       let releaseKey: () => void;
       try {
         releaseKey = admission.acquireStream(owner); // charged to the creating key (docs/API.md "Limits")

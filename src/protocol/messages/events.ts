@@ -44,4 +44,3 @@ export interface WorkerEvents {
   watch: WatchEvent[];
   work: WorkEvent[];
 }
-

@@ -7,5 +7,4 @@ import type { TopicRequest, TopicResult } from './rpc.js';
 
 export type PeerMessage =
   /** `id` is the sender's, unique per peer port; the answer carries it back. */
-  | { t: 'req'; id: number; req: TopicRequest }
-  | { t: 'res'; id: number; result: TopicResult };
+  { t: 'req'; id: number; req: TopicRequest } | { t: 'res'; id: number; result: TopicResult };

@@ -263,7 +263,17 @@ export interface LeasesRequest {
   node: string | null;
 }
 
-export type QueueRequest = ClaimRequest | AckRequest | NackRequest | ExtendRequest | TermRequest | WorkOpenRequest | WorkCloseRequest | WorkFlowRequest | LeasesRequest | RedriveRequest;
+export type QueueRequest =
+  | ClaimRequest
+  | AckRequest
+  | NackRequest
+  | ExtendRequest
+  | TermRequest
+  | WorkOpenRequest
+  | WorkCloseRequest
+  | WorkFlowRequest
+  | LeasesRequest
+  | RedriveRequest;
 
 export type TopicRequest =
   | AppendRequest
@@ -377,7 +387,21 @@ export interface StatsTotals {
 }
 
 export function emptyTotals(): StatsTotals {
-  return { topics: 0, byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 }, records: 0, bytes: 0, queueTopics: 0, leasesInFlight: 0, actors: 0, sleeping: 0, keptLineBytes: 0, compactBytesReclaimed: 0, compactSegmentsRewritten: 0, compactLiveBytes: 0, compactStoredBytes: 0 };
+  return {
+    topics: 0,
+    byClass: { ephemeral: 0, memory: 0, disk: 0, fsync: 0 },
+    records: 0,
+    bytes: 0,
+    queueTopics: 0,
+    leasesInFlight: 0,
+    actors: 0,
+    sleeping: 0,
+    keptLineBytes: 0,
+    compactBytesReclaimed: 0,
+    compactSegmentsRewritten: 0,
+    compactLiveBytes: 0,
+    compactStoredBytes: 0,
+  };
 }
 
 /**
@@ -400,7 +424,8 @@ export interface WorkerStats {
  * A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) as pieces in
  * order (SectionWriter.pieces) with their CRC-32, and the packs it holds nothing live in.
  */
-export type CheckpointParts = { ok: true; section: Uint8Array[]; crc: number; topics: number; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
+export type CheckpointParts =
+  { ok: true; section: Uint8Array[]; crc: number; topics: number; deadPacks: string[] } | { ok: false; diskFull: boolean; message: string };
 
 /**
  * A worker's shutdown drain: complete (every frame acknowledged by the WAL, segments fsynced, so
@@ -417,7 +442,6 @@ export interface QueueStats {
   /** Age of the oldest ready job by its $ts, or null when none is ready (or none found cheaply). */
   oldest_ready_age_ms: number | null;
 }
-
 
 /** main → worker on the request channel: the requests of one turn. */
 export interface RequestBatch {

@@ -98,7 +98,14 @@ export class WatchRegistry {
     if (this.maxSessions > 0 && this.sessions.size >= this.maxSessions) return undefined;
     const wid = `wid_${crypto.randomBytes(16).toString('base64url')}`;
     const names = [...start.keys()].sort();
-    const s = new WatchSession(wid, opts, names, names.map((n) => start.get(n)!), this.clock.now(), ownerKeyId);
+    const s = new WatchSession(
+      wid,
+      opts,
+      names,
+      names.map((n) => start.get(n)!),
+      this.clock.now(),
+      ownerKeyId,
+    );
     this.sessions.set(wid, s);
     return s;
   }

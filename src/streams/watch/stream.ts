@@ -170,7 +170,7 @@ export class WatchStream {
       return;
     }
     const cursor = this.session.cursor(t.idx);
-    if (b.instanceId !== t.instanceId || b.stale || cursor < b.from || cursor > b.from && cursor < b.to) {
+    if (b.instanceId !== t.instanceId || b.stale || cursor < b.from || (cursor > b.from && cursor < b.to)) {
       void this.pull(t);
       return;
     }

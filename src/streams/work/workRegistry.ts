@@ -65,7 +65,14 @@ export class WorkRegistry {
   /** Shutdown (docs/ARCHITECTURE.md "Startup and shutdown" step 3): a terminal 503 frame on every stream, and their leases released. */
   async closeAll(): Promise<void> {
     for (const s of [...this.streams.values()]) {
-      s.fail({ code: 503, error: 'shutting_down', message: 'draining before exit; reconnect later', terminal: true, retry_after_ms: 1000, topic: s.topic });
+      s.fail({
+        code: 503,
+        error: 'shutting_down',
+        message: 'draining before exit; reconnect later',
+        terminal: true,
+        retry_after_ms: 1000,
+        topic: s.topic,
+      });
     }
     await Promise.allSettled([...this.releasing]);
   }
