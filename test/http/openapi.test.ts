@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, type Server } from '../helpers/server.js';
 import { ROUTE_DOCS } from '../../src/http/openapi.js';
-import { ROUTE_TABLE } from '../../src/http/server.js';
+import { ROUTE_TABLE } from '../../src/http/errorHandlers.js';
 import { ROUTE_RULES } from '../../src/http/admission.js';
 
 let srv: Server;

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ROUTE_RULES, ruleFor, setsDisableBackpressure } from '../../src/http/admission.js';
-import { redactUrl } from '../../src/http/server.js';
+import { redactUrl } from '../../src/http/errorHandlers.js';
 
 test('docs/API.md "Authentication" scopes per route, HEAD as GET, unknown routes have no rule', () => {
   assert.deepEqual(ruleFor('POST', '/v0/topics/:topic/claim')?.scopes, ['read', 'write']);
