@@ -11,8 +11,9 @@
 // for a frame written whole; a released topic has no runs.
 import assert from 'node:assert/strict';
 import { packFileName, parsePackFileName, type PackName } from '../format/layout.js';
-import { IdIndex } from '../core/idIndex.js';
+import { IdIndex } from '../core/columns/idIndex.js';
 import { InvariantError } from '../core/invariant.js';
+import { grownTo } from '../core/columns/grow.js';
 
 export interface PackInfo extends PackName {
   /** Index in this map (extents name packs by it). */
@@ -169,11 +170,7 @@ export class PackMap {
   }
 
   private newRow(): number {
-    if ((this.oneRows + 1) * ROW > this.one.length) {
-      const grown = new Float64Array(this.one.length * 2);
-      grown.set(this.one);
-      this.one = grown;
-    }
+    this.one = grownTo(this.one, (this.oneRows + 1) * ROW);
     return this.oneRows++;
   }
 

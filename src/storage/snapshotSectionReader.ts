@@ -21,6 +21,7 @@ import {
   type SectionHead,
   type SectionPart,
 } from './snapshotSectionFormat.js';
+import { grownTo } from '../core/columns/grow.js';
 
 /**
  * One part of a section as readSection walks it, reused for every line: copy what you keep, or
@@ -147,11 +148,7 @@ export async function sectionTopicIds(buf: Buffer, topics = 0): Promise<Float64A
     if (nl < 0) throw new CorruptionError('snapshot section', 'a part line without its end', off);
     const id = line.id(off, nl);
     if (Number.isNaN(id)) throw new CorruptionError('snapshot section', 'a part line does not start with its id', off);
-    if (n === ids.length) {
-      const grown = new Float64Array(Math.max(1024, ids.length * 2));
-      grown.set(ids);
-      ids = grown;
-    }
+    if (n === ids.length) ids = grownTo(ids, Math.max(1024, n + 1));
     ids[n++] = id;
     if (n % IDS_PER_TURN === 0) await new Promise((r) => setImmediate(r));
   }

@@ -24,7 +24,7 @@ import type { ActorInput } from '../actors/topic/inputs.js';
 import { SLEEP_BYTES_MAX, ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
 import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
-import { IdIndex } from '../core/idIndex.js';
+import { IdIndex } from '../core/columns/idIndex.js';
 import type { PackStore } from '../storage/packStore.js';
 import { forEachAppendRecord, payloadBytesOf, probeFrame, type AppendHead, type FrameView } from '../format/frame.js';
 import type { Fs } from '../storage/fs.js';

@@ -9,8 +9,9 @@
 import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
 import type { TopicPart } from '../format/topicPart.js';
-import { NameRows } from './nameRows.js';
+import { NameRows } from '../core/columns/nameRows.js';
 import type { QueuePart } from '../actors/queue/leasesLog.js';
+import { grownTo } from '../core/columns/grow.js';
 
 /** Column offsets within a row. Clocks hold NaN for null. */
 const ID = 0;
@@ -108,11 +109,7 @@ export class DormantTable {
 
   private changed(row: number): void {
     const b = Math.floor(row / this.blockRows);
-    if (b >= this.gens.length) {
-      const g = new Uint32Array(Math.max(b + 1, this.gens.length * 2));
-      g.set(this.gens);
-      this.gens = g;
-    }
+    if (b >= this.gens.length) this.gens = grownTo(this.gens, b + 1);
     this.gens[b] = (this.gens[b]! + 1) >>> 0;
   }
 
@@ -369,11 +366,7 @@ export class DormantTable {
 
   /** A fresh row at the end, doubling the columns when full. */
   private grow(): number {
-    if ((this.rows + 1) * ROW_WORDS > this.f.length) {
-      const f = new Float64Array(this.f.length * 2);
-      f.set(this.f);
-      this.f = f;
-    }
+    this.f = grownTo(this.f, (this.rows + 1) * ROW_WORDS);
     return this.rows++;
   }
 }

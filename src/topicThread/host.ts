@@ -45,7 +45,7 @@ function compactPace(bytesPerSec: number): CompactPace {
 }
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
-import { SortedNames } from './sortedNames.js';
+import { SortedNames } from '../core/columns/sortedNames.js';
 import { Dormancy } from './dormancy.js';
 import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from '../actors/topic/dormant.js';
 import { priorityOf } from '../actors/topic/topicState.js';

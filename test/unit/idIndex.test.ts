@@ -1,10 +1,10 @@
-// IdIndex (src/core/idIndex.ts): a topic id -> int32 index in pages of typed arrays. Checked
+// IdIndex (src/core/columns/idIndex.ts): a topic id -> int32 index in pages of typed arrays. Checked
 // against a Map through sets, overwrites, deletes and re-adds, over ids near 0, on both sides of
 // a page boundary, of later epochs, past 2^32 and up to 2^53 - 1; pages go when emptied.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { IdIndex } from '../../src/core/idIndex.js';
+import { IdIndex } from '../../src/core/columns/idIndex.js';
 
 const EDGE_IDS = [
   0,

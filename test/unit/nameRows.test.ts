@@ -1,10 +1,10 @@
-// NameRows (src/topicThread/nameRows.ts): names by row and rows by name in an open-addressing table.
+// NameRows (src/core/columns/nameRows.ts): names by row and rows by name in an open-addressing table.
 // Checked against a Map through adds, removes (backward shift) and re-adds, with names made to
 // collide (a tiny table, many names in one probe run), growth by rehash and by reserve.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { NameRows, nameHash } from '../../src/topicThread/nameRows.js';
+import { NameRows, nameHash } from '../../src/core/columns/nameRows.js';
 
 test('rows by name and names by row; a name or row held twice is an assertion', () => {
   const n = new NameRows();

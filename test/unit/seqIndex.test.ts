@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { SeqIndex, SlotState } from '../../src/actors/topic/seqIndex.js';
-import { slabBlocksInUse } from '../../src/actors/topic/columnSlabs.js';
+import { slabBlocksInUse } from '../../src/core/columns/columnSlabs.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 
 interface Slot {
@@ -153,7 +153,7 @@ test('SeqIndex reads back what a Map model holds, whatever the growth and drops'
 });
 
 test('small chunks of several indexes share slabs: growth frees blocks that other indexes reuse, zeroed', () => {
-  // Many-topics issue: the columns of chunks up to 256 slots live in shared slabs (columnSlabs.ts).
+  // Many-topics issue: the columns of chunks up to 256 slots live in shared slabs (core/columns/columnSlabs.ts).
   // A block freed by one index's growth and reused by another must never still be in use, and a
   // reused block must read as empty slots.
   const small: fc.Arbitrary<Op> = fc.oneof(

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SortedNames } from '../../src/topicThread/sortedNames.js';
+import { SortedNames } from '../../src/core/columns/sortedNames.js';
 
 /** Short names over a small alphabet, so prefixes and duplicates are common. */
 const nameArb = fc.stringMatching(/^[abz.é-]{1,4}$/);

@@ -10,7 +10,7 @@
 // A chunk keeps all its columns in one buffer (see Chunk).
 import assert from 'node:assert/strict';
 import type { RecordText } from './recordText.js';
-import { allocColumns, releaseColumns, type ColumnBlock } from './columnSlabs.js';
+import { allocColumns, releaseColumns, type ColumnBlock } from '../../core/columns/columnSlabs.js';
 
 /**
  * EMPTY is also the state of a padded seq (reserved before a crash, never durable): readers skip

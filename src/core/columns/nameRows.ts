@@ -8,7 +8,8 @@
 // Invariants: a name has at most one row; `slots` holds each named row once, in the probe run
 // of its hash; the slots are at most half full.
 import assert from 'node:assert/strict';
-import { fnv1a32 } from '../core/names.js';
+import { fnv1a32 } from '../names.js';
+import { grownTo } from './grow.js';
 
 /** A slot with no row. */
 const EMPTY = -1;
@@ -62,7 +63,7 @@ export class NameRows {
   add(row: number, name: string): void {
     if (this.names[row] !== undefined) assert.fail(`NameRows: row ${row} already holds ${this.names[row]}`);
     if ((this.size + 1) * 2 > this.slots.length) this.rehash(this.slots.length * 2);
-    if (row >= this.hashes.length) this.growHashes(Math.max(row + 1, this.hashes.length * 2));
+    if (row >= this.hashes.length) this.hashes = grownTo(this.hashes, row + 1);
     const h = nameHash(name);
     const { slots, mask, hashes, names } = this;
     let at = h & mask;
