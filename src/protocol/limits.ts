@@ -9,10 +9,10 @@ export const NODE_MAX_BYTES = 128;
 /** Characters in an idempotency key, from the body or the `Idempotency-Key` header. */
 export const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 
-export const BATCH_TOO_LARGE_MESSAGE = `A batch may hold at most ${BATCH_RECORDS_MAX} records.`;
-export const IDEMPOTENCY_KEY_TOO_LONG_MESSAGE = `idempotency_key is longer than ${IDEMPOTENCY_KEY_MAX_CHARS} characters.`;
+export const BATCH_TOO_LARGE_MESSAGE = `a batch may hold at most ${BATCH_RECORDS_MAX} records`;
+export const IDEMPOTENCY_KEY_TOO_LONG_MESSAGE = `idempotency_key is longer than ${IDEMPOTENCY_KEY_MAX_CHARS} characters`;
 
 /** The message for a `node` over NODE_MAX_BYTES; `field` names it (`records[3].node`). */
 export function nodeTooLongMessage(field = 'node'): string {
-  return `${field} is longer than ${NODE_MAX_BYTES} bytes.`;
+  return `${field} is longer than ${NODE_MAX_BYTES} bytes`;
 }

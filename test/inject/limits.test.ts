@@ -166,7 +166,7 @@ describe('one limit, one message', () => {
     const claim = await c.post(`/v0/topics/${q}/claim`, { node: 'n'.repeat(129) });
     assertError(claim, 400, 'invalid_request', 'claim');
     assert.equal(claim.body.error.message, append.body.error.message);
-    assert.equal(append.body.error.message, 'node is longer than 128 bytes.');
+    assert.equal(append.body.error.message, 'node is longer than 128 bytes');
   });
 
   test('an idempotency key over 256 characters gets the same message in the body and in the header', async () => {
@@ -179,6 +179,40 @@ describe('one limit, one message', () => {
     assert.equal(inHeader.body.error.message, inBody.body.error.message);
     assert.equal(inBody.body.error.detail?.field, 'idempotency_key');
     assert.equal(inHeader.body.error.detail?.field, 'idempotency_key');
+  });
+});
+
+describe('one condition, one message, one style', () => {
+  test('an empty, a non-object and a malformed body get the same message on an append as on a claim', async () => {
+    const t = name('onebody');
+    assertOk(await c.put(`/v0/topics/${t}`, { type: 'queue' }), 201, 'create');
+    for (const [body, want] of [
+      ['', /^request body is required$/],
+      ['[1]', /^body must be a JSON object$/],
+      ['{"records": [', /^body is not valid JSON/],
+    ] as const) {
+      const append = await srv.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body });
+      const claim = await srv.raw('POST', `/v0/topics/${t}/claim`, { headers: JSON_CT, body });
+      assertError(append, 400, 'invalid_request', `append ${JSON.stringify(body)}`);
+      assertError(claim, 400, 'invalid_request', `claim ${JSON.stringify(body)}`);
+      assert.match(append.body.error.message, want);
+      assert.match(claim.body.error.message, want);
+    }
+  });
+
+  test('messages start in lower case and end without a period', async () => {
+    const t = name('style');
+    const bad = [
+      await c.post(`/v0/topics/${t}`, { records: [] }),
+      await c.post(`/v0/topics/${t}`, { records: [{}] }),
+      await c.post(`/v0/topics/${t}`, { records: Array.from({ length: 10001 }, () => ({ data: 1 })) }),
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 1, tag: 5 }] }),
+    ];
+    for (const r of bad) {
+      assert.equal(r.status, 400, r.text);
+      assert.match(r.body.error.message, /^[a-z]/, r.body.error.message);
+      assert.doesNotMatch(r.body.error.message, /\.$/, r.body.error.message);
+    }
   });
 });
 

@@ -139,7 +139,7 @@ interface RecordsState {
 }
 
 function malformed(e: JsonScanError): ParseFailure {
-  return fail('invalid_request', `Request body is not valid JSON: ${e.message}.`);
+  return fail('invalid_request', `body is not valid JSON: ${e.message}`);
 }
 
 /**
@@ -222,7 +222,7 @@ class AppendBodyScan {
     // Once a problem is known (or past the batch limit) only validate and count.
     if (st.error !== undefined || index >= LIMITS.maxRecords) return scanValue(body, es, this.end, 2);
     if (body[es] !== LBRACE) {
-      st.error = invalidField('records', `records[${index}] must be an object.`, index);
+      st.error = invalidField('records', `records[${index}] must be an object`, index);
       return scanValue(body, es, this.end, 2);
     }
     const r = this.r;
@@ -277,7 +277,7 @@ class AppendBodyScan {
 
 export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALLOWANCE): { ok: true; value: ParsedAppend } | ParseFailure {
   const start = skipWs(body, 0, body.length);
-  if (start >= body.length) return fail('invalid_request', 'Request body is empty.');
+  if (start >= body.length) return fail('invalid_request', 'request body is required');
   if (body[start] !== LBRACE) return notAnObject(body);
   const scan = new AppendBodyScan(body, allow);
   try {
@@ -300,14 +300,14 @@ function notAnObject(body: Uint8Array): ParseFailure {
     if (e instanceof JsonScanError) return malformed(e);
     throw e;
   }
-  return fail('invalid_request', 'Request body must be a JSON object.');
+  return fail('invalid_request', 'body must be a JSON object');
 }
 
 /** The records list's shape and count, then the first record's problem (if any). */
 function recordListError(rs: RecordsState | undefined): ParseFailure | undefined {
-  if (rs === undefined) return invalidField('records', 'records is required.');
-  if (!rs.isArray) return invalidField('records', 'records must be an array.');
-  if (rs.count === 0) return invalidField('records', 'records must not be empty.');
+  if (rs === undefined) return invalidField('records', 'records is required');
+  if (!rs.isArray) return invalidField('records', 'records must be an array');
+  if (rs.count === 0) return invalidField('records', 'records must not be empty');
   if (rs.count > LIMITS.maxRecords)
     return fail('batch_too_large', BATCH_TOO_LARGE_MESSAGE, {
       count: rs.count,
@@ -320,13 +320,13 @@ function recordListError(rs: RecordsState | undefined): ParseFailure | undefined
 function envelopeFields(body: Uint8Array, scan: AppendBodyScan, records: ParsedRecord[]): { ok: true; value: ParsedAppend } | ParseFailure {
   let node: StringField | undefined;
   if (scan.nodeStart >= 0) {
-    if (body[scan.nodeStart] !== QUOTE) return invalidField('node', 'node must be a string.');
+    if (body[scan.nodeStart] !== QUOTE) return invalidField('node', 'node must be a string');
     node = stringField(body, scan.nodeStart, scan.nodeEnd);
     if (node.bytes > LIMITS.maxNodeBytes) return fail('record_too_large', nodeTooLongMessage(), { limit: 'node_bytes' });
   }
   let idempotencyKey: string | undefined;
   if (scan.idemStart >= 0) {
-    if (body[scan.idemStart] !== QUOTE) return invalidField('idempotency_key', 'idempotency_key must be a string.');
+    if (body[scan.idemStart] !== QUOTE) return invalidField('idempotency_key', 'idempotency_key must be a string');
     const k = stringField(body, scan.idemStart, scan.idemEnd).value;
     if (k.length > LIMITS.maxIdempotencyKeyChars) return invalidField('idempotency_key', IDEMPOTENCY_KEY_TOO_LONG_MESSAGE);
     if (k !== '') idempotencyKey = k;
@@ -338,7 +338,7 @@ function envelopeFields(body: Uint8Array, scan: AppendBodyScan, records: ParsedR
   const unknownFields = scan.unknownFields;
   let config: unknown;
   if (scan.configStart >= 0) {
-    if (body[scan.configStart] !== LBRACE) return invalidField('config', 'config must be an object.');
+    if (body[scan.configStart] !== LBRACE) return invalidField('config', 'config must be an object');
     config = JSON.parse(bytesToString(body, scan.configStart, scan.configEnd));
     collectUnknown(unknownFields, config, CONFIG_FIELDS, 'config.');
   }
@@ -362,6 +362,6 @@ function envelopeFields(body: Uint8Array, scan: AppendBodyScan, records: ParsedR
 function booleanField(body: Uint8Array, s: number, field: string): boolean | undefined | ParseFailure {
   if (s < 0) return undefined;
   const c = body[s];
-  if (c !== T && c !== F) return invalidField(field, `${field} must be a boolean.`);
+  if (c !== T && c !== F) return invalidField(field, `${field} must be a boolean`);
   return c === T;
 }

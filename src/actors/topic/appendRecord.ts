@@ -127,16 +127,16 @@ function tooLarge(index: number, limit: string, message: string): ParseFailure {
 
 /** Checks the scratch of record `index` (its object just ended); returns the record or an error. */
 export function finishRecord(body: Uint8Array, r: RecordScratch, index: number, allow: LimitAllowance): ParsedRecord | ParseFailure {
-  if (r.dataStart < 0) return invalidField('data', `records[${index}].data is required.`, index);
-  if (r.tagStart >= 0 && body[r.tagStart] !== QUOTE) return invalidField('tag', `records[${index}].tag must be a string.`, index);
-  if (r.nodeStart >= 0 && body[r.nodeStart] !== QUOTE) return invalidField('node', `records[${index}].node must be a string.`, index);
-  if (r.metaStart >= 0 && body[r.metaStart] !== LBRACE) return invalidField('meta', `records[${index}].meta must be an object.`, index);
+  if (r.dataStart < 0) return invalidField('data', `records[${index}].data is required`, index);
+  if (r.tagStart >= 0 && body[r.tagStart] !== QUOTE) return invalidField('tag', `records[${index}].tag must be a string`, index);
+  if (r.nodeStart >= 0 && body[r.nodeStart] !== QUOTE) return invalidField('node', `records[${index}].node must be a string`, index);
+  if (r.metaStart >= 0 && body[r.metaStart] !== LBRACE) return invalidField('meta', `records[${index}].meta must be an object`, index);
 
   let tag: StringField | undefined;
   if (r.tagStart >= 0) {
     tag = stringField(body, r.tagStart, r.tagEnd);
     if (tag.bytes > LIMITS.maxTagBytes)
-      return tooLarge(index, 'tag_bytes', `records[${index}].tag is longer than ${LIMITS.maxTagBytes} bytes.`);
+      return tooLarge(index, 'tag_bytes', `records[${index}].tag is longer than ${LIMITS.maxTagBytes} bytes`);
   }
   let node: StringField | undefined;
   if (r.nodeStart >= 0) {
@@ -147,13 +147,13 @@ export function finishRecord(body: Uint8Array, r: RecordScratch, index: number, 
   if (r.metaStart >= 0) {
     metaLen = r.metaEnd - r.metaStart - r.metaWs;
     if (metaLen > LIMITS.maxMetaBytes + allow.metaBytes)
-      return tooLarge(index, 'meta_bytes', `records[${index}].meta is larger than ${LIMITS.maxMetaBytes} bytes.`);
+      return tooLarge(index, 'meta_bytes', `records[${index}].meta is larger than ${LIMITS.maxMetaBytes} bytes`);
     if (r.metaKeys > LIMITS.maxMetaKeys + allow.metaKeys)
-      return tooLarge(index, 'meta_keys', `records[${index}].meta has more than ${LIMITS.maxMetaKeys} keys.`);
+      return tooLarge(index, 'meta_keys', `records[${index}].meta has more than ${LIMITS.maxMetaKeys} keys`);
   }
   const dataLen = r.dataEnd - r.dataStart - r.dataWs;
   if (dataLen + (metaLen < 0 ? 0 : metaLen) > LIMITS.maxRecordBytes + allow.metaBytes)
-    return tooLarge(index, 'record_bytes', `records[${index}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta).`);
+    return tooLarge(index, 'record_bytes', `records[${index}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta)`);
   return {
     dataStart: r.dataStart,
     dataEnd: r.dataEnd,
