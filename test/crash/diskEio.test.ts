@@ -102,6 +102,8 @@ test(
     assert.ok(failed, 'a write met the failing device');
     assert.equal(failed.status, 500, JSON.stringify(failed.body));
     assert.equal(failed.body.error.code, 'internal', JSON.stringify(failed.body));
+    // The log line comes from the WAL thread and may reach stderr just after the 500 is sent.
+    for (let waited = 0; !/EIO/.test(srv.stderr()) && waited < 5000; waited += 50) await new Promise((r) => setTimeout(r, 50));
     assert.match(srv.stderr(), /EIO/, 'the log names the error');
 
     // Up, read-only, saying why.
