@@ -10,9 +10,6 @@ import { assertNever } from '../protocol/errors.js';
 import { encodeTraceValue } from '../core/traceCodec.js';
 import type { SegmentPlacement } from '../format/layout.js';
 
-/** Where an APPEND frame goes in the topic's segments once the WAL has written it. */
-export type { SegmentPlacement };
-
 export interface ColdRange {
   segFirstSeq: number;
   offset: number;

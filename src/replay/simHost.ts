@@ -6,7 +6,8 @@
 // segments as the worker does (src/topicThread/compaction.ts: seal, copy, checkpoint, swap), with
 // the same decisions (compactPlan.ts) and copy format (compactFrames.ts). Same inputs and seed,
 // same outputs: nothing here reads the wall clock or Math.random.
-import { StepCtx, type Effect, type EffectSink, type Queries, type SegmentPlacement } from '../actors/ctx.js';
+import type { SegmentPlacement } from '../format/layout.js';
+import { StepCtx, type Effect, type EffectSink, type Queries } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, type ActorInput } from '../actors/topic/inputs.js';
 import { retentionPart } from '../actors/topic/replay.js';

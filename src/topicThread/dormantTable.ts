@@ -8,9 +8,8 @@
 // Invariant: a name has at most one row; `bytesTotal` is the sum of the rows' bytes.
 import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { DormantTopic } from '../actors/topic/dormant.js';
-import type { TopicPart } from '../format/topicPart.js';
+import type { TopicPart, QueuePart } from '../format/topicPart.js';
 import { NameRows } from '../core/columns/nameRows.js';
-import type { QueuePart } from '../actors/queue/leasesLog.js';
 import { grownTo } from '../core/columns/grow.js';
 
 /** Column offsets within a row. Clocks hold NaN for null. */

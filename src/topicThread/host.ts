@@ -18,7 +18,8 @@ import {
 } from '../protocol/messages/rpc.js';
 import type { RouterStats } from '../protocol/messages/router.js';
 import { fail, type ErrorResult } from '../protocol/errors.js';
-import { StepCtx, type SegmentPlacement } from '../actors/ctx.js';
+import type { SegmentPlacement } from '../format/layout.js';
+import { StepCtx } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
 import { probeFrame, readAppendHead } from '../format/frame.js';

@@ -7,7 +7,7 @@ import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { TopicResult } from '../protocol/messages/rpc.js';
 import { assertNever } from '../protocol/errors.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
-import type { SegmentPlacement } from '../actors/ctx.js';
+import type { SegmentPlacement } from '../format/layout.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { Clock } from '../core/clock.js';
 import { RECORD_TEXT_OVERHEAD_BYTES, type HotCache } from './hotCache.js';

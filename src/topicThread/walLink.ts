@@ -9,7 +9,7 @@ import type { AppendRequest, PerfFields } from '../protocol/messages/rpc.js';
 import type { WalIn, WalOut } from '../protocol/messages/wal.js';
 import { assertNever } from '../protocol/errors.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
-import type { SegmentPlacement } from '../actors/ctx.js';
+import type { SegmentPlacement } from '../format/layout.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import { MinHeap } from '../core/minHeap.js';
 import { stageClock } from '../core/stageClock.js';

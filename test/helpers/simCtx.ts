@@ -1,6 +1,7 @@
 // A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
 // delivered only on command, so a test chooses every interleaving.
-import { StepCtx, type ActorCtx, type ColdRange, type Effect, type SegmentPlacement } from '../../src/actors/ctx.js';
+import { StepCtx, type ActorCtx, type ColdRange, type Effect } from '../../src/actors/ctx.js';
+import type { SegmentPlacement } from '../../src/format/layout.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 import type { WatchEvent } from '../../src/protocol/messages/events.js';
 import { seededRng } from '../../src/core/rng.js';

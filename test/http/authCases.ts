@@ -115,3 +115,20 @@ export function routeMatrix(routes: Route[], hit: Hit): void {
     }
   }
 }
+
+/** The topics every matrix runs against, made with the key that may do everything. */
+export async function seedTopics(
+  call: (method: string, path: string, body: unknown, headers: Record<string, string>) => Promise<{ status: number }>,
+): Promise<void> {
+  const a = bearer(SECRETS.all);
+  assert.equal((await call('PUT', '/v0/topics/m.log', {}, a)).status, 201);
+  assert.equal((await call('PUT', '/v0/topics/m.q', { type: 'queue' }, a)).status, 201);
+  assert.equal((await call('PUT', '/v0/topics/t42.q', { type: 'queue' }, a)).status, 201);
+  assert.equal((await call('POST', '/v0/topics/t42.q', { records: [{ data: 1 }] }, a)).status, 200);
+}
+
+/** A route's path for `topic`, with `query` appended. */
+export function routePath(r: Route, topic: string, query?: Record<string, string>): string {
+  const path = r.path(topic);
+  return path + (query ? (path.includes('?') ? '&' : '?') + new URLSearchParams(query).toString() : '');
+}

@@ -7,7 +7,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, req, Server, Resp } from '../helpers/server.js';
 import { openStream } from '../helpers/sse.js';
-import { KEYS, ROUTES, SECRETS, bearer, routeMatrix, type Route } from './authCases.js';
+import { KEYS, ROUTES, SECRETS, bearer, routeMatrix, routePath, seedTopics, type Route } from './authCases.js';
 
 let srv: Server;
 const bodies: string[] = [];
@@ -32,11 +32,7 @@ async function callStream(
 
 before(async () => {
   srv = await startServer({ env: { SERVICE_API_KEYS: KEYS, SERVICE_WORKERS: '2' } });
-  const a = bearer(SECRETS.all);
-  assert.equal((await call('PUT', '/v0/topics/m.log', {}, a)).status, 201);
-  assert.equal((await call('PUT', '/v0/topics/m.q', { type: 'queue' }, a)).status, 201);
-  assert.equal((await call('PUT', '/v0/topics/t42.q', { type: 'queue' }, a)).status, 201);
-  assert.equal((await call('POST', '/v0/topics/t42.q', { records: [{ data: 1 }] }, a)).status, 200);
+  await seedTopics(call);
 });
 after(async () => {
   await srv?.stop();
@@ -44,8 +40,7 @@ after(async () => {
 
 async function hit(r: Route, topic: string, headers: Record<string, string>, query?: Record<string, string>) {
   if (r.stream) return callStream(r.path(topic), headers, query);
-  const path = r.path(topic) + (query ? (r.path(topic).includes('?') ? '&' : '?') + new URLSearchParams(query).toString() : '');
-  return call(r.method, path, r.body, headers);
+  return call(r.method, routePath(r, topic, query), r.body, headers);
 }
 
 describe('every route', () => {

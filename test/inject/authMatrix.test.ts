@@ -8,7 +8,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Resp } from '../helpers/server.js';
 import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
-import { KEYS, ROUTES, SECRETS, TENANT_PREFIXES, bearer, routeMatrix, type Route } from '../http/authCases.js';
+import { KEYS, ROUTES, SECRETS, TENANT_PREFIXES, bearer, routeMatrix, routePath, seedTopics, type Route } from '../http/authCases.js';
 
 let srv: InjectServer;
 const bodies: string[] = [];
@@ -21,19 +21,14 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
 
 before(async () => {
   srv = await startInjectServer({ SERVICE_API_KEYS: KEYS, SERVICE_WORKERS: '2' });
-  const a = bearer(SECRETS.all);
-  assert.equal((await call('PUT', '/v0/topics/m.log', {}, a)).status, 201);
-  assert.equal((await call('PUT', '/v0/topics/m.q', { type: 'queue' }, a)).status, 201);
-  assert.equal((await call('PUT', '/v0/topics/t42.q', { type: 'queue' }, a)).status, 201);
-  assert.equal((await call('POST', '/v0/topics/t42.q', { records: [{ data: 1 }] }, a)).status, 200);
+  await seedTopics(call);
 });
 after(async () => {
   await srv?.stop();
 });
 
 async function hit(r: Route, topic: string, headers: Record<string, string>, query?: Record<string, string>) {
-  const path = r.path(topic) + (query ? (r.path(topic).includes('?') ? '&' : '?') + new URLSearchParams(query).toString() : '');
-  return call(r.method, path, r.body, headers);
+  return call(r.method, routePath(r, topic, query), r.body, headers);
 }
 
 describe('every route', () => {

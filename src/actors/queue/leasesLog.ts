@@ -110,9 +110,6 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
   }
 }
 
-/** What a snapshot keeps of a queue (its type lives with the snapshot format). */
-export type { QueuePart };
-
 export function queuePart(q: QueueState): QueuePart {
   const table = q.table;
   const leases: QueuePart['leases'] = [];

@@ -35,7 +35,6 @@ export function replayRedriveHeader(q: QueueState, header: Buffer): void {
 }
 
 /** What a snapshot keeps: [dead-letter instance id, name, seqs] per dead-letter instance. */
-export type { RedrivePendingPart };
 
 export function redrivePendingPart(q: QueueState): RedrivePendingPart | undefined {
   if (q.redrivePending.size === 0) return undefined;

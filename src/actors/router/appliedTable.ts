@@ -8,9 +8,6 @@ export interface Applied {
   total: number;
 }
 
-/** Snapshot form: router id → [srcLast, total] (its type lives with the snapshot format). */
-export type { AppliedPart };
-
 export class AppliedTable {
   private readonly byId = new Map<number, Applied>();
 

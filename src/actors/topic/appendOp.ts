@@ -8,7 +8,7 @@ import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 import type { ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, replayForward } from '../router/applied.js';
-import type { SegmentPlacement } from '../ctx.js';
+import type { SegmentPlacement } from '../../format/layout.js';
 import { InvariantError } from '../../core/invariant.js';
 
 /** Where segments roll: SERVICE_SEGMENT_BYTES, and the pack threshold of the first (0: no packs). */

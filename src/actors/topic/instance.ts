@@ -7,7 +7,8 @@
 // watermarks, its seq index and little else.
 import { internConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import type { ActorCtx } from '../ctx.js';
-import { LossLedger, type LossReason } from './lossLedger.js';
+import type { LossReason } from '../../format/topicPart.js';
+import { LossLedger } from './lossLedger.js';
 import { TagIndex } from './tagIndex.js';
 import { IdempotencyTable } from './idempotency.js';
 import { SeqIndex } from './seqIndex.js';

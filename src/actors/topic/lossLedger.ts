@@ -5,8 +5,6 @@
 
 import type { LossReason, LossRun } from '../../format/topicPart.js';
 
-export type { LossReason, LossRun };
-
 const RUNS_MAX = 64;
 /** The runs of every ledger that has none: shared and frozen (most topics never lose a record). */
 const NO_RUNS: LossRun[] = Object.freeze([]) as unknown as LossRun[];

@@ -6,10 +6,11 @@ import { decodeJsonBody, FrameView, readAppendHead, readU64 } from '../../format
 import { FrameType } from '../../format/constants.js';
 import { activePlacement, indexFrame, placeInSegment, type SegmentLimits } from './appendOp.js';
 import type { TopicConfig } from '../../protocol/topicConfig.js';
-import type { SegmentPlacement } from '../ctx.js';
+import type { SegmentPlacement } from '../../format/layout.js';
 import { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
-import { LossLedger, type LossRun } from './lossLedger.js';
+import type { LossRun } from '../../format/topicPart.js';
+import { LossLedger } from './lossLedger.js';
 import { applyCaps, deleteRecords, deleteSeqs, retentionFields, type MatchSpec } from './retention.js';
 import { decodeLeases } from '../../format/leasesFrame.js';
 import { finishQueueRecovery, loadQueuePart, queuePart, replayLeases } from '../queue/leasesLog.js';

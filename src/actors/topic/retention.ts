@@ -4,7 +4,7 @@
 // a purely deleted gap reads silently. Counters change the moment a slot leaves LIVE.
 // Invariant: evictFloor <= earliest <= head + 1. Pure; runs inside actor steps.
 import type { TopicInstance } from './instance.js';
-import type { LossReason, LossRun } from './lossLedger.js';
+import type { LossReason, LossRun } from '../../format/topicPart.js';
 import { SlotState } from './seqIndex.js';
 
 /** The one way a slot leaves LIVE: counters, state, and a queue job's lease table entries. */
