@@ -11,7 +11,7 @@ import type { ActorCtx } from '../ctx.js';
 import { writeRefusal, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
-import { coldRanges, installCold } from '../topic/coldRead.js';
+import { coldRanges, installCold, readBackSet } from '../topic/coldRead.js';
 import type { LeaseEvent } from '../../format/leasesFrame.js';
 import { leaseIdOf } from './leaseId.js';
 import type { Lease } from './leaseTable.js';
@@ -180,7 +180,7 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
 
 /** Parks `pass` until the texts of `cold` (and of every seq it read back before) are in memory. */
 function parkForTexts(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, pass: ParkedPass, cold: number[]): void {
-  const seqs = [...new Set([...(pass.readBack ?? []), ...cold])].sort((x, y) => x - y);
+  const seqs = readBackSet(pass.readBack, cold);
   pass.readBack = seqs;
   const token = a.nextTimerId();
   q.parkedPasses.set(token, pass);

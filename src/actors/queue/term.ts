@@ -17,7 +17,7 @@ import { FrameType } from '../../format/constants.js';
 import type { LeaseEvent } from '../../format/leasesFrame.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from '../topic/actorCore.js';
-import { coldRanges, installCold } from '../topic/coldRead.js';
+import { coldRanges, installCold, readBackSet } from '../topic/coldRead.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { deleteSeqs } from '../topic/retention.js';
 import { SlotState } from '../topic/seqIndex.js';
@@ -79,7 +79,7 @@ export function term(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
  * small cache may evict one job's text while another's is read, and a seq joins the set once.
  */
 function parkForTexts(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, op: TermOp, cold: number[]): void {
-  op.readBack = [...new Set([...(op.readBack ?? []), ...cold])].sort((x, y) => x - y);
+  op.readBack = readBackSet(op.readBack, cold);
   const token = a.nextTimerId();
   q.terms.set(token, op);
   ctx.readCold(token, inst.id, coldRanges(inst, op.readBack));

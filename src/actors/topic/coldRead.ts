@@ -11,6 +11,16 @@ import { CorruptionError } from '../../core/corruption.js';
 
 const TWO_32 = 0x1_0000_0000;
 
+/**
+ * The seqs a waiter reads back next: the newly `cold` ones and every one it read back before,
+ * sorted. A small cache may evict what one read brought while the next is under way; reading the
+ * earlier seqs again brings every text the answer needs in one step, and as a seq joins the set
+ * at most once, a waiter re-reads a bounded number of times.
+ */
+export function readBackSet(before: readonly number[] | undefined, cold: readonly number[]): number[] {
+  return [...new Set([...(before ?? []), ...cold])].sort((x, y) => x - y);
+}
+
 export function coldRanges(inst: TopicInstance, seqs: readonly number[]): ColdRange[] {
   const bySeg = new Map<number, { start: number; end: number }>();
   for (const seq of seqs) {

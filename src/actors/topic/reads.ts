@@ -12,7 +12,7 @@ import type { TopicInstance } from './instance.js';
 import { readFrom, startsWarm, warmPrefix, type ReadResult } from './readPipeline.js';
 import { renderRecordsArray } from './render.js';
 import { PAGE_MIN_BYTES } from '../../core/pagePool.js';
-import { coldRanges, installCold } from './coldRead.js';
+import { coldRanges, installCold, readBackSet } from './coldRead.js';
 
 const DIFF_DEFAULT_LIMIT = 256;
 const MiB = 1024 * 1024;
@@ -126,7 +126,7 @@ export class TopicReads {
     }
     // What an earlier read brought may have left memory meanwhile (a small cache evicts in turn):
     // it is read again with the rest, so every text the answer needs arrives in one step.
-    const readBack = [...new Set([...(w.readBack ?? []), ...cold])].sort((x, y) => x - y);
+    const readBack = readBackSet(w.readBack, cold);
     const token = this.ids.nextTimerId();
     (this.cold ??= new Map()).set(token, { ...w, attempts: w.attempts + 1, readBack });
     ctx.readCold(token, w.inst.id, coldRanges(w.inst, readBack));
