@@ -21,7 +21,8 @@
 //      BENCH_QUEUE_ACK_WAIT_MS (2) after its oldest un-acked job arrived, one POST ack with all of
 //      them (acks may overlap). jobs/s = jobs acked / (connections opened → last ack reply);
 //      latency = frame read → ack reply, per job.
-// Server CPU per job (µs) = server CPU time over the drain / jobs; peak RSS as everywhere. Targets
+// Server CPU per job (µs) = server CPU time over the drain / jobs (part 4 also per thread, from
+// /proc/<pid>/task: the main thread, then the others busiest first); peak RSS as everywhere. Targets
 // printed next to each figure: ≤ 15 µs/job for 1; ≥ 85k jobs/s and ≤ 10 µs/job for 4.
 //
 // Baseline, same run: the bare Fastify echo server (bench/echo-server.ts) driven by
@@ -43,6 +44,7 @@
 // or an `event: error` frame aborts the part with the server's body in the message (the other
 // parts still run); an ack with `skipped` seqs, a job delivered twice or a drain that does not
 // finish within BENCH_QUEUE_MAX_S (120) marks the workload failed.
+import fs from 'node:fs';
 import http from 'node:http';
 import {
   CpuSplitMeter,
@@ -656,6 +658,41 @@ function cpuUsPerJob(split: CpuSplit, wallS: number, jobs: number): number {
   return jobs > 0 ? ((split.server / 100) * wallS * 1e6) / jobs : NaN;
 }
 
+/** utime + stime (s) of every thread of `pid`, by tid; a thread that ended meanwhile is left out. */
+function threadCpuS(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), (Number(f[11]) + Number(f[12])) / 100); // USER_HZ ticks
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return out;
+}
+
+/**
+ * Server CPU per job of each thread between two threadCpuS reads: the main (HTTP) thread, then
+ * the others busiest first (for `/work`: the topic worker, the WAL thread, V8's helpers). Per
+ * thread, no perf needed, and whole-drain figures rather than a sampled window.
+ */
+function threadUsPerJob(
+  pid: number,
+  before: Map<number, number>,
+  after: Map<number, number>,
+  jobs: number,
+): { main: number; others: number[] } {
+  const us = (tid: number) => (((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) * 1e6) / Math.max(1, jobs);
+  const others = [...after.keys()]
+    .filter((t) => t !== pid)
+    .map(us)
+    .filter((v) => v > 0)
+    .sort((a, b) => b - a);
+  return { main: us(pid), others };
+}
+
 function ceilingNote(jobsPerSec: number, base: Baseline | undefined): string {
   return base
     ? `${((jobsPerSec / base.ceiling) * 100).toFixed(1)}% of the echo ceiling (${Math.round(base.ceiling)} jobs/s)`
@@ -785,10 +822,12 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
 
   srv.rss.reset();
   const cpu = new CpuSplitMeter(srv.pid).start();
+  const threads0 = threadCpuS(srv.pid);
   const tc = process.hrtime.bigint();
   log(`queue: ${name}: ${k.jobs} jobs, ${k.workers} connections, max ${k.claimMax}, ack at ${k.ackBatch} jobs or ${k.ackWaitMs} ms`);
   const d = await drainPush(srv, topic, k.workers, k.claimMax, k, k.jobs, k.maxMs);
   const split = cpu.stop();
+  const byThread = threadUsPerJob(srv.pid, threads0, threadCpuS(srv.pid), d.acked);
   const wallS = nsSince(tc) / 1e9;
   const peak = srv.rss.peakBytes();
   srv.assertAlive();
@@ -808,6 +847,10 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
   const notes = [
     base ? `${ceilingNote(jobsPerSec, base)} (a claim+ack ceiling; push needs no claim request)` : undefined,
     `server CPU ${us.toFixed(1)} µs/job`,
+    `per thread: main ${byThread.main.toFixed(1)}, then ${byThread.others
+      .slice(0, 3)
+      .map((v) => v.toFixed(1))
+      .join(', ')} µs/job`,
     `latency frame read → ack reply per job`,
     `${(d.acked / Math.max(1, d.acks)).toFixed(1)} jobs per ack`,
     cpuNote(split),
@@ -846,6 +889,8 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
         p999_ms: round(percentile(d.latMs, 99.9), 3),
         max_ms: round(d.latMs.length ? d.latMs[d.latMs.length - 1]! : NaN, 3),
         server_cpu_us_per_job: round(us, 2),
+        server_cpu_us_per_job_main: round(byThread.main, 2),
+        server_cpu_us_per_job_other_threads: byThread.others.slice(0, 4).map((v) => round(v, 2)),
         server_cpu_pct: round(split.server, 0),
         client_cpu_pct: round(split.client, 0),
         other_cpu_pct: round(split.other, 0),
