@@ -14,7 +14,7 @@ import type {
 } from '../protocol/messages/rpc.js';
 import { isTopicName } from '../core/names.js';
 import { parseMatch } from './schemas.js';
-import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendParse.js';
+import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendRecord.js';
 import { HttpError } from './reply.js';
 import { NODE_MAX_BYTES, nodeTooLongMessage } from '../protocol/limits.js';
 import { check } from './schemas.js';

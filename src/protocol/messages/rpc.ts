@@ -421,7 +421,7 @@ export interface WorkerStats {
  * rpc keeps only an error's message).
  */
 /**
- * A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) as pieces in
+ * A worker's checkpoint step: its snapshot section (src/storage/snapshotSectionWriter.ts) as pieces in
  * order (SectionWriter.pieces) with their CRC-32, and the packs it holds nothing live in.
  */
 export type CheckpointParts =
