@@ -3,6 +3,7 @@
 import type { RequestStamps } from '../../core/stageClock.js';
 import type { ErrorResult } from '../errors.js';
 import type { TopicConfig } from '../topicConfig.js';
+import type { TopicSummary } from '../wire.js';
 import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats, TagMatch } from './router.js';
 
 export interface AppendRequest {
@@ -340,15 +341,8 @@ export interface OkResult {
 
 export type TopicResult = OkResult | ErrorResult;
 
-export interface TopicSummary {
-  topic: string;
-  head_seq: number;
-  earliest_seq: number;
-  count: number;
-  bytes: number;
-  durable: boolean;
-  effective_priority: number;
-}
+/** A topic's entry in a list page: the wire type (docs/API.md "GET /v0/topics"). */
+export type { TopicSummary };
 
 export interface TopicStats {
   topic: string;
