@@ -25,7 +25,7 @@ import { parseAppendBody, type ParsedAppend } from '../../src/actors/topic/appen
 import { DEAD_LETTER_STAMPS, LIMITS } from '../../src/actors/topic/appendRecord.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
-import { SimHost } from '../../src/replay/simHost.js';
+import { SimHost } from '../support/simHost.js';
 
 // ---- shares ------------------------------------------------------------------------------------
 
