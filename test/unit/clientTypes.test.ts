@@ -1,13 +1,15 @@
 // The client's types and the server's checks describe the same bodies: the client re-exports the
 // wire types of src/protocol/wire.ts, which the server's ajv schemas are tied to by bodySchema
-// (src/http/schemas.ts). This file fails to compile when the config enums and keys, the watch
-// body, or a schema and its body type drift apart.
+// (src/http/schemas.ts), as are the unknown-field lists by fieldsOf (src/http/bodyFields.ts). This
+// file fails to compile when the config enums and keys, the watch body, or a schema or field list
+// and its body type drift apart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type * as C from '../../src/client/types.js';
 import { CONFIG_SCHEMA, CONFIG_FIELDS } from '../../src/protocol/topicConfig.js';
 import type { WatchBody } from '../../src/protocol/wire.js';
 import { bodySchema } from '../../src/http/schemas.js';
+import { fieldsOf } from '../../src/http/bodyFields.js';
 
 /** true only when A and B are the same set of types. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -45,4 +47,14 @@ test('bodySchema: a schema must name every field of its body type and no other',
     [missing, extra, required].map((s) => s.type),
     ['object', 'object', 'object'],
   );
+});
+
+test('fieldsOf: the unknown-field lists name every field of their body type and no other', () => {
+  const whole = fieldsOf<TwoFields>({ a: true, b: true });
+  // @ts-expect-error a field of the type missing from the list
+  const missing = fieldsOf<TwoFields>({ a: true });
+  // @ts-expect-error a field in the list the type lacks
+  const extra = fieldsOf<TwoFields>({ a: true, b: true, c: true });
+  assert.deepEqual([...whole], ['a', 'b']);
+  assert.deepEqual([missing.size, extra.size], [1, 3]);
 });
