@@ -29,7 +29,7 @@
 // crash and recovery (from the compacted segment files) is checked as before.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SimHost } from '../src/replay/simHost.js';
+import { SimHost } from '../test/support/simHost.js';
 import { resolveConfig } from '../src/protocol/topicConfig.js';
 import { SlotState } from '../src/actors/topic/seqIndex.js';
 import type { TopicRequest, TopicResult } from '../src/protocol/messages/rpc.js';

@@ -15,7 +15,7 @@
 // records that pass the filter, in order.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SimHost } from '../src/replay/simHost.js';
+import { SimHost } from '../test/support/simHost.js';
 import { resolveConfig, type Durability } from '../src/protocol/topicConfig.js';
 import type { TopicRequest } from '../src/protocol/messages/rpc.js';
 import type { RouterDef } from '../src/protocol/messages/router.js';

@@ -1,4 +1,4 @@
-// A topic instance as a snapshot keeps it (snapshot.ts, snapshotSection.ts), and the record of a
+// A topic instance as a snapshot keeps it (snapshot.ts, snapshotSectionFormat.ts), and the record of a
 // sleeping topic, which has the same shape plus its watermarks. Types only.
 import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { Watermarks } from './watermarks.js';

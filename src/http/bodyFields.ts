@@ -1,9 +1,12 @@
 // The fields each small request body may carry, by route (docs/API.md), for the unknown-field
 // warnings of src/core/unknownFields.ts. Append bodies are scanned in the workers, which report
-// their own unknown names (appendParse.ts); the config keys come from the config schema.
+// their own unknown names (appendParse.ts); the config keys come from the config schema, the
+// others from the wire types (fieldsOf).
 import type { FastifyRequest } from 'fastify';
 import { CONFIG_FIELDS } from '../protocol/topicConfig.js';
 import { collectUnknown } from '../core/unknownFields.js';
+import type { DiffBody, RecordDeleteBody, WatchBody } from '../protocol/wire.js';
+import type { ClaimBody, ExtendBody, NackBody, RedriveBody, SeqsBody, TermBody } from '../protocol/wireQueues.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,36 +21,52 @@ interface Fields {
   nested?: { field: string; keys: ReadonlySet<string> };
 }
 
-const f = (...names: string[]) => new Set(names);
-const QUEUE_BASE = ['node', 'seqs', 'lease_ids'];
+/**
+ * The field names of a wire body type (src/protocol/wire.ts), all of them: the object must name
+ * each field of T and no other, so a field added to the type cannot be missed here.
+ */
+export function fieldsOf<T>(names: { [K in keyof Required<T>]: true }): ReadonlySet<string> {
+  return new Set(Object.keys(names));
+}
+
+const SEQS = { node: true, seqs: true, lease_ids: true } as const;
 
 const BY_ROUTE: Record<string, Fields> = {
   'PUT /v0/topics/:topic': { top: CONFIG_FIELDS },
   'POST /v0/topics/:topic/diff': {
-    top: f('from_seq', 'from_ts', 'limit', 'node', 'include_tags', 'include_meta', 'wait_ms', 'max_batch_bytes'),
+    top: fieldsOf<DiffBody>({
+      from_seq: true,
+      from_ts: true,
+      limit: true,
+      node: true,
+      include_tags: true,
+      include_meta: true,
+      wait_ms: true,
+      max_batch_bytes: true,
+    }),
   },
-  'POST /v0/topics/:topic/delete': { top: f('before_seq', 'match') },
+  'POST /v0/topics/:topic/delete': { top: fieldsOf<RecordDeleteBody>({ before_seq: true, match: true }) },
   'POST /v0/watch': {
-    top: f(
-      'topics',
-      'cursor',
-      'node',
-      'limit',
-      'max_batch_bytes',
-      'heartbeat_ms',
-      'include_meta',
-      'include_tags',
-      'include_data',
-      'consistency',
-    ),
-    nested: { field: 'topics', keys: f('from_seq', 'tail', 'from_ts') },
+    top: fieldsOf<WatchBody>({
+      topics: true,
+      cursor: true,
+      node: true,
+      limit: true,
+      max_batch_bytes: true,
+      heartbeat_ms: true,
+      include_meta: true,
+      include_tags: true,
+      include_data: true,
+      consistency: true,
+    }),
+    nested: { field: 'topics', keys: fieldsOf<WatchBody['topics'][string]>({ from_seq: true, tail: true, from_ts: true }) },
   },
-  'POST /v0/topics/:topic/claim': { top: f('node', 'max', 'lease_ms', 'wait_ms') },
-  'POST /v0/topics/:topic/ack': { top: f(...QUEUE_BASE) },
-  'POST /v0/topics/:topic/nack': { top: f(...QUEUE_BASE, 'delay_ms') },
-  'POST /v0/topics/:topic/extend': { top: f(...QUEUE_BASE, 'lease_ms') },
-  'POST /v0/topics/:topic/term': { top: f(...QUEUE_BASE, 'reason') },
-  'POST /v0/topics/:topic/redrive': { top: f('from', 'seqs', 'match', 'max') },
+  'POST /v0/topics/:topic/claim': { top: fieldsOf<ClaimBody>({ node: true, max: true, lease_ms: true, wait_ms: true }) },
+  'POST /v0/topics/:topic/ack': { top: fieldsOf<SeqsBody>(SEQS) },
+  'POST /v0/topics/:topic/nack': { top: fieldsOf<NackBody>({ ...SEQS, delay_ms: true }) },
+  'POST /v0/topics/:topic/extend': { top: fieldsOf<ExtendBody>({ ...SEQS, lease_ms: true }) },
+  'POST /v0/topics/:topic/term': { top: fieldsOf<TermBody>({ ...SEQS, reason: true }) },
+  'POST /v0/topics/:topic/redrive': { top: fieldsOf<RedriveBody>({ from: true, seqs: true, match: true, max: true }) },
 };
 
 /** Notes the fields of `body` that the request's route does not know. */

@@ -13,8 +13,9 @@ import type {
   TermRequest,
 } from '../protocol/messages/rpc.js';
 import { isTopicName } from '../core/names.js';
-import { parseMatch } from './schemas.js';
-import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendParse.js';
+import { bodySchema, parseMatch } from './schemas.js';
+import type { ClaimBody, ExtendBody, NackBody, RedriveBody, SeqsBody, TermBody } from '../protocol/wireQueues.js';
+import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendRecord.js';
 import { HttpError } from './reply.js';
 import { NODE_MAX_BYTES, nodeTooLongMessage } from '../protocol/limits.js';
 import { check } from './schemas.js';
@@ -33,41 +34,32 @@ export const CLAIM_WAIT_MS_MAX = 30_000;
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
 
-interface ClaimBody {
-  node: string;
-  max?: number;
-  lease_ms?: number;
-  wait_ms?: number;
-}
+/** The bodies of ack, nack, extend and term: one schema, each route's required fields. */
+type AnySeqsBody = SeqsBody & Pick<NackBody, 'delay_ms'> & Partial<Pick<ExtendBody, 'lease_ms'>> & Pick<TermBody, 'reason'>;
 
-interface SeqsBody {
-  node: string;
-  seqs: number[];
-  lease_ids?: string[];
-  delay_ms?: number;
-  lease_ms?: number;
-  reason?: string;
-}
-
-const validateClaim = ajv.compile<ClaimBody>({
-  type: 'object',
-  required: ['node'],
-  properties: { node: { type: 'string' }, max: u64, lease_ms: u64, wait_ms: u64 },
-});
-
-const seqsBody = (required: string[]) =>
-  ajv.compile<SeqsBody>({
+const validateClaim = ajv.compile<ClaimBody>(
+  bodySchema<ClaimBody>({
     type: 'object',
-    required,
-    properties: {
-      node: { type: 'string' },
-      seqs: { type: 'array', items: u64 },
-      lease_ids: { type: 'array', items: { type: 'string' } },
-      delay_ms: u64,
-      lease_ms: u64,
-      reason: { type: 'string' },
-    },
-  });
+    required: ['node'],
+    properties: { node: { type: 'string' }, max: u64, lease_ms: u64, wait_ms: u64 },
+  }),
+);
+
+const seqsBody = (required: (keyof AnySeqsBody)[]) =>
+  ajv.compile<AnySeqsBody>(
+    bodySchema<AnySeqsBody>({
+      type: 'object',
+      required,
+      properties: {
+        node: { type: 'string' },
+        seqs: { type: 'array', items: u64 },
+        lease_ids: { type: 'array', items: { type: 'string' } },
+        delay_ms: u64,
+        lease_ms: u64,
+        reason: { type: 'string' },
+      },
+    }),
+  );
 const validateAck = seqsBody(['node', 'seqs']);
 const validateExtend = seqsBody(['node', 'seqs', 'lease_ms']);
 
@@ -95,7 +87,7 @@ export function clampLeaseMs(ms: number | undefined): number | null {
   return ms === undefined ? null : clamp(ms, LEASE_MS_MIN, LEASE_MS_MAX);
 }
 
-function checkSeqs(b: SeqsBody): { seqs: number[]; leaseIds: string[] | null } {
+function checkSeqs(b: AnySeqsBody): { seqs: number[]; leaseIds: string[] | null } {
   if (b.seqs.length === 0) throw new HttpError('invalid_request', 'seqs must name at least one seq', { field: 'seqs' });
   if (b.seqs.length > QUEUE_MAX_SEQS)
     throw new HttpError('batch_too_large', `at most ${QUEUE_MAX_SEQS} seqs per request`, { seqs: b.seqs.length, max: QUEUE_MAX_SEQS });
@@ -158,17 +150,15 @@ export function extendRequest(topic: string, body: unknown): ExtendRequest {
 /** Redrive: at most this many jobs per call, and at most this many named seqs. */
 export const REDRIVE_MAX = 10_000;
 
-interface RedriveBody {
-  from?: string;
-  seqs?: number[];
-  match?: unknown;
-  max?: number;
-}
+/** A redrive body as ajv leaves it: `match` is checked by parseMatch. */
+type RedriveChecked = Omit<RedriveBody, 'match'> & { match?: unknown };
 
-const validateRedrive = ajv.compile<RedriveBody>({
-  type: 'object',
-  properties: { from: { type: 'string' }, seqs: { type: 'array', items: u64 }, match: {}, max: u64 },
-});
+const validateRedrive = ajv.compile<RedriveChecked>(
+  bodySchema<RedriveChecked>({
+    type: 'object',
+    properties: { from: { type: 'string' }, seqs: { type: 'array', items: u64 }, match: {}, max: u64 },
+  }),
+);
 
 /**
  * POST …/redrive: `from` (a topic name; default the queue's dead_letter), `seqs` (1..10000 seqs of

@@ -73,14 +73,8 @@ export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResu
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 
-export function sendJson(
-  req: FastifyRequest,
-  reply: FastifyReply,
-  status: number,
-  body: Record<string, unknown>,
-  perf: PerfFields = {},
-): FastifyReply {
-  body.performance = perfBlock(req, perf);
+export function sendJson(req: FastifyRequest, reply: FastifyReply, status: number, body: object, perf: PerfFields = {}): FastifyReply {
+  (body as { performance?: unknown }).performance = perfBlock(req, perf);
   return reply.code(status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(body));
 }
 

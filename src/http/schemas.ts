@@ -1,36 +1,42 @@
 // ajv schemas for the small request bodies parsed on the HTTP thread, compiled once at startup.
 // Coercion is off: a wrong JSON type is a 400. Integers are bounded by 2^53-1 (docs/API.md "Conventions").
+// The body types are the wire types of src/protocol/wire.ts; `bodySchema` ties each schema's
+// fields to its type, so a field added to one and not the other does not compile.
 import { Ajv, type ValidateFunction } from 'ajv';
 import { HttpError } from './reply.js';
 import { describeAjvError } from '../core/ajvMessage.js';
+import type { DiffBody, RecordDeleteBody, WatchBody } from '../protocol/wire.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
 
-export interface DiffBody {
-  from_seq?: number;
-  from_ts?: number;
-  limit?: number;
-  node?: string | string[];
-  include_tags?: boolean;
-  include_meta?: boolean;
-  wait_ms?: number;
-  max_batch_bytes?: number;
+/**
+ * An object schema whose `properties` name exactly the fields of the body type T (none missing,
+ * none extra) and whose `required` names only fields of T. Returns the schema unchanged.
+ */
+export function bodySchema<T>(schema: {
+  type: 'object';
+  required?: (keyof T & string)[];
+  properties: { [K in keyof T]-?: object };
+}): typeof schema {
+  return schema;
 }
 
-export const validateDiff = ajv.compile<DiffBody>({
-  type: 'object',
-  properties: {
-    from_seq: u64,
-    from_ts: { ...u64, description: 'read from the first record whose $ts (ms since the epoch) is at or after this; not with from_seq' },
-    limit: u64,
-    node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-    include_tags: { type: 'boolean' },
-    include_meta: { type: 'boolean' },
-    wait_ms: u64,
-    max_batch_bytes: u64,
-  },
-});
+export const validateDiff = ajv.compile<DiffBody>(
+  bodySchema<DiffBody>({
+    type: 'object',
+    properties: {
+      from_seq: u64,
+      from_ts: { ...u64, description: 'read from the first record whose $ts (ms since the epoch) is at or after this; not with from_seq' },
+      limit: u64,
+      node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+      include_tags: { type: 'boolean' },
+      include_meta: { type: 'boolean' },
+      wait_ms: u64,
+      max_batch_bytes: u64,
+    },
+  }),
+);
 
 /** Runs a validator; on failure throws a 400 naming the first bad field. */
 export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
@@ -52,15 +58,15 @@ export function checkOneStart(b: { from_seq?: number; from_ts?: number; tail?: b
   if (b.tail === true) throw new HttpError('invalid_request', `give tail or from_ts, not both`, { field });
 }
 
-export interface RecordDeleteBody {
-  before_seq?: number;
-  match?: unknown;
-}
+/** A record delete body as ajv leaves it: `match` is checked by parseMatch. */
+export type RecordDeleteChecked = Omit<RecordDeleteBody, 'match'> & { match?: unknown };
 
-export const validateRecordDelete = ajv.compile<RecordDeleteBody>({
-  type: 'object',
-  properties: { before_seq: u64 },
-});
+export const validateRecordDelete = ajv.compile<RecordDeleteChecked>(
+  bodySchema<RecordDeleteChecked>({
+    type: 'object',
+    properties: { before_seq: u64, match: {} },
+  }),
+);
 
 /**
  * A delete predicate (docs/API.md "Record delete"): `["tag","Eq",x]`, `["tag","Glob","p*"]` (a literal prefix and a
@@ -81,46 +87,35 @@ export function parseMatch(m: unknown): { op: 'Eq' | 'Glob'; value: string } {
   return { op, value: prefix };
 }
 
-export interface WatchBody {
-  topics: Record<string, { from_seq?: number; tail?: boolean; from_ts?: number }>;
-  cursor?: string;
-  node?: string | string[];
-  limit?: number;
-  max_batch_bytes?: number;
-  heartbeat_ms?: number;
-  include_meta?: boolean;
-  include_tags?: boolean;
-  include_data?: boolean;
-  consistency?: 'eventual' | 'strong';
-}
-
 /** POST /v0/watch (docs/API.md "POST /v0/watch"). Topic names and the 256 bound are checked by the route. */
-export const validateWatch = ajv.compile<WatchBody>({
-  type: 'object',
-  required: ['topics'],
-  properties: {
-    topics: {
-      type: 'object',
-      additionalProperties: {
+export const validateWatch = ajv.compile<WatchBody>(
+  bodySchema<WatchBody>({
+    type: 'object',
+    required: ['topics'],
+    properties: {
+      topics: {
         type: 'object',
-        properties: {
-          from_seq: u64,
-          tail: { type: 'boolean' },
-          from_ts: {
-            ...u64,
-            description: 'start at the first record whose $ts (ms since the epoch) is at or after this; not with from_seq or tail: true',
+        additionalProperties: {
+          type: 'object',
+          properties: {
+            from_seq: u64,
+            tail: { type: 'boolean' },
+            from_ts: {
+              ...u64,
+              description: 'start at the first record whose $ts (ms since the epoch) is at or after this; not with from_seq or tail: true',
+            },
           },
         },
       },
+      cursor: { type: 'string' },
+      node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+      limit: u64,
+      max_batch_bytes: u64,
+      heartbeat_ms: u64,
+      include_meta: { type: 'boolean' },
+      include_tags: { type: 'boolean' },
+      include_data: { type: 'boolean' },
+      consistency: { enum: ['eventual', 'strong'] },
     },
-    cursor: { type: 'string' },
-    node: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
-    limit: u64,
-    max_batch_bytes: u64,
-    heartbeat_ms: u64,
-    include_meta: { type: 'boolean' },
-    include_tags: { type: 'boolean' },
-    include_data: { type: 'boolean' },
-    consistency: { enum: ['eventual', 'strong'] },
-  },
-});
+  }),
+);

@@ -3,7 +3,7 @@
 // frame that says which bytes of the segment as first written they stand for, and the map from
 // those original offsets to a compacted file's. Used on a topic worker by the compactor
 // (src/storage/compactor.ts), the segment loader and the segment store's cold reads, and by the
-// simulated host of the queue model (src/replay/simHost.ts).
+// simulated host of the queue model (test/support/simHost.ts).
 // Offsets a topic actor keeps for its records are always the original ones (docs/ARCHITECTURE.md
 // "Compaction"): a compacted file never changes what the actor knows, only where bytes are.
 import { APPEND_HEAD_BYTES, APPEND_RECORD_HEAD_BYTES, EXTENT_BODY_BYTES, FRAME_HEADER_BYTES, FrameType } from '../format/constants.js';

@@ -20,7 +20,7 @@ import { PackMap, type PackInfo } from './packMap.js';
 import { PackReaders } from './packReaders.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
-import type { SectionPacks } from './snapshotSection.js';
+import type { SectionPacks } from './snapshotSectionFormat.js';
 import { InvariantError } from '../core/invariant.js';
 
 /** How soon a pack write that hit a full disk is tried again. */
@@ -321,7 +321,7 @@ export class PackStore {
    * What this worker's packs hold at a checkpoint's cut (called in the same turn as its parts are
    * taken, so every run they name is in a pack below these marks): every registered pack but the
    * one being written is whole; the one being written holds `tail` bytes. Recovery scans only
-   * what lies past these (snapshotSection.ts).
+   * what lies past these (snapshotSectionReader.ts).
    */
   sectionPacks(): SectionPacks {
     const cur = this.current;

@@ -4,8 +4,9 @@
 // u32 crc32, u32 reserved), then
 // - version 2: a JSON head line ({epoch, cut, previousCut, workers, sections: [{bytes, crc,
 //   topics}]}, which the header's length and CRC cover) and each topic worker's section
-//   (snapshotSection.ts), each with its own CRC: the workers encode (and at recovery parse) their
-//   own topics, the main thread only checks and moves bytes;
+//   (snapshotSectionFormat.ts, written by snapshotSectionWriter.ts), each with its own CRC: the
+//   workers encode (and at recovery parse) their own topics, the main thread only checks and
+//   moves bytes;
 // - version 1 (before lazy recovery, docs/ARCHITECTURE.md "Lazy recovery"; still read): one JSON body with every topic part.
 // A bad CRC, length or version makes recovery fall back to the previous snapshot.
 import path from 'node:path';
@@ -14,7 +15,7 @@ import type { WalPosition } from '../protocol/messages/wal.js';
 import type { TopicPart } from '../format/topicPart.js';
 import { metaDir } from '../format/layout.js';
 import { fsyncDir, fsyncDirSync, mkdirDurable, type Fs, type FsFile } from './fs.js';
-import { readSection } from './snapshotSection.js';
+import { readSection } from './snapshotSectionReader.js';
 
 const MAGIC = 'SPOOLSNP';
 /** Written now. */

@@ -19,7 +19,7 @@ import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../protocol/messages/events.js';
 import type { DrainResult } from '../protocol/messages/rpc.js';
 import { readNewestSnapshot, type LoadedSnapshot, type TopicPart } from '../storage/snapshot.js';
-import { readSection, sectionTopicIds } from '../storage/snapshotSection.js';
+import { readSection, sectionTopicIds } from '../storage/snapshotSectionReader.js';
 import { Checkpointer } from './checkpoint.js';
 import { stageClock, stageOriginNs } from '../core/stageClock.js';
 import { assertWalFromStart } from '../wal/scan.js';

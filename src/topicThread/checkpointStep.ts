@@ -12,7 +12,7 @@ import type { TopicInstance } from '../actors/topic/instance.js';
 import { retentionPart } from '../actors/topic/replay.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
 import type { WalLink } from './walLink.js';
-import { SectionWriter } from '../storage/snapshotSection.js';
+import { SectionWriter } from '../storage/snapshotSectionWriter.js';
 import type { DormantTable } from './dormantTable.js';
 import type { StoredFrames } from '../actors/topic/dormant.js';
 import { SleepingLines, addSleepingRow } from './sleepingLines.js';

@@ -2,7 +2,7 @@
 // its TopicInstance: how many bytes of a seq range still live, whether a sealed segment is dead
 // enough to rewrite, and whether the active one is worth sealing so that it can be. Read on the
 // topic worker between actor steps (src/topicThread/compaction.ts), and by the queue model's simulated
-// host (src/replay/simHost.ts), so that both decide alike.
+// host (test/support/simHost.ts), so that both decide alike.
 import type { TopicInstance } from '../actors/topic/instance.js';
 
 /** What a live record is reckoned to take in a segment beyond its payload (its 12-byte header and a share of its frame's). */

@@ -1,22 +1,15 @@
 // ActorHost: the runtime of one topic worker thread (docs/ARCHITECTURE.md "Threads"). It keeps the worker's topic
 // actors, feeds them inputs one at a time stamped with the injected clock, and routes their
 // replies back to the rpc calls waiting for them. Effects are carried out by HostEffects, WAL
-// traffic by WalLink, recovery by WorkerRecovery and checkpoints by WorkerCheckpoints.
+// traffic by WalLink, recovery by WorkerRecovery and checkpoints by WorkerCheckpoints; hostWiring.ts
+// makes those, and the listings (pages, stats, priorities) are HostListings (hostListings.ts).
 // It owns no topic state. Invariant: an actor step never awaits; effects run inside the step
 // only as far as queueing them.
 import { stageClock } from '../core/stageClock.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
-import {
-  emptyTotals,
-  type TopicRequest,
-  type TopicResult,
-  type TopicStats,
-  type TopicSummary,
-  type WorkerStats,
-} from '../protocol/messages/rpc.js';
-import type { RouterStats } from '../protocol/messages/router.js';
+import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 import { fail, type ErrorResult } from '../protocol/errors.js';
 import type { SegmentPlacement } from '../format/layout.js';
 import { StepCtx } from '../actors/ctx.js';
@@ -29,27 +22,18 @@ import type { TopicPart } from '../storage/snapshot.js';
 import { HotCache, RECORD_TEXT_OVERHEAD_BYTES } from './hotCache.js';
 import { EventsOutbox } from './eventsOutbox.js';
 import { PeerLink } from './peers.js';
-import { WalLink } from './walLink.js';
+import type { WalLink } from './walLink.js';
 import { HostEffects, type HostServices } from './hostEffects.js';
-import { WorkerRecovery } from './recovery.js';
-import { WorkerCheckpoints } from './checkpointStep.js';
-import { WorkerCompaction, type CompactionOptions } from './compaction.js';
-import type { CompactPace } from '../storage/compactor.js';
+import type { WorkerRecovery } from './recovery.js';
+import type { WorkerCheckpoints } from './checkpointStep.js';
+import type { WorkerCompaction, CompactionOptions } from './compaction.js';
 
-/** Compaction's pace runs on the worker's own timers (never inside an actor step), at `bytesPerSec`. */
-function compactPace(bytesPerSec: number): CompactPace {
-  return {
-    bytesPerSec,
-    nowMs: () => performance.now(),
-    sleep: (ms) => new Promise<void>((r) => (ms > 0 ? setTimeout(r, ms) : setImmediate(r))),
-  };
-}
 import type { HostOptions } from './options.js';
 import { WorkerTimers } from './workerTimers.js';
 import { SortedNames } from '../core/columns/sortedNames.js';
-import { Dormancy } from './dormancy.js';
-import { addDormantStats, dormantStats, dormantSummary, type StoredFrames } from '../actors/topic/dormant.js';
-import { priorityOf } from '../actors/topic/topicState.js';
+import type { Dormancy } from './dormancy.js';
+import { HostListings } from './hostListings.js';
+import { dropTexts, makeCheckpoints, makeCompaction, makeDormancy, makeRecovery, makeWal } from './hostWiring.js';
 import type { Fs } from '../storage/fs.js';
 import { InvariantError } from '../core/invariant.js';
 import { TOPICS_SLOT } from '../core/sharedCounters.js';
@@ -81,9 +65,10 @@ export interface ActorHostDeps {
 }
 
 export class ActorHost implements HostServices {
-  private readonly actorsByName = new Map<string, TopicActor>();
+  /** The worker's actors by topic name; only the host adds and drops them (others read). */
+  readonly actorsByName = new Map<string, TopicActor>();
   /** The same names in order, for list pages and the first metrics series. */
-  private readonly names = new SortedNames();
+  readonly names = new SortedNames();
   readonly byTopicId = new Map<number, TopicActor>();
   /** Generators of the actors that drew since the boot seed was set (only queue claims draw). */
   private readonly rngs = new Map<TopicActor, Rng>();
@@ -117,6 +102,8 @@ export class ActorHost implements HostServices {
   readonly timers = new WorkerTimers();
   /** Sleeping topics, and the policy that puts quiet ones to sleep (docs/ARCHITECTURE.md "Many topics"). */
   readonly dormancy: Dormancy;
+  /** List pages, touches, watermarks, priorities, metrics stats. */
+  readonly listings: HostListings;
 
   readonly clock: Clock;
   readonly opts: HostOptions;
@@ -137,12 +124,13 @@ export class ActorHost implements HostServices {
     // In this order: each collaborator's callbacks may name those made after it (they run later).
     this.events = new EventsOutbox(deps.eventsPort);
     this.peers = this.makePeers(deps.peerPorts ?? [], deps.forwardRefusal);
-    this.wal = this.makeWal(deps.walPort);
-    this.hot = new HotCache(this.opts.segmentCacheBytes, (topicId, from, to) => this.dropTexts(topicId, from, to));
-    this.recovery = this.makeRecovery();
-    this.dormancy = this.makeDormancy();
-    this.compaction = this.makeCompaction(deps.compaction, deps.log);
-    this.checkpoints = this.makeCheckpoints();
+    this.wal = makeWal(this, deps.walPort);
+    this.hot = new HotCache(this.opts.segmentCacheBytes, (topicId, from, to) => dropTexts(this, topicId, from, to));
+    this.recovery = makeRecovery(this);
+    this.dormancy = makeDormancy(this);
+    this.compaction = makeCompaction(this, deps.compaction, deps.log);
+    this.checkpoints = makeCheckpoints(this);
+    this.listings = new HostListings(this);
   }
 
   /** Requests from and replies to the other workers (router forwards, dead letters). */
@@ -160,124 +148,6 @@ export class ActorHost implements HostServices {
     });
   }
 
-  /** The WAL thread's port: acks and failures become actor inputs, replayed frames go to recovery. */
-  private makeWal(walPort: MessagePort): WalLink {
-    return new WalLink(walPort, this.opts.walInflightBytes, {
-      walAck: (actor, written, durable) => this.input(actor, { k: 'wal', written, durable }),
-      writeSegment: (place, frame) => this.writeSegment(place, frame),
-      redeliver: (reqId, req) => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
-      onReplay: (m) => this.recovery.onWal(m),
-      walFailed: () => {
-        for (const a of this.actorsByName.values()) this.input(a, { k: 'walFailed' });
-      },
-    });
-  }
-
-  /** The hot cache let go of a topic's record texts [from, to]: its actor forgets them too. */
-  private dropTexts(topicId: number, from: number, to: number): void {
-    const a = this.byTopicId.get(topicId);
-    if (a) this.input(a, { k: 'drop', topicId, from, to });
-  }
-
-  /** Recovery: the actors, their rngs, the WAL replay and the sleeping topics it restores. */
-  private makeRecovery(): WorkerRecovery {
-    return new WorkerRecovery({
-      fsx: this.fsx,
-      dataDir: this.dataDir,
-      segments: this.segments,
-      byTopicId: this.byTopicId,
-      actors: { [Symbol.iterator]: () => this.actorsByName.values() },
-      actorFor: (name) => this.actorFor(name),
-      input: (actor, input) => this.input(actor, input),
-      resetRngs: () => {
-        this.rngs.clear();
-        this.seedTraced.clear();
-      },
-      replayAck: (bytes, buf) => this.wal.replayAck(bytes, buf),
-      workerIndex: this.opts.workerIndex,
-      workers: this.opts.workers,
-      sleepers: {
-        restore: (rec) => this.dormancy.restore(rec),
-        reserve: (more) => this.dormancy.reserveRestored(more),
-        listed: (names) => this.names.addAll(names),
-        asleepHead: (id) => this.dormancy.asleepHead(id),
-        absorbAppend: (id, buf, f, head) => this.dormancy.absorbAppend(id, buf, f, head),
-        reserveAsleep: (id, ceiling) => this.dormancy.reserveAsleep(id, ceiling),
-        take: (id) => this.dormancy.take(id),
-        isRestoredAsleep: (id) => this.dormancy.isRestoredAsleep(id),
-        endRecovery: () => this.dormancy.endRecovery(),
-      },
-    });
-  }
-
-  /** Sleeping topics: the actors it puts to sleep and wakes, and what the stores hold of them. */
-  private makeDormancy(): Dormancy {
-    const segments = this.segments;
-    return new Dormancy(
-      {
-        packs: segments.packs,
-        fsx: this.fsx,
-        dataDir: this.dataDir,
-        stored: (id) => this.stored(id),
-        releaseFiles: (id) => this.segments.release(id),
-        byTopicId: this.byTopicId,
-        actorFor: (name) => this.actorFor(name),
-        actorByName: (name) => this.actorsByName.get(name),
-        input: (actor, input) => this.input(actor, input),
-        hasTimers: (actor) => this.timers.hasAny(actor),
-        textsKept: (topicId, frames) => this.textsKept(topicId, frames),
-        now: () => this.clock.now(),
-      },
-      { sleepMs: this.opts.topicSleepMs, awakeMax: this.opts.topicsAwakeMax },
-    );
-  }
-
-  /** A waking topic's record texts that stay in memory: the hot cache counts them. */
-  private textsKept(topicId: number, frames: readonly Buffer[]): void {
-    for (const frame of frames) {
-      const p = probeFrame(frame, 0, frame.length, false);
-      if (!p.ok) continue;
-      const head = readAppendHead(frame, p.frame);
-      this.hot.add(topicId, head.firstSeq, head.firstSeq + head.count - 1, frame.length + head.count * RECORD_TEXT_OVERHEAD_BYTES);
-    }
-  }
-
-  /** Segment compaction on the worker's own timers; it seals a topic's segment through its actor. */
-  private makeCompaction(options: ActorHostDeps['compaction'], log: ActorHostDeps['log']): WorkerCompaction {
-    const opts = this.opts;
-    const compactOpts = { livePercent: 0, bytesPerSec: 0, ...options, segmentBytes: opts.segmentBytes, packBytes: opts.packBytes ?? 0 };
-    return new WorkerCompaction(
-      this.fsx,
-      this.dataDir,
-      this.segments,
-      () => this.actorsByName.values(),
-      (actor, topicId) => this.input(actor, { k: 'seal', topicId }),
-      compactOpts,
-      compactPace(compactOpts.bytesPerSec),
-      log ?? (() => undefined),
-      () => this.inputsTotal,
-    );
-  }
-
-  /** Checkpoints: the actors' parts and the sleeping topics' rows, cut against the WAL. */
-  private makeCheckpoints(): WorkerCheckpoints {
-    return new WorkerCheckpoints(this.wal, this.segments, this.compaction, {
-      actors: () => this.actorsByName.values(),
-      actor: (name) => this.actorsByName.get(name),
-      sleeping: this.dormancy.sleeping,
-      now: () => this.clock.now(),
-      stored: (id) => this.stored(id),
-    });
-  }
-
-  /** What the worker's stores hold of a topic, as whether it may sleep depends on it. */
-  private stored(topicId: number): StoredFrames {
-    // A topic under compaction, or whose packed segment moved to an own file, stays awake.
-    const ownSettled =
-      this.segments.allWritten(topicId) && !this.checkpoints.unlinkPending(topicId) && !this.segments.compactionHolds(topicId);
-    return { packedWritten: this.segments.packs?.map.size(topicId) ?? -1, ownSettled };
-  }
-
   actorFor(name: string): TopicActor {
     let a = this.actorsByName.get(name);
     if (!a) {
@@ -293,6 +163,11 @@ export class ActorHost implements HostServices {
     let r = this.rngs.get(actor);
     if (!r) this.rngs.set(actor, (r = seededRng(`${this.opts.bootSeed}/${actor.name}`)));
     return r;
+  }
+
+  resetRngs(): void {
+    this.rngs.clear();
+    this.seedTraced.clear();
   }
 
   nextLocalTopicNo(): number {
@@ -459,7 +334,7 @@ export class ActorHost implements HostServices {
     for (const h of held ?? []) void this.request(h.req).then(h.resolve);
   }
 
-  // ---- listings ----------------------------------------------------------------------------
+  // ---- listings (the rest are in `listings`) -------------------------------------------------
 
   /**
    * Live bytes over every topic of this worker (docs/API.md "Limits" max_total_bytes), O(1): a running total that
@@ -468,128 +343,6 @@ export class ActorHost implements HostServices {
    */
   liveBytes(): number {
     return this.liveBytesTotal + this.dormancy.bytes;
-  }
-
-  /** Awake actors with a live topic, O(topics): for tests and audits only. */
-  liveActorCount(): number {
-    let n = 0;
-    for (const a of this.actorsByName.values()) if (a.current) n++;
-    return n;
-  }
-
-  /** Actors with no live topic kept for their lease counter (a deleted queue's: ids stay unique per boot). */
-  leaseKeptActorCount(): number {
-    let n = 0;
-    for (const a of this.actorsByName.values()) if (!a.current && a.issuedLeases) n++;
-    return n;
-  }
-
-  /** The same figure summed over every actor, O(topics): for tests and audits only. */
-  liveBytesSummed(): number {
-    let n = 0;
-    for (const a of this.actorsByName.values()) n += a.current?.bytes ?? 0;
-    this.dormancy.sleeping.forEach((d) => (n += d.bytes));
-    return n;
-  }
-
-  /** A page of topics above `after` with `prefix`, in name order: O(log n + page), no sort. */
-  list(prefix: string, after: string, limit: number): TopicSummary[] {
-    const out: TopicSummary[] = [];
-    if (limit <= 0) return out;
-    const now = this.clock.now();
-    this.names.forEachFrom(after, prefix, (n) => {
-      const s = this.summaryOf(n, now);
-      if (s) out.push(s);
-      return out.length < limit;
-    });
-    return out;
-  }
-
-  /** A topic's list summary, awake or sleeping, or undefined when absent. */
-  private summaryOf(name: string, now: number): TopicSummary | undefined {
-    const a = this.actorsByName.get(name);
-    if (a) return a.summary(now);
-    const d = this.dormancy.get(name);
-    return d ? dormantSummary(d, now) : undefined;
-  }
-
-  /** Topics whose effective priority is not 0, as [name, priority] (seeds main's priority book). */
-  priorities(): [string, number][] {
-    const out: [string, number][] = [];
-    const now = this.clock.now();
-    for (const a of this.actorsByName.values()) {
-      const p = a.priority(now);
-      if (p !== 0) out.push([a.name, p]);
-    }
-    this.dormancy.sleeping.forEach((d) => {
-      const p = priorityOf(d.config, d.last_consumed_ms, now);
-      if (p !== 0) out.push([d.name, p]);
-    });
-    return out;
-  }
-
-  /** Head and earliest seq of each named topic (null when absent), for a watch POST. */
-  watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
-    const now = this.clock.now();
-    return names.map((n) => {
-      const s = this.summaryOf(n, now);
-      return s ? { head: s.head_seq, earliest: s.earliest_seq } : null;
-    });
-  }
-
-  /** Records a consumption on each named topic (a list page with touch=true), then re-reports them. */
-  touch(names: string[]): TopicSummary[] {
-    const out: TopicSummary[] = [];
-    const now = this.clock.now();
-    for (const n of names) {
-      const a = this.actorsByName.get(n);
-      if (a) {
-        this.input(a, { k: 'consumed' });
-      } else {
-        // A sleeping topic's record takes the consumption; its wake input carries it (traced there).
-        this.dormancy.touch(n, now);
-      }
-      const s = this.summaryOf(n, now);
-      if (s) out.push(s);
-    }
-    return out;
-  }
-
-  /**
-   * Metrics figures: totals over every topic (no per-topic object is made for them), the stats
-   * of the first `firstMax` topics by name (main keeps the first series over all workers) and
-   * of every router. One pass over the actors; queues expire leases first, as a traced step.
-   */
-  stats(firstMax: number): WorkerStats {
-    const totals = emptyTotals();
-    const routers: RouterStats[] = [];
-    for (const a of this.actorsByName.values()) {
-      // Only a queue with leases or delays has anything to expire: a step on a quiet one would
-      // count as use and keep it from sleeping while metrics are scraped.
-      if (a.current?.queue?.table.holdsDeadlines()) this.input(a, { k: 'sweep' });
-      a.addStats(totals, routers, this.clock.now());
-    }
-    const now = this.clock.now();
-    this.dormancy.sleeping.forEach((d) => addDormantStats(totals, d, now));
-    totals.actors = this.actorsByName.size;
-    totals.sleeping = this.dormancy.sleepingCount;
-    totals.keptLineBytes = this.checkpoints.lines.bytes;
-    const c = this.compaction.stats;
-    totals.compactBytesReclaimed = c.bytesReclaimed;
-    totals.compactSegmentsRewritten = c.segmentsRewritten;
-    totals.compactLiveBytes = c.liveBytes;
-    totals.compactStoredBytes = c.storedBytes;
-    const first: TopicStats[] = [];
-    if (firstMax > 0) {
-      this.names.forEachFrom('', '', (n) => {
-        const a = this.actorsByName.get(n);
-        const d = a ? undefined : this.dormancy.get(n);
-        const s = a ? a.stats(now) : d ? dormantStats(d, now) : undefined;
-        if (s) first.push(s);
-        return first.length < firstMax;
-      });
-    }
-    return { totals, first, routers };
   }
 }
 

@@ -23,7 +23,7 @@ import type { ActorInput } from '../actors/topic/inputs.js';
 import type { Fs } from '../storage/fs.js';
 import type { PackStore } from '../storage/packStore.js';
 import { listPacks, readPack, ReuseBuffer, type ListedPack } from '../storage/packScan.js';
-import type { SectionPacks } from '../storage/snapshotSection.js';
+import type { SectionPacks } from '../storage/snapshotSectionFormat.js';
 import { probeFrame } from '../format/frame.js';
 import { readAppendHead, type AppendHead, type FrameView } from '../format/frame.js';
 import { forEachFrame } from '../storage/segmentLoad.js';

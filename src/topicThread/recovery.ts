@@ -15,7 +15,7 @@ import type { ReplayStats } from '../actors/topic/replay.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../format/frame.js';
 import { FrameType } from '../format/constants.js';
 import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
-import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSection.js';
+import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSectionReader.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';

@@ -12,7 +12,7 @@
 // by the table's indices: every writer that takes kept lines is seeded with configList.
 // A final checkpoint writes heads instead of ceilings: it neither uses nor keeps lines.
 import type { DormantRow, DormantTable } from './dormantTable.js';
-import { SectionWriter } from '../storage/snapshotSection.js';
+import { SectionWriter } from '../storage/snapshotSectionWriter.js';
 import type { PackMap } from '../storage/packMap.js';
 
 interface Kept {

@@ -160,21 +160,21 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
 
   return {
     list(prefix: string, after: string, limit: number): TopicSummary[] {
-      return host.list(prefix, after, limit);
+      return host.listings.list(prefix, after, limit);
     },
     touch(names: string[]): TopicSummary[] {
-      return host.touch(names);
+      return host.listings.touch(names);
     },
     watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
-      return host.watermarks(names);
+      return host.listings.watermarks(names);
     },
     /** Metrics figures: totals, the first `firstMax` topics by name, every router. */
     stats(firstMax: number): WorkerStats {
-      return host.stats(firstMax);
+      return host.listings.stats(firstMax);
     },
     /** Topics with a non-zero effective priority (after a restart: the manual ones). */
     priorities(): [string, number][] {
-      return host.priorities();
+      return host.listings.priorities();
     },
     /**
      * Recovery step 3 from a v2 snapshot: this worker's section (moved here), every pack file's
@@ -251,12 +251,12 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     } {
       return {
         actors: host.actorCount,
-        live: host.liveActorCount(),
-        leaseKept: host.leaseKeptActorCount(),
+        live: host.listings.liveActorCount(),
+        leaseKept: host.listings.leaseKeptActorCount(),
         sleeping: host.dormancy.sleepingCount,
         sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(),
         liveBytes: host.liveBytes(),
-        liveBytesSummed: host.liveBytesSummed(),
+        liveBytesSummed: host.listings.liveBytesSummed(),
         staleKeptLines: host.checkpoints.lines.audit(),
       };
     },

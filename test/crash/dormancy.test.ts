@@ -13,7 +13,7 @@ import { raw } from '../http/util.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { decodeSnapshot, encodeSnapshot } from '../../src/storage/snapshot.js';
-import type { SectionPart } from '../../src/storage/snapshotSection.js';
+import type { SectionPart } from '../../src/storage/snapshotSectionFormat.js';
 
 killServersAfterFile();
 

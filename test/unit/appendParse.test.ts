@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LIMITS, parseAppendBody, type ParsedAppend, type ParseFailure } from '../../src/actors/topic/appendParse.js';
+import { parseAppendBody, type ParsedAppend } from '../../src/actors/topic/appendParse.js';
+import { LIMITS, type ParseFailure } from '../../src/actors/topic/appendRecord.js';
 import { copyCompact } from '../../src/core/jsonScan.js';
 
 function parse(body: string | Buffer): ReturnType<typeof parseAppendBody> {

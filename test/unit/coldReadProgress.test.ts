@@ -3,7 +3,7 @@
 // it answers with the records it holds rather than reading back and forth until it gives up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SimActor } from '../helpers/simCtx.js';
+import { SimActor } from '../support/simActor.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 
 function diffFrom(sim: SimActor, fromSeq: number): number {

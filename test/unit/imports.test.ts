@@ -76,23 +76,30 @@ test('only the Fs seam touches the data directory: no other module imports node:
   assert.deepEqual(offenders, []);
 });
 
-/** Every `from '...'` of a module, relative or not. */
-function specifiers(file: string): string[] {
-  return [
-    ...fs
-      .readFileSync(file, 'utf8')
-      .matchAll(/^(?:import|export)\s[^'"]*?from\s+'([^']+)'|^\s*(?:const|let)\s.*?await import\('([^']+)'\)/gm),
-  ].map((m) => (m[1] ?? m[2])!);
+/**
+ * What a client module imports that it may not: anything outside src/client, except type-only
+ * imports (`import type`, `export type`) of src/protocol, the wire types' home, which the compiler
+ * erases. A value import of server code, even of src/protocol, is an offender.
+ */
+function clientImportOffenders(file: string, src: string): string[] {
+  const dir = path.join(root, 'client');
+  const offenders: string[] = [];
+  for (const m of src.matchAll(/^(import|export)(\s+type)?\s[^'"]*?from\s+'([^']+)'|^\s*(?:const|let)\s.*?await import\('([^']+)'\)/gm)) {
+    const spec = (m[3] ?? m[4])!;
+    const target = path.join(path.dirname(file), spec);
+    if (spec.startsWith('.') && target.startsWith(dir + path.sep)) continue;
+    const typeOnly = m[2] !== undefined;
+    if (typeOnly && spec.startsWith('.') && target.startsWith(path.join(root, 'protocol') + path.sep)) continue;
+    offenders.push(`${path.relative(root, file)} imports ${typeOnly ? 'types of ' : ''}${spec}`);
+  }
+  return offenders;
 }
 
-test('the client library (src/client) imports only itself: no server code, no Node built-in, no package', () => {
+test('the client library (src/client) imports only itself and protocol types: no server code, no Node built-in, no package', () => {
   const dir = path.join(root, 'client');
   const offenders: string[] = [];
   for (const f of files(dir)) {
-    for (const spec of specifiers(f)) {
-      const inside = spec.startsWith('.') && path.join(path.dirname(f), spec).startsWith(dir + path.sep);
-      if (!inside) offenders.push(`${path.relative(root, f)} imports ${spec}`);
-    }
+    offenders.push(...clientImportOffenders(f, fs.readFileSync(f, 'utf8')));
     // Browser-safe: no Node globals either.
     const src = fs.readFileSync(f, 'utf8').replace(/\/\/.*$/gm, '');
     for (const g of ['Buffer', 'process.', 'require(', '__dirname', 'NodeJS.'])
@@ -100,6 +107,25 @@ test('the client library (src/client) imports only itself: no server code, no No
   }
   assert.ok(files(dir).length >= 10, `found only ${files(dir).length} client modules`);
   assert.deepEqual(offenders, []);
+});
+
+test('the client import check catches value imports of server code and type imports outside protocol', () => {
+  const file = path.join(root, 'client', 'planted.ts');
+  const planted = (line: string) => clientImportOffenders(file, line + '\n');
+  assert.deepEqual(planted("import type { DiffBody } from '../protocol/wire.js';"), []);
+  assert.deepEqual(planted("export type { Health, Ready } from '../protocol/wire.js';"), []);
+  assert.deepEqual(planted("import { Transport } from './transport.js';"), []);
+  assert.deepEqual(planted("import { fail } from '../protocol/errors.js';"), ['client/planted.ts imports ../protocol/errors.js']);
+  assert.deepEqual(planted("import { type DiffBody } from '../protocol/wire.js';"), ['client/planted.ts imports ../protocol/wire.js']);
+  assert.deepEqual(planted("export { CONFIG_FIELDS } from '../protocol/topicConfig.js';"), [
+    'client/planted.ts imports ../protocol/topicConfig.js',
+  ]);
+  assert.deepEqual(planted("import type { WatchBody } from '../http/schemas.js';"), [
+    'client/planted.ts imports types of ../http/schemas.js',
+  ]);
+  assert.deepEqual(planted("import { HttpError } from '../http/reply.js';"), ['client/planted.ts imports ../http/reply.js']);
+  assert.deepEqual(planted("import type { Readable } from 'node:stream';"), ['client/planted.ts imports types of node:stream']);
+  assert.deepEqual(planted("  const m = await import('../storage/fs.js');"), ['client/planted.ts imports ../storage/fs.js']);
 });
 
 test('client commands of the CLI do not load server code: only serve, replay, wal-dump and the offline tools do, lazily', () => {

@@ -21,10 +21,11 @@ import { shares } from '../../src/actors/queue/claimPass.js';
 import { leaseIdOf } from '../../src/actors/queue/leaseId.js';
 import { LeaseTable, type Lease } from '../../src/actors/queue/leaseTable.js';
 import { deadLetterBody } from '../../src/actors/queue/deadLetter.js';
-import { DEAD_LETTER_STAMPS, LIMITS, parseAppendBody, type ParsedAppend } from '../../src/actors/topic/appendParse.js';
+import { parseAppendBody, type ParsedAppend } from '../../src/actors/topic/appendParse.js';
+import { DEAD_LETTER_STAMPS, LIMITS } from '../../src/actors/topic/appendRecord.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
-import { SimHost } from '../../src/replay/simHost.js';
+import { SimHost } from '../support/simHost.js';
 
 // ---- shares ------------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@
 // left pending. For every class pair of fsync and disk, and with a checkpoint first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SimHost } from '../../src/replay/simHost.js';
+import { SimHost } from '../support/simHost.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 

@@ -31,7 +31,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SimActor } from '../helpers/simCtx.js';
+import { SimActor } from '../support/simActor.js';
 import { defaultConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 
 type Tag = string | undefined;

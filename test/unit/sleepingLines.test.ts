@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { DormantTable } from '../../src/topicThread/dormantTable.js';
 import { SleepingLines, addSleepingRow, type BlockJob } from '../../src/topicThread/sleepingLines.js';
-import { SectionWriter, readSection } from '../../src/storage/snapshotSection.js';
+import { readSection } from '../../src/storage/snapshotSectionReader.js';
+import { SectionWriter } from '../../src/storage/snapshotSectionWriter.js';
 import { resolveConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 import type { DormantTopic } from '../../src/actors/topic/dormant.js';
 

@@ -17,7 +17,9 @@ import {
   writeSnapshotBytes,
   type SnapshotBody,
 } from '../../src/storage/snapshot.js';
-import { SectionWriter, readSection, sectionTopicIds, type SectionPart } from '../../src/storage/snapshotSection.js';
+import type { SectionPart } from '../../src/storage/snapshotSectionFormat.js';
+import { readSection, sectionTopicIds } from '../../src/storage/snapshotSectionReader.js';
+import { SectionWriter } from '../../src/storage/snapshotSectionWriter.js';
 import { metaDir } from '../../src/format/layout.js';
 import { resolveConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 

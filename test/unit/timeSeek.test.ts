@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { SeqIndex, SlotState } from '../../src/actors/topic/seqIndex.js';
 import { firstPutAtOrAfter } from '../../src/actors/topic/timeSeek.js';
-import { SimActor } from '../helpers/simCtx.js';
+import { SimActor } from '../support/simActor.js';
 import { defaultConfig } from '../../src/protocol/topicConfig.js';
 
 // ---- the index search ------------------------------------------------------------------------

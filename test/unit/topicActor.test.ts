@@ -2,7 +2,7 @@
 // reservations, idempotency, control-frame gating, long-poll timers and delete atomicity.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SimActor } from '../helpers/simCtx.js';
+import { SimActor } from '../support/simActor.js';
 import { defaultConfig } from '../../src/protocol/topicConfig.js';
 
 function cfg(durability: 'ephemeral' | 'memory' | 'disk' | 'fsync') {

@@ -2,7 +2,7 @@
 // durable or the topic is deleted, and what a watch pull (`watchRead`) answers.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SimActor } from '../helpers/simCtx.js';
+import { SimActor } from '../support/simActor.js';
 import { defaultConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 import type { WatchBatch, WatchEvent } from '../../src/protocol/messages/events.js';
 import type { WatchReadMeta, WatchReadRequest } from '../../src/protocol/messages/rpc.js';

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SimActor } from '../helpers/simCtx.js';
+import { SimActor } from '../support/simActor.js';
 import { defaultConfig, type TopicConfig } from '../../src/protocol/topicConfig.js';
 import type { WatchBatch } from '../../src/protocol/messages/events.js';
 import { ProjectionCache, projectBatch, projectionKey } from '../../src/streams/watch/projection.js';

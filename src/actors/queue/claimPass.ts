@@ -24,7 +24,7 @@ import { answered, park } from './waitingClaims.js';
 
 /** How many jobs a claimer wants in this pass. */
 export function wantOf(q: QueueState, c: Claimer): number {
-  if (c.kind === 'poll') return c.max;
+  if (c.k === 'poll') return c.max;
   return c.conn.paused ? 0 : Math.max(0, c.conn.max - q.table.heldBy(c.conn.connId));
 }
 
@@ -121,11 +121,11 @@ export function newLease(a: ActorCore, ctx: ActorCtx, epoch: number, node: strin
 }
 
 function leaseMsOf(c: Claimer): number {
-  return c.kind === 'poll' ? c.leaseMs : c.conn.leaseMs;
+  return c.k === 'poll' ? c.leaseMs : c.conn.leaseMs;
 }
 
 function nodeOf(c: Claimer): string {
-  return c.kind === 'poll' ? c.node : c.conn.node;
+  return c.k === 'poll' ? c.node : c.conn.node;
 }
 
 export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, claimers: Claimer[]): void {
@@ -135,7 +135,7 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     const refused = writeRefusal(ctx);
     if (refused) {
       for (const c of claimers) {
-        if (c.kind !== 'poll') continue;
+        if (c.k !== 'poll') continue;
         answered(ctx, q, c);
         ctx.reply(c.reqId, refused);
       }
@@ -148,7 +148,7 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
   const { jobs, deadLetter } = takeJobs(inst, q, total);
   const dealt = deal(jobs, shares(wants, jobs.length));
   // A blocking claim that got nothing waits for jobs instead of answering (waitingClaims.ts).
-  const waits = (c: Claimer, i: number) => c.kind === 'poll' && c.waitUntilMs > ctx.now && dealt[i]!.length === 0;
+  const waits = (c: Claimer, i: number) => c.k === 'poll' && c.waitUntilMs > ctx.now && dealt[i]!.length === 0;
   let given = dealt;
   if (claimers.some(waits)) {
     claimers.forEach((c, i) => {
@@ -163,7 +163,7 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     const c = claimers[i]!;
     const node = nodeOf(c);
     const leaseMs = leaseMsOf(c);
-    const connId = c.kind === 'work' ? c.conn.connId : 0;
+    const connId = c.k === 'work' ? c.conn.connId : 0;
     for (const seq of given[i]!) {
       const lease = newLease(a, ctx, epoch, node, leaseMs, connId);
       const deliveries = (q.table.deliveries.get(seq) ?? 0) + 1;
@@ -226,7 +226,7 @@ export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
   }
   logLeases(a, ctx, inst, events);
   for (const c of pass.claimers) {
-    if (c.kind !== 'poll') continue;
+    if (c.k !== 'poll') continue;
     answered(ctx, q, c);
     ctx.reply(c.reqId, fail('internal', `segment read failed: ${failure}`));
   }
@@ -239,7 +239,7 @@ export function onPassCold(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
 function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, pass: ParkedPass): void {
   const needDurable = inst.config.leases_durable ? pass.leasesFrameNo : 0;
   const ready = q.ready(inst.count);
-  const polls = pass.claimers.some((c) => c.kind === 'poll');
+  const polls = pass.claimers.some((c) => c.k === 'poll');
   const barrier = polls && pass.deadLetter.length > 0 ? new MoveBarrier(a, inst, pass.deadLetter.length) : undefined;
   pass.claimers.forEach((c, i) => {
     const jobs: LeasedJob[] = [];
@@ -248,7 +248,7 @@ function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
       if (!lease || !isLive(inst, seq) || inst.index.text(seq) === undefined) continue;
       jobs.push({ seq, lease, deliveries: q.table.deliveries.get(seq) ?? 1 });
     }
-    if (c.kind === 'poll') {
+    if (c.k === 'poll') {
       answered(ctx, q, c);
       const body = renderClaimReply(inst, jobs, ready);
       const cond = { reqId: c.reqId, needDurableFrame: needDurable };

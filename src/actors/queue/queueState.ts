@@ -23,7 +23,7 @@ export interface WorkConn {
  * pass gives it none (parked in `QueueState.waiting`, its timer `timerId`); 0: it answers.
  */
 export interface PollClaimer {
-  kind: 'poll';
+  k: 'poll';
   reqId: number;
   node: string;
   max: number;
@@ -33,7 +33,7 @@ export interface PollClaimer {
 }
 
 /** Someone asking for jobs in a claim pass. */
-export type Claimer = PollClaimer | { kind: 'work'; conn: WorkConn };
+export type Claimer = PollClaimer | { k: 'work'; conn: WorkConn };
 
 /** A pass whose jobs were leased but whose replies wait for texts read back from segments. */
 export interface ParkedPass {

@@ -39,7 +39,7 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
     case 'claim': {
       const waitUntilMs = (req.waitMs ?? 0) > 0 ? ctx.now + req.waitMs! : 0;
       const c: PollClaimer = {
-        kind: 'poll',
+        k: 'poll',
         reqId,
         node: req.node,
         max: req.max,
@@ -141,8 +141,8 @@ export function dropQueue(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): ((c
   const q = inst.queue;
   if (!q) return undefined;
   const gone = () => fail('topic_not_found', `topic ${a.name} was deleted`, { topic: a.name });
-  for (const c of q.cohort) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
-  for (const p of q.parkedPasses.values()) for (const c of p.claimers) if (c.kind === 'poll') ctx.reply(c.reqId, gone());
+  for (const c of q.cohort) if (c.k === 'poll') ctx.reply(c.reqId, gone());
+  for (const p of q.parkedPasses.values()) for (const c of p.claimers) if (c.k === 'poll') ctx.reply(c.reqId, gone());
   for (const m of q.deadLetters.values()) m.barrier?.abort(ctx, a.name);
   failWaiting(ctx, q, gone());
   dropTerms(ctx, q, a.name);

@@ -17,7 +17,7 @@ import { takeWaiting } from './waitingClaims.js';
 
 /** Adds a claimer to the jitter cohort; the first one arms the window's timer. */
 export function joinCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, c: Claimer): void {
-  if (c.kind === 'work' && q.cohort.some((x) => x.kind === 'work' && x.conn === c.conn)) return;
+  if (c.k === 'work' && q.cohort.some((x) => x.k === 'work' && x.conn === c.conn)) return;
   q.cohort.push(c);
   if (q.cohortTimerId === 0) {
     q.cohortTimerId = a.nextTimerId();
@@ -27,7 +27,7 @@ export function joinCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: 
 
 /** The jitter window closed: the whole cohort is served in one pass. */
 export function serveCohort(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
-  const claimers = q.cohort.filter((c) => c.kind === 'poll' || q.conns.get(c.conn.connId) === c.conn);
+  const claimers = q.cohort.filter((c) => c.k === 'poll' || q.conns.get(c.conn.connId) === c.conn);
   q.cohort = [];
   q.cohortTimerId = 0;
   runPass(a, ctx, inst, q, claimers);
@@ -42,7 +42,7 @@ export function refill(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queu
   // nothing parks it again, with its timer as it was.
   const needy: Claimer[] = takeWaiting(q);
   for (const conn of q.conns.values()) {
-    const c: Claimer = { kind: 'work', conn };
+    const c: Claimer = { k: 'work', conn };
     if (wantOf(q, c) > 0) needy.push(c);
   }
   if (needy.length === 0) return armWake(a, ctx, q);
@@ -85,7 +85,7 @@ export function openConn(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Qu
 /** Every lease delivered on the connection becomes ready at once (`released` events). */
 export function closeConn(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, connId: number): void {
   q.conns.delete(connId);
-  q.cohort = q.cohort.filter((c) => c.kind === 'poll' || c.conn.connId !== connId);
+  q.cohort = q.cohort.filter((c) => c.k === 'poll' || c.conn.connId !== connId);
   const events: LeaseEvent[] = [];
   for (const seq of [...(q.table.byConn.get(connId) ?? [])].sort((x, y) => x - y)) {
     const lease = q.table.unlease(seq)!;

@@ -59,7 +59,7 @@ export function writeRefusal(ctx: ActorCtx): ErrorResult | undefined {
 }
 
 /** A JSON object without its closing brace (main appends the performance block). */
-export function jsonOpen(obj: Record<string, unknown>): string {
+export function jsonOpen(obj: object): string {
   return JSON.stringify(obj).slice(0, -1);
 }
 

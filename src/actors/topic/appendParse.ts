@@ -16,7 +16,7 @@
 // Duplicate keys: the last occurrence wins (as JSON.parse), for the envelope and inside records;
 //
 // This file owns the walk and the envelope; the per-record checks and the limits live in
-// `appendRecord.ts` (re-exported here, so callers keep one import).
+// `appendRecord.ts` (import them from there).
 import { fail } from '../../protocol/errors.js';
 import { collectUnknown, UNKNOWN_FIELDS_MAX } from '../../core/unknownFields.js';
 import { BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, nodeTooLongMessage } from '../../protocol/limits.js';
@@ -44,16 +44,6 @@ import {
   type ParseFailure,
   type RecordScratch,
   type StringField,
-} from './appendRecord.js';
-
-export {
-  DEAD_LETTER_REASON_BYTES_MAX,
-  DEAD_LETTER_STAMPS,
-  LIMITS,
-  NO_ALLOWANCE,
-  type LimitAllowance,
-  type ParsedRecord,
-  type ParseFailure,
 } from './appendRecord.js';
 
 export interface ParsedAppend {

@@ -1,6 +1,7 @@
 // Read-only reports of a topic instance: the topic-state body (docs/API.md "GET /v0/topics/:topic"), list summaries
 // (docs/API.md "GET /v0/topics"), metrics stats, and the effective priority. Pure functions of the instance and a time.
-import type { StatsTotals, TopicStats, TopicSummary } from '../../protocol/messages/rpc.js';
+import type { StatsTotals, TopicStats } from '../../protocol/messages/rpc.js';
+import type { TopicState, TopicSummary } from '../../protocol/wire.js';
 import type { RouterStats } from '../../protocol/messages/router.js';
 import type { TopicInstance } from './instance.js';
 import type { TopicConfig } from '../../protocol/topicConfig.js';
@@ -26,7 +27,7 @@ export function priorityOf(config: TopicConfig, lastConsumedMs: number | null, n
   return Math.round(AUTO_PRIORITY_MAX * Math.pow(2, -idle / AUTO_PRIORITY_HALF_LIFE_MS));
 }
 
-export function topicStateBody(inst: TopicInstance, now: number): Record<string, unknown> {
+export function topicStateBody(inst: TopicInstance, now: number): TopicState {
   return {
     topic: inst.name,
     type: inst.config.type,

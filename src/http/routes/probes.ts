@@ -6,13 +6,14 @@ import { sendError, sendJson } from '../reply.js';
 import { fail } from '../../protocol/errors.js';
 import { StorageState, storageStateName } from '../../storage/storageState.js';
 import { freeBytes } from '../../storage/freeSpace.js';
+import type { Health, Ready } from '../../protocol/wire.js';
 
 const VERSION = '0.1.0';
 
 export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
   const started = Date.now();
   const health = async (req: import('fastify').FastifyRequest, reply: import('fastify').FastifyReply) =>
-    sendJson(req, reply, 200, { status: 'ok', version: VERSION, uptime_ms: Date.now() - started });
+    sendJson(req, reply, 200, { status: 'ok', version: VERSION, uptime_ms: Date.now() - started } satisfies Health);
   app.get('/v0/health', health);
   app.get('/healthz', health);
 
@@ -23,7 +24,7 @@ export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     if (sup.lifecycle === 'draining') return sendError(req, reply, fail('shutting_down', 'draining before exit'));
     // Ready serves reads even when storage is degraded; the body says whether writes are taken.
     const storage = storageStateName(sup.storageState);
-    const body: Record<string, unknown> = {
+    const body: Ready = {
       status: 'ready',
       wal_replay_complete: true,
       topics: sup.liveTopics(),

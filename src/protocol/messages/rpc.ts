@@ -3,6 +3,7 @@
 import type { RequestStamps } from '../../core/stageClock.js';
 import type { ErrorResult } from '../errors.js';
 import type { TopicConfig } from '../topicConfig.js';
+import type { TopicSummary } from '../wire.js';
 import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats, TagMatch } from './router.js';
 
 export interface AppendRequest {
@@ -340,15 +341,8 @@ export interface OkResult {
 
 export type TopicResult = OkResult | ErrorResult;
 
-export interface TopicSummary {
-  topic: string;
-  head_seq: number;
-  earliest_seq: number;
-  count: number;
-  bytes: number;
-  durable: boolean;
-  effective_priority: number;
-}
+/** A topic's entry in a list page: the wire type (docs/API.md "GET /v0/topics"). */
+export type { TopicSummary };
 
 export interface TopicStats {
   topic: string;
@@ -421,7 +415,7 @@ export interface WorkerStats {
  * rpc keeps only an error's message).
  */
 /**
- * A worker's checkpoint step: its snapshot section (src/storage/snapshotSection.ts) as pieces in
+ * A worker's checkpoint step: its snapshot section (src/storage/snapshotSectionWriter.ts) as pieces in
  * order (SectionWriter.pieces) with their CRC-32, and the packs it holds nothing live in.
  */
 export type CheckpointParts =

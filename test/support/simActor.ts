@@ -1,12 +1,15 @@
-// A simulated host for actor unit tests: a manual clock, a seeded RNG and a WAL whose acks are
-// delivered only on command, so a test chooses every interleaving.
-import { StepCtx, type ActorCtx, type ColdRange, type Effect } from '../../src/actors/ctx.js';
+// SimActor: one topic actor for unit tests, with a manual clock, a seeded RNG and a WAL whose acks
+// are delivered only on command, so a test chooses every interleaving; timers and cold reads also
+// wait for the test. SimHost (simHost.ts) is the multi-actor simulator with crashes; both handle
+// effects through simEffects.ts.
+import { StepCtx, type ActorCtx, type ColdRange } from '../../src/actors/ctx.js';
 import type { SegmentPlacement } from '../../src/format/layout.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 import type { WatchEvent } from '../../src/protocol/messages/events.js';
 import { seededRng } from '../../src/core/rng.js';
 import { TopicActor } from '../../src/actors/topic/topicActor.js';
 import type { TopicRequest } from '../../src/protocol/messages/rpc.js';
+import { effectSink, ignored } from './simEffects.js';
 
 export interface SubmittedFrame {
   frameNo: number;
@@ -44,33 +47,25 @@ export class SimActor {
   }
 
   private readonly stepCtx = new StepCtx(
-    {
-      run: (e: Effect) => {
-        switch (e.k) {
-          case 'reply':
-            return void this.replies.set(e.reqId, e.result);
-          case 'submit':
-            if (e.segment) this.writeSegment(e.segment, e.frame);
-            return void this.frames.push({ frameNo: e.frameNo, frame: e.frame, durable: e.durable, segment: e.segment });
-          case 'setTimer':
-            return void this.timers.set(e.timerId, e.atMs);
-          case 'cancelTimer':
-            return void this.timers.delete(e.timerId);
-          case 'readCold':
-            return void this.coldReads.push({ token: e.token, ranges: e.ranges });
-          case 'deferForCredit':
-            return void this.deferred.push(e.reqId);
-          case 'releaseTopicSlot':
-            return void this.topics--;
-          case 'publish':
-            return void this.published.push(e.event);
-          case 'peerRequest':
-            return void this.peerRequests.push({ token: e.token, req: e.req });
-          default:
-            return;
-        }
+    effectSink({
+      reply: (e) => void this.replies.set(e.reqId, e.result),
+      submit: (e) => {
+        if (e.segment) this.writeSegment(e.segment, e.frame);
+        this.frames.push({ frameNo: e.frameNo, frame: e.frame, durable: e.durable, segment: e.segment });
       },
-    },
+      setTimer: (e) => void this.timers.set(e.timerId, e.atMs),
+      cancelTimer: (e) => void this.timers.delete(e.timerId),
+      readCold: (e) => void this.coldReads.push({ token: e.token, ranges: e.ranges }),
+      deferForCredit: (e) => void this.deferred.push(e.reqId),
+      releaseTopicSlot: () => void this.topics--,
+      publish: (e) => void this.published.push(e.event),
+      peerRequest: (e) => void this.peerRequests.push({ token: e.token, req: e.req }),
+      textsLoaded: ignored,
+      rewriteSegment: ignored,
+      topicCreated: ignored,
+      topicDeleted: ignored,
+      work: ignored,
+    }),
     {
       walCreditExhausted: () => this.walCreditExhausted,
       newTopicId: () => this.nextTopic++,

@@ -1,27 +1,29 @@
-// SimHost (docs/ARCHITECTURE.md "Traces and replay"): the real topic actors in one thread with a manual clock, seeded RNGs and a
-// simulated WAL whose writes, fsyncs, timers and peer messages happen only on command, so a test
-// or a fuzzer chooses every interleaving. A crash keeps the durable frames plus all written ones
-// (SIGKILL) or a prefix of them (power loss) and rebuilds the actors through the real recovery
-// code (snapshot part, segments, WAL frames). A compaction pass (`compact`) rewrites mostly dead
-// segments as the worker does (src/topicThread/compaction.ts: seal, copy, checkpoint, swap), with
-// the same decisions (compactPlan.ts) and copy format (compactFrames.ts). Same inputs and seed,
-// same outputs: nothing here reads the wall clock or Math.random.
-import type { SegmentPlacement } from '../format/layout.js';
-import { StepCtx, type Effect, type EffectSink, type Queries } from '../actors/ctx.js';
-import { TopicActor } from '../actors/topic/topicActor.js';
-import { applyInput, type ActorInput } from '../actors/topic/inputs.js';
-import { retentionPart } from '../actors/topic/replay.js';
-import type { ActorOptions } from '../actors/topic/actorCore.js';
-import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
-import type { WorkEvent } from '../protocol/messages/events.js';
-import { seededRng, type Rng } from '../core/rng.js';
-import { decodeJsonBody, probeFrame } from '../format/frame.js';
-import { FrameType } from '../format/constants.js';
-import type { TopicPart } from '../storage/snapshot.js';
-import type { LoadedSegment } from '../storage/segmentLoad.js';
-import { CopyBuilder, walkSegment, type Relocation } from '../storage/compactFrames.js';
-import { SlotState } from '../actors/topic/seqIndex.js';
-import { liveEstimate, mostlyDead, sealedCandidates, worthSealing } from '../topicThread/compactPlan.js';
+// SimHost (docs/ARCHITECTURE.md "Tests and fuzzing"): the real topic actors in one thread with a
+// manual clock, seeded RNGs and a simulated WAL whose writes, fsyncs, timers and peer messages
+// happen only on command, so a test or a fuzzer chooses every interleaving. A crash keeps the
+// durable frames plus all written ones (SIGKILL) or a prefix of them (power loss) and rebuilds the
+// actors through the real recovery code (snapshot part, segments, WAL frames). A compaction pass
+// (`compact`) rewrites mostly dead segments as the worker does (src/topicThread/compaction.ts:
+// seal, copy, checkpoint, swap), with the same decisions (src/topicThread/compactPlan.ts) and copy
+// format (src/storage/compactFrames.ts). Effects are handled through simEffects.ts. Same inputs
+// and seed, same outputs: nothing here reads the wall clock or Math.random. Test and fuzz code.
+import type { SegmentPlacement } from '../../src/format/layout.js';
+import { StepCtx, type EffectSink, type Queries } from '../../src/actors/ctx.js';
+import { effectSink, ignored } from './simEffects.js';
+import { TopicActor } from '../../src/actors/topic/topicActor.js';
+import { applyInput, type ActorInput } from '../../src/actors/topic/inputs.js';
+import { retentionPart } from '../../src/actors/topic/replay.js';
+import type { ActorOptions } from '../../src/actors/topic/actorCore.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
+import type { WorkEvent } from '../../src/protocol/messages/events.js';
+import { seededRng, type Rng } from '../../src/core/rng.js';
+import { decodeJsonBody, probeFrame } from '../../src/format/frame.js';
+import { FrameType } from '../../src/format/constants.js';
+import type { TopicPart } from '../../src/storage/snapshot.js';
+import type { LoadedSegment } from '../../src/storage/segmentLoad.js';
+import { CopyBuilder, walkSegment, type Relocation } from '../../src/storage/compactFrames.js';
+import { SlotState } from '../../src/actors/topic/seqIndex.js';
+import { liveEstimate, mostlyDead, sealedCandidates, worthSealing } from '../../src/topicThread/compactPlan.js';
 
 export type FrameState = 'queued' | 'written' | 'durable';
 
@@ -151,58 +153,45 @@ export class SimHost {
   }
 
   private sinkFor(name: string): EffectSink {
-    return {
-      run: (e: Effect) => {
-        switch (e.k) {
-          case 'reply': {
-            const peer = this.peerReqs.get(e.reqId);
-            if (peer) {
-              this.peerReqs.delete(e.reqId);
-              this.peers.push({ k: 'res', to: peer.from, token: peer.token, result: e.result });
-            } else this.replies.set(e.reqId, e.result);
-            return;
-          }
-          case 'submit':
-            this.frames.push({
-              actor: name,
-              frameNo: e.frameNo,
-              buf: e.frame,
-              needsDurable: e.durable,
-              segment: e.segment,
-              state: 'queued',
-            });
-            return;
-          case 'setTimer':
-            this.timers.push({ actor: name, timerId: e.timerId, atMs: e.atMs, order: this.timerOrder++ });
-            return;
-          case 'cancelTimer':
-            this.timers = this.timers.filter((t) => !(t.actor === name && t.timerId === e.timerId));
-            return;
-          case 'readCold': {
-            const bufs = e.ranges.map((r) => this.readRange(e.topicId, r.segFirstSeq, r.offset, r.len));
-            // Delivered as the next input, like the host's asynchronous read.
-            this.followUps.push({ name, input: { k: 'cold', token: e.token, bufs } });
-            return;
-          }
-          case 'rewriteSegment':
-            this.writeSegment(e.place, e.frame);
-            return;
-          case 'work':
-            this.work.push(e.event);
-            return;
-          case 'peerRequest':
-            this.peers.push({ k: 'req', from: name, token: e.token, req: e.req });
-            return;
-          case 'textsLoaded':
-          case 'deferForCredit':
-          case 'releaseTopicSlot':
-          case 'topicCreated':
-          case 'topicDeleted':
-          case 'publish':
-            return;
-        }
+    return effectSink({
+      reply: (e) => {
+        const peer = this.peerReqs.get(e.reqId);
+        if (peer) {
+          this.peerReqs.delete(e.reqId);
+          this.peers.push({ k: 'res', to: peer.from, token: peer.token, result: e.result });
+        } else this.replies.set(e.reqId, e.result);
       },
-    };
+      submit: (e) => {
+        this.frames.push({
+          actor: name,
+          frameNo: e.frameNo,
+          buf: e.frame,
+          needsDurable: e.durable,
+          segment: e.segment,
+          state: 'queued',
+        });
+      },
+      setTimer: (e) => {
+        this.timers.push({ actor: name, timerId: e.timerId, atMs: e.atMs, order: this.timerOrder++ });
+      },
+      cancelTimer: (e) => {
+        this.timers = this.timers.filter((t) => !(t.actor === name && t.timerId === e.timerId));
+      },
+      readCold: (e) => {
+        const bufs = e.ranges.map((r) => this.readRange(e.topicId, r.segFirstSeq, r.offset, r.len));
+        // Delivered as the next input, like the host's asynchronous read.
+        this.followUps.push({ name, input: { k: 'cold', token: e.token, bufs } });
+      },
+      rewriteSegment: (e) => this.writeSegment(e.place, e.frame),
+      work: (e) => void this.work.push(e.event),
+      peerRequest: (e) => void this.peers.push({ k: 'req', from: name, token: e.token, req: e.req }),
+      textsLoaded: ignored,
+      deferForCredit: ignored,
+      releaseTopicSlot: ignored,
+      topicCreated: ignored,
+      topicDeleted: ignored,
+      publish: ignored,
+    });
   }
 
   private writeSegment(place: SegmentPlacement, frame: Buffer): void {
