@@ -63,9 +63,11 @@ test('a target dirty again during a sliced flush goes behind the ones already wa
 });
 
 test('an idle pacer flushes a lone target at the end of the current callback; a busy one waits its turn', async () => {
-  const pacer = new FlushPacer(new SystemClock());
+  // The pacer's own monotonic time, moved by hand: a preempted test process (two shared cores)
+  // must not turn "busy" into "idle".
+  let monoMs = 1000;
+  const pacer = new FlushPacer(new SystemClock(), () => monoMs);
   const order: string[] = [];
-  await new Promise((r) => setTimeout(r, 5)); // idle
   setImmediate(() => order.push('immediate'));
   pacer.markDirty({ flush: () => order.push('lone') });
   pacer.markDirty({ flush: () => order.push('second') }); // same callback: the same flush
@@ -73,10 +75,12 @@ test('an idle pacer flushes a lone target at the end of the current callback; a 
   assert.deepEqual(order, ['lone', 'second', 'immediate'], 'flushed before the loop went on to its check phase');
   // Right after a slice that took time, the next flush waits (frames coalesce under load).
   const busy: string[] = [];
-  pacer.markDirty({ flush: () => (busy.push('slow'), spin(2)) });
-  await new Promise((r) => setTimeout(r, 5)); // idle again: flushed at once
+  monoMs += 5; // idle
+  pacer.markDirty({ flush: () => (busy.push('slow'), (monoMs += 2)) });
+  await new Promise((r) => setTimeout(r, 5));
+  monoMs += 5; // idle again: flushed at once
   pacer.markDirty({ flush: () => busy.push('a') });
-  pacer.markDirty({ flush: () => (busy.push('b'), spin(2)) });
+  pacer.markDirty({ flush: () => (busy.push('b'), (monoMs += 2)) });
   await new Promise((r) => setImmediate(r));
   setImmediate(() => busy.push('immediate'));
   pacer.markDirty({ flush: () => busy.push('c') }); // 'b' just took 2 ms: not idle

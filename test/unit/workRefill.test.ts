@@ -17,7 +17,7 @@ import type { TopicInstance } from '../../src/actors/topic/instance.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 import type { WorkEvent } from '../../src/protocol/messages/events.js';
-import { SimHost } from '../../src/replay/simHost.js';
+import { SimHost } from '../support/simHost.js';
 
 function okBody(r: TopicResult | undefined, what: string): any {
   assert.ok(r, `${what}: no reply`);

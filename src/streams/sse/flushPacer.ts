@@ -39,8 +39,14 @@ export class FlushPacer {
   /** Earliest measured time (stopwatch ms) of the next slice. */
   private nextFlushAtMs = 0;
 
-  /** `clock` stamps each flush (streams time their heartbeats from it). */
-  constructor(private readonly clock: Clock) {}
+  /**
+   * `clock` stamps each flush (streams time their heartbeats from it); `monotonicMs` measures
+   * slices and idleness (a test passes its own, so preemption cannot change what it sees).
+   */
+  constructor(
+    private readonly clock: Clock,
+    private readonly monotonicMs: () => number = nowMs,
+  ) {}
 
   /**
    * Schedules `target` for flushing. Callers mark a target once per flush, when its queue goes
@@ -62,7 +68,7 @@ export class FlushPacer {
     // of the current callback: the frames of this worker message go out together, without
     // waiting for the rest of the loop's poll phase (other messages, their replies' writes) and
     // the check phase. A live record to a few watchers leaves right behind its commit.
-    const now = nowMs();
+    const now = this.monotonicMs();
     const waitMs = this.nextFlushAtMs - now;
     if (this.queue.length - this.head === 1 && now - this.nextFlushAtMs >= IDLE_MS) queueMicrotask(this.slice);
     else if (waitMs < 1) setImmediate(this.slice);
@@ -72,13 +78,13 @@ export class FlushPacer {
   private readonly slice = (): void => {
     this.scheduled = false;
     const q = this.queue;
-    const t0 = nowMs();
+    const t0 = this.monotonicMs();
     const wallMs = this.clock.now();
     const shared = new SharedChunks();
     let i = this.head;
     while (i < q.length) {
       q[i++]!.flush(wallMs, shared);
-      if (i % SLICE_CHECK_EVERY === 0 && nowMs() - t0 >= SLICE_MS) break;
+      if (i % SLICE_CHECK_EVERY === 0 && this.monotonicMs() - t0 >= SLICE_MS) break;
     }
     if (i === q.length) {
       this.queue = [];
@@ -91,7 +97,7 @@ export class FlushPacer {
     } else {
       this.head = i;
     }
-    const t1 = nowMs();
+    const t1 = this.monotonicMs();
     // Wait as long as the slice ran, but not longer than a slice's worth of work: a slice that
     // took longer on the clock was preempted (two shared cores), not busier, and waiting out
     // the preemption too would only add it to every record's delay.
