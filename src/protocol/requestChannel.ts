@@ -9,12 +9,14 @@
 // back at the flush; the worker gets views), and so do the small replies of a result batch. A
 // transferred ArrayBuffer per request or reply cost an allocation, a backing store and its sweep
 // on both threads for a ~256-byte body. Big bodies (a whole buffer of their own) and reply pages
-// are still transferred as they are, never copied.
+// are still transferred as they are, never copied. The hot requests and plain results cross on
+// compact lanes of numbers and strings, not as cloned objects (hotLanes.ts).
 import type { MessagePort } from 'node:worker_threads';
 import type { OkResult, RequestBatch, ResultBatch, TopicRequest, TopicResult, WireRequest, WireResult } from './messages/rpc.js';
 import { fail } from './errors.js';
 import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from '../core/pagePool.js';
 import { stageClock } from '../core/stageClock.js';
+import { decodeRequest, decodeResult, encodeRequest, encodeResult, COLD, type LaneCursor } from './hotLanes.js';
 
 /** Pages main keeps for the way back to one worker while no request goes there. */
 const RETURNED_PAGES_MAX = 8;
@@ -37,6 +39,26 @@ const SETTLED_PER_TURN = 128;
 /** True when `b` is the whole of a transferable ArrayBuffer. */
 function ownsBuffer(b: Uint8Array): boolean {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
+}
+
+/**
+ * Where a batch's append bodies go: the big ones that own their whole buffer are transferred
+ * (`whole`), the others copied into one shared buffer of `sharedBytes`. The same buffer twice in
+ * one batch could not be transferred twice: its second use is copied.
+ */
+function planBodies(reqs: TopicRequest[]): { whole: Set<ArrayBufferLike> | undefined; sharedBytes: number; sharedBodies: number } {
+  let whole: Set<ArrayBufferLike> | undefined;
+  let sharedBytes = 0;
+  let sharedBodies = 0;
+  for (const r of reqs) {
+    if (r.op !== 'append') continue;
+    if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer)) (whole ??= new Set()).add(r.body.buffer);
+    else {
+      sharedBytes += r.body.byteLength;
+      sharedBodies++;
+    }
+  }
+  return { whole, sharedBytes, sharedBodies };
 }
 
 /** Main's end: `request` resolves with the worker's result. */
@@ -92,38 +114,28 @@ export class RequestClient {
   private flush(): void {
     this.flushScheduled = false;
     if (this.ids.length === 0) return;
-    const reqs = this.reqs as WireRequest[];
-    const batch: RequestBatch = { ids: this.ids, reqs };
+    const cold: WireRequest[] = [];
+    const batch: RequestBatch = { ids: this.ids, lanes: [], laneStrs: [], reqs: cold };
     const transfers: ArrayBuffer[] = [];
-    let sharedBytes = 0;
-    let sharedBodies = 0;
-    let whole: Set<ArrayBufferLike> | undefined;
-    for (const r of this.reqs) {
-      if (r.op !== 'append') continue;
-      // The same buffer twice in one batch could not be transferred twice: the second is copied.
-      if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer))
-        (whole ??= new Set()).add(r.body.buffer);
-      else {
-        sharedBytes += r.body.byteLength;
-        sharedBodies++;
-      }
-    }
+    const { whole, sharedBytes, sharedBodies } = planBodies(this.reqs);
     if (whole) for (const b of whole) transfers.push(b as ArrayBuffer);
-    if (sharedBodies > 0) {
-      const shared = new Uint8Array(sharedBytes);
-      const ends: number[] = [];
-      let at = 0;
-      for (const r of reqs) {
-        if (r.op !== 'append') continue;
-        const body = (r as unknown as { body: Uint8Array }).body;
-        if (whole?.delete(body.buffer)) continue;
-        shared.set(body, at);
-        at += body.byteLength;
-        ends.push(at);
-        r.body = null;
+    const shared = sharedBodies > 0 ? new Uint8Array(sharedBytes) : undefined;
+    let at = 0;
+    for (const r of this.reqs) {
+      // A whole buffer's first use is transferred (planBodies).
+      const inShared = r.op === 'append' && !whole?.delete(r.body.buffer);
+      if (inShared) {
+        shared!.set(r.body, at);
+        at += r.body.byteLength;
+        (batch.bodyEnds ??= []).push(at);
       }
+      if (encodeRequest(r, inShared, batch.lanes, batch.laneStrs)) continue;
+      batch.lanes.push(COLD);
+      if (inShared) (r as unknown as { body: Uint8Array | null }).body = null;
+      cold.push(r as WireRequest);
+    }
+    if (shared) {
       batch.bodies = shared.buffer;
-      batch.bodyEnds = ends;
       transfers.push(shared.buffer);
     }
     if (this.returned.length > 0) {
@@ -143,20 +155,23 @@ export class RequestClient {
   private onResults(m: ResultBatch): void {
     let sharedAt = 0;
     let settled: [(r: TopicResult) => void, TopicResult][] | undefined;
+    const lanes: LaneCursor = { nums: m.lanes, strs: [], n: 0, s: 0 };
+    let k = 0;
     for (let i = 0; i < m.ids.length; i++) {
-      const w = m.results[i]!;
       const end = m.jsonEnds?.[i] ?? -1;
-      let r: TopicResult;
-      if (end >= 0) {
-        (w as { json: Uint8Array | null }).json = new Uint8Array(m.jsons!, sharedAt, end - sharedAt);
-        sharedAt = end;
-        r = w as OkResult;
-      } else {
+      const bytes = end >= 0 ? new Uint8Array(m.jsons!, sharedAt, end - sharedAt) : undefined;
+      if (end >= 0) sharedAt = end;
+      let r: TopicResult | undefined = bytes && decodeResult(lanes, bytes);
+      if (!r) {
+        if (!bytes) lanes.n++; // its COLD code
+        const w = m.results[k++]!;
+        if (bytes) (w as { json: Uint8Array | null }).json = bytes;
         r = w as TopicResult;
         // A transferred page may travel back once main has written it (reply.ts sendResult).
-        if (r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES)
+        if (!bytes && r.ok && r.json.byteOffset === 0 && r.json.buffer.byteLength >= PAGE_MIN_BYTES)
           markReceivedPage(r.json.buffer as ArrayBuffer, this.giveBack);
       }
+      if (m.stamps) r.stamps = m.stamps[i];
       const id = m.ids[i]!;
       const resolve = this.pending.get(id);
       if (!resolve) continue; // abandoned meanwhile
@@ -220,8 +235,10 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
     if (m.recycled) recyclePages(m.recycled);
     let k = 0;
     let sharedAt = 0;
+    let cold = 0;
+    const lanes: LaneCursor = { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 };
     for (let i = 0; i < m.ids.length; i++) {
-      const w = m.reqs[i]!;
+      const w = decodeRequest(lanes) ?? m.reqs[cold++]!;
       if (w.op === 'append' && w.body === null) {
         const end = m.bodyEnds![k++]!;
         (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, sharedAt, end - sharedAt);
@@ -253,28 +270,41 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
  */
 function encodeResults(ids: number[], results: TopicResult[]): { msg: ResultBatch; transfers: ArrayBuffer[] } {
   let sharedBytes = 0;
-  for (const r of results) if (r.ok && sharesBytes(r.json)) sharedBytes += r.json.byteLength;
-  const transfers: ArrayBuffer[] = [];
-  if (sharedBytes === 0 && results.every((r) => !r.ok || !sharesBytes(r.json))) {
-    return { msg: { ids, results: results.map((r) => (r.ok ? detach(r, transfers) : r)) }, transfers };
+  let sharedCount = 0;
+  for (const r of results) {
+    if (r.ok && sharesBytes(r.json)) {
+      sharedBytes += r.json.byteLength;
+      sharedCount++;
+    }
   }
-  const shared = new Uint8Array(sharedBytes);
-  const ends: number[] = [];
+  const transfers: ArrayBuffer[] = [];
+  const lanes: number[] = [];
   const wire: WireResult[] = [];
+  const msg: ResultBatch = { ids, lanes, results: wire };
+  if (stageClock.on) msg.stamps = results.map((r) => r.stamps);
+  const shared = sharedCount > 0 ? new Uint8Array(sharedBytes) : undefined;
+  const ends: number[] | undefined = shared && [];
   let at = 0;
   for (const r of results) {
     if (r.ok && sharesBytes(r.json)) {
-      shared.set(r.json, at);
+      shared!.set(r.json, at);
       at += r.json.byteLength;
-      ends.push(at);
+      ends!.push(at);
+      if (encodeResult(r, lanes)) continue;
+      lanes.push(COLD);
       wire.push({ ...r, json: null });
     } else {
-      ends.push(-1);
+      ends?.push(-1);
+      lanes.push(COLD);
       wire.push(r.ok ? detach(r, transfers) : r);
     }
   }
-  transfers.push(shared.buffer);
-  return { msg: { ids, results: wire, jsons: shared.buffer, jsonEnds: ends }, transfers };
+  if (shared) {
+    transfers.push(shared.buffer);
+    msg.jsons = shared.buffer;
+    msg.jsonEnds = ends;
+  }
+  return { msg, transfers };
 }
 
 /** Small replies (not reply pages, which travel whole with their slack) share the batch's buffer. */

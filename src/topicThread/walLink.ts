@@ -25,14 +25,6 @@ interface Deferred {
   no: number;
 }
 
-interface FrameTiming {
-  submitAt: number;
-  writtenAt: number;
-  /** Stage clock only (µs): posted to the WAL thread, reported written. */
-  postUs?: number;
-  writtenUs?: number;
-}
-
 export interface QueuedFrame {
   actor: TopicActor;
   frameNo: number;
@@ -41,9 +33,42 @@ export interface QueuedFrame {
   segment: SegmentPlacement | undefined;
 }
 
+/** A queued frame as the link keeps it until it is durable: its timings and its actor's record. */
+interface LinkFrame {
+  frame: QueuedFrame;
+  owner: ActorFrames;
+  submitAt: number;
+  writtenAt: number;
+  /** Stage clock only (µs): posted to the WAL thread, reported written. */
+  postUs: number | undefined;
+  writtenUs: number | undefined;
+}
+
+/**
+ * One actor's frames not yet durable, in frame order (frame numbers grow per actor, and
+ * submissions become durable in order, so its durable ones are always a prefix), and the
+ * watermarks of the ack being handled.
+ */
+interface ActorFrames {
+  actor: TopicActor;
+  frames: LinkFrame[];
+  /** Index of the first frame not yet durable. */
+  first: number;
+  ackWritten: number;
+  ackDurable: number;
+  /** In the current ack's list of actors to tell. */
+  acked: boolean;
+}
+
+/** Durable frames are dropped from an actor's array once this many have gathered at its front. */
+const DURABLE_COMPACT_AT = 64;
+
+/** What stands in an actor's array for a durable frame until the array is compacted. */
+const DROPPED = { frame: undefined, owner: undefined } as unknown as LinkFrame;
+
 interface Submission {
   seq: number;
-  frames: QueuedFrame[];
+  frames: LinkFrame[];
   written: boolean;
   bytes: number;
 }
@@ -64,12 +89,14 @@ export interface WalLinkHost {
 
 export class WalLink {
   /**
-   * Per actor with frames not yet durable, their submit and write times. A Map, not a WeakMap:
-   * an entry lives only until its frames are durable, and WeakMap inserts (with their GC work)
-   * were a visible cost of every topic creation.
+   * Per actor with frames not yet durable, those frames with their submit and write times. A
+   * Map, not a WeakMap: an entry lives only until its frames are durable, and WeakMap inserts
+   * (with their GC work) were a visible cost of every topic creation.
    */
-  private readonly timings = new Map<TopicActor, Map<number, FrameTiming>>();
-  private turnFrames: QueuedFrame[] = [];
+  private readonly actors = new Map<TopicActor, ActorFrames>();
+  /** The actors an ack moved, reused from ack to ack. */
+  private readonly acked: ActorFrames[] = [];
+  private turnFrames: LinkFrame[] = [];
   private flushScheduled = false;
   private submitSeq = 0;
   private writtenSeq = 0;
@@ -109,10 +136,11 @@ export class WalLink {
   }
 
   queueFrame(f: QueuedFrame): void {
-    let m = this.timings.get(f.actor);
-    if (!m) this.timings.set(f.actor, (m = new Map()));
-    m.set(f.frameNo, { submitAt: nowMs(), writtenAt: 0 });
-    this.turnFrames.push(f);
+    let owner = this.actors.get(f.actor);
+    if (!owner) this.actors.set(f.actor, (owner = { actor: f.actor, frames: [], first: 0, ackWritten: 0, ackDurable: 0, acked: false }));
+    const lf: LinkFrame = { frame: f, owner, submitAt: nowMs(), writtenAt: 0, postUs: undefined, writtenUs: undefined };
+    owner.frames.push(lf);
+    this.turnFrames.push(lf);
     // Credit counts a frame from the moment it is queued, so that the requests of one turn (they
     // arrive from main as one message) cannot together outrun it before the turn is submitted.
     this.inflightBytes += f.buf.length;
@@ -138,15 +166,15 @@ export class WalLink {
     if (frames.length === 0) return;
     let total = 0;
     let durable = false;
-    for (const f of frames) {
-      total += f.buf.length;
-      durable ||= f.durable;
+    for (const { frame } of frames) {
+      total += frame.buf.length;
+      durable ||= frame.durable;
     }
     const out = new Uint8Array(new ArrayBuffer(total));
     let p = 0;
-    for (const f of frames) {
-      out.set(f.buf, p);
-      p += f.buf.length;
+    for (const { frame } of frames) {
+      out.set(frame.buf, p);
+      p += frame.buf.length;
     }
     const seq = ++this.submitSeq;
     this.inflight.push({ seq, frames, written: false, bytes: total });
@@ -179,18 +207,14 @@ export class WalLink {
     // A durable submission is written (the WAL syncs only what it wrote).
     if (durableThrough > writtenThrough) writtenThrough = durableThrough;
     const now = nowMs();
-    const acks = new Map<TopicActor, { w: number; d: number }>();
     const inflight = this.inflight;
     let i = this.writtenCount;
     for (; i < inflight.length && inflight[i]!.seq <= writtenThrough; i++) {
       const s = inflight[i]!;
-      for (const f of s.frames) {
-        const t = this.timings.get(f.actor)?.get(f.frameNo);
-        if (t) t.writtenAt = now;
-        if (f.segment) this.host.writeSegment(f.segment, f.buf);
-        const a = acks.get(f.actor);
-        if (!a) acks.set(f.actor, { w: f.frameNo, d: 0 });
-        else if (f.frameNo > a.w) a.w = f.frameNo;
+      for (const lf of s.frames) {
+        lf.writtenAt = now;
+        if (lf.frame.segment) this.host.writeSegment(lf.frame.segment, lf.frame.buf);
+        this.noteAck(lf, false);
       }
       this.inflightBytes -= s.bytes;
       s.written = true;
@@ -199,27 +223,17 @@ export class WalLink {
     this.writtenCount = i;
     let durable = 0;
     for (; durable < this.writtenCount && inflight[durable]!.seq <= durableThrough; durable++) {
-      for (const f of inflight[durable]!.frames) {
-        const a = acks.get(f.actor);
-        // Frame numbers grow per actor: a later frame's durable ack covers the earlier ones.
-        if (!a) acks.set(f.actor, { w: f.frameNo, d: f.frameNo });
-        else {
-          if (f.frameNo > a.w) a.w = f.frameNo;
-          if (f.frameNo > a.d) a.d = f.frameNo;
-        }
-      }
+      for (const lf of inflight[durable]!.frames) this.noteAck(lf, true);
     }
     if (writtenThrough > this.writtenSeq) this.writtenSeq = writtenThrough;
-    for (const [actor, a] of acks) this.host.walAck(actor, a.w, a.d);
+    for (const a of this.acked) {
+      a.acked = false;
+      this.host.walAck(a.actor, a.ackWritten, a.ackDurable);
+    }
+    this.acked.length = 0;
     this.releaseDeferred();
     if (durable > 0) {
-      for (let k = 0; k < durable; k++) {
-        for (const f of inflight[k]!.frames) {
-          const m = this.timings.get(f.actor);
-          // An idle actor keeps no map (an empty Map is ~190 bytes, per topic ever written).
-          if (m && m.delete(f.frameNo) && m.size === 0) this.timings.delete(f.actor);
-        }
-      }
+      for (let k = 0; k < durable; k++) for (const lf of inflight[k]!.frames) this.dropDurable(lf.owner);
       inflight.splice(0, durable);
       this.writtenCount -= durable;
     }
@@ -231,6 +245,47 @@ export class WalLink {
     }
   }
 
+  /** Raises the watermarks an ack tells `lf`'s actor (frame numbers grow per actor: a later frame's ack covers the earlier ones). */
+  private noteAck(lf: LinkFrame, durable: boolean): void {
+    const a = lf.owner;
+    if (!a.acked) {
+      a.acked = true;
+      a.ackWritten = 0;
+      a.ackDurable = 0;
+      this.acked.push(a);
+    }
+    const no = lf.frame.frameNo;
+    if (no > a.ackWritten) a.ackWritten = no;
+    if (durable && no > a.ackDurable) a.ackDurable = no;
+  }
+
+  /** The first not-durable frame of `a` became durable; an idle actor keeps no record (~190 bytes per topic ever written). */
+  private dropDurable(a: ActorFrames): void {
+    a.frames[a.first++] = DROPPED; // its bytes are not held until the array is compacted
+    if (a.first === a.frames.length) {
+      if (this.actors.get(a.actor) === a) this.actors.delete(a.actor);
+    } else if (a.first >= DURABLE_COMPACT_AT && a.first * 2 >= a.frames.length) {
+      a.frames.splice(0, a.first);
+      a.first = 0;
+    }
+  }
+
+  /** The kept timing of `actor`'s frame `frameNo` (not yet durable), found by halving. */
+  private frameOf(actor: TopicActor, frameNo: number | undefined): LinkFrame | undefined {
+    const a = frameNo === undefined ? undefined : this.actors.get(actor);
+    if (!a) return undefined;
+    let lo = a.first;
+    let hi = a.frames.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const no = a.frames[mid]!.frame.frameNo;
+      if (no === frameNo) return a.frames[mid];
+      if (no < frameNo!) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
+  }
+
   /**
    * The WAL failed: no ack will come for what is in flight. Checkpoints waiting for a write
    * fail, a drain finishes, appends waiting for credit are handed back (their actors refuse
@@ -239,7 +294,7 @@ export class WalLink {
   private onFailed(message: string): void {
     if (this.failed !== undefined) return;
     this.failed = message;
-    this.timings.clear(); // nothing in flight will become durable now
+    this.actors.clear(); // nothing in flight will become durable now
     for (const w of this.writtenWaiters.splice(0)) w.reject(new Error(`the WAL failed: ${message}`));
     for (const w of this.idleWaiters.splice(0)) w();
     for (let d = this.deferred.pop(); d; d = this.deferred.pop()) this.host.redeliver(d.reqId, d.req);
@@ -267,7 +322,7 @@ export class WalLink {
       this.throttleWaits.delete(reqId);
       out = { throttle_wait_ms: roundMs(waited) };
     }
-    const t = frameNo === undefined ? undefined : this.timings.get(actor)?.get(frameNo);
+    const t = this.frameOf(actor, frameNo);
     if (t) {
       const now = nowMs();
       if (!fsync) out = { ...out, wal_append_ms: roundMs(now - t.submitAt), fsync_ms: 0 };
@@ -279,17 +334,14 @@ export class WalLink {
     return out;
   }
 
-  private stampFrames(frames: QueuedFrame[], key: 'postUs' | 'writtenUs'): void {
+  private stampFrames(frames: LinkFrame[], key: 'postUs' | 'writtenUs'): void {
     const now = stageClock.now();
-    for (const f of frames) {
-      const t = this.timings.get(f.actor)?.get(f.frameNo);
-      if (t) t[key] = now;
-    }
+    for (const lf of frames) lf[key] = now;
   }
 
   /** The stage clock's WAL stamps of a reply's frame, while its timing is kept. */
   stamps(actor: TopicActor, frameNo: number | undefined): { walSubmit?: number; walWritten?: number } | undefined {
-    const t = frameNo === undefined ? undefined : this.timings.get(actor)?.get(frameNo);
+    const t = this.frameOf(actor, frameNo);
     return t && { walSubmit: t.postUs, walWritten: t.writtenUs };
   }
 

@@ -225,3 +225,109 @@ test('a reply page crosses whole, keeps its slack, and comes back with the next 
     ch.port1.close();
   }
 });
+
+test('hot requests cross on the compact lanes, the others as objects, each arrives with its fields', async () => {
+  const ch = new MessageChannel();
+  const toWorker: RequestBatch[] = [];
+  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
+  const seen: TopicRequest[] = [];
+  serveRequests(ch.port2, async (req) => (seen.push(req), ok('{')));
+  const client = new RequestClient(ch.port1);
+  try {
+    const body = (s: string) => new Uint8Array(Buffer.from(s));
+    const big = new Uint8Array(SHARED_BYTES_MAX + 1).fill(0x61);
+    const reqs: TopicRequest[] = [
+      { op: 'append', topic: 'a', body: body('{"records":[1]}'), returnSeqs: true, headerIdemKey: 'k-ü\n"' },
+      { op: 'state', topic: 's', touch: true },
+      {
+        op: 'append',
+        topic: 'b',
+        body: body('{"records":[2]}'),
+        returnSeqs: false,
+        headerIdemKey: undefined,
+        auth: { admin: false, prefixes: ['b'] },
+      },
+      {
+        op: 'diff',
+        topic: 'd',
+        fromSeq: 2 ** 53 - 1,
+        limit: 7,
+        nodes: null,
+        includeTags: true,
+        includeMeta: false,
+        waitMs: 250,
+        maxBatchBytes: 9,
+      },
+      { op: 'diff', topic: 'n', fromSeq: 0, limit: 0, nodes: ['x'], includeTags: false, includeMeta: true, waitMs: 0, maxBatchBytes: 0 },
+      {
+        op: 'diff',
+        topic: 't',
+        fromSeq: 0,
+        limit: 0,
+        nodes: null,
+        includeTags: false,
+        includeMeta: true,
+        waitMs: 0,
+        maxBatchBytes: 0,
+        fromTsMs: 5,
+      },
+      { op: 'state', topic: 'u', touch: false },
+      { op: 'append', topic: 'c', body: big, returnSeqs: false, headerIdemKey: undefined },
+      { op: 'append', topic: 'e', body: body(''), returnSeqs: false, headerIdemKey: undefined },
+      { op: 'deleteTopic', topic: 'z', ifEmpty: true },
+    ];
+    // What the worker must see: the same fields (a transferred body empties the caller's view).
+    const expected = reqs.map((r) => (r.op === 'append' ? { ...r, body: Buffer.from(r.body).toString('latin1') } : { ...r }));
+    await Promise.all(reqs.map((r) => client.request(r)));
+    assert.equal(toWorker.length, 1, 'one message');
+    assert.deepEqual(
+      toWorker[0]!.reqs.map((r) => r.topic),
+      ['b', 'n', 't', 'c', 'z'],
+      'only the requests with fields the lanes do not carry crossed as objects',
+    );
+    const got = seen.map((r) => (r.op === 'append' ? { ...r, body: Buffer.from(r.body).toString('latin1') } : r));
+    // An absent optional field and one set to undefined are the same request.
+    const defined = (o: object) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+    assert.deepEqual(got.map(defined), expected.map(defined));
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('plain results cross on the compact lanes, results with other fields as objects', async () => {
+  const ch = new MessageChannel();
+  const toMain: ResultBatch[] = [];
+  ch.port1.on('message', (m: ResultBatch) => toMain.push(m));
+  const results: Record<string, TopicResult> = {
+    full: {
+      ok: true,
+      status: 201,
+      json: Buffer.from('{"a":1'),
+      perf: { wal_append_ms: 0.25, fsync_ms: 1.5, records_scanned: 3, throttle_wait_ms: 7 },
+      durability: 'fsync',
+    },
+    bare: { ok: true, status: 200, json: Buffer.from('{"b":2'), perf: {} },
+    warned: { ok: true, status: 200, json: Buffer.from('{"c":3'), perf: {}, durability: 'memory', unknownFields: ['ttl'] },
+    seek: { ok: true, status: 200, json: Buffer.from('{'), perf: {}, seek: { fromSeq: 1, head: 2, earliest: 0 } },
+    err: { ok: false, status: 404, code: 'topic_not_found', message: 'no' },
+    eph: { ok: true, status: 200, json: Buffer.from('{"e":5'), perf: { records_scanned: 0 }, durability: 'ephemeral' },
+  };
+  serveRequests(ch.port2, async (req) => results[req.topic]!);
+  const client = new RequestClient(ch.port1);
+  try {
+    const names = Object.keys(results);
+    const expected = names.map((t) => {
+      const r = results[t]!;
+      return r.ok ? { ...r, json: Buffer.from(r.json).toString('latin1') } : { ...r };
+    });
+    const rs = await Promise.all(names.map((t) => client.request({ op: 'state', topic: t, touch: false })));
+    assert.equal(toMain.length, 1, 'one message');
+    assert.equal(toMain[0]!.results.length, 3, 'the unknown fields, the seek and the error crossed as objects');
+    const got = rs.map((r) =>
+      r.ok ? { ...r, json: Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('latin1') } : r,
+    );
+    assert.deepEqual(got, expected);
+  } finally {
+    ch.port1.close();
+  }
+});

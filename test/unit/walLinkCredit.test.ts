@@ -127,3 +127,42 @@ test('acks step only actors with newly written or durable frames, each frame goe
     ch.port1.close();
   }
 });
+
+test('a frame keeps its timing until it is durable, past the compaction of many durable frames', async () => {
+  const ch = new MessageChannel();
+  const link = new WalLink(ch.port1, 0, host);
+  const submitted: WalIn[] = [];
+  ch.port2.on('message', (m: WalIn) => submitted.push(m));
+  const a = { name: 'a' } as unknown as QueuedFrame['actor'];
+  const b = { name: 'b' } as unknown as QueuedFrame['actor'];
+  const acked = async (writtenThrough: number, durableThrough: number) => {
+    ch.port2.postMessage({ t: 'ack', writtenThrough, durableThrough });
+    await new Promise((r) => setTimeout(r, 10));
+  };
+  const timed = (actor: QueuedFrame['actor'], frameNo: number) => link.perf(actor, 0, frameNo, false)?.wal_append_ms !== undefined;
+  try {
+    // 300 turns of one frame of `a` each (a submission per turn), with a frame of `b` every 10th.
+    for (let i = 1; i <= 300; i++) {
+      link.queueFrame(frame(a, i, 10));
+      if (i % 10 === 0) link.queueFrame(frame(b, i / 10, 10));
+      while (submitted.length < i) await new Promise((r) => setImmediate(r));
+    }
+    assert.ok(timed(a, 1) && timed(a, 300) && timed(b, 30));
+    // Durable in steps: every frame up to the step loses its timing, every later one keeps it.
+    for (const through of [1, 63, 64, 65, 130, 200, 299]) {
+      await acked(through, through);
+      for (const no of [through - 1, through, through + 1, 300]) {
+        if (no >= 1) assert.equal(timed(a, no), no > through, `a's frame ${no} after seq ${through} became durable`);
+      }
+      assert.equal(timed(b, 30), true);
+      assert.equal(timed(b, Math.floor(through / 10) || 1), through < 10, `b after seq ${through}`);
+    }
+    assert.equal(timed(a, 301), false, 'a frame never queued has no timing');
+    await acked(300, 300);
+    assert.equal(timed(a, 300), false);
+    assert.equal(timed(b, 30), false);
+    await link.whenIdle();
+  } finally {
+    ch.port1.close();
+  }
+});

@@ -440,7 +440,13 @@ export interface QueueStats {
 /** main → worker on the request channel: the requests of one turn. */
 export interface RequestBatch {
   ids: number[];
-  /** An append's `body` is null here: its bytes are in `bodies` (see bodyEnds). */
+  /**
+   * Per request, in order: its lane code and fields (src/protocol/hotLanes.ts), or COLD for the
+   * next of `reqs`. Strings (topic names, idempotency keys) are in `laneStrs`.
+   */
+  lanes: number[];
+  laneStrs: string[];
+  /** The requests that cross as objects; an append's `body` is null here: its bytes are in `bodies` (see bodyEnds). */
   reqs: WireRequest[];
   /**
    * The append bodies of the batch back to back, in request order: one buffer per batch, not
@@ -459,8 +465,12 @@ export type WireRequest = Exclude<TopicRequest, AppendRequest> | (Omit<AppendReq
 /** worker → main on the request channel: the results settled in one turn. */
 export interface ResultBatch {
   ids: number[];
-  /** A small reply's `json` is null here: its bytes are in `jsons` (see jsonEnds). */
+  /** Per result, in order: its lane code and fields (src/protocol/hotLanes.ts), or COLD for the next of `results`. */
+  lanes: number[];
+  /** The results that cross as objects; a small reply's `json` is null here: its bytes are in `jsons` (see jsonEnds). */
   results: WireResult[];
+  /** Stage clock only: each result's stamps, in order. */
+  stamps?: (Partial<RequestStamps> | undefined)[];
   /** The small replies' bytes back to back, in result order: one buffer per batch. */
   jsons?: ArrayBuffer;
   /** Per result: where its JSON ends in `jsons`, or -1 when it carries its own `json` (or is an error). */

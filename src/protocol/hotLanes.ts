@@ -1,0 +1,175 @@
+// The compact lanes of the request channel (docs/ARCHITECTURE.md "Thread crossings"): the hot
+// requests (a plain append, a state GET, a diff by seq) and the plain results (a status, the
+// reply bytes, the performance fields, the class) cross as one flat array of numbers and one of
+// strings per batch instead of one structured-cloned object each. Cloning an object costs V8's
+// serializer a property name per field and the deserializer a map transition per field; at 64
+// clients on single-record appends the two were ~10 % of the topic worker and ~4 % of main.
+// Everything else (and any request or result with a field these lanes do not carry) crosses as
+// an object, in order, behind a COLD code. Pure functions, run on main and on the worker threads.
+import type { AppendRequest, DiffRequest, OkResult, PerfFields, StateRequest, TopicRequest, WireRequest } from './messages/rpc.js';
+
+/** Lane codes; COLD means "the next object of the batch's object list". */
+export const COLD = 0;
+const APPEND = 1;
+const STATE = 2;
+const DIFF = 3;
+const OK = 1;
+
+/** Where a decoder is in a batch's lanes. */
+export interface LaneCursor {
+  nums: number[];
+  strs: string[];
+  n: number;
+  s: number;
+}
+
+/** Appends with any of these set are not plain: they cross as objects. */
+type AppendExtras = Exclude<keyof AppendRequest, 'op' | 'topic' | 'body' | 'returnSeqs' | 'headerIdemKey'>;
+const APPEND_EXTRAS = { stamped: 1, forward: 1, redrive: 1, auth: 1 } as const satisfies Record<AppendExtras, 1>;
+const APPEND_EXTRA_KEYS = Object.keys(APPEND_EXTRAS) as AppendExtras[];
+
+/**
+ * Every field of a state and a diff request, so that a new one is a compile error here until
+ * the lanes carry it (or the request crosses as an object when it is set).
+ */
+const STATE_FIELDS = { op: 1, topic: 1, touch: 1 } as const satisfies Record<keyof StateRequest, 1>;
+const DIFF_FIELDS = {
+  op: 1,
+  topic: 1,
+  fromSeq: 1,
+  limit: 1,
+  nodes: 1,
+  includeTags: 1,
+  includeMeta: 1,
+  waitMs: 1,
+  maxBatchBytes: 1,
+  fromTsMs: 1,
+} as const satisfies Record<keyof DiffRequest, 1>;
+void STATE_FIELDS;
+void DIFF_FIELDS;
+
+/**
+ * Encodes `req` onto the lanes when it is a hot request whose body (for an append) travels in
+ * the batch's shared buffer; false when it must cross as an object.
+ */
+export function encodeRequest(req: TopicRequest, sharedBody: boolean, nums: number[], strs: string[]): boolean {
+  switch (req.op) {
+    case 'append': {
+      if (!sharedBody) return false;
+      for (const k of APPEND_EXTRA_KEYS) if (req[k] !== undefined) return false;
+      const idem = req.headerIdemKey;
+      nums.push(APPEND, (req.returnSeqs ? 1 : 0) | (idem !== undefined ? 2 : 0));
+      strs.push(req.topic);
+      if (idem !== undefined) strs.push(idem);
+      return true;
+    }
+    case 'state':
+      nums.push(STATE, req.touch ? 1 : 0);
+      strs.push(req.topic);
+      return true;
+    case 'diff':
+      if (req.nodes !== null || req.fromTsMs !== undefined) return false;
+      nums.push(DIFF, req.fromSeq, req.limit, (req.includeTags ? 1 : 0) | (req.includeMeta ? 2 : 0), req.waitMs, req.maxBatchBytes);
+      strs.push(req.topic);
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * The next request of the lanes, or undefined at a COLD code (the caller takes its next object).
+ * An append comes back with a null body: the caller sets its view of the shared buffer.
+ */
+export function decodeRequest(c: LaneCursor): WireRequest | undefined {
+  const code = c.nums[c.n++]!;
+  switch (code) {
+    case COLD:
+      return undefined;
+    case APPEND: {
+      const flags = c.nums[c.n++]!;
+      const topic = c.strs[c.s++]!;
+      const headerIdemKey = flags & 2 ? c.strs[c.s++]! : undefined;
+      return { op: 'append', topic, body: null, returnSeqs: (flags & 1) !== 0, headerIdemKey };
+    }
+    case STATE: {
+      const r: StateRequest = { op: 'state', topic: c.strs[c.s++]!, touch: c.nums[c.n++] === 1 };
+      return r;
+    }
+    case DIFF: {
+      const nums = c.nums;
+      const at = c.n;
+      c.n += 5;
+      const flags = nums[at + 2]!;
+      const r: DiffRequest = {
+        op: 'diff',
+        topic: c.strs[c.s++]!,
+        fromSeq: nums[at]!,
+        limit: nums[at + 1]!,
+        nodes: null,
+        includeTags: (flags & 1) !== 0,
+        includeMeta: (flags & 2) !== 0,
+        waitMs: nums[at + 3]!,
+        maxBatchBytes: nums[at + 4]!,
+      };
+      return r;
+    }
+    default:
+      throw new Error(`request lane code ${code} is unknown`);
+  }
+}
+
+/** Results with any of these set cross as objects (`stamps` rides beside the lanes). */
+type ResultExtras = Exclude<keyof OkResult, 'ok' | 'status' | 'json' | 'perf' | 'durability' | 'stamps'>;
+const RESULT_EXTRAS = {
+  watch: 1,
+  seek: 1,
+  unknownFields: 1,
+  forward: 1,
+  routers: 1,
+  redrive: 1,
+} as const satisfies Record<ResultExtras, 1>;
+const RESULT_EXTRA_KEYS = Object.keys(RESULT_EXTRAS) as ResultExtras[];
+
+/** The performance fields; bit i of a lane's mask says the i-th of them follows. */
+const PERF_FIELDS = { wal_append_ms: 1, fsync_ms: 1, records_scanned: 1, throttle_wait_ms: 1 } as const satisfies Record<
+  keyof PerfFields,
+  1
+>;
+const PERF_KEYS = Object.keys(PERF_FIELDS) as (keyof PerfFields)[];
+
+const CLASSES = [undefined, 'ephemeral', 'memory', 'disk', 'fsync'] as const;
+
+/**
+ * Encodes an ok result whose bytes travel in the batch's shared buffer onto the lanes; false
+ * when it must cross as an object. The caller moves its bytes.
+ */
+export function encodeResult(r: OkResult, nums: number[]): boolean {
+  for (const k of RESULT_EXTRA_KEYS) if (r[k] !== undefined) return false;
+  const perf = r.perf;
+  let mask = 0;
+  for (let i = 0; i < PERF_KEYS.length; i++) if (perf[PERF_KEYS[i]!] !== undefined) mask |= 1 << i;
+  const cls = r.durability === undefined ? 0 : CLASSES.indexOf(r.durability);
+  nums.push(OK, r.status, cls, mask);
+  for (let i = 0; i < PERF_KEYS.length; i++) if (mask & (1 << i)) nums.push(perf[PERF_KEYS[i]!]!);
+  return true;
+}
+
+/**
+ * The next result of the lanes with `json` set to `bytes`, or undefined at a COLD code (the
+ * caller takes its next object).
+ */
+export function decodeResult(c: LaneCursor, bytes: Uint8Array): OkResult | undefined {
+  const code = c.nums[c.n++]!;
+  if (code === COLD) return undefined;
+  if (code !== OK) throw new Error(`result lane code ${code} is unknown`);
+  const nums = c.nums;
+  const status = nums[c.n++] as 200 | 201;
+  const cls = CLASSES[nums[c.n++]!];
+  const mask = nums[c.n++]!;
+  const perf: PerfFields = {};
+  for (let i = 0; i < PERF_KEYS.length; i++) if (mask & (1 << i)) perf[PERF_KEYS[i]!] = nums[c.n++]!;
+  const r: OkResult = { ok: true, status, json: bytes, perf };
+  if (cls !== undefined) r.durability = cls;
+  return r;
+}
