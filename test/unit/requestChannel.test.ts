@@ -3,11 +3,12 @@
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
 // copied into one shared buffer per batch (big whole ones transferred), a handler that throws answers `internal` instead of leaving the caller hanging, and
 // an abandoned channel settles nothing more; a request may be answered by a callback instead of
-// a promise (requestWith); reply pages make the round trip (src/core/pagePool.ts).
+// a promise (requestWith), and answered on the worker end without one (answerWith); reply pages make the round trip (src/core/pagePool.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/protocol/requestChannel.js';
+import type { ErrorResult } from '../../src/protocol/errors.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 
@@ -223,6 +224,39 @@ test('requestWith calls back with its context and the result, in one batch with 
     for (let i = 0; i < 300; i++) assert.equal(got.get(i), `{"topic":"t${i}"`, `callback ${i} got its own context and result`);
     client.abandon();
     assert.throws(() => client.requestWith(append('x', new Uint8Array(2)), { i: -1 }, done), /abandoned/);
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('answerWith takes the requests on the worker end: answered now or later, a throw answers internal', async () => {
+  const ch = new MessageChannel();
+  const later: [number, (id: number, r: TopicResult) => void][] = [];
+  serveRequests(
+    ch.port2,
+    async () => ok('{"by":"handle"'),
+    (req, id, answer) => {
+      if (req.topic === 'boom') throw new Error('a bug');
+      if (req.topic === 'later') later.push([id, answer]);
+      else answer(id, ok(`{"now":"${req.topic}"`));
+    },
+  );
+  const client = new RequestClient(ch.port1);
+  try {
+    const now = client.request({ op: 'state', topic: 'a', touch: false });
+    const boom = client.request({ op: 'state', topic: 'boom', touch: false });
+    const delayed = client.request(append('later', new Uint8Array(Buffer.from('{"records":[]}'))));
+    const a = await now;
+    assert.ok(a.ok);
+    assert.equal(Buffer.from(a.json).toString(), '{"now":"a"', 'answered by answerWith, not handle');
+    const b = await boom;
+    assert.equal(b.ok, false);
+    assert.equal((b as ErrorResult).code, 'internal');
+    assert.equal(later.length, 1);
+    later[0]![1](later[0]![0], ok('{"later":true'));
+    const c = await delayed;
+    assert.ok(c.ok);
+    assert.equal(Buffer.from(c.json).toString(), '{"later":true');
   } finally {
     ch.port1.close();
   }
