@@ -61,30 +61,11 @@ function planBodies(reqs: TopicRequest[]): { whole: Set<ArrayBufferLike> | undef
   return { whole, sharedBytes, sharedBodies };
 }
 
-/**
- * A request answered by a callback instead of a promise (`requestWith`): the caller's context
- * and a function made once per caller, so a request costs this one small object.
- */
-class Callback<C> {
-  constructor(
-    readonly ctx: C,
-    readonly done: (ctx: C, r: TopicResult) => void,
-  ) {}
-}
-
-/** What settles a pending request: its promise's resolve, or a callback. */
-type Settle = ((r: TopicResult) => void) | Callback<unknown>;
-
-function deliver(s: Settle, r: TopicResult): void {
-  if (typeof s === 'function') s(r);
-  else s.done(s.ctx, r);
-}
-
-/** Main's end: `request` resolves with the worker's result; `requestWith` calls back with it. */
+/** Main's end: `request` resolves with the worker's result. */
 export class RequestClient {
   private nextId = 1;
-  /** What settles each request still waiting for its result. */
-  private readonly pending = new Map<number, Settle>();
+  /** The resolver of each request still waiting for its result. */
+  private readonly pending = new Map<number, (r: TopicResult) => void>();
   private ids: number[] = [];
   private reqs: TopicRequest[] = [];
   /** Reply pages going back to the worker with the next batch (never a message of their own). */
@@ -109,34 +90,16 @@ export class RequestClient {
    */
   request(req: TopicRequest): Promise<TopicResult> {
     if (this.abandoned) return Promise.reject(new Error('the worker was abandoned'));
-    const id = this.enqueue(req);
-    return new Promise<TopicResult>((resolve) => this.pending.set(id, resolve));
-  }
-
-  /**
-   * `request` without a promise: `done(ctx, result)` runs when the result arrives. For the hot
-   * routes (a single-record append): a promise, its resolver closures and the async frames
-   * awaiting it were the largest of spool's own allocations per request on main
-   * (docs/PERFORMANCE.md "Allocations per request"). Throws when the channel was abandoned.
-   */
-  requestWith<C>(req: TopicRequest, ctx: C, done: (ctx: C, r: TopicResult) => void): void {
-    if (this.abandoned) throw new Error('the worker was abandoned');
-    this.pending.set(this.enqueue(req), new Callback(ctx, done) as Callback<unknown>);
-  }
-
-  private enqueue(req: TopicRequest): number {
     const id = this.nextId++;
     this.ids.push(id);
     this.reqs.push(req);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       // The check phase runs right after the poll phase that parsed this turn's requests.
-      setImmediate(this.flushNow);
+      setImmediate(() => this.flush());
     }
-    return id;
+    return new Promise<TopicResult>((resolve) => this.pending.set(id, resolve));
   }
-
-  private readonly flushNow = (): void => this.flush();
 
   /** Gives up the channel without settling anything (an in-process world abandoned after a crash). */
   abandon(): void {
@@ -191,7 +154,7 @@ export class RequestClient {
 
   private onResults(m: ResultBatch): void {
     let sharedAt = 0;
-    let settled: [Settle, TopicResult][] | undefined;
+    let settled: [(r: TopicResult) => void, TopicResult][] | undefined;
     const lanes: LaneCursor = { nums: m.lanes, strs: [], n: 0, s: 0 };
     let k = 0;
     for (let i = 0; i < m.ids.length; i++) {
@@ -210,25 +173,25 @@ export class RequestClient {
       }
       if (m.stamps) r.stamps = m.stamps[i];
       const id = m.ids[i]!;
-      const s = this.pending.get(id);
-      if (!s) continue; // abandoned meanwhile
+      const resolve = this.pending.get(id);
+      if (!resolve) continue; // abandoned meanwhile
       this.pending.delete(id);
       if (stageClock.on) {
         r.stamps = { ...r.stamps, post: this.postStamps.get(id), mrecv: stageClock.now() };
         this.postStamps.delete(id);
       }
-      if (i < SETTLED_PER_TURN) deliver(s, r);
-      else (settled ??= []).push([s, r]);
+      if (i < SETTLED_PER_TURN) resolve(r);
+      else (settled ??= []).push([resolve, r]);
     }
     if (settled) this.resolveLater(settled, 0);
   }
 
   /** The results of a big batch from `from` on, SETTLED_PER_TURN per turn (none once abandoned). */
-  private resolveLater(settled: [Settle, TopicResult][], from: number): void {
+  private resolveLater(settled: [(r: TopicResult) => void, TopicResult][], from: number): void {
     setImmediate(() => {
       if (this.abandoned) return;
       const to = Math.min(settled.length, from + SETTLED_PER_TURN);
-      for (let i = from; i < to; i++) deliver(settled[i]![0], settled[i]![1]);
+      for (let i = from; i < to; i++) settled[i]![0](settled[i]![1]);
       if (to < settled.length) this.resolveLater(settled, to);
     });
   }

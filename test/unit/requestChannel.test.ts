@@ -2,8 +2,8 @@
 // the requests of one turn leave as one message, the results settled in one turn come back as one
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
 // copied into one shared buffer per batch (big whole ones transferred), a handler that throws answers `internal` instead of leaving the caller hanging, and
-// an abandoned channel settles nothing more; a request may be answered by a callback instead of
-// a promise (requestWith), and answered on the worker end without one (answerWith); reply pages make the round trip (src/core/pagePool.ts).
+// an abandoned channel settles nothing more; a request may be answered on the worker end without
+// a promise (answerWith); reply pages make the round trip (src/core/pagePool.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
@@ -194,39 +194,6 @@ test('abandon leaves pending requests unsettled and refuses later ones', async (
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(settled, false, 'an abandoned request never settles');
   await assert.rejects(client.request({ op: 'state', topic: 'x', touch: false }), /abandoned/);
-});
-
-test('requestWith calls back with its context and the result, in one batch with promised requests, past one slice', async () => {
-  const ch = new MessageChannel();
-  const toWorker = { n: 0, sizes: [] as number[] };
-  countMessages(ch.port2, toWorker);
-  const waiting: { req: TopicRequest; resolve: (r: TopicResult) => void }[] = [];
-  serveRequests(ch.port2, (req) => new Promise((resolve) => waiting.push({ req, resolve })));
-  const client = new RequestClient(ch.port1);
-  try {
-    // 300 callbacks (more than one turn's slice of settled results) and one promised request.
-    const got = new Map<number, string>();
-    const done = (ctx: { i: number }, r: TopicResult): void => {
-      assert.ok(r.ok);
-      got.set(ctx.i, Buffer.from(r.json).toString());
-    };
-    for (let i = 0; i < 300; i++)
-      client.requestWith(append(`t${i}`, new Uint8Array(Buffer.from(`{"records":[{"data":${i}}]}`))), { i }, done);
-    const promised = client.request({ op: 'state', topic: 'p', touch: false });
-    while (waiting.length < 301) await new Promise((r) => setTimeout(r, 5));
-    assert.deepEqual(toWorker.sizes, [301], 'callback and promised requests of one turn crossed as one message');
-    for (const w of [...waiting].reverse()) w.resolve(ok(`{"topic":"${(w.req as { topic: string }).topic}"`));
-    const p = await promised;
-    assert.ok(p.ok);
-    assert.equal(Buffer.from(p.json).toString(), '{"topic":"p"');
-    for (let t = 0; got.size < 300 && t < 200; t++) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(got.size, 300, 'every callback ran');
-    for (let i = 0; i < 300; i++) assert.equal(got.get(i), `{"topic":"t${i}"`, `callback ${i} got its own context and result`);
-    client.abandon();
-    assert.throws(() => client.requestWith(append('x', new Uint8Array(2)), { i: -1 }, done), /abandoned/);
-  } finally {
-    ch.port1.close();
-  }
 });
 
 test('answerWith takes the requests on the worker end: answered now or later, a throw answers internal', async () => {

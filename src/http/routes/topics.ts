@@ -1,13 +1,13 @@
 // Topic routes: create/configure, state, delete, list, append and diff (docs/API.md "Topics", "Append",
 // "Diff"). Small bodies are parsed here; append bodies go to the owning worker as
 // raw bytes (a transferred standalone buffer) and are scanned there.
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../protocol/topicConfig.js';
 import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
-import type { TopicRequest, TopicResult, TopicSummary } from '../../protocol/messages/rpc.js';
+import type { TopicSummary } from '../../protocol/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
 import { stageClock } from '../../core/stageClock.js';
@@ -66,15 +66,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     }),
   );
 
-  // The append: no async function and no promise per request (docs/PERFORMANCE.md "Allocations
-  // per request"); the result comes back through `requestWith` to one function made here.
-  const appended = (reply: FastifyReply, result: TopicResult): void => {
-    const req = reply.request;
-    if (result.ok && result.durability) metrics.appendLatency.observe(result.durability, nowMs() - req.startedAt);
-    sendResult(req, reply, result);
-  };
-  app.post('/v0/topics/:topic', { compress: false }, (req, reply): void => {
-    try {
+  app.post(
+    '/v0/topics/:topic',
+    { compress: false },
+    withHttpErrors(async (req, reply) => {
       const body = checkBody(req, false);
       const topic = topicParam(req);
       const headerKey = req.headers['idempotency-key'];
@@ -84,20 +79,18 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       }
       admission.requireByteRoom(sup.liveBytes()); // docs/API.md "Limits", state-dependent: after the 400s of main
       // The request channel copies the body into its batch's shared buffer (or transfers it).
-      const append: TopicRequest = {
+      const result = await sup.workerFor(topic).request({
         op: 'append',
         topic,
         body,
         returnSeqs: queryBool(req, 'return_seqs', true),
         headerIdemKey: idem === '' ? undefined : idem,
         auth: admission.appendAuth(req),
-      };
-      sup.workerFor(topic).requestWith(append, reply, appended);
-    } catch (err) {
-      if (!(err instanceof HttpError)) throw err;
-      sendError(req, reply, err);
-    }
-  });
+      });
+      if (result.ok && result.durability) metrics.appendLatency.observe(result.durability, nowMs() - req.startedAt);
+      return sendResult(req, reply, result);
+    }),
+  );
 
   app.post(
     '/v0/topics/:topic/diff',
