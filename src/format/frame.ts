@@ -273,6 +273,34 @@ export function encodeAppend(
   return buf;
 }
 
+/**
+ * Encodes one APPEND frame around a record section already in the frame's layout (a router copy
+ * batch, docs/ARCHITECTURE.md "Routers"): the records are one copy, not re-encoded one by one.
+ */
+export function encodeAppendSection(
+  topicId: number,
+  firstSeq: number,
+  tsMs: number,
+  count: number,
+  section: Uint8Array,
+  fwd: Buffer,
+): Buffer {
+  const bodyBytes = APPEND_HEAD_BYTES + 4 + fwd.length + section.length;
+  const buf = Buffer.allocUnsafeSlow(frameSize(bodyBytes));
+  let p = FRAME_HEADER_BYTES;
+  writeU64(buf, p, firstSeq);
+  writeU64(buf, p + 8, tsMs);
+  buf.writeUInt32LE(count, p + 16);
+  buf.writeUInt16LE(0, p + 20);
+  buf.writeUInt16LE(AppendFlag.FORWARD, p + 22);
+  p += APPEND_HEAD_BYTES;
+  buf.writeUInt32LE(fwd.length, p);
+  p += 4 + fwd.copy(buf, p + 4);
+  buf.set(section, p);
+  sealFrame(buf, 0, FrameType.APPEND, 0, topicId, bodyBytes);
+  return buf;
+}
+
 export interface AppendHead {
   firstSeq: number;
   tsMs: number;
@@ -333,10 +361,23 @@ export function payloadBytesOf(r: RecordExtent): number {
  * so that is a writer bug, not disk damage.
  */
 export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead, cb: (i: number, r: RecordExtent) => void): void {
-  const end = f.bodyOff + f.bodyLen;
-  let p = head.recordsOff;
+  walkRecordSection(buf, head.recordsOff, f.bodyOff + f.bodyLen, head.count, cb);
+}
+
+/**
+ * Walks `count` records laid out as in an APPEND frame (record head, node, tag, meta, data) from
+ * `start`; throws CorruptionError when one runs past `end`. Returns the offset after the last.
+ */
+export function walkRecordSection(
+  buf: Buffer,
+  start: number,
+  end: number,
+  count: number,
+  cb: (i: number, r: RecordExtent) => void,
+): number {
+  let p = start;
   const r: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
-  for (let i = 0; i < head.count; i++) {
+  for (let i = 0; i < count; i++) {
     if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
     r.nodeLen = buf.readUInt16LE(p);
     r.tagLen = buf.readUInt16LE(p + 2);
@@ -355,4 +396,5 @@ export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead,
     if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
     cb(i, r);
   }
+  return p;
 }

@@ -1,7 +1,7 @@
 // The forwarder (docs/ARCHITECTURE.md "Routers", source side): runs in the source topic's actor, one per router,
 // asynchronously and never on the source's ack path. It copies the visible records after its
 // cursor to the dest's actor as one append per batch (a peer request, on this worker or over a
-// peer port), at most one batch in flight per router, and moves its cursor only when the dest
+// peer port; the copies as a record section in the APPEND frame's layout, copySection.ts), at most one batch in flight per router, and moves its cursor only when the dest
 // acknowledged. After a restart it first probes the dest, which says how far it durably holds
 // this router's copies, and resumes exactly there. A refusal is backpressure: the cursor stays
 // and the batch is retried after a backoff (50 ms doubling to 2 s), never dropped.
@@ -13,7 +13,7 @@ import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';
-import { CopyBody } from './copyBody.js';
+import { CopySection } from './copySection.js';
 import { passesFilter } from './filter.js';
 import { RoutingState, type Forwarder } from './routingState.js';
 import { settleDrains } from './drain.js';
@@ -112,7 +112,7 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     ctx.readCold(f.coldToken, inst.id, coldRanges(inst, cold));
     return false;
   }
-  const body = new CopyBody(f.def, inst.id);
+  const body = new CopySection(f.def, inst.id);
   const runs: OriginRun[] = [];
   let lost = 0;
   let last = f.cursor;
@@ -164,8 +164,9 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     srcFirst: f.cursor + 1,
     srcLast: last,
     runs,
-    ...(lost > 0 ? { lost } : {}),
+    ...(lost > 0 ? { lost } : { copies: body.count }),
   };
+  // Copies travel as a record section the dest frames as is; a trim notice is an ordinary body.
   const bytes = lost > 0 ? Buffer.from('{"create":false,"records":[{"data":null}]}') : body.finish();
   ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: bytes, returnSeqs: false, headerIdemKey: undefined, forward: fwd });
   return false;
