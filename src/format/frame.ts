@@ -273,32 +273,49 @@ export function encodeAppend(
   return buf;
 }
 
+/** Bytes an APPEND frame with a forward header of `fwdLen` bytes takes before its records. */
+export function appendSectionHeadBytes(fwdLen: number): number {
+  return FRAME_HEADER_BYTES + APPEND_HEAD_BYTES + 4 + fwdLen;
+}
+
 /**
- * Encodes one APPEND frame around a record section already in the frame's layout (a router copy
- * batch, docs/ARCHITECTURE.md "Routers"): the records are one copy, not re-encoded one by one.
+ * Frames a record section already in the APPEND frame's layout (a router copy batch,
+ * docs/ARCHITECTURE.md "Routers"): `count` records at [sectionOff, sectionOff + sectionLen) of
+ * `buf`. With room for the head before them and the padding after, the frame is written around
+ * them in `buf` (the returned frame is a view of it); otherwise the section is copied once.
  */
-export function encodeAppendSection(
+export function frameAppendSection(
+  buf: Buffer,
+  sectionOff: number,
+  sectionLen: number,
   topicId: number,
   firstSeq: number,
   tsMs: number,
   count: number,
-  section: Uint8Array,
   fwd: Buffer,
 ): Buffer {
-  const bodyBytes = APPEND_HEAD_BYTES + 4 + fwd.length + section.length;
-  const buf = Buffer.allocUnsafeSlow(frameSize(bodyBytes));
+  const headBytes = appendSectionHeadBytes(fwd.length);
+  const bodyBytes = headBytes - FRAME_HEADER_BYTES + sectionLen;
+  const size = frameSize(bodyBytes);
+  const start = sectionOff - headBytes;
+  let frame: Buffer;
+  if (start >= 0 && start + size <= buf.length) {
+    frame = buf.subarray(start, start + size);
+  } else {
+    frame = Buffer.allocUnsafeSlow(size);
+    buf.copy(frame, headBytes, sectionOff, sectionOff + sectionLen);
+  }
   let p = FRAME_HEADER_BYTES;
-  writeU64(buf, p, firstSeq);
-  writeU64(buf, p + 8, tsMs);
-  buf.writeUInt32LE(count, p + 16);
-  buf.writeUInt16LE(0, p + 20);
-  buf.writeUInt16LE(AppendFlag.FORWARD, p + 22);
+  writeU64(frame, p, firstSeq);
+  writeU64(frame, p + 8, tsMs);
+  frame.writeUInt32LE(count, p + 16);
+  frame.writeUInt16LE(0, p + 20);
+  frame.writeUInt16LE(AppendFlag.FORWARD, p + 22);
   p += APPEND_HEAD_BYTES;
-  buf.writeUInt32LE(fwd.length, p);
-  p += 4 + fwd.copy(buf, p + 4);
-  buf.set(section, p);
-  sealFrame(buf, 0, FrameType.APPEND, 0, topicId, bodyBytes);
-  return buf;
+  frame.writeUInt32LE(fwd.length, p);
+  fwd.copy(frame, p + 4);
+  sealFrame(frame, 0, FrameType.APPEND, 0, topicId, bodyBytes);
+  return frame;
 }
 
 export interface AppendHead {

@@ -11,7 +11,15 @@ import { Provenance } from '../../src/actors/router/provenance.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
 import { CopySection } from '../../src/actors/router/copySection.js';
 import { copyLimitRefusal, copyPayloadBytes } from '../../src/actors/router/copyLimits.js';
-import { encodeAppend, probeFrame, readAppendHead, forEachAppendRecord, type AppendRecordInput } from '../../src/format/frame.js';
+import {
+  appendSectionHeadBytes,
+  encodeAppend,
+  frameAppendSection,
+  probeFrame,
+  readAppendHead,
+  forEachAppendRecord,
+  type AppendRecordInput,
+} from '../../src/format/frame.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 import type { RouterDef } from '../../src/protocol/messages/router.js';
 
@@ -150,7 +158,11 @@ function section(def: RouterDef, texts: RecordText[], seqs: number[]): Buffer {
   const b = new CopySection(def, 77);
   seqs.forEach((s, i) => b.add(s, texts[i]!));
   assert.equal(b.count, seqs.length);
-  return b.finish();
+  const { body, layout } = b.finish(5);
+  assert.equal(layout.count, seqs.length);
+  assert.equal(layout.offset, 5);
+  assert.equal(body.length, 5 + layout.bytes + 7);
+  return body.subarray(layout.offset, layout.offset + layout.bytes);
 }
 
 test('copy section: exactly_once stamps `_spool_router` last in meta, stored bytes otherwise, preserve_* honoured', () => {
@@ -183,6 +195,20 @@ test('copy section: records kept whole are copied as runs, a skipped record spli
   const both = encodeAppend(9, 1, 1000, undefined, [rec('4'), rec('5', '{"z":2}')]);
   assert.deepEqual(section(whole, [texts[3]!, other[0]!], [4, 5]), sectionOf(both));
   assert.equal(copyPayloadBytes(sectionOf(both), 2), 1 + 1 + 7);
+});
+
+test('a copy section is framed where it lies: the same frame as encodeAppend, or a copy without room', () => {
+  const fwd = Buffer.from('{"r":3,"n":"a->b","s":42,"t":7,"o":[[2,"a",1]]}');
+  const records = [rec('{"a":1}', '{"k":1}', 't', 'n'), rec('2')];
+  const expected = encodeAppend(9, 11, 1000, undefined, records, 0, undefined, fwd);
+  const sec = sectionOf(encodeAppend(9, 1, 1, undefined, records));
+  for (const room of [appendSectionHeadBytes(fwd.length), appendSectionHeadBytes(fwd.length) + 13, 3]) {
+    const body = Buffer.alloc(room + sec.length + 7, 0xee);
+    sec.copy(body, room);
+    const frame = frameAppendSection(body, room, sec.length, 9, 11, 1000, 2, fwd);
+    assert.deepEqual(frame, expected, `room ${room}`);
+    assert.equal(frame.buffer === body.buffer, room >= appendSectionHeadBytes(fwd.length), `room ${room}: framed in place`);
+  }
 });
 
 test("copy limits on the dest: the append parser's errors for a stamp too many, none within the allowance", () => {

@@ -2,13 +2,15 @@
 // topic's actor (worker thread) straight in the APPEND frame's record layout (docs/FORMAT.md):
 // record head, node, tag, meta, data. The dest's actor frames the section with one copy, never a
 // JSON parse or a per-record encode. Each record's stored bytes are copied, never re-serialized;
-// `preserve_node`/`preserve_tag` false leave those out; `exactly_once` copies get the reserved
+// `preserve_node`/`preserve_tag` false leave those out; room is left around the records for the
+// dest to write the frame's head and padding where they lie; `exactly_once` copies get the reserved
 // meta key `_spool_router` = "<router>:<source topic id>:<source seq>" at the end of their meta
 // (docs/API.md "Routers"). Records stored contiguously with their heads (a hot batch) are copied
 // as runs. Pure.
 import { APPEND_RECORD_HEAD_BYTES, META_ABSENT } from '../../format/constants.js';
 import { digitCount, writeUint } from '../../core/decimal.js';
-import type { RouterDef } from '../../protocol/messages/router.js';
+import type { CopyLayout, RouterDef } from '../../protocol/messages/router.js';
+import { InvariantError } from '../../core/invariant.js';
 import type { RecordText } from '../topic/recordText.js';
 
 export const ROUTER_META_KEY = '_spool_router';
@@ -16,6 +18,8 @@ export const ROUTER_META_KEY = '_spool_router';
 const LBRACE = 0x7b;
 const COMMA = 0x2c;
 const STAMP_CLOSE = Buffer.from('"}', 'latin1');
+/** A frame is padded to 8 bytes: at most 7 after its records. */
+const FRAME_PAD_MAX = 7;
 
 export class CopySection {
   private readonly texts: RecordText[] = [];
@@ -44,10 +48,13 @@ export class CopySection {
     this.bytes += t.dataLen + Math.max(0, t.metaLen);
   }
 
-  /** The section: `count` records in the APPEND frame's layout, in a buffer of its own. */
-  finish(): Buffer {
-    const out = Buffer.allocUnsafeSlow(this.size);
-    let p = 0;
+  /**
+   * The body of the batch, a buffer of its own: `headroom` bytes left for the dest's frame head,
+   * the `count` records in the APPEND frame's layout, and 7 bytes for the frame's padding.
+   */
+  finish(headroom: number): { body: Buffer; layout: CopyLayout } {
+    const out = Buffer.allocUnsafeSlow(headroom + this.size + FRAME_PAD_MAX);
+    let p = headroom;
     // A pending run of source bytes that are already whole records in the output's layout.
     let runBuf: Buffer | undefined;
     let runStart = 0;
@@ -70,8 +77,8 @@ export class CopySection {
       p = this.writeRecord(out, p, t, this.seqs[i]!);
     }
     if (runBuf) p += runBuf.copy(out, p, runStart, runEnd);
-    if (p !== this.size) throw new Error(`copy section: wrote ${p} of ${this.size} bytes`);
-    return out;
+    if (p !== headroom + this.size) throw new InvariantError(`copy section: wrote ${p - headroom} of ${this.size} bytes`);
+    return { body: out, layout: { count: this.count, offset: headroom, bytes: this.size } };
   }
 
   private nodeLen(t: RecordText): number {

@@ -7,7 +7,8 @@
 // and the batch is retried after a backoff (50 ms doubling to 2 s), never dropped.
 // Pure; effects go through the ActorCtx, time is ctx.now.
 import type { TopicResult } from '../../protocol/messages/rpc.js';
-import type { OriginRun, RouterDef } from '../../protocol/messages/router.js';
+import type { ForwardInfo, OriginRun, RouterDef } from '../../protocol/messages/router.js';
+import { copyHeadroom } from '../topic/appendOp.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
@@ -157,17 +158,17 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   }
   const token = a.nextTimerId();
   f.inflight = { token, kind: 'forward', srcLast: last, count: body.count };
-  const fwd = {
-    router: f.def.name,
-    routerId: f.def.id,
-    destId: f.destId,
-    srcFirst: f.cursor + 1,
-    srcLast: last,
-    runs,
-    ...(lost > 0 ? { lost } : { copies: body.count }),
-  };
-  // Copies travel as a record section the dest frames as is; a trim notice is an ordinary body.
-  const bytes = lost > 0 ? Buffer.from('{"create":false,"records":[{"data":null}]}') : body.finish();
+  const fwd: ForwardInfo = { router: f.def.name, routerId: f.def.id, destId: f.destId, srcFirst: f.cursor + 1, srcLast: last, runs };
+  let bytes: Buffer;
+  if (lost > 0) {
+    fwd.lost = lost;
+    bytes = Buffer.from('{"create":false,"records":[{"data":null}]}');
+  } else {
+    // Copies travel as a record section the dest frames where it lies.
+    const sent = body.finish(copyHeadroom(fwd));
+    bytes = sent.body;
+    fwd.copies = sent.layout;
+  }
   ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: bytes, returnSeqs: false, headerIdemKey: undefined, forward: fwd });
   return false;
 }

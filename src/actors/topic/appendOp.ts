@@ -5,19 +5,19 @@ import { copyCompact } from '../../core/jsonScan.js';
 import {
   AppendRecordInput,
   encodeAppend,
-  encodeAppendSection,
+  appendSectionHeadBytes,
+  frameAppendSection,
   forEachAppendRecord,
   payloadBytesOf,
   readAppendHead,
   probeFrame,
   walkRecordSection,
 } from '../../format/frame.js';
-import { APPEND_HEAD_BYTES, FRAME_HEADER_BYTES } from '../../format/constants.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
-import type { ForwardInfo } from '../../protocol/messages/router.js';
-import { applyForward, replayForward } from '../router/applied.js';
+import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
+import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../../format/layout.js';
 import { InvariantError } from '../../core/invariant.js';
 
@@ -124,27 +124,29 @@ export function encodeBatch(
 }
 
 /**
- * Assigns seqs to a router copy batch whose `count` records already are a section in the APPEND
- * frame's layout (src/actors/router/copySection.ts), frames it with one copy and indexes its
- * records as hot texts over the frame, as `encodeBatch` does for a parsed body.
+ * Assigns seqs to a router copy batch whose records already are a section in the APPEND frame's
+ * layout (src/actors/router/copySection.ts), frames it where it lies in `body` (the forwarder left
+ * room for the head, copyHeadroom) and indexes its records as hot texts over the frame, as
+ * `encodeBatch` does for a parsed body.
  */
 export function encodeCopyBatch(
   inst: TopicInstance,
-  section: Buffer,
-  count: number,
+  body: Buffer,
+  copies: CopyLayout,
   tsMs: number,
   limits: SegmentLimits,
   fwd: ForwardInfo,
 ): EncodedBatch {
   const firstSeq = inst.assigned + 1;
+  const count = copies.count;
   const fwdHeader = applyForward(inst, fwd, firstSeq, count);
-  const frame = encodeAppendSection(inst.id, firstSeq, tsMs, count, section, fwdHeader);
+  const frame = frameAppendSection(body, copies.offset, copies.bytes, inst.id, firstSeq, tsMs, count, fwdHeader);
   const lastSeq = firstSeq + count - 1;
   inst.assigned = lastSeq;
   const loc = placeBatch(inst, firstSeq, frame.length, limits);
-  const recordsOff = FRAME_HEADER_BYTES + APPEND_HEAD_BYTES + 4 + fwdHeader.length;
+  const recordsOff = appendSectionHeadBytes(fwdHeader.length);
   let bytes = 0;
-  walkRecordSection(frame, recordsOff, recordsOff + section.length, count, (i, r) => {
+  walkRecordSection(frame, recordsOff, recordsOff + copies.bytes, count, (i, r) => {
     const size = payloadBytesOf(r);
     bytes += size;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(frame.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
@@ -153,6 +155,11 @@ export function encodeCopyBatch(
   });
   if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
   return { frame, firstSeq, lastSeq, bytes };
+}
+
+/** The room a copy batch's body leaves before its records: the most its frame's head can take. */
+export function copyHeadroom(fwd: ForwardInfo): number {
+  return appendSectionHeadBytes(forwardHeaderMaxBytes(fwd));
 }
 
 /** Where a new batch's frame goes: its place in the active segment (0 for an ephemeral topic). */

@@ -5,6 +5,7 @@
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
 import { fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
 import type { AppendRequest, OkResult } from '../../protocol/messages/rpc.js';
+import type { CopyLayout } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
 import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE, parseAppendBody, type ParsedAppend } from './appendParse.js';
@@ -168,22 +169,23 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
 }
 
 /**
- * A router's copy batch whose body is a record section (src/actors/router/copySection.ts): the
- * same checks in the same order as a parsed body that names no topic config, then one copy into
- * the frame. The dest exists (a forward never creates one: 404 otherwise).
+ * A router's copy batch whose body holds a record section (src/actors/router/copySection.ts): the
+ * same checks in the same order as a parsed body that names no topic config, then the frame is
+ * written around the records where they lie. The dest exists (a forward never creates one: 404).
  */
-function appendCopies(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest, section: Buffer, count: number): void {
-  const overLimit = copyLimitRefusal(section, count);
+function appendCopies(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest, body: Buffer, copies: CopyLayout): void {
+  const section = body.subarray(copies.offset, copies.offset + copies.bytes);
+  const overLimit = copyLimitRefusal(section, copies.count);
   if (overLimit) return ctx.reply(reqId, overLimit as ErrorResult);
   if (answeredBeforeAppend(a, ctx, reqId, req.forward!)) return;
   const inst = a.current!;
   const refused = writeRefusal(ctx);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
-  const full = rejectFull(a, ctx, inst, () => ({ count, bytes: copyPayloadBytes(section, count) }));
+  const full = rejectFull(a, ctx, inst, () => ({ count: copies.count, bytes: copyPayloadBytes(section, copies.count) }));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
-  const batch = encodeCopyBatch(inst, section, count, tsMs, a.opts, req.forward!);
+  const batch = encodeCopyBatch(inst, body, copies, tsMs, a.opts, req.forward!);
   commitBatch(a, ctx, reqId, req, inst, batch, false, tsMs, []);
 }
 
