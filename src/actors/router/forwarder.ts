@@ -137,7 +137,9 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     const prov = inst.provenance?.of(s);
     const origin = prov?.origin ?? inst.name;
     const hops = (prov?.hops ?? 0) + 1;
-    const tag = t.tagLen > 0 ? inst.nodes.tagOfLiteral(t.buf.toString('latin1', t.tagOff, t.tagOff + t.tagLen)) : undefined;
+    // The tag is decoded only for a filter to judge (no string per copied record otherwise).
+    const tag =
+      f.def.filter !== null && t.tagLen > 0 ? inst.nodes.tagOfLiteral(t.buf.toString('latin1', t.tagOff, t.tagOff + t.tagLen)) : undefined;
     // Never back to its origin, never past 8 hops, only what the filter passes.
     if (origin === f.def.dest || hops > HOPS_MAX || !passesFilter(f.def.filter, tag)) {
       last = s;
