@@ -4,7 +4,8 @@
 // and both preserve_* settings. Data and meta come back from the dest byte for byte as the
 // source stores them (whitespace removed, numbers and escapes as written), `$tag`/`$node` per
 // preserve_*, `_spool_router` last in an exactly_once copy's meta; batches of several hundred
-// records cross the forwarder's batch bound, and a second hop copies the copies.
+// records cross the forwarder's batch bound, and a second hop copies the copies. A batch larger
+// than a `discard: reject` dest's cap is still halved until it fits, as with a JSON body.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
@@ -155,4 +156,28 @@ test('a second hop copies the copies: data as stored, one `_spool_router` per ex
     const stamps = [...text.matchAll(/"_spool_router":"([^"]*):\d+:(\d+)"/g)].map((m) => `${m[1]}@${m[2]}`);
     assert.deepEqual(stamps, [`${ab}@${i + 1}`, `${bc}@${i + 1}`], `record ${i + 1}`);
   });
+});
+
+// 10 records, cap 3: 10 and 5 are refused as record_too_large, 2 go in, the doubled batch of 4 is
+// refused and halved again, and the next 2 would pass the cap: topic_full, nothing over it.
+test('a copy batch larger than a reject dest cap is halved until it fits, then the dest is full', async () => {
+  const [s, d] = pair(false);
+  const router = `${s}->${d}`;
+  assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 3 }), 201);
+  assertOk(await c.put(`/v0/routers/${encodeURIComponent(router)}`, { source: s, dest: d, guarantee: 'exactly_once' }), 201);
+  assertOk(await c.post(`/v0/topics/${s}`, { records: Array.from({ length: 10 }, (_, i) => ({ data: i + 1 })) }), 200);
+  const deadline = Date.now() + 10_000;
+  let st: any;
+  while (Date.now() < deadline) {
+    const m = await c.get('/v0/metrics', { accept: 'application/json' });
+    st = m.body.router_stats.find((x: any) => x.router === router);
+    if (st?.last_error === 'topic_full') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.deepEqual(st, { router, forwarded_total: 2, lag: 8, last_error: 'topic_full' });
+  const got = assertOk(await c.post(`/v0/topics/${d}/diff`, { from_seq: 0 }), 200).records;
+  assert.deepEqual(
+    got.map((r: any) => r.data),
+    [1, 2],
+  );
 });
