@@ -9,8 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
-import { workerOf } from '../../src/core/names.js';
-import { assertOk, namer } from './util.js';
+import { assertOk, namer, topicPair } from './util.js';
 
 const WORKERS = 2;
 let srv: Server;
@@ -25,13 +24,7 @@ after(async () => {
   await srv?.stop();
 });
 
-function pair(sameWorker: boolean): [string, string] {
-  const s = name('s');
-  for (let i = 0; ; i++) {
-    const d = `${s}.d${i}`;
-    if ((workerOf(s, WORKERS) === workerOf(d, WORKERS)) === sameWorker) return [s, d];
-  }
-}
+const pair = (sameWorker: boolean) => topicPair(name, WORKERS, sameWorker);
 
 /** One record as sent (raw JSON, maybe with whitespace) and as stored (compact texts). */
 interface Rec {
