@@ -1,13 +1,13 @@
 // Topic routes: create/configure, state, delete, list, append and diff (docs/API.md "Topics", "Append",
 // "Diff"). Small bodies are parsed here; append bodies go to the owning worker as
 // raw bytes (a transferred standalone buffer) and are scanned there.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../protocol/topicConfig.js';
 import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
-import type { TopicSummary } from '../../protocol/messages/rpc.js';
+import type { DiffRequest, TopicResult, TopicSummary } from '../../protocol/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
 import { stageClock } from '../../core/stageClock.js';
@@ -92,33 +92,26 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     }),
   );
 
-  app.post(
-    '/v0/topics/:topic/diff',
-    withHttpErrors(async (req, reply) => {
-      const raw = checkBody(req, true);
-      const topic = topicParam(req);
-      const b = check(validateDiff, parseSmallBody(raw, req));
-      checkOneStart(b, 'from_ts');
-      const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
-      await sup.routers.drainInto(topic); // read-your-writes (docs/API.md "Routers")
-      const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
-      if (waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-      const result = await sup.workerFor(topic).request({
-        op: 'diff',
-        topic,
-        fromSeq: b.from_seq ?? 0,
-        limit: b.limit ?? 0,
-        nodes,
-        includeTags: b.include_tags ?? false,
-        includeMeta: b.include_meta ?? true,
-        waitMs,
-        maxBatchBytes: b.max_batch_bytes ?? 0,
-        ...(b.from_ts !== undefined ? { fromTsMs: b.from_ts } : {}),
-      });
-      if (result.ok) metrics.diffLatency.observe(waitMs > 0 ? 'true' : 'false', nowMs() - req.startedAt);
-      return sendResult(req, reply, result);
-    }),
-  );
+  // A callback handler, not an async one: a long-poll parks here for up to wait_ms, and while it
+  // waits it holds only the result callback, no suspended async frames (docs/PERFORMANCE.md
+  // "Long-poll fan-out and live delivery"). Fastify waits for reply.send when a handler returns undefined.
+  app.post('/v0/topics/:topic/diff', (req, reply) => {
+    let diff: DiffRequest;
+    try {
+      diff = diffRequest(req);
+    } catch (err) {
+      if (err instanceof HttpError) return void sendError(req, reply, err);
+      throw err;
+    }
+    if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
+    const failed = (err: unknown) => void reply.send(err); // Fastify's error handler, as for a rejected async handler
+    const answer = (result: TopicResult) => {
+      if (result.ok) metrics.diffLatency.observe(diff.waitMs > 0 ? 'true' : 'false', nowMs() - req.startedAt);
+      sendResult(req, reply, result);
+    };
+    // read-your-writes (docs/API.md "Routers")
+    sup.routers.drainInto(diff.topic).then(() => sup.workerFor(diff.topic).request(diff).then(answer, failed), failed);
+  });
 
   app.post(
     '/v0/topics/:topic/delete',
@@ -163,4 +156,24 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendJson(req, reply, 200, body);
     }),
   );
+}
+
+/** The checked body of a diff (400s thrown as HttpError), as the worker's request. */
+function diffRequest(req: FastifyRequest): DiffRequest {
+  const raw = checkBody(req, true);
+  const topic = topicParam(req);
+  const b = check(validateDiff, parseSmallBody(raw, req));
+  checkOneStart(b, 'from_ts');
+  return {
+    op: 'diff',
+    topic,
+    fromSeq: b.from_seq ?? 0,
+    limit: b.limit ?? 0,
+    nodes: b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node],
+    includeTags: b.include_tags ?? false,
+    includeMeta: b.include_meta ?? true,
+    waitMs: Math.min(b.wait_ms ?? 0, WAIT_MS_MAX),
+    maxBatchBytes: b.max_batch_bytes ?? 0,
+    ...(b.from_ts !== undefined ? { fromTsMs: b.from_ts } : {}),
+  };
 }
