@@ -1,7 +1,7 @@
 // Topic routes: create/configure, state, delete, list, append and diff (docs/API.md "Topics", "Append",
 // "Diff"). Small bodies are parsed here; append bodies go to the owning worker as
 // raw bytes (a transferred standalone buffer) and are scanned there.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../protocol/topicConfig.js';
 import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
@@ -104,13 +104,13 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       throw err;
     }
     if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-    const failed = (err: unknown) => void reply.send(err); // Fastify's error handler, as for a rejected async handler
-    const answer = (result: TopicResult) => {
-      if (result.ok) metrics.diffLatency.observe(diff.waitMs > 0 ? 'true' : 'false', nowMs() - req.startedAt);
-      sendResult(req, reply, result);
-    };
-    // read-your-writes (docs/API.md "Routers")
-    sup.routers.drainInto(diff.topic).then(() => sup.workerFor(diff.topic).request(diff).then(answer, failed), failed);
+    const answer = diffAnswer(req, reply, metrics, diff.waitMs > 0);
+    const failed = toErrorHandler(reply);
+    // read-your-writes (docs/API.md "Routers"); the worker's request is not returned from the
+    // callback, so no promise waits on it but the one holding `answer`.
+    sup.routers.drainInto(diff.topic).then(() => {
+      sup.workerFor(diff.topic).request(diff).then(answer, failed);
+    }, failed);
   });
 
   app.post(
@@ -156,6 +156,19 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendJson(req, reply, 200, body);
     }),
   );
+}
+
+/** What a diff does with its result: a callback that keeps only these (it waits as long as a long-poll). */
+function diffAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, longPoll: boolean): (r: TopicResult) => void {
+  return (result) => {
+    if (result.ok) metrics.diffLatency.observe(longPoll ? 'true' : 'false', nowMs() - req.startedAt);
+    sendResult(req, reply, result);
+  };
+}
+
+/** Fastify's error handler for a rejection, as for a rejected async handler. */
+function toErrorHandler(reply: FastifyReply): (err: unknown) => void {
+  return (err) => void reply.send(err);
 }
 
 /** The checked body of a diff (400s thrown as HttpError), as the worker's request. */
