@@ -140,6 +140,39 @@ test('long-poll diff parks with a timer and wakes on visibility', () => {
   assert.equal(sim.reply(d2).body.caught_up, true);
 });
 
+test('cancelWait: a parked long-poll whose client left answers at once and drops its timer; others stay parked', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.append({ records: [{ data: 1 }] });
+  sim.ackAll();
+  const poll = (waitId: number) =>
+    sim.send({
+      op: 'diff',
+      fromSeq: 1,
+      limit: 0,
+      nodes: null,
+      includeTags: false,
+      includeMeta: true,
+      waitMs: 30_000,
+      maxBatchBytes: 0,
+      waitId,
+    } as never);
+  const gone = poll(7);
+  const stays = poll(8);
+  assert.equal(sim.timers.size, 2);
+  const c = sim.send({ op: 'cancelWait', waitId: 7 } as never);
+  assert.equal(sim.reply(c).status, 200);
+  assert.deepEqual(sim.reply(gone).body.records, [], 'answered now, with what it has');
+  assert.equal(sim.reply(stays), undefined, 'the other waiter is still parked');
+  assert.equal(sim.timers.size, 1, "the gone waiter's timer is cancelled");
+  // An unknown or already answered id is a no-op, answered ok.
+  assert.equal(sim.reply(sim.send({ op: 'cancelWait', waitId: 7 } as never)).status, 200);
+  sim.append({ records: [{ data: 2 }] });
+  sim.ackAll();
+  assert.equal(sim.reply(stays).body.records.length, 1);
+  assert.equal(sim.timers.size, 0);
+});
+
 test('$ts never decreases within a topic even if the clock steps back', () => {
   const sim = new SimActor();
   created(sim, 'memory');

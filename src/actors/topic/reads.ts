@@ -228,6 +228,21 @@ export class TopicReads {
     return true;
   }
 
+  /**
+   * The client of the long-poll `waitId` left (CancelWaitRequest): it answers now with what it
+   * has, as at its timeout. A scan of the parked table: it runs once per client gone, not per wake.
+   */
+  cancel(ctx: ActorCtx, waitId: number): void {
+    if (!this.parked) return;
+    for (const [timerId, p] of this.parked) {
+      if (p.req.op !== 'diff' || p.req.waitId !== waitId) continue;
+      this.parked = forget(this.parked, timerId);
+      ctx.cancelTimer(timerId);
+      this.answer(ctx, p);
+      return;
+    }
+  }
+
   /** A timer fired: a parked long-poll answers with what it has. Returns false if not ours. */
   onTimer(ctx: ActorCtx, timerId: number): boolean {
     const p = this.parked?.get(timerId);

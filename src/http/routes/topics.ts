@@ -104,7 +104,7 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       throw err;
     }
     if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-    const answer = diffAnswer(req, reply, metrics, diff.waitMs > 0);
+    const answer = diff.waitMs > 0 ? longPollAnswer(req, reply, metrics, sup, diff) : diffAnswer(req, reply, metrics, false);
     const failed = toErrorHandler(reply);
     // read-your-writes (docs/API.md "Routers"); the worker's request is not returned from the
     // callback, so no promise waits on it but the one holding `answer`.
@@ -163,6 +163,33 @@ function diffAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, 
   return (result) => {
     if (result.ok) metrics.diffLatency.observe(longPoll ? 'true' : 'false', nowMs() - req.startedAt);
     sendResult(req, reply, result);
+  };
+}
+
+let lastWaitId = 0;
+
+/**
+ * A long-poll's answer, counted in `spool_long_polls_waiting` until it comes. When the client
+ * leaves first (the response closes unanswered), its worker is told (cancelWait) and answers it
+ * at once, so a gone client holds nothing for the rest of its wait.
+ */
+function longPollAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, sup: Supervisor, diff: DiffRequest) {
+  const send = diffAnswer(req, reply, metrics, true);
+  const topic = diff.topic;
+  const waitId = (diff.waitId = ++lastWaitId);
+  let answered = false;
+  metrics.longPollsWaiting++;
+  reply.raw.on('close', () => {
+    if (answered) return;
+    sup
+      .workerFor(topic)
+      .request({ op: 'cancelWait', topic, waitId })
+      .catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
+  });
+  return (result: TopicResult) => {
+    answered = true;
+    metrics.longPollsWaiting--;
+    send(result);
   };
 }
 
