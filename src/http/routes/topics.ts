@@ -104,8 +104,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       throw err;
     }
     if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-    const answer = diff.waitMs > 0 ? longPollAnswer(req, reply, metrics, sup, diff) : diffAnswer(req, reply, metrics, false);
-    const failed = toErrorHandler(reply);
+    const { answer, failed } =
+      diff.waitMs > 0
+        ? longPollAnswer(req, reply, metrics, sup, diff)
+        : { answer: diffAnswer(req, reply, metrics, false), failed: toErrorHandler(reply) };
     // read-your-writes (docs/API.md "Routers"); the worker's request is not returned from the
     // callback, so no promise waits on it but the one holding `answer`.
     sup.routers.drainInto(diff.topic).then(() => {
@@ -175,6 +177,7 @@ let lastWaitId = 0;
  */
 function longPollAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, sup: Supervisor, diff: DiffRequest) {
   const send = diffAnswer(req, reply, metrics, true);
+  const sendError = toErrorHandler(reply);
   const topic = diff.topic;
   const waitId = (diff.waitId = ++lastWaitId);
   let answered = false;
@@ -186,10 +189,14 @@ function longPollAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metri
       .request({ op: 'cancelWait', topic, waitId })
       .catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
   });
-  return (result: TopicResult) => {
+  const settle = () => {
     answered = true;
     metrics.longPollsWaiting--;
-    send(result);
+  };
+  return {
+    answer: (result: TopicResult) => (settle(), send(result)),
+    // The request failed (an abandoned worker): nothing is parked, and the count goes down too.
+    failed: (err: unknown) => (settle(), sendError(err)),
   };
 }
 
