@@ -80,7 +80,7 @@ async function throughput(
   srv: ChildServer,
   client: HttpClient,
   withRouter: boolean,
-): Promise<{ row: Row; rate: number; ok: boolean; extra: { copied: number; drainMs: number; lags: number[] } }> {
+): Promise<{ row: Row; rate: number; cpuUs: number; ok: boolean; extra: { copied: number; drainMs: number; lags: number[] } }> {
   const [src, dst] = pair(withRouter ? 'rb.fw' : 'rb.plain', false);
   await createTopic(client, src, { durability: 'disk' });
   const router = `${src}->${dst}`;
@@ -116,23 +116,29 @@ async function throughput(
     }
   }
   const drainMs = Date.now() - t0;
+  // Server CPU per source record over the load (with a router: its copy too): robust to other
+  // work on the machine, where the rates are not (docs/PERFORMANCE.md "Routers: forwarding between workers").
+  const cpuUs = r.records > 0 ? ((split.server / 100) * r.elapsedS * 1e6) / r.records : 0;
   const fwdRate = copied / (r.elapsedS + drainMs / 1000);
   const mid = lags[Math.floor(lags.length / 2)] ?? 0;
   const end = lags[lags.length - 1] ?? 0;
   const keepsUp = !withRouter || end <= mid + r.recordsPerSec;
   const notes = withRouter
-    ? `dest on the other worker; forwarded ${round(fwdRate, 0)} rec/s (${copied} copies, drained ${drainMs} ms after the load); lag max ${Math.max(0, ...lags)}, mid ${mid}, end ${end}${keepsUp ? '' : ' (GROWING)'}; ${cpuNote(split)}`
-    : `no router; ${cpuNote(split)}`;
+    ? `dest on the other worker; forwarded ${round(fwdRate, 0)} rec/s (${copied} copies, drained ${drainMs} ms after the load); lag max ${Math.max(0, ...lags)}, mid ${mid}, end ${end}${keepsUp ? '' : ' (GROWING)'}; server ${round(cpuUs, 2)} µs CPU per record; ${cpuNote(split)}`
+    : `no router; server ${round(cpuUs, 2)} µs CPU per record; ${cpuNote(split)}`;
   const row = loadRow(
     withRouter ? 'router: source append-batch with a router (disk, 16×100)' : 'router: baseline append-batch, no router (disk, 16×100)',
     r,
     srv.rss.peakBytes(),
     notes,
-    withRouter ? { forwarded_per_s: round(fwdRate, 0), drain_ms: drainMs, lag_samples: lags } : {},
+    withRouter
+      ? { forwarded_per_s: round(fwdRate, 0), drain_ms: drainMs, lag_samples: lags, cpu_us_per_record: round(cpuUs, 2) }
+      : { cpu_us_per_record: round(cpuUs, 2) },
   );
   return {
     row,
     rate: r.recordsPerSec,
+    cpuUs,
     ok: r.errors === 0 && keepsUp && (!withRouter || copied >= r.records),
     extra: { copied, drainMs, lags },
   };
@@ -206,6 +212,7 @@ export async function router(): Promise<WorkloadResult> {
       summary: {
         ratio: round(ratio, 3),
         drain_ms: fw.extra.drainMs,
+        cpu_us_per_record: { baseline: round(base.cpuUs, 2), routed: round(fw.cpuUs, 2) },
         targets: { ratio: `>= ${TARGET_RATIO}`, drain_ms: `<= ${TARGET_DRAIN_MS}` },
       },
       ...(ok ? {} : { error: 'a router target was missed (see notes)' }),

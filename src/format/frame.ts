@@ -273,6 +273,51 @@ export function encodeAppend(
   return buf;
 }
 
+/** Bytes an APPEND frame with a forward header of `fwdLen` bytes takes before its records. */
+export function appendSectionHeadBytes(fwdLen: number): number {
+  return FRAME_HEADER_BYTES + APPEND_HEAD_BYTES + 4 + fwdLen;
+}
+
+/**
+ * Frames a record section already in the APPEND frame's layout (a router copy batch,
+ * docs/ARCHITECTURE.md "Routers"): `count` records at [sectionOff, sectionOff + sectionLen) of
+ * `buf`. With room for the head before them and the padding after, the frame is written around
+ * them in `buf` (the returned frame is a view of it); otherwise the section is copied once.
+ */
+export function frameAppendSection(
+  buf: Buffer,
+  sectionOff: number,
+  sectionLen: number,
+  topicId: number,
+  firstSeq: number,
+  tsMs: number,
+  count: number,
+  fwd: Buffer,
+): Buffer {
+  const headBytes = appendSectionHeadBytes(fwd.length);
+  const bodyBytes = headBytes - FRAME_HEADER_BYTES + sectionLen;
+  const size = frameSize(bodyBytes);
+  const start = sectionOff - headBytes;
+  let frame: Buffer;
+  if (start >= 0 && start + size <= buf.length) {
+    frame = buf.subarray(start, start + size);
+  } else {
+    frame = Buffer.allocUnsafeSlow(size);
+    buf.copy(frame, headBytes, sectionOff, sectionOff + sectionLen);
+  }
+  let p = FRAME_HEADER_BYTES;
+  writeU64(frame, p, firstSeq);
+  writeU64(frame, p + 8, tsMs);
+  frame.writeUInt32LE(count, p + 16);
+  frame.writeUInt16LE(0, p + 20);
+  frame.writeUInt16LE(AppendFlag.FORWARD, p + 22);
+  p += APPEND_HEAD_BYTES;
+  frame.writeUInt32LE(fwd.length, p);
+  fwd.copy(frame, p + 4);
+  sealFrame(frame, 0, FrameType.APPEND, 0, topicId, bodyBytes);
+  return frame;
+}
+
 export interface AppendHead {
   firstSeq: number;
   tsMs: number;
@@ -333,10 +378,23 @@ export function payloadBytesOf(r: RecordExtent): number {
  * so that is a writer bug, not disk damage.
  */
 export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead, cb: (i: number, r: RecordExtent) => void): void {
-  const end = f.bodyOff + f.bodyLen;
-  let p = head.recordsOff;
+  walkRecordSection(buf, head.recordsOff, f.bodyOff + f.bodyLen, head.count, cb);
+}
+
+/**
+ * Walks `count` records laid out as in an APPEND frame (record head, node, tag, meta, data) from
+ * `start`; throws CorruptionError when one runs past `end`. Returns the offset after the last.
+ */
+export function walkRecordSection(
+  buf: Buffer,
+  start: number,
+  end: number,
+  count: number,
+  cb: (i: number, r: RecordExtent) => void,
+): number {
+  let p = start;
   const r: RecordExtent = { nodeOff: 0, nodeLen: 0, tagOff: 0, tagLen: 0, metaOff: 0, metaLen: -1, dataOff: 0, dataLen: 0 };
-  for (let i = 0; i < head.count; i++) {
+  for (let i = 0; i < count; i++) {
     if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
     r.nodeLen = buf.readUInt16LE(p);
     r.tagLen = buf.readUInt16LE(p + 2);
@@ -355,4 +413,5 @@ export function forEachAppendRecord(buf: Buffer, f: FrameView, head: AppendHead,
     if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
     cb(i, r);
   }
+  return p;
 }

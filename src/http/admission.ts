@@ -249,15 +249,19 @@ export class Admission {
       // The body search only matters when the gate may park (it runs everything at once otherwise).
       const bounded = !(isAppend && setsDisableBackpressure(rawBody(req)));
       // One 'close' listener: a client gone while parked gives its slot back at once (it would
-      // never fire 'close' again), and a held slot is given back when the response closes.
+      // never fire 'close' again), and a held slot is given back when the response closes. A
+      // request that holds nothing drops it once admitted: it would keep this hook's closures
+      // (and Fastify's hook runner) alive for as long as a long-poll waits.
       let gone = false;
       let held: (() => void) | undefined;
-      reply.raw.on('close', () => {
+      const onClose = () => {
         gone = true;
         held?.();
-      });
+      };
+      reply.raw.on('close', onClose);
       const settle = (a: Admit) => {
         if (a.ok && gone) return a.release();
+        if (!hold || !a.ok) reply.raw.removeListener('close', onClose);
         if (!a.ok) {
           return void sendError(
             req,

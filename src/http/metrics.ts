@@ -80,6 +80,8 @@ export class Metrics {
   readonly appendLatency: LabeledHistogram;
   readonly requests: RequestMetrics;
   readonly diffLatency: LabeledHistogram;
+  /** Long-polls (diffs with wait_ms) sent to their worker and not yet answered; the diff route counts them. */
+  longPollsWaiting = 0;
   readonly watchLatency: client.Histogram<string>;
   private readonly routerMetrics: RouterMetrics;
   /** More top-level keys of the JSON form, computed per scrape (e.g. `pressure`). */
@@ -124,6 +126,7 @@ export class Metrics {
     );
     gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
     gauge('spool_sse_connections', 'Open watch and /work streams.');
+    gauge('spool_long_polls_waiting', 'Diffs with wait_ms not answered yet (parked, or on their way to or from their worker).');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
     gauge('spool_ready', '1 when ready, else 0.');
     gauge(
@@ -248,6 +251,7 @@ export class Metrics {
     g.spool_compaction_live_ratio!.set(liveRatio(s.totals));
     g.spool_queue_leases_in_flight!.set(s.totals.leasesInFlight);
     g.spool_sse_connections!.set(this.sse.open);
+    g.spool_long_polls_waiting!.set(this.longPollsWaiting);
     g.spool_watch_sessions!.set(this.hub.registry.size);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
     g.spool_storage_state!.set(this.sup.storageState);

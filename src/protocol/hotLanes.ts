@@ -44,6 +44,7 @@ const DIFF_FIELDS = {
   waitMs: 1,
   maxBatchBytes: 1,
   fromTsMs: 1,
+  waitId: 1,
 } as const satisfies Record<keyof DiffRequest, 1>;
 void STATE_FIELDS;
 void DIFF_FIELDS;
@@ -69,7 +70,16 @@ export function encodeRequest(req: TopicRequest, sharedBody: boolean, nums: numb
       return true;
     case 'diff':
       if (req.nodes !== null || req.fromTsMs !== undefined) return false;
-      nums.push(DIFF, req.fromSeq, req.limit, (req.includeTags ? 1 : 0) | (req.includeMeta ? 2 : 0), req.waitMs, req.maxBatchBytes);
+      // waitId (a long-poll's id on main, from 1) crosses as 0 when absent.
+      nums.push(
+        DIFF,
+        req.fromSeq,
+        req.limit,
+        (req.includeTags ? 1 : 0) | (req.includeMeta ? 2 : 0),
+        req.waitMs,
+        req.maxBatchBytes,
+        req.waitId ?? 0,
+      );
       strs.push(req.topic);
       return true;
     default:
@@ -99,8 +109,9 @@ export function decodeRequest(c: LaneCursor): WireRequest | undefined {
     case DIFF: {
       const nums = c.nums;
       const at = c.n;
-      c.n += 5;
+      c.n += 6;
       const flags = nums[at + 2]!;
+      const waitId = nums[at + 5]!;
       const r: DiffRequest = {
         op: 'diff',
         topic: c.strs[c.s++]!,
@@ -112,6 +123,7 @@ export function decodeRequest(c: LaneCursor): WireRequest | undefined {
         waitMs: nums[at + 3]!,
         maxBatchBytes: nums[at + 4]!,
       };
+      if (waitId !== 0) r.waitId = waitId;
       return r;
     }
     default:

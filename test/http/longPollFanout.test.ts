@@ -79,6 +79,20 @@ function headerShape(h: http.IncomingHttpHeaders): Record<string, unknown> {
  */
 const parked = () => sleep(1500);
 
+/** `spool_long_polls_waiting` on /v0/metrics. */
+async function waiting(): Promise<number> {
+  const r = await rawRequest('GET', '/v0/metrics');
+  const m = /^spool_long_polls_waiting (\d+)$/m.exec(r.body.toString('utf8'));
+  assert.ok(m, 'spool_long_polls_waiting is reported');
+  return Number(m[1]);
+}
+
+/** Polls `f` every 50 ms until it is true; false after `ms`. */
+async function within(ms: number, f: () => Promise<boolean>): Promise<boolean> {
+  for (const until = Date.now() + ms; Date.now() < until; await sleep(50)) if (await f()) return true;
+  return f();
+}
+
 describe('long-poll fan-out', () => {
   test('300 waiters woken by one append: the same records and headers as a lone diff', async () => {
     const t = name('same');
@@ -124,6 +138,32 @@ describe('long-poll fan-out', () => {
       assert.equal(r.headers['content-encoding'], undefined);
       assert.equal(JSON.parse(r.body.toString('utf8')).records[0].data, big);
     }
+  });
+
+  test('a client gone while parked frees its long-poll at once, not at wait_ms', async () => {
+    const t = name('gone');
+    assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'first' }] })).status, 201);
+    const r = http.request({
+      host: '127.0.0.1',
+      port: srv.port,
+      method: 'POST',
+      path: `/v0/topics/${t}/diff`,
+      agent: false,
+      headers: { 'content-type': 'application/json' },
+    });
+    r.on('error', () => {}); // destroyed below
+    r.end(JSON.stringify({ from_seq: 1, wait_ms: 20000 }));
+    assert.ok(await within(5000, async () => (await waiting()) === 1), 'the long-poll is counted while parked');
+    r.destroy();
+    assert.ok(await within(3000, async () => (await waiting()) === 0), 'freed well before its wait_ms (20 s)');
+    // The topic and the server go on: a new long-poll parks and is woken.
+    const w = diff(t, 1);
+    await parked();
+    assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'next' }] })).status, 200);
+    const got = await w;
+    assert.equal(got.status, 200);
+    assert.equal(JSON.parse(got.body.toString('utf8')).next_from_seq, 2);
+    assert.equal(await waiting(), 0);
   });
 
   test('the waking append is answered before the fan-out, and other requests are answered during it', async () => {

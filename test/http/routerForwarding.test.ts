@@ -9,8 +9,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, client, Server } from '../helpers/server.js';
-import { workerOf } from '../../src/core/names.js';
-import { assertOk, namer, sleep } from './util.js';
+import { assertOk, namer, sleep, topicPair } from './util.js';
 
 const WORKERS = 2;
 let srv: Server;
@@ -25,14 +24,7 @@ after(async () => {
   await srv?.stop();
 });
 
-/** A source and a dest name on different (or the same) workers. */
-function pair(sameWorker: boolean): [string, string] {
-  const s = name('s');
-  for (let i = 0; ; i++) {
-    const d = `${s}.d${i}`;
-    if ((workerOf(s, WORKERS) === workerOf(d, WORKERS)) === sameWorker) return [s, d];
-  }
-}
+const pair = (sameWorker: boolean) => topicPair(name, WORKERS, sameWorker);
 
 const route = (s: string, d: string, extra: Record<string, unknown> = {}) =>
   c.put(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`, { source: s, dest: d, ...extra });

@@ -5,6 +5,7 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import assert from 'node:assert/strict';
 import type { Resp } from '../helpers/server.js';
+import { workerOf } from '../../src/core/names.js';
 
 export interface RawResp {
   status: number;
@@ -161,6 +162,18 @@ export function namer(prefix: string): (label?: string) => string {
   let n = 0;
   const run = Date.now().toString(36);
   return (label = 't') => `${prefix}.${label}.${run}.${++n}`;
+}
+
+/**
+ * A router's source and dest names (from `name`) whose topics land on the same worker, or on
+ * different ones, out of `workers`.
+ */
+export function topicPair(name: (label?: string) => string, workers: number, sameWorker: boolean): [string, string] {
+  const s = name('s');
+  for (let i = 0; ; i++) {
+    const d = `${s}.d${i}`;
+    if ((workerOf(s, workers) === workerOf(d, workers)) === sameWorker) return [s, d];
+  }
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -293,6 +293,18 @@ test('hot requests cross on the compact lanes, the others as objects, each arriv
         waitMs: 250,
         maxBatchBytes: 9,
       },
+      {
+        op: 'diff',
+        topic: 'w',
+        fromSeq: 3,
+        limit: 1,
+        nodes: null,
+        includeTags: false,
+        includeMeta: false,
+        waitMs: 30000,
+        maxBatchBytes: 0,
+        waitId: 2 ** 40 + 1,
+      },
       { op: 'diff', topic: 'n', fromSeq: 0, limit: 0, nodes: ['x'], includeTags: false, includeMeta: true, waitMs: 0, maxBatchBytes: 0 },
       {
         op: 'diff',

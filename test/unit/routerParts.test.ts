@@ -1,15 +1,25 @@
 // Unit tests of the router parts (docs/ARCHITECTURE.md "Routers"): the graph rules (docs/API.md "Routers" cycle path, fan-in, upstream
 // drain order), the filter (delete match language), provenance runs and trim markers, the
-// applied table, the APPEND frame's forward header round trip, and the copy body's bytes
-// (stored texts concatenated, `_spool_router` last in meta, preserve_* honoured).
+// applied table, the APPEND frame's forward header round trip, and the copy section's bytes
+// (the record section the dest would frame from the equivalent JSON body, `_spool_router` last
+// in meta, preserve_* honoured) and its limit checks on the dest.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from '../../src/supervisor/routerGraph.js';
 import { filterTuple, passesFilter } from '../../src/actors/router/filter.js';
 import { Provenance } from '../../src/actors/router/provenance.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
-import { CopyBody } from '../../src/actors/router/copyBody.js';
-import { encodeAppend, probeFrame, readAppendHead, forEachAppendRecord, type AppendRecordInput } from '../../src/format/frame.js';
+import { CopySection } from '../../src/actors/router/copySection.js';
+import { copyLimitRefusal, copyPayloadBytes } from '../../src/actors/router/copyLimits.js';
+import {
+  appendSectionHeadBytes,
+  encodeAppend,
+  frameAppendSection,
+  probeFrame,
+  readAppendHead,
+  forEachAppendRecord,
+  type AppendRecordInput,
+} from '../../src/format/frame.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 import type { RouterDef } from '../../src/protocol/messages/router.js';
 
@@ -117,34 +127,105 @@ test('APPEND forward header: flag, bytes and records round trip; frames without 
   assert.equal(readAppendHead(plain, q.frame).fwd, undefined);
 });
 
-test('copy body: stored bytes, preserve_* honoured, _spool_router last in meta for exactly_once', () => {
-  const frame = encodeAppend(9, 1, 1000, undefined, [rec('{"a":1}', '{"k":1}', 't', 'n'), rec('2')]);
+/** The record section of an APPEND frame (what a copy section must equal, byte for byte). */
+function sectionOf(frame: Buffer): Buffer {
+  const p = probeFrame(frame, 0, frame.length);
+  assert.ok(p.ok);
+  return frame.subarray(readAppendHead(frame, p.frame).recordsOff, p.frame.bodyOff + p.frame.bodyLen);
+}
+
+function textsOf(frame: Buffer): RecordText[] {
   const p = probeFrame(frame, 0, frame.length);
   assert.ok(p.ok);
   const texts: RecordText[] = [];
   forEachAppendRecord(frame, p.frame, readAppendHead(frame, p.frame), (_i, r) => texts.push(RecordText.fromExtent(frame, r)));
-  const def: RouterDef = {
-    name: 'a->b',
-    id: 1,
-    source: 'a',
-    dest: 'b',
-    preserveNode: true,
-    preserveTag: false,
-    filter: null,
-    allowCycle: false,
-    guarantee: 'exactly_once',
-  };
-  const b = new CopyBody(def, 77);
-  b.add(1, texts[0]!);
-  b.add(2, texts[1]!);
-  assert.deepEqual(JSON.parse(b.finish().toString()), {
-    create: false,
-    records: [
-      { data: { a: 1 }, meta: { k: 1, _spool_router: 'a->b:77:1' }, node: 'n' },
-      { data: 2, meta: { _spool_router: 'a->b:77:2' } },
-    ],
+  return texts;
+}
+
+const copyDef: RouterDef = {
+  name: 'a->b',
+  id: 1,
+  source: 'a',
+  dest: 'b',
+  preserveNode: true,
+  preserveTag: false,
+  filter: null,
+  allowCycle: false,
+  guarantee: 'exactly_once',
+};
+
+function section(def: RouterDef, texts: RecordText[], seqs: number[]): Buffer {
+  const b = new CopySection(def, 77);
+  seqs.forEach((s, i) => b.add(s, texts[i]!));
+  assert.equal(b.count, seqs.length);
+  const { body, layout } = b.finish(5);
+  assert.equal(layout.count, seqs.length);
+  assert.equal(layout.offset, 5);
+  assert.equal(body.length, 5 + layout.bytes + 7);
+  return body.subarray(layout.offset, layout.offset + layout.bytes);
+}
+
+test('copy section: exactly_once stamps `_spool_router` last in meta, stored bytes otherwise, preserve_* honoured', () => {
+  const texts = textsOf(encodeAppend(9, 1, 1000, undefined, [rec('{"a":1}', '{"k":1}', 't', 'n'), rec('2'), rec('3', '{}', 't')]));
+  const seqs = [1, 2, 3_000_000_000];
+  const expected = encodeAppend(9, 5, 2000, undefined, [
+    rec('{"a":1}', '{"k":1,"_spool_router":"a->b:77:1"}', undefined, 'n'),
+    rec('2', '{"_spool_router":"a->b:77:2"}'),
+    rec('3', '{"_spool_router":"a->b:77:3000000000"}'),
+  ]);
+  assert.deepEqual(section(copyDef, texts, seqs), sectionOf(expected));
+  // A router name that JSON escapes, in UTF-8.
+  const odd = { ...copyDef, name: 'q"é' };
+  const oddExpected = encodeAppend(9, 5, 2000, undefined, [rec('2', `{"_spool_router":${JSON.stringify('q"é:77:2')}}`)]);
+  assert.deepEqual(section(odd, [texts[1]!], [2]), sectionOf(oddExpected));
+  const plain = { ...copyDef, guarantee: 'at_least_once' as const, preserveNode: false, preserveTag: true };
+  const plainExpected = encodeAppend(9, 5, 2000, undefined, [rec('{"a":1}', '{"k":1}', 't'), rec('2'), rec('3', '{}', 't')]);
+  assert.deepEqual(section(plain, texts, seqs), sectionOf(plainExpected));
+});
+
+test('copy section: records kept whole are copied as runs, a skipped record splits a run', () => {
+  const frame = encodeAppend(9, 1, 1000, undefined, [rec('1', '{"k":1}', 't', 'n'), rec('2'), rec('3', undefined, 'u'), rec('4')]);
+  const texts = textsOf(frame);
+  const whole = { ...copyDef, guarantee: 'at_least_once' as const, preserveNode: true, preserveTag: true };
+  assert.deepEqual(section(whole, texts, [1, 2, 3, 4]), sectionOf(frame));
+  const some = encodeAppend(9, 1, 1000, undefined, [rec('1', '{"k":1}', 't', 'n'), rec('3', undefined, 'u'), rec('4')]);
+  assert.deepEqual(section(whole, [texts[0]!, texts[2]!, texts[3]!], [1, 3, 4]), sectionOf(some));
+  // Texts of two frames in one batch.
+  const other = textsOf(encodeAppend(9, 5, 1000, undefined, [rec('5', '{"z":2}')]));
+  const both = encodeAppend(9, 1, 1000, undefined, [rec('4'), rec('5', '{"z":2}')]);
+  assert.deepEqual(section(whole, [texts[3]!, other[0]!], [4, 5]), sectionOf(both));
+  assert.equal(copyPayloadBytes(sectionOf(both), 2), 1 + 1 + 7);
+});
+
+test('a copy section is framed where it lies: the same frame as encodeAppend, or a copy without room', () => {
+  const fwd = Buffer.from('{"r":3,"n":"a->b","s":42,"t":7,"o":[[2,"a",1]]}');
+  const records = [rec('{"a":1}', '{"k":1}', 't', 'n'), rec('2')];
+  const expected = encodeAppend(9, 11, 1000, undefined, records, 0, undefined, fwd);
+  const sec = sectionOf(encodeAppend(9, 1, 1, undefined, records));
+  for (const room of [appendSectionHeadBytes(fwd.length), appendSectionHeadBytes(fwd.length) + 13, 3]) {
+    const body = Buffer.alloc(room + sec.length + 7, 0xee);
+    sec.copy(body, room);
+    const frame = frameAppendSection(body, room, sec.length, 9, 11, 1000, 2, fwd);
+    assert.deepEqual(frame, expected, `room ${room}`);
+    assert.equal(frame.buffer === body.buffer, room >= appendSectionHeadBytes(fwd.length), `room ${room}: framed in place`);
+  }
+});
+
+test("copy limits on the dest: the append parser's errors for a stamp too many, none within the allowance", () => {
+  const keys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":0`).join(',')}}`;
+  const ok = encodeAppend(9, 1, 1000, undefined, [rec('1', keys(72)), rec('2', `{"m":"${'x'.repeat(16384 + 4800 - 8)}"}`)]);
+  assert.equal(copyLimitRefusal(sectionOf(ok), 2), undefined);
+  const manyKeys = encodeAppend(9, 1, 1000, undefined, [rec('1'), rec('2', keys(73))]);
+  assert.deepEqual(copyLimitRefusal(sectionOf(manyKeys), 2), {
+    ok: false,
+    status: 400,
+    code: 'record_too_large',
+    message: 'records[1].meta has more than 64 keys',
+    detail: { index: 1, limit: 'meta_keys' },
   });
-  const plain = new CopyBody({ ...def, guarantee: 'at_least_once', preserveNode: false, preserveTag: true }, 77);
-  plain.add(1, texts[0]!);
-  assert.equal(plain.finish().toString(), '{"create":false,"records":[{"data":{"a":1},"meta":{"k":1},"tag":"t"}]}');
+  const bigMeta = encodeAppend(9, 1, 1000, undefined, [rec('2', `{"m":"${'x'.repeat(16384 + 4800 - 7)}"}`)]);
+  assert.equal(copyLimitRefusal(sectionOf(bigMeta), 1)?.detail?.limit, 'meta_bytes');
+  const bigRecord = encodeAppend(9, 1, 1000, undefined, [rec(`"${'x'.repeat(1048576 + 4800 - 8)}"`, '{"a":1}')]);
+  assert.equal(copyLimitRefusal(sectionOf(bigRecord), 1)?.detail?.limit, 'record_bytes');
+  assert.throws(() => copyLimitRefusal(sectionOf(ok), 1), /copy section/);
 });

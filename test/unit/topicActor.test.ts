@@ -140,6 +140,69 @@ test('long-poll diff parks with a timer and wakes on visibility', () => {
   assert.equal(sim.reply(d2).body.caught_up, true);
 });
 
+test('cancelWait: a parked long-poll whose client left answers at once and drops its timer; others stay parked', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.append({ records: [{ data: 1 }] });
+  sim.ackAll();
+  const poll = (waitId: number) =>
+    sim.send({
+      op: 'diff',
+      fromSeq: 1,
+      limit: 0,
+      nodes: null,
+      includeTags: false,
+      includeMeta: true,
+      waitMs: 30_000,
+      maxBatchBytes: 0,
+      waitId,
+    } as never);
+  const gone = poll(7);
+  const stays = poll(8);
+  assert.equal(sim.timers.size, 1, 'one timer for all the long-polls of a topic');
+  const c = sim.send({ op: 'cancelWait', waitId: 7 } as never);
+  assert.equal(sim.reply(c).status, 200);
+  assert.deepEqual(sim.reply(gone).body.records, [], 'answered now, with what it has');
+  assert.equal(sim.reply(stays), undefined, 'the other waiter is still parked');
+  assert.equal(sim.timers.size, 1, "the other waiter's deadline is still armed");
+  // An unknown or already answered id is a no-op, answered ok.
+  assert.equal(sim.reply(sim.send({ op: 'cancelWait', waitId: 7 } as never)).status, 200);
+  sim.append({ records: [{ data: 2 }] });
+  sim.ackAll();
+  assert.equal(sim.reply(stays).body.records.length, 1);
+  assert.equal(sim.timers.size, 0);
+});
+
+test('long-polls share one timer armed for the earliest deadline; each answers at its own', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.append({ records: [{ data: 1 }] });
+  sim.ackAll();
+  const poll = (waitMs: number) =>
+    sim.send({ op: 'diff', fromSeq: 1, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs, maxBatchBytes: 0 } as never);
+  /** The host forgets a timer when it fires. */
+  const fire = () => {
+    const [id] = sim.timers.keys();
+    sim.timers.delete(id!);
+    sim.actor.onTimer(sim.ctx(), id!);
+  };
+  const t0 = sim.now;
+  const late = poll(3000);
+  const early = poll(1000);
+  const same = poll(1000);
+  assert.deepEqual([...sim.timers.values()], [t0 + 1000], 're-armed for the earlier deadline');
+  sim.now = t0 + 1000;
+  fire();
+  assert.equal(sim.reply(early).body.caught_up, true);
+  assert.equal(sim.reply(same).body.caught_up, true);
+  assert.equal(sim.reply(late), undefined, 'not due yet');
+  assert.deepEqual([...sim.timers.values()], [t0 + 3000]);
+  sim.now = t0 + 3000;
+  fire();
+  assert.deepEqual(sim.reply(late).body.records, []);
+  assert.equal(sim.timers.size, 0, 'nothing parked, no timer');
+});
+
 test('$ts never decreases within a topic even if the clock steps back', () => {
   const sim = new SimActor();
   created(sim, 'memory');

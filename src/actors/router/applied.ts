@@ -70,6 +70,15 @@ export function applyForward(inst: TopicInstance, fwd: ForwardInfo, firstSeq: nu
   return Buffer.from(JSON.stringify(h), 'utf8');
 }
 
+/**
+ * The most bytes `applyForward` can make of a copy batch's header: its total is not known before
+ * the dest applies it, so it counts as the largest safe integer.
+ */
+export function forwardHeaderMaxBytes(fwd: ForwardInfo): number {
+  const h: ForwardHeader = { r: fwd.routerId, n: fwd.router, s: fwd.srcLast, t: Number.MAX_SAFE_INTEGER, o: fwd.runs };
+  return Buffer.byteLength(JSON.stringify(h), 'utf8');
+}
+
 /** An ephemeral dest's progress frame body (its copies are never in the WAL). */
 export function progressBody(inst: TopicInstance, routerId: number): { r: number; s: number; t: number } {
   const a = appliedOf(inst).get(routerId);

@@ -1,19 +1,20 @@
 // The forwarder (docs/ARCHITECTURE.md "Routers", source side): runs in the source topic's actor, one per router,
 // asynchronously and never on the source's ack path. It copies the visible records after its
 // cursor to the dest's actor as one append per batch (a peer request, on this worker or over a
-// peer port), at most one batch in flight per router, and moves its cursor only when the dest
+// peer port; the copies as a record section in the APPEND frame's layout, copySection.ts), at most one batch in flight per router, and moves its cursor only when the dest
 // acknowledged. After a restart it first probes the dest, which says how far it durably holds
 // this router's copies, and resumes exactly there. A refusal is backpressure: the cursor stays
 // and the batch is retried after a backoff (50 ms doubling to 2 s), never dropped.
 // Pure; effects go through the ActorCtx, time is ctx.now.
 import type { TopicResult } from '../../protocol/messages/rpc.js';
-import type { OriginRun, RouterDef } from '../../protocol/messages/router.js';
+import type { ForwardInfo, OriginRun, RouterDef } from '../../protocol/messages/router.js';
+import { copyHeadroom } from '../topic/appendOp.js';
 import type { ActorCtx } from '../ctx.js';
 import type { ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';
-import { CopyBody } from './copyBody.js';
+import { CopySection } from './copySection.js';
 import { passesFilter } from './filter.js';
 import { RoutingState, type Forwarder } from './routingState.js';
 import { settleDrains } from './drain.js';
@@ -112,7 +113,7 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     ctx.readCold(f.coldToken, inst.id, coldRanges(inst, cold));
     return false;
   }
-  const body = new CopyBody(f.def, inst.id);
+  const body = new CopySection(f.def, inst.id);
   const runs: OriginRun[] = [];
   let lost = 0;
   let last = f.cursor;
@@ -136,7 +137,9 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     const prov = inst.provenance?.of(s);
     const origin = prov?.origin ?? inst.name;
     const hops = (prov?.hops ?? 0) + 1;
-    const tag = t.tagLen > 0 ? inst.nodes.tagOfLiteral(t.buf.toString('latin1', t.tagOff, t.tagOff + t.tagLen)) : undefined;
+    // The tag is decoded only for a filter to judge (no string per copied record otherwise).
+    const tag =
+      f.def.filter !== null && t.tagLen > 0 ? inst.nodes.tagOfLiteral(t.buf.toString('latin1', t.tagOff, t.tagOff + t.tagLen)) : undefined;
     // Never back to its origin, never past 8 hops, only what the filter passes.
     if (origin === f.def.dest || hops > HOPS_MAX || !passesFilter(f.def.filter, tag)) {
       last = s;
@@ -157,16 +160,17 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   }
   const token = a.nextTimerId();
   f.inflight = { token, kind: 'forward', srcLast: last, count: body.count };
-  const fwd = {
-    router: f.def.name,
-    routerId: f.def.id,
-    destId: f.destId,
-    srcFirst: f.cursor + 1,
-    srcLast: last,
-    runs,
-    ...(lost > 0 ? { lost } : {}),
-  };
-  const bytes = lost > 0 ? Buffer.from('{"create":false,"records":[{"data":null}]}') : body.finish();
+  const fwd: ForwardInfo = { router: f.def.name, routerId: f.def.id, destId: f.destId, srcFirst: f.cursor + 1, srcLast: last, runs };
+  let bytes: Buffer;
+  if (lost > 0) {
+    fwd.lost = lost;
+    bytes = Buffer.from('{"create":false,"records":[{"data":null}]}');
+  } else {
+    // Copies travel as a record section the dest frames where it lies.
+    const sent = body.finish(copyHeadroom(fwd));
+    bytes = sent.body;
+    fwd.copies = sent.layout;
+  }
   ctx.peerRequest(token, { op: 'append', topic: f.def.dest, body: bytes, returnSeqs: false, headerIdemKey: undefined, forward: fwd });
   return false;
 }

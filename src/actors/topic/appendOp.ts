@@ -2,12 +2,22 @@
 // scanner's byte extents, assign contiguous seqs, index the records as hot texts, and keep the
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
-import { AppendRecordInput, encodeAppend, forEachAppendRecord, payloadBytesOf, readAppendHead, probeFrame } from '../../format/frame.js';
+import {
+  AppendRecordInput,
+  encodeAppend,
+  appendSectionHeadBytes,
+  frameAppendSection,
+  forEachAppendRecord,
+  payloadBytesOf,
+  readAppendHead,
+  probeFrame,
+  walkRecordSection,
+} from '../../format/frame.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
-import type { ForwardInfo } from '../../protocol/messages/router.js';
-import { applyForward, replayForward } from '../router/applied.js';
+import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
+import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../../format/layout.js';
 import { InvariantError } from '../../core/invariant.js';
 
@@ -96,13 +106,7 @@ export function encodeBatch(
   );
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
-  // An ephemeral batch's frame is never written, so it takes no place in the segment (its texts
-  // stay in memory: never cold). Placing it anyway left a gap that every later frame of the
-  // topic landed after once its class changed: a pack refused the frame (storage FAILED), an
-  // own segment file got a hole that recovery reads as its end.
-  const ephemeral = inst.config.durability === 'ephemeral';
-  if (ephemeral) inst.holdsUnwritten = true;
-  const loc = ephemeral ? 0 : placeInSegment(inst, firstSeq, frame.length, limits);
+  const loc = placeBatch(inst, firstSeq, frame.length, limits);
   // Index straight from the encoder's extents: no second CRC pass or node re-parse.
   let bytes = 0;
   for (let i = 0; i < texts.length; i++) {
@@ -117,6 +121,56 @@ export function encodeBatch(
   if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });
   if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
   return { frame, firstSeq, lastSeq, bytes };
+}
+
+/**
+ * Assigns seqs to a router copy batch whose records already are a section in the APPEND frame's
+ * layout (src/actors/router/copySection.ts), frames it where it lies in `body` (the forwarder left
+ * room for the head, copyHeadroom) and indexes its records as hot texts over the frame, as
+ * `encodeBatch` does for a parsed body.
+ */
+export function encodeCopyBatch(
+  inst: TopicInstance,
+  body: Buffer,
+  copies: CopyLayout,
+  tsMs: number,
+  limits: SegmentLimits,
+  fwd: ForwardInfo,
+): EncodedBatch {
+  const firstSeq = inst.assigned + 1;
+  const count = copies.count;
+  const fwdHeader = applyForward(inst, fwd, firstSeq, count);
+  const frame = frameAppendSection(body, copies.offset, copies.bytes, inst.id, firstSeq, tsMs, count, fwdHeader);
+  const lastSeq = firstSeq + count - 1;
+  inst.assigned = lastSeq;
+  const loc = placeBatch(inst, firstSeq, frame.length, limits);
+  const recordsOff = appendSectionHeadBytes(fwdHeader.length);
+  let bytes = 0;
+  walkRecordSection(frame, recordsOff, recordsOff + copies.bytes, count, (i, r) => {
+    const size = payloadBytesOf(r);
+    bytes += size;
+    const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(frame.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
+    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, RecordText.fromExtent(frame, r));
+    if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(frame.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), firstSeq + i);
+  });
+  if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
+  return { frame, firstSeq, lastSeq, bytes };
+}
+
+/** The room a copy batch's body leaves before its records: the most its frame's head can take. */
+export function copyHeadroom(fwd: ForwardInfo): number {
+  return appendSectionHeadBytes(forwardHeaderMaxBytes(fwd));
+}
+
+/** Where a new batch's frame goes: its place in the active segment (0 for an ephemeral topic). */
+function placeBatch(inst: TopicInstance, firstSeq: number, frameLen: number, limits: SegmentLimits): number {
+  // An ephemeral batch's frame is never written, so it takes no place in the segment (its texts
+  // stay in memory: never cold). Placing it anyway left a gap that every later frame of the
+  // topic landed after once its class changed: a pack refused the frame (storage FAILED), an
+  // own segment file got a hole that recovery reads as its end.
+  if (inst.config.durability !== 'ephemeral') return placeInSegment(inst, firstSeq, frameLen, limits);
+  inst.holdsUnwritten = true;
+  return 0;
 }
 
 /**

@@ -5,11 +5,12 @@
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
 import { fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
 import type { AppendRequest, OkResult } from '../../protocol/messages/rpc.js';
+import type { CopyLayout } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
 import { writeRefusal, type ActorCore } from './actorCore.js';
 import { parseAppendBody, type ParsedAppend } from './appendParse.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE } from './appendRecord.js';
-import { activePlacement, encodeBatch } from './appendOp.js';
+import { activePlacement, encodeBatch, encodeCopyBatch, type EncodedBatch } from './appendOp.js';
 import { appendReplyBytes } from './appendReply.js';
 import { resolveConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import type { TopicInstance } from './instance.js';
@@ -18,37 +19,43 @@ import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/ap
 import { encodeJsonFrame } from '../../format/frame.js';
 import { encodeRedriveHeader, notePending } from '../queue/redriveHeader.js';
 import { FrameType } from '../../format/constants.js';
+import { copyLimitRefusal, copyPayloadBytes, ROUTER_STAMPS } from '../router/copyLimits.js';
 
-/** A copy's meta may exceed the limits by the `_spool_router` key of each hop (at most 8). */
-const ROUTER_STAMPS = { metaKeys: 8, metaBytes: 8 * 600 };
 import { allowsName, nameRefusal, scopeRefusal, type Scope } from '../../auth/allowlist.js';
 import { effectivePriority } from './topicState.js';
 
-function batchBytes(p: ParsedAppend): number {
+/** What the cap checks need of a batch: its records and their data + meta bytes. */
+interface BatchSize {
+  count: number;
+  bytes: number;
+}
+
+function sizeOf(p: ParsedAppend): BatchSize {
   let n = 0;
   for (const r of p.records) n += r.dataLen + Math.max(0, r.metaLen);
-  return n;
+  return { count: p.records.length, bytes: n };
 }
 
 /** docs/API.md "Errors": a batch larger than a `discard: reject` cap on its own can never succeed: 400, not 422. */
-function batchExceedsRejectCap(c: TopicConfig, p: ParsedAppend): ErrorResult | undefined {
+function batchExceedsRejectCap(c: TopicConfig, b: BatchSize): ErrorResult | undefined {
   if (c.discard !== 'reject') return undefined;
-  if (c.cap_records > 0 && p.records.length > c.cap_records)
+  if (c.cap_records > 0 && b.count > c.cap_records)
     return fail('record_too_large', `the batch alone exceeds cap_records ${c.cap_records}`, { limit: 'cap_records' });
-  if (c.cap_bytes > 0 && batchBytes(p) > c.cap_bytes)
+  if (c.cap_bytes > 0 && b.bytes > c.cap_bytes)
     return fail('record_too_large', `the batch alone exceeds cap_bytes ${c.cap_bytes}`, { limit: 'cap_bytes' });
   return undefined;
 }
 
 /** `discard: reject` (docs/API.md "PUT /v0/topics/:topic", "Errors"): refuse before any seq is assigned, counting pending batches. */
-function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, p: ParsedAppend): ErrorResult | undefined {
+function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, size: () => BatchSize): ErrorResult | undefined {
   const c = inst.config;
   if (c.discard !== 'reject' || (c.cap_records === 0 && c.cap_bytes === 0)) return undefined;
-  const never = batchExceedsRejectCap(c, p);
+  const b = size();
+  const never = batchExceedsRejectCap(c, b);
   if (never) return never;
   a.expire(ctx, inst);
-  const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + p.records.length > c.cap_records;
-  const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + batchBytes(p) > c.cap_bytes;
+  const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + b.count > c.cap_records;
+  const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + b.bytes > c.cap_bytes;
   if (!overRecords && !overBytes) return undefined;
   return fail('topic_full', `topic ${a.name} is full`, {
     topic: a.name,
@@ -79,16 +86,17 @@ function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: Top
   const resolved = resolveConfig(a.name, cfg);
   if (!resolved.ok) return resolved;
   // A batch that can never fit a reject cap creates nothing either.
-  return batchExceedsRejectCap(resolved.config, p) ?? resolved;
+  return batchExceedsRejectCap(resolved.config, sizeOf(p)) ?? resolved;
 }
 
 /** The names the parser ignored ride on the reply, for main's Warning header. */
-function withUnknown(r: OkResult, p: ParsedAppend): OkResult {
-  return p.unknownFields.length > 0 ? { ...r, unknownFields: p.unknownFields } : r;
+function withUnknown(r: OkResult, unknownFields: string[]): OkResult {
+  return unknownFields.length > 0 ? { ...r, unknownFields } : r;
 }
 
 export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest): void {
   const body = Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength);
+  if (req.forward?.copies !== undefined) return appendCopies(a, ctx, reqId, req, body, req.forward.copies);
   const parsed = parseAppendBody(body, req.stamped ? DEAD_LETTER_STAMPS : req.forward ? ROUTER_STAMPS : NO_ALLOWANCE);
   if (!parsed.ok) return ctx.reply(reqId, parsed as ErrorResult);
   const p = parsed.value;
@@ -116,7 +124,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
               json: appendReplyBytes(a.name, prior.firstSeq, prior.count, target.head, req.returnSeqs, false, true),
               perf: {},
             },
-            p,
+            p.unknownFields,
           ),
         ),
       );
@@ -148,12 +156,48 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     inst = createInstance(a, ctx, createWith!);
     created = true;
   }
-  const full = rejectFull(a, ctx, inst, p);
+  const full = rejectFull(a, ctx, inst, () => sizeOf(p));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
   const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts, req.forward, req.redrive && encodeRedriveHeader(req.redrive));
   // The originals are pending from the step that writes their copies (redrive.ts).
   if (req.redrive) notePending(inst.queue!, req.redrive.fromId, req.redrive.from, req.redrive.fromSeqs);
+  commitBatch(a, ctx, reqId, req, inst, batch, created, tsMs, p.unknownFields);
+}
+
+/**
+ * A router's copy batch whose body holds a record section (src/actors/router/copySection.ts): the
+ * same checks in the same order as a parsed body that names no topic config, then the frame is
+ * written around the records where they lie. The dest exists (a forward never creates one: 404).
+ */
+function appendCopies(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest, body: Buffer, copies: CopyLayout): void {
+  const section = body.subarray(copies.offset, copies.offset + copies.bytes);
+  const overLimit = copyLimitRefusal(section, copies.count);
+  if (overLimit) return ctx.reply(reqId, overLimit as ErrorResult);
+  if (answeredBeforeAppend(a, ctx, reqId, req.forward!)) return;
+  const inst = a.current!;
+  const refused = writeRefusal(ctx);
+  if (refused) return ctx.reply(reqId, refused);
+  if (ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
+  const full = rejectFull(a, ctx, inst, () => ({ count: copies.count, bytes: copyPayloadBytes(section, copies.count) }));
+  if (full) return ctx.reply(reqId, full);
+  const tsMs = Math.max(ctx.now, inst.lastTsMs);
+  const batch = encodeCopyBatch(inst, body, copies, tsMs, a.opts, req.forward!);
+  commitBatch(a, ctx, reqId, req, inst, batch, false, tsMs, []);
+}
+
+/** Submits a new batch's frame per the topic's class and holds the reply until its ack point. */
+function commitBatch(
+  a: ActorCore,
+  ctx: ActorCtx,
+  reqId: number,
+  req: AppendRequest,
+  inst: TopicInstance,
+  batch: EncodedBatch,
+  created: boolean,
+  tsMs: number,
+  unknownFields: string[],
+): void {
   const cls = inst.config.durability;
   let frameNo = 0;
   if (cls !== 'ephemeral') {
@@ -174,7 +218,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
     // The class rides along for the append-latency histogram on main (metrics by class).
     const json = appendReplyBytes(a.name, batch.firstSeq, count, target.head, req.returnSeqs, created, false);
-    const r = withUnknown({ ok: true, status: created ? 201 : 200, json, perf: {}, durability: cls }, p);
+    const r = withUnknown({ ok: true, status: created ? 201 : 200, json, perf: {}, durability: cls }, unknownFields);
     if (req.forward) r.forward = ackAfterAppend(target, req.forward);
     c.reply(reqId, r, frameNo || undefined);
   });

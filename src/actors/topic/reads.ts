@@ -1,7 +1,7 @@
 // Reads of one topic actor: diff (docs/API.md "Diff") and watch pulls (docs/ARCHITECTURE.md "Watch streams"), both through
 // the one read pipeline, so they can never disagree about gaps; and a redrive's reads of a
-// dead-letter topic (redriveSource.ts), which share the cold-read parking. Diff long-polls park on a timer
-// and are woken by visibility; reads that meet cold records wait for them to come back from
+// dead-letter topic (redriveSource.ts), which share the cold-read parking. Diff long-polls park
+// (one timer for the earliest deadline of them all) and are woken by visibility; reads that meet cold records wait for them to come back from
 // segments. Owned by the TopicActor (made at its first read); pure, effects go through the
 // ActorCtx. Its maps exist only while something waits in them.
 import { fail } from '../../protocol/errors.js';
@@ -13,6 +13,7 @@ import { readFrom, startsWarm, warmPrefix, type ReadResult } from './readPipelin
 import { renderRecordsArray } from './render.js';
 import { PAGE_MIN_BYTES } from '../../core/pagePool.js';
 import { coldRanges, installCold, readBackSet } from './coldRead.js';
+import { MinHeap } from '../../core/minHeap.js';
 
 const DIFF_DEFAULT_LIMIT = 256;
 const MiB = 1024 * 1024;
@@ -40,7 +41,13 @@ interface Waiting {
   readBack?: number[];
 }
 
-/** Long-polls by timer id, or diffs waiting for segment bytes by read token; none while idle. */
+/** When a parked long-poll answers empty (its `wait_ms`); a stale entry once it was answered. */
+interface Deadline {
+  atMs: number;
+  id: number;
+}
+
+/** Long-polls by park id, or diffs waiting for segment bytes by read token; none while idle. */
 type WaitingMap = Map<number, Waiting> | undefined;
 
 function forget(m: WaitingMap, id: number): WaitingMap {
@@ -51,6 +58,13 @@ function forget(m: WaitingMap, id: number): WaitingMap {
 export class TopicReads {
   private parked: WaitingMap = undefined;
   private cold: WaitingMap = undefined;
+  /**
+   * The long-polls' deadlines, earliest first, and the one timer armed for the earliest (a
+   * waiter costs its record and a heap entry, not a timer of its own); both exist only while
+   * something is parked.
+   */
+  private deadlines: MinHeap<Deadline> | undefined = undefined;
+  private sweep: { timerId: number; atMs: number } | undefined = undefined;
 
   constructor(
     private readonly name: string,
@@ -66,9 +80,13 @@ export class TopicReads {
   /** Answers now, or parks a long-poll whose cursor is at the head. */
   read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest | RedriveReadRequest, inst: TopicInstance): void {
     if (req.op === 'diff' && req.waitMs > 0 && req.fromSeq === inst.head) {
-      const timerId = this.ids.nextTimerId();
-      (this.parked ??= new Map()).set(timerId, { reqId, req, inst, attempts: 0 });
-      ctx.setTimer(timerId, ctx.now + req.waitMs);
+      const id = this.ids.nextTimerId();
+      (this.parked ??= new Map()).set(id, { reqId, req, inst, attempts: 0 });
+      (this.deadlines ??= new MinHeap((a, b) => a.atMs < b.atMs || (a.atMs === b.atMs && a.id < b.id))).push({
+        atMs: ctx.now + req.waitMs,
+        id,
+      });
+      this.armSweep(ctx);
       return;
     }
     this.answer(ctx, { reqId, req, inst, attempts: 0 });
@@ -193,7 +211,6 @@ export class TopicReads {
     for (const [id, p] of this.parked) {
       if (p.inst !== inst || p.req.op !== 'diff' || inst.head <= p.req.fromSeq) continue;
       this.parked = forget(this.parked, id);
-      ctx.cancelTimer(id);
       const key = sameReadKey(p.req);
       const done = key === undefined ? undefined : shared?.get(key);
       if (done) {
@@ -203,6 +220,7 @@ export class TopicReads {
       const answered = this.answer(ctx, p);
       if (key !== undefined && answered && answered.json.byteLength < PAGE_MIN_BYTES) (shared ??= new Map()).set(key, answered);
     }
+    this.armSweep(ctx);
   }
 
   /** Segment bytes for a diff that met cold records: install their texts, then answer it. */
@@ -228,13 +246,50 @@ export class TopicReads {
     return true;
   }
 
+  /**
+   * The client of the long-poll `waitId` left (CancelWaitRequest): it answers now with what it
+   * has, as at its deadline. A scan of the parked table: it runs once per client gone, not per wake.
+   */
+  cancel(ctx: ActorCtx, waitId: number): void {
+    if (!this.parked) return;
+    for (const [id, p] of this.parked) {
+      if (p.req.op !== 'diff' || p.req.waitId !== waitId) continue;
+      this.parked = forget(this.parked, id);
+      this.answer(ctx, p);
+      return this.armSweep(ctx);
+    }
+  }
+
   /** A timer fired: a parked long-poll answers with what it has. Returns false if not ours. */
   onTimer(ctx: ActorCtx, timerId: number): boolean {
-    const p = this.parked?.get(timerId);
-    if (!p) return false;
-    this.parked = forget(this.parked, timerId);
-    this.answer(ctx, p);
+    if (this.sweep?.timerId !== timerId) return false;
+    // Due: every deadline up to the one the timer was armed for (a timer may fire a little
+    // before the clock reads its moment), and any passed since.
+    const dueMs = Math.max(ctx.now, this.sweep.atMs);
+    this.sweep = undefined;
+    for (let d = this.deadlines?.peek(); d && d.atMs <= dueMs; d = this.deadlines?.peek()) {
+      this.deadlines!.pop();
+      const p = this.parked?.get(d.id);
+      if (!p) continue; // answered already
+      this.parked = forget(this.parked, d.id);
+      this.answer(ctx, p);
+    }
+    this.armSweep(ctx);
     return true;
+  }
+
+  /** Keeps the one long-poll timer armed for the earliest deadline still parked, or none. */
+  private armSweep(ctx: ActorCtx): void {
+    const heap = this.deadlines;
+    while (heap && heap.size > 0 && !this.parked?.has(heap.peek()!.id)) heap.pop();
+    const next = heap?.peek();
+    if (!next) this.deadlines = undefined;
+    if (this.sweep && this.sweep.atMs === next?.atMs) return;
+    if (this.sweep) ctx.cancelTimer(this.sweep.timerId);
+    this.sweep = undefined;
+    if (!next) return;
+    this.sweep = { timerId: this.ids.nextTimerId(), atMs: next.atMs };
+    ctx.setTimer(this.sweep.timerId, next.atMs);
   }
 
   /** Shutdown: every parked long-poll answers now. */
@@ -242,9 +297,9 @@ export class TopicReads {
     if (!this.parked) return;
     for (const [id, p] of this.parked) {
       this.parked = forget(this.parked, id);
-      ctx.cancelTimer(id);
       this.answer(ctx, p);
     }
+    this.armSweep(ctx);
   }
 
   /** The instance was deleted: its long-polls end with 404 at once (docs/API.md "Topic lifecycle"). */
@@ -253,8 +308,8 @@ export class TopicReads {
     for (const [id, p] of this.parked) {
       if (p.inst !== inst) continue;
       this.parked = forget(this.parked, id);
-      ctx.cancelTimer(id);
       ctx.reply(p.reqId, fail('topic_not_found', `topic ${this.name} was deleted`, { topic: this.name }));
     }
+    this.armSweep(ctx);
   }
 }

@@ -149,6 +149,9 @@ export class TopicActor implements ActorCore {
       case 'diff':
       case 'watchRead':
         return this.read(ctx, reqId, req);
+      case 'cancelWait':
+        this.readsState?.cancel(ctx, req.waitId);
+        return ctx.reply(reqId, { ok: true, status: 200, json: Buffer.from(`{"topic":${JSON.stringify(this.name)}`), perf: {} });
       case 'seek':
         return this.seek(ctx, reqId, req.tsMs);
       case 'state':

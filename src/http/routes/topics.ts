@@ -1,13 +1,13 @@
 // Topic routes: create/configure, state, delete, list, append and diff (docs/API.md "Topics", "Append",
 // "Diff"). Small bodies are parsed here; append bodies go to the owning worker as
 // raw bytes (a transferred standalone buffer) and are scanned there.
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import { resolveConfig } from '../../protocol/topicConfig.js';
 import { checkBody, parseSmallBody, queryBool, queryString, topicParam } from '../parse.js';
 import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../reply.js';
 import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
-import type { TopicSummary } from '../../protocol/messages/rpc.js';
+import type { DiffRequest, TopicResult, TopicSummary } from '../../protocol/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
 import { nowMs } from '../../core/stopwatch.js';
 import { stageClock } from '../../core/stageClock.js';
@@ -92,33 +92,28 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
     }),
   );
 
-  app.post(
-    '/v0/topics/:topic/diff',
-    withHttpErrors(async (req, reply) => {
-      const raw = checkBody(req, true);
-      const topic = topicParam(req);
-      const b = check(validateDiff, parseSmallBody(raw, req));
-      checkOneStart(b, 'from_ts');
-      const nodes = b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node];
-      await sup.routers.drainInto(topic); // read-your-writes (docs/API.md "Routers")
-      const waitMs = Math.min(b.wait_ms ?? 0, WAIT_MS_MAX);
-      if (waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-      const result = await sup.workerFor(topic).request({
-        op: 'diff',
-        topic,
-        fromSeq: b.from_seq ?? 0,
-        limit: b.limit ?? 0,
-        nodes,
-        includeTags: b.include_tags ?? false,
-        includeMeta: b.include_meta ?? true,
-        waitMs,
-        maxBatchBytes: b.max_batch_bytes ?? 0,
-        ...(b.from_ts !== undefined ? { fromTsMs: b.from_ts } : {}),
-      });
-      if (result.ok) metrics.diffLatency.observe(waitMs > 0 ? 'true' : 'false', nowMs() - req.startedAt);
-      return sendResult(req, reply, result);
-    }),
-  );
+  // A callback handler, not an async one: a long-poll parks here for up to wait_ms, and while it
+  // waits it holds only the result callback, no suspended async frames (docs/PERFORMANCE.md
+  // "Long-poll fan-out and live delivery"). Fastify waits for reply.send when a handler returns undefined.
+  app.post('/v0/topics/:topic/diff', (req, reply) => {
+    let diff: DiffRequest;
+    try {
+      diff = diffRequest(req);
+    } catch (err) {
+      if (err instanceof HttpError) return void sendError(req, reply, err);
+      throw err;
+    }
+    if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
+    const { answer, failed } =
+      diff.waitMs > 0
+        ? longPollAnswer(req, reply, metrics, sup, diff)
+        : { answer: diffAnswer(req, reply, metrics, false), failed: toErrorHandler(reply) };
+    // read-your-writes (docs/API.md "Routers"); the worker's request is not returned from the
+    // callback, so no promise waits on it but the one holding `answer`.
+    sup.routers.drainInto(diff.topic).then(() => {
+      sup.workerFor(diff.topic).request(diff).then(answer, failed);
+    }, failed);
+  });
 
   app.post(
     '/v0/topics/:topic/delete',
@@ -163,4 +158,69 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendJson(req, reply, 200, body);
     }),
   );
+}
+
+/** What a diff does with its result: a callback that keeps only these (it waits as long as a long-poll). */
+function diffAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, longPoll: boolean): (r: TopicResult) => void {
+  return (result) => {
+    if (result.ok) metrics.diffLatency.observe(longPoll ? 'true' : 'false', nowMs() - req.startedAt);
+    sendResult(req, reply, result);
+  };
+}
+
+let lastWaitId = 0;
+
+/**
+ * A long-poll's answer, counted in `spool_long_polls_waiting` until it comes. When the client
+ * leaves first (the response closes unanswered), its worker is told (cancelWait) and answers it
+ * at once, so a gone client holds nothing for the rest of its wait.
+ */
+function longPollAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, sup: Supervisor, diff: DiffRequest) {
+  const send = diffAnswer(req, reply, metrics, true);
+  const sendError = toErrorHandler(reply);
+  const topic = diff.topic;
+  const waitId = (diff.waitId = ++lastWaitId);
+  let answered = false;
+  metrics.longPollsWaiting++;
+  reply.raw.on('close', () => {
+    if (answered) return;
+    sup
+      .workerFor(topic)
+      .request({ op: 'cancelWait', topic, waitId })
+      .catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
+  });
+  const settle = () => {
+    answered = true;
+    metrics.longPollsWaiting--;
+  };
+  return {
+    answer: (result: TopicResult) => (settle(), send(result)),
+    // The request failed (an abandoned worker): nothing is parked, and the count goes down too.
+    failed: (err: unknown) => (settle(), sendError(err)),
+  };
+}
+
+/** Fastify's error handler for a rejection, as for a rejected async handler. */
+function toErrorHandler(reply: FastifyReply): (err: unknown) => void {
+  return (err) => void reply.send(err);
+}
+
+/** The checked body of a diff (400s thrown as HttpError), as the worker's request. */
+function diffRequest(req: FastifyRequest): DiffRequest {
+  const raw = checkBody(req, true);
+  const topic = topicParam(req);
+  const b = check(validateDiff, parseSmallBody(raw, req));
+  checkOneStart(b, 'from_ts');
+  return {
+    op: 'diff',
+    topic,
+    fromSeq: b.from_seq ?? 0,
+    limit: b.limit ?? 0,
+    nodes: b.node === undefined ? null : Array.isArray(b.node) ? b.node : [b.node],
+    includeTags: b.include_tags ?? false,
+    includeMeta: b.include_meta ?? true,
+    waitMs: Math.min(b.wait_ms ?? 0, WAIT_MS_MAX),
+    maxBatchBytes: b.max_batch_bytes ?? 0,
+    ...(b.from_ts !== undefined ? { fromTsMs: b.from_ts } : {}),
+  };
 }

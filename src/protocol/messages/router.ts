@@ -1,6 +1,6 @@
 // Router messages (docs/API.md "Routers"; docs/ARCHITECTURE.md "Routers"): what main's RouterRegistry tells a source topic's actor,
 // what a forwarder sends a dest topic's actor (on the same worker or over a peer port) and what
-// comes back. Plain data; the forward's copies ride in an ordinary append body.
+// comes back. Plain data; the forward's copies ride in the append body as a record section.
 
 /** The delete match language (docs/API.md "Record delete"): Eq tag, or Glob literal prefix (trailing `*` removed). */
 export interface TagMatch {
@@ -45,6 +45,19 @@ export interface ForwardInfo {
    * were lost before they were forwarded; the batch is one marker record, not copies.
    */
   lost?: number;
+  /** Copies (not a trim notice): the append's body is not JSON but a record section. */
+  copies?: CopyLayout;
+}
+
+/**
+ * Where a copy batch's records sit in its body: `count` records in the APPEND frame's record
+ * layout (docs/FORMAT.md) at [offset, offset + bytes). The bytes before are room for the dest's
+ * frame header and the 7 after for its padding, so the dest frames the batch where it lies.
+ */
+export interface CopyLayout {
+  count: number;
+  offset: number;
+  bytes: number;
 }
 
 /** A dest's answer to a forward or a probe: how far it holds this router's copies. */

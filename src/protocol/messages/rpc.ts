@@ -46,6 +46,18 @@ export interface DiffRequest {
    * (timeSeek.ts), and `fromSeq` is ignored. Absent: a read from `fromSeq`.
    */
   fromTsMs?: number;
+  /** A long-poll's id on main (unique per process), named by a CancelWaitRequest when its client leaves. */
+  waitId?: number;
+}
+
+/**
+ * The client of a parked long-poll went away: it answers now (to nobody) instead of at
+ * `wait_ms`, so it holds nothing for the rest of its wait. Replied ok in any case.
+ */
+export interface CancelWaitRequest {
+  op: 'cancelWait';
+  topic: string;
+  waitId: number;
 }
 
 /**
@@ -279,6 +291,7 @@ export type QueueRequest =
 export type TopicRequest =
   | AppendRequest
   | DiffRequest
+  | CancelWaitRequest
   | SeekRequest
   | StateRequest
   | PutRequest
