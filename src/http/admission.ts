@@ -228,6 +228,9 @@ export class Admission {
   gateHookFor(rule: RouteRule, isAppend: boolean): (req: FastifyRequest, reply: FastifyReply, done: () => void) => void {
     const waitField = rule.waitField === undefined ? undefined : Buffer.from(JSON.stringify(rule.waitField));
     const consumes = rule.consumes;
+    // A held slot's release on the response's close, one function per route: `close` comes once
+    // per response, so `on` with it allocates nothing per request (`once` wraps each listener).
+    const leaveOnClose = (): void => this.pressure.gate.leave();
     return (req, reply, done) => {
       const hold = rule.gate === 'hold' && !(waitField !== undefined && rawBody(req).includes(waitField));
       const topic = (req.params as Record<string, string>).topic ?? '';
@@ -235,11 +238,11 @@ export class Admission {
       if (consumes === 'always' || (consumes === 'touch' && !/[?&]touch=(false|0)(&|$)/.test(req.url))) book.consumed(topic, now());
       // Without pressure (nothing parked) a request runs at once: a held slot is counted and given
       // back when the response closes; a passing one needs nothing. No priority, no admission
-      // object, no closure but the one listener (this hook runs for every topic request).
+      // object, no closure (this hook runs for every topic request).
       if (gate.runsAtOnce) {
         if (hold) {
           gate.enterNow();
-          reply.raw.once('close', () => gate.leave());
+          reply.raw.on('close', leaveOnClose);
         }
         return done();
       }

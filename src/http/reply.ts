@@ -6,6 +6,8 @@ import type { PerfFields, TopicResult } from '../protocol/messages/rpc.js';
 import { nowMs, roundMs } from '../core/stopwatch.js';
 import { pageCapacity, returnPage } from '../core/pagePool.js';
 import { sendDirectJson } from './rawReply.js';
+import { copyPerformanceTail, writePerformanceTail } from './performanceTail.js';
+export { performanceTail } from './performanceTail.js';
 import './requestMetrics.js'; // FastifyRequest.spoolError
 import './bodyFields.js'; // FastifyRequest.unknownFields
 
@@ -33,28 +35,6 @@ export function perfBlock(req: FastifyRequest, extra: PerfFields = {}): Record<s
   // Parked behind the pressure gate on main, plus any wait for WAL credit in the worker.
   if (req.throttleWaitMs !== undefined) out.throttle_wait_ms = roundMs(req.throttleWaitMs + (extra.throttle_wait_ms ?? 0));
   return out;
-}
-
-/**
- * `,"performance":{…}}`: the text JSON.stringify gives for perfBlock(req, extra), written
- * directly (no object, no stringify: this runs for every reply of a topic request).
- */
-export function performanceTail(req: FastifyRequest, extra: PerfFields): string {
-  let s = `,"performance":{"server_total_ms":${num(roundMs(nowMs() - (req.startedAt ?? nowMs())))}`;
-  const waited = req.throttleWaitMs;
-  for (const k in extra) {
-    let v = extra[k as keyof PerfFields];
-    if (v === undefined) continue;
-    if (k === 'throttle_wait_ms' && waited !== undefined) v = roundMs(waited + v);
-    s += `,"${k}":${num(v)}`;
-  }
-  if (waited !== undefined && extra.throttle_wait_ms === undefined) s += `,"throttle_wait_ms":${num(roundMs(waited))}`;
-  return `${s}}}`;
-}
-
-/** A number as JSON writes it. */
-function num(v: number): string {
-  return Number.isFinite(v) ? String(v) : 'null';
 }
 
 export function sendError(req: FastifyRequest, reply: FastifyReply, e: ErrorResult | HttpError, withPerf = true): FastifyReply {
@@ -88,19 +68,19 @@ export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicRes
   if (r.stamps && req.stamps) Object.assign(req.stamps, r.stamps); // stage clock (debug)
   if (!r.ok) return sendError(req, reply, r);
   if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
-  const tail = performanceTail(req, r.perf); // ASCII
+  const tailBytes = writePerformanceTail(req, r.perf); // ASCII, in a scratch buffer until copied
   const n = r.json.byteLength;
   const cap = pageCapacity(r.json);
   let body: Buffer;
-  if (cap - n >= tail.length) {
+  if (cap - n >= tailBytes) {
     const page = r.json.buffer as ArrayBuffer;
-    body = Buffer.from(page, 0, n + tail.length);
-    body.write(tail, n, 'latin1');
+    body = Buffer.from(page, 0, n + tailBytes);
+    copyPerformanceTail(body, n, tailBytes);
     reply.raw.once('finish', () => returnPage(page));
   } else {
-    body = Buffer.allocUnsafe(n + tail.length);
+    body = Buffer.allocUnsafe(n + tailBytes);
     body.set(r.json, 0);
-    body.write(tail, n, 'latin1');
+    copyPerformanceTail(body, n, tailBytes);
   }
   if (sendDirectJson(req, reply, r.status, body)) return reply;
   return reply.code(r.status).header('content-type', 'application/json; charset=utf-8').send(body);

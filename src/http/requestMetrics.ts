@@ -38,25 +38,58 @@ class CountedLabels<L extends string> {
 
   /** Counts one under `key`, which must join exactly the values of `labels`. */
   inc(key: string, labels: () => Record<L, string>): void {
-    const c = this.cells.get(key);
-    if (c) c.n++;
-    else this.cells.set(key, { labels: labels(), n: 1 });
+    this.cell(key, labels).n++;
+  }
+
+  /** The cell counted under `key` (made with a count of 0 on first use); its `n` may be kept and counted directly. */
+  cell(key: string, labels: () => Record<L, string>): { n: number } {
+    let c = this.cells.get(key);
+    if (!c) this.cells.set(key, (c = { labels: labels(), n: 0 }));
+    return c;
+  }
+}
+
+/**
+ * The answered-requests counter, its cells found by route, method and status in nested maps:
+ * no key string and no closure per request (a joined key and the labels closure were most of
+ * this file's allocations per request, docs/PERFORMANCE.md "Allocations per request").
+ */
+class RequestCounts {
+  private readonly labeled: CountedLabels<'route' | 'method' | 'code'>;
+  private readonly byRoute = new Map<string, Map<string, Map<number, { n: number }>>>();
+
+  constructor(labeled: CountedLabels<'route' | 'method' | 'code'>) {
+    this.labeled = labeled;
+  }
+
+  inc(route: string, method: string, status: number): void {
+    let byMethod = this.byRoute.get(route);
+    if (!byMethod) this.byRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+    const cell = byStatus.get(status);
+    if (cell) return void cell.n++;
+    const made = this.labeled.cell(`${route} ${method} ${status}`, () => ({ route, method, code: String(status) }));
+    made.n++;
+    byStatus.set(status, made);
   }
 }
 
 export class RequestMetrics {
-  private readonly requests: CountedLabels<'route' | 'method' | 'code'>;
+  private readonly requests: RequestCounts;
   private readonly errors: CountedLabels<'route' | 'code'>;
   private readonly throttled: CountedLabels<'cause'>;
   private readonly duration: LabeledHistogram;
   readonly totals = { requests: 0, client_errors: 0, server_errors: 0 };
 
   constructor(registry: client.Registry) {
-    this.requests = new CountedLabels(
-      'spool_http_requests_total',
-      'Answered HTTP requests by route template, method and status code.',
-      ['route', 'method', 'code'],
-      registry,
+    this.requests = new RequestCounts(
+      new CountedLabels(
+        'spool_http_requests_total',
+        'Answered HTTP requests by route template, method and status code.',
+        ['route', 'method', 'code'],
+        registry,
+      ),
     );
     this.errors = new CountedLabels(
       'spool_http_errors_total',
@@ -89,7 +122,7 @@ export class RequestMetrics {
     const route = RequestMetrics.route(req);
     const status = reply.statusCode;
     const method = req.method;
-    this.requests.inc(`${route} ${method} ${status}`, () => ({ route, method, code: String(status) }));
+    this.requests.inc(route, method, status);
     this.totals.requests++;
     if (status >= 500) this.totals.server_errors++;
     else if (status >= 400) this.totals.client_errors++;

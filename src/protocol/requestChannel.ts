@@ -197,13 +197,23 @@ export class RequestClient {
   }
 }
 
+/** How the worker's end is told a request's result without a promise: its channel id and the result. */
+export type Answer = (id: number, r: TopicResult) => void;
+
 /**
  * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
  * go back together. `handle` must not throw for a request's own errors (they are results); a
  * throw is a bug and becomes an `internal` error result so the caller never hangs. `flush()` sends
  * the results settled so far at once (the WAL link calls it before its own post of the turn).
+ * `answerWith`, when given, takes the requests instead of `handle` (unless the stage clock is on)
+ * and calls `answer(id, result)` once per request: no promise, no closures per request
+ * (docs/PERFORMANCE.md "Allocations per request").
  */
-export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => Promise<TopicResult>): { flush(): void } {
+export function serveRequests(
+  port: MessagePort,
+  handle: (req: TopicRequest) => Promise<TopicResult>,
+  answerWith?: (req: TopicRequest, id: number, answer: Answer) => void,
+): { flush(): void } {
   let ids: number[] = [];
   let results: TopicResult[] = [];
   let flushScheduled = false;
@@ -221,7 +231,7 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
     port.postMessage(batch.msg, batch.transfers);
   };
 
-  const settle = (id: number, r: TopicResult): void => {
+  const settle: Answer = (id, r) => {
     ids.push(id);
     results.push(r);
     if (!flushScheduled) {
@@ -245,6 +255,14 @@ export function serveRequests(port: MessagePort, handle: (req: TopicRequest) => 
         sharedAt = end;
       }
       const id = m.ids[i]!;
+      if (answerWith && !stageClock.on) {
+        try {
+          answerWith(w as TopicRequest, id, settle);
+        } catch (err) {
+          settle(id, fail('internal', (err as Error).message));
+        }
+        continue;
+      }
       const handled = handle(w as TopicRequest);
       if (stageClock.on) {
         const st = { wrecv, stepped: stageClock.now() };

@@ -64,6 +64,16 @@ export interface ActorHostDeps {
   log?: (msg: string) => void;
 }
 
+/** A request of the request channel waiting for its reply: its channel id and where it goes. */
+class ChannelAnswer {
+  constructor(
+    readonly token: number,
+    readonly answer: (token: number, r: TopicResult) => void,
+  ) {}
+}
+
+type ReplyTo = ((r: TopicResult) => void) | ChannelAnswer;
+
 export class ActorHost implements HostServices {
   /** The worker's actors by topic name; only the host adds and drops them (others read). */
   readonly actorsByName = new Map<string, TopicActor>();
@@ -76,7 +86,8 @@ export class ActorHost implements HostServices {
   private readonly seedTraced = new Set<TopicActor>();
   /** Step contexts not in use: one is bound to an actor per input (steps may nest). */
   private readonly freeSteps: StepSlot[] = [];
-  private readonly replies = new Map<number, (r: TopicResult) => void>();
+  /** What settles each request still waiting for its reply: a promise's resolve, or a channel answer. */
+  private readonly replies = new Map<number, ReplyTo>();
   /** Actors whose step is running (steps nest): an actor is never dropped inside its own step. */
   private readonly stepping: TopicActor[] = [];
   /** Peer requests that arrived before `serve()` (recovery); undefined once serving. */
@@ -195,6 +206,30 @@ export class ActorHost implements HostServices {
   }
 
   /**
+   * `request` without a promise, for the request channel (serveRequests' `answerWith`):
+   * `answer(token, result)` runs once, from the reply's step. A throw of the step (a bug) leaves
+   * no reply waiting; the channel answers it `internal`.
+   */
+  requestTo(req: TopicRequest, token: number, answer: (token: number, r: TopicResult) => void): void {
+    const reqId = this.nextReqId++;
+    this.replies.set(reqId, new ChannelAnswer(token, answer));
+    try {
+      // A sleeping topic wakes first; requests that find it waking wait for the same wake, in order.
+      const waking = this.dormancy.wakeFor(req.topic);
+      if (!waking) return this.input(this.actorFor(req.topic), { k: 'req', reqId, req });
+      waking.then(
+        () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
+        (err: Error) => {
+          if (this.replies.delete(reqId))
+            answer(token, fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
+        },
+      );
+    } catch (err) {
+      if (this.replies.delete(reqId)) throw err;
+    }
+  }
+
+  /**
    * Feeds one input to an actor: the only way actor code runs. Traced when tracing is on; the
    * step that first uses an actor's RNG (after a boot or a recovery) records the seed it came
    * from, so replay reseeds exactly there, for topics recovered and created alike.
@@ -260,14 +295,15 @@ export class ActorHost implements HostServices {
   }
 
   sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
-    const resolve = this.replies.get(reqId);
-    if (!resolve) return;
+    const to = this.replies.get(reqId);
+    if (!to) return;
     this.replies.delete(reqId);
     const fsync = frameNo !== undefined && actor.durableFrameNo >= frameNo && actor.current?.config.durability === 'fsync';
     const perf = this.wal.perf(actor, reqId, frameNo, fsync);
     if (result.ok && perf) Object.assign(result.perf, perf);
     if (stageClock.on) result.stamps = this.wal.stamps(actor, frameNo);
-    resolve(result);
+    if (typeof to === 'function') to(result);
+    else to.answer(to.token, result);
   }
 
   /** Writes a frame to its segment; once there, its texts may leave memory. */

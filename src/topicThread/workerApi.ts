@@ -151,7 +151,11 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
         : undefined,
   });
   const replayed = host.recovery.replayed;
-  const requests = serveRequests(data.requestPort, (req) => host.request(req));
+  const requests = serveRequests(
+    data.requestPort,
+    (req) => host.request(req),
+    (req, id, answer) => host.requestTo(req, id, answer),
+  );
   host.wal.beforeSubmit = requests.flush;
   const stopGauges = startGaugeSampler(gauges, data.workerIndex, {
     liveBytes: data.sampleLiveBytes ? () => host.liveBytes() : undefined,

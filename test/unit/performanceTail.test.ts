@@ -1,4 +1,4 @@
-// The performance block of a worker's reply (src/http/reply.ts performanceTail) is written as text
+// The performance block of a worker's reply (src/http/performanceTail.ts) is written as bytes
 // for speed; it must be exactly what JSON.stringify makes of perfBlock, key order included.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +20,10 @@ test('performanceTail writes what JSON.stringify(perfBlock) writes', () => {
     { wal_append_ms: 1e-7, fsync_ms: 123456.789 },
     { wal_append_ms: Number.NaN },
     { wal_append_ms: undefined, fsync_ms: 2 },
+    { wal_append_ms: 0.05, fsync_ms: 0.001 },
+    { wal_append_ms: 10.1, fsync_ms: 7, records_scanned: 0 },
+    { wal_append_ms: 0.01, fsync_ms: 2 ** 40 + 0.5 },
+    { wal_append_ms: -0, fsync_ms: -1.5 },
   ];
   for (const waited of [undefined, 0, 3.25]) {
     for (const extra of extras) {

@@ -2,11 +2,13 @@
 // the requests of one turn leave as one message, the results settled in one turn come back as one
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
 // copied into one shared buffer per batch (big whole ones transferred), a handler that throws answers `internal` instead of leaving the caller hanging, and
-// an abandoned channel settles nothing more; reply pages make the round trip (src/core/pagePool.ts).
+// an abandoned channel settles nothing more; a request may be answered on the worker end without
+// a promise (answerWith); reply pages make the round trip (src/core/pagePool.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/protocol/requestChannel.js';
+import type { ErrorResult } from '../../src/protocol/errors.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 
@@ -192,6 +194,39 @@ test('abandon leaves pending requests unsettled and refuses later ones', async (
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(settled, false, 'an abandoned request never settles');
   await assert.rejects(client.request({ op: 'state', topic: 'x', touch: false }), /abandoned/);
+});
+
+test('answerWith takes the requests on the worker end: answered now or later, a throw answers internal', async () => {
+  const ch = new MessageChannel();
+  const later: [number, (id: number, r: TopicResult) => void][] = [];
+  serveRequests(
+    ch.port2,
+    async () => ok('{"by":"handle"'),
+    (req, id, answer) => {
+      if (req.topic === 'boom') throw new Error('a bug');
+      if (req.topic === 'later') later.push([id, answer]);
+      else answer(id, ok(`{"now":"${req.topic}"`));
+    },
+  );
+  const client = new RequestClient(ch.port1);
+  try {
+    const now = client.request({ op: 'state', topic: 'a', touch: false });
+    const boom = client.request({ op: 'state', topic: 'boom', touch: false });
+    const delayed = client.request(append('later', new Uint8Array(Buffer.from('{"records":[]}'))));
+    const a = await now;
+    assert.ok(a.ok);
+    assert.equal(Buffer.from(a.json).toString(), '{"now":"a"', 'answered by answerWith, not handle');
+    const b = await boom;
+    assert.equal(b.ok, false);
+    assert.equal((b as ErrorResult).code, 'internal');
+    assert.equal(later.length, 1);
+    later[0]![1](later[0]![0], ok('{"later":true'));
+    const c = await delayed;
+    assert.ok(c.ok);
+    assert.equal(Buffer.from(c.json).toString(), '{"later":true');
+  } finally {
+    ch.port1.close();
+  }
 });
 
 test('a reply page crosses whole, keeps its slack, and comes back with the next request batch', async () => {

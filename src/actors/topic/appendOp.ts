@@ -247,9 +247,3 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
   if (head.tsMs > inst.lastTsMs) inst.lastTsMs = head.tsMs;
   return total;
 }
-
-export function renderSeqs(firstSeq: number, count: number): string {
-  const parts = new Array<string>(count);
-  for (let i = 0; i < count; i++) parts[i] = String(firstSeq + i);
-  return parts.join(',');
-}

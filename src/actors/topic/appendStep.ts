@@ -7,10 +7,11 @@ import { fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
 import type { AppendRequest, OkResult } from '../../protocol/messages/rpc.js';
 import type { CopyLayout } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
-import { okJson, writeRefusal, type ActorCore } from './actorCore.js';
+import { writeRefusal, type ActorCore } from './actorCore.js';
 import { parseAppendBody, type ParsedAppend } from './appendParse.js';
 import { DEAD_LETTER_STAMPS, NO_ALLOWANCE } from './appendRecord.js';
-import { activePlacement, encodeBatch, encodeCopyBatch, renderSeqs, type EncodedBatch } from './appendOp.js';
+import { activePlacement, encodeBatch, encodeCopyBatch, type EncodedBatch } from './appendOp.js';
+import { appendReplyBytes } from './appendReply.js';
 import { resolveConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import type { TopicInstance } from './instance.js';
 import { createInstance, tooManyTopics } from './lifecycle.js';
@@ -65,19 +66,6 @@ function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, size: () =
   });
 }
 
-function appendJson(
-  a: ActorCore,
-  inst: TopicInstance,
-  firstSeq: number,
-  count: number,
-  returnSeqs: boolean,
-  created: boolean,
-  deduped: boolean,
-): string {
-  const seqs = returnSeqs ? `,"seqs":[${renderSeqs(firstSeq, count)}]` : '';
-  return `{"topic":${JSON.stringify(a.name)},"first_seq":${firstSeq},"last_seq":${firstSeq + count - 1}${seqs},"head_seq":${inst.head},"count":${count},"created":${created},"deduped":${deduped}`;
-}
-
 /** docs/API.md "Authentication": a `config.dead_letter` outside the key's allowlist is 403 naming it, right after the parse. */
 function deadLetterRefused(req: AppendRequest, p: ParsedAppend): ErrorResult | undefined {
   const cfg = p.config as { dead_letter?: unknown } | undefined;
@@ -129,7 +117,15 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
       return a.gate(ctx, target, { reqId, needHead: last }, (c) =>
         c.reply(
           reqId,
-          withUnknown(okJson(200, appendJson(a, target, prior.firstSeq, prior.count, req.returnSeqs, false, true)), p.unknownFields),
+          withUnknown(
+            {
+              ok: true,
+              status: 200,
+              json: appendReplyBytes(a.name, prior.firstSeq, prior.count, target.head, req.returnSeqs, false, true),
+              perf: {},
+            },
+            p.unknownFields,
+          ),
         ),
       );
     }
@@ -221,7 +217,7 @@ function commitBatch(
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {
     // The class rides along for the append-latency histogram on main (metrics by class).
-    const json = Buffer.from(appendJson(a, target, batch.firstSeq, count, req.returnSeqs, created, false), 'utf8');
+    const json = appendReplyBytes(a.name, batch.firstSeq, count, target.head, req.returnSeqs, created, false);
     const r = withUnknown({ ok: true, status: created ? 201 : 200, json, perf: {}, durability: cls }, unknownFields);
     if (req.forward) r.forward = ackAfterAppend(target, req.forward);
     c.reply(reqId, r, frameNo || undefined);
