@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../support/simActor.js';
 import { defaultConfig } from '../../src/protocol/topicConfig.js';
+import type { DiffRequest } from '../../src/protocol/messages/rpc.js';
 
 function cfg(durability: 'ephemeral' | 'memory' | 'disk' | 'fsync') {
   return { ...defaultConfig(), durability, durable: durability === 'fsync' };
@@ -14,6 +15,22 @@ function created(sim: SimActor, durability: 'ephemeral' | 'memory' | 'disk' | 'f
   assert.equal(sim.reply(id), undefined, 'create waits for its durable frame');
   sim.ackAll();
   assert.equal(sim.reply(id).status, 201);
+}
+
+/** A diff of the whole page from `fromSeq`, parked up to `waitMs` (0: answered at once). */
+function diffOf(fromSeq: number, waitMs: number, extra: Partial<DiffRequest> = {}): never {
+  const req: Omit<DiffRequest, 'topic'> = {
+    op: 'diff',
+    fromSeq,
+    limit: 0,
+    nodes: null,
+    includeTags: false,
+    includeMeta: true,
+    waitMs,
+    maxBatchBytes: 0,
+    ...extra,
+  };
+  return req as never;
 }
 
 test('disk: visible and acked when written, after the reservation is durable', () => {
@@ -106,16 +123,7 @@ test('idempotency: a retry gets the original seqs, deduped, nothing appended', (
 test('long-poll diff parks with a timer and wakes on visibility', () => {
   const sim = new SimActor();
   created(sim, 'memory');
-  const d = sim.send({
-    op: 'diff',
-    fromSeq: 0,
-    limit: 0,
-    nodes: null,
-    includeTags: false,
-    includeMeta: true,
-    waitMs: 5000,
-    maxBatchBytes: 0,
-  } as never);
+  const d = sim.send(diffOf(0, 5000));
   assert.equal(sim.reply(d), undefined);
   assert.equal([...sim.timers.values()][0], sim.now + 5000);
   sim.append({ records: [{ data: 'x' }] });
@@ -124,16 +132,7 @@ test('long-poll diff parks with a timer and wakes on visibility', () => {
   assert.equal(r.body.records.length, 1);
   assert.equal(sim.timers.size, 0, 'timer cancelled');
   // A parked diff with nothing to read answers empty when its timer fires.
-  const d2 = sim.send({
-    op: 'diff',
-    fromSeq: 1,
-    limit: 0,
-    nodes: null,
-    includeTags: false,
-    includeMeta: true,
-    waitMs: 100,
-    maxBatchBytes: 0,
-  } as never);
+  const d2 = sim.send(diffOf(1, 100));
   const [timerId] = sim.timers.keys();
   sim.actor.onTimer(sim.ctx(), timerId!);
   assert.deepEqual(sim.reply(d2).body.records, []);
@@ -145,18 +144,7 @@ test('cancelWait: a parked long-poll whose client left answers at once and drops
   created(sim, 'memory');
   sim.append({ records: [{ data: 1 }] });
   sim.ackAll();
-  const poll = (waitId: number) =>
-    sim.send({
-      op: 'diff',
-      fromSeq: 1,
-      limit: 0,
-      nodes: null,
-      includeTags: false,
-      includeMeta: true,
-      waitMs: 30_000,
-      maxBatchBytes: 0,
-      waitId,
-    } as never);
+  const poll = (waitId: number) => sim.send(diffOf(1, 30_000, { waitId }));
   const gone = poll(7);
   const stays = poll(8);
   assert.equal(sim.timers.size, 1, 'one timer for all the long-polls of a topic');
@@ -178,8 +166,7 @@ test('long-polls share one timer armed for the earliest deadline; each answers a
   created(sim, 'memory');
   sim.append({ records: [{ data: 1 }] });
   sim.ackAll();
-  const poll = (waitMs: number) =>
-    sim.send({ op: 'diff', fromSeq: 1, limit: 0, nodes: null, includeTags: false, includeMeta: true, waitMs, maxBatchBytes: 0 } as never);
+  const poll = (waitMs: number) => sim.send(diffOf(1, waitMs));
   /** The host forgets a timer when it fires. */
   const fire = () => {
     const [id] = sim.timers.keys();
@@ -211,16 +198,7 @@ test('$ts never decreases within a topic even if the clock steps back', () => {
   sim.now -= 10_000;
   sim.append({ records: [{ data: 2 }] });
   sim.ackAll();
-  const d = sim.send({
-    op: 'diff',
-    fromSeq: 0,
-    limit: 0,
-    nodes: null,
-    includeTags: false,
-    includeMeta: true,
-    waitMs: 0,
-    maxBatchBytes: 0,
-  } as never);
+  const d = sim.send(diffOf(0, 0));
   const [a, b] = sim.reply(d).body.records;
   assert.ok(b.$ts >= a.$ts);
 });
