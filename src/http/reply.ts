@@ -7,7 +7,6 @@ import { nowMs, roundMs } from '../core/stopwatch.js';
 import { pageCapacity, returnPage } from '../core/pagePool.js';
 import { sendDirectJson } from './rawReply.js';
 import { copyPerformanceTail, writePerformanceTail } from './performanceTail.js';
-export { performanceTail } from './performanceTail.js';
 import './requestMetrics.js'; // FastifyRequest.spoolError
 import './bodyFields.js'; // FastifyRequest.unknownFields
 

@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyRequest } from 'fastify';
-import { perfBlock, performanceTail } from '../../src/http/reply.js';
+import { perfBlock } from '../../src/http/reply.js';
+import { performanceTail } from '../../src/http/performanceTail.js';
 import type { PerfFields } from '../../src/protocol/messages/rpc.js';
 import { nowMs } from '../../src/core/stopwatch.js';
 
