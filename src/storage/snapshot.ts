@@ -26,8 +26,6 @@ const HEADER = 24;
 /** The CRC of a section is checked this many bytes at a time, the event loop served in between. */
 const CRC_SLICE_BYTES = 8 << 20;
 
-export type { TopicPart, DormantTopic } from '../format/topicPart.js';
-
 export interface SnapshotBody {
   version: 1 | 2;
   epoch: number;

@@ -10,11 +10,12 @@ import path from 'node:path';
 import type { Fs } from './fs.js';
 import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
-import { decodeSnapshot, type SnapshotBody, type TopicPart } from './snapshot.js';
+import { decodeSnapshot, type SnapshotBody } from './snapshot.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
 import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
-import { findValidFrameAfter } from '../wal/scan.js';
+import { findValidFrameAfter } from '../wal/scanRepair.js';
 import { RouterEvidence, checkRouters } from './verifyRouters.js';
 
 export interface VerifyReport {

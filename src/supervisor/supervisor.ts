@@ -18,7 +18,8 @@ import { newSharedCounters, PACK_NO_SLOT, STORAGE_STATE_SLOT, TOPICS_SLOT } from
 import type { WalStats } from '../wal/groupCommit.js';
 import type { WatchEvent, WorkerEvents, WorkEvent } from '../protocol/messages/events.js';
 import type { DrainResult } from '../protocol/messages/rpc.js';
-import { readNewestSnapshot, type LoadedSnapshot, type TopicPart } from '../storage/snapshot.js';
+import { readNewestSnapshot, type LoadedSnapshot } from '../storage/snapshot.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { readSection, sectionTopicIds } from '../storage/snapshotSectionReader.js';
 import { Checkpointer } from './checkpoint.js';
 import { stageClock, stageOriginNs } from '../core/stageClock.js';

@@ -18,7 +18,7 @@ import { applyInput, ActorInput } from '../actors/topic/inputs.js';
 import { probeFrame, readAppendHead } from '../format/frame.js';
 import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
-import type { TopicPart } from '../storage/snapshot.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { HotCache, RECORD_TEXT_OVERHEAD_BYTES } from './hotCache.js';
 import { EventsOutbox } from './eventsOutbox.js';
 import { PeerLink } from './peers.js';

@@ -14,7 +14,7 @@ import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { ReplayStats } from '../actors/topic/replay.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../format/frame.js';
 import { FrameType } from '../format/constants.js';
-import type { DormantTopic, TopicPart } from '../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../format/topicPart.js';
 import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSectionReader.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';

@@ -21,7 +21,7 @@ import { PACK_NO_SLOT, STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX } from '../actors/topic/appendOp.js';
 import { isDiskFull, type Fs } from '../storage/fs.js';
 import { SpaceWaits, StorageState, storageStateOf } from '../storage/storageState.js';
-import type { TopicPart } from '../storage/snapshot.js';
+import type { TopicPart } from '../format/topicPart.js';
 import { TraceWriter } from '../replay/traceWriter.js';
 
 export interface WorkerThreadData {

@@ -20,8 +20,6 @@ import { alignUp, decodeJsonBody, FrameView, probeFrame } from '../format/frame.
 import { CorruptionError } from '../core/corruption.js';
 import { allZero, freeZeroTails, onBadHeader, repairTail, type ScanFiles } from './scanRepair.js';
 
-export { findValidFrameAfter } from './scanRepair.js';
-
 /**
  * Recovery without a usable snapshot replays the WAL from its start; that is whole only if the
  * log still begins at file 1 (a WAL file is unlinked only once a snapshot covers it). Otherwise

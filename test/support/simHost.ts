@@ -19,7 +19,7 @@ import type { WorkEvent } from '../../src/protocol/messages/events.js';
 import { seededRng, type Rng } from '../../src/core/rng.js';
 import { decodeJsonBody, probeFrame } from '../../src/format/frame.js';
 import { FrameType } from '../../src/format/constants.js';
-import type { TopicPart } from '../../src/storage/snapshot.js';
+import type { TopicPart } from '../../src/format/topicPart.js';
 import type { LoadedSegment } from '../../src/storage/segmentLoad.js';
 import { CopyBuilder, walkSegment, type Relocation } from '../../src/storage/compactFrames.js';
 import { SlotState } from '../../src/actors/topic/seqIndex.js';

@@ -8,7 +8,7 @@
 // a wake needs without the index.
 // Pure: what may sleep, the record, and the reports of a sleeping topic.
 import type { StatsTotals, TopicStats, TopicSummary } from '../../protocol/messages/rpc.js';
-import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../../format/topicPart.js';
 import type { TopicInstance } from './instance.js';
 import { retentionFields } from './retention.js';
 import { priorityOf } from './topicState.js';

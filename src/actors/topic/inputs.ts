@@ -10,7 +10,7 @@ import { probeFrame } from '../../format/frame.js';
 import { finishInstanceRecovery, loadInstance, loadPackedFrame, loadSegment, replayFrame } from './replay.js';
 import { afterQueueRecovery } from '../queue/queueSteps.js';
 import { sealActive, type SegmentLimits } from './appendOp.js';
-import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../../format/topicPart.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { CorruptionError } from '../../core/corruption.js';
 

@@ -15,7 +15,7 @@ import { applyCaps, deleteRecords, deleteSeqs, retentionFields, type MatchSpec }
 import { decodeLeases } from '../../format/leasesFrame.js';
 import { finishQueueRecovery, loadQueuePart, queuePart, replayLeases } from '../queue/leasesLog.js';
 import type { TopicActor } from './topicActor.js';
-import type { DormantTopic, TopicPart } from '../../storage/snapshot.js';
+import type { DormantTopic, TopicPart } from '../../format/topicPart.js';
 import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { walkSegment } from '../../storage/compactFrames.js';
 import { probeFrame } from '../../format/frame.js';

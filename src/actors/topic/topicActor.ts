@@ -31,8 +31,6 @@ import { noDeadLetterTopic } from './redriveSource.js';
 import { redriveDeleteStep } from './redriveDelete.js';
 import assert from 'node:assert/strict';
 
-export type { ActorOptions } from './actorCore.js';
-
 export class TopicActor implements ActorCore {
   current: TopicInstance | undefined;
   /** Instances deleted while frames were in flight; kept until their gates drain (else undefined). */
