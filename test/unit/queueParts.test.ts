@@ -12,7 +12,7 @@
 //   readyAt, stale heap entries after extend / unlease / re-delay are skipped, popReclaim ascending
 //   and skipping what is not claimable, nextDueMs, forget clears every structure, byConn counts;
 // - deadLetterBody (deadLetter.ts): the body it builds from a stored record parses with
-//   DEAD_LETTER_STAMPS (appendParse.ts) for meta absent, `{}`, and a full meta (64 keys, 16 KiB,
+//   DEAD_LETTER_STAMPS (appendRecord.ts) for meta absent, `{}`, and a full meta (64 keys, 16 KiB,
 //   which only the allowance admits), the stamps first and the original meta verbatim.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
