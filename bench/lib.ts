@@ -6,11 +6,12 @@
 // (starts with `{`) and the final Markdown table (lines start with `|`).
 import http from 'node:http';
 import net from 'node:net';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnServer, waitForPort, waitForReady, type SpawnSpec } from '../test/support/serverProcess.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** dist/bench → dist/cli.js */
@@ -399,59 +400,32 @@ export class ChildServer {
   static async start(opts: ChildOptions): Promise<ChildServer> {
     const ownsDir = opts.dataDir === undefined;
     const dataDir = opts.dataDir ?? tempDir(`spool-bench-${opts.label}-`);
-    const portFile = `${dataDir}.port`;
-    fs.rmSync(portFile, { force: true });
+    const spec: SpawnSpec = {
+      argv: [process.execPath, ...(opts.nodeArgs ?? []), opts.script, ...(opts.args ?? [])],
+      dataDir,
+      portFile: `${dataDir}.port`,
+      env: opts.env,
+      label: opts.label,
+      stderrTailBytes: 32 * 1024,
+    };
     const t0 = process.hrtime.bigint();
-    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.script, ...(opts.args ?? [])], {
-      env: {
-        ...process.env,
-        SERVICE_HOST: '127.0.0.1',
-        SERVICE_PORT: '0',
-        SERVICE_PORT_FILE: portFile,
-        SERVICE_DATA_DIR: dataDir,
-        ...opts.env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawnServer(spec);
+    const proc = child.proc;
     liveChildren.add(proc);
-    let tail = '';
-    proc.stderr!.on('data', (d: Buffer) => {
-      tail += d.toString();
-      if (tail.length > 64 * 1024) tail = tail.slice(-32 * 1024);
-    });
     const ms = () => Number(process.hrtime.bigint() - t0) / 1e6;
     const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
     try {
-      let port = 0;
-      while (!port) {
-        if (!alive(proc)) throw new Error(`${opts.label} exited early (code ${proc.exitCode}, signal ${proc.signalCode}): ${tail.trim()}`);
-        if (Date.now() > deadline)
-          throw new Error(`${opts.label} did not bind within ${opts.readyTimeoutMs ?? 120_000} ms: ${tail.trim()}`);
-        try {
-          const s = fs.readFileSync(portFile, 'utf8').trim();
-          if (/^\d+$/.test(s)) port = Number(s);
-        } catch {
-          /* not yet */
-        }
-        if (!port) await sleep(5);
-      }
-      fs.rmSync(portFile, { force: true });
-      const srv = new ChildServer(opts.label, proc, dataDir, ownsDir && !opts.keepDir, port, () => tail);
+      const port = await waitForPort(child, spec, deadline, 5);
+      fs.rmSync(spec.portFile, { force: true });
+      const srv = new ChildServer(opts.label, proc, dataDir, ownsDir && !opts.keepDir, port, child.stderr);
       srv.bindMs = ms();
-      for (;;) {
-        if (!alive(proc))
-          throw new Error(`${opts.label} exited before ready (code ${proc.exitCode}, signal ${proc.signalCode}): ${tail.trim()}`);
-        if (Date.now() > deadline) throw new Error(`${opts.label} not ready within ${opts.readyTimeoutMs ?? 120_000} ms: ${tail.trim()}`);
-        const status = await probe(port, opts.readyPath);
-        if (status === 200) break;
-        await sleep(10);
-      }
+      await waitForReady(child, opts.label, port, opts.readyPath, deadline, 10);
       srv.readyMs = ms();
       return srv;
     } catch (err) {
       if (alive(proc)) proc.kill('SIGKILL');
       liveChildren.delete(proc);
-      fs.rmSync(portFile, { force: true });
+      fs.rmSync(spec.portFile, { force: true });
       if (ownsDir) removeDir(dataDir);
       throw err;
     }
@@ -499,19 +473,6 @@ export class ChildServer {
     await this.kill();
     if (this.ownsDir) removeDir(this.dataDir);
   }
-}
-
-/** One GET on a fresh connection; resolves with the status (0 on a connection error). */
-function probe(port: number, p: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.get({ host: '127.0.0.1', port, path: p, agent: false, timeout: 2000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', () => resolve(0));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(0));
-  });
 }
 
 /** Starts `node dist/cli.js serve` with SERVICE_PORT=0 in a fresh (or given) data dir. */

@@ -1,11 +1,12 @@
 // Test harness: spawns the real server (dist/cli.js serve) on a free port with its own data
 // directory, waits for readiness, and offers small fetch helpers. Used by HTTP and crash tests.
 import { after } from 'node:test';
-import { spawn, ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnServer, waitForPort, waitForReady, type SpawnSpec } from '../support/serverProcess.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** dist/test/helpers → dist/cli.js */
@@ -70,55 +71,28 @@ export interface StartOptions {
 
 export async function startServer(opts: StartOptions = {}): Promise<Server> {
   const dataDir = opts.dataDir ?? tempDir();
-  const portFile = opts.portFile ?? path.join(dataDir + '-port');
-  fs.rmSync(portFile, { force: true });
-  const [cmd, ...args] = [...(opts.prefix ?? []), process.execPath, CLI, 'serve'];
-  const proc = spawn(cmd!, args, {
-    env: {
-      ...process.env,
-      SERVICE_HOST: '127.0.0.1',
-      SERVICE_PORT: '0',
-      SERVICE_PORT_FILE: portFile,
-      SERVICE_DATA_DIR: dataDir,
-      ...opts.env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const spec: SpawnSpec = {
+    argv: [...(opts.prefix ?? []), process.execPath, CLI, 'serve'],
+    dataDir,
+    portFile: opts.portFile ?? path.join(dataDir + '-port'),
+    env: opts.env,
+    label: 'server',
+  };
+  const child = spawnServer(spec);
+  const proc = child.proc;
   running.add(proc);
   proc.once('exit', () => running.delete(proc));
-  let err = '';
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   const deadline = Date.now() + 60_000; // generous: a loaded 2-core CI machine starts slowly
-  let port = 0;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`server exited early (${proc.exitCode}): ${err}`);
-    try {
-      const s = fs.readFileSync(portFile, 'utf8').trim();
-      if (/^\d+$/.test(s)) {
-        port = Number(s);
-        break;
-      }
-    } catch {
-      /* not yet */
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  if (!port) throw new Error(`server did not bind: ${err}`);
+  const port = await waitForPort(child, spec, deadline, 20);
   const url = `http://127.0.0.1:${port}`;
-  if (opts.waitReady !== false) {
-    while (Date.now() < deadline) {
-      const r = await fetch(`${url}/v0/ready`).catch(() => undefined);
-      if (r?.status === 200) break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
+  if (opts.waitReady !== false) await waitForReady(child, spec.label, port, '/v0/ready', deadline, 20);
   return {
     url,
     port,
     dataDir,
     proc,
-    stderr: () => err,
+    stderr: child.stderr,
     async stop() {
       if (proc.exitCode === null) proc.kill('SIGTERM');
       return exited;

@@ -25,7 +25,7 @@ async function refused(env: Record<string, string>): Promise<string> {
 
 test('an unknown scope refuses to start, naming the token and not the secret', async () => {
   const msg = await refused({ SERVICE_API_KEYS: 'ok-key, sec-ret-77:reed' });
-  assert.match(msg, /exited early \(2\)/); // a bad setting: exit 2
+  assert.match(msg, /exited early \(code 2,/); // a bad setting: exit 2
   assert.match(msg, /unknown scope \\"reed\\"/); // inside the JSON log line
   assert.ok(!msg.includes('sec-ret-77') && !msg.includes('ok-key'));
 });
