@@ -9,6 +9,7 @@ import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../r
 import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
 import type { DiffRequest, TopicResult, TopicSummary } from '../../protocol/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
+import { LongPoll, type WaitPort } from '../longPoll.js';
 import { nowMs } from '../../core/stopwatch.js';
 import { stageClock } from '../../core/stageClock.js';
 import '../stageHooks.js'; // FastifyRequest.stageTag
@@ -104,14 +105,14 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       throw err;
     }
     if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-    const { answer, failed } =
-      diff.waitMs > 0
-        ? longPollAnswer(req, reply, metrics, sup, diff)
-        : { answer: diffAnswer(req, reply, metrics, false), failed: toErrorHandler(reply) };
+    const worker = sup.workerFor(diff.topic);
+    const poll = diff.waitMs > 0 ? longPoll(req, reply, metrics, worker, diff) : undefined;
+    const answer = poll ? poll.answer : diffAnswer(req, reply, metrics, false);
+    const failed = poll ? poll.failed : toErrorHandler(reply);
     // read-your-writes (docs/API.md "Routers"); the worker's request is not returned from the
     // callback, so no promise waits on it but the one holding `answer`.
     sup.routers.drainInto(diff.topic).then(() => {
-      sup.workerFor(diff.topic).request(diff).then(answer, failed);
+      (poll ? poll.post() : worker.request(diff)).then(answer, failed);
     }, failed);
   });
 
@@ -168,35 +169,21 @@ function diffAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, 
   };
 }
 
-let lastWaitId = 0;
-
 /**
- * A long-poll's answer, counted in `spool_long_polls_waiting` until it comes. When the client
- * leaves first (the response closes unanswered), its worker is told (cancelWait) and answers it
- * at once, so a gone client holds nothing for the rest of its wait.
+ * A long-poll (longPoll.ts): counted in `spool_long_polls_waiting` until its answer comes; when
+ * its client leaves first, its worker answers it at once, so a gone client holds nothing for the
+ * rest of its wait.
  */
-function longPollAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, sup: Supervisor, diff: DiffRequest) {
+function longPoll(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, worker: WaitPort, diff: DiffRequest) {
   const send = diffAnswer(req, reply, metrics, true);
   const sendError = toErrorHandler(reply);
-  const topic = diff.topic;
-  const waitId = (diff.waitId = ++lastWaitId);
-  let answered = false;
-  metrics.longPollsWaiting++;
-  reply.raw.on('close', () => {
-    if (answered) return;
-    sup
-      .workerFor(topic)
-      .request({ op: 'cancelWait', topic, waitId })
-      .catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
-  });
-  const settle = () => {
-    answered = true;
-    metrics.longPollsWaiting--;
-  };
+  const poll = new LongPoll(diff, worker, metrics, () => req.raw.socket.destroyed);
+  poll.watch(reply.raw);
   return {
-    answer: (result: TopicResult) => (settle(), send(result)),
+    post: () => poll.post(),
+    answer: (result: TopicResult) => (poll.settle(), send(result)),
     // The request failed (an abandoned worker): nothing is parked, and the count goes down too.
-    failed: (err: unknown) => (settle(), sendError(err)),
+    failed: (err: unknown) => (poll.settle(), sendError(err)),
   };
 }
 
