@@ -9,8 +9,9 @@
 // common to the processes). The waiters then post again from the new head: BENCH_LONGPOLL_ROUNDS
 // (5) wakes per server, the median of the rounds' p50/p99 reported. Every reply is checked (200,
 // the one new record, `next_from_seq` = the new head).
-// Memory: the server's RSS (median of 5 reads) after a warm-up wake of 300 waiters, again with
-// BENCH_LONGPOLL_N_LOW (1000) of the first round's waiters parked, and again with all N parked.
+// Memory: the server's RSS (median of 5 reads) after a warm-up wake of BENCH_LONGPOLL_WARMUP
+// (300) waiters, again with BENCH_LONGPOLL_N_LOW (1000) of the first round's waiters parked, and
+// again with all N parked.
 // Two figures, both connection included (its kernel socket buffers are not in RSS): the RSS per
 // waiter at N, (RSS at N − RSS before) / N, which also holds what the burst of N requests grows
 // once (V8's young generation, heap slack); and the marginal RSS per waiter, the slope between
@@ -263,7 +264,7 @@ async function runServer(build: string, cli: string, n: number, nLow: number, ro
     await writer.post(`/v0/topics/${TOPIC}`, '{"records":[{"data":{"k":"first"}}]}');
     let head = 1;
     // Warm-up: a small wake (code paths, first connections), then the memory baseline.
-    await wakeOnce(srv, w, conns, 300, head++);
+    await wakeOnce(srv, w, conns, envNumber('BENCH_LONGPOLL_WARMUP', 300), head++);
     const rss0 = await settledRss(srv, 500);
     const errors: string[] = [];
     const wakes: Wake[] = [];
