@@ -4,8 +4,12 @@
 //
 // The rule for a client gone early: before the diff is posted to its worker (while the route
 // drains routers into the topic), the diff is posted as a plain read (`waitMs` 0), so it never
-// parks; after it is posted, `cancelWait` follows it on the same channel, so the worker sees the
+// parks; after it is posted, `cancelWait` follows it on the same port, so the worker sees the
 // diff first and the cancel cannot be lost. Nothing is remembered on the worker for it.
+//
+// A parked long-poll is this one object, its three callbacks and the route's (Fastify's and
+// node:http's) request and response: it keeps the topic and id, not the diff request
+// (docs/PERFORMANCE.md "The request path, stage by stage").
 import type { DiffRequest, TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 
 /** Where the diff and its cancel go: the topic's worker (one ordered channel). */
@@ -23,46 +27,67 @@ export interface WaitCounter {
   longPollsWaiting: number;
 }
 
+const POSTED = 1;
+const GONE = 2;
+const ANSWERED = 4;
+
 let lastWaitId = 0;
 
-export class LongPoll {
-  private posted = false;
-  private answered = false;
-  private gone = false;
+export abstract class LongPoll {
+  private state = 0;
+  private readonly topic: string;
+  private readonly waitId: number;
 
+  /** The worker's answer (`then`'s callbacks, made once per long-poll). */
+  readonly answer = (r: TopicResult): void => {
+    this.settle();
+    this.send(r);
+  };
+
+  /** The request failed (an abandoned worker): nothing is parked, and the count goes down too. */
+  readonly failed = (err: unknown): void => {
+    this.settle();
+    this.sendError(err);
+  };
+
+  private readonly onClose = (): void => {
+    if (this.state & ANSWERED) return;
+    this.state |= GONE;
+    if (!(this.state & POSTED)) return; // post() sends it as a plain read
+    this.port.request({ op: 'cancelWait', topic: this.topic, waitId: this.waitId }).catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
+  };
+
+  /** Numbers `diff` (DiffRequest.waitId), counts it, and listens for `res`'s close. */
   constructor(
-    private readonly diff: DiffRequest,
+    diff: DiffRequest,
     private readonly port: WaitPort,
     private readonly counter: WaitCounter,
-    /** Whether the client's connection is gone already (its `close` may have come before this object). */
-    private readonly socketGone: () => boolean,
+    res: ClosingResponse,
   ) {
-    diff.waitId = ++lastWaitId;
+    this.topic = diff.topic;
+    this.waitId = diff.waitId = ++lastWaitId;
     counter.longPollsWaiting++;
+    res.on('close', this.onClose);
   }
 
-  /** Listens for the response's close (call once, at the route). */
-  watch(res: ClosingResponse): void {
-    res.on('close', () => {
-      if (this.answered) return;
-      this.gone = true;
-      if (!this.posted) return; // post() sends it as a plain read
-      const { topic, waitId } = this.diff;
-      this.port.request({ op: 'cancelWait', topic, waitId: waitId! }).catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
-    });
+  /** Posts `diff` (the one given to the constructor) to its worker: a plain read when the client is gone already. */
+  post(diff: DiffRequest): Promise<TopicResult> {
+    if (this.state & GONE || this.socketGone()) diff.waitMs = 0;
+    this.state |= POSTED;
+    return this.port.request(diff);
   }
 
-  /** Posts the diff to its worker: a plain read when the client is gone already. */
-  post(): Promise<TopicResult> {
-    if (this.gone || this.socketGone()) this.diff.waitMs = 0;
-    this.posted = true;
-    return this.port.request(this.diff);
-  }
-
-  /** The answer came (or the request failed): the count goes down, a later close does nothing. */
-  settle(): void {
-    if (this.answered) return;
-    this.answered = true;
+  /** The answer came (or the request failed): the count goes down once, a later close does nothing. */
+  private settle(): void {
+    if (this.state & ANSWERED) return;
+    this.state |= ANSWERED;
     this.counter.longPollsWaiting--;
   }
+
+  /** Sends the worker's result to the client. */
+  protected abstract send(r: TopicResult): void;
+  /** Sends a failure of the request itself. */
+  protected abstract sendError(err: unknown): void;
+  /** Whether the client's connection is gone already (its `close` may have come before this object). */
+  protected abstract socketGone(): boolean;
 }

@@ -27,13 +27,35 @@ function port(): WaitPort & { sent: TopicRequest[] } {
   return { sent, request: (r) => (sent.push({ ...r }), new Promise<TopicResult>(() => {})) };
 }
 
+/** LongPoll with its sends recorded. */
+class TestPoll extends LongPoll {
+  readonly sent: unknown[] = [];
+  constructor(
+    d: DiffRequest,
+    p: WaitPort,
+    counter: { longPollsWaiting: number },
+    res: EventEmitter,
+    private readonly gone: boolean,
+  ) {
+    super(d, p, counter, res as never);
+  }
+  protected send(r: TopicResult): void {
+    this.sent.push(r);
+  }
+  protected sendError(err: unknown): void {
+    this.sent.push(err);
+  }
+  protected socketGone(): boolean {
+    return this.gone;
+  }
+}
+
 function setUp(socketGone = false) {
   const p = port();
   const counter = { longPollsWaiting: 0 };
   const res = new EventEmitter();
   const d = diff();
-  const poll = new LongPoll(d, p, counter, () => socketGone);
-  poll.watch(res as never);
+  const poll = new TestPoll(d, p, counter, res, socketGone);
   return { p, counter, res, d, poll };
 }
 
@@ -41,11 +63,13 @@ test('a long-poll is counted until it settles; a close after the answer sends no
   const { p, counter, res, poll, d } = setUp();
   assert.equal(counter.longPollsWaiting, 1);
   assert.ok(d.waitId! > 0, 'numbered for its cancel');
-  void poll.post();
+  void poll.post(d);
   assert.equal((p.sent[0] as DiffRequest).waitMs, 20_000);
-  poll.settle();
-  poll.settle();
+  const ok: TopicResult = { ok: true, status: 200, json: Buffer.from('{'), perf: {} };
+  poll.answer(ok);
+  poll.failed(new Error('late'));
   assert.equal(counter.longPollsWaiting, 0, 'counted down once');
+  assert.equal(poll.sent[0], ok, 'the answer is sent');
   res.emit('close');
   assert.deepEqual(
     p.sent.map((r) => r.op),
@@ -55,7 +79,7 @@ test('a long-poll is counted until it settles; a close after the answer sends no
 
 test('a client gone after the diff was posted: cancelWait follows the diff', () => {
   const { p, res, poll, d } = setUp();
-  void poll.post();
+  void poll.post(d);
   res.emit('close');
   assert.deepEqual(
     p.sent.map((r) => r.op),
@@ -65,10 +89,10 @@ test('a client gone after the diff was posted: cancelWait follows the diff', () 
 });
 
 test('a client gone before the diff was posted: no cancel ahead of it, and the diff does not wait', () => {
-  const { p, res, poll } = setUp();
+  const { p, res, poll, d } = setUp();
   res.emit('close');
   assert.equal(p.sent.length, 0, 'nothing sent ahead of the diff (it would find nothing parked)');
-  void poll.post();
+  void poll.post(d);
   assert.deepEqual(
     p.sent.map((r) => r.op),
     ['diff'],
@@ -77,7 +101,7 @@ test('a client gone before the diff was posted: no cancel ahead of it, and the d
 });
 
 test('a connection closed before the route saw it (no close event to come): the diff does not wait', () => {
-  const { p, poll } = setUp(true);
-  void poll.post();
+  const { p, poll, d } = setUp(true);
+  void poll.post(d);
   assert.equal((p.sent[0] as DiffRequest).waitMs, 0);
 });
