@@ -166,6 +166,41 @@ describe('long-poll fan-out', () => {
     assert.equal(await waiting(), 0);
   });
 
+  test('a client gone while a router drain holds its diff back is not parked after the drain', async () => {
+    const src = name('drainsrc');
+    const dst = name('draindst');
+    const r = await c.put(`/v0/routers/${name('drainr')}`, { source: src, dest: dst });
+    assert.equal(r.status, 201, r.text);
+    // A backlog for the router to forward: a diff on dst drains it (read-your-writes) before the
+    // diff reaches dst's worker, and the client leaves meanwhile.
+    const batches = 10;
+    const records = Array.from({ length: 10_000 }, (_, i) => ({ data: { i, pad: 'p'.repeat(200) } }));
+    const body = JSON.stringify({ records });
+    const appends = await Promise.all(Array.from({ length: batches }, () => rawRequest('POST', `/v0/topics/${src}`, body)));
+    for (const a of appends) assert.ok(a.status === 200 || a.status === 201, a.body.toString());
+    const lastSeq = batches * records.length;
+    const poll = http.request({
+      host: '127.0.0.1',
+      port: srv.port,
+      method: 'POST',
+      path: `/v0/topics/${dst}/diff`,
+      agent: false,
+      headers: { 'content-type': 'application/json' },
+    });
+    poll.on('error', () => {}); // destroyed below
+    poll.end(JSON.stringify({ from_seq: lastSeq, wait_ms: 20000 }));
+    // A plain diff sent with it: its answer marks the end of a drain that began with the long-poll's.
+    const plain = rawRequest('POST', `/v0/topics/${dst}/diff`, JSON.stringify({ from_seq: lastSeq }));
+    assert.ok(await within(2000, async () => (await waiting()) === 1), 'the long-poll reached its route');
+    poll.destroy();
+    const goneNs = process.hrtime.bigint();
+    const p = await plain;
+    assert.equal(p.status, 200);
+    assert.ok(p.doneNs > goneNs, `the drain ended before the client left (${Number(goneNs - p.doneNs) / 1e6} ms): nothing tested`);
+    assert.equal(JSON.parse(p.body.toString('utf8')).head_seq, lastSeq, 'the drain forwarded the whole backlog');
+    assert.ok(await within(3000, async () => (await waiting()) === 0), 'freed well before its wait_ms (20 s)');
+  });
+
   test('the waking append is answered before the fan-out, and other requests are answered during it', async () => {
     const t = name('order');
     assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 'first' }] })).status, 201);

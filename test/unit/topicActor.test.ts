@@ -161,6 +161,37 @@ test('cancelWait: a parked long-poll whose client left answers at once and drops
   assert.equal(sim.timers.size, 0);
 });
 
+test('cancelWait finds its waiter by its waitId, without a scan of the parked table', () => {
+  const sim = new SimActor();
+  created(sim, 'memory');
+  sim.append({ records: [{ data: 1 }] });
+  sim.ackAll();
+  const polls = Array.from({ length: 100 }, (_, i) => sim.send(diffOf(1, 30_000, { waitId: 1000 + i })));
+  // A diff without a waitId, and one repeating a parked waitId, park under keys of their own.
+  const anonymous = sim.send(diffOf(1, 30_000));
+  const repeat = sim.send(diffOf(1, 30_000, { waitId: 1000 }));
+  // White box: the parked table refuses to be iterated, so a cancel that scans it throws.
+  const parked = (sim.actor.reads as unknown as { parked: Map<number, unknown> }).parked;
+  assert.equal(parked.size, 102);
+  const scan = () => assert.fail('cancel scanned the parked table');
+  Object.assign(parked, { [Symbol.iterator]: scan, entries: scan, values: scan, forEach: scan });
+  for (const i of [57, 3, 99]) assert.equal(sim.reply(sim.send({ op: 'cancelWait', waitId: 1000 + i } as never)).status, 200);
+  for (const [i, p] of polls.entries()) {
+    if ([57, 3, 99].includes(i)) assert.deepEqual(sim.reply(p).body.records, [], `waiter ${i} answered at its cancel`);
+    else assert.equal(sim.reply(p), undefined, `waiter ${i} still parked`);
+  }
+  assert.equal(parked.size, 99);
+  assert.equal(sim.reply(anonymous), undefined);
+  assert.equal(sim.reply(repeat), undefined, 'a repeated waitId did not overwrite (and lose) the first waiter');
+  delete (parked as unknown as Record<symbol | string, unknown>)[Symbol.iterator];
+  for (const k of ['entries', 'values', 'forEach']) delete (parked as unknown as Record<string, unknown>)[k];
+  sim.append({ records: [{ data: 2 }] });
+  sim.ackAll();
+  for (const p of [...polls.filter((_, i) => ![57, 3, 99].includes(i)), anonymous, repeat])
+    assert.equal(sim.reply(p).body.records.length, 1);
+  assert.equal(sim.timers.size, 0);
+});
+
 test('long-polls share one timer armed for the earliest deadline; each answers at its own', () => {
   const sim = new SimActor();
   created(sim, 'memory');

@@ -47,7 +47,7 @@ interface Deadline {
   id: number;
 }
 
-/** Long-polls by park id, or diffs waiting for segment bytes by read token; none while idle. */
+/** Long-polls by park key (parkKey), or diffs waiting for segment bytes by read token; none while idle. */
 type WaitingMap = Map<number, Waiting> | undefined;
 
 function forget(m: WaitingMap, id: number): WaitingMap {
@@ -80,7 +80,7 @@ export class TopicReads {
   /** Answers now, or parks a long-poll whose cursor is at the head. */
   read(ctx: ActorCtx, reqId: number, req: DiffRequest | WatchReadRequest | RedriveReadRequest, inst: TopicInstance): void {
     if (req.op === 'diff' && req.waitMs > 0 && req.fromSeq === inst.head) {
-      const id = this.ids.nextTimerId();
+      const id = this.parkKey(req);
       (this.parked ??= new Map()).set(id, { reqId, req, inst, attempts: 0 });
       (this.deadlines ??= new MinHeap((a, b) => a.atMs < b.atMs || (a.atMs === b.atMs && a.id < b.id))).push({
         atMs: ctx.now + req.waitMs,
@@ -90,6 +90,17 @@ export class TopicReads {
       return;
     }
     this.answer(ctx, { reqId, req, inst, attempts: 0 });
+  }
+
+  /**
+   * A long-poll's key in the parked table: main's `waitId` (so a cancel finds it by lookup), or
+   * a negative id of the actor's own for a diff without one or whose id is parked already
+   * (main's ids are unique per process; a repeat must not overwrite a waiter, which would hang).
+   */
+  private parkKey(req: DiffRequest): number {
+    const waitId = req.waitId;
+    if (waitId !== undefined && waitId > 0 && !this.parked?.has(waitId)) return waitId;
+    return -this.ids.nextTimerId();
   }
 
   /** Answers `w` (now, or after a cold read); returns a diff's rendered reply when it answered now. */
@@ -248,16 +259,16 @@ export class TopicReads {
 
   /**
    * The client of the long-poll `waitId` left (CancelWaitRequest): it answers now with what it
-   * has, as at its deadline. A scan of the parked table: it runs once per client gone, not per wake.
+   * has, as at its deadline. A lookup by its key (parkKey); an id not parked (answered already,
+   * or never parked) is a no-op. Main sends the cancel only after the diff itself, on the same
+   * channel, so it cannot arrive first (docs/ARCHITECTURE.md "Thread crossings").
    */
   cancel(ctx: ActorCtx, waitId: number): void {
-    if (!this.parked) return;
-    for (const [id, p] of this.parked) {
-      if (p.req.op !== 'diff' || p.req.waitId !== waitId) continue;
-      this.parked = forget(this.parked, id);
-      this.answer(ctx, p);
-      return this.armSweep(ctx);
-    }
+    const p = this.parked?.get(waitId);
+    if (!p || p.req.op !== 'diff' || p.req.waitId !== waitId) return;
+    this.parked = forget(this.parked, waitId);
+    this.answer(ctx, p);
+    this.armSweep(ctx);
   }
 
   /** A timer fired: a parked long-poll answers with what it has. Returns false if not ours. */

@@ -9,6 +9,7 @@ import { HttpError, sendError, sendJson, sendResult, withHttpErrors } from '../r
 import { check, checkOneStart, parseMatch, validateDiff, validateRecordDelete } from '../schemas.js';
 import type { DiffRequest, TopicResult, TopicSummary } from '../../protocol/messages/rpc.js';
 import type { Metrics } from '../metrics.js';
+import { LongPoll, type WaitPort } from '../longPoll.js';
 import { nowMs } from '../../core/stopwatch.js';
 import { stageClock } from '../../core/stageClock.js';
 import '../stageHooks.js'; // FastifyRequest.stageTag
@@ -103,15 +104,17 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       if (err instanceof HttpError) return void sendError(req, reply, err);
       throw err;
     }
+    // The raw body is parsed: a parked long-poll need not keep its bytes.
+    req.body = undefined;
     if (diff.waitMs > 0 && stageClock.on) req.stageTag = 'wait';
-    const { answer, failed } =
-      diff.waitMs > 0
-        ? longPollAnswer(req, reply, metrics, sup, diff)
-        : { answer: diffAnswer(req, reply, metrics, false), failed: toErrorHandler(reply) };
+    const worker = sup.workerFor(diff.topic);
+    const poll = diff.waitMs > 0 ? new DiffLongPoll(req, reply, metrics, worker, diff) : undefined;
+    const answer = poll ? poll.answer : diffAnswer(req, reply, metrics);
+    const failed = poll ? poll.failed : toErrorHandler(reply);
     // read-your-writes (docs/API.md "Routers"); the worker's request is not returned from the
     // callback, so no promise waits on it but the one holding `answer`.
     sup.routers.drainInto(diff.topic).then(() => {
-      sup.workerFor(diff.topic).request(diff).then(answer, failed);
+      (poll ? poll.post(diff) : worker.request(diff)).then(answer, failed);
     }, failed);
   });
 
@@ -160,44 +163,42 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
   );
 }
 
-/** What a diff does with its result: a callback that keeps only these (it waits as long as a long-poll). */
-function diffAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, longPoll: boolean): (r: TopicResult) => void {
+/** What a diff that does not wait does with its result: a callback that keeps only these. */
+function diffAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics): (r: TopicResult) => void {
   return (result) => {
-    if (result.ok) metrics.diffLatency.observe(longPoll ? 'true' : 'false', nowMs() - req.startedAt);
+    if (result.ok) metrics.diffLatency.observe('false', nowMs() - req.startedAt);
     sendResult(req, reply, result);
   };
 }
 
-let lastWaitId = 0;
-
 /**
- * A long-poll's answer, counted in `spool_long_polls_waiting` until it comes. When the client
- * leaves first (the response closes unanswered), its worker is told (cancelWait) and answers it
- * at once, so a gone client holds nothing for the rest of its wait.
+ * A long-poll (longPoll.ts): counted in `spool_long_polls_waiting` until its answer comes; when
+ * its client leaves first, its worker answers it at once, so a gone client holds nothing for the
+ * rest of its wait. One object per waiter holds what its answer needs.
  */
-function longPollAnswer(req: FastifyRequest, reply: FastifyReply, metrics: Metrics, sup: Supervisor, diff: DiffRequest) {
-  const send = diffAnswer(req, reply, metrics, true);
-  const sendError = toErrorHandler(reply);
-  const topic = diff.topic;
-  const waitId = (diff.waitId = ++lastWaitId);
-  let answered = false;
-  metrics.longPollsWaiting++;
-  reply.raw.on('close', () => {
-    if (answered) return;
-    sup
-      .workerFor(topic)
-      .request({ op: 'cancelWait', topic, waitId })
-      .catch(() => {}); // only an abandoned worker rejects, and then nothing is parked
-  });
-  const settle = () => {
-    answered = true;
-    metrics.longPollsWaiting--;
-  };
-  return {
-    answer: (result: TopicResult) => (settle(), send(result)),
-    // The request failed (an abandoned worker): nothing is parked, and the count goes down too.
-    failed: (err: unknown) => (settle(), sendError(err)),
-  };
+class DiffLongPoll extends LongPoll {
+  constructor(
+    private readonly req: FastifyRequest,
+    private readonly reply: FastifyReply,
+    private readonly metrics: Metrics,
+    worker: WaitPort,
+    diff: DiffRequest,
+  ) {
+    super(diff, worker, metrics, reply.raw);
+  }
+
+  protected send(result: TopicResult): void {
+    if (result.ok) this.metrics.diffLatency.observe('true', nowMs() - this.req.startedAt);
+    sendResult(this.req, this.reply, result);
+  }
+
+  protected sendError(err: unknown): void {
+    void this.reply.send(err);
+  }
+
+  protected socketGone(): boolean {
+    return this.req.raw.socket.destroyed;
+  }
 }
 
 /** Fastify's error handler for a rejection, as for a rejected async handler. */
