@@ -69,12 +69,20 @@ export function ajvFailure(validate: ValidateFunction): ErrorResult {
 /** `node`, the worker identity: 1..128 bytes of well-formed UTF-8; the 400 when it is not. */
 export function nodeFailure(node: string | undefined): ErrorResult | undefined {
   if (node === undefined || node === '') return fail('invalid_request', 'node is required', { field: 'node' });
+  if (isShortAscii(node)) return undefined; // the usual node ("worker-7"): no UTF-8 encoding to check it
   if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) return fail('invalid_request', nodeTooLongMessage(), { field: 'node' });
   // A lone surrogate has no UTF-8 form: the leases log would store U+FFFD and the restored lease
   // would no longer match the worker's node.
   if (Buffer.from(node, 'utf8').toString('utf8') !== node)
     return fail('invalid_request', 'node is not well-formed Unicode', { field: 'node' });
   return undefined;
+}
+
+/** True when `s` is ASCII and at most NODE_MAX_BYTES long: its UTF-8 is itself, well-formed and short enough. */
+function isShortAscii(s: string): boolean {
+  if (s.length > NODE_MAX_BYTES) return false;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
 }
 
 /** The 400 of a seqs body whose `seqs` or `lease_ids` break the rules (after its validator passed). */

@@ -76,3 +76,20 @@ test('unknown fields are named, on good and bad bodies, per route', () => {
   assert.deepEqual(bad.unknown, ['foo']);
   assert.deepEqual(parse('claimBody', '{"node":"w"}').unknown, []);
 });
+
+test('node: 128 bytes of UTF-8 at most, ASCII or not, well-formed', () => {
+  const claimOf = (node: string) => parse('claimBody', JSON.stringify({ node })).r;
+  const tooLong = { code: 'invalid_request', message: 'node is longer than 128 bytes', detail: { field: 'node' } };
+  const refusal = (r: ReturnType<typeof claimOf>) => ('ok' in r ? { code: r.code, message: r.message, detail: r.detail } : r);
+  assert.equal((claimOf('n'.repeat(128)) as { node: string }).node.length, 128);
+  assert.deepEqual(refusal(claimOf('n'.repeat(129))), tooLong);
+  assert.equal((claimOf('é'.repeat(64)) as { node: string }).node, 'é'.repeat(64), '128 bytes in 64 characters');
+  assert.deepEqual(refusal(claimOf('é'.repeat(65))), tooLong, '130 bytes in 65 characters');
+  assert.deepEqual(refusal(claimOf('a'.repeat(100) + 'é'.repeat(15))), tooLong, '130 bytes in 115 characters');
+  assert.deepEqual(refusal(claimOf('w\ud800')), {
+    code: 'invalid_request',
+    message: 'node is not well-formed Unicode',
+    detail: { field: 'node' },
+  });
+  assert.equal((claimOf('\u{1f600}') as { node: string }).node, '\u{1f600}', 'a surrogate pair is well-formed');
+});
