@@ -3,9 +3,11 @@
 // HTTP thread stopped parsing it, and the same 400 a nack (still parsed on the HTTP thread) gets
 // for the same seqs body; 415 and a bad topic name still come first, the body's 400 before 404
 // and 409; unknown fields give the Warning header on successes and errors alike; a claim and its
-// ack by lease_ids work end to end with several workers.
+// ack by lease_ids work end to end with several workers; a gzipped body and a body too big for the
+// batch's shared buffer (it crosses whole) are parsed alike.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 import { startServer, client, Server } from '../helpers/server.js';
 import { assertOk, namer } from './util.js';
 import { appendJobs, mkQueue, type Api } from './queueUtil.js';
@@ -146,4 +148,27 @@ test('claim and ack by lease_ids through the worker parse, many requests in flig
   assert.equal(acked, 200);
   const s = assertOk(await c.get(`/v0/topics/${q}`), 200);
   assert.deepEqual([s.queue.ready, s.queue.in_flight], [0, 0]);
+});
+
+test('a gzipped ack body, and one too big for the shared body buffer, are parsed alike', async () => {
+  const q = name('big');
+  await mkQueue(c, q);
+  await appendJobs(c, q, 3);
+  const r = assertOk(await c.post(`/v0/topics/${q}/claim`, { node: 'w', max: 3 }), 200, 'claim');
+  const [j1, j2, j3] = r.claimed as { $seq: number; lease_id: string }[];
+  const zipped = gzipSync(Buffer.from(JSON.stringify({ node: 'w', seqs: [j1!.$seq], lease_ids: [j1!.lease_id] })));
+  const z = await c.post(`/v0/topics/${q}/ack`, new Uint8Array(zipped), {
+    'content-type': 'application/json',
+    'content-encoding': 'gzip',
+  });
+  assert.equal(assertOk(z, 200, 'gzipped ack').acked, 1);
+  // 1000 seqs with their lease ids: ~38 KB, over the 16 KiB a batch's shared buffer takes.
+  const seqs = [j2!.$seq, j3!.$seq, ...Array.from({ length: 998 }, (_, i) => 1_000_000 + i)];
+  const leaseIds = [j2!.lease_id, j3!.lease_id, ...Array.from({ length: 998 }, () => 'lease_' + 'f'.repeat(24))];
+  const body = JSON.stringify({ node: 'w', seqs, lease_ids: leaseIds });
+  assert.ok(body.length > 16 * 1024);
+  const big = assertOk(await c.post(`/v0/topics/${q}/ack`, body), 200, 'big ack');
+  assert.deepEqual([big.acked, big.skipped.length, big.in_flight], [2, 998, 0]);
+  const bad = await refusal(`/v0/topics/${q}/ack`, body.replace('"node":"w"', '"node":""'));
+  assert.deepEqual(bad, { status: 400, warning: null, error: invalid('node is required', 'node') }, 'a big bad body');
 });
