@@ -218,6 +218,8 @@ export class RequestClient {
 
 /** How the worker's end is told a request's result without a promise: its channel id and the result. */
 export type Answer = (id: number, r: TopicResult) => void;
+type Handle = (req: TopicRequest) => Promise<TopicResult>;
+type AnswerWith = (req: TopicRequest, id: number, answer: Answer) => void;
 
 /**
  * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
@@ -228,11 +230,7 @@ export type Answer = (id: number, r: TopicResult) => void;
  * and calls `answer(id, result)` once per request: no promise, no closures per request
  * (docs/PERFORMANCE.md "Allocations per request").
  */
-export function serveRequests(
-  port: MessagePort,
-  handle: (req: TopicRequest) => Promise<TopicResult>,
-  answerWith?: (req: TopicRequest, id: number, answer: Answer) => void,
-): { flush(): void } {
+export function serveRequests(port: MessagePort, handle: Handle, answerWith?: AnswerWith): { flush(): void } {
   let ids: number[] = [];
   let results: TopicResult[] = [];
   let flushScheduled = false;
@@ -277,42 +275,46 @@ export function serveRequests(
         sharedAt = end;
       }
       const id = m.ids[i]!;
-      let req: TopicRequest;
-      let answer = settle;
-      if (w.op === 'claimBody' || w.op === 'ackBody') {
-        unknown.length = 0;
-        const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set above
-        if (unknown.length > 0) answer = withUnknownFields(settle, [...unknown]);
-        if ('ok' in parsed) {
-          answer(id, parsed);
-          continue;
-        }
-        req = parsed;
-      } else req = w as TopicRequest;
-      if (answerWith && !stageClock.on) {
-        try {
-          answerWith(req, id, answer);
-        } catch (err) {
-          answer(id, fail('internal', (err as Error).message));
-        }
+      if (w.op !== 'claimBody' && w.op !== 'ackBody') {
+        runRequest(w as TopicRequest, id, settle, wrecv, handle, answerWith);
         continue;
       }
-      const handled = handle(req);
-      if (stageClock.on) {
-        const st = { wrecv, stepped: stageClock.now() };
-        handled.then(
-          (r) => answer(id, ((r.stamps = { ...r.stamps, ...st }), r)),
-          (err: Error) => answer(id, fail('internal', err.message)),
-        );
-        continue;
-      }
-      handled.then(
-        (r) => answer(id, r),
-        (err: Error) => answer(id, fail('internal', err.message)),
-      );
+      unknown.length = 0;
+      const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set above
+      const answer = unknown.length > 0 ? withUnknownFields(settle, [...unknown]) : settle;
+      if ('ok' in parsed) answer(id, parsed);
+      else runRequest(parsed, id, answer, wrecv, handle, answerWith);
     }
   });
   return { flush };
+}
+
+/**
+ * Hands one request to the worker's end: to `answerWith` when given (unless the stage clock is
+ * on), else to `handle` and its promise; `answer` gets the result, or `internal` for a throw.
+ */
+function runRequest(req: TopicRequest, id: number, answer: Answer, wrecv: number, handle: Handle, answerWith?: AnswerWith): void {
+  if (answerWith && !stageClock.on) {
+    try {
+      answerWith(req, id, answer);
+    } catch (err) {
+      answer(id, fail('internal', (err as Error).message));
+    }
+    return;
+  }
+  const handled = handle(req);
+  if (stageClock.on) {
+    const st = { wrecv, stepped: stageClock.now() };
+    handled.then(
+      (r) => answer(id, ((r.stamps = { ...r.stamps, ...st }), r)),
+      (err: Error) => answer(id, fail('internal', err.message)),
+    );
+    return;
+  }
+  handled.then(
+    (r) => answer(id, r),
+    (err: Error) => answer(id, fail('internal', err.message)),
+  );
 }
 
 /** `answer` with the ignored fields of the request's body added to its result (ok or error). */
