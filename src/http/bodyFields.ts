@@ -1,12 +1,12 @@
 // The fields each small request body may carry, by route (docs/API.md), for the unknown-field
-// warnings of src/core/unknownFields.ts. Append bodies are scanned in the workers, which report
-// their own unknown names (appendParse.ts); the config keys come from the config schema, the
-// others from the wire types (fieldsOf).
+// warnings of src/core/unknownFields.ts. Append, claim and ack bodies are scanned in the workers,
+// which report their own unknown names (appendParse.ts, queueBodies.ts); the config keys come
+// from the config schema, the others from the wire types (fieldsOf).
 import type { FastifyRequest } from 'fastify';
 import { CONFIG_FIELDS } from '../protocol/topicConfig.js';
 import { collectUnknown } from '../core/unknownFields.js';
 import type { DiffBody, RecordDeleteBody, WatchBody } from '../protocol/wire.js';
-import type { ClaimBody, ExtendBody, NackBody, RedriveBody, SeqsBody, TermBody } from '../protocol/wireQueues.js';
+import type { ExtendBody, NackBody, RedriveBody, TermBody } from '../protocol/wireQueues.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -61,8 +61,7 @@ const BY_ROUTE: Record<string, Fields> = {
     }),
     nested: { field: 'topics', keys: fieldsOf<WatchBody['topics'][string]>({ from_seq: true, tail: true, from_ts: true }) },
   },
-  'POST /v0/topics/:topic/claim': { top: fieldsOf<ClaimBody>({ node: true, max: true, lease_ms: true, wait_ms: true }) },
-  'POST /v0/topics/:topic/ack': { top: fieldsOf<SeqsBody>(SEQS) },
+  // claim and ack bodies are parsed in the topic workers (src/protocol/queueBodies.ts).
   'POST /v0/topics/:topic/nack': { top: fieldsOf<NackBody>({ ...SEQS, delay_ms: true }) },
   'POST /v0/topics/:topic/extend': { top: fieldsOf<ExtendBody>({ ...SEQS, lease_ms: true }) },
   'POST /v0/topics/:topic/term': { top: fieldsOf<TermBody>({ ...SEQS, reason: true }) },

@@ -1,126 +1,62 @@
-// Queue request bodies (docs/API.md "Queues"; docs/QUEUES.md), checked on the HTTP thread
-// with ajv (coercion off) and then defaulted and clamped into the plain-data requests the queue
-// actor takes. Every failure is a 400 naming the field; more than 1000 seqs is batch_too_large.
+// Queue request bodies checked on the HTTP thread (docs/API.md "Queues"; docs/QUEUES.md): nack,
+// extend, term, redrive and the lease list, checked with ajv (coercion off) and then defaulted
+// and clamped into the plain-data requests the queue actor takes. Every failure is a 400 naming
+// the field; more than 1000 seqs is batch_too_large. Claim and ack bodies cross to the topic
+// worker unparsed and are checked there (src/protocol/queueBodies.ts, which holds the checks
+// all of them share).
 import { Ajv } from 'ajv';
-import { LEASE_ID_SYNTAX } from '../actors/queue/leaseId.js';
-import type {
-  AckRequest,
-  ClaimRequest,
-  ExtendRequest,
-  LeasesRequest,
-  NackRequest,
-  RedriveRequest,
-  TermRequest,
-} from '../protocol/messages/rpc.js';
+import type { ExtendRequest, LeasesRequest, NackRequest, RedriveRequest, TermRequest } from '../protocol/messages/rpc.js';
 import { isTopicName } from '../core/names.js';
 import { bodySchema, parseMatch } from './schemas.js';
-import type { ClaimBody, ExtendBody, NackBody, RedriveBody, SeqsBody, TermBody } from '../protocol/wireQueues.js';
+import type { RedriveBody } from '../protocol/wireQueues.js';
 import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendRecord.js';
 import { HttpError } from './reply.js';
-import { NODE_MAX_BYTES, nodeTooLongMessage } from '../protocol/limits.js';
 import { check } from './schemas.js';
+import type { ErrorResult } from '../protocol/errors.js';
+import {
+  type AnySeqsBody,
+  LEASE_MS_MAX,
+  LEASE_MS_MIN,
+  QUEUE_MAX_SEQS,
+  nodeFailure,
+  seqsBodyValidator,
+  seqsFailure,
+} from '../protocol/queueBodies.js';
 
-export const QUEUE_MAX_CLAIM = 1000;
-export const QUEUE_MAX_SEQS = 1000;
-export const LEASE_MS_MIN = 100;
-export const LEASE_MS_MAX = 86_400_000;
 export const NACK_DELAY_MS_MAX = 86_400_000;
 /** Lease list page size: default and most (docs/QUEUES.md "Leases"). */
 export const LEASES_PAGE_DEFAULT = 100;
 export const LEASES_PAGE_MAX = 1000;
-/** A blocking claim waits at most this long (`wait_ms` is clamped, as on diff). */
-export const CLAIM_WAIT_MS_MAX = 30_000;
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
 
-/** The bodies of ack, nack, extend and term: one schema, each route's required fields. */
-type AnySeqsBody = SeqsBody & Pick<NackBody, 'delay_ms'> & Partial<Pick<ExtendBody, 'lease_ms'>> & Pick<TermBody, 'reason'>;
-
-const validateClaim = ajv.compile<ClaimBody>(
-  bodySchema<ClaimBody>({
-    type: 'object',
-    required: ['node'],
-    properties: { node: { type: 'string' }, max: u64, lease_ms: u64, wait_ms: u64 },
-  }),
-);
-
-const seqsBody = (required: (keyof AnySeqsBody)[]) =>
-  ajv.compile<AnySeqsBody>(
-    bodySchema<AnySeqsBody>({
-      type: 'object',
-      required,
-      properties: {
-        node: { type: 'string' },
-        seqs: { type: 'array', items: u64 },
-        lease_ids: { type: 'array', items: { type: 'string' } },
-        delay_ms: u64,
-        lease_ms: u64,
-        reason: { type: 'string' },
-      },
-    }),
-  );
-const validateAck = seqsBody(['node', 'seqs']);
-const validateExtend = seqsBody(['node', 'seqs', 'lease_ms']);
+const validateSeqs = seqsBodyValidator(['node', 'seqs']);
+const validateExtend = seqsBodyValidator(['node', 'seqs', 'lease_ms']);
 
 export function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
+function thrown(e: ErrorResult): HttpError {
+  return new HttpError(e.code, e.message, e.detail);
+}
+
 /** `node`: the worker identity, 1..128 bytes of UTF-8 (docs/API.md "Queues"). */
 export function checkNode(node: string | undefined): string {
-  if (node === undefined || node === '') throw new HttpError('invalid_request', 'node is required', { field: 'node' });
-  if (Buffer.byteLength(node, 'utf8') > NODE_MAX_BYTES) throw new HttpError('invalid_request', nodeTooLongMessage(), { field: 'node' });
-  // A lone surrogate has no UTF-8 form: the leases log would store U+FFFD and the restored lease
-  // would no longer match the worker's node.
-  if (Buffer.from(node, 'utf8').toString('utf8') !== node)
-    throw new HttpError('invalid_request', 'node is not well-formed Unicode', { field: 'node' });
-  return node;
-}
-
-/** `max` absent or 0 → 1, above 1000 → 1000 (claim and /work). */
-export function clampMax(max: number | undefined): number {
-  return max === undefined || max === 0 ? 1 : Math.min(max, QUEUE_MAX_CLAIM);
-}
-
-export function clampLeaseMs(ms: number | undefined): number | null {
-  return ms === undefined ? null : clamp(ms, LEASE_MS_MIN, LEASE_MS_MAX);
+  const bad = nodeFailure(node);
+  if (bad) throw thrown(bad);
+  return node!;
 }
 
 function checkSeqs(b: AnySeqsBody): { seqs: number[]; leaseIds: string[] | null } {
-  if (b.seqs.length === 0) throw new HttpError('invalid_request', 'seqs must name at least one seq', { field: 'seqs' });
-  if (b.seqs.length > QUEUE_MAX_SEQS)
-    throw new HttpError('batch_too_large', `at most ${QUEUE_MAX_SEQS} seqs per request`, { seqs: b.seqs.length, max: QUEUE_MAX_SEQS });
-  const ids = b.lease_ids;
-  if (ids === undefined) return { seqs: b.seqs, leaseIds: null };
-  if (ids.length !== b.seqs.length) throw new HttpError('invalid_request', 'lease_ids must have one entry per seq', { field: 'lease_ids' });
-  for (const id of ids) {
-    if (id !== '' && !LEASE_ID_SYNTAX.test(id))
-      throw new HttpError('invalid_request', `lease_ids entries are "lease_" and lowercase hex, or ""`, { field: 'lease_ids' });
-  }
-  return { seqs: b.seqs, leaseIds: ids };
-}
-
-export function claimRequest(topic: string, body: unknown): ClaimRequest {
-  const b = check(validateClaim, body);
-  return {
-    op: 'claim',
-    topic,
-    node: checkNode(b.node),
-    max: clampMax(b.max),
-    leaseMs: clampLeaseMs(b.lease_ms),
-    waitMs: Math.min(b.wait_ms ?? 0, CLAIM_WAIT_MS_MAX),
-  };
-}
-
-export function ackRequest(topic: string, body: unknown): AckRequest {
-  const b = check(validateAck, body);
-  const node = checkNode(b.node);
-  return { op: 'ack', topic, node, ...checkSeqs(b) };
+  const bad = seqsFailure(b);
+  if (bad) throw thrown(bad);
+  return { seqs: b.seqs, leaseIds: b.lease_ids ?? null };
 }
 
 export function nackRequest(topic: string, body: unknown): NackRequest {
-  const b = check(validateAck, body);
+  const b = check(validateSeqs, body);
   const node = checkNode(b.node);
   return { op: 'nack', topic, node, ...checkSeqs(b), delayMs: clamp(b.delay_ms ?? 0, 0, NACK_DELAY_MS_MAX) };
 }
@@ -136,7 +72,7 @@ function checkReason(reason: string | undefined): string | null {
 }
 
 export function termRequest(topic: string, body: unknown): TermRequest {
-  const b = check(validateAck, body);
+  const b = check(validateSeqs, body);
   const node = checkNode(b.node);
   return { op: 'term', topic, node, ...checkSeqs(b), reason: checkReason(b.reason) };
 }

@@ -65,8 +65,8 @@ export function sendJson(req: FastifyRequest, reply: FastifyReply, status: numbe
  */
 export function sendResult(req: FastifyRequest, reply: FastifyReply, r: TopicResult): FastifyReply {
   if (r.stamps && req.stamps) Object.assign(req.stamps, r.stamps); // stage clock (debug)
-  if (!r.ok) return sendError(req, reply, r);
   if (r.unknownFields) req.unknownFields = [...(req.unknownFields ?? []), ...r.unknownFields];
+  if (!r.ok) return sendError(req, reply, r);
   const tailBytes = writePerformanceTail(req, r.perf); // ASCII, in a scratch buffer until copied
   const n = r.json.byteLength;
   const cap = pageCapacity(r.json);

@@ -35,6 +35,8 @@ export interface ErrorResult {
   code: ErrorCode;
   message: string;
   detail?: Record<string, unknown>;
+  /** Request fields the worker ignored (a claim or ack body it parsed), for the Warning header. */
+  unknownFields?: string[];
   /** Stage clock only (debug): where the request's time went. */
   stamps?: Partial<RequestStamps>;
 }

@@ -1,18 +1,20 @@
 // The compact lanes of the request channel (docs/ARCHITECTURE.md "Thread crossings"): the hot
-// requests (a plain append, a state GET, a diff by seq) and the plain results (a status, the
+// requests (a plain append, a state GET, a diff by seq, an unparsed claim or ack body) and the plain results (a status, the
 // reply bytes, the performance fields, the class) cross as one flat array of numbers and one of
 // strings per batch instead of one structured-cloned object each. Cloning an object costs V8's
 // serializer a property name per field and the deserializer a map transition per field; at 64
 // clients on single-record appends the two were ~10 % of the topic worker and ~4 % of main.
 // Everything else (and any request or result with a field these lanes do not carry) crosses as
 // an object, in order, behind a COLD code. Pure functions, run on main and on the worker threads.
-import type { AppendRequest, DiffRequest, OkResult, PerfFields, StateRequest, TopicRequest, WireRequest } from './messages/rpc.js';
+import type { AppendRequest, ChannelRequest, DiffRequest, OkResult, PerfFields, StateRequest, WireRequest } from './messages/rpc.js';
 
 /** Lane codes; COLD means "the next object of the batch's object list". */
 export const COLD = 0;
 const APPEND = 1;
 const STATE = 2;
 const DIFF = 3;
+const CLAIM_BODY = 4;
+const ACK_BODY = 5;
 const OK = 1;
 
 /** Where a decoder is in a batch's lanes. */
@@ -50,11 +52,17 @@ void STATE_FIELDS;
 void DIFF_FIELDS;
 
 /**
- * Encodes `req` onto the lanes when it is a hot request whose body (for an append) travels in
- * the batch's shared buffer; false when it must cross as an object.
+ * Encodes `req` onto the lanes when it is a hot request whose body (for an append or a queue
+ * body) travels in the batch's shared buffer; false when it must cross as an object.
  */
-export function encodeRequest(req: TopicRequest, sharedBody: boolean, nums: number[], strs: string[]): boolean {
+export function encodeRequest(req: ChannelRequest, sharedBody: boolean, nums: number[], strs: string[]): boolean {
   switch (req.op) {
+    case 'claimBody':
+    case 'ackBody':
+      if (!sharedBody) return false;
+      nums.push(req.op === 'claimBody' ? CLAIM_BODY : ACK_BODY);
+      strs.push(req.topic);
+      return true;
     case 'append': {
       if (!sharedBody) return false;
       for (const k of APPEND_EXTRA_KEYS) if (req[k] !== undefined) return false;
@@ -89,7 +97,8 @@ export function encodeRequest(req: TopicRequest, sharedBody: boolean, nums: numb
 
 /**
  * The next request of the lanes, or undefined at a COLD code (the caller takes its next object).
- * An append comes back with a null body: the caller sets its view of the shared buffer.
+ * An append or a queue body comes back with a null body: the caller sets its view of the shared
+ * buffer.
  */
 export function decodeRequest(c: LaneCursor): WireRequest | undefined {
   const code = c.nums[c.n++]!;
@@ -126,6 +135,10 @@ export function decodeRequest(c: LaneCursor): WireRequest | undefined {
       if (waitId !== 0) r.waitId = waitId;
       return r;
     }
+    case CLAIM_BODY:
+      return { op: 'claimBody', topic: c.strs[c.s++]!, body: null };
+    case ACK_BODY:
+      return { op: 'ackBody', topic: c.strs[c.s++]!, body: null };
     default:
       throw new Error(`request lane code ${code} is unknown`);
   }

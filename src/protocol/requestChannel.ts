@@ -10,13 +10,26 @@
 // transferred ArrayBuffer per request or reply cost an allocation, a backing store and its sweep
 // on both threads for a ~256-byte body. Big bodies (a whole buffer of their own) and reply pages
 // are still transferred as they are, never copied. The hot requests and plain results cross on
-// compact lanes of numbers and strings, not as cloned objects (hotLanes.ts).
+// compact lanes of numbers and strings, not as cloned objects (hotLanes.ts). Claim and ack bodies
+// cross unparsed like append bodies; the worker's end parses them (queueBodies.ts).
 import type { MessagePort } from 'node:worker_threads';
-import type { OkResult, RequestBatch, ResultBatch, TopicRequest, TopicResult, WireRequest, WireResult } from './messages/rpc.js';
+import type {
+  AppendRequest,
+  ChannelRequest,
+  OkResult,
+  QueueBodyRequest,
+  RequestBatch,
+  ResultBatch,
+  TopicRequest,
+  TopicResult,
+  WireRequest,
+  WireResult,
+} from './messages/rpc.js';
 import { fail } from './errors.js';
 import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from '../core/pagePool.js';
 import { stageClock } from '../core/stageClock.js';
 import { decodeRequest, decodeResult, encodeRequest, encodeResult, COLD, type LaneCursor } from './hotLanes.js';
+import { queueRequestOf } from './queueBodies.js';
 
 /** Pages main keeps for the way back to one worker while no request goes there. */
 const RETURNED_PAGES_MAX = 8;
@@ -41,17 +54,22 @@ function ownsBuffer(b: Uint8Array): boolean {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
 }
 
+/** Requests whose bytes cross beside the object: appends and unparsed claim and ack bodies. */
+function hasBody(r: ChannelRequest): r is AppendRequest | QueueBodyRequest {
+  return r.op === 'append' || r.op === 'claimBody' || r.op === 'ackBody';
+}
+
 /**
- * Where a batch's append bodies go: the big ones that own their whole buffer are transferred
+ * Where a batch's append and queue bodies go: the big ones that own their whole buffer are transferred
  * (`whole`), the others copied into one shared buffer of `sharedBytes`. The same buffer twice in
  * one batch could not be transferred twice: its second use is copied.
  */
-function planBodies(reqs: TopicRequest[]): { whole: Set<ArrayBufferLike> | undefined; sharedBytes: number; sharedBodies: number } {
+function planBodies(reqs: ChannelRequest[]): { whole: Set<ArrayBufferLike> | undefined; sharedBytes: number; sharedBodies: number } {
   let whole: Set<ArrayBufferLike> | undefined;
   let sharedBytes = 0;
   let sharedBodies = 0;
   for (const r of reqs) {
-    if (r.op !== 'append') continue;
+    if (!hasBody(r)) continue;
     if (r.body.byteLength > SHARED_BYTES_MAX && ownsBuffer(r.body) && !whole?.has(r.body.buffer)) (whole ??= new Set()).add(r.body.buffer);
     else {
       sharedBytes += r.body.byteLength;
@@ -67,7 +85,7 @@ export class RequestClient {
   /** The resolver of each request still waiting for its result. */
   private readonly pending = new Map<number, (r: TopicResult) => void>();
   private ids: number[] = [];
-  private reqs: TopicRequest[] = [];
+  private reqs: ChannelRequest[] = [];
   /** Reply pages going back to the worker with the next batch (never a message of their own). */
   private returned: ArrayBuffer[] = [];
   private flushScheduled = false;
@@ -84,11 +102,11 @@ export class RequestClient {
 
   /**
    * Sends `req` with the next flush of this turn. The channel owns `req` from here: an append's
-   * body is read at the flush (it must not change before), then the request object is sent
+   * (or a queue body request's) body is read at the flush (it must not change before), then the request object is sent
    * without it (its bytes go in the batch's shared buffer) or with it transferred (a big body
    * that is a whole buffer of its own; the caller's view of it becomes empty).
    */
-  request(req: TopicRequest): Promise<TopicResult> {
+  request(req: ChannelRequest): Promise<TopicResult> {
     if (this.abandoned) return Promise.reject(new Error('the worker was abandoned'));
     const id = this.nextId++;
     this.ids.push(id);
@@ -123,10 +141,11 @@ export class RequestClient {
     let at = 0;
     for (const r of this.reqs) {
       // A whole buffer's first use is transferred (planBodies).
-      const inShared = r.op === 'append' && !whole?.delete(r.body.buffer);
+      const inShared = hasBody(r) && !whole?.delete(r.body.buffer);
       if (inShared) {
-        shared!.set(r.body, at);
-        at += r.body.byteLength;
+        const body = (r as AppendRequest | QueueBodyRequest).body;
+        shared!.set(body, at);
+        at += body.byteLength;
         (batch.bodyEnds ??= []).push(at);
       }
       if (encodeRequest(r, inShared, batch.lanes, batch.laneStrs)) continue;
@@ -199,6 +218,8 @@ export class RequestClient {
 
 /** How the worker's end is told a request's result without a promise: its channel id and the result. */
 export type Answer = (id: number, r: TopicResult) => void;
+type Handle = (req: TopicRequest) => Promise<TopicResult>;
+type AnswerWith = (req: TopicRequest, id: number, answer: Answer) => void;
 
 /**
  * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
@@ -209,11 +230,7 @@ export type Answer = (id: number, r: TopicResult) => void;
  * and calls `answer(id, result)` once per request: no promise, no closures per request
  * (docs/PERFORMANCE.md "Allocations per request").
  */
-export function serveRequests(
-  port: MessagePort,
-  handle: (req: TopicRequest) => Promise<TopicResult>,
-  answerWith?: (req: TopicRequest, id: number, answer: Answer) => void,
-): { flush(): void } {
+export function serveRequests(port: MessagePort, handle: Handle, answerWith?: AnswerWith): { flush(): void } {
   let ids: number[] = [];
   let results: TopicResult[] = [];
   let flushScheduled = false;
@@ -240,6 +257,9 @@ export function serveRequests(
     }
   };
 
+  /** Scratch for the unknown field names of one claim or ack body. */
+  const unknown: string[] = [];
+
   port.on('message', (m: RequestBatch) => {
     const wrecv = stageClock.on ? stageClock.now() : 0;
     if (m.recycled) recyclePages(m.recycled);
@@ -249,36 +269,57 @@ export function serveRequests(
     const lanes: LaneCursor = { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 };
     for (let i = 0; i < m.ids.length; i++) {
       const w = decodeRequest(lanes) ?? m.reqs[cold++]!;
-      if (w.op === 'append' && w.body === null) {
+      if ((w.op === 'append' || w.op === 'claimBody' || w.op === 'ackBody') && w.body === null) {
         const end = m.bodyEnds![k++]!;
         (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, sharedAt, end - sharedAt);
         sharedAt = end;
       }
       const id = m.ids[i]!;
-      if (answerWith && !stageClock.on) {
-        try {
-          answerWith(w as TopicRequest, id, settle);
-        } catch (err) {
-          settle(id, fail('internal', (err as Error).message));
-        }
+      if (w.op !== 'claimBody' && w.op !== 'ackBody') {
+        runRequest(w as TopicRequest, id, settle, wrecv, handle, answerWith);
         continue;
       }
-      const handled = handle(w as TopicRequest);
-      if (stageClock.on) {
-        const st = { wrecv, stepped: stageClock.now() };
-        handled.then(
-          (r) => settle(id, ((r.stamps = { ...r.stamps, ...st }), r)),
-          (err: Error) => settle(id, fail('internal', err.message)),
-        );
-        continue;
-      }
-      handled.then(
-        (r) => settle(id, r),
-        (err: Error) => settle(id, fail('internal', err.message)),
-      );
+      unknown.length = 0;
+      const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set above
+      const answer = unknown.length > 0 ? withUnknownFields(settle, [...unknown]) : settle;
+      if ('ok' in parsed) answer(id, parsed);
+      else runRequest(parsed, id, answer, wrecv, handle, answerWith);
     }
   });
   return { flush };
+}
+
+/**
+ * Hands one request to the worker's end: to `answerWith` when given (unless the stage clock is
+ * on), else to `handle` and its promise; `answer` gets the result, or `internal` for a throw.
+ */
+function runRequest(req: TopicRequest, id: number, answer: Answer, wrecv: number, handle: Handle, answerWith?: AnswerWith): void {
+  if (answerWith && !stageClock.on) {
+    try {
+      answerWith(req, id, answer);
+    } catch (err) {
+      answer(id, fail('internal', (err as Error).message));
+    }
+    return;
+  }
+  const handled = handle(req);
+  if (stageClock.on) {
+    const st = { wrecv, stepped: stageClock.now() };
+    handled.then(
+      (r) => answer(id, ((r.stamps = { ...r.stamps, ...st }), r)),
+      (err: Error) => answer(id, fail('internal', err.message)),
+    );
+    return;
+  }
+  handled.then(
+    (r) => answer(id, r),
+    (err: Error) => answer(id, fail('internal', err.message)),
+  );
+}
+
+/** `answer` with the ignored fields of the request's body added to its result (ok or error). */
+function withUnknownFields(answer: Answer, unknownFields: string[]): Answer {
+  return (id, r) => answer(id, { ...r, unknownFields });
 }
 
 /**

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/protocol/requestChannel.js';
-import type { ErrorResult } from '../../src/protocol/errors.js';
+import { fail, type ErrorResult } from '../../src/protocol/errors.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 
@@ -374,6 +374,44 @@ test('plain results cross on the compact lanes, results with other fields as obj
       r.ok ? { ...r, json: Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('latin1') } : r,
     );
     assert.deepEqual(got, expected);
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('claim and ack bodies cross unparsed on the lanes; the worker end parses them, answers a bad one itself', async () => {
+  const ch = new MessageChannel();
+  const toWorker: RequestBatch[] = [];
+  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
+  const seen: TopicRequest[] = [];
+  serveRequests(ch.port2, async (req) => (seen.push(req), req.op === 'claim' ? fail('topic_not_found', 'no') : ok('{')));
+  const client = new RequestClient(ch.port1);
+  try {
+    const body = (s: string) => new Uint8Array(Buffer.from(s));
+    const results = await Promise.all([
+      client.request({ op: 'claimBody', topic: 'q', body: body('{"node":"w","max":3}') }),
+      client.request({ op: 'ackBody', topic: 'q', body: body('{"node":"w","seqs":[4],"lease_ids":[""],"ttl":1}') }),
+      client.request({ op: 'ackBody', topic: 'q', body: body('{"node":"w","seqs":[],"x":1}') }),
+      client.request({ op: 'claimBody', topic: 'r', body: body('{"node":"v","y":2}') }),
+    ]);
+    assert.equal(toWorker.length, 1, 'one message');
+    assert.deepEqual(toWorker[0]!.reqs, [], 'no request crossed as an object');
+    assert.deepEqual(seen, [
+      { op: 'claim', topic: 'q', node: 'w', max: 3, leaseMs: null, waitMs: 0 },
+      { op: 'ack', topic: 'q', node: 'w', seqs: [4], leaseIds: [''] },
+      { op: 'claim', topic: 'r', node: 'v', max: 1, leaseMs: null, waitMs: 0 },
+    ]);
+    const [claimed, acked, refused, missing] = results;
+    assert.ok(claimed && !claimed.ok && claimed.unknownFields === undefined);
+    assert.ok(acked?.ok);
+    assert.deepEqual(acked.unknownFields, ['ttl']);
+    assert.ok(refused && !refused.ok, 'the bad body is answered by the channel, never handled');
+    assert.deepEqual(
+      { code: refused.code, message: refused.message, detail: refused.detail, unknownFields: refused.unknownFields },
+      { code: 'invalid_request', message: 'seqs must name at least one seq', detail: { field: 'seqs' }, unknownFields: ['x'] },
+    );
+    assert.ok(missing && !missing.ok);
+    assert.deepEqual([missing.code, missing.unknownFields], ['topic_not_found', ['y']], 'unknown fields ride on an error too');
   } finally {
     ch.port1.close();
   }

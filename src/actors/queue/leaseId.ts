@@ -31,6 +31,3 @@ export function leaseIdOf(epoch: number, no: number, rand: number): string {
     hex32(rand >>> 0)
   );
 }
-
-/** The syntax docs/API.md "Queues" accepts in `lease_ids` ("" means no token, checked by the caller). */
-export const LEASE_ID_SYNTAX = /^lease_[0-9a-f]+$/;

@@ -1,14 +1,26 @@
 // Queue routes (docs/QUEUES.md, docs/API.md "Queues"): claim, ack, nack, extend and term, and the lease list.
-// Bodies are small and parsed here; the queue actor of the topic does the rest (404 and 409
+// Claim and ack bodies cross to the topic's worker unparsed (docs/ARCHITECTURE.md "Thread
+// crossings"): this thread checks the media type, the empty body and the topic name, the worker
+// parses and checks the body (src/protocol/queueBodies.ts) before its queue actor runs. The other
+// bodies are small, rarer, and parsed here. The queue actor of the topic does the rest (404 and 409
 // not_a_queue included). Queue routes never create a topic.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
-import type { QueueRequest } from '../../protocol/messages/rpc.js';
+import type { QueueBodyRequest, QueueRequest } from '../../protocol/messages/rpc.js';
 import { checkBody, parseSmallBody, queryInt, queryString, topicParam } from '../parse.js';
 import { sendResult, withHttpErrors } from '../reply.js';
-import { ackRequest, claimRequest, extendRequest, leasesRequest, nackRequest, termRequest } from '../queueSchemas.js';
+import { extendRequest, leasesRequest, nackRequest, termRequest } from '../queueSchemas.js';
 
 export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
+  const unparsed = (path: string, op: QueueBodyRequest['op']) =>
+    app.post(
+      `/v0/topics/:topic/${path}`,
+      withHttpErrors(async (req: FastifyRequest, reply: FastifyReply) => {
+        const body = checkBody(req, false); // 415 comes before the 400 family (docs/API.md "Which error wins")
+        const topic = topicParam(req);
+        return sendResult(req, reply, await sup.workerFor(topic).request({ op, topic, body }));
+      }),
+    );
   const route = (path: string, build: (topic: string, body: unknown) => QueueRequest) =>
     app.post(
       `/v0/topics/:topic/${path}`,
@@ -19,8 +31,8 @@ export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
         return sendResult(req, reply, await sup.workerFor(topic).request(request));
       }),
     );
-  route('claim', claimRequest);
-  route('ack', ackRequest);
+  unparsed('claim', 'claimBody');
+  unparsed('ack', 'ackBody');
   route('nack', nackRequest);
   route('extend', extendRequest);
   route('term', termRequest);

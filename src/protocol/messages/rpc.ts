@@ -118,7 +118,7 @@ export interface WatchReadRequest {
   first: boolean;
 }
 
-// ---- queue requests (docs/API.md "Queues"; docs/QUEUES.md): validated, defaulted and clamped on main ----
+// ---- queue requests (docs/API.md "Queues"; docs/QUEUES.md): validated, defaulted and clamped before the actor ----
 
 export interface ClaimRequest {
   op: 'claim';
@@ -459,21 +459,36 @@ export interface RequestBatch {
    */
   lanes: number[];
   laneStrs: string[];
-  /** The requests that cross as objects; an append's `body` is null here: its bytes are in `bodies` (see bodyEnds). */
+  /** The requests that cross as objects; an append's (or queue body's) `body` is null here: its bytes are in `bodies` (see bodyEnds). */
   reqs: WireRequest[];
   /**
-   * The append bodies of the batch back to back, in request order: one buffer per batch, not
-   * one per request (src/protocol/requestChannel.ts).
+   * The append and queue bodies of the batch back to back, in request order: one buffer per
+   * batch, not one per request (src/protocol/requestChannel.ts).
    */
   bodies?: ArrayBuffer;
-  /** Where each append's body ends in `bodies`, in the order of the appends in `reqs`. */
+  /** Where each of those bodies ends in `bodies`, in request order. */
   bodyEnds?: number[];
   /** Reply pages main has finished writing, transferred back for reuse (src/core/pagePool.ts). */
   recycled?: ArrayBuffer[];
 }
 
-/** A request as it crosses: an append's body travels in the batch's `bodies`. */
-export type WireRequest = Exclude<TopicRequest, AppendRequest> | (Omit<AppendRequest, 'body'> & { body: null });
+/**
+ * A claim or an ack whose JSON body crosses unparsed (docs/ARCHITECTURE.md "Thread crossings"):
+ * the request channel's worker end turns it into a ClaimRequest or AckRequest, or its 400
+ * (src/protocol/queueBodies.ts), before any actor sees it.
+ */
+export interface QueueBodyRequest {
+  op: 'claimBody' | 'ackBody';
+  topic: string;
+  body: Uint8Array;
+}
+
+/** What main sends on the request channel. */
+export type ChannelRequest = TopicRequest | QueueBodyRequest;
+
+/** A request as it crosses: an append's or a queue body's bytes travel in the batch's `bodies`. */
+export type WireRequest =
+  Exclude<TopicRequest, AppendRequest> | (Omit<AppendRequest, 'body'> & { body: null }) | (Omit<QueueBodyRequest, 'body'> & { body: null });
 
 /** worker → main on the request channel: the results settled in one turn. */
 export interface ResultBatch {
