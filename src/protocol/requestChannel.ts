@@ -275,11 +275,13 @@ export function serveRequests(
       for (const r of results) r.stamps = { ...r.stamps, replyPost: now };
     }
     const batch = encodeResults(ids, results);
-    if (events.length > 0) addEvents(batch, events, eventsAt);
     ids = [];
     results = [];
-    events = [];
-    eventsAt = [];
+    if (events.length > 0) {
+      addEvents(batch, events, eventsAt);
+      events = [];
+      eventsAt = [];
+    }
     port.postMessage(batch.msg, batch.transfers);
   };
 
