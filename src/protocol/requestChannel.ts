@@ -1,7 +1,8 @@
 // The topic-request hot path between main and a topic worker (hot-paths issue; docs/ARCHITECTURE.md
 // "Thread crossings"): every request main issues to one worker during one event-loop turn leaves
-// as ONE message, and every result the worker settles during one turn comes back as ONE message.
-// Comlink stays for control calls (list, stats, checkpoints...); it costs one postMessage, one
+// as ONE message, and every result the worker settles during one turn comes back as ONE message,
+// together with the watch and `/work` events of that turn, in the worker's order (main thread:
+// RequestClient; worker thread: serveRequests). Comlink stays for control calls (list, stats, checkpoints...); it costs one postMessage, one
 // UUID and a proxy per call each way, which the profile of single-record appends showed as the
 // top frames of both threads. Plain data only crosses; ids are per channel and never reused while
 // pending.
@@ -299,6 +300,8 @@ export function serveRequests(
     schedule();
   };
 
+  // With the stage clock on, results settle a microtask after their step (the promise path),
+  // so an event goes ahead of the results of its own step (debug only).
   const event = (ev: WorkerEvent): void => {
     events.push(ev);
     eventsAt.push(ids.length);
