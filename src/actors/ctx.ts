@@ -42,9 +42,9 @@ export type Effect =
   | { k: 'releaseTopicSlot' }
   | { k: 'topicCreated'; topicId: number }
   | { k: 'topicDeleted'; topicId: number }
-  /** A watch event for main's events port (batched per turn). */
+  /** A watch event for main (it crosses with the turn's results, in order). */
   | { k: 'publish'; event: WatchEvent }
-  /** A `/work` stream event for main's events port (batched per turn). */
+  /** A `/work` stream event for main (it crosses with the turn's results, in order). */
   | { k: 'work'; event: WorkEvent }
   /**
    * A request to another topic's actor (dead-letter appends, redrives). The host delivers it after this

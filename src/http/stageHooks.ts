@@ -2,8 +2,9 @@
 // PERFORMANCE.md "Stage clock"): each request is stamped when its head is parsed (onRequest, in
 // server.ts), when its body is complete (preHandler), and when its response is written
 // (onResponse); its worker's stamps come back on the result (reply.ts copies them to the
-// request). GET /v0/debug/stages gives the per-stage p50/p99 per kind of request and each
-// thread's CPU time; DELETE resets the samples. Nothing is registered when the setting is off.
+// request). GET /v0/debug/stages gives the per-stage p50/p99 per kind of request, each
+// thread's CPU time and the messages main received from the workers (each one a wake of main);
+// DELETE resets the samples. Nothing is registered when the setting is off.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { stageClock, type RequestStamps } from '../core/stageClock.js';
@@ -45,7 +46,7 @@ export function registerStageClock(app: FastifyInstance, sup: Supervisor): void 
       workers: await Promise.all(sup.workers.map((w) => w.threadCpuUs())),
       wal: await sup.walThreadCpuUs(),
     };
-    return sendJson(req, reply, 200, { stages: stats.summary(), thread_cpu_us: threads });
+    return sendJson(req, reply, 200, { stages: stats.summary(), thread_cpu_us: threads, worker_messages: sup.workerMessagesIn() });
   });
   app.delete('/v0/debug/stages', async (req, reply) => {
     stats.reset();

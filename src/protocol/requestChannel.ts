@@ -1,7 +1,8 @@
 // The topic-request hot path between main and a topic worker (hot-paths issue; docs/ARCHITECTURE.md
 // "Thread crossings"): every request main issues to one worker during one event-loop turn leaves
-// as ONE message, and every result the worker settles during one turn comes back as ONE message.
-// Comlink stays for control calls (list, stats, checkpoints...); it costs one postMessage, one
+// as ONE message, and every result the worker settles during one turn comes back as ONE message,
+// together with the watch and `/work` events of that turn, in the worker's order (main thread:
+// RequestClient; worker thread: serveRequests). Comlink stays for control calls (list, stats, checkpoints...); it costs one postMessage, one
 // UUID and a proxy per call each way, which the profile of single-record appends showed as the
 // top frames of both threads. Plain data only crosses; ids are per channel and never reused while
 // pending.
@@ -25,6 +26,7 @@ import type {
   WireRequest,
   WireResult,
 } from './messages/rpc.js';
+import type { WorkerEvent } from './messages/events.js';
 import { fail } from './errors.js';
 import { PAGE_MIN_BYTES, isPage, markReceivedPage, recyclePages } from '../core/pagePool.js';
 import { stageClock } from '../core/stageClock.js';
@@ -79,7 +81,13 @@ function planBodies(reqs: ChannelRequest[]): { whole: Set<ArrayBufferLike> | und
   return { whole, sharedBytes, sharedBodies };
 }
 
-/** Main's end: `request` resolves with the worker's result. */
+/** A result or a run of events held back for a later turn (a big batch, SETTLED_PER_TURN). */
+type Deferred = { resolve: (r: TopicResult) => void; r: TopicResult } | { events: WorkerEvent[] };
+
+/**
+ * Main's end: `request` resolves with the worker's result; the worker's watch and `/work` events
+ * go to `onEvents`, in the order the worker produced them relative to its results.
+ */
 export class RequestClient {
   private nextId = 1;
   /** The resolver of each request still waiting for its result. */
@@ -90,13 +98,18 @@ export class RequestClient {
   private returned: ArrayBuffer[] = [];
   private flushScheduled = false;
   private abandoned = false;
+  /** Messages received from the worker (one per worker turn that settled or produced anything). */
+  messagesIn = 0;
   /** Stage clock only: when each request left in its batch. */
   private readonly postStamps = new Map<number, number>();
   private readonly giveBack = (page: ArrayBuffer): void => {
     if (!this.abandoned && this.returned.length < RETURNED_PAGES_MAX) this.returned.push(page);
   };
 
-  constructor(private readonly port: MessagePort) {
+  constructor(
+    private readonly port: MessagePort,
+    private readonly onEvents?: (events: WorkerEvent[]) => void,
+  ) {
     port.on('message', (m: ResultBatch) => this.onResults(m));
   }
 
@@ -172,11 +185,16 @@ export class RequestClient {
   }
 
   private onResults(m: ResultBatch): void {
+    this.messagesIn++;
     let sharedAt = 0;
-    let settled: [(r: TopicResult) => void, TopicResult][] | undefined;
+    let later: Deferred[] | undefined;
     const lanes: LaneCursor = { nums: m.lanes, strs: [], n: 0, s: 0 };
+    const events = m.events;
+    let e = 0; // the next event to hand on
     let k = 0;
     for (let i = 0; i < m.ids.length; i++) {
+      // The events the worker produced before result i, then result i (docs/ARCHITECTURE.md "Thread crossings").
+      if (events && e < events.length && m.eventsAt![e]! <= i) e = this.handOn(events, m.eventsAt!, e, i, later);
       const end = m.jsonEnds?.[i] ?? -1;
       const bytes = end >= 0 ? new Uint8Array(m.jsons!, sharedAt, end - sharedAt) : undefined;
       if (end >= 0) sharedAt = end;
@@ -200,18 +218,40 @@ export class RequestClient {
         this.postStamps.delete(id);
       }
       if (i < SETTLED_PER_TURN) resolve(r);
-      else (settled ??= []).push([resolve, r]);
+      else (later ??= []).push({ resolve, r });
     }
-    if (settled) this.resolveLater(settled, 0);
+    if (events && e < events.length) this.handOn(events, m.eventsAt!, e, m.ids.length, later);
+    if (later) this.settleLater(later, 0);
   }
 
-  /** The results of a big batch from `from` on, SETTLED_PER_TURN per turn (none once abandoned). */
-  private resolveLater(settled: [(r: TopicResult) => void, TopicResult][], from: number): void {
+  /**
+   * Hands on the events from `e` on that the worker produced before result `at` (now, or after
+   * the results deferred before them); returns the index of the next event.
+   */
+  private handOn(events: WorkerEvent[], eventsAt: number[], e: number, at: number, later: Deferred[] | undefined): number {
+    let end = e;
+    while (end < events.length && eventsAt[end]! <= at) end++;
+    const run = e === 0 && end === events.length ? events : events.slice(e, end);
+    if (later) later.push({ events: run });
+    else this.onEvents?.(run);
+    return end;
+  }
+
+  /** The rest of a big batch from `from` on, SETTLED_PER_TURN results per turn (none once abandoned). */
+  private settleLater(later: Deferred[], from: number): void {
     setImmediate(() => {
       if (this.abandoned) return;
-      const to = Math.min(settled.length, from + SETTLED_PER_TURN);
-      for (let i = from; i < to; i++) settled[i]![0](settled[i]![1]);
-      if (to < settled.length) this.resolveLater(settled, to);
+      let results = 0;
+      let i = from;
+      for (; i < later.length && results < SETTLED_PER_TURN; i++) {
+        const d = later[i]!;
+        if ('events' in d) this.onEvents?.(d.events);
+        else {
+          d.resolve(d.r);
+          results++;
+        }
+      }
+      if (i < later.length) this.settleLater(later, i);
     });
   }
 }
@@ -221,23 +261,33 @@ export type Answer = (id: number, r: TopicResult) => void;
 type Handle = (req: TopicRequest) => Promise<TopicResult>;
 type AnswerWith = (req: TopicRequest, id: number, answer: Answer) => void;
 
+/** The worker's end of the channel, as serveRequests returns it. */
+export interface RequestServer {
+  /** Sends what the turn settled and produced so far at once (the WAL link calls it before its own post of the turn). */
+  flush(): void;
+  /** A watch or `/work` event for main: it leaves with the turn's results, after those settled before it. */
+  event(ev: WorkerEvent): void;
+}
+
 /**
  * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
- * go back together. `handle` must not throw for a request's own errors (they are results); a
- * throw is a bug and becomes an `internal` error result so the caller never hangs. `flush()` sends
- * the results settled so far at once (the WAL link calls it before its own post of the turn).
- * `answerWith`, when given, takes the requests instead of `handle` (unless the stage clock is on)
- * and calls `answer(id, result)` once per request: no promise, no closures per request
- * (docs/PERFORMANCE.md "Allocations per request").
+ * go back together, with the watch and `/work` events of the turn (`event`) in the same message,
+ * so a turn that answers an append and pushes its records wakes main once. `handle` must not
+ * throw for a request's own errors (they are results); a throw is a bug and becomes an
+ * `internal` error result so the caller never hangs. `answerWith`, when given, takes the requests
+ * instead of `handle` (unless the stage clock is on) and calls `answer(id, result)` once per
+ * request: no promise, no closures per request (docs/PERFORMANCE.md "Allocations per request").
  */
-export function serveRequests(port: MessagePort, handle: Handle, answerWith?: AnswerWith): { flush(): void } {
+export function serveRequests(port: MessagePort, handle: Handle, answerWith?: AnswerWith): RequestServer {
   let ids: number[] = [];
   let results: TopicResult[] = [];
+  let events: WorkerEvent[] = [];
+  let eventsAt: number[] = [];
   let flushScheduled = false;
 
   const flush = (): void => {
     flushScheduled = false;
-    if (ids.length === 0) return;
+    if (ids.length === 0 && events.length === 0) return;
     if (stageClock.on) {
       const now = stageClock.now();
       for (const r of results) r.stamps = { ...r.stamps, replyPost: now };
@@ -245,16 +295,34 @@ export function serveRequests(port: MessagePort, handle: Handle, answerWith?: An
     const batch = encodeResults(ids, results);
     ids = [];
     results = [];
+    if (events.length > 0) {
+      addEvents(batch, events, eventsAt);
+      events = [];
+      eventsAt = [];
+    }
     port.postMessage(batch.msg, batch.transfers);
+  };
+
+  const schedule = (): void => {
+    if (flushScheduled) return;
+    flushScheduled = true;
+    // The check phase, after the poll phase that ran this turn's steps; the WAL link's post of
+    // the same turn calls flush first (walLink.ts beforeSubmit).
+    setImmediate(flush);
   };
 
   const settle: Answer = (id, r) => {
     ids.push(id);
     results.push(r);
-    if (!flushScheduled) {
-      flushScheduled = true;
-      setImmediate(flush);
-    }
+    schedule();
+  };
+
+  // With the stage clock on, results settle a microtask after their step (the promise path),
+  // so an event goes ahead of the results of its own step (debug only).
+  const event = (ev: WorkerEvent): void => {
+    events.push(ev);
+    eventsAt.push(ids.length);
+    schedule();
   };
 
   /** Scratch for the unknown field names of one claim or ack body. */
@@ -286,7 +354,25 @@ export function serveRequests(port: MessagePort, handle: Handle, answerWith?: An
       else runRequest(parsed, id, answer, wrecv, handle, answerWith);
     }
   });
-  return { flush };
+  return { flush, event };
+}
+
+/** True when `b` owns its whole ArrayBuffer (never a pool slice), so it can be transferred. */
+function standalone(b: Uint8Array): boolean {
+  return b.byteLength > 0 && ownsBuffer(b);
+}
+
+/**
+ * A turn's events join its result batch. Watch batch buffers and job frames are allocated on
+ * their own by the actors, so they move (transferred, not cloned).
+ */
+function addEvents(batch: { msg: ResultBatch; transfers: ArrayBuffer[] }, events: WorkerEvent[], eventsAt: number[]): void {
+  batch.msg.events = events;
+  batch.msg.eventsAt = eventsAt;
+  for (const ev of events) {
+    const buf = ev.k === 'batch' ? ev.buf : ev.k === 'jobs' ? ev.frames : undefined;
+    if (buf && standalone(buf) && !batch.transfers.includes(buf.buffer as ArrayBuffer)) batch.transfers.push(buf.buffer as ArrayBuffer);
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
 import { StorageState, storageStateOf } from '../storage/storageState.js';
 import { newSharedCounters, PACK_NO_SLOT, STORAGE_STATE_SLOT, TOPICS_SLOT } from '../core/sharedCounters.js';
 import type { WalStats } from '../wal/groupCommit.js';
-import type { WatchEvent, WorkerEvents, WorkEvent } from '../protocol/messages/events.js';
+import { isWorkEvent, type WatchEvent, type WorkerEvent, type WorkEvent } from '../protocol/messages/events.js';
 import type { DrainResult } from '../protocol/messages/rpc.js';
 import { readNewestSnapshot, type LoadedSnapshot } from '../storage/snapshot.js';
 import type { TopicPart } from '../format/topicPart.js';
@@ -122,6 +122,30 @@ export class Supervisor {
     return { replay_progress: this.replayProgress, topics_loaded: this.snapshotTopics.loaded, topics_total: this.snapshotTopics.total };
   }
 
+  /**
+   * A worker's events, as its request channel hands them on: watch events to the hub and `/work`
+   * events to the work registry, in their order (a run of one kind goes as one array).
+   */
+  private handOnEvents(events: WorkerEvent[]): void {
+    let from = 0;
+    while (from < events.length) {
+      const work = isWorkEvent(events[from]!);
+      let to = from + 1;
+      while (to < events.length && isWorkEvent(events[to]!) === work) to++;
+      const run = from === 0 && to === events.length ? events : events.slice(from, to);
+      if (work) this.onWorkEvents?.(run as WorkEvent[]);
+      else this.onWatchEvents?.(run as WatchEvent[]);
+      from = to;
+    }
+  }
+
+  /** Messages main received from the workers' request channels so far (the stage clock's report). */
+  workerMessagesIn(): number {
+    let n = 0;
+    for (const c of this.requestClients) n += c.messagesIn;
+    return n;
+  }
+
   /** Where requests for `topic` go: the channel to the worker that owns it. */
   workerFor(topic: string): RequestClient {
     return this.requestClients[workerOf(topic, this.requestClients.length)]!;
@@ -210,12 +234,6 @@ export class Supervisor {
       const rpc = new MessageChannel();
       const requests = new MessageChannel();
       const wal = new MessageChannel();
-      const events = new MessageChannel();
-      events.port1.on('message', (m: WorkerEvents) => {
-        if (m.watch.length > 0) this.onWatchEvents?.(m.watch);
-        if (m.work.length > 0) this.onWorkEvents?.(m.work);
-      });
-      events.port1.unref(); // never what keeps the process alive
       walPorts.push(wal.port2 as unknown as MessagePort);
       const data: WorkerThreadData = {
         workerIndex: i,
@@ -224,7 +242,6 @@ export class Supervisor {
         rpcPort: rpc.port2,
         requestPort: requests.port2,
         walPort: wal.port1,
-        eventsPort: events.port2,
         peerPorts: peerPorts[i]!,
         counters: this.counters.buffer as SharedArrayBuffer,
         gauges: this.gauges.buffer as SharedArrayBuffer,
@@ -249,11 +266,9 @@ export class Supervisor {
         traceTopics: s.traceTopics,
       };
       const peers = peerPorts[i]!.filter((p): p is MessagePort => p !== null);
-      this.threads.push(
-        this.spawner.worker(data, [rpc.port2, requests.port2, wal.port1, events.port2, ...peers], this.watch(`worker ${i}`)),
-      );
+      this.threads.push(this.spawner.worker(data, [rpc.port2, requests.port2, wal.port1, ...peers], this.watch(`worker ${i}`)));
       this.workers.push(wrap<WorkerApi>(rpc.port1));
-      this.requestClients.push(new RequestClient(requests.port1));
+      this.requestClients.push(new RequestClient(requests.port1, (events) => this.handOnEvents(events)));
     }
     const walData: WalThreadData = {
       dataDir: s.dataDir,

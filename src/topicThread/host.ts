@@ -48,8 +48,6 @@ export interface ActorHostDeps {
   dataDir: string;
   trace?: TraceWriter;
   traceOutputs?: boolean;
-  /** To main: watch and work events. */
-  eventsPort?: MessagePort;
   /** To each other worker, by index (undefined for this one). */
   peerPorts?: readonly (MessagePort | undefined)[];
   /**
@@ -133,7 +131,7 @@ export class ActorHost implements HostServices {
     this.trace = deps.trace;
     this.traceOutputs = deps.traceOutputs ?? false;
     // In this order: each collaborator's callbacks may name those made after it (they run later).
-    this.events = new EventsOutbox(deps.eventsPort);
+    this.events = new EventsOutbox();
     this.peers = this.makePeers(deps.peerPorts ?? [], deps.forwardRefusal);
     this.wal = makeWal(this, deps.walPort);
     this.hot = new HotCache(this.opts.segmentCacheBytes, (topicId, from, to) => dropTexts(this, topicId, from, to));

@@ -29,11 +29,12 @@ export interface WorkerThreadData {
   workers: number;
   dataDir: string;
   rpcPort: MessagePort;
-  /** Topic requests from main, batched per turn (src/protocol/requestChannel.ts). */
+  /**
+   * Topic requests from main, batched per turn, and their results with the turn's watch and
+   * `/work` events back (src/protocol/requestChannel.ts, docs/ARCHITECTURE.md "Thread crossings").
+   */
   requestPort: MessagePort;
   walPort: MessagePort;
-  /** Raw port for watch events to main (docs/ARCHITECTURE.md "Thread crossings"). */
-  eventsPort: MessagePort;
   /** Port to each other worker, by worker index (null for this one): peer requests. */
   peerPorts: (MessagePort | null)[];
   counters: SharedArrayBuffer;
@@ -141,7 +142,6 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     dataDir: data.dataDir,
     trace,
     traceOutputs: data.traceOutputs,
-    eventsPort: data.eventsPort,
     peerPorts: data.peerPorts.map((p) => p ?? undefined),
     compaction: { livePercent: data.compactLivePercent, bytesPerSec: data.compactBytesPerSec },
     log,
@@ -157,6 +157,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     (req, id, answer) => host.requestTo(req, id, answer),
   );
   host.wal.beforeSubmit = requests.flush;
+  host.events.attach(requests.event);
   const stopGauges = startGaugeSampler(gauges, data.workerIndex, {
     liveBytes: data.sampleLiveBytes ? () => host.liveBytes() : undefined,
     walQueuedBytes: () => host.wal.inflightBytes,

@@ -3,7 +3,9 @@
 // message, each caller gets its own result whatever the settle order, bodies and reply bytes are
 // copied into one shared buffer per batch (big whole ones transferred), a handler that throws answers `internal` instead of leaving the caller hanging, and
 // an abandoned channel settles nothing more; a request may be answered on the worker end without
-// a promise (answerWith); reply pages make the round trip (src/core/pagePool.ts).
+// a promise (answerWith); reply pages make the round trip (src/core/pagePool.ts); a worker turn's
+// watch and `/work` events cross in the same message as its results, handed on in the order the
+// worker produced them, their buffers transferred.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
@@ -11,6 +13,7 @@ import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/protoc
 import { fail, type ErrorResult } from '../../src/protocol/errors.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
+import type { WatchBatch, WatchEvent, WorkerEvent } from '../../src/protocol/messages/events.js';
 
 function ok(text: string): TopicResult {
   return { ok: true, status: 200, json: new Uint8Array(Buffer.from(text)), perf: {} };
@@ -412,6 +415,138 @@ test('claim and ack bodies cross unparsed on the lanes; the worker end parses th
     );
     assert.ok(missing && !missing.ok);
     assert.deepEqual([missing.code, missing.unknownFields], ['topic_not_found', ['y']], 'unknown fields ride on an error too');
+  } finally {
+    ch.port1.close();
+  }
+});
+
+/** A watch batch event whose record bytes are `text` in a buffer of its own. */
+function watchBatch(topic: string, text: string, buf = new Uint8Array(Buffer.from(text))): WatchEvent {
+  return {
+    k: 'batch',
+    topic,
+    instanceId: 1,
+    from: 0,
+    to: 1,
+    head: 1,
+    durableHead: 1,
+    dedupeNode: false,
+    stale: false,
+    buf,
+    offs: new Uint32Array([0, buf.byteLength]),
+    nodes: [],
+    nodeIdx: new Int32Array([-1]),
+  };
+}
+
+/** What main saw, in the order its reply writes and event writes would run (both are microtasks). */
+function orderLog(): { log: string[]; onEvents: (evs: WorkerEvent[]) => void } {
+  const log: string[] = [];
+  // The watch pacer writes an idle stream's frames in a microtask queued by the hand-on, and a
+  // request's reply runs in its promise's reaction: the log keeps their order.
+  const onEvents = (evs: WorkerEvent[]): void =>
+    queueMicrotask(() => log.push(...evs.map((e) => (e.k === 'jobs' ? `jobs:${e.connId}` : `${e.k}:${e.topic}`))));
+  return { log, onEvents };
+}
+
+test("a turn's results and events cross as one message, handed on in the worker's order", async () => {
+  const ch = new MessageChannel();
+  const toMain = { n: 0, sizes: [] as number[] };
+  countMessages(ch.port1, toMain);
+  const { log, onEvents } = orderLog();
+  // The worker's turn: an event before any result, one between the two results, one after.
+  const server = serveRequests(
+    ch.port2,
+    async () => ok('{'),
+    (req, id, answer) => {
+      if (req.topic === 'a') server.event(watchBatch('before-a', 'x'));
+      answer(id, ok(`{"t":"${req.topic}"`));
+      if (req.topic === 'a') server.event({ k: 'jobs', connId: 7, topic: 'q', frames: new Uint8Array(Buffer.from('id: 1\n\n')) });
+      if (req.topic === 'b') server.event({ k: 'durable', topic: 'after-b', instanceId: 1, durableHead: 1, head: 1 });
+    },
+  );
+  const client = new RequestClient(ch.port1, onEvents);
+  try {
+    const calls = ['a', 'b'].map((t) => client.request({ op: 'state', topic: t, touch: false }).then(() => log.push(`result:${t}`)));
+    await Promise.all(calls);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(toMain.sizes, [2], 'one message to main for the turn: both results and the three events');
+    assert.equal(client.messagesIn, 1);
+    assert.deepEqual(log, ['batch:before-a', 'result:a', 'jobs:7', 'result:b', 'durable:after-b'], "the worker's order");
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('a turn with only events crosses as one message without results', async () => {
+  const ch = new MessageChannel();
+  const { log, onEvents } = orderLog();
+  const server = serveRequests(ch.port2, async () => ok('{'));
+  const client = new RequestClient(ch.port1, onEvents);
+  try {
+    server.event(watchBatch('t1', 'a'));
+    server.event({ k: 'deleted', topic: 't2', instanceId: 3, head: 9 });
+    while (log.length < 2) await new Promise((r) => setTimeout(r, 2));
+    assert.deepEqual(log, ['batch:t1', 'deleted:t2']);
+    assert.equal(client.messagesIn, 1, 'the two events of one turn are one message');
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('event buffers of their own are transferred, a shared one is cloned, and each arrives intact', async () => {
+  const ch = new MessageChannel();
+  const got: WorkerEvent[] = [];
+  const server = serveRequests(ch.port2, async () => ok('{'));
+  new RequestClient(ch.port1, (evs) => got.push(...evs));
+  try {
+    const own = new Uint8Array(Buffer.from('{"$seq":1}'));
+    const frames = new Uint8Array(Buffer.from('id: 4\nevent: job\ndata: {}\n\n'));
+    const pooled = Buffer.from('{"$seq":2}'); // a slice of Node's pool slab: never transferred
+    assert.notEqual(pooled.byteLength, pooled.buffer.byteLength);
+    server.event(watchBatch('own', '', own));
+    server.event({ k: 'jobs', connId: 1, topic: 'q', frames });
+    server.event(watchBatch('pooled', '', pooled));
+    server.event(watchBatch('own-again', '', own)); // the same buffer twice moves once
+    while (got.length < 4) await new Promise((r) => setTimeout(r, 2));
+    assert.equal(own.byteLength, 0, 'a batch buffer of its own moved (transferred)');
+    assert.equal(frames.byteLength, 0, 'job frames of their own moved');
+    assert.equal(pooled.byteLength, 10, 'a pooled buffer was cloned: the worker keeps its view');
+    const text = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString();
+    const [a, j, p, again] = got as [WatchBatch, Extract<WorkerEvent, { k: 'jobs' }>, WatchBatch, WatchBatch];
+    assert.equal(text(a.buf), '{"$seq":1}');
+    assert.equal(text(j.frames), 'id: 4\nevent: job\ndata: {}\n\n');
+    assert.equal(text(p.buf), '{"$seq":2}');
+    assert.equal(text(again.buf), '{"$seq":1}');
+  } finally {
+    ch.port1.close();
+  }
+});
+
+test('in a big batch answered over several turns, an event waits for the results settled before it', async () => {
+  const ch = new MessageChannel();
+  const { log, onEvents } = orderLog();
+  const n = 300;
+  const server = serveRequests(
+    ch.port2,
+    async () => ok('{'),
+    (req, id, answer) => {
+      answer(id, ok('{'));
+      if (req.topic === 't149') server.event(watchBatch('after-149', 'x'));
+      if (req.topic === `t${n - 1}`) server.event(watchBatch('last', 'x'));
+    },
+  );
+  const client = new RequestClient(ch.port1, onEvents);
+  try {
+    const calls = Array.from({ length: n }, (_, i) =>
+      client.request({ op: 'state', topic: `t${i}`, touch: false }).then(() => log.push(`result:t${i}`)),
+    );
+    await Promise.all(calls);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(log.length, n + 2);
+    assert.equal(log.indexOf('batch:after-149'), 150, 'after result 149 (answered in the second turn), before result 150');
+    assert.equal(log.indexOf('batch:last'), n + 1, 'an event after the last result comes last');
+    assert.equal(log[149], 'result:t149');
   } finally {
     ch.port1.close();
   }

@@ -1,5 +1,6 @@
-// The worker → main events port (raw, one message per worker turn): watch pushes and `/work`
-// stream events, as plain data with batch and frame buffers transferred.
+// What a topic worker tells main without being asked: watch pushes and `/work` stream events, as
+// plain data with batch and frame buffers transferred. They cross in the worker turn's one
+// message to main, next to the turn's results (ResultBatch, src/protocol/requestChannel.ts).
 
 /**
  * Records (from, to] of one topic instance became visible: `buf` holds each record's pieces
@@ -38,9 +39,10 @@ export type WorkEvent =
   /** The stream must end with a terminal error frame (the queue was deleted). */
   | { k: 'end'; connId: number; topic: string; code: 409; error: 'not_a_queue'; message: string };
 
-/** One message per worker turn on the events port. */
-export interface WorkerEvents {
-  t: 'events';
-  watch: WatchEvent[];
-  work: WorkEvent[];
+/** Either kind, as a worker turn's message carries them (in the order the worker produced them). */
+export type WorkerEvent = WatchEvent | WorkEvent;
+
+/** True for a `/work` stream event, false for a watch event. */
+export function isWorkEvent(ev: WorkerEvent): ev is WorkEvent {
+  return ev.k === 'jobs' || ev.k === 'end';
 }

@@ -2,6 +2,7 @@
 // src/protocol/requestChannel.ts) and the control calls' data (Comlink, src/core/rpc.ts), as plain data. No functions, class instances or promises cross a thread.
 import type { RequestStamps } from '../../core/stageClock.js';
 import type { ErrorResult } from '../errors.js';
+import type { WorkerEvent } from './events.js';
 import type { TopicConfig } from '../topicConfig.js';
 import type { TopicSummary } from '../wire.js';
 import type { ForwardAck, ForwardInfo, RouterRequest, RouterStats, TagMatch } from './router.js';
@@ -490,7 +491,10 @@ export type ChannelRequest = TopicRequest | QueueBodyRequest;
 export type WireRequest =
   Exclude<TopicRequest, AppendRequest> | (Omit<AppendRequest, 'body'> & { body: null }) | (Omit<QueueBodyRequest, 'body'> & { body: null });
 
-/** worker → main on the request channel: the results settled in one turn. */
+/**
+ * worker → main on the request channel: the results settled in one turn and the watch and
+ * `/work` events the turn produced, in one message (one wake of main per worker turn).
+ */
 export interface ResultBatch {
   ids: number[];
   /** Per result, in order: its lane code and fields (src/protocol/hotLanes.ts), or COLD for the next of `results`. */
@@ -503,6 +507,10 @@ export interface ResultBatch {
   jsons?: ArrayBuffer;
   /** Per result: where its JSON ends in `jsons`, or -1 when it carries its own `json` (or is an error). */
   jsonEnds?: number[];
+  /** The turn's watch and `/work` events, in the order the worker produced them. */
+  events?: WorkerEvent[];
+  /** Per event: how many of the batch's results the worker settled before it (main keeps that order). */
+  eventsAt?: number[];
 }
 
 /** A result as it crosses: a small reply's bytes travel in the batch's `jsons`. */

@@ -1,9 +1,9 @@
 // WorkStream (main thread): one open `GET /v0/topics/:q/work` response (docs/API.md "Queues", "Work frames";
 // docs/API.md "Queues"). The queue actor leases jobs to the connection and sends their `job` frames,
-// rendered whole, over the events port; this stream only writes them. It opens with
+// rendered whole, with the worker turn's results (src/protocol/requestChannel.ts); this stream only writes them. It opens with
 // `retry: 2000` and one `: hb`, tells the actor when its socket backs up or drains (no new
 // leases while paused), and when it closes, for any reason, tells the actor to release every
-// lease delivered on it. Frames that race ahead of the open (events port vs rpc reply) wait.
+// lease delivered on it. Frames handed on ahead of the open's reply (they are dispatched at once, the reply a microtask later) wait.
 import type { ServerResponse } from 'node:http';
 import type { FlushPacer } from '../sse/flushPacer.js';
 import { SseConnection } from '../sse/sseConnection.js';
