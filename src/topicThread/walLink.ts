@@ -1,5 +1,5 @@
 // WalLink: a topic worker's side of the WAL port (docs/ARCHITECTURE.md "The life of an append"). Frames queued during one
-// event-loop turn leave as one transferred buffer; cumulative acks come back and are turned
+// event-loop turn leave as one transferred buffer (handed back once written, submitBuffers.ts); cumulative acks come back and are turned
 // into per-actor `wal` inputs, and written frames go on to their segments. It also keeps the
 // worker's WAL credit (bytes queued or submitted, not yet written), the FIFO of appends waiting for
 // credit, and the per-frame timings of the performance block. Runs on the worker thread.
@@ -13,6 +13,7 @@ import type { SegmentPlacement } from '../format/layout.js';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import { MinHeap } from '../core/minHeap.js';
 import { stageClock } from '../core/stageClock.js';
+import { SubmitBuffers } from './submitBuffers.js';
 
 /** Priority points a deferred append gains per ms of waiting (as the HTTP gate's default). */
 const DEFER_AGING_PER_MS = 1;
@@ -97,6 +98,8 @@ export class WalLink {
   /** The actors an ack moved, reused from ack to ack. */
   private readonly acked: ActorFrames[] = [];
   private turnFrames: LinkFrame[] = [];
+  /** What submissions are built in: buffers the WAL thread handed back, or new ones. */
+  readonly buffers = new SubmitBuffers();
   private flushScheduled = false;
   private submitSeq = 0;
   private writtenSeq = 0;
@@ -170,7 +173,7 @@ export class WalLink {
       total += frame.buf.length;
       durable ||= frame.durable;
     }
-    const out = new Uint8Array(new ArrayBuffer(total));
+    const out = new Uint8Array(this.buffers.take(total), 0, total);
     let p = 0;
     for (const { frame } of frames) {
       out.set(frame.buf, p);
@@ -178,7 +181,7 @@ export class WalLink {
     }
     const seq = ++this.submitSeq;
     this.inflight.push({ seq, frames, written: false, bytes: total });
-    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
+    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, bytes: total, durable, frames: frames.length, handBack: true };
     if (stageClock.on) this.stampFrames(frames, 'postUs'); // before the post, like every stamp
     this.port.postMessage(msg, [out.buffer]);
   }
@@ -186,6 +189,7 @@ export class WalLink {
   private onMessage(m: WalOut): void {
     switch (m.t) {
       case 'ack':
+        if (m.spare) this.buffers.give(m.spare);
         return this.onAck(m.writtenThrough, m.durableThrough);
       case 'failed':
         return this.onFailed(m.message);

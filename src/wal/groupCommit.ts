@@ -42,6 +42,8 @@ interface PortState {
   wantsDurable: number;
   lastAckedWritten: number;
   lastAckedDurable: number;
+  /** Written submissions' buffers to hand back with the next ack (`handBack`). */
+  spare: ArrayBuffer[];
 }
 
 export interface WalStats {
@@ -102,7 +104,15 @@ export class GroupCommit {
     /** Frees what the newest checkpoint covers when a file cannot be made (none in some tests). */
     private readonly space?: WalSpace,
   ) {
-    this.ports = ports.map((port) => ({ port, written: 0, durable: 0, wantsDurable: 0, lastAckedWritten: 0, lastAckedDurable: 0 }));
+    this.ports = ports.map((port) => ({
+      port,
+      written: 0,
+      durable: 0,
+      wantsDurable: 0,
+      lastAckedWritten: 0,
+      lastAckedDurable: 0,
+      spare: [],
+    }));
   }
 
   get fileNo(): number {
@@ -241,7 +251,7 @@ export class GroupCommit {
     let blocked = false;
     for (const it of this.queue) {
       if (it.msg.t === 'submit') {
-        const b = Buffer.from(it.msg.buf);
+        const b = Buffer.from(it.msg.buf, 0, it.msg.bytes ?? it.msg.buf.byteLength);
         if (bufs.length > 0 && size + b.length > WRITEV_MAX_BYTES) break;
         if (!this.writer.fits(size + b.length)) {
           if (bufs.length > 0) break; // write what we have, rotate on the next round
@@ -269,6 +279,8 @@ export class GroupCommit {
     batch.forEach((m, i) => {
       const ps = batchPorts[i]!;
       ps.written = m.seq;
+      // Written: the buffer is no longer read here (writes are synchronous), so it can go back.
+      if (m.handBack) ps.spare.push(m.buf);
       if (m.durable) ps.wantsDurable = m.seq;
       this.stats.batches++;
       this.stats.frames += m.frames;
@@ -403,8 +415,14 @@ export class GroupCommit {
       if (p.written === p.lastAckedWritten && p.durable === p.lastAckedDurable) continue;
       p.lastAckedWritten = p.written;
       p.lastAckedDurable = p.durable;
-      const m: WalOut = { t: 'ack', writtenThrough: p.written, durableThrough: p.durable };
-      p.port.postMessage(m);
+      const m: Extract<WalOut, { t: 'ack' }> = { t: 'ack', writtenThrough: p.written, durableThrough: p.durable };
+      if (p.spare.length === 0) {
+        p.port.postMessage(m);
+        continue;
+      }
+      m.spare = p.spare;
+      p.spare = [];
+      p.port.postMessage(m, m.spare);
     }
   }
 

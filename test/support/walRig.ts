@@ -153,6 +153,25 @@ export class WalRig {
     return seq;
   }
 
+  /**
+   * Like submit, but as WalLink builds a turn in a handed-back buffer: the frames are the first
+   * `bytes` of a `bufBytes` buffer whose rest is junk (0xee), and the WAL is asked to hand it back.
+   */
+  submitInSpare(port: number, ids: number[], bufBytes: number): number {
+    const frames = ids.map((i) => walFrame(i));
+    const out = new Uint8Array(bufBytes).fill(0xee);
+    let p = 0;
+    for (const f of frames) {
+      out.set(f, p);
+      p += f.length;
+    }
+    this.submitted[port]!.push(ids);
+    const seq = this.submitted[port]!.length;
+    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, bytes: p, durable: true, frames: frames.length, handBack: true };
+    this.workerSide[port]!.postMessage(msg, [out.buffer]);
+    return seq;
+  }
+
   mark(port: number, id: number): void {
     this.workerSide[port]!.postMessage({ t: 'mark', id } satisfies WalIn);
   }

@@ -9,8 +9,9 @@ import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from '../../src
 import { filterTuple, passesFilter } from '../../src/actors/router/filter.js';
 import { Provenance } from '../../src/actors/router/provenance.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
-import { CopySection } from '../../src/actors/router/copySection.js';
-import { copyLimitRefusal, copyPayloadBytes } from '../../src/actors/router/copyLimits.js';
+import { bufferView, CopySection, storedWhole } from '../../src/actors/router/copySection.js';
+import { copyLimitRefusal, copyPayloadBytes, scanCopySection } from '../../src/actors/router/copyLimits.js';
+import { CorruptionError } from '../../src/core/corruption.js';
 import {
   appendSectionHeadBytes,
   encodeAppend,
@@ -195,6 +196,34 @@ test('copy section: records kept whole are copied as runs, a skipped record spli
   const both = encodeAppend(9, 1, 1000, undefined, [rec('4'), rec('5', '{"z":2}')]);
   assert.deepEqual(section(whole, [texts[3]!, other[0]!], [4, 5]), sectionOf(both));
   assert.equal(copyPayloadBytes(sectionOf(both), 2), 1 + 1 + 7);
+});
+
+/** The frame's bytes `at` bytes into a larger ArrayBuffer (as a pooled or sliced Buffer lies). */
+function shifted(frame: Buffer, at: number): Buffer {
+  const big = Buffer.alloc(at + frame.length + 9, 0xee);
+  frame.copy(big, at);
+  return big.subarray(at, at + frame.length);
+}
+
+test('copy section heads are read through a view of exactly the buffer, wherever it starts in its ArrayBuffer', () => {
+  const records = [rec('1', '{"k":1}', 't', 'n'), rec('"two"'), rec('3', undefined, 'u')];
+  const frame = shifted(encodeAppend(9, 1, 1000, undefined, records), 13);
+  assert.notEqual(frame.byteOffset, 0);
+  const texts = textsOf(frame);
+  for (const t of texts) assert.equal(storedWhole(t, bufferView(t.buf)), true);
+  // A head that does not match its texts is not whole (the record is then written field by field).
+  const bad = Buffer.from(frame);
+  bad.writeUInt32LE(99, texts[1]!.nodeOff - 4);
+  const badText = textsOf(frame).map(
+    (t) => new RecordText(bad, t.nodeOff, t.nodeLen, t.tagOff, t.tagLen, t.metaOff, t.metaLen, t.dataOff, t.dataLen),
+  )[1]!;
+  assert.equal(storedWhole(badText, bufferView(bad)), false);
+  // The dest's one pass over a section: its payload bytes, and damage is corruption, not a refusal.
+  const sec = sectionOf(frame);
+  assert.deepEqual(scanCopySection(sec, 3), { refusal: undefined, bytes: 1 + 7 + 5 + 1 });
+  assert.deepEqual(scanCopySection(shifted(sec, 5), 3), { refusal: undefined, bytes: 14 });
+  assert.throws(() => scanCopySection(sec.subarray(0, sec.length - 1), 3), CorruptionError);
+  assert.throws(() => scanCopySection(sec.subarray(0, 20), 3), CorruptionError);
 });
 
 test('a copy section is framed where it lies: the same frame as encodeAppend, or a copy without room', () => {

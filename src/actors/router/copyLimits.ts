@@ -6,7 +6,9 @@
 // the dest topic's actor (worker thread); pure.
 import { countTopLevelKeys } from '../../core/jsonScan.js';
 import { InvariantError } from '../../core/invariant.js';
-import { payloadBytesOf, walkRecordSection } from '../../format/frame.js';
+import { APPEND_RECORD_HEAD_BYTES, META_ABSENT } from '../../format/constants.js';
+import { CorruptionError } from '../../core/corruption.js';
+import { bufferView } from './copySection.js';
 import { fail } from '../../protocol/errors.js';
 import { LIMITS, type LimitAllowance, type ParseFailure } from '../topic/appendRecord.js';
 
@@ -21,30 +23,61 @@ function tooLarge(index: number, limit: string, message: string): ParseFailure {
   return fail('record_too_large', message, { index, limit });
 }
 
+/** What the dest learns from one pass over a copy section's record heads. */
+export interface CopySectionScan {
+  /** The first record over a limit, as the append parser words it, or undefined. */
+  refusal: ParseFailure | undefined;
+  /** The records' data + meta bytes (the spec's `bytes` of its records), for the reject caps. */
+  bytes: number;
+}
+
+/**
+ * One pass over the section's record heads (docs/FORMAT.md's record layout): the limits a stamp
+ * can grow, in record order, and the payload bytes. A loop of its own, not walkRecordSection's
+ * callback: this runs for every copy a dest takes.
+ */
+export function scanCopySection(section: Buffer, count: number): CopySectionScan {
+  let refusal: ParseFailure | undefined;
+  let bytes = 0;
+  let p = 0;
+  const end = section.length;
+  // A DataView, not Buffer's readUInt*LE: those cost ~9 ns a call here, the view's ~1.
+  const view = bufferView(section);
+  for (let i = 0; i < count; i++) {
+    if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
+    const metaRaw = view.getUint32(p + 4, true);
+    const metaLen = metaRaw === META_ABSENT ? -1 : metaRaw;
+    const dataLen = view.getUint32(p + 8, true);
+    const metaOff = p + APPEND_RECORD_HEAD_BYTES + view.getUint16(p, true) + view.getUint16(p + 2, true);
+    const payload = dataLen + (metaLen > 0 ? metaLen : 0);
+    p = metaOff + payload;
+    if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
+    bytes += payload;
+    if (refusal === undefined) refusal = limitRefusal(section, i, metaOff, metaLen, payload);
+  }
+  // Sections are built by forwarders only: a malformed one is a bug, not a client's error.
+  if (p !== end) throw new InvariantError(`copy section: ${end - p} bytes after ${count} records`);
+  return { refusal, bytes };
+}
+
+function limitRefusal(section: Buffer, i: number, metaOff: number, metaLen: number, payload: number): ParseFailure | undefined {
+  if (metaLen >= 0) {
+    if (metaLen > LIMITS.maxMetaBytes + ROUTER_STAMPS.metaBytes)
+      return tooLarge(i, 'meta_bytes', `records[${i}].meta is larger than ${LIMITS.maxMetaBytes} bytes`);
+    if (metaLen >= KEYS_OVER_MIN_BYTES && countTopLevelKeys(section, metaOff, metaOff + metaLen) > KEYS_MAX)
+      return tooLarge(i, 'meta_keys', `records[${i}].meta has more than ${LIMITS.maxMetaKeys} keys`);
+  }
+  if (payload > LIMITS.maxRecordBytes + ROUTER_STAMPS.metaBytes)
+    return tooLarge(i, 'record_bytes', `records[${i}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta)`);
+  return undefined;
+}
+
 /** The first record of the section over a limit, as the append parser words it, or undefined. */
 export function copyLimitRefusal(section: Buffer, count: number): ParseFailure | undefined {
-  let refusal: ParseFailure | undefined;
-  const end = walkRecordSection(section, 0, section.length, count, (i, r) => {
-    if (refusal) return;
-    if (r.metaLen >= 0) {
-      if (r.metaLen > LIMITS.maxMetaBytes + ROUTER_STAMPS.metaBytes)
-        refusal = tooLarge(i, 'meta_bytes', `records[${i}].meta is larger than ${LIMITS.maxMetaBytes} bytes`);
-      else if (r.metaLen >= KEYS_OVER_MIN_BYTES && countTopLevelKeys(section, r.metaOff, r.metaOff + r.metaLen) > KEYS_MAX)
-        refusal = tooLarge(i, 'meta_keys', `records[${i}].meta has more than ${LIMITS.maxMetaKeys} keys`);
-    }
-    if (!refusal && r.dataLen + Math.max(0, r.metaLen) > LIMITS.maxRecordBytes + ROUTER_STAMPS.metaBytes)
-      refusal = tooLarge(i, 'record_bytes', `records[${i}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta)`);
-  });
-  // Sections are built by forwarders only: a malformed one is a bug, not a client's error.
-  if (end !== section.length) throw new InvariantError(`copy section: ${section.length - end} bytes after ${count} records`);
-  return refusal;
+  return scanCopySection(section, count).refusal;
 }
 
 /** The section's data + meta bytes (the spec's `bytes` of its records), for the reject caps. */
 export function copyPayloadBytes(section: Buffer, count: number): number {
-  let bytes = 0;
-  walkRecordSection(section, 0, section.length, count, (_i, r) => {
-    bytes += payloadBytesOf(r);
-  });
-  return bytes;
+  return scanCopySection(section, count).bytes;
 }

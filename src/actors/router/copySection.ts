@@ -27,6 +27,8 @@ export class CopySection {
   /** `"_spool_router":"<router>:<source id>:` (exactly_once only): a stamp is this, the seq, `"}`. */
   private readonly stampHead: Buffer | undefined;
   private size = 0;
+  private viewBuf: Buffer | undefined;
+  private view: DataView | undefined;
   count = 0;
   /** The copies' data + meta bytes as stored at the source (the batch bound, FORWARD_BYTES_MAX). */
   bytes = 0;
@@ -61,7 +63,8 @@ export class CopySection {
     let runEnd = 0;
     for (let i = 0; i < this.texts.length; i++) {
       const t = this.texts[i]!;
-      const whole = this.stampHead === undefined && this.nodeLen(t) === t.nodeLen && this.tagLen(t) === t.tagLen && storedWhole(t);
+      const whole =
+        this.stampHead === undefined && this.nodeLen(t) === t.nodeLen && this.tagLen(t) === t.tagLen && storedWhole(t, this.viewOf(t.buf));
       if (whole && runBuf === t.buf && runEnd === t.nodeOff - APPEND_RECORD_HEAD_BYTES) {
         runEnd = t.dataOff + t.dataLen;
         continue;
@@ -79,6 +82,15 @@ export class CopySection {
     if (runBuf) p += runBuf.copy(out, p, runStart, runEnd);
     if (p !== headroom + this.size) throw new InvariantError(`copy section: wrote ${p - headroom} of ${this.size} bytes`);
     return { body: out, layout: { count: this.count, offset: headroom, bytes: this.size } };
+  }
+
+  /** A view of the buffer (the last one asked for is kept: a run's texts share their frame). */
+  private viewOf(buf: Buffer): DataView {
+    if (buf !== this.viewBuf) {
+      this.viewBuf = buf;
+      this.view = bufferView(buf);
+    }
+    return this.view!;
   }
 
   private nodeLen(t: RecordText): number {
@@ -124,8 +136,16 @@ export class CopySection {
   }
 }
 
-/** Whether the record's bytes sit in its buffer as one APPEND record: its head right before its texts. */
-function storedWhole(t: RecordText): boolean {
+/** A DataView of exactly the buffer's bytes (a Buffer may start inside its ArrayBuffer). */
+export function bufferView(buf: Buffer): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/**
+ * Whether the record's bytes sit in its buffer (`view`, bufferView) as one APPEND record: its head right
+ * before its texts. A DataView, not Buffer's readUInt*LE: those cost ~9 ns a call, per copy.
+ */
+export function storedWhole(t: RecordText, view: DataView): boolean {
   const h = t.nodeOff - APPEND_RECORD_HEAD_BYTES;
   const metaBytes = Math.max(0, t.metaLen);
   return (
@@ -133,9 +153,9 @@ function storedWhole(t: RecordText): boolean {
     t.tagOff === t.nodeOff + t.nodeLen &&
     t.metaOff === t.tagOff + t.tagLen &&
     t.dataOff === t.metaOff + metaBytes &&
-    t.buf.readUInt16LE(h) === t.nodeLen &&
-    t.buf.readUInt16LE(h + 2) === t.tagLen &&
-    t.buf.readUInt32LE(h + 4) === (t.metaLen < 0 ? META_ABSENT : t.metaLen) &&
-    t.buf.readUInt32LE(h + 8) === t.dataLen
+    view.getUint16(h, true) === t.nodeLen &&
+    view.getUint16(h + 2, true) === t.tagLen &&
+    view.getUint32(h + 4, true) === (t.metaLen < 0 ? META_ABSENT : t.metaLen) &&
+    view.getUint32(h + 8, true) === t.dataLen
   );
 }

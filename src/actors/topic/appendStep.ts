@@ -19,7 +19,7 @@ import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/ap
 import { encodeJsonFrame } from '../../format/frame.js';
 import { encodeRedriveHeader, notePending } from '../queue/redriveHeader.js';
 import { FrameType } from '../../format/constants.js';
-import { copyLimitRefusal, copyPayloadBytes, ROUTER_STAMPS } from '../router/copyLimits.js';
+import { scanCopySection, ROUTER_STAMPS } from '../router/copyLimits.js';
 
 import { allowsName, nameRefusal, scopeRefusal, type Scope } from '../../auth/allowlist.js';
 import { effectivePriority } from './topicState.js';
@@ -171,15 +171,14 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
  * written around the records where they lie. The dest exists (a forward never creates one: 404).
  */
 function appendCopies(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRequest, body: Buffer, copies: CopyLayout): void {
-  const section = body.subarray(copies.offset, copies.offset + copies.bytes);
-  const overLimit = copyLimitRefusal(section, copies.count);
-  if (overLimit) return ctx.reply(reqId, overLimit as ErrorResult);
+  const scan = scanCopySection(body.subarray(copies.offset, copies.offset + copies.bytes), copies.count);
+  if (scan.refusal) return ctx.reply(reqId, scan.refusal as ErrorResult);
   if (answeredBeforeAppend(a, ctx, reqId, req.forward!)) return;
   const inst = a.current!;
   const refused = writeRefusal(ctx);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
-  const full = rejectFull(a, ctx, inst, () => ({ count: copies.count, bytes: copyPayloadBytes(section, copies.count) }));
+  const full = rejectFull(a, ctx, inst, () => ({ count: copies.count, bytes: scan.bytes }));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
   const batch = encodeCopyBatch(inst, body, copies, tsMs, a.opts, req.forward!);

@@ -2,8 +2,13 @@
 // control in; cumulative acks, failures and replay chunks out.
 
 export type WalIn =
-  /** Whole encoded frames from one worker turn; `seq` increases by one per submission. */
-  | { t: 'submit'; seq: number; buf: ArrayBuffer; durable: boolean; frames: number }
+  /**
+   * Whole encoded frames from one worker turn; `seq` increases by one per submission. The frames
+   * are the first `bytes` of `buf` (absent: all of it). `handBack`: once written, `buf` goes back
+   * to the worker in an ack's `spare`, to be filled again (a fresh buffer per turn cost its
+   * first-touch page faults every time).
+   */
+  | { t: 'submit'; seq: number; buf: ArrayBuffer; bytes?: number; durable: boolean; frames: number; handBack?: true }
   /** Checkpoint mark: the WAL thread records the log position after everything before it. */
   | { t: 'mark'; id: number }
   /**
@@ -13,7 +18,8 @@ export type WalIn =
   | { t: 'replayAck'; bytes: number; buf?: ArrayBuffer };
 
 export type WalOut =
-  | { t: 'ack'; writtenThrough: number; durableThrough: number }
+  /** `spare`: written submissions' buffers handed back (transferred; nothing here keeps a view). */
+  | { t: 'ack'; writtenThrough: number; durableThrough: number; spare?: ArrayBuffer[] }
   | { t: 'failed'; message: string }
   /** Recovery: frames for this worker, in log order (whole frames, concatenated), the first `bytes` of `buf`. */
   | { t: 'replay'; buf: ArrayBuffer; bytes: number }
