@@ -13,6 +13,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Fs } from '../../src/storage/fs.js';
 import type { WalIn, WalOut, WalPosition } from '../../src/protocol/messages/wal.js';
 import { GroupCommit } from '../../src/wal/groupCommit.js';
+import type { QueuedFrame, WalLinkHost } from '../../src/topicThread/walLink.js';
 import { WalWriter } from '../../src/wal/walWriter.js';
 import { scanWal } from '../../src/wal/scan.js';
 import { decodeJsonBody, encodeJsonFrame } from '../../src/format/frame.js';
@@ -139,18 +140,14 @@ export class WalRig {
   /** Submits frames `ids` from worker `port` as one submission, like WalLink.flushTurn; returns its seq. */
   submit(port: number, ids: number[], durable = true, padBytes = 200): number {
     const frames = ids.map((i) => walFrame(i, padBytes));
-    const total = frames.reduce((n, f) => n + f.length, 0);
-    const out = new Uint8Array(new ArrayBuffer(total));
-    let p = 0;
-    for (const f of frames) {
-      out.set(f, p);
-      p += f.length;
-    }
-    this.submitted[port]!.push(ids);
-    const seq = this.submitted[port]!.length;
-    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length };
-    this.workerSide[port]!.postMessage(msg, [out.buffer]);
-    return seq;
+    return this.post(
+      port,
+      ids,
+      frames,
+      frames.reduce((n, f) => n + f.length, 0),
+      durable,
+      false,
+    );
   }
 
   /**
@@ -158,7 +155,18 @@ export class WalRig {
    * `bytes` of a `bufBytes` buffer whose rest is junk (0xee), and the WAL is asked to hand it back.
    */
   submitInSpare(port: number, ids: number[], bufBytes: number): number {
-    const frames = ids.map((i) => walFrame(i));
+    return this.post(
+      port,
+      ids,
+      ids.map((i) => walFrame(i)),
+      bufBytes,
+      true,
+      true,
+    );
+  }
+
+  /** The frames back to back at the start of a `bufBytes` buffer (the rest 0xee), posted as one submission. */
+  private post(port: number, ids: number[], frames: Uint8Array[], bufBytes: number, durable: boolean, handBack: boolean): number {
     const out = new Uint8Array(bufBytes).fill(0xee);
     let p = 0;
     for (const f of frames) {
@@ -167,7 +175,8 @@ export class WalRig {
     }
     this.submitted[port]!.push(ids);
     const seq = this.submitted[port]!.length;
-    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, bytes: p, durable: true, frames: frames.length, handBack: true };
+    const spare = handBack ? { bytes: p, handBack: true as const } : {};
+    const msg: WalIn = { t: 'submit', seq, buf: out.buffer, durable, frames: frames.length, ...spare };
     this.workerSide[port]!.postMessage(msg, [out.buffer]);
     return seq;
   }
@@ -238,4 +247,18 @@ export class WalRig {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A WalLink host that does nothing with what the link reports (tests that watch the port instead). */
+export const idleLinkHost: WalLinkHost = {
+  walAck: () => undefined,
+  writeSegment: () => undefined,
+  redeliver: () => undefined,
+  onReplay: () => undefined,
+  walFailed: () => undefined,
+};
+
+/** A frame for WalLink.queueFrame: `bytes` of the byte `frameNo`, owned by `actor`, no segment. */
+export function linkFrame(frameNo: number, bytes: number, actor: object = {}): QueuedFrame {
+  return { actor: actor as QueuedFrame['actor'], frameNo, buf: Buffer.alloc(bytes, frameNo), durable: false, segment: undefined };
 }

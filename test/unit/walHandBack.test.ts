@@ -5,9 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
-import { WalRig } from '../support/walRig.js';
+import { WalRig, idleLinkHost, linkFrame } from '../support/walRig.js';
 import { SubmitBuffers } from '../../src/topicThread/submitBuffers.js';
-import { WalLink, type QueuedFrame, type WalLinkHost } from '../../src/topicThread/walLink.js';
+import { WalLink } from '../../src/topicThread/walLink.js';
 import type { WalIn, WalOut } from '../../src/protocol/messages/wal.js';
 
 test('the WAL writes only the submitted bytes of a buffer and hands a written one back', async () => {
@@ -45,27 +45,15 @@ test('submission buffers: powers of two from 64 KiB, the smallest spare that fit
   assert.equal(b.count, 8);
 });
 
-const host: WalLinkHost = {
-  walAck: () => undefined,
-  writeSegment: () => undefined,
-  redeliver: () => undefined,
-  onReplay: () => undefined,
-  walFailed: () => undefined,
-};
-
-function frame(frameNo: number, bytes: number): QueuedFrame {
-  return { actor: {} as QueuedFrame['actor'], frameNo, buf: Buffer.alloc(bytes, frameNo), durable: false, segment: undefined };
-}
-
 test('a topic worker builds its next turn in the buffer the WAL handed back', async () => {
   const ch = new MessageChannel();
   const submitted: Extract<WalIn, { t: 'submit' }>[] = [];
   ch.port2.on('message', (m: WalIn) => {
     if (m.t === 'submit') submitted.push(m);
   });
-  const link = new WalLink(ch.port1, 0, host);
+  const link = new WalLink(ch.port1, 0, idleLinkHost);
   const turn = async (n: number) => {
-    link.queueFrame(frame(n, 3000));
+    link.queueFrame(linkFrame(n, 3000));
     while (submitted.length < n) await new Promise((r) => setTimeout(r, 2));
     return submitted[n - 1]!;
   };

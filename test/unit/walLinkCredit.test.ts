@@ -6,31 +6,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
-import { WalLink, type QueuedFrame, type WalLinkHost } from '../../src/topicThread/walLink.js';
+import { WalLink, type QueuedFrame } from '../../src/topicThread/walLink.js';
+import { idleLinkHost, linkFrame } from '../support/walRig.js';
 import type { WalIn } from '../../src/protocol/messages/wal.js';
-
-const host: WalLinkHost = {
-  walAck: () => undefined,
-  writeSegment: () => undefined,
-  redeliver: () => undefined,
-  onReplay: () => undefined,
-  walFailed: () => undefined,
-};
-
-function frame(actor: object, frameNo: number, bytes: number): QueuedFrame {
-  return { actor: actor as QueuedFrame['actor'], frameNo, buf: Buffer.alloc(bytes), durable: false, segment: undefined };
-}
 
 test('frames of one turn count against the WAL credit before the turn is submitted', async () => {
   const ch = new MessageChannel();
   const submitted: WalIn[] = [];
   ch.port2.on('message', (m: WalIn) => submitted.push(m));
-  const link = new WalLink(ch.port1, 1000, host);
+  const link = new WalLink(ch.port1, 1000, idleLinkHost);
   try {
     const actor = {};
-    link.queueFrame(frame(actor, 1, 600));
+    link.queueFrame(linkFrame(1, 600, actor));
     assert.equal(link.creditExhausted(), false);
-    link.queueFrame(frame(actor, 2, 600));
+    link.queueFrame(linkFrame(2, 600, actor));
     assert.equal(link.creditExhausted(), true, 'exhausted within the turn, before any submission');
     assert.equal(submitted.length, 0);
     while (submitted.length === 0) await new Promise((r) => setTimeout(r, 5));
@@ -47,9 +36,9 @@ test('frames of one turn count against the WAL credit before the turn is submitt
 test('appends waiting for credit are redelivered highest effective priority first (docs/ARCHITECTURE.md "Admission")', async () => {
   const ch = new MessageChannel();
   const order: number[] = [];
-  const link = new WalLink(ch.port1, 1000, { ...host, redeliver: (reqId) => void order.push(reqId) });
+  const link = new WalLink(ch.port1, 1000, { ...idleLinkHost, redeliver: (reqId) => void order.push(reqId) });
   try {
-    link.queueFrame(frame({}, 1, 2000));
+    link.queueFrame(linkFrame(1, 2000, {}));
     assert.equal(link.creditExhausted(), true);
     const req = { op: 'append', topic: 't', body: new Uint8Array(), returnSeqs: true, headerIdemKey: undefined } as const;
     link.defer(1, req, -1000);
@@ -70,7 +59,7 @@ test('acks step only actors with newly written or durable frames, each frame goe
   const acks: [string, number, number][] = [];
   const segments: number[] = [];
   const link = new WalLink(ch.port1, 0, {
-    ...host,
+    ...idleLinkHost,
     walAck: (actor, w, d) => void acks.push([(actor as unknown as { name: string }).name, w, d]),
     writeSegment: (place) => void segments.push(place.offset),
   });
@@ -93,11 +82,11 @@ test('acks step only actors with newly written or durable frames, each frame goe
   };
   try {
     await turn([
-      { ...frame(a, 1, 10), segment: place(1) },
-      { ...frame(b, 1, 10), segment: place(2) },
+      { ...linkFrame(1, 10, a), segment: place(1) },
+      { ...linkFrame(1, 10, b), segment: place(2) },
     ]); // seq 1
-    await turn([{ ...frame(a, 2, 10), segment: place(3) }]); // seq 2
-    await turn([{ ...frame(b, 2, 10), segment: place(4) }]); // seq 3
+    await turn([{ ...linkFrame(2, 10, a), segment: place(3) }]); // seq 2
+    await turn([{ ...linkFrame(2, 10, b), segment: place(4) }]); // seq 3
     assert.deepEqual(await ack(1, 0), [
       ['a', 1, 0],
       ['b', 1, 0],
@@ -130,7 +119,7 @@ test('acks step only actors with newly written or durable frames, each frame goe
 
 test('a frame keeps its timing until it is durable, past the compaction of many durable frames', async () => {
   const ch = new MessageChannel();
-  const link = new WalLink(ch.port1, 0, host);
+  const link = new WalLink(ch.port1, 0, idleLinkHost);
   const submitted: WalIn[] = [];
   ch.port2.on('message', (m: WalIn) => submitted.push(m));
   const a = { name: 'a' } as unknown as QueuedFrame['actor'];
@@ -143,8 +132,8 @@ test('a frame keeps its timing until it is durable, past the compaction of many 
   try {
     // 300 turns of one frame of `a` each (a submission per turn), with a frame of `b` every 10th.
     for (let i = 1; i <= 300; i++) {
-      link.queueFrame(frame(a, i, 10));
-      if (i % 10 === 0) link.queueFrame(frame(b, i / 10, 10));
+      link.queueFrame(linkFrame(i, 10, a));
+      if (i % 10 === 0) link.queueFrame(linkFrame(i / 10, 10, b));
       while (submitted.length < i) await new Promise((r) => setImmediate(r));
     }
     assert.ok(timed(a, 1) && timed(a, 300) && timed(b, 30));
