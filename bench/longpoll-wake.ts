@@ -16,7 +16,9 @@
 // waiter at N, (RSS at N − RSS before) / N, which also holds what the burst of N requests grows
 // once (V8's young generation, heap slack); and the marginal RSS per waiter, the slope between
 // the two park sizes on the same server, (RSS at N − RSS at N_LOW) / (N − N_LOW): what one more
-// waiter costs. The target is judged on the marginal figure (docs/PERFORMANCE.md).
+// waiter costs. The target is judged on the marginal figure (docs/PERFORMANCE.md). Both figures
+// are printed next to the same waiters parked on a bare Fastify server (bench/echo-server.ts holds
+// each diff unanswered), measured the same way in the same run: node:http's and Fastify's own cost.
 // Baseline in the same run: BENCH_BASE_CLI names another build's dist/cli.js (main's); the two
 // servers run in alternation, BENCH_LONGPOLL_PAIRS (2) times each. Target: p50 ≤ 100 ms, ≤ 8 KiB
 // per waiter.
@@ -33,6 +35,7 @@ import {
   round,
   settledRss,
   sleep,
+  startEcho,
   startSpool,
   type ChildServer,
   type Row,
@@ -308,6 +311,28 @@ async function runServer(build: string, cli: string, n: number, nLow: number, ro
   }
 }
 
+/**
+ * The baseline of the memory figures: the same waiters parked on a bare Fastify server
+ * (bench/echo-server.ts holds each diff unanswered), RSS per waiter at N and marginal, measured
+ * the same way: what node:http and Fastify alone keep per parked request and its connection.
+ */
+async function bareFastifyMemory(n: number, nLow: number): Promise<{ perWaiter: number; marginal: number }> {
+  const srv = await startEcho();
+  const w = startWaiters(srv.port);
+  try {
+    await w.park(envNumber('BENCH_LONGPOLL_WARMUP', 300), 0);
+    const rss0 = await settledRss(srv, 500);
+    await w.park(nLow, 0, true);
+    const rssLow = await settledRss(srv, 500);
+    await w.park(n - nLow, 0, true);
+    const rssN = await settledRss(srv, 500);
+    return { perWaiter: (rssN - rss0) / n, marginal: nLow < n ? (rssN - rssLow) / (n - nLow) : NaN };
+  } finally {
+    await w.close();
+    await srv.close();
+  }
+}
+
 export async function longpollWake(): Promise<WorkloadResult> {
   const n = envNumber('BENCH_LONGPOLL_N', 3000);
   const nLow = envNumber('BENCH_LONGPOLL_N_LOW', 1000);
@@ -321,6 +346,8 @@ export async function longpollWake(): Promise<WorkloadResult> {
       ]
     : [['this', CLI]];
   const runs: ServerRun[] = [];
+  log(`longpoll-wake: bare Fastify holding ${n} parked requests (the memory baseline)`);
+  const bare = await bareFastifyMemory(n, nLow);
   for (let p = 0; p < pairs; p++) {
     // Alternate the order, so neither build always runs first.
     for (const [name, cli] of p % 2 === 0 ? builds : [...builds].reverse()) {
@@ -371,10 +398,11 @@ export async function longpollWake(): Promise<WorkloadResult> {
       notes:
         `first wake p50 ${firstP50.toFixed(1)} p99 ${med((r) => r.first.p99).toFixed(1)} ms; later wakes max ${med((r) => r.max).toFixed(1)} ms; waking append ack ${med((r) => r.ackMs).toFixed(1)} ms, ` +
         `health probe ${med((r) => r.probeMs).toFixed(1)} ms; ${kib.toFixed(1)} KiB RSS per parked waiter at ${n}, ` +
-        `${marginalKib.toFixed(1)} KiB marginal (${nLow} → ${n}); target p50 ≤ ${TARGET_P50_MS} ms, ≤ ${TARGET_BYTES_PER_WAITER / 1024} KiB marginal: ${met ? 'met' : '**MISSED**'}` +
+        `${marginalKib.toFixed(1)} KiB marginal (${nLow} → ${n}) against bare Fastify's ${(bare.perWaiter / 1024).toFixed(1)} / ${(bare.marginal / 1024).toFixed(1)} KiB; target p50 ≤ ${TARGET_P50_MS} ms, ≤ ${TARGET_BYTES_PER_WAITER / 1024} KiB marginal: ${met ? 'met' : '**MISSED**'}` +
         `${errors.length ? `; errors: ${errors.slice(0, 3).join('; ')}` : ''}`,
     });
   }
+  summary.bare_fastify = { kib_per_waiter: round(bare.perWaiter / 1024, 2), marginal_kib_per_waiter: round(bare.marginal / 1024, 2) };
   return { workload: 'longpoll-wake', ok, rows, summary };
 }
 
