@@ -258,8 +258,7 @@ export class RequestClient {
 
 /** How the worker's end is told a request's result without a promise: its channel id and the result. */
 export type Answer = (id: number, r: TopicResult) => void;
-type Handle = (req: TopicRequest) => Promise<TopicResult>;
-type AnswerWith = (req: TopicRequest, id: number, answer: Answer) => void;
+export type AnswerWith = (req: TopicRequest, id: number, answer: Answer) => void;
 
 /** The worker's end of the channel, as serveRequests returns it. */
 export interface RequestServer {
@@ -270,15 +269,15 @@ export interface RequestServer {
 }
 
 /**
- * The worker's end: each request goes to `handle` in arrival order; results settled in one turn
- * go back together, with the watch and `/work` events of the turn (`event`) in the same message,
- * so a turn that answers an append and pushes its records wakes main once. `handle` must not
- * throw for a request's own errors (they are results); a throw is a bug and becomes an
- * `internal` error result so the caller never hangs. `answerWith`, when given, takes the requests
- * instead of `handle` (unless the stage clock is on) and calls `answer(id, result)` once per
- * request: no promise, no closures per request (docs/PERFORMANCE.md "Allocations per request").
+ * The worker's end: each request goes to `answerWith` in arrival order, which calls
+ * `answer(id, result)` once for it, now or from a later step: no promise, no closures per request
+ * (docs/PERFORMANCE.md "Allocations per request"); `answering` adapts a promise-returning handler.
+ * Results settled in one turn go back together, with the watch and `/work` events of the turn
+ * (`event`) in the same message, so a turn that answers an append and pushes its records wakes
+ * main once. `answerWith` must not throw for a request's own errors (they are results); a throw
+ * is a bug and becomes an `internal` error result so the caller never hangs.
  */
-export function serveRequests(port: MessagePort, handle: Handle, answerWith?: AnswerWith): RequestServer {
+export function serveRequests(port: MessagePort, answerWith: AnswerWith): RequestServer {
   let ids: number[] = [];
   let results: TopicResult[] = [];
   let events: WorkerEvent[] = [];
@@ -317,8 +316,6 @@ export function serveRequests(port: MessagePort, handle: Handle, answerWith?: An
     schedule();
   };
 
-  // With the stage clock on, results settle a microtask after their step (the promise path),
-  // so an event goes ahead of the results of its own step (debug only).
   const event = (ev: WorkerEvent): void => {
     events.push(ev);
     eventsAt.push(ids.length);
@@ -344,14 +341,14 @@ export function serveRequests(port: MessagePort, handle: Handle, answerWith?: An
       }
       const id = m.ids[i]!;
       if (w.op !== 'claimBody' && w.op !== 'ackBody') {
-        runRequest(w as TopicRequest, id, settle, wrecv, handle, answerWith);
+        runRequest(w as TopicRequest, id, settle, wrecv, answerWith);
         continue;
       }
       unknown.length = 0;
       const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set above
       const answer = unknown.length > 0 ? withUnknownFields(settle, [...unknown]) : settle;
       if ('ok' in parsed) answer(id, parsed);
-      else runRequest(parsed, id, answer, wrecv, handle, answerWith);
+      else runRequest(parsed, id, answer, wrecv, answerWith);
     }
   });
   return { flush, event };
@@ -376,31 +373,39 @@ function addEvents(batch: { msg: ResultBatch; transfers: ArrayBuffer[] }, events
 }
 
 /**
- * Hands one request to the worker's end: to `answerWith` when given (unless the stage clock is
- * on), else to `handle` and its promise; `answer` gets the result, or `internal` for a throw.
+ * Hands one request to the worker's end; `answer` gets its result, or `internal` for a throw.
+ * With the stage clock on, the result carries the worker's stamps: when its batch arrived and
+ * when its step ran (its answer, or the return of a step that answers later).
  */
-function runRequest(req: TopicRequest, id: number, answer: Answer, wrecv: number, handle: Handle, answerWith?: AnswerWith): void {
-  if (answerWith && !stageClock.on) {
-    try {
-      answerWith(req, id, answer);
-    } catch (err) {
-      answer(id, fail('internal', (err as Error).message));
-    }
-    return;
+function runRequest(req: TopicRequest, id: number, answer: Answer, wrecv: number, answerWith: AnswerWith): void {
+  const to = stageClock.on ? stampedAnswer(answer, wrecv) : answer;
+  try {
+    answerWith(req, id, to);
+  } catch (err) {
+    to(id, fail('internal', (err as Error).message));
   }
-  const handled = handle(req);
-  if (stageClock.on) {
-    const st = { wrecv, stepped: stageClock.now() };
-    handled.then(
-      (r) => answer(id, ((r.stamps = { ...r.stamps, ...st }), r)),
+  if (to !== answer) (to as StampedAnswer).stepped ??= stageClock.now();
+}
+
+type StampedAnswer = Answer & { stepped?: number };
+
+/** `answer` with the worker's stage clock stamps added to the result (debug only). */
+function stampedAnswer(answer: Answer, wrecv: number): StampedAnswer {
+  const stamped: StampedAnswer = (id, r) => {
+    stamped.stepped ??= stageClock.now();
+    r.stamps = { ...r.stamps, wrecv, stepped: stamped.stepped };
+    answer(id, r);
+  };
+  return stamped;
+}
+
+/** A promise-returning handler as serveRequests' `answerWith` (a rejection answers `internal`). */
+export function answering(handle: (req: TopicRequest) => Promise<TopicResult>): AnswerWith {
+  return (req, id, answer) =>
+    void handle(req).then(
+      (r) => answer(id, r),
       (err: Error) => answer(id, fail('internal', err.message)),
     );
-    return;
-  }
-  handled.then(
-    (r) => answer(id, r),
-    (err: Error) => answer(id, fail('internal', err.message)),
-  );
 }
 
 /** `answer` with the ignored fields of the request's body added to its result (ok or error). */

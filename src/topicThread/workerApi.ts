@@ -151,11 +151,7 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
         : undefined,
   });
   const replayed = host.recovery.replayed;
-  const requests = serveRequests(
-    data.requestPort,
-    (req) => host.request(req),
-    (req, id, answer) => host.requestTo(req, id, answer),
-  );
+  const requests = serveRequests(data.requestPort, (req, id, answer) => host.requestTo(req, id, answer));
   host.wal.beforeSubmit = requests.flush;
   host.events.attach(requests.event);
   const stopGauges = startGaugeSampler(gauges, data.workerIndex, {

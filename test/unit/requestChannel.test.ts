@@ -9,8 +9,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { RequestClient, SHARED_BYTES_MAX, serveRequests } from '../../src/protocol/requestChannel.js';
+import { RequestClient, SHARED_BYTES_MAX, answering, serveRequests } from '../../src/protocol/requestChannel.js';
 import { fail, type ErrorResult } from '../../src/protocol/errors.js';
+import { stageClock } from '../../src/core/stageClock.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
 import type { AppendRequest, RequestBatch, ResultBatch, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 import type { WatchBatch, WatchEvent, WorkerEvent } from '../../src/protocol/messages/events.js';
@@ -39,7 +40,10 @@ test('one message per turn each way, results matched to their callers', async ()
   countMessages(ch.port1, toMain);
   // The worker settles requests out of order, all in one later turn.
   const waiting: { req: TopicRequest; resolve: (r: TopicResult) => void }[] = [];
-  serveRequests(ch.port2, (req) => new Promise((resolve) => waiting.push({ req, resolve })));
+  serveRequests(
+    ch.port2,
+    answering((req) => new Promise((resolve) => waiting.push({ req, resolve }))),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const bodies = Array.from({ length: 20 }, (_, i) => new Uint8Array(Buffer.from(`{"records":[{"data":${i}}]}`)));
@@ -64,10 +68,13 @@ test('small append bodies cross in one shared buffer, big whole ones are transfe
   const toWorker: RequestBatch[] = [];
   ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const seen: AppendRequest[] = [];
-  serveRequests(ch.port2, async (req) => {
-    if (req.op === 'append') seen.push(req);
-    return ok('{');
-  });
+  serveRequests(
+    ch.port2,
+    answering(async (req) => {
+      if (req.op === 'append') seen.push(req);
+      return ok('{');
+    }),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const big = new Uint8Array(SHARED_BYTES_MAX + 1).fill(0x62);
@@ -116,13 +123,16 @@ test('small replies cross in one shared buffer next to errors, pages and big rep
   const toMain: ResultBatch[] = [];
   ch.port1.on('message', (m: ResultBatch) => toMain.push(m));
   const big = Buffer.alloc(SHARED_BYTES_MAX + 10, 0x61);
-  serveRequests(ch.port2, async (req) => {
-    const t = req.topic;
-    if (t === 'err') return { ok: false, status: 404, code: 'topic_not_found', message: 'no' } as TopicResult;
-    if (t === 'big') return { ok: true, status: 200, json: big, perf: {} };
-    if (t === 'empty') return { ok: true, status: 200, json: Buffer.alloc(0), perf: { records_scanned: 3 } };
-    return { ok: true, status: 201, json: Buffer.from(`{"t":"${t}"`), perf: { wal_append_ms: 0.5 }, durability: 'disk' };
-  });
+  serveRequests(
+    ch.port2,
+    answering(async (req) => {
+      const t = req.topic;
+      if (t === 'err') return { ok: false, status: 404, code: 'topic_not_found', message: 'no' } as TopicResult;
+      if (t === 'big') return { ok: true, status: 200, json: big, perf: {} };
+      if (t === 'empty') return { ok: true, status: 200, json: Buffer.alloc(0), perf: { records_scanned: 3 } };
+      return { ok: true, status: 201, json: Buffer.from(`{"t":"${t}"`), perf: { wal_append_ms: 0.5 }, durability: 'disk' };
+    }),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const names = ['x', 'err', 'big', 'y', 'empty', 'z'];
@@ -158,12 +168,15 @@ test('a result sharing a buffer with another is copied, and a handler that throw
   const ch = new MessageChannel();
   const shared = new Uint8Array(Buffer.from('{"a":1'));
   let n = 0;
-  serveRequests(ch.port2, async (req) => {
-    if (req.op === 'state' && req.topic === 'boom') throw new Error('bug in the handler');
-    n++;
-    // The same whole buffer for two results of one turn: transferring it twice would throw.
-    return { ok: true, status: 200, json: shared, perf: {} };
-  });
+  serveRequests(
+    ch.port2,
+    answering(async (req) => {
+      if (req.op === 'state' && req.topic === 'boom') throw new Error('bug in the handler');
+      n++;
+      // The same whole buffer for two results of one turn: transferring it twice would throw.
+      return { ok: true, status: 200, json: shared, perf: {} };
+    }),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const [a, b, boom] = await Promise.all([
@@ -187,7 +200,10 @@ test('a result sharing a buffer with another is copied, and a handler that throw
 test('abandon leaves pending requests unsettled and refuses later ones', async () => {
   const ch = new MessageChannel();
   let answer: ((r: TopicResult) => void) | undefined;
-  serveRequests(ch.port2, () => new Promise<TopicResult>((resolve) => (answer = resolve)));
+  serveRequests(
+    ch.port2,
+    answering(() => new Promise<TopicResult>((resolve) => (answer = resolve))),
+  );
   const client = new RequestClient(ch.port1);
   let settled = false;
   void client.request({ op: 'state', topic: 'x', touch: false }).then(() => (settled = true));
@@ -202,15 +218,11 @@ test('abandon leaves pending requests unsettled and refuses later ones', async (
 test('answerWith takes the requests on the worker end: answered now or later, a throw answers internal', async () => {
   const ch = new MessageChannel();
   const later: [number, (id: number, r: TopicResult) => void][] = [];
-  serveRequests(
-    ch.port2,
-    async () => ok('{"by":"handle"'),
-    (req, id, answer) => {
-      if (req.topic === 'boom') throw new Error('a bug');
-      if (req.topic === 'later') later.push([id, answer]);
-      else answer(id, ok(`{"now":"${req.topic}"`));
-    },
-  );
+  serveRequests(ch.port2, (req, id, answer) => {
+    if (req.topic === 'boom') throw new Error('a bug');
+    if (req.topic === 'later') later.push([id, answer]);
+    else answer(id, ok(`{"now":"${req.topic}"`));
+  });
   const client = new RequestClient(ch.port1);
   try {
     const now = client.request({ op: 'state', topic: 'a', touch: false });
@@ -232,6 +244,44 @@ test('answerWith takes the requests on the worker end: answered now or later, a 
   }
 });
 
+test('with the stage clock on, the same answerWith route stamps each result: batch arrival, step end', async () => {
+  const ch = new MessageChannel();
+  const later: [number, (id: number, r: TopicResult) => void][] = [];
+  const stepEnds = new Map<string, number>();
+  const { log, onEvents } = orderLog();
+  const server = serveRequests(ch.port2, (req, id, answer) => {
+    if (req.topic === 'later') later.push([id, answer]);
+    else {
+      answer(id, ok('{'));
+      server.event(watchBatch(`after-${req.topic}`, 'x'));
+    }
+    stepEnds.set(req.topic, stageClock.now());
+  });
+  const client = new RequestClient(ch.port1, onEvents);
+  stageClock.on = true;
+  try {
+    const now = client.request({ op: 'state', topic: 'a', touch: false }).then((r) => (log.push('result:a'), r));
+    const delayed = client.request({ op: 'state', topic: 'later', touch: false });
+    while (later.length === 0) await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 5));
+    const answeredAt = stageClock.now();
+    later[0]![1](later[0]![0], ok('{'));
+    const [a, b] = await Promise.all([now, delayed]);
+    await new Promise((r) => setImmediate(r));
+    for (const r of [a, b])
+      assert.ok(r.stamps?.wrecv !== undefined && r.stamps.stepped !== undefined && r.stamps.wrecv <= r.stamps.stepped);
+    assert.ok(a.stamps!.stepped! <= stepEnds.get('a')!, 'answered in its step: stamped when answered');
+    assert.ok(
+      b.stamps!.stepped! >= stepEnds.get('later')! && b.stamps!.stepped! < answeredAt,
+      'answered later: stamped when its step returned, not when answered',
+    );
+    assert.deepEqual(log, ['result:a', 'batch:after-a'], "an event after its step's result, as with the clock off");
+  } finally {
+    stageClock.on = false;
+    ch.port1.close();
+  }
+});
+
 test('a reply page crosses whole, keeps its slack, and comes back with the next request batch', async () => {
   const ch = new MessageChannel();
   const toWorker: RequestBatch[] = [];
@@ -239,12 +289,15 @@ test('a reply page crosses whole, keeps its slack, and comes back with the next 
   const size = PAGE_MIN_BYTES + 100;
   let page: Buffer | undefined;
   const reused: boolean[] = [];
-  serveRequests(ch.port2, async () => {
-    page = allocPage(size);
-    reused.push(page[0] === 0x20); // a fresh page is zeroed
-    page.fill(0x20);
-    return { ok: true, status: 200, json: page, perf: {} };
-  });
+  serveRequests(
+    ch.port2,
+    answering(async () => {
+      page = allocPage(size);
+      reused.push(page[0] === 0x20); // a fresh page is zeroed
+      page.fill(0x20);
+      return { ok: true, status: 200, json: page, perf: {} };
+    }),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const r = await client.request({ op: 'state', topic: 'x', touch: false });
@@ -269,7 +322,10 @@ test('hot requests cross on the compact lanes, the others as objects, each arriv
   const toWorker: RequestBatch[] = [];
   ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const seen: TopicRequest[] = [];
-  serveRequests(ch.port2, async (req) => (seen.push(req), ok('{')));
+  serveRequests(
+    ch.port2,
+    answering(async (req) => (seen.push(req), ok('{'))),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const body = (s: string) => new Uint8Array(Buffer.from(s));
@@ -362,7 +418,10 @@ test('plain results cross on the compact lanes, results with other fields as obj
     err: { ok: false, status: 404, code: 'topic_not_found', message: 'no' },
     eph: { ok: true, status: 200, json: Buffer.from('{"e":5'), perf: { records_scanned: 0 }, durability: 'ephemeral' },
   };
-  serveRequests(ch.port2, async (req) => results[req.topic]!);
+  serveRequests(
+    ch.port2,
+    answering(async (req) => results[req.topic]!),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const names = Object.keys(results);
@@ -387,7 +446,10 @@ test('claim and ack bodies cross unparsed on the lanes; the worker end parses th
   const toWorker: RequestBatch[] = [];
   ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const seen: TopicRequest[] = [];
-  serveRequests(ch.port2, async (req) => (seen.push(req), req.op === 'claim' ? fail('topic_not_found', 'no') : ok('{')));
+  serveRequests(
+    ch.port2,
+    answering(async (req) => (seen.push(req), req.op === 'claim' ? fail('topic_not_found', 'no') : ok('{'))),
+  );
   const client = new RequestClient(ch.port1);
   try {
     const body = (s: string) => new Uint8Array(Buffer.from(s));
@@ -455,16 +517,12 @@ test("a turn's results and events cross as one message, handed on in the worker'
   countMessages(ch.port1, toMain);
   const { log, onEvents } = orderLog();
   // The worker's turn: an event before any result, one between the two results, one after.
-  const server = serveRequests(
-    ch.port2,
-    async () => ok('{'),
-    (req, id, answer) => {
-      if (req.topic === 'a') server.event(watchBatch('before-a', 'x'));
-      answer(id, ok(`{"t":"${req.topic}"`));
-      if (req.topic === 'a') server.event({ k: 'jobs', connId: 7, topic: 'q', frames: new Uint8Array(Buffer.from('id: 1\n\n')) });
-      if (req.topic === 'b') server.event({ k: 'durable', topic: 'after-b', instanceId: 1, durableHead: 1, head: 1 });
-    },
-  );
+  const server = serveRequests(ch.port2, (req, id, answer) => {
+    if (req.topic === 'a') server.event(watchBatch('before-a', 'x'));
+    answer(id, ok(`{"t":"${req.topic}"`));
+    if (req.topic === 'a') server.event({ k: 'jobs', connId: 7, topic: 'q', frames: new Uint8Array(Buffer.from('id: 1\n\n')) });
+    if (req.topic === 'b') server.event({ k: 'durable', topic: 'after-b', instanceId: 1, durableHead: 1, head: 1 });
+  });
   const client = new RequestClient(ch.port1, onEvents);
   try {
     const calls = ['a', 'b'].map((t) => client.request({ op: 'state', topic: t, touch: false }).then(() => log.push(`result:${t}`)));
@@ -481,7 +539,10 @@ test("a turn's results and events cross as one message, handed on in the worker'
 test('a turn with only events crosses as one message without results', async () => {
   const ch = new MessageChannel();
   const { log, onEvents } = orderLog();
-  const server = serveRequests(ch.port2, async () => ok('{'));
+  const server = serveRequests(
+    ch.port2,
+    answering(async () => ok('{')),
+  );
   const client = new RequestClient(ch.port1, onEvents);
   try {
     server.event(watchBatch('t1', 'a'));
@@ -497,7 +558,10 @@ test('a turn with only events crosses as one message without results', async () 
 test('event buffers of their own are transferred, a shared one is cloned, and each arrives intact', async () => {
   const ch = new MessageChannel();
   const got: WorkerEvent[] = [];
-  const server = serveRequests(ch.port2, async () => ok('{'));
+  const server = serveRequests(
+    ch.port2,
+    answering(async () => ok('{')),
+  );
   new RequestClient(ch.port1, (evs) => got.push(...evs));
   try {
     const own = new Uint8Array(Buffer.from('{"$seq":1}'));
@@ -527,15 +591,11 @@ test('in a big batch answered over several turns, an event waits for the results
   const ch = new MessageChannel();
   const { log, onEvents } = orderLog();
   const n = 300;
-  const server = serveRequests(
-    ch.port2,
-    async () => ok('{'),
-    (req, id, answer) => {
-      answer(id, ok('{'));
-      if (req.topic === 't149') server.event(watchBatch('after-149', 'x'));
-      if (req.topic === `t${n - 1}`) server.event(watchBatch('last', 'x'));
-    },
-  );
+  const server = serveRequests(ch.port2, (req, id, answer) => {
+    answer(id, ok('{'));
+    if (req.topic === 't149') server.event(watchBatch('after-149', 'x'));
+    if (req.topic === `t${n - 1}`) server.event(watchBatch('last', 'x'));
+  });
   const client = new RequestClient(ch.port1, onEvents);
   try {
     const calls = Array.from({ length: n }, (_, i) =>
