@@ -380,7 +380,9 @@ function addEvents(batch: { msg: ResultBatch; transfers: ArrayBuffer[] }, events
 function runRequest(req: TopicRequest, id: number, answer: Answer, wrecv: number, answerWith: AnswerWith): void {
   const to = stageClock.on ? stampedAnswer(answer, wrecv) : answer;
   try {
-    answerWith(req, id, to);
+    // A promise handler passed as is type-checks (a void return) but would never answer.
+    if ((answerWith(req, id, to) as unknown) !== undefined)
+      throw new Error('answerWith returned a value: wrap a promise handler in answering()');
   } catch (err) {
     to(id, fail('internal', (err as Error).message));
   }

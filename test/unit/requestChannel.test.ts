@@ -282,6 +282,20 @@ test('with the stage clock on, the same answerWith route stamps each result: bat
   }
 });
 
+test('a promise handler given without answering() is answered internal at once, not left hanging', async () => {
+  const ch = new MessageChannel();
+  serveRequests(ch.port2, async () => ok('{'));
+  const client = new RequestClient(ch.port1);
+  try {
+    const r = await client.request({ op: 'state', topic: 'a', touch: false });
+    assert.equal(r.ok, false);
+    assert.equal((r as ErrorResult).code, 'internal');
+    assert.match((r as ErrorResult).message, /answering\(\)/);
+  } finally {
+    ch.port1.close();
+  }
+});
+
 test('a reply page crosses whole, keeps its slack, and comes back with the next request batch', async () => {
   const ch = new MessageChannel();
   const toWorker: RequestBatch[] = [];
