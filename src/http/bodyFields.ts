@@ -1,10 +1,11 @@
 // The fields each small request body may carry, by route (docs/API.md), for the unknown-field
 // warnings of src/core/unknownFields.ts. Append, claim and ack bodies are scanned in the workers,
 // which report their own unknown names (appendParse.ts, queueBodies.ts); the config keys come
-// from the config schema, the others from the wire types (fieldsOf).
+// from the config schema, the others from the wire types (fieldsOf, src/protocol/bodySchemas.ts).
 import type { FastifyRequest } from 'fastify';
 import { CONFIG_FIELDS } from '../protocol/topicConfig.js';
 import { collectUnknown } from '../core/unknownFields.js';
+import { fieldsOf } from '../protocol/bodySchemas.js';
 import type { DiffBody, RecordDeleteBody, WatchBody } from '../protocol/wire.js';
 import type { ExtendBody, NackBody, RedriveBody, TermBody } from '../protocol/wireQueues.js';
 
@@ -19,14 +20,6 @@ interface Fields {
   top: ReadonlySet<string>;
   /** A field whose value is a map of objects with these keys (watch `topics`). */
   nested?: { field: string; keys: ReadonlySet<string> };
-}
-
-/**
- * The field names of a wire body type (src/protocol/wire.ts), all of them: the object must name
- * each field of T and no other, so a field added to the type cannot be missed here.
- */
-export function fieldsOf<T>(names: { [K in keyof Required<T>]: true }): ReadonlySet<string> {
-  return new Set(Object.keys(names));
 }
 
 const SEQS = { node: true, seqs: true, lease_ids: true } as const;

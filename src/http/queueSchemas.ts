@@ -7,7 +7,8 @@
 import { Ajv } from 'ajv';
 import type { ExtendRequest, LeasesRequest, NackRequest, RedriveRequest, TermRequest } from '../protocol/messages/rpc.js';
 import { isTopicName } from '../core/names.js';
-import { bodySchema, parseMatch } from './schemas.js';
+import { parseMatch } from './schemas.js';
+import { bodySchema } from '../protocol/bodySchemas.js';
 import type { RedriveBody } from '../protocol/wireQueues.js';
 import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendRecord.js';
 import { HttpError } from './reply.js';

@@ -1,26 +1,14 @@
 // ajv schemas for the small request bodies parsed on the HTTP thread, compiled once at startup.
 // Coercion is off: a wrong JSON type is a 400. Integers are bounded by 2^53-1 (docs/API.md "Conventions").
-// The body types are the wire types of src/protocol/wire.ts; `bodySchema` ties each schema's
-// fields to its type, so a field added to one and not the other does not compile.
+// The body types are the wire types of src/protocol/wire.ts; `bodySchema` (src/protocol/bodySchemas.ts)
+// ties each schema's fields to its type, so a field added to one and not the other does not compile.
 import { Ajv, type ValidateFunction } from 'ajv';
 import { HttpError } from './reply.js';
-import { describeAjvError } from '../core/ajvMessage.js';
+import { ajvFailure, bodySchema } from '../protocol/bodySchemas.js';
 import type { DiffBody, RecordDeleteBody, WatchBody } from '../protocol/wire.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
-
-/**
- * An object schema whose `properties` name exactly the fields of the body type T (none missing,
- * none extra) and whose `required` names only fields of T. Returns the schema unchanged.
- */
-export function bodySchema<T>(schema: {
-  type: 'object';
-  required?: (keyof T & string)[];
-  properties: { [K in keyof T]-?: object };
-}): typeof schema {
-  return schema;
-}
 
 export const validateDiff = ajv.compile<DiffBody>(
   bodySchema<DiffBody>({
@@ -41,11 +29,8 @@ export const validateDiff = ajv.compile<DiffBody>(
 /** Runs a validator; on failure throws a 400 naming the first bad field. */
 export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (validate(body)) return body;
-  const err = validate.errors?.[0];
-  // A missing required property has an empty path; ajv names it in params.missingProperty.
-  const missing = err?.keyword === 'required' ? (err.params as { missingProperty?: string }).missingProperty : undefined;
-  const field = err?.instancePath.replace(/^\//, '').split('/')[0] || missing || undefined;
-  throw new HttpError('invalid_request', `invalid ${field ?? 'body'}: ${describeAjvError(err)}`, field ? { field } : undefined);
+  const bad = ajvFailure(validate);
+  throw new HttpError(bad.code, bad.message, bad.detail);
 }
 
 /**

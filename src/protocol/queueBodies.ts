@@ -7,9 +7,9 @@
 // on the HTTP thread), so the two threads cannot word an error differently. Pure; ajv with
 // coercion off, compiled once per thread.
 import { Ajv, type ValidateFunction } from 'ajv';
-import { describeAjvError } from '../core/ajvMessage.js';
 import { collectUnknown } from '../core/unknownFields.js';
 import { fail, type ErrorResult } from './errors.js';
+import { ajvFailure, bodySchema, fieldsOf } from './bodySchemas.js';
 import { NODE_MAX_BYTES, nodeTooLongMessage } from './limits.js';
 import type { AckRequest, ClaimRequest, QueueBodyRequest } from './messages/rpc.js';
 import type { ClaimBody, ExtendBody, NackBody, SeqsBody, TermBody } from './wireQueues.js';
@@ -32,39 +32,36 @@ export type AnySeqsBody = SeqsBody & Pick<NackBody, 'delay_ms'> & Partial<Pick<E
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: false });
 
-/** Every field of a body type, none missing and none extra: a field added to the type is a compile error here. */
-type FieldsOf<T> = { [K in keyof Required<T>]: object };
-
-const CLAIM_PROPERTIES = { node: { type: 'string' }, max: u64, lease_ms: u64, wait_ms: u64 } satisfies FieldsOf<ClaimBody>;
-const SEQS_PROPERTIES = {
-  node: { type: 'string' },
-  seqs: { type: 'array', items: u64 },
-  lease_ids: { type: 'array', items: { type: 'string' } },
-  delay_ms: u64,
-  lease_ms: u64,
-  reason: { type: 'string' },
-} satisfies FieldsOf<AnySeqsBody>;
-
-const validateClaim = ajv.compile<ClaimBody>({ type: 'object', required: ['node'], properties: CLAIM_PROPERTIES });
+const validateClaim = ajv.compile<ClaimBody>(
+  bodySchema<ClaimBody>({
+    type: 'object',
+    required: ['node'],
+    properties: { node: { type: 'string' }, max: u64, lease_ms: u64, wait_ms: u64 },
+  }),
+);
 
 /** A validator of the seqs bodies with `required` fields. */
 export function seqsBodyValidator(required: (keyof AnySeqsBody)[]): ValidateFunction<AnySeqsBody> {
-  return ajv.compile<AnySeqsBody>({ type: 'object', required, properties: SEQS_PROPERTIES });
+  return ajv.compile<AnySeqsBody>(
+    bodySchema<AnySeqsBody>({
+      type: 'object',
+      required,
+      properties: {
+        node: { type: 'string' },
+        seqs: { type: 'array', items: u64 },
+        lease_ids: { type: 'array', items: { type: 'string' } },
+        delay_ms: u64,
+        lease_ms: u64,
+        reason: { type: 'string' },
+      },
+    }),
+  );
 }
 const validateAck = seqsBodyValidator(['node', 'seqs']);
 
 /** The field names claim and ack know, for the unknown-field warnings (docs/API.md "Conventions"). */
-const CLAIM_FIELDS: ReadonlySet<string> = new Set(Object.keys(CLAIM_PROPERTIES));
-const ACK_FIELDS: ReadonlySet<string> = new Set(['node', 'seqs', 'lease_ids'] satisfies (keyof Required<SeqsBody>)[]);
-
-/** The 400 of a failed validator, naming the first bad field (as src/http/schemas.ts `check`). */
-export function ajvFailure(validate: ValidateFunction): ErrorResult {
-  const err = validate.errors?.[0];
-  // A missing required property has an empty path; ajv names it in params.missingProperty.
-  const missing = err?.keyword === 'required' ? (err.params as { missingProperty?: string }).missingProperty : undefined;
-  const field = err?.instancePath.replace(/^\//, '').split('/')[0] || missing || undefined;
-  return fail('invalid_request', `invalid ${field ?? 'body'}: ${describeAjvError(err)}`, field ? { field } : undefined);
-}
+const CLAIM_FIELDS = fieldsOf<ClaimBody>({ node: true, max: true, lease_ms: true, wait_ms: true });
+const ACK_FIELDS = fieldsOf<SeqsBody>({ node: true, seqs: true, lease_ids: true });
 
 /** `node`, the worker identity: 1..128 bytes of well-formed UTF-8; the 400 when it is not. */
 export function nodeFailure(node: string | undefined): ErrorResult | undefined {

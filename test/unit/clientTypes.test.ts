@@ -1,6 +1,6 @@
 // The client's types and the server's checks describe the same bodies: the client re-exports the
 // wire types of src/protocol/wire.ts, which the server's ajv schemas are tied to by bodySchema
-// (src/http/schemas.ts), as are the unknown-field lists by fieldsOf (src/http/bodyFields.ts). This
+// (src/protocol/bodySchemas.ts), as are the unknown-field lists by fieldsOf (the same file). This
 // file fails to compile when the config enums and keys, the watch body, or a schema or field list
 // and its body type drift apart.
 import { test } from 'node:test';
@@ -8,8 +8,7 @@ import assert from 'node:assert/strict';
 import type * as C from '../../src/client/types.js';
 import { CONFIG_SCHEMA, CONFIG_FIELDS } from '../../src/protocol/topicConfig.js';
 import type { WatchBody } from '../../src/protocol/wire.js';
-import { bodySchema } from '../../src/http/schemas.js';
-import { fieldsOf } from '../../src/http/bodyFields.js';
+import { bodySchema, fieldsOf } from '../../src/protocol/bodySchemas.js';
 
 /** true only when A and B are the same set of types. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
