@@ -13,7 +13,6 @@ import type { RedriveBody } from '../protocol/wireQueues.js';
 import { DEAD_LETTER_REASON_BYTES_MAX } from '../actors/topic/appendRecord.js';
 import { HttpError } from './reply.js';
 import { check } from './schemas.js';
-import type { ErrorResult } from '../protocol/errors.js';
 import {
   type AnySeqsBody,
   LEASE_MS_MAX,
@@ -39,20 +38,16 @@ export function clamp(v: number, lo: number, hi: number): number {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-function thrown(e: ErrorResult): HttpError {
-  return new HttpError(e.code, e.message, e.detail);
-}
-
 /** `node`: the worker identity, 1..128 bytes of UTF-8 (docs/API.md "Queues"). */
 export function checkNode(node: string | undefined): string {
   const bad = nodeFailure(node);
-  if (bad) throw thrown(bad);
+  if (bad) throw HttpError.of(bad);
   return node!;
 }
 
 function checkSeqs(b: AnySeqsBody): { seqs: number[]; leaseIds: string[] | null } {
   const bad = seqsFailure(b);
-  if (bad) throw thrown(bad);
+  if (bad) throw HttpError.of(bad);
   return { seqs: b.seqs, leaseIds: b.lease_ids ?? null };
 }
 

@@ -24,6 +24,10 @@ export class HttpError extends Error {
   ) {
     super(message);
   }
+  /** The error of a check shared with the workers, which answer results, not throws. */
+  static of(e: ErrorResult): HttpError {
+    return new HttpError(e.code, e.message, e.detail);
+  }
   get status(): number {
     return ERROR_STATUS[this.code];
   }

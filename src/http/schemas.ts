@@ -29,8 +29,7 @@ export const validateDiff = ajv.compile<DiffBody>(
 /** Runs a validator; on failure throws a 400 naming the first bad field. */
 export function check<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (validate(body)) return body;
-  const bad = ajvFailure(validate);
-  throw new HttpError(bad.code, bad.message, bad.detail);
+  throw HttpError.of(ajvFailure(validate));
 }
 
 /**
