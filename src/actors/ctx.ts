@@ -22,8 +22,11 @@ export interface ColdRange {
 export type Effect =
   /** A reply to request `reqId`; `frameNo` names the frame whose WAL timing goes into performance. */
   | { k: 'reply'; reqId: number; result: TopicResult; frameNo: number | undefined }
-  /** A frame for the WAL. Frame numbers are per actor and strictly increasing. */
-  | { k: 'submit'; frameNo: number; frame: Buffer; durable: boolean; segment: SegmentPlacement | undefined }
+  /**
+   * A frame for the WAL. Frame numbers are per actor and strictly increasing. `lazy`: nothing
+   * waits for it, so the worker may hold it for its next submission (see `submitLazy`).
+   */
+  | { k: 'submit'; frameNo: number; frame: Buffer; durable: boolean; segment: SegmentPlacement | undefined; lazy: boolean }
   | { k: 'setTimer'; timerId: number; atMs: number }
   | { k: 'cancelTimer'; timerId: number }
   /** Byte ranges of the topic's segments; the host answers with a `cold` input. */
@@ -85,6 +88,12 @@ export interface ActorCtx extends Queries {
   readonly rng: Rng;
   reply(reqId: number, result: TopicResult, frameNo?: number): void;
   submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void;
+  /**
+   * A frame no reply, gate or push waits for (a non-durable lease log): it goes to the WAL with
+   * the worker's next submission or within a few ms, whichever comes first, instead of waking the
+   * WAL thread on its own. Still in frame order with everything the actor submits after it.
+   */
+  submitLazy(frameNo: number, frame: Buffer): void;
   setTimer(timerId: number, atMs: number): void;
   cancelTimer(timerId: number): void;
   readCold(token: number, topicId: number, ranges: ColdRange[]): void;
@@ -178,7 +187,10 @@ export class StepCtx implements ActorCtx {
     this.emit({ k: 'reply', reqId, result, frameNo });
   }
   submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void {
-    this.emit({ k: 'submit', frameNo, frame, durable, segment });
+    this.emit({ k: 'submit', frameNo, frame, durable, segment, lazy: false });
+  }
+  submitLazy(frameNo: number, frame: Buffer): void {
+    this.emit({ k: 'submit', frameNo, frame, durable: false, segment: undefined, lazy: true });
   }
   setTimer(timerId: number, atMs: number): void {
     this.emit({ k: 'setTimer', timerId, atMs });

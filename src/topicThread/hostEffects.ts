@@ -57,7 +57,7 @@ export class HostEffects implements EffectSink, Queries {
       case 'reply':
         return host.sendReply(actor, e.reqId, e.result, e.frameNo);
       case 'submit':
-        return host.wal.queueFrame({ actor, frameNo: e.frameNo, buf: e.frame, durable: e.durable, segment: e.segment });
+        return host.wal.queueFrame({ actor, frameNo: e.frameNo, buf: e.frame, durable: e.durable, segment: e.segment, lazy: e.lazy });
       case 'setTimer': {
         const timerId = e.timerId;
         return host.timers.setFor(actor, timerId, Math.max(0, e.atMs - host.clock.now()), () =>

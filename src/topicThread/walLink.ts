@@ -32,6 +32,8 @@ export interface QueuedFrame {
   buf: Buffer;
   durable: boolean;
   segment: SegmentPlacement | undefined;
+  /** Nothing waits for it: it may wait for the next eager frame, at most LAZY_FLUSH_MS. */
+  lazy?: boolean;
 }
 
 /** A queued frame as the link keeps it until it is durable: its timings and its actor's record. */
@@ -60,6 +62,13 @@ interface ActorFrames {
   /** In the current ack's list of actors to tell. */
   acked: boolean;
 }
+
+/**
+ * Longest a lazy frame (a lease log nothing waits for) is held for the worker's next submission.
+ * A SIGKILL inside it loses the frame, which the lease model allows (a lost lease makes its job
+ * claimable again); a claim followed by its ack within it costs the WAL thread one write, not two.
+ */
+export const LAZY_FLUSH_MS = 5;
 
 /** Durable frames are dropped from an actor's array once this many have gathered at its front. */
 const DURABLE_COMPACT_AT = 64;
@@ -101,6 +110,10 @@ export class WalLink {
   /** What submissions are built in: buffers the WAL thread handed back, or new ones. */
   readonly buffers = new SubmitBuffers();
   private flushScheduled = false;
+  /** Some frame of the turn is not lazy: the turn is submitted when it ends. */
+  private turnEager = false;
+  /** Armed while only lazy frames are queued: submits them LAZY_FLUSH_MS later. */
+  private lazyTimer: NodeJS.Timeout | undefined;
   private submitSeq = 0;
   private writtenSeq = 0;
   /** Submissions not yet durable, in order; the first `writtenCount` of them are written. */
@@ -147,6 +160,7 @@ export class WalLink {
     // Credit counts a frame from the moment it is queued, so that the requests of one turn (they
     // arrive from main as one message) cannot together outrun it before the turn is submitted.
     this.inflightBytes += f.buf.length;
+    if (!f.lazy) this.turnEager = true;
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flushTurn());
@@ -160,13 +174,29 @@ export class WalLink {
    */
   beforeSubmit: (() => void) | undefined;
 
-  /** One WAL submission per event-loop turn: all frames of the turn, concatenated. */
-  flushTurn(): void {
+  /**
+   * One WAL submission per event-loop turn: all frames of the turn, concatenated. A turn that
+   * queued only lazy frames keeps them (and arms one timer) unless `force`d; the next turn with
+   * an eager frame, or the timer, submits them ahead of what follows.
+   */
+  flushTurn(force = false): void {
     this.flushScheduled = false;
     this.beforeSubmit?.();
     const frames = this.turnFrames;
-    this.turnFrames = [];
     if (frames.length === 0) return;
+    if (!this.turnEager && !force) {
+      this.lazyTimer ??= setTimeout(() => {
+        this.lazyTimer = undefined;
+        this.flushTurn(true);
+      }, LAZY_FLUSH_MS);
+      return;
+    }
+    if (this.lazyTimer !== undefined) {
+      clearTimeout(this.lazyTimer);
+      this.lazyTimer = undefined;
+    }
+    this.turnFrames = [];
+    this.turnEager = false;
     let total = 0;
     let durable = false;
     for (const { frame } of frames) {
@@ -351,7 +381,7 @@ export class WalLink {
 
   /** Checkpoint: marks the stream and resolves once everything submitted before it is written. */
   async markAndWaitWritten(markId: number): Promise<void> {
-    this.flushTurn();
+    this.flushTurn(true);
     if (this.failed !== undefined) throw new Error(`the WAL failed: ${this.failed}`);
     const s = this.submitSeq;
     this.port.postMessage({ t: 'mark', id: markId } satisfies WalIn);
@@ -360,7 +390,7 @@ export class WalLink {
 
   /** Resolves once every submitted frame is durable (shutdown). */
   whenIdle(): Promise<void> {
-    this.flushTurn();
+    this.flushTurn(true);
     if (this.inflight.length === 0 || this.failed !== undefined) return Promise.resolve();
     return new Promise((r) => this.idleWaiters.push(r));
   }

@@ -66,7 +66,11 @@ export function logLeases(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, even
   // Storage not OK (only non-durable leases logs get here): the events are not logged.
   if (ctx.storageState() !== StorageState.OK) return 0;
   const frameNo = a.nextFrame();
-  ctx.submit(frameNo, encodeLeases(inst.id, events), inst.config.leases_durable);
+  // Without leases_durable nothing waits for the frame (docs/QUEUES.md "Durability and restarts"):
+  // it rides with the worker's next WAL write, so a claim alone does not wake the WAL thread.
+  const frame = encodeLeases(inst.id, events);
+  if (inst.config.leases_durable) ctx.submit(frameNo, frame, true);
+  else ctx.submitLazy(frameNo, frame);
   return frameNo;
 }
 
