@@ -6,25 +6,13 @@
 // preserve_*, `_spool_router` last in an exactly_once copy's meta; batches of several hundred
 // records cross the forwarder's batch bound, and a second hop copies the copies. A batch larger
 // than a `discard: reject` dest's cap is still halved until it fits, as with a JSON body.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
-import { assertOk, namer, topicPair } from './util.js';
+import { routerSuite } from '../support/routerSuite.js';
+import { assertOk, namer } from './util.js';
 
-const WORKERS = 2;
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('cb');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
-
-const pair = (sameWorker: boolean) => topicPair(name, WORKERS, sameWorker);
+const { c, pair, route } = routerSuite({ name });
 
 /** One record as sent (raw JSON, maybe with whitespace) and as stored (compact texts). */
 interface Rec {
@@ -103,8 +91,8 @@ for (const same of [false, true]) {
     test(`copies are the stored bytes, byte for byte (${label})`, async () => {
       const [s, d] = pair(same);
       const router = `${s}->${d}`;
-      const body = { source: s, dest: d, guarantee: setup.guarantee, preserve_node: setup.preserveNode, preserve_tag: setup.preserveTag };
-      assertOk(await c.put(`/v0/routers/${encodeURIComponent(router)}`, body), 201);
+      const body = { guarantee: setup.guarantee, preserve_node: setup.preserveNode, preserve_tag: setup.preserveTag };
+      assertOk(await route(s, d, body), 201);
       const recs: Rec[] = [...SPECIAL];
       assertOk(await c.post(`/v0/topics/${s}`, `{"records":[ ${SPECIAL.map((r) => r.raw).join(' , ')} ]}`), 200);
       for (let b = 0; b < 3; b++) {
@@ -138,8 +126,8 @@ test('a second hop copies the copies: data as stored, one `_spool_router` per ex
   const cName = `${b}.c`;
   const ab = `${a}->${b}`;
   const bc = `${b}->${cName}`;
-  assertOk(await c.put(`/v0/routers/${encodeURIComponent(ab)}`, { source: a, dest: b, guarantee: 'exactly_once' }), 201);
-  assertOk(await c.put(`/v0/routers/${encodeURIComponent(bc)}`, { source: b, dest: cName, guarantee: 'exactly_once' }), 201);
+  assertOk(await route(a, b, { guarantee: 'exactly_once' }), 201);
+  assertOk(await route(b, cName, { guarantee: 'exactly_once' }), 201);
   const batch = Array.from({ length: 1500 }, (_, i) => generated(i));
   assertOk(await c.post(`/v0/topics/${a}`, `{"records":[${batch.map((r) => r.raw).join(',')}]}`), 200);
   const got = await readAll(cName);
@@ -157,7 +145,7 @@ test('a copy batch larger than a reject dest cap is halved until it fits, then t
   const [s, d] = pair(false);
   const router = `${s}->${d}`;
   assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 3 }), 201);
-  assertOk(await c.put(`/v0/routers/${encodeURIComponent(router)}`, { source: s, dest: d, guarantee: 'exactly_once' }), 201);
+  assertOk(await route(s, d, { guarantee: 'exactly_once' }), 201);
   assertOk(await c.post(`/v0/topics/${s}`, { records: Array.from({ length: 10 }, (_, i) => ({ data: i + 1 })) }), 200);
   const deadline = Date.now() + 10_000;
   let st: any;

@@ -6,28 +6,14 @@
 // a refused forward (full `reject` dest) retried with backoff and never lost, and an allow_cycle
 // mirror A↔B making exactly one copy per write, with `$node` kept so a reader never sees its own;
 // and the 8-hop limit along a chain of routers.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
-import { assertOk, namer, sleep, topicPair } from './util.js';
+import { routerSuite } from '../support/routerSuite.js';
+import { assertOk, namer, sleep } from './util.js';
 
-const WORKERS = 2;
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('fw');
+const { c, pair, route } = routerSuite({ name });
 
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
-
-const pair = (sameWorker: boolean) => topicPair(name, WORKERS, sameWorker);
-
-const route = (s: string, d: string, extra: Record<string, unknown> = {}) =>
-  c.put(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`, { source: s, dest: d, ...extra });
 const append = (t: string, records: unknown[]) => c.post(`/v0/topics/${t}`, { records });
 const diff = async (t: string, extra: Record<string, unknown> = {}) =>
   assertOk(await c.post(`/v0/topics/${t}/diff`, { include_tags: true, ...extra }), 200).records;

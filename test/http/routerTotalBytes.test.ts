@@ -2,24 +2,13 @@
 // that meets the cap is refused before its dest actor (429 throttled, limit max_total_bytes), the
 // router backs off with its cursor kept, and once live bytes drop below the cap the records are
 // forwarded, none lost and none twice. Source and dest on the same and on different workers.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
-import { workerOf } from '../../src/core/names.js';
+import { routerSuite } from '../support/routerSuite.js';
 import { assertOk, sleep } from './util.js';
 
-const WORKERS = 2;
 const CAP = 20_000;
-let srv: Server;
-let c: ReturnType<typeof client>;
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS), SERVICE_MAX_TOTAL_BYTES: String(CAP) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c, pair, route } = routerSuite({ env: { SERVICE_MAX_TOTAL_BYTES: String(CAP) } });
 
 async function routerStats(r: string): Promise<{ forwarded_total: number; lag: number; last_error: string | null }> {
   const m = await c.get('/v0/metrics', { accept: 'application/json' });
@@ -36,15 +25,13 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Pro
 
 for (const same of [false, true]) {
   test(`a forward waits while live bytes are at max_total_bytes, then goes through (${same ? 'same worker' : 'two workers'})`, async () => {
-    const s = `tb.${same ? 'same' : 'two'}.src`;
-    let d = '';
-    for (let i = 0; d === ''; i++) if ((workerOf(s, WORKERS) === workerOf(`${s}.d${i}`, WORKERS)) === same) d = `${s}.d${i}`;
+    const [s, d] = pair(same, `tb.${same ? 'same' : 'two'}.src`);
     const ballast = `tb.${same ? 'same' : 'two'}.ballast`;
     const r = `${s}->${d}`;
     // The dest refuses for now (a full reject topic), so the records wait in the forwarder.
     assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 1 }), 201);
     assertOk(await c.post(`/v0/topics/${d}`, { records: [{ data: 'first' }] }), 200);
-    assertOk(await c.put(`/v0/routers/${encodeURIComponent(r)}`, { source: s, dest: d, guarantee: 'exactly_once' }), 201);
+    assertOk(await route(s, d, { guarantee: 'exactly_once' }), 201);
     assertOk(await c.post(`/v0/topics/${s}`, { records: [{ data: 1 }, { data: 2 }] }), 200); // the router created the source
     // Live bytes reach the cap (the ballast is admitted: the total was below it).
     assertOk(await c.post(`/v0/topics/${ballast}`, { records: [{ data: 'x'.repeat(CAP) }] }), 201);

@@ -3,25 +3,14 @@
 // stream opened from an old cursor pulls (draining pending forwards first) and gets the copies,
 // and records lost at the source before forwarding reach the stream as a `tombstone` frame
 // with reason `source_trim` between the records around it.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { openStream } from '../helpers/sse.js';
+import { routerSuite } from '../support/routerSuite.js';
 import { assertOk, namer } from './util.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('rw');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '2' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
-
-const route = (s: string, d: string) => c.put(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`, { source: s, dest: d });
+const { srv, c, route } = routerSuite();
 
 test('a tailing stream on the dest gets forwarded records as they are copied', async () => {
   const [s, d] = [name('s'), name('d')];

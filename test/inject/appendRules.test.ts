@@ -1,22 +1,13 @@
 // The rules of append (docs/API.md "Append"): create rules, idempotency keys and their length,
 // request validation of the batch and of every record, on an in-process server through inject().
 // Appends as such and the stored record shape: test/http/append.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, assertFullConfig, namer, JSON_CT } from '../http/util.js';
 
-let srv: InjectServer;
-let c: InjectClient;
+const { srv, c } = injectSuite();
 const name = namer('app');
-
-before(async () => {
-  srv = await startInjectServer();
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 async function head(t: string): Promise<number> {
   const r = await c.get(`/v0/topics/${t}?touch=false`);

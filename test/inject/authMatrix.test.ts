@@ -4,13 +4,13 @@
 // route; the order of 401, 403, 404 and 405; names in bodies; then that no secret ever shows in
 // an error body or in what the server logged. The stream routes (/work, a watch stream, ?token=
 // there) and keep-alive need a real socket: test/http/authMatrix.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Resp } from '../helpers/server.js';
-import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { KEYS, ROUTES, SECRETS, TENANT_PREFIXES, bearer, routeMatrix, routePath, seedTopics, type Route } from '../http/authCases.js';
 
-let srv: InjectServer;
+const { srv } = injectSuite({ SERVICE_API_KEYS: KEYS, SERVICE_WORKERS: '2' }, () => seedTopics(call));
 const bodies: string[] = [];
 
 async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Resp> {
@@ -18,14 +18,6 @@ async function call(method: string, path: string, body?: unknown, headers: Recor
   bodies.push(r.text);
   return r;
 }
-
-before(async () => {
-  srv = await startInjectServer({ SERVICE_API_KEYS: KEYS, SERVICE_WORKERS: '2' });
-  await seedTopics(call);
-});
-after(async () => {
-  await srv?.stop();
-});
 
 async function hit(r: Route, topic: string, headers: Record<string, string>, query?: Record<string, string>) {
   return call(r.method, routePath(r, topic, query), r.body, headers);

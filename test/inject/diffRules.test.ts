@@ -1,22 +1,13 @@
 // The rules of diff (docs/API.md "Diff: read from a cursor") on an in-process server through
 // inject(): limit default and clamp, 404 on absent topics (never creating them, never waiting),
 // the byte budget, and request validation. Reads as such: test/http/diff.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, namer } from '../http/util.js';
 
-let srv: InjectServer;
-let c: InjectClient;
+const { c } = injectSuite();
 const name = namer('diff');
-
-before(async () => {
-  srv = await startInjectServer();
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 async function seeded(n: number, label = 'seed', mk: (i: number) => Record<string, unknown> = (i) => ({ data: i + 1 })): Promise<string> {
   const t = name(label);

@@ -2,30 +2,16 @@
 // atomic rejection, the raw body cap (413, decided before parsing) on a second server with a
 // small SERVICE_MAX_BODY_BYTES, and the SERVICE_MAX_LIMIT diff clamp. In the fast tier: in-process
 // servers driven through inject() (test/helpers/injectServer.ts).
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertOk, namer, JSON_CT } from '../http/util.js';
 
-let srv: InjectServer;
-let small: InjectServer;
-let c: InjectClient;
-let s: InjectClient;
 const name = namer('lim');
 const SMALL_BODY = 4096;
 const SMALL_LIMIT = 5;
-
-before(async () => {
-  [srv, small] = await Promise.all([
-    startInjectServer(),
-    startInjectServer({ SERVICE_MAX_BODY_BYTES: String(SMALL_BODY), SERVICE_MAX_LIMIT: String(SMALL_LIMIT) }),
-  ]);
-  c = srv.client;
-  s = small.client;
-});
-after(async () => {
-  await Promise.all([srv?.stop(), small?.stop()]);
-});
+const { srv, c } = injectSuite();
+const { srv: small, c: s } = injectSuite({ SERVICE_MAX_BODY_BYTES: String(SMALL_BODY), SERVICE_MAX_LIMIT: String(SMALL_LIMIT) });
 
 async function head(t: string): Promise<number> {
   const r = await c.get(`/v0/topics/${t}?touch=false`);

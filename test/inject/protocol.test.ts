@@ -4,23 +4,14 @@
 // "Conventions") and the performance block on every JSON response (docs/API.md "Conventions").
 // In the fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts);
 // Node's own parser errors need a real socket (test/http/malformed.test.ts).
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, assertPerf, getHeader, namer, JSON_CT, type RawOptions } from '../http/util.js';
 
-let srv: InjectServer;
-let c: InjectClient;
+const { srv, c } = injectSuite();
 const name = namer('proto');
-
-before(async () => {
-  srv = await startInjectServer();
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 function allowSet(v: string | undefined): Set<string> {
   return new Set(

@@ -14,25 +14,16 @@
 // - the queue config fields of a PUT, clamped and echoed (docs/API.md "PUT /v0/topics/:topic").
 // In the fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts);
 // a /work refusal is a plain reply there, a stream that opens needs a real socket (test/http).
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Resp } from '../helpers/server.js';
-import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { workPath } from '../helpers/workStream.js';
 import { assertError, assertFullConfig, assertOk, assertPerf, getHeader, namer, JSON_CT, type RawResp } from '../http/util.js';
-import { appendJobs, assertDeadline, claim, counters, extend, mkQueue, nack, qstate, seqsOf, type Api } from '../http/queueUtil.js';
+import { appendJobs, assertDeadline, claim, counters, extend, mkQueue, nack, qstate, seqsOf } from '../http/queueUtil.js';
 
-let srv: InjectServer;
-let c: Api;
+const { srv, c } = injectSuite({ SERVICE_WORKERS: '2' });
 const name = namer('qe');
-
-before(async () => {
-  srv = await startInjectServer({ SERVICE_WORKERS: '2' });
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 /** A /work request as a stream client sends it; its refusals are plain replies (no stream opens). */
 const SSE = { headers: { accept: 'text/event-stream' } };

@@ -3,22 +3,13 @@
 // deletes nothing; an unknown topic is 404 and is not created, though a bad body there is 400
 // first; 415 without a JSON Content-Type, 400 for an empty or non-object body; a bad topic name
 // is 400 with detail.topic. Deletes as such: test/http/recordDelete.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, namer, JSON_CT } from '../http/util.js';
 
-let srv: InjectServer;
-let c: InjectClient;
+const { srv, c } = injectSuite();
 const name = namer('rdel');
-
-before(async () => {
-  srv = await startInjectServer();
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 type Rec = { data: unknown; tag?: string; meta?: Record<string, unknown> };
 

@@ -4,26 +4,20 @@
 // read or delete a router whose stored ends are outside its allowlist, and lists only routers
 // whose name, source and dest it may see. In the fast tier: an in-process server driven through
 // inject() (test/helpers/injectServer.ts).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertOk } from '../http/util.js';
 
 const ALL = 'sk-all-r1';
 const READER = 'sk-read-r2';
 const TENANT = 'sk-tenant-r3';
 const KEYS = [ALL, `${READER}:read`, `${TENANT}::t1.`].join(', ');
-let srv: InjectServer;
 const as = (k: string) => ({ authorization: `Bearer ${k}` });
-
-before(async () => {
-  srv = await startInjectServer({ SERVICE_API_KEYS: KEYS });
+const { srv } = injectSuite({ SERVICE_API_KEYS: KEYS }, async () => {
   assertOk(await srv.client.req('PUT', '/v0/routers/t1.r', { source: 't1.a', dest: 't1.b' }, as(ALL)), 201);
   assertOk(await srv.client.req('PUT', '/v0/routers/x.r', { source: 'x.a', dest: 'x.b' }, as(ALL)), 201);
   assertOk(await srv.client.req('PUT', '/v0/routers/t1.out', { source: 't1.a', dest: 'x.c' }, as(ALL)), 201);
-});
-after(async () => {
-  await srv?.stop();
 });
 
 test('scopes: PUT needs admin, DELETE delete; GET and list need read', async () => {

@@ -3,23 +3,15 @@
 // create_dest false on an absent dest 404, GET of an absent router 404 and a bad name 400, 405
 // with Allow, and the router cap (429 before any auto-create). Routers as such, and across
 // restarts: test/http/routers.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { startInjectServer } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, namer } from '../http/util.js';
 
-let srv: InjectServer;
-let c: InjectClient;
+const { srv, c } = injectSuite();
 const name = namer('rt');
 const enc = encodeURIComponent;
-
-before(async () => {
-  srv = await startInjectServer();
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 const put = (r: string, body: unknown) => c.put(`/v0/routers/${enc(r)}`, body);
 

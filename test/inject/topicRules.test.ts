@@ -4,22 +4,13 @@
 // absent topic is 404, an unrecognised `touch` or `if_empty` means the default; DELETE
 // ?if_empty=true on a non-empty topic is 409; page_size past 1000 is clamped. Topics as such:
 // test/http/topics.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startInjectServer, type InjectServer, type InjectClient } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, assertFullConfig, namer } from '../http/util.js';
 
-let srv: InjectServer;
-let c: InjectClient;
+const { c } = injectSuite();
 const name = namer('top');
-
-before(async () => {
-  srv = await startInjectServer();
-  c = srv.client;
-});
-after(async () => {
-  await srv?.stop();
-});
 
 describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
   test('changing type is 409 topic_exists_incompatible with detail {topic, existing_type, requested_type}', async () => {

@@ -2,18 +2,12 @@
 // fields stay accepted, but the reply names each in a `Warning: 299 - "unknown field \"x\""`
 // header; enum errors list the allowed values; a bad percent-escape is the spec's 400. In the
 // fast tier: an in-process server driven through inject() (test/helpers/injectServer.ts).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Resp } from '../helpers/server.js';
-import { startInjectServer, type InjectServer } from '../helpers/injectServer.js';
+import { injectSuite } from '../support/injectSuite.js';
 
-let srv: InjectServer;
-before(async () => {
-  srv = await startInjectServer();
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv } = injectSuite();
 
 const JSON_CT = { 'content-type': 'application/json' };
 const req = (method: string, path: string, body?: unknown) =>

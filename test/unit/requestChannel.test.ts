@@ -8,8 +8,15 @@
 // worker produced them, their buffers transferred.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import { RequestClient, SHARED_BYTES_MAX, answering, serveRequests } from '../../src/protocol/requestChannel.js';
+import { MessageChannel } from 'node:worker_threads';
+import {
+  RequestClient,
+  SHARED_BYTES_MAX,
+  answering,
+  serveRequests,
+  type AnswerWith,
+  type RequestServer,
+} from '../../src/protocol/requestChannel.js';
 import { fail, type ErrorResult } from '../../src/protocol/errors.js';
 import { stageClock } from '../../src/core/stageClock.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
@@ -24,32 +31,49 @@ function append(topic: string, body: Uint8Array): AppendRequest {
   return { op: 'append', topic, body, returnSeqs: true, headerIdemKey: undefined };
 }
 
-/** Counts the messages crossing each way. */
-function countMessages(port: MessagePort, into: { n: number; sizes: number[] }): void {
-  port.on('message', (m: RequestBatch | ResultBatch) => {
-    into.n++;
-    into.sizes.push(m.ids.length);
-  });
+/** How many requests (or results) each captured batch carried. */
+const sizes = (batches: (RequestBatch | ResultBatch)[]): number[] => batches.map((m) => m.ids.length);
+
+/** One test's channel: the worker end serving it, main's client, and every batch that crossed each way. */
+interface Rig {
+  client: RequestClient;
+  server: RequestServer;
+  toWorker: RequestBatch[];
+  toMain: ResultBatch[];
+}
+
+interface RigOptions {
+  /** The worker end's answerWith; given the server, so a handler can send events in its turn. */
+  serve: (server: RequestServer) => AnswerWith;
+  /** Main's hand-on of the worker's events (RequestClient's `onEvents`). */
+  onEvents?: (evs: WorkerEvent[]) => void;
+}
+
+/** Builds a rig over a real MessageChannel, runs `body` with it, and closes the channel whatever `body` did. */
+async function withRig(opts: RigOptions, body: (rig: Rig) => Promise<void>): Promise<void> {
+  const ch = new MessageChannel();
+  const toWorker: RequestBatch[] = [];
+  const toMain: ResultBatch[] = [];
+  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
+  ch.port1.on('message', (m: ResultBatch) => toMain.push(m));
+  const server: RequestServer = serveRequests(ch.port2, opts.serve({ flush: () => server.flush(), event: (ev) => server.event(ev) }));
+  const client = new RequestClient(ch.port1, opts.onEvents);
+  try {
+    await body({ client, server, toWorker, toMain });
+  } finally {
+    ch.port1.close();
+  }
 }
 
 test('one message per turn each way, results matched to their callers', async () => {
-  const ch = new MessageChannel();
-  const toWorker = { n: 0, sizes: [] as number[] };
-  const toMain = { n: 0, sizes: [] as number[] };
-  countMessages(ch.port2, toWorker);
-  countMessages(ch.port1, toMain);
   // The worker settles requests out of order, all in one later turn.
   const waiting: { req: TopicRequest; resolve: (r: TopicResult) => void }[] = [];
-  serveRequests(
-    ch.port2,
-    answering((req) => new Promise((resolve) => waiting.push({ req, resolve }))),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+  const serve = () => answering((req) => new Promise((resolve) => waiting.push({ req, resolve })));
+  await withRig({ serve }, async ({ client, toWorker, toMain }) => {
     const bodies = Array.from({ length: 20 }, (_, i) => new Uint8Array(Buffer.from(`{"records":[{"data":${i}}]}`)));
     const calls = bodies.map((b, i) => client.request(append(`t${i}`, b)));
     while (waiting.length < 20) await new Promise((r) => setTimeout(r, 5));
-    assert.deepEqual(toWorker.sizes, [20], 'the 20 requests of one turn crossed as one message');
+    assert.deepEqual(sizes(toWorker), [20], 'the 20 requests of one turn crossed as one message');
     assert.equal(new TextDecoder().decode((waiting[7]!.req as AppendRequest).body), '{"records":[{"data":7}]}');
     for (const w of [...waiting].reverse()) w.resolve(ok(`{"topic":"${(w.req as AppendRequest).topic}"`));
     const results = await Promise.all(calls);
@@ -57,26 +81,18 @@ test('one message per turn each way, results matched to their callers', async ()
       assert.ok(r.ok);
       assert.equal(Buffer.from(r.json).toString(), `{"topic":"t${i}"`, `caller ${i} got its own result`);
     });
-    assert.deepEqual(toMain.sizes, [20], 'the 20 results settled in one turn crossed as one message');
-  } finally {
-    ch.port1.close();
-  }
+    assert.deepEqual(sizes(toMain), [20], 'the 20 results settled in one turn crossed as one message');
+  });
 });
 
 test('small append bodies cross in one shared buffer, big whole ones are transferred, each arrives intact', async () => {
-  const ch = new MessageChannel();
-  const toWorker: RequestBatch[] = [];
-  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const seen: AppendRequest[] = [];
-  serveRequests(
-    ch.port2,
+  const serve = () =>
     answering(async (req) => {
       if (req.op === 'append') seen.push(req);
       return ok('{');
-    }),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+    });
+  await withRig({ serve }, async ({ client, toWorker }) => {
     const big = new Uint8Array(SHARED_BYTES_MAX + 1).fill(0x62);
     const bigCopy = big.slice();
     const pooled = Buffer.from('{"records":[{"data":"pooled"}]}'); // a slice of Node's pool slab
@@ -113,28 +129,20 @@ test('small append bodies cross in one shared buffer, big whole ones are transfe
       expected,
       'every body arrives with its own bytes',
     );
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('small replies cross in one shared buffer next to errors, pages and big replies', async () => {
-  const ch = new MessageChannel();
-  const toMain: ResultBatch[] = [];
-  ch.port1.on('message', (m: ResultBatch) => toMain.push(m));
   const big = Buffer.alloc(SHARED_BYTES_MAX + 10, 0x61);
-  serveRequests(
-    ch.port2,
+  const serve = () =>
     answering(async (req) => {
       const t = req.topic;
       if (t === 'err') return { ok: false, status: 404, code: 'topic_not_found', message: 'no' } as TopicResult;
       if (t === 'big') return { ok: true, status: 200, json: big, perf: {} };
       if (t === 'empty') return { ok: true, status: 200, json: Buffer.alloc(0), perf: { records_scanned: 3 } };
       return { ok: true, status: 201, json: Buffer.from(`{"t":"${t}"`), perf: { wal_append_ms: 0.5 }, durability: 'disk' };
-    }),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+    });
+  await withRig({ serve }, async ({ client, toMain }) => {
     const names = ['x', 'err', 'big', 'y', 'empty', 'z'];
     const rs = await Promise.all(names.map((t) => client.request({ op: 'state', topic: t, touch: false })));
     assert.equal(toMain.length, 1, 'one message');
@@ -159,26 +167,20 @@ test('small replies cross in one shared buffer next to errors, pages and big rep
     const e = rs[4]!;
     assert.ok(e.ok);
     assert.deepEqual(e.perf, { records_scanned: 3 });
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('a result sharing a buffer with another is copied, and a handler that throws answers internal', async () => {
-  const ch = new MessageChannel();
   const shared = new Uint8Array(Buffer.from('{"a":1'));
   let n = 0;
-  serveRequests(
-    ch.port2,
+  const serve = () =>
     answering(async (req) => {
       if (req.op === 'state' && req.topic === 'boom') throw new Error('bug in the handler');
       n++;
       // The same whole buffer for two results of one turn: transferring it twice would throw.
       return { ok: true, status: 200, json: shared, perf: {} };
-    }),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+    });
+  await withRig({ serve }, async ({ client }) => {
     const [a, b, boom] = await Promise.all([
       client.request({ op: 'state', topic: 'x', touch: false }),
       client.request({ op: 'state', topic: 'y', touch: false }),
@@ -192,39 +194,32 @@ test('a result sharing a buffer with another is copied, and a handler that throw
     assert.ok(!boom!.ok);
     assert.equal(boom!.code, 'internal');
     assert.equal(boom!.status, 500);
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('abandon leaves pending requests unsettled and refuses later ones', async () => {
-  const ch = new MessageChannel();
   let answer: ((r: TopicResult) => void) | undefined;
-  serveRequests(
-    ch.port2,
-    answering(() => new Promise<TopicResult>((resolve) => (answer = resolve))),
-  );
-  const client = new RequestClient(ch.port1);
-  let settled = false;
-  void client.request({ op: 'state', topic: 'x', touch: false }).then(() => (settled = true));
-  while (!answer) await new Promise((r) => setTimeout(r, 5));
-  client.abandon();
-  answer(ok('{"late":true'));
-  await new Promise((r) => setTimeout(r, 20));
-  assert.equal(settled, false, 'an abandoned request never settles');
-  await assert.rejects(client.request({ op: 'state', topic: 'x', touch: false }), /abandoned/);
+  const serve = () => answering(() => new Promise<TopicResult>((resolve) => (answer = resolve)));
+  await withRig({ serve }, async ({ client }) => {
+    let settled = false;
+    void client.request({ op: 'state', topic: 'x', touch: false }).then(() => (settled = true));
+    while (!answer) await new Promise((r) => setTimeout(r, 5));
+    client.abandon();
+    answer(ok('{"late":true'));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(settled, false, 'an abandoned request never settles');
+    await assert.rejects(client.request({ op: 'state', topic: 'x', touch: false }), /abandoned/);
+  });
 });
 
 test('answerWith takes the requests on the worker end: answered now or later, a throw answers internal', async () => {
-  const ch = new MessageChannel();
   const later: [number, (id: number, r: TopicResult) => void][] = [];
-  serveRequests(ch.port2, (req, id, answer) => {
+  const serve = (): AnswerWith => (req, id, answer) => {
     if (req.topic === 'boom') throw new Error('a bug');
     if (req.topic === 'later') later.push([id, answer]);
     else answer(id, ok(`{"now":"${req.topic}"`));
-  });
-  const client = new RequestClient(ch.port1);
-  try {
+  };
+  await withRig({ serve }, async ({ client }) => {
     const now = client.request({ op: 'state', topic: 'a', touch: false });
     const boom = client.request({ op: 'state', topic: 'boom', touch: false });
     const delayed = client.request(append('later', new Uint8Array(Buffer.from('{"records":[]}'))));
@@ -239,81 +234,70 @@ test('answerWith takes the requests on the worker end: answered now or later, a 
     const c = await delayed;
     assert.ok(c.ok);
     assert.equal(Buffer.from(c.json).toString(), '{"later":true');
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('with the stage clock on, the same answerWith route stamps each result: batch arrival, step end', async () => {
-  const ch = new MessageChannel();
   const later: [number, (id: number, r: TopicResult) => void][] = [];
   const stepEnds = new Map<string, number>();
   const { log, onEvents } = orderLog();
-  const server = serveRequests(ch.port2, (req, id, answer) => {
-    if (req.topic === 'later') later.push([id, answer]);
-    else {
-      answer(id, ok('{'));
-      server.event(watchBatch(`after-${req.topic}`, 'x'));
+  const serve =
+    (server: RequestServer): AnswerWith =>
+    (req, id, answer) => {
+      if (req.topic === 'later') later.push([id, answer]);
+      else {
+        answer(id, ok('{'));
+        server.event(watchBatch(`after-${req.topic}`, 'x'));
+      }
+      stepEnds.set(req.topic, stageClock.now());
+    };
+  await withRig({ serve, onEvents }, async ({ client }) => {
+    stageClock.on = true;
+    try {
+      const now = client.request({ op: 'state', topic: 'a', touch: false }).then((r) => (log.push('result:a'), r));
+      const delayed = client.request({ op: 'state', topic: 'later', touch: false });
+      while (later.length === 0) await new Promise((r) => setTimeout(r, 2));
+      await new Promise((r) => setTimeout(r, 5));
+      const answeredAt = stageClock.now();
+      later[0]![1](later[0]![0], ok('{'));
+      const [a, b] = await Promise.all([now, delayed]);
+      await new Promise((r) => setImmediate(r));
+      for (const r of [a, b])
+        assert.ok(r.stamps?.wrecv !== undefined && r.stamps.stepped !== undefined && r.stamps.wrecv <= r.stamps.stepped);
+      assert.ok(a.stamps!.stepped! <= stepEnds.get('a')!, 'answered in its step: stamped when answered');
+      assert.ok(
+        b.stamps!.stepped! >= stepEnds.get('later')! && b.stamps!.stepped! < answeredAt,
+        'answered later: stamped when its step returned, not when answered',
+      );
+      assert.deepEqual(log, ['result:a', 'batch:after-a'], "an event after its step's result, as with the clock off");
+    } finally {
+      stageClock.on = false;
     }
-    stepEnds.set(req.topic, stageClock.now());
   });
-  const client = new RequestClient(ch.port1, onEvents);
-  stageClock.on = true;
-  try {
-    const now = client.request({ op: 'state', topic: 'a', touch: false }).then((r) => (log.push('result:a'), r));
-    const delayed = client.request({ op: 'state', topic: 'later', touch: false });
-    while (later.length === 0) await new Promise((r) => setTimeout(r, 2));
-    await new Promise((r) => setTimeout(r, 5));
-    const answeredAt = stageClock.now();
-    later[0]![1](later[0]![0], ok('{'));
-    const [a, b] = await Promise.all([now, delayed]);
-    await new Promise((r) => setImmediate(r));
-    for (const r of [a, b])
-      assert.ok(r.stamps?.wrecv !== undefined && r.stamps.stepped !== undefined && r.stamps.wrecv <= r.stamps.stepped);
-    assert.ok(a.stamps!.stepped! <= stepEnds.get('a')!, 'answered in its step: stamped when answered');
-    assert.ok(
-      b.stamps!.stepped! >= stepEnds.get('later')! && b.stamps!.stepped! < answeredAt,
-      'answered later: stamped when its step returned, not when answered',
-    );
-    assert.deepEqual(log, ['result:a', 'batch:after-a'], "an event after its step's result, as with the clock off");
-  } finally {
-    stageClock.on = false;
-    ch.port1.close();
-  }
 });
 
 test('a promise handler given without answering() is answered internal at once, not left hanging', async () => {
-  const ch = new MessageChannel();
-  serveRequests(ch.port2, async () => ok('{'));
-  const client = new RequestClient(ch.port1);
-  try {
+  // Passed as answerWith as it is: the promise comes back to serveRequests.
+  await withRig({ serve: () => async () => ok('{') }, async ({ client }) => {
     const r = await client.request({ op: 'state', topic: 'a', touch: false });
     assert.equal(r.ok, false);
     assert.equal((r as ErrorResult).code, 'internal');
     assert.match((r as ErrorResult).message, /answering\(\)/);
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('a reply page crosses whole, keeps its slack, and comes back with the next request batch', async () => {
-  const ch = new MessageChannel();
-  const toWorker: RequestBatch[] = [];
-  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const size = PAGE_MIN_BYTES + 100;
   let page: Buffer | undefined;
   const reused: boolean[] = [];
-  serveRequests(
-    ch.port2,
+  const serve = () =>
     answering(async () => {
       page = allocPage(size);
       reused.push(page[0] === 0x20); // a fresh page is zeroed
       page.fill(0x20);
       return { ok: true, status: 200, json: page, perf: {} };
-    }),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+    });
+  await withRig({ serve }, async ({ client, toWorker }) => {
     const r = await client.request({ op: 'state', topic: 'x', touch: false });
     assert.ok(r.ok);
     assert.equal(page!.byteLength, 0, 'the page was transferred, not copied');
@@ -326,22 +310,13 @@ test('a reply page crosses whole, keeps its slack, and comes back with the next 
     assert.equal(r.json.byteLength, 0, 'the page went back to the worker');
     assert.equal(toWorker.at(-1)!.recycled?.length, 1);
     assert.deepEqual(reused, [false, true], 'the second reply was rendered into the recycled page');
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('hot requests cross on the compact lanes, the others as objects, each arrives with its fields', async () => {
-  const ch = new MessageChannel();
-  const toWorker: RequestBatch[] = [];
-  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const seen: TopicRequest[] = [];
-  serveRequests(
-    ch.port2,
-    answering(async (req) => (seen.push(req), ok('{'))),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+  const serve = () => answering(async (req) => (seen.push(req), ok('{')));
+  await withRig({ serve }, async ({ client, toWorker }) => {
     const body = (s: string) => new Uint8Array(Buffer.from(s));
     const big = new Uint8Array(SHARED_BYTES_MAX + 1).fill(0x61);
     const reqs: TopicRequest[] = [
@@ -409,15 +384,10 @@ test('hot requests cross on the compact lanes, the others as objects, each arriv
     // An absent optional field and one set to undefined are the same request.
     const defined = (o: object) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
     assert.deepEqual(got.map(defined), expected.map(defined));
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('plain results cross on the compact lanes, results with other fields as objects', async () => {
-  const ch = new MessageChannel();
-  const toMain: ResultBatch[] = [];
-  ch.port1.on('message', (m: ResultBatch) => toMain.push(m));
   const results: Record<string, TopicResult> = {
     full: {
       ok: true,
@@ -432,12 +402,7 @@ test('plain results cross on the compact lanes, results with other fields as obj
     err: { ok: false, status: 404, code: 'topic_not_found', message: 'no' },
     eph: { ok: true, status: 200, json: Buffer.from('{"e":5'), perf: { records_scanned: 0 }, durability: 'ephemeral' },
   };
-  serveRequests(
-    ch.port2,
-    answering(async (req) => results[req.topic]!),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+  await withRig({ serve: () => answering(async (req) => results[req.topic]!) }, async ({ client, toMain }) => {
     const names = Object.keys(results);
     const expected = names.map((t) => {
       const r = results[t]!;
@@ -450,22 +415,13 @@ test('plain results cross on the compact lanes, results with other fields as obj
       r.ok ? { ...r, json: Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('latin1') } : r,
     );
     assert.deepEqual(got, expected);
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('claim and ack bodies cross unparsed on the lanes; the worker end parses them, answers a bad one itself', async () => {
-  const ch = new MessageChannel();
-  const toWorker: RequestBatch[] = [];
-  ch.port2.on('message', (m: RequestBatch) => toWorker.push(m));
   const seen: TopicRequest[] = [];
-  serveRequests(
-    ch.port2,
-    answering(async (req) => (seen.push(req), req.op === 'claim' ? fail('topic_not_found', 'no') : ok('{'))),
-  );
-  const client = new RequestClient(ch.port1);
-  try {
+  const serve = () => answering(async (req) => (seen.push(req), req.op === 'claim' ? fail('topic_not_found', 'no') : ok('{')));
+  await withRig({ serve }, async ({ client, toWorker }) => {
     const body = (s: string) => new Uint8Array(Buffer.from(s));
     const results = await Promise.all([
       client.request({ op: 'claimBody', topic: 'q', body: body('{"node":"w","max":3}') }),
@@ -491,9 +447,7 @@ test('claim and ack bodies cross unparsed on the lanes; the worker end parses th
     );
     assert.ok(missing && !missing.ok);
     assert.deepEqual([missing.code, missing.unknownFields], ['topic_not_found', ['y']], 'unknown fields ride on an error too');
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 /** A watch batch event whose record bytes are `text` in a buffer of its own. */
@@ -526,58 +480,41 @@ function orderLog(): { log: string[]; onEvents: (evs: WorkerEvent[]) => void } {
 }
 
 test("a turn's results and events cross as one message, handed on in the worker's order", async () => {
-  const ch = new MessageChannel();
-  const toMain = { n: 0, sizes: [] as number[] };
-  countMessages(ch.port1, toMain);
   const { log, onEvents } = orderLog();
   // The worker's turn: an event before any result, one between the two results, one after.
-  const server = serveRequests(ch.port2, (req, id, answer) => {
-    if (req.topic === 'a') server.event(watchBatch('before-a', 'x'));
-    answer(id, ok(`{"t":"${req.topic}"`));
-    if (req.topic === 'a') server.event({ k: 'jobs', connId: 7, topic: 'q', frames: new Uint8Array(Buffer.from('id: 1\n\n')) });
-    if (req.topic === 'b') server.event({ k: 'durable', topic: 'after-b', instanceId: 1, durableHead: 1, head: 1 });
-  });
-  const client = new RequestClient(ch.port1, onEvents);
-  try {
+  const serve =
+    (server: RequestServer): AnswerWith =>
+    (req, id, answer) => {
+      if (req.topic === 'a') server.event(watchBatch('before-a', 'x'));
+      answer(id, ok(`{"t":"${req.topic}"`));
+      if (req.topic === 'a') server.event({ k: 'jobs', connId: 7, topic: 'q', frames: new Uint8Array(Buffer.from('id: 1\n\n')) });
+      if (req.topic === 'b') server.event({ k: 'durable', topic: 'after-b', instanceId: 1, durableHead: 1, head: 1 });
+    };
+  await withRig({ serve, onEvents }, async ({ client, toMain }) => {
     const calls = ['a', 'b'].map((t) => client.request({ op: 'state', topic: t, touch: false }).then(() => log.push(`result:${t}`)));
     await Promise.all(calls);
     await new Promise((r) => setImmediate(r));
-    assert.deepEqual(toMain.sizes, [2], 'one message to main for the turn: both results and the three events');
+    assert.deepEqual(sizes(toMain), [2], 'one message to main for the turn: both results and the three events');
     assert.equal(client.messagesIn, 1);
     assert.deepEqual(log, ['batch:before-a', 'result:a', 'jobs:7', 'result:b', 'durable:after-b'], "the worker's order");
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('a turn with only events crosses as one message without results', async () => {
-  const ch = new MessageChannel();
   const { log, onEvents } = orderLog();
-  const server = serveRequests(
-    ch.port2,
-    answering(async () => ok('{')),
-  );
-  const client = new RequestClient(ch.port1, onEvents);
-  try {
+  await withRig({ serve: () => answering(async () => ok('{')), onEvents }, async ({ client, server }) => {
     server.event(watchBatch('t1', 'a'));
     server.event({ k: 'deleted', topic: 't2', instanceId: 3, head: 9 });
     while (log.length < 2) await new Promise((r) => setTimeout(r, 2));
     assert.deepEqual(log, ['batch:t1', 'deleted:t2']);
     assert.equal(client.messagesIn, 1, 'the two events of one turn are one message');
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('event buffers of their own are transferred, a shared one is cloned, and each arrives intact', async () => {
-  const ch = new MessageChannel();
   const got: WorkerEvent[] = [];
-  const server = serveRequests(
-    ch.port2,
-    answering(async () => ok('{')),
-  );
-  new RequestClient(ch.port1, (evs) => got.push(...evs));
-  try {
+  const onEvents = (evs: WorkerEvent[]) => void got.push(...evs);
+  await withRig({ serve: () => answering(async () => ok('{')), onEvents }, async ({ server }) => {
     const own = new Uint8Array(Buffer.from('{"$seq":1}'));
     const frames = new Uint8Array(Buffer.from('id: 4\nevent: job\ndata: {}\n\n'));
     const pooled = Buffer.from('{"$seq":2}'); // a slice of Node's pool slab: never transferred
@@ -596,22 +533,20 @@ test('event buffers of their own are transferred, a shared one is cloned, and ea
     assert.equal(text(j.frames), 'id: 4\nevent: job\ndata: {}\n\n');
     assert.equal(text(p.buf), '{"$seq":2}');
     assert.equal(text(again.buf), '{"$seq":1}');
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
 
 test('in a big batch answered over several turns, an event waits for the results settled before it', async () => {
-  const ch = new MessageChannel();
   const { log, onEvents } = orderLog();
   const n = 300;
-  const server = serveRequests(ch.port2, (req, id, answer) => {
-    answer(id, ok('{'));
-    if (req.topic === 't149') server.event(watchBatch('after-149', 'x'));
-    if (req.topic === `t${n - 1}`) server.event(watchBatch('last', 'x'));
-  });
-  const client = new RequestClient(ch.port1, onEvents);
-  try {
+  const serve =
+    (server: RequestServer): AnswerWith =>
+    (req, id, answer) => {
+      answer(id, ok('{'));
+      if (req.topic === 't149') server.event(watchBatch('after-149', 'x'));
+      if (req.topic === `t${n - 1}`) server.event(watchBatch('last', 'x'));
+    };
+  await withRig({ serve, onEvents }, async ({ client }) => {
     const calls = Array.from({ length: n }, (_, i) =>
       client.request({ op: 'state', topic: `t${i}`, touch: false }).then(() => log.push(`result:t${i}`)),
     );
@@ -621,7 +556,5 @@ test('in a big batch answered over several turns, an event waits for the results
     assert.equal(log.indexOf('batch:after-149'), 150, 'after result 149 (answered in the second turn), before result 150');
     assert.equal(log.indexOf('batch:last'), n + 1, 'an event after the last result comes last');
     assert.equal(log[149], 'result:t149');
-  } finally {
-    ch.port1.close();
-  }
+  });
 });
