@@ -62,3 +62,20 @@ test('a rendered page is the JSON of its records, every optional member in its p
   const lean = renderRecordsArray('[', items, ']', { includeTags: false, includeMeta: false, includeData: false }).toString('utf8');
   assert.equal(lean, '[[{"$seq":1099511627783,"$ts":1764000000123,"$node":"n1"},{"$seq":5,"$ts":0,"lease_id":"L1"}]]');
 });
+
+test('records sharing a $ts (one batch) render their digits right, and a new page starts afresh', () => {
+  const buf = Buffer.from('{"a":1}', 'utf8');
+  const text = new RecordText(buf, 0, 0, 0, 0, 0, -1, 0, buf.length);
+  // Runs of equal timestamps, a change of digit count, a return to an earlier value, and 0.
+  const ts = [1_764_000_000_123, 1_764_000_000_123, 1_764_000_000_123, 99, 99, 1_764_000_000_123, 0, 0, 1_764_000_000_124];
+  const items: RenderItem[] = ts.map((tsMs, i) => ({ seq: i + 1, tsMs, text }));
+  const opts = { includeTags: true, includeMeta: true, includeData: true };
+  const want = (its: RenderItem[]) => JSON.stringify(its.map((it) => ({ $seq: it.seq, $ts: it.tsMs, data: { a: 1 } })));
+  assert.equal(renderRecordsArray('', items, '', opts).toString('utf8'), want(items));
+  // The next page's first record has the previous page's last $ts, written into a new buffer.
+  const next = [{ seq: 10, tsMs: 1_764_000_000_124, text }];
+  assert.equal(renderRecordsArray('', next, '', opts).toString('utf8'), want(next));
+  // A page big enough to be a pooled page (rendered into recycled memory) with long runs.
+  const many: RenderItem[] = Array.from({ length: 5000 }, (_, i) => ({ seq: i + 1, tsMs: 1_764_000_000_000 + Math.floor(i / 7), text }));
+  assert.equal(renderRecordsArray('', many, '', opts).toString('utf8'), want(many));
+});

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { SeqIndex, SlotState } from '../../src/actors/topic/seqIndex.js';
+import { SeqIndex, SlotState, type SlotRead } from '../../src/actors/topic/seqIndex.js';
 import { slabBlocksInUse } from '../../src/core/columns/columnSlabs.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
 
@@ -108,10 +108,14 @@ class Driver {
   check(label = ''): void {
     const { idx, last } = this;
     assert.equal(idx.last, last);
+    const v: SlotRead = { state: -1, bytes: -1, tsMs: -1, nodeId: -1, text: undefined };
     for (const [seq, m] of this.model) {
       if (seq <= this.dropped) continue;
       assert.equal(idx.state(seq), m.state, `${label}state of ${seq}`);
+      // A scan's one-lookup read agrees with the per-column getters.
+      assert.equal(idx.readSlot(seq, v), m.state, `${label}readSlot state of ${seq}`);
       if (m.state === SlotState.EMPTY) continue;
+      assert.deepEqual([v.bytes, v.tsMs, v.nodeId, v.text], [m.bytes, m.ts, m.nodeId, m.text], `${label}readSlot of ${seq}`);
       assert.equal(idx.ts(seq), m.ts, `${label}ts of ${seq}`);
       assert.equal(idx.bytes(seq), m.bytes, `${label}bytes of ${seq}`);
       assert.equal(idx.nodeId(seq), m.nodeId, `${label}nodeId of ${seq}`);
@@ -137,6 +141,8 @@ class Driver {
       assert.equal(idx.nextPut(from, to), want, `${label}nextPut(${from}, ${to})`);
     }
     assert.equal(idx.state(last + 1), SlotState.EMPTY, 'past the end is empty');
+    assert.equal(idx.readSlot(last + 1, v), SlotState.EMPTY, 'readSlot past the end is empty');
+    assert.equal(idx.readSlot(0, v), SlotState.EMPTY, 'readSlot below the first seq is empty');
     assert.equal(idx.state(last + 5000), SlotState.EMPTY, 'far past the end is empty');
   }
 }

@@ -2,7 +2,7 @@
 // cursor, judge gaps, then scan forward skipping dead and node-filtered slots, stopping at the
 // limit, the byte budget or the head. Pure; runs inside one actor step.
 import type { TopicInstance } from './instance.js';
-import { SlotState } from './seqIndex.js';
+import { SlotState, type SlotRead } from './seqIndex.js';
 import type { RenderItem } from './render.js';
 
 export interface ReadParams {
@@ -34,6 +34,9 @@ export interface ReadResult {
   /** The cursor the scan started from: `fromSeq`, or `gap_to` after a tombstone. */
   scanFrom: number;
 }
+
+/** The scan's view of the slot in hand (one per thread: a read never spans two steps). */
+const slot: SlotRead = { state: 0, bytes: 0, tsMs: 0, nodeId: 0, text: undefined };
 
 export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   const head = inst.head;
@@ -82,7 +85,7 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   for (; seq <= until; seq++) {
     if (items.length + cold.length >= p.limit) break;
     scanned++;
-    if (inst.index.state(seq) !== SlotState.LIVE) continue;
+    if (inst.index.readSlot(seq, slot) !== SlotState.LIVE) continue;
     const missed = lost?.get(seq);
     if (missed !== undefined) {
       // One tombstone per read: a marker after records (or after another gap) waits for the next.
@@ -91,13 +94,13 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
       scanFrom = seq;
       continue;
     }
-    if (p.skipNodeIds !== null && p.skipNodeIds.has(inst.index.nodeId(seq))) continue;
-    const size = inst.index.bytes(seq);
+    if (p.skipNodeIds !== null && p.skipNodeIds.has(slot.nodeId)) continue;
+    const size = slot.bytes;
     if (items.length + cold.length > 0 && bytes + size > p.maxBytes) break;
     bytes += size;
-    const text = inst.index.text(seq);
+    const text = slot.text;
     if (text === undefined) cold.push(seq);
-    else items.push({ seq, tsMs: inst.index.ts(seq), text });
+    else items.push({ seq, tsMs: slot.tsMs, text });
   }
   return { items, cold, nextFromSeq: seq - 1, scanned, tombstone, scanFrom };
 }

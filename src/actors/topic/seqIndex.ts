@@ -155,6 +155,18 @@ class Chunk implements ColumnBlock {
   }
 }
 
+/**
+ * One slot as a reader's scan sees it, filled by `SeqIndex.readSlot` with one lookup instead of
+ * one per column (a catch-up page reads state, bytes, ts and text of each of 1000 seqs).
+ */
+export interface SlotRead {
+  state: number;
+  bytes: number;
+  tsMs: number;
+  nodeId: number;
+  text: RecordText | undefined;
+}
+
 export class SeqIndex {
   /** Seq of slot 0 of chunks[0]; always a multiple of CHUNK plus 1. */
   private base = 1;
@@ -268,6 +280,20 @@ export class SeqIndex {
     if (!at) return;
     at.c.setState(at.i, st);
     if (st !== SlotState.LIVE) at.c.setText(at.i, undefined);
+  }
+
+  /** Fills `v` with `seq`'s slot and returns its state (EMPTY, with `v` otherwise stale, when it has no slot). */
+  readSlot(seq: number, v: SlotRead): number {
+    const slot = seq - this.base;
+    const ci = Math.floor(slot / CHUNK);
+    const c = slot < 0 ? undefined : this.chunks[ci];
+    const i = c === undefined ? -1 : slot - ci * CHUNK - c.lo;
+    if (c === undefined || i < 0 || i >= c.cap) return (v.state = SlotState.EMPTY);
+    v.bytes = c.bytes(i);
+    v.tsMs = c.ts(i);
+    v.nodeId = c.nodeId(i);
+    v.text = c.text !== null ? c.text[i] : undefined;
+    return (v.state = c.state(i));
   }
 
   ts(seq: number): number {
