@@ -9,8 +9,9 @@ import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from '../../src
 import { filterTuple, passesFilter } from '../../src/actors/router/filter.js';
 import { Provenance } from '../../src/actors/router/provenance.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
-import { bufferView, CopySection, storedWhole } from '../../src/actors/router/copySection.js';
-import { copyLimitRefusal, copyPayloadBytes, scanCopySection } from '../../src/actors/router/copyLimits.js';
+import { CopySection, storedWhole } from '../../src/actors/router/copySection.js';
+import { bufferView } from '../../src/format/frame.js';
+import { scanCopySection } from '../../src/actors/router/copyLimits.js';
 import { CorruptionError } from '../../src/core/corruption.js';
 import {
   appendSectionHeadBytes,
@@ -195,7 +196,7 @@ test('copy section: records kept whole are copied as runs, a skipped record spli
   const other = textsOf(encodeAppend(9, 5, 1000, undefined, [rec('5', '{"z":2}')]));
   const both = encodeAppend(9, 1, 1000, undefined, [rec('4'), rec('5', '{"z":2}')]);
   assert.deepEqual(section(whole, [texts[3]!, other[0]!], [4, 5]), sectionOf(both));
-  assert.equal(copyPayloadBytes(sectionOf(both), 2), 1 + 1 + 7);
+  assert.equal(scanCopySection(sectionOf(both), 2).bytes, 1 + 1 + 7);
 });
 
 /** The frame's bytes `at` bytes into a larger ArrayBuffer (as a pooled or sliced Buffer lies). */
@@ -243,9 +244,9 @@ test('a copy section is framed where it lies: the same frame as encodeAppend, or
 test("copy limits on the dest: the append parser's errors for a stamp too many, none within the allowance", () => {
   const keys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":0`).join(',')}}`;
   const ok = encodeAppend(9, 1, 1000, undefined, [rec('1', keys(72)), rec('2', `{"m":"${'x'.repeat(16384 + 4800 - 8)}"}`)]);
-  assert.equal(copyLimitRefusal(sectionOf(ok), 2), undefined);
+  assert.equal(scanCopySection(sectionOf(ok), 2).refusal, undefined);
   const manyKeys = encodeAppend(9, 1, 1000, undefined, [rec('1'), rec('2', keys(73))]);
-  assert.deepEqual(copyLimitRefusal(sectionOf(manyKeys), 2), {
+  assert.deepEqual(scanCopySection(sectionOf(manyKeys), 2).refusal, {
     ok: false,
     status: 400,
     code: 'record_too_large',
@@ -253,8 +254,8 @@ test("copy limits on the dest: the append parser's errors for a stamp too many, 
     detail: { index: 1, limit: 'meta_keys' },
   });
   const bigMeta = encodeAppend(9, 1, 1000, undefined, [rec('2', `{"m":"${'x'.repeat(16384 + 4800 - 7)}"}`)]);
-  assert.equal(copyLimitRefusal(sectionOf(bigMeta), 1)?.detail?.limit, 'meta_bytes');
+  assert.equal(scanCopySection(sectionOf(bigMeta), 1).refusal?.detail?.limit, 'meta_bytes');
   const bigRecord = encodeAppend(9, 1, 1000, undefined, [rec(`"${'x'.repeat(1048576 + 4800 - 8)}"`, '{"a":1}')]);
-  assert.equal(copyLimitRefusal(sectionOf(bigRecord), 1)?.detail?.limit, 'record_bytes');
-  assert.throws(() => copyLimitRefusal(sectionOf(ok), 1), /copy section/);
+  assert.equal(scanCopySection(sectionOf(bigRecord), 1).refusal?.detail?.limit, 'record_bytes');
+  assert.throws(() => scanCopySection(sectionOf(ok), 1).refusal, /copy section/);
 });

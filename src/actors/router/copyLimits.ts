@@ -6,9 +6,9 @@
 // the dest topic's actor (worker thread); pure.
 import { countTopLevelKeys } from '../../core/jsonScan.js';
 import { InvariantError } from '../../core/invariant.js';
-import { APPEND_RECORD_HEAD_BYTES, META_ABSENT } from '../../format/constants.js';
+import { APPEND_RECORD_HEAD_BYTES } from '../../format/constants.js';
 import { CorruptionError } from '../../core/corruption.js';
-import { bufferView } from './copySection.js';
+import { bufferView, payloadBytesOf, readRecordAt, recordExtent } from '../../format/frame.js';
 import { fail } from '../../protocol/errors.js';
 import { LIMITS, type LimitAllowance, type ParseFailure } from '../topic/appendRecord.js';
 
@@ -41,19 +41,15 @@ export function scanCopySection(section: Buffer, count: number): CopySectionScan
   let bytes = 0;
   let p = 0;
   const end = section.length;
-  // A DataView, not Buffer's readUInt*LE: those cost ~9 ns a call here, the view's ~1.
   const view = bufferView(section);
+  const r = recordExtent();
   for (let i = 0; i < count; i++) {
     if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
-    const metaRaw = view.getUint32(p + 4, true);
-    const metaLen = metaRaw === META_ABSENT ? -1 : metaRaw;
-    const dataLen = view.getUint32(p + 8, true);
-    const metaOff = p + APPEND_RECORD_HEAD_BYTES + view.getUint16(p, true) + view.getUint16(p + 2, true);
-    const payload = dataLen + (metaLen > 0 ? metaLen : 0);
-    p = metaOff + payload;
+    p = readRecordAt(view, p, r);
     if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
+    const payload = payloadBytesOf(r);
     bytes += payload;
-    if (refusal === undefined) refusal = limitRefusal(section, i, metaOff, metaLen, payload);
+    if (refusal === undefined) refusal = limitRefusal(section, i, r.metaOff, r.metaLen, payload);
   }
   // Sections are built by forwarders only: a malformed one is a bug, not a client's error.
   if (p !== end) throw new InvariantError(`copy section: ${end - p} bytes after ${count} records`);
@@ -70,14 +66,4 @@ function limitRefusal(section: Buffer, i: number, metaOff: number, metaLen: numb
   if (payload > LIMITS.maxRecordBytes + ROUTER_STAMPS.metaBytes)
     return tooLarge(i, 'record_bytes', `records[${i}] is larger than ${LIMITS.maxRecordBytes} bytes (data + meta)`);
   return undefined;
-}
-
-/** The first record of the section over a limit, as the append parser words it, or undefined. */
-export function copyLimitRefusal(section: Buffer, count: number): ParseFailure | undefined {
-  return scanCopySection(section, count).refusal;
-}
-
-/** The section's data + meta bytes (the spec's `bytes` of its records), for the reject caps. */
-export function copyPayloadBytes(section: Buffer, count: number): number {
-  return scanCopySection(section, count).bytes;
 }

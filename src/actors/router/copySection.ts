@@ -11,6 +11,7 @@ import { APPEND_RECORD_HEAD_BYTES, META_ABSENT } from '../../format/constants.js
 import { digitCount, writeUint } from '../../core/decimal.js';
 import type { CopyLayout, RouterDef } from '../../protocol/messages/router.js';
 import { InvariantError } from '../../core/invariant.js';
+import { bufferView } from '../../format/frame.js';
 import type { RecordText } from '../topic/recordText.js';
 
 export const ROUTER_META_KEY = '_spool_router';
@@ -134,11 +135,6 @@ export class CopySection {
     }
     return p + t.buf.copy(out, p, t.dataOff, t.dataOff + t.dataLen);
   }
-}
-
-/** A DataView of exactly the buffer's bytes (a Buffer may start inside its ArrayBuffer). */
-export function bufferView(buf: Buffer): DataView {
-  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
 }
 
 /**

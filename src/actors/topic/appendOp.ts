@@ -10,15 +10,16 @@ import {
   forEachAppendRecord,
   payloadBytesOf,
   readAppendHead,
+  readRecordAt,
+  recordExtent,
+  bufferView,
   probeFrame,
 } from '../../format/frame.js';
-import { APPEND_RECORD_HEAD_BYTES, META_ABSENT } from '../../format/constants.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
 import { RecordText } from './recordText.js';
 import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
-import { bufferView } from '../router/copySection.js';
 import type { SegmentPlacement } from '../../format/layout.js';
 import { InvariantError } from '../../core/invariant.js';
 
@@ -166,25 +167,15 @@ function indexCopies(
 ): number {
   let bytes = 0;
   let p = recordsOff;
-  // A DataView, not Buffer's readUInt*LE: those cost ~9 ns a call here, the view's ~1.
   const view = bufferView(frame);
+  const r = recordExtent();
   for (let i = 0; i < count; i++) {
-    const nodeLen = view.getUint16(p, true);
-    const tagLen = view.getUint16(p + 2, true);
-    const metaRaw = view.getUint32(p + 4, true);
-    const metaLen = metaRaw === META_ABSENT ? -1 : metaRaw;
-    const dataLen = view.getUint32(p + 8, true);
-    const nodeOff = p + APPEND_RECORD_HEAD_BYTES;
-    const tagOff = nodeOff + nodeLen;
-    const metaOff = tagOff + tagLen;
-    const dataOff = metaOff + (metaLen > 0 ? metaLen : 0);
-    p = dataOff + dataLen;
-    const size = dataLen + (metaLen > 0 ? metaLen : 0);
+    p = readRecordAt(view, p, r);
+    const size = payloadBytesOf(r);
     bytes += size;
-    const text = new RecordText(frame, nodeOff, nodeLen, tagOff, tagLen, metaOff, metaLen, dataOff, dataLen);
-    const nodeId = nodeLen > 0 ? inst.nodes.idOfLiteral(frame.toString('latin1', nodeOff, tagOff)) : 0;
-    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, text);
-    if (tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(frame.toString('latin1', tagOff, metaOff)), firstSeq + i);
+    const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(frame.toString('latin1', r.nodeOff, r.tagOff)) : 0;
+    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, RecordText.fromExtent(frame, r));
+    if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(frame.toString('latin1', r.tagOff, r.metaOff)), firstSeq + i);
   }
   if (p > frame.length) throw new InvariantError(`copy frame: records end at ${p}, past the frame's ${frame.length} bytes`);
   return bytes;
