@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { isTopicName } from '../core/names.js';
 import { HttpError } from './reply.js';
 import { noteUnknownFields } from './bodyFields.js';
+import { parseBodyObject } from '../protocol/bodySchemas.js';
 
 export function isJsonMediaType(ct: string | undefined): boolean {
   if (!ct) return false;
@@ -31,15 +32,10 @@ export function checkBody(req: FastifyRequest, optional: boolean): Buffer {
 /** Parses a small JSON body (already through checkBody) that must be an object; notes its unknown fields on `req`. */
 export function parseSmallBody(body: Buffer, req?: FastifyRequest): Record<string, unknown> {
   if (body.length === 0) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new HttpError('invalid_request', 'body is not valid JSON');
-  }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new HttpError('invalid_request', 'body must be a JSON object');
-  if (req) noteUnknownFields(req, v as Record<string, unknown>);
-  return v as Record<string, unknown>;
+  const parsed = parseBodyObject(body);
+  if (!parsed.ok) throw HttpError.of(parsed);
+  if (req) noteUnknownFields(req, parsed.body);
+  return parsed.body;
 }
 
 function queryValue(req: FastifyRequest, name: string): string | undefined {

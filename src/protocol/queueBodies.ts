@@ -9,7 +9,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { collectUnknown } from '../core/unknownFields.js';
 import { fail, type ErrorResult } from './errors.js';
-import { ajvFailure, bodySchema, fieldsOf } from './bodySchemas.js';
+import { ajvFailure, bodySchema, fieldsOf, parseBodyObject } from './bodySchemas.js';
 import { NODE_MAX_BYTES, nodeTooLongMessage } from './limits.js';
 import type { AckRequest, ClaimRequest, QueueBodyRequest } from './messages/rpc.js';
 import type { ClaimBody, ExtendBody, NackBody, SeqsBody, TermBody } from './wireQueues.js';
@@ -113,13 +113,9 @@ export function clampLeaseMs(ms: number | undefined): number | null {
  * body is refused: the Warning header goes on the error too).
  */
 export function queueRequestOf(r: QueueBodyRequest, unknown: string[]): ClaimRequest | AckRequest | ErrorResult {
-  let v: unknown;
-  try {
-    v = JSON.parse(Buffer.from(r.body.buffer, r.body.byteOffset, r.body.byteLength).toString('utf8'));
-  } catch {
-    return fail('invalid_request', 'body is not valid JSON');
-  }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return fail('invalid_request', 'body must be a JSON object');
+  const parsed = parseBodyObject(r.body);
+  if (!parsed.ok) return parsed;
+  const v = parsed.body;
   if (r.op === 'claimBody') {
     collectUnknown(unknown, v, CLAIM_FIELDS);
     if (!validateClaim(v)) return ajvFailure(validateClaim);
