@@ -17,8 +17,9 @@ import {
   CpuSplitMeter,
   cpuNote,
   HttpClient,
-  RawHttpConn,
-  type Resp,
+  clientKindFrom,
+  serialClient,
+  type SerialClient,
   appendMany,
   createTopic,
   envNumber,
@@ -58,13 +59,10 @@ interface Party {
 }
 
 /** The reader's client: a RawHttpConn (default), or node:http with BENCH_CATCHUP_CLIENT=http. */
-interface Reader {
-  post(p: string, body: string): Promise<Resp>;
-  close(): void;
-}
+type Reader = SerialClient;
 
 function makeReader(port: number): Reader {
-  return process.env.BENCH_CATCHUP_CLIENT === 'http' ? new HttpClient(port, 1) : new RawHttpConn(port);
+  return serialClient(port, clientKindFrom('BENCH_CATCHUP_CLIENT'));
 }
 
 async function spoolPass(reader: Reader, srv: ChildServer, topic: string, total: number, fullParse: boolean): Promise<Pass> {

@@ -21,6 +21,9 @@
 //      BENCH_QUEUE_ACK_WAIT_MS (2) after its oldest un-acked job arrived, one POST ack with all of
 //      them (acks may overlap). jobs/s = jobs acked / (connections opened → last ack reply);
 //      latency = frame read → ack reply, per job.
+// Parts 1-3 and the baseline: each worker holds one keep-alive raw socket (RawHttpConn of lib.ts,
+// the lightest client, so latency is the server's and the client leaves the two cores to it);
+// BENCH_QUEUE_CLIENT=http uses node:http's agent instead (~50-70 µs more per request here).
 // Server CPU per job (µs) = server CPU time over the drain / jobs (part 4 also per thread, from
 // /proc/<pid>/task: the main thread, then the others busiest first); peak RSS as everywhere. Targets
 // printed next to each figure: ≤ 15 µs/job for 1; ≥ 85k jobs/s and ≤ 10 µs/job for 4.
@@ -50,6 +53,9 @@ import {
   CpuSplitMeter,
   cpuNote,
   HttpClient,
+  clientKindFrom,
+  serialClient,
+  type SerialClient,
   appendMany,
   benchMs,
   createTopic,
@@ -130,7 +136,13 @@ function serverState(srv: ChildServer): string {
 }
 
 /** POST expecting 200; anything else (or a transport error) throws with the body / server state. */
-async function post200(srv: ChildServer, client: HttpClient, p: string, body: string | Buffer, what: string): Promise<{ r: Resp; j: any }> {
+async function post200(
+  srv: ChildServer,
+  client: Pick<SerialClient, 'post'>,
+  p: string,
+  body: string | Buffer,
+  what: string,
+): Promise<{ r: Resp; j: any }> {
   let r: Resp;
   try {
     r = await client.post(p, body);
@@ -216,7 +228,7 @@ interface DrainResult {
  * (then `timedOut` is set). A non-200 or a transport error stops every worker and throws.
  */
 async function drainClaimAck(srv: ChildServer, topic: string, workers: number, max: number, stopAfterMs: number): Promise<DrainResult> {
-  const client = new HttpClient(srv.port, workers);
+  const clients = Array.from({ length: workers }, () => serialClient(srv.port, queueClientKind()));
   const claimPath = topicPath(topic, 'claim');
   const ackPath = topicPath(topic, 'ack');
   const pair: number[] = [];
@@ -230,6 +242,7 @@ async function drainClaimAck(srv: ChildServer, topic: string, workers: number, m
   const end = t0 + BigInt(Math.round(stopAfterMs)) * 1_000_000n;
   const worker = async (w: number) => {
     const node = `w${w}`;
+    const client = clients[w]!;
     const claimBody = Buffer.from(JSON.stringify({ node, max }));
     while (!fatal) {
       if (process.hrtime.bigint() > end) {
@@ -284,7 +297,7 @@ async function drainClaimAck(srv: ChildServer, topic: string, workers: number, m
       ),
     );
   } finally {
-    client.close();
+    for (const c of clients) c.close();
   }
   if (fatal) throw fatal;
   const elapsedS = Number((lastAckNs > t0 ? lastAckNs : process.hrtime.bigint()) - t0) / 1e9;
@@ -564,6 +577,11 @@ async function drainPush(
   };
 }
 
+/** The claim+ack workers' client (parts 1-3 and the echo baseline): BENCH_QUEUE_CLIENT=http for node:http. */
+function queueClientKind(): 'raw' | 'http' {
+  return clientKindFrom('BENCH_QUEUE_CLIENT');
+}
+
 // ---- baseline: echo server, claim+ack request shape --------------------------------------------
 
 interface Baseline {
@@ -575,7 +593,7 @@ interface Baseline {
 
 async function echoBaseline(k: Knobs, durationMs: number): Promise<Baseline> {
   const echo = await startEcho();
-  const client = new HttpClient(echo.port, k.workers);
+  const clients = Array.from({ length: k.workers }, () => serialClient(echo.port, queueClientKind()));
   try {
     const hex = (i: number) => i.toString(16).padStart(24, '0');
     const claimBodies = Array.from({ length: k.workers }, (_, w) => Buffer.from(JSON.stringify({ node: `w${w}`, max: k.claimMax })));
@@ -592,8 +610,8 @@ async function echoBaseline(k: Knobs, durationMs: number): Promise<Baseline> {
       const worker = async (w: number) => {
         while (!fatal && process.hrtime.bigint() < end) {
           const t = process.hrtime.bigint();
-          await post200(echo, client, '/echo', claimBodies[w]!, 'echo (claim shape)');
-          await post200(echo, client, '/echo', ackBodies[w]!, 'echo (ack shape)');
+          await post200(echo, clients[w]!, '/echo', claimBodies[w]!, 'echo (claim shape)');
+          await post200(echo, clients[w]!, '/echo', ackBodies[w]!, 'echo (ack shape)');
           requests += 2;
           pair.push(nsSince(t) / 1e6);
         }
@@ -637,7 +655,7 @@ async function echoBaseline(k: Knobs, durationMs: number): Promise<Baseline> {
       },
     };
   } finally {
-    client.close();
+    for (const c of clients) c.close();
     await echo.close();
   }
 }
