@@ -669,6 +669,30 @@ export class RawHttpConn {
   }
 }
 
+/**
+ * Raw keep-alive sockets for requests that overlap (an open-loop writer): each request takes an
+ * idle connection or opens one, and gives it back with its reply.
+ */
+export class RawConnPool {
+  private readonly idle: RawHttpConn[] = [];
+  private readonly all: RawHttpConn[] = [];
+  constructor(readonly port: number) {}
+
+  async post(p: string, body: string | Buffer): Promise<Resp> {
+    let conn = this.idle.pop();
+    if (!conn) this.all.push((conn = new RawHttpConn(this.port)));
+    try {
+      return await conn.post(p, body);
+    } finally {
+      this.idle.push(conn);
+    }
+  }
+
+  close(): void {
+    for (const c of this.all) c.close();
+  }
+}
+
 /** A client for one request at a time (a closed-loop worker's): see `serialClient`. */
 export interface SerialClient {
   post(p: string, body: string | Buffer): Promise<Resp>;

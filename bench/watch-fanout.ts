@@ -7,8 +7,9 @@
 // minimal scanning), every one caught up before writing starts. A writer in this process sends
 // single-record appends open-loop at BENCH_WATCH_RATE (500) records/s: BENCH_WATCH_WARMUP_MS
 // (2000) of unmeasured warm-up, then BENCH_SECONDS (10) measured. Each record's `data` carries
-// its send time (process.hrtime.bigint(), taken just before the request is handed to node:http)
-// and is padded to BENCH_WATCH_RECORD_BYTES (256). Latency = the watcher's hrtime when the chunk
+// its send time (process.hrtime.bigint(), taken just before the request is written to a keep-alive
+// raw socket of a small pool, RawConnPool of lib.ts; BENCH_WATCH_CLIENT=http: node:http's agent,
+// which adds ~50-70 µs per request on this machine before the request leaves) and is padded to BENCH_WATCH_RECORD_BYTES (256). Latency = the watcher's hrtime when the chunk
 // holding the record is read − that send time, for every measured record at every watcher
 // (hrtime is CLOCK_MONOTONIC, shared by all processes of the machine).
 // After the writer stops the run waits (≤ 10 s) until every watcher has every seq, then counts
@@ -36,6 +37,7 @@ import {
   CpuMeter,
   CpuSplitMeter,
   HttpClient,
+  RawConnPool,
   benchMs,
   createTopic,
   envNumber,
@@ -137,7 +139,14 @@ interface WriteStats {
  * Sends `count` single-record appends at `rate`/s, each stamped with its send time; resolves
  * once every request is answered.
  */
-function writeAtRate(client: HttpClient, base: bigint, rate: number, count: number, measured: boolean, pad: string): Promise<WriteStats> {
+function writeAtRate(
+  client: Pick<RawConnPool, 'post'>,
+  base: bigint,
+  rate: number,
+  count: number,
+  measured: boolean,
+  pad: string,
+): Promise<WriteStats> {
   const st: WriteStats = { sent: 0, ok: 0, errors: [], maxLagMs: 0, ackMs: [] };
   const p = `/v0/topics/${TOPIC}`;
   const intervalNs = 1e9 / rate;
@@ -230,7 +239,7 @@ async function runOne(
     ...(profDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {}),
   });
   const admin = new HttpClient(srv.port, 16);
-  const writer = new HttpClient(srv.port, 32);
+  const writer = process.env.BENCH_WATCH_CLIENT === 'http' ? new HttpClient(srv.port, 32) : new RawConnPool(srv.port);
   const groups: Group[] = [];
   try {
     await createTopic(admin, TOPIC, {});
