@@ -56,8 +56,11 @@ function ownsBuffer(b: Uint8Array): boolean {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
 }
 
-/** Requests whose bytes cross beside the object: appends and unparsed claim and ack bodies. */
-function hasBody(r: ChannelRequest): r is AppendRequest | QueueBodyRequest {
+/**
+ * Requests whose bytes cross beside the object: appends and unparsed claim and ack bodies. For a
+ * request as sent (ChannelRequest) and as received (WireRequest, `body` null until restored).
+ */
+function hasBody<R extends { op: string }>(r: R): r is Extract<R, { op: 'append' | 'claimBody' | 'ackBody' }> {
   return r.op === 'append' || r.op === 'claimBody' || r.op === 'ackBody';
 }
 
@@ -334,7 +337,7 @@ export function serveRequests(port: MessagePort, answerWith: AnswerWith): Reques
     const lanes: LaneCursor = { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 };
     for (let i = 0; i < m.ids.length; i++) {
       const w = decodeRequest(lanes) ?? m.reqs[cold++]!;
-      if ((w.op === 'append' || w.op === 'claimBody' || w.op === 'ackBody') && w.body === null) {
+      if (hasBody(w) && w.body === null) {
         const end = m.bodyEnds![k++]!;
         (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, sharedAt, end - sharedAt);
         sharedAt = end;
