@@ -23,6 +23,7 @@
 //      latency = frame read → ack reply, per job.
 // Parts 1-3 and the baseline: each worker holds one keep-alive raw socket (RawHttpConn of lib.ts,
 // the lightest client, so latency is the server's and the client leaves the two cores to it);
+// part 4's acks go on raw sockets too (RawConnPool; its streams stay node:http responses).
 // BENCH_QUEUE_CLIENT=http uses node:http's agent instead (~50-70 µs more per request here).
 // Server CPU per job (µs) = server CPU time over the drain / jobs (part 4 also per thread, from
 // /proc/<pid>/task: the main thread, then the others busiest first); peak RSS as everywhere. Targets
@@ -53,6 +54,7 @@ import {
   CpuSplitMeter,
   cpuNote,
   HttpClient,
+  RawConnPool,
   clientKindFrom,
   serialClient,
   type SerialClient,
@@ -333,7 +335,8 @@ class PushRun {
 
   constructor(
     readonly srv: ChildServer,
-    readonly ackClient: HttpClient,
+    /** The acks' client: raw keep-alive sockets (or node:http with BENCH_QUEUE_CLIENT=http). */
+    readonly ackClient: Pick<SerialClient, 'post'>,
     readonly topic: string,
     readonly ackBatch: number,
     readonly ackWaitMs: number,
@@ -531,7 +534,8 @@ async function drainPush(
   stopAfterMs: number,
 ): Promise<PushResult> {
   const ackClient = new HttpClient(srv.port, conns * 2);
-  const run = new PushRun(srv, ackClient, topic, k.ackBatch, k.ackWaitMs);
+  const ackPool = queueClientKind() === 'http' ? ackClient : new RawConnPool(srv.port);
+  const run = new PushRun(srv, ackPool, topic, k.ackBatch, k.ackWaitMs);
   const ws = Array.from({ length: conns }, (_, i) => new PushWorker(run, `w${i}`, max));
   const t0 = process.hrtime.bigint();
   const end = t0 + BigInt(Math.round(stopAfterMs)) * 1_000_000n;
@@ -562,6 +566,7 @@ async function drainPush(
   } finally {
     for (const w of ws) w.close();
     ackClient.close();
+    if (ackPool !== ackClient) ackPool.close();
   }
   const elapsedS = Number((run.lastAckNs > t0 ? run.lastAckNs : process.hrtime.bigint()) - t0) / 1e9;
   return {
