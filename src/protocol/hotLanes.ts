@@ -25,10 +25,20 @@ export interface LaneCursor {
   s: number;
 }
 
-/** Appends with any of these set are not plain: they cross as objects. */
+/**
+ * Appends with any of these set are not plain: they cross as objects. The object makes a new
+ * field of AppendRequest a compile error here; `appendHasExtras` must then test it too (the
+ * hotLanes unit test checks each name listed here against it). The tests are property reads,
+ * not a loop over the names: keyed loads of varying names are megamorphic (~20 ns each) and
+ * ran for every request and result.
+ */
 type AppendExtras = Exclude<keyof AppendRequest, 'op' | 'topic' | 'body' | 'returnSeqs' | 'headerIdemKey'>;
 const APPEND_EXTRAS = { stamped: 1, forward: 1, redrive: 1, auth: 1 } as const satisfies Record<AppendExtras, 1>;
-const APPEND_EXTRA_KEYS = Object.keys(APPEND_EXTRAS) as AppendExtras[];
+export const APPEND_EXTRA_NAMES = Object.keys(APPEND_EXTRAS) as AppendExtras[];
+
+function appendHasExtras(r: AppendRequest): boolean {
+  return r.stamped !== undefined || r.forward !== undefined || r.redrive !== undefined || r.auth !== undefined;
+}
 
 /**
  * Every field of a state and a diff request, so that a new one is a compile error here until
@@ -65,7 +75,7 @@ export function encodeRequest(req: ChannelRequest, sharedBody: boolean, nums: nu
       return true;
     case 'append': {
       if (!sharedBody) return false;
-      for (const k of APPEND_EXTRA_KEYS) if (req[k] !== undefined) return false;
+      if (appendHasExtras(req)) return false;
       const idem = req.headerIdemKey;
       nums.push(APPEND, (req.returnSeqs ? 1 : 0) | (idem !== undefined ? 2 : 0));
       strs.push(req.topic);
@@ -154,14 +164,30 @@ const RESULT_EXTRAS = {
   routers: 1,
   redrive: 1,
 } as const satisfies Record<ResultExtras, 1>;
-const RESULT_EXTRA_KEYS = Object.keys(RESULT_EXTRAS) as ResultExtras[];
+export const RESULT_EXTRA_NAMES = Object.keys(RESULT_EXTRAS) as ResultExtras[];
 
-/** The performance fields; bit i of a lane's mask says the i-th of them follows. */
+/** Tests every name of RESULT_EXTRAS (as `appendHasExtras` does its list). */
+function resultHasExtras(r: OkResult): boolean {
+  return (
+    r.watch !== undefined ||
+    r.seek !== undefined ||
+    r.unknownFields !== undefined ||
+    r.forward !== undefined ||
+    r.routers !== undefined ||
+    r.redrive !== undefined
+  );
+}
+
+/**
+ * The performance fields, in their mask bits' order (wal_append_ms is bit 0): a new field of
+ * PerfFields is a compile error here until encodeResult and decodeResult carry it (the unit test
+ * round-trips each name listed here).
+ */
 const PERF_FIELDS = { wal_append_ms: 1, fsync_ms: 1, records_scanned: 1, throttle_wait_ms: 1 } as const satisfies Record<
   keyof PerfFields,
   1
 >;
-const PERF_KEYS = Object.keys(PERF_FIELDS) as (keyof PerfFields)[];
+export const PERF_FIELD_NAMES = Object.keys(PERF_FIELDS) as (keyof PerfFields)[];
 
 const CLASSES = [undefined, 'ephemeral', 'memory', 'disk', 'fsync'] as const;
 
@@ -170,13 +196,16 @@ const CLASSES = [undefined, 'ephemeral', 'memory', 'disk', 'fsync'] as const;
  * when it must cross as an object. The caller moves its bytes.
  */
 export function encodeResult(r: OkResult, nums: number[]): boolean {
-  for (const k of RESULT_EXTRA_KEYS) if (r[k] !== undefined) return false;
-  const perf = r.perf;
-  let mask = 0;
-  for (let i = 0; i < PERF_KEYS.length; i++) if (perf[PERF_KEYS[i]!] !== undefined) mask |= 1 << i;
+  if (resultHasExtras(r)) return false;
+  const { wal_append_ms: wal, fsync_ms: fsync, records_scanned: scanned, throttle_wait_ms: throttle } = r.perf;
+  const mask =
+    (wal !== undefined ? 1 : 0) | (fsync !== undefined ? 2 : 0) | (scanned !== undefined ? 4 : 0) | (throttle !== undefined ? 8 : 0);
   const cls = r.durability === undefined ? 0 : CLASSES.indexOf(r.durability);
   nums.push(OK, r.status, cls, mask);
-  for (let i = 0; i < PERF_KEYS.length; i++) if (mask & (1 << i)) nums.push(perf[PERF_KEYS[i]!]!);
+  if (wal !== undefined) nums.push(wal);
+  if (fsync !== undefined) nums.push(fsync);
+  if (scanned !== undefined) nums.push(scanned);
+  if (throttle !== undefined) nums.push(throttle);
   return true;
 }
 
@@ -193,7 +222,10 @@ export function decodeResult(c: LaneCursor, bytes: Uint8Array): OkResult | undef
   const cls = CLASSES[nums[c.n++]!];
   const mask = nums[c.n++]!;
   const perf: PerfFields = {};
-  for (let i = 0; i < PERF_KEYS.length; i++) if (mask & (1 << i)) perf[PERF_KEYS[i]!] = nums[c.n++]!;
+  if (mask & 1) perf.wal_append_ms = nums[c.n++]!;
+  if (mask & 2) perf.fsync_ms = nums[c.n++]!;
+  if (mask & 4) perf.records_scanned = nums[c.n++]!;
+  if (mask & 8) perf.throttle_wait_ms = nums[c.n++]!;
   const r: OkResult = { ok: true, status, json: bytes, perf };
   if (cls !== undefined) r.durability = cls;
   return r;
