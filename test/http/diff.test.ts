@@ -2,22 +2,13 @@
 // filter, include_meta/tags, caught_up/lag/next_from_seq/earliest_seq, long-poll, the `recreated`
 // tombstone and recency. Its rules (limit default and clamp, 404 on absent topics, the byte
 // budget, request validation) run in the fast tier: test/inject/diffRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer, sleep } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('diff');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 const DIFF_KEYS = ['caught_up', 'earliest_seq', 'head_seq', 'lag', 'next_from_seq', 'performance', 'records', 'tombstone', 'topic'];
 

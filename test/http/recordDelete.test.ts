@@ -10,22 +10,13 @@
 //   Glob without a single trailing *; 404 topic_not_found for an unknown topic (never creates);
 // - DELETE ?if_empty=true succeeds once every record is deleted; a recreated topic restarts at 1.
 // The errors run in the fast tier: test/inject/recordDeleteRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('rdel');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 // ---- helpers -------------------------------------------------------------------------------
 
