@@ -6,18 +6,14 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertError, assertOk, namer, sleep } from './util.js';
 import { httpSuite } from '../support/httpSuite.js';
+import { firstAppendSeeder } from '../support/seed.js';
 
 const name = namer('diff');
 const { c } = httpSuite();
 
 const DIFF_KEYS = ['caught_up', 'earliest_seq', 'head_seq', 'lag', 'next_from_seq', 'performance', 'records', 'tombstone', 'topic'];
 
-async function seeded(n: number, label = 'seed', mk: (i: number) => Record<string, unknown> = (i) => ({ data: i + 1 })): Promise<string> {
-  const t = name(label);
-  const r = await c.post(`/v0/topics/${t}`, { records: Array.from({ length: n }, (_, i) => mk(i)) });
-  assert.equal(r.status, 201, r.text);
-  return t;
-}
+const seeded = firstAppendSeeder(c, name);
 const seqs = (b: any) => b.records.map((r: any) => r.$seq);
 
 describe('cursor and watermarks', () => {
