@@ -2,14 +2,14 @@
 // (a client could otherwise grow a worker's memory without bound), nor does a deleted topic
 // once its delete is durable. The count is `spool_topic_actors` on /v0/metrics. Delete and
 // recreate of a name, long-polls and watches still work after their actor was dropped.
-import { describe, test, before, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, type Server } from '../helpers/server.js';
 import { namer, raw, JSON_CT } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('actors');
+// Topics never sleep here: this file counts actors, and a sleeping topic holds none.
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '2', SERVICE_TOPIC_SLEEP_MS: '0' });
 
 async function actorCount(): Promise<number> {
   const r = await raw(srv.url, 'GET', '/v0/metrics');
@@ -23,15 +23,6 @@ async function liveTopics(): Promise<number> {
 }
 
 describe('topic actors are dropped when nothing holds them', () => {
-  before(async () => {
-    // Topics never sleep here: this file counts actors, and a sleeping topic holds none.
-    srv = await startServer({ env: { SERVICE_WORKERS: '2', SERVICE_TOPIC_SLEEP_MS: '0' } });
-    c = client(srv.url);
-  });
-  after(async () => {
-    await srv.stop();
-  });
-
   test('404s, diffs, states, deletes, watches and refused appends on random absent names add no actor', async () => {
     const t = name('live');
     assert.equal((await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] })).status, 201);

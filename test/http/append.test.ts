@@ -1,22 +1,13 @@
 // Append (docs/API.md "Append") and the read-time record shape (docs/API.md "Records", data kept
 // verbatim) as returned by diff, on a spawned server. The rules of append (create rules,
 // idempotency, request validation) run in the fast tier: test/inject/appendRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertOk, namer, rawDataTexts, rawMember } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('app');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 describe('append basics', () => {
   test('first append creates: 201 created:true, contiguous seqs, response fields', async () => {

@@ -3,13 +3,14 @@
 // stream that opens only with the creating key, `?token=` on the SSE GETs, one keep-alive
 // connection switching keys; then that no secret shows in an error body or the server's stderr.
 // The matrix of every plain route runs in the fast tier: test/inject/authMatrix.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, req, Server, Resp } from '../helpers/server.js';
+import { req, Resp } from '../helpers/server.js';
 import { openStream } from '../helpers/sse.js';
 import { KEYS, ROUTES, SECRETS, bearer, routeMatrix, routePath, seedTopics, type Route } from './authCases.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
+const { srv } = httpSuite({ SERVICE_API_KEYS: KEYS, SERVICE_WORKERS: '2' }, () => seedTopics(call));
 const bodies: string[] = [];
 
 async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Resp> {
@@ -29,14 +30,6 @@ async function callStream(
   else bodies.push(s.text);
   return { status: s.status, body: s.body };
 }
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_API_KEYS: KEYS, SERVICE_WORKERS: '2' } });
-  await seedTopics(call);
-});
-after(async () => {
-  await srv?.stop();
-});
 
 async function hit(r: Route, topic: string, headers: Record<string, string>, query?: Record<string, string>) {
   if (r.stream) return callStream(r.path(topic), headers, query);

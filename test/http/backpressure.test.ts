@@ -1,18 +1,13 @@
 // WAL credit (docs/ARCHITECTURE.md "Admission", "Other decisions"): past SERVICE_WAL_INFLIGHT_BYTES an append is refused with 429
 // throttled, Retry-After and detail.retry_after_ms, and nothing of it is applied; with
 // disable_backpressure it waits instead and reports throttle_wait_ms.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
+import { client } from '../helpers/server.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-before(async () => {
-  // One byte of credit: any append while another turn's frames are unwritten is over it.
-  srv = await startServer({ env: { SERVICE_WAL_INFLIGHT_BYTES: '1' } });
-});
-after(async () => {
-  await srv.stop();
-});
+// One byte of credit: any append while another turn's frames are unwritten is over it.
+const { srv } = httpSuite({ SERVICE_WAL_INFLIGHT_BYTES: '1' });
 
 /**
  * Each burst runs beside a large append (the WAL thread is busy writing it for a few ms) and its

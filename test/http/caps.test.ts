@@ -1,10 +1,11 @@
 // Resource caps of docs/API.md "Limits" over HTTP, at and past the edge: SERVICE_MAX_TOPICS,
 // SERVICE_MAX_TOTAL_BYTES, SERVICE_MAX_INFLIGHT_PER_KEY, SERVICE_MAX_SSE_CONNECTIONS_PER_KEY.
 // A refusal is 429 throttled, Retry-After: 1, detail {limit, max}, and applies nothing.
-import { test, before, after, describe } from 'node:test';
+import { test, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, req, Server, Resp } from '../helpers/server.js';
+import { req, Resp } from '../helpers/server.js';
 import { openStream, SseStream } from '../helpers/sse.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -18,14 +19,8 @@ function assertCap(r: { status: number; body: any; headers?: Headers | Record<st
 }
 
 describe('dev mode caps', () => {
-  let srv: Server;
+  const { srv } = httpSuite({ SERVICE_MAX_TOPICS: '2', SERVICE_MAX_TOTAL_BYTES: '1000', SERVICE_WORKERS: '2' });
   const c = (m: string, p: string, b?: unknown): Promise<Resp> => req(srv.url, m, p, b);
-  before(async () => {
-    srv = await startServer({ env: { SERVICE_MAX_TOPICS: '2', SERVICE_MAX_TOTAL_BYTES: '1000', SERVICE_WORKERS: '2' } });
-  });
-  after(async () => {
-    await srv?.stop();
-  });
 
   test('max_topics: the cap-th topic is created, the next is not; updates still work', async () => {
     assert.equal((await c('PUT', '/v0/topics/cap.a', {})).status, 201);
@@ -55,25 +50,22 @@ describe('dev mode caps', () => {
 });
 
 describe('per-key caps', () => {
-  let srv: Server;
   const A = { authorization: 'Bearer cap-key-a' };
   const B = { authorization: 'Bearer cap-key-b' };
   const streams: SseStream[] = [];
-  before(async () => {
-    srv = await startServer({
-      env: {
-        SERVICE_API_KEYS: 'cap-key-a, cap-key-b',
-        SERVICE_MAX_INFLIGHT_PER_KEY: '2',
-        SERVICE_MAX_SSE_CONNECTIONS_PER_KEY: '1',
-        SERVICE_WORKERS: '1',
-      },
-    });
-    assert.equal((await req(srv.url, 'PUT', '/v0/topics/pk.log', {}, A)).status, 201);
-    assert.equal((await req(srv.url, 'PUT', '/v0/topics/pk.q', { type: 'queue' }, A)).status, 201);
-  });
+  // Registered before the server's hooks, so it runs first: the streams close before the server stops.
   after(async () => {
     await Promise.all(streams.map((s) => s.close()));
-    await srv?.stop();
+  });
+  const env = {
+    SERVICE_API_KEYS: 'cap-key-a, cap-key-b',
+    SERVICE_MAX_INFLIGHT_PER_KEY: '2',
+    SERVICE_MAX_SSE_CONNECTIONS_PER_KEY: '1',
+    SERVICE_WORKERS: '1',
+  };
+  const { srv } = httpSuite(env, async () => {
+    assert.equal((await req(srv.url, 'PUT', '/v0/topics/pk.log', {}, A)).status, 201);
+    assert.equal((await req(srv.url, 'PUT', '/v0/topics/pk.q', { type: 'queue' }, A)).status, 201);
   });
 
   test('max_inflight_per_key: two long-polls of key A hold its slots; B is not affected', async () => {

@@ -2,31 +2,18 @@
 // filter, include_meta/tags, caught_up/lag/next_from_seq/earliest_seq, long-poll, the `recreated`
 // tombstone and recency. Its rules (limit default and clamp, 404 on absent topics, the byte
 // budget, request validation) run in the fast tier: test/inject/diffRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer, sleep } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
+import { firstAppendSeeder } from '../support/seed.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('diff');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 const DIFF_KEYS = ['caught_up', 'earliest_seq', 'head_seq', 'lag', 'next_from_seq', 'performance', 'records', 'tombstone', 'topic'];
 
-async function seeded(n: number, label = 'seed', mk: (i: number) => Record<string, unknown> = (i) => ({ data: i + 1 })): Promise<string> {
-  const t = name(label);
-  const r = await c.post(`/v0/topics/${t}`, { records: Array.from({ length: n }, (_, i) => mk(i)) });
-  assert.equal(r.status, 201, r.text);
-  return t;
-}
+const seeded = firstAppendSeeder(c, name);
 const seqs = (b: any) => b.records.map((r: any) => r.$seq);
 
 describe('cursor and watermarks', () => {

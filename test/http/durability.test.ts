@@ -1,21 +1,12 @@
 // Durability classes (docs/API.md "PUT /v0/topics/:topic", "Append"): every class appends and reads back at once
 // (visibility at the ack point), with fsync_ms 0 on the non-fsync classes.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertOk, assertFullConfig, namer } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('dur');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 const CLASSES = ['ephemeral', 'memory', 'disk', 'fsync'] as const;
 

@@ -2,24 +2,15 @@
 // the same records and the same headers a lone diff gets, gzip where it asked for it and the body
 // is big enough, and the append that woke them is answered before the fan-out, while the server
 // keeps answering other requests (docs/ARCHITECTURE.md "Thread crossings").
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import zlib from 'node:zlib';
-import { startServer, client, Server } from '../helpers/server.js';
 import { namer, sleep } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('lpfan');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite();
 
 interface Raw {
   status: number;

@@ -1,17 +1,11 @@
 // Node's own HTTP parser errors (bad request lines, bad headers, oversized headers) still get the
 // spec's error body (docs/API.md "Errors"), written by the server's clientErrorHandler.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startServer, Server } from '../helpers/server.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-before(async () => {
-  srv = await startServer();
-});
-after(async () => {
-  await srv.stop();
-});
+const { srv } = httpSuite();
 
 function raw(port: number, bytes: string): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -2,20 +2,15 @@
 // with responses and descriptions, every $ref resolving) that documents every route the server
 // has, and every route it documents exists (requested, it is never "no route" nor 405); its
 // component schemas are named, and every operation states the bearer key and scopes it needs.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, type Server } from '../helpers/server.js';
 import { ROUTE_DOCS } from '../../src/http/openapi.js';
 import { ROUTE_TABLE } from '../../src/http/errorHandlers.js';
 import { ROUTE_RULES } from '../../src/http/admission.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-before(async () => {
-  srv = await startServer();
+const { srv } = httpSuite({}, async () => {
   await fetch(`${srv.url}/v0/topics/oa.q`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"type":"queue"}' });
-});
-after(async () => {
-  await srv?.stop();
 });
 
 interface Op {

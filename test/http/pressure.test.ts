@@ -4,9 +4,10 @@
 // low-priority topic's, auto-priority follows recent reads, a full park sheds the low ones first,
 // a request parked past its bound is 429 throttled with Retry-After and detail.retry_after_ms and
 // applies nothing, and disable_backpressure waits and reports throttle_wait_ms.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, req, Server, Resp } from '../helpers/server.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 const FORCED = { SERVICE_PRESSURE_FORCE: '1', SERVICE_PRESSURE_INFLIGHT: '1', SERVICE_PRESSURE_WINDOW_MS: '300', SERVICE_WORKERS: '1' };
 
@@ -28,9 +29,7 @@ async function race(
 }
 
 describe('ordering (park bound 5 s, 6 parked at most)', () => {
-  let srv: Server;
-  before(async () => {
-    srv = await startServer({ env: { ...FORCED, SERVICE_PRESSURE_PARK_MS: '5000', SERVICE_PRESSURE_MAX_PARKED: '6' } });
+  const { srv } = httpSuite({ ...FORCED, SERVICE_PRESSURE_PARK_MS: '5000', SERVICE_PRESSURE_MAX_PARKED: '6' }, async () => {
     for (const [t, p] of [
       ['hi', 1000],
       ['lo', -1000],
@@ -39,9 +38,6 @@ describe('ordering (park bound 5 s, 6 parked at most)', () => {
     ] as const) {
       assert.equal((await req(srv.url, 'PUT', `/v0/topics/${t}`, { priority: p })).status, 201);
     }
-  });
-  after(async () => {
-    await srv?.stop();
   });
 
   test('high priority completes first, even when the low ones were sent first', async () => {
@@ -104,13 +100,7 @@ describe('ordering (park bound 5 s, 6 parked at most)', () => {
 });
 
 describe('the park bound (150 ms, shorter than the window)', () => {
-  let srv: Server;
-  before(async () => {
-    srv = await startServer({ env: { ...FORCED, SERVICE_PRESSURE_PARK_MS: '150' } });
-  });
-  after(async () => {
-    await srv?.stop();
-  });
+  const { srv } = httpSuite({ ...FORCED, SERVICE_PRESSURE_PARK_MS: '150' });
 
   test('parked past its bound: 429 with Retry-After and retry_after_ms; disable_backpressure waits', async () => {
     const made = await req(srv.url, 'POST', '/v0/topics/pb', { records: [{ data: 0 }], disable_backpressure: true });
@@ -136,15 +126,10 @@ describe('the park bound (150 ms, shorter than the window)', () => {
 });
 
 describe('streams under pressure (pacing tick 300 ms)', () => {
-  let srv: Server;
-  before(async () => {
-    srv = await startServer({ env: { SERVICE_PRESSURE_FORCE: '1', SERVICE_PRESSURE_PACE_MS: '300', SERVICE_WORKERS: '1' } });
+  const { srv } = httpSuite({ SERVICE_PRESSURE_FORCE: '1', SERVICE_PRESSURE_PACE_MS: '300', SERVICE_WORKERS: '1' }, async () => {
     assert.equal((await req(srv.url, 'PUT', '/v0/topics/sp.slow', { priority: -5 })).status, 201);
     assert.equal((await req(srv.url, 'PUT', '/v0/topics/sp.fast', { priority: 0 })).status, 201);
     assert.equal((await req(srv.url, 'PUT', '/v0/topics/sp.q', { type: 'queue', priority: -5 })).status, 201);
-  });
-  after(async () => {
-    await srv?.stop();
   });
 
   test('a watch stream gets the advisory 429 frame; its low topic slows down and skips nothing', async () => {

@@ -1,23 +1,14 @@
 // Health, readiness and metrics (docs/API.md "Health, readiness, metrics").
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertOk, namer, sleep, raw, assertError } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('probe');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite();
 
 function packageVersion(): string {
   // compiled to dist/test/http/probes.test.js; package.json is at the repo root

@@ -16,9 +16,8 @@
 // - ack durability: performance.fsync_ms / wal_append_ms on fsync and disk queues;
 // - diff and watch on a queue never claim, ack or touch leases.
 // Timing: windows, not exact instants; waits are polling loops with deadlines of seconds.
-import { test, before, after, afterEach, describe } from 'node:test';
+import { test, afterEach, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { openStream, SseStream } from '../helpers/sse.js';
 import { assertFullConfig, assertOk, namer, DEFAULT_CONFIG } from './util.js';
 import {
@@ -39,20 +38,11 @@ import {
   qstate,
   seqsOf,
   sleepPast,
-  type Api,
 } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
 const name = namer('q');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '2', SERVICE_WAL_SYNC_INTERVAL_MS: '50' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '2', SERVICE_WAL_SYNC_INTERVAL_MS: '50' });
 
 const open: SseStream[] = [];
 afterEach(async () => {

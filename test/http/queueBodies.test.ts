@@ -5,24 +5,15 @@
 // and 409; unknown fields give the Warning header on successes and errors alike; a claim and its
 // ack by lease_ids work end to end with several workers; a gzipped body and a body too big for the
 // batch's shared buffer (it crosses whole) are parsed alike.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertOk, namer } from './util.js';
-import { appendJobs, mkQueue, type Api } from './queueUtil.js';
+import { appendJobs, mkQueue } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
 const name = namer('qb');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '2' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite({ SERVICE_WORKERS: '2' });
 
 /** Status, Warning header and error body (without `performance`) of a raw POST. */
 async function refusal(path: string, body: string, headers: Record<string, string> = {}) {

@@ -4,23 +4,14 @@
 // it got one; at the end of its wait it answers with count 0. Waiting claims are served first
 // come first served, with a jitter window too; a queue deleted meanwhile answers 404; a wrong
 // wait_ms type is 400; an ordinary claim (no wait_ms) still answers at once.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, namer, sleep } from './util.js';
-import { appendJobs, claim, mkQueue, nack, seqsOf, type Api } from './queueUtil.js';
+import { appendJobs, claim, mkQueue, nack, seqsOf } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
 const name = namer('cw');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite();
 
 test('a claim with nothing claimable answers at once without wait_ms, and after wait_ms with it', async () => {
   const q = name();

@@ -5,24 +5,15 @@
 // worker than its queue (a peer request over the worker boundary) and of class `fsync` (its
 // append waits for an fdatasync, which is what the claim used to run ahead of), for many
 // queues at once while appenders keep both workers busy. Every sequence must be consistent.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertOk, namer } from './util.js';
-import { appendJobs, claim, diffAll, mkQueue, nack, qstate, seqsOf, type Api, crossWorkerPair } from './queueUtil.js';
+import { appendJobs, claim, diffAll, mkQueue, nack, qstate, seqsOf, crossWorkerPair } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 const WORKERS = 2;
-let srv: Server;
-let c: Api;
 const name = namer('dlv');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite({ SERVICE_WORKERS: String(WORKERS) });
 
 /** A queue name and a dead-letter name that hash to different workers. */
 function pair(): { q: string; dlq: string } {

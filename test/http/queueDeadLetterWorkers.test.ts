@@ -11,25 +11,16 @@
 //   doubling to 2 s); once the test deletes the blocking record (POST …/delete before_seq) the
 //   job arrives within a few seconds with nothing else done.
 // Waits are polling loops with deadlines; the hold period only checks that nothing changes.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { workerOf } from '../../src/core/names.js';
 import { assertOk, namer, sleep } from './util.js';
-import { appendJobs, claim, counters, diffAll, eventually, mkQueue, nack, qstate, seqsOf, type Api } from './queueUtil.js';
+import { appendJobs, claim, counters, diffAll, eventually, mkQueue, nack, qstate, seqsOf } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 const WORKERS = 2;
-let srv: Server;
-let c: Api;
 const name = namer('dlw');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite({ SERVICE_WORKERS: String(WORKERS) });
 
 /** A fresh queue name and a dead-letter name on a different (or the same) worker. */
 function pair(sameWorker: boolean): { q: string; dlq: string } {

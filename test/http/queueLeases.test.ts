@@ -3,23 +3,14 @@
 // a /work stream took it; pages by from_seq/limit with next_from_seq; filters by node; expired
 // and settled leases are gone from it; lease ids are not listed. Errors: 404, 409 not_a_queue,
 // 400 for a bad query, 405 for another method.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer, sleep } from './util.js';
-import { ack, appendJobs, claim, mkQueue, nack, type Api } from './queueUtil.js';
+import { ack, appendJobs, claim, mkQueue, nack } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
 const name = namer('ls');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite();
 
 async function leases(q: string, query = ''): Promise<any> {
   const b = assertOk(await c.get(`/v0/topics/${q}/leases${query}`), 200, `leases ${q}${query}`);

@@ -10,24 +10,15 @@
 // - `from` names another dead-letter topic; no dead_letter and no from, from = the queue, bad
 //   bodies: 400; an absent from: 404; a full queue (discard: reject): 422 and nothing moved;
 // - two redrives at once move each job once.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer } from './util.js';
-import { appendJobs, claim, diffAll, mkQueue, qstate, type Api, crossWorkerPair } from './queueUtil.js';
+import { appendJobs, claim, diffAll, mkQueue, qstate, crossWorkerPair } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 const WORKERS = 2;
-let srv: Server;
-let c: Api;
 const name = namer('rd');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite({ SERVICE_WORKERS: String(WORKERS) });
 
 function pair(): { q: string; dlq: string } {
   return crossWorkerPair(name('q'), WORKERS);

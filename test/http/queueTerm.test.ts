@@ -10,24 +10,15 @@
 //   applied: the holder still holds the jobs and can ack them;
 // - 400 for bad bodies (empty seqs, batch_too_large over 1000, a reason over 1024 bytes, bad
 //   lease_ids), 404 and 409 as the other queue routes.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer } from './util.js';
-import { ack, appendJobs, claim, counters, diffAll, mkQueue, qstate, seqsOf, BOGUS_LEASE, type Api, crossWorkerPair } from './queueUtil.js';
+import { ack, appendJobs, claim, counters, diffAll, mkQueue, qstate, seqsOf, BOGUS_LEASE, crossWorkerPair } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 const WORKERS = 2;
-let srv: Server;
-let c: Api;
 const name = namer('term');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: String(WORKERS) } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: String(WORKERS) });
 
 function pair(): { q: string; dlq: string } {
   return crossWorkerPair(name('q'), WORKERS);

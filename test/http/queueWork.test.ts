@@ -32,20 +32,12 @@ import {
   seqsOf,
   type Api,
 } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
 const name = namer('qw');
 const LONG = 60_000;
 const DAY = 86_400_000;
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '2' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '2' });
 
 // every stream a test opens is closed after it, pass or fail
 const open: WorkStream[] = [];

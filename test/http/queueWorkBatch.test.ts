@@ -4,22 +4,13 @@
 // $seq; after an ack of all of them, the next refill is again one chunk holding the next `max`
 // jobs, whose lease ids ack cleanly. A raw socket client keeps the chunk boundaries that the
 // shared SSE helpers decode away.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { startServer, client, Server } from '../helpers/server.js';
-import { ack, appendJobs, mkQueue, type Api } from './queueUtil.js';
+import { ack, appendJobs, mkQueue } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite();
 
 /** A `/work` stream read as raw chunks: each entry is one chunk's bytes (latin1). */
 class ChunkReader {

@@ -16,24 +16,15 @@
 // unpaused stream has its leases replaced at once (in_flight > 0, count falling); a paused one
 // gets no replacements. "Paused" is declared only after the counters held still across several
 // complete ack rounds and at least a second, so a slow machine cannot fake it.
-import { test, before, after, afterEach } from 'node:test';
+import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { openWork, WorkStream } from '../helpers/workStream.js';
 import { assertOk, namer, sleep } from './util.js';
-import { counters, eventually, mkQueue, qstate, type Api } from './queueUtil.js';
+import { counters, eventually, mkQueue, qstate } from './queueUtil.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: Api;
 const name = namer('qflow');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '1' });
 
 const open: WorkStream[] = [];
 afterEach(async () => {

@@ -4,23 +4,15 @@
 // start, one past the newest is a tail; cursors from a time resume by seq; `from_ts` is u64 and
 // excludes `from_seq` (and `tail: true`), else 400 in the error body. Also on topics that sleep
 // and whose texts are cold (SERVICE_TOPIC_SLEEP_MS, SERVICE_SEGMENT_CACHE_BYTES small).
-import { test, before, after, afterEach, describe } from 'node:test';
+import { test, afterEach, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, type Server } from '../helpers/server.js';
+import { startServer, client } from '../helpers/server.js';
 import { openStream, type SseStream } from '../helpers/sse.js';
 import { assertError, assertInvalid, assertOk, namer, raw, sleep } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('rft');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '1' });
 
 const open: SseStream[] = [];
 afterEach(async () => {

@@ -10,44 +10,24 @@
 //   Glob without a single trailing *; 404 topic_not_found for an unknown topic (never creates);
 // - DELETE ?if_empty=true succeeds once every record is deleted; a recreated topic restarts at 1.
 // The errors run in the fast tier: test/inject/recordDeleteRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
+import { configuredTopicSeeder, tagged, type SeededRecord as Rec } from '../support/seed.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('rdel');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 // ---- helpers -------------------------------------------------------------------------------
 
-type Rec = { data: unknown; tag?: string; meta?: Record<string, unknown> };
 const sz = (r: Rec) => Buffer.byteLength(JSON.stringify(r.data)) + (r.meta === undefined ? 0 : Buffer.byteLength(JSON.stringify(r.meta)));
 const range = (a: number, b: number): number[] => (b < a ? [] : Array.from({ length: b - a + 1 }, (_, i) => a + i));
 const seqs = (b: any): number[] => b.records.map((r: any) => r.$seq);
 
 const DELETE_KEYS = ['bytes', 'count', 'deleted', 'earliest_seq', 'head_seq', 'performance', 'topic'];
 
-/** A topic holding `recs` (seq i+1 = recs[i]); returns its name. */
-async function seeded(recs: Rec[], config: Record<string, unknown> = {}, label = 't'): Promise<string> {
-  const t = name(label);
-  assertOk(await c.put(`/v0/topics/${t}`, config), 201);
-  for (let i = 0; i < recs.length; i += 1000) {
-    assertOk(await c.post(`/v0/topics/${t}`, { records: recs.slice(i, i + 1000) }), 200);
-  }
-  return t;
-}
-
-/** Tagged records: tags[i] (undefined = untagged) for seq i+1, data = seq. */
-const tagged = (tags: (string | undefined)[]): Rec[] => tags.map((tag, i) => (tag === undefined ? { data: i + 1 } : { data: i + 1, tag }));
+const seeded = configuredTopicSeeder(c, name);
 
 async function del(t: string, body: unknown): Promise<any> {
   const r = await c.post(`/v0/topics/${t}/delete`, body);

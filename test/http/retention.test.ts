@@ -13,22 +13,13 @@
 //   missed_estimate, earliest_seq, head_seq} and resumes at earliest_seq; cursors at or above
 //   the floor get none; user deletes never move that floor.
 // TTL tests use real time; their waits are computed from the server's own $ts values.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, namer, sleep, JSON_CT, raw } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('ret');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite();
 
 // ---- helpers -------------------------------------------------------------------------------
 

@@ -5,23 +5,16 @@
 // and paging with an opaque cursor (400 when corrupt), idempotent DELETE, the topic-delete
 // cascade with routers_removed, no resurrection on recreate, and routers surviving restarts.
 // The 400s, 404s, 405, 409s and the router cap run in the fast tier: test/inject/routerRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
+import { startServer, client } from '../helpers/server.js';
 import { assertError, assertInvalid, assertOk, namer } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('rt');
 const enc = encodeURIComponent;
 
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 const put = (r: string, body: unknown) => c.put(`/v0/routers/${enc(r)}`, body);
 

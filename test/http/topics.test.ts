@@ -1,22 +1,13 @@
 // Topic create/configure (PUT, docs/API.md "PUT /v0/topics/:topic"), topic state (GET, docs/API.md "GET /v0/topics/:topic"), delete (docs/API.md "DELETE /v0/topics/:topic"), the
 // topic lifecycle (docs/API.md "Topic lifecycle") and the topic list (docs/API.md "GET /v0/topics"), on a spawned server. Their rules (409s, clamps,
 // 400s, 404, query flags, the page_size clamp) run in the fast tier: test/inject/topicRules.test.ts.
-import { test, before, after, describe } from 'node:test';
+import { test, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
 import { assertError, assertOk, assertFullConfig, namer } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('top');
-
-before(async () => {
-  srv = await startServer();
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { c } = httpSuite();
 
 const SUMMARY_KEYS = ['bytes', 'count', 'durable', 'earliest_seq', 'effective_priority', 'head_seq', 'topic'];
 const STATE_KEYS = [

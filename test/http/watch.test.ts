@@ -10,23 +10,15 @@
 //   one data: line, one caught-up per topic per connect, live pushes, the composite id, the node
 //   filter, heartbeats, connect-time and reconnect tombstones, silent deleted gaps, `recreated`,
 //   `topic-deleted`, consistency classes.
-import { test, before, after, afterEach, describe } from 'node:test';
+import { test, afterEach, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server } from '../helpers/server.js';
+import { client } from '../helpers/server.js';
 import { openStream, SseStream, CursorTracker, Frame, decodeCursor, encodeCursor, cursorText } from '../helpers/sse.js';
 import { assertError, assertInvalid, assertOk, namer, raw, sleep, JSON_CT, getHeader } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('w');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1', SERVICE_WAL_SYNC_INTERVAL_MS: '50' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '1', SERVICE_WAL_SYNC_INTERVAL_MS: '50' });
 
 // every stream a test opens is closed after it, pass or fail
 const open: SseStream[] = [];
@@ -1020,15 +1012,7 @@ describe('consistency', () => {
   });
 
   describe('against a slow periodic WAL sync (SERVICE_WAL_SYNC_INTERVAL_MS=2000, 2 workers)', () => {
-    let slow: Server;
-    let sc: ReturnType<typeof client>;
-    before(async () => {
-      slow = await startServer({ env: { SERVICE_WORKERS: '2', SERVICE_WAL_SYNC_INTERVAL_MS: '2000' } });
-      sc = client(slow.url);
-    });
-    after(async () => {
-      await slow?.stop();
-    });
+    const { srv: slow, c: sc } = httpSuite({ SERVICE_WORKERS: '2', SERVICE_WAL_SYNC_INTERVAL_MS: '2000' });
 
     test('disk: eventual arrives at once, strong only after an fsync', async () => {
       const t = await mk({ durability: 'disk' }, 'disk', sc);

@@ -8,23 +8,17 @@
 //   every wid is 404;
 // - the spool_sse_connections / spool_watch_sessions gauges, and the max_watch_sessions /
 //   max_sse_connections caps (429 throttled with detail {limit, max} and Retry-After).
-import { test, before, after, afterEach, describe } from 'node:test';
+import { test, afterEach, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, client, Server, killServersAfterFile, tempDir } from '../helpers/server.js';
+import { startServer, client, killServersAfterFile, tempDir } from '../helpers/server.js';
 import { openStream, SseStream, CursorTracker, decodeCursor, encodeCursor } from '../helpers/sse.js';
 import { assertError, assertInvalid, assertOk, namer, raw, sleep } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
 killServersAfterFile();
 
-let srv: Server;
 const name = namer('wr');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv } = httpSuite({ SERVICE_WORKERS: '1' });
 
 const open: SseStream[] = [];
 afterEach(async () => {
@@ -251,13 +245,7 @@ describe('gauges', () => {
 // ---- idle GC ----------------------------------------------------------------------------------
 
 describe('session GC (SERVICE_WATCH_SESSION_TTL_MS=500)', () => {
-  let g: Server;
-  before(async () => {
-    g = await startServer({ env: { SERVICE_WORKERS: '1', SERVICE_WATCH_SESSION_TTL_MS: '500' } });
-  });
-  after(async () => {
-    await g?.stop();
-  });
+  const { srv: g } = httpSuite({ SERVICE_WORKERS: '1', SERVICE_WATCH_SESSION_TTL_MS: '500' });
 
   test('an idle session is collected after session_ttl_ms by the next POST; GET then answers 404', async () => {
     const t = await seeded(g.url, 1);
@@ -326,19 +314,11 @@ describe('session GC (SERVICE_WATCH_SESSION_TTL_MS=500)', () => {
 // ---- caps -------------------------------------------------------------------------------------
 
 describe('caps (SERVICE_MAX_WATCH_SESSIONS=2, SERVICE_MAX_SSE_CONNECTIONS=1)', () => {
-  let k: Server;
-  before(async () => {
-    k = await startServer({
-      env: {
-        SERVICE_WORKERS: '1',
-        SERVICE_MAX_WATCH_SESSIONS: '2',
-        SERVICE_MAX_SSE_CONNECTIONS: '1',
-        SERVICE_WATCH_SESSION_TTL_MS: '1500',
-      },
-    });
-  });
-  after(async () => {
-    await k?.stop();
+  const { srv: k } = httpSuite({
+    SERVICE_WORKERS: '1',
+    SERVICE_MAX_WATCH_SESSIONS: '2',
+    SERVICE_MAX_SSE_CONNECTIONS: '1',
+    SERVICE_WATCH_SESSION_TTL_MS: '1500',
   });
 
   test('max_watch_sessions and max_sse_connections: 429 throttled with detail and Retry-After; slots free again', async () => {

@@ -4,24 +4,15 @@
 // promptly, and when the client reads again the stream resumes from its cursor, so records
 // evicted meanwhile arrive as one `cap` tombstone followed by contiguous records, never a
 // duplicate seq.
-import { test, before, after, afterEach } from 'node:test';
+import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startServer, client, Server } from '../helpers/server.js';
 import { openStream, openRawStream, RawSseStream, SseStream, CursorTracker } from '../helpers/sse.js';
 import { assertOk, namer, sleep } from './util.js';
+import { httpSuite } from '../support/httpSuite.js';
 
-let srv: Server;
-let c: ReturnType<typeof client>;
 const name = namer('wslow');
-
-before(async () => {
-  srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
-  c = client(srv.url);
-});
-after(async () => {
-  await srv?.stop();
-});
+const { srv, c } = httpSuite({ SERVICE_WORKERS: '1' });
 
 const streams: (SseStream | RawSseStream)[] = [];
 afterEach(async () => {

@@ -5,16 +5,12 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, namer } from '../http/util.js';
+import { firstAppendSeeder } from '../support/seed.js';
 
 const { c } = injectSuite();
 const name = namer('diff');
 
-async function seeded(n: number, label = 'seed', mk: (i: number) => Record<string, unknown> = (i) => ({ data: i + 1 })): Promise<string> {
-  const t = name(label);
-  const r = await c.post(`/v0/topics/${t}`, { records: Array.from({ length: n }, (_, i) => mk(i)) });
-  assert.equal(r.status, 201, r.text);
-  return t;
-}
+const seeded = firstAppendSeeder(c, name);
 const seqs = (b: any) => b.records.map((r: any) => r.$seq);
 
 describe('cursor and watermarks', () => {

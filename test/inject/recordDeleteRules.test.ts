@@ -7,24 +7,12 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { injectSuite } from '../support/injectSuite.js';
 import { assertError, assertInvalid, assertOk, namer, JSON_CT } from '../http/util.js';
+import { configuredTopicSeeder, tagged } from '../support/seed.js';
 
 const { srv, c } = injectSuite();
 const name = namer('rdel');
 
-type Rec = { data: unknown; tag?: string; meta?: Record<string, unknown> };
-
-/** A topic holding `recs` (seq i+1 = recs[i]); returns its name. */
-async function seeded(recs: Rec[], config: Record<string, unknown> = {}, label = 't'): Promise<string> {
-  const t = name(label);
-  assertOk(await c.put(`/v0/topics/${t}`, config), 201);
-  for (let i = 0; i < recs.length; i += 1000) {
-    assertOk(await c.post(`/v0/topics/${t}`, { records: recs.slice(i, i + 1000) }), 200);
-  }
-  return t;
-}
-
-/** Tagged records: tags[i] (undefined = untagged) for seq i+1, data = seq. */
-const tagged = (tags: (string | undefined)[]): Rec[] => tags.map((tag, i) => (tag === undefined ? { data: i + 1 } : { data: i + 1, tag }));
+const seeded = configuredTopicSeeder(c, name);
 
 async function state(t: string): Promise<any> {
   return assertOk(await c.get(`/v0/topics/${t}?touch=false`), 200);

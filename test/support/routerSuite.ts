@@ -1,11 +1,11 @@
 // The setup of the router HTTP files (test/http/router*.test.ts): one spawned server with two
 // topic workers for the whole file, so a router's source and dest can sit on different workers
 // or on the same one, started in the file's `before` hook and stopped in its `after` hook
-// (test/support/fileServer.ts); its client; topic pairs placed on the workers; and the PUT of a
+// (test/support/httpSuite.ts); its client; topic pairs placed on the workers; and the PUT of a
 // router named `source->dest`. Runs on the test file's thread.
-import { client, startServer, type Resp, type Server } from '../helpers/server.js';
+import type { client, Resp, Server } from '../helpers/server.js';
 import { topicPair } from '../http/util.js';
-import { liveView, serverForFile } from './fileServer.js';
+import { httpSuite } from './httpSuite.js';
 
 /** Topic workers of a router file's server: two, so a source and its dest can be apart. */
 export const ROUTER_WORKERS = 2;
@@ -33,9 +33,7 @@ export interface RouterSuiteOptions {
 /** Declares the file's two-worker server; call at the top level of a test file. */
 export function routerSuite(opts: RouterSuiteOptions = {}): RouterSuite {
   const env = { SERVICE_WORKERS: String(ROUTER_WORKERS), ...opts.env };
-  const srv = serverForFile('router server', () => startServer({ env }));
-  // A client is a few closures over the URL, known once the server is up: made anew on each use.
-  const c = liveView(() => client(srv.url));
+  const { srv, c } = httpSuite(env);
   const pair = (sameWorker: boolean, source?: string): [string, string] => {
     const name = source === undefined ? opts.name : () => source;
     if (name === undefined) throw new Error('pair() without a source needs the namer of routerSuite({ name })');

@@ -50,7 +50,7 @@ test('no test of the fast tier imports the harness that spawns servers', () => {
 test('the check sees a value import and lets a type-only one pass', () => {
   assert.deepEqual(
     spawningChain(path.join(testRoot, 'http/diff.test.ts'))?.map((p) => path.relative(testRoot, p)),
-    ['http/diff.test.ts', 'helpers/server.ts'],
+    ['http/diff.test.ts', 'support/httpSuite.ts', 'helpers/server.ts'],
   );
   assert.equal(
     spawningChain(path.join(testRoot, 'helpers/injectServer.ts')),
