@@ -51,6 +51,18 @@ export const SHARED_BYTES_MAX = 16 * 1024;
  */
 const SETTLED_PER_TURN = 128;
 
+/**
+ * Request body bytes the worker steps in one turn of its event loop before it yields. A batch of
+ * big appends (16 writers of 100 records: ~8 bodies of 25 KiB per message) was stepped whole
+ * before the turn's frames left for the WAL thread, and the WAL's ack of them waited behind the
+ * rest of the batch: the first request's reply waited for every step of the batch. Yielding
+ * after 128 KiB sends a slice's frames to the WAL while the next slice is stepped, and takes the
+ * WAL's acks (and sends replies) between slices. Smaller slices cost more CPU per record (more
+ * turns, WAL writes and posts) than they gain (docs/PERFORMANCE.md "Batched appends in
+ * slices"). Batches of small requests are one slice.
+ */
+export const SLICE_BODY_BYTES = 128 * 1024;
+
 /** True when `b` is the whole of a transferable ArrayBuffer. */
 function ownsBuffer(b: Uint8Array): boolean {
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer;
@@ -328,33 +340,82 @@ export function serveRequests(port: MessagePort, answerWith: AnswerWith): Reques
   /** Scratch for the unknown field names of one claim or ack body. */
   const unknown: string[] = [];
 
+  /** Request batches not yet stepped through, in arrival order; the first one is under way. */
+  const queued: BatchCursor[] = [];
+  let draining = false;
+
+  /** Steps queued requests in order until SLICE_BODY_BYTES of bodies, then yields a turn. */
+  const drain = (): void => {
+    try {
+      drainSlice();
+    } catch (err) {
+      // A bug (a step's own errors are results): drop the batch that threw, keep serving the rest.
+      queued.shift();
+      draining = queued.length > 0;
+      if (draining) setImmediate(drain);
+      throw err;
+    }
+  };
+
+  const drainSlice = (): void => {
+    let sliceBytes = 0;
+    while (queued.length > 0) {
+      const b = queued[0]!;
+      const m = b.m;
+      while (b.i < m.ids.length) {
+        if (sliceBytes >= SLICE_BODY_BYTES) {
+          setImmediate(drain); // after this turn's WAL post and result flush (both immediates queued first)
+          return;
+        }
+        const w = decodeRequest(b.lanes) ?? m.reqs[b.cold++]!;
+        if (hasBody(w)) {
+          if (w.body === null) {
+            const end = m.bodyEnds![b.k++]!;
+            (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, b.sharedAt, end - b.sharedAt);
+            b.sharedAt = end;
+          }
+          sliceBytes += (w as unknown as { body: Uint8Array }).body.byteLength; // restored above, or crossed whole
+        }
+        stepOne(w, m.ids[b.i++]!, b.wrecv);
+      }
+      queued.shift();
+    }
+    draining = false;
+  };
+
+  const stepOne = (w: WireRequest, id: number, wrecv: number): void => {
+    if (w.op !== 'claimBody' && w.op !== 'ackBody') return runRequest(w as TopicRequest, id, settle, wrecv, answerWith);
+    unknown.length = 0;
+    const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set by drain
+    const answer = unknown.length > 0 ? withUnknownFields(settle, [...unknown]) : settle;
+    if ('ok' in parsed) answer(id, parsed);
+    else runRequest(parsed, id, answer, wrecv, answerWith);
+  };
+
   port.on('message', (m: RequestBatch) => {
     const wrecv = stageClock.on ? stageClock.now() : 0;
     if (m.recycled) recyclePages(m.recycled);
-    let k = 0;
-    let sharedAt = 0;
-    let cold = 0;
-    const lanes: LaneCursor = { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 };
-    for (let i = 0; i < m.ids.length; i++) {
-      const w = decodeRequest(lanes) ?? m.reqs[cold++]!;
-      if (hasBody(w) && w.body === null) {
-        const end = m.bodyEnds![k++]!;
-        (w as { body: Uint8Array | null }).body = new Uint8Array(m.bodies!, sharedAt, end - sharedAt);
-        sharedAt = end;
-      }
-      const id = m.ids[i]!;
-      if (w.op !== 'claimBody' && w.op !== 'ackBody') {
-        runRequest(w as TopicRequest, id, settle, wrecv, answerWith);
-        continue;
-      }
-      unknown.length = 0;
-      const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set above
-      const answer = unknown.length > 0 ? withUnknownFields(settle, [...unknown]) : settle;
-      if ('ok' in parsed) answer(id, parsed);
-      else runRequest(parsed, id, answer, wrecv, answerWith);
-    }
+    queued.push({ m, i: 0, k: 0, sharedAt: 0, cold: 0, lanes: { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 }, wrecv });
+    if (draining) return; // behind the batch under way, in order
+    draining = true;
+    drain();
   });
   return { flush, event };
+}
+
+/** Where the worker is in one request batch. */
+interface BatchCursor {
+  m: RequestBatch;
+  /** The next request (index into `m.ids`). */
+  i: number;
+  /** The next shared body's end in `m.bodyEnds`, and where that body starts in `m.bodies`. */
+  k: number;
+  sharedAt: number;
+  /** The next request that crossed as an object (index into `m.reqs`). */
+  cold: number;
+  lanes: LaneCursor;
+  /** Stage clock: when the batch arrived. */
+  wrecv: number;
 }
 
 /** True when `b` owns its whole ArrayBuffer (never a pool slice), so it can be transferred. */

@@ -12,6 +12,7 @@ import { MessageChannel } from 'node:worker_threads';
 import {
   RequestClient,
   SHARED_BYTES_MAX,
+  SLICE_BODY_BYTES,
   answering,
   serveRequests,
   type AnswerWith,
@@ -556,5 +557,48 @@ test('in a big batch answered over several turns, an event waits for the results
     assert.equal(log.indexOf('batch:after-149'), 150, 'after result 149 (answered in the second turn), before result 150');
     assert.equal(log.indexOf('batch:last'), n + 1, 'an event after the last result comes last');
     assert.equal(log[149], 'result:t149');
+  });
+});
+
+test('a batch of big bodies is stepped in slices, in order, with other work between them', async () => {
+  // Each body is half a slice: every slice steps two, then the worker's loop turns (an immediate
+  // queued by a step runs before the next slice), and a batch sent meanwhile waits its turn.
+  const half = SLICE_BODY_BYTES / 2;
+  const log: string[] = [];
+  const serve = (): AnswerWith => (req, id, answer) => {
+    const topic = (req as AppendRequest).topic;
+    log.push(topic);
+    setImmediate(() => log.push(`turn after ${topic}`));
+    answer(id, ok(`{"topic":"${topic}"`));
+  };
+  await withRig({ serve }, async ({ client, toWorker }) => {
+    const body = () => new Uint8Array(half);
+    const first = ['a0', 'a1', 'a2', 'a3', 'a4'].map((t) => client.request(append(t, body())));
+    await new Promise((r) => setImmediate(r)); // the first batch leaves in this turn
+    const second = ['b0'].map((t) => client.request(append(t, body())));
+    await Promise.all([...first, ...second]);
+    assert.deepEqual(sizes(toWorker), [5, 1], 'two batches crossed');
+    const steps = log.filter((x) => !x.startsWith('turn'));
+    assert.deepEqual(steps, ['a0', 'a1', 'a2', 'a3', 'a4', 'b0'], 'stepped in arrival order, the second batch after the first');
+    // Slices of two: a0 a1 | a2 a3 | a4 (+ b0 once it came): a turn passed between a1 and a2, and between a3 and a4.
+    assert.ok(log.indexOf('turn after a0') < log.indexOf('a2'), `a turn between the first two slices: ${log.join(', ')}`);
+    assert.ok(log.indexOf('turn after a2') < log.indexOf('a4'), `a turn between the second and third: ${log.join(', ')}`);
+  });
+});
+
+test('a batch of small bodies is stepped in one turn', async () => {
+  const log: string[] = [];
+  const serve = (): AnswerWith => (req, id, answer) => {
+    const topic = (req as AppendRequest).topic;
+    log.push(topic);
+    setImmediate(() => log.push('turn'));
+    answer(id, ok(`{"topic":"${topic}"`));
+  };
+  await withRig({ serve }, async ({ client }) => {
+    const calls = Array.from({ length: 50 }, (_, i) =>
+      client.request(append(`s${i}`, new Uint8Array(Buffer.from('{"records":[{"data":1}]}')))),
+    );
+    await Promise.all(calls);
+    assert.equal(log.indexOf('turn'), 50, 'all 50 stepped before any immediate ran');
   });
 });
