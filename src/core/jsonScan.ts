@@ -122,8 +122,30 @@ export function skipWs(buf: Uint8Array, pos: number, end: number): number {
  */
 export function scanString(buf: Uint8Array, pos: number, end: number): number {
   if (pos >= end || buf[pos] !== QUOTE) fail('Expected string', pos, end);
-  // Fast path, small enough to be inlined into callers: printable ASCII up to the closing quote.
+  // Fast path, small enough to be inlined into callers: printable ASCII up to the closing quote
+  // (within the first LONG_STRING_BYTES; a longer string goes on in scanLongString).
   pos++;
+  const stop = end - pos > LONG_STRING_BYTES ? pos + LONG_STRING_BYTES : end;
+  while (pos < stop) {
+    const c = buf[pos]!;
+    if (STR_CLASS[c] !== S_PLAIN) {
+      if (c === QUOTE) {
+        scanStats.escape = false;
+        return pos + 1;
+      }
+      return scanStringSlow(buf, pos, end);
+    }
+    pos++;
+  }
+  return stop === end ? fail('Unterminated string', pos, end) : scanLongString(buf, pos, end);
+}
+
+/**
+ * The rest of a string whose first LONG_STRING_BYTES were plain, likely a record's text: its
+ * plain run four bytes at a time (skipPlainWords), then byte by byte as in scanString.
+ */
+function scanLongString(buf: Uint8Array, pos: number, end: number): number {
+  pos = skipPlainWords(buf, pos, end);
   while (pos < end) {
     const c = buf[pos]!;
     if (STR_CLASS[c] !== S_PLAIN) {
@@ -136,6 +158,44 @@ export function scanString(buf: Uint8Array, pos: number, end: number): number {
     pos++;
   }
   return fail('Unterminated string', pos, end);
+}
+
+/** A string whose first this many bytes are plain goes on with the word-at-a-time skip. */
+const LONG_STRING_BYTES = 64;
+
+/** The view last seen by skipPlainWords and an Int32Array over its buffer (made once per view). */
+let wordsView: Uint8Array | undefined;
+let words: Int32Array<ArrayBufferLike> = new Int32Array(0);
+
+/**
+ * From `pos` (inside a string), skips whole aligned 4-byte words that hold only printable ASCII
+ * other than `"` and `\` (STR_CLASS's S_PLAIN), and returns the first position not skipped: the
+ * byte loops take over there (a word with any other byte is left to them whole). Per word: no
+ * byte >= 0x80, none < 0x20, none equal to 0x22 or 0x5c, by the usual carry tricks on 32 bits,
+ * which never miss a byte (a false hit only hands a plain word to the byte loop).
+ */
+function skipPlainWords(buf: Uint8Array, pos: number, end: number): number {
+  const base = buf.byteOffset;
+  // Byte by byte up to a 4-aligned position of the underlying buffer.
+  while (pos < end && ((base + pos) & 3) !== 0) {
+    if (STR_CLASS[buf[pos]!] !== S_PLAIN) return pos;
+    pos++;
+  }
+  if (buf !== wordsView) {
+    wordsView = buf;
+    words = new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2);
+  }
+  let wi = (base + pos) >> 2;
+  const wend = (base + end) >> 2; // whole words before end
+  while (wi < wend) {
+    const w = words[wi]!;
+    const q = w ^ 0x22222222;
+    const b = w ^ 0x5c5c5c5c;
+    const hit = (w | ((w - 0x20202020) & ~w) | ((q - 0x01010101) & ~q) | ((b - 0x01010101) & ~b)) & 0x80808080;
+    if (hit !== 0) break;
+    wi++;
+  }
+  return (wi << 2) - base;
 }
 
 /** Rest of a string literal from pos (inside the string): escapes, UTF-8, errors. */

@@ -461,3 +461,57 @@ test('accept/reject agrees with JSON.parse on hand-picked edge cases', () => {
     agreesWithJsonParse(s);
   }
 });
+
+test('long strings: every kind of byte at every offset and alignment agrees with JSON.parse', () => {
+  // Strings longer than scanString's byte-by-byte prefix go on four bytes at a time over aligned
+  // words of the underlying buffer: a quote, a backslash, a control byte or a non-ASCII byte must
+  // be seen wherever it falls, whatever the view's byteOffset, and the string must end exactly
+  // at its closing quote (also when `end` cuts it short).
+  const specials: { bytes: number[]; name: string }[] = [
+    { bytes: [0x22], name: 'quote' },
+    { bytes: [0x5c, 0x6e], name: 'escape \\n' },
+    { bytes: [0x5c, 0x78], name: 'bad escape \\x' },
+    { bytes: [0x01], name: 'control 0x01' },
+    { bytes: [0x1f], name: 'control 0x1f' },
+    { bytes: [0x7f], name: 'DEL (allowed)' },
+    { bytes: [0xc3, 0xa9], name: 'é' },
+    { bytes: [0xe2, 0x82, 0xac], name: '€' },
+    { bytes: [0xf0, 0x9f, 0x98, 0x80], name: 'emoji' },
+    { bytes: [0xc3], name: 'truncated UTF-8' },
+    { bytes: [0xff], name: 'byte 0xff' },
+    { bytes: [0x20], name: 'space' },
+  ];
+  const plain = (n: number) => Array.from({ length: n }, (_, i) => 0x41 + (i % 26));
+  for (const sp of specials) {
+    for (let at = 60; at < 140; at++) {
+      for (let shift = 0; shift < 4; shift++) {
+        const text = [0x22, ...plain(at), ...sp.bytes, ...plain(150 - at), 0x22];
+        const backing = new Uint8Array(shift + text.length + 3);
+        backing.set(text, shift);
+        const view = new Uint8Array(backing.buffer, shift, text.length);
+        let expected: boolean;
+        try {
+          JSON.parse(Buffer.from(text).toString('utf8'));
+          expected = Buffer.from(Buffer.from(text).toString('utf8'), 'utf8').equals(Buffer.from(text)); // invalid UTF-8 decodes lossily
+        } catch {
+          expected = false;
+        }
+        let got: number | undefined;
+        try {
+          got = scanValue(view, 0, view.length);
+        } catch (err) {
+          assert.ok(err instanceof JsonScanError, `${sp.name} at ${at}, shift ${shift}: ${(err as Error).message}`);
+        }
+        if (sp.name === 'quote') {
+          // The string ends at the inner quote: the scan stops there (what follows is not read).
+          assert.equal(got, at + 2, `${sp.name} at ${at}, shift ${shift}`);
+          continue;
+        }
+        assert.equal(got !== undefined, expected, `${sp.name} at ${at}, shift ${shift}: accepted ${got !== undefined}`);
+        if (got !== undefined) assert.equal(got, view.length, `${sp.name} at ${at}, shift ${shift}: end`);
+        // Cut before the closing quote: unterminated, never read past `end`.
+        assert.throws(() => scanValue(view, 0, view.length - 1), JsonScanError, `${sp.name} at ${at}, shift ${shift}: cut`);
+      }
+    }
+  }
+});
