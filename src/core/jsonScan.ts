@@ -142,22 +142,11 @@ export function scanString(buf: Uint8Array, pos: number, end: number): number {
 
 /**
  * The rest of a string whose first LONG_STRING_BYTES were plain, likely a record's text: its
- * plain run four bytes at a time (skipPlainWords), then byte by byte as in scanString.
+ * plain run four bytes at a time (skipPlainWords), then the slow path from the first byte that
+ * is not plain (no escape seen so far).
  */
 function scanLongString(buf: Uint8Array, pos: number, end: number): number {
-  pos = skipPlainWords(buf, pos, end);
-  while (pos < end) {
-    const c = buf[pos]!;
-    if (STR_CLASS[c] !== S_PLAIN) {
-      if (c === QUOTE) {
-        scanStats.escape = false;
-        return pos + 1;
-      }
-      return scanStringSlow(buf, pos, end);
-    }
-    pos++;
-  }
-  return fail('Unterminated string', pos, end);
+  return scanStringSlow(buf, skipPlainWords(buf, pos, end), end);
 }
 
 /** A string whose first this many bytes are plain goes on with the word-at-a-time skip. */
