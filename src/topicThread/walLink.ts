@@ -138,6 +138,8 @@ export class WalLink {
     private readonly port: MessagePort,
     private readonly creditBytes: number,
     private readonly host: WalLinkHost,
+    /** How long lazy frames alone wait for an eager one (tests set it to take the timer out of a race). */
+    private readonly lazyFlushMs = LAZY_FLUSH_MS,
   ) {
     port.on('message', (m: WalOut) => this.onMessage(m));
   }
@@ -188,7 +190,7 @@ export class WalLink {
       this.lazyTimer ??= setTimeout(() => {
         this.lazyTimer = undefined;
         this.flushTurn(true);
-      }, LAZY_FLUSH_MS);
+      }, this.lazyFlushMs);
       return;
     }
     if (this.lazyTimer !== undefined) {
