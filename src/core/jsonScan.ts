@@ -152,9 +152,11 @@ function scanLongString(buf: Uint8Array, pos: number, end: number): number {
 /** A string whose first this many bytes are plain goes on with the word-at-a-time skip. */
 const LONG_STRING_BYTES = 64;
 
-/** The view last seen by skipPlainWords and an Int32Array over its buffer (made once per view). */
-let wordsView: Uint8Array | undefined;
-let words: Int32Array<ArrayBufferLike> = new Int32Array(0);
+/**
+ * An Int32Array over each scanned view's buffer, made once per view (a body's strings share it).
+ * Weakly held: a cache slot would keep the last body's buffer alive after its step.
+ */
+const wordsOf = new WeakMap<Uint8Array, Int32Array<ArrayBufferLike>>();
 
 /**
  * From `pos` (inside a string), skips whole aligned 4-byte words that hold only printable ASCII
@@ -170,10 +172,8 @@ function skipPlainWords(buf: Uint8Array, pos: number, end: number): number {
     if (STR_CLASS[buf[pos]!] !== S_PLAIN) return pos;
     pos++;
   }
-  if (buf !== wordsView) {
-    wordsView = buf;
-    words = new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2);
-  }
+  let words = wordsOf.get(buf);
+  if (words === undefined) wordsOf.set(buf, (words = new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2)));
   let wi = (base + pos) >> 2;
   const wend = (base + end) >> 2; // whole words before end
   while (wi < wend) {
