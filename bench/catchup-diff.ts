@@ -19,7 +19,7 @@ import {
   HttpClient,
   clientKindFrom,
   serialClient,
-  type SerialClient,
+  type PostClient,
   appendMany,
   createTopic,
   envNumber,
@@ -59,7 +59,7 @@ interface Party {
 }
 
 /** The reader's client: a RawHttpConn (default), or node:http with BENCH_CATCHUP_CLIENT=http. */
-type Reader = SerialClient;
+type Reader = PostClient;
 
 function makeReader(port: number): Reader {
   return serialClient(port, clientKindFrom('BENCH_CATCHUP_CLIENT'));

@@ -693,8 +693,8 @@ export class RawConnPool {
   }
 }
 
-/** A client for one request at a time (a closed-loop worker's): see `serialClient`. */
-export interface SerialClient {
+/** A bench client that posts: `serialClient` (one request at a time) or `concurrentClient` (overlapping). */
+export interface PostClient {
   post(p: string, body: string | Buffer): Promise<Resp>;
   close(): void;
 }
@@ -704,8 +704,16 @@ export interface SerialClient {
  * with `kind` 'http', node:http with a keep-alive agent of one socket (~50-70 µs more per request
  * on this machine, in the client's process).
  */
-export function serialClient(port: number, kind: 'raw' | 'http'): SerialClient {
+export function serialClient(port: number, kind: 'raw' | 'http'): PostClient {
   return kind === 'http' ? new HttpClient(port, 1) : new RawHttpConn(port);
+}
+
+/**
+ * A client whose requests may overlap (an open-loop writer, acks in flight together): a pool of
+ * raw sockets, or with `kind` 'http' node:http with a keep-alive agent of `sockets` sockets.
+ */
+export function concurrentClient(port: number, kind: 'raw' | 'http', sockets: number): PostClient {
+  return kind === 'http' ? new HttpClient(port, sockets) : new RawConnPool(port);
 }
 
 /** The client kind an environment variable asks for: `http`, or the raw socket by default. */

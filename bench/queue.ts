@@ -54,10 +54,10 @@ import {
   CpuSplitMeter,
   cpuNote,
   HttpClient,
-  RawConnPool,
   clientKindFrom,
+  concurrentClient,
   serialClient,
-  type SerialClient,
+  type PostClient,
   appendMany,
   benchMs,
   createTopic,
@@ -140,7 +140,7 @@ function serverState(srv: ChildServer): string {
 /** POST expecting 200; anything else (or a transport error) throws with the body / server state. */
 async function post200(
   srv: ChildServer,
-  client: Pick<SerialClient, 'post'>,
+  client: Pick<PostClient, 'post'>,
   p: string,
   body: string | Buffer,
   what: string,
@@ -336,7 +336,7 @@ class PushRun {
   constructor(
     readonly srv: ChildServer,
     /** The acks' client: raw keep-alive sockets (or node:http with BENCH_QUEUE_CLIENT=http). */
-    readonly ackClient: Pick<SerialClient, 'post'>,
+    readonly ackClient: Pick<PostClient, 'post'>,
     readonly topic: string,
     readonly ackBatch: number,
     readonly ackWaitMs: number,
@@ -534,7 +534,7 @@ async function drainPush(
   stopAfterMs: number,
 ): Promise<PushResult> {
   const ackClient = new HttpClient(srv.port, conns * 2);
-  const ackPool = queueClientKind() === 'http' ? ackClient : new RawConnPool(srv.port);
+  const ackPool = concurrentClient(srv.port, queueClientKind(), conns * 2);
   const run = new PushRun(srv, ackPool, topic, k.ackBatch, k.ackWaitMs);
   const ws = Array.from({ length: conns }, (_, i) => new PushWorker(run, `w${i}`, max));
   const t0 = process.hrtime.bigint();
@@ -566,7 +566,7 @@ async function drainPush(
   } finally {
     for (const w of ws) w.close();
     ackClient.close();
-    if (ackPool !== ackClient) ackPool.close();
+    ackPool.close();
   }
   const elapsedS = Number((run.lastAckNs > t0 ? run.lastAckNs : process.hrtime.bigint()) - t0) / 1e9;
   return {

@@ -9,7 +9,8 @@
 // (2000) of unmeasured warm-up, then BENCH_SECONDS (10) measured. Each record's `data` carries
 // its send time (process.hrtime.bigint(), taken just before the request is written to a keep-alive
 // raw socket of a small pool, RawConnPool of lib.ts; BENCH_WATCH_CLIENT=http: node:http's agent,
-// which adds ~50-70 µs per request on this machine before the request leaves) and is padded to BENCH_WATCH_RECORD_BYTES (256). Latency = the watcher's hrtime when the chunk
+// which adds ~50-70 µs per request on this machine before the request leaves) and is padded to
+// BENCH_WATCH_RECORD_BYTES (256). Latency = the watcher's hrtime when the chunk
 // holding the record is read − that send time, for every measured record at every watcher
 // (hrtime is CLOCK_MONOTONIC, shared by all processes of the machine).
 // After the writer stops the run waits (≤ 10 s) until every watcher has every seq, then counts
@@ -37,7 +38,8 @@ import {
   CpuMeter,
   CpuSplitMeter,
   HttpClient,
-  RawConnPool,
+  clientKindFrom,
+  concurrentClient,
   benchMs,
   createTopic,
   envNumber,
@@ -48,6 +50,7 @@ import {
   MB,
   type ChildServer,
   type Row,
+  type PostClient,
   type WorkloadResult,
   runAsScript,
 } from './lib.js';
@@ -140,7 +143,7 @@ interface WriteStats {
  * once every request is answered.
  */
 function writeAtRate(
-  client: Pick<RawConnPool, 'post'>,
+  client: Pick<PostClient, 'post'>,
   base: bigint,
   rate: number,
   count: number,
@@ -239,7 +242,7 @@ async function runOne(
     ...(profDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {}),
   });
   const admin = new HttpClient(srv.port, 16);
-  const writer = process.env.BENCH_WATCH_CLIENT === 'http' ? new HttpClient(srv.port, 32) : new RawConnPool(srv.port);
+  const writer = concurrentClient(srv.port, clientKindFrom('BENCH_WATCH_CLIENT'), 32);
   const groups: Group[] = [];
   try {
     await createTopic(admin, TOPIC, {});
