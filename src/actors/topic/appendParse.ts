@@ -24,6 +24,7 @@ import { CONFIG_FIELDS } from '../../protocol/topicConfig.js';
 import {
   JsonScanError,
   bytesToString,
+  releaseWordView,
   decodeStringLiteral,
   scanStats,
   scanValue,
@@ -275,6 +276,8 @@ export function parseAppendBody(body: Uint8Array, allow: LimitAllowance = NO_ALL
   } catch (e) {
     if (e instanceof JsonScanError) return malformed(e);
     throw e;
+  } finally {
+    releaseWordView();
   }
   const rs = scan.records;
   const recordsError = recordListError(rs);
@@ -289,6 +292,8 @@ function notAnObject(body: Uint8Array): ParseFailure {
   } catch (e) {
     if (e instanceof JsonScanError) return malformed(e);
     throw e;
+  } finally {
+    releaseWordView();
   }
   return fail('invalid_request', 'body must be a JSON object');
 }
