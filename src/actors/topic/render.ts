@@ -59,22 +59,9 @@ function itemSize(it: RenderItem, o: RenderOpts): number {
   return n;
 }
 
-/** Where the last `$ts` digits of the page being rendered were written: records of one batch share their `$ts`. */
-let lastTsMs = -1;
-let lastTsAt = 0;
-let lastTsEnd = 0;
-
-function writeItem(out: Buffer, p: number, it: RenderItem, o: RenderOpts): number {
+/** One record's members after its `$ts` digits (written by renderRecordsArray), and its closing brace. */
+function writeItemRest(out: Buffer, p: number, it: RenderItem, o: RenderOpts): number {
   const t = it.text;
-  p = lit(out, writeUint(out, lit(out, p, SEQ), it.seq), TS);
-  if (it.tsMs === lastTsMs) {
-    // The same 13 digits as the record before: copied, not converted again.
-    for (let k = lastTsAt; k < lastTsEnd; k++) out[p++] = out[k]!;
-  } else {
-    lastTsMs = it.tsMs;
-    lastTsAt = p;
-    p = lastTsEnd = writeUint(out, p, it.tsMs);
-  }
   if (t.nodeLen > 0) p = piece(out, lit(out, p, NODE), t, t.nodeOff, t.nodeLen);
   if (o.includeTags && t.tagLen > 0) p = piece(out, lit(out, p, TAG), t, t.tagOff, t.tagLen);
   if (o.includeData) p = piece(out, lit(out, p, DATA), t, t.dataOff, t.dataLen);
@@ -92,11 +79,24 @@ export function renderRecordsArray(prefix: string, items: readonly RenderItem[],
   for (let i = 0; i < items.length; i++) size += itemSize(items[i]!, o);
   const out = allocPage(size);
   let p = out.write(prefix, 0, 'utf8');
-  lastTsMs = -1; // a new page: no digits to copy from yet
+  // Where the last `$ts` digits of this page were written: records of one batch share their
+  // `$ts`, so a record with the previous one's copies those bytes instead of converting again.
+  let lastTsMs = -1;
+  let lastTsAt = 0;
+  let lastTsEnd = 0;
   out[p++] = 0x5b; // [
   for (let i = 0; i < items.length; i++) {
     if (i > 0) out[p++] = 0x2c;
-    p = writeItem(out, p, items[i]!, o);
+    const it = items[i]!;
+    p = lit(out, writeUint(out, lit(out, p, SEQ), it.seq), TS);
+    if (it.tsMs === lastTsMs) {
+      for (let k = lastTsAt; k < lastTsEnd; k++) out[p++] = out[k]!;
+    } else {
+      lastTsMs = it.tsMs;
+      lastTsAt = p;
+      p = lastTsEnd = writeUint(out, p, it.tsMs);
+    }
+    p = writeItemRest(out, p, it, o);
   }
   out[p++] = 0x5d; // ]
   p += out.write(suffix, p, 'utf8');

@@ -10,6 +10,7 @@
 // A chunk keeps all its columns in one buffer (see Chunk).
 import assert from 'node:assert/strict';
 import type { RecordText } from './recordText.js';
+import { InvariantError } from '../../core/invariant.js';
 import { allocColumns, releaseColumns, type ColumnBlock } from '../../core/columns/columnSlabs.js';
 
 /**
@@ -325,7 +326,7 @@ export class SeqIndex {
   }
 
   loc(seq: number): { loc: number; frameLen: number; recIdx: number } {
-    assert(this.locate(seq), 'loc of an indexed seq');
+    if (!this.locate(seq)) throw new InvariantError(`loc of seq ${seq}, which is not indexed`);
     const c = this.atChunk!;
     const i = this.atIdx;
     return { loc: c.loc(i), frameLen: c.frameLen(i), recIdx: c.recIdx(i) };
