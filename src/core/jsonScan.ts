@@ -154,16 +154,15 @@ const LONG_STRING_BYTES = 64;
 
 /**
  * An Int32Array over the buffer being scanned, made once per buffer (a body's strings share it)
- * and dropped by releaseWordView when the body's scan ends, so it never keeps a body's buffer
- * alive. (A WeakMap keyed by the view did the same, but its inserts and the GC's ephemeron work
- * cost ~8 % of the topic worker's CPU at 64 clients of single appends.)
+ * and dropped when the scan ends, so it never keeps a body's buffer alive: by validateDocument
+ * and countTopLevelKeys themselves, and by the caller (releaseWordView) after a walk. (A WeakMap
+ * keyed by the view did the same, but its inserts and the GC's ephemeron work cost ~8 % of the
+ * topic worker's CPU at 64 clients of single appends.)
  */
-let wordsBuffer: ArrayBufferLike | undefined;
 let words: Int32Array<ArrayBufferLike> | undefined;
 
-/** Forgets skipPlainWords' view of the last buffer scanned: the caller's scan of a body is over. */
+/** Forgets skipPlainWords' view of the last buffer scanned: the caller's walk of a body is over. */
 export function releaseWordView(): void {
-  wordsBuffer = undefined;
   words = undefined;
 }
 
@@ -181,11 +180,8 @@ function skipPlainWords(buf: Uint8Array, pos: number, end: number): number {
     if (STR_CLASS[buf[pos]!] !== S_PLAIN) return pos;
     pos++;
   }
-  if (buf.buffer !== wordsBuffer) {
-    wordsBuffer = buf.buffer;
-    words = new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2);
-  }
-  const view = words!;
+  let view = words;
+  if (view === undefined || view.buffer !== buf.buffer) view = words = new Int32Array(buf.buffer, 0, buf.buffer.byteLength >> 2);
   let wi = (base + pos) >> 2;
   const wend = (base + end) >> 2; // whole words before end
   while (wi < wend) {
@@ -487,14 +483,22 @@ export function validateDocument(buf: Uint8Array): void {
   const end = buf.length;
   const pos = skipWs(buf, 0, end);
   if (pos >= end) throw new JsonScanError('Empty JSON document', pos);
-  const e = skipWs(buf, scanValue(buf, pos, end, 0), end);
-  if (e !== end) throw new JsonScanError('Unexpected data after JSON value', e);
+  try {
+    const e = skipWs(buf, scanValue(buf, pos, end, 0), end);
+    if (e !== end) throw new JsonScanError('Unexpected data after JSON value', e);
+  } finally {
+    releaseWordView();
+  }
 }
 
 /** Number of members of the object value starting at start (duplicates counted as written). */
 export function countTopLevelKeys(buf: Uint8Array, start: number, end: number): number {
   if (buf[start] !== LBRACE) throw new JsonScanError('Expected an object', start);
-  scanValue(buf, start, end, 0);
+  try {
+    scanValue(buf, start, end, 0);
+  } finally {
+    releaseWordView();
+  }
   return scanStats.top;
 }
 

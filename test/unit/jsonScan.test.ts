@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { assertBufferReleased } from '../support/released.js';
 import {
   JsonScanError,
   MAX_DEPTH,
@@ -514,4 +515,23 @@ test('long strings: every kind of byte at every offset and alignment agrees with
       }
     }
   }
+});
+
+test('validateDocument and countTopLevelKeys keep no hold on the buffer they scanned', async () => {
+  // Both scan a whole value, long strings through a word view of the buffer: they drop it themselves.
+  const doc = Buffer.from(JSON.stringify({ a: 'x'.repeat(200), b: 'y'.repeat(100) }));
+  const place = (ab: ArrayBuffer) => {
+    const v = new Uint8Array(ab, 4, doc.length);
+    v.set(doc);
+    return v;
+  };
+  await assertBufferReleased(doc.length + 8, (ab) => validateDocument(place(ab)), 'validateDocument');
+  await assertBufferReleased(doc.length + 8, (ab) => assert.equal(countTopLevelKeys(place(ab), 0, doc.length), 2), 'countTopLevelKeys');
+  // A scan that throws lets go too.
+  const cut = (ab: ArrayBuffer) => place(ab).subarray(0, doc.length - 20);
+  await assertBufferReleased(
+    doc.length + 8,
+    (ab) => assert.throws(() => validateDocument(cut(ab)), JsonScanError),
+    'a failed validateDocument',
+  );
 });

@@ -4,7 +4,7 @@
 // (at most one per hop) and the same errors, in record order. The texts came from a source that
 // took them, so only what a stamp grows can fail: meta bytes, meta keys and record bytes. Runs in
 // the dest topic's actor (worker thread); pure.
-import { countTopLevelKeys, releaseWordView } from '../../core/jsonScan.js';
+import { countTopLevelKeys } from '../../core/jsonScan.js';
 import { InvariantError } from '../../core/invariant.js';
 import { APPEND_RECORD_HEAD_BYTES } from '../../format/constants.js';
 import { CorruptionError } from '../../core/corruption.js';
@@ -53,7 +53,6 @@ export function scanCopySection(section: Buffer, count: number): CopySectionScan
   }
   // Sections are built by forwarders only: a malformed one is a bug, not a client's error.
   if (p !== end) throw new InvariantError(`copy section: ${end - p} bytes after ${count} records`);
-  releaseWordView(); // the meta key counts are over; the section's buffer is not held for the next scan
   return { refusal, bytes };
 }
 

@@ -292,8 +292,6 @@ function notAnObject(body: Uint8Array): ParseFailure {
   } catch (e) {
     if (e instanceof JsonScanError) return malformed(e);
     throw e;
-  } finally {
-    releaseWordView();
   }
   return fail('invalid_request', 'body must be a JSON object');
 }
