@@ -27,8 +27,10 @@ const files = (unit ? fastDirs : ['dist/test']).flatMap(collect);
 // A hung test fails after 5 minutes; a test file whose process never exits (a timer left
 // running) stops the whole run after 40 minutes instead of waiting for CI's limit.
 // TAP as before, then the failed tests named again after the totals (scripts/failures-reporter.mjs).
-const reporters = ['--test-reporter=tap', '--test-reporter-destination=stdout'];
-reporters.push('--test-reporter=./scripts/failures-reporter.mjs', '--test-reporter-destination=stdout');
+const reporters = [
+  ...['--test-reporter=tap', '--test-reporter-destination=stdout'],
+  ...['--test-reporter=./scripts/failures-reporter.mjs', '--test-reporter-destination=stdout'],
+];
 const r = spawnSync(process.execPath, ['--test', ...reporters, '--test-concurrency=2', '--test-timeout=300000', ...files], {
   stdio: 'inherit',
   timeout: 40 * 60 * 1000,
