@@ -20,13 +20,15 @@
 // Compacted segments (docs/ARCHITECTURE.md "Compaction"): a sealed segment's compacted copy is
 // renamed over it (`swapCompacted`) only while no cold read of that segment is in flight, and its
 // relocation (original offsets → the copy's) is switched in the same turn as the rename
-// completes; reads that arrive meanwhile wait for the swap. Reads therefore always map offsets
-// with the relocation of the file they open. A topic's packed first segment can be compacted
-// into an own file the same way (`seg-<its first seq>.log`): from the swap on, reads the actor
-// still addresses to the packed segment go to that file, and its pack runs are released.
+// completes; reads that arrive meanwhile wait for the swap (the bookkeeping is SegmentGates,
+// segmentGates.ts). Reads therefore always map offsets with the relocation of the file they
+// open. A topic's packed first segment can be compacted into an own file the same way
+// (`seg-<its first seq>.log`): from the swap on, reads the actor still addresses to the packed
+// segment go to that file, and its pack runs are released.
 import path from 'node:path';
 import type { Relocation } from './compactFrames.js';
 import type { PackStore } from './packStore.js';
+import { SegmentGates } from './segmentGates.js';
 import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } from './fs.js';
 
 /** How soon a segment write that hit a full disk is tried again. */
@@ -75,19 +77,6 @@ interface TopicFiles {
   released: boolean;
 }
 
-/** Cold reads in flight on one sealed segment, and a swap or unlink waiting for them. */
-interface SegmentGate {
-  readers: number;
-  /** A swap or unlink in progress: reads wait for it. */
-  busy: Promise<void> | undefined;
-  /** Called when the last reader leaves (a swap waits for it). */
-  drained: (() => void) | undefined;
-  /** Unlinked, or its topic dropped: a compaction must not rename a copy over it any more. */
-  gone: boolean;
-  /** A compaction of it is under way (the gate stays until it swaps or gives up). */
-  compacting: boolean;
-}
-
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
 export const FLUSH_LANES = 64;
 
@@ -106,14 +95,8 @@ export class SegmentStore {
   /** Topics whose drain waits for the write delay (not on their chain yet). */
   private readonly delayed = new Set<TopicFiles>();
   private delayTimer: NodeJS.Timeout | undefined;
-  /** Compacted segments: topic id → first seq → where original offsets are in the file now. */
-  private readonly relocations = new Map<number, Map<number, Relocation>>();
-  /** Sealed segments with reads in flight or a swap under way, by `topicId:firstSeq`. */
-  private readonly gates = new Map<string, SegmentGate>();
-  /** Topics whose packed first segment was compacted into an own file since the start: id → its first seq. */
-  private readonly unpacked = new Map<number, number>();
-  /** Compactions under way or waiting for their swap, per topic. */
-  private readonly compactingTopics = new Map<number, number>();
+  /** Sealed segments: cold reads in flight, swaps, compactions and relocations. */
+  readonly sealed = new SegmentGates();
 
   constructor(
     private readonly fsx: Fs,
@@ -460,108 +443,19 @@ export class SegmentStore {
 
   /** Unlinks a segment whose records are all gone (after the queued writes of its topic). */
   async unlinkSegment(topicId: number, firstSeq: number, packed = false): Promise<void> {
-    if (packed && !this.unpacked.has(topicId)) {
-      const g = this.gates.get(gateKey(topicId, firstSeq));
-      if (g) g.gone = true; // a compaction into an own file must not bring it back
+    if (packed && !this.sealed.isUnpacked(topicId)) {
+      this.sealed.markGone(topicId, firstSeq);
       return this.packs?.release(topicId);
     }
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t) await t.chain;
     if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
-    await this.exclusive(topicId, firstSeq, async (gate) => {
+    await this.sealed.exclusive(topicId, firstSeq, async (gate) => {
       gate.gone = true;
-      this.relocations.get(topicId)?.delete(firstSeq);
+      this.sealed.setRelocation(topicId, firstSeq, undefined);
       await this.fsx.rm(path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq)));
     });
-  }
-
-  private gate(topicId: number, firstSeq: number): SegmentGate {
-    const key = gateKey(topicId, firstSeq);
-    let g = this.gates.get(key);
-    if (!g) this.gates.set(key, (g = { readers: 0, busy: undefined, drained: undefined, gone: false, compacting: false }));
-    return g;
-  }
-
-  /** Forgets a gate nobody uses (one under compaction stays: the swap must see whether it went). */
-  private gateIdle(topicId: number, firstSeq: number, g: SegmentGate): void {
-    if (g.readers === 0 && !g.busy && !g.compacting) this.gates.delete(gateKey(topicId, firstSeq));
-  }
-
-  /** Runs `op` once no cold read of the segment is in flight; reads arriving meanwhile wait for it. */
-  private async exclusive<T>(topicId: number, firstSeq: number, op: (g: SegmentGate) => Promise<T>): Promise<T> {
-    const g = this.gate(topicId, firstSeq);
-    while (g.busy) await g.busy;
-    let done!: () => void;
-    g.busy = new Promise<void>((r) => (done = r));
-    try {
-      if (g.readers > 0) await new Promise<void>((r) => (g.drained = r));
-      g.drained = undefined;
-      return await op(g);
-    } finally {
-      g.busy = undefined;
-      done();
-      this.gateIdle(topicId, firstSeq, g);
-    }
-  }
-
-  /** The relocation of a compacted segment, if the store knows it is one. */
-  relocationOf(topicId: number, firstSeq: number): Relocation | undefined {
-    return this.relocations.get(topicId)?.get(firstSeq);
-  }
-
-  /**
-   * A compacted segment file was read (recovery, a wake): its relocation, unless the store knows
-   * a newer one already (a swap that finished while the file was being read).
-   */
-  noteLoaded(topicId: number, firstSeq: number, relocation: Relocation | undefined): void {
-    if (!relocation || this.relocationOf(topicId, firstSeq)) return;
-    let m = this.relocations.get(topicId);
-    if (!m) this.relocations.set(topicId, (m = new Map()));
-    m.set(firstSeq, relocation);
-  }
-
-  /** A compaction of the segment begins: from now on its unlink or its topic's drop is noted for the swap. */
-  beginCompaction(topicId: number, firstSeq: number): void {
-    const g = this.gate(topicId, firstSeq);
-    if (g.compacting) return;
-    g.compacting = true;
-    this.compactingTopics.set(topicId, (this.compactingTopics.get(topicId) ?? 0) + 1);
-  }
-
-  /** The compaction of the segment is over (swapped or given up). */
-  endCompaction(topicId: number, firstSeq: number): void {
-    const g = this.gates.get(gateKey(topicId, firstSeq));
-    if (!g?.compacting) return;
-    g.compacting = false;
-    const n = (this.compactingTopics.get(topicId) ?? 1) - 1;
-    if (n > 0) this.compactingTopics.set(topicId, n);
-    else this.compactingTopics.delete(topicId);
-    this.gateIdle(topicId, firstSeq, g);
-  }
-
-  /** A compaction of the segment is under way or waits for its swap. */
-  isCompacting(topicId: number, firstSeq: number): boolean {
-    return this.gates.get(gateKey(topicId, firstSeq))?.compacting ?? false;
-  }
-
-  /**
-   * A compaction of one of the topic's segments is under way or waits for its swap, or its packed
-   * first segment lives in an own file since (the topic may not sleep: what a wake or a restart
-   * reads of it is not what its actor's segment cursor says).
-   */
-  compactionHolds(topicId: number): boolean {
-    return this.compactingTopics.has(topicId) || this.unpacked.has(topicId);
-  }
-
-  /** The topic's packed first segment was compacted into an own file (since the start). */
-  isUnpacked(topicId: number): boolean {
-    return this.unpacked.has(topicId);
-  }
-
-  /** The segment was unlinked or its topic dropped since its compaction began. */
-  compactionStale(topicId: number, firstSeq: number): boolean {
-    return this.gates.get(gateKey(topicId, firstSeq))?.gone ?? true;
   }
 
   /** Path of the copy a compaction writes for the segment. */
@@ -580,22 +474,16 @@ export class SegmentStore {
    */
   async swapCompacted(topicId: number, firstSeq: number, relocation: Relocation | undefined, packed = false): Promise<boolean> {
     const temp = this.compactTempPath(topicId, firstSeq);
-    const swapped = await this.exclusive(topicId, firstSeq, async (g) => {
+    const swapped = await this.sealed.exclusive(topicId, firstSeq, async (g) => {
       if (g.gone || (packed && !relocation)) return false;
       const seg = path.join(topicDir(this.dataDir, topicId), segmentFileName(firstSeq));
       if (relocation) await this.fsx.rename(temp, seg);
       else await this.fsx.rm(seg);
-      let m = this.relocations.get(topicId);
-      if (relocation) {
-        if (!m) this.relocations.set(topicId, (m = new Map()));
-        m.set(firstSeq, relocation);
-      } else {
-        m?.delete(firstSeq);
-        g.gone = true;
-      }
+      this.sealed.setRelocation(topicId, firstSeq, relocation);
+      if (!relocation) g.gone = true;
       if (packed) {
         // Reads of the packed segment go to the file from now on; the runs go once written out.
-        this.unpacked.set(topicId, firstSeq);
+        this.sealed.noteUnpacked(topicId, firstSeq);
         this.packs?.release(topicId);
       }
       return true;
@@ -609,11 +497,7 @@ export class SegmentStore {
   /** Forgets a deleted topic instance and removes its directory in the background. */
   dropTopic(topicId: number): void {
     this.packs?.release(topicId);
-    this.relocations.delete(topicId);
-    this.unpacked.delete(topicId);
-    this.compactingTopics.delete(topicId);
-    const prefix = `${topicId}:`;
-    for (const [key, g] of this.gates) if (key.startsWith(prefix)) g.gone = true;
+    this.sealed.dropTopic(topicId);
     const t = this.topics.get(topicId);
     this.settle(t);
     this.topics.delete(topicId);
@@ -631,19 +515,16 @@ export class SegmentStore {
   /** Reads [offset, offset+len) of a segment (cold reads), after queued writes of the topic. */
   async readRange(topicId: number, segFirstSeq: number, offset: number, len: number, packed = false): Promise<Buffer> {
     // A packed first segment that no compaction touches: straight from the packs.
-    if (packed && !this.unpacked.has(topicId) && !this.gates.has(gateKey(topicId, segFirstSeq)))
+    if (packed && !this.sealed.isUnpacked(topicId) && !this.sealed.isGated(topicId, segFirstSeq))
       return this.packStore().read(topicId, offset, len);
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t && !packed) await t.chain;
-    const g = this.gate(topicId, segFirstSeq);
-    while (g.busy) await g.busy;
-    g.readers++;
-    try {
+    return this.sealed.reading(topicId, segFirstSeq, async () => {
       // Still in the packs (a compaction of it may be under way: its swap waits for this read).
-      if (packed && !this.unpacked.has(topicId)) return await this.packStore().read(topicId, offset, len);
+      if (packed && !this.sealed.isUnpacked(topicId)) return this.packStore().read(topicId, offset, len);
       // Mapped and opened with no swap possible in between (it waits for this read to end).
-      const reloc = this.relocationOf(topicId, segFirstSeq);
+      const reloc = this.sealed.relocationOf(topicId, segFirstSeq);
       const at = reloc ? reloc.map(offset, len) : { offset, len };
       if (!at) return Buffer.alloc(0); // nothing of that range is kept: every record there is dead
       const fh = await this.fsx.open(path.join(topicDir(this.dataDir, topicId), segmentFileName(segFirstSeq)), 'r');
@@ -655,10 +536,7 @@ export class SegmentStore {
       } finally {
         await fh.close();
       }
-    } finally {
-      if (--g.readers === 0) g.drained?.();
-      this.gateIdle(topicId, segFirstSeq, g);
-    }
+    });
   }
 
   /** Stops retrying frames that wait for space, for good; no I/O (the WAL still holds them). */
@@ -683,9 +561,4 @@ export class SegmentStore {
     t.fd = undefined;
     await fd?.close();
   }
-}
-
-/** The key of a sealed segment's gate. */
-function gateKey(topicId: number, firstSeq: number): string {
-  return `${topicId}:${firstSeq}`;
 }

@@ -198,7 +198,7 @@ export class WorkerCompaction {
       this.log(`spool: compaction swap of segment ${b.firstSeq} of topic ${b.topicId} failed: ${(err as Error).message}`);
       return false;
     } finally {
-      this.segments.endCompaction(b.topicId, b.firstSeq);
+      this.segments.sealed.endCompaction(b.topicId, b.firstSeq);
     }
   }
 
@@ -207,7 +207,7 @@ export class WorkerCompaction {
     for (const c of candidates) {
       const built = this.stopped ? undefined : await this.copy(c, rule.pace);
       if (built) this.built.push(built);
-      else this.segments.endCompaction(c.inst.id, c.firstSeq);
+      else this.segments.sealed.endCompaction(c.inst.id, c.firstSeq);
     }
   }
 
@@ -265,10 +265,10 @@ export class WorkerCompaction {
     livePercent: number,
     sizes: { live: number; stored: number },
   ): Promise<Candidate | undefined> {
-    if (this.segments.isCompacting(inst.id, from)) return undefined; // its copy waits for a swap
+    if (this.segments.sealed.isCompacting(inst.id, from)) return undefined; // its copy waits for a swap
     if (!this.complete(actor, inst.id, from)) return undefined;
     // The packed first segment, unless an earlier compaction moved it to an own file already.
-    const packed = ordinal === 0 && inst.segment.packed && !this.segments.isUnpacked(inst.id);
+    const packed = ordinal === 0 && inst.segment.packed && !this.segments.sealed.isUnpacked(inst.id);
     let size: number;
     if (packed) {
       const packs = this.segments.packs;
@@ -286,7 +286,7 @@ export class WorkerCompaction {
     sizes.live += Math.min(live, size);
     sizes.stored += size;
     if (!mostlyDead(live, size, livePercent)) return undefined;
-    this.segments.beginCompaction(inst.id, from);
+    this.segments.sealed.beginCompaction(inst.id, from);
     return { actor, inst, firstSeq: from, packed, size, allDead: live === 0 };
   }
 
@@ -296,7 +296,7 @@ export class WorkerCompaction {
 
   private async copy(c: Candidate, pace: CompactPace): Promise<Built | undefined> {
     const { actor, inst, firstSeq, packed } = c;
-    const still = () => !this.stopped && actor.current === inst && !this.segments.compactionStale(inst.id, firstSeq);
+    const still = () => !this.stopped && actor.current === inst && !this.segments.sealed.compactionStale(inst.id, firstSeq);
     if (!still()) return undefined;
     // Nothing of it lived at the plan, and a record never lives again: unlinked at the swap,
     // with nothing read (a stuck head's acked jobs cost no copying at all). A packed one is left

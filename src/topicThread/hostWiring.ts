@@ -173,6 +173,6 @@ export function makeCheckpoints(host: WiredHost): WorkerCheckpoints {
 function stored(host: WiredHost, topicId: number): StoredFrames {
   // A topic under compaction, or whose packed segment moved to an own file, stays awake.
   const ownSettled =
-    host.segments.allWritten(topicId) && !host.checkpoints.unlinkPending(topicId) && !host.segments.compactionHolds(topicId);
+    host.segments.allWritten(topicId) && !host.checkpoints.unlinkPending(topicId) && !host.segments.sealed.compactionHolds(topicId);
   return { packedWritten: host.segments.packs?.map.size(topicId) ?? -1, ownSettled };
 }

@@ -246,7 +246,7 @@ export class WorkerRecovery {
     for (let i = 0; i < segs.length; i++) {
       const seg = i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
       // A compacted file: cold reads map the original offsets the actor indexes through it.
-      this.host.segments.noteLoaded(topicId, seg.firstSeq, seg.relocation);
+      this.host.segments.sealed.noteLoaded(topicId, seg.firstSeq, seg.relocation);
       this.host.input(actor, { k: 'segment', seg });
     }
   }
