@@ -7,7 +7,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import crypto from 'node:crypto';
 import type { Settings } from '../config.js';
 import { release, transfer, wrap, Remote } from '../core/rpc.js';
-import { RequestClient } from '../protocol/requestChannel.js';
+import { RequestClient } from '../protocol/requestClient.js';
 import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../topicThread/workerApi.js';
 import type { WalApi, WalThreadData } from '../wal/walApi.js';

@@ -11,7 +11,7 @@ import { totalLiveBytes } from '../core/gauges.js';
 import { totalBytesReached } from '../protocol/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 import { transfer } from '../core/rpc.js';
-import { serveRequests } from '../protocol/requestChannel.js';
+import { serveRequests } from '../protocol/requestServer.js';
 import type { Clock } from '../core/clock.js';
 import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../protocol/messages/rpc.js';
 import { ActorHost } from './host.js';

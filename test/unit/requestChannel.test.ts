@@ -9,15 +9,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MessageChannel } from 'node:worker_threads';
-import {
-  RequestClient,
-  SHARED_BYTES_MAX,
-  SLICE_BODY_BYTES,
-  answering,
-  serveRequests,
-  type AnswerWith,
-  type RequestServer,
-} from '../../src/protocol/requestChannel.js';
+import { SHARED_BYTES_MAX } from '../../src/protocol/requestChannel.js';
+import { RequestClient } from '../../src/protocol/requestClient.js';
+import { SLICE_BODY_BYTES, answering, serveRequests, type AnswerWith, type RequestServer } from '../../src/protocol/requestServer.js';
 import { fail, type ErrorResult } from '../../src/protocol/errors.js';
 import { stageClock } from '../../src/core/stageClock.js';
 import { PAGE_MIN_BYTES, PAGE_TAIL_SLACK_BYTES, allocPage, pageCapacity, returnPage } from '../../src/core/pagePool.js';
