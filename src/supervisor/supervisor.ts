@@ -10,7 +10,8 @@ import { release, transfer, wrap, Remote } from '../core/rpc.js';
 import { RequestClient } from '../protocol/requestClient.js';
 import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../topicThread/workerApi.js';
-import type { WalApi, WalThreadData } from '../wal/walApi.js';
+import type { RecoverReply, WalApi, WalThreadData } from '../wal/walApi.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
 import { StorageState, storageStateOf } from '../storage/storageState.js';
@@ -297,10 +298,32 @@ export class Supervisor {
    */
   async recover(): Promise<void> {
     const started = Date.now();
+    const loading = { now: true }; // the workers are indexing the snapshot's topics
+    this.progressPoll = this.pollRecoveryProgress(started, loading);
+    try {
+      const { scan, epoch, walFileNo, cut } = await this.replay(loading);
+      const topics = await this.finishRecovery(epoch, walFileNo, cut);
+      this.startCheckpoints(epoch, cut);
+      this.topicCount = topics;
+      await this.routers.load();
+      this.lifecycle = 'ready';
+      for (const f of this.onReady) f();
+      this.log.info(
+        `recovered ${topics} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
+          (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +
+          (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
+        { topics, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
+      );
+    } finally {
+      clearInterval(this.progressPoll);
+    }
+  }
+
+  /** Every 50 ms while recovering: the progress `/v0/ready` reports, and a log line now and then. */
+  private pollRecoveryProgress(started: number, loading: { now: boolean }): NodeJS.Timeout {
     const progressLog = new RecoveryProgressLog(started, RECOVERY_LOG_INTERVAL_MS);
-    let loading = true; // the workers are indexing the snapshot's topics
-    this.progressPoll = setInterval(() => {
-      const loaded = loading ? Promise.all(this.workers.map((w) => w.snapshotTopicsLoaded())) : Promise.resolve(undefined);
+    return setInterval(() => {
+      const loaded = loading.now ? Promise.all(this.workers.map((w) => w.snapshotTopicsLoaded())) : Promise.resolve(undefined);
       Promise.all([this.wal.replayStatus(), loaded]).then(
         ([r, counts]) => {
           if (counts)
@@ -316,85 +339,97 @@ export class Supervisor {
         () => undefined,
       );
     }, 50);
-    try {
-      const loaded = await readNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
-      if (!loaded) assertWalFromStart(this.fsx, this.settings.dataDir);
-      const snap = loaded && (loaded.version === 1 ? loaded.body : loaded.head);
-      // Pack numbers continue above every pack on disk, one sequence for all workers.
-      const packNames = listPackNamesSync(this.fsx, this.settings.dataDir);
-      Atomics.store(this.counters, PACK_NO_SLOT, 1 + packNames.reduce((m, p) => Math.max(m, parsePackFileName(p)!.no), 0));
-      // The WAL scan runs while the workers read the snapshot: a worker applies replayed frames
-      // only once its snapshot topics are in (WorkerRecovery's replay chain starts there), and
-      // the scan's flow control bounds what waits for it meanwhile.
-      const { table, loadedAll } = this.loadSnapshot(loaded, packNames);
-      loadedAll.catch(() => undefined); // awaited below; it may fail while the ids are read
-      const ids = await table;
-      const scanned = this.wal.recover(
-        snap?.cut,
-        transfer(
-          ids,
-          ids.map((x) => x.buffer as ArrayBuffer),
-        ),
-        this.snapshotTopics.total,
-        this.settings.recoveryTruncate,
-      );
-      scanned.catch(() => undefined); // awaited below, after the load (whose error comes first)
-      await loadedAll;
-      loading = false;
-      this.snapshotTopics.loaded = this.snapshotTopics.total;
-      const scan = await scanned;
-      const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
-      const walFileNo = Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1;
-      void this.wal.prepareStart(walFileNo, epoch); // zero-filled while the replay applies
-      await Promise.all(this.workers.map((w) => w.awaitReplay()));
-      const seed = this.newBootSeed();
-      const dirs = await listTopicDirs(this.fsx, this.settings.dataDir);
-      const dirIds = dirs.flatMap((d) => (d.id === undefined ? [] : [d.id]));
-      const liveDirs = new Set<number>();
-      let topics = 0;
-      for (const w of this.workers) {
-        const r = await w.finishRecovery(epoch, seed, dirIds);
-        topics += r.topics;
-        for (const id of r.liveDirIds) liveDirs.add(id);
-      }
-      await this.wal.start(walFileNo, epoch, seed, snap?.cut);
-      // Peer requests between workers wait until now (a queue's recovery may ask another
-      // worker's dead-letter topic to delete what a redrive copied back).
-      await Promise.all(this.workers.map((w) => w.serve()));
-      await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
-      if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
-      this.checkpointer = new Checkpointer(
-        this.fsx,
-        this.settings.dataDir,
-        this.workers,
-        this.wal,
-        epoch,
-        snap?.cut ?? null,
-        this.settings.checkpointMs,
-        this.walSize.checkpointWalBytes,
-        (err) => this.checkpointFailed(err),
-        () => this.storageState,
-      );
-      // The first checkpoint runs in the background, as every later one does: the server is
-      // consistent without it (the replayed WAL stays until a snapshot covers it), and at many
-      // topics it was a large share of the time to ready (docs/ARCHITECTURE.md "Many topics": writing every topic's part).
-      // On a disk too full for the first WAL file its marks wait for that file and it completes
-      // once space returns.
-      void this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
-      if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
-      this.topicCount = topics;
-      await this.routers.load();
-      this.lifecycle = 'ready';
-      for (const f of this.onReady) f();
-      this.log.info(
-        `recovered ${topics} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
-          (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +
-          (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
-        { topics, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
-      );
-    } finally {
-      clearInterval(this.progressPoll);
+  }
+
+  /**
+   * Recovery's reading half: the newest snapshot to the workers and, meanwhile, the WAL from its
+   * cut; returns once every worker applied the replay, with the new boot epoch and WAL file
+   * number (that file is zero-filled meanwhile).
+   */
+  private async replay(loading: {
+    now: boolean;
+  }): Promise<{ scan: RecoverReply; epoch: number; walFileNo: number; cut: WalPosition | undefined }> {
+    const loaded = await readNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
+    if (!loaded) assertWalFromStart(this.fsx, this.settings.dataDir);
+    const snap = loaded && (loaded.version === 1 ? loaded.body : loaded.head);
+    // Pack numbers continue above every pack on disk, one sequence for all workers.
+    const packNames = listPackNamesSync(this.fsx, this.settings.dataDir);
+    Atomics.store(this.counters, PACK_NO_SLOT, 1 + packNames.reduce((m, p) => Math.max(m, parsePackFileName(p)!.no), 0));
+    // The WAL scan runs while the workers read the snapshot: a worker applies replayed frames
+    // only once its snapshot topics are in (WorkerRecovery's replay chain starts there), and
+    // the scan's flow control bounds what waits for it meanwhile.
+    const { table, loadedAll } = this.loadSnapshot(loaded, packNames);
+    loadedAll.catch(() => undefined); // awaited below; it may fail while the ids are read
+    const ids = await table;
+    const scanned = this.wal.recover(
+      snap?.cut,
+      transfer(
+        ids,
+        ids.map((x) => x.buffer as ArrayBuffer),
+      ),
+      this.snapshotTopics.total,
+      this.settings.recoveryTruncate,
+    );
+    scanned.catch(() => undefined); // awaited below, after the load (whose error comes first)
+    await loadedAll;
+    loading.now = false;
+    this.snapshotTopics.loaded = this.snapshotTopics.total;
+    const scan = await scanned;
+    const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
+    const walFileNo = Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1;
+    void this.wal.prepareStart(walFileNo, epoch); // zero-filled while the replay applies
+    await Promise.all(this.workers.map((w) => w.awaitReplay()));
+    return { scan, epoch, walFileNo, cut: snap?.cut };
+  }
+
+  /**
+   * Recovery's writing half: the workers pad reservations and report the topic directories they
+   * hold, a new WAL file starts with a durable BOOT frame, the workers serve each other, and
+   * topic directories no topic holds (and a backup's staging cut short by a crash) go. Returns
+   * the count of topics.
+   */
+  private async finishRecovery(epoch: number, walFileNo: number, cut: WalPosition | undefined): Promise<number> {
+    const seed = this.newBootSeed();
+    const dirs = await listTopicDirs(this.fsx, this.settings.dataDir);
+    const dirIds = dirs.flatMap((d) => (d.id === undefined ? [] : [d.id]));
+    const liveDirs = new Set<number>();
+    let topics = 0;
+    for (const w of this.workers) {
+      const r = await w.finishRecovery(epoch, seed, dirIds);
+      topics += r.topics;
+      for (const id of r.liveDirIds) liveDirs.add(id);
     }
+    await this.wal.start(walFileNo, epoch, seed, cut);
+    // Peer requests between workers wait until now (a queue's recovery may ask another
+    // worker's dead-letter topic to delete what a redrive copied back).
+    await Promise.all(this.workers.map((w) => w.serve()));
+    await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
+    if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
+    return topics;
+  }
+
+  /**
+   * The checkpointer, and its first checkpoint in the background, as every later one runs: the
+   * server is consistent without it (the replayed WAL stays until a snapshot covers it), and at
+   * many topics it was a large share of the time to ready (docs/ARCHITECTURE.md "Many topics":
+   * writing every topic's part). On a disk too full for the first WAL file its marks wait for
+   * that file and it completes once space returns.
+   */
+  private startCheckpoints(epoch: number, cut: WalPosition | undefined): void {
+    this.checkpointer = new Checkpointer(
+      this.fsx,
+      this.settings.dataDir,
+      this.workers,
+      this.wal,
+      epoch,
+      cut ?? null,
+      this.settings.checkpointMs,
+      this.walSize.checkpointWalBytes,
+      (err) => this.checkpointFailed(err),
+      () => this.storageState,
+    );
+    void this.checkpointer.run().catch((err: Error) => this.checkpointFailed(err));
+    if (!this.stopping) this.checkpointer.start(); // an abandoned supervisor arms no timer
   }
 
   /**
