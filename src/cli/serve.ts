@@ -6,13 +6,16 @@
 import { startStageClock, stageOriginNs } from '../core/stageClock.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { readSettings, isLoopback, SettingsError, effectiveSettings } from '../config.js';
+import { readSettings, isLoopback, SettingsError, effectiveSettings, type Settings } from '../config.js';
 import { unknownSettings } from '../configSchema.js';
 import { KeyRing, KeySyntaxError } from '../auth/keys.js';
 import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.js';
 import { DataDirLockedError } from '../storage/lock.js';
 import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
+import type { buildServer as BuildServerFn } from '../http/server.js';
+
+type BuildServer = typeof BuildServerFn;
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
 let logger: Logger = createLogger('info');
@@ -47,18 +50,7 @@ export async function serve(): Promise<void> {
     logger.warn({ setting: u.name, closest: u.closest }, `unknown setting ${u.name} ignored (did you mean ${u.closest}?)`);
   }
   logger.info({ config: effectiveSettings(settings) }, 'effective config');
-  // docs/ARCHITECTURE.md "Startup and shutdown": a malformed key entry (the message names the bad scope token, never the
-  // secret), then the loopback check, both before anything binds.
-  let keys: KeyRing;
-  try {
-    keys = KeyRing.parse(settings.apiKeys);
-  } catch (err) {
-    if (err instanceof KeySyntaxError) throw new SettingsError(err.message);
-    throw err;
-  }
-  if (!isLoopback(settings.host) && !keys.enabled && !settings.allowInsecureNoAuth) {
-    throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
-  }
+  const keys = apiKeys(settings);
   if (settings.stageClock) startStageClock(stageOriginNs()); // before the threads spawn
   const sup = new Supervisor(settings, supervisorLog(logger));
   await sup.start();
@@ -89,8 +81,29 @@ export async function serve(): Promise<void> {
   if (settings.portFile) writePortFile(settings.portFile, port);
   logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
 
+  const shutdown = drainer(settings, sup, { app, hub, work, metrics, slots });
+  process.off('SIGTERM', earlyTerm);
+  process.off('SIGINT', earlyInt);
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (stopAsked) void shutdown(stopAsked);
+
+  portOpen();
+  await recovered;
+}
+
+/** What the drain closes, in order, besides the supervisor. */
+type Front = Pick<Awaited<ReturnType<BuildServer>>, 'app' | 'hub' | 'work' | 'metrics' | 'slots'>;
+
+/**
+ * The drain on SIGTERM/SIGINT (docs/ARCHITECTURE.md "Startup and shutdown"): the listener
+ * closes, parked long-polls are answered, watch streams get their terminal frame, `/work` leases
+ * go back, running requests finish, then the WAL is flushed and the final checkpoint written;
+ * past the grace the process exits 1 naming the step it was in. A second signal does nothing.
+ */
+function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics, slots }: Front): (signal: string) => Promise<void> {
   let stopping = false;
-  const shutdown = async (signal: string) => {
+  return async (signal: string) => {
     if (stopping) return;
     stopping = true;
     const startedMs = Date.now();
@@ -138,14 +151,25 @@ export async function serve(): Promise<void> {
     );
     process.exit(0);
   };
-  process.off('SIGTERM', earlyTerm);
-  process.off('SIGINT', earlyInt);
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  if (stopAsked) void shutdown(stopAsked);
+}
 
-  portOpen();
-  await recovered;
+/**
+ * The API keys (docs/ARCHITECTURE.md "Startup and shutdown"): a malformed entry refuses the
+ * start (the message names the bad scope token, never the secret), then so does a non-loopback
+ * host without keys, both before anything binds.
+ */
+function apiKeys(settings: Settings): KeyRing {
+  let keys: KeyRing;
+  try {
+    keys = KeyRing.parse(settings.apiKeys);
+  } catch (err) {
+    if (err instanceof KeySyntaxError) throw new SettingsError(err.message);
+    throw err;
+  }
+  if (!isLoopback(settings.host) && !keys.enabled && !settings.allowInsecureNoAuth) {
+    throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
+  }
+  return keys;
 }
 
 /**
