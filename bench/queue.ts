@@ -533,7 +533,6 @@ async function drainPush(
   expect: number,
   stopAfterMs: number,
 ): Promise<PushResult> {
-  const ackClient = new HttpClient(srv.port, conns * 2);
   const ackPool = concurrentClient(srv.port, queueClientKind(), conns * 2);
   const run = new PushRun(srv, ackPool, topic, k.ackBatch, k.ackWaitMs);
   const ws = Array.from({ length: conns }, (_, i) => new PushWorker(run, `w${i}`, max));
@@ -551,7 +550,7 @@ async function drainPush(
         break;
       }
       if (now - run.lastProgressNs > 10_000_000_000n) {
-        const q = await queueCounters(ackClient, topic).catch((e: Error) => e.message);
+        const q = await diagnose(srv.port, (c) => queueCounters(c, topic));
         throw new Error(
           `/work: no job frame and no ack reply for 10 s; ${run.acked}/${expect} acked, ${run.frames} frames; queue ${JSON.stringify(q)}; ${serverState(srv)}`,
         );
@@ -565,7 +564,6 @@ async function drainPush(
     if (run.fatal) throw run.fatal;
   } finally {
     for (const w of ws) w.close();
-    ackClient.close();
     ackPool.close();
   }
   const elapsedS = Number((run.lastAckNs > t0 ? run.lastAckNs : process.hrtime.bigint()) - t0) / 1e9;
@@ -580,6 +578,18 @@ async function drainPush(
     elapsedS,
     latMs: sorted(run.latMs),
   };
+}
+
+/** A diagnostic's question to the server on a client of its own, opened only for it; an error becomes its message. */
+async function diagnose<T>(port: number, ask: (c: HttpClient) => Promise<T>): Promise<T | string> {
+  const c = new HttpClient(port, 1);
+  try {
+    return await ask(c);
+  } catch (e) {
+    return (e as Error).message;
+  } finally {
+    c.close();
+  }
 }
 
 /** The claim+ack workers' client (parts 1-3 and the echo baseline): BENCH_QUEUE_CLIENT=http for node:http. */
