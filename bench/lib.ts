@@ -1032,6 +1032,29 @@ export function machineInfo(): Record<string, unknown> {
     cpu: cpuModel,
     mem_gib: round(os.totalmem() / 1024 ** 3, 1),
     platform: `${os.platform()} ${os.release()}`,
+    ...cpuIdle(),
+  };
+}
+
+/**
+ * How idle CPUs wait (Linux): the cpuidle driver, and with the `haltpoll` driver of a guest VM
+ * how long an idle vCPU polls before it halts. One-client latencies move ~2× with the poll (a
+ * thread that wakes another pays the halted vCPU's wake-up: docs/PERFORMANCE.md "Idle vCPUs and
+ * the guest's halt polling"), so runs are comparable only at the same setting.
+ */
+function cpuIdle(): { cpuidle_driver?: string; guest_halt_poll_ns?: number } {
+  const read = (file: string) => {
+    try {
+      return fs.readFileSync(file, 'utf8').trim();
+    } catch {
+      return undefined;
+    }
+  };
+  const driver = read('/sys/devices/system/cpu/cpuidle/current_driver');
+  const pollNs = read('/sys/module/haltpoll/parameters/guest_halt_poll_ns');
+  return {
+    ...(driver === undefined ? {} : { cpuidle_driver: driver }),
+    ...(pollNs === undefined ? {} : { guest_halt_poll_ns: Number(pollNs) }),
   };
 }
 
