@@ -89,11 +89,12 @@ export interface ActorCtx extends Queries {
   reply(reqId: number, result: TopicResult, frameNo?: number): void;
   submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void;
   /**
-   * A frame no reply, gate or push waits for (a non-durable lease log): it goes to the WAL with
-   * the worker's next submission or within a few ms, whichever comes first, instead of waking the
-   * WAL thread on its own. Still in frame order with everything the actor submits after it.
+   * A frame no reply, gate or push waits for (a non-durable lease log, a `memory` topic's
+   * append): it goes to the WAL with the worker's next submission or within a few ms, whichever
+   * comes first, instead of waking the WAL thread on its own. Still in frame order with
+   * everything the actor submits after it; `segment`, where it goes once written.
    */
-  submitLazy(frameNo: number, frame: Buffer): void;
+  submitLazy(frameNo: number, frame: Buffer, segment?: SegmentPlacement): void;
   setTimer(timerId: number, atMs: number): void;
   cancelTimer(timerId: number): void;
   readCold(token: number, topicId: number, ranges: ColdRange[]): void;
@@ -189,8 +190,8 @@ export class StepCtx implements ActorCtx {
   submit(frameNo: number, frame: Buffer, durable: boolean, segment?: SegmentPlacement): void {
     this.emit({ k: 'submit', frameNo, frame, durable, segment, lazy: false });
   }
-  submitLazy(frameNo: number, frame: Buffer): void {
-    this.emit({ k: 'submit', frameNo, frame, durable: false, segment: undefined, lazy: true });
+  submitLazy(frameNo: number, frame: Buffer, segment?: SegmentPlacement): void {
+    this.emit({ k: 'submit', frameNo, frame, durable: false, segment, lazy: true });
   }
   setTimer(timerId: number, atMs: number): void {
     this.emit({ k: 'setTimer', timerId, atMs });

@@ -64,9 +64,10 @@ interface ActorFrames {
 }
 
 /**
- * Longest a lazy frame (a lease log nothing waits for) is held for the worker's next submission.
- * A SIGKILL inside it loses the frame, which the lease model allows (a lost lease makes its job
- * claimable again); a claim followed by its ack within it costs the WAL thread one write, not two.
+ * Longest a lazy frame (a lease log or a `memory` append, nothing waits for either) is held for
+ * the worker's next submission. A SIGKILL inside it loses the frame, which both allow (a lost
+ * lease makes its job claimable again; a `memory` topic may lose recent records on a crash); a
+ * claim followed by its ack within it costs the WAL thread one write, not two.
  */
 export const LAZY_FLUSH_MS = 5;
 

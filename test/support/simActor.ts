@@ -16,6 +16,8 @@ export interface SubmittedFrame {
   frame: Buffer;
   durable: boolean;
   segment: SegmentPlacement | undefined;
+  /** Nothing waits for it: the worker may hold it for its next submission. */
+  lazy: boolean;
 }
 
 export class SimActor {
@@ -51,7 +53,7 @@ export class SimActor {
       reply: (e) => void this.replies.set(e.reqId, e.result),
       submit: (e) => {
         if (e.segment) this.writeSegment(e.segment, e.frame);
-        this.frames.push({ frameNo: e.frameNo, frame: e.frame, durable: e.durable, segment: e.segment });
+        this.frames.push({ frameNo: e.frameNo, frame: e.frame, durable: e.durable, segment: e.segment, lazy: e.lazy });
       },
       setTimer: (e) => void this.timers.set(e.timerId, e.atMs),
       cancelTimer: (e) => void this.timers.delete(e.timerId),

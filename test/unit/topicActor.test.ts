@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../support/simActor.js';
 import { defaultConfig } from '../../src/protocol/topicConfig.js';
+import { FrameType } from '../../src/format/constants.js';
 import type { DiffRequest } from '../../src/protocol/messages/rpc.js';
 
 function cfg(durability: 'ephemeral' | 'memory' | 'disk' | 'fsync') {
@@ -81,6 +82,24 @@ test('memory and ephemeral: acked at once once the reservation is durable', () =
     assert.equal(sim.reply(id).status, 200);
     const id2 = sim.append({ records: [{ data: 'b' }] });
     assert.equal(sim.reply(id2).status, 200, `${cls}: ack on enqueue under a durable reservation`);
+  }
+});
+
+test("an append's frame is lazy only where nothing waits for it: a memory topic's", () => {
+  for (const [cls, lazy, durable] of [
+    ['memory', true, false],
+    ['disk', false, false],
+    ['fsync', false, true],
+  ] as const) {
+    const sim = new SimActor();
+    created(sim, cls);
+    const before = sim.frames.length;
+    sim.append({ records: [{ data: 1 }] });
+    const append = sim.frames.slice(before).find((f) => f.frame.readUInt8(8) === FrameType.APPEND);
+    assert.ok(append, `${cls}: an APPEND frame`);
+    assert.equal(append.lazy, lazy, `${cls}: lazy`);
+    assert.equal(append.durable, durable, `${cls}: durable`);
+    assert.ok(append.segment, `${cls}: it still goes to its segment once written`);
   }
 });
 

@@ -201,7 +201,11 @@ function commitBatch(
   let frameNo = 0;
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();
-    ctx.submit(frameNo, batch.frame, cls === 'fsync', activePlacement(inst, batch.frame.length));
+    const placement = activePlacement(inst, batch.frame.length);
+    // A memory append is acked at the step: nothing waits for its frame, which rides with the
+    // worker's next WAL write instead of waking the WAL thread for each append.
+    if (cls === 'memory') ctx.submitLazy(frameNo, batch.frame, placement);
+    else ctx.submit(frameNo, batch.frame, cls === 'fsync', placement);
   } else if (req.forward) {
     // An ephemeral dest keeps no copies across a restart, but its router progress must survive,
     // or the forwarder would copy everything since the router's creation again.
