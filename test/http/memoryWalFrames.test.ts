@@ -6,17 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, killServersAfterFile, startServer, tempDir } from '../helpers/server.js';
-import { assertOk, sleep } from './util.js';
+import { assertOk, sleep, walBatches } from './util.js';
 
 killServersAfterFile();
-
-async function walBatches(c: ReturnType<typeof client>): Promise<number> {
-  const r = await c.get('/v0/metrics');
-  assert.equal(r.status, 200);
-  const line = r.text.split('\n').find((l) => l.startsWith('spool_wal_batches_total '));
-  assert.ok(line, 'spool_wal_batches_total in /v0/metrics');
-  return Number(line.split(' ')[1]);
-}
 
 test('serial appends to a memory topic share WAL writes', async () => {
   const srv = await startServer();

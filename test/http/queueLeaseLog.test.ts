@@ -5,18 +5,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, killServersAfterFile, startServer, tempDir } from '../helpers/server.js';
-import { assertOk, sleep } from './util.js';
-import { appendJobs, mkQueue, type Api } from './queueUtil.js';
+import { assertOk, sleep, walBatches } from './util.js';
+import { appendJobs, mkQueue } from './queueUtil.js';
 
 killServersAfterFile();
-
-async function walBatches(c: Api): Promise<number> {
-  const r = await c.get('/v0/metrics');
-  assert.equal(r.status, 200);
-  const line = r.text.split('\n').find((l) => l.startsWith('spool_wal_batches_total '));
-  assert.ok(line, 'spool_wal_batches_total in /v0/metrics');
-  return Number(line.split(' ')[1]);
-}
 
 test('claim 1 + ack pairs cost one WAL write each, not two', async () => {
   const srv = await startServer();

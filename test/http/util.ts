@@ -233,3 +233,12 @@ export function rawDataTexts(text: string): string[] {
   }
   return out;
 }
+
+/** WAL writes so far (`spool_wal_batches_total` in /v0/metrics): what a test counts around a run of requests. */
+export async function walBatches(c: { get(p: string): Promise<Resp> }): Promise<number> {
+  const r = await c.get('/v0/metrics');
+  assert.equal(r.status, 200);
+  const line = r.text.split('\n').find((l) => l.startsWith('spool_wal_batches_total '));
+  assert.ok(line, 'spool_wal_batches_total in /v0/metrics');
+  return Number(line.split(' ')[1]);
+}
