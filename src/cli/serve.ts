@@ -13,9 +13,7 @@ import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.j
 import { DataDirLockedError } from '../storage/lock.js';
 import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
-import type { buildServer as BuildServerFn } from '../http/server.js';
-
-type BuildServer = typeof BuildServerFn;
+import type { FrontEnd } from '../http/server.js';
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
 let logger: Logger = createLogger('info');
@@ -71,7 +69,8 @@ export async function serve(): Promise<void> {
     process.exit(1);
   });
   const { buildServer } = await import('../http/server.js');
-  const { app, hub, work, metrics, slots } = await buildServer(sup, keys, logger);
+  const front = await buildServer(sup, keys, logger);
+  const { app } = front;
   if (keys.enabled) logger.info({ api_keys: keys.keys.length }, `auth enabled, ${keys.keys.length} API key(s)`);
   await app.listen({ host: settings.host, port: settings.port }).catch((err: unknown) => {
     throw bindRefusal(err, settings.host, settings.port) ?? err;
@@ -81,7 +80,7 @@ export async function serve(): Promise<void> {
   if (settings.portFile) writePortFile(settings.portFile, port);
   logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
 
-  const shutdown = drainer(settings, sup, { app, hub, work, metrics, slots });
+  const shutdown = drainer(settings, sup, front);
   process.off('SIGTERM', earlyTerm);
   process.off('SIGINT', earlyInt);
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -92,16 +91,13 @@ export async function serve(): Promise<void> {
   await recovered;
 }
 
-/** What the drain closes, in order, besides the supervisor. */
-type Front = Pick<Awaited<ReturnType<BuildServer>>, 'app' | 'hub' | 'work' | 'metrics' | 'slots'>;
-
 /**
  * The drain on SIGTERM/SIGINT (docs/ARCHITECTURE.md "Startup and shutdown"): the listener
  * closes, parked long-polls are answered, watch streams get their terminal frame, `/work` leases
  * go back, running requests finish, then the WAL is flushed and the final checkpoint written;
  * past the grace the process exits 1 naming the step it was in. A second signal does nothing.
  */
-function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics, slots }: Front): (signal: string) => Promise<void> {
+function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics, slots }: FrontEnd): (signal: string) => Promise<void> {
   let stopping = false;
   return async (signal: string) => {
     if (stopping) return;

@@ -35,11 +35,21 @@ import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from './pressureWiring.js';
 import { registerStageClock } from './stageHooks.js';
 
+/** The HTTP front end as buildServer makes it: what start-up listens on and the drain closes. */
+export interface FrontEnd {
+  app: FastifyInstance;
+  metrics: Metrics;
+  hub: WatchHub;
+  work: WorkRegistry;
+  slots: SseSlots;
+  admission: Admission;
+}
+
 export async function buildServer(
   sup: Supervisor,
   keys: KeyRing = KeyRing.parse(undefined),
   logger?: FastifyBaseLogger,
-): Promise<{ app: FastifyInstance; metrics: Metrics; hub: WatchHub; work: WorkRegistry; slots: SseSlots; admission: Admission }> {
+): Promise<FrontEnd> {
   const s = sup.settings;
   const { monitor, gate, book } = pressureParts(sup);
   const admission = new Admission(
