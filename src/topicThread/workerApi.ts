@@ -15,6 +15,7 @@ import { serveRequests } from '../protocol/requestServer.js';
 import type { Clock } from '../core/clock.js';
 import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../protocol/messages/rpc.js';
 import { ActorHost } from './host.js';
+import type { HostOptions } from './options.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
 import { PACK_NO_SLOT, STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
@@ -90,9 +91,20 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
   );
 }
 
-export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, log: (msg: string) => void) {
-  const counters = new Int32Array(data.counters);
-  if (data.stageClockOriginNs !== undefined) startStageClock(data.stageClockOriginNs);
+/** What a worker runs, wired once by startWorker. */
+interface WorkerParts {
+  counters: Int32Array;
+  segments: SegmentStore;
+  /** The host's options; the boot epoch and seed are filled in when recovery finishes. */
+  hostOpts: HostOptions;
+  trace: TraceWriter | undefined;
+  host: ActorHost;
+  replayed: Promise<unknown>;
+  stopGauges: () => void;
+}
+
+/** The worker's segment store over its pack store; a write failure other than space stops writes. */
+function openStores(data: WorkerThreadData, fsx: Fs, counters: Int32Array, log: (msg: string) => void): SegmentStore {
   const onFatal = (err: Error) => {
     // A segment or pack write failed for another reason than space: writes stop until a restart.
     if (Atomics.exchange(counters, STORAGE_STATE_SLOT, StorageState.FAILED) !== StorageState.FAILED) {
@@ -113,8 +125,12 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     },
     onFatal,
   );
-  const segments = new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs, data.segmentWriteDelayMs, spaceWaits);
-  const hostOpts = {
+  return new SegmentStore(fsx, data.dataDir, onFatal, data.segmentOpenFiles, packs, data.segmentWriteDelayMs, spaceWaits);
+}
+
+/** The host's options from the thread's data (the boot epoch and seed are set when recovery finishes). */
+function hostOptionsOf(data: WorkerThreadData, counters: Int32Array): HostOptions {
+  return {
     workerIndex: data.workerIndex,
     workers: data.workers,
     bootEpoch: 0,
@@ -131,6 +147,14 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     topicsAwakeMax: data.topicsAwakeMax,
     walInflightBytes: data.walInflightBytes,
   };
+}
+
+/** Wires a worker: its stores, its ActorHost, the request channel and the gauge sampler. */
+function startWorker(data: WorkerThreadData, fsx: Fs, clock: Clock, log: (msg: string) => void): WorkerParts {
+  const counters = new Int32Array(data.counters);
+  if (data.stageClockOriginNs !== undefined) startStageClock(data.stageClockOriginNs);
+  const segments = openStores(data, fsx, counters, log);
+  const hostOpts = hostOptionsOf(data, counters);
   const trace = traceWriterFor(data);
   const gauges = new Float64Array(data.gauges);
   const host = new ActorHost({
@@ -150,7 +174,6 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
         ? () => (totalLiveBytes(gauges, data.workers) >= data.maxTotalBytes ? totalBytesReached(data.maxTotalBytes) : undefined)
         : undefined,
   });
-  const replayed = host.recovery.replayed;
   const requests = serveRequests(data.requestPort, (req, id, answer) => host.requestTo(req, id, answer));
   host.wal.beforeSubmit = requests.flush;
   host.events.attach(requests.event);
@@ -159,151 +182,180 @@ export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, l
     walQueuedBytes: () => host.wal.inflightBytes,
   });
 
-  return {
-    list(prefix: string, after: string, limit: number): TopicSummary[] {
-      return host.listings.list(prefix, after, limit);
-    },
-    touch(names: string[]): TopicSummary[] {
-      return host.listings.touch(names);
-    },
-    watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
-      return host.listings.watermarks(names);
-    },
-    /** Metrics figures: totals, the first `firstMax` topics by name, every router. */
-    stats(firstMax: number): WorkerStats {
-      return host.listings.stats(firstMax);
-    },
-    /** Topics with a non-zero effective priority (after a restart: the manual ones). */
-    priorities(): [string, number][] {
-      return host.listings.priorities();
-    },
-    /**
-     * Recovery step 3 from a v2 snapshot: this worker's section (moved here), every pack file's
-     * name, the snapshot's boot epoch. (The WAL thread has the section's topic ids from main.)
-     */
-    async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number): Promise<void> {
-      await host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch);
-    },
-    /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
-    loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {
-      return host.loadSnapshot(parts, packNames, snapshotEpoch);
-    },
-    /** Snapshot topics indexed so far (polled by the supervisor while recovering). */
-    snapshotTopicsLoaded(): number {
-      return host.recovery.snapshotTopicsLoaded;
-    },
-    async awaitReplay(): Promise<void> {
-      await replayed;
-    },
-    finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): { topics: number; appends: number; liveDirIds: number[] } {
-      hostOpts.bootEpoch = bootEpoch;
-      hostOpts.bootSeed = bootSeed;
-      return host.finishRecovery(dirIds);
-    },
-    /** The server is recovered and its WAL started: peer requests flow from now on. */
-    serve(): void {
-      host.serve();
-    },
-    async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
-      host.inputsSinceCheckpoint = 0; // what comes from here on is for the next checkpoint
-      try {
-        // The pieces the section writer allocated move to main; kept lines (shared memory) are shared.
-        const { section, transfer: own, crc, topics, deadPacks } = await host.checkpoints.prepare(markId, final);
-        return transfer({ ok: true, section, crc, topics, deadPacks }, own);
-      } catch (err) {
-        // A full disk only postpones the checkpoint; anything else stops writes (main decides).
-        return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };
-      }
-    },
-    /** No actor took an input since the last checkpoint began (a timed one may be skipped). */
-    quietSinceCheckpoint(): boolean {
-      // Compacted copies waiting for a checkpoint are something to record (its commit swaps them).
-      return host.inputsSinceCheckpoint === 0 && !host.compaction.busy;
-    },
-    /** The snapshot of `markId` is durable and main unlinked `removedPacks`. */
-    checkpointCommitted(markId: number, removedPacks: string[] = []): Promise<number> {
-      return host.checkpoints.committed(markId, removedPacks);
-    },
-    /**
-     * Copies every sealed segment whose live share is below `livePercent` now, unpaced (tests and
-     * tools); the next checkpoint swaps them in. Returns how many copies wait for it.
-     */
-    compactNow(livePercent: number): Promise<number> {
-      return host.compaction.compactNow(livePercent);
-    },
-    /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
-    watchInterest(topics: string[], delta: 1 | -1): void {
-      host.events.setInterest(topics, delta);
-    },
-    /**
-     * For tests and audits, O(topics): actors held, those with a live topic, and the running
-     * total of live bytes next to the same figure summed over every actor (they must agree);
-     * blocks of kept checkpoint lines that a fresh encoding would not give (must be 0).
-     */
-    audit(): {
-      actors: number;
-      live: number;
-      leaseKept: number;
-      sleeping: number;
-      sleepingOwnFiles: number;
-      liveBytes: number;
-      liveBytesSummed: number;
-      staleKeptLines: number;
-    } {
-      return {
-        actors: host.actorCount,
-        live: host.listings.liveActorCount(),
-        leaseKept: host.listings.leaseKeptActorCount(),
-        sleeping: host.dormancy.sleepingCount,
-        sleepingOwnFiles: host.dormancy.sleeping.ownFilesCount(),
-        liveBytes: host.liveBytes(),
-        liveBytesSummed: host.listings.liveBytesSummed(),
-        staleKeptLines: host.checkpoints.lines.audit(),
-      };
-    },
-    /** Puts every topic that may sleep now to sleep, however recently used (tests and tools); returns how many. */
-    sleepQuietTopics(): number {
-      return host.dormancy.sweep(true);
-    },
-    /** What the sweep's timer does about TTL (dormancy.ts wakeDue), at once (tests); returns how many woke. */
-    wakeDueTopics(): Promise<number> {
-      return host.dormancy.wakeDue();
-    },
-    /** This thread's CPU time in µs (the stage clock's per-thread CPU; debug). */
-    threadCpuUs(): number | undefined {
-      return threadCpuUs();
-    },
-    releaseLongPolls(): void {
-      host.releaseLongPolls();
-    },
-    async drain(): Promise<DrainResult> {
-      try {
-        // Frames queued for the WAL wait for space once the disk is full: stop waiting for them then.
-        const full = () => storageStateOf(counters) === StorageState.FULL;
-        let poll: NodeJS.Timeout | undefined;
-        const filled = new Promise<void>((r) => (poll = setInterval(() => full() && r(), 50)));
-        await Promise.race([host.wal.whenIdle(), filled]).finally(() => clearInterval(poll));
-        if (full()) return { complete: false, why: 'the disk is full' };
-        await segments.flushAll();
-        return { complete: true };
-      } catch (err) {
-        if (isDiskFull(err as Error)) return { complete: false, why: `the disk is full (${(err as Error).message})` };
-        throw err;
-      } finally {
-        await trace?.close();
-      }
-    },
-    /**
-     * Clears every timer of this worker (actor timers, segment retries) and does nothing else,
-     * no I/O. A real thread is simply terminated; an in-process host abandoning its world after
-     * a simulated crash calls this so nothing of the old world runs on.
-     */
-    stop(): void {
-      stopGauges();
-      host.stop();
-      segments.stop();
-    },
-  };
+  return { counters, segments, hostOpts, trace, host, replayed: host.recovery.replayed, stopGauges };
 }
 
-export type WorkerApi = ReturnType<typeof createWorkerApi>;
+/** The control calls main makes over Comlink (one method each; topic requests take the request channel). */
+export class WorkerApi {
+  constructor(private readonly w: WorkerParts) {}
+
+  list(prefix: string, after: string, limit: number): TopicSummary[] {
+    return this.w.host.listings.list(prefix, after, limit);
+  }
+
+  touch(names: string[]): TopicSummary[] {
+    return this.w.host.listings.touch(names);
+  }
+
+  watermarks(names: string[]): ({ head: number; earliest: number } | null)[] {
+    return this.w.host.listings.watermarks(names);
+  }
+
+  /** Metrics figures: totals, the first `firstMax` topics by name, every router. */
+  stats(firstMax: number): WorkerStats {
+    return this.w.host.listings.stats(firstMax);
+  }
+
+  /** Topics with a non-zero effective priority (after a restart: the manual ones). */
+  priorities(): [string, number][] {
+    return this.w.host.listings.priorities();
+  }
+
+  /**
+   * Recovery step 3 from a v2 snapshot: this worker's section (moved here), every pack file's
+   * name, the snapshot's boot epoch. (The WAL thread has the section's topic ids from main.)
+   */
+  async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number): Promise<void> {
+    await this.w.host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch);
+  }
+
+  /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
+  loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {
+    return this.w.host.loadSnapshot(parts, packNames, snapshotEpoch);
+  }
+
+  /** Snapshot topics indexed so far (polled by the supervisor while recovering). */
+  snapshotTopicsLoaded(): number {
+    return this.w.host.recovery.snapshotTopicsLoaded;
+  }
+
+  async awaitReplay(): Promise<void> {
+    await this.w.replayed;
+  }
+
+  finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): { topics: number; appends: number; liveDirIds: number[] } {
+    this.w.hostOpts.bootEpoch = bootEpoch;
+    this.w.hostOpts.bootSeed = bootSeed;
+    return this.w.host.finishRecovery(dirIds);
+  }
+
+  /** The server is recovered and its WAL started: peer requests flow from now on. */
+  serve(): void {
+    this.w.host.serve();
+  }
+
+  async checkpointPrepare(markId: number, final: boolean): Promise<CheckpointParts> {
+    this.w.host.inputsSinceCheckpoint = 0; // what comes from here on is for the next checkpoint
+    try {
+      // The pieces the section writer allocated move to main; kept lines (shared memory) are shared.
+      const { section, transfer: own, crc, topics, deadPacks } = await this.w.host.checkpoints.prepare(markId, final);
+      return transfer({ ok: true, section, crc, topics, deadPacks }, own);
+    } catch (err) {
+      // A full disk only postpones the checkpoint; anything else stops writes (main decides).
+      return { ok: false, diskFull: isDiskFull(err), message: (err as Error).message };
+    }
+  }
+
+  /** No actor took an input since the last checkpoint began (a timed one may be skipped). */
+  quietSinceCheckpoint(): boolean {
+    // Compacted copies waiting for a checkpoint are something to record (its commit swaps them).
+    return this.w.host.inputsSinceCheckpoint === 0 && !this.w.host.compaction.busy;
+  }
+
+  /** The snapshot of `markId` is durable and main unlinked `removedPacks`. */
+  checkpointCommitted(markId: number, removedPacks: string[] = []): Promise<number> {
+    return this.w.host.checkpoints.committed(markId, removedPacks);
+  }
+
+  /**
+   * Copies every sealed segment whose live share is below `livePercent` now, unpaced (tests and
+   * tools); the next checkpoint swaps them in. Returns how many copies wait for it.
+   */
+  compactNow(livePercent: number): Promise<number> {
+    return this.w.host.compaction.compactNow(livePercent);
+  }
+
+  /** Main opened (+1) or closed (-1) a watch stream on these topics of this worker. */
+  watchInterest(topics: string[], delta: 1 | -1): void {
+    this.w.host.events.setInterest(topics, delta);
+  }
+
+  /**
+   * For tests and audits, O(topics): actors held, those with a live topic, and the running
+   * total of live bytes next to the same figure summed over every actor (they must agree);
+   * blocks of kept checkpoint lines that a fresh encoding would not give (must be 0).
+   */
+  audit(): {
+    actors: number;
+    live: number;
+    leaseKept: number;
+    sleeping: number;
+    sleepingOwnFiles: number;
+    liveBytes: number;
+    liveBytesSummed: number;
+    staleKeptLines: number;
+  } {
+    return {
+      actors: this.w.host.actorCount,
+      live: this.w.host.listings.liveActorCount(),
+      leaseKept: this.w.host.listings.leaseKeptActorCount(),
+      sleeping: this.w.host.dormancy.sleepingCount,
+      sleepingOwnFiles: this.w.host.dormancy.sleeping.ownFilesCount(),
+      liveBytes: this.w.host.liveBytes(),
+      liveBytesSummed: this.w.host.listings.liveBytesSummed(),
+      staleKeptLines: this.w.host.checkpoints.lines.audit(),
+    };
+  }
+
+  /** Puts every topic that may sleep now to sleep, however recently used (tests and tools); returns how many. */
+  sleepQuietTopics(): number {
+    return this.w.host.dormancy.sweep(true);
+  }
+
+  /** What the sweep's timer does about TTL (dormancy.ts wakeDue), at once (tests); returns how many woke. */
+  wakeDueTopics(): Promise<number> {
+    return this.w.host.dormancy.wakeDue();
+  }
+
+  /** This thread's CPU time in µs (the stage clock's per-thread CPU; debug). */
+  threadCpuUs(): number | undefined {
+    return threadCpuUs();
+  }
+
+  releaseLongPolls(): void {
+    this.w.host.releaseLongPolls();
+  }
+
+  async drain(): Promise<DrainResult> {
+    try {
+      // Frames queued for the WAL wait for space once the disk is full: stop waiting for them then.
+      const full = () => storageStateOf(this.w.counters) === StorageState.FULL;
+      let poll: NodeJS.Timeout | undefined;
+      const filled = new Promise<void>((r) => (poll = setInterval(() => full() && r(), 50)));
+      await Promise.race([this.w.host.wal.whenIdle(), filled]).finally(() => clearInterval(poll));
+      if (full()) return { complete: false, why: 'the disk is full' };
+      await this.w.segments.flushAll();
+      return { complete: true };
+    } catch (err) {
+      if (isDiskFull(err as Error)) return { complete: false, why: `the disk is full (${(err as Error).message})` };
+      throw err;
+    } finally {
+      await this.w.trace?.close();
+    }
+  }
+
+  /**
+   * Clears every timer of this worker (actor timers, segment retries) and does nothing else,
+   * no I/O. A real thread is simply terminated; an in-process host abandoning its world after
+   * a simulated crash calls this so nothing of the old world runs on.
+   */
+  stop(): void {
+    this.w.stopGauges();
+    this.w.host.stop();
+    this.w.segments.stop();
+  }
+}
+
+export function createWorkerApi(data: WorkerThreadData, fsx: Fs, clock: Clock, log: (msg: string) => void): WorkerApi {
+  return new WorkerApi(startWorker(data, fsx, clock, log));
+}
