@@ -14,7 +14,6 @@ import { DataDirLockedError } from '../storage/lock.js';
 import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
 import type { FrontEnd } from '../http/server.js';
-import { HeapFloor, watchHeapStorms } from '../http/heapFloor.js';
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
 let logger: Logger = createLogger('info');
@@ -80,10 +79,6 @@ export async function serve(): Promise<void> {
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;
   if (settings.portFile) writePortFile(settings.portFile, port);
   logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
-  watchHeapStorms(new HeapFloor(), (bytes) => {
-    front.metrics.heapFloorBytes = bytes;
-    logger.info({ heap_floor_bytes: bytes }, "the HTTP thread's heap was marked over and over: raised its floor");
-  });
 
   const shutdown = drainer(settings, sup, front);
   process.off('SIGTERM', earlyTerm);

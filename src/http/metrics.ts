@@ -82,8 +82,6 @@ export class Metrics {
   readonly diffLatency: LabeledHistogram;
   /** Long-polls (diffs with wait_ms) sent to their worker and not yet answered; the diff route counts them. */
   longPollsWaiting = 0;
-  /** The HTTP thread's heap floor once raised (heapFloor.ts), else 0. */
-  heapFloorBytes = 0;
   readonly watchLatency: client.Histogram<string>;
   private readonly routerMetrics: RouterMetrics;
   /** More top-level keys of the JSON form, computed per scrape (e.g. `pressure`). */
@@ -130,10 +128,6 @@ export class Metrics {
     gauge('spool_sse_connections', 'Open watch and /work streams.');
     gauge('spool_long_polls_waiting', 'Diffs with wait_ms not answered yet (parked, or on their way to or from their worker).');
     gauge('spool_watch_sessions', 'Watch sessions in the registry.');
-    gauge(
-      'spool_http_heap_floor_bytes',
-      'Doubles the HTTP thread holds so V8 stops marking its heap over and over under load (docs/ARCHITECTURE.md "The HTTP thread\'s heap"); 0 until needed.',
-    );
     gauge('spool_ready', '1 when ready, else 0.');
     gauge(
       'spool_storage_state',
@@ -259,7 +253,6 @@ export class Metrics {
     g.spool_sse_connections!.set(this.sse.open);
     g.spool_long_polls_waiting!.set(this.longPollsWaiting);
     g.spool_watch_sessions!.set(this.hub.registry.size);
-    g.spool_http_heap_floor_bytes!.set(this.heapFloorBytes);
     g.spool_ready!.set(this.sup.lifecycle === 'ready' ? 1 : 0);
     g.spool_storage_state!.set(this.sup.storageState);
     g.spool_storage_writable!.set(this.sup.storageState === 0 ? 1 : 0);

@@ -141,7 +141,6 @@ describe('metrics', () => {
     'spool_queue_leases_in_flight',
     'spool_sse_connections',
     'spool_watch_sessions',
-    'spool_http_heap_floor_bytes',
     'spool_ready',
     'spool_recovery_progress',
     'spool_uptime_seconds',
@@ -207,7 +206,6 @@ describe('metrics', () => {
     assert.equal(one(samples, 'spool_routers'), 0);
     assert.equal(one(samples, 'spool_sse_connections'), 0);
     assert.equal(one(samples, 'spool_watch_sessions'), 0);
-    assert.equal(one(samples, 'spool_http_heap_floor_bytes'), 0, 'a server at rest holds no heap floor');
     assert.ok(one(samples, 'spool_wal_frames_total') >= 1, 'WAL frames after appends');
     assert.ok(one(samples, 'spool_wal_batches_total') >= 1);
     assert.ok(one(samples, 'spool_wal_bytes_written_total') > 0);
