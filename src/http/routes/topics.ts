@@ -21,6 +21,17 @@ import { IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE } from '../
 const WAIT_MS_MAX = 30_000;
 
 export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
+  putTopicRoute(app, sup, admission);
+  topicStateRoute(app, sup);
+  deleteTopicRoute(app, sup, admission);
+  appendRoute(app, sup, metrics, admission);
+  diffRoute(app, sup, metrics);
+  deleteRecordsRoute(app, sup);
+  listTopicsRoute(app, sup, admission);
+}
+
+/** PUT /v0/topics/:topic: create, or change the config of, a topic. */
+function putTopicRoute(app: FastifyInstance, sup: Supervisor, admission: Admission): void {
   app.put(
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
@@ -43,7 +54,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendResult(req, reply, r);
     }),
   );
+}
 
+/** GET /v0/topics/:topic: the topic's state. */
+function topicStateRoute(app: FastifyInstance, sup: Supervisor): void {
   app.get(
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
@@ -52,7 +66,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendResult(req, reply, await sup.workerFor(topic).request({ op: 'state', topic, touch: queryBool(req, 'touch', true) }));
     }),
   );
+}
 
+/** DELETE /v0/topics/:topic: the topic, and the routers naming it. */
+function deleteTopicRoute(app: FastifyInstance, sup: Supervisor, admission: Admission): void {
   app.delete(
     '/v0/topics/:topic',
     withHttpErrors(async (req, reply) => {
@@ -66,7 +83,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendResult(req, reply, r);
     }),
   );
+}
 
+/** POST /v0/topics/:topic: an append; the body goes to the worker unparsed. */
+function appendRoute(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   app.post(
     '/v0/topics/:topic',
     { compress: false },
@@ -92,7 +112,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       return sendResult(req, reply, result);
     }),
   );
+}
 
+/** POST /v0/topics/:topic/diff: a read from a cursor, or a long-poll. */
+function diffRoute(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
   // A callback handler, not an async one: a long-poll parks here for up to wait_ms, and while it
   // waits it holds only the result callback, no suspended async frames (docs/PERFORMANCE.md
   // "Long-poll fan-out and live delivery"). Fastify waits for reply.send when a handler returns undefined.
@@ -117,7 +140,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       (poll ? poll.post(diff) : worker.request(diff)).then(answer, failed);
     }, failed);
   });
+}
 
+/** POST /v0/topics/:topic/delete: records by seq and/or match. */
+function deleteRecordsRoute(app: FastifyInstance, sup: Supervisor): void {
   app.post(
     '/v0/topics/:topic/delete',
     withHttpErrors(async (req, reply) => {
@@ -135,7 +161,10 @@ export function topicRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
       );
     }),
   );
+}
 
+/** GET /v0/topics: a page of the topics the key may see. */
+function listTopicsRoute(app: FastifyInstance, sup: Supervisor, admission: Admission): void {
   app.get(
     '/v0/topics',
     withHttpErrors(async (req, reply) => {
