@@ -45,38 +45,72 @@ interface Watermark {
   from?: number;
 }
 
+/** Head and earliest of each named topic, one rpc per worker; null for an absent topic. */
+async function watermarks(sup: Supervisor, names: string[]): Promise<Map<string, Watermark | null>> {
+  const groups = sup.namesByWorker(names);
+  const answers = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
+  const out = new Map<string, Watermark | null>();
+  groups.forEach((g, i) => g.forEach((name, j) => out.set(name, answers[i]![j] ?? null)));
+  return out;
+}
+
+/**
+ * The topics that start from a time (`from_ts`, not overridden by the cursor), resolved once
+ * into a seq cursor by their actors; null for a topic absent by then.
+ */
+async function seeks(
+  sup: Supervisor,
+  b: WatchBody,
+  marks: Map<string, Watermark | null>,
+  cursor: Map<string, number> | undefined,
+): Promise<Map<string, Watermark | null>> {
+  const timed = [...marks.keys()].filter((n) => marks.get(n) && b.topics[n]!.from_ts !== undefined && !cursor?.has(n));
+  const answers = await Promise.all(timed.map((n) => sup.workerFor(n).request({ op: 'seek', topic: n, tsMs: b.topics[n]!.from_ts! })));
+  const out = new Map<string, Watermark | null>();
+  timed.forEach((n, i) => {
+    const r = answers[i]!;
+    if (r.ok && r.seek) out.set(n, { from: r.seek.fromSeq, head: r.seek.head, earliest: r.seek.earliest });
+    else if (!r.ok && r.code === 'topic_not_found') out.set(n, null);
+    else
+      throw new HttpError(r.ok ? 'internal' : r.code, r.ok ? 'a seek answered without a cursor' : r.message, r.ok ? undefined : r.detail);
+  });
+  return out;
+}
+
+/** Where each topic's stream starts, and the session's echo of it; `missing`: the first topic absent (not lenient). */
+function sessionStarts(
+  b: WatchBody,
+  names: string[],
+  marks: Map<string, Watermark | null>,
+  timed: Map<string, Watermark | null>,
+  cursor: Map<string, number> | undefined,
+  lenient: boolean,
+): { start: Map<string, number>; topics: Record<string, { from_seq: number; head_seq: number; earliest_seq: number }>; missing?: string } {
+  const start = new Map<string, number>();
+  const topics: Record<string, { from_seq: number; head_seq: number; earliest_seq: number }> = {};
+  for (const name of names) {
+    const m = timed.has(name) ? timed.get(name) : marks.get(name);
+    if (!m) {
+      if (lenient) continue;
+      return { start, topics, missing: name };
+    }
+    const t = b.topics[name]!;
+    // docs/API.md "POST /v0/watch": the cursor's seq overrides from_seq, tail and from_ts; tail starts at the head now;
+    // from_ts at the cursor its actor resolved it to.
+    const from = cursor?.get(name) ?? m.from ?? (t.tail ? m.head : (t.from_seq ?? 0));
+    start.set(name, from);
+    topics[name] = { from_seq: from, head_seq: m.head, earliest_seq: m.earliest };
+  }
+  return { start, topics };
+}
+
 export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub, admission: Admission): void {
-  /** Head and earliest of each named topic, one rpc per worker; null for an absent topic. */
-  async function watermarks(names: string[]): Promise<Map<string, Watermark | null>> {
-    const groups = sup.namesByWorker(names);
-    const answers = await Promise.all(sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))));
-    const out = new Map<string, Watermark | null>();
-    groups.forEach((g, i) => g.forEach((name, j) => out.set(name, answers[i]![j] ?? null)));
-    return out;
-  }
+  createSessionRoute(app, sup, hub, admission);
+  streamRoute(app, hub, admission);
+}
 
-  /**
-   * The topics that start from a time (`from_ts`, not overridden by the cursor), resolved once
-   * into a seq cursor by their actors; null for a topic absent by then.
-   */
-  async function seeks(
-    b: WatchBody,
-    marks: Map<string, Watermark | null>,
-    cursor: Map<string, number> | undefined,
-  ): Promise<Map<string, Watermark | null>> {
-    const timed = [...marks.keys()].filter((n) => marks.get(n) && b.topics[n]!.from_ts !== undefined && !cursor?.has(n));
-    const answers = await Promise.all(timed.map((n) => sup.workerFor(n).request({ op: 'seek', topic: n, tsMs: b.topics[n]!.from_ts! })));
-    const out = new Map<string, Watermark | null>();
-    timed.forEach((n, i) => {
-      const r = answers[i]!;
-      if (r.ok && r.seek) out.set(n, { from: r.seek.fromSeq, head: r.seek.head, earliest: r.seek.earliest });
-      else if (!r.ok && r.code === 'topic_not_found') out.set(n, null);
-      else
-        throw new HttpError(r.ok ? 'internal' : r.code, r.ok ? 'a seek answered without a cursor' : r.message, r.ok ? undefined : r.detail);
-    });
-    return out;
-  }
-
+/** POST /v0/watch: a session over the named topics, each from its start. */
+function createSessionRoute(app: FastifyInstance, sup: Supervisor, hub: WatchHub, admission: Admission): void {
   app.post(
     '/v0/watch',
     withHttpErrors(async (req, reply) => {
@@ -95,24 +129,11 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
         if (!cursor) throw new HttpError('invalid_request', 'cursor is not a base64url JSON map of topic to seq', { field: 'cursor' });
       }
       const opts = watchOptions(b, sup.settings.maxLimit);
-      const marks = await watermarks(names);
-      const timed = await seeks(b, marks, cursor);
-      const lenient = queryBool(req, 'lenient', false);
-      const start = new Map<string, number>();
-      const topics: Record<string, { from_seq: number; head_seq: number; earliest_seq: number }> = {};
-      for (const name of names) {
-        const m = timed.has(name) ? timed.get(name) : marks.get(name);
-        if (!m) {
-          if (lenient) continue;
-          return sendError(req, reply, fail('topic_not_found', `topic ${name} does not exist`, { topic: name }));
-        }
-        const t = b.topics[name]!;
-        // docs/API.md "POST /v0/watch": the cursor's seq overrides from_seq, tail and from_ts; tail starts at the head now;
-        // from_ts at the cursor its actor resolved it to.
-        const from = cursor?.get(name) ?? m.from ?? (t.tail ? m.head : (t.from_seq ?? 0));
-        start.set(name, from);
-        topics[name] = { from_seq: from, head_seq: m.head, earliest_seq: m.earliest };
-      }
+      const marks = await watermarks(sup, names);
+      const timed = await seeks(sup, b, marks, cursor);
+      const { start, topics, missing } = sessionStarts(b, names, marks, timed, cursor, queryBool(req, 'lenient', false));
+      if (missing !== undefined)
+        return sendError(req, reply, fail('topic_not_found', `topic ${missing} does not exist`, { topic: missing }));
       if (start.size === 0) return sendError(req, reply, fail('topic_not_found', `none of the named topics exists`, { topic: names[0] }));
       const session = hub.registry.create(opts, start, req.apiKey?.id);
       if (session) for (const name of start.keys()) admission.pressure.book.consumed(name, admission.pressure.now());
@@ -131,7 +152,10 @@ export function watchRoutes(app: FastifyInstance, sup: Supervisor, hub: WatchHub
       });
     }),
   );
+}
 
+/** GET /v0/watch/:wid: the session's stream (Server-Sent Events). */
+function streamRoute(app: FastifyInstance, hub: WatchHub, admission: Admission): void {
   app.get(
     '/v0/watch/:wid',
     { exposeHeadRoute: false }, // a HEAD would open a stream it can never send: 405
