@@ -66,6 +66,52 @@ function liveRatio(t: StatsTotals): number {
   return t.compactStoredBytes > 0 ? Math.round((t.compactLiveBytes / t.compactStoredBytes) * 1000) / 1000 : 1;
 }
 
+/** The gauges, set per scrape from the workers' figures and main's own counts. */
+const GAUGES: readonly (readonly [name: string, help: string, labelNames?: readonly string[]])[] = [
+  ['spool_topics', 'Live topics.'],
+  ['spool_topics_by_class', 'Topics per durability class.', ['class']],
+  ['spool_routers', 'Routers.'],
+  ['spool_records_live', 'Live records, all topics.'],
+  ['spool_bytes_live', 'Live payload bytes, all topics.'],
+  ['spool_queue_topics', 'Topics of type queue.'],
+  ['spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending.'],
+  ['spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request.'],
+  [
+    'spool_compaction_live_ratio',
+    "Live share of the sealed segments compaction's last look covered (topics with dead records; 1 when none).",
+  ],
+  [
+    'spool_checkpoint_kept_bytes',
+    "Memory holding sleeping topics' snapshot lines between checkpoints (re-encoded only when their block of rows changes).",
+  ],
+  ['spool_queue_leases_in_flight', 'Active leases, all queues.'],
+  ['spool_sse_connections', 'Open watch and /work streams.'],
+  ['spool_long_polls_waiting', 'Diffs with wait_ms not answered yet (parked, or on their way to or from their worker).'],
+  ['spool_watch_sessions', 'Watch sessions in the registry.'],
+  ['spool_ready', '1 when ready, else 0.'],
+  [
+    'spool_storage_state',
+    'Storage: 0 ok, 1 disk full (writes refused with 429 disk_space until space returns), 2 failed (a write or fsync failed; writes refused until a restart).',
+  ],
+  ['spool_storage_writable', '1 when writes are accepted (storage ok), else 0.'],
+  ['spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.'],
+  ['spool_uptime_seconds', 'Process uptime in seconds.'],
+  ['spool_topic_head_seq', 'Head seq of each topic.', ['topic']],
+  ['spool_topic_earliest_seq', 'Earliest live seq of each topic.', ['topic']],
+  ['spool_topic_records_live', 'Live records of each topic.', ['topic']],
+  ['spool_topic_bytes_live', 'Live payload bytes of each topic.', ['topic']],
+  ['spool_topic_queue_ready', 'Claimable jobs of each queue topic.', ['topic']],
+  ['spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']],
+  [
+    'spool_topic_queue_oldest_ready_age_seconds',
+    'Age in seconds (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.',
+    ['topic'],
+  ],
+  ['spool_topic_watch_lag', 'Largest lag (head − cursor, in seqs) of the open watch streams following each topic.', ['topic']],
+  ['spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.'],
+  ['spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.'],
+];
+
 export class Metrics {
   readonly registry = new client.Registry();
   private readonly started = Date.now();
@@ -93,17 +139,9 @@ export class Metrics {
     /** Open SSE streams, watch and `/work`. */
     private readonly sse: { readonly open: number },
   ) {
-    const gauge = (name: string, help: string, labelNames: string[] = []) => {
-      this.g[name] = new client.Gauge({ name, help, labelNames, registers: [this.registry] });
-    };
-    gauge('spool_topics', 'Live topics.');
-    gauge('spool_topics_by_class', 'Topics per durability class.', ['class']);
-    gauge('spool_routers', 'Routers.');
-    gauge('spool_records_live', 'Live records, all topics.');
-    gauge('spool_bytes_live', 'Live payload bytes, all topics.');
-    gauge('spool_queue_topics', 'Topics of type queue.');
-    gauge('spool_topic_actors', 'Topic actors held by the workers: awake topics plus names with a request or frame still pending.');
-    gauge('spool_topics_sleeping', 'Live topics asleep: kept as a small record, woken by their next request.');
+    for (const [name, help, labelNames = []] of GAUGES) {
+      this.g[name] = new client.Gauge({ name, help, labelNames: [...labelNames], registers: [this.registry] });
+    }
     for (const [name, help] of [
       [
         'spool_compaction_bytes_reclaimed_total',
@@ -116,46 +154,12 @@ export class Metrics {
     ] as const) {
       this.compactCounters[name] = new client.Counter({ name, help, registers: [this.registry] });
     }
-    gauge(
-      'spool_compaction_live_ratio',
-      "Live share of the sealed segments compaction's last look covered (topics with dead records; 1 when none).",
-    );
-    gauge(
-      'spool_checkpoint_kept_bytes',
-      "Memory holding sleeping topics' snapshot lines between checkpoints (re-encoded only when their block of rows changes).",
-    );
-    gauge('spool_queue_leases_in_flight', 'Active leases, all queues.');
-    gauge('spool_sse_connections', 'Open watch and /work streams.');
-    gauge('spool_long_polls_waiting', 'Diffs with wait_ms not answered yet (parked, or on their way to or from their worker).');
-    gauge('spool_watch_sessions', 'Watch sessions in the registry.');
-    gauge('spool_ready', '1 when ready, else 0.');
-    gauge(
-      'spool_storage_state',
-      'Storage: 0 ok, 1 disk full (writes refused with 429 disk_space until space returns), 2 failed (a write or fsync failed; writes refused until a restart).',
-    );
-    gauge('spool_storage_writable', '1 when writes are accepted (storage ok), else 0.');
-    gauge('spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.');
-    gauge('spool_uptime_seconds', 'Process uptime in seconds.');
-    gauge('spool_topic_head_seq', 'Head seq of each topic.', ['topic']);
-    gauge('spool_topic_earliest_seq', 'Earliest live seq of each topic.', ['topic']);
-    gauge('spool_topic_records_live', 'Live records of each topic.', ['topic']);
-    gauge('spool_topic_bytes_live', 'Live payload bytes of each topic.', ['topic']);
-    gauge('spool_topic_queue_ready', 'Claimable jobs of each queue topic.', ['topic']);
-    gauge('spool_topic_queue_in_flight', 'Live leases of each queue topic.', ['topic']);
-    gauge(
-      'spool_topic_queue_oldest_ready_age_seconds',
-      'Age in seconds (by $ts) of the oldest claimable job of each queue topic; absent when none is ready.',
-      ['topic'],
-    );
     this.deadLettered = new client.Counter({
       name: 'spool_topic_queue_dead_lettered_total',
       help: 'Jobs moved to the dead-letter topic, per queue topic (since it was created).',
       labelNames: ['topic'],
       registers: [this.registry],
     });
-    gauge('spool_topic_watch_lag', 'Largest lag (head − cursor, in seqs) of the open watch streams following each topic.', ['topic']);
-    gauge('spool_topic_metrics_truncated', '1 when per-topic series were cut at 1000 topics.');
-    gauge('spool_wal_queue_depth', 'Submissions waiting for the WAL writer at the last flush.');
     for (const [name, help] of [
       ['spool_wal_frames_total', 'WAL submissions written since start.'],
       ['spool_wal_batches_total', 'WAL batches written since start.'],
