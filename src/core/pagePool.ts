@@ -55,6 +55,22 @@ export function allocPage(bytes: number): Buffer {
   return Buffer.from(ab, 0, bytes);
 }
 
+/**
+ * A Buffer to render up to `bytes` into, for a reply whose exact size is known only once it is
+ * written: a pooled page of capacity for `bytes` (the tail slack stays behind it) when that is
+ * page-sized, else an ordinary allocation. `finishPage` cuts it to what was written.
+ */
+export function allocPageUpTo(bytes: number): Buffer {
+  const page = allocPage(bytes);
+  if (!isPage(page.buffer)) return page;
+  return Buffer.from(page.buffer, 0, page.buffer.byteLength - PAGE_TAIL_SLACK_BYTES);
+}
+
+/** The first `used` bytes of a buffer from `allocPageUpTo`, as the reply (a page stays one). */
+export function finishPage(buf: Buffer, used: number): Buffer {
+  return isPage(buf.buffer) ? Buffer.from(buf.buffer, 0, used) : buf.subarray(0, used);
+}
+
 /** True when `buf` is a page made on this thread and not yet given away. */
 export function isPage(buf: ArrayBufferLike): boolean {
   return buf instanceof ArrayBuffer && made.has(buf) && buf.byteLength > 0;

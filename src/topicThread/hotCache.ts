@@ -3,7 +3,12 @@
 // read back from one); the oldest leave first, and the host tells the owning actor to drop
 // their texts. Records not yet in a segment are never evicted, so they never count here.
 
-/** Heap cost of one hot RecordText beyond its bytes (object header and fields), for the budget. */
+/**
+ * What one hot record is charged beyond its bytes, for the budget: its slot in the chunk's text
+ * array and its frame's share of buffer objects (a single-record frame is a Buffer and a backing
+ * store of its own). Kept at the figure of the object per record it replaced, so the budget holds
+ * as many records as before.
+ */
 export const RECORD_TEXT_OVERHEAD_BYTES = 96;
 
 interface Entry {

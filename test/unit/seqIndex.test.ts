@@ -11,7 +11,6 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { SeqIndex, SlotState, type SlotRead } from '../../src/actors/topic/seqIndex.js';
 import { slabBlocksInUse } from '../../src/core/columns/columnSlabs.js';
-import { RecordText } from '../../src/actors/topic/recordText.js';
 
 interface Slot {
   state: number;
@@ -21,10 +20,24 @@ interface Slot {
   loc: number;
   frameLen: number;
   recIdx: number;
-  text: RecordText | undefined;
+  text: HotText | undefined;
 }
 
-const text = (n: number) => new RecordText(Buffer.from(`{"data":${n}}`), 0, 0, 0, 0, 0, -1, 8, String(n).length);
+/** A hot record's text as the index takes it: a buffer and where the record's head starts in it. */
+type HotText = readonly [buf: Buffer, off: number];
+/** What `put` takes for a record's text: none is `[undefined, 0]`. */
+type TextArgs = readonly [buf: Buffer | undefined, off: number];
+const NO_TEXT: TextArgs = [undefined, 0];
+
+/** Record `n` in the APPEND record layout (12-byte head, data `n`), after a few bytes of padding. */
+function hot(n: number): HotText {
+  const data = Buffer.from(String(n));
+  const head = Buffer.alloc(12);
+  head.writeUInt32LE(0xffffffff, 4); // no meta
+  head.writeUInt32LE(data.length, 8);
+  const pad = n % 5;
+  return [Buffer.concat([Buffer.alloc(pad), head, data]), pad];
+}
 
 type Op =
   | { t: 'put'; n: number; hot: boolean }
@@ -68,9 +81,9 @@ class Driver {
           loc: seq * 2 ** 20,
           frameLen: 64 + (seq % 7),
           recIdx: (seq * 7919) % 65536,
-          text: op.hot ? text(seq) : undefined,
+          text: op.hot ? hot(seq) : undefined,
         };
-        idx.put(seq, slot.ts, slot.bytes, slot.nodeId, slot.loc, slot.frameLen, slot.recIdx, slot.text);
+        idx.put(seq, slot.ts, slot.bytes, slot.nodeId, slot.loc, slot.frameLen, slot.recIdx, ...((slot.text ?? NO_TEXT) as TextArgs));
         model.set(seq, slot);
       }
     } else if (op.t === 'pad') {
@@ -88,7 +101,7 @@ class Driver {
         m.state = op.st;
         m.text = undefined;
       } else {
-        idx.setText(seq, undefined);
+        idx.dropText(seq);
         m.text = undefined;
       }
     } else {
@@ -108,19 +121,25 @@ class Driver {
   check(label = ''): void {
     const { idx, last } = this;
     assert.equal(idx.last, last);
-    const v: SlotRead = { state: -1, bytes: -1, tsMs: -1, nodeId: -1, text: undefined };
+    const v: SlotRead = { state: -1, bytes: -1, tsMs: -1, nodeId: -1, textBuf: undefined, textOff: -1 };
     for (const [seq, m] of this.model) {
       if (seq <= this.dropped) continue;
       assert.equal(idx.state(seq), m.state, `${label}state of ${seq}`);
       // A scan's one-lookup read agrees with the per-column getters.
       assert.equal(idx.readSlot(seq, v), m.state, `${label}readSlot state of ${seq}`);
       if (m.state === SlotState.EMPTY) continue;
-      assert.deepEqual([v.bytes, v.tsMs, v.nodeId, v.text], [m.bytes, m.ts, m.nodeId, m.text], `${label}readSlot of ${seq}`);
+      assert.deepEqual([v.bytes, v.tsMs, v.nodeId], [m.bytes, m.ts, m.nodeId], `${label}readSlot of ${seq}`);
+      assert.equal(v.textBuf, m.text?.[0], `${label}readSlot text buffer of ${seq}`);
+      if (m.text !== undefined) assert.equal(v.textOff, m.text[1], `${label}readSlot text offset of ${seq}`);
       assert.equal(idx.ts(seq), m.ts, `${label}ts of ${seq}`);
       assert.equal(idx.bytes(seq), m.bytes, `${label}bytes of ${seq}`);
       assert.equal(idx.nodeId(seq), m.nodeId, `${label}nodeId of ${seq}`);
       assert.deepEqual(idx.loc(seq), { loc: m.loc, frameLen: m.frameLen, recIdx: m.recIdx }, `${label}loc of ${seq}`);
-      assert.equal(idx.text(seq), m.text, `${label}text of ${seq}`);
+      assert.equal(idx.hasText(seq), m.text !== undefined, `${label}hasText of ${seq}`);
+      const t = idx.text(seq);
+      assert.equal(t?.buf, m.text?.[0], `${label}text of ${seq}`);
+      if (t !== undefined)
+        assert.deepEqual([t.headOff, t.dataLen, t.metaLen], [m.text![1], String(seq).length, -1], `${label}text of ${seq}`);
     }
     // nextLive from a few points (every point would make the property quadratic).
     const live = [...this.model].filter(([seq, m]) => seq > this.dropped && m.state === SlotState.LIVE).map(([seq]) => seq);
@@ -186,12 +205,12 @@ test('small chunks of several indexes share slabs: growth frees blocks that othe
 
 test('a topic of ten records holds columns for 16 slots, not a whole chunk', () => {
   const idx = new SeqIndex();
-  for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, text(s));
+  for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, ...hot(s));
   const chunks = (idx as unknown as { chunks: { cap: number; slab: number }[] }).chunks;
   assert.equal(chunks.length, 1);
   assert.equal(chunks[0]!.cap, 16);
-  assert.ok(chunks[0]!.slab >= 0, 'a block of 16 × 32 bytes in a shared slab, not a buffer of its own');
-  for (let s = 11; s <= 5000; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
+  assert.ok(chunks[0]!.slab >= 0, 'a block of 16 × 36 bytes in a shared slab, not a buffer of its own');
+  for (let s = 11; s <= 5000; s++) idx.put(s, s, 1, 0, s, 64, 0, ...NO_TEXT);
   assert.deepEqual(
     chunks.map((c) => c.cap),
     [1024, 1024, 1024, 1024, 1024],
@@ -210,7 +229,7 @@ test('padding a reservation block after a crash allocates no slots, nor do the r
   // records start a small run of their own: growing the first chunk across the gap cost 64 KB
   // per topic written again after a restart.
   const idx = new SeqIndex();
-  for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
+  for (let s = 1; s <= 10; s++) idx.put(s, s, 1, 0, s, 64, 0, ...NO_TEXT);
   idx.pad(1034);
   const chunks = (idx as unknown as { chunks: ({ cap: number; lo: number } | undefined)[] }).chunks;
   assert.deepEqual(
@@ -220,7 +239,7 @@ test('padding a reservation block after a crash allocates no slots, nor do the r
   );
   assert.equal(idx.last, 1034);
   assert.equal(idx.state(500), SlotState.EMPTY);
-  for (let s = 1035; s <= 1044; s++) idx.put(s, s, 1, 0, s, 64, 0, text(s));
+  for (let s = 1035; s <= 1044; s++) idx.put(s, s, 1, 0, s, 64, 0, ...hot(s));
   assert.deepEqual(
     chunks.map((c) => c?.cap),
     [16, 16],
@@ -233,14 +252,14 @@ test('padding a reservation block after a crash allocates no slots, nor do the r
   assert.equal(idx.nextLive(11, 1044), 1035, 'the padded seqs are skipped');
   // Three crashes later the run starts late in its chunk: it still holds only what was put.
   idx.pad(5000);
-  for (let s = 5001; s <= 5010; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined);
+  for (let s = 5001; s <= 5010; s++) idx.put(s, s, 1, 0, s, 64, 0, ...NO_TEXT);
   assert.deepEqual(
     chunks.map((c) => c?.cap),
     [16, 16, undefined, undefined, 16],
   );
   assert.equal(idx.nextLive(1045, 6000), 5001);
   // A run that reaches the end of its chunk moves its columns down instead of past the end.
-  for (let s = 5011; s <= 5120; s++) idx.put(s, s, 1, 0, s, 64, 0, s === 5100 ? text(s) : undefined);
+  for (let s = 5011; s <= 5120; s++) idx.put(s, s, 1, 0, s, 64, 0, ...((s === 5100 ? hot(s) : NO_TEXT) as TextArgs));
   assert.equal(chunks[4]!.lo + chunks[4]!.cap <= 1024, true);
   assert.equal(idx.ts(5001), 5001);
   assert.equal(idx.ts(5120), 5120);
@@ -249,8 +268,8 @@ test('padding a reservation block after a crash allocates no slots, nor do the r
 
 test('a chunk grows downwards too (a put below its first one) and keeps its texts in place', () => {
   const idx = new SeqIndex();
-  idx.put(600, 600, 1, 0, 600, 64, 0, text(600));
-  idx.put(10, 10, 1, 0, 10, 64, 0, text(10));
+  idx.put(600, 600, 1, 0, 600, 64, 0, ...hot(600));
+  idx.put(10, 10, 1, 0, 10, 64, 0, ...hot(10));
   const chunks = (idx as unknown as { chunks: { cap: number; lo: number }[] }).chunks;
   assert.ok(chunks[0]!.lo <= 9 && chunks[0]!.lo + chunks[0]!.cap > 599);
   assert.equal(idx.text(600)?.dataLen, 3);
@@ -272,7 +291,7 @@ test('a collected index gives its slab blocks back', async () => {
   await settle(); // the indexes of earlier tests first
   const before = slabBlocksInUse;
   let idx: SeqIndex | undefined = new SeqIndex();
-  for (let s = 1; s <= 100; s++) idx.put(s, s, 1, 0, s, 64, 0, undefined); // 16 -> 128 slots
+  for (let s = 1; s <= 100; s++) idx.put(s, s, 1, 0, s, 64, 0, ...NO_TEXT); // 16 -> 128 slots
   assert.equal(slabBlocksInUse, before + 1, 'growth gave the smaller blocks back at once');
   idx = undefined;
   await settle();

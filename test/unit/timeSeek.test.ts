@@ -38,7 +38,7 @@ function buildIndex(ops: IdxOp[]): { idx: SeqIndex; ts: Map<number, number>; las
     if (op.t === 'put') {
       // A batch shares one $ts; the next batch is at the same time or later.
       for (let k = 0; k < op.n; k++) {
-        idx.put(++last, now, 10, 0, 0, 64, 0, undefined);
+        idx.put(++last, now, 10, 0, 0, 64, 0, undefined, 0);
         ts.set(last, now);
       }
       now += op.dts;
@@ -101,7 +101,7 @@ test('a million records: the search probes a few dozen slots, whatever the time'
   const idx = new SeqIndex();
   const N = 1_000_000;
   // 1000 records per millisecond, then a deleted run of 200k in the middle (tag deletes).
-  for (let s = 1; s <= N; s++) idx.put(s, 5_000 + Math.floor(s / 1000), 10, 0, 0, 64, 0, undefined);
+  for (let s = 1; s <= N; s++) idx.put(s, 5_000 + Math.floor(s / 1000), 10, 0, 0, 64, 0, undefined, 0);
   for (let s = 400_000; s < 600_000; s++) idx.setState(s, SlotState.DELETED);
   for (const [t, want] of [
     [0, 1],

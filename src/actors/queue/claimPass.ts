@@ -173,7 +173,7 @@ export function runPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Que
     }
   }
   const pass: ParkedPass = { claimers, given, deadLetter, leasesFrameNo: logLeases(a, ctx, inst, events) };
-  const isCold = (s: number) => inst.index.text(s) === undefined;
+  const isCold = (s: number) => !inst.index.hasText(s);
   if (jobs.some(isCold) || deadLetter.some(isCold)) return parkForTexts(a, ctx, inst, q, pass, [...jobs, ...deadLetter].filter(isCold));
   finishPass(a, ctx, inst, q, pass);
 }
@@ -194,7 +194,7 @@ function parkForTexts(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Queue
  */
 function textsLost(inst: TopicInstance, q: QueueState, pass: ParkedPass): number[] {
   const lost: number[] = [];
-  const held = (s: number) => isLive(inst, s) && inst.index.text(s) === undefined;
+  const held = (s: number) => isLive(inst, s) && !inst.index.hasText(s);
   for (const seqs of pass.given) for (const s of seqs) if (q.table.active.has(s) && held(s)) lost.push(s);
   for (const s of pass.deadLetter) if (held(s)) lost.push(s);
   return lost;
@@ -245,7 +245,7 @@ function finishPass(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
     const jobs: LeasedJob[] = [];
     for (const seq of pass.given[i]!) {
       const lease = q.table.active.get(seq);
-      if (!lease || !isLive(inst, seq) || inst.index.text(seq) === undefined) continue;
+      if (!lease || !isLive(inst, seq) || !inst.index.hasText(seq)) continue;
       jobs.push({ seq, lease, deliveries: q.table.deliveries.get(seq) ?? 1 });
     }
     if (c.k === 'poll') {

@@ -2,7 +2,7 @@
 // claim reply bodies (docs/API.md "Queues") and whole SSE `job` frames for `/work` streams (docs/API.md "Work frames"), the
 // latter rendered once in the actor so main only writes bytes. Pure.
 import type { TopicInstance } from '../topic/instance.js';
-import { renderRecordsArray, type RenderItem } from '../topic/render.js';
+import { renderRecordsArray, RenderItem } from '../topic/render.js';
 import type { Lease } from './leaseTable.js';
 import { InvariantError } from '../../core/invariant.js';
 
@@ -16,12 +16,14 @@ const ALL = { includeTags: true, includeMeta: true, includeData: true };
 
 /** `{"topic":…,"claimed":[…],"count":n,"ready":r` (main adds performance and the brace). */
 export function renderClaimReply(inst: TopicInstance, jobs: readonly LeasedJob[], ready: number): Buffer {
-  const items: RenderItem[] = jobs.map((j) => ({
-    seq: j.seq,
-    tsMs: inst.index.ts(j.seq),
-    text: inst.index.text(j.seq)!,
-    extra: `,"lease_id":"${j.lease.id}","deadline":${j.lease.deadlineMs},"deliveries":${j.deliveries}`,
-  }));
+  const items: RenderItem[] = jobs.map((j) =>
+    RenderItem.of(
+      j.seq,
+      inst.index.ts(j.seq),
+      inst.index.text(j.seq)!,
+      `,"lease_id":"${j.lease.id}","deadline":${j.lease.deadlineMs},"deliveries":${j.deliveries}`,
+    ),
+  );
   return renderRecordsArray(`{"topic":${JSON.stringify(inst.name)},"claimed":`, items, `,"count":${items.length},"ready":${ready}`, ALL);
 }
 

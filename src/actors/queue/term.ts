@@ -69,7 +69,7 @@ export function term(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueS
   }
   refill(a, ctx, inst, q); // a `/work` stream whose job is on its way has room for the next
   const op: TermOp = { reqId, seqs, leases, skipped, reason: req.reason ?? undefined };
-  const cold = seqs.filter((s) => inst.index.text(s) === undefined);
+  const cold = seqs.filter((s) => !inst.index.hasText(s));
   if (cold.length === 0) return sendTerm(a, ctx, inst, q, op);
   parkForTexts(a, ctx, inst, q, op, cold);
 }
@@ -131,7 +131,7 @@ export function onTermCold(
   });
   op.seqs = seqs;
   op.leases = leases;
-  const lost = failure === undefined ? seqs.filter((s) => inst.index.text(s) === undefined) : [];
+  const lost = failure === undefined ? seqs.filter((s) => !inst.index.hasText(s)) : [];
   if (lost.some((s) => !op.readBack!.includes(s))) {
     parkForTexts(a, ctx, inst, q, op, lost);
     return true;

@@ -94,7 +94,7 @@ function coldNeeded(inst: TopicInstance, from: number): number[] {
   const out: number[] = [];
   const last = Math.min(inst.head, from + FORWARD_RECORDS_MAX - 1);
   for (let s = from; s <= last && out.length < COLD_SEQS_MAX; s++) {
-    if (inst.index.state(s) === SlotState.LIVE && inst.index.text(s) === undefined) out.push(s);
+    if (inst.index.state(s) === SlotState.LIVE && !inst.index.hasText(s)) out.push(s);
   }
   return out;
 }

@@ -17,7 +17,7 @@ import {
 } from '../../format/frame.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
-import { RecordText } from './recordText.js';
+import { APPEND_RECORD_HEAD_BYTES } from '../../format/constants.js';
 import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../../format/layout.js';
@@ -89,7 +89,9 @@ export function encodeBatch(
   redrive?: Buffer,
 ): EncodedBatch {
   const firstSeq = inst.assigned + 1;
-  const texts: RecordText[] = new Array(p.records.length);
+  // Where each record's head lies in the frame and its payload bytes, from the encoder's extents.
+  const heads: number[] = new Array(p.records.length);
+  const sizes: number[] = new Array(p.records.length);
   // A router copy batch: its progress rides in the same frame (one checksummed unit).
   const fwdHeader = fwd ? applyForward(inst, fwd, firstSeq, p.records.length) : undefined;
   const idem = idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8');
@@ -100,8 +102,9 @@ export function encodeBatch(
     idem,
     recordInputs(body, p),
     0,
-    (i, r, buf) => {
-      texts[i] = RecordText.fromExtent(buf, r);
+    (i, r) => {
+      heads[i] = r.nodeOff - APPEND_RECORD_HEAD_BYTES;
+      sizes[i] = payloadBytesOf(r);
     },
     fwdHeader,
     redrive,
@@ -111,13 +114,12 @@ export function encodeBatch(
   const loc = placeBatch(inst, firstSeq, frame.length, limits);
   // Index straight from the encoder's extents: no second CRC pass or node re-parse.
   let bytes = 0;
-  for (let i = 0; i < texts.length; i++) {
-    const t = texts[i]!;
+  for (let i = 0; i < heads.length; i++) {
     const rec = p.records[i]!;
-    const size = t.payloadBytes;
+    const size = sizes[i]!;
     bytes += size;
     const node = rec.node ?? p.node;
-    inst.index.put(firstSeq + i, tsMs, size, node === undefined ? 0 : inst.nodes.id(node), loc, frame.length, i, t);
+    inst.index.put(firstSeq + i, tsMs, size, node === undefined ? 0 : inst.nodes.id(node), loc, frame.length, i, frame, heads[i]!);
     if (rec.tag !== undefined) inst.tags.add(rec.tag, firstSeq + i);
   }
   if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });
@@ -174,7 +176,7 @@ function indexCopies(
     const size = payloadBytesOf(r);
     bytes += size;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(frame.toString('latin1', r.nodeOff, r.tagOff)) : 0;
-    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, RecordText.fromExtent(frame, r));
+    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, frame, r.nodeOff - APPEND_RECORD_HEAD_BYTES);
     if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(frame.toString('latin1', r.tagOff, r.metaOff)), firstSeq + i);
   }
   if (p > frame.length) throw new InvariantError(`copy frame: records end at ${p}, past the frame's ${frame.length} bytes`);
@@ -261,9 +263,19 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
   forEachAppendRecord(buf, probe.frame, head, (i, r) => {
     const bytes = payloadBytesOf(r);
     total += bytes;
-    const text = keepText ? RecordText.fromExtent(buf, r) : undefined;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
-    inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, frameLen ?? probe.frame.size, i, text);
+    const textBuf = keepText ? buf : undefined;
+    inst.index.put(
+      head.firstSeq + i,
+      head.tsMs,
+      bytes,
+      nodeId,
+      loc,
+      frameLen ?? probe.frame.size,
+      i,
+      textBuf,
+      r.nodeOff - APPEND_RECORD_HEAD_BYTES,
+    );
     if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });

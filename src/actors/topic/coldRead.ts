@@ -2,10 +2,9 @@
 // segments. The actor asks for byte ranges (one per segment touched, covering every needed
 // frame) and installs the texts when the bytes arrive. Pure; the host does the I/O.
 import { forEachAppendRecord, probeFrame, readAppendHead } from '../../format/frame.js';
-import { FrameType } from '../../format/constants.js';
+import { APPEND_RECORD_HEAD_BYTES, FrameType } from '../../format/constants.js';
 import type { ActorCtx, ColdRange } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
-import { RecordText } from './recordText.js';
 import { SlotState } from './seqIndex.js';
 import { CorruptionError } from '../../core/corruption.js';
 
@@ -71,8 +70,8 @@ export function installTexts(inst: TopicInstance, buf: Buffer): { from: number; 
       const head = readAppendHead(buf, p.frame);
       forEachAppendRecord(buf, p.frame, head, (i, r) => {
         const seq = head.firstSeq + i;
-        if (inst.index.state(seq) !== SlotState.LIVE || inst.index.text(seq) !== undefined) return;
-        inst.index.setText(seq, RecordText.fromExtent(buf, r));
+        if (inst.index.state(seq) !== SlotState.LIVE || inst.index.hasText(seq)) return;
+        inst.index.setText(seq, buf, r.nodeOff - APPEND_RECORD_HEAD_BYTES);
         from = Math.min(from, seq);
         to = Math.max(to, seq);
       });

@@ -3,7 +3,7 @@
 // limit, the byte budget or the head. Pure; runs inside one actor step.
 import type { TopicInstance } from './instance.js';
 import { SlotState, type SlotRead } from './seqIndex.js';
-import type { RenderItem } from './render.js';
+import { RenderItem } from './render.js';
 
 export interface ReadParams {
   fromSeq: number;
@@ -36,7 +36,7 @@ export interface ReadResult {
 }
 
 /** The scan's view of the slot in hand (one per thread: a read never spans two steps). */
-const slot: SlotRead = { state: 0, bytes: 0, tsMs: 0, nodeId: 0, text: undefined };
+const slot: SlotRead = { state: 0, bytes: 0, tsMs: 0, nodeId: 0, textBuf: undefined, textOff: 0 };
 
 export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   const head = inst.head;
@@ -98,9 +98,8 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     const size = slot.bytes;
     if (items.length + cold.length > 0 && bytes + size > p.maxBytes) break;
     bytes += size;
-    const text = slot.text;
-    if (text === undefined) cold.push(seq);
-    else items.push({ seq, tsMs: slot.tsMs, text });
+    if (slot.textBuf === undefined) cold.push(seq);
+    else items.push(new RenderItem(seq, slot.tsMs, slot.textBuf, slot.textOff, size));
   }
   return { items, cold, nextFromSeq: seq - 1, scanned, tombstone, scanFrom };
 }

@@ -99,7 +99,7 @@ function candidates(inst: TopicInstance, req: RedriveReadRequest, untilSeq: numb
 export function redriveBatch(inst: TopicInstance, req: RedriveReadRequest): { cold: number[] } | { batch: RedriveBatch } {
   const untilSeq = req.untilSeq > 0 ? req.untilSeq : inst.head;
   const c = candidates(inst, req, untilSeq);
-  const cold = c.seqs.filter((s) => inst.index.text(s) === undefined);
+  const cold = c.seqs.filter((s) => !inst.index.hasText(s));
   if (cold.length > 0) return { cold };
   const seqs: number[] = [];
   const records: Buffer[] = [];

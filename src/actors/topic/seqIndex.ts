@@ -9,7 +9,7 @@
 // across the gap (64 KB per topic written again after a restart: 5 GB at 80k such topics).
 // A chunk keeps all its columns in one buffer (see Chunk).
 import assert from 'node:assert/strict';
-import type { RecordText } from './recordText.js';
+import { RecordText } from './recordText.js';
 import { InvariantError } from '../../core/invariant.js';
 import { allocColumns, releaseColumns, type ColumnBlock } from '../../core/columns/columnSlabs.js';
 
@@ -23,10 +23,11 @@ const CHUNK = 1024;
 const FIRST_CAPACITY = 16;
 
 /**
- * Column layout of a chunk's one buffer, for `cap` slots (32 bytes a slot): two float64
- * columns, then four uint32 columns; each column is `cap` elements long. In float64 elements:
+ * Column layout of a chunk's one buffer, for `cap` slots (36 bytes a slot): two float64
+ * columns, then five uint32 columns; each column is `cap` elements long. In float64 elements:
  * ts at [0, cap), loc at [cap, 2cap); in uint32 elements: bytes at [4cap, 5cap), nodeId at
- * [5cap, 6cap), frameLen at [6cap, 7cap), and state << 16 | recIdx at [7cap, 8cap).
+ * [5cap, 6cap), frameLen at [6cap, 7cap), state << 16 | recIdx at [7cap, 8cap), and where a hot
+ * record lies in its text buffer at [8cap, 9cap).
  * One ArrayBuffer and two views instead of seven typed arrays: each typed array is ~190 bytes
  * of heap objects plus its own malloc'd store, ~1.3 KB of a ten-record topic's idle cost.
  */
@@ -37,7 +38,8 @@ const U_BYTES = 4;
 const U_NODE = 5;
 const U_FRAME_LEN = 6;
 const U_META = 7;
-const U_END = 8;
+const U_TEXT_OFF = 8;
+const U_END = 9;
 
 /** The SeqIndexes gone: their chunks' slab blocks go back for reuse (see `chunks`). */
 const reclaim = new FinalizationRegistry<(Chunk | undefined)[]>((chunks) => {
@@ -84,10 +86,10 @@ class Chunk implements ColumnBlock {
     releaseColumns(old.cap, old);
     this.cap = cap;
     this.lo = newLo;
-    if (this.text !== null) {
-      const text = new Array<RecordText | undefined>(cap);
-      for (let k = 0; k < old.cap; k++) text[k + shift] = this.text[k];
-      this.text = text;
+    if (this.bufs !== null) {
+      const bufs = new Array<Buffer | undefined>(cap);
+      for (let k = 0; k < old.cap; k++) bufs[k + shift] = this.bufs[k];
+      this.bufs = bufs;
     }
   }
 
@@ -136,23 +138,31 @@ class Chunk implements ColumnBlock {
   }
 
   /**
-   * Hot records keep their text in memory; cold ones are read back from segments. The array
-   * exists only while the chunk holds a hot record (most chunks of a big topic are cold).
+   * Hot records keep their text in memory; cold ones are read back from segments. A hot record's
+   * text is the buffer it lies in (its APPEND frame, or a block read back from a segment) and,
+   * in the U_TEXT_OFF column, where its record head starts in it: no object per record, so the
+   * young generation copies nothing per append and a full GC marks one array slot per hot
+   * record instead of an object. The array exists only while the chunk holds a hot record (most
+   * chunks of a big topic are cold).
    */
-  text: (RecordText | undefined)[] | null = null;
+  bufs: (Buffer | undefined)[] | null = null;
   hot = 0;
 
-  setText(i: number, t: RecordText | undefined): void {
-    const had = this.text !== null && this.text[i] !== undefined;
-    if (t === undefined) {
-      if (!had) return;
-      this.text![i] = undefined;
-      if (--this.hot === 0) this.text = null;
-      return;
-    }
-    if (this.text === null) this.text = new Array(this.cap);
-    this.text[i] = t;
-    if (!had) this.hot++;
+  textOff(i: number): number {
+    return this.u[this.uo + U_TEXT_OFF * this.cap + i]!;
+  }
+
+  setText(i: number, buf: Buffer, off: number): void {
+    if (this.bufs === null) this.bufs = new Array(this.cap);
+    if (this.bufs[i] === undefined) this.hot++;
+    this.bufs[i] = buf;
+    this.u[this.uo + U_TEXT_OFF * this.cap + i] = off;
+  }
+
+  dropText(i: number): void {
+    if (this.bufs === null || this.bufs[i] === undefined) return;
+    this.bufs[i] = undefined;
+    if (--this.hot === 0) this.bufs = null;
   }
 }
 
@@ -165,7 +175,10 @@ export interface SlotRead {
   bytes: number;
   tsMs: number;
   nodeId: number;
-  text: RecordText | undefined;
+  /** The buffer holding the record's text when it is hot (see `SeqIndex.text`), else undefined. */
+  textBuf: Buffer | undefined;
+  /** Where the record's head starts in `textBuf`. */
+  textOff: number;
 }
 
 export class SeqIndex {
@@ -270,13 +283,15 @@ export class SeqIndex {
     loc: number,
     frameLen: number,
     recIdx: number,
-    text: RecordText | undefined,
+    textBuf: Buffer | undefined,
+    textOff: number,
   ): void {
     assert(recIdx >= 0 && recIdx <= 0xffff, 'a record index fits 16 bits');
     this.locateForPut(seq);
     const c = this.atChunk!;
     c.set(this.atIdx, tsMs, bytes, nodeId, loc, frameLen, recIdx);
-    c.setText(this.atIdx, text);
+    if (textBuf !== undefined) c.setText(this.atIdx, textBuf, textOff);
+    else c.dropText(this.atIdx);
     if (seq > this.last) this.last = seq;
   }
 
@@ -298,7 +313,7 @@ export class SeqIndex {
     if (!this.locate(seq)) return;
     const c = this.atChunk!;
     c.setState(this.atIdx, st);
-    if (st !== SlotState.LIVE) c.setText(this.atIdx, undefined);
+    if (st !== SlotState.LIVE) c.dropText(this.atIdx);
   }
 
   /** Fills `v` with `seq`'s slot and returns its state (EMPTY, with `v` otherwise stale, when it has no slot). */
@@ -309,7 +324,9 @@ export class SeqIndex {
     v.bytes = c.bytes(i);
     v.tsMs = c.ts(i);
     v.nodeId = c.nodeId(i);
-    v.text = c.text !== null ? c.text[i] : undefined;
+    const buf = c.bufs !== null ? c.bufs[i] : undefined;
+    v.textBuf = buf;
+    if (buf !== undefined) v.textOff = c.textOff(i);
     return (v.state = c.state(i));
   }
 
@@ -332,14 +349,29 @@ export class SeqIndex {
     return { loc: c.loc(i), frameLen: c.frameLen(i), recIdx: c.recIdx(i) };
   }
 
-  text(seq: number): RecordText | undefined {
-    if (!this.locate(seq)) return undefined;
-    const t = this.atChunk!.text;
-    return t !== null ? t[this.atIdx] : undefined;
+  /** Whether `seq`'s text is in memory (a hot record), without building its RecordText. */
+  hasText(seq: number): boolean {
+    if (!this.locate(seq)) return false;
+    const b = this.atChunk!.bufs;
+    return b !== null && b[this.atIdx] !== undefined;
   }
 
-  setText(seq: number, t: RecordText | undefined): void {
-    if (this.locate(seq)) this.atChunk!.setText(this.atIdx, t);
+  /** `seq`'s text when it is in memory: a new RecordText over the buffer it lies in. */
+  text(seq: number): RecordText | undefined {
+    if (!this.locate(seq)) return undefined;
+    const c = this.atChunk!;
+    const buf = c.bufs !== null ? c.bufs[this.atIdx] : undefined;
+    return buf === undefined ? undefined : RecordText.at(buf, c.textOff(this.atIdx));
+  }
+
+  /** Keeps `seq`'s text in memory: the record whose head starts at `off` in `buf`. */
+  setText(seq: number, buf: Buffer, off: number): void {
+    if (this.locate(seq)) this.atChunk!.setText(this.atIdx, buf, off);
+  }
+
+  /** Lets `seq`'s text go (evicted from memory; it stays in its segment). */
+  dropText(seq: number): void {
+    if (this.locate(seq)) this.atChunk!.dropText(this.atIdx);
   }
 
   /**

@@ -387,7 +387,7 @@ export class TopicActor implements ActorCore {
   dropTexts(topicId: number, fromSeq: number, toSeq: number): void {
     const inst = this.current;
     if (!inst || inst.id !== topicId) return;
-    for (let s = fromSeq; s <= toSeq; s++) inst.index.setText(s, undefined);
+    for (let s = fromSeq; s <= toSeq; s++) inst.index.dropText(s);
   }
 
   /** Shutdown: every parked long-poll and blocking claim answers now with what it has. */

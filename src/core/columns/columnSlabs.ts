@@ -3,12 +3,12 @@
 // ArrayBuffer of its own: at a million ten-record topics, a buffer per chunk was ~400 B of
 // overhead per topic (the ArrayBuffer object, two typed-array views, the off-heap backing store
 // record) and a million buffers for every GC to sweep. Blocks are powers of two (16 to
-// SLAB_MAX_CAP slots, 32 bytes a slot), freed blocks are reused by size, zeroed on reuse; slabs
+// SLAB_MAX_CAP slots, 36 bytes a slot), freed blocks are reused by size, zeroed on reuse; slabs
 // are never given back (a worker's peak of small chunks stays allocated).
 // One instance per thread (module state): a worker's actors all run on its one thread.
 
 /** Bytes per slot (SeqIndex's column layout). */
-export const BYTES_PER_SLOT = 32;
+export const BYTES_PER_SLOT = 36;
 /** Largest chunk (in slots) kept in a slab; bigger ones get their own buffer. */
 export const SLAB_MAX_CAP = 256;
 const SLAB_BYTES = 1 << 20;
