@@ -56,78 +56,101 @@ export interface RequestServer {
  * is a bug and becomes an `internal` error result so the caller never hangs.
  */
 export function serveRequests(port: MessagePort, answerWith: AnswerWith): RequestServer {
-  let ids: number[] = [];
-  let results: TopicResult[] = [];
-  let events: WorkerEvent[] = [];
-  let eventsAt: number[] = [];
-  let flushScheduled = false;
+  return new WorkerEnd(port, answerWith);
+}
 
-  const flush = (): void => {
-    flushScheduled = false;
-    if (ids.length === 0 && events.length === 0) return;
+/** serveRequests' state: the turn's results and events, and the request batches not yet stepped. */
+class WorkerEnd implements RequestServer {
+  private ids: number[] = [];
+  private results: TopicResult[] = [];
+  private events: WorkerEvent[] = [];
+  private eventsAt: number[] = [];
+  private flushScheduled = false;
+  /** Scratch for the unknown field names of one claim or ack body. */
+  private readonly unknown: string[] = [];
+  /** Request batches not yet stepped through, in arrival order; the first one is under way. */
+  private readonly queued: BatchCursor[] = [];
+  private draining = false;
+
+  constructor(
+    private readonly port: MessagePort,
+    private readonly answerWith: AnswerWith,
+  ) {
+    port.on('message', (m: RequestBatch) => this.onBatch(m));
+  }
+
+  /** Sends what the turn settled and produced so far, in one message. */
+  readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.ids.length === 0 && this.events.length === 0) return;
     if (stageClock.on) {
       const now = stageClock.now();
-      for (const r of results) r.stamps = { ...r.stamps, replyPost: now };
+      for (const r of this.results) r.stamps = { ...r.stamps, replyPost: now };
     }
-    const batch = encodeResults(ids, results);
-    ids = [];
-    results = [];
-    if (events.length > 0) {
-      addEvents(batch, events, eventsAt);
-      events = [];
-      eventsAt = [];
+    const batch = encodeResults(this.ids, this.results);
+    this.ids = [];
+    this.results = [];
+    if (this.events.length > 0) {
+      addEvents(batch, this.events, this.eventsAt);
+      this.events = [];
+      this.eventsAt = [];
     }
-    port.postMessage(batch.msg, batch.transfers);
+    this.port.postMessage(batch.msg, batch.transfers);
   };
 
-  const schedule = (): void => {
-    if (flushScheduled) return;
-    flushScheduled = true;
+  private schedule(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
     // The check phase, after the poll phase that ran this turn's steps; the WAL link's post of
     // the same turn calls flush first (walLink.ts beforeSubmit).
-    setImmediate(flush);
+    setImmediate(this.flush);
+  }
+
+  /** The `answer` every request gets (one function for all of them). */
+  private readonly settle: Answer = (id, r) => {
+    this.ids.push(id);
+    this.results.push(r);
+    this.schedule();
   };
 
-  const settle: Answer = (id, r) => {
-    ids.push(id);
-    results.push(r);
-    schedule();
+  /** A watch or `/work` event for main (an own property: the host keeps it as a plain function). */
+  readonly event = (ev: WorkerEvent): void => {
+    this.events.push(ev);
+    this.eventsAt.push(this.ids.length);
+    this.schedule();
   };
 
-  const event = (ev: WorkerEvent): void => {
-    events.push(ev);
-    eventsAt.push(ids.length);
-    schedule();
-  };
-
-  /** Scratch for the unknown field names of one claim or ack body. */
-  const unknown: string[] = [];
-
-  /** Request batches not yet stepped through, in arrival order; the first one is under way. */
-  const queued: BatchCursor[] = [];
-  let draining = false;
+  private onBatch(m: RequestBatch): void {
+    const wrecv = stageClock.on ? stageClock.now() : 0;
+    if (m.recycled) recyclePages(m.recycled);
+    this.queued.push({ m, i: 0, k: 0, sharedAt: 0, cold: 0, lanes: { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 }, wrecv });
+    if (this.draining) return; // behind the batch under way, in order
+    this.draining = true;
+    this.drain();
+  }
 
   /** Steps queued requests in order until SLICE_BODY_BYTES of bodies, then yields a turn. */
-  const drain = (): void => {
+  private readonly drain = (): void => {
     try {
-      drainSlice();
+      this.drainSlice();
     } catch (err) {
       // A bug (a step's own errors are results): drop the batch that threw, keep serving the rest.
-      queued.shift();
-      draining = queued.length > 0;
-      if (draining) setImmediate(drain);
+      this.queued.shift();
+      this.draining = this.queued.length > 0;
+      if (this.draining) setImmediate(this.drain);
       throw err;
     }
   };
 
-  const drainSlice = (): void => {
+  private drainSlice(): void {
+    const queued = this.queued;
     let sliceBytes = 0;
     while (queued.length > 0) {
       const b = queued[0]!;
       const m = b.m;
       while (b.i < m.ids.length) {
         if (sliceBytes >= SLICE_BODY_BYTES) {
-          setImmediate(drain); // after this turn's WAL post and result flush (both immediates queued first)
+          setImmediate(this.drain); // after this turn's WAL post and result flush (both immediates queued first)
           return;
         }
         const w = decodeRequest(b.lanes) ?? m.reqs[b.cold++]!;
@@ -139,31 +162,22 @@ export function serveRequests(port: MessagePort, answerWith: AnswerWith): Reques
           }
           sliceBytes += (w as unknown as { body: Uint8Array }).body.byteLength; // restored above, or crossed whole
         }
-        stepOne(w, m.ids[b.i++]!, b.wrecv);
+        this.stepOne(w, m.ids[b.i++]!, b.wrecv);
       }
       queued.shift();
     }
-    draining = false;
-  };
+    this.draining = false;
+  }
 
-  const stepOne = (w: WireRequest, id: number, wrecv: number): void => {
-    if (w.op !== 'claimBody' && w.op !== 'ackBody') return runRequest(w as TopicRequest, id, settle, wrecv, answerWith);
+  private stepOne(w: WireRequest, id: number, wrecv: number): void {
+    if (w.op !== 'claimBody' && w.op !== 'ackBody') return runRequest(w as TopicRequest, id, this.settle, wrecv, this.answerWith);
+    const unknown = this.unknown;
     unknown.length = 0;
     const parsed = queueRequestOf(w as unknown as QueueBodyRequest, unknown); // its body set by drain
-    const answer = unknown.length > 0 ? withUnknownFields(settle, [...unknown]) : settle;
+    const answer = unknown.length > 0 ? withUnknownFields(this.settle, [...unknown]) : this.settle;
     if ('ok' in parsed) answer(id, parsed);
-    else runRequest(parsed, id, answer, wrecv, answerWith);
-  };
-
-  port.on('message', (m: RequestBatch) => {
-    const wrecv = stageClock.on ? stageClock.now() : 0;
-    if (m.recycled) recyclePages(m.recycled);
-    queued.push({ m, i: 0, k: 0, sharedAt: 0, cold: 0, lanes: { nums: m.lanes, strs: m.laneStrs, n: 0, s: 0 }, wrecv });
-    if (draining) return; // behind the batch under way, in order
-    draining = true;
-    drain();
-  });
-  return { flush, event };
+    else runRequest(parsed, id, answer, wrecv, this.answerWith);
+  }
 }
 
 /** Where the worker is in one request batch. */
