@@ -176,88 +176,96 @@ export function workCommand(outcome: Outcome): Command {
       parseExitStatus,
     )
     .option('-v, --verbose', 'a line on stderr for every job')
-    .action(async (queue: string, argv: string[], o: WorkOpts) => {
-      if (argv.length === 0 || argv[0] === '') throw usageError('no command to run (spool work <queue> -- <command> [args...])');
-      const problem = commandProblem(argv[0]!);
-      if (problem) throw usageError(`cannot run ${argv[0]}: ${problem}`);
-      const spool = clientFor(o);
-      const config = (await spool.getTopic(queue, { touch: false })).config;
-      // A failure on this delivery is final: the server dead-letters the job instead of delivering it again.
-      const lastDelivery = (deliveries: number) =>
-        config.max_deliveries > 0 && config.dead_letter !== null && deliveries >= config.max_deliveries;
-      const budget = new JobBudget(o.maxJobs ?? Infinity);
-      const counts: Counts = { runs: 0, givenBack: 0 };
-      let stopped: StopReason | undefined;
-      let missing: CommandMissing | undefined;
-      const stopFor = (why: StopReason) => {
-        stopped ??= why;
-        budget.close();
-        return worker.stop();
-      };
-      const worker = spool.worker(
-        queue,
-        jobHandler(argv, queue, o, budget, counts, lastDelivery, () => void stopFor('max-jobs')),
-        {
-          node: o.node,
-          concurrency: o.concurrency,
-          leaseMs: o.leaseMs ?? config.lease_ms,
-          mode: o.poll ? 'poll' : 'push',
-          raw: true,
-          // A job not run, or a command that cannot start, is not the job's fault: give it back at
-          // once; so is a job failed on its last delivery, which the server then dead-letters at once.
-          nackDelayMs: (deliveries, err) =>
-            err instanceof CommandMissing || err instanceof NotRun || lastDelivery(deliveries)
-              ? 0
-              : Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1)),
-          onError: (err, job) => {
-            if (err instanceof NotRun) return;
-            if (err instanceof CommandMissing) {
-              missing = err;
-              budget.close();
-              void worker.stop();
-              return;
-            }
-            note(`spool work: ${job ? `job ${String(job.seq)}: ` : ''}${(err as Error).message}`);
-          },
-        },
-      );
-      if (budget.spent) void stopFor('max-jobs');
-      const emptyCheck = new AbortController();
-      if (o.untilEmpty)
-        untilEmpty(spool, queue, () => budget.idle, emptyCheck.signal).then(
-          () => stopFor('empty'),
-          () => undefined,
-        );
-      const stop = onStopSignal();
-      void stop.promise.then(() => {
-        note('spool work: stopping; waiting for running jobs (signal again to terminate them)');
-        const again = onStopSignal();
-        void again.promise.then(() => worker.stop({ timeoutMs: 0 }));
-        void worker.done.finally(() => again.dispose());
-        return stopFor('signal');
-      });
-      try {
-        await worker.done;
-      } finally {
-        stop.dispose();
-        emptyCheck.abort();
-      }
-      if (missing) throw usageError(missing.message);
-      const s = worker.stats;
-      printSummary(
-        {
-          queue,
-          node: worker.node,
-          started: counts.runs,
-          finished: budget.finished,
-          acked: s.acked,
-          nacked: Math.max(0, s.nacked - counts.givenBack),
-          terminated: s.terminated,
-          lost: s.lost,
-          stopped: stopped ?? 'signal',
-        },
-        o.json,
-      );
-      outcome.code = EXIT.ok;
-    });
+    .action((queue: string, argv: string[], o: WorkOpts) => runWork(queue, argv, o, outcome));
+}
+
+/**
+ * The delay before a failed job is delivered again: none for a job not run, a command that
+ * cannot start (neither is the job's fault) or a failure on the job's last delivery (the server
+ * dead-letters it at once); else 1 s doubling per delivery, at most a minute.
+ */
+function retryDelayMs(deliveries: number, err: unknown, lastDelivery: (deliveries: number) => boolean): number {
+  if (err instanceof CommandMissing || err instanceof NotRun || lastDelivery(deliveries)) return 0;
+  return Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1));
+}
+
+/** `spool work`: runs the worker until it stops (max jobs, empty queue, a signal), then prints the summary. */
+async function runWork(queue: string, argv: string[], o: WorkOpts, outcome: Outcome): Promise<void> {
+  if (argv.length === 0 || argv[0] === '') throw usageError('no command to run (spool work <queue> -- <command> [args...])');
+  const problem = commandProblem(argv[0]!);
+  if (problem) throw usageError(`cannot run ${argv[0]}: ${problem}`);
+  const spool = clientFor(o);
+  const config = (await spool.getTopic(queue, { touch: false })).config;
+  // A failure on this delivery is final: the server dead-letters the job instead of delivering it again.
+  const lastDelivery = (deliveries: number) =>
+    config.max_deliveries > 0 && config.dead_letter !== null && deliveries >= config.max_deliveries;
+  const budget = new JobBudget(o.maxJobs ?? Infinity);
+  const counts: Counts = { runs: 0, givenBack: 0 };
+  let stopped: StopReason | undefined;
+  let missing: CommandMissing | undefined;
+  const stopFor = (why: StopReason) => {
+    stopped ??= why;
+    budget.close();
+    return worker.stop();
+  };
+  const worker = spool.worker(
+    queue,
+    jobHandler(argv, queue, o, budget, counts, lastDelivery, () => void stopFor('max-jobs')),
+    {
+      node: o.node,
+      concurrency: o.concurrency,
+      leaseMs: o.leaseMs ?? config.lease_ms,
+      mode: o.poll ? 'poll' : 'push',
+      raw: true,
+      nackDelayMs: (deliveries, err) => retryDelayMs(deliveries, err, lastDelivery),
+      onError: (err, job) => {
+        if (err instanceof NotRun) return;
+        if (err instanceof CommandMissing) {
+          missing = err;
+          budget.close();
+          void worker.stop();
+          return;
+        }
+        note(`spool work: ${job ? `job ${String(job.seq)}: ` : ''}${(err as Error).message}`);
+      },
+    },
+  );
+  if (budget.spent) void stopFor('max-jobs');
+  const emptyCheck = new AbortController();
+  if (o.untilEmpty)
+    untilEmpty(spool, queue, () => budget.idle, emptyCheck.signal).then(
+      () => stopFor('empty'),
+      () => undefined,
+    );
+  const stop = onStopSignal();
+  void stop.promise.then(() => {
+    note('spool work: stopping; waiting for running jobs (signal again to terminate them)');
+    const again = onStopSignal();
+    void again.promise.then(() => worker.stop({ timeoutMs: 0 }));
+    void worker.done.finally(() => again.dispose());
+    return stopFor('signal');
+  });
+  try {
+    await worker.done;
+  } finally {
+    stop.dispose();
+    emptyCheck.abort();
+  }
+  if (missing) throw usageError(missing.message);
+  const s = worker.stats;
+  printSummary(
+    {
+      queue,
+      node: worker.node,
+      started: counts.runs,
+      finished: budget.finished,
+      acked: s.acked,
+      nacked: Math.max(0, s.nacked - counts.givenBack),
+      terminated: s.terminated,
+      lost: s.lost,
+      stopped: stopped ?? 'signal',
+    },
+    o.json,
+  );
+  outcome.code = EXIT.ok;
 }
