@@ -18,6 +18,7 @@ import { PAGE_MIN_BYTES, markReceivedPage } from '../core/pagePool.js';
 import { stageClock } from '../core/stageClock.js';
 import { decodeResult, encodeRequest, COLD, type LaneCursor } from './hotLanes.js';
 import { SHARED_BYTES_MAX, hasBody, ownsBuffer } from './requestChannel.js';
+import { PendingTable } from '../core/pendingTable.js';
 
 /** Pages main keeps for the way back to one worker while no request goes there. */
 const RETURNED_PAGES_MAX = 8;
@@ -59,9 +60,8 @@ type Deferred = { resolve: (r: TopicResult) => void; r: TopicResult } | { events
  * go to `onEvents`, in the order the worker produced them relative to its results.
  */
 export class RequestClient {
-  private nextId = 1;
-  /** The resolver of each request still waiting for its result. */
-  private readonly pending = new Map<number, (r: TopicResult) => void>();
+  /** The resolver of each request still waiting for its result, by request id. */
+  private readonly pending = new PendingTable<(r: TopicResult) => void>();
   private ids: number[] = [];
   private reqs: ChannelRequest[] = [];
   /** Reply pages going back to the worker with the next batch (never a message of their own). */
@@ -91,15 +91,13 @@ export class RequestClient {
    */
   request(req: ChannelRequest): Promise<TopicResult> {
     if (this.abandoned) return Promise.reject(new Error('the worker was abandoned'));
-    const id = this.nextId++;
-    this.ids.push(id);
     this.reqs.push(req);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
       // The check phase runs right after the poll phase that parsed this turn's requests.
       setImmediate(() => this.flush());
     }
-    return new Promise<TopicResult>((resolve) => this.pending.set(id, resolve));
+    return new Promise<TopicResult>((resolve) => this.ids.push(this.pending.add(resolve)));
   }
 
   /** Gives up the channel without settling anything (an in-process world abandoned after a crash). */
@@ -180,9 +178,8 @@ export class RequestClient {
       }
       if (m.stamps) r.stamps = m.stamps[i];
       const id = m.ids[i]!;
-      const resolve = this.pending.get(id);
+      const resolve = this.pending.take(id);
       if (!resolve) continue; // abandoned meanwhile
-      this.pending.delete(id);
       if (stageClock.on) {
         r.stamps = { ...r.stamps, post: this.postStamps.get(id), mrecv: stageClock.now() };
         this.postStamps.delete(id);

@@ -75,6 +75,8 @@ export class Dormancy {
   readonly sleeping = new DormantTable();
   /** Awake actors with a live instance, least recently stepped first, with that step's time. */
   private readonly awake = new Map<TopicActor, number>();
+  /** The actor last put at the back of `awake` (it may have left it since: check). */
+  private lastAwake: TopicActor | undefined;
   private readonly waking = new Map<string, Promise<void>>();
   /**
    * Table rows of the topics restored asleep by recovery, by id (recovery applies frames by id),
@@ -133,10 +135,28 @@ export class Dormancy {
     this.sleeping.touch(name, nowMs);
   }
 
-  /** After every step of `actor`: an actor with a live instance moves to the back of the order. */
+  /**
+   * After every step of `actor`: an actor with a live instance moves to the back of the order.
+   * One already at the back only gets its time: a delete and an insert per step made V8 rebuild
+   * the map's table every few steps of a busy topic (docs/PERFORMANCE.md "Maps of requests in
+   * flight").
+   */
   stepped(actor: TopicActor, now: number): void {
-    this.awake.delete(actor);
-    if (actor.current) this.awake.set(actor, now);
+    if (!actor.current) {
+      this.awake.delete(actor);
+      return;
+    }
+    if (this.lastAwake !== actor || !this.awake.has(actor)) {
+      this.awake.delete(actor);
+      this.lastAwake = actor;
+    }
+    this.awake.set(actor, now);
+  }
+
+  /** Puts `actor`, not in `awake`, at its back. */
+  private setAwake(actor: TopicActor, now: number): void {
+    this.awake.set(actor, now);
+    this.lastAwake = actor;
   }
 
   /** The host dropped `actor`. */
@@ -166,7 +186,7 @@ export class Dormancy {
       if (r === 'later') later.push(actor);
       else if (r === 'slept') slept++;
     }
-    for (const a of later) this.awake.set(a, now);
+    for (const a of later) this.setAwake(a, now);
     return slept;
   }
 
@@ -213,7 +233,7 @@ export class Dormancy {
       const actor = this.host.actorByName(top.name);
       // Stepped since (back in the order) or gone: the sweep or its next step decides.
       if (this.opts.sleepMs <= 0 || !actor || this.awake.has(actor)) continue;
-      if (this.trySleep(actor, now) === 'later') this.awake.set(actor, now);
+      if (this.trySleep(actor, now) === 'later') this.setAwake(actor, now);
     }
     await Promise.all(wakes);
     return wakes.length;

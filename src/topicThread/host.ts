@@ -37,6 +37,7 @@ import { dropTexts, makeCheckpoints, makeCompaction, makeDormancy, makeRecovery,
 import type { Fs } from '../storage/fs.js';
 import { InvariantError } from '../core/invariant.js';
 import { TOPICS_SLOT } from '../core/sharedCounters.js';
+import { PendingTable } from '../core/pendingTable.js';
 
 export interface ActorHostDeps {
   clock: Clock;
@@ -85,14 +86,13 @@ export class ActorHost implements HostServices {
   /** Step contexts not in use: one is bound to an actor per input (steps may nest). */
   private readonly freeSteps: StepSlot[] = [];
   /** What settles each request still waiting for its reply: a promise's resolve, or a channel answer. */
-  private readonly replies = new Map<number, ReplyTo>();
+  private readonly replies = new PendingTable<ReplyTo>();
   /** Actors whose step is running (steps nest): an actor is never dropped inside its own step. */
   private readonly stepping: TopicActor[] = [];
   /** Peer requests that arrived before `serve()` (recovery); undefined once serving. */
   private peersHeld: { req: TopicRequest; resolve: (r: TopicResult) => void }[] | undefined = [];
   /** Live bytes over this worker's topics, kept as steps change them (see input). */
   private liveBytesTotal = 0;
-  private nextReqId = 1;
   private localTopicNo = 0;
   readonly hot: HotCache;
   readonly events: EventsOutbox;
@@ -187,16 +187,15 @@ export class ActorHost implements HostServices {
 
   request(req: TopicRequest): Promise<TopicResult> {
     // After a WAL failure the actors refuse writes themselves (storage FAILED); reads go on.
-    const reqId = this.nextReqId++;
     return new Promise((resolve) => {
-      this.replies.set(reqId, resolve);
+      const reqId = this.replies.add(resolve);
       // A sleeping topic wakes first; requests that find it waking wait for the same wake, in order.
       const waking = this.dormancy.wakeFor(req.topic);
       if (!waking) return this.input(this.actorFor(req.topic), { k: 'req', reqId, req });
       waking.then(
         () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
         (err: Error) => {
-          this.replies.delete(reqId);
+          this.replies.take(reqId);
           resolve(fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
         },
       );
@@ -209,8 +208,7 @@ export class ActorHost implements HostServices {
    * no reply waiting; the channel answers it `internal`.
    */
   requestTo(req: TopicRequest, token: number, answer: (token: number, r: TopicResult) => void): void {
-    const reqId = this.nextReqId++;
-    this.replies.set(reqId, new ChannelAnswer(token, answer));
+    const reqId = this.replies.add(new ChannelAnswer(token, answer));
     try {
       // A sleeping topic wakes first; requests that find it waking wait for the same wake, in order.
       const waking = this.dormancy.wakeFor(req.topic);
@@ -218,12 +216,12 @@ export class ActorHost implements HostServices {
       waking.then(
         () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
         (err: Error) => {
-          if (this.replies.delete(reqId))
+          if (this.replies.take(reqId) !== undefined)
             answer(token, fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
         },
       );
     } catch (err) {
-      if (this.replies.delete(reqId)) throw err;
+      if (this.replies.take(reqId) !== undefined) throw err;
     }
   }
 
@@ -293,9 +291,8 @@ export class ActorHost implements HostServices {
   }
 
   sendReply(actor: TopicActor, reqId: number, result: TopicResult, frameNo: number | undefined): void {
-    const to = this.replies.get(reqId);
+    const to = this.replies.take(reqId);
     if (!to) return;
-    this.replies.delete(reqId);
     const fsync = frameNo !== undefined && actor.durableFrameNo >= frameNo && actor.current?.config.durability === 'fsync';
     const perf = this.wal.perf(actor, reqId, frameNo, fsync);
     if (result.ok && perf) Object.assign(result.perf, perf);
