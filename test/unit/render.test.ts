@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { renderRecordsArray, RenderItem } from '../../src/actors/topic/render.js';
-import { bufferView, readRecordAt, recordExtent } from '../../src/format/frame.js';
+import { readRecordAt, recordExtent } from '../../src/format/frame.js';
 import { isPage, PAGE_TAIL_SLACK_BYTES } from '../../src/core/pagePool.js';
 import { digitCount, writeUint } from '../../src/core/decimal.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
@@ -113,10 +113,17 @@ test('records sharing a $ts (one batch) render their digits right, and a new pag
   assert.equal(renderRecordsArray('', many, '', opts).toString('utf8'), want(many));
 });
 
-test('a record text read from its head (as the seq index keeps hot records) has the extents the frame walk finds', () => {
-  // Records in the APPEND layout after some other bytes: with and without node, tag and meta, and
-  // a data text longer than 16 bits can count.
-  const rec = (node: string, tag: string, meta: string | undefined, data: string): Buffer => {
+test('a record text read from its head (as the seq index keeps hot records) has the extents its writer laid out', () => {
+  // Records in the APPEND layout, written with Buffer's own writers, after some other bytes: with
+  // and without node, tag and meta, and a data text longer than 16 bits can count. The extents
+  // each should have come from the texts themselves, so the one head decoder (readRecordAt,
+  // which RecordText.at uses) is checked against the layout, not against itself.
+  const specs: [node: string, tag: string, meta: string | undefined, data: string][] = [
+    ['"n1"', '"t"', '{"m":1}', '{"a":"é"}'],
+    ['', '', undefined, '1'],
+    ['', '"x"', undefined, 'x'.repeat(70_000)],
+  ];
+  const rec = ([node, tag, meta, data]: (typeof specs)[number]): Buffer => {
     const h = Buffer.alloc(12);
     h.writeUInt16LE(Buffer.byteLength(node), 0);
     h.writeUInt16LE(Buffer.byteLength(tag), 2);
@@ -124,20 +131,34 @@ test('a record text read from its head (as the seq index keeps hot records) has 
     h.writeUInt32LE(Buffer.byteLength(data), 8);
     return Buffer.concat([h, Buffer.from(node + tag + (meta ?? '') + data)]);
   };
-  const recs = [rec('"n1"', '"t"', '{"m":1}', '{"a":"é"}'), rec('', '', undefined, '1'), rec('', '"x"', undefined, 'x'.repeat(70_000))];
-  const buf = Buffer.concat([Buffer.from('junk!'), ...recs]);
-  const view = bufferView(buf);
+  const buf = Buffer.concat([Buffer.from('junk!'), ...specs.map(rec)]);
   let p = 5;
-  for (let i = 0; i < recs.length; i++) {
-    const want = recordExtent();
-    const next = readRecordAt(view, p, want);
+  for (let i = 0; i < specs.length; i++) {
+    const [node, tag, meta, data] = specs[i]!;
+    const nodeOff = p + 12;
+    const tagOff = nodeOff + Buffer.byteLength(node);
+    const metaOff = tagOff + Buffer.byteLength(tag);
+    const dataOff = metaOff + (meta === undefined ? 0 : Buffer.byteLength(meta));
+    const want = [
+      nodeOff,
+      Buffer.byteLength(node),
+      tagOff,
+      Buffer.byteLength(tag),
+      metaOff,
+      meta === undefined ? -1 : Buffer.byteLength(meta),
+      dataOff,
+      Buffer.byteLength(data),
+    ];
     const got = RecordText.at(buf, p);
     assert.deepEqual(
       [got.nodeOff, got.nodeLen, got.tagOff, got.tagLen, got.metaOff, got.metaLen, got.dataOff, got.dataLen],
-      [want.nodeOff, want.nodeLen, want.tagOff, want.tagLen, want.metaOff, want.metaLen, want.dataOff, want.dataLen],
+      want,
       `record ${i}`,
     );
     assert.equal(got.headOff, p);
+    const r = recordExtent();
+    const next = readRecordAt(buf, p, r);
+    assert.equal(next, dataOff + Buffer.byteLength(data), `record ${i} ends where its data does`);
     p = next;
   }
 });

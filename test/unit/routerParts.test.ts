@@ -20,6 +20,7 @@ import {
   probeFrame,
   readAppendHead,
   forEachAppendRecord,
+  headOffOf,
   type AppendRecordInput,
 } from '../../src/format/frame.js';
 import { RecordText } from '../../src/actors/topic/recordText.js';
@@ -140,7 +141,7 @@ function textsOf(frame: Buffer): RecordText[] {
   const p = probeFrame(frame, 0, frame.length);
   assert.ok(p.ok);
   const texts: RecordText[] = [];
-  forEachAppendRecord(frame, p.frame, readAppendHead(frame, p.frame), (_i, r) => texts.push(RecordText.fromExtent(frame, r)));
+  forEachAppendRecord(frame, p.frame, readAppendHead(frame, p.frame), (_i, r) => texts.push(RecordText.at(frame, headOffOf(r))));
   return texts;
 }
 

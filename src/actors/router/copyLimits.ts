@@ -8,7 +8,7 @@ import { countTopLevelKeys } from '../../core/jsonScan.js';
 import { InvariantError } from '../../core/invariant.js';
 import { APPEND_RECORD_HEAD_BYTES } from '../../format/constants.js';
 import { CorruptionError } from '../../core/corruption.js';
-import { bufferView, payloadBytesOf, readRecordAt, recordExtent } from '../../format/frame.js';
+import { payloadBytesOf, readRecordAt, recordExtent } from '../../format/frame.js';
 import { fail } from '../../protocol/errors.js';
 import { LIMITS, type LimitAllowance, type ParseFailure } from '../topic/appendRecord.js';
 
@@ -41,11 +41,10 @@ export function scanCopySection(section: Buffer, count: number): CopySectionScan
   let bytes = 0;
   let p = 0;
   const end = section.length;
-  const view = bufferView(section);
   const r = recordExtent();
   for (let i = 0; i < count; i++) {
     if (p + APPEND_RECORD_HEAD_BYTES > end) throw new CorruptionError('APPEND frame', 'a record header past the frame body', p);
-    p = readRecordAt(view, p, r);
+    p = readRecordAt(section, p, r);
     if (p > end) throw new CorruptionError('APPEND frame', 'a record past the frame body', p);
     const payload = payloadBytesOf(r);
     bytes += payload;

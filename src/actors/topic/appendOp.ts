@@ -9,15 +9,14 @@ import {
   frameAppendSection,
   forEachAppendRecord,
   payloadBytesOf,
+  headOffOf,
   readAppendHead,
   readRecordAt,
   recordExtent,
-  bufferView,
   probeFrame,
 } from '../../format/frame.js';
 import type { ParsedAppend } from './appendParse.js';
 import type { TopicInstance } from './instance.js';
-import { APPEND_RECORD_HEAD_BYTES } from '../../format/constants.js';
 import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../../format/layout.js';
@@ -103,7 +102,7 @@ export function encodeBatch(
     recordInputs(body, p),
     0,
     (i, r) => {
-      heads[i] = r.nodeOff - APPEND_RECORD_HEAD_BYTES;
+      heads[i] = headOffOf(r);
       sizes[i] = payloadBytesOf(r);
     },
     fwdHeader,
@@ -169,14 +168,13 @@ function indexCopies(
 ): number {
   let bytes = 0;
   let p = recordsOff;
-  const view = bufferView(frame);
   const r = recordExtent();
   for (let i = 0; i < count; i++) {
-    p = readRecordAt(view, p, r);
+    p = readRecordAt(frame, p, r);
     const size = payloadBytesOf(r);
     bytes += size;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(frame.toString('latin1', r.nodeOff, r.tagOff)) : 0;
-    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, frame, r.nodeOff - APPEND_RECORD_HEAD_BYTES);
+    inst.index.put(firstSeq + i, tsMs, size, nodeId, loc, frame.length, i, frame, headOffOf(r));
     if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(frame.toString('latin1', r.tagOff, r.metaOff)), firstSeq + i);
   }
   if (p > frame.length) throw new InvariantError(`copy frame: records end at ${p}, past the frame's ${frame.length} bytes`);
@@ -265,17 +263,7 @@ export function indexFrame(inst: TopicInstance, buf: Buffer, off: number, loc: n
     total += bytes;
     const nodeId = r.nodeLen > 0 ? inst.nodes.idOfLiteral(buf.toString('latin1', r.nodeOff, r.nodeOff + r.nodeLen)) : 0;
     const textBuf = keepText ? buf : undefined;
-    inst.index.put(
-      head.firstSeq + i,
-      head.tsMs,
-      bytes,
-      nodeId,
-      loc,
-      frameLen ?? probe.frame.size,
-      i,
-      textBuf,
-      r.nodeOff - APPEND_RECORD_HEAD_BYTES,
-    );
+    inst.index.put(head.firstSeq + i, head.tsMs, bytes, nodeId, loc, frameLen ?? probe.frame.size, i, textBuf, headOffOf(r));
     if (r.tagLen > 0) inst.tags.add(inst.nodes.tagOfLiteral(buf.toString('latin1', r.tagOff, r.tagOff + r.tagLen)), head.firstSeq + i);
   });
   if (head.idemKey !== undefined) inst.idem.set(head.idemKey, { firstSeq: head.firstSeq, count: head.count, tsMs: head.tsMs });

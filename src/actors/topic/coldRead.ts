@@ -1,8 +1,8 @@
 // Cold reads: records whose text was evicted from memory are read back from the topic's
 // segments. The actor asks for byte ranges (one per segment touched, covering every needed
 // frame) and installs the texts when the bytes arrive. Pure; the host does the I/O.
-import { forEachAppendRecord, probeFrame, readAppendHead } from '../../format/frame.js';
-import { APPEND_RECORD_HEAD_BYTES, FrameType } from '../../format/constants.js';
+import { forEachAppendRecord, headOffOf, probeFrame, readAppendHead } from '../../format/frame.js';
+import { FrameType } from '../../format/constants.js';
 import type { ActorCtx, ColdRange } from '../ctx.js';
 import type { TopicInstance } from './instance.js';
 import { SlotState } from './seqIndex.js';
@@ -71,7 +71,7 @@ export function installTexts(inst: TopicInstance, buf: Buffer): { from: number; 
       forEachAppendRecord(buf, p.frame, head, (i, r) => {
         const seq = head.firstSeq + i;
         if (inst.index.state(seq) !== SlotState.LIVE || inst.index.hasText(seq)) return;
-        inst.index.setText(seq, buf, r.nodeOff - APPEND_RECORD_HEAD_BYTES);
+        inst.index.setText(seq, buf, headOffOf(r));
         from = Math.min(from, seq);
         to = Math.max(to, seq);
       });
