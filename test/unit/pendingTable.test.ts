@@ -66,3 +66,16 @@ test('a slot reused many times keeps issuing new ids, as exact integers', () => 
   }
   assert.equal((table as unknown as { values: unknown[] }).values.length, 1, 'one slot, reused');
 });
+
+test('a slot whose generations reach 2^52 starts again from its first id, still an exact integer', () => {
+  const table = new PendingTable<string>();
+  const first = table.add('a');
+  table.take(first);
+  const slots = first; // the first id of slot 0 is the slot count per generation
+  // Jump slot 0 to its last generation below 2^52 (2^31 reuses would take minutes).
+  (table as unknown as { ids: number[] }).ids[0] = 2 ** 52 - slots;
+  const wrapped = table.add('b');
+  assert.equal(wrapped, first, 'past 2^52 the slot issues its first id again');
+  assert.ok(Number.isSafeInteger(wrapped));
+  assert.equal(table.take(wrapped), 'b');
+});
