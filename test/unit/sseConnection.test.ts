@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { SystemClock } from '../../src/core/clock.js';
 import { FlushPacer } from '../../src/streams/sse/flushPacer.js';
 import { SseConnection, type SseConnectionOptions } from '../../src/streams/sse/sseConnection.js';
+import { SharedChunks } from '../../src/streams/sse/sharedChunks.js';
 
 const pacer = new FlushPacer(new SystemClock());
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,7 +33,7 @@ interface Served {
   events: string[];
 }
 
-type Opts = Partial<Pick<SseConnectionOptions, 'highWaterBytes' | 'heartbeatMs'>> & { initialHeartbeat?: boolean };
+type Opts = Partial<Pick<SseConnectionOptions, 'highWaterBytes' | 'heartbeatMs'>> & { initialHeartbeat?: boolean; pacer?: FlushPacer };
 
 const servers: http.Server[] = [];
 // Every connection is cut at the end, so a failed assertion cannot leave the run hanging.
@@ -73,7 +74,7 @@ async function serve(o: Opts = {}): Promise<{ port: number; served: Promise<Serv
       return (sockWrite as any).call(sock, chunk, ...rest);
     }) as typeof sock.write;
     const events: string[] = [];
-    const conn = new SseConnection(res, pacer, {
+    const conn = new SseConnection(res, o.pacer ?? pacer, {
       highWaterBytes: o.highWaterBytes ?? 1024 * 1024,
       heartbeatMs: o.heartbeatMs ?? 60_000,
       now: () => Date.now(),
@@ -173,6 +174,25 @@ test('heartbeats: `: hb` after heartbeatMs of silence, none while frames keep go
   await sleep(heartbeatMs * 3 + 40);
   const hbs = c.blocks().filter((b) => b === ': hb').length;
   assert.ok(hbs >= 2 && hbs <= 4, `${hbs} heartbeats in ~3 windows`);
+  s.conn.end();
+});
+
+test('a heartbeat queued behind a late flush is one heartbeat, not one per millisecond until the flush', async () => {
+  // Under load the pacer waits between slices, so a queued frame can stay unflushed for a few ms.
+  // A pacer that always flushes 30 ms late: the heartbeat timer must not take the queued
+  // heartbeat for silence and queue another every time it re-arms.
+  const late = {
+    markDirty(t: SseConnection): void {
+      setTimeout(() => t.flush(Date.now(), new SharedChunks()), 30);
+    },
+  } as unknown as FlushPacer;
+  const heartbeatMs = 60;
+  const { port, served } = await serve({ heartbeatMs, pacer: late });
+  const c = await get(port);
+  const s = await served;
+  await sleep(heartbeatMs * 4 + 50);
+  const hbs = c.blocks().filter((b) => b === ': hb').length;
+  assert.ok(hbs >= 2 && hbs <= 5, `${hbs} heartbeats in ~4 windows`);
   s.conn.end();
 });
 

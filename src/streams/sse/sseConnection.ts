@@ -168,14 +168,23 @@ export class SseConnection implements PacedFlush {
 
   private armHeartbeat(): void {
     const hb = this.opts.heartbeatMs;
-    const dueMs = Math.max(0, this.lastWriteMs + hb - this.opts.now());
+    const dueMs = Math.max(0, this.lastSentMs() + hb - this.opts.now());
     this.hbTimer = setTimeout(() => {
       if (this.isClosed) return;
       // Suppressed when anything went out within the window (docs/API.md "SSE frame formats").
-      if (this.opts.now() - this.lastWriteMs >= hb && !this.isPaused) this.write(HEARTBEAT);
+      if (this.opts.now() - this.lastSentMs() >= hb && !this.isPaused) this.write(HEARTBEAT);
       this.armHeartbeat();
     }, dueMs);
     this.hbTimer.unref();
+  }
+
+  /**
+   * When bytes last went out: the last flush, or now while some are queued for the pacer's next
+   * one. A heartbeat waiting for a flush the pacer put off under load is not silence: taking it
+   * for silence re-armed the timer at 0 ms and queued another heartbeat each time it fired.
+   */
+  private lastSentMs(): number {
+    return this.out.length > 0 ? this.opts.now() : this.lastWriteMs;
   }
 
   // ---- flow control ------------------------------------------------------------------------
