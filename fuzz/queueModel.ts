@@ -227,7 +227,10 @@ function pick<T>(xs: readonly T[], picks: readonly number[]): T[] {
 /** Leases the server granted since `before` (a claim pass, a refill, a jitter window). */
 function absorbLeases(m: Model, r: Real, before: Set<string>): void {
   const q = qs(r);
-  const fresh = [...q.table.active].filter(([, l]) => !before.has(l.id)).sort((a, b) => a[1].deadlineMs - b[1].deadlineMs || a[0] - b[0]);
+  const fresh = q.table.active
+    .entries()
+    .filter(([, l]) => !before.has(l.id))
+    .sort((a, b) => a[1].deadlineMs - b[1].deadlineMs || a[0] - b[0]);
   for (const [seq, l] of fresh) {
     const passAt = l.deadlineMs - r.cfg.leaseMs;
     const j = m.jobs.get(seq);
@@ -399,7 +402,7 @@ function checkInvariants(m: Model, r: Real): void {
     assert.equal(i.index.state(s), SlotState.LIVE, `job ${s} in the lease table but not live`);
   for (const s of t.active.keys()) assert.ok(!t.delayed.has(s) && !t.inTransit.has(s), `job ${s} leased and delayed/in transit`);
   for (const s of t.delayed.keys()) assert.ok(!t.inTransit.has(s), `job ${s} delayed and in transit`);
-  for (const [connId, seqs] of t.byConn) for (const s of seqs) assert.equal(t.active.get(s)?.connId, connId);
+  for (const [connId, seqs] of t.byConn) for (const s of seqs.keys()) assert.equal(t.active.get(s)?.connId, connId);
   normalize(m, now);
   let ready = 0;
   let inFlight = 0;
@@ -895,7 +898,7 @@ function afterCrash(m: Model, r: Real, mode: 'kill' | 'power'): void {
     if (promised && m.confirmedAcks.has(seq)) assert.ok(!live(seq), `acked job ${seq} came back after a ${mode} crash (${cls})`);
     if (promised && j.appendConfirmed && j.live && !j.transit) assert.ok(live(seq), `appended job ${seq} lost in a ${mode} crash (${cls})`);
   }
-  for (const [seq, l] of t.active) {
+  for (const [seq, l] of t.active.entries()) {
     assert.ok(l.connId === 0 && !m.workLeaseIds.has(l.id), `a /work lease (job ${seq}) survived a restart`);
     const j = m.jobs.get(seq);
     assert.ok(j?.pastIds.includes(l.id), `restored lease ${l.id} of job ${seq} was never issued`);

@@ -38,7 +38,13 @@ export interface QueuedFrame {
 
 /** A queued frame as the link keeps it until it is durable: its timings and its actor's record. */
 interface LinkFrame {
-  frame: QueuedFrame;
+  /**
+   * Until written: the WAL and segment writes still need its bytes. A `disk` frame's record is
+   * kept until the next fdatasync (up to the sync interval) and a frame's bytes and wrapper
+   * objects held that long were promoted by every young-generation collection.
+   */
+  frame: QueuedFrame | undefined;
+  frameNo: number;
   owner: ActorFrames;
   submitAt: number;
   writtenAt: number;
@@ -74,8 +80,16 @@ export const LAZY_FLUSH_MS = 5;
 /** Durable frames are dropped from an actor's array once this many have gathered at its front. */
 const DURABLE_COMPACT_AT = 64;
 
+/**
+ * Durable frame records and submissions are kept for reuse, up to this many each. A `disk`
+ * frame's record lives until the next fdatasync (up to the sync interval), long enough for
+ * every young-generation collection to copy and promote it; reused, the records stay put in the
+ * old generation instead of being made and promoted afresh for every frame.
+ */
+const SPARE_MAX = 4096;
+
 /** What stands in an actor's array for a durable frame until the array is compacted. */
-const DROPPED = { frame: undefined, owner: undefined } as unknown as LinkFrame;
+const DROPPED = { frame: undefined, frameNo: 0, owner: undefined } as unknown as LinkFrame;
 
 interface Submission {
   seq: number;
@@ -108,6 +122,9 @@ export class WalLink {
   /** The actors an ack moved, reused from ack to ack. */
   private readonly acked: ActorFrames[] = [];
   private turnFrames: LinkFrame[] = [];
+  /** Durable frame records and submissions (with an empty `frames`), for reuse. */
+  private readonly spareFrames: LinkFrame[] = [];
+  private readonly spareSubs: Submission[] = [];
   /** What submissions are built in: buffers the WAL thread handed back, or new ones. */
   readonly buffers = new SubmitBuffers();
   private flushScheduled = false;
@@ -157,7 +174,18 @@ export class WalLink {
   queueFrame(f: QueuedFrame): void {
     let owner = this.actors.get(f.actor);
     if (!owner) this.actors.set(f.actor, (owner = { actor: f.actor, frames: [], first: 0, ackWritten: 0, ackDurable: 0, acked: false }));
-    const lf: LinkFrame = { frame: f, owner, submitAt: nowMs(), writtenAt: 0, postUs: undefined, writtenUs: undefined };
+    let lf = this.spareFrames.pop();
+    if (lf === undefined)
+      lf = { frame: f, frameNo: f.frameNo, owner, submitAt: nowMs(), writtenAt: 0, postUs: undefined, writtenUs: undefined };
+    else {
+      lf.frame = f;
+      lf.frameNo = f.frameNo;
+      lf.owner = owner;
+      lf.submitAt = nowMs();
+      lf.writtenAt = 0;
+      lf.postUs = undefined;
+      lf.writtenUs = undefined;
+    }
     owner.frames.push(lf);
     this.turnFrames.push(lf);
     // Credit counts a frame from the moment it is queued, so that the requests of one turn (they
@@ -198,22 +226,27 @@ export class WalLink {
       clearTimeout(this.lazyTimer);
       this.lazyTimer = undefined;
     }
-    this.turnFrames = [];
+    const sub = this.spareSubs.pop() ?? { seq: 0, frames: [], written: false, bytes: 0 };
+    this.turnFrames = sub.frames; // empty
+    sub.frames = frames;
     this.turnEager = false;
     let total = 0;
     let durable = false;
     for (const { frame } of frames) {
-      total += frame.buf.length;
-      durable ||= frame.durable;
+      total += frame!.buf.length;
+      durable ||= frame!.durable;
     }
     const out = new Uint8Array(this.buffers.take(total), 0, total);
     let p = 0;
     for (const { frame } of frames) {
-      out.set(frame.buf, p);
-      p += frame.buf.length;
+      out.set(frame!.buf, p);
+      p += frame!.buf.length;
     }
     const seq = ++this.submitSeq;
-    this.inflight.push({ seq, frames, written: false, bytes: total });
+    sub.seq = seq;
+    sub.written = false;
+    sub.bytes = total;
+    this.inflight.push(sub);
     const msg: WalIn = { t: 'submit', seq, buf: out.buffer, bytes: total, durable, frames: frames.length, handBack: true };
     if (stageClock.on) this.stampFrames(frames, 'postUs'); // before the post, like every stamp
     this.port.postMessage(msg, [out.buffer]);
@@ -250,7 +283,9 @@ export class WalLink {
       const s = inflight[i]!;
       for (const lf of s.frames) {
         lf.writtenAt = now;
-        if (lf.frame.segment) this.host.writeSegment(lf.frame.segment, lf.frame.buf);
+        const f = lf.frame!;
+        if (f.segment) this.host.writeSegment(f.segment, f.buf);
+        lf.frame = undefined;
         this.noteAck(lf, false);
       }
       this.inflightBytes -= s.bytes;
@@ -270,7 +305,7 @@ export class WalLink {
     this.acked.length = 0;
     this.releaseDeferred();
     if (durable > 0) {
-      for (let k = 0; k < durable; k++) for (const lf of inflight[k]!.frames) this.dropDurable(lf.owner);
+      for (let k = 0; k < durable; k++) this.recycle(inflight[k]!);
       inflight.splice(0, durable);
       this.writtenCount -= durable;
     }
@@ -291,9 +326,23 @@ export class WalLink {
       a.ackDurable = 0;
       this.acked.push(a);
     }
-    const no = lf.frame.frameNo;
+    const no = lf.frameNo;
     if (no > a.ackWritten) a.ackWritten = no;
     if (durable && no > a.ackDurable) a.ackDurable = no;
+  }
+
+  /** A durable submission: its frames leave their actors' arrays, and it and they are kept for reuse. */
+  private recycle(sub: Submission): void {
+    for (const lf of sub.frames) {
+      this.dropDurable(lf.owner);
+      if (this.spareFrames.length < SPARE_MAX) {
+        lf.frame = undefined;
+        lf.owner = undefined as unknown as ActorFrames;
+        this.spareFrames.push(lf);
+      }
+    }
+    sub.frames.length = 0;
+    if (this.spareSubs.length < SPARE_MAX) this.spareSubs.push(sub);
   }
 
   /** The first not-durable frame of `a` became durable; an idle actor keeps no record (~190 bytes per topic ever written). */
@@ -315,7 +364,7 @@ export class WalLink {
     let hi = a.frames.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      const no = a.frames[mid]!.frame.frameNo;
+      const no = a.frames[mid]!.frameNo;
       if (no === frameNo) return a.frames[mid];
       if (no < frameNo!) lo = mid + 1;
       else hi = mid - 1;

@@ -7,6 +7,8 @@
 // `sweep(now)` finds what passed its deadline; there are no per-job timers. Pure.
 import assert from 'node:assert/strict';
 import { MinHeap } from '../../core/minHeap.js';
+import { SeqMap } from '../../core/seqMap.js';
+import { TimeHeap } from '../../core/timeHeap.js';
 import type { LeaseIdParts } from './leaseId.js';
 
 export interface Lease extends LeaseIdParts {
@@ -18,19 +20,6 @@ export interface Lease extends LeaseIdParts {
   connId: number;
 }
 
-interface DeadlineEntry {
-  at: number;
-  seq: number;
-  lease: Lease;
-}
-
-interface DelayEntry {
-  at: number;
-  seq: number;
-}
-
-const byTime = (a: { at: number; seq: number }, b: { at: number; seq: number }) => a.at < b.at || (a.at === b.at && a.seq < b.seq);
-
 /**
  * Stale heap entries (extended, released or forgotten leases and delays) leave only when they
  * reach the top, which for long leases may be days away: a heap holding more than twice its
@@ -39,19 +28,21 @@ const byTime = (a: { at: number; seq: number }, b: { at: number; seq: number }) 
 const HEAP_SLACK = 1024;
 
 export class LeaseTable {
-  readonly active = new Map<number, Lease>();
-  /** Seqs leased per `/work` connection. */
-  readonly byConn = new Map<number, Set<number>>();
+  readonly active = new SeqMap<Lease>();
+  /** Seqs leased per `/work` connection (the values say nothing). */
+  readonly byConn = new Map<number, SeqMap<true>>();
   /** Nack delays not yet elapsed: seq → ready-at ms. */
-  readonly delayed = new Map<number, number>();
-  readonly deliveries = new Map<number, number>();
+  readonly delayed = new SeqMap<number>();
+  readonly deliveries = new SeqMap<number>();
   /** Jobs being copied to the dead-letter topic: neither ready nor in flight. */
   readonly inTransit = new Set<number>();
   /** Highest seq ever considered as a fresh job; everything above it is fresh. */
   claimCursor = 0;
   deadLettered = 0;
-  private readonly deadlines = new MinHeap<DeadlineEntry>(byTime);
-  private readonly delays = new MinHeap<DelayEntry>(byTime);
+  /** (deadline, seq) of leases; an entry is live while the job's lease still has that deadline. */
+  private readonly deadlines = new TimeHeap();
+  /** (ready-at, seq) of nack delays; live while `delayed` still maps the seq to that time. */
+  private readonly delays = new TimeHeap();
   private readonly reclaim = new MinHeap<number>((a, b) => a < b);
 
   /** Leases or nack delays are held: a sweep may find some expired (a quiet queue has none). */
@@ -68,11 +59,11 @@ export class LeaseTable {
     // The message is built only on failure (a template argument costs a string per lease).
     if (this.active.has(seq)) assert.fail(`job ${seq} leased twice`);
     this.active.set(seq, lease);
-    this.pushDeadline({ at: lease.deadlineMs, seq, lease });
+    this.pushDeadline(lease.deadlineMs, seq);
     if (lease.connId !== 0) {
       let set = this.byConn.get(lease.connId);
-      if (!set) this.byConn.set(lease.connId, (set = new Set()));
-      set.add(seq);
+      if (!set) this.byConn.set(lease.connId, (set = new SeqMap()));
+      set.set(seq, true);
     }
   }
 
@@ -91,11 +82,11 @@ export class LeaseTable {
 
   extend(seq: number, lease: Lease, deadlineMs: number): void {
     lease.deadlineMs = deadlineMs;
-    this.pushDeadline({ at: deadlineMs, seq, lease });
+    this.pushDeadline(deadlineMs, seq);
   }
 
-  private pushDeadline(e: DeadlineEntry): void {
-    this.deadlines.push(e);
+  private pushDeadline(at: number, seq: number): void {
+    this.deadlines.push(at, seq);
     if (this.deadlines.size > 2 * this.active.size + HEAP_SLACK) this.rebuildHeaps();
   }
 
@@ -111,7 +102,7 @@ export class LeaseTable {
 
   delay(seq: number, readyAtMs: number): void {
     this.delayed.set(seq, readyAtMs);
-    this.delays.push({ at: readyAtMs, seq });
+    this.delays.push(readyAtMs, seq);
     if (this.delays.size > 2 * this.delayed.size + HEAP_SLACK) this.rebuildHeaps();
   }
 
@@ -125,18 +116,21 @@ export class LeaseTable {
    */
   sweep(nowMs: number): { seq: number; lease: Lease }[] {
     const expired: { seq: number; lease: Lease }[] = [];
-    for (let e = this.deadlines.peek(); e !== undefined && e.at < nowMs; e = this.deadlines.peek()) {
+    for (let at = this.deadlines.peekAt(); at !== undefined && at < nowMs; at = this.deadlines.peekAt()) {
+      const seq = this.deadlines.peekSeq();
       this.deadlines.pop();
-      if (this.active.get(e.seq) !== e.lease || e.lease.deadlineMs !== e.at) continue; // stale
-      this.unlease(e.seq);
-      this.reclaim.push(e.seq);
-      expired.push({ seq: e.seq, lease: e.lease });
+      const lease = this.active.get(seq);
+      if (lease === undefined || lease.deadlineMs !== at) continue; // stale
+      this.unlease(seq);
+      this.reclaim.push(seq);
+      expired.push({ seq, lease });
     }
-    for (let e = this.delays.peek(); e !== undefined && e.at <= nowMs; e = this.delays.peek()) {
+    for (let at = this.delays.peekAt(); at !== undefined && at <= nowMs; at = this.delays.peekAt()) {
+      const seq = this.delays.peekSeq();
       this.delays.pop();
-      if (this.delayed.get(e.seq) !== e.at) continue; // stale
-      this.delayed.delete(e.seq);
-      this.reclaim.push(e.seq);
+      if (this.delayed.get(seq) !== at) continue; // stale
+      this.delayed.delete(seq);
+      this.reclaim.push(seq);
     }
     return expired;
   }
@@ -157,16 +151,16 @@ export class LeaseTable {
   /** When the next lease expires or delay elapses (for a `/work` connection waiting for jobs). */
   nextDueMs(): number | undefined {
     let due: number | undefined;
-    for (let e = this.deadlines.peek(); e !== undefined; e = this.deadlines.peek()) {
-      if (this.active.get(e.seq) === e.lease && e.lease.deadlineMs === e.at) {
-        due = e.at + 1; // expired means now > deadline
+    for (let at = this.deadlines.peekAt(); at !== undefined; at = this.deadlines.peekAt()) {
+      if (this.active.get(this.deadlines.peekSeq())?.deadlineMs === at) {
+        due = at + 1; // expired means now > deadline
         break;
       }
       this.deadlines.pop();
     }
-    for (let e = this.delays.peek(); e !== undefined; e = this.delays.peek()) {
-      if (this.delayed.get(e.seq) === e.at) {
-        due = due === undefined ? e.at : Math.min(due, e.at);
+    for (let at = this.delays.peekAt(); at !== undefined; at = this.delays.peekAt()) {
+      if (this.delayed.get(this.delays.peekSeq()) === at) {
+        due = due === undefined ? at : Math.min(due, at);
         break;
       }
       this.delays.pop();
@@ -186,7 +180,7 @@ export class LeaseTable {
   rebuildHeaps(): void {
     this.deadlines.clear();
     this.delays.clear();
-    for (const [seq, lease] of this.active) this.deadlines.push({ at: lease.deadlineMs, seq, lease });
-    for (const [seq, at] of this.delayed) this.delays.push({ at, seq });
+    for (const [seq, lease] of this.active.entries()) this.deadlines.push(lease.deadlineMs, seq);
+    for (const [seq, at] of this.delayed.entries()) this.delays.push(at, seq);
   }
 }

@@ -117,8 +117,13 @@ export function replayLeases(table: LeaseTable, events: readonly LeaseEvent[]): 
 export function queuePart(q: QueueState): QueuePart {
   const table = q.table;
   const leases: QueuePart['leases'] = [];
-  for (const [seq, l] of table.active) if (l.connId === 0) leases.push([seq, l.epoch, l.no, l.rand, l.node, l.deadlineMs]);
-  const part: QueuePart = { leases, delayed: [...table.delayed], deliveries: [...table.deliveries], dead_lettered: table.deadLettered };
+  for (const [seq, l] of table.active.entries()) if (l.connId === 0) leases.push([seq, l.epoch, l.no, l.rand, l.node, l.deadlineMs]);
+  const part: QueuePart = {
+    leases,
+    delayed: table.delayed.entries(),
+    deliveries: table.deliveries.entries(),
+    dead_lettered: table.deadLettered,
+  };
   const pending = redrivePendingPart(q);
   if (pending) part.redrive_pending = pending;
   return part;
