@@ -402,7 +402,7 @@ function checkInvariants(m: Model, r: Real): void {
     assert.equal(i.index.state(s), SlotState.LIVE, `job ${s} in the lease table but not live`);
   for (const s of t.active.keys()) assert.ok(!t.delayed.has(s) && !t.inTransit.has(s), `job ${s} leased and delayed/in transit`);
   for (const s of t.delayed.keys()) assert.ok(!t.inTransit.has(s), `job ${s} delayed and in transit`);
-  for (const [connId, seqs] of t.byConn) for (const s of seqs.keys()) assert.equal(t.active.get(s)?.connId, connId);
+  for (const connId of t.connsCounted()) assert.equal(t.heldBy(connId), t.connLeases(connId).length, `lease count of connection ${connId}`);
   normalize(m, now);
   let ready = 0;
   let inFlight = 0;

@@ -10,7 +10,7 @@
 //   counter to 40 bits, rand as u32;
 // - LeaseTable (leaseTable.ts): expiry when now > deadline (not at it), a nack delay elapses at
 //   readyAt, stale heap entries after extend / unlease / re-delay are skipped, popReclaim ascending
-//   and skipping what is not claimable, nextDueMs, forget clears every structure, byConn counts;
+//   and skipping what is not claimable, nextDueMs, forget clears every structure, per-connection counts;
 // - deadLetterBody (deadLetter.ts): the body it builds from a stored record parses with
 //   DEAD_LETTER_STAMPS (appendRecord.ts) for meta absent, `{}`, and a full meta (64 keys, 16 KiB,
 //   which only the allowance admits), the stamps first and the original meta verbatim.
@@ -427,7 +427,7 @@ test('LeaseTable: popReclaim serves ascending and drops what is not claimable or
   );
 });
 
-test('LeaseTable: byConn counts the leases of each /work connection; claims are not counted', () => {
+test('LeaseTable: heldBy counts the leases of each /work connection; claims are not counted', () => {
   const t = new LeaseTable();
   t.lease(1, mkLease(1000, 7));
   t.lease(2, mkLease(2000, 7));
@@ -436,8 +436,8 @@ test('LeaseTable: byConn counts the leases of each /work connection; claims are 
   assert.equal(t.heldBy(7), 2);
   assert.equal(t.heldBy(8), 1);
   assert.equal(t.heldBy(0), 0, 'claim leases are not per connection');
-  assert.deepEqual([...t.byConn.keys()].sort(), [7, 8]);
-  assert.deepEqual(t.byConn.get(7)!.keys().sort(), [1, 2]);
+  assert.deepEqual(t.connsCounted().sort(), [7, 8]);
+  assert.deepEqual(t.connLeases(7), [1, 2]);
   t.unlease(1);
   assert.equal(t.heldBy(7), 1);
   // expiry (sweep) gives the connection room too
@@ -446,9 +446,12 @@ test('LeaseTable: byConn counts the leases of each /work connection; claims are 
     [2],
   );
   assert.equal(t.heldBy(7), 0);
-  assert.equal(t.byConn.has(7), false, 'an empty set is removed');
+  assert.deepEqual(t.connLeases(7), []);
   t.forget(3);
-  assert.equal(t.byConn.has(8), false);
+  assert.equal(t.heldBy(8), 0);
+  t.dropConn(7);
+  t.dropConn(8);
+  assert.deepEqual(t.connsCounted(), [], 'a closed connection keeps no count');
   assert.equal(t.unlease(99), undefined, 'unleasing what is not leased is a no-op');
   assert.equal(t.active.size, 1);
 });
@@ -463,7 +466,7 @@ test('LeaseTable: forget clears every structure of a job', () => {
   t.deliveries.set(3, 4);
   for (const s of [1, 2, 3]) t.forget(s);
   assert.equal(t.active.size, 0);
-  assert.equal(t.byConn.size, 0);
+  assert.deepEqual(t.connLeases(5), []);
   assert.equal(t.delayed.size, 0);
   assert.equal(t.deliveries.size, 0);
   assert.equal(t.inTransit.size, 0);

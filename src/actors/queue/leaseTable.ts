@@ -29,8 +29,11 @@ const HEAP_SLACK = 1024;
 
 export class LeaseTable {
   readonly active = new SeqMap<Lease>();
-  /** Seqs leased per `/work` connection (the values say nothing). */
-  readonly byConn = new Map<number, SeqMap<true>>();
+  /**
+   * Leases held per open `/work` connection; an entry stays at 0 until `dropConn` (a Map entry
+   * made and deleted as a stream's leases come and go was a visible cost of every refill).
+   */
+  private readonly heldCounts = new Map<number, number>();
   /** Nack delays not yet elapsed: seq → ready-at ms. */
   readonly delayed = new SeqMap<number>();
   readonly deliveries = new SeqMap<number>();
@@ -60,11 +63,7 @@ export class LeaseTable {
     if (this.active.has(seq)) assert.fail(`job ${seq} leased twice`);
     this.active.set(seq, lease);
     this.pushDeadline(lease.deadlineMs, seq);
-    if (lease.connId !== 0) {
-      let set = this.byConn.get(lease.connId);
-      if (!set) this.byConn.set(lease.connId, (set = new SeqMap()));
-      set.set(seq, true);
-    }
+    if (lease.connId !== 0) this.heldCounts.set(lease.connId, (this.heldCounts.get(lease.connId) ?? 0) + 1);
   }
 
   /** Removes a job's lease (ack, nack, close, expiry); returns it. */
@@ -73,9 +72,8 @@ export class LeaseTable {
     if (!lease) return undefined;
     this.active.delete(seq);
     if (lease.connId !== 0) {
-      const set = this.byConn.get(lease.connId);
-      set?.delete(seq);
-      if (set && set.size === 0) this.byConn.delete(lease.connId);
+      const held = this.heldCounts.get(lease.connId);
+      if (held !== undefined) this.heldCounts.set(lease.connId, held - 1);
     }
     return lease;
   }
@@ -107,7 +105,24 @@ export class LeaseTable {
   }
 
   heldBy(connId: number): number {
-    return this.byConn.get(connId)?.size ?? 0;
+    return this.heldCounts.get(connId) ?? 0;
+  }
+
+  /** The seqs leased on `/work` connection `connId`, ascending (a walk over every lease: for a close). */
+  connLeases(connId: number): number[] {
+    const seqs: number[] = [];
+    for (const [seq, lease] of this.active.entries()) if (lease.connId === connId) seqs.push(seq);
+    return seqs.sort((x, y) => x - y);
+  }
+
+  /** The connection closed and gave its leases back: its count goes. */
+  dropConn(connId: number): void {
+    this.heldCounts.delete(connId);
+  }
+
+  /** Connections with a lease count kept (for tests and the queue model). */
+  connsCounted(): number[] {
+    return [...this.heldCounts.keys()];
   }
 
   /**

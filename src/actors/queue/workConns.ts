@@ -87,11 +87,12 @@ export function closeConn(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: Q
   q.conns.delete(connId);
   q.cohort = q.cohort.filter((c) => c.k === 'poll' || c.conn.connId !== connId);
   const events: LeaseEvent[] = [];
-  for (const seq of (q.table.byConn.get(connId)?.keys() ?? []).sort((x, y) => x - y)) {
+  for (const seq of q.table.connLeases(connId)) {
     const lease = q.table.unlease(seq)!;
     q.table.makeReady(seq);
     events.push(releasedEvent(seq, lease, 0));
   }
+  q.table.dropConn(connId);
   logLeases(a, ctx, inst, events);
   refill(a, ctx, inst, q);
 }
