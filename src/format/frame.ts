@@ -47,6 +47,16 @@ export function frameSize(bodyBytes: number): number {
   return alignUp(FRAME_HEADER_BYTES + bodyBytes);
 }
 
+/**
+ * A buffer for one small frame, not zero-filled: the encoder writes every body byte and
+ * sealFrame the prefix and padding. Frames under 4 KiB are slices of Node's shared pool, not an
+ * ArrayBuffer each (the DELETE and LEASES frames of every ack and claim made one, which V8 also
+ * counts toward starting a full collection). Such a buffer must never be transferred.
+ */
+export function frameBuffer(bodyBytes: number): Buffer {
+  return Buffer.allocUnsafe(frameSize(bodyBytes));
+}
+
 /** Writes prefix + topic id; the caller has already written the body at FRAME_HEADER_BYTES. */
 export function sealFrame(buf: Buffer, off: number, type: FrameTypeCode, flags: number, topicId: number, bodyBytes: number): void {
   const bodyLen = 8 + bodyBytes;
@@ -69,7 +79,7 @@ export function encodeJsonFrame(type: FrameTypeCode, topicId: number, body: unkn
 /** A JSON frame whose body text is already rendered (written into the frame without a copy). */
 export function encodeJsonTextFrame(type: FrameTypeCode, topicId: number, json: string, flags = 0): Buffer {
   const len = Buffer.byteLength(json, 'utf8');
-  const buf = Buffer.alloc(frameSize(len));
+  const buf = frameBuffer(len);
   buf.write(json, FRAME_HEADER_BYTES, len, 'utf8');
   sealFrame(buf, 0, type, flags, topicId, len);
   return buf;
@@ -113,8 +123,7 @@ export function encodeTopicCreate(topicId: number, name: string, config: object,
     let middle = configMiddles.get(config);
     if (middle === undefined) configMiddles.set(config, (middle = Buffer.from(`","config":${configText(config)},"created_ms":`, 'utf8')));
     const len = NAME_OPEN.length + name.length + middle.length + digitCount(createdMs) + 1;
-    // A pool slice is fine: the frame is copied into its turn's WAL submission, never transferred.
-    const buf = Buffer.allocUnsafe(frameSize(len));
+    const buf = frameBuffer(len);
     let p = FRAME_HEADER_BYTES;
     buf.set(NAME_OPEN, p);
     p += NAME_OPEN.length;
@@ -127,14 +136,14 @@ export function encodeTopicCreate(topicId: number, name: string, config: object,
   }
   const text = `{"name":${JSON.stringify(name)},"config":${configText(config)},"created_ms":${JSON.stringify(createdMs)}}`;
   const len = Buffer.byteLength(text, 'utf8');
-  const buf = Buffer.alloc(frameSize(len));
+  const buf = frameBuffer(len);
   buf.write(text, FRAME_HEADER_BYTES, len, 'utf8');
   sealFrame(buf, 0, FrameType.TOPIC_CREATE, 0, topicId, len);
   return buf;
 }
 
 export function encodeSeqReserve(topicId: number, ceiling: number, flags = 0): Buffer {
-  const buf = Buffer.alloc(frameSize(8));
+  const buf = frameBuffer(8);
   writeU64(buf, FRAME_HEADER_BYTES, ceiling);
   sealFrame(buf, 0, FrameType.SEQ_RESERVE, flags, topicId, 8);
   return buf;

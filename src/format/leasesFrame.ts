@@ -6,7 +6,7 @@
 //    24 u32 epoch    28 u32 rand        32 u64 lease counter   40 node (UTF-8, claimed only)
 // The lease id is rebuilt from (epoch, counter, rand). Pure functions over buffers.
 import { FRAME_HEADER_BYTES, FrameType, LEASE_EVENT_BYTES, LEASES_HEAD_BYTES, LeaseEventFlag } from './constants.js';
-import { frameSize, readU64, sealFrame, writeU64, type FrameView } from './frame.js';
+import { frameBuffer, readU64, sealFrame, writeU64, type FrameView } from './frame.js';
 import { CorruptionError } from '../core/corruption.js';
 
 export interface LeaseEvent {
@@ -37,9 +37,10 @@ export function encodeLeases(topicId: number, events: readonly LeaseEvent[]): Bu
     }
     body += LEASE_EVENT_BYTES + lastLen;
   }
-  const buf = Buffer.alloc(frameSize(body));
+  const buf = frameBuffer(body);
   let p = FRAME_HEADER_BYTES;
   buf.writeUInt32LE(events.length, p);
+  buf.writeUInt32LE(0, p + 4); // reserved
   p += LEASES_HEAD_BYTES;
   lastNode = '';
   lastLen = 0;

@@ -33,6 +33,7 @@ import {
   FrameType,
   type FrameTypeCode,
 } from '../../src/format/constants.js';
+import { encodeLeases } from '../../src/format/leasesFrame.js';
 
 // ---- helpers -------------------------------------------------------------------------------
 
@@ -452,5 +453,33 @@ test('frame sizes are 8-byte aligned', () => {
     assert.equal(frameSize(n), alignUp(FRAME_HEADER_BYTES + n));
     assert.equal(frameSize(n) % FRAME_ALIGN, 0);
     assert.ok(frameSize(n) - (FRAME_HEADER_BYTES + n) < FRAME_ALIGN);
+  }
+});
+
+test('small frames come from the shared pool and write every byte: pool garbage never reaches a frame', () => {
+  // Each encoder runs twice, with the pool's next bytes set to 0x00 and then to 0xff; the frames
+  // must be identical (a byte the encoder left unwritten would differ).
+  const poison = (v: number) => Buffer.allocUnsafe(Buffer.poolSize >>> 2).fill(v);
+  const encoders: [string, () => Buffer][] = [
+    ['json', () => encodeJsonFrame(FrameType.DELETE, 7, { seqs: [1, 2, 3], reason: 'ack' })],
+    ['seq reserve', () => encodeSeqReserve(9, 123456789)],
+    ['topic create', () => encodeTopicCreate(3, 'jobs', Object.freeze({ durability: 'disk' }), 1_700_000_000_000)],
+    ['topic create, slow path', () => encodeTopicCreate(3, 'jöbs', { durability: 'disk' }, 1_700_000_000_000)],
+    [
+      'leases',
+      () =>
+        encodeLeases(5, [
+          { kind: 1, seq: 10, atMs: 99, deliveries: 1, epoch: 2, no: 3, rand: 4, viaWork: false, node: 'w1' },
+          { kind: 3, seq: 11, atMs: 0, deliveries: 2, epoch: 2, no: 5, rand: 6, viaWork: true, node: '' },
+        ]),
+    ],
+  ];
+  for (const [name, encode] of encoders) {
+    poison(0x00);
+    const a = Buffer.from(encode());
+    poison(0xff);
+    const b = encode();
+    assert.ok(b.buffer.byteLength > b.length, `${name}: a pool slice`);
+    assert.deepEqual(b, a, `${name}: same bytes over a poisoned pool`);
   }
 });
