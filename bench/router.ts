@@ -14,6 +14,8 @@
 //      closed-loop) for BENCH_ROUTER_LATENCY_S (5) s; a watch stream tails the dest; each record's
 //      data carries its send time (process.hrtime), latency = its `record` frame's arrival - send.
 //      Target: p50 ≤ 2 ms.
+// BENCH_ROUTER_CPU_PROF=<dir>: the server runs with --cpu-prof into <dir> (one profile per thread,
+// written when it is stopped at the end).
 import http from 'node:http';
 import { workerOf } from '../src/core/names.js';
 import {
@@ -186,7 +188,12 @@ async function latency(srv: ChildServer, client: HttpClient, sameWorker: boolean
 }
 
 export async function router(): Promise<WorkloadResult> {
-  const srv = await startSpool({ label: 'router', env: { SERVICE_WORKERS: String(WORKERS) } });
+  const profDir = process.env.BENCH_ROUTER_CPU_PROF;
+  const srv = await startSpool({
+    label: 'router',
+    env: { SERVICE_WORKERS: String(WORKERS) },
+    ...(profDir ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`] } : {}),
+  });
   const client = new HttpClient(srv.port, WRITERS + 4);
   try {
     log(`router: ${WRITERS} writers x ${BATCH} records, without then with a router`);
@@ -219,6 +226,10 @@ export async function router(): Promise<WorkloadResult> {
     };
   } finally {
     client.close();
+    if (profDir) {
+      const t = await srv.terminate(30_000);
+      log(`router: server stopped for --cpu-prof (${t.ms.toFixed(0)} ms, code ${t.code}); profiles in ${profDir}`);
+    }
     await srv.close();
   }
 }
