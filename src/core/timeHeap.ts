@@ -31,14 +31,7 @@ export class TimeHeap {
     }
     const c = this.cells;
     let i = this.n++;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      const pa = c[2 * p]!;
-      if (pa < at || (pa === at && c[2 * p + 1]! < seq)) break;
-      c[2 * i] = pa;
-      c[2 * i + 1] = c[2 * p + 1]!;
-      i = p;
-    }
+    for (let p = (i - 1) >> 1; i > 0 && !before(c, p, at, seq); i = p, p = (i - 1) >> 1) moveTo(c, p, i);
     c[2 * i] = at;
     c[2 * i + 1] = seq;
   }
@@ -52,15 +45,11 @@ export class TimeHeap {
     const seq = c[2 * last + 1]!;
     let i = 0;
     for (;;) {
-      const l = 2 * i + 1;
-      if (l >= last) break;
-      let m = l;
-      const r = l + 1;
-      if (r < last && (c[2 * r]! < c[2 * l]! || (c[2 * r] === c[2 * l] && c[2 * r + 1]! < c[2 * l + 1]!))) m = r;
-      const ma = c[2 * m]!;
-      if (at < ma || (at === ma && seq < c[2 * m + 1]!)) break;
-      c[2 * i] = ma;
-      c[2 * i + 1] = c[2 * m + 1]!;
+      let m = 2 * i + 1;
+      if (m >= last) break;
+      if (m + 1 < last && before(c, m + 1, c[2 * m]!, c[2 * m + 1]!)) m++;
+      if (!before(c, m, at, seq)) break;
+      moveTo(c, m, i);
       i = m;
     }
     c[2 * i] = at;
@@ -72,4 +61,16 @@ export class TimeHeap {
     // A heap that once held a burst gives the memory back when emptied.
     if (this.cells.length > 64) this.cells = new Float64Array(64);
   }
+}
+
+/** Entry `i` of `c` comes before (at, seq). */
+function before(c: Float64Array, i: number, at: number, seq: number): boolean {
+  const a = c[2 * i]!;
+  return a < at || (a === at && c[2 * i + 1]! < seq);
+}
+
+/** Copies entry `from` of `c` over entry `to`. */
+function moveTo(c: Float64Array, from: number, to: number): void {
+  c[2 * to] = c[2 * from]!;
+  c[2 * to + 1] = c[2 * from + 1]!;
 }
