@@ -25,7 +25,7 @@
 // the lightest client, so latency is the server's and the client leaves the two cores to it);
 // part 4's acks go on raw sockets too (RawConnPool; its streams stay node:http responses).
 // BENCH_QUEUE_CLIENT=http uses node:http's agent instead (~50-70 µs more per request here).
-// Server CPU per job (µs) = server CPU time over the drain / jobs (part 4 also per thread, from
+// Server CPU per job (µs) = server CPU time over the drain / jobs (parts 1-4 also per thread, from
 // /proc/<pid>/task: the main thread, then the others busiest first); peak RSS as everywhere. Targets
 // printed next to each figure: ≤ 15 µs/job for 1; ≥ 85k jobs/s and ≤ 10 µs/job for 4.
 //
@@ -691,6 +691,14 @@ function cpuUsPerJob(split: CpuSplit, wallS: number, jobs: number): number {
   return jobs > 0 ? ((split.server / 100) * wallS * 1e6) / jobs : NaN;
 }
 
+/** The per-thread figures of threadUsPerJob as a note: main, then the three busiest others. */
+function threadNote(t: { main: number; others: number[] }): string {
+  return `per thread: main ${t.main.toFixed(1)}, then ${t.others
+    .slice(0, 3)
+    .map((v) => v.toFixed(1))
+    .join(', ')} µs/job`;
+}
+
 /** utime + stime (s) of every thread of `pid`, by tid; a thread that ended meanwhile is left out. */
 function threadCpuS(pid: number): Map<number, number> {
   const out = new Map<number, number>();
@@ -762,10 +770,12 @@ async function claimAckPart(
 
   srv.rss.reset();
   const cpu = new CpuSplitMeter(srv.pid).start();
+  const threads0 = threadCpuS(srv.pid);
   const tc = process.hrtime.bigint();
   log(`queue: ${o.name}: ${o.jobs} jobs, ${o.workers} worker${o.workers === 1 ? '' : 's'}, max ${o.max}`);
   const d = await drainClaimAck(srv, o.topic, o.workers, o.max, k.maxMs);
   const split = cpu.stop();
+  const byThread = threadUsPerJob(srv.pid, threads0, threadCpuS(srv.pid), d.acked);
   const wallS = nsSince(tc) / 1e9;
   const peak = srv.rss.peakBytes();
   srv.assertAlive();
@@ -790,6 +800,7 @@ async function claimAckPart(
     o.target,
     o.base !== undefined ? ceilingNote(jobsPerSec, o.base) : undefined,
     `server CPU ${us.toFixed(1)} µs/job`,
+    threadNote(byThread),
     latText,
     `${d.batches} batches`,
     cpuNote(split),
@@ -831,6 +842,8 @@ async function claimAckPart(
         ack_p50_ms: round(percentile(d.ackMs, 50), 3),
         ack_p99_ms: round(percentile(d.ackMs, 99), 3),
         server_cpu_us_per_job: round(us, 2),
+        server_cpu_us_per_job_main: round(byThread.main, 1),
+        server_cpu_us_per_job_other_threads: byThread.others.slice(0, 4).map((v) => round(v, 1)),
         server_cpu_pct: round(split.server, 0),
         client_cpu_pct: round(split.client, 0),
         other_cpu_pct: round(split.other, 0),
@@ -880,10 +893,7 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
   const notes = [
     base ? `${ceilingNote(jobsPerSec, base)} (a claim+ack ceiling; push needs no claim request)` : undefined,
     `server CPU ${us.toFixed(1)} µs/job`,
-    `per thread: main ${byThread.main.toFixed(1)}, then ${byThread.others
-      .slice(0, 3)
-      .map((v) => v.toFixed(1))
-      .join(', ')} µs/job`,
+    threadNote(byThread),
     `latency frame read → ack reply per job`,
     `${(d.acked / Math.max(1, d.acks)).toFixed(1)} jobs per ack`,
     cpuNote(split),
