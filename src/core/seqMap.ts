@@ -5,7 +5,8 @@
 // every few dozen inserts and links the old one to it; once one of those tables is promoted, the
 // chain keeps every later table and every value they held alive through young-generation
 // collections until a full one (the claim+ack bench promoted ~2.4 MB per scavenge this way).
-// This table is reallocated only when it grows or shrinks. Iteration order is unspecified;
+// This table is reallocated only when it grows or shrinks, and an empty map holds no table at
+// all (a lease table has three, and an idle queue uses none of them). Iteration order is unspecified;
 // `keys()` and `entries()` return copies, so the map may change while a caller walks them. Pure.
 
 const EMPTY = -1;
@@ -17,13 +18,15 @@ const MIN_CAPACITY = 16;
  */
 const SHRINK_ABOVE = 256;
 const TWO_32 = 4294967296;
+const NO_KEYS = new Float64Array(0);
 
 export class SeqMap<V> {
-  private keyCells = new Float64Array(MIN_CAPACITY).fill(EMPTY);
-  private vals: (V | undefined)[] = new Array<V | undefined>(MIN_CAPACITY).fill(undefined);
-  private mask = MIN_CAPACITY - 1;
+  /** Empty (NO_KEYS, no values) until the first set, and again after clear(). */
+  private keyCells = NO_KEYS;
+  private vals: (V | undefined)[] = [];
+  private mask = 0;
   /** 32 - log2(capacity): the hash's top bits pick the home slot. */
-  private shift = 32 - Math.log2(MIN_CAPACITY);
+  private shift = 32;
   private n = 0;
 
   get size(): number {
@@ -38,6 +41,7 @@ export class SeqMap<V> {
 
   /** The slot holding `seq`, or -1. */
   private find(seq: number): number {
+    if (this.n === 0) return -1;
     const keys = this.keyCells;
     for (let i = this.home(seq); ; i = (i + 1) & this.mask) {
       const k = keys[i]!;
@@ -56,6 +60,7 @@ export class SeqMap<V> {
   }
 
   set(seq: number, value: V): this {
+    if (this.keyCells.length === 0) this.resize(MIN_CAPACITY);
     const keys = this.keyCells;
     let i = this.home(seq);
     for (; ; i = (i + 1) & this.mask) {
@@ -96,12 +101,11 @@ export class SeqMap<V> {
   }
 
   clear(): void {
-    if (this.n === 0) return;
     this.n = 0;
-    this.keyCells = new Float64Array(MIN_CAPACITY).fill(EMPTY);
-    this.vals = new Array<V | undefined>(MIN_CAPACITY).fill(undefined);
-    this.mask = MIN_CAPACITY - 1;
-    this.shift = 32 - Math.log2(MIN_CAPACITY);
+    this.keyCells = NO_KEYS;
+    this.vals = [];
+    this.mask = 0;
+    this.shift = 32;
   }
 
   /** The seqs held, as a new array. */

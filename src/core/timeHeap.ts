@@ -5,8 +5,8 @@
 // and promote. Stale entries are the caller's to recognise when popped. Pure.
 
 export class TimeHeap {
-  /** Pairs: `at` at 2i, `seq` at 2i+1. */
-  private cells = new Float64Array(64);
+  /** Pairs: `at` at 2i, `seq` at 2i+1; none until the first push (an idle queue has two heaps). */
+  private cells = new Float64Array(0);
   private n = 0;
 
   get size(): number {
@@ -25,7 +25,7 @@ export class TimeHeap {
 
   push(at: number, seq: number): void {
     if (2 * this.n === this.cells.length) {
-      const grown = new Float64Array(this.cells.length * 2);
+      const grown = new Float64Array(Math.max(64, this.cells.length * 2));
       grown.set(this.cells);
       this.cells = grown;
     }
@@ -59,7 +59,7 @@ export class TimeHeap {
   clear(): void {
     this.n = 0;
     // A heap that once held a burst gives the memory back when emptied.
-    if (this.cells.length > 64) this.cells = new Float64Array(64);
+    if (this.cells.length > 64) this.cells = new Float64Array(0);
   }
 }
 

@@ -114,3 +114,27 @@ test('TimeHeap: pops in (at, seq) order under any interleaving of pushes and pop
     { numRuns: 300 },
   );
 });
+
+test('SeqMap and TimeHeap hold no table until used, and SeqMap none again after clear', () => {
+  const cells = (x: object) =>
+    (x as unknown as { keyCells?: Float64Array; cells?: Float64Array }).keyCells ?? (x as { cells?: Float64Array }).cells;
+  const m = new SeqMap<number>();
+  const h = new TimeHeap();
+  assert.equal(cells(m)!.length, 0);
+  assert.equal(cells(h)!.length, 0);
+  assert.equal(m.get(5), undefined);
+  assert.equal(m.has(5), false);
+  assert.equal(m.delete(5), false);
+  assert.deepEqual(m.entries(), []);
+  assert.equal(h.peekAt(), undefined);
+  h.pop();
+  m.set(5, 1);
+  h.push(10, 5);
+  assert.equal(m.get(5), 1);
+  assert.equal(h.peekSeq(), 5);
+  m.clear();
+  assert.equal(cells(m)!.length, 0);
+  assert.equal(m.get(5), undefined);
+  m.set(7, 2);
+  assert.equal(m.get(7), 2);
+});
