@@ -38,11 +38,7 @@ export interface QueuedFrame {
 
 /** A queued frame as the link keeps it until it is durable: its timings and its actor's record. */
 interface LinkFrame {
-  /**
-   * Until written: the WAL and segment writes still need its bytes. A `disk` frame's record is
-   * kept until the next fdatasync (up to the sync interval) and a frame's bytes and wrapper
-   * objects held that long were promoted by every young-generation collection.
-   */
+  /** Until written (the WAL and segment writes need its bytes); the record itself stays until durable. */
   frame: QueuedFrame | undefined;
   frameNo: number;
   owner: ActorFrames;
@@ -174,18 +170,22 @@ export class WalLink {
   queueFrame(f: QueuedFrame): void {
     let owner = this.actors.get(f.actor);
     if (!owner) this.actors.set(f.actor, (owner = { actor: f.actor, frames: [], first: 0, ackWritten: 0, ackDurable: 0, acked: false }));
-    let lf = this.spareFrames.pop();
-    if (lf === undefined)
-      lf = { frame: f, frameNo: f.frameNo, owner, submitAt: nowMs(), writtenAt: 0, postUs: undefined, writtenUs: undefined };
-    else {
-      lf.frame = f;
-      lf.frameNo = f.frameNo;
-      lf.owner = owner;
-      lf.submitAt = nowMs();
-      lf.writtenAt = 0;
-      lf.postUs = undefined;
-      lf.writtenUs = undefined;
-    }
+    const lf = this.spareFrames.pop() ?? {
+      frame: f,
+      frameNo: 0,
+      owner,
+      submitAt: 0,
+      writtenAt: 0,
+      postUs: undefined,
+      writtenUs: undefined,
+    };
+    lf.frame = f;
+    lf.frameNo = f.frameNo;
+    lf.owner = owner;
+    lf.submitAt = nowMs();
+    lf.writtenAt = 0;
+    lf.postUs = undefined;
+    lf.writtenUs = undefined;
     owner.frames.push(lf);
     this.turnFrames.push(lf);
     // Credit counts a frame from the moment it is queued, so that the requests of one turn (they

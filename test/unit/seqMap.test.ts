@@ -2,8 +2,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { SeqMap } from '../../src/core/seqMap.js';
-import { TimeHeap } from '../../src/core/timeHeap.js';
+import { SeqMap } from '../../src/core/columns/seqMap.js';
+import { TimeHeap } from '../../src/core/columns/timeHeap.js';
 
 type MapOp = { k: 'set'; seq: number; v: number } | { k: 'delete'; seq: number } | { k: 'clear' };
 

@@ -7,8 +7,8 @@
 // `sweep(now)` finds what passed its deadline; there are no per-job timers. Pure.
 import assert from 'node:assert/strict';
 import { MinHeap } from '../../core/minHeap.js';
-import { SeqMap } from '../../core/seqMap.js';
-import { TimeHeap } from '../../core/timeHeap.js';
+import { SeqMap } from '../../core/columns/seqMap.js';
+import { TimeHeap } from '../../core/columns/timeHeap.js';
 import type { LeaseIdParts } from './leaseId.js';
 
 export interface Lease extends LeaseIdParts {

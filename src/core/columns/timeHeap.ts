@@ -3,6 +3,7 @@
 // and refers to no object, so a stale entry (an acked or extended lease, which stays until it
 // reaches the top or the heap is rebuilt) keeps nothing alive for the garbage collector to copy
 // and promote. Stale entries are the caller's to recognise when popped. Pure.
+import { grownTo } from './grow.js';
 
 export class TimeHeap {
   /** Pairs: `at` at 2i, `seq` at 2i+1; none until the first push (an idle queue has two heaps). */
@@ -24,11 +25,7 @@ export class TimeHeap {
   }
 
   push(at: number, seq: number): void {
-    if (2 * this.n === this.cells.length) {
-      const grown = new Float64Array(Math.max(64, this.cells.length * 2));
-      grown.set(this.cells);
-      this.cells = grown;
-    }
+    this.cells = grownTo(this.cells, Math.max(64, 2 * (this.n + 1)));
     const c = this.cells;
     let i = this.n++;
     for (let p = (i - 1) >> 1; i > 0 && !before(c, p, at, seq); i = p, p = (i - 1) >> 1) moveTo(c, p, i);

@@ -6,7 +6,9 @@
 // chain keeps every later table and every value they held alive through young-generation
 // collections until a full one (the claim+ack bench promoted ~2.4 MB per scavenge this way).
 // This table is reallocated only when it grows or shrinks, and an empty map holds no table at
-// all (a lease table has three, and an idle queue uses none of them). Iteration order is unspecified;
+// all (a lease table has three, and an idle queue uses none of them). Not an IdIndex (idIndex.ts):
+// leases are objects and delays are times past int32, and its pages of 4096 ids would be made and
+// dropped as the window of jobs in flight moves. Iteration order is unspecified;
 // `keys()` and `entries()` return copies, so the map may change while a caller walks them. Pure.
 
 const EMPTY = -1;
@@ -110,25 +112,24 @@ export class SeqMap<V> {
 
   /** The seqs held, as a new array. */
   keys(): number[] {
-    const out: number[] = [];
-    const keys = this.keyCells;
-    for (let i = 0; i < keys.length; i++) if (keys[i] !== EMPTY) out.push(keys[i]!);
-    return out;
+    return this.collect((i) => this.keyCells[i]!);
   }
 
   /** The values held, as a new array. */
   values(): V[] {
-    const out: V[] = [];
-    const keys = this.keyCells;
-    for (let i = 0; i < keys.length; i++) if (keys[i] !== EMPTY) out.push(this.vals[i] as V);
-    return out;
+    return this.collect((i) => this.vals[i] as V);
   }
 
   /** The [seq, value] pairs held, as a new array. */
   entries(): [number, V][] {
-    const out: [number, V][] = [];
+    return this.collect((i): [number, V] => [this.keyCells[i]!, this.vals[i] as V]);
+  }
+
+  /** `pick` of every occupied slot, in slot order. */
+  private collect<T>(pick: (slot: number) => T): T[] {
+    const out: T[] = [];
     const keys = this.keyCells;
-    for (let i = 0; i < keys.length; i++) if (keys[i] !== EMPTY) out.push([keys[i]!, this.vals[i] as V]);
+    for (let i = 0; i < keys.length; i++) if (keys[i] !== EMPTY) out.push(pick(i));
     return out;
   }
 
