@@ -221,7 +221,11 @@ export function appendBodySize(idemKey: Buffer | undefined, records: readonly Ap
   return n;
 }
 
-/** Encodes one APPEND frame into a fresh buffer (one frame per batch: a torn tail keeps all or none). */
+/**
+ * Encodes one APPEND frame (one frame per batch: a torn tail keeps all or none). `pooled`: a
+ * frame under 4 KiB may be a slice of Node's shared pool (frameBuffer), for frames whose texts
+ * leave memory in the order they were written; otherwise it has an ArrayBuffer of its own.
+ */
 export function encodeAppend(
   topicId: number,
   firstSeq: number,
@@ -234,10 +238,11 @@ export function encodeAppend(
   fwd?: Buffer,
   /** A redrive batch's header (JSON, docs/FORMAT.md), or none; never with `fwd`. */
   redrive?: Buffer,
+  pooled = false,
 ): Buffer {
   const header = fwd ?? redrive;
   const bodyBytes = appendBodySize(idemKey, records, header);
-  const buf = Buffer.allocUnsafeSlow(frameSize(bodyBytes));
+  const buf = pooled ? frameBuffer(bodyBytes) : Buffer.allocUnsafeSlow(frameSize(bodyBytes));
   let p = FRAME_HEADER_BYTES;
   writeU64(buf, p, firstSeq);
   writeU64(buf, p + 8, tsMs);

@@ -5,9 +5,9 @@
 
 /**
  * What one hot record is charged beyond its bytes, for the budget: its slot in the chunk's text
- * array and its frame's share of buffer objects (a single-record frame is a Buffer and a backing
- * store of its own). Kept at the figure of the object per record it replaced, so the budget holds
- * as many records as before.
+ * array and its frame's share of buffer objects (a single-record frame is a Buffer over a slice
+ * of a shared pool slab). Kept at the figure of the object per record it replaced, so the budget
+ * holds as many records as before.
  */
 export const RECORD_TEXT_OVERHEAD_BYTES = 96;
 

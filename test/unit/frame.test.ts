@@ -470,11 +470,18 @@ test('small frames come from the shared pool and write every byte: pool garbage 
     new Uint8Array(probe.buffer, probe.byteOffset + 8).fill(v);
     return probe.buffer;
   };
+  // The append encoder's inputs are made first: their own buffers come from the pool too.
+  const appendKey = Buffer.from('idem-\u2713', 'utf8');
+  const appendRecords = [{ data: '{"a":1}', node: 'n1', tag: 'tg', meta: '{"m":2}' }, { data: '"odd length"' }].map(input);
   const encoders: [string, () => Buffer][] = [
     ['json', () => encodeJsonFrame(FrameType.DELETE, 7, { seqs: [1, 2, 3], reason: 'ack' })],
     ['seq reserve', () => encodeSeqReserve(9, 123456789)],
     ['topic create', () => encodeTopicCreate(3, 'jobs', Object.freeze({ durability: 'disk' }), 1_700_000_000_000)],
     ['topic create, slow path', () => encodeTopicCreate(3, 'jöbs', { durability: 'disk' }, 1_700_000_000_000)],
+    [
+      'append, pooled',
+      () => encodeAppend(11, 2 ** 40 + 7, 1767225600123, appendKey, appendRecords, 0, undefined, undefined, undefined, true),
+    ],
     [
       'leases',
       () =>
@@ -494,4 +501,8 @@ test('small frames come from the shared pool and write every byte: pool garbage 
     assert.equal(b.buffer, filled, `${name}: a slice of the pool`);
     assert.deepEqual(b, saved, `${name}: same bytes over a poisoned pool`);
   }
+  // Unpooled (an ephemeral topic's frames, and every big one), an APPEND frame owns its buffer.
+  const own = encodeAppend(11, 1, 1, undefined, [{ data: '1' }].map(input));
+  assert.equal(own.byteOffset, 0);
+  assert.equal(own.buffer.byteLength, own.length);
 });

@@ -315,3 +315,21 @@ test('an idempotent retry is answered under WAL pressure; a 404 wins over pressu
   assert.equal(other.reply(r2).error.code, 'throttled');
   assert.equal(other.frames.length, 0, 'a refused append creates nothing');
 });
+
+test("a small append's frame shares Node's buffer pool unless the topic is ephemeral", () => {
+  // A written topic's texts leave the hot cache oldest first, so neighbouring frames of a pool
+  // slab go together; an ephemeral topic's live records could each hold a slab for long.
+  const disk = new SimActor();
+  created(disk, 'disk');
+  disk.append({ records: [{ data: 1 }] });
+  const frame = disk.frames.at(-2)!.frame;
+  assert.equal(frame.buffer.byteLength, Buffer.poolSize, 'a slice of the pool');
+  assert.equal(disk.actor.current!.index.text(1)!.buf, frame, 'the hot text is the frame');
+
+  const eph = new SimActor();
+  created(eph, 'ephemeral');
+  eph.append({ records: [{ data: 1 }] });
+  const text = eph.actor.current!.index.text(1)!.buf;
+  assert.equal(text.byteOffset, 0);
+  assert.equal(text.buffer.byteLength, text.length, 'an ArrayBuffer of its own');
+});

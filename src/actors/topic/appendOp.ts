@@ -107,6 +107,10 @@ export function encodeBatch(
     },
     fwdHeader,
     redrive,
+    // A written topic's texts leave the hot cache oldest first, so small frames can share pool
+    // slabs; an ephemeral topic's live records stay as long as its retention keeps them, and
+    // each would hold a whole slab.
+    inst.config.durability !== 'ephemeral',
   );
   const lastSeq = firstSeq + p.records.length - 1;
   inst.assigned = lastSeq;
