@@ -46,7 +46,6 @@ function frame(topicId: number, seq: number, pad = 40): Buffer {
       },
     ],
     0,
-    () => undefined,
   );
 }
 

@@ -3,8 +3,8 @@
 // seq reservation ahead of what becomes visible (reservation.ts). Pure.
 import { copyCompact } from '../../core/jsonScan.js';
 import {
-  AppendRecordInput,
-  encodeAppend,
+  type AppendRecords,
+  encodeRecords,
   appendSectionHeadBytes,
   frameAppendSection,
   forEachAppendRecord,
@@ -16,6 +16,7 @@ import {
   probeFrame,
 } from '../../format/frame.js';
 import type { ParsedAppend } from './appendParse.js';
+import type { ParsedRecord } from './appendRecord.js';
 import type { TopicInstance } from './instance.js';
 import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
@@ -58,19 +59,65 @@ function litBuf(lit: string | undefined): Buffer | undefined {
   return lit === undefined ? undefined : Buffer.from(lit, 'utf8');
 }
 
-/** Builds the encoder's view of each parsed record (texts are copied compacted, once). */
-function recordInputs(body: Buffer, p: ParsedAppend): AppendRecordInput[] {
-  const batchNode = litBuf(p.nodeLit);
-  return p.records.map((r) => ({
-    nodeLit: r.nodeLit !== undefined ? litBuf(r.nodeLit) : batchNode,
-    tagLit: litBuf(r.tagLit),
-    metaLen: r.metaLen,
-    dataLen: r.dataLen,
-    // The scanner already knows each compact length: when nothing needs removing, one memcpy.
-    writeMeta: (dst: Buffer, off: number) => void copyCompact(body, r.metaStart, r.metaEnd, dst, off, r.metaLen),
-    writeData: (dst: Buffer, off: number) => void copyCompact(body, r.dataStart, r.dataEnd, dst, off, r.dataLen),
-  }));
+/**
+ * The encoder's view of a parsed batch (texts copied compacted, once), by index: one object per
+ * batch. The literals of per-record nodes and tags are made once, and only when some record
+ * has one.
+ */
+class ParsedRecords implements AppendRecords {
+  readonly count: number;
+  private readonly batchNode: Buffer | undefined;
+  private readonly nodeLits: (Buffer | undefined)[] | undefined;
+  private readonly tagLits: (Buffer | undefined)[] | undefined;
+
+  constructor(
+    private readonly body: Buffer,
+    private readonly records: readonly ParsedRecord[],
+    batchNodeLit: string | undefined,
+  ) {
+    this.count = records.length;
+    this.batchNode = litBuf(batchNodeLit);
+    let nodeLits: (Buffer | undefined)[] | undefined;
+    let tagLits: (Buffer | undefined)[] | undefined;
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
+      if (r.nodeLit !== undefined) (nodeLits ??= new Array(records.length))[i] = litBuf(r.nodeLit);
+      if (r.tagLit !== undefined) (tagLits ??= new Array(records.length))[i] = litBuf(r.tagLit);
+    }
+    this.nodeLits = nodeLits;
+    this.tagLits = tagLits;
+  }
+
+  nodeLit(i: number): Buffer | undefined {
+    return this.nodeLits?.[i] ?? this.batchNode;
+  }
+
+  tagLit(i: number): Buffer | undefined {
+    return this.tagLits?.[i];
+  }
+
+  metaLen(i: number): number {
+    return this.records[i]!.metaLen;
+  }
+
+  dataLen(i: number): number {
+    return this.records[i]!.dataLen;
+  }
+
+  // The scanner already knows each compact length: when nothing needs removing, one memcpy.
+  writeMeta(i: number, dst: Buffer, off: number): void {
+    const r = this.records[i]!;
+    copyCompact(this.body, r.metaStart, r.metaEnd, dst, off, r.metaLen);
+  }
+
+  writeData(i: number, dst: Buffer, off: number): void {
+    const r = this.records[i]!;
+    copyCompact(this.body, r.dataStart, r.dataEnd, dst, off, r.dataLen);
+  }
 }
+
+/** Where each record's head lies in the frame being indexed (reused: the worker runs one step at a time). */
+const headsScratch: number[] = [];
 
 /**
  * Assigns seqs to a parsed batch, encodes its frame and indexes its records (not yet visible:
@@ -88,23 +135,18 @@ export function encodeBatch(
   redrive?: Buffer,
 ): EncodedBatch {
   const firstSeq = inst.assigned + 1;
-  // Where each record's head lies in the frame and its payload bytes, from the encoder's extents.
-  const heads: number[] = new Array(p.records.length);
-  const sizes: number[] = new Array(p.records.length);
   // A router copy batch: its progress rides in the same frame (one checksummed unit).
   const fwdHeader = fwd ? applyForward(inst, fwd, firstSeq, p.records.length) : undefined;
   const idem = idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8');
-  const frame = encodeAppend(
+  const heads = headsScratch;
+  const frame = encodeRecords(
     inst.id,
     firstSeq,
     tsMs,
     idem,
-    recordInputs(body, p),
+    new ParsedRecords(body, p.records, p.nodeLit),
     0,
-    (i, r) => {
-      heads[i] = headOffOf(r);
-      sizes[i] = payloadBytesOf(r);
-    },
+    heads,
     fwdHeader,
     redrive,
     // A written topic's texts leave the hot cache oldest first, so small frames can share pool
@@ -117,9 +159,9 @@ export function encodeBatch(
   const loc = placeBatch(inst, firstSeq, frame.length, limits);
   // Index straight from the encoder's extents: no second CRC pass or node re-parse.
   let bytes = 0;
-  for (let i = 0; i < heads.length; i++) {
+  for (let i = 0; i < p.records.length; i++) {
     const rec = p.records[i]!;
-    const size = sizes[i]!;
+    const size = rec.dataLen + Math.max(0, rec.metaLen);
     bytes += size;
     const node = rec.node ?? p.node;
     inst.index.put(firstSeq + i, tsMs, size, node === undefined ? 0 : inst.nodes.id(node), loc, frame.length, i, frame, heads[i]!);
