@@ -26,6 +26,11 @@ export interface Settings {
   checkpointMs: number;
   checkpointWalBytes: number;
   segmentCacheBytes: number;
+  /**
+   * Old-generation size (MiB) below which the topic workers' V8 heaps skip full collections
+   * (V8's --initial-old-space-size, set before they start; 0: V8's own sizing).
+   */
+  workerHeapFloorMb: number;
   segmentBytes: number;
   /** Segment files each worker keeps open for writing (least recently written closed first). */
   segmentOpenFiles: number;
@@ -126,6 +131,7 @@ export function readSettings(env: Env = process.env): Settings {
     checkpointMs: num(env, 'SERVICE_CHECKPOINT_MS', 60_000),
     checkpointWalBytes: num(env, 'SERVICE_CHECKPOINT_WAL_BYTES', 256 * 1024 * 1024),
     segmentCacheBytes: num(env, 'SERVICE_SEGMENT_CACHE_BYTES', 128 * 1024 * 1024),
+    workerHeapFloorMb: num(env, 'SERVICE_WORKER_HEAP_FLOOR_MB', 128),
     segmentBytes: num(env, 'SERVICE_SEGMENT_BYTES', 64 * 1024 * 1024),
     segmentOpenFiles: num(env, 'SERVICE_SEGMENT_OPEN_FILES', 1024),
     segmentWriteDelayMs: num(env, 'SERVICE_SEGMENT_WRITE_DELAY_MS', 5),

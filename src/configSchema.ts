@@ -45,6 +45,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_CHECKPOINT_WAL_BYTES', kind: 'int', readme: '`268435456`' },
   { env: 'SERVICE_SEGMENT_BYTES', kind: 'int', readme: '`67108864`', min: 1 << 16 },
   { env: 'SERVICE_SEGMENT_CACHE_BYTES', kind: 'int', readme: '`134217728`' },
+  { env: 'SERVICE_WORKER_HEAP_FLOOR_MB', kind: 'int', readme: '`128`' },
   { env: 'SERVICE_SEGMENT_OPEN_FILES', kind: 'int', readme: '`1024`', min: 1 },
   { env: 'SERVICE_SEGMENT_WRITE_DELAY_MS', kind: 'int', readme: '`5`' },
   { env: 'SERVICE_PACK_BYTES', kind: 'int', readme: '`1048576`' },

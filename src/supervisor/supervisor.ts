@@ -231,6 +231,7 @@ export class Supervisor {
         peerPorts[j]![i] = ch.port2;
       }
     }
+    this.spawner.heapFloor?.(s.workerHeapFloorMb);
     for (let i = 0; i < s.workers; i++) {
       const rpc = new MessageChannel();
       const requests = new MessageChannel();
