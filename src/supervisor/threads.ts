@@ -66,9 +66,11 @@ function spawn(
 let heapFloorSet = 0;
 
 function setHeapFloor(mb: number): void {
-  if (mb <= 0 || mb === heapFloorSet) return;
-  v8.setFlagsFromString(`--initial-old-space-size=${mb}`);
-  heapFloorSet = mb;
+  const floor = Math.max(0, mb);
+  if (floor === heapFloorSet) return;
+  // 0 is V8's default: no configured size, its own sizing again.
+  v8.setFlagsFromString(`--initial-old-space-size=${floor}`);
+  heapFloorSet = floor;
 }
 
 /** The real threads. */
