@@ -27,8 +27,9 @@ export interface Settings {
   checkpointWalBytes: number;
   segmentCacheBytes: number;
   /**
-   * Old-generation size (MiB) below which the topic workers' V8 heaps skip full collections
-   * (V8's --initial-old-space-size, set before they start; 0: V8's own sizing).
+   * Old-generation size (MiB) below which the topic worker threads' V8 heaps (and the WAL
+   * thread's, started after them) skip full collections (V8's --initial-old-space-size, set
+   * before they start; 0: V8's own sizing).
    */
   workerHeapFloorMb: number;
   segmentBytes: number;

@@ -246,16 +246,15 @@ export function appendRecordsOf(inputs: readonly AppendRecordInput[]): AppendRec
   };
 }
 
-export function appendBodySize(idemKey: Buffer | undefined, records: readonly AppendRecordInput[] | AppendRecords, fwd?: Buffer): number {
-  const recs = Array.isArray(records) ? appendRecordsOf(records) : (records as AppendRecords);
+export function appendBodySize(idemKey: Buffer | undefined, records: AppendRecords, fwd?: Buffer): number {
   let n = APPEND_HEAD_BYTES + (idemKey ? idemKey.length : 0) + (fwd ? 4 + fwd.length : 0);
-  for (let i = 0; i < recs.count; i++) {
+  for (let i = 0; i < records.count; i++) {
     n +=
       APPEND_RECORD_HEAD_BYTES +
-      (recs.nodeLit(i)?.length ?? 0) +
-      (recs.tagLit(i)?.length ?? 0) +
-      Math.max(0, recs.metaLen(i)) +
-      recs.dataLen(i);
+      (records.nodeLit(i)?.length ?? 0) +
+      (records.tagLit(i)?.length ?? 0) +
+      Math.max(0, records.metaLen(i)) +
+      records.dataLen(i);
   }
   return n;
 }

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import {
   alignUp,
   appendBodySize,
+  appendRecordsOf,
   decodeJsonBody,
   encodeAppend,
   encodeJsonFrame,
@@ -166,11 +167,11 @@ test('encodeAppend / readAppendHead / forEachAppendRecord round trip (fixed exam
   const key = Buffer.from('idem-\u2713', 'utf8');
   const buf = encodeAppend(0x1234_5678_9abc, 2 ** 40 + 7, 1767225600123, key, recs.map(input), FrameFlag.NEEDS_DURABLE);
   assert.equal(buf.length % FRAME_ALIGN, 0);
-  assert.equal(buf.length, frameSize(appendBodySize(key, recs.map(input))));
+  assert.equal(buf.length, frameSize(appendBodySize(key, appendRecordsOf(recs.map(input)))));
   const f = probeOk(buf);
   assert.equal(f.size, buf.length);
   assert.equal(f.bodyOff, FRAME_HEADER_BYTES);
-  assert.equal(f.bodyLen, appendBodySize(key, recs.map(input)));
+  assert.equal(f.bodyLen, appendBodySize(key, appendRecordsOf(recs.map(input))));
   const d = decodeAppend(buf, f);
   assert.deepEqual(d, {
     topicId: 0x1234_5678_9abc,

@@ -51,7 +51,7 @@ async function started(env: Record<string, string>): Promise<string[]> {
 
 test('the heap floor reaches the spawner before the first topic worker starts', async () => {
   assert.deepEqual(await started({ SERVICE_WORKER_HEAP_FLOOR_MB: '96' }), ['floor 96', 'worker', 'worker', 'wal']);
-  // The default, and 0 (V8's own sizing) passed on as it is: the real spawner then sets nothing.
+  // The default, and 0 passed on as it is: the real spawner then leaves (or puts back) V8's own sizing.
   assert.deepEqual((await started({}))[0], 'floor 128');
   assert.deepEqual((await started({ SERVICE_WORKER_HEAP_FLOOR_MB: '0' }))[0], 'floor 0');
 });
