@@ -275,7 +275,21 @@ export function encodeAppend(
   redrive?: Buffer,
   pooled = false,
 ): Buffer {
-  return encodeRecords(topicId, firstSeq, tsMs, idemKey, appendRecordsOf(records), flags, heads, fwd, redrive, pooled);
+  return encodeRecords({ topicId, firstSeq, tsMs, idemKey, flags, fwd, redrive }, appendRecordsOf(records), heads, pooled);
+}
+
+/** What an APPEND frame says besides its records (docs/FORMAT.md "`APPEND` body"). */
+export interface AppendFrameFields {
+  topicId: number;
+  firstSeq: number;
+  tsMs: number;
+  idemKey?: Buffer;
+  /** The frame header's flags (0 for every APPEND written today). */
+  flags?: number;
+  /** A router copy batch's forward header (JSON), or none. */
+  fwd?: Buffer;
+  /** A redrive batch's header (JSON), or none; never with `fwd`. */
+  redrive?: Buffer;
 }
 
 /**
@@ -284,18 +298,8 @@ export function encodeAppend(
  * a slice of Node's shared pool (frameBuffer), for frames whose texts leave memory in the order
  * they were written; otherwise it has an ArrayBuffer of its own.
  */
-export function encodeRecords(
-  topicId: number,
-  firstSeq: number,
-  tsMs: number,
-  idemKey: Buffer | undefined,
-  records: AppendRecords,
-  flags: number,
-  heads: number[] | undefined,
-  fwd: Buffer | undefined,
-  redrive: Buffer | undefined,
-  pooled: boolean,
-): Buffer {
+export function encodeRecords(head: AppendFrameFields, records: AppendRecords, heads: number[] | undefined, pooled: boolean): Buffer {
+  const { topicId, firstSeq, tsMs, idemKey, fwd, redrive } = head;
   const header = fwd ?? redrive;
   const bodyBytes = appendBodySize(idemKey, records, header);
   const buf = pooled ? frameBuffer(bodyBytes) : Buffer.allocUnsafeSlow(frameSize(bodyBytes));
@@ -332,7 +336,7 @@ export function encodeRecords(
     records.writeData(i, buf, p);
     p += dataLen;
   }
-  sealFrame(buf, 0, FrameType.APPEND, flags, topicId, bodyBytes);
+  sealFrame(buf, 0, FrameType.APPEND, head.flags ?? 0, topicId, bodyBytes);
   return buf;
 }
 

@@ -140,15 +140,9 @@ export function encodeBatch(
   const idem = idemKey === undefined ? undefined : Buffer.from(idemKey, 'utf8');
   const heads = headsScratch;
   const frame = encodeRecords(
-    inst.id,
-    firstSeq,
-    tsMs,
-    idem,
+    { topicId: inst.id, firstSeq, tsMs, idemKey: idem, fwd: fwdHeader, redrive },
     new ParsedRecords(body, p.records, p.nodeLit),
-    0,
     heads,
-    fwdHeader,
-    redrive,
     // A written topic's texts leave the hot cache oldest first, so small frames can share pool
     // slabs; an ephemeral topic's live records stay as long as its retention keeps them, and
     // each would hold a whole slab.
