@@ -101,7 +101,7 @@ async function noMoreJobs(s: WorkStream, ms: number, what: string): Promise<void
 describe('establishment', () => {
   test('Accept: absent or not matching → 406; text/event-stream, text/* and */* open the stream', async () => {
     const q = await queue();
-    for (const accept of [null, 'application/json', 'text/html', 'text/event-stream;q=0', 'application/*']) {
+    for (const accept of [null, 'application/json', 'text/html', 'text/event-stream;q=0', 'application/*', 'text/event-stream;q=0, */*']) {
       const s = await openWork(srv.url, q, { query: { node: 'w-a' }, headers: { accept } });
       const d = assertError(s as any, 406, 'not_acceptable', `Accept ${accept}`);
       assert.equal(d, undefined, 'not_acceptable carries no detail (docs/API.md "Errors")');

@@ -368,6 +368,8 @@ describe('GET /v0/watch/:wid: establishment', () => {
       'text/html',
       'application/*',
       'text/plain, application/json',
+      // RFC 9110: the range that names the type outranks the wildcard.
+      'text/event-stream;q=0, */*',
     ]) {
       const s = await openStream(srv.url, w.wid, { headers: { accept } });
       assertError(s, 406, 'not_acceptable', `Accept ${JSON.stringify(accept)}`);

@@ -1,5 +1,5 @@
-// The Accept rule of SSE GETs (docs/API.md "Which error wins"): text/event-stream, text/* or */* with q != 0;
-// parameters ignored; absent or no matching range → 406.
+// The Accept rule of SSE GETs (docs/API.md "Which error wins"): text/event-stream, text/* or */* with q != 0,
+// the most specific of them deciding (RFC 9110); parameters ignored; absent or no matching range → 406.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { acceptsEventStream } from '../../src/streams/sse/wire.js';
@@ -69,4 +69,15 @@ test('lists: any acceptable range is enough', () => {
   yes('application/json,,text/event-stream');
   no('application/json, text/html;q=1');
   no('application/json, */*;q=0');
+});
+
+test('the most specific matching range decides (RFC 9110)', () => {
+  no('text/event-stream;q=0, */*');
+  no('*/*, text/event-stream;q=0');
+  no('text/event-stream;q=0, text/*');
+  no('text/*;q=0, */*');
+  no('text/*;q=0, */*;q=1, application/json');
+  yes('text/*;q=0, text/event-stream');
+  yes('text/event-stream, */*;q=0');
+  yes('text/event-stream;q=0, text/event-stream;q=0.5'); // the same range twice: one accepts
 });

@@ -4,17 +4,29 @@
 // (record texts hold no raw newlines: insignificant whitespace was removed at append, docs/API.md
 // "Records"); only data-bearing frames carry an `id:` line, so nothing else moves a resume cursor.
 
-/** True when Accept lists text/event-stream, text/* or *\/* with a q other than 0 (docs/API.md "Which error wins"). */
+/** How specific each range that covers text/event-stream is (RFC 9110: the most specific one decides). */
+const SPECIFICITY: Record<string, number> = { 'text/event-stream': 3, 'text/*': 2, '*/*': 1 };
+
+/**
+ * True when Accept lists text/event-stream, text/* or *\/* and the most specific of those has a q
+ * other than 0 (docs/API.md "Which error wins"): `text/event-stream;q=0, *\/*` refuses the
+ * stream, as RFC 9110 ranks a range that names the type over a wildcard.
+ */
 export function acceptsEventStream(accept: string | undefined): boolean {
   if (!accept) return false;
+  let best = 0;
+  let accepted = false;
   for (const range of accept.split(',')) {
     const [type, ...params] = range.split(';').map((p) => p.trim().toLowerCase());
-    if (type !== 'text/event-stream' && type !== 'text/*' && type !== '*/*') continue;
+    const rank = SPECIFICITY[type!] ?? 0;
+    if (rank === 0 || rank < best) continue;
     const q = params.find((p) => p.startsWith('q='));
-    if (q !== undefined && Number(q.slice(2)) === 0) continue;
-    return true;
+    const refused = q !== undefined && Number(q.slice(2)) === 0;
+    // Two ranges of the same rank: any one that accepts is enough.
+    accepted = rank > best ? !refused : accepted || !refused;
+    best = rank;
   }
-  return false;
+  return accepted;
 }
 
 export const SSE_HEADERS = {
