@@ -36,7 +36,7 @@ interface TailOpts extends ClientOpts {
 
 /**
  * Where each topic starts: --since for all (the server resolves the time), or --from for all (an
- * error, or with --restart 0, where it is above the head), else `lines` seqs before its head.
+ * error, or with --restart 0, where it is above the head), else before its last `lines` records.
  */
 async function starts(
   spool: ReturnType<typeof clientFor>,
@@ -50,10 +50,8 @@ async function starts(
       continue;
     }
     const head = (await spool.getTopic(t, { touch: false })).head_seq;
-    if (o.from === undefined) {
-      const n = BigInt(o.lines);
-      out[t] = { from_seq: head > n ? head - n : 0n };
-    } else if (o.from > head) {
+    if (o.from === undefined) out[t] = { from_seq: await lastRecordsStart(spool, t, head, o.lines, o.node) };
+    else if (o.from > head) {
       fromAboveHead('tail', t, o.from, head, o.restart);
       out[t] = { from_seq: 0n };
     } else out[t] = { from_seq: o.from };
@@ -61,12 +59,47 @@ async function starts(
   return out;
 }
 
+/** Records per diff page while counting back (the server clamps it to its own limit). */
+const COUNT_PAGE = 1000;
+
+/**
+ * The seq to start after so that the last `n` records of `topic` (as `--node` leaves them) come
+ * first. Seqs are not records: a restart after a crash skips the block of seqs reserved before
+ * it, and caps, TTL and deletes leave gaps (docs/API.md "Seqs"). So a window before the head is
+ * read (seqs only matter) and widened fourfold until it holds `n` records or reaches the first.
+ */
+export async function lastRecordsStart(
+  spool: ReturnType<typeof clientFor>,
+  topic: string,
+  head: bigint,
+  n: number,
+  node?: string[],
+): Promise<bigint> {
+  if (n === 0) return head;
+  for (let span = BigInt(n); ; span *= 4n) {
+    const from = head > span ? head - span : 0n;
+    let seqs: bigint[] = [];
+    let earliest = 0n;
+    for (let at = from; at < head;) {
+      const page = await spool.diff(topic, { from_seq: at, limit: COUNT_PAGE, node, raw: true });
+      earliest = page.earliest_seq;
+      for (const r of page.records) seqs.push(r.$seq);
+      if (seqs.length > n) seqs = seqs.slice(-n);
+      if (page.caught_up || page.next_from_seq <= at) break;
+      at = page.next_from_seq;
+    }
+    if (seqs.length === n) return seqs[0]! - 1n;
+    // Fewer than n in the window: it already starts at or before the first record there is.
+    if (from === 0n || from < earliest) return from;
+  }
+}
+
 export function tailCommand(outcome: Outcome): Command {
   return withClientOptions(new Command('tail'))
     .description('print the last records of topics as NDJSON ({"topic",...record}); -f follows them')
     .argument('<topic...>')
     .option('-f, --follow', 'keep following (resumes across reconnects and server restarts)')
-    .option('-n, --lines <n>', 'start this many seqs before each head', parseCount, 10)
+    .option('-n, --lines <n>', 'start with the last <n> records of each topic', parseCount, 10)
     .option('--from <seq>', 'start after this seq in every topic (overrides -n)', parseSeq)
     .option('--restart', 'where --from is above the head (the topic was recreated), start from the start instead of failing')
     .addOption(sinceOption().conflicts('lines'))

@@ -487,6 +487,48 @@ test('tail without -f prints up to the heads and exits 0', async () => {
   assert.equal(r.stdout, '4\n5\n');
 });
 
+test('tail -n counts records, not seqs: it reads back past gaps before the head', async () => {
+  // Seqs 8 and 9 are deleted: the last three records are 6, 7 and 10, not what seqs 8-10 hold.
+  await spool.append(
+    'tail.gap',
+    [1, 2, 3, 4, 5, 6, 7].map((n) => ({ data: n })),
+  );
+  await spool.append('tail.gap', [
+    { data: 8, tag: 'gone' },
+    { data: 9, tag: 'gone' },
+  ]);
+  await spool.append('tail.gap', [{ data: 10 }]);
+  assert.equal((await spool.deleteRecords('tail.gap', { match: 'gone' })).deleted, 2);
+  const r = cli(['tail', 'tail.gap', '-n', '3', '--data']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, '6\n7\n10\n');
+  assert.equal(cli(['tail', 'tail.gap', '-n', '50', '--data']).stdout, '1\n2\n3\n4\n5\n6\n7\n10\n', 'fewer than -n: all');
+  assert.equal(cli(['tail', 'tail.gap', '-n', '0', '--data']).stdout, '', '-n 0: nothing before the head');
+});
+
+test('tail -n after a SIGKILL: the seqs reserved before the crash are skipped, the last records printed', { timeout: 60_000 }, async () => {
+  const own = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  let second: Server | undefined;
+  try {
+    await new Spool({ url: own.url }).append(
+      'tail.crash',
+      [1, 2, 3, 4, 5].map((n) => ({ data: n })),
+    ); // a `disk` topic: acknowledged once written, so the kill keeps it
+    await own.kill();
+    second = await startServer({ dataDir: own.dataDir, env: { SERVICE_WORKERS: '1' } });
+    const api = new Spool({ url: second.url });
+    await api.append('tail.crash', [{ data: 6 }]);
+    const head = (await api.getTopic('tail.crash')).head_seq;
+    assert.ok(head > 9, `the restart skipped reserved seqs (head ${head})`);
+    const r = cli(['tail', 'tail.crash', '-n', '3', '--data'], { env: { SPOOL_URL: second.url } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, '4\n5\n6\n');
+  } finally {
+    await second?.stop();
+    await own.kill().catch(() => {});
+  }
+});
+
 /** A job script: prints seq:deliveries:n, fails (exit 3) while deliveries <= data.fails (Infinity: always). */
 function jobScript(sleepMs = 0): string {
   const script = path.join(tempDir('spool-cli-work-'), 'job.mjs');
