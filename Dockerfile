@@ -40,8 +40,8 @@ EXPOSE 4000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.SERVICE_PORT||4000)+'/v0/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # SIGTERM drains (in-flight requests finish, a final checkpoint) within SERVICE_SHUTDOWN_GRACE_MS:
-# 8 s, under Docker's default stop timeout of 10 s, so a plain `docker stop` never SIGKILLs a
-# drain; `--stop-timeout 30` on `docker run` leaves room for a longer grace.
+# 8 s (then what is still open is closed and the drain finishes within 1 s), under Docker's default
+# stop timeout of 10 s, so a plain `docker stop` never SIGKILLs a drain; `--stop-timeout 30` on `docker run` leaves room for a longer grace.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["node", "dist/cli.js"]
 CMD ["serve"]

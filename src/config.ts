@@ -4,6 +4,13 @@
 import os from 'node:os';
 import { validateEnv, type LOG_LEVELS } from './configSchema.js';
 
+/**
+ * After the grace, the connections still open are closed and the drain goes on (the WAL flush,
+ * the final checkpoint); this is how much longer it may take before the process exits 1. Small,
+ * so a grace set under a supervisor's stop timeout (the image's 8 s under Docker's 10) stays under it.
+ */
+export const DRAIN_AFTER_GRACE_MS = 1000;
+
 export interface Settings {
   host: string;
   port: number;

@@ -6,7 +6,7 @@
 import { startStageClock, stageOriginNs } from '../core/stageClock.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import { readSettings, isLoopback, SettingsError, effectiveSettings, type Settings } from '../config.js';
+import { readSettings, isLoopback, SettingsError, effectiveSettings, DRAIN_AFTER_GRACE_MS, type Settings } from '../config.js';
 import { unknownSettings } from '../configSchema.js';
 import { KeyRing, KeySyntaxError } from '../auth/keys.js';
 import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.js';
@@ -94,8 +94,10 @@ export async function serve(): Promise<void> {
 /**
  * The drain on SIGTERM/SIGINT (docs/ARCHITECTURE.md "Startup and shutdown"): the listener
  * closes, parked long-polls are answered, watch streams get their terminal frame, `/work` leases
- * go back, running requests finish, then the WAL is flushed and the final checkpoint written;
- * past the grace the process exits 1 naming the step it was in. A second signal does nothing.
+ * go back, running requests finish, then the WAL is flushed and the final checkpoint written,
+ * and the process exits 0. Past the grace the connections still open (a slow upload, a client
+ * that never reads) are closed and the drain finishes; only a drain still running
+ * DRAIN_AFTER_GRACE_MS later exits 1, naming the step it was in. A second signal does nothing.
  */
 function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics, slots }: FrontEnd): (signal: string) => Promise<void> {
   let stopping = false;
@@ -107,18 +109,24 @@ function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics,
     logger.info({ signal, grace_ms: settings.shutdownGraceMs }, 'draining');
     const force = setTimeout(() => {
       app.server.getConnections((_err, connections) => {
-        logger.error(
-          {
-            phase,
-            connections,
-            sse_streams: slots.open,
-            work_streams: work.size,
-            watch_sessions: hub.registry.size,
-            elapsed_ms: Date.now() - startedMs,
-          },
-          `drain ran out of its ${settings.shutdownGraceMs} ms grace while ${phase}; exiting without a final checkpoint`,
-        );
-        process.exit(1);
+        const open = {
+          phase,
+          connections,
+          sse_streams: slots.open,
+          work_streams: work.size,
+          watch_sessions: hub.registry.size,
+          elapsed_ms: Date.now() - startedMs,
+        };
+        logger.warn(open, `drain ran out of its ${settings.shutdownGraceMs} ms grace while ${phase}; closing ${connections} connection(s)`);
+        // Requests cut off here were not answered, so nothing they asked for was acknowledged.
+        app.server.closeAllConnections();
+        setTimeout(() => {
+          logger.error(
+            { ...open, elapsed_ms: Date.now() - startedMs },
+            `drain still ${phase} ${DRAIN_AFTER_GRACE_MS} ms after its grace; exiting without a final checkpoint`,
+          );
+          process.exit(1);
+        }, DRAIN_AFTER_GRACE_MS).unref();
       });
     }, settings.shutdownGraceMs);
     force.unref();
