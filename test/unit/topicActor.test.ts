@@ -298,6 +298,21 @@ test('WAL credit exhausted: 429 with nothing applied, or deferred with disable_b
   assert.deepEqual(sim.deferred, [d]);
 });
 
+test('an idempotent retry of an fsync batch still in flight is answered once the batch is fsynced, not before', () => {
+  const sim = new SimActor();
+  created(sim, 'fsync');
+  const a = sim.append({ records: [{ data: 1 }, { data: 2 }], idempotency_key: 'k' });
+  const retry = sim.append({ records: [{ data: 1 }, { data: 2 }], idempotency_key: 'k' });
+  assert.equal(sim.reply(retry), undefined, 'no answer while the batch is in flight');
+  sim.ackAll(false); // written, not yet fsynced
+  assert.equal(sim.reply(a), undefined);
+  assert.equal(sim.reply(retry), undefined, 'no answer before the fsync');
+  sim.ackAll(true);
+  const first = sim.reply(a).body;
+  const again = sim.reply(retry).body;
+  assert.deepEqual([again.deduped, again.seqs, again.count, again.last_seq], [true, first.seqs, first.count, first.last_seq]);
+});
+
 test('an idempotent retry is answered under WAL pressure; a 404 wins over pressure', () => {
   const sim = new SimActor();
   created(sim, 'memory');
