@@ -55,9 +55,8 @@ export function installRequestHooks(app: FastifyInstance, sup: Supervisor, admis
       ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000,
       error: req.spoolError?.code,
     };
-    // A readiness probe's 503 is its normal answer while recovering or draining, not an error.
-    const probe = reply.statusCode === 503 && (line.route === '/v0/ready' || line.route === '/readyz');
-    if (reply.statusCode >= 500 && !probe) req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
+    if (reply.statusCode >= 500 && !RequestMetrics.probeNotReady(line.route, reply.statusCode))
+      req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
     else req.log.debug(line, 'request');
     done();
   });

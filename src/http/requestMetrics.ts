@@ -113,6 +113,11 @@ export class RequestMetrics {
     );
   }
 
+  /** A readiness probe's 503: its normal answer while recovering or draining, not an error. */
+  static probeNotReady(route: string, status: number): boolean {
+    return status === 503 && (route === '/v0/ready' || route === '/readyz');
+  }
+
   /** The route template, or "unmatched" (404/405 and requests refused before routing). */
   static route(req: FastifyRequest): string {
     return req.routeOptions?.url ?? 'unmatched';
@@ -124,8 +129,9 @@ export class RequestMetrics {
     const method = req.method;
     this.requests.inc(route, method, status);
     this.totals.requests++;
-    if (status >= 500) this.totals.server_errors++;
-    else if (status >= 400) this.totals.client_errors++;
+    if (status >= 500) {
+      if (!RequestMetrics.probeNotReady(route, status)) this.totals.server_errors++;
+    } else if (status >= 400) this.totals.client_errors++;
     const err = req.spoolError;
     if (err) {
       this.errors.inc(`${route} ${err.code}`, () => ({ route, code: err.code }));

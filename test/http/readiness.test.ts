@@ -38,6 +38,15 @@ test('503 not_ready with replay_progress until recovery completes, then 200', as
     assert.equal(r.body.status, 'ready');
     assert.equal((await c.post('/v0/topics/rd', { records: [{ data: 1 }] })).status, 201);
     assert.match((await c.get('/v0/metrics')).text, /^spool_ready 1$/m);
+    // The shutdown summary counts the refused append and list as server errors, not the probes.
+    assert.equal(await srv.stop(), 0);
+    const stopped = srv
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { msg: string; server_errors?: number })
+      .find((l) => l.msg === 'stopped');
+    assert.equal(stopped?.server_errors, 2, srv.stderr());
   } finally {
     await srv.stop();
   }
