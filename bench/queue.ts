@@ -5,7 +5,10 @@
 // {"type":"queue", durability}, pre-filled by one producer (appends of 1000 jobs of
 // BENCH_QUEUE_JOB_BYTES (100) B `data`, not timed) and checked (`queue.ready` of GET /v0/topics/:q
 // equals the jobs appended) before the clock starts. Each measured drain follows an unmeasured
-// warm-up of BENCH_WARMUP_MS (500) with the same workers on a separate queue.
+// warm-up of BENCH_QUEUE_WARMUP_MS (3000) with the same workers on a separate queue of
+// BENCH_QUEUE_WARMUP_JOBS (100k): the queue paths' code is still being compiled by V8 for the first
+// ~2 s of a drain (per-thread CPU sampled every 250 ms: V8's helper threads busy and the rate at
+// ~60 % of what follows), which a 0.5 s warm-up left inside the measured drain.
 //   1. `claim+ack, disk`: BENCH_QUEUE_JOBS (100k) jobs, BENCH_QUEUE_WORKERS (8) workers, each
 //      looping POST claim {node, max: BENCH_QUEUE_CLAIM_MAX (10)} → POST ack {node, seqs,
 //      lease_ids} of what it got; a worker stops at its first claim with count 0 (no nack, no
@@ -100,6 +103,7 @@ interface Knobs {
   jobBytes: number;
   singleJobs: number;
   warmJobs: number;
+  warmMs: number;
   ackBatch: number;
   ackWaitMs: number;
   maxMs: number;
@@ -116,7 +120,8 @@ function knobs(): Knobs {
     claimMax: Math.min(1000, int('BENCH_QUEUE_CLAIM_MAX', 10)),
     jobBytes: int('BENCH_QUEUE_JOB_BYTES', 100, 32),
     singleJobs: int('BENCH_QUEUE_SINGLE_JOBS', 20_000),
-    warmJobs: int('BENCH_QUEUE_WARMUP_JOBS', 20_000),
+    warmJobs: int('BENCH_QUEUE_WARMUP_JOBS', 100_000),
+    warmMs: int('BENCH_QUEUE_WARMUP_MS', 3000, 0),
     ackBatch: int('BENCH_QUEUE_ACK_BATCH', 5),
     ackWaitMs: envNumber('BENCH_QUEUE_ACK_WAIT_MS', 2),
     maxMs: envNumber('BENCH_QUEUE_MAX_S', 120) * 1000,
@@ -765,7 +770,7 @@ async function claimAckPart(
 ): Promise<PartResult> {
   const warmTopic = `${o.topic}.warm`;
   await fillQueue(srv, admin, warmTopic, o.durability, k.warmJobs, k.jobBytes, k.maxMs);
-  await drainClaimAck(srv, warmTopic, o.workers, o.max, warmupMs());
+  await drainClaimAck(srv, warmTopic, o.workers, o.max, k.warmMs);
   await fillQueue(srv, admin, o.topic, o.durability, o.jobs, k.jobBytes, k.maxMs);
 
   srv.rss.reset();
@@ -863,7 +868,7 @@ async function pushPart(srv: ChildServer, admin: HttpClient, k: Knobs, base: Bas
   const topic = 'queue-push';
   const name = '/work push, disk';
   await fillQueue(srv, admin, `${topic}.warm`, 'disk', k.warmJobs, k.jobBytes, k.maxMs);
-  await drainPush(srv, `${topic}.warm`, k.workers, k.claimMax, k, k.warmJobs, warmupMs());
+  await drainPush(srv, `${topic}.warm`, k.workers, k.claimMax, k, k.warmJobs, k.warmMs);
   await fillQueue(srv, admin, topic, 'disk', k.jobs, k.jobBytes, k.maxMs);
 
   srv.rss.reset();
