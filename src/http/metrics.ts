@@ -96,6 +96,8 @@ const GAUGES: readonly (readonly [name: string, help: string, labelNames?: reado
   ['spool_storage_writable', '1 when writes are accepted (storage ok), else 0.'],
   ['spool_recovery_progress', 'Recovery progress, 0 to 1; 1 once ready.'],
   ['spool_uptime_seconds', 'Process uptime in seconds.'],
+  // The interface's own name (its metric list), beside the Prometheus-style one above.
+  ['spool_uptime_ms', "Process uptime in milliseconds (the interface's name; spool_uptime_seconds is the same)."],
   ['spool_topic_head_seq', 'Head seq of each topic.', ['topic']],
   ['spool_topic_earliest_seq', 'Earliest live seq of each topic.', ['topic']],
   ['spool_topic_records_live', 'Live records of each topic.', ['topic']],
@@ -122,6 +124,8 @@ export class Metrics {
   /** Jobs dead-lettered per queue topic: a count kept by the queue, copied in per scrape. */
   private readonly deadLettered: client.Counter<string>;
   readonly fsyncLatency: FixedHistogram;
+  /** The same counts under the interface's own name and unit (microseconds). */
+  private readonly fsyncLatencyUs: FixedHistogram;
   readonly groupFrames: FixedHistogram;
   readonly appendLatency: LabeledHistogram;
   readonly requests: RequestMetrics;
@@ -174,6 +178,12 @@ export class Metrics {
       FSYNC_BUCKETS_US,
       this.registry,
       1e6,
+    );
+    this.fsyncLatencyUs = new FixedHistogram(
+      'spool_wal_fsync_latency_us',
+      "Group-commit fsync latency in microseconds (the interface's name; spool_wal_fsync_latency_seconds is the same).",
+      FSYNC_BUCKETS_US,
+      this.registry,
     );
     this.groupFrames = new FixedHistogram(
       'spool_wal_group_frames',
@@ -232,6 +242,7 @@ export class Metrics {
   private absorb(s: Snapshot): void {
     if (!s.wal) return;
     this.fsyncLatency.update(s.wal.fsyncLatencyUs);
+    this.fsyncLatencyUs.update(s.wal.fsyncLatencyUs);
     this.groupFrames.update(s.wal.groupFrames);
     this.walTotals = { frames: s.wal.frames, batches: s.wal.batches, fsyncs: s.wal.fsyncs, bytesWritten: s.wal.bytesWritten };
   }
@@ -261,7 +272,9 @@ export class Metrics {
     g.spool_storage_state!.set(this.sup.storageState);
     g.spool_storage_writable!.set(this.sup.storageState === 0 ? 1 : 0);
     g.spool_recovery_progress!.set(this.sup.replayProgress);
-    g.spool_uptime_seconds!.set((Date.now() - this.started) / 1000);
+    const uptimeMs = Date.now() - this.started;
+    g.spool_uptime_seconds!.set(uptimeMs / 1000);
+    g.spool_uptime_ms!.set(uptimeMs);
     for (const t of s.topics) {
       g.spool_topic_head_seq!.set({ topic: t.topic }, t.head_seq);
       g.spool_topic_earliest_seq!.set({ topic: t.topic }, t.earliest_seq);

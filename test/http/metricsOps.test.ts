@@ -143,7 +143,10 @@ test('every spool_ family follows the Prometheus conventions: seconds, and count
     const value = (name: string, labels: Record<string, string> = {}) =>
       all.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))?.value;
 
-    const spool = [...fams].filter(([n]) => n.startsWith('spool_'));
+    // The interface's metric list names two families in ms and µs; they are kept beside the
+    // Prometheus-style ones (same values, other unit), and are the only exceptions.
+    const INTERFACE_NAMES = new Set(['spool_uptime_ms', 'spool_wal_fsync_latency_us']);
+    const spool = [...fams].filter(([n]) => n.startsWith('spool_') && !INTERFACE_NAMES.has(n));
     assert.ok(spool.length > 40, `${spool.length} spool_ families`);
     for (const [name, f] of spool) {
       assert.doesNotMatch(name, /_(ms|us|millis|micros|milliseconds|microseconds)(_|$)/, `${name}: durations in seconds`);
@@ -168,6 +171,14 @@ test('every spool_ family follows the Prometheus conventions: seconds, and count
     const fsyncs = value('spool_wal_fsync_latency_seconds_count')!;
     const fsyncS = value('spool_wal_fsync_latency_seconds_sum')!;
     assert.ok(fsyncs >= 1 && fsyncS > 0 && fsyncS / fsyncs < 1, `mean fsync ${fsyncS / fsyncs} s`);
+    // The interface's names: the same histogram in µs, the same uptime in ms.
+    assert.equal(fams.get('spool_wal_fsync_latency_us')?.type, 'histogram');
+    const fsyncLeUs = all.filter((x) => x.name === 'spool_wal_fsync_latency_us_bucket').map((x) => x.labels.le);
+    assert.deepEqual(fsyncLeUs, [...FSYNC_BUCKETS_US.map(String), '+Inf']);
+    assert.equal(value('spool_wal_fsync_latency_us_count'), fsyncs);
+    assert.ok(Math.abs(value('spool_wal_fsync_latency_us_sum')! - fsyncS * 1e6) < 1, 'the same sum in µs');
+    assert.equal(fams.get('spool_uptime_ms')?.type, 'gauge');
+    assert.ok(Math.abs(value('spool_uptime_ms')! - uptimeS * 1000) < 1, 'the same uptime in ms');
     const appendLe = all
       .filter((x) => x.name === 'spool_append_latency_seconds_bucket' && x.labels.durability === 'fsync')
       .map((x) => x.labels.le);
