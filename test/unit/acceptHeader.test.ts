@@ -28,6 +28,8 @@ test('absent, empty or non-matching headers are refused', () => {
   no('event-stream');
   no('text');
   no('text/html, application/json;q=0.9, image/*');
+  no('__proto__');
+  no('constructor, toString;q=1');
 });
 
 test('case-insensitive', () => {

@@ -5,7 +5,11 @@
 // "Records"); only data-bearing frames carry an `id:` line, so nothing else moves a resume cursor.
 
 /** How specific each range that covers text/event-stream is (RFC 9110: the most specific one decides). */
-const SPECIFICITY: Record<string, number> = { 'text/event-stream': 3, 'text/*': 2, '*/*': 1 };
+const SPECIFICITY = new Map([
+  ['text/event-stream', 3],
+  ['text/*', 2],
+  ['*/*', 1],
+]);
 
 /**
  * True when Accept lists text/event-stream, text/* or *\/* and the most specific of those has a q
@@ -18,7 +22,7 @@ export function acceptsEventStream(accept: string | undefined): boolean {
   let accepted = false;
   for (const range of accept.split(',')) {
     const [type, ...params] = range.split(';').map((p) => p.trim().toLowerCase());
-    const rank = SPECIFICITY[type!] ?? 0;
+    const rank = SPECIFICITY.get(type!) ?? 0;
     if (rank === 0 || rank < best) continue;
     const q = params.find((p) => p.startsWith('q='));
     const refused = q !== undefined && Number(q.slice(2)) === 0;
