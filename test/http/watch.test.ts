@@ -855,6 +855,24 @@ describe('tombstones', () => {
     assert.deepEqual(tr.seqs(t), [6, 7, 8, 9, 10]);
   });
 
+  test('several topics: the connect-time tombstones are the first frames, before any records of any topic', async () => {
+    const plain = await mk({});
+    await append(plain, nums(4));
+    const capped = await mk({ cap_records: 5 });
+    await append(capped, nums(12));
+    // The plain topic first: its records would otherwise be read and written first.
+    const { s, tr } = await session({ topics: { [plain]: { from_seq: 0 }, [capped]: { from_seq: 2 } } });
+    const fs = await tr.untilCaughtUp(s);
+    const data = fs.filter((f) => f.event !== undefined);
+    assert.equal(data[0]!.event, 'tombstone', `first frame ${data[0]!.event}`);
+    assert.deepEqual(data[0]!.data, { topic: capped, reason: 'from_seq_too_old', gap_from: 3, gap_to: 7, earliest_seq: 8, head_seq: 12 });
+    assert.deepEqual(decodeCursor(data[0]!.id!), { [plain]: 0, [capped]: 7 }, 'its id: the plain topic not yet read');
+    assert.deepEqual(tr.seqs(plain), [1, 2, 3, 4]);
+    assert.deepEqual(tr.seqs(capped), [8, 9, 10, 11, 12]);
+    assert.equal(eventsOf(fs, 'tombstone').length, 1);
+    await s.close();
+  });
+
   test('connect-time tombstone for TTL-expired records is also from_seq_too_old', async () => {
     const t = await mk({ ttl_ms: 300 });
     await append(t, nums(3));

@@ -52,6 +52,12 @@ export class StreamTopic {
   ) {}
 }
 
+/** A topic's first read when a stream opens on several (WatchStream.openMany): where it read from, and what came back. */
+interface FirstRead {
+  pos: number;
+  r: TopicResult;
+}
+
 const MiB = 1024 * 1024;
 const READ_RETRY_MS = 1000;
 
@@ -95,7 +101,45 @@ export class WatchStream {
   /** Sends the head and `retry:`, then pulls every topic from the session's cursors. */
   open(): void {
     this.conn.open();
-    for (const t of this.topics) void this.pull(t);
+    if (this.topics.length === 1) void this.pull(this.topics[0]!);
+    else void this.openMany();
+  }
+
+  /**
+   * Several topics: their first reads go out together, and the `from_seq_too_old` tombstones they
+   * bring are sent before any other frame of the stream (docs/WATCH.md, the tombstone decision); then each
+   * topic's pull goes on from its first read, or, after its tombstone, reads again from the gap's end.
+   */
+  private async openMany(): Promise<void> {
+    const firsts = await Promise.all(this.topics.map((t) => this.firstRead(t)));
+    for (let i = 0; i < this.topics.length; i++) {
+      const t = this.topics[i]!;
+      const f = firsts[i];
+      const w = f?.r.ok ? f.r.watch : undefined;
+      if (!w?.tombstone || this.closed || this.paused || t.reading || t.mode === 'deleted') continue;
+      if (this.session.cursor(t.idx) !== f!.pos || this.gone(t, w)) continue;
+      t.instanceId = w.instanceId;
+      t.first = false;
+      t.lastHead = w.head;
+      this.session.setCursor(t.idx, w.tombstone.gapTo);
+      this.dataFrame('tombstone', w.tombstone.json);
+      firsts[i] = undefined;
+    }
+    for (let i = 0; i < this.topics.length; i++) void this.pull(this.topics[i]!, firsts[i]);
+  }
+
+  /** A topic's first read; pushes to the topic are ignored meanwhile (it is `reading`). */
+  private async firstRead(t: StreamTopic): Promise<FirstRead | undefined> {
+    if (t.reading || t.mode === 'deleted') return undefined;
+    t.reading = true;
+    const pos = this.session.cursor(t.idx);
+    try {
+      return { pos, r: await this.deps.read(t.name, pos, t.first, this.session) };
+    } catch (err) {
+      return { pos, r: { ok: false, status: 500, code: 'internal', message: (err as Error).message } };
+    } finally {
+      t.reading = false;
+    }
   }
 
   // ---- frames ------------------------------------------------------------------------------
@@ -215,7 +259,7 @@ export class WatchStream {
    * frame's `from_seq` is exactly the topic's cursor in the previous frame id; reads that only
    * skip (node filter, deletes, TTL) advance a local position instead.
    */
-  private async pull(t: StreamTopic): Promise<void> {
+  private async pull(t: StreamTopic, first?: FirstRead): Promise<void> {
     if (t.reading || t.mode === 'deleted') return;
     t.reading = true;
     try {
@@ -223,11 +267,15 @@ export class WatchStream {
       while (!this.closed && !this.paused) {
         const before = this.session.cursor(t.idx);
         let r: TopicResult;
-        try {
-          r = await this.deps.read(t.name, pos, t.first, this.session);
-        } catch (err) {
-          r = { ok: false, status: 500, code: 'internal', message: (err as Error).message };
-        }
+        if (first !== undefined && first.pos === pos)
+          r = first.r; // read by openMany from here
+        else
+          try {
+            r = await this.deps.read(t.name, pos, t.first, this.session);
+          } catch (err) {
+            r = { ok: false, status: 500, code: 'internal', message: (err as Error).message };
+          }
+        first = undefined;
         // The topic may have been deleted by a push while the read was in flight.
         if (this.closed || (t.mode as Mode) === 'deleted') return;
         if (!r.ok) {
