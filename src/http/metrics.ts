@@ -217,7 +217,10 @@ export class Metrics {
       registers: [this.registry],
     });
     this.requests = new RequestMetrics(this.registry);
-    client.collectDefaultMetrics({ register: this.registry });
+    // Its event-loop-delay histogram samples every 100 ms, not every 10: a 10 ms timer woke the idle
+    // HTTP thread 100 times a second (docs/PERFORMANCE.md "An idle server"); the pressure gate's
+    // own lag p99 (spool_pressure_http_lag_p99_seconds) keeps the fine one while the loop works.
+    client.collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
   }
 
   /** For the shutdown summary: requests answered, 4xx and 5xx replies. */

@@ -1,0 +1,59 @@
+// The event-loop sampler behind the pressure gate's readings (src/core/loopSampler.ts): its delay
+// histogram (a 10 ms timer) runs only while the loop works, and a long block that starts on an
+// idle loop still shows in lagP99Ms, through the lateness of the sample itself. Real time: the
+// sampler reads the real event loop.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
+import { LoopSampler } from '../../src/core/loopSampler.js';
+
+const TICK_MS = 50;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Keeps the loop busy for `ms` (nothing else runs meanwhile). */
+function block(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
+async function idleTicks(s: LoopSampler, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    await sleep(TICK_MS);
+    s.sample();
+  }
+}
+
+test('the delay histogram stops on an idle loop and starts again once the loop works', async () => {
+  const s = new LoopSampler(TICK_MS);
+  try {
+    assert.equal(s.measuringDelay, true, 'on at the start');
+    await idleTicks(s, 2);
+    assert.equal(s.measuringDelay, false, 'idle ticks: off');
+    assert.ok(s.lagP99Ms < 40, `idle lag ${s.lagP99Ms} ms`);
+    block(10); // a fifth of the tick
+    await sleep(TICK_MS - 10);
+    s.sample();
+    assert.equal(s.measuringDelay, true, 'a working tick: on');
+    // While on, a block delays the histogram's timer: the p99 shows it.
+    block(80);
+    await sleep(20);
+    s.sample();
+    assert.equal(s.measuringDelay, true);
+    assert.ok(s.lagP99Ms >= 60, `lag p99 ${s.lagP99Ms} ms after an 80 ms block`);
+  } finally {
+    s.stop();
+  }
+});
+
+test('a long block that starts on an idle loop shows in lagP99Ms (the sample came late)', async () => {
+  const s = new LoopSampler(TICK_MS);
+  try {
+    await idleTicks(s, 2);
+    assert.equal(s.measuringDelay, false);
+    await sleep(TICK_MS);
+    block(150);
+    s.sample(); // 150 ms late
+    assert.ok(s.lagP99Ms >= 120, `lag p99 ${s.lagP99Ms} ms after a 150 ms block on an idle loop`);
+    assert.equal(s.measuringDelay, true, 'the block was work: on again');
+  } finally {
+    s.stop();
+  }
+});
