@@ -60,14 +60,16 @@ export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
   ev.snapshot(newest);
   checkWal(fsx, dataDir, r, newest, ev);
   checkSegments(fsx, dataDir, r, ev);
-  checkPacks(fsx, dataDir, r, ev);
+  checkPacks(fsx, dataDir, r, ev, newest);
   checkRouters(fsx, dataDir, ev, r);
   return r;
 }
 
-function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence): void {
+function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence, newest: SnapshotBody | undefined): void {
   /** Per topic, the last seq seen in the packs so far (scan order is recovery's). */
   const last = new Map<number, number>();
+  /** Per pack number, where its whole frames end. */
+  const validEnd = new Map<number, number>();
   let repeats = 0;
   for (const p of listPacks(listPackNamesSync(fsx, dataDir))) {
     r.packs++;
@@ -84,11 +86,32 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
       r.packFrames++;
       off += f.frame.size;
     }
+    validEnd.set(p.no, end);
     if (end === buf.length) continue;
     const why = reason ?? 'the last frame lacks its padding';
+    // The newest pack may be torn anywhere after what a checkpoint fsynced (writeback need not
+    // keep order); what the newest snapshot places in it is checked below.
     if (p.newest && (reason === undefined || !reason.startsWith('a frame')))
       r.notes.push(`${where}: torn tail at offset ${end} (${why}); recovery truncates it`);
     else r.problems.push(`${where}: damaged at offset ${end} (${why})${p.newest ? '' : ' in a sealed pack'}`);
+  }
+  // What the newest snapshot places in the packs was fsynced before it was written, so it must be
+  // there, whole; a torn tail holds only frames written after the snapshot's cut (the WAL has them).
+  for (const t of newest?.topics ?? []) {
+    const runs = (t as { runs?: readonly number[] }).runs ?? [];
+    for (let i = 0; i + 2 < runs.length; i += 3) {
+      const [no, off, len] = [runs[i]!, runs[i + 1]!, runs[i + 2]!];
+      const end = validEnd.get(no);
+      const lost =
+        end === undefined
+          ? `has frames in pack ${no}, which is not there`
+          : off + len > end
+            ? `has frames at bytes ${off}..${off + len} of pack ${no}, whose whole frames end at ${end}`
+            : undefined;
+      if (lost === undefined) continue;
+      r.problems.push(`snapshot: topic ${t.name} ${lost}`); // its first such run says enough
+      break;
+    }
   }
   if (repeats > 0) r.notes.push(`packs: ${repeats} frame(s) repeat seqs of an earlier frame of their topic; recovery keeps the first copy`);
 }

@@ -1,6 +1,7 @@
 // `spool verify`, `spool inspect` and the live-directory guard of the offline tools: a clean
 // directory verifies, a flipped byte in a WAL frame, a segment frame, a sealed pack or a snapshot
-// is found and reported with exit 1 (in the pack being written: a torn tail, a note), so is a
+// is found and reported with exit 1 (in the pack being written: a torn tail, a note, unless the
+// newest snapshot placed frames there), so is a
 // routers file that is damaged, missing or older than the router progress in the data, and a
 // directory a running server holds is refused unless --force.
 import { test, before } from 'node:test';
@@ -143,18 +144,44 @@ test('a flipped byte in a segment frame is damage', () => {
   assert.match(r.stdout, /DAMAGE: segment [0-9a-f]{12}\/seg-\d{20}\.log: damaged frame at offset \d+ \(crc\)/);
 });
 
-test('a flipped byte in a sealed pack is damage; in the pack being written, a torn tail (a note)', () => {
+test('packs: a torn tail of the pack being written is a note; a flipped byte where the snapshot placed frames, or in a sealed pack, is damage', () => {
   const d = copy();
   const dir = path.join(d, 'packs');
   const [sealed, newest] = fs.readdirSync(dir).sort();
-  flip(path.join(dir, newest!), appendFrames(fs.readFileSync(path.join(dir, newest!)), 0)[1]!.bodyOff + 10);
+  const newestFile = path.join(dir, newest!);
+  // Part of a frame after the last whole one: what a crash mid-write leaves.
+  const whole = fs.statSync(newestFile).size;
+  fs.appendFileSync(newestFile, Buffer.alloc(40, 0xab));
   let r = spool(['verify', d, '--json']);
   assert.equal(r.status, 0, r.stdout);
-  assert.match(r.stdout, new RegExp(`pack ${newest}: torn tail at offset \\d+ \\(crc\\)`));
+  assert.match(r.stdout, new RegExp(`pack ${newest}: torn tail at offset ${whole} \\(`));
+  // The newest snapshot placed this frame in the pack (fsynced before it was written): damage,
+  // however the pack's tail looks (a backup cut short, a bad disk).
+  flip(newestFile, appendFrames(fs.readFileSync(newestFile), 0)[1]!.bodyOff + 10);
+  r = spool(['verify', d]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(
+    r.stdout,
+    /DAMAGE: snapshot: topic v\.(disk|fsync) has frames at bytes \d+\.\.\d+ of pack \d+, whose whole frames end at \d+/,
+  );
   flip(path.join(dir, sealed!), appendFrames(fs.readFileSync(path.join(dir, sealed!)), 0)[2]!.bodyOff + 10);
   r = spool(['verify', d]);
   assert.equal(r.status, 1, r.stdout);
   assert.match(r.stdout, new RegExp(`DAMAGE: pack ${sealed}: damaged at offset \\d+ \\(crc\\) in a sealed pack`));
+});
+
+test('a pack cut short below what the snapshot placed in it, or missing, is damage', () => {
+  const d = copy();
+  const dir = path.join(d, 'packs');
+  const [sealed, newest] = fs.readdirSync(dir).sort();
+  fs.truncateSync(path.join(dir, newest!), 200);
+  let r = spool(['verify', d]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: snapshot: topic v\.\w+ has frames at bytes \d+\.\.\d+ of pack \d+, whose whole frames end at \d+/);
+  fs.rmSync(path.join(dir, sealed!));
+  r = spool(['verify', d]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /DAMAGE: snapshot: topic v\.\w+ has frames in pack \d+, which is not there/);
 });
 
 test('a flipped byte in a snapshot is damage', () => {
