@@ -1,7 +1,9 @@
 // Unpacks a backup tar (GET /v0/backup) into an empty directory, for `spool backup <dir>` and
 // `spool restore`: only plain files under wal/, meta/ (snapshots, routers.json), topics/ and
 // packs/ (never an absolute path or `..`), each fsynced, then every directory. Returns the
-// backup's point (its BACKUP_POINT entry).
+// backup's point (its BACKUP_POINT entry). A backup that fails to unpack (cut short, damaged,
+// an unexpected entry) leaves the directory as it found it, new or empty: a server must never
+// start on half a backup.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -20,6 +22,19 @@ export function assertEmptyTarget(dir: string, liveHolder: (dir: string) => numb
 }
 
 export async function untar(input: Readable, dir: string): Promise<{ point: unknown; files: number; bytes: number }> {
+  const existed = fs.existsSync(dir);
+  try {
+    return await unpack(input, dir);
+  } catch (err) {
+    // The caller checked that `dir` was new or empty: everything in it now is this backup's.
+    if (existed) for (const e of fs.readdirSync(dir)) fs.rmSync(path.join(dir, e), { recursive: true, force: true });
+    else fs.rmSync(dir, { recursive: true, force: true });
+    const why = err instanceof CliError ? err.message : `the backup is damaged or cut short (${(err as Error).message})`;
+    throw new CliError(`${why}; nothing restored: ${dir} is ${existed ? 'empty' : 'not created'}`, EXIT.failure);
+  }
+}
+
+async function unpack(input: Readable, dir: string): Promise<{ point: unknown; files: number; bytes: number }> {
   const { default: tar } = await import('tar-stream');
   fs.mkdirSync(dir, { recursive: true });
   const extract = tar.extract();

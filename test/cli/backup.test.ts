@@ -87,6 +87,18 @@ test('a backup under write load restores to exactly the live state as of its poi
   assert.match(locked.stderr, /in use by process/);
   const verify = spawnSync(process.execPath, [CLI, 'verify', dir], { encoding: 'utf8' });
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+  // A backup cut short restores nothing: the directory is left new (absent) or empty.
+  const cut = path.join(tempDir(), 'cut.tar');
+  fs.writeFileSync(cut, fs.readFileSync(tarFile).subarray(0, Math.floor(fs.statSync(tarFile).size / 2)));
+  for (const existing of [false, true]) {
+    const target = path.join(tempDir(), 'from-cut');
+    if (existing) fs.mkdirSync(target);
+    const r = spawnSync(process.execPath, [CLI, 'restore', cut, target], { encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /damaged or cut short .*nothing restored/);
+    assert.equal(fs.existsSync(target), existing, 'a directory the restore made is gone');
+    if (existing) assert.deepEqual(fs.readdirSync(target), [], 'an empty directory is left empty');
+  }
 
   const restored = await startServer({ dataDir: dir });
   try {
