@@ -132,6 +132,8 @@ test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
     [['append', 't', '--file', '/nonexistent/x.ndjson'], /\/nonexistent\/x\.ndjson: no such file/],
     [['replay', '/nonexistent/trace.jsonl'], /no such trace file/],
     [['wal-dump', '/nonexistent/data'], /no such data directory/],
+    [['verify', '/usr'], /not a spool data directory: \/usr holds none of wal, meta, packs, topics/],
+    [['inspect', '/usr'], /not a spool data directory/],
     [['topics'], /a subcommand is required/],
     [['topics', 'put', 't', '--type', 'stream'], /--type .*invalid|Allowed choices/],
     [['rm-records', 't'], /give --before, --tag or --tag-prefix/],
