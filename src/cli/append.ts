@@ -121,6 +121,8 @@ interface Totals {
   batches: number;
   firstSeq: bigint | undefined;
   lastSeq: bigint | undefined;
+  /** The (one) batch matched an earlier one by its --idempotency-key: nothing was appended. */
+  deduped: boolean;
 }
 
 async function send(spool: Spool<'bigint'>, topic: string, builder: BodyBuilder, b: Batch, totals: Totals, o: AppendOpts): Promise<void> {
@@ -148,6 +150,7 @@ async function send(spool: Spool<'bigint'>, topic: string, builder: BodyBuilder,
     throw new CliError(`the server appended ${r.count} records for a batch of ${b.texts.length}`, EXIT.failure);
   totals.count += r.count;
   totals.batches++;
+  if (r.deduped) totals.deduped = true;
   totals.firstSeq ??= r.first_seq;
   totals.lastSeq = r.last_seq;
 }
@@ -155,7 +158,7 @@ async function send(spool: Spool<'bigint'>, topic: string, builder: BodyBuilder,
 async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals> {
   const spool = clientFor(o);
   const builder = new BodyBuilder(o);
-  const totals: Totals = { count: 0, batches: 0, firstSeq: undefined, lastSeq: undefined };
+  const totals: Totals = { count: 0, batches: 0, firstSeq: undefined, lastSeq: undefined, deduped: false };
   if (args.length) {
     if (o.file !== undefined) throw usageError('give records as arguments or with --file, not both');
     const texts = args.map((a, i) => (o.string ? JSON.stringify(a) : checkLine(a, () => `argument ${i + 1}`, o.records === true)));
@@ -240,9 +243,14 @@ export function appendCommand(outcome: Outcome): Command {
           first_seq: t.firstSeq ?? null,
           last_seq: t.lastSeq ?? null,
           batches: t.batches,
+          deduped: t.deduped,
           elapsed_ms: ms,
           records_per_sec: perSec,
         });
+      } else if (t.deduped) {
+        note(
+          `nothing appended to ${topic}: idempotency key ${o.idempotencyKey} matched an earlier batch (seqs ${t.firstSeq}..${t.lastSeq})`,
+        );
       } else {
         const seqs = t.count ? ` (seqs ${t.firstSeq}..${t.lastSeq})` : '';
         note(

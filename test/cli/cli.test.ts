@@ -175,6 +175,18 @@ test('a bad NDJSON line in append: exit 2 naming the line; the records before it
   assert.equal(cli(['topics', 'get', 'cli.badline3']).status, 4);
 });
 
+test('append --idempotency-key twice: the second says nothing was appended (and --json deduped)', () => {
+  const first = cli(['append', 'cli.idem', '--idempotency-key', 'k1', '1', '2']);
+  assert.equal(first.status, 0, first.stderr);
+  assert.match(first.stderr, /^appended 2 records to cli\.idem \(seqs 1\.\.2\)/);
+  const again = cli(['append', 'cli.idem', '--idempotency-key', 'k1', '1', '2']);
+  assert.equal(again.status, 0, again.stderr);
+  assert.equal(again.stderr, 'nothing appended to cli.idem: idempotency key k1 matched an earlier batch (seqs 1..2)\n');
+  const j = JSON.parse(cli(['append', 'cli.idem', '--idempotency-key', 'k1', '--json', '1', '2']).stdout);
+  assert.deepEqual([j.deduped, j.first_seq, j.last_seq], [true, 1, 2]);
+  assert.equal(JSON.parse(cli(['append', 'cli.idem', '--json', '3']).stdout).deduped, false);
+});
+
 test('exit codes for server answers: 4 not found, 3 refused, 5 unreachable; --json errors are JSON', async () => {
   const nf = cli(['topics', 'get', 'cli.absent']);
   assert.equal(nf.status, 4);
