@@ -62,9 +62,25 @@ function checkLine(text: string, where: () => string, records: boolean): string 
   } catch (e) {
     throw new BadLine(`${where()}: not valid JSON (${(e as Error).message})`);
   }
-  if (records && (v === null || typeof v !== 'object' || Array.isArray(v)))
-    throw new BadLine(`${where()}: with --records each one must be a record object {"data":…}`);
+  if (records) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v))
+      throw new BadLine(`${where()}: with --records each one must be a record object {"data":…}`);
+    const why = recordShapeProblem(v as Record<string, unknown>);
+    if (why) throw new BadLine(`${where()}: not a record object: ${why}`);
+  }
   return text;
+}
+
+/**
+ * The shape a record object must have (docs/API.md "Records"), so that a line the server would
+ * refuse ends the input here, with the lines before it appended, instead of failing its whole
+ * batch; sizes are left to the server.
+ */
+function recordShapeProblem(r: Record<string, unknown>): string | undefined {
+  if (!('data' in r)) return '"data" is required';
+  for (const k of ['tag', 'node'] as const) if (k in r && typeof r[k] !== 'string') return `"${k}" must be a string`;
+  if ('meta' in r && (r.meta === null || typeof r.meta !== 'object' || Array.isArray(r.meta))) return '"meta" must be an object';
+  return undefined;
 }
 
 /**

@@ -173,6 +173,23 @@ test('a bad NDJSON line in append: exit 2 naming the line; the records before it
   assert.equal(first.status, 2);
   oneLine(first, /stdin line 1: not valid JSON .*; nothing was appended$/);
   assert.equal(cli(['topics', 'get', 'cli.badline3']).status, 4);
+  // --records: an object that is not a record (no data, a tag not a string) is a bad line too
+  for (const [i, [bad, why]] of (
+    [
+      ['{"nodata":1}', '"data" is required'],
+      ['{"data":3,"tag":7}', '"tag" must be a string'],
+      ['{"data":3,"meta":[1]}', '"meta" must be an object'],
+    ] as const
+  ).entries()) {
+    const t = `cli.badrec${i}`;
+    const rec = cli(['append', t, '--records'], { input: `{"data":1}\n{"data":2}\n${bad}\n{"data":4}\n` });
+    assert.equal(rec.status, 2, rec.stderr);
+    assert.ok(rec.stderr.includes(`stdin line 3: not a record object: ${why}`), rec.stderr);
+    assert.deepEqual(
+      (await spool.diff(t)).records.map((x) => x.data),
+      [1, 2],
+    );
+  }
 });
 
 test('append --idempotency-key twice: the second says nothing was appended (and --json deduped)', () => {
