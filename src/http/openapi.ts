@@ -52,6 +52,10 @@ const STATE = {
   effective_priority: { type: 'integer' },
   last_write_ts: { type: ['integer', 'null'] },
   last_read_ts: { type: ['integer', 'null'] },
+  queue: {
+    description: 'queue topics only',
+    ...obj({ ready: u64, in_flight: u64, dead_lettered: u64 }),
+  },
 };
 const RECORD_OUT = obj({ $seq: u64, $ts: u64, $node: { type: 'string' }, $tag: { type: 'string' }, data: {}, meta: { type: 'object' } }, [
   '$seq',
@@ -246,6 +250,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
     body: ref('DiffRequest'),
     response: {
       ...reply('records after the cursor', {
+        topic: { type: 'string' },
         records: { type: 'array', items: ref('Record') },
         next_from_seq: u64,
         head_seq: u64,
