@@ -17,7 +17,10 @@ export function restoreCommand(outcome: Outcome): Command {
       const { nodeFs } = await import('../storage/fs.js');
       assertEmptyTarget(dir, (d) => liveLockHolder(nodeFs, d));
       const r = await untar(src === '-' ? process.stdin : fs.createReadStream(src), dir);
-      note(`restored ${r.files} files (${r.bytes} bytes) as of WAL position ${JSON.stringify(r.point)} into ${dir}`);
+      // The point as `spool backup` prints it (fileNo:offset), when it has that shape.
+      const p = r.point as { fileNo?: unknown; offset?: unknown } | null;
+      const at = typeof p?.fileNo === 'number' && typeof p.offset === 'number' ? `${p.fileNo}:${p.offset}` : JSON.stringify(r.point);
+      note(`restored ${r.files} files (${r.bytes} bytes) as of WAL position ${at} into ${dir}`);
       outcome.code = EXIT.ok;
     });
 }
