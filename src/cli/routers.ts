@@ -118,8 +118,11 @@ function rm(outcome: Outcome): Command {
 export function routersCommand(outcome: Outcome): Command {
   const cmd = new Command('routers').description('list, show, create/configure and delete routers');
   cmd.addCommand(ls()).addCommand(get()).addCommand(put()).addCommand(rm(outcome));
-  cmd.action(() => {
-    throw new CliError('a subcommand is required: ls, get, put or rm (see spool routers --help)', EXIT.usage);
+  // An optional argument, so that an unknown subcommand reaches the action (not commander's "too many arguments").
+  cmd.usage('<command> [options]');
+  cmd.argument('[subcommand]').action((sub?: string) => {
+    const known = 'ls, get, put or rm (see spool routers --help)';
+    throw new CliError(sub === undefined ? `a subcommand is required: ${known}` : `unknown subcommand '${sub}': ${known}`, EXIT.usage);
   });
   cmd.helpCommand(true); // `spool routers help put`: commander adds none to a command with an action
   return cmd;

@@ -94,8 +94,11 @@ export function topicsCommand(outcome: Outcome): Command {
   cmd.addCommand(ls()).addCommand(get());
   for (const c of topicConfigCommands()) cmd.addCommand(c);
   cmd.addCommand(rm(outcome));
-  cmd.action(() => {
-    throw new CliError('a subcommand is required: ls, get, create, set, put or rm (see spool topics --help)', EXIT.usage);
+  // An optional argument, so that an unknown subcommand reaches the action (not commander's "too many arguments").
+  cmd.usage('<command> [options]');
+  cmd.argument('[subcommand]').action((sub?: string) => {
+    const known = 'ls, get, create, set, put or rm (see spool topics --help)';
+    throw new CliError(sub === undefined ? `a subcommand is required: ${known}` : `unknown subcommand '${sub}': ${known}`, EXIT.usage);
   });
   cmd.helpCommand(true); // `spool topics help put`: commander adds none to a command with an action
   return cmd;

@@ -135,6 +135,8 @@ test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
     [['verify', '/usr'], /not a spool data directory: \/usr holds none of wal, meta, packs, topics/],
     [['inspect', '/usr'], /not a spool data directory/],
     [['topics'], /a subcommand is required/],
+    [['topics', 'nosuch'], /unknown subcommand 'nosuch': ls, get, create, set, put or rm/],
+    [['routers', 'nosuch'], /unknown subcommand 'nosuch': ls, get, put or rm/],
     [['topics', 'put', 't', '--type', 'stream'], /--type .*invalid|Allowed choices/],
     [['rm-records', 't'], /give --before, --tag or --tag-prefix/],
     [['ack', 'q', 'seventeen'], /not a job/],
