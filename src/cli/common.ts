@@ -47,6 +47,23 @@ export class CliError extends Error {
 
 export const usageError = (message: string) => new CliError(message, EXIT.usage);
 
+/**
+ * Makes `cmd` a group of subcommands (`names`, as its help lists them): run bare, or with a word
+ * that is none of them, it is a usage error naming them. The optional argument lets an unknown
+ * word reach the action instead of commander's "too many arguments"; `help <sub>` is added, which
+ * commander leaves out for a command with an action.
+ */
+export function subcommandGroup(cmd: Command, names: string): Command {
+  const known = `${names} (see spool ${cmd.name()} --help)`;
+  return cmd
+    .usage('<command> [options]')
+    .argument('[subcommand]')
+    .action((sub?: string) => {
+      throw usageError(sub === undefined ? `a subcommand is required: ${known}` : `unknown subcommand '${sub}': ${known}`);
+    })
+    .helpCommand(true);
+}
+
 export interface ClientOpts {
   url: string;
   key?: string;

@@ -1,7 +1,7 @@
 // `spool routers ls|get|put|rm` (API: GET /v0/routers, GET/PUT/DELETE /v0/routers/:router).
 import { Command, Option } from 'commander';
 import {
-  CliError,
+  subcommandGroup,
   EXIT,
   clientFor,
   parseJsonArg,
@@ -118,12 +118,5 @@ function rm(outcome: Outcome): Command {
 export function routersCommand(outcome: Outcome): Command {
   const cmd = new Command('routers').description('list, show, create/configure and delete routers');
   cmd.addCommand(ls()).addCommand(get()).addCommand(put()).addCommand(rm(outcome));
-  // An optional argument, so that an unknown subcommand reaches the action (not commander's "too many arguments").
-  cmd.usage('<command> [options]');
-  cmd.argument('[subcommand]').action((sub?: string) => {
-    const known = 'ls, get, put or rm (see spool routers --help)';
-    throw new CliError(sub === undefined ? `a subcommand is required: ${known}` : `unknown subcommand '${sub}': ${known}`, EXIT.usage);
-  });
-  cmd.helpCommand(true); // `spool routers help put`: commander adds none to a command with an action
-  return cmd;
+  return subcommandGroup(cmd, 'ls, get, put or rm');
 }

@@ -1,7 +1,7 @@
 // `spool topics ls|get|create|set|put|rm` (API: GET /v0/topics, GET/PUT/DELETE
 // /v0/topics/:topic); the config subcommands are in topicConfig.ts.
 import { Command } from 'commander';
-import { CliError, EXIT, clientFor, printJson, table, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { EXIT, subcommandGroup, clientFor, printJson, table, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 import { topicConfigCommands } from './topicConfig.js';
 import { SpoolError } from '../client/errors.js';
 import type { TopicSummary } from '../client/types.js';
@@ -94,12 +94,5 @@ export function topicsCommand(outcome: Outcome): Command {
   cmd.addCommand(ls()).addCommand(get());
   for (const c of topicConfigCommands()) cmd.addCommand(c);
   cmd.addCommand(rm(outcome));
-  // An optional argument, so that an unknown subcommand reaches the action (not commander's "too many arguments").
-  cmd.usage('<command> [options]');
-  cmd.argument('[subcommand]').action((sub?: string) => {
-    const known = 'ls, get, create, set, put or rm (see spool topics --help)';
-    throw new CliError(sub === undefined ? `a subcommand is required: ${known}` : `unknown subcommand '${sub}': ${known}`, EXIT.usage);
-  });
-  cmd.helpCommand(true); // `spool topics help put`: commander adds none to a command with an action
-  return cmd;
+  return subcommandGroup(cmd, 'ls, get, create, set, put or rm');
 }

@@ -134,11 +134,18 @@ export class WatchStream {
     t.reading = true;
     const pos = this.session.cursor(t.idx);
     try {
-      return { pos, r: await this.deps.read(t.name, pos, t.first, this.session) };
-    } catch (err) {
-      return { pos, r: { ok: false, status: 500, code: 'internal', message: (err as Error).message } };
+      return { pos, r: await this.readFrom(t, pos) };
     } finally {
       t.reading = false;
+    }
+  }
+
+  /** One read of `t` from `pos`; a read that throws is an `internal` result, as the actor's errors are. */
+  private async readFrom(t: StreamTopic, pos: number): Promise<TopicResult> {
+    try {
+      return await this.deps.read(t.name, pos, t.first, this.session);
+    } catch (err) {
+      return { ok: false, status: 500, code: 'internal', message: (err as Error).message };
     }
   }
 
@@ -266,15 +273,8 @@ export class WatchStream {
       let pos = this.session.cursor(t.idx);
       while (!this.closed && !this.paused) {
         const before = this.session.cursor(t.idx);
-        let r: TopicResult;
-        if (first !== undefined && first.pos === pos)
-          r = first.r; // read by openMany from here
-        else
-          try {
-            r = await this.deps.read(t.name, pos, t.first, this.session);
-          } catch (err) {
-            r = { ok: false, status: 500, code: 'internal', message: (err as Error).message };
-          }
+        // Read by openMany from here already, or read now.
+        const r = first !== undefined && first.pos === pos ? first.r : await this.readFrom(t, pos);
         first = undefined;
         // The topic may have been deleted by a push while the read was in flight.
         if (this.closed || (t.mode as Mode) === 'deleted') return;
