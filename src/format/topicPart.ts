@@ -51,6 +51,11 @@ export interface TopicPart {
   queue?: QueuePart;
   /** Router dests: per router id, [last source seq held, forwarded total] (docs/ARCHITECTURE.md "Routers"). */
   routers_applied?: AppliedPart;
+  /**
+   * Router dests: the `source_trim` markers at or above the evict floor, [seq, source records
+   * lost] ascending (docs/ARCHITECTURE.md "Routers"). Their frames may be compacted away.
+   */
+  trim_markers?: [number, number][];
 }
 
 /** A sleeping topic (src/actors/topic/dormant.ts): its part plus its watermarks. */

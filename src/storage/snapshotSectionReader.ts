@@ -40,6 +40,7 @@ export class PartCursor {
   deleted: TopicPart['deleted'];
   queue: TopicPart['queue'];
   routers_applied: TopicPart['routers_applied'];
+  trim_markers: TopicPart['trim_markers'];
   /** The part's runs are runs[0, runsLen) (the array is reused). */
   readonly runs: number[] = [];
   runsLen = 0;
@@ -72,6 +73,7 @@ export class PartCursor {
     if (this.evict_floor !== undefined) Object.assign(p, this.retention);
     if (this.queue !== undefined) p.queue = this.queue;
     if (this.routers_applied !== undefined) p.routers_applied = this.routers_applied;
+    if (this.trim_markers !== undefined) p.trim_markers = this.trim_markers;
     if (this.runsLen > 0) p.runs = this.runs.slice(0, this.runsLen);
     if (this.hasWm)
       p.wm = {
@@ -91,7 +93,7 @@ export class PartCursor {
   }
 
   reset(): void {
-    this.evict_floor = this.ledger = this.dead_below = this.deleted = this.queue = this.routers_applied = undefined;
+    this.evict_floor = this.ledger = this.dead_below = this.deleted = this.queue = this.routers_applied = this.trim_markers = undefined;
     this.runsLen = 0;
     this.hasWm = false;
     this.first_ts_ms = 0;
@@ -178,6 +180,7 @@ function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): num
   }
   cur.queue = raw.queue;
   cur.routers_applied = raw.routers_applied;
+  cur.trim_markers = raw.trim_markers;
   if (raw.runs) {
     for (let i = 0; i < raw.runs.length; i++) cur.runs[i] = raw.runs[i]!;
     cur.runsLen = raw.runs.length;

@@ -101,6 +101,7 @@ export class SectionWriter {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
     if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
     if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
+    if (part.trim_markers !== undefined) this.ascii(`,"trim_markers":${JSON.stringify(part.trim_markers)}`);
     this.end(runs, runs?.length ?? 0, wm, withFirstTs(part.config));
   }
 

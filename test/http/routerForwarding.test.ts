@@ -211,6 +211,41 @@ for (const same of [false, true]) {
       assert.equal(assertOk(await c.get(`/v0/routers/${encodeURIComponent(`${s}->${d}`)}`), 200).forwarded_total, 3);
     });
 
+    test('a queue dest never hands out a source_trim marker as a job, and its count leaves the marker out', async () => {
+      const [s, d] = pair(same);
+      assertOk(await c.put(`/v0/topics/${s}`, { cap_records: 2 }), 201);
+      assertOk(await c.put(`/v0/topics/${d}`, { type: 'queue', discard: 'reject', cap_records: 1 }), 201);
+      assertOk(await route(s, d), 201);
+      assertOk(await append(s, [{ data: 1 }]), 200);
+      for (const v of [2, 3, 4, 5, 6]) assertOk(await append(s, [{ data: v }]), 200); // 2-4 evicted at the source
+      assertOk(await c.put(`/v0/topics/${d}`, { type: 'queue', discard: 'reject', cap_records: 100 }), 200);
+      const deadline = Date.now() + 10_000;
+      let st: any;
+      while (Date.now() < deadline) {
+        st = assertOk(await c.get(`/v0/topics/${d}`), 200);
+        if (st.head_seq >= 4) break;
+        await sleep(50);
+      }
+      assert.deepEqual([st.head_seq, st.count, st.queue.ready], [4, 3, 3]);
+      const claimed = assertOk(await c.post(`/v0/topics/${d}/claim`, { node: 'w', max: 10 }), 200);
+      assert.deepEqual(
+        claimed.claimed.map((j: any) => [j.$seq, j.data]),
+        [
+          [1, 1],
+          [3, 5],
+          [4, 6],
+        ],
+      );
+      const acked = assertOk(await c.post(`/v0/topics/${d}/ack`, { node: 'w', seqs: [1, 3, 4] }), 200);
+      assert.equal(acked.acked, 3);
+      const after = assertOk(await c.get(`/v0/topics/${d}`), 200);
+      assert.deepEqual([after.count, after.earliest_seq, after.queue.ready, after.queue.in_flight], [0, 5, 0, 0]);
+      // The loss still reads as a tombstone from the start: the marker is the only seq left.
+      const read = assertOk(await c.post(`/v0/topics/${d}/diff`, { from_seq: 0 }), 200);
+      assert.deepEqual(read.tombstone, { gap_from: 2, gap_to: 2, reason: 'source_trim', missed_estimate: 3, earliest_seq: 5, head_seq: 4 });
+      assert.deepEqual(read.records, []);
+    });
+
     test('allow_cycle mirror A↔B: exactly one copy per write, and a reader never sees its own node', async () => {
       const [a, b] = pair(same);
       assertOk(await route(a, b, { allow_cycle: true }), 201);

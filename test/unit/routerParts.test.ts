@@ -84,8 +84,36 @@ test('provenance: runs by seq, lookups, trim markers, pruning', () => {
   assert.ok(!p.hasLostIn(17, 30));
   p.dropBelow(17);
   assert.equal(p.of(10), undefined);
-  assert.equal(p.lost.size, 0);
   assert.equal(p.size, 1);
+  // Markers outlive the runs: only the evict floor drops them.
+  assert.equal(p.lostAt(16), 4);
+  p.dropMarkersBelow(17);
+  assert.equal(p.markerCount, 0);
+});
+
+test('provenance: trim markers stay sorted, count once, and answer range questions', () => {
+  const p = new Provenance();
+  p.markLost(30, 2);
+  p.markLost(10, 5); // a snapshot's marker, then replayed frames: any order
+  p.markLost(20, 1);
+  p.markLost(20, 1); // the same marker from its frame and the snapshot
+  assert.deepEqual(p.markers(), [
+    [10, 5],
+    [20, 1],
+    [30, 2],
+  ]);
+  assert.equal(p.lostAt(20), 1);
+  assert.equal(p.lostAt(21), undefined);
+  assert.equal(p.firstMarkerIn(11, 40), 20);
+  assert.equal(p.firstMarkerIn(31, 40), 41);
+  assert.equal(p.firstMarkerIn(21, 29), 30);
+  assert.equal(p.lostIn(10, 20), 6);
+  assert.equal(p.lostIn(11, 19), 0);
+  p.dropMarkersBelow(20);
+  assert.deepEqual(p.markers(), [
+    [20, 1],
+    [30, 2],
+  ]);
 });
 
 test('applied table: progress only moves forward; snapshot part round trip', () => {

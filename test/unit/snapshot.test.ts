@@ -230,7 +230,8 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
         wm: ttlWm,
         own: [5, 900],
       },
-      { id: 3, name: 'c', config: disk, created_ms: 7, reserved: 0 },
+      // A router dest: progress per router and the trim markers whose frames may be compacted away.
+      { id: 3, name: 'c', config: disk, created_ms: 7, reserved: 0, routers_applied: { '4': [9, 6] }, trim_markers: [[2, 3]] },
       { id: 4, name: 'd', config: ttl, created_ms: 8, reserved: 10, runs: [3, 320, 64], wm: ttlWm },
       // A quiet topic with an own segment file: its first seq and size after the watermarks.
       { id: 5, name: 'e', config: disk, created_ms: 9, reserved: 12, runs: [3, 384, 64], wm, own: [7, 2048] },

@@ -9,6 +9,7 @@ import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { Provenance } from './provenance.js';
+import { SlotState } from '../topic/seqIndex.js';
 import { AppliedTable } from './appliedTable.js';
 
 /** The forward header as written in the frame (docs/FORMAT.md). */
@@ -63,9 +64,9 @@ export function applyForward(inst: TopicInstance, fwd: ForwardInfo, firstSeq: nu
   const total = table.get(fwd.routerId).total + (fwd.lost ? 0 : count);
   table.note(fwd.routerId, fwd.srcLast, total);
   const prov = provenanceOf(inst);
-  prov.dropBelow(inst.earliest()); // runs and markers of records gone from the topic
+  prov.dropBelow(inst.earliest()); // runs of records gone from the topic
   prov.add(firstSeq, fwd.runs);
-  if (fwd.lost) prov.markLost(firstSeq, fwd.lost);
+  if (fwd.lost) prov.markLost(firstSeq, fwd.lost); // its slot becomes MARKER once indexed (encodeBatch)
   const h: ForwardHeader = { r: fwd.routerId, n: fwd.router, s: fwd.srcLast, t: total, o: fwd.runs, ...(fwd.lost ? { l: fwd.lost } : {}) };
   return Buffer.from(JSON.stringify(h), 'utf8');
 }
@@ -95,7 +96,10 @@ export function replayForward(inst: TopicInstance, fwd: Buffer, firstSeq: number
   const h = JSON.parse(fwd.toString('utf8')) as ForwardHeader;
   appliedOf(inst).note(h.r, h.s, h.t);
   provenanceOf(inst).add(firstSeq, h.o);
-  if (h.l) provenanceOf(inst).markLost(firstSeq, h.l);
+  if (h.l) {
+    provenanceOf(inst).markLost(firstSeq, h.l);
+    inst.index.setState(firstSeq, SlotState.MARKER);
+  }
 }
 
 /** `routerProbe`: how far this topic holds a router's copies (404 when absent). */

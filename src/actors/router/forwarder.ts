@@ -121,7 +121,8 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   const windowEnd = Math.min(inst.head, from + FORWARD_RECORDS_MAX - 1);
   for (let s = from; s <= windowEnd && body.count < f.batchMax && body.bytes < FORWARD_BYTES_MAX; s++) {
     const st = inst.index.state(s);
-    const marker = st === SlotState.LIVE ? inst.provenance?.lost.get(s) : undefined;
+    // A marker's slot is MARKER, or a hole once its frame was compacted away and the topic restarted.
+    const marker = st !== SlotState.LIVE ? inst.provenance?.lostAt(s) : undefined;
     const missed = st === SlotState.EVICTED ? 1 : (marker ?? 0);
     if (missed > 0) {
       if (body.count > 0) break; // the copies go first; the notice starts the next batch

@@ -14,19 +14,72 @@ export class Provenance {
   private readonly origin: string[] = [];
   private readonly hops: number[] = [];
   /**
-   * Trim markers (docs/API.md "Routers" `source_trim`): seq of the marker record → source records lost before
-   * they were forwarded. Readers crossing a marker get a tombstone instead of the record.
+   * Trim markers (docs/API.md "Routers" `source_trim`), ascending by seq: the dest seq of each
+   * marker and the source records lost before they were forwarded. Readers crossing a marker get
+   * a tombstone; the slot itself is MARKER, not a record. Kept until retention evicts past them
+   * (`dropMarkersBelow`), and in snapshots, since a marker's frame may be compacted away.
    */
-  readonly lost = new Map<number, number>();
+  private readonly markerSeqs: number[] = [];
+  private readonly markerMissed: number[] = [];
 
   markLost(seq: number, count: number): void {
-    this.lost.set(seq, count);
+    const i = this.lowerBound(seq);
+    if (this.markerSeqs[i] === seq) return; // replayed twice (a snapshot and its frame)
+    this.markerSeqs.splice(i, 0, seq);
+    this.markerMissed.splice(i, 0, count);
+  }
+
+  /** The records lost behind the marker at `seq`, or undefined when `seq` is no marker. */
+  lostAt(seq: number): number | undefined {
+    const i = this.lowerBound(seq);
+    return this.markerSeqs[i] === seq ? this.markerMissed[i] : undefined;
+  }
+
+  /** The first marker in [from, to], or to + 1 when none. */
+  firstMarkerIn(from: number, to: number): number {
+    const s = this.markerSeqs[this.lowerBound(from)];
+    return s !== undefined && s <= to ? s : to + 1;
   }
 
   /** True when a trim marker lies in [from, to]. */
   hasLostIn(from: number, to: number): boolean {
-    for (const s of this.lost.keys()) if (s >= from && s <= to) return true;
-    return false;
+    return this.firstMarkerIn(from, to) <= to;
+  }
+
+  /** The records lost behind the markers in [from, to]. */
+  lostIn(from: number, to: number): number {
+    let n = 0;
+    for (let i = this.lowerBound(from); i < this.markerSeqs.length && this.markerSeqs[i]! <= to; i++) n += this.markerMissed[i]!;
+    return n;
+  }
+
+  get markerCount(): number {
+    return this.markerSeqs.length;
+  }
+
+  /** The markers as a snapshot keeps them: [seq, lost] pairs, ascending. */
+  markers(): [number, number][] {
+    return this.markerSeqs.map((s, i) => [s, this.markerMissed[i]!]);
+  }
+
+  /** Forgets markers below `seq` (the evict floor: a cap or TTL tombstone covers them). */
+  dropMarkersBelow(seq: number): void {
+    const n = this.lowerBound(seq);
+    if (n === 0) return;
+    this.markerSeqs.splice(0, n);
+    this.markerMissed.splice(0, n);
+  }
+
+  /** Index of the first marker at or above `seq`. */
+  private lowerBound(seq: number): number {
+    let lo = 0;
+    let hi = this.markerSeqs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.markerSeqs[mid]! < seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /** Records the runs of a copy batch whose first record got `firstSeq`. */
@@ -59,7 +112,6 @@ export class Provenance {
 
   /** Forgets runs wholly below `seq` (records gone from the topic). */
   dropBelow(seq: number): void {
-    for (const s of this.lost.keys()) if (s < seq) this.lost.delete(s);
     let n = 0;
     while (n < this.last.length && this.last[n]! < seq) n++;
     if (n > 0) this.dropFront(n);

@@ -18,6 +18,7 @@ import {
 import type { ParsedAppend } from './appendParse.js';
 import type { ParsedRecord } from './appendRecord.js';
 import type { TopicInstance } from './instance.js';
+import { SlotState } from './seqIndex.js';
 import type { CopyLayout, ForwardInfo } from '../../protocol/messages/router.js';
 import { applyForward, forwardHeaderMaxBytes, replayForward } from '../router/applied.js';
 import type { SegmentPlacement } from '../../format/layout.js';
@@ -52,6 +53,8 @@ export interface EncodedBatch {
   frame: Buffer;
   firstSeq: number;
   lastSeq: number;
+  /** Records that become live when the batch is visible (0 for a router's trim marker). */
+  live: number;
   bytes: number;
 }
 
@@ -163,7 +166,12 @@ export function encodeBatch(
   }
   if (idemKey !== undefined) inst.idem.set(idemKey, { firstSeq, count: p.records.length, tsMs });
   if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
-  return { frame, firstSeq, lastSeq, bytes };
+  if (fwd?.lost) {
+    // A trim notice's one record is a marker, not a record (docs/ARCHITECTURE.md "Routers").
+    inst.index.setState(firstSeq, SlotState.MARKER);
+    return { frame, firstSeq, lastSeq, live: 0, bytes: 0 };
+  }
+  return { frame, firstSeq, lastSeq, live: p.records.length, bytes };
 }
 
 /**
@@ -189,7 +197,7 @@ export function encodeCopyBatch(
   const loc = placeBatch(inst, firstSeq, frame.length, limits);
   const bytes = indexCopies(inst, frame, appendSectionHeadBytes(fwdHeader.length), count, firstSeq, tsMs, loc);
   if (tsMs > inst.lastTsMs) inst.lastTsMs = tsMs;
-  return { frame, firstSeq, lastSeq, bytes };
+  return { frame, firstSeq, lastSeq, live: count, bytes };
 }
 
 /**

@@ -46,6 +46,9 @@ function batchExceedsRejectCap(c: TopicConfig, b: BatchSize): ErrorResult | unde
   return undefined;
 }
 
+/** What a trim marker asks of a `reject` cap: one record and one byte of room, i.e. not full. */
+const MARKER_SIZE: BatchSize = { count: 1, bytes: 1 };
+
 /** `discard: reject` (docs/API.md "PUT /v0/topics/:topic", "Errors"): refuse before any seq is assigned, counting pending batches. */
 function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, size: () => BatchSize): ErrorResult | undefined {
   const c = inst.config;
@@ -156,7 +159,9 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
     inst = createInstance(a, ctx, createWith!);
     created = true;
   }
-  const full = rejectFull(a, ctx, inst, () => sizeOf(p));
+  // A trim marker takes no room, but waits while the dest is full as copies do: the loss it
+  // reports grows meanwhile, and one marker reports it when room returns.
+  const full = rejectFull(a, ctx, inst, () => (req.forward?.lost ? MARKER_SIZE : sizeOf(p)));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
   const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts, req.forward, req.redrive && encodeRedriveHeader(req.redrive));
@@ -214,8 +219,16 @@ function commitBatch(
   const count = batch.lastSeq - batch.firstSeq + 1;
   inst.reserve.noteBatch(count);
   if (cls !== 'fsync') inst.reserve.maybeReserve(inst.assigned, inst.id, ctx, () => a.nextFrame());
-  inst.addPending({ firstSeq: batch.firstSeq, lastSeq: batch.lastSeq, frameNo, durability: cls, bytes: batch.bytes, tsMs });
-  inst.pendingCount += count;
+  inst.addPending({
+    firstSeq: batch.firstSeq,
+    lastSeq: batch.lastSeq,
+    frameNo,
+    durability: cls,
+    live: batch.live,
+    bytes: batch.bytes,
+    tsMs,
+  });
+  inst.pendingCount += batch.live;
   inst.pendingBytes += batch.bytes;
   const target = inst;
   a.gate(ctx, inst, { reqId, needHead: batch.lastSeq, needDurableFrame: created ? inst.controlFrameNo : 0 }, (c) => {

@@ -34,6 +34,8 @@ export interface PendingBatch {
   lastSeq: number;
   frameNo: number; // 0 when no frame was written (ephemeral)
   durability: TopicConfig['durability'];
+  /** Records it adds to `count` when visible (a router's trim marker adds none). */
+  live: number;
   bytes: number;
   tsMs: number;
 }

@@ -60,22 +60,24 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
     const gapFrom = cursor + 1;
     const gapTo = earliest - 1;
     const lost = inst.ledger.describe(gapFrom, inst.evictFloor - 1);
+    // A router dest's trim markers between the floor and the first live record are in the gap too.
+    const trimmed = inst.provenance?.lostIn(inst.evictFloor, gapTo) ?? 0;
     tombstone = {
       gap_from: gapFrom,
       gap_to: gapTo,
-      reason: lost.reason,
-      missed_estimate: lost.count,
+      reason: trimmed > 0 ? 'mixed' : lost.reason,
+      missed_estimate: lost.count + trimmed,
       earliest_seq: earliest,
       head_seq: head,
     };
     cursor = gapTo;
   } else if (cursor + 1 < earliest) {
-    // Purely deleted or padded gap: move past it silently.
-    cursor = earliest - 1;
+    // Purely deleted or padded gap: move past it silently, up to its first trim marker if any.
+    cursor = (inst.provenance?.firstMarkerIn(cursor + 1, earliest - 1) ?? earliest) - 1;
   }
   let scanFrom = tombstone ? cursor : p.fromSeq;
   // Trim markers of a router dest (docs/API.md "Routers" `source_trim`): a tombstone, never a record.
-  const lost = inst.provenance !== undefined && inst.provenance.lost.size > 0 ? inst.provenance.lost : undefined;
+  const markers = inst.provenance !== undefined && inst.provenance.markerCount > 0 ? inst.provenance : undefined;
   const until = Math.min(head, p.untilSeq ?? head);
   const items: RenderItem[] = [];
   const cold: number[] = [];
@@ -85,13 +87,15 @@ export function readFrom(inst: TopicInstance, p: ReadParams): ReadResult {
   for (; seq <= until; seq++) {
     if (items.length + cold.length >= p.limit) break;
     scanned++;
-    if (inst.index.readSlot(seq, slot) !== SlotState.LIVE) continue;
-    const missed = lost?.get(seq);
-    if (missed !== undefined) {
+    if (inst.index.readSlot(seq, slot) !== SlotState.LIVE) {
+      const missed = markers?.lostAt(seq);
+      if (missed === undefined) continue;
       // One tombstone per read: a marker after records (or after another gap) waits for the next.
       if (tombstone || items.length + cold.length > 0) break;
       tombstone = { gap_from: seq, gap_to: seq, reason: 'source_trim', missed_estimate: missed, earliest_seq: earliest, head_seq: head };
       scanFrom = seq;
+      // Below the first live record all else is deleted: on to the next marker or that record.
+      if (seq + 1 < earliest) seq = markers!.firstMarkerIn(seq + 1, earliest - 1) - 1;
       continue;
     }
     if (p.skipNodeIds !== null && p.skipNodeIds.has(slot.nodeId)) continue;

@@ -20,7 +20,7 @@ import type { LoadedSegment } from '../../storage/segmentLoad.js';
 import { walkSegment } from '../../storage/compactFrames.js';
 import { probeFrame } from '../../format/frame.js';
 import assert from 'node:assert/strict';
-import { appliedOf, replayProgress } from '../router/applied.js';
+import { appliedOf, provenanceOf, replayProgress } from '../router/applied.js';
 import { replayRedriveHeader } from '../queue/redriveHeader.js';
 import { CorruptionError } from '../../core/corruption.js';
 
@@ -48,13 +48,19 @@ export function loadInstance(part: TopicPart, wake?: DormantTopic): TopicInstanc
   inst.hasDeletes = inst.recovery.deletedRanges.length > 0 || inst.recovery.deadBelow > inst.evictFloor;
   if (inst.queue && part.queue) loadQueuePart(inst.queue, part.queue);
   if (part.routers_applied) appliedOf(inst).load(part.routers_applied);
+  for (const [seq, lost] of part.trim_markers ?? []) provenanceOf(inst).markLost(seq, lost);
   return inst;
 }
 
 /** The retention state a snapshot keeps for an instance. */
 export function retentionPart(inst: TopicInstance): Partial<TopicPart> {
   const applied = inst.applied?.part();
-  const queue = { ...(inst.queue ? { queue: queuePart(inst.queue) } : {}), ...(applied ? { routers_applied: applied } : {}) };
+  const markers = inst.provenance !== undefined && inst.provenance.markerCount > 0 ? inst.provenance.markers() : undefined;
+  const queue = {
+    ...(inst.queue ? { queue: queuePart(inst.queue) } : {}),
+    ...(applied ? { routers_applied: applied } : {}),
+    ...(markers ? { trim_markers: markers } : {}),
+  };
   const retention = retentionFields(inst);
   return retention ? { ...retention, ...queue } : queue;
 }
@@ -258,6 +264,7 @@ export function finishInstanceRecovery(inst: TopicInstance): void {
   inst.bytes = bytes;
   // A cap may have been tightened or a batch landed after the last FLOORS frame: re-apply.
   applyCaps(inst);
+  inst.provenance?.dropMarkersBelow(inst.evictFloor); // replayed frames of markers evicted past
   inst.index.dropBelow(inst.earliest());
   if (inst.queue) finishQueueRecovery(inst, inst.queue.table);
 }

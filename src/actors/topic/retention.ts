@@ -18,6 +18,7 @@ function removeLive(inst: TopicInstance, seq: number, to: number): void {
 function evict(inst: TopicInstance, seq: number, reason: LossReason): void {
   removeLive(inst, seq, SlotState.EVICTED);
   if (seq + 1 > inst.evictFloor) inst.evictFloor = seq + 1;
+  inst.provenance?.dropMarkersBelow(inst.evictFloor); // the cap or TTL tombstone covers them now
   inst.recordLoss(seq, reason);
   inst.floorsDirty = true;
 }

@@ -15,9 +15,11 @@ import { allocColumns, releaseColumns, type ColumnBlock } from '../../core/colum
 
 /**
  * EMPTY is also the state of a padded seq (reserved before a crash, never durable): readers skip
- * every slot that is not LIVE, so padding needs no slots of its own.
+ * every slot that is not LIVE, so padding needs no slots of its own. MARKER is a router dest's
+ * trim marker (docs/ARCHITECTURE.md "Routers"): a seq that stands for source records lost before
+ * they were forwarded. It is not a record: never counted, never a job, never evicted.
  */
-export const SlotState = { EMPTY: 0, LIVE: 1, DELETED: 2, EVICTED: 3 } as const;
+export const SlotState = { EMPTY: 0, LIVE: 1, DELETED: 2, EVICTED: 3, MARKER: 4 } as const;
 
 const CHUNK = 1024;
 const FIRST_CAPACITY = 16;
@@ -241,8 +243,8 @@ export class SeqIndex {
   }
 
   /**
-   * The first seq in [from, to] whose slot was put (LIVE, DELETED or EVICTED: a record that
-   * was indexed, with its `$ts`), else to + 1; skips holes and padding like nextLive. The
+   * The first seq in [from, to] whose slot was put (LIVE, DELETED, EVICTED or MARKER: indexed,
+   * with its `$ts`), else to + 1; skips holes and padding like nextLive. The
    * lookup of a read from a time probes with it (timeSeek.ts): a dead record's `$ts` still
    * orders the seqs around it.
    */

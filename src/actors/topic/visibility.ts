@@ -38,9 +38,9 @@ export function revealBatches(
     // A disk batch is visible once written; it is durable only when its frame is fsynced.
     if (b.durability === 'disk' && b.frameNo > a.durableFrameNo) inst.addUnsynced(b);
     inst.head = b.lastSeq;
-    inst.count += b.lastSeq - b.firstSeq + 1;
+    inst.count += b.live;
     inst.bytes += b.bytes;
-    inst.pendingCount -= b.lastSeq - b.firstSeq + 1;
+    inst.pendingCount -= b.live;
     inst.pendingBytes -= b.bytes;
     inst.lastWriteTsMs = b.tsMs;
     moved = true;
