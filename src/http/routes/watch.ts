@@ -12,6 +12,7 @@ import { acceptsEventStream } from '../../streams/sse/wire.js';
 import { decodeCursor } from '../../streams/watch/cursor.js';
 import type { WatchOptions } from '../../streams/watch/session.js';
 import type { WatchHub } from '../../streams/watch/hub.js';
+import { clientGone } from '../../streams/sse/sseConnection.js';
 import type { Admission } from '../admission.js';
 
 const MAX_TOPICS = 256;
@@ -166,6 +167,10 @@ function streamRoute(app: FastifyInstance, hub: WatchHub, admission: Admission):
       const session = hub.registry.get((req.params as { wid: string }).wid);
       if (!session) throw new HttpError('not_found', 'unknown or expired watch session; POST /v0/watch again');
       const owner = admission.admitWatchStream(req, session.ownerKeyId); // 401 unless the creating key
+      if (clientGone(reply.raw)) {
+        reply.hijack(); // nobody to answer, and nothing taken yet
+        return reply;
+      }
       if (!hub.slots.acquire())
         throw new HttpError('throttled', 'too many SSE connections', { limit: 'max_sse_connections', max: hub.slots.max });
       let releaseKey: () => void;

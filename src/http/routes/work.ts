@@ -11,6 +11,7 @@ import { checkNode } from '../queueSchemas.js';
 import { clampLeaseMs, clampMax } from '../../protocol/queueBodies.js';
 import { acceptsEventStream } from '../../streams/sse/wire.js';
 import type { WorkRegistry } from '../../streams/work/workRegistry.js';
+import { clientGone } from '../../streams/sse/sseConnection.js';
 import type { Admission } from '../admission.js';
 
 export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegistry, admission: Admission): void {
@@ -24,6 +25,10 @@ export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegi
       const max = clampMax(queryInt(req, 'max'));
       const leaseMs = clampLeaseMs(queryInt(req, 'lease_ms'));
       const worker = sup.workerFor(topic);
+      if (clientGone(reply.raw)) {
+        reply.hijack(); // nobody to answer, and nothing taken yet
+        return reply;
+      }
       if (!work.slots.acquire()) {
         // At the cap: 404 and 409 still come first (docs/API.md "Which error wins"), so ask the topic.
         const st = await worker.request({ op: 'state', topic, touch: false });

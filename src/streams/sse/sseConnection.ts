@@ -36,6 +36,14 @@ export interface SseConnectionOptions {
 const RETRY = Buffer.from(RETRY_FRAME);
 const HEARTBEAT = Buffer.from(HEARTBEAT_FRAME);
 
+/**
+ * True when the client left before its stream was made: its response's 'close' was emitted
+ * already, so a listener added now would never run (and what the stream holds would leak).
+ */
+export function clientGone(res: ServerResponse): boolean {
+  return res.destroyed || res.socket === null || res.socket.destroyed;
+}
+
 export class SseConnection implements PacedFlush {
   private isPaused = false;
   private isClosed = false;
@@ -54,6 +62,8 @@ export class SseConnection implements PacedFlush {
     private readonly opts: SseConnectionOptions,
   ) {
     this.lastWriteMs = opts.now();
+    // From the start, not from open(): a client may leave while the stream is still opening.
+    res.once('close', () => this.onClose());
   }
 
   get paused(): boolean {
@@ -69,8 +79,8 @@ export class SseConnection implements PacedFlush {
    * arms heartbeats.
    */
   open(o: { initialHeartbeat?: boolean } = {}): void {
+    if (this.isClosed) return;
     this.res.writeHead(200, SSE_HEADERS);
-    this.res.on('close', () => this.onClose());
     this.res.on('drain', this.drainListener);
     this.write(RETRY);
     if (o.initialHeartbeat) this.write(HEARTBEAT);

@@ -100,6 +100,7 @@ export class WatchStream {
 
   /** Sends the head and `retry:`, then pulls every topic from the session's cursors. */
   open(): void {
+    if (this.closed) return; // the client left while the stream was opening
     this.conn.open();
     if (this.topics.length === 1) void this.pull(this.topics[0]!);
     else void this.openMany();
