@@ -33,6 +33,11 @@ const ANSWERED = 4;
 
 let lastWaitId = 0;
 
+/** A new id for a request whose wait `cancelWait` may end (long-polls and claims share them). */
+export function nextWaitId(): number {
+  return ++lastWaitId;
+}
+
 export abstract class LongPoll {
   private state = 0;
   private readonly topic: string;
@@ -65,7 +70,7 @@ export abstract class LongPoll {
     res: ClosingResponse,
   ) {
     this.topic = diff.topic;
-    this.waitId = diff.waitId = ++lastWaitId;
+    this.waitId = diff.waitId = nextWaitId();
     counter.longPollsWaiting++;
     res.on('close', this.onClose);
   }

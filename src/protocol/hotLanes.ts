@@ -6,7 +6,16 @@
 // clients on single-record appends the two were ~10 % of the topic worker and ~4 % of main.
 // Everything else (and any request or result with a field these lanes do not carry) crosses as
 // an object, in order, behind a COLD code. Pure functions, run on main and on the worker threads.
-import type { AppendRequest, ChannelRequest, DiffRequest, OkResult, PerfFields, StateRequest, WireRequest } from './messages/rpc.js';
+import type {
+  AppendRequest,
+  ChannelRequest,
+  DiffRequest,
+  OkResult,
+  PerfFields,
+  QueueBodyRequest,
+  StateRequest,
+  WireRequest,
+} from './messages/rpc.js';
 
 /** Lane codes; COLD means "the next object of the batch's object list". */
 export const COLD = 0;
@@ -70,7 +79,9 @@ export function encodeRequest(req: ChannelRequest, sharedBody: boolean, nums: nu
     case 'claimBody':
     case 'ackBody':
       if (!sharedBody) return false;
-      nums.push(req.op === 'claimBody' ? CLAIM_BODY : ACK_BODY);
+      // A claim's waitId crosses as 0 when absent.
+      if (req.op === 'claimBody') nums.push(CLAIM_BODY, req.waitId ?? 0);
+      else nums.push(ACK_BODY);
       strs.push(req.topic);
       return true;
     case 'append': {
@@ -145,8 +156,12 @@ export function decodeRequest(c: LaneCursor): WireRequest | undefined {
       if (waitId !== 0) r.waitId = waitId;
       return r;
     }
-    case CLAIM_BODY:
-      return { op: 'claimBody', topic: c.strs[c.s++]!, body: null };
+    case CLAIM_BODY: {
+      const waitId = c.nums[c.n++]!;
+      const r: Omit<QueueBodyRequest, 'body'> & { body: null } = { op: 'claimBody', topic: c.strs[c.s++]!, body: null };
+      if (waitId !== 0) r.waitId = waitId;
+      return r;
+    }
     case ACK_BODY:
       return { op: 'ackBody', topic: c.strs[c.s++]!, body: null };
     default:

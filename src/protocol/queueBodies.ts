@@ -128,6 +128,7 @@ export function queueRequestOf(r: QueueBodyRequest, unknown: string[]): ClaimReq
       max: clampMax(v.max),
       leaseMs: clampLeaseMs(v.lease_ms),
       waitMs: Math.min(v.wait_ms ?? 0, CLAIM_WAIT_MS_MAX),
+      ...(r.waitId !== undefined ? { waitId: r.waitId } : {}),
     };
   }
   collectUnknown(unknown, v, ACK_FIELDS);

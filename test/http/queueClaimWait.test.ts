@@ -3,10 +3,12 @@
 // delay or another holder's lease running out, a /work stream closing) and answers as soon as
 // it got one; at the end of its wait it answers with count 0. Waiting claims are served first
 // come first served, with a jitter window too; a queue deleted meanwhile answers 404; a wrong
-// wait_ms type is 400; an ordinary claim (no wait_ms) still answers at once.
+// wait_ms type is 400; an ordinary claim (no wait_ms) still answers at once. A claim whose client
+// leaves while it waits (for jobs, or in a jitter window) takes no job.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, namer, sleep } from './util.js';
+import net from 'node:net';
+import { assertError, assertOk, namer, sleep } from './util.js';
 import { appendJobs, claim, mkQueue, nack, seqsOf } from './queueUtil.js';
 import { httpSuite } from '../support/httpSuite.js';
 
@@ -91,6 +93,44 @@ test('a jitter window serves waiting claims too', async () => {
   await appendJobs(c, q, 4);
   const got = (await Promise.all(waiting)).map((r) => r.body.count);
   assert.deepEqual(got, [2, 2]);
+});
+
+/** Sends a claim on a raw socket and destroys the socket after `ms`: a client that gave up. */
+async function claimAndLeave(q: string, body: Record<string, unknown>, ms: number): Promise<void> {
+  const text = JSON.stringify(body);
+  const s = net.connect(Number(new URL(srv.url).port), '127.0.0.1');
+  s.on('error', () => undefined);
+  await new Promise<void>((r) => s.once('connect', () => r()));
+  s.write(
+    `POST /v0/topics/${q}/claim HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+  );
+  await sleep(ms);
+  s.destroy();
+  await sleep(100); // its cancel reaches the worker
+}
+
+test('a waiting claim whose client left takes no job: the next jobs go to live workers', async () => {
+  const q = name();
+  await mkQueue(c, q, { max_deliveries: 1, dead_letter: name('dlq') });
+  for (let i = 0; i < 3; i++) await claimAndLeave(q, { node: 'gone', max: 10, wait_ms: 30_000, lease_ms: 60_000 }, 200);
+  await appendJobs(c, q, [{ data: 'important' }]);
+  const st = assertOk(await c.get(`/v0/topics/${q}`), 200);
+  assert.deepEqual([st.queue.ready, st.queue.in_flight], [1, 0]);
+  const got = await claim(c, q, { node: 'live' });
+  assert.deepEqual(
+    got.body.claimed.map((j: any) => [j.data, j.deliveries]),
+    [['important', 1]],
+  );
+});
+
+test('a claim in a jitter window whose client left takes no job', async () => {
+  const q = name();
+  await mkQueue(c, q, { claim_jitter_ms: 1500 });
+  await appendJobs(c, q, 5);
+  await claimAndLeave(q, { node: 'gone', max: 10 }, 200);
+  await sleep(1600); // past the window
+  const st = assertOk(await c.get(`/v0/topics/${q}`), 200);
+  assert.deepEqual([st.queue.ready, st.queue.in_flight], [5, 0]);
 });
 
 test('a /work stream closing gives its jobs to a waiting claim', async () => {

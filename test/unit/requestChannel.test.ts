@@ -422,14 +422,14 @@ test('claim and ack bodies cross unparsed on the lanes; the worker end parses th
       client.request({ op: 'claimBody', topic: 'q', body: body('{"node":"w","max":3}') }),
       client.request({ op: 'ackBody', topic: 'q', body: body('{"node":"w","seqs":[4],"lease_ids":[""],"ttl":1}') }),
       client.request({ op: 'ackBody', topic: 'q', body: body('{"node":"w","seqs":[],"x":1}') }),
-      client.request({ op: 'claimBody', topic: 'r', body: body('{"node":"v","y":2}') }),
+      client.request({ op: 'claimBody', topic: 'r', body: body('{"node":"v","y":2}'), waitId: 77 }),
     ]);
     assert.equal(toWorker.length, 1, 'one message');
     assert.deepEqual(toWorker[0]!.reqs, [], 'no request crossed as an object');
     assert.deepEqual(seen, [
       { op: 'claim', topic: 'q', node: 'w', max: 3, leaseMs: null, waitMs: 0 },
       { op: 'ack', topic: 'q', node: 'w', seqs: [4], leaseIds: [''] },
-      { op: 'claim', topic: 'r', node: 'v', max: 1, leaseMs: null, waitMs: 0 },
+      { op: 'claim', topic: 'r', node: 'v', max: 1, leaseMs: null, waitMs: 0, waitId: 77 }, // main's id crosses on the lanes
     ]);
     const [claimed, acked, refused, missing] = results;
     assert.ok(claimed && !claimed.ok && claimed.unknownFields === undefined);

@@ -30,6 +30,8 @@ export interface PollClaimer {
   leaseMs: number;
   waitUntilMs: number;
   timerId: number;
+  /** Main's id for the claim (0: none): its client left when `cancelWait` names it. */
+  waitId: number;
 }
 
 /** Someone asking for jobs in a claim pass. */

@@ -16,7 +16,7 @@ import { dropRedrives, onReconcileTimer, onRedriveReply, reconcile, redrive } fr
 import { onPassCold, runPass } from './claimPass.js';
 import { onDeadLetterReply, onDeadLetterTimer } from './deadLetter.js';
 import type { PollClaimer, QueueState } from './queueState.js';
-import { failWaiting, onWaitTimer, releaseWaiting } from './waitingClaims.js';
+import { cancelClaim, failWaiting, onWaitTimer, releaseWaiting } from './waitingClaims.js';
 import { endConns, joinCohort, onWake, openConn, refill, serveCohort, workClose, workFlow } from './workConns.js';
 
 export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: QueueRequest): void {
@@ -46,6 +46,7 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
         leaseMs: req.leaseMs ?? inst.config.lease_ms,
         waitUntilMs,
         timerId: 0,
+        waitId: req.waitId ?? 0,
       };
       if (inst.config.claim_jitter_ms > 0) return joinCohort(a, ctx, inst, q, c);
       runPass(a, ctx, inst, q, [c]);
@@ -66,6 +67,11 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
     default:
       assertNever(req);
   }
+}
+
+/** A claim's client left (`cancelWait`): the claim stops waiting and takes no job. */
+export function cancelClaimWait(ctx: ActorCtx, inst: TopicInstance | undefined, waitId: number): void {
+  if (inst?.queue) cancelClaim(ctx, inst, inst.queue, waitId);
 }
 
 /** Jobs became visible, or leased jobs left the log (a record delete): streams with room refill. */

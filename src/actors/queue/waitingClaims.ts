@@ -53,6 +53,20 @@ export function onWaitTimer(q: QueueState, timerId: number): PollClaimer | 'coho
   return c;
 }
 
+/**
+ * The client of a claim left (main's `cancelWait`, docs/QUEUES.md "Requests"): a claim still
+ * waiting, parked or in the jitter cohort, leaves with no job and answers with none (to nobody),
+ * so no job is leased to it. A claim answered already is not found, and nothing happens.
+ */
+export function cancelClaim(ctx: ActorCtx, inst: TopicInstance, q: QueueState, waitId: number): void {
+  const i = q.waiting.findIndex((c) => c.waitId === waitId);
+  const j = i < 0 ? q.cohort.findIndex((c) => c.k === 'poll' && c.waitId === waitId) : -1;
+  if (i < 0 && j < 0) return;
+  const c = (i >= 0 ? q.waiting.splice(i, 1)[0] : q.cohort.splice(j, 1)[0]) as PollClaimer;
+  answered(ctx, q, c);
+  ctx.reply(c.reqId, { ok: true, status: 200, json: renderClaimReply(inst, [], q.ready(inst.count)), perf: {} });
+}
+
 /** Shutdown: every waiting claim answers now, with no job. */
 export function releaseWaiting(ctx: ActorCtx, inst: TopicInstance, q: QueueState): void {
   const ready = q.ready(inst.count);

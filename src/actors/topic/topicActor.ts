@@ -23,7 +23,16 @@ import { addTopicStats, effectivePriority, topicStateBody, topicStats, topicSumm
 import { publishVisible, revealBatches } from './visibility.js';
 import { cursorAtTs } from './timeSeek.js';
 import { StorageState } from '../../storage/storageState.js';
-import { refillStreams, onPeerReply, onQueueCold, onQueueTimer, queueStep, releaseQueueWaits, sweepQueue } from '../queue/queueSteps.js';
+import {
+  cancelClaimWait,
+  refillStreams,
+  onPeerReply,
+  onQueueCold,
+  onQueueTimer,
+  queueStep,
+  releaseQueueWaits,
+  sweepQueue,
+} from '../queue/queueSteps.js';
 import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
 import { routerStep } from '../router/routerSteps.js';
 import { dormantOf, type DormantTopic, type StoredFrames } from './dormant.js';
@@ -149,6 +158,7 @@ export class TopicActor implements ActorCore {
         return this.read(ctx, reqId, req);
       case 'cancelWait':
         this.readsState?.cancel(ctx, req.waitId);
+        cancelClaimWait(ctx, this.current, req.waitId);
         return ctx.reply(reqId, { ok: true, status: 200, json: Buffer.from(`{"topic":${JSON.stringify(this.name)}`), perf: {} });
       case 'seek':
         return this.seek(ctx, reqId, req.tsMs);

@@ -9,9 +9,29 @@ import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { QueueBodyRequest, QueueRequest } from '../../protocol/messages/rpc.js';
 import { checkBody, parseSmallBody, queryInt, queryString, topicParam } from '../parse.js';
 import { sendResult, withHttpErrors } from '../reply.js';
+import { nextWaitId } from '../longPoll.js';
 import { extendRequest, leasesRequest, nackRequest, termRequest } from '../queueSchemas.js';
 
 export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
+  app.post(
+    '/v0/topics/:topic/claim',
+    withHttpErrors(async (req: FastifyRequest, reply: FastifyReply) => {
+      const body = checkBody(req, false); // 415 comes before the 400 family (docs/API.md "Which error wins")
+      const topic = topicParam(req);
+      // A claim may wait (`wait_ms`, a jitter window): one whose client leaves first must take no
+      // job, so its close sends `cancelWait`, after the claim on the same port (docs/QUEUES.md "Requests").
+      if (req.raw.socket.destroyed) return reply.hijack(); // gone already: nothing to claim for
+      const worker = sup.workerFor(topic);
+      const waitId = nextWaitId();
+      let answered = false;
+      reply.raw.once('close', () => {
+        if (!answered) worker.request({ op: 'cancelWait', topic, waitId }).catch(() => {}); // only an abandoned worker rejects
+      });
+      const result = await worker.request({ op: 'claimBody', topic, body, waitId });
+      answered = true;
+      return sendResult(req, reply, result);
+    }),
+  );
   const unparsed = (path: string, op: QueueBodyRequest['op']) =>
     app.post(
       `/v0/topics/:topic/${path}`,
@@ -31,7 +51,6 @@ export function queueRoutes(app: FastifyInstance, sup: Supervisor): void {
         return sendResult(req, reply, await sup.workerFor(topic).request(request));
       }),
     );
-  unparsed('claim', 'claimBody');
   unparsed('ack', 'ackBody');
   route('nack', nackRequest);
   route('extend', extendRequest);

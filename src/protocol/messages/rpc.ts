@@ -52,8 +52,9 @@ export interface DiffRequest {
 }
 
 /**
- * The client of a parked long-poll went away: it answers now (to nobody) instead of at
- * `wait_ms`, so it holds nothing for the rest of its wait. Replied ok in any case.
+ * The client of a parked long-poll or a waiting claim went away: it answers now (to nobody)
+ * instead of at `wait_ms`, so it holds nothing for the rest of its wait (a claim takes no job).
+ * Replied ok in any case.
  */
 export interface CancelWaitRequest {
   op: 'cancelWait';
@@ -131,6 +132,8 @@ export interface ClaimRequest {
   leaseMs: number | null;
   /** A blocking claim: wait up to this long for a job when none is claimable (absent or 0: answer at once; clamped to 30000). */
   waitMs?: number;
+  /** Main's id for the claim (from 1): `cancelWait` with it ends the claim's wait when its client leaves. */
+  waitId?: number;
 }
 
 /** ack, nack and extend: `leaseIds[i]` ("" = no token) fences `seqs[i]`, or null when absent. */
@@ -482,6 +485,8 @@ export interface QueueBodyRequest {
   op: 'claimBody' | 'ackBody';
   topic: string;
   body: Uint8Array;
+  /** A claim's id on main (ClaimRequest.waitId). */
+  waitId?: number;
 }
 
 /** What main sends on the request channel. */
