@@ -53,11 +53,12 @@ export interface RouteRule {
   /** The path parameter checked against the allowlist (docs/API.md "Authentication"), if any. */
   pathName?: NameKind;
   /**
-   * `probe`: no key unless SERVICE_PROBE_AUTH; `stream`: an SSE GET, `?token=` accepted and not
+   * `public`: never a key (documents that hold no data); `probe`: no key unless
+   * SERVICE_PROBE_AUTH; `stream`: an SSE GET, `?token=` accepted and not
    * counted as inflight; `watchStream`: the session decides (its creating key, docs/API.md "Which error wins"
    * order 406, 404, 401), via `admitWatchStream`.
    */
-  kind?: 'probe' | 'stream' | 'watchStream';
+  kind?: 'public' | 'probe' | 'stream' | 'watchStream';
   /**
    * The pressure gate (docs/ARCHITECTURE.md "Admission"): `hold` keeps the gate slot until the answer is sent; `pass` (a diff,
    * which may long-poll) only waits its turn. Absent: the route does not go through the gate.
@@ -109,10 +110,10 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /v0/routers': { scopes: [R] }, // results filtered (routerVisible)
   'POST /v0/watch': { scopes: [R] }, // + every key of topics (requireNames)
   'GET /v0/watch/:wid': { scopes: [], kind: 'watchStream' },
-  // Operations (docs/OPERATIONS.md): the static status page and the API description hold no data; a
-  // backup holds all of it.
-  'GET /': { scopes: [], kind: 'probe' },
-  'GET /v0/openapi.json': { scopes: [], kind: 'probe' },
+  // Operations (docs/OPERATIONS.md): the static status page and the API description hold no data
+  // (the page asks for a key before it reads any); a backup holds all of it.
+  'GET /': { scopes: [], kind: 'public' },
+  'GET /v0/openapi.json': { scopes: [], kind: 'public' },
   'GET /v0/backup': { scopes: [A] },
   // Only with SERVICE_STAGE_CLOCK (debug): the stage clock's summary, and its reset.
   'GET /v0/debug/stages': { scopes: [A], debugOnly: true },
@@ -169,7 +170,7 @@ export class Admission {
     if (!this.keys.enabled) return done(); // dev mode: the header is ignored
     const rule = ruleFor(req.method, req.routeOptions.url);
     if (rule?.kind === 'watchStream') return done();
-    if (rule?.kind === 'probe' && !this.opts.probeAuth) return done();
+    if (rule?.kind === 'public' || (rule?.kind === 'probe' && !this.opts.probeAuth)) return done();
     const key = this.authenticate(req, rule?.kind === 'stream');
     if (!key) return void sendError(req, reply, unauthorized());
     req.apiKey = key;

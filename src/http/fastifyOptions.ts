@@ -46,8 +46,9 @@ export function fastifyOptions(maxBodyBytes: number, logger: FastifyBaseLogger |
     },
     bodyLimit: maxBodyBytes,
     // Topic names are up to 255 chars, up to 3x that percent-encoded; longer ones must still
-    // reach the name check (400), not Fastify's own 414.
-    routerOptions: { maxParamLength: 4096 },
+    // reach authentication (401 first) and the name check (400 with detail.topic), not
+    // Fastify's own refusal: above node's 16 KiB header limit, so no path that parses is cut.
+    routerOptions: { maxParamLength: 65_536 },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {

@@ -393,6 +393,8 @@ const SECURITY_SCHEMES = {
 function securityFor(rule: RouteRule): Record<string, string[]>[] {
   const scopes = [...rule.scopes];
   switch (rule.kind) {
+    case 'public':
+      return [{}];
     case 'probe':
       return [{}, { bearerKey: [] }]; // open, unless SERVICE_PROBE_AUTH: then any valid key
     case 'watchStream':
@@ -407,6 +409,7 @@ function securityFor(rule: RouteRule): Record<string, string[]>[] {
 /** A documented route's schema with its security requirement and its 401 and 403 answers. */
 function withSecurity(doc: RouteDoc, rule: RouteRule | undefined): RouteDoc {
   if (!rule) return doc;
+  if (rule.kind === 'public') return { ...doc, security: securityFor(rule) }; // never refused
   const refusals: Record<string, unknown> = { 401: { description: 'unauthorized: no valid key (with SERVICE_API_KEYS)', ...ERROR } };
   if (rule.scopes.length > 0) {
     refusals[403] = {

@@ -55,9 +55,9 @@ export function queryInt(req: FastifyRequest, name: string): number | undefined 
   const v = queryValue(req, name);
   if (v === undefined) return undefined;
   if (!/^\d+$/.test(v)) throw new HttpError('invalid_request', `${name} must be a non-negative integer`, { field: name });
-  const n = Number(v);
-  if (!Number.isSafeInteger(n)) throw new HttpError('invalid_request', `${name} is too large`, { field: name });
-  return n;
+  // A plain integer past 2^53 is a range problem like any other: clamped by the caller, never
+  // refused (docs/API.md "Conventions").
+  return Math.min(Number(v), Number.MAX_SAFE_INTEGER);
 }
 
 export function queryString(req: FastifyRequest, name: string): string | undefined {

@@ -73,6 +73,18 @@ test('/work accepts ?token= and checks read+write and the allowlist', async () =
   assert.equal((await callStream('/v0/topics/t42.q/work', bearer('sk-wrong'), { node: 'n9', token: SECRETS.tenant })).status, 401);
 });
 
+test('a path name far past the limit is 401 without a key, then 400 naming it: never a routing error', async () => {
+  const long = 'a'.repeat(5000);
+  for (const path of [`/v0/topics/${long}`, `/v0/routers/${long}`]) {
+    const anon = await call('GET', path);
+    assert.equal(anon.status, 401, `${path.slice(0, 12)}: ${anon.text.slice(0, 200)}`);
+    const r = await call('GET', path, undefined, bearer(SECRETS.all));
+    assert.equal(r.status, 400, r.text.slice(0, 200));
+    assert.equal(r.body.error.code, 'invalid_request');
+    assert.equal(r.body.error.detail.topic ?? r.body.error.detail.router, long);
+  }
+});
+
 test('one keep-alive connection switching keys is judged per request', async () => {
   const http = await import('node:http');
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });

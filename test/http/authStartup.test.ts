@@ -71,6 +71,8 @@ test('probes are open unless SERVICE_PROBE_AUTH; /v0/metrics always needs read',
     assert.equal(r.body.error.code, 'unauthorized');
     assert.equal((await req(closed.url, 'GET', p, undefined, { authorization: 'Bearer p-2' })).status, 200, `${p}: any scope`);
   }
+  // The status page and the API description hold no data: open either way (the page asks for a key).
+  for (const p of ['/', '/v0/openapi.json']) assert.equal((await req(closed.url, 'GET', p)).status, 200, p);
 });
 
 test('the client (key option) and the CLI (--key, SPOOL_API_KEY) authenticate', async () => {

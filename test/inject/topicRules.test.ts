@@ -184,5 +184,9 @@ describe('page_size clamp (docs/API.md "GET /v0/topics")', () => {
       all.slice(1000),
     );
     assert.equal('next_cursor' in r2.body, false);
+    // Past 2^53 too: a range problem, clamped, never refused.
+    const huge = await c.get(`/v0/topics?prefix=${encodeURIComponent(pfx)}&page_size=99999999999999999999`);
+    assertOk(huge, 200);
+    assert.equal(huge.body.topics.length, 1000);
   });
 });
