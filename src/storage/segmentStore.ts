@@ -450,7 +450,17 @@ export class SegmentStore {
     const t = this.topics.get(topicId);
     this.settle(t);
     if (t) await t.chain;
-    if (t && t.segFirstSeq === firstSeq) return; // never the active one (open or not)
+    if (t && t.segFirstSeq === firstSeq) {
+      // The last segment written, but the topic's actor sealed it since (a reclaim never names
+      // its active segment): a dead active segment sealed by compaction, with no frame in the
+      // next one yet. Closed here, as a roll would; the next write opens the next segment.
+      const old = t.fd;
+      t.fd = undefined;
+      this.openFiles.delete(t.id);
+      t.dirty = false;
+      t.segFirstSeq = -1;
+      await old?.close();
+    }
     await this.sealed.exclusive(topicId, firstSeq, async (gate) => {
       gate.gone = true;
       this.sealed.setRelocation(topicId, firstSeq, undefined);

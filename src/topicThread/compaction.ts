@@ -220,7 +220,10 @@ export class WorkerCompaction {
       const inst = actor.current;
       if (!inst || inst.recovery) continue;
       const dead = inst.head - inst.earliest() + 1 - inst.count;
-      if (dead <= 0) continue;
+      // A topic with no live record has none of its dead in that range (earliest is past the
+      // head), but its active segment holds them all, and only a sealed segment is reclaimed.
+      const allDead = inst.count === 0 && inst.segment.size > 0 && inst.segment.firstSeq <= inst.head;
+      if (dead <= 0 && !allDead) continue;
       // A mostly dead active segment is sealed, so that this round rewrites it too (a stuck head
       // must not pin the tail of its topic either); only a big enough one (SEAL_SHARE).
       if (worthSealing(inst, rule.livePercent, rule.sealAny ? undefined : this.opts)) this.seal(actor, inst.id);

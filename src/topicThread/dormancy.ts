@@ -21,7 +21,7 @@
 import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
-import { SLEEP_BYTES_MAX, ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
+import { SLEEP_BYTES_MAX, ttlExpired, ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
 import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/columns/idIndex.js';
@@ -197,9 +197,10 @@ export class Dormancy {
    */
   private trySleep(actor: TopicActor, now: number): 'slept' | 'later' | 'no' {
     const inst = actor.current;
-    if (inst?.queue?.table.holdsDeadlines()) {
-      // Lease expiry is lazy: a queue nobody claims from would hold its expired leases forever.
-      // The sweep is a step like any (traced); it puts the actor back in the order, taken out again.
+    if (inst?.queue?.table.holdsDeadlines() || (inst && ttlExpired(inst, now))) {
+      // Lease and TTL expiry are lazy: a queue nobody claims from would hold its expired leases,
+      // and a topic nobody reads its expired records and their space, forever. The sweep is a
+      // step like any (traced); it puts the actor back in the order, taken out again.
       this.host.input(actor, { k: 'sweep' });
       this.awake.delete(actor);
     }

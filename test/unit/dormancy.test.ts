@@ -648,7 +648,9 @@ test('a TTL topic sleeps until its first record is about to expire, wakes ahead 
     { t: 'sleep' },
     { t: 'list', touch: false },
     { t: 'read', topic: 't.b', fromSeq: 0, touch: false, diff: false },
-    ...wait(4), // every record expired: both may sleep, and count none
+    ...wait(4), // every record expired: the sweep expires them (a step whose FLOORS frame must be durable first)
+    { t: 'sleep' },
+    { t: 'checkpoint' }, // fsyncs the WAL: both may sleep now, and count none
     { t: 'sleep' },
     { t: 'list', touch: false },
     { t: 'restart', checkpoint: false },

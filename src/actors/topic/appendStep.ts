@@ -161,6 +161,9 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   }
   // A trim marker takes no room, but waits while the dest is full as copies do: the loss it
   // reports grows meanwhile, and one marker reports it when room returns.
+  // TTL expiry on writes too: a topic only written (never read by diff or state) gives its
+  // expired records' space back.
+  if (!created) a.expire(ctx, inst);
   const full = rejectFull(a, ctx, inst, () => (req.forward?.lost ? MARKER_SIZE : sizeOf(p)));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
@@ -183,6 +186,7 @@ function appendCopies(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendReq
   const refused = writeRefusal(ctx);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
+  a.expire(ctx, inst);
   const full = rejectFull(a, ctx, inst, () => ({ count: copies.count, bytes: scan.bytes }));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);

@@ -145,6 +145,12 @@ export function ttlSleepAt(inst: TopicInstance, now: number): number | undefined
   return ttlAwakeUntil(inst.config.ttl_ms, inst.count, firstLiveTs(inst), inst.lastTsMs, now);
 }
 
+/** The instance's first live record is past its TTL at `now` (an expiry step would remove it). */
+export function ttlExpired(inst: TopicInstance, now: number): boolean {
+  const ttl = inst.config.ttl_ms;
+  return ttl > 0 && inst.count > 0 && now - firstLiveTs(inst) > ttl;
+}
+
 /** $ts of the instance's first live record, 0 when it holds none. */
 function firstLiveTs(inst: TopicInstance): number {
   return inst.count > 0 ? inst.index.ts(inst.earliest()) : 0;

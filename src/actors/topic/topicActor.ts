@@ -385,12 +385,15 @@ export class TopicActor implements ActorCore {
     if (!onRouterReply(this, ctx, this.current, token, result)) onPeerReply(this, ctx, this.current, token, result);
   }
 
-  /** Lazy lease expiry of a queue before its stats are read (host.stats). */
+  /**
+   * Lazy expiry between requests: a queue's leases before its stats are read (host.stats), and
+   * TTL expiry of a quiet topic (the dormancy sweep), so its space is given back unread.
+   */
   sweep(ctx: ActorCtx): void {
     const inst = this.current;
-    if (!inst?.queue) return;
+    if (!inst) return;
     this.expire(ctx, inst);
-    sweepQueue(this, ctx, inst);
+    if (inst.queue) sweepQueue(this, ctx, inst);
   }
 
   /** The host's cache budget evicts texts of records that are safely in segments. */
