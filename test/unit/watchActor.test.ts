@@ -421,3 +421,17 @@ test('a push to open streams counts as a read: last_read_ts moves, and only when
   assert.equal(stateOf(sim).head_seq, 2);
   assert.equal(stateOf(sim).last_read_ts, sim.now, 'a published batch is a delivery pass');
 });
+
+test('watchRead probe: the tombstone and where the next read starts, and no record', () => {
+  const sim = new SimActor();
+  created(sim, 'memory', { cap_records: 3, discard: 'old' });
+  sim.append({ records: Array.from({ length: 10 }, (_, i) => ({ data: i + 1 })) });
+  sim.ackAll(true);
+  const below = watchRead(sim, { fromSeq: 0, first: true, probe: true });
+  assert.equal(JSON.parse(below.watch.tombstone!.json).reason, 'from_seq_too_old');
+  assert.equal(below.json, '', 'no record frame');
+  assert.deepEqual([below.watch.next, below.watch.count, below.watch.head], [7, 0, 10]);
+  const atFloor = watchRead(sim, { fromSeq: 8, first: true, probe: true });
+  assert.equal(atFloor.watch.tombstone, null);
+  assert.deepEqual([atFloor.watch.next, atFloor.watch.count], [8, 0]);
+});

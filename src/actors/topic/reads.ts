@@ -116,7 +116,9 @@ export class TopicReads {
       }
       if (skip.size === 0) skip = null;
     }
-    const limit = Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.maxLimit);
+    // A watch probe scans nothing: readFrom judges the cursor before its first record.
+    const limit =
+      req.op === 'watchRead' && req.probe === true ? 0 : Math.min(req.limit === 0 ? DIFF_DEFAULT_LIMIT : req.limit, this.maxLimit);
     const maxBytes = req.maxBatchBytes === 0 ? MiB : Math.min(req.maxBatchBytes, 8 * MiB);
     const untilSeq = req.op === 'watchRead' && req.strong ? inst.durableHead : undefined;
     let r = readFrom(inst, { fromSeq: req.fromSeq, limit, maxBytes, skipNodeIds: skip, untilSeq });

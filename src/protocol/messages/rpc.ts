@@ -118,6 +118,11 @@ export interface WatchReadRequest {
   strong: boolean;
   /** First read of this topic since the stream opened: tombstones say `from_seq_too_old`. */
   first: boolean;
+  /**
+   * Judge the cursor only, reading no record: the tombstone (if any), the head and where the
+   * next read starts. A stream of several topics opens with these (docs/WATCH.md "Slow consumers").
+   */
+  probe?: boolean;
 }
 
 // ---- queue requests (docs/API.md "Queues"; docs/QUEUES.md): validated, defaulted and clamped before the actor ----

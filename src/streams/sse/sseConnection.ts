@@ -29,6 +29,8 @@ export interface SseConnectionOptions {
   onPause(): void;
   /** The socket drained after a pause. */
   onResume(): void;
+  /** A flush left the connection below its high water (room for more, e.g. a waiting read). */
+  onFlushed?(): void;
   /** The connection closed (client gone, end() or fail()); called once. */
   onClose(): void;
 }
@@ -72,6 +74,11 @@ export class SseConnection implements PacedFlush {
 
   get closed(): boolean {
     return this.isClosed;
+  }
+
+  /** Bytes held in user space: queued for this iteration's flush, and written but not taken by the kernel. */
+  get queuedBytes(): number {
+    return this.outBytes + this.res.writableLength;
   }
 
   /**
@@ -135,6 +142,7 @@ export class SseConnection implements PacedFlush {
     // Not write()'s false: Node returns it for any chunk over 16 KiB even when the kernel takes
     // it all at once. What counts is what stays queued in user space.
     if (this.res.writableLength > this.opts.highWaterBytes) this.pause();
+    else this.opts.onFlushed?.();
   }
 
   /**

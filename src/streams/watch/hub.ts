@@ -50,7 +50,7 @@ export class WatchHub {
   ) {
     sup.onWatchEvents = (events) => this.onEvents(events);
     this.deps = {
-      read: (topic, fromSeq, first, s) => this.read(topic, fromSeq, first, s),
+      read: (topic, fromSeq, first, s, probe) => this.read(topic, fromSeq, first, s, probe),
       latest: (topic) => this.latestByTopic.get(topic),
       pushFrames: (b, no, s) => this.pushFrames(b, no, s),
       singleTopicFrames: (f, topic) => this.projections.singleTopicFrames(f, topic),
@@ -98,7 +98,7 @@ export class WatchHub {
     await Promise.all(this.sup.workers.map((w, i) => (groups[i]!.length > 0 ? w.watchInterest(groups[i]!, delta) : undefined)));
   }
 
-  private async read(topic: string, fromSeq: number, first: boolean, s: WatchSession): Promise<TopicResult> {
+  private async read(topic: string, fromSeq: number, first: boolean, s: WatchSession, probe: boolean): Promise<TopicResult> {
     const o = s.opts;
     await this.sup.routers.drainInto(topic); // read-your-writes (docs/API.md "Routers")
     this.onDelivery?.(topic);
@@ -114,6 +114,7 @@ export class WatchHub {
       includeData: o.includeData,
       strong: o.strong,
       first,
+      probe,
     });
   }
 

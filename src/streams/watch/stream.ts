@@ -4,8 +4,10 @@
 // contiguous push — a gap, a stale batch, a strong session waiting for durability, a resume
 // after a pause — is pulled, so tombstones, deletes and TTL are always judged by the actor.
 // A stream whose socket backs up is paused: pushes are dropped and cursors stay put until the
-// socket drains, so one slow client costs only itself. Main thread. The transport (flush
-// pacing, heartbeats, pause on backlog, framing) is src/streams/sse/; this file decides what to send.
+// socket drains, so one slow client costs only itself. Pulls take turns within the stream's
+// byte budget (./readBudget.ts): however many topics it follows, a stream holds at most its
+// high water plus about one read. Main thread. The transport (flush pacing, heartbeats, pause
+// on backlog, framing) is src/streams/sse/; this file decides what to send.
 import type { ServerResponse } from 'node:http';
 import type { TopicResult, WatchReadMeta } from '../../protocol/messages/rpc.js';
 import type { WatchBatch } from '../../protocol/messages/events.js';
@@ -14,12 +16,14 @@ import { FRAME_END, frame, frameHead, type ErrorFrame } from '../sse/wire.js';
 import type { FlushPacer } from '../sse/flushPacer.js';
 import { SseConnection } from '../sse/sseConnection.js';
 import type { PushFrames } from './projection.js';
+import { ReadBudget } from './readBudget.js';
 
 type Mode = 'backlog' | 'tailing' | 'deleted';
 
 /** What a stream needs from the hub: reads, the newest known state of a topic, frames of a push. */
 export interface StreamDeps {
-  read(topic: string, fromSeq: number, first: boolean, session: WatchSession): Promise<TopicResult>;
+  /** A pull from `fromSeq`; a `probe` reads no record (docs/WATCH.md "Slow consumers"). */
+  read(topic: string, fromSeq: number, first: boolean, session: WatchSession, probe: boolean): Promise<TopicResult>;
   latest(topic: string): { instanceId: number; head: number; durableHead: number; deleted: boolean } | undefined;
   pushFrames(b: WatchBatch, batchNo: number, session: WatchSession): PushFrames;
   singleTopicFrames(f: PushFrames, topic: string): Buffer[];
@@ -52,7 +56,10 @@ export class StreamTopic {
   ) {}
 }
 
-/** A topic's first read when a stream opens on several (WatchStream.openMany): where it read from, and what came back. */
+/**
+ * A topic's first read when a stream opens on several (WatchStream.openMany), a probe that reads
+ * no record: where it read from, and what came back.
+ */
 interface FirstRead {
   pos: number;
   r: TopicResult;
@@ -60,11 +67,15 @@ interface FirstRead {
 
 const MiB = 1024 * 1024;
 const READ_RETRY_MS = 1000;
+/** Pulls of one stream in flight at most (docs/WATCH.md "Slow consumers"). */
+const STREAM_READS_MAX = 4;
 
 export class WatchStream {
   readonly topics: StreamTopic[];
   private readonly byName = new Map<string, StreamTopic>();
   private readonly conn: SseConnection;
+  /** The stream's pulls in flight and waiting, within its byte budget. */
+  private readonly reads: ReadBudget;
   /** Topics paced under pressure (docs/ARCHITECTURE.md "Admission"): no pushes, one pull per pacing tick. */
   private paced = new Set<string>();
 
@@ -75,14 +86,25 @@ export class WatchStream {
   ) {
     this.topics = session.names.map((n, i) => new StreamTopic(n, i));
     for (const t of this.topics) this.byName.set(t.name, t);
+    // Socket bytes a stream may hold before it is paused (docs/WATCH.md, slow consumers).
+    const highWaterBytes = Math.max(MiB, 4 * session.opts.maxBatchBytes);
     this.conn = new SseConnection(res, deps.pacer, {
-      // Socket bytes a stream may hold before it is paused (docs/WATCH.md, slow consumers).
-      highWaterBytes: Math.max(MiB, 4 * session.opts.maxBatchBytes),
+      highWaterBytes,
       heartbeatMs: session.opts.heartbeatMs,
       now: () => deps.now(),
       onPause: () => this.onPause(),
       onResume: () => this.onResume(),
-      onClose: () => deps.closed(this),
+      onFlushed: () => this.reads.startWaiting(),
+      onClose: () => {
+        this.reads.close();
+        deps.closed(this);
+      },
+    });
+    this.reads = new ReadBudget({
+      highWaterBytes,
+      readBytes: session.opts.maxBatchBytes,
+      readsMax: STREAM_READS_MAX,
+      heldBytes: () => (this.conn.paused ? Infinity : this.conn.queuedBytes),
     });
   }
 
@@ -110,6 +132,8 @@ export class WatchStream {
    * Several topics: their first reads go out together, and the `from_seq_too_old` tombstones they
    * bring are sent before any other frame of the stream (docs/WATCH.md, the tombstone decision); then each
    * topic's pull goes on from its first read, or, after its tombstone, reads again from the gap's end.
+   * The first reads are probes: records held back until every topic answered would be held
+   * beyond the stream's budget (up to 256 reads at once), so records come by the pulls, in turn.
    */
   private async openMany(): Promise<void> {
     const firsts = await Promise.all(this.topics.map((t) => this.firstRead(t)));
@@ -135,16 +159,16 @@ export class WatchStream {
     t.reading = true;
     const pos = this.session.cursor(t.idx);
     try {
-      return { pos, r: await this.readFrom(t, pos) };
+      return { pos, r: await this.readFrom(t, pos, true) };
     } finally {
       t.reading = false;
     }
   }
 
   /** One read of `t` from `pos`; a read that throws is an `internal` result, as the actor's errors are. */
-  private async readFrom(t: StreamTopic, pos: number): Promise<TopicResult> {
+  private async readFrom(t: StreamTopic, pos: number, probe = false): Promise<TopicResult> {
     try {
-      return await this.deps.read(t.name, pos, t.first, this.session);
+      return await this.deps.read(t.name, pos, t.first, this.session, probe);
     } catch (err) {
       return { ok: false, status: 500, code: 'internal', message: (err as Error).message };
     }
@@ -209,6 +233,8 @@ export class WatchStream {
   }
 
   private onResume(): void {
+    // Reads that waited through the pause go first; the topics read last queue up behind them.
+    this.reads.startWaiting();
     for (const t of this.topics) void this.pull(t);
   }
 
@@ -265,17 +291,28 @@ export class WatchStream {
    * Reads a topic from its cursor until it is caught up (or the stream pauses or closes). The
    * session cursor moves only with a frame (record, tombstone, caught-up), so each record
    * frame's `from_seq` is exactly the topic's cursor in the previous frame id; reads that only
-   * skip (node filter, deletes, TTL) advance a local position instead.
+   * skip (node filter, deletes, TTL) advance a local position instead. Each read takes a turn
+   * of the stream's budget and holds it until its frame is queued.
    */
   private async pull(t: StreamTopic, first?: FirstRead): Promise<void> {
     if (t.reading || t.mode === 'deleted') return;
     t.reading = true;
+    let turn = false;
     try {
       let pos = this.session.cursor(t.idx);
       while (!this.closed && !this.paused) {
         const before = this.session.cursor(t.idx);
-        // Read by openMany from here already, or read now.
-        const r = first !== undefined && first.pos === pos ? first.r : await this.readFrom(t, pos);
+        let r: TopicResult;
+        if (first !== undefined && first.pos === pos) {
+          r = first.r; // openMany's probe from here
+        } else {
+          // The last read's frame is queued: its turn ends, and this read waits behind the others.
+          if (turn) this.reads.done();
+          turn = false;
+          turn = await this.reads.take();
+          if (!turn || this.closed || this.paused) return;
+          r = await this.readFrom(t, pos);
+        }
         first = undefined;
         // The topic may have been deleted by a push while the read was in flight.
         if (this.closed || (t.mode as Mode) === 'deleted') return;
@@ -322,6 +359,7 @@ export class WatchStream {
       }
     } finally {
       t.reading = false;
+      if (turn) this.reads.done();
     }
   }
 
