@@ -339,6 +339,16 @@ export class PackStore {
    * its flush). The pack being written is given up first when it is dead, whole and durable, and
    * holds at least RETIRE_DEAD_PACK_BYTES: the next frame starts a new pack.
    */
+  /**
+   * A pack holds nothing live and is not the one being written (deadPacks would report it), or the
+   * one being written is dead and big enough to give up: the next checkpoint has it to unlink.
+   */
+  get deadWaiting(): boolean {
+    const cur = this.current;
+    if (cur && cur.info.live === 0 && cur.tail >= RETIRE_DEAD_PACK_BYTES) return true;
+    return this.map.dead(cur?.info.idx).length > 0;
+  }
+
   deadPacks(): string[] {
     const cur = this.current;
     if (

@@ -79,6 +79,9 @@ const nextTurn = () => new Promise<void>((r) => setImmediate(r));
  */
 export const COMPACT_LOOK_MS = 250;
 
+/** A round whose copy failed (a full disk) is tried again after this long, new inputs or not. */
+export const COMPACT_RETRY_MS = 2000;
+
 export class WorkerCompaction {
   readonly stats: CompactionStats = { bytesReclaimed: 0, segmentsRewritten: 0, liveBytes: 0, storedBytes: 0 };
   /** Copies finished and fsynced, waiting for a checkpoint to begin. */
@@ -96,6 +99,8 @@ export class WorkerCompaction {
   private timer: NodeJS.Timeout | undefined;
   /** The host's input count when the last plan ended (unchanged: nothing can have died since). */
   private inputsLooked = -1;
+  /** When a copy last failed (0: none since the last round): the round is tried again later. */
+  private failedAt = 0;
 
   constructor(
     private readonly fsx: Fs,
@@ -115,7 +120,11 @@ export class WorkerCompaction {
   start(): void {
     if (this.timer || this.opts.livePercent <= 0) return;
     this.timer = setInterval(() => {
-      if (!this.running && !this.stopped && this.inputs() !== this.inputsLooked) this.startRound();
+      if (this.running || this.stopped) return;
+      // A copy that failed (ENOSPC) is retried once space may have come back, though nothing
+      // died since: its topic's unchanged figures would otherwise keep it from another look.
+      const retry = this.failedAt > 0 && Date.now() - this.failedAt >= COMPACT_RETRY_MS;
+      if (retry || this.inputs() !== this.inputsLooked) this.startRound();
     }, COMPACT_LOOK_MS);
     this.timer.unref();
   }
@@ -203,6 +212,7 @@ export class WorkerCompaction {
   }
 
   private async round(rule: RoundRule): Promise<void> {
+    this.failedAt = 0;
     const candidates = await this.plan(rule);
     for (const c of candidates) {
       const built = this.stopped ? undefined : await this.copy(c, rule.pace);
@@ -323,8 +333,14 @@ export class WorkerCompaction {
       );
       return outcome ? { topicId: inst.id, firstSeq, packed, outcome } : undefined;
     } catch (err) {
-      // A copy that fails (a full disk, a damaged frame) only leaves the segment as it is.
+      // A copy that fails (a full disk, a damaged frame) only leaves the segment as it is; on a
+      // full disk its topic is looked at again by a later round.
       this.log(`spool: compaction of ${inst.name} segment ${firstSeq} failed: ${(err as Error).message}`);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' || code === 'EDQUOT') {
+        this.looked.delete(inst.id);
+        this.failedAt = Date.now();
+      }
       return undefined;
     }
   }

@@ -258,8 +258,10 @@ export class WorkerApi {
 
   /** No actor took an input since the last checkpoint began (a timed one may be skipped). */
   quietSinceCheckpoint(): boolean {
-    // Compacted copies waiting for a checkpoint are something to record (its commit swaps them).
-    return this.w.host.inputsSinceCheckpoint === 0 && !this.w.host.compaction.busy;
+    // Compacted copies waiting for a checkpoint are something to record (its commit swaps them),
+    // and so are dead packs (its commit unlinks them: a quiet server kept a dead pack for good).
+    const host = this.w.host;
+    return host.inputsSinceCheckpoint === 0 && !host.compaction.busy && !host.segments.packs?.deadWaiting;
   }
 
   /** The snapshot of `markId` is durable and main unlinked `removedPacks`. */

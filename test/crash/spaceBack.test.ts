@@ -3,11 +3,15 @@
 // records while writes go on and nothing once it is quiet; a topic whose records were all
 // deleted, and a queue whose jobs were all acked, give back their active segment too (it used
 // to stay, up to a whole segment file, for ever). Sizes hold across a SIGKILL and a restart.
+// With the default packs, a topic's dead packed first segment gives its pack file back on a
+// server that then stays quiet; and a compaction that failed on a full disk is tried again once
+// space returns, with no request to prompt it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { client, killServersAfterFile, startServer, type Server } from '../helpers/server.js';
+import { fill, tmpfsServer, tmpfsSkip } from '../helpers/tmpfs.js';
 
 killServersAfterFile();
 
@@ -22,9 +26,9 @@ const ENV = {
 };
 const PAD = 'p'.repeat(1000);
 
-/** Bytes under the data dir's topics/ (segment files). */
-function segmentBytes(srv: Server): number {
-  const dir = path.join(srv.dataDir, 'topics');
+/** Bytes under the data dir's topics/ (segment files), or under `sub`. */
+function segmentBytes(srv: Server, sub = 'topics', root = srv.dataDir): number {
+  const dir = path.join(root, sub);
   if (!fs.existsSync(dir)) return 0;
   let n = 0;
   for (const e of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
@@ -92,4 +96,42 @@ test('a topic with every record deleted, and a queue with every job acked, give 
   assert.equal((await a2.post('/v0/topics/all', batch(1))).status, 200);
   assert.equal((await a2.post('/v0/topics/q', batch(1))).status, 200);
   assert.equal(await again.stop(), 0);
+});
+
+test('a dead packed first segment gives its pack file back on a server that stays quiet', async () => {
+  const env: Record<string, string> = { ...ENV, SERVICE_PACK_BYTES: String(MiB) };
+  const srv = await startServer({ env });
+  const c = client(srv.url);
+  assert.equal((await c.put('/v0/topics/p', {})).status, 201);
+  assert.equal((await c.post('/v0/topics/p', batch(500))).status, 200); // ~0.5 MB, in its packed segment
+  await waitFor('packed', 10_000, () => segmentBytes(srv, 'packs') > 400 * 1024);
+  assert.equal((await c.post('/v0/topics/p/delete', { before_seq: 1_000_000 })).status, 200);
+  // No request from here on: the checkpoints that release the segment and unlink its pack run anyway.
+  await waitFor('dead pack unlinked', 20_000, () => segmentBytes(srv, 'packs') < 64 * 1024);
+  assert.equal(await srv.stop(), 0);
+});
+
+test('a compaction that failed on a full disk is tried again once space returns', { skip: tmpfsSkip }, async () => {
+  const disk = await tmpfsServer(24 * MiB, ENV);
+  const srv = await disk.start();
+  const c = client(srv.url);
+  assert.equal((await c.put('/v0/topics/cmp', {})).status, 201);
+  // 3 MB in 1 MiB segments, tagged t0..t9 in turn.
+  for (let b = 0; b < 6; b++) {
+    const records = Array.from({ length: 500 }, (_, i) => ({ data: { i, pad: PAD }, tag: `t${i % 10}` }));
+    assert.equal((await c.post('/v0/topics/cmp', { records })).status, 200);
+  }
+  await new Promise((r) => setTimeout(r, 1500)); // segment writes and a checkpoint settle
+  const filler = fill(disk.inside, 'filler');
+  // Seven tenths die: every sealed segment is worth a copy, which cannot be written.
+  for (let t = 0; t < 7; t++) assert.equal((await c.post('/v0/topics/cmp/delete', { match: ['tag', 'Eq', `t${t}`] })).status, 200);
+  const before = segmentBytes(srv, 'topics', disk.inside('data'));
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.ok(segmentBytes(srv, 'topics', disk.inside('data')) > 0.9 * before, 'nothing compacted on the full disk');
+  fs.rmSync(filler);
+  // No request from here on.
+  await waitFor('compacted once space returned', 20_000, () => segmentBytes(srv, 'topics', disk.inside('data')) < 0.6 * before);
+  const r = await c.post('/v0/topics/cmp/diff', { from_seq: 0, limit: 1000 });
+  assert.equal(r.body.records.length, 900);
+  assert.equal(await srv.stop(), 0);
 });

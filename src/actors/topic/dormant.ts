@@ -55,6 +55,11 @@ export function dormantOf(inst: TopicInstance, stored: StoredFrames, now: number
   if (ttlSleepAt(inst, now) !== undefined) return 'no';
   if (inst.pending.length > 0 || inst.unsynced.length > 0 || inst.gates.length > 0 || inst.floorsDirty || inst.head !== inst.assigned)
     return 'later';
+  // A sealed segment wholly below the first live seq waits for a checkpoint to reclaim it, and
+  // checkpoints reclaim only awake topics: asleep, its file or pack runs would stay.
+  const segs = inst.segment.firstSeqs;
+  const k = inst.segment.reclaimed;
+  if (k < segs.length - 1 && segs[k + 1]! <= inst.earliest()) return 'later';
   if (files.own ? !stored.ownSettled : stored.packedWritten !== inst.segment.size) return 'later';
   // A queue sleeps with no lease or delay under way: its record keeps the delivery counts and
   // the dead-letter counter (the part a snapshot keeps), and a wake loads them as recovery does.
