@@ -69,6 +69,8 @@ export interface Queries {
   bootEpoch(): number;
   /** StorageState: OK, FULL (the disk is full) or FAILED (a write or fsync failed). */
   storageState(): number;
+  /** True when the volume has `bytes` free (or its free space is not known). */
+  volumeHas(bytes: number): boolean;
 }
 
 export interface EffectSink {
@@ -182,6 +184,9 @@ export class StepCtx implements ActorCtx {
   }
   storageState(): number {
     return this.ask(this.queries.storageState());
+  }
+  volumeHas(bytes: number): boolean {
+    return this.ask(this.queries.volumeHas(bytes));
   }
 
   reply(reqId: number, result: TopicResult, frameNo?: number): void {

@@ -30,6 +30,7 @@ export interface TraceHeader {
     packBytes?: number;
     packFramesMax?: number;
     packFramesFromBytes?: number;
+    walFileBytes?: number;
   };
   outputs: boolean;
 }

@@ -51,6 +51,7 @@ class RecordedQueries implements Queries {
   watched = () => this.next(false);
   bootEpoch = () => this.next(0);
   storageState = () => this.next(0);
+  volumeHas = () => this.next(true);
 }
 
 /** Replay carries nothing out: effects are only recorded (by StepCtx) and compared. */

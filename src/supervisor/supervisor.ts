@@ -262,6 +262,7 @@ export class Supervisor {
         topicSleepMs: s.topicSleepMs,
         topicsAwakeMax: s.topicsAwakeMax,
         walInflightBytes: s.walInflightBytes,
+        walFileBytes: this.walSize.walFileBytes,
         traceDir: s.traceDir,
         traceOutputs: s.traceOutputs,
         ...(stageClock.on ? { stageClockOriginNs: stageOriginNs() } : {}),

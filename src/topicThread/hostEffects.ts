@@ -132,4 +132,9 @@ export class HostEffects implements EffectSink, Queries {
   storageState(): number {
     return storageStateOf(this.host.opts.counters);
   }
+
+  volumeHas(bytes: number): boolean {
+    const free = this.host.opts.freeBytes?.();
+    return free === undefined || free >= bytes;
+  }
 }

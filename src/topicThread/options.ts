@@ -15,4 +15,6 @@ export interface HostOptions extends ActorOptions {
   topicsAwakeMax: number;
   /** WAL credit: bytes submitted but not yet written (SERVICE_WAL_INFLIGHT_BYTES). */
   walInflightBytes: number;
+  /** The free bytes of the data directory's volume, when known (the `volumeHas` query). */
+  freeBytes?: () => number | undefined;
 }

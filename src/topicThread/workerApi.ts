@@ -20,7 +20,8 @@ import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
 import { PACK_NO_SLOT, STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 import { PACK_FRAMES_FROM_BYTES, PACK_FRAMES_MAX } from '../actors/topic/appendOp.js';
-import { isDiskFull, type Fs } from '../storage/fs.js';
+import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
+import { freeBytes } from '../storage/freeSpace.js';
 import { SpaceWaits, StorageState, storageStateOf } from '../storage/storageState.js';
 import type { TopicPart } from '../format/topicPart.js';
 import { TraceWriter } from '../replay/traceWriter.js';
@@ -63,6 +64,8 @@ export interface WorkerThreadData {
   compactLivePercent: number;
   compactBytesPerSec: number;
   walInflightBytes: number;
+  /** This run's WAL file size (src/wal/walSizing.ts). */
+  walFileBytes?: number;
   traceDir: string | undefined;
   traceOutputs: boolean;
   traceTopics: string;
@@ -84,6 +87,7 @@ function traceWriterFor(data: WorkerThreadData): TraceWriter | undefined {
         packBytes: data.packBytes,
         packFramesMax: PACK_FRAMES_MAX,
         packFramesFromBytes: PACK_FRAMES_FROM_BYTES,
+        walFileBytes: data.walFileBytes,
       },
       outputs: data.traceOutputs,
     },
@@ -146,6 +150,7 @@ function hostOptionsOf(data: WorkerThreadData, counters: Int32Array): HostOption
     topicSleepMs: data.topicSleepMs,
     topicsAwakeMax: data.topicsAwakeMax,
     walInflightBytes: data.walInflightBytes,
+    walFileBytes: data.walFileBytes,
   };
 }
 
@@ -155,6 +160,9 @@ function startWorker(data: WorkerThreadData, fsx: Fs, clock: Clock, log: (msg: s
   if (data.stageClockOriginNs !== undefined) startStageClock(data.stageClockOriginNs);
   const segments = openStores(data, fsx, counters, log);
   const hostOpts = hostOptionsOf(data, counters);
+  // The real volume's free space, for a frame larger than a WAL file (outside the Fs seam, like
+  // the WAL's sizing: a simulated disk says nothing).
+  if (fsx === nodeFs) hostOpts.freeBytes = () => freeBytes(data.dataDir);
   const trace = traceWriterFor(data);
   const gauges = new Float64Array(data.gauges);
   const host = new ActorHost({

@@ -7,7 +7,12 @@
 // reserve; when it cannot (ENOSPC, EDQUOT) the storage state turns FULL, the actors refuse new
 // writes, and the reserve is retried until space returns (state OK again). A rotation only ever
 // moves into the reserve: without it, submissions that do not fit wait (FULL) instead of
-// creating a file on a full disk. Any write or fsync error is FAILED: nothing more is written
+// creating a file on a full disk. A write past the pre-allocated end (a batch larger than the
+// room a file has) that the disk cannot take is FULL too: refused before a byte is written when
+// the volume's free space is short, undone by the writer when the disk says ENOSPC part-way;
+// its submissions stay queued, unwritten and unacknowledged, and are written at the same offset
+// once space returns (a full disk first frees the WAL files the newest snapshot covers). Any
+// other write or fsync error is FAILED: nothing more is written
 // or synced, every submission not yet durable is failed ('failed' to each port, the last
 // message a port gets), checkpoint marks are rejected, and writes stay refused until a
 // restart. Never a crash, never an ack for bytes the disk did not take.
@@ -23,11 +28,15 @@ import { isDiskFull } from '../storage/fs.js';
 import { WAL_HEADER_BYTES } from '../format/constants.js';
 import { StorageState } from '../storage/storageState.js';
 import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
+import { mib } from './walSizing.js';
 
 /** How often a missing space reserve (or first file) is tried again while the disk is full. */
 const RESERVE_RETRY_MS = 500;
 
 const WRITEV_MAX_BYTES = 8 * 1024 * 1024;
+
+/** Free space a write past the pre-allocated end leaves at least (file-system blocks, rounding). */
+const OVERRUN_MARGIN_BYTES = 256 * 1024;
 
 interface Item {
   port: number;
@@ -91,6 +100,9 @@ export class GroupCommit {
   /** File to open once space allows (a start on a full disk), and the frame that goes first in it. */
   private pendingOpen: { fileNo: number; first: Buffer | undefined } | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** A write the disk could not take waits for space (its submissions are at the queue's head). */
+  private writeWaits = false;
+  private writeRetryTimer: NodeJS.Timeout | undefined;
   /** stop() was called: no timer is armed again. */
   private timersStopped = false;
 
@@ -162,7 +174,7 @@ export class GroupCommit {
       (ready) => {
         if (this.failed) return;
         if (ready) {
-          this.setFull(false, 'space is back: the WAL has its reserve again');
+          if (!this.writeWaits) this.setFull(false, 'space is back: the WAL has its reserve again');
           this.scheduleFlush(); // a rotation may be waiting for this file
           return;
         }
@@ -246,6 +258,7 @@ export class GroupCommit {
     const bufs: Buffer[] = [];
     const batch: Extract<WalIn, { t: 'submit' }>[] = [];
     const batchPorts: PortState[] = [];
+    const batchItems: Item[] = [];
     let size = 0;
     let taken = 0;
     let blocked = false;
@@ -266,6 +279,7 @@ export class GroupCommit {
         size += b.length;
         batch.push(it.msg);
         batchPorts.push(this.ports[it.port]!);
+        batchItems.push(it);
       } else if (it.msg.t === 'mark') {
         // A mark's position is right after everything this port submitted before it.
         this.placeMark(it.msg.id, { fileNo: this.writer.fileNo, offset: this.writer.offset + size });
@@ -273,7 +287,12 @@ export class GroupCommit {
       taken++;
     }
     this.queue.splice(0, taken);
-    if (bufs.length > 0) this.writeBuffers(bufs);
+    if (bufs.length > 0 && !this.writeOrWait(bufs, size)) {
+      // Not written: the submissions go back to the head of the queue, in order, for the same
+      // offset (the marks among them stay placed: their positions hold once these are written).
+      this.queue.unshift(...batchItems);
+      return false;
+    }
     // Only now that the disk took the bytes do the submissions count as written (a write that
     // throws leaves them unwritten, so no later ack can cover them).
     batch.forEach((m, i) => {
@@ -287,6 +306,52 @@ export class GroupCommit {
     });
     if (batch.length > 0) this.groupFrames.observe(batch.reduce((n, m) => n + m.frames, 0));
     return !blocked;
+  }
+
+  /**
+   * Writes a round's buffers, or leaves them unwritten when the disk cannot take them: a write
+   * past the pre-allocated end needs that much free space (checked first, so nothing is written
+   * on a volume known to be short), and an ENOSPC part-way is undone by the writer. Then the WAL
+   * files the newest snapshot covers are freed and the write tried again at once; failing that,
+   * the state is FULL and the write is retried every RESERVE_RETRY_MS. Any other error throws.
+   */
+  private writeOrWait(bufs: Buffer[], size: number): boolean {
+    for (;;) {
+      const why = this.writeRefused(bufs, size);
+      if (why === undefined) break;
+      if (this.reclaimed()) continue;
+      this.writeWaits = true;
+      this.setFull(true, `cannot write ${size} bytes of frames to WAL file ${this.writer.fileNo}: ${why}`);
+      this.retryWriteLater();
+      return false;
+    }
+    if (this.writeWaits) {
+      this.writeWaits = false;
+      if (this.writer.reserveReady) this.setFull(false, 'space is back: the WAL wrote the frames that waited');
+    }
+    return true;
+  }
+
+  /** Writes the buffers; the reason the disk did not take them, or undefined once written. */
+  private writeRefused(bufs: Buffer[], size: number): string | undefined {
+    const overrun = this.writer.overrunBytes(size);
+    const free = overrun > 0 ? this.space?.freeBytes() : undefined;
+    if (free !== undefined && free < overrun + OVERRUN_MARGIN_BYTES) return `${mib(overrun)} past the pre-allocated end, ${mib(free)} free`;
+    try {
+      this.writeBuffers(bufs);
+      return undefined;
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      return `${(err as NodeJS.ErrnoException).code} part-way, undone`;
+    }
+  }
+
+  private retryWriteLater(): void {
+    if (this.writeRetryTimer || this.timersStopped) return;
+    this.writeRetryTimer = setTimeout(() => {
+      this.writeRetryTimer = undefined;
+      this.scheduleFlush();
+    }, RESERVE_RETRY_MS);
   }
 
   /**
@@ -510,8 +575,10 @@ export class GroupCommit {
     this.timersStopped = true;
     clearTimeout(this.retryTimer);
     clearTimeout(this.syncTimer);
+    clearTimeout(this.writeRetryTimer);
     this.retryTimer = undefined;
     this.syncTimer = undefined;
+    this.writeRetryTimer = undefined;
   }
 
   snapshotStats(): WalStats {

@@ -5,6 +5,7 @@
 // So when the free space is short, this run's files are made smaller (down to 1 MiB) and the
 // WAL-size checkpoint trigger follows them (docs/ARCHITECTURE.md "Storage faults").
 // Pure: the caller reads the free space and logs the warning.
+import { WAL_HEADER_BYTES } from '../format/constants.js';
 
 export const WAL_FILE_BYTES_MIN = 1024 * 1024;
 
@@ -28,6 +29,14 @@ export function sizeWal(walFileBytes: number, checkpointWalBytes: number, freeBy
   const fitting = Math.floor(freeBytes / FREE_SPACE_PER_FILE / WAL_FILE_BYTES_MIN) * WAL_FILE_BYTES_MIN;
   const fileBytes = Math.max(WAL_FILE_BYTES_MIN, fitting);
   return { walFileBytes: fileBytes, checkpointWalBytes: Math.min(checkpointWalBytes, fileBytes), shrunk: true };
+}
+
+/**
+ * Bytes a frame of `frameBytes` runs past the pre-allocated end of a WAL file of `walFileBytes`:
+ * at the latest it starts a file of its own, so only a frame larger than a file's room has any.
+ */
+export function walOverrunBytes(frameBytes: number, walFileBytes: number): number {
+  return Math.max(0, frameBytes - (walFileBytes - WAL_HEADER_BYTES));
 }
 
 /** "12.0 MiB", for log lines. */

@@ -62,6 +62,11 @@ export class WalSpace {
     return bytes;
   }
 
+  /** The volume's free bytes, when known. */
+  freeBytes(): number | undefined {
+    return this.free();
+  }
+
   /** "needs 64.0 MiB, 1.2 MiB free", for the log line that says why writes are refused. */
   shortfall(neededBytes: number): string {
     const free = this.free();

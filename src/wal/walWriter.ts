@@ -3,8 +3,10 @@
 // offset, writes whole batches at the offset, rotates to a new file, and fdatasyncs.
 // Files are pre-allocated: created with their header and zero-filled to `fileBytes`, fsynced
 // with their directory entry, before any frame goes in. So frame writes never allocate space
-// (ENOSPC shows up while preparing a file, not mid-frame) and fdatasync never has to update
-// the file size. While one file is written, the next is prepared in the background: that file
+// (ENOSPC shows up while preparing a file) and fdatasync never has to update the file size;
+// only a write larger than the room left (a batch larger than a whole file) runs past the
+// pre-allocated end, and one the disk cannot take there is undone (`write`) so it can be
+// tried again at the same offset. While one file is written, the next is prepared in the background: that file
 // is the WAL's space reserve (docs/ARCHITECTURE.md "Storage faults").
 // Invariants: frames are written in order, never after a recovered tail (a run always starts in
 // a new file); the old file's last sync completes before a rotation (the torn-tail vs corruption
@@ -51,6 +53,8 @@ export class WalWriter {
   private preparing: Promise<void> | undefined;
   /** The WAL failed: no preparation step starts any more. */
   private halted = false;
+  /** The end of the current file's allocated space: writes up to it take no new space. */
+  private allocatedEnd = 0;
 
   constructor(
     private readonly fsx: Fs,
@@ -97,6 +101,12 @@ export class WalWriter {
     }
     this.fileNo = fileNo;
     this.offset = WAL_HEADER_BYTES;
+    this.allocatedEnd = this.opts.preallocate ? this.opts.fileBytes : WAL_HEADER_BYTES;
+  }
+
+  /** Bytes past the pre-allocated end a write of `size` bytes would take (0 without pre-allocation). */
+  overrunBytes(size: number): number {
+    return this.opts.preallocate ? Math.max(0, this.offset + size - this.allocatedEnd) : 0;
   }
 
   private createSync(fileNo: number): number {
@@ -203,20 +213,52 @@ export class WalWriter {
     return this.offset + size <= this.opts.fileBytes || this.offset === WAL_HEADER_BYTES;
   }
 
-  /** Writes the buffers at the offset, finishing partial writes. Throws on any error. */
+  /**
+   * Writes the buffers at the offset, finishing partial writes. Throws on any error. On a full
+   * disk (ENOSPC, EDQUOT, which can only come past the pre-allocated end) the write is undone
+   * first: the offset stays, what landed of it is zeroed and the space it took past the
+   * allocated end is given back, so the file ends as before the write (zeros after the last
+   * frame: a crash then leaves no torn frame, and the next write there leaves no stale bytes
+   * that recovery would read as a bad frame before later ones).
+   */
   write(bufs: Buffer[]): number {
     let size = 0;
     for (const b of bufs) size += b.length;
     let written = 0;
-    while (written < size) {
-      const n =
-        written === 0
-          ? this.fsx.writevSync(this.fd, bufs, this.offset)
-          : this.fsx.writeSync(this.fd, Buffer.concat(bufs).subarray(written), this.offset + written);
-      written += n;
+    try {
+      while (written < size) {
+        const n =
+          written === 0
+            ? this.fsx.writevSync(this.fd, bufs, this.offset)
+            : this.fsx.writeSync(this.fd, Buffer.concat(bufs).subarray(written), this.offset + written);
+        written += n;
+      }
+    } catch (err) {
+      if (isDiskFull(err)) this.undoWrite(written);
+      throw err;
     }
     this.offset += size;
+    if (this.offset > this.allocatedEnd) this.allocatedEnd = this.offset;
     return size;
+  }
+
+  /**
+   * A write that took `written` bytes at the offset did not complete: the file goes back to how
+   * it was. On a file system where even that meets a full disk (copy-on-write), the torn bytes
+   * stay: they end the last file (a torn tail), and the retry writes the same submissions over
+   * them, from the same offset, before anything can follow.
+   */
+  private undoWrite(written: number): void {
+    const end = this.offset + written;
+    const zeroEnd = Math.min(end, this.allocatedEnd);
+    try {
+      if (end > this.allocatedEnd) this.fsx.ftruncateSync(this.fd, this.allocatedEnd);
+      for (let p = this.offset; p < zeroEnd; p += ZERO_CHUNK_BYTES) {
+        writeAllSync(this.fsx, this.fd, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, zeroEnd - p)), p);
+      }
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+    }
   }
 
   /**

@@ -75,6 +75,7 @@ export class SimActor {
       watched: () => this.watched,
       bootEpoch: () => 1,
       storageState: () => this.storageState,
+      volumeHas: () => true,
     },
   );
 

@@ -149,6 +149,7 @@ export class SimHost {
       watched: () => false,
       bootEpoch: () => this.epoch,
       storageState: () => this.storageState,
+      volumeHas: () => true,
     };
   }
 

@@ -7,7 +7,8 @@
 //   500 ms, and the state is OK again once space returns (the first file opening with BOOT first);
 // - a rotation that finds no reserve on a full disk waits in FULL (frames that fit are kept);
 // - with pre-allocation frame writes cannot meet ENOSPC (except an oversized batch); without
-//   it, or on a short write, ENOSPC mid-frame is FAILED with no ack for the bytes;
+//   it, or on a short write, ENOSPC mid-frame is FULL: the write is undone (the file cut back,
+//   what landed zeroed), nothing of it is acked, and it is written whole once space returns;
 // - EIO on a write or an fdatasync is FAILED: 'failed' is the last message on every port, no
 //   ack for bytes written after the last good sync, no write or sync afterwards, later
 //   submissions and checkpoint marks are refused, and nothing throws;
@@ -251,19 +252,9 @@ test('with pre-allocation a full disk never fails a frame write: the file is fil
   });
 });
 
-// ---- ENOSPC mid-frame: FAILED, no ack for the bytes -------------------------------------------
+// ---- ENOSPC mid-frame: FULL, the write undone, no ack until it is written whole ------------
 
-/** Submits one frame per submission, each waiting for its durable ack, until a 'failed' arrives. */
-async function submitUntilFailed(rig: WalRig, max: number): Promise<number> {
-  for (let i = 0; i < max; i++) {
-    const seq = rig.submit(0, [i]);
-    await rig.until(`frame ${i} durable or failed`, () => rig.durable() === seq || rig.received[0]!.some((m) => m.t === 'failed'));
-    if (rig.durable() !== seq) return seq;
-  }
-  return assert.fail(`no failure after ${max} frames\n${rig.diag()}`);
-}
-
-test('without pre-allocation, ENOSPC mid-frame (a partial write) is FAILED; that frame is never acked; the WAL reads back to the last ack', async () => {
+test('without pre-allocation, ENOSPC mid-frame (a partial write) is FULL: undone, never acked torn, written whole once space returns', async () => {
   const frame = walFrame(0).length;
   // Two headers (file 1 and its header-only "reserve"), BOOT, three frames and half of a fourth.
   await withRig(
@@ -271,46 +262,67 @@ test('without pre-allocation, ENOSPC mid-frame (a partial write) is FAILED; that
     async (rig) => {
       rig.start();
       await rig.until('reserve ready', () => rig.writer.reserveReady);
-      const failedSeq = await submitUntilFailed(rig, 10);
-      assert.equal(failedSeq, 4);
+      for (let i = 0; i < 3; i++) {
+        const seq = rig.submit(0, [i]);
+        await rig.until(`frame ${i} durable`, () => rig.durable() === seq);
+      }
+      rig.submit(0, [3]);
+      await rig.until('FULL', () => rig.state !== 'ok');
+      assert.equal(rig.state, 'disk_full', rig.diag());
       const torn = rig.ffs.callLog().find((r) => r.error === 'ENOSPC');
       // The writev took the part that fit (a short count, as on Linux); finishing the frame met ENOSPC.
       assert.equal(torn?.op, 'writeSync', rig.diag());
-      assert.equal(rig.state, 'failed');
-      assert.deepEqual(rig.received[0]!.at(-1), { t: 'failed', message: `ENOSPC: no space left on device, write '${walPath(1)}'` });
+      assert.match(rig.logs.join('\n'), /cannot write \d+ bytes of frames to WAL file 1: ENOSPC part-way, undone/);
+      assert.ok(!rig.received[0]!.some((m) => m.t === 'failed'), 'not FAILED');
       assert.ok(
-        rig.acks().every((a) => a.writtenThrough < failedSeq),
+        rig.acks().every((a) => a.writtenThrough < 4),
         'no ack for the torn frame',
       );
-      assert.ok(rig.disk.peek(walPath(1))!.length > WAL_HEADER_BYTES + BOOT_BYTES + 3 * frame, 'a prefix of it is on disk');
-      assert.deepEqual(rig.writesAfter(torn!.call), [], 'nothing written or synced afterwards');
-      // Recovery reads the acked frames and stops at the torn one (the header-only next file
-      // holds no frame, so this is a torn tail, not mid-log corruption).
+      assert.equal(
+        rig.disk.peek(walPath(1))!.length,
+        WAL_HEADER_BYTES + BOOT_BYTES + 3 * frame,
+        'the file is cut back to the last whole frame',
+      );
+      // A crash now: recovery reads the acked frames and nothing of the torn one.
       assert.deepEqual(await rig.scan(), [BOOT, 0, 1, 2]);
+
+      // Space returns: the same submission is written whole, at the same offset, and acked.
+      rig.disk.capacityBytes = undefined;
+      await rig.until('the waiting frame durable', () => rig.durable() === 4, 1500);
+      await rig.until('OK again', () => rig.state === 'ok', 1500);
+      assert.deepEqual(await rig.scan('durable-only'), [BOOT, 0, 1, 2, 3]);
     },
   );
 });
 
-test('a short write whose completion meets ENOSPC is FAILED, with no ack for it', async () => {
+test('a short write whose completion meets ENOSPC is FULL: the half frame is zeroed, then written whole', async () => {
   await withRig({ fileBytes: FILE_BYTES }, async (rig) => {
     rig.start();
     rig.submit(0, [0]);
     await rig.until('durable', () => rig.durable() === 1);
     const before = rig.received[0]!.length;
+    const end = WAL_HEADER_BYTES + BOOT_BYTES + walFrame(0).length;
     rig.shortWritev = true; // the next writev writes half, as Linux does when space runs out
-    rig.ffs.failWhen((c) => c.op === 'writeSync', 'ENOSPC');
+    let failures = 0;
+    rig.ffs.failWhen((c) => c.op === 'writeSync' && failures++ === 0, 'ENOSPC');
     rig.submit(0, [1]);
-    await rig.until('failed', () => rig.state === 'failed');
-    await sleep(20);
-    assert.deepEqual(rig.received[0]!.slice(before), [{ t: 'failed', message: `ENOSPC: no space left on device, write '${walPath(1)}'` }]);
-    assert.deepEqual(rig.acks().at(-1), { t: 'ack', writtenThrough: 1, durableThrough: 1 });
-    const last = rig.ffs.callLog().findLast((r) => r.error === 'ENOSPC')!;
-    assert.deepEqual(rig.writesAfter(last.call), []);
-    assert.deepEqual(await rig.scan(), [BOOT, 0], 'the half frame is a torn tail');
+    await rig.until('FULL', () => rig.state !== 'ok');
+    assert.equal(rig.state, 'disk_full', rig.diag());
+    assert.deepEqual(rig.received[0]!.slice(before), [], 'no ack, no failure');
+    const file = rig.disk.peek(walPath(1))!;
+    assert.ok(
+      file.subarray(end).every((b) => b === 0),
+      'the half frame is zeroed: the file ends as before the write',
+    );
+    assert.deepEqual(await rig.scan(), [BOOT, 0]);
+    rig.ffs.clear();
+    await rig.until('written whole and durable', () => rig.durable() === 2, 1500);
+    await rig.until('OK again', () => rig.state === 'ok', 1500);
+    assert.deepEqual(await rig.scan('durable-only'), [BOOT, 0, 1]);
   });
 });
 
-test('with pre-allocation only an oversized batch can meet ENOSPC mid-frame: FAILED, no ack', async () => {
+test('with pre-allocation only an oversized batch can meet ENOSPC mid-frame: FULL, undone, no ack; written once space returns', async () => {
   await withRig({ fileBytes: FILE_BYTES, capacityBytes: 2 * FILE_BYTES + 200 }, async (rig) => {
     rig.start();
     await rig.until('reserve ready', () => rig.writer.reserveReady);
@@ -319,13 +331,31 @@ test('with pre-allocation only an oversized batch can meet ENOSPC mid-frame: FAI
     const before = rig.received[0]!.length;
     // Bigger than a whole file: it rotates into the (empty) reserve and runs past its end.
     rig.submit(0, range(1, 25));
-    await rig.until('failed', () => rig.state === 'failed');
-    await sleep(20);
+    await rig.until('FULL', () => rig.state !== 'ok');
+    assert.equal(rig.state, 'disk_full', rig.diag());
     const enospc = rig.ffs.callLog().find((r) => r.error === 'ENOSPC')!;
     assert.deepEqual([enospc.op, enospc.path], ['writevSync', walPath(2)], rig.diag());
-    assert.deepEqual(rig.received[0]!.slice(before), [{ t: 'failed', message: `ENOSPC: no space left on device, writev '${walPath(2)}'` }]);
-    assert.deepEqual(rig.writesAfter(enospc.call), []);
-    assert.deepEqual(await rig.scan(), [BOOT, 0]);
+    assert.ok(
+      rig.received[0]!.slice(before).every((m) => m.t === 'ack' && m.writtenThrough < 2),
+      'no ack for the oversized batch, no failure',
+    );
+    const file2 = rig.disk.peek(walPath(2))!;
+    assert.equal(file2.length, FILE_BYTES, 'the space past the pre-allocated end is given back');
+    assert.ok(
+      file2.subarray(WAL_HEADER_BYTES).every((b) => b === 0),
+      'what landed of it is zeroed',
+    );
+    // A later submission waits behind it, in order.
+    rig.submit(0, [25]);
+    await sleep(50);
+    assert.ok(
+      rig.acks().every((a) => a.writtenThrough < 2),
+      rig.diag(),
+    );
+    rig.disk.capacityBytes = undefined;
+    await rig.until('both durable', () => rig.durable() === 3, 1500);
+    await rig.until('OK again', () => rig.state === 'ok', 1500);
+    assert.deepEqual(await rig.scan('durable-only'), [BOOT, 0, ...range(1, 26)]);
   });
 });
 

@@ -17,6 +17,12 @@ export interface ActorOptions {
   /** Past packFramesFromBytes, up to packFramesMax frames (appendOp.ts; recorded in traces); absent: no bound. */
   packFramesMax?: number;
   packFramesFromBytes?: number;
+  /**
+   * This run's WAL file size (src/wal/walSizing.ts): a frame larger than a file's room runs past
+   * the pre-allocated end, and is taken only when the volume has room for it (appendStep.ts);
+   * absent: no such check (traces recorded before it).
+   */
+  walFileBytes?: number;
 }
 
 export interface ActorCore {

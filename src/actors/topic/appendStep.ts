@@ -3,7 +3,7 @@
 // APPEND frame and hold the reply until the batch reaches its class's ack point.
 // Checks follow docs/API.md "Which error wins": 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
-import { fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
+import { diskFull, fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
 import type { AppendRequest, OkResult } from '../../protocol/messages/rpc.js';
 import type { CopyLayout } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
@@ -18,7 +18,8 @@ import { createInstance, tooManyTopics } from './lifecycle.js';
 import { ackAfterAppend, answeredBeforeAppend, progressBody } from '../router/applied.js';
 import { encodeJsonFrame } from '../../format/frame.js';
 import { encodeRedriveHeader, notePending } from '../queue/redriveHeader.js';
-import { FrameType } from '../../format/constants.js';
+import { APPEND_HEAD_BYTES, APPEND_RECORD_HEAD_BYTES, FRAME_HEADER_BYTES, FrameType } from '../../format/constants.js';
+import { walOverrunBytes } from '../../wal/walSizing.js';
 import { scanCopySection, ROUTER_STAMPS } from '../router/copyLimits.js';
 
 import { allowsName, nameRefusal, scopeRefusal, type Scope } from '../../auth/allowlist.js';
@@ -92,6 +93,33 @@ function configForCreate(a: ActorCore, p: ParsedAppend): { ok: true; config: Top
   return batchExceedsRejectCap(resolved.config, sizeOf(p)) ?? resolved;
 }
 
+/** Room in an APPEND frame's head for a forward or redrive header (the estimate below leaves it out). */
+const FRAME_HEADERS_MARGIN_BYTES = 4096;
+
+/**
+ * A batch whose frame is larger than a WAL file's room runs past the file's pre-allocated end
+ * (docs/ARCHITECTURE.md "Storage faults"): it is taken only while the volume has room for that
+ * overrun and for the frame's segment copy, else 429 disk_space with nothing applied. Taken on
+ * a volume that cannot hold it, the write would wait in the WAL for space, holding its reply,
+ * the topic's later writes and the next checkpoint. The frame's size is bounded from above:
+ * its texts are at most the body's, plus a record head and the batch's node per record.
+ */
+function overrunRefusal(a: ActorCore, ctx: ActorCtx, body: Buffer, p: ParsedAppend, idemKey: string | undefined): ErrorResult | undefined {
+  const walFileBytes = a.opts.walFileBytes;
+  if (!walFileBytes) return undefined;
+  const perRecord = APPEND_RECORD_HEAD_BYTES + 3 * (p.nodeLit?.length ?? 0);
+  const frameBytes =
+    body.length +
+    p.records.length * perRecord +
+    FRAME_HEADER_BYTES +
+    APPEND_HEAD_BYTES +
+    3 * (idemKey?.length ?? 0) +
+    FRAME_HEADERS_MARGIN_BYTES;
+  const overrun = walOverrunBytes(frameBytes, walFileBytes);
+  if (overrun === 0 || ctx.volumeHas(overrun + frameBytes)) return undefined;
+  return diskFull();
+}
+
 /** The names the parser ignored ride on the reply, for main's Warning header. */
 function withUnknown(r: OkResult, unknownFields: string[]): OkResult {
   return unknownFields.length > 0 ? { ...r, unknownFields } : r;
@@ -147,7 +175,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   // Storage (a full disk, a failed write), then WAL backpressure (docs/ARCHITECTURE.md "Other decisions"): refuse with nothing
   // applied (not even a creation), or wait in the host's FIFO. State-dependent, so after the
   // 404 and 400 checks (docs/API.md "Which error wins").
-  const refused = writeRefusal(ctx);
+  const refused = writeRefusal(ctx) ?? overrunRefusal(a, ctx, body, p, idemKey);
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) {
     if (p.disableBackpressure) return ctx.deferForCredit(reqId, req, inst ? effectivePriority(inst, ctx.now) : 0);
