@@ -26,7 +26,7 @@ import type { WalWriter } from './walWriter.js';
 import type { WalSpace } from './walSpace.js';
 import { isDiskFull } from '../storage/fs.js';
 import { WAL_HEADER_BYTES } from '../format/constants.js';
-import { StorageState } from '../storage/storageState.js';
+import { StorageState, storageStateOf } from '../storage/storageState.js';
 import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 import { mib } from './walSizing.js';
 
@@ -103,6 +103,8 @@ export class GroupCommit {
   /** A write the disk could not take waits for space (its submissions are at the queue's head). */
   private writeWaits = false;
   private writeRetryTimer: NodeJS.Timeout | undefined;
+  /** Gives back what the newest snapshot covers whenever storage is FULL (spaceWatch). */
+  private spaceWatchTimer: NodeJS.Timeout | undefined;
   /** stop() was called: no timer is armed again. */
   private timersStopped = false;
 
@@ -140,6 +142,22 @@ export class GroupCommit {
     this.ports.forEach((p, i) => p.port.on('message', (msg: WalIn) => this.onMessage(i, msg)));
     this.pendingOpen = { fileNo, first };
     this.tryOpen();
+    this.watchSpace();
+  }
+
+  /**
+   * Whenever storage is FULL, whatever waits (this writer for a file, or topic workers' segment
+   * writes for space), the WAL files the newest snapshot covers go, every RESERVE_RETRY_MS. The
+   * writer's own waits free them at once; segment writes that fill the disk do not reach here
+   * otherwise, and a checkpoint cannot complete while they wait, so nothing else would free them
+   * until a restart (docs/ARCHITECTURE.md "Storage faults", "Giving space back").
+   */
+  private watchSpace(): void {
+    if (!this.space || this.timersStopped) return;
+    this.spaceWatchTimer = setInterval(() => {
+      if (!this.failed && storageStateOf(this.counters) === StorageState.FULL) this.reclaimed();
+    }, RESERVE_RETRY_MS);
+    this.spaceWatchTimer.unref();
   }
 
   private tryOpen(): void {
@@ -576,6 +594,8 @@ export class GroupCommit {
     clearTimeout(this.retryTimer);
     clearTimeout(this.syncTimer);
     clearTimeout(this.writeRetryTimer);
+    clearInterval(this.spaceWatchTimer);
+    this.spaceWatchTimer = undefined;
     this.retryTimer = undefined;
     this.syncTimer = undefined;
     this.writeRetryTimer = undefined;
