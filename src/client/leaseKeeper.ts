@@ -2,8 +2,9 @@
 // (`extend` sets the deadline to now + lease_ms, docs/QUEUES.md "Job states"), always with the job's lease_id, so a
 // worker whose lease was lost can never extend someone else's delivery. The lease counts as lost
 // when the server skips the seq (expired and reclaimed, or released with its /work connection),
-// or when no extension has succeeded for a whole lease (the deadline has passed by our clock);
-// then `onLost` fires once and the keeper stops.
+// or when no extension has succeeded for a whole lease (the deadline has passed by our clock: a
+// timer of its own, so an extend the server never answers cannot hold it off); then `onLost`
+// fires once and the keeper stops.
 import type { ClientCore } from './core.js';
 import type { SpoolError } from './errors.js';
 
@@ -20,6 +21,8 @@ export interface LeaseKeeperOptions<S> {
 
 export class LeaseKeeper<S> {
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Fires when the lease runs out by our clock, unless an extension moved it first. */
+  private deadline: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   private lost = false;
   private lastOkAt: number;
@@ -34,14 +37,35 @@ export class LeaseKeeper<S> {
   }
 
   start(): void {
+    this.armDeadline();
     this.schedule();
   }
 
-  /** Stops extending; waits for an extension already on the wire so it cannot land after an ack. */
+  /**
+   * Stops extending; waits for an extension already on the wire so it cannot land after an ack
+   * (a lost lease is never acked: then nothing waits, not even for a call the server never answers).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    await this.inFlight;
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
+    if (!this.lost) await this.inFlight;
+  }
+
+  /**
+   * The lease is lost once a whole lease passed since the last extension that succeeded, whatever
+   * the calls in flight do: an extend the server never answers waits for its timeout and retries,
+   * minutes during which another worker may hold the job, and the handler must stop first.
+   */
+  private armDeadline(): void {
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
+    const due = this.lastOkAt + this.o.leaseMs - Date.now();
+    this.deadline = setTimeout(
+      () => {
+        if (!this.stopped) this.markLost(`no extension succeeded for ${this.o.leaseMs} ms`);
+      },
+      Math.max(0, due),
+    );
   }
 
   private schedule(): void {
@@ -63,8 +87,10 @@ export class LeaseKeeper<S> {
     try {
       const r = await o.client.extend(o.queue, { node: o.node, seqs: [o.seq], lease_ids: [o.leaseId], lease_ms: o.leaseMs });
       if (this.stopped) return;
-      if (r.extended === 1) this.lastOkAt = sentAt;
-      else this.markLost('the lease expired or was released (extend skipped it)');
+      if (r.extended === 1) {
+        this.lastOkAt = sentAt;
+        if (!this.lost) this.armDeadline();
+      } else this.markLost('the lease expired or was released (extend skipped it)');
     } catch (e) {
       o.onError?.(e as SpoolError);
       if (!this.stopped && Date.now() - this.lastOkAt >= o.leaseMs) this.markLost(`no extension succeeded for ${o.leaseMs} ms`);
@@ -74,6 +100,7 @@ export class LeaseKeeper<S> {
   private markLost(why: string): void {
     if (this.lost) return;
     this.lost = true;
+    if (this.deadline !== undefined) clearTimeout(this.deadline);
     this.o.onLost(why);
   }
 }

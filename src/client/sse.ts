@@ -125,6 +125,13 @@ export async function* readSse(res: Response, decoder: SseDecoder, opts: ReadSse
       reader.cancel().catch(() => undefined);
     }, opts.idleMs);
   };
+  // An abort while the caller holds an event (this generator suspended at its yield) stops the
+  // idle timer too: armed, it kept a process whose watch was closed alive for its whole length.
+  const onAbort = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    reader.cancel().catch(() => undefined);
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {
     arm();
     for (;;) {
@@ -136,6 +143,7 @@ export async function* readSse(res: Response, decoder: SseDecoder, opts: ReadSse
         throw new SpoolError({ code: CLIENT_CODES.network_error, message: `the stream broke: ${(e as Error).message}`, cause: e });
       }
       if (idle) throw new SpoolError({ code: CLIENT_CODES.timeout, message: `no bytes on the stream for ${opts.idleMs} ms` });
+      if (opts.signal?.aborted) throw abortError(opts.signal); // onAbort cancelled the reader: not the stream's end
       if (chunk.done) {
         yield* decoder.finish();
         return;
@@ -144,6 +152,7 @@ export async function* readSse(res: Response, decoder: SseDecoder, opts: ReadSse
       for (const ev of decoder.push(text.decode(chunk.value, { stream: true }))) yield ev;
     }
   } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
     if (timer !== undefined) clearTimeout(timer);
     reader.cancel().catch(() => undefined);
   }

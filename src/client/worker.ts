@@ -126,7 +126,10 @@ export class Worker<S> {
     this.done.catch(() => undefined); // callers who never look at `done` get no unhandled rejection
   }
 
-  /** Graceful stop; after `timeoutMs` (default: none) running handlers are aborted and not waited for. */
+  /**
+   * Graceful stop: no job starts any more and running handlers finish. After `timeoutMs` (default:
+   * none) their signals abort; the stop still waits for them to return.
+   */
   async stop(opts: { timeoutMs?: number } = {}): Promise<void> {
     if (!this.draining) {
       this.draining = true;
@@ -147,7 +150,9 @@ export class Worker<S> {
 
   private async main(): Promise<void> {
     try {
-      this.leaseMs = this.opts.leaseMs ?? (await this.client.getTopic(this.queue, { touch: false })).config.lease_ms;
+      const leaseMs = this.opts.leaseMs ?? (await this.queueLeaseMs());
+      if (leaseMs === undefined) return; // stopped before the server answered
+      this.leaseMs = leaseMs;
       if (this.opts.mode === 'poll') await this.pollLoop();
       else await this.pushLoop();
     } finally {
@@ -155,6 +160,23 @@ export class Worker<S> {
       await Promise.all([...this.running.values()].map((r) => r.settled));
       this.conn?.abort();
     }
+  }
+
+  /**
+   * The queue's lease_ms, asked until the server answers: a worker started while the server is
+   * down or still recovering waits for it, as a running one rides out an outage.
+   */
+  private async queueLeaseMs(): Promise<number | undefined> {
+    for (let failures = 0; !this.draining; failures++) {
+      try {
+        return (await this.client.getTopic(this.queue, { touch: false })).config.lease_ms;
+      } catch (e) {
+        if (this.isFatal(e)) throw e;
+        this.opts.onError?.(e);
+        await sleep(backoffMs(RECONNECT, failures), this.stopCtl.signal).catch(() => undefined);
+      }
+    }
+    return undefined;
   }
 
   private isFatal(err: unknown): boolean {
@@ -242,6 +264,9 @@ export class Worker<S> {
       }
       if (this.draining) break;
       await sleep(backoffMs(RECONNECT, failures++), this.stopCtl.signal).catch(() => undefined);
+      // The next connection is leased `concurrency` jobs at once: handlers of the closed one
+      // (aborted, but a handler may finish its work first) settle before it opens.
+      await Promise.all([...this.running.values()].map((r) => r.settled));
     }
   }
 

@@ -1,7 +1,10 @@
 // spool.worker() against a real server (docs/CLIENT.md "Workers"): a handler that outlives its
 // lease keeps it and acks exactly once; a failure is nacked with backoff and redelivered; a lost
 // lease aborts the handler and is never acked over the new holder; a worker process killed
-// mid-job has its job redelivered; stop() is graceful; concurrency is a bound.
+// mid-job has its job redelivered; stop() is graceful; concurrency is a bound, across a /work
+// reconnect too; a lease whose extends hang is lost at its deadline; a worker started while the
+// server does not answer waits for it; a process that closes its watch while holding an event
+// exits at once (the stream's idle timer stops with the close).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -230,4 +233,116 @@ test('a worker on a missing queue fails with topic_not_found; on a log topic wit
   await assert.rejects(l.done, (e: unknown) => e instanceof SpoolError && e.code === 'not_a_queue');
   const p = spool.worker('wk.log', () => undefined, { leaseMs: 1000, mode: 'poll' });
   await assert.rejects(p.done, (e: unknown) => e instanceof SpoolError && e.code === 'not_a_queue');
+});
+
+test(
+  'a lease whose extensions the server never answers is lost at its deadline, not after the call times out',
+  { timeout: 30_000 },
+  async () => {
+    const q = 'wk.hung';
+    await queue(q, { lease_ms: 300 });
+    // Extensions hang (a server that stopped answering): only their 60 s timeout would end them.
+    const hung: typeof fetch = async (input, init) => {
+      if (String(input).endsWith('/extend'))
+        return new Promise<Response>((_, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
+      return fetch(input, init);
+    };
+    const cut = new Spool({ url: srv.url, fetch: hung });
+    let lostAt = 0;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const startedAt = Date.now();
+    const w = cut.worker(
+      q,
+      async (_job, ctx) => {
+        ctx.signal.addEventListener('abort', () => (lostAt = Date.now()));
+        await held;
+      },
+      { mode: 'poll', leaseMs: 300 },
+    );
+    try {
+      await until('the handler to see its lease lost', () => lostAt > 0, 5000);
+      assert.ok(lostAt - startedAt < 2000, `lost after ${lostAt - startedAt} ms, lease 300 ms`);
+    } finally {
+      release();
+      await w.stop();
+    }
+    assert.equal(w.stats.lost, 1);
+  },
+);
+
+test('a worker started while the server does not answer waits for it instead of failing', { timeout: 30_000 }, async () => {
+  const q = 'wk.late';
+  await queue(q);
+  let down = true;
+  const flaky: typeof fetch = async (input, init) => {
+    if (down) throw new TypeError('fetch failed'); // connection refused
+    return fetch(input, init);
+  };
+  const late = new Spool({ url: srv.url, fetch: flaky, retry: { retries: 0 } });
+  const errors: string[] = [];
+  const done: number[] = [];
+  const w = late.worker(q, async (job) => void done.push(job.$seq), { onError: (e) => errors.push(e.code) });
+  let failed: unknown;
+  w.done.catch((e: unknown) => (failed = e));
+  await sleep(1500);
+  assert.equal(failed, undefined, 'done did not reject while the server was away');
+  assert.ok(errors.length > 0 && errors.every((c) => c === 'network_error'), errors.join());
+  down = false;
+  await until('the job done once the server answers', () => done.length === 1);
+  await w.stop();
+  assert.equal(w.stats.acked, 1);
+});
+
+test('push: a reconnect waits for the closed connection handlers, so concurrency holds', { timeout: 30_000 }, async () => {
+  const q = 'wk.conc';
+  await queue(q, {}, 6);
+  // The first /work connection breaks after 700 ms; its two handlers ignore the abort and run on.
+  let cuts = 0;
+  const breaking: typeof fetch = async (input, init) => {
+    if (!String(input).includes('/work') || cuts++ > 0) return fetch(input, init);
+    const ctl = new AbortController();
+    init?.signal?.addEventListener('abort', () => ctl.abort(init.signal!.reason));
+    setTimeout(() => ctl.abort(new TypeError('connection reset')), 700);
+    return fetch(input, { ...init, signal: ctl.signal });
+  };
+  const flaky = new Spool({ url: srv.url, fetch: breaking });
+  let running = 0;
+  let most = 0;
+  let finished = 0;
+  const w = flaky.worker(
+    q,
+    async () => {
+      most = Math.max(most, ++running);
+      await sleep(1500);
+      running--;
+      finished++;
+    },
+    { concurrency: 2, leaseMs: 10_000 },
+  );
+  try {
+    await until('six handlers run', () => finished >= 6, 20_000);
+  } finally {
+    await w.stop();
+  }
+  assert.ok(cuts >= 2, 'the worker reconnected');
+  assert.equal(most, 2, 'never more than concurrency handlers at once');
+});
+
+test('a process that closes its watch while holding an event exits at once', { timeout: 30_000 }, async () => {
+  await spool.append('wk.exit', [{ data: 1 }]);
+  const script = `
+import { Spool } from ${JSON.stringify(CLIENT_JS)};
+const w = new Spool({ url: process.argv[2] }).watch({ topics: { 'wk.exit': { from_seq: 0 } } });
+const it = w[Symbol.asyncIterator]();
+await it.next();
+w.close(); // no next() or return() after it: the iterator stays suspended at its event
+`;
+  const file = path.join(tempDir('spool-exit-'), 'exit.mjs');
+  fs.writeFileSync(file, script);
+  const t0 = Date.now();
+  const child = spawn(process.execPath, [file, srv.url], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const code = await new Promise((r) => child.once('exit', r));
+  assert.equal(code, 0);
+  assert.ok(Date.now() - t0 < 8000, `exited after ${Date.now() - t0} ms (the stream's idle timer is 32 s)`);
 });
