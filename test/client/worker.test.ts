@@ -282,7 +282,7 @@ test('a worker started while the server does not answer waits for it instead of 
   const late = new Spool({ url: srv.url, fetch: flaky, retry: { retries: 0 } });
   const errors: string[] = [];
   const done: number[] = [];
-  const w = late.worker(q, async (job) => void done.push(job.$seq), { onError: (e) => errors.push(e.code) });
+  const w = late.worker(q, async (job) => void done.push(job.$seq), { onError: (e) => errors.push((e as SpoolError).code) });
   let failed: unknown;
   w.done.catch((e: unknown) => (failed = e));
   await sleep(1500);
