@@ -21,6 +21,8 @@ export interface SettingDef {
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const SAFE = Number.MAX_SAFE_INTEGER;
+/** The longest delay a Node timer takes (2^31 − 1 ms, ~24.8 days): the bound of every `_MS` setting. */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
 /** A number from 0 to 1 written plainly (`0.9`, `.5`, `1`). */
 const FRACTION_PATTERN = '^\\s*(0|1|0?\\.\\d+|1\\.0*)\\s*$';
 
@@ -32,7 +34,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_ALLOW_INSECURE_NO_AUTH', kind: 'bool', readme: 'unset' },
   { env: 'SERVICE_API_KEYS', kind: 'string', readme: 'unset', secret: true },
   { env: 'SERVICE_PROBE_AUTH', kind: 'bool', readme: 'unset' },
-  { env: 'SERVICE_MAX_BODY_BYTES', kind: 'int', readme: '`67108864`' },
+  { env: 'SERVICE_MAX_BODY_BYTES', kind: 'int', readme: '`67108864`', min: 1 },
   { env: 'SERVICE_MAX_LIMIT', kind: 'int', readme: '`1000`', min: 1 },
   { env: 'SERVICE_MAX_TOPICS', kind: 'int', readme: '`100000`' },
   { env: 'SERVICE_MAX_ROUTERS', kind: 'int', readme: '`10000`' },
@@ -136,7 +138,8 @@ export function validateEnv(env: Record<string, string | undefined>): string[] {
     if (d.kind !== 'int' || v === undefined || !/^\s*\d+\s*$/.test(v)) continue;
     const n = Number(v.trim());
     const min = d.min ?? 0;
-    const max = d.max ?? SAFE;
+    // A longer delay overflows Node's timers: they fire at once (a 1 ms drain grace).
+    const max = d.max ?? (d.env.endsWith('_MS') ? TIMER_MAX_MS : SAFE);
     if (n < min || n > max) errors.push(`${d.env} must be between ${min} and ${max}, got ${JSON.stringify(v)}`);
   }
   return errors;

@@ -81,10 +81,12 @@ export async function serve(): Promise<void> {
   logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
 
   const shutdown = drainer(settings, sup, front);
-  process.off('SIGTERM', earlyTerm);
-  process.off('SIGINT', earlyInt);
+  // The drain's listeners first, the early ones off after: with no listener at all for a moment,
+  // Node closes the signal's handle, and a SIGTERM pending then was dropped (the server served on).
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.off('SIGTERM', earlyTerm);
+  process.off('SIGINT', earlyInt);
   if (stopAsked) void shutdown(stopAsked);
 
   portOpen();

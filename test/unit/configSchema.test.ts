@@ -26,6 +26,15 @@ test('each kind of bad value is named, with what is allowed', () => {
     'SERVICE_SEGMENT_BYTES must be between 65536 and 9007199254740991, got "4096"',
   ]);
   assert.deepEqual(validateEnv({ SERVICE_MAX_LIMIT: '0' }), ['SERVICE_MAX_LIMIT must be between 1 and 9007199254740991, got "0"']);
+  // A body cap of 0 would fail Fastify's own check at start (exit 1 and a stack): refused here.
+  assert.deepEqual(validateEnv({ SERVICE_MAX_BODY_BYTES: '0' }), [
+    'SERVICE_MAX_BODY_BYTES must be between 1 and 9007199254740991, got "0"',
+  ]);
+  // Every delay fits a Node timer (a longer one fires at once: a 3e9 ms grace drained in 4 ms).
+  assert.deepEqual(validateEnv({ SERVICE_SHUTDOWN_GRACE_MS: '2147483647' }), []);
+  assert.deepEqual(validateEnv({ SERVICE_SHUTDOWN_GRACE_MS: '3000000000' }), [
+    'SERVICE_SHUTDOWN_GRACE_MS must be between 0 and 2147483647, got "3000000000"',
+  ]);
   assert.deepEqual(validateEnv({ SERVICE_RECOVERY_TRUNCATE: 'TRUE' }).length, 1, 'booleans are exact');
   for (const ok of ['1', '0', 'true', 'false']) assert.deepEqual(validateEnv({ SERVICE_TRACE_OUTPUTS: ok }), []);
   assert.deepEqual(validateEnv({ SERVICE_PORT: '' }), [], 'empty is unset');
