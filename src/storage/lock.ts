@@ -1,11 +1,18 @@
 // Single-writer guard for a data directory (docs/ARCHITECTURE.md "Other decisions"): LOCK is created with O_EXCL and holds
-// "pid start-ms". A lock left by a dead process is taken over. Release keeps the file and writes
-// pid 0 into it (never alive) rather than removing it: a restart on a full disk then takes it
-// over by unlinking it first, which frees the space its O_EXCL create needs. Hand-written rather
-// than proper-lockfile: we need exactly this pid check and nothing else (docs/ARCHITECTURE.md).
+// "pid start-ms pid-namespace". A lock left by a dead process is taken over. A pid says nothing
+// across PID namespaces (two containers on one volume are both pid 1), so the holder also touches
+// LOCK every LOCK_REFRESH_MS, and a lock of another namespace is live while that mtime is fresh.
+// Release keeps the file and writes pid 0 into it (never alive) rather than removing it: a
+// restart on a full disk then takes it over by unlinking it first, which frees the space its
+// O_EXCL create needs. Hand-written rather than proper-lockfile: we need exactly these checks.
 import fs from 'node:fs';
 import path from 'node:path';
 import { mkdirDurableSync, type Fs } from './fs.js';
+
+/** How often the holder touches LOCK. */
+export const LOCK_REFRESH_MS = 2000;
+/** A lock of another PID namespace untouched this long is stale (its holder is gone). */
+export const LOCK_STALE_MS = 10_000;
 
 export class DataDirLockedError extends Error {}
 
@@ -21,17 +28,69 @@ function alive(pid: number): boolean {
   }
 }
 
+/** This process's PID namespace ("pid:[4026531836]"), or "" where /proc does not say. */
+function pidNamespace(): string {
+  try {
+    return fs.readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return '';
+  }
+}
+
+interface LockHolder {
+  pid: number;
+  /** The holder's PID namespace ("" in a LOCK written before namespaces were recorded). */
+  ns: string;
+}
+
+function holderOf(text: string): LockHolder {
+  const [pid, , ns] = text.trim().split(' ');
+  return { pid: Number(pid), ns: ns ?? '' };
+}
+
+/** Ms since LOCK was last touched, or undefined when it cannot be read (a simulated disk). */
+function lockAgeMs(file: string): number | undefined {
+  try {
+    return Date.now() - fs.statSync(file).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the holder of LOCK runs: by its pid in this namespace, by LOCK's fresh mtime in another
+ * (`ageMs` undefined: no mtime to judge by, so held).
+ */
+function held(h: LockHolder, ns: string, ageMs: number | undefined): boolean {
+  if (!Number.isInteger(h.pid) || h.pid <= 0) return false; // released
+  if (h.ns === '' || h.ns === ns) return h.pid !== process.pid && alive(h.pid);
+  return ageMs === undefined || ageMs < LOCK_STALE_MS;
+}
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
 export function acquireLock(fsx: Fs, dataDir: string): () => void {
   mkdirDurableSync(fsx, dataDir);
   const file = path.join(dataDir, 'LOCK');
-  const content = `${process.pid} ${Date.now()}\n`;
+  const ns = pidNamespace();
+  const content = `${process.pid} ${Date.now()} ${ns}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = fsx.openSync(file, 'wx');
       fsx.writeSync(fd, Buffer.from(content), 0);
       fsx.fsyncSync(fd);
       fsx.closeSync(fd);
+      const refresh = setInterval(() => {
+        try {
+          const now = new Date();
+          fs.utimesSync(file, now, now);
+        } catch {
+          /* a simulated disk, or the dir is gone: nothing to refresh */
+        }
+      }, LOCK_REFRESH_MS);
+      refresh.unref();
       return () => {
+        clearInterval(refresh);
         try {
           if (fsx.readFileSync(file).toString('utf8') !== content) return; // someone else's now
           const released = Buffer.from(`0 ${Date.now()}\n`.padEnd(content.length));
@@ -48,9 +107,15 @@ export function acquireLock(fsx: Fs, dataDir: string): () => void {
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const pid = Number(fsx.readFileSync(file).toString('utf8').split(' ')[0]);
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) {
-        throw new DataDirLockedError(`data directory ${dataDir} is in use by process ${pid}`);
+      const h = holderOf(fsx.readFileSync(file).toString('utf8'));
+      // A lock of another namespace (a container's) goes stale LOCK_STALE_MS after its holder
+      // stopped touching it: a restart right after a crash waits that long, once.
+      for (let waited = 0; held(h, ns, lockAgeMs(file)); waited += 500) {
+        if (h.ns === '' || h.ns === ns || waited > LOCK_STALE_MS)
+          throw new DataDirLockedError(
+            `data directory ${dataDir} is in use by process ${h.pid}${h.ns !== '' && h.ns !== ns ? ` in another PID namespace (${h.ns}: a container?), its lock touched ${lockAgeMs(file) ?? '?'} ms ago` : ''}`,
+          );
+        Atomics.wait(sleeper, 0, 0, 500);
       }
       fsx.unlinkSync(file); // stale lock of a dead process
     }
@@ -61,11 +126,12 @@ export function acquireLock(fsx: Fs, dataDir: string): () => void {
 /** The pid of a live process holding `dataDir`'s LOCK, if any (offline tools refuse such a dir). */
 export function liveLockHolder(fsx: Fs, dataDir: string): number | undefined {
   let text: string;
+  const file = path.join(dataDir, 'LOCK');
   try {
-    text = fsx.readFileSync(path.join(dataDir, 'LOCK')).toString('utf8');
+    text = fsx.readFileSync(file).toString('utf8');
   } catch {
     return undefined;
   }
-  const pid = Number(text.split(' ')[0]);
-  return Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid) ? pid : undefined;
+  const h = holderOf(text);
+  return held(h, pidNamespace(), lockAgeMs(file)) ? h.pid : undefined;
 }

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { acquireLock, DataDirLockedError } from '../../src/storage/lock.js';
+import { acquireLock, DataDirLockedError, liveLockHolder } from '../../src/storage/lock.js';
 
 const dirs: string[] = [];
 function tmp(): string {
@@ -35,12 +35,12 @@ async function deadPid(): Promise<number> {
   return pid;
 }
 
-test('acquireLock creates LOCK with "pid start-ms"; release marks it free (pid 0) and keeps the file', () => {
+test('acquireLock creates LOCK with "pid start-ms pid-namespace"; release marks it free (pid 0) and keeps the file', () => {
   const dir = path.join(tmp(), 'data'); // created if missing
   const release = acquireLock(nodeFs, dir);
   const file = path.join(dir, 'LOCK');
   const content = fs.readFileSync(file, 'utf8');
-  assert.match(content, /^\d+ \d+\n$/);
+  assert.match(content, /^\d+ \d+ pid:\[\d+\]\n$/);
   assert.equal(Number(content.split(' ')[0]), process.pid);
   release();
   // Kept (a restart on a full disk takes it over without needing new space), naming no one.
@@ -49,6 +49,17 @@ test('acquireLock creates LOCK with "pid start-ms"; release marks it free (pid 0
   const again = acquireLock(nodeFs, dir); // a released lock is free
   assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid);
   again();
+});
+
+test('a LOCK of another PID namespace holds while it is touched, and is stale once it is not', () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  fs.writeFileSync(file, `1 ${Date.now()} pid:[1]\n`); // pid 1 of a container
+  assert.equal(liveLockHolder(nodeFs, dir), 1, 'touched just now: held');
+  const old = new Date(Date.now() - 60_000);
+  fs.utimesSync(file, old, old);
+  assert.equal(liveLockHolder(nodeFs, dir), undefined, 'untouched for a minute: stale');
+  acquireLock(nodeFs, dir)(); // taken over
 });
 
 test('a LOCK naming a dead pid is taken over', async () => {
