@@ -51,7 +51,9 @@ export async function serve(): Promise<void> {
   const keys = apiKeys(settings);
   if (settings.stageClock) startStageClock(stageOriginNs()); // before the threads spawn
   const sup = new Supervisor(settings, supervisorLog(logger));
-  await sup.start();
+  await sup.start().catch((err: unknown) => {
+    throw pathRefusal(err, 'SERVICE_DATA_DIR', settings.dataDir) ?? err;
+  });
   // Recovery starts now, and the HTTP server's modules load after (a dynamic import): loading and
   // building them is ~0.4 s of this thread, which the threads' own boot and the snapshot read
   // overlap instead of waiting behind (docs/ARCHITECTURE.md "Many topics": time to ready). A test's recovery delay still
@@ -77,7 +79,13 @@ export async function serve(): Promise<void> {
   });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : settings.port;
-  if (settings.portFile) writePortFile(settings.portFile, port);
+  if (settings.portFile) {
+    try {
+      writePortFile(settings.portFile, port);
+    } catch (err) {
+      throw pathRefusal(err, 'SERVICE_PORT_FILE', settings.portFile) ?? err;
+    }
+  }
   logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
 
   const shutdown = drainer(settings, sup, front);
@@ -196,6 +204,24 @@ function bindRefusal(err: unknown, host: string, port: number): SettingsError | 
             ? `${host} does not resolve`
             : undefined;
   return why === undefined ? undefined : new SettingsError(`${why} (SERVICE_HOST, SERVICE_PORT)`);
+}
+
+/**
+ * A path setting the server cannot use (a file where a directory goes, a read-only or missing
+ * place, no permission): one `refused to start` line and exit 2, as for a bad value, not a stack.
+ */
+function pathRefusal(err: unknown, setting: string, where: string): SettingsError | undefined {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why: Record<string, string> = {
+    EEXIST: 'a file is in the way of a directory',
+    ENOTDIR: 'a file is in the way of a directory',
+    EROFS: 'it is on a read-only file system',
+    EACCES: 'this process may not write there',
+    EPERM: 'this process may not write there',
+    ENOENT: 'a directory on its path is missing or cannot be made',
+  };
+  const reason = code === undefined ? undefined : why[code];
+  return reason === undefined ? undefined : new SettingsError(`cannot use ${where} (${setting}): ${reason} (${code})`);
 }
 
 /** A server that could not start, logged at error: a known cause is one line, anything else keeps its stack. */

@@ -27,6 +27,8 @@ export class LeaseKeeper<S> {
   private lost = false;
   private lastOkAt: number;
   private inFlight: Promise<void> | undefined;
+  /** Ends an extend still waiting (with its retries) once the lease is lost: nothing needs it. */
+  private readonly calls = new AbortController();
 
   constructor(private readonly o: LeaseKeeperOptions<S>) {
     this.lastOkAt = Date.now();
@@ -85,13 +87,20 @@ export class LeaseKeeper<S> {
     const o = this.o;
     const sentAt = Date.now();
     try {
-      const r = await o.client.extend(o.queue, { node: o.node, seqs: [o.seq], lease_ids: [o.leaseId], lease_ms: o.leaseMs });
+      const r = await o.client.extend(o.queue, {
+        node: o.node,
+        seqs: [o.seq],
+        lease_ids: [o.leaseId],
+        lease_ms: o.leaseMs,
+        signal: this.calls.signal,
+      });
       if (this.stopped) return;
       if (r.extended === 1) {
         this.lastOkAt = sentAt;
         if (!this.lost) this.armDeadline();
       } else this.markLost('the lease expired or was released (extend skipped it)');
     } catch (e) {
+      if (this.lost) return; // aborted by markLost
       o.onError?.(e as SpoolError);
       if (!this.stopped && Date.now() - this.lastOkAt >= o.leaseMs) this.markLost(`no extension succeeded for ${o.leaseMs} ms`);
     }
@@ -101,6 +110,7 @@ export class LeaseKeeper<S> {
     if (this.lost) return;
     this.lost = true;
     if (this.deadline !== undefined) clearTimeout(this.deadline);
+    this.calls.abort();
     this.o.onLost(why);
   }
 }

@@ -6,6 +6,8 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import net from 'node:net';
+import fs from 'node:fs';
+import path from 'node:path';
 import { startServer, tempDir, CLI } from '../helpers/server.js';
 
 interface Line {
@@ -160,6 +162,36 @@ test('a busy port refuses the start in one line with exit 2, not a stack trace',
     assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
   } finally {
     holder.close();
+  }
+});
+
+test('a data dir or port file the server cannot use refuses the start in one line with exit 2', () => {
+  const dir = tempDir();
+  const file = path.join(dir, 'a-file');
+  fs.writeFileSync(file, '');
+  const cases = [
+    {
+      env: { SERVICE_DATA_DIR: file },
+      msg: `refused to start: cannot use ${file} (SERVICE_DATA_DIR): a file is in the way of a directory (EEXIST)`,
+    },
+    {
+      env: { SERVICE_DATA_DIR: path.join(dir, 'data'), SERVICE_PORT_FILE: path.join(dir, 'missing', 'port') },
+      msg: `refused to start: cannot use ${path.join(dir, 'missing', 'port')} (SERVICE_PORT_FILE): a directory on its path is missing or cannot be made (ENOENT)`,
+    },
+  ];
+  for (const c of cases) {
+    const r = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, SERVICE_PORT: '0', ...c.env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(r.status, 2, r.stderr);
+    const errors = parseLines(r.stderr).filter((l) => l.level === 'error');
+    assert.deepEqual(
+      errors.map((l) => l.msg),
+      [c.msg],
+    );
+    assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
   }
 });
 
