@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { client, killServersAfterFile, type Server } from '../helpers/server.js';
-import { fill, tmpfsServer, tmpfsSkip } from '../helpers/tmpfs.js';
+import { appendUntilFull, fill, tmpfsServer, tmpfsSkip } from '../helpers/tmpfs.js';
 import { metaDir } from '../../src/format/layout.js';
 import { listWalFiles } from '../../src/wal/files.js';
 import { nodeFs } from '../../src/storage/fs.js';
@@ -32,21 +32,6 @@ function coveredWalFiles(dataDir: string): number[] {
 
 function rec(i: number) {
   return { data: { i, pad: 'p'.repeat(RECORD_BYTES) } };
-}
-
-/** Appends single records until the server refuses one with 429 disk_space. */
-async function appendUntilFull(c: ReturnType<typeof client>, acked: number[], what: string): Promise<void> {
-  for (let i = 0; i < 50_000; i++) {
-    const r = await c.post('/v0/topics/ff', { records: [rec(acked.length)] });
-    if (r.status === 200) {
-      acked.push(acked.length);
-      continue;
-    }
-    assert.equal(r.status, 429, `${what}: ${JSON.stringify(r.body)}`);
-    assert.deepEqual(r.body.error.detail, { limit: 'disk_space' }, what);
-    return;
-  }
-  assert.fail(`${what}: the disk never filled`);
 }
 
 async function readAll(c: ReturnType<typeof client>): Promise<number[]> {
@@ -83,7 +68,7 @@ test(
     // Full now: the WAL still has its current file and its reserve, so what fills is the
     // appends' segment writes (waits_for segment_writes).
     fill(inside, 'filler');
-    await appendUntilFull(c, acked, 'full by segment writes');
+    await appendUntilFull(c, 'ff', acked, 'full by segment writes', rec);
 
     // The filler stays: the server must find the space itself, in the WAL files the newest
     // snapshot covers, and take writes again, with no restart.

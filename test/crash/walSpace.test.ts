@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { CLI, client, killServersAfterFile, startServer, type Server } from '../helpers/server.js';
-import { fill, tmpfsServer, tmpfsSkip } from '../helpers/tmpfs.js';
+import { appendUntilFull, fill, tmpfsServer, tmpfsSkip } from '../helpers/tmpfs.js';
 import { metaDir, walDir } from '../../src/format/layout.js';
 import { listWalFiles } from '../../src/wal/files.js';
 import { nodeFs } from '../../src/storage/fs.js';
@@ -24,21 +24,6 @@ const RECORD_BYTES = 4000;
 
 function rec(i: number) {
   return { data: { i, pad: 'p'.repeat(RECORD_BYTES) } };
-}
-
-/** Appends single records until the server refuses one (429 disk_space); returns the acked indexes. */
-async function appendUntilFull(c: ReturnType<typeof client>, topic: string, acked: number[], what: string): Promise<void> {
-  for (let i = 0; i < 50_000; i++) {
-    const r = await c.post(`/v0/topics/${topic}`, { records: [rec(acked.length)] });
-    if (r.status === 200) {
-      acked.push(acked.length);
-      continue;
-    }
-    assert.equal(r.status, 429, `${what}: ${JSON.stringify(r.body)}`);
-    assert.deepEqual(r.body.error.detail, { limit: 'disk_space' }, what);
-    return;
-  }
-  assert.fail(`${what}: the disk never filled`);
 }
 
 /** Appends until one is accepted, for at most `ms`; returns how long it took. */
@@ -81,7 +66,7 @@ test(
 
     // Full with a filler, then space back, then full again by appends alone.
     const filler = fill(inside, 'filler');
-    await appendUntilFull(c, 't', acked, 'full by a filler');
+    await appendUntilFull(c, 't', acked, 'full by a filler', rec);
     const ready = await c.get('/v0/ready');
     assert.equal(ready.body.storage, 'disk_full');
     // Whichever ran out first (the WAL's next file, or its frames' segment writes), ready and the
@@ -99,7 +84,7 @@ test(
     else assert.match(srv.stderr(), /segment writes wait for space; writes are refused/, 'the log says segment writes wait');
     fs.unlinkSync(filler);
     await writableWithin(c, 't', acked, 5000, 'space returned');
-    await appendUntilFull(c, 't', acked, 'full by appends');
+    await appendUntilFull(c, 't', acked, 'full by appends', rec);
 
     // Clean restart, an append (refused or not), SIGKILL, restart: writable again within seconds.
     assert.equal(await srv.stop(), 0);

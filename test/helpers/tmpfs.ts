@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { startServer, tempDir, type Server } from './server.js';
+import { startServer, tempDir, type client, type Server } from './server.js';
 
 function canMountNamespaces(): string | undefined {
   if (process.getuid?.() !== 0) return 'needs root (mount in a private mount namespace)';
@@ -89,4 +89,28 @@ export async function tmpfsServer(bytes: number, env: Record<string, string> = {
       env,
     });
   return { inside, start };
+}
+
+/**
+ * Appends single records (`rec(i)` for the i-th acknowledged one) to `topic` until the server
+ * refuses one with 429 disk_space; the acknowledged indexes go into `acked`.
+ */
+export async function appendUntilFull(
+  c: ReturnType<typeof client>,
+  topic: string,
+  acked: number[],
+  what: string,
+  rec: (i: number) => unknown,
+): Promise<void> {
+  for (let i = 0; i < 50_000; i++) {
+    const r = await c.post(`/v0/topics/${topic}`, { records: [rec(acked.length)] });
+    if (r.status === 200) {
+      acked.push(acked.length);
+      continue;
+    }
+    assert.equal(r.status, 429, `${what}: ${JSON.stringify(r.body)}`);
+    assert.deepEqual(r.body.error.detail, { limit: 'disk_space' }, what);
+    return;
+  }
+  assert.fail(`${what}: the disk never filled`);
 }
