@@ -4,9 +4,10 @@
 // first file of a run), cannot write frames past a file's pre-allocated end, or whenever the
 // storage state is FULL for another reason (segment writes waiting for space), that margin is
 // what gives way: the files wholly before the newest snapshot's cut are unlinked, after the
-// older snapshots that would need them (so no snapshot is ever left whose WAL is gone). Without this a restart on a disk that had filled stayed
-// read-only for good: recovery's checkpoint cannot finish without a WAL file to mark, and only
-// that checkpoint would have freed the files (docs/ARCHITECTURE.md "Storage faults").
+// older snapshots that would need them (so no snapshot is ever left whose WAL is gone). Without
+// this a restart on a disk that had filled stayed read-only for good: recovery's checkpoint
+// cannot finish without a WAL file to mark, and only that checkpoint would have freed the files
+// (docs/ARCHITECTURE.md "Storage faults").
 import path from 'node:path';
 import type { WalPosition } from '../protocol/messages/wal.js';
 import { fsyncDirSync, type Fs } from '../storage/fs.js';

@@ -50,14 +50,16 @@ function batchExceedsRejectCap(c: TopicConfig, b: BatchSize): ErrorResult | unde
 /** What a trim marker asks of a `reject` cap: one record and one byte of room, i.e. not full. */
 const MARKER_SIZE: BatchSize = { count: 1, bytes: 1 };
 
-/** `discard: reject` (docs/API.md "PUT /v0/topics/:topic", "Errors"): refuse before any seq is assigned, counting pending batches. */
-function rejectFull(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, size: () => BatchSize): ErrorResult | undefined {
+/**
+ * `discard: reject` (docs/API.md "PUT /v0/topics/:topic", "Errors"): refuse before any seq is
+ * assigned, counting pending batches. Its callers expired the topic's TTL first.
+ */
+function rejectFull(a: ActorCore, inst: TopicInstance, size: () => BatchSize): ErrorResult | undefined {
   const c = inst.config;
   if (c.discard !== 'reject' || (c.cap_records === 0 && c.cap_bytes === 0)) return undefined;
   const b = size();
   const never = batchExceedsRejectCap(c, b);
   if (never) return never;
-  a.expire(ctx, inst);
   const overRecords = c.cap_records > 0 && inst.count + inst.pendingCount + b.count > c.cap_records;
   const overBytes = c.cap_bytes > 0 && inst.bytes + inst.pendingBytes + b.bytes > c.cap_bytes;
   if (!overRecords && !overBytes) return undefined;
@@ -192,7 +194,7 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   // TTL expiry on writes too: a topic only written (never read by diff or state) gives its
   // expired records' space back.
   if (!created) a.expire(ctx, inst);
-  const full = rejectFull(a, ctx, inst, () => (req.forward?.lost ? MARKER_SIZE : sizeOf(p)));
+  const full = rejectFull(a, inst, () => (req.forward?.lost ? MARKER_SIZE : sizeOf(p)));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
   const batch = encodeBatch(inst, body, p, idemKey, tsMs, a.opts, req.forward, req.redrive && encodeRedriveHeader(req.redrive));
@@ -215,7 +217,7 @@ function appendCopies(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendReq
   if (refused) return ctx.reply(reqId, refused);
   if (ctx.walCreditExhausted()) return ctx.reply(reqId, walBehind());
   a.expire(ctx, inst);
-  const full = rejectFull(a, ctx, inst, () => ({ count: copies.count, bytes: scan.bytes }));
+  const full = rejectFull(a, inst, () => ({ count: copies.count, bytes: scan.bytes }));
   if (full) return ctx.reply(reqId, full);
   const tsMs = Math.max(ctx.now, inst.lastTsMs);
   const batch = encodeCopyBatch(inst, body, copies, tsMs, a.opts, req.forward!);
