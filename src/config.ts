@@ -181,7 +181,8 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-/** The settings in effect, for the start-up log line: secrets masked. */
+/** The settings in effect, for the start-up log line: secrets masked, and no key field when none are set. */
 export function effectiveSettings(s: Settings): Record<string, unknown> {
-  return { ...s, apiKeys: s.apiKeys === undefined ? undefined : '***' };
+  const { apiKeys, ...rest } = s;
+  return apiKeys === undefined ? rest : { ...rest, apiKeys: '***' };
 }

@@ -42,7 +42,7 @@ export function installRequestHooks(app: FastifyInstance, sup: Supervisor, admis
     setCommonHeaders(req, (k, v) => reply.header(k, v));
     done(null, payload);
   });
-  // One line per request at debug; every 5xx at error, with its request id and error code.
+  // One line per request at debug; every 5xx at error (a 503 not_ready at warn), with its request id and error code.
   app.addHook('onResponse', (req, reply, done) => {
     metrics.requests.observe(req, reply);
     // The line is built only when it will be written (a 5xx, or the debug level).
@@ -55,9 +55,10 @@ export function installRequestHooks(app: FastifyInstance, sup: Supervisor, admis
       ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000,
       error: req.spoolError?.code,
     };
-    if (reply.statusCode >= 500 && !RequestMetrics.probeNotReady(line.route, reply.statusCode))
-      req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
-    else req.log.debug(line, 'request');
+    if (reply.statusCode < 500 || RequestMetrics.probeNotReady(line.route, reply.statusCode)) req.log.debug(line, 'request');
+    // Refused while recovering: counted as a server error, but the server is doing as it should.
+    else if (line.error === 'not_ready') req.log.warn(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
+    else req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
     done();
   });
 }

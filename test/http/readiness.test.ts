@@ -47,6 +47,18 @@ test('503 not_ready with replay_progress until recovery completes, then 200', as
       .map((l) => JSON.parse(l) as { msg: string; server_errors?: number })
       .find((l) => l.msg === 'stopped');
     assert.equal(stopped?.server_errors, 2, srv.stderr());
+    // ... logged at warn: refusing while recovering is the server doing as it should.
+    const refusals = srv
+      .stderr()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: string; error?: string })
+      .filter((l) => l.error === 'not_ready');
+    assert.deepEqual(
+      refusals.map((l) => l.level),
+      ['warn', 'warn'],
+      srv.stderr(),
+    );
   } finally {
     await srv.stop();
   }
