@@ -19,6 +19,8 @@ export interface SpawnSpec {
   label: string;
   /** Keep only about this much of the child's stderr, its tail (default: all of it). */
   stderrTailBytes?: number;
+  /** The child's working directory (default: this process's). */
+  cwd?: string;
 }
 
 export interface SpawnedServer {
@@ -44,6 +46,7 @@ export function spawnServer(spec: SpawnSpec): SpawnedServer {
       ...spec.env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: spec.cwd,
   });
   let err = '';
   const cap = spec.stderrTailBytes;
