@@ -6,6 +6,7 @@
 import { startStageClock, stageOriginNs } from '../core/stageClock.js';
 import fs from 'node:fs';
 import path from 'node:path';
+import net from 'node:net';
 import { readSettings, isLoopback, SettingsError, effectiveSettings, DRAIN_AFTER_GRACE_MS, type Settings } from '../config.js';
 import { unknownSettings } from '../configSchema.js';
 import { KeyRing, KeySyntaxError } from '../auth/keys.js';
@@ -109,7 +110,11 @@ export async function serve(): Promise<void> {
  * that never reads) are closed and the drain finishes; only a drain still running
  * DRAIN_AFTER_GRACE_MS later exits 1, naming the step it was in. A second signal does nothing.
  */
-function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics, slots }: FrontEnd): (signal: string) => Promise<void> {
+function drainer(
+  settings: Settings,
+  sup: Supervisor,
+  { app, hub, work, metrics, slots, connections }: FrontEnd,
+): (signal: string) => Promise<void> {
   let stopping = false;
   return async (signal: string) => {
     if (stopping) return;
@@ -141,7 +146,10 @@ function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics,
     }, settings.shutdownGraceMs);
     force.unref();
     sup.lifecycle = 'draining';
-    app.server.close();
+    // Only the listener: http.Server.close would also close the idle keep-alive connections,
+    // whose next request is to get its 503 shutting_down (or health's 200) instead (step 2).
+    // app.close() closes the idle ones left once no request runs.
+    net.Server.prototype.close.call(app.server);
     // Requests already running finish; new ones on open connections get 503 shutting_down.
     phase = 'answering long-polls';
     await sup.releaseLongPolls();
@@ -150,6 +158,7 @@ function drainer(settings: Settings, sup: Supervisor, { app, hub, work, metrics,
     phase = 'releasing /work leases';
     await work.closeAll(); // ... and every /work stream's leases released before the final checkpoint
     phase = 'finishing HTTP requests';
+    await connections.idle();
     await app.close();
     phase = 'flushing the WAL and the final checkpoint';
     await sup.shutdown();

@@ -34,6 +34,7 @@ import { StreamPacer } from '../streams/streamPacer.js';
 import { PriorityBook } from '../pressure/priorityBook.js';
 import { registerPressureMetrics, seedPriorities } from './pressureWiring.js';
 import { registerStageClock } from './stageHooks.js';
+import { OpenConnections } from './openConnections.js';
 
 /** The HTTP front end as buildServer makes it: what start-up listens on and the drain closes. */
 export interface FrontEnd {
@@ -43,6 +44,7 @@ export interface FrontEnd {
   work: WorkRegistry;
   slots: SseSlots;
   admission: Admission;
+  connections: OpenConnections;
 }
 
 export async function buildServer(
@@ -93,7 +95,8 @@ export async function buildServer(
   workRoutes(app, sup, work, admission);
   routerRoutes(app, sup, admission);
   backupRoutes(app, sup);
-  return { app, metrics, hub, work, slots, admission };
+  const connections = new OpenConnections(app.server);
+  return { app, metrics, hub, work, slots, admission, connections };
 }
 
 /** The CPU-pressure machinery of the front end: monitor (started), admission gate, priority book. */
