@@ -160,8 +160,8 @@ function drainer(
     phase = 'finishing HTTP requests';
     await connections.idle();
     await app.close();
-    phase = 'flushing the WAL and the final checkpoint';
-    await sup.shutdown();
+    phase = 'stopping routers, flushing the WAL and the final checkpoint';
+    await sup.shutdown(startedMs + settings.shutdownGraceMs - Date.now());
     logger.info(
       {
         signal,

@@ -47,6 +47,13 @@ export interface Logger {
 /** Recovery logs its progress (bytes, frames, topics, ETA) this often. */
 const RECOVERY_LOG_INTERVAL_MS = 3000;
 
+/**
+ * Shutdown: how long the drain waits at most for the router requests out when the forwarders
+ * stop (a copy batch is normally answered within one WAL write); past it, the final checkpoint
+ * goes ahead and a late copy is the next start's to replay.
+ */
+export const ROUTERS_STOP_MS = 2000;
+
 export class Supervisor {
   lifecycle: Lifecycle = 'recovering';
   private progress = 0;
@@ -546,12 +553,25 @@ export class Supervisor {
     return undefined;
   }
 
-  /** Drain (docs/ARCHITECTURE.md "Startup and shutdown" step 4): every frame durable, segments flushed, threads stopped. */
-  async shutdown(): Promise<void> {
+  /**
+   * Drain (docs/ARCHITECTURE.md "Startup and shutdown" step 4): the router forwarders stopped
+   * and their requests answered, every frame durable, segments flushed, the final checkpoint,
+   * threads stopped. `graceLeftMs`: what is left of the drain's grace; the wait for the routers
+   * takes at most that (and at most ROUTERS_STOP_MS).
+   */
+  async shutdown(graceLeftMs = ROUTERS_STOP_MS): Promise<void> {
     this.lifecycle = 'draining';
     this.checkpointer?.stop();
     // Only a recovered server has a WAL writer and state worth a final checkpoint.
     if (this.checkpointer) {
+      // First every forwarder stops, on every worker at once (a worker still serves the others'
+      // forwards until they are answered): no copy may reach a dest after the final checkpoint's
+      // mark, or the next start would replay it and pad the dest's seqs to its reservation.
+      const waitMs = Math.max(0, Math.min(ROUTERS_STOP_MS, graceLeftMs));
+      const out = await Promise.all(this.workers.map((w) => w.stopRouters(waitMs)));
+      const late = out.reduce((a, b) => a + b, 0);
+      if (late > 0)
+        this.log.warn(`spool: ${late} router request(s) still unanswered after ${waitMs} ms; the next start replays what they wrote`);
       const drained = await Promise.all(this.workers.map((w) => w.drain()));
       await this.wal.drain();
       // Without a final checkpoint (a full disk, a failed write) the next start replays the WAL,

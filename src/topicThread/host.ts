@@ -15,6 +15,7 @@ import type { SegmentPlacement } from '../format/layout.js';
 import { StepCtx } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
+import { forwardsOut } from '../actors/router/forwarder.js';
 import { probeFrame, readAppendHead } from '../format/frame.js';
 import type { TraceWriter } from '../replay/traceWriter.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -321,6 +322,30 @@ export class ActorHost implements HostServices {
 
   releaseLongPolls(): void {
     for (const a of this.actorsByName.values()) this.input(a, { k: 'release' });
+  }
+
+  /** Source actors whose forwarders stopRouters stopped. */
+  private routersStopped: TopicActor[] = [];
+
+  /**
+   * Shutdown, before the drain (docs/ARCHITECTURE.md "Startup and shutdown" step 4): every
+   * forwarder on this worker stops sending. Returns how many requests they still have out
+   * (forwardsOut tells when those are answered).
+   */
+  stopRouters(): number {
+    for (const a of this.actorsByName.values()) {
+      if (!a.current?.routing) continue;
+      this.routersStopped.push(a);
+      this.input(a, { k: 'stopRouters' });
+    }
+    return this.forwardsOut();
+  }
+
+  /** Router requests (copy batches, probes) still out of the actors stopRouters stopped. */
+  forwardsOut(): number {
+    let n = 0;
+    for (const a of this.routersStopped) if (a.current) n += forwardsOut(a.current);
+    return n;
   }
 
   // ---- recovery ----------------------------------------------------------------------------

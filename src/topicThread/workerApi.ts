@@ -336,6 +336,25 @@ export class WorkerApi {
     this.w.host.releaseLongPolls();
   }
 
+  /**
+   * Shutdown, on every worker before any drains (docs/ARCHITECTURE.md "Startup and shutdown"
+   * step 4): the forwarders stop sending, and this waits until the copy batches and probes
+   * they have out are answered, so no copy reaches a dest after the final checkpoint's mark.
+   * The workers still serve each other's forwards meanwhile. Gives up after `waitMs`, or at
+   * once when the disk is full (a dest's append then waits for space); resolves with the
+   * requests still out (0 when quiet).
+   */
+  async stopRouters(waitMs: number): Promise<number> {
+    const host = this.w.host;
+    let out = host.stopRouters();
+    const until = Date.now() + waitMs;
+    while (out > 0 && Date.now() < until && storageStateOf(this.w.counters) !== StorageState.FULL) {
+      await new Promise((r) => setTimeout(r, 5));
+      out = host.forwardsOut();
+    }
+    return out;
+  }
+
   async drain(): Promise<DrainResult> {
     try {
       // Frames queued for the WAL wait for space once the disk is full: stop waiting for them then.

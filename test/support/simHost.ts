@@ -302,8 +302,11 @@ export class SimHost {
 
   // ---- checkpoints and crashes -------------------------------------------------------------
 
-  /** A checkpoint as the real one takes it: everything written is in segments and parts. */
-  takeCheckpoint(): void {
+  /**
+   * A checkpoint as the real one takes it: everything written is in segments and parts. `final`:
+   * the shutdown's, after the drain, which records each topic's exact head (no padding owed).
+   */
+  takeCheckpoint(final = false): void {
     this.writeFrames();
     const parts: TopicPart[] = [];
     for (const a of this.actors.values()) {
@@ -314,7 +317,7 @@ export class SimHost {
         name: inst.name,
         config: inst.config,
         created_ms: inst.createdAtMs,
-        reserved: Math.max(inst.reserve.submitted, inst.assigned),
+        reserved: final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned),
         ...retentionPart(inst),
       });
     }

@@ -19,6 +19,7 @@ function reply(ctx: ActorCtx, inst: TopicInstance | undefined, reqId: number, na
 }
 
 function done(inst: TopicInstance, w: DrainWaiter): boolean {
+  if (inst.routing?.stopped) return true; // the server is draining: no forwarder moves any more
   for (const name of w.routers) {
     const f = inst.routing?.forwarders.get(name);
     if (f && f.cursor < w.target && f.retryTimerId === 0) return false;

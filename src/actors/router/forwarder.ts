@@ -69,6 +69,32 @@ export function removeRouter(ctx: ActorCtx, inst: TopicInstance, name: string): 
   return true;
 }
 
+/**
+ * The drain (docs/ARCHITECTURE.md "Startup and shutdown" step 4): every forwarder of the topic
+ * stops for good. A batch or probe already out still gets its answer (the cursor moves as
+ * usual), nothing more is sent, backoffs are cancelled, and waiting drains answer. Returns how
+ * many requests are still out.
+ */
+export function stopRouting(ctx: ActorCtx, inst: TopicInstance): number {
+  const r = inst.routing;
+  if (!r) return 0;
+  r.stopped = true;
+  for (const f of r.forwarders.values()) {
+    if (!f.retryTimerId) continue;
+    ctx.cancelTimer(f.retryTimerId);
+    f.retryTimerId = 0;
+  }
+  settleDrains(ctx, inst);
+  return forwardsOut(inst);
+}
+
+/** Requests (copy batches, probes) the topic's forwarders have out now. */
+export function forwardsOut(inst: TopicInstance): number {
+  let n = 0;
+  for (const f of inst.routing?.forwarders.values() ?? []) if (f.inflight) n++;
+  return n;
+}
+
 /** New records became visible (or a reply, timer or cold read came in): forward what is due. */
 export function pumpAll(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): void {
   if (!inst.routing) return;
@@ -76,6 +102,7 @@ export function pumpAll(a: ActorCore, ctx: ActorCtx, inst: TopicInstance): void 
 }
 
 function pump(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarder): void {
+  if (inst.routing?.stopped) return settleDrains(ctx, inst);
   if (f.inflight || f.retryTimerId || f.coldToken) return;
   if (!f.known) {
     const token = a.nextTimerId();
@@ -176,6 +203,15 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
   return false;
 }
 
+/** Retries after `ms` (no retry once the forwarders are stopped); waiting drains see it blocked. */
+function backOff(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarder, ms: number): void {
+  if (!inst.routing?.stopped) {
+    f.retryTimerId = a.nextTimerId();
+    ctx.setTimer(f.retryTimerId, ctx.now + ms);
+  }
+  settleDrains(ctx, inst);
+}
+
 function byToken(inst: TopicInstance, token: number): Forwarder | undefined {
   for (const f of inst.routing?.forwarders.values() ?? []) if (f.inflight?.token === token) return f;
   return undefined;
@@ -196,9 +232,7 @@ export function onRouterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance |
       return true;
     }
     f.attempts++;
-    f.retryTimerId = a.nextTimerId();
-    ctx.setTimer(f.retryTimerId, ctx.now + Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (f.attempts - 1)));
-    settleDrains(ctx, inst);
+    backOff(a, ctx, inst, f, Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (f.attempts - 1)));
     return true;
   }
   const ack = result.forward;
@@ -240,9 +274,7 @@ export function onRouterCold(
     if (installCold(ctx, inst, bufs) !== undefined) {
       f.lastError = 'internal';
       f.attempts++;
-      f.retryTimerId = a.nextTimerId();
-      ctx.setTimer(f.retryTimerId, ctx.now + RETRY_MAX_MS);
-      settleDrains(ctx, inst);
+      backOff(a, ctx, inst, f, RETRY_MAX_MS);
       return true;
     }
     pump(a, ctx, inst, f);

@@ -43,4 +43,10 @@ export interface DrainWaiter {
 export class RoutingState {
   readonly forwarders = new Map<string, Forwarder>();
   drains: DrainWaiter[] = [];
+  /**
+   * The server is draining (docs/ARCHITECTURE.md "Startup and shutdown" step 4): no batch or
+   * probe is sent any more, so nothing lands in a dest after the final checkpoint. For good:
+   * the process exits, and the next start resumes after what each dest holds.
+   */
+  stopped = false;
 }

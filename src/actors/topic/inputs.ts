@@ -23,6 +23,8 @@ export type ActorInput =
   /** Compaction: the topic's active own segment is mostly dead; the next frame starts a new one (appendOp.ts sealActive). */
   | { k: 'seal'; topicId: number }
   | { k: 'release' }
+  /** Shutdown: the topic's forwarders stop for good (forwarder.ts stopRouting). */
+  | { k: 'stopRouters' }
   /** Another topic's actor answered this actor's peer request `token`. */
   | { k: 'peerReply'; token: number; result: TopicResult }
   /** Lazy lease expiry of a queue before its stats are read. */
@@ -72,6 +74,8 @@ export function applyInput(actor: TopicActor, ctx: ActorCtx, input: ActorInput, 
       return;
     case 'release':
       return actor.releaseParked(ctx);
+    case 'stopRouters':
+      return actor.stopRouters(ctx);
     case 'peerReply':
       return actor.onPeerReply(ctx, input.token, input.result);
     case 'sweep':

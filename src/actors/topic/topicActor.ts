@@ -33,7 +33,7 @@ import {
   releaseQueueWaits,
   sweepQueue,
 } from '../queue/queueSteps.js';
-import { onRouterCold, onRouterReply, onRouterTimer, pumpAll } from '../router/forwarder.js';
+import { onRouterCold, onRouterReply, onRouterTimer, pumpAll, stopRouting } from '../router/forwarder.js';
 import { routerStep } from '../router/routerSteps.js';
 import { dormantOf, type DormantTopic, type StoredFrames } from './dormant.js';
 import { noDeadLetterTopic } from './redriveSource.js';
@@ -401,6 +401,11 @@ export class TopicActor implements ActorCore {
     const inst = this.current;
     if (!inst || inst.id !== topicId) return;
     for (let s = fromSeq; s <= toSeq; s++) inst.index.dropText(s);
+  }
+
+  /** Shutdown, before the final checkpoint: this topic's forwarders send nothing more (forwarder.ts stopRouting). */
+  stopRouters(ctx: ActorCtx): void {
+    if (this.current) stopRouting(ctx, this.current);
   }
 
   /** Shutdown: every parked long-poll and blocking claim answers now with what it has. */
