@@ -40,25 +40,15 @@ test('503 not_ready with replay_progress until recovery completes, then 200', as
     assert.match((await c.get('/v0/metrics')).text, /^spool_ready 1$/m);
     // The shutdown summary counts the refused append and list as server errors, not the probes.
     assert.equal(await srv.stop(), 0);
-    const stopped = srv
+    const lines = srv
       .stderr()
       .split('\n')
       .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { msg: string; server_errors?: number })
-      .find((l) => l.msg === 'stopped');
-    assert.equal(stopped?.server_errors, 2, srv.stderr());
+      .map((l) => JSON.parse(l) as { msg: string; level: string; server_errors?: number; error?: string });
+    assert.equal(lines.find((l) => l.msg === 'stopped')?.server_errors, 2, srv.stderr());
     // ... logged at warn: refusing while recovering is the server doing as it should.
-    const refusals = srv
-      .stderr()
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as { level: string; error?: string })
-      .filter((l) => l.error === 'not_ready');
-    assert.deepEqual(
-      refusals.map((l) => l.level),
-      ['warn', 'warn'],
-      srv.stderr(),
-    );
+    const refusals = lines.filter((l) => l.error === 'not_ready').map((l) => l.level);
+    assert.deepEqual(refusals, ['warn', 'warn'], srv.stderr());
   } finally {
     await srv.stop();
   }
