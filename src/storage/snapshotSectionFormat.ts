@@ -34,8 +34,8 @@ export const WM_FIELDS = [
 
 /**
  * The watermarks a section holds of a quiet topic: WM_FIELDS, and first_ts_ms (written after
- * them for a topic with TTL or a queue only; read as 0 when absent, which wakes a TTL topic soon
- * after recovery: dormant.ts ttlWakeAt).
+ * them for a topic with TTL or a queue only; read as 0 when absent, which makes recovery load a
+ * TTL topic whose expiry may be under way instead of restoring it asleep: Dormancy.restore).
  */
 export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'first_ts_ms'> & {
   /** A quiet topic's own segment file, first seq and size (0: none; TopicPart's DormantTopic). */

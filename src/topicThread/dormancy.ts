@@ -21,7 +21,15 @@
 import { performance } from 'node:perf_hooks';
 import type { TopicActor } from '../actors/topic/topicActor.js';
 import type { ActorInput } from '../actors/topic/inputs.js';
-import { SLEEP_BYTES_MAX, ttlExpired, ttlSleepAt, ttlWakeAt, type DormantTopic, type StoredFrames } from '../actors/topic/dormant.js';
+import {
+  SLEEP_BYTES_MAX,
+  ttlAwakeUntil,
+  ttlExpired,
+  ttlSleepAt,
+  ttlWakeAt,
+  type DormantTopic,
+  type StoredFrames,
+} from '../actors/topic/dormant.js';
 import { MinHeap } from '../core/minHeap.js';
 import { DormantTable } from './dormantTable.js';
 import { IdIndex } from '../core/columns/idIndex.js';
@@ -253,12 +261,18 @@ export class Dormancy {
 
   /**
    * Keeps a topic of the snapshot asleep (`rec` may be readSection's cursor: the table copies its
-   * fields); the index by id finds it until endRecovery.
+   * fields); the index by id finds it until endRecovery. Returns false, keeping nothing, for a
+   * topic with TTL whose expiry began since the cut (or begins within TTL_WAKE_AHEAD_MS): its
+   * record cannot count a partly expired topic (dormantFigures), and the wake the heap would
+   * make comes a sweep tick after recovery at the earliest, while lists are served at once, so
+   * recovery loads it (as dormantOf would not let it sleep now).
    */
-  restore(rec: DormantTopic): void {
+  restore(rec: DormantTopic): boolean {
+    if (ttlAwakeUntil(rec.config.ttl_ms, rec.count, rec.first_ts_ms, rec.last_ts_ms, this.host.now()) !== undefined) return false;
     const row = this.sleeping.put(rec);
     (this.recovering ??= new IdIndex()).set(rec.id, row);
     this.scheduleWake(rec);
+    return true;
   }
 
   /** A topic with TTL going to sleep: when its first record is about to expire, it wakes (wakeDue). */

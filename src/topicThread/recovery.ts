@@ -43,8 +43,11 @@ interface ReadAhead {
 
 /** What lazy recovery needs of the host's sleeping topics (dormancy.ts). */
 export interface RecoverySleepers extends AsleepAfterCut {
-  /** Keeps a topic of the snapshot asleep (counted, no actor); `listed` lists it. */
-  restore(rec: DormantTopic): void;
+  /**
+   * Keeps a topic of the snapshot asleep (counted, no actor); `listed` lists it. False when it
+   * may not sleep now (TTL expiry under way since the cut): recovery loads it.
+   */
+  restore(rec: DormantTopic): boolean;
   /** Room for `more` topics restored asleep, made at once (a bound: the section's topic count). */
   reserve(more: number): void;
   /** Adds the names of topics restored asleep to the worker's sorted names, all at once. */
@@ -151,14 +154,17 @@ export class WorkerRecovery {
       if (cur.runsLen > 0) this.packs.addRuns(cur.id, cur.runs, cur.runsLen, listed);
       if (cur.hasWm && map.size(cur.id) === cur.packed_bytes) {
         if (!topicDirs.has(cur.id)) {
-          // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery).
-          sleepers.restore(cur);
-          asleep.push(cur.name);
-          this.snapshotTopicsLoaded++;
-          return;
+          // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery),
+          // unless its TTL expiry began since: it loads below.
+          if (sleepers.restore(cur)) {
+            asleep.push(cur.name);
+            this.snapshotTopicsLoaded++;
+            return;
+          }
+        } else if (cur.own_first_seq > 0) {
+          // A directory: checked below (a topic quiet with a pack only at the cut rolled over since).
+          return void ownQuiet.push(recordOf(cur));
         }
-        // A directory: checked below (a topic quiet with a pack only at the cut rolled over since).
-        if (cur.own_first_seq > 0) return void ownQuiet.push(recordOf(cur));
       }
       const part = cur.part();
       part.runs = undefined; // the load input (and its trace line) carries the part alone
@@ -170,8 +176,7 @@ export class WorkerRecovery {
     // may be gone: a topic whose directory is not exactly the one file of the size it had at the
     // cut loads now, reading its files as before. Two file-system calls each instead of reading.
     await lanes(OWN_CHECK_PARALLEL, ownQuiet, async (rec) => {
-      if (await ownFileAsAtCut(this.host.fsx, this.host.dataDir, rec)) {
-        sleepers.restore(rec);
+      if ((await ownFileAsAtCut(this.host.fsx, this.host.dataDir, rec)) && sleepers.restore(rec)) {
         asleep.push(rec.name);
         this.snapshotTopicsLoaded++;
       } else {

@@ -388,9 +388,14 @@ class Side {
   async boot(): Promise<void> {
     // The reference side never sleeps and recovers the old way (every topic loaded, every pack
     // scanned); the other sleeps on `sleep` steps and recovers lazily (quiet topics stay asleep).
+    // WAL files larger than a program writes in one boot: a rotation fsyncs the file it leaves,
+    // and the sleeping side's WAL may hold frames the other's does not (a sleep step's TTL sweep
+    // writes a FLOORS frame the reference side writes at the topic's next request, or never), so
+    // its rotations, and with them what unsynced `disk` appends a power loss keeps, would come
+    // at other appends than the reference side's.
     this.world = new CrashWorld(
       this.disk,
-      sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, lazyRecovery: this.sleeps, ...this.over }),
+      sweepSettings({ segmentCacheBytes: 1 << 20, packBytes: 4096, walFileBytes: 256 * 1024, lazyRecovery: this.sleeps, ...this.over }),
       this.clock,
     );
     await this.world.boot();
@@ -662,6 +667,77 @@ test('a TTL topic sleeps until its first record is about to expire, wakes ahead 
   ]);
   assert.ok(r.slept >= 4, `only ${r.slept} topics went to sleep`);
   assert.ok(r.ttlWoke >= 1, 'the sleeping TTL topic woke ahead of its expiry');
+});
+
+test('a TTL topic restored asleep whose expiry began while the server was down loads at recovery', async () => {
+  // t.a sleeps with records of two $ts, and the first restart's checkpoint keeps it asleep. A
+  // wake ahead of its expiry follows (it writes nothing), then its first record expires and
+  // the server loses power: recovery from that checkpoint used to restore it asleep with a
+  // record that counts no expiry (dormantFigures) until the sweep's timer woke it, so a list
+  // made before that counted the expired record.
+  const r = await run([
+    { t: 'put', topic: 't.a', durability: 'fsync', capRecords: 0, ttlMs: 5000, autoPriority: false },
+    { t: 'append', topic: 't.a', sizes: [1], tag: null, node: null, key: null },
+    { t: 'advance', ms: 2000 },
+    { t: 'append', topic: 't.a', sizes: [2], tag: null, node: null, key: null },
+    { t: 'sleep' }, // its first record expires in 3 s: it sleeps, to wake at 4 s
+    { t: 'restart', checkpoint: true }, // restored asleep; the boot's checkpoint keeps it so
+    { t: 'advance', ms: 2000 }, // woken ahead of its expiry
+    { t: 'advance', ms: 2000 }, // its first record expired, its last not
+    { t: 'restart', checkpoint: false },
+    { t: 'list', touch: false },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: false, diff: true },
+  ]);
+  assert.ok(r.slept >= 1 && r.ttlWoke >= 1, `slept ${r.slept}, woke ahead of expiry ${r.ttlWoke}`);
+});
+
+test('counterexample of the TTL property, seed 943540994: restored asleep after a power loss with its expiry under way', async () => {
+  // Shrunk by fast-check (run 4225 of 20000 of that seed). No sleep step: t.b, written at 0 and
+  // 0.6 s, is quiet at a checkpoint of the restart at 2.6 s, which records its watermarks; its
+  // first record expires at 5 s, and the power loss at 5.2 s brought it back asleep from that
+  // checkpoint, listed with 2 records where 1 is live (the timer's wake would have come later).
+  const none = { tag: null, node: null, key: null };
+  await run([
+    { t: 'put', topic: 't.a', durability: 'disk', capRecords: 0, ttlMs: 2000, autoPriority: false },
+    { t: 'put', topic: 't.b', durability: 'disk', capRecords: 0, ttlMs: 5000, autoPriority: false },
+    { t: 'put', topic: 't.c', durability: 'disk', capRecords: 0, ttlMs: 2000, autoPriority: false },
+    { t: 'append', topic: 't.b', sizes: [0], ...none },
+    { t: 'advance', ms: 600 },
+    { t: 'append', topic: 't.b', sizes: [0], ...none },
+    { t: 'advance', ms: 2000 },
+    { t: 'restart', checkpoint: true },
+    { t: 'advance', ms: 2000 },
+    { t: 'advance', ms: 600 },
+    { t: 'restart', checkpoint: false },
+    { t: 'list', touch: false },
+    { t: 'append', topic: 't.a', sizes: [0], ...none },
+    { t: 'advance', ms: 100 },
+    { t: 'list', touch: false },
+  ]);
+});
+
+test('a TTL sweep on one side only does not move the WAL rotation that decides what a power loss keeps', async () => {
+  // The sleep step's sweep expires t.a and writes a FLOORS frame the reference side does not
+  // write. With 8 KiB WAL files the sleeping side rotated (and so fsynced) one append of t.b
+  // earlier, and kept 87 of t.b's unsynced `disk` records through the power loss where the
+  // reference side kept 54: an artefact of the comparison, not of sleeping (Side.boot).
+  const app = (topic: string): Op => ({ t: 'append', topic, sizes: [40, 40, 40], tag: null, node: null, key: null });
+  const put = (topic: string, ttlMs: number): Op => ({ t: 'put', topic, durability: 'disk', capRecords: 0, ttlMs, autoPriority: false });
+  await run([
+    put('t.a', 2000),
+    put('t.b', 5000),
+    put('t.c', 5000),
+    app('t.a'),
+    { t: 'advance', ms: 2000 },
+    { t: 'advance', ms: 100 },
+    { t: 'append', topic: 't.c', sizes: [0], tag: null, node: null, key: null },
+    { t: 'sleep' },
+    ...Array.from({ length: 30 }, () => app('t.b')),
+    { t: 'restart', checkpoint: false },
+    { t: 'read', topic: 't.b', fromSeq: 0, touch: false, diff: false },
+    { t: 'read', topic: 't.c', fromSeq: 0, touch: false, diff: false },
+    { t: 'read', topic: 't.a', fromSeq: 0, touch: false, diff: true },
+  ]);
 });
 
 test('a queue sleeps once its leases and delays are over, keeps its delivery counts asleep and across restarts', async () => {
