@@ -594,6 +594,18 @@ describe('ttl_ms', () => {
     assert.deepEqual(d.records, []);
   });
 
+  test('a PUT loosening the ttl as the first request after expiry brings nothing back', async () => {
+    const ttl = 200;
+    const t = await mk({ ttl_ms: ttl });
+    await appendN(t, 2);
+    const ts = (await state(t)).last_write_ts as number;
+    await sleepPast(ts, ttl);
+    // No read in between: the PUT itself judges the old TTL before it takes the new one.
+    assertOk(await c.put(`/v0/topics/${t}`, { ttl_ms: 600_000 }), 200);
+    assertWatermarks(await state(t), { head: 2, earliest: 3, count: 0, bytes: 0 }, 'after loosening the ttl');
+    assertTomb((await diff(t)).tombstone, { gap_from: 1, gap_to: 2, reason: 'ttl', earliest_seq: 3, head_seq: 2 });
+  });
+
   test('topic list summaries exclude expired records too (docs/API.md "GET /v0/topics")', async () => {
     const ttl = 300;
     const prefix = name('list');

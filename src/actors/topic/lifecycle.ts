@@ -59,6 +59,9 @@ export function put(a: ActorCore, ctx: ActorCtx, reqId: number, req: PutRequest)
   if (!sameConfig(inst.config, req.config)) {
     const refused = writeRefusal(ctx);
     if (refused) return ctx.reply(reqId, refused);
+    // What the old TTL has expired stays expired: a looser TTL brings back no record, whether or
+    // not a request or the dormancy sweep had judged it yet (docs/API.md "PUT /v0/topics/:topic").
+    applyTtl(inst, ctx.now);
     inst.config = req.config;
     inst.controlFrameNo = a.nextFrame();
     ctx.submit(inst.controlFrameNo, encodeJsonFrame(FrameType.TOPIC_CONFIG, inst.id, { config: req.config }), true);
