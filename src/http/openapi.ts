@@ -13,7 +13,7 @@ import { validateRouter } from './routerSchemas.js';
 import { ruleFor, type RouteRule } from './admission.js';
 import { QUEUE_ROUTE_DOCS } from './queueSchemas.js';
 import { version } from './version.js';
-import { BATCH_RECORDS_MAX } from '../protocol/limits.js';
+import { BATCH_RECORDS_MAX, IDEMPOTENCY_KEY_MAX_CHARS } from '../protocol/limits.js';
 
 const u64 = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
 const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
@@ -230,7 +230,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
       {
         records: { type: 'array', items: ref('AppendRecord'), minItems: 1, maxItems: BATCH_RECORDS_MAX },
         node: { type: 'string' },
-        idempotency_key: { type: 'string' },
+        idempotency_key: { type: 'string', minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX_CHARS }, // JSON Schema counts code points, as the server does
         create: { type: 'boolean' },
         config: ref('TopicConfig'),
         disable_backpressure: { type: 'boolean' },

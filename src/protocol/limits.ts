@@ -11,6 +11,20 @@ export const IDEMPOTENCY_KEY_MAX_CHARS = 256;
 
 export const BATCH_TOO_LARGE_MESSAGE = `a batch may hold at most ${BATCH_RECORDS_MAX} records`;
 export const IDEMPOTENCY_KEY_TOO_LONG_MESSAGE = `idempotency_key is longer than ${IDEMPOTENCY_KEY_MAX_CHARS} characters`;
+export const IDEMPOTENCY_KEY_EMPTY_MESSAGE = 'idempotency_key must not be empty';
+
+/**
+ * Why an idempotency key (from the body or the header) is refused, or undefined. Characters are
+ * code points, not UTF-16 units: 256 emoji are 256 characters. An empty key is refused, not taken
+ * as no key: it is most often an unset variable, and would silently dedupe nothing.
+ */
+export function idempotencyKeyProblem(key: string): string | undefined {
+  if (key === '') return IDEMPOTENCY_KEY_EMPTY_MESSAGE;
+  if (key.length <= IDEMPOTENCY_KEY_MAX_CHARS) return undefined; // code points <= units
+  let chars = 0;
+  for (const _ of key) if (++chars > IDEMPOTENCY_KEY_MAX_CHARS) return IDEMPOTENCY_KEY_TOO_LONG_MESSAGE;
+  return undefined;
+}
 
 /** The message for a `node` over NODE_MAX_BYTES; `field` names it (`records[3].node`). */
 export function nodeTooLongMessage(field = 'node'): string {

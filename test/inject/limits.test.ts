@@ -168,6 +168,62 @@ describe('one limit, one message', () => {
   });
 });
 
+describe('idempotency keys at their edges (docs/API.md "Append")', () => {
+  test('256 characters are 256 code points: 256 emoji pass, 257 do not', async () => {
+    const t = name('idemchars');
+    assertOk(
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '😀'.repeat(256) }),
+      201,
+      '256 emoji (512 UTF-16 units)',
+    );
+    const over = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '😀'.repeat(257) });
+    assertError(over, 400, 'invalid_request', '257 emoji');
+    assert.equal(over.body.error.message, 'idempotency_key is longer than 256 characters');
+    const inHeader = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'idempotency-key': 'é'.repeat(257) });
+    assertError(inHeader, 400, 'invalid_request', '257 two-byte characters in the header');
+    assert.equal(await head(t), 1, 'only the first append applied');
+  });
+
+  test('the body key wins: an over-long header next to a valid body key is not looked at', async () => {
+    const t = name('idemwins');
+    const r1 = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: 'b' }, { 'idempotency-key': 'k'.repeat(300) });
+    assertOk(r1, 201, 'body key with a long header');
+    const r2 = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: 'b' }, { 'idempotency-key': 'other' });
+    assertOk(r2, 200, 'deduped by the body key');
+    assert.equal(r2.body.deduped, true);
+  });
+
+  test('an empty key is 400, in the body and in the header, and appends nothing', async () => {
+    const t = name('idemempty');
+    const inBody = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }], idempotency_key: '' }, { 'idempotency-key': 'h' });
+    assertError(inBody, 400, 'invalid_request', 'empty body key (the header does not stand in for it)');
+    assert.equal(inBody.body.error.message, 'idempotency_key must not be empty');
+    assert.equal(inBody.body.error.detail?.field, 'idempotency_key');
+    const inHeader = await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }, { 'idempotency-key': '' });
+    assertError(inHeader, 400, 'invalid_request', 'empty header key');
+    assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found');
+  });
+});
+
+describe("an append's config", () => {
+  test('a malformed config is 400 on a live topic too, where a valid one is ignored', async () => {
+    const t = name('cfglive');
+    assertOk(await c.post(`/v0/topics/${t}`, { records: [{ data: 1 }] }), 201, 'create');
+    const bad = await c.post(`/v0/topics/${t}`, { records: [{ data: 2 }], config: { discard: 'drop' } });
+    assertError(bad, 400, 'invalid_request', 'unknown discard on a live topic');
+    assertError(
+      await c.post(`/v0/topics/${t}`, { records: [{ data: 2 }], config: { cap_records: -1 } }),
+      400,
+      'invalid_request',
+      'negative cap',
+    );
+    assertOk(await c.post(`/v0/topics/${t}`, { records: [{ data: 2 }], config: { cap_records: 1 } }), 200, 'a valid config is ignored');
+    assert.equal(await head(t), 2, 'the refused appends wrote nothing');
+    const st = await c.get(`/v0/topics/${t}`);
+    assert.equal(st.body.config.cap_records, 0, 'the live config is unchanged');
+  });
+});
+
 describe('one condition, one message, one style', () => {
   test('an empty, a non-object and a malformed body get the same message on an append as on a claim', async () => {
     const t = name('onebody');

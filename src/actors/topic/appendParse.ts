@@ -19,7 +19,7 @@
 // `appendRecord.ts` (import them from there).
 import { fail } from '../../protocol/errors.js';
 import { collectUnknown, UNKNOWN_FIELDS_MAX } from '../../core/unknownFields.js';
-import { BATCH_TOO_LARGE_MESSAGE, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, nodeTooLongMessage } from '../../protocol/limits.js';
+import { BATCH_TOO_LARGE_MESSAGE, idempotencyKeyProblem, nodeTooLongMessage } from '../../protocol/limits.js';
 import { CONFIG_FIELDS } from '../../protocol/topicConfig.js';
 import {
   JsonScanError,
@@ -321,8 +321,9 @@ function envelopeFields(body: Uint8Array, scan: AppendBodyScan, records: ParsedR
   if (scan.idemStart >= 0) {
     if (body[scan.idemStart] !== QUOTE) return invalidField('idempotency_key', 'idempotency_key must be a string');
     const k = stringField(body, scan.idemStart, scan.idemEnd).value;
-    if (k.length > LIMITS.maxIdempotencyKeyChars) return invalidField('idempotency_key', IDEMPOTENCY_KEY_TOO_LONG_MESSAGE);
-    if (k !== '') idempotencyKey = k;
+    const problem = idempotencyKeyProblem(k);
+    if (problem !== undefined) return invalidField('idempotency_key', problem);
+    idempotencyKey = k;
   }
   const create = booleanField(body, scan.createStart, 'create');
   if (typeof create === 'object') return create;

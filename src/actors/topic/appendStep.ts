@@ -4,6 +4,7 @@
 // Checks follow docs/API.md "Which error wins": 404 and the 400 family before any 429 or 422; nothing is applied
 // (not even a creation) when a check refuses. Pure; effects go through the ActorCtx.
 import { diskFull, fail, walBehind, type ErrorResult } from '../../protocol/errors.js';
+import { idempotencyKeyProblem } from '../../protocol/limits.js';
 import type { AppendRequest, OkResult } from '../../protocol/messages/rpc.js';
 import type { CopyLayout } from '../../protocol/messages/router.js';
 import type { ActorCtx } from '../ctx.js';
@@ -136,6 +137,14 @@ export function append(a: ActorCore, ctx: ActorCtx, reqId: number, req: AppendRe
   const refusedName = deadLetterRefused(req, p);
   if (refusedName) return ctx.reply(reqId, refusedName);
   const idemKey = p.idempotencyKey ?? req.headerIdemKey;
+  const keyProblem = p.idempotencyKey === undefined && idemKey !== undefined ? idempotencyKeyProblem(idemKey) : undefined;
+  if (keyProblem !== undefined) return ctx.reply(reqId, fail('invalid_request', keyProblem, { field: 'idempotency_key' }));
+  // A live topic ignores a body's `config`, but a malformed one is a 400 all the same (an absent
+  // topic checks it in configForCreate).
+  if (p.config !== undefined && a.current) {
+    const checked = resolveConfig(a.name, p.config);
+    if (!checked.ok) return ctx.reply(reqId, checked);
+  }
   if (req.forward && answeredBeforeAppend(a, ctx, reqId, req.forward)) return;
   let inst = a.current;
   // A redrive batch is for the queue instance that read it (a recreated queue refuses it).

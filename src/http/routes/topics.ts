@@ -16,7 +16,6 @@ import '../stageHooks.js'; // FastifyRequest.stageTag
 import type { Admission } from '../admission.js';
 import { listPrefixes } from '../../auth/allowlist.js';
 import { encodeCursor, pageQuery } from '../listPage.js';
-import { IDEMPOTENCY_KEY_MAX_CHARS, IDEMPOTENCY_KEY_TOO_LONG_MESSAGE } from '../../protocol/limits.js';
 
 const WAIT_MS_MAX = 30_000;
 
@@ -93,11 +92,9 @@ function appendRoute(app: FastifyInstance, sup: Supervisor, metrics: Metrics, ad
     withHttpErrors(async (req, reply) => {
       const body = checkBody(req, false);
       const topic = topicParam(req);
+      // Checked on the worker, and only when the body has no key of its own (the body wins).
       const headerKey = req.headers['idempotency-key'];
       const idem = Array.isArray(headerKey) ? headerKey[0] : headerKey;
-      if (idem !== undefined && idem.length > IDEMPOTENCY_KEY_MAX_CHARS) {
-        throw new HttpError('invalid_request', IDEMPOTENCY_KEY_TOO_LONG_MESSAGE, { field: 'idempotency_key' });
-      }
       admission.requireByteRoom(sup.liveBytes()); // docs/API.md "Limits", state-dependent: after the 400s of main
       // The request channel copies the body into its batch's shared buffer (or transfers it).
       const result = await sup.workerFor(topic).request({
@@ -105,7 +102,7 @@ function appendRoute(app: FastifyInstance, sup: Supervisor, metrics: Metrics, ad
         topic,
         body,
         returnSeqs: queryBool(req, 'return_seqs', true),
-        headerIdemKey: idem === '' ? undefined : idem,
+        headerIdemKey: idem,
         auth: admission.appendAuth(req),
       });
       if (result.ok && result.durability) metrics.appendLatency.observe(result.durability, nowMs() - req.startedAt);
