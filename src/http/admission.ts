@@ -73,6 +73,8 @@ export interface RouteRule {
   consumes?: 'always' | 'touch';
   /** Registered only with a debug setting (SERVICE_STAGE_CLOCK), and not in the API description. */
   debugOnly?: true;
+  /** The answer holds every topic's data (a backup): a key with name prefixes is refused (403). */
+  wholeServer?: true;
 }
 
 const R: Scope = 'read';
@@ -114,7 +116,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   // (the page asks for a key before it reads any); a backup holds all of it.
   'GET /': { scopes: [], kind: 'public' },
   'GET /v0/openapi.json': { scopes: [], kind: 'public' },
-  'GET /v0/backup': { scopes: [A] },
+  'GET /v0/backup': { scopes: [A], wholeServer: true },
   // Only with SERVICE_STAGE_CLOCK (debug): the stage clock's summary, and its reset.
   'GET /v0/debug/stages': { scopes: [A], debugOnly: true },
   'DELETE /v0/debug/stages': { scopes: [A], debugOnly: true },
@@ -177,6 +179,7 @@ export class Admission {
     if (!rule) return done(); // 404 / 405 follow
     const lacking = scopeRefusal(rule.scopes, key.scopes);
     if (lacking) return void sendError(req, reply, new HttpError('forbidden', lacking.message, lacking.detail));
+    if (rule.wholeServer && key.prefixes) return void sendError(req, reply, forbiddenWholeServer(key.prefixes));
     if (rule.pathName && key.prefixes) {
       const name = (req.params as Record<string, string>)[rule.pathName];
       if (name !== undefined && !allowsName(key.prefixes, name))
@@ -352,6 +355,17 @@ export class Admission {
 
 function unauthorized(): HttpError {
   return new HttpError('unauthorized', 'a valid API key is required (Authorization: Bearer <key>)');
+}
+
+/** A route whose answer holds every topic, asked with a key limited to some names. */
+function forbiddenWholeServer(prefixes: readonly string[]): HttpError {
+  return new HttpError(
+    'forbidden',
+    'this key may name only some topics, and a backup holds every topic: it needs a key without name prefixes',
+    {
+      allowed_prefixes: prefixes,
+    },
+  );
 }
 
 function forbiddenName(kind: NameKind, name: string, prefixes: readonly string[]): HttpError {

@@ -85,7 +85,7 @@ export async function buildServer(
 
   gateRoutesOnRegister(app, admission);
   await registerOpenApi(app); // before the routes: it attaches each one's documented schema
-  probeRoutes(app, sup, metrics);
+  probeRoutes(app, sup, metrics, admission);
   registerStageClock(app, sup);
   statusRoutes(app);
   topicRoutes(app, sup, metrics, admission);

@@ -30,6 +30,37 @@ describe('every route', () => {
   );
 });
 
+test('a backup holds every topic: a key with name prefixes is refused, even with every scope', async () => {
+  const x = await call('GET', '/v0/backup', undefined, bearer(SECRETS.tenant));
+  assert.equal(x.status, 403);
+  assert.equal(x.body.error.code, 'forbidden');
+  assert.match(x.body.error.message, /needs a key without name prefixes/);
+  assert.deepEqual(x.body.error.detail, { allowed_prefixes: TENANT_PREFIXES });
+});
+
+test('metrics show a key with name prefixes only the topics and routers it may name', async () => {
+  const a = bearer(SECRETS.all);
+  assert.equal((await call('PUT', '/v0/topics/t42.src', {}, a)).status, 201);
+  assert.equal((await call('PUT', '/v0/routers/t42.in', { source: 't42.src', dest: 't42.q' }, a)).status, 201);
+  assert.equal((await call('PUT', '/v0/routers/m.out', { source: 'm.log', dest: 'm.q' }, a)).status, 201);
+  const t = bearer(SECRETS.tenant);
+  const text = (await call('GET', '/v0/metrics', undefined, t)).text;
+  assert.match(text, /^spool_topic_head_seq\{topic="t42\.q"\} \d+$/m, 'its own topic');
+  assert.match(text, /^spool_router_forwarded_total\{router="t42\.in"\}/m, 'its own router');
+  assert.doesNotMatch(text, /"m\.(log|q|out)"/, 'no other name in any series');
+  assert.match(text, /^# TYPE spool_topic_head_seq gauge$/m, 'the families are all there');
+  assert.match(text, /^spool_topics \d+$/m, 'server-wide series stay');
+  const full = (await call('GET', '/v0/metrics', undefined, a)).text;
+  assert.match(full, /^spool_topic_head_seq\{topic="m\.log"\}/m, 'a key without prefixes sees everything');
+  const json = (await call('GET', '/v0/metrics', undefined, { ...t, accept: 'application/json' })).body;
+  assert.deepEqual(
+    (json.router_stats as { router: string }[]).map((r) => r.router),
+    ['t42.in'],
+  );
+  assert.equal((await call('DELETE', '/v0/routers/m.out', undefined, a)).status, 200);
+  assert.equal((await call('DELETE', '/v0/routers/t42.in', undefined, a)).status, 200);
+});
+
 test('a redrive names its dead-letter topic inside the allowlist: from in the body, or from the config', async () => {
   const a = bearer(SECRETS.all);
   assert.equal((await call('PUT', '/v0/topics/t42.q2', { type: 'queue', dead_letter: 'other.dlq' }, a)).status, 201);

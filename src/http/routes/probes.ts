@@ -2,6 +2,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Supervisor } from '../../supervisor/supervisor.js';
 import type { Metrics } from '../metrics.js';
+import type { Admission } from '../admission.js';
+import { allowsName } from '../../auth/allowlist.js';
+import { visibleJson, visiblePrometheus, type NameFilter } from '../metricsVisibility.js';
 import { sendError, sendJson } from '../reply.js';
 import { fail } from '../../protocol/errors.js';
 import { StorageState, storageStateName } from '../../storage/storageState.js';
@@ -10,7 +13,7 @@ import type { Health, Ready } from '../../protocol/wire.js';
 
 const VERSION = '0.1.0';
 
-export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics): void {
+export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metrics, admission: Admission): void {
   const started = Date.now();
   const health = async (req: import('fastify').FastifyRequest, reply: import('fastify').FastifyReply) =>
     sendJson(req, reply, 200, { status: 'ok', version: VERSION, uptime_ms: Date.now() - started } satisfies Health);
@@ -43,8 +46,23 @@ export function probeRoutes(app: FastifyInstance, sup: Supervisor, metrics: Metr
   app.get('/readyz', ready);
 
   app.get('/v0/metrics', async (req, reply) => {
-    if ((req.headers.accept ?? '').includes('application/json')) return sendJson(req, reply, 200, await metrics.json());
+    // A key with name prefixes sees no series naming a topic or router outside them.
+    const prefixes = admission.allowlist(req);
+    const visible: NameFilter | null = prefixes && {
+      topic: (name) => allowsName(prefixes, name),
+      router: (name) => {
+        const r = sup.routers.get(name);
+        return r !== undefined && admission.routerVisible(req, r);
+      },
+    };
+    if ((req.headers.accept ?? '').includes('application/json')) {
+      const body = await metrics.json();
+      return sendJson(req, reply, 200, visible ? visibleJson(body, visible) : body);
+    }
     const text = await metrics.prometheus();
-    return reply.code(200).header('content-type', 'text/plain; version=0.0.4; charset=utf-8').send(text);
+    return reply
+      .code(200)
+      .header('content-type', 'text/plain; version=0.0.4; charset=utf-8')
+      .send(visible ? visiblePrometheus(text, visible) : text);
   });
 }
