@@ -82,6 +82,10 @@ export class CopySection {
     }
     if (runBuf) p += runBuf.copy(out, p, runStart, runEnd);
     if (p !== headroom + this.size) throw new InvariantError(`copy section: wrote ${p - headroom} of ${this.size} bytes`);
+    // The headroom and the padding are the dest's to write, but the body crosses (and is traced)
+    // whole: zeroed, no leftover process memory goes with it, and a replay compares equal bytes.
+    out.fill(0, 0, headroom);
+    out.fill(0, p);
     return { body: out, layout: { count: this.count, offset: headroom, bytes: this.size } };
   }
 
