@@ -1,11 +1,12 @@
 // `spool backup <dest>`: an online backup of a running server (GET /v0/backup), consistent as of
 // one WAL position. `-` writes the tar to stdout, a name ending in .tar writes a tar file
-// (complete or absent: temp file + rename), anything else is a directory, new or empty, that
-// becomes a data directory a server can start on.
+// (complete or absent: temp file + rename; a stream that ends before the server's last entry is
+// refused), anything else is a directory, new or empty, that becomes a data directory a server
+// can start on.
 import { Command } from 'commander';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CliError, EXIT, note, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 
@@ -27,6 +28,49 @@ async function fetchBackup(o: ClientOpts): Promise<Readable> {
   return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
 }
 
+/** Bytes of a tar's end the check keeps: BACKUP_POINT's header and content, and the two zero blocks after. */
+const TAR_TAIL_BYTES = 4096;
+const TAR_BLOCK = 512;
+
+/**
+ * Passes a backup's tar through and fails it unless it ended whole: a stream that stopped early
+ * but cleanly (a proxy, a server killed between entries) must not leave a tar that looks
+ * complete. Whole means the server's last entry, BACKUP_POINT, then the tar's two zero blocks.
+ */
+class WholeBackup extends Transform {
+  private tail = Buffer.alloc(0);
+  private total = 0;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.total += chunk.length;
+    const both = Buffer.concat([this.tail, chunk]);
+    this.tail = both.subarray(Math.max(0, both.length - TAR_TAIL_BYTES));
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    const t = this.tail;
+    const ended = this.total % TAR_BLOCK === 0 && t.length >= 2 * TAR_BLOCK && t.subarray(t.length - 2 * TAR_BLOCK).every((b) => b === 0);
+    let point = false;
+    // Headers sit at multiples of 512 from the tar's start; the tail ends on one.
+    for (let at = t.length - 2 * TAR_BLOCK - TAR_BLOCK; ended && at >= 0 && !point; at -= TAR_BLOCK)
+      point = t.toString('latin1', at, at + 13) === 'BACKUP_POINT\0';
+    if (ended && point) return done();
+    done(new CliError('the backup stream ended before its BACKUP_POINT entry: it was cut short, and nothing is kept', EXIT.failure));
+  }
+}
+
+/** The backup piped into `sink` whole, or a CliError (a dropped connection included). */
+async function streamBackup(o: ClientOpts, sink: NodeJS.WritableStream): Promise<void> {
+  const source = await fetchBackup(o);
+  try {
+    await pipeline(source, new WholeBackup(), sink);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError(`the backup stream broke off: ${(err as Error).message}`, EXIT.unavailable);
+  }
+}
+
 export function backupCommand(outcome: Outcome): Command {
   return withClientOptions(
     new Command('backup')
@@ -35,12 +79,17 @@ export function backupCommand(outcome: Outcome): Command {
   ).action(async (dest: string, o: ClientOpts) => {
     const { assertEmptyTarget, untar } = await import('./untar.js');
     if (dest === '-') {
-      await pipeline(await fetchBackup(o), process.stdout);
+      // Through a stand-in, so that a failed stream does not destroy stdout itself (its error
+      // would surface as an uncaught one) and the refusal is one line, as for a file.
+      const toStdout = new Writable({
+        write: (chunk: Buffer, _enc, done) => (process.stdout.write(chunk) ? done() : process.stdout.once('drain', () => done())),
+      });
+      await streamBackup(o, toStdout);
     } else if (dest.endsWith('.tar')) {
       if (fs.existsSync(dest)) throw new CliError(`${dest} exists`, EXIT.usage);
       const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.${process.pid}.tmp`);
       try {
-        await pipeline(await fetchBackup(o), fs.createWriteStream(tmp));
+        await streamBackup(o, fs.createWriteStream(tmp));
         fs.renameSync(tmp, dest);
       } finally {
         fs.rmSync(tmp, { force: true });

@@ -122,3 +122,58 @@ test('a backup under write load restores to exactly the live state as of its poi
     await live.stop();
   }
 });
+
+test('a backup stream that ends early is refused: a clean end before BACKUP_POINT, or a dropped connection', async () => {
+  const srv = await startServer();
+  const dir = tempDir('spool-backup-cut-');
+  const whole = path.join(dir, 'whole.tar');
+  try {
+    await fetch(`${srv.url}/v0/topics/cut.a`, {
+      method: 'POST',
+      headers: JSON_CT,
+      body: JSON.stringify({ records: [{ data: 'x'.repeat(5000) }] }),
+    });
+    const ok = await run(['backup', whole, '--url', srv.url]);
+    assert.equal(ok.code, 0, ok.stderr);
+  } finally {
+    await srv.stop();
+  }
+  const tar = fs.readFileSync(whole);
+  // A stand-in for the server that sends the first `bytes` of the tar, then ends the response
+  // cleanly (`end`) or drops the connection (`drop`).
+  let mode: { bytes: number; how: 'end' | 'drop' } = { bytes: tar.length, how: 'end' };
+  const http = await import('node:http');
+  const fake = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/x-tar', 'spool-backup-point': '1:0' });
+    res.write(tar.subarray(0, mode.bytes));
+    if (mode.how === 'end') res.end();
+    else setTimeout(() => res.socket?.destroy(), 50);
+  });
+  await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
+  try {
+    const copy = path.join(dir, 'copy.tar');
+    assert.equal((await run(['backup', copy, '--url', url])).code, 0, 'the whole tar passes');
+    assert.deepEqual(fs.readFileSync(copy), tar);
+
+    mode = { bytes: Math.floor(tar.length / 1024) * 512, how: 'end' };
+    const short = path.join(dir, 'short.tar');
+    const cut = await run(['backup', short, '--url', url]);
+    assert.equal(cut.code, 1, cut.stderr);
+    assert.match(cut.stderr, /cut short/);
+    assert.equal(fs.existsSync(short), false, 'no tar kept');
+
+    mode = { bytes: 4096, how: 'drop' };
+    const dropped = await run(['backup', '-', '--url', url]);
+    assert.equal(dropped.code, 5, dropped.stderr);
+    assert.match(dropped.stderr, /broke off/);
+    assert.doesNotMatch(dropped.stderr, /\n\s+at /, 'no stack trace');
+    assert.deepEqual(
+      fs.readdirSync(dir).filter((f) => f.endsWith('.tmp')),
+      [],
+      'no temp file left',
+    );
+  } finally {
+    fake.close();
+  }
+});
