@@ -7,10 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { client, killServersAfterFile, startServer, tempDir } from '../helpers/server.js';
 import { assertOk, sleep, walBatches } from './util.js';
+import { LAZY_FLUSH_MS } from '../../src/topicThread/walLink.js';
 
 killServersAfterFile();
 
-test('serial appends to a memory topic share WAL writes', async () => {
+test('serial appends to a memory topic share WAL writes', async (t) => {
   const srv = await startServer();
   try {
     const c = client(srv.url);
@@ -18,13 +19,24 @@ test('serial appends to a memory topic share WAL writes', async () => {
     assertOk(await c.post('/v0/topics/m', { records: [{ data: 0 }] }), 200, 'first append'); // its reservation
     await sleep(50);
     const appends = 40;
-    const before = await walBatches(c);
-    for (let i = 1; i <= appends; i++) assertOk(await c.post('/v0/topics/m', { records: [{ data: i }] }), 200, `append ${i}`);
-    await sleep(50); // the last held frames leave within a few ms
-    const writes = (await walBatches(c)) - before;
-    // One write per append without the hold (40 and more); with it, one per few ms of appends.
-    assert.ok(writes >= 1, `${writes} WAL writes: the appends were written`);
-    assert.ok(writes <= appends * 0.75, `${writes} WAL writes for ${appends} serial memory appends`);
+    // One write per append without the hold (40 and more); with it, one per LAZY_FLUSH_MS of
+    // appends. Appends slower than that (a loaded machine) cannot share one: such a round says
+    // nothing, and the test takes the best of three.
+    const rounds: { writes: number; ms: number }[] = [];
+    for (let round = 0; round < 3; round++) {
+      const before = await walBatches(c);
+      const t0 = Date.now();
+      for (let i = 1; i <= appends; i++) assertOk(await c.post('/v0/topics/m', { records: [{ data: i }] }), 200, `append ${i}`);
+      const ms = Date.now() - t0;
+      await sleep(50); // the last held frames leave within a few ms
+      const writes = (await walBatches(c)) - before;
+      assert.ok(writes >= 1, `${writes} WAL writes: the appends were written`);
+      rounds.push({ writes, ms });
+      if (writes <= appends * 0.75) return;
+    }
+    const couldShare = rounds.filter((r) => r.ms < appends * LAZY_FLUSH_MS * 0.75);
+    if (couldShare.length === 0) return t.skip(`appends too slow to share a write here: ${JSON.stringify(rounds)}`);
+    assert.fail(`WAL writes for ${appends} serial memory appends, per round: ${JSON.stringify(rounds)}`);
   } finally {
     await srv.stop();
   }
