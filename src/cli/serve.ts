@@ -68,7 +68,11 @@ export async function serve(): Promise<void> {
     }
     await sup.recover();
   })().catch((err: Error) => {
-    logger.error({ err }, `recovery failed: ${err.message}`);
+    // Damage is a refused start, one line (docs/OPERATIONS.md "Logs"); anything else keeps its stack.
+    // By name: a worker's CorruptionError reaches main as a copy, not an instance.
+    if (err instanceof CorruptionError || err?.name === 'CorruptionError')
+      logger.error(`refused to start: recovery failed: ${err.message}`);
+    else logger.error({ err }, `recovery failed: ${err.message}`);
     process.exit(1);
   });
   const { buildServer } = await import('../http/server.js');

@@ -7,6 +7,7 @@ import { crc32 } from 'node:zlib';
 import type { RouterDef } from '../protocol/messages/router.js';
 import { metaDir } from '../format/layout.js';
 import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
+import { CorruptionError } from '../core/corruption.js';
 
 /** A router as stored: its definition and where its forwarder started (no backfill). */
 export interface StoredRouter extends RouterDef {
@@ -67,7 +68,7 @@ export function loadRouters(fsx: Fs, dataDir: string): RouterFile {
   const p = routerFilePath(dataDir);
   if (!fsx.existsSync(p)) return { version: 1, nextId: 1, routers: [] };
   const file = decodeRouterFile(fsx.readFileSync(p).toString('utf8'));
-  if (typeof file === 'string') throw new Error(`${p}: ${file}`);
+  if (typeof file === 'string') throw new CorruptionError(p, file);
   return file;
 }
 

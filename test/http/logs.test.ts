@@ -195,6 +195,33 @@ test('a data dir or port file the server cannot use refuses the start in one lin
   }
 });
 
+test('damage found by recovery refuses the start in one line, without a stack', async () => {
+  // A data dir whose router definitions fail their checksum (a bad disk, a hand edit).
+  const srv = await startServer();
+  for (const t of ['lg.a', 'lg.b']) assert.equal((await fetch(`${srv.url}/v0/topics/${t}`, { method: 'PUT' })).status, 201);
+  const router = await fetch(`${srv.url}/v0/routers/lg.r`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ source: 'lg.a', dest: 'lg.b' }),
+  });
+  assert.equal(router.status, 201);
+  assert.equal(await srv.stop(), 0);
+  const file = path.join(srv.dataDir, 'meta', 'routers.json');
+  fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/"crc":\d+/, '"crc":1'));
+  const r = spawnSync(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: srv.dataDir, SERVICE_PORT: '0' },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.status, 1, r.stderr);
+  const errors = parseLines(r.stderr).filter((l) => l.level === 'error');
+  assert.deepEqual(
+    errors.map((l) => l.msg),
+    [`refused to start: recovery failed: ${file}: checksum mismatch`],
+  );
+  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
+});
+
 test('a drain that runs out of grace closes what is still open, finishes (final checkpoint) and exits 0', async () => {
   const s = await startServer({ env: { SERVICE_SHUTDOWN_GRACE_MS: '300' } });
   try {
