@@ -174,6 +174,25 @@ for (const same of [false, true]) {
       );
     });
 
+    test('a diff on a dest applies a refused forward at once once room is freed, not at the next backoff', async () => {
+      const [s, d] = pair(same);
+      assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 2 }), 201);
+      assertOk(await route(s, d), 201);
+      assertOk(await append(s, [{ data: 1 }, { data: 2 }]), 200);
+      assertOk(await append(s, [{ data: 3 }]), 200);
+      await sleep(300); // refused: the forwarder backs off (its next try is a second or more away)
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [1, 2],
+      );
+      assertOk(await c.post(`/v0/topics/${d}/delete`, { before_seq: 2 }), 200); // room for one
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [2, 3],
+        'the first diff after the delete has the pending record',
+      );
+    });
+
     test('records evicted from the source before forwarding give dest readers a source_trim tombstone', async () => {
       const [s, d] = pair(same);
       assertOk(await c.put(`/v0/topics/${s}`, { cap_records: 2 }), 201);

@@ -88,6 +88,25 @@ export function stopRouting(ctx: ActorCtx, inst: TopicInstance): number {
   return forwardsOut(inst);
 }
 
+/**
+ * A reader of a dest asked for what is pending (a drain that waits): each named forwarder backing
+ * off after a refusal tries again now rather than at its timer, since the dest may have room
+ * since (a delete, a raised cap). Refused again, it backs off again, and the drain answers.
+ */
+export function retryBlocked(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, names: readonly string[]): void {
+  const r = inst.routing;
+  if (!r || r.stopped) return;
+  let retried = false;
+  for (const name of names) {
+    const f = r.forwarders.get(name);
+    if (!f || f.retryTimerId === 0 || f.cursor >= inst.head) continue;
+    ctx.cancelTimer(f.retryTimerId);
+    f.retryTimerId = 0;
+    retried = true;
+  }
+  if (retried) pumpAll(a, ctx, inst);
+}
+
 /** Requests (copy batches, probes) the topic's forwarders have out now. */
 export function forwardsOut(inst: TopicInstance): number {
   let n = 0;

@@ -7,7 +7,7 @@ import type { ActorCtx } from '../ctx.js';
 import { okJson, type ActorCore } from '../topic/actorCore.js';
 import { probeStep } from './applied.js';
 import { drainStep } from './drain.js';
-import { installRouter, removeRouter } from './forwarder.js';
+import { installRouter, removeRouter, retryBlocked } from './forwarder.js';
 
 export function routerStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: RouterRequest): void {
   switch (req.op) {
@@ -25,6 +25,7 @@ export function routerStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Rout
       return ctx.reply(reqId, okJson(200, `{"removed":${removed}`));
     }
     case 'routerDrain':
+      if (req.wait && a.current) retryBlocked(a, ctx, a.current, req.routers);
       return drainStep(a, ctx, reqId, req);
     case 'routerProbe':
       return probeStep(a, ctx, reqId, req.routerId);
