@@ -8,12 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { CliError, EXIT, note, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { CliError, EXIT, note, serverUrl, withClientOptions, type ClientOpts, type Outcome } from './common.js';
 
 async function fetchBackup(o: ClientOpts): Promise<Readable> {
+  const url = serverUrl(o);
   let res: Response;
   try {
-    res = await fetch(`${o.url.replace(/\/$/, '')}/v0/backup`, { headers: o.key ? { authorization: `Bearer ${o.key}` } : {} });
+    res = await fetch(`${url.replace(/\/$/, '')}/v0/backup`, { headers: o.key ? { authorization: `Bearer ${o.key}` } : {} });
   } catch (err) {
     throw new CliError(`cannot reach ${o.url}: ${(err as Error).message}`, EXIT.unavailable);
   }

@@ -80,13 +80,22 @@ export function withClientOptions(cmd: Command): Command {
     .option('--json', 'machine-readable output (JSON on stdout, errors as JSON on stderr)');
 }
 
-/** The client for a command. The CLI always reads seqs as bigints: nothing is ever rounded. */
-export function clientFor(opts: ClientOpts): Spool<'bigint'> {
+/** --url, checked: a usage error (exit 2) unless it is an http:// or https:// URL. */
+export function serverUrl(opts: ClientOpts): string {
+  let url: URL;
   try {
-    new URL(opts.url);
+    url = new URL(opts.url);
   } catch {
     throw usageError(`--url: not a URL: ${opts.url}`);
   }
+  // `localhost:4000` parses, as a URL of scheme `localhost:`.
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw usageError(`--url: not an http:// or https:// URL: ${opts.url}`);
+  return opts.url;
+}
+
+/** The client for a command. The CLI always reads seqs as bigints: nothing is ever rounded. */
+export function clientFor(opts: ClientOpts): Spool<'bigint'> {
+  serverUrl(opts);
   // A field the server ignored (a typo such as `ttl` for `ttl_ms`) is said on stderr.
   return new Spool({ url: opts.url, key: opts.key, int64: 'bigint', onWarning: (w) => note(`spool: warning: ${w}`) });
 }

@@ -142,6 +142,8 @@ test('usage errors: one line on stderr, exit 2, never a stack trace', () => {
     [['ack', 'q', 'seventeen'], /not a job/],
     [['work', 'q'], /missing required argument 'command'/],
     [['read', 't', '--url', 'not a url'], /--url: not a URL/],
+    [['read', 't', '--url', 'localhost:4000'], /--url: not an http:\/\/ or https:\/\/ URL/],
+    [['backup', '-', '--url', 'localhost:4000'], /--url: not an http:\/\/ or https:\/\/ URL/],
   ];
   for (const [args, re] of cases) {
     const r = cli(args);
