@@ -68,8 +68,9 @@ export async function serve(): Promise<void> {
     }
     await sup.recover();
   })().catch((err: Error) => {
-    // Damage is a refused start, one line (docs/OPERATIONS.md "Logs"); anything else keeps its stack.
-    // By name: a worker's CorruptionError reaches main as a copy, not an instance.
+    // Damage found by recovery (a CorruptionError, also as it comes back from a worker or the WAL
+    // thread, where it keeps only its name) is a refused start: one line naming the file and
+    // offset, no stack (docs/OPERATIONS.md "Exit codes"). Anything else keeps its stack.
     if (err instanceof CorruptionError || err?.name === 'CorruptionError')
       logger.error(`refused to start: recovery failed: ${err.message}`);
     else logger.error({ err }, `recovery failed: ${err.message}`);

@@ -1,7 +1,11 @@
 // Loading a topic's segment files at startup (docs/ARCHITECTURE.md "Recovery order" step 3), in its topic worker. Every
 // frame is CRC-checked. A torn tail of the newest segment is truncated: the WAL still holds
 // everything since the checkpoint, so replay rewrites it; a last frame missing only its padding
-// gets it back. Damage inside an older (sealed) segment is an error, never skipped.
+// gets it back. Damage inside an older (sealed) segment is an error, never skipped, and so is
+// damage inside the bytes of the newest one that the snapshot records as durable (its `own`
+// size: fsynced before the snapshot was written, and the WAL before its cut may be gone), or in
+// a compacted file (written whole and fsynced before its rename): a torn tail lies only past
+// them, and nothing below them is ever cut.
 import path from 'node:path';
 import type { Fs } from './fs.js';
 import { parseCompactTempName, parseSegmentFileName, parseTopicDirName, topicDir, topicsDir } from '../format/layout.js';
@@ -59,12 +63,17 @@ export async function listSegments(
     .sort((a, b) => a.firstSeq - b.firstSeq);
 }
 
-/** Reads one segment, CRC-checking every frame; the newest may have a torn tail (truncated). */
+/**
+ * Reads one segment, CRC-checking every frame; the newest may have a torn tail (truncated), but
+ * only past `durableBytes`: what the snapshot records of the file (docs/FORMAT.md "Snapshots",
+ * `own`), bytes that were durable before its cut. Damage below them is a CorruptionError.
+ */
 export async function readSegment(
   fsx: Fs,
   topicId: number,
   seg: { firstSeq: number; file: string },
   isNewest: boolean,
+  durableBytes = 0,
 ): Promise<LoadedSegment> {
   const buf = await fsx.readFile(seg.file);
   let off = 0;
@@ -75,13 +84,26 @@ export async function readSegment(
       throw new CorruptionError(seg.file, 'unexpected frame', off);
     off += p.frame.size;
   }
+  // Compacted (its first frame an EXTENT): written whole and fsynced before it was renamed over
+  // the segment, and never written to again.
+  const compacted = off > 0 && buf.readUInt8(8) === FrameType.EXTENT;
   if (off === buf.length) {
-    if (buf.length === 0 || buf.readUInt8(8) !== FrameType.EXTENT) return { firstSeq: seg.firstSeq, size: off, buf };
-    // Compacted: written whole and fsynced before it was renamed over the segment, never the newest.
-    const relocation = walkSegment(buf, () => undefined)!;
-    return { firstSeq: seg.firstSeq, size: relocation.origEnd, buf, relocation };
+    if (compacted) {
+      const relocation = walkSegment(buf, () => undefined)!;
+      return { firstSeq: seg.firstSeq, size: relocation.origEnd, buf, relocation };
+    }
+    if (off >= durableBytes) return { firstSeq: seg.firstSeq, size: off, buf };
+    // Whole frames, but fewer bytes than were durable at the cut (a file cut short): lost, not torn.
+    throw new CorruptionError(seg.file, `its whole frames end below the ${durableBytes} bytes the snapshot records as durable`, off);
   }
   if (!isNewest) throw new CorruptionError(seg.file, 'damaged frame in a sealed segment', off);
+  if (compacted) throw new CorruptionError(seg.file, 'damaged frame in a compacted segment (written whole: not a torn tail)', off);
+  if (off < durableBytes)
+    throw new CorruptionError(
+      seg.file,
+      `damaged frame below the ${durableBytes} bytes the snapshot records as durable (not a torn tail: nothing is cut)`,
+      off,
+    );
   // Shorter: a torn tail, cut off. Longer: the last frame is whole but the crash cut off its
   // zero padding (not covered by the CRC); the index counts frames with their padding, so it
   // is restored (extending a file adds zeros), or a cold read of that frame would come up short.

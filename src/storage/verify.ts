@@ -5,7 +5,10 @@
 // of a reserved topic in the WAL past its ceiling), and the routers file against the data
 // (verifyRouters.ts). Read-only: it never truncates or repairs.
 // A torn tail (the end of the newest WAL file or segment, a crash's normal leftover) is a
-// note, not damage: recovery drops it. Anything else found is a problem, and the CLI exits 1.
+// note, not damage: recovery drops it. But bytes the newest snapshot records as durable (the runs
+// it places in a pack, the size of a quiet topic's own segment file) were fsynced before it was
+// written: a bad or missing byte there is damage, as recovery refuses it. Anything else found is
+// a problem, and the CLI exits 1.
 import path from 'node:path';
 import type { Fs } from './fs.js';
 import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from '../format/layout.js';
@@ -59,7 +62,7 @@ export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
   const newest = checkSnapshots(fsx, dataDir, r);
   ev.snapshot(newest);
   checkWal(fsx, dataDir, r, newest, ev);
-  checkSegments(fsx, dataDir, r, ev);
+  checkSegments(fsx, dataDir, r, ev, newest);
   checkPacks(fsx, dataDir, r, ev, newest);
   checkRouters(fsx, dataDir, ev, r);
   return r;
@@ -233,9 +236,16 @@ function noteReservation(buf: Buffer, f: FrameView, topics: Map<number, WalTopic
   }
 }
 
-function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence): void {
+function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence, newest: SnapshotBody | undefined): void {
   const root = topicsDir(dataDir);
   if (!fsx.existsSync(root)) return;
+  // What the newest snapshot records of a quiet topic's own file ([first seq, size]): those bytes
+  // were fsynced before it was written, so nothing below them is a torn tail.
+  const durable = new Map<number, readonly [number, number]>();
+  for (const t of newest?.topics ?? []) {
+    const own = (t as { own?: readonly [number, number] }).own;
+    if (own) durable.set(t.id, own);
+  }
   for (const dirName of fsx.readdirSync(root).sort()) {
     const topicId = parseTopicDirName(dirName);
     if (topicId === undefined) continue;
@@ -245,24 +255,32 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
       .filter((s): s is { n: string; first: number } => s.first !== undefined)
       .sort((a, b) => a.first - b.first);
     let lastSeq = 0;
+    const own = durable.get(topicId);
     segs.forEach((s, k) => {
       r.segments++;
       const where = `segment ${dirName}/${s.n}`;
       const buf = fsx.readFileSync(path.join(root, dirName, s.n));
+      const covered = own?.[0] === s.first ? own[1] : 0;
       let off = 0;
       let first = true;
+      let compacted = false;
       while (off < buf.length) {
         const p = probeFrame(buf, off, buf.length);
         if (!p.ok) {
-          if (p.reason === 'end' && buf.subarray(off).every((b) => b === 0)) break;
-          if (k === segs.length - 1 && findValidFrameAfter(buf, off) < 0)
+          if (off < covered && !compacted)
+            r.problems.push(
+              `${where}: damaged frame at offset ${off} (${p.reason}), below the ${covered} bytes the newest snapshot records as durable`,
+            );
+          else if (p.reason === 'end' && buf.subarray(off).every((b) => b === 0)) break;
+          else if (k === segs.length - 1 && !compacted && findValidFrameAfter(buf, off) < 0)
             r.notes.push(`${where}: torn tail at offset ${off} (${p.reason}); recovery truncates it`);
-          else r.problems.push(`${where}: damaged frame at offset ${off} (${p.reason})`);
+          else r.problems.push(`${where}: damaged frame at offset ${off} (${p.reason})${compacted ? ' in a compacted segment' : ''}`);
           break;
         }
         const f = p.frame;
         if (f.type === FrameType.EXTENT && f.topicId === topicId) {
           // A compacted segment (docs/FORMAT.md "Compacted segments"): the frames after it follow.
+          if (off === 0) compacted = true;
           off += f.size;
           continue;
         }
@@ -281,6 +299,9 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
         r.segmentFrames++;
         off += f.size;
       }
+      // Whole frames, but fewer bytes than the snapshot records as durable: a file cut short.
+      if (off === buf.length && off < covered && !compacted)
+        r.problems.push(`${where}: whole frames end at ${off}, below the ${covered} bytes the newest snapshot records as durable`);
     });
   }
 }

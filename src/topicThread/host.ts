@@ -5,13 +5,15 @@
 // makes those, and the listings (pages, stats, priorities) are HostListings (hostListings.ts).
 // It owns no topic state. Invariant: an actor step never awaits; effects run inside the step
 // only as far as queueing them.
+import path from 'node:path';
 import { stageClock } from '../core/stageClock.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { Clock } from '../core/clock.js';
 import { seededRng, Rng } from '../core/rng.js';
 import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 import { fail, type ErrorResult } from '../protocol/errors.js';
-import type { SegmentPlacement } from '../format/layout.js';
+import { parsePackFileName, parseSegmentFileName, type SegmentPlacement } from '../format/layout.js';
+import { CorruptionError } from '../core/corruption.js';
 import { StepCtx } from '../actors/ctx.js';
 import { TopicActor } from '../actors/topic/topicActor.js';
 import { applyInput, ActorInput } from '../actors/topic/inputs.js';
@@ -82,6 +84,8 @@ export class ActorHost implements HostServices {
   readonly byTopicId = new Map<number, TopicActor>();
   /** Generators of the actors that drew since the boot seed was set (only queue claims draw). */
   private readonly rngs = new Map<TopicActor, Rng>();
+  /** The worker's log, when it has one. */
+  private readonly log: ((msg: string) => void) | undefined;
   /** Traced actors whose seed is in the trace since the last reset (empty unless tracing). */
   private readonly seedTraced = new Set<TopicActor>();
   /** Step contexts not in use: one is bound to an actor per input (steps may nest). */
@@ -139,6 +143,7 @@ export class ActorHost implements HostServices {
     this.recovery = makeRecovery(this);
     this.dormancy = makeDormancy(this);
     this.compaction = makeCompaction(this, deps.compaction, deps.log);
+    this.log = deps.log;
     this.checkpoints = makeCheckpoints(this);
     this.listings = new HostListings(this);
   }
@@ -197,10 +202,28 @@ export class ActorHost implements HostServices {
         () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
         (err: Error) => {
           this.replies.take(reqId);
-          resolve(fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
+          resolve(this.wakeFailed(req.topic, err));
         },
       );
     });
+  }
+
+  /**
+   * A sleeping topic's wake failed (docs/ARCHITECTURE.md "Dormant topics": a damaged frame fails
+   * the wake, nothing is truncated): the request's answer, naming the kind of file that failed
+   * (its packed segment in a pack file, or one of its own segment files), and a log line.
+   */
+  private wakeFailed(topic: string, err: Error): ErrorResult {
+    const where = err instanceof CorruptionError ? err.where : '';
+    const kind =
+      parseSegmentFileName(path.basename(where)) !== undefined
+        ? 'its segment file'
+        : where.includes('packed segment') || parsePackFileName(path.basename(where)) !== undefined
+          ? 'its packed segment in the pack files'
+          : 'disk';
+    const msg = `topic ${topic} could not be read back from ${kind}: ${err.message}`;
+    this.log?.(`spool: ${msg}`);
+    return fail('internal', msg);
   }
 
   /**
@@ -217,8 +240,7 @@ export class ActorHost implements HostServices {
       waking.then(
         () => this.input(this.actorFor(req.topic), { k: 'req', reqId, req }),
         (err: Error) => {
-          if (this.replies.take(reqId) !== undefined)
-            answer(token, fail('internal', `topic ${req.topic} could not be read back from its pack file: ${err.message}`));
+          if (this.replies.take(reqId) !== undefined) answer(token, this.wakeFailed(req.topic, err));
         },
       );
     } catch (err) {
@@ -352,19 +374,23 @@ export class ActorHost implements HostServices {
 
   /** Recovery step 3 (every topic loads); replayed WAL chunks apply once it settles. */
   async loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    let failed = true;
     try {
       await this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
+      failed = false;
     } finally {
-      this.recovery.snapshotLoaded();
+      this.recovery.snapshotLoaded(failed);
     }
   }
 
   /** Recovery step 3 from this worker's section of a v2 snapshot (lazy: quiet topics stay asleep); replay waits for it too. */
   async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+    let failed = true;
     try {
       await this.recovery.loadSection(section, packNames, snapshotEpoch);
+      failed = false;
     } finally {
-      this.recovery.snapshotLoaded();
+      this.recovery.snapshotLoaded(failed);
     }
   }
 

@@ -16,6 +16,7 @@ import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../format/f
 import { FrameType } from '../format/constants.js';
 import type { DormantTopic, TopicPart } from '../format/topicPart.js';
 import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSectionReader.js';
+import type { SectionPart } from '../storage/snapshotSectionFormat.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -96,6 +97,12 @@ export class WorkerRecovery {
   private topicDirs = new Set<number>();
   /** Own segment files listed (listOwn) ahead of a topic's packed frames, until its segments load. */
   private readonly ownListed = new Map<number, SegmentFile[]>();
+  /**
+   * Per loading topic whose snapshot part records its own file (`own`: a topic quiet at the cut),
+   * that file's first seq and the bytes of it that were durable before the cut: damage below them
+   * is not a torn tail (readSegment), until its segments load.
+   */
+  private readonly ownDurable = new Map<number, { firstSeq: number; bytes: number }>();
 
   constructor(private readonly host: RecoveryHost) {
     this.packs = new PackRecovery({ ...host, packs: host.segments.packs! }, host.workerIndex, host.workers);
@@ -112,6 +119,8 @@ export class WorkerRecovery {
       const actor = this.host.actorFor(part.name);
       this.host.input(actor, { k: 'load', part });
       this.host.byTopicId.set(part.id, actor);
+      const own = (part as SectionPart).own;
+      if (own) this.ownDurable.set(part.id, { firstSeq: own[0], bytes: own[1] });
       return actor;
     });
     this.topicDirs = await topicDirIds(this.host.fsx, this.host.dataDir);
@@ -167,6 +176,7 @@ export class WorkerRecovery {
         }
       }
       const part = cur.part();
+      if (part.own) this.ownDurable.set(part.id, { firstSeq: part.own[0], bytes: part.own[1] });
       part.runs = undefined; // the load input (and its trace line) carries the part alone
       part.wm = undefined;
       part.own = undefined;
@@ -180,6 +190,7 @@ export class WorkerRecovery {
         asleep.push(rec.name);
         this.snapshotTopicsLoaded++;
       } else {
+        this.noteOwnDurable(rec);
         eager.push({ actor: this.load(partOf(rec)), id: rec.id });
       }
     });
@@ -221,6 +232,7 @@ export class WorkerRecovery {
    */
   private async wake(topicId: number): Promise<TopicActor> {
     const rec = this.host.sleepers.take(topicId);
+    this.noteOwnDurable(rec);
     const actor = this.host.actorFor(rec.name);
     this.host.byTopicId.set(topicId, actor);
     this.host.input(actor, { k: 'load', part: partOf(rec) });
@@ -243,13 +255,26 @@ export class WorkerRecovery {
     return segs;
   }
 
-  /** Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already). */
+  /** A loading topic's own file as its snapshot record has it (the bytes durable at the cut), if any. */
+  private noteOwnDurable(rec: DormantTopic): void {
+    if (rec.own_first_seq) this.ownDurable.set(rec.id, { firstSeq: rec.own_first_seq, bytes: rec.own_bytes ?? 0 });
+  }
+
+  /**
+   * Feeds a recovering topic its segments one at a time (`ahead`: listed and maybe read already).
+   * The newest may have a torn tail, cut off, but never below what its snapshot part records as
+   * durable (ownDurable): damage there is a CorruptionError, as in a sealed segment.
+   */
   private async loadSegmentsOf(actor: TopicActor, topicId: number, ahead?: ReadAhead): Promise<void> {
     const listed = this.ownListed.get(topicId);
     this.ownListed.delete(topicId);
+    const durable = this.ownDurable.get(topicId);
+    this.ownDurable.delete(topicId);
     const segs = ahead?.segs ?? listed ?? (await this.listOwn(topicId));
     for (let i = 0; i < segs.length; i++) {
-      const seg = i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1);
+      const covered = durable?.firstSeq === segs[i]!.firstSeq ? durable.bytes : 0;
+      const seg =
+        i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1, covered);
       // A compacted file: cold reads map the original offsets the actor indexes through it.
       this.host.segments.sealed.noteLoaded(topicId, seg.firstSeq, seg.relocation);
       this.host.input(actor, { k: 'segment', seg });
@@ -272,23 +297,31 @@ export class WorkerRecovery {
     return { held: await held, segs, first };
   }
 
-  /** Step 3 is over (loadSnapshot or loadSection settled): replayed chunks may apply. */
-  snapshotLoaded(): void {
+  /**
+   * Step 3 is over (loadSnapshot or loadSection settled): replayed chunks may apply. When it
+   * failed (damage found: start-up is refused), they are only handed back, never applied: a
+   * topic whose segments did not load would write replayed frames over its file from offset 0.
+   */
+  snapshotLoaded(failed = false): void {
+    this.loadFailed = failed;
     this.openReplay();
   }
+
+  /** Step 3 failed: nothing replayed may apply (snapshotLoaded). */
+  private loadFailed = false;
 
   /** Step 4: a chunk of frames from the WAL thread, or the end of the scan. */
   onWal(m: Extract<WalOut, { t: 'replay' | 'replayDone' }>): void {
     if (m.t === 'replay') {
       this.chain = this.chain.then(async () => {
-        await this.applyChunk(Buffer.from(m.buf, 0, m.bytes));
+        if (!this.loadFailed) await this.applyChunk(Buffer.from(m.buf, 0, m.bytes));
         // Replayed frames leave no view of the chunk behind (replayFrame copies the appends it
         // keeps): its buffer goes back to the WAL thread for a later chunk.
         this.host.replayAck(m.bytes, m.buf);
       });
     } else {
       void this.chain.then(async () => {
-        await this.packs.endReplay();
+        if (!this.loadFailed) await this.packs.endReplay();
         this.replayDone?.();
       });
     }
@@ -400,6 +433,7 @@ export class WorkerRecovery {
    */
   finish(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
     let loaded = 0;
+    this.ownDurable.clear(); // parts of topics with no directory left
     this.host.resetRngs();
     for (const a of this.host.actors) {
       if (!a.current) continue;

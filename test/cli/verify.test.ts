@@ -1,7 +1,8 @@
 // `spool verify`, `spool inspect` and the live-directory guard of the offline tools: a clean
 // directory verifies, a flipped byte in a WAL frame, a segment frame, a sealed pack or a snapshot
 // is found and reported with exit 1 (in the pack being written: a torn tail, a note, unless the
-// newest snapshot placed frames there), so is a
+// newest snapshot placed frames there; in the newest segment the same, below the size the newest
+// snapshot records of it), so is a
 // routers file that is damaged, missing or older than the router progress in the data, and a
 // directory a running server holds is refused unless --force.
 import { test, before } from 'node:test';
@@ -142,6 +143,41 @@ test('a flipped byte in a segment frame is damage', () => {
   const r = spool(['verify', d]);
   assert.equal(r.status, 1, r.stdout);
   assert.match(r.stdout, /DAMAGE: segment [0-9a-f]{12}\/seg-\d{20}\.log: damaged frame at offset \d+ \(crc\)/);
+});
+
+test('the newest segment: damage or a cut below the size the snapshot records is damage, a tail past it is torn', () => {
+  // v.big is quiet at the clean stop with one own file: the snapshot records that file's size
+  // (`own`), all of it fsynced before the snapshot was written.
+  const d = copy();
+  const topics = path.join(d, 'topics');
+  const segs = fs.readdirSync(topics).flatMap((t) => fs.readdirSync(path.join(topics, t)).map((n) => path.join(topics, t, n)));
+  const seg = segs.find((f) => appendFrames(fs.readFileSync(f), 0).length >= 20)!;
+  const original = fs.readFileSync(seg);
+  const frames = appendFrames(original, 0);
+  const last = frames[frames.length - 1]!;
+  const where = `segment ${path.basename(path.dirname(seg))}/${path.basename(seg)}`;
+  // Past the recorded size: a torn tail, a note.
+  fs.appendFileSync(seg, Buffer.alloc(40, 0xab));
+  let r = spool(['verify', d]);
+  assert.equal(r.status, 0, r.stdout);
+  assert.match(r.stdout, new RegExp(`note: ${where}: torn tail at offset ${original.length} `));
+  // In its last frame (no valid frame after it): damage, not a torn tail.
+  fs.writeFileSync(seg, original);
+  flip(seg, last.bodyOff + 10);
+  r = spool(['verify', d]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.doesNotMatch(r.stdout, /torn tail/);
+  assert.match(
+    r.stdout,
+    new RegExp(
+      `DAMAGE: ${where}: damaged frame at offset ${last.off} \\(crc\\), below the ${original.length} bytes the newest snapshot records as durable`,
+    ),
+  );
+  // Cut at a frame boundary below it: whole frames, but fewer bytes than were durable.
+  fs.writeFileSync(seg, original.subarray(0, last.off));
+  r = spool(['verify', d]);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, new RegExp(`DAMAGE: ${where}: whole frames end at ${last.off}, below the ${original.length} bytes`));
 });
 
 test('packs: a torn tail of the pack being written is a note; a flipped byte where the snapshot placed frames, or in a sealed pack, is damage', () => {
