@@ -1,6 +1,8 @@
 // `spool restore <backup> <data-dir>`: unpacks a backup tar (a file, or - for stdin) into a new
 // or empty data directory; a directory a live server holds, or one with anything in it, is
-// refused. Start a server on it and recovery replays the backup's WAL tail.
+// refused. The directory is locked while it is filled, and the unpacked data passes `spool
+// verify`'s checks or nothing is restored (untar.ts). Start a server on it and recovery replays
+// the backup's WAL tail.
 import { Command } from 'commander';
 import fs from 'node:fs';
 import { EXIT, note, usageError, type Outcome } from './common.js';
@@ -17,10 +19,7 @@ export function restoreCommand(outcome: Outcome): Command {
       const { nodeFs } = await import('../storage/fs.js');
       assertEmptyTarget(dir, (d) => liveLockHolder(nodeFs, d));
       const r = await untar(src === '-' ? process.stdin : fs.createReadStream(src), dir);
-      // The point as `spool backup` prints it (fileNo:offset), when it has that shape.
-      const p = r.point as { fileNo?: unknown; offset?: unknown } | null;
-      const at = typeof p?.fileNo === 'number' && typeof p.offset === 'number' ? `${p.fileNo}:${p.offset}` : JSON.stringify(r.point);
-      note(`restored ${r.files} files (${r.bytes} bytes) as of WAL position ${at} into ${dir}`);
+      note(`restored ${r.files} files (${r.bytes} bytes) as of WAL position ${r.point.fileNo}:${r.point.offset} into ${dir}`);
       outcome.code = EXIT.ok;
     });
 }

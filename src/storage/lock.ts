@@ -4,7 +4,9 @@
 // LOCK every LOCK_REFRESH_MS, and a lock of another namespace is live while that mtime is fresh.
 // Release keeps the file and writes pid 0 into it (never alive) rather than removing it: a
 // restart on a full disk then takes it over by unlinking it first, which frees the space its
-// O_EXCL create needs. Hand-written rather than proper-lockfile: we need exactly these checks.
+// O_EXCL create needs; `spool restore`, which leaves a directory as it found it when it fails,
+// releases by removing the file instead (`{ remove: true }`). Hand-written rather than
+// proper-lockfile: we need exactly these checks.
 import fs from 'node:fs';
 import path from 'node:path';
 import { mkdirDurableSync, nodeFs, type Fs } from './fs.js';
@@ -15,6 +17,9 @@ export const LOCK_REFRESH_MS = 2000;
 export const LOCK_STALE_MS = 10_000;
 
 export class DataDirLockedError extends Error {}
+
+/** Releases a lock: marks LOCK free (pid 0), or with `remove` unlinks it; never someone else's. */
+export type ReleaseLock = (opts?: { remove?: boolean }) => void;
 
 function alive(pid: number): boolean {
   try {
@@ -86,7 +91,7 @@ function touchEvery(file: string): NodeJS.Timeout {
   return t;
 }
 
-export function acquireLock(fsx: Fs, dataDir: string): () => void {
+export function acquireLock(fsx: Fs, dataDir: string): ReleaseLock {
   mkdirDurableSync(fsx, dataDir);
   const file = path.join(dataDir, 'LOCK');
   const ns = pidNamespace();
@@ -98,10 +103,11 @@ export function acquireLock(fsx: Fs, dataDir: string): () => void {
       fsx.fsyncSync(fd);
       fsx.closeSync(fd);
       const refresh = fsx === nodeFs ? touchEvery(file) : undefined; // a simulated disk has no mtime
-      return () => {
+      return (opts = {}) => {
         clearInterval(refresh);
         try {
           if (fsx.readFileSync(file).toString('utf8') !== content) return; // someone else's now
+          if (opts.remove) return void fsx.unlinkSync(file);
           const released = Buffer.from(`0 ${Date.now()}\n`.padEnd(content.length));
           const rfd = fsx.openSync(file, 'r+');
           try {

@@ -8,13 +8,17 @@
 // note, not damage: recovery drops it. But bytes the newest snapshot records as durable (the runs
 // it places in a pack, the size of a quiet topic's own segment file) were fsynced before it was
 // written: a bad or missing byte there is damage, as recovery refuses it. Anything else found is
-// a problem, and the CLI exits 1.
+// a problem, and the CLI exits 1. Given where the WAL ends whole (`walEnd`: a backup's point, for
+// `spool restore`), a WAL that does not end exactly there, frames whole up to it, is damage too:
+// a backup's WAL is read up to its point, so a torn last frame there is a damaged file, not a
+// crash's leftover.
 import path from 'node:path';
 import type { Fs } from './fs.js';
 import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody } from './snapshot.js';
 import type { TopicPart } from '../format/topicPart.js';
+import type { WalPosition } from '../protocol/messages/wal.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
 import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
@@ -45,7 +49,12 @@ interface WalTopic {
 
 const SNAPSHOT_RE = /^snapshot-\d{20}-\d{12}\.snap$/;
 
-export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
+export interface VerifyOptions {
+  /** Where the WAL is known to end, every frame before it whole (a backup's BACKUP_POINT). */
+  walEnd?: WalPosition;
+}
+
+export function verifyDataDir(fsx: Fs, dataDir: string, opts: VerifyOptions = {}): VerifyReport {
   const r: VerifyReport = {
     problems: [],
     notes: [],
@@ -61,7 +70,7 @@ export function verifyDataDir(fsx: Fs, dataDir: string): VerifyReport {
   const ev = new RouterEvidence();
   const newest = checkSnapshots(fsx, dataDir, r);
   ev.snapshot(newest);
-  checkWal(fsx, dataDir, r, newest, ev);
+  checkWal(fsx, dataDir, r, newest, ev, opts.walEnd);
   checkSegments(fsx, dataDir, r, ev, newest);
   checkPacks(fsx, dataDir, r, ev, newest);
   checkRouters(fsx, dataDir, ev, r);
@@ -182,8 +191,16 @@ function checkTopicPart(t: TopicPart, bad: (m: string) => void): void {
   }
 }
 
-function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody | undefined, ev: RouterEvidence): void {
+function checkWal(
+  fsx: Fs,
+  dataDir: string,
+  r: VerifyReport,
+  snap: SnapshotBody | undefined,
+  ev: RouterEvidence,
+  walEnd?: WalPosition,
+): void {
   const files = listWalFiles(fsx, dataDir);
+  if (walEnd) checkWalEnd(files, r, snap, walEnd);
   const topics = new Map<number, WalTopic>();
   for (const t of snap?.topics ?? []) topics.set(t.id, { ceiling: t.reserved, maxReservedSeq: 0, fsync: t.config.durability === 'fsync' });
   for (let i = 0; i < files.length; i++) {
@@ -191,6 +208,8 @@ function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody 
     const name = walFileName(fileNo);
     const buf = fsx.readFileSync(path.join(walDir(dataDir), name));
     r.walFiles++;
+    if (walEnd?.fileNo === fileNo && buf.length !== walEnd.offset)
+      r.problems.push(`wal ${name}: ${buf.length} bytes long, though the WAL ends at ${walEnd.fileNo}:${walEnd.offset}`);
     const headerErr = checkWalHeader(buf, fileNo);
     if (headerErr) {
       if (buf.subarray(WAL_HEADER_BYTES).every((b) => b === 0))
@@ -199,9 +218,17 @@ function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody 
       continue;
     }
     let off = WAL_HEADER_BYTES;
+    // The file a known end is in holds whole frames up to that end (its length is checked above).
+    const whole = walEnd?.fileNo === fileNo ? walEnd.offset : 0;
     while (off < buf.length) {
       const p = probeFrame(buf, off, buf.length);
       if (!p.ok) {
+        if (off < whole) {
+          r.problems.push(
+            `wal ${name}: damaged frame at offset ${off} (${p.reason}), before the end ${walEnd!.fileNo}:${whole} where its frames end whole`,
+          );
+          break;
+        }
         if (p.reason === 'end') break;
         const later = findValidFrameAfter(buf, off) >= 0 || i < files.length - 1;
         if (later) r.problems.push(`wal ${name}: damaged frame at offset ${off} (${p.reason}) with frames after it`);
@@ -220,6 +247,15 @@ function checkWal(fsx: Fs, dataDir: string, r: VerifyReport, snap: SnapshotBody 
     if (t.maxReservedSeq > t.ceiling)
       r.problems.push(`wal: topic ${id.toString(16)} has seq ${t.maxReservedSeq} in the WAL above its reserved ceiling ${t.ceiling}`);
   }
+}
+
+/** The WAL ends at `end`: its file is there and that long, no file follows it, the snapshot's cut is not after it. */
+function checkWalEnd(files: number[], r: VerifyReport, snap: SnapshotBody | undefined, end: WalPosition): void {
+  const at = `${end.fileNo}:${end.offset}`;
+  if (!files.includes(end.fileNo)) r.problems.push(`wal ${walFileName(end.fileNo)}: missing, though the WAL ends in it (at ${at})`);
+  for (const n of files.filter((f) => f > end.fileNo)) r.problems.push(`wal ${walFileName(n)}: past the WAL's end ${at}`);
+  if (snap && (snap.cut.fileNo > end.fileNo || (snap.cut.fileNo === end.fileNo && snap.cut.offset > end.offset)))
+    r.problems.push(`snapshot: its cut ${snap.cut.fileNo}:${snap.cut.offset} is after the WAL's end ${at}`);
 }
 
 /** SEQ_RESERVE raises a topic's ceiling; APPENDs of a non-fsync topic must end up under it. */

@@ -124,3 +124,15 @@ test('release does not remove a LOCK that now belongs to someone else', () => {
   release();
   assert.equal(fs.readFileSync(file, 'utf8'), other);
 });
+
+test('release({ remove: true }) unlinks our own LOCK (a failed restore), never one that is someone else now', () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  acquireLock(nodeFs, dir)({ remove: true });
+  assert.equal(fs.existsSync(file), false);
+  const release = acquireLock(nodeFs, dir);
+  const other = `${process.pid} ${Date.now() + 1}\nother\n`;
+  fs.writeFileSync(file, other);
+  release({ remove: true });
+  assert.equal(fs.readFileSync(file, 'utf8'), other);
+});
