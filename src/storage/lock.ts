@@ -73,6 +73,8 @@ function held(h: LockHolder, ns: string, ageMs: number | undefined): boolean {
 }
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** How long a torn LOCK is given to be finished by a start writing it right now. */
+const TORN_RECHECK_MS = 50;
 
 /**
  * Touches `file` every LOCK_REFRESH_MS. A function of its own: the timer's closure holds the path
@@ -122,7 +124,16 @@ export function acquireLock(fsx: Fs, dataDir: string): ReleaseLock {
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const h = holderOf(fsx.readFileSync(file).toString('utf8'));
+      let text = fsx.readFileSync(file).toString('utf8');
+      if (text !== '' && !text.endsWith('\n')) {
+        // Torn: a holder writes and fsyncs its whole line before it holds anything, so this is a
+        // start that crashed while taking the lock, or one writing it this very moment. A moment
+        // later the second has finished; the first is stale, whatever its half line says.
+        Atomics.wait(sleeper, 0, 0, TORN_RECHECK_MS);
+        text = fsx.readFileSync(file).toString('utf8');
+        if (!text.endsWith('\n')) text = '';
+      }
+      const h = holderOf(text);
       // A lock of another namespace (a container's) goes stale LOCK_STALE_MS after its holder
       // stopped touching it: a restart right after a crash waits that long, once.
       for (let waited = 0; held(h, ns, lockAgeMs(file)); waited += 500) {

@@ -84,6 +84,19 @@ test('a LOCK with unreadable content is taken over', () => {
   }
 });
 
+test('a torn LOCK line (a start that crashed while writing it) is taken over at once', () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  // Half a line, touched just now, naming a live pid (1) of what reads as another namespace: a
+  // whole line like it would hold for 10 s (above); a torn one never held anything.
+  fs.writeFileSync(file, `1 ${Date.now()} pid:[40`);
+  const t0 = Date.now();
+  const release = acquireLock(nodeFs, dir);
+  assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0} ms`);
+  assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid);
+  release();
+});
+
 test('a LOCK naming a live other process throws DataDirLockedError and is left alone', async () => {
   const dir = tmp();
   const file = path.join(dir, 'LOCK');
