@@ -27,7 +27,7 @@ export function assertEmptyTarget(dir: string, liveHolder: (dir: string) => numb
   const pid = fs.existsSync(dir) ? liveHolder(dir) : undefined;
   if (pid !== undefined) throw new CliError(`${dir} is in use by process ${pid} (a running server, or a restore)`, EXIT.usage);
   if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
-    throw new CliError(`${dir} is not empty: restore only into a new or empty directory`, EXIT.usage);
+    throw new CliError(`${dir} is not empty: a backup unpacks only into a new or empty directory`, EXIT.usage);
 }
 
 /** Takes `dir`'s data-dir lock (creating `dir` if absent); refused if another process holds it or anything else is in it. */
@@ -41,7 +41,7 @@ function lockTarget(dir: string): ReleaseLock {
   }
   if (fs.readdirSync(dir).some((e) => e !== LOCK)) {
     release(); // a server came and went since the caller's check: its LOCK stays as it left it
-    throw new CliError(`${dir} is not empty: restore only into a new or empty directory`, EXIT.usage);
+    throw new CliError(`${dir} is not empty: a backup unpacks only into a new or empty directory`, EXIT.usage);
   }
   return release;
 }
