@@ -22,6 +22,8 @@ export interface ReplayReport {
   actors: number;
   compared: number;
   divergence?: Divergence;
+  /** The trace's last line was cut short (a process killed mid-write): its number; the lines before it were replayed. */
+  cutLine?: number;
 }
 
 export interface ReplayOptions {
@@ -58,11 +60,12 @@ class RecordedQueries implements Queries {
 const DISCARD: EffectSink = { run: () => undefined };
 
 export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayReport {
-  const lines = fs
-    .readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((l) => l.length > 0);
+  const text = fs.readFileSync(file, 'utf8');
+  const lines = text.split('\n').filter((l) => l.length > 0);
   if (lines.length === 0) throw new Error(`${file} is empty`);
+  // A trace's writer dies with its process: a last line without its newline was cut short, and
+  // the lines before it are still a trace to replay.
+  const cut = !text.endsWith('\n');
   const header = JSON.parse(lines[0]!) as TraceHeader;
   if (header.kind !== 'spool-trace' || header.v !== 2) throw new Error(`${file} is not a spool trace (v2)`);
   const actors = new Map<string, TopicActor>();
@@ -71,8 +74,18 @@ export function replayTrace(file: string, opts: ReplayOptions = {}): ReplayRepor
   const queries = new RecordedQueries();
   const report: ReplayReport = { steps: 0, actors: 0, compared: 0 };
   const names = new Set<string>();
-  for (const raw of lines.slice(1)) {
-    const rawLine = JSON.parse(raw) as TraceLine;
+  for (let li = 1; li < lines.length; li++) {
+    const raw = lines[li]!;
+    let rawLine: TraceLine;
+    try {
+      rawLine = JSON.parse(raw) as TraceLine;
+    } catch (err) {
+      if (cut && li === lines.length - 1) {
+        report.cutLine = li + 1;
+        break;
+      }
+      throw new Error(`${file} line ${li + 1}: not a trace line: ${(err as Error).message}`);
+    }
     if (opts.until !== undefined && rawLine.n > opts.until) break;
     if (opts.topic !== undefined && rawLine.a !== opts.topic) continue;
     const line = decodeTraceValue<TraceLine>(raw);

@@ -316,8 +316,22 @@ test('a trace of a router source replays identically: its copy batches carry no 
   } finally {
     assert.equal(await srv.stop(), 0);
   }
-  for (const file of fs.readdirSync(traceDir).map((f) => path.join(traceDir, f))) {
+  const files = fs.readdirSync(traceDir).map((f) => path.join(traceDir, f));
+  for (const file of files) {
     const report = replayTrace(file);
     assert.equal(report.divergence, undefined, JSON.stringify(report.divergence));
   }
+  // A trace whose last line was cut (its server killed mid-write) replays up to that line.
+  const file = files.find((f) => fs.readFileSync(f, 'utf8').includes('tr.src'))!;
+  const whole = fs.readFileSync(file, 'utf8');
+  const cutFile = `${file}.cut`;
+  fs.writeFileSync(cutFile, whole.slice(0, whole.length - 20));
+  const cut = spawnSync(process.execPath, [CLI, 'replay', cutFile], { encoding: 'utf8' });
+  assert.equal(cut.status, 0, cut.stdout + cut.stderr);
+  assert.match(cut.stderr, /line \d+ of .* was cut short; replayed the lines before it/);
+  assert.match(cut.stdout, /^replayed \d+ steps/);
+  // --topic naming no actor of the trace is not found, not "0 steps replayed".
+  const none = spawnSync(process.execPath, [CLI, 'replay', file, '--topic', 'tr.nope'], { encoding: 'utf8' });
+  assert.equal(none.status, 4, none.stdout + none.stderr);
+  assert.match(none.stderr, /no step of topic tr\.nope/);
 });
