@@ -41,6 +41,10 @@ export function inspectCommand(outcome: Outcome): Command {
       process.stdout.write(
         `snapshot ${info.snapshot ?? '(none)'}; ${info.wal_files.length} WAL file(s), ${info.wal_files.reduce((a, w) => a + w.bytes, 0)} bytes\n`,
       );
+      if (info.damaged_snapshots.length > 0)
+        process.stderr.write(
+          `spool inspect: damaged snapshot(s) skipped: ${info.damaged_snapshots.join(', ')} (spool verify says what is wrong)\n`,
+        );
       const packBytes = info.packs.reduce((a, p) => a + p.bytes, 0);
       const packLive = info.packs.reduce((a, p) => a + p.live_bytes, 0);
       process.stdout.write(`${info.packs.length} pack file(s), ${packBytes} bytes, ${packLive} of them of listed topics\n`);

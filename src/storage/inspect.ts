@@ -31,6 +31,8 @@ export interface TopicInfo {
 
 export interface DataDirInfo {
   snapshot: string | null;
+  /** Snapshot files newer than `snapshot` that do not decode (skipped; `spool verify` says why). */
+  damaged_snapshots: string[];
   wal_files: { file: string; bytes: number }[];
   /** Pack files (docs/FORMAT.md), oldest first; `live_bytes`: frames of topics listed here. */
   packs: { file: string; bytes: number; frames: number; live_bytes: number }[];
@@ -38,7 +40,7 @@ export interface DataDirInfo {
 }
 
 export function inspectDataDir(fsx: Fs, dataDir: string): DataDirInfo {
-  const snapName = newestSnapshotName(fsx, dataDir);
+  const { name: snapName, damaged } = newestSnapshot(fsx, dataDir);
   const snap = snapName ? decodeSnapshot(fsx.readFileSync(path.join(metaDir(dataDir), snapName))) : undefined;
   const byId = new Map<number, TopicInfo>();
   for (const t of snap?.topics ?? []) {
@@ -82,7 +84,7 @@ export function inspectDataDir(fsx: Fs, dataDir: string): DataDirInfo {
   }
   const packs = inspectPacks(fsx, dataDir, byId);
   const topics = [...byId.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { snapshot: snapName ?? null, wal_files: walFiles, packs, topics };
+  return { snapshot: snapName ?? null, damaged_snapshots: damaged, wal_files: walFiles, packs, topics };
 }
 
 /** Each pack's size, frames and bytes of listed topics; adds those bytes to the topics. */
@@ -109,15 +111,21 @@ function inspectPacks(fsx: Fs, dataDir: string, byId: Map<number, TopicInfo>): D
   return out;
 }
 
-function newestSnapshotName(fsx: Fs, dataDir: string): string | undefined {
+/** The newest snapshot that decodes, and the newer ones that do not (damaged: skipped, as recovery skips them). */
+function newestSnapshot(fsx: Fs, dataDir: string): { name: string | undefined; damaged: string[] } {
   const dir = metaDir(dataDir);
-  if (!fsx.existsSync(dir)) return undefined;
+  const damaged: string[] = [];
+  if (!fsx.existsSync(dir)) return { name: undefined, damaged };
   const names = fsx
     .readdirSync(dir)
     .filter((n) => /^snapshot-\d{20}-\d{12}\.snap$/.test(n))
     .sort()
     .reverse();
-  return names.find((n) => decodeSnapshot(fsx.readFileSync(path.join(dir, n))) !== undefined);
+  for (const n of names) {
+    if (decodeSnapshot(fsx.readFileSync(path.join(dir, n))) !== undefined) return { name: n, damaged };
+    damaged.push(n);
+  }
+  return { name: undefined, damaged };
 }
 
 function applyTopicFrame(

@@ -233,6 +233,11 @@ test('a flipped byte in a snapshot is damage', () => {
   assert.equal(r.status, 1, r.stdout);
   const j = JSON.parse(r.stdout) as { problems: string[] };
   assert.deepEqual(j.problems, [`snapshot ${snap}: damaged (bad magic, version, length or CRC)`]);
+  // inspect reads the newest snapshot that decodes, and says which newer ones it skipped.
+  const ins = spool(['inspect', d]);
+  assert.equal(ins.status, 0, ins.stderr);
+  assert.match(ins.stderr, new RegExp(`damaged snapshot\\(s\\) skipped: ${snap.replace(/\./g, '\\.')}`));
+  assert.deepEqual((JSON.parse(spool(['inspect', d, '--json']).stdout) as { damaged_snapshots: string[] }).damaged_snapshots, [snap]);
 });
 
 /** A data directory with two routers that forwarded, and the routers file as it was after the first. */
