@@ -20,6 +20,7 @@ import { fill, fillUntilSettled, tmpfsServer as tmpfsServerOf, tmpfsSkip, type T
 import { openStream } from '../helpers/sse.js';
 import { walDir } from '../../src/format/layout.js';
 import { WAL_HEADER_BYTES } from '../../src/format/constants.js';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 killServersAfterFile();
 
@@ -88,6 +89,11 @@ test(
     // Fill: a filler takes most of the space, then appends run until the disk is full.
     const filler = fill(inside, 'filler-1');
     fs.truncateSync(filler, fs.statSync(filler).size - 12 * 1024 * 1024); // leave 12 MiB for spool
+    // The filler had the disk full for a moment: a checkpoint or WAL file made then met ENOSPC
+    // and refuses writes until the server sees the space back (within a second or so).
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
+      if (/^spool_storage_writable 1$/m.test((await c.get('/v0/metrics')).text)) break;
+    }
     let refused: Awaited<ReturnType<typeof c.post>> | undefined;
     for (let i = 0; i < 20_000 && !refused; i++) {
       const r = await c.post('/v0/topics/dur', { records: [rec(acked.length)] });
