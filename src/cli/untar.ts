@@ -22,12 +22,13 @@ import type { WalPosition } from '../protocol/messages/wal.js';
 const ALLOWED =
   /^(wal\/\d{20}\.wal|meta\/snapshot-\d{20}-\d{12}\.snap|meta\/routers\.json|topics\/[0-9a-f]{12}\/seg-\d{20}\.log|packs\/pack-\d{20}-\d{1,3}-\d{1,3}\.log)$/;
 
+const notEmpty = (dir: string) => new CliError(`${dir} is not empty: a backup unpacks only into a new or empty directory`, EXIT.usage);
+
 /** A directory restore may fill: absent, or empty. A LOCK of a live server is refused first. */
 export function assertEmptyTarget(dir: string, liveHolder: (dir: string) => number | undefined): void {
   const pid = fs.existsSync(dir) ? liveHolder(dir) : undefined;
   if (pid !== undefined) throw new CliError(`${dir} is in use by process ${pid} (a running server, or a restore)`, EXIT.usage);
-  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0)
-    throw new CliError(`${dir} is not empty: a backup unpacks only into a new or empty directory`, EXIT.usage);
+  if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) throw notEmpty(dir);
 }
 
 /** Takes `dir`'s data-dir lock (creating `dir` if absent); refused if another process holds it or anything else is in it. */
@@ -41,7 +42,7 @@ function lockTarget(dir: string): ReleaseLock {
   }
   if (fs.readdirSync(dir).some((e) => e !== LOCK)) {
     release(); // a server came and went since the caller's check: its LOCK stays as it left it
-    throw new CliError(`${dir} is not empty: a backup unpacks only into a new or empty directory`, EXIT.usage);
+    throw notEmpty(dir);
   }
   return release;
 }

@@ -65,6 +65,17 @@ function flipped(tarFile: string, entry: RegExp, at: (size: number) => number, m
   return out;
 }
 
+/** A server started on the restored `dataDir` serves every record of rs.a. */
+async function servesEveryRecord(dataDir: string): Promise<void> {
+  const restored = await startServer({ dataDir });
+  try {
+    const r = await fetch(`${restored.url}/v0/topics/rs.a/diff`, { method: 'POST', headers: JSON_CT, body: '{"from_seq":0,"limit":1000}' });
+    assert.equal(((await r.json()) as { records: unknown[] }).records.length, RECORDS);
+  } finally {
+    await restored.stop();
+  }
+}
+
 test('restore refuses a backup with a flipped byte in a segment, the WAL or BACKUP_POINT: exit 1, the file named, nothing restored', async () => {
   const tarFile = await makeBackup();
   const names = entries(fs.readFileSync(tarFile)).map((e) => e.name);
@@ -114,13 +125,7 @@ test('restore refuses a backup with a flipped byte in a segment, the WAL or BACK
   const dir = path.join(tempDir(), 'intact');
   const ok = spawnSync(process.execPath, [CLI, 'restore', tarFile, dir], { encoding: 'utf8' });
   assert.equal(ok.status, 0, ok.stderr);
-  const restored = await startServer({ dataDir: dir });
-  try {
-    const r = await fetch(`${restored.url}/v0/topics/rs.a/diff`, { method: 'POST', headers: JSON_CT, body: '{"from_seq":0,"limit":1000}' });
-    assert.equal(((await r.json()) as { records: unknown[] }).records.length, RECORDS);
-  } finally {
-    await restored.stop();
-  }
+  await servesEveryRecord(dir);
 });
 
 /** `spool restore - <target>` fed by the test; resolves with its exit and stderr. */
@@ -164,13 +169,7 @@ test('a server started on a directory being restored refuses to start; the resto
   assert.match(fs.readFileSync(path.join(target, 'LOCK'), 'utf8'), /^0 /, 'the lock is released');
   const verify = spawnSync(process.execPath, [CLI, 'verify', target], { encoding: 'utf8' });
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
-  const restored = await startServer({ dataDir: target });
-  try {
-    const r = await fetch(`${restored.url}/v0/topics/rs.a/diff`, { method: 'POST', headers: JSON_CT, body: '{"from_seq":0,"limit":1000}' });
-    assert.equal(((await r.json()) as { records: unknown[] }).records.length, RECORDS);
-  } finally {
-    await restored.stop();
-  }
+  await servesEveryRecord(target);
 
   // Cut short while locked: nothing left, the LOCK included (a new directory is removed).
   const cutTarget = path.join(tempDir(), 'cut');

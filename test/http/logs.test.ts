@@ -165,6 +165,20 @@ test('a busy port refuses the start in one line with exit 2, not a stack trace',
   }
 });
 
+/** `spool serve` that must not start: exits `status` without a stack frame; its error lines' messages. */
+function refusedStart(env: Record<string, string | undefined>, status: number): string[] {
+  const r = spawnSync(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, SERVICE_PORT: '0', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.status, status, r.stderr);
+  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
+  return parseLines(r.stderr)
+    .filter((l) => l.level === 'error')
+    .map((l) => l.msg);
+}
+
 test('a data dir or port file the server cannot use refuses the start in one line with exit 2', () => {
   const dir = tempDir();
   const file = path.join(dir, 'a-file');
@@ -179,20 +193,7 @@ test('a data dir or port file the server cannot use refuses the start in one lin
       msg: `refused to start: cannot use ${path.join(dir, 'missing', 'port')} (SERVICE_PORT_FILE): a directory on its path is missing or cannot be made (ENOENT)`,
     },
   ];
-  for (const c of cases) {
-    const r = spawnSync(process.execPath, [CLI, 'serve'], {
-      env: { ...process.env, SERVICE_PORT: '0', ...c.env },
-      encoding: 'utf8',
-      timeout: 30_000,
-    });
-    assert.equal(r.status, 2, r.stderr);
-    const errors = parseLines(r.stderr).filter((l) => l.level === 'error');
-    assert.deepEqual(
-      errors.map((l) => l.msg),
-      [c.msg],
-    );
-    assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
-  }
+  for (const c of cases) assert.deepEqual(refusedStart(c.env, 2), [c.msg]);
 });
 
 test('damage found by recovery refuses the start in one line, without a stack', async () => {
@@ -208,18 +209,7 @@ test('damage found by recovery refuses the start in one line, without a stack', 
   assert.equal(await srv.stop(), 0);
   const file = path.join(srv.dataDir, 'meta', 'routers.json');
   fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/"crc":\d+/, '"crc":1'));
-  const r = spawnSync(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, SERVICE_DATA_DIR: srv.dataDir, SERVICE_PORT: '0' },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  assert.equal(r.status, 1, r.stderr);
-  const errors = parseLines(r.stderr).filter((l) => l.level === 'error');
-  assert.deepEqual(
-    errors.map((l) => l.msg),
-    [`refused to start: recovery failed: ${file}: checksum mismatch`],
-  );
-  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack frames');
+  assert.deepEqual(refusedStart({ SERVICE_DATA_DIR: srv.dataDir }, 1), [`refused to start: recovery failed: ${file}: checksum mismatch`]);
 });
 
 test('a drain that runs out of grace closes what is still open, finishes (final checkpoint) and exits 0', async () => {
