@@ -60,7 +60,7 @@ function serverCommands(program: Command, outcome: Outcome): void {
     .action(async (dir: string | undefined, o: { force?: boolean }) => {
       if (dir !== undefined && !fs.existsSync(dir)) throw usageError(`no such data directory: ${dir}`);
       const { walDump } = await import('./walDump.js');
-      walDump(dir, o.force);
+      outcome.code = walDump(dir, o.force);
     });
   // Offline tools and backups, one module each; their server code loads only when they run.
   for (const make of [verifyCommand, inspectCommand, backupCommand, restoreCommand]) program.addCommand(make(outcome));

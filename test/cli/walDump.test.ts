@@ -4,6 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { startServer, client, CLI } from '../helpers/server.js';
 import { openWork } from '../helpers/workStream.js';
 
@@ -50,4 +52,48 @@ test('spool wal-dump names the LEASES events a server wrote', async () => {
   assert.match(all, /released 2 at \d{13}/, 'a nack with a delay names its ready-at time');
   assert.match(all, /claimed 3 by "pusher" \(work\) at \d{13}/);
   assert.match(all, /released 3 \(work\)(?! at)/, 'a /work release is ready at once (no time)');
+});
+
+/** Runs `spool wal-dump` on `dir`: its status and the lines of the WAL's part (the packs' follow it). */
+function walDump(dir: string): { status: number | null; lines: string[]; stderr: string } {
+  const out = spawnSync(process.execPath, [CLI, 'wal-dump', dir], { encoding: 'utf8' });
+  const lines = out.stdout.split('\n');
+  const packs = lines.findIndex((l) => l.startsWith('packs/'));
+  return { status: out.status, lines: packs < 0 ? lines : lines.slice(0, packs), stderr: out.stderr };
+}
+
+test('spool wal-dump tells damage (whole frames after it) from a torn tail, as verify does', async () => {
+  const srv = await startServer({ env: { SERVICE_WORKERS: '1' } });
+  const c = client(srv.url);
+  assert.equal((await c.put('/v0/topics/dumped', { durability: 'disk' })).status, 201);
+  for (let i = 0; i < 3; i++)
+    assert.equal((await c.post('/v0/topics/dumped', { records: [{ data: { i, pad: 'x'.repeat(100) } }] })).status, 200);
+  await srv.kill(); // the frames stay in the WAL, no checkpoint after them
+  const before = walDump(srv.dataDir);
+  assert.equal(before.status, 0, before.stderr);
+  const appends = before.lines.filter((l) => / APPEND topic /.test(l)).map((l) => Number(/@(\d+)/.exec(l)![1]));
+  assert.equal(appends.length, 3, before.lines.join('\n'));
+  const walFile = path.join(srv.dataDir, 'wal', before.lines.find((l) => /^\S+: \d+ bytes/.test(l))!.split(':')[0]!);
+  const bytes = fs.readFileSync(walFile);
+
+  // A byte flipped in the first record's frame: the two after it are whole, so it is damage.
+  const damaged = Buffer.from(bytes);
+  damaged[appends[0]! + 40]! ^= 0xff;
+  fs.writeFileSync(walFile, damaged);
+  const d = walDump(srv.dataDir);
+  assert.equal(d.status, 1, 'damage is exit 1');
+  const next = before.lines.map((l) => Number(/^ {2}@(\d+)/.exec(l)?.[1] ?? -1)).find((o) => o > appends[0]!);
+  assert.match(d.lines.join('\n'), new RegExp(`@${appends[0]} DAMAGE \\(crc\\): whole frames follow from @${next}\n`));
+  assert.equal(d.lines.filter((l) => / APPEND topic /.test(l)).length, 2, 'the listing goes on after the damage');
+  assert.match(d.stderr, /1 damaged place/);
+
+  // The last frame cut short (its second half zeroed, as a crash mid-write leaves it): a torn tail.
+  const torn = Buffer.from(bytes);
+  const lastSize = Number(/ (\d+)B /.exec(before.lines.find((l) => l.includes(`@${appends[2]} `))!)![1]);
+  torn.fill(0, appends[2]! + lastSize / 2, appends[2]! + lastSize);
+  fs.writeFileSync(walFile, torn);
+  const t = walDump(srv.dataDir);
+  assert.equal(t.status, 0, t.stderr);
+  assert.match(t.lines.join('\n'), new RegExp(`@${appends[2]} torn tail \\(crc\\): \\d+ bytes to the end, no whole frame after it`));
+  assert.doesNotMatch(t.lines.join('\n'), /DAMAGE/);
 });
