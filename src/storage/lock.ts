@@ -42,6 +42,10 @@ function pidNamespace(): string {
   }
 }
 
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** How long a torn LOCK is given to be finished by a start writing it right now. */
+const TORN_RECHECK_MS = 50;
+
 interface LockHolder {
   pid: number;
   /** The holder's PID namespace ("" in a LOCK written before namespaces were recorded). */
@@ -51,6 +55,23 @@ interface LockHolder {
 function holderOf(text: string): LockHolder {
   const [pid, , ns] = text.trim().split(' ');
   return { pid: Number(pid), ns: ns ?? '' };
+}
+
+/**
+ * The holder LOCK names. A torn line (no newline: a released lock's line is padded with spaces
+ * after its own) names none: a holder writes and
+ * fsyncs its whole line before it holds anything, so it is a start that crashed while taking the
+ * lock, or one writing it this very moment. A moment later the second has finished; the first
+ * is stale, whatever its half line says.
+ */
+function readHolder(fsx: Fs, file: string): LockHolder {
+  let text = fsx.readFileSync(file).toString('utf8');
+  if (text !== '' && !text.includes('\n')) {
+    Atomics.wait(sleeper, 0, 0, TORN_RECHECK_MS);
+    text = fsx.readFileSync(file).toString('utf8');
+    if (!text.includes('\n')) text = '';
+  }
+  return holderOf(text);
 }
 
 /** Ms since LOCK was last touched, or undefined when it cannot be read (a simulated disk). */
@@ -71,10 +92,6 @@ function held(h: LockHolder, ns: string, ageMs: number | undefined): boolean {
   if (h.ns === '' || h.ns === ns) return h.pid !== process.pid && alive(h.pid);
   return ageMs === undefined || ageMs < LOCK_STALE_MS;
 }
-
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-/** How long a torn LOCK is given to be finished by a start writing it right now. */
-const TORN_RECHECK_MS = 50;
 
 /**
  * Touches `file` every LOCK_REFRESH_MS. A function of its own: the timer's closure holds the path
@@ -124,16 +141,7 @@ export function acquireLock(fsx: Fs, dataDir: string): ReleaseLock {
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      let text = fsx.readFileSync(file).toString('utf8');
-      if (text !== '' && !text.endsWith('\n')) {
-        // Torn: a holder writes and fsyncs its whole line before it holds anything, so this is a
-        // start that crashed while taking the lock, or one writing it this very moment. A moment
-        // later the second has finished; the first is stale, whatever its half line says.
-        Atomics.wait(sleeper, 0, 0, TORN_RECHECK_MS);
-        text = fsx.readFileSync(file).toString('utf8');
-        if (!text.endsWith('\n')) text = '';
-      }
-      const h = holderOf(text);
+      const h = readHolder(fsx, file);
       // A lock of another namespace (a container's) goes stale LOCK_STALE_MS after its holder
       // stopped touching it: a restart right after a crash waits that long, once.
       for (let waited = 0; held(h, ns, lockAgeMs(file)); waited += 500) {
@@ -151,13 +159,12 @@ export function acquireLock(fsx: Fs, dataDir: string): ReleaseLock {
 
 /** The pid of a live process holding `dataDir`'s LOCK, if any (offline tools refuse such a dir). */
 export function liveLockHolder(fsx: Fs, dataDir: string): number | undefined {
-  let text: string;
   const file = path.join(dataDir, 'LOCK');
+  let h: LockHolder;
   try {
-    text = fsx.readFileSync(file).toString('utf8');
+    h = readHolder(fsx, file);
   } catch {
     return undefined;
   }
-  const h = holderOf(text);
   return held(h, pidNamespace(), lockAgeMs(file)) ? h.pid : undefined;
 }

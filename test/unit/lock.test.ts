@@ -97,6 +97,18 @@ test('a torn LOCK line (a start that crashed while writing it) is taken over at 
   release();
 });
 
+test('the offline tools read a torn LOCK line as no holder, a whole one as its live holder', () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  // The torn line names this very process in this namespace: whole, it would be a live holder.
+  const ns = fs.readlinkSync('/proc/self/ns/pid');
+  const line = `${process.ppid} ${Date.now()} ${ns}\n`;
+  fs.writeFileSync(file, line.slice(0, -3));
+  assert.equal(liveLockHolder(nodeFs, dir), undefined);
+  fs.writeFileSync(file, line);
+  assert.equal(liveLockHolder(nodeFs, dir), process.ppid);
+});
+
 test('a LOCK naming a live other process throws DataDirLockedError and is left alone', async () => {
   const dir = tmp();
   const file = path.join(dir, 'LOCK');
