@@ -14,7 +14,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { CliError, EXIT } from './common.js';
-import { nodeFs } from '../storage/fs.js';
+import { makeDirsSync, nodeFs } from '../storage/fs.js';
 import { acquireLock, DataDirLockedError, type ReleaseLock } from '../storage/lock.js';
 import { verifyDataDir } from '../storage/verify.js';
 import type { WalPosition } from '../protocol/messages/wal.js';
@@ -114,7 +114,7 @@ function checkUnpacked(dir: string, point: WalPosition): WalPosition {
 
 async function unpack(input: Readable, dir: string, signal: AbortSignal): Promise<{ point: WalPosition; files: number; bytes: number }> {
   const { default: tar } = await import('tar-stream');
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirsSync(dir);
   const extract = tar.extract();
   const dirs = new Set<string>([dir]);
   let point: WalPosition | null = null;
@@ -131,7 +131,7 @@ async function unpack(input: Readable, dir: string, signal: AbortSignal): Promis
       }
       if (entry.header.type !== 'file' || !ALLOWED.test(name)) throw new CliError(`unexpected entry in the backup: ${name}`, EXIT.failure);
       const target = path.join(dir, name);
-      fs.mkdirSync(path.dirname(target), { recursive: true });
+      makeDirsSync(path.dirname(target));
       for (let d = path.dirname(target); d.startsWith(dir) && d !== dir; d = path.dirname(d)) dirs.add(d);
       const fd = fs.openSync(target, 'wx', 0o644);
       try {

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { encodeTraceValue, TraceHeader, TraceLine } from '../core/traceCodec.js';
+import { makeDirsSync } from '../storage/fs.js';
 
 export class TraceWriter {
   private readonly out: fs.WriteStream;
@@ -15,7 +16,7 @@ export class TraceWriter {
     header: TraceHeader,
     private readonly topicPrefix: string,
   ) {
-    fs.mkdirSync(dir, { recursive: true });
+    makeDirsSync(dir);
     const file = path.join(dir, `worker-${header.worker}-${process.pid}-${Date.now()}.trace.jsonl`);
     this.out = fs.createWriteStream(file, { flags: 'a' });
     this.out.write(encodeTraceValue(header) + '\n');

@@ -95,6 +95,49 @@ class NodeFile implements FsFile {
   }
 }
 
+/**
+ * `mkdir -p`: creates `dir` and any missing parents; returns the first directory it created
+ * (undefined when `dir` existed), as Node's `{ recursive: true }` does. Not that option itself:
+ * where a directory cannot be made although its parent exists (`/proc/x`), Node's recursive
+ * mkdir retries for ever; here a second ENOENT is final.
+ */
+export function makeDirsSync(dir: string): string | undefined {
+  try {
+    fs.mkdirSync(dir);
+    return dir;
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST' && fs.statSync(dir).isDirectory()) return undefined;
+    const parent = path.dirname(dir);
+    if (errnoOf(err) !== 'ENOENT' || parent === dir) throw err;
+    const first = makeDirsSync(parent);
+    try {
+      fs.mkdirSync(dir);
+    } catch (again) {
+      if (errnoOf(again) !== 'EEXIST' || !fs.statSync(dir).isDirectory()) throw again; // made meanwhile: fine
+    }
+    return first ?? dir;
+  }
+}
+
+/** makeDirsSync without blocking. */
+export async function makeDirs(dir: string): Promise<string | undefined> {
+  try {
+    await fsp.mkdir(dir);
+    return dir;
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST' && (await fsp.stat(dir)).isDirectory()) return undefined;
+    const parent = path.dirname(dir);
+    if (errnoOf(err) !== 'ENOENT' || parent === dir) throw err;
+    const first = await makeDirs(parent);
+    try {
+      await fsp.mkdir(dir);
+    } catch (again) {
+      if (errnoOf(again) !== 'EEXIST' || !(await fsp.stat(dir)).isDirectory()) throw again;
+    }
+    return first ?? dir;
+  }
+}
+
 /** The real filesystem. */
 export const nodeFs: Fs = {
   openSync: (p, flags) => fs.openSync(p, nodeFlags(flags), 0o644),
@@ -108,7 +151,7 @@ export const nodeFs: Fs = {
   readFileSync: (p) => fs.readFileSync(p),
   writeFileSync: (p, data) => fs.writeFileSync(p, data),
   readdirSync: (p) => fs.readdirSync(p),
-  mkdirSync: (p) => fs.mkdirSync(p, { recursive: true }),
+  mkdirSync: (p) => makeDirsSync(p),
   statSync: (p) => ({ size: fs.statSync(p).size }),
   existsSync: (p) => fs.existsSync(p),
   unlinkSync: (p) => fs.unlinkSync(p),
@@ -118,7 +161,7 @@ export const nodeFs: Fs = {
   readFile: (p) => fsp.readFile(p),
   readdir: (p) => fsp.readdir(p),
   stat: async (p) => ({ size: (await fsp.stat(p)).size }),
-  mkdir: (p) => fsp.mkdir(p, { recursive: true }),
+  mkdir: (p) => makeDirs(p),
   rm: (p) => fsp.rm(p, { recursive: true, force: true }),
   rename: (from, to) => fsp.rename(from, to),
   truncate: (p, length) => fsp.truncate(p, length),

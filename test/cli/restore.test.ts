@@ -183,3 +183,13 @@ test('a server started on a directory being restored refuses to start; the resto
   assert.match(failed.stderr, /nothing restored/);
   assert.equal(fs.existsSync(cutTarget), false, 'no directory, no LOCK');
 });
+
+test('restore into a directory that cannot be made (/proc/x) is exit 2 at once, not a hang', { skip: !fs.existsSync('/proc/self') }, () => {
+  const dir = tempDir('spool-restore-proc-');
+  const tar = path.join(dir, 'b.tar');
+  fs.writeFileSync(tar, Buffer.alloc(1024));
+  const out = spawnSync(process.execPath, [CLI, 'restore', tar, '/proc/spool-no-such'], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(out.signal, null, 'it did not hang until the timeout');
+  assert.equal(out.status, 2, out.stderr);
+  assert.match(out.stderr, /\/proc\/spool-no-such/);
+});
