@@ -4,7 +4,9 @@
 // them (again whenever that set changes) and they deliver one record frame per tick, from their
 // cursor, so they slow down and skip nothing. A `/work` stream of such a queue gets the advisory
 // frame once per pressure episode; its delivery is already bounded by its `max` leases in
-// flight. When pressure ends every paced topic resumes at once.
+// flight. When pressure ends every paced topic resumes at once. A stream still opening is left
+// to the first tick after it opened: a frame queued before its head would go out first, with
+// Node's default head, and the stream's own open would then fail.
 import type { PressureMonitor } from '../pressure/monitor.js';
 import type { PriorityBook } from '../pressure/priorityBook.js';
 import type { WatchStream } from './watch/stream.js';
@@ -60,6 +62,7 @@ export class StreamPacer {
       retry_after_ms: this.opts.paceMs,
     };
     for (const s of this.watch.openStreams()) {
+      if (!s.opened) continue;
       const low = s.session.names.filter((n) => this.low(n, now));
       if (s.setPaced(low) && low.length > 0) {
         s.advise({ ...frame, topics: low });
@@ -70,7 +73,7 @@ export class StreamPacer {
       s.pullPaced();
     }
     for (const s of this.work.openStreams()) {
-      if (this.advisedWork.has(s) || !this.low(s.topic, now)) continue;
+      if (!s.opened || this.advisedWork.has(s) || !this.low(s.topic, now)) continue;
       this.advisedWork.add(s);
       s.advise({ ...frame, topic: s.topic });
       this.advisories++;

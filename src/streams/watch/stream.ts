@@ -78,6 +78,7 @@ export class WatchStream {
   private readonly reads: ReadBudget;
   /** Topics paced under pressure (docs/ARCHITECTURE.md "Admission"): no pushes, one pull per pacing tick. */
   private paced = new Set<string>();
+  private isOpen = false;
 
   constructor(
     readonly session: WatchSession,
@@ -112,6 +113,11 @@ export class WatchStream {
     return this.conn.paused;
   }
 
+  /** The head and `retry:` are queued and the first reads started (the hub registers a stream before that). */
+  get opened(): boolean {
+    return this.isOpen;
+  }
+
   private get closed(): boolean {
     return this.conn.closed;
   }
@@ -124,6 +130,7 @@ export class WatchStream {
   open(): void {
     if (this.closed) return; // the client left while the stream was opening
     this.conn.open();
+    this.isOpen = true;
     if (this.topics.length === 1) void this.pull(this.topics[0]!);
     else void this.openMany();
   }

@@ -22,7 +22,7 @@ export interface WorkStreamDeps {
 
 export class WorkStream {
   private readonly conn: SseConnection;
-  private opened = false;
+  private isOpen = false;
   private early: Buffer[] = [];
   private isClosed = false;
 
@@ -49,10 +49,15 @@ export class WorkStream {
     return this.isClosed;
   }
 
+  /** The actor accepted the stream and its head is queued (the registry holds it from before). */
+  get opened(): boolean {
+    return this.isOpen;
+  }
+
   /** The actor accepted the stream: send the head, `retry:`, `: hb`, then any early jobs. */
   open(): void {
     if (this.isClosed) return;
-    this.opened = true;
+    this.isOpen = true;
     this.conn.open({ initialHeartbeat: true });
     for (const f of this.early) this.conn.write(f);
     this.early = [];
@@ -61,19 +66,19 @@ export class WorkStream {
   /** `job` frames, already rendered by the actor. */
   jobs(frames: Buffer): void {
     if (this.isClosed) return;
-    if (this.opened) this.conn.write(frames);
+    if (this.isOpen) this.conn.write(frames);
     else this.early.push(frames);
   }
 
   /** The advisory 429 error frame (docs/API.md "Error frames"; docs/ARCHITECTURE.md "Admission"): the stream stays open. */
   advise(e: ErrorFrame): void {
-    if (this.opened) this.conn.advise(e);
+    if (this.isOpen) this.conn.advise(e);
   }
 
   /** A terminal `error` frame (docs/API.md "Error frames"), then close. */
   fail(e: ErrorFrame): void {
     if (this.isClosed) return;
-    if (this.opened) this.conn.fail(e);
+    if (this.isOpen) this.conn.fail(e);
     else this.onClose();
   }
 
