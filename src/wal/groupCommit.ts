@@ -284,7 +284,7 @@ export class GroupCommit {
       if (it.msg.t === 'submit') {
         const b = Buffer.from(it.msg.buf, 0, it.msg.bytes ?? it.msg.buf.byteLength);
         if (bufs.length > 0 && size + b.length > WRITEV_MAX_BYTES) break;
-        if (!this.writer.fits(size + b.length)) {
+        if (!this.writer.fits(size + b.length, bufs.length === 0)) {
           if (bufs.length > 0) break; // write what we have, rotate on the next round
           if (!this.writer.reserveReady) {
             this.waitForReserve();

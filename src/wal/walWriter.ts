@@ -208,9 +208,13 @@ export class WalWriter {
     this.halted = true;
   }
 
-  /** True when `size` more bytes belong in the current file rather than a new one. */
-  fits(size: number): boolean {
-    return this.offset + size <= this.opts.fileBytes || this.offset === WAL_HEADER_BYTES;
+  /**
+   * True when `size` more bytes belong in the current file rather than a new one. `alone`: they
+   * are one submission, which an empty file takes whatever its size (a batch larger than a
+   * file); submissions that only together pass the file's end do not all go into it.
+   */
+  fits(size: number, alone = true): boolean {
+    return this.offset + size <= this.opts.fileBytes || (alone && this.offset === WAL_HEADER_BYTES);
   }
 
   /**

@@ -6,6 +6,8 @@
 //   writes still land in the current file and are acked durable, the reserve is retried every
 //   500 ms, and the state is OK again once space returns (the first file opening with BOOT first);
 // - a rotation that finds no reserve on a full disk waits in FULL (frames that fit are kept);
+// - a backlog queued behind a rotation fills the next file and rotates again; only one
+//   submission larger than a file runs past a file's pre-allocated end;
 // - with pre-allocation frame writes cannot meet ENOSPC (except an oversized batch); without
 //   it, or on a short write, ENOSPC mid-frame is FULL: the write is undone (the file cut back,
 //   what landed zeroed), nothing of it is acked, and it is written whole once space returns;
@@ -249,6 +251,19 @@ test('with pre-allocation a full disk never fails a frame write: the file is fil
       'no call failed',
     );
     assert.deepEqual(await rig.scan('durable-only'), [BOOT, ...range(0, fit)]);
+  });
+});
+
+test('a backlog behind a rotation fills the next file and rotates again: no file runs past its pre-allocated end', async () => {
+  await withRig({ fileBytes: FILE_BYTES }, async (rig) => {
+    rig.start();
+    await rig.until('reserve ready', () => rig.writer.reserveReady);
+    // One turn's worth of submissions, three files of them: queued together behind file 1.
+    const n = 3 * framesThatFit(WAL_HEADER_BYTES);
+    for (let i = 0; i < n; i++) rig.submit(0, [i]);
+    await rig.until('all durable', () => rig.durable() === n, 2000);
+    for (let f = 1; rig.disk.peek(walPath(f)); f++) assert.equal(rig.disk.peek(walPath(f))!.length, FILE_BYTES, `file ${f}`);
+    assert.deepEqual(await rig.scan('durable-only'), [BOOT, ...range(0, n)]);
   });
 });
 
