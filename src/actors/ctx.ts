@@ -71,6 +71,11 @@ export interface Queries {
   storageState(): number;
   /** True when the volume has `bytes` free (or its free space is not known). */
   volumeHas(bytes: number): boolean;
+  /**
+   * True when the WAL can take a frame of `bytes` now without new disk space, and that room is
+   * then the frame's (docs/ARCHITECTURE.md "Deleting on a full disk"). Asked only on a full disk.
+   */
+  walRoomFor(bytes: number): boolean;
 }
 
 export interface EffectSink {
@@ -187,6 +192,9 @@ export class StepCtx implements ActorCtx {
   }
   volumeHas(bytes: number): boolean {
     return this.ask(this.queries.volumeHas(bytes));
+  }
+  walRoomFor(bytes: number): boolean {
+    return this.ask(this.queries.walRoomFor(bytes));
   }
 
   reply(reqId: number, result: TopicResult, frameNo?: number): void {

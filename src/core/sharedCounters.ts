@@ -10,8 +10,10 @@ export const STORAGE_STATE_SLOT = 1;
 export const PACK_NO_SLOT = 2;
 /** Topic workers whose segment or pack writes wait for disk space (storage/storageState.ts). */
 export const SPACE_WAITS_SLOT = 3;
+/** Bytes of frames the WAL can take without new disk space (wal/walRoom.ts), written by the WAL thread. */
+export const WAL_ROOM_SLOT = 4;
 
-const SLOTS = 4;
+const SLOTS = 5;
 
 /** A fresh set of shared counters, all zero. */
 export function newSharedCounters(): Int32Array {

@@ -54,6 +54,8 @@ class RecordedQueries implements Queries {
   bootEpoch = () => this.next(0);
   storageState = () => this.next(0);
   volumeHas = () => this.next(true);
+  // A trace from before this query refused every write on a full disk.
+  walRoomFor = () => this.next(false);
 }
 
 /** Replay carries nothing out: effects are only recorded (by StepCtx) and compared. */

@@ -18,6 +18,7 @@ import type { HostOptions } from './options.js';
 import type { WorkerTimers } from './workerTimers.js';
 import { storageStateOf } from '../storage/storageState.js';
 import { TOPICS_SLOT } from '../core/sharedCounters.js';
+import { takeWalRoom } from '../wal/walRoom.js';
 
 export interface HostServices {
   readonly clock: Clock;
@@ -136,5 +137,9 @@ export class HostEffects implements EffectSink, Queries {
   volumeHas(bytes: number): boolean {
     const free = this.host.opts.freeBytes?.();
     return free === undefined || free >= bytes;
+  }
+
+  walRoomFor(bytes: number): boolean {
+    return takeWalRoom(this.host.opts.counters, bytes);
   }
 }

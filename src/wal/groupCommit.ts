@@ -16,6 +16,10 @@
 // or synced, every submission not yet durable is failed ('failed' to each port, the last
 // message a port gets), checkpoint marks are rejected, and writes stay refused until a
 // restart. Never a crash, never an ack for bytes the disk did not take.
+// On a full disk the WAL still takes what gives space back (docs/ARCHITECTURE.md "Deleting on a
+// full disk"): it tells the actors the room it has without new space (walRoom.ts), and a file it
+// cannot make (the run's first, or the next one when the current file has no room left) is made
+// small instead, of its spare (walSpare.ts) when there is one.
 // Invariants: a submission is reported written only after its bytes were written, durable only
 // after an fdatasync that began after its write; nothing is posted to a port after 'failed'.
 import { FSYNC_BUCKETS_US, GROUP_FRAMES_BUCKETS, LatencyBuckets, type BucketCounts } from '../core/latencyBuckets.js';
@@ -29,6 +33,7 @@ import { WAL_HEADER_BYTES } from '../format/constants.js';
 import { StorageState, storageStateOf } from '../storage/storageState.js';
 import { STORAGE_STATE_SLOT } from '../core/sharedCounters.js';
 import { mib } from './walSizing.js';
+import { publishWalRoom } from './walRoom.js';
 
 /** How often a missing space reserve (or first file) is tried again while the disk is full. */
 const RESERVE_RETRY_MS = 500;
@@ -107,6 +112,8 @@ export class GroupCommit {
   private spaceWatchTimer: NodeJS.Timeout | undefined;
   /** stop() was called: no timer is armed again. */
   private timersStopped = false;
+  /** Submissions were left queued by the last flush: they wait for a file or for space. */
+  private blocked = false;
 
   constructor(
     private readonly writer: WalWriter,
@@ -169,8 +176,16 @@ export class GroupCommit {
       if (!isDiskFull(err)) return this.fail(err as Error);
       if (this.reclaimed()) return this.tryOpen();
       this.setFull(true, `cannot create WAL file ${p.fileNo}: ${this.shortfall()} (${(err as Error).message})`);
-      this.retryLater(() => this.tryOpen());
-      return;
+      let inSpare: boolean;
+      try {
+        inSpare = this.intoSmallFile(() => this.writer.openSmall(p.fileNo));
+      } catch (err2) {
+        return this.fail(err2 as Error);
+      }
+      if (!inSpare) {
+        this.retryLater(() => this.tryOpen());
+        return;
+      }
     }
     this.pendingOpen = undefined;
     if (p.first) {
@@ -183,6 +198,69 @@ export class GroupCommit {
     }
     this.ensureReserve();
     this.scheduleFlush();
+    this.publishRoom();
+  }
+
+  /**
+   * On a full disk (the state is FULL already, so the actors send only frames that give space
+   * back), a file the WAL cannot make is made small instead: `open` makes it, of the spare or in
+   * what space is left. True if it was; false when even that meets a full disk; throws any
+   * other error.
+   */
+  private intoSmallFile(open: () => 'spare' | 'created'): boolean {
+    if (this.writer.spare.bytes === 0) return false; // a writer without a spare has no small files either
+    let how: 'spare' | 'created';
+    try {
+      how = open();
+    } catch (err) {
+      if (isDiskFull(err)) return false;
+      throw err;
+    }
+    this.log(
+      `spool: disk full: WAL file ${this.writer.fileNo} is a small one (${Math.round(this.writer.spare.bytes / 1024)} KiB` +
+        `${how === 'spare' ? ', made of the spare' : ''}); it takes topic and record deletes (they give space back) while other writes wait`,
+    );
+    return true;
+  }
+
+  /**
+   * A rotation with no reserve while the WAL's own state is FULL goes into a small file when the
+   * submission fits there and no preparation is under way (it may be making the spare): what
+   * waits then is frames let through the full-disk gate, or accepted just before it closed.
+   */
+  private rotateIntoSmallFile(bytes: number): boolean {
+    const w = this.writer;
+    if (Atomics.load(this.counters, STORAGE_STATE_SLOT) !== StorageState.FULL || w.preparingNext) return false;
+    if (bytes > w.spare.bytes - WAL_HEADER_BYTES || !this.intoSmallFile(() => w.rotateSmall())) return false;
+    this.markAllDurable();
+    this.ensureReserve();
+    return true;
+  }
+
+  /** Makes the spare again once it is gone (used, or never made), whenever there is room for it. */
+  private ensureSpare(): void {
+    if (this.failed || this.writer.spare.available) return;
+    this.writer.spare
+      .make(() => this.failed !== undefined)
+      .then(
+        (made) => {
+          if (!made || this.failed) return;
+          this.publishRoom();
+          this.scheduleFlush(); // a rotation may be waiting for it
+        },
+        (err: Error) => this.fail(err),
+      );
+  }
+
+  /** Tells the actors the room the WAL has without new space (walRoom.ts). */
+  private publishRoom(): void {
+    const w = this.writer;
+    let room = 0;
+    if (!this.failed && w.isOpen && !this.blocked) {
+      const next = w.reserveReady ? w.fileBytes : w.spare.available ? w.spare.bytes : WAL_HEADER_BYTES;
+      room = w.room() + next - WAL_HEADER_BYTES;
+    }
+    publishWalRoom(this.counters, room);
   }
 
   /** Keeps the next file pre-allocated; without it the disk counts as full. */
@@ -191,6 +269,8 @@ export class GroupCommit {
     this.writer.prepareNext().then(
       (ready) => {
         if (this.failed) return;
+        this.ensureSpare();
+        this.publishRoom();
         if (ready) {
           if (!this.writeWaits) this.setFull(false, 'space is back: the WAL has its reserve again');
           this.scheduleFlush(); // a rotation may be waiting for this file
@@ -268,6 +348,8 @@ export class GroupCommit {
       return;
     }
     this.stats.queueDepth = this.queue.length; // submissions waiting for the next file stay queued
+    this.blocked = this.queue.length > 0;
+    this.publishRoom();
     this.postAcks();
     this.maybeSync();
   }
@@ -286,12 +368,12 @@ export class GroupCommit {
         if (bufs.length > 0 && size + b.length > WRITEV_MAX_BYTES) break;
         if (!this.writer.fits(size + b.length, bufs.length === 0)) {
           if (bufs.length > 0) break; // write what we have, rotate on the next round
-          if (!this.writer.reserveReady) {
+          if (this.writer.reserveReady) this.rotate();
+          else if (!this.rotateIntoSmallFile(b.length)) {
             this.waitForReserve();
             blocked = true;
             break;
           }
-          this.rotate();
         }
         bufs.push(b);
         size += b.length;
@@ -527,6 +609,7 @@ export class GroupCommit {
       `spool: WAL ${(err as NodeJS.ErrnoException).code ?? 'error'} in file ${this.writer.fileNo}: ${err.message}; writes are refused until a restart (reads go on)`,
     );
     this.queue = [];
+    publishWalRoom(this.counters, 0);
     // A checkpoint waiting for a mark would wait forever (the marks still queued are dropped).
     for (const w of this.markWaiters.values()) w.reject(this.markError());
     this.markWaiters.clear();

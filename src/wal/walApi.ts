@@ -16,6 +16,7 @@ import { FrameType } from '../format/constants.js';
 import { listWalFiles } from './files.js';
 import { walDir, walFileName } from '../format/layout.js';
 import { WalSpace } from './walSpace.js';
+import { spareBytesFor } from './walSpare.js';
 import { threadCpuUs } from '../core/threadCpu.js';
 import { invariant } from '../core/invariant.js';
 
@@ -125,7 +126,13 @@ export class WalApi {
   }
 
   private newWriter(bootEpoch: number): WalWriter {
-    return new WalWriter(this.fsx, this.data.dataDir, { fileBytes: this.data.walFileBytes, bootEpoch, preallocate: this.data.preallocate });
+    const fileBytes = this.data.walFileBytes;
+    return new WalWriter(this.fsx, this.data.dataDir, {
+      fileBytes,
+      bootEpoch,
+      preallocate: this.data.preallocate,
+      spareBytes: spareBytesFor(fileBytes),
+    });
   }
 
   /**

@@ -7,7 +7,9 @@
 // only a write larger than the room left (a batch larger than a whole file) runs past the
 // pre-allocated end, and one the disk cannot take there is undone (`write`) so it can be
 // tried again at the same offset. While one file is written, the next is prepared in the background: that file
-// is the WAL's space reserve (docs/ARCHITECTURE.md "Storage faults").
+// is the WAL's space reserve (docs/ARCHITECTURE.md "Storage faults"). On a full disk, a file it
+// cannot make can be made small instead: of the spare (walSpare.ts), which takes no new space, or
+// in what space is left.
 // Invariants: frames are written in order, never after a recovered tail (a run always starts in
 // a new file); the old file's last sync completes before a rotation (the torn-tail vs corruption
 // rule of recovery, docs/ARCHITECTURE.md "Checkpoints and recovery"); an fd is closed only after any sync on it finished; after
@@ -28,6 +30,7 @@ import { walDir, walFileName } from '../format/layout.js';
 import { encodeWalHeader } from './files.js';
 import { WAL_HEADER_BYTES } from '../format/constants.js';
 import { InvariantError } from '../core/invariant.js';
+import { WalSpare } from './walSpare.js';
 
 /** Zeros are written in chunks of this size. */
 const ZERO_CHUNK_BYTES = 1024 * 1024;
@@ -39,6 +42,11 @@ export interface WalWriterOptions {
   bootEpoch: number;
   /** Zero-fill files to fileBytes when they are created (off only in tests of the old layout). */
   preallocate: boolean;
+  /**
+   * The size of the spare and of a small file (walSpare.ts; SPARE_BYTES_MAX, or fileBytes when
+   * smaller); 0 or absent: none, a file the disk has no room for waits (tests of the reserve alone).
+   */
+  spareBytes?: number;
 }
 
 export class WalWriter {
@@ -55,12 +63,18 @@ export class WalWriter {
   private halted = false;
   /** The end of the current file's allocated space: writes up to it take no new space. */
   private allocatedEnd = 0;
+  /** The size the current file was made with (fileBytes, or the spare's for a file made of it). */
+  private fileEnd = 0;
+  /** The small file a file the disk has no room for can be made of (walSpare.ts). */
+  readonly spare: WalSpare;
 
   constructor(
     private readonly fsx: Fs,
     private readonly dataDir: string,
     private readonly opts: WalWriterOptions,
-  ) {}
+  ) {
+    this.spare = new WalSpare(fsx, dataDir, opts.spareBytes ?? 0);
+  }
 
   /** The size each file is made with. */
   get fileBytes(): number {
@@ -101,7 +115,48 @@ export class WalWriter {
     }
     this.fileNo = fileNo;
     this.offset = WAL_HEADER_BYTES;
+    this.fileEnd = this.opts.fileBytes;
     this.allocatedEnd = this.opts.preallocate ? this.opts.fileBytes : WAL_HEADER_BYTES;
+  }
+
+  /**
+   * Opens file `fileNo` small, the spare's size (docs/ARCHITECTURE.md "Deleting on a full disk"):
+   * made of the spare when there is one, which takes no new space (renamed into place, its
+   * header written over its first zeros, fsynced with its directory entry), else created like
+   * any file (header, zeros) in what space is left. Returns which. Throws (ENOSPC…) with nothing
+   * of the file that could be read as a frame: the spare stays when its rename fails; after it,
+   * the file holds a header or not and zeros, which recovery and createSync read as a creation
+   * cut short.
+   */
+  openSmall(fileNo: number): 'spare' | 'created' {
+    if (this.preparing) throw new InvariantError(`WAL file ${fileNo} is being prepared; rotate after it`);
+    const bytes = this.spare.bytes;
+    const file = this.pathOf(fileNo);
+    const fromSpare = this.spare.available && this.spare.takeAs(file);
+    let fd: number;
+    if (fromSpare) {
+      fd = this.fsx.openSync(file, 'r+');
+      try {
+        writeAllSync(this.fsx, fd, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
+        this.fsx.fdatasyncSync(fd);
+        fsyncDirSync(this.fsx, walDir(this.dataDir));
+      } catch (err) {
+        this.fsx.closeSync(fd);
+        throw err;
+      }
+    } else {
+      fd = this.createSync(fileNo, bytes, true);
+    }
+    this.fd = fd;
+    this.fileNo = fileNo;
+    this.offset = WAL_HEADER_BYTES;
+    this.fileEnd = this.allocatedEnd = bytes;
+    return fromSpare ? 'spare' : 'created';
+  }
+
+  /** Bytes the current file can still take without new space (its pre-allocated rest). */
+  room(): number {
+    return this.isOpen ? Math.max(0, this.allocatedEnd - this.offset) : 0;
   }
 
   /** Bytes past the pre-allocated end a write of `size` bytes would take (0 without pre-allocation). */
@@ -109,7 +164,7 @@ export class WalWriter {
     return this.opts.preallocate ? Math.max(0, this.offset + size - this.allocatedEnd) : 0;
   }
 
-  private createSync(fileNo: number): number {
+  private createSync(fileNo: number, bytes = this.opts.fileBytes, zeroFill = this.opts.preallocate): number {
     if (this.preparing) throw new InvariantError(`WAL file ${fileNo} is being prepared; rotate after it`);
     const dir = walDir(this.dataDir);
     mkdirDurableSync(this.fsx, dir);
@@ -119,9 +174,9 @@ export class WalWriter {
     const fd = this.fsx.openSync(file, 'wx');
     try {
       writeAllSync(this.fsx, fd, encodeWalHeader(fileNo, this.opts.bootEpoch), 0);
-      if (this.opts.preallocate) {
-        for (let p = WAL_HEADER_BYTES; p < this.opts.fileBytes; p += ZERO_CHUNK_BYTES) {
-          writeAllSync(this.fsx, fd, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, this.opts.fileBytes - p)), p);
+      if (zeroFill) {
+        for (let p = WAL_HEADER_BYTES; p < bytes; p += ZERO_CHUNK_BYTES) {
+          writeAllSync(this.fsx, fd, ZEROS.subarray(0, Math.min(ZERO_CHUNK_BYTES, bytes - p)), p);
         }
       }
       this.fsx.fdatasyncSync(fd);
@@ -214,7 +269,7 @@ export class WalWriter {
    * file); submissions that only together pass the file's end do not all go into it.
    */
   fits(size: number, alone = true): boolean {
-    return this.offset + size <= this.opts.fileBytes || (alone && this.offset === WAL_HEADER_BYTES);
+    return this.offset + size <= this.fileEnd || (alone && this.offset === WAL_HEADER_BYTES);
   }
 
   /**
@@ -270,9 +325,20 @@ export class WalWriter {
    * (which throws ENOSPC when the reserve was not there and the disk is full).
    */
   rotate(): void {
+    this.switchTo(() => this.open(this.fileNo + 1));
+  }
+
+  /** Syncs the current file and moves to the next one, small (openSmall). */
+  rotateSmall(): 'spare' | 'created' {
+    let how: 'spare' | 'created' = 'created';
+    this.switchTo(() => (how = this.openSmall(this.fileNo + 1)));
+    return how;
+  }
+
+  private switchTo(openNext: () => void): void {
     this.fsx.fdatasyncSync(this.fd);
     const old = this.fd;
-    this.open(this.fileNo + 1);
+    openNext();
     if (this.syncsInFlight === 0) this.fsx.closeSync(old);
     else this.closeAfterSync.push(old);
   }

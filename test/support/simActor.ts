@@ -32,6 +32,8 @@ export class SimActor {
   walCreditExhausted = false;
   /** StorageState the actor sees (0 OK, 1 FULL, 2 FAILED). */
   storageState = 0;
+  /** Whether the WAL has room for a frame on a full disk (the walRoomFor query). */
+  walRoom = true;
   /** Whether a watch stream follows the topic, and what the actor published for it. */
   watched = false;
   readonly published: WatchEvent[] = [];
@@ -76,6 +78,7 @@ export class SimActor {
       bootEpoch: () => 1,
       storageState: () => this.storageState,
       volumeHas: () => true,
+      walRoomFor: () => this.walRoom,
     },
   );
 

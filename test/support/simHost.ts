@@ -150,6 +150,7 @@ export class SimHost {
       bootEpoch: () => this.epoch,
       storageState: () => this.storageState,
       volumeHas: () => true,
+      walRoomFor: () => true,
     };
   }
 

@@ -42,6 +42,8 @@ export interface WalRigOptions {
   syncIntervalMs?: number;
   /** Async Fs calls ('fdatasync', 'mkdir') that are applied at once but complete only at release(). */
   hold?: ('fdatasync' | 'mkdir')[];
+  /** The spare's size (src/wal/walSpare.ts); absent: none, the reserve alone. */
+  spareBytes?: number;
 }
 
 export class WalRig {
@@ -72,7 +74,12 @@ export class WalRig {
     });
     this.holding = new Set(opts.hold ?? []);
     this.ffs = new FaultFs(this.holdingFs(this.disk.fs()));
-    this.writer = new WalWriter(this.ffs, DATA, { fileBytes: opts.fileBytes, bootEpoch: 1, preallocate: opts.preallocate ?? true });
+    this.writer = new WalWriter(this.ffs, DATA, {
+      fileBytes: opts.fileBytes,
+      bootEpoch: 1,
+      preallocate: opts.preallocate ?? true,
+      spareBytes: opts.spareBytes,
+    });
     const channels = Array.from({ length: opts.ports ?? 1 }, () => new MessageChannel());
     this.workerSide = channels.map((c) => c.port2);
     this.received = channels.map(() => []);

@@ -1,5 +1,6 @@
 // TopicActor unit tests through a simulated host: ack points per durability class, seq
-// reservations, idempotency, control-frame gating, long-poll timers and delete atomicity.
+// reservations, idempotency, control-frame gating, long-poll timers, delete atomicity, and the
+// deletes a full disk lets through.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimActor } from '../support/simActor.js';
@@ -268,6 +269,44 @@ test('delete is atomic: later reads see an absent topic and a recreate starts at
   sim.ackAll();
   assert.equal(sim.reply(a).status, 201);
   assert.equal(sim.reply(a).body.first_seq, 1);
+});
+
+test('on a full disk a record delete and a topic delete go through while the WAL has room; other writes are refused', () => {
+  const sim = new SimActor();
+  created(sim, 'fsync');
+  const a = sim.append({ records: [{ data: 1 }, { data: 2 }, { data: 3 }] });
+  sim.ackAll();
+  assert.equal(sim.reply(a).status, 200);
+  sim.storageState = 1; // FULL
+  const isDiskFull = (id: number, what: string) => {
+    const r = sim.reply(id);
+    assert.equal(r?.error?.status, 429, `${what}: ${JSON.stringify(r)}`);
+    assert.deepEqual(r.error.detail, { limit: 'disk_space' }, what);
+  };
+  // No room in the WAL: refused like any write, nothing applied, no frame.
+  sim.walRoom = false;
+  const frames = sim.frames.length;
+  isDiskFull(sim.send({ op: 'deleteRecords', beforeSeq: 2, match: null } as never), 'record delete without room');
+  isDiskFull(sim.send({ op: 'deleteTopic', ifEmpty: false } as never), 'topic delete without room');
+  assert.equal(sim.frames.length, frames);
+  assert.equal(sim.reply(sim.send({ op: 'state', touch: false } as never)).body.count, 3);
+  // Room: both go through, each one frame, answered at the class's ack point.
+  sim.walRoom = true;
+  isDiskFull(sim.append({ records: [{ data: 4 }] }), 'an append still');
+  isDiskFull(sim.send({ op: 'put', config: { ...cfg('fsync'), cap_records: 1 } } as never), 'a config change still');
+  const rd = sim.send({ op: 'deleteRecords', beforeSeq: 2, match: null } as never);
+  assert.equal(sim.frames.at(-1)!.frame.readUInt8(8), FrameType.DELETE);
+  sim.ackAll();
+  assert.equal(sim.reply(rd).body.deleted, 1);
+  // A failed disk refuses them as every write.
+  sim.storageState = 2;
+  assert.equal(sim.reply(sim.send({ op: 'deleteTopic', ifEmpty: false } as never)).error.status, 500);
+  sim.storageState = 1;
+  const del = sim.send({ op: 'deleteTopic', ifEmpty: false } as never);
+  assert.equal(sim.frames.at(-1)!.frame.readUInt8(8), FrameType.TOPIC_DELETE);
+  assert.equal(sim.reply(del), undefined, 'the reply waits for the durable frame');
+  sim.ackAll();
+  assert.equal(sim.reply(del).body.deleted, true);
 });
 
 test('invalid bodies are refused before anything is assigned', () => {

@@ -64,6 +64,18 @@ export function writeRefusal(ctx: ActorCtx): ErrorResult | undefined {
   return s === StorageState.FULL ? diskFull() : storageFailed();
 }
 
+/**
+ * The refusal for a frame that gives space back (a topic or record delete): as writeRefusal,
+ * except that on a full disk it goes through while the WAL has room for its `frameBytes`
+ * without new space (docs/ARCHITECTURE.md "Deleting on a full disk").
+ */
+export function spaceBackRefusal(ctx: ActorCtx, frameBytes: number): ErrorResult | undefined {
+  const s = ctx.storageState();
+  if (s === StorageState.OK) return undefined;
+  if (s === StorageState.FULL) return ctx.walRoomFor(frameBytes) ? undefined : diskFull();
+  return storageFailed();
+}
+
 /** A JSON object without its closing brace (main appends the performance block). */
 export function jsonOpen(obj: object): string {
   return JSON.stringify(obj).slice(0, -1);

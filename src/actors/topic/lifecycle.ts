@@ -6,7 +6,7 @@ import type { DeleteTopicRequest, PutRequest } from '../../protocol/messages/rpc
 import { encodeJsonFrame, encodeTopicCreate } from '../../format/frame.js';
 import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
-import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
+import { jsonOpen, okJson, spaceBackRefusal, writeRefusal, type ActorCore } from './actorCore.js';
 import { sameConfig, type TopicConfig } from '../../protocol/topicConfig.js';
 import { TopicInstance } from './instance.js';
 import { applyCaps, applyTtl } from './retention.js';
@@ -85,10 +85,13 @@ export function deleteTopic(a: ActorCore, ctx: ActorCtx, reqId: number, req: Del
   if (req.ifEmpty && inst.count > 0) {
     return ctx.reply(reqId, fail('topic_not_empty', `${a.name} still holds ${inst.count} records`, { topic: a.name, count: inst.count }));
   }
-  const refused = writeRefusal(ctx); // a delete writes a control frame
+  // A delete writes a control frame; it gives space back, so a full disk lets it through while the
+  // WAL has room for it (docs/ARCHITECTURE.md "Deleting on a full disk").
+  const frame = encodeJsonFrame(FrameType.TOPIC_DELETE, inst.id, { name: a.name });
+  const refused = spaceBackRefusal(ctx, frame.length);
   if (refused) return ctx.reply(reqId, refused);
   const frameNo = a.nextFrame();
-  ctx.submit(frameNo, encodeJsonFrame(FrameType.TOPIC_DELETE, inst.id, { name: a.name }), true);
+  ctx.submit(frameNo, frame, true);
   a.current = undefined;
   ctx.releaseTopicSlot();
   a.reads.dropInstance(ctx, inst);

@@ -7,31 +7,33 @@ import type { DeleteRecordsRequest } from '../../protocol/messages/rpc.js';
 import { encodeJsonFrame } from '../../format/frame.js';
 import { FrameType } from '../../format/constants.js';
 import type { ActorCtx } from '../ctx.js';
-import { jsonOpen, okJson, writeRefusal, type ActorCore } from './actorCore.js';
+import { jsonOpen, okJson, spaceBackRefusal, type ActorCore } from './actorCore.js';
 import { deleteRecords } from './retention.js';
 import { refillStreams } from '../queue/queueSteps.js';
 
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
   if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
-  // A delete writes a frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md "Other decisions"), nothing applied.
-  if (inst.config.durability !== 'ephemeral') {
-    const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
+  const cls = inst.config.durability;
+  const bound = inst.head; // TTL expiry below drops records, never the head
+  const frame =
+    cls === 'ephemeral'
+      ? undefined
+      : encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound });
+  // A delete writes a frame: refused past the WAL credit (docs/ARCHITECTURE.md "Other decisions"),
+  // and on a full disk unless the WAL has room for it (it gives space back: docs/ARCHITECTURE.md
+  // "Deleting on a full disk"); nothing applied.
+  if (frame) {
+    const refused = spaceBackRefusal(ctx, frame.length) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);
   }
   a.expire(ctx, inst);
-  const bound = inst.head;
   const deleted = deleteRecords(inst, req.beforeSeq, req.match, bound);
   inst.hasDeletes ||= deleted > 0;
-  const cls = inst.config.durability;
   let frameNo = 0;
-  if (cls !== 'ephemeral') {
+  if (frame) {
     frameNo = a.nextFrame();
-    ctx.submit(
-      frameNo,
-      encodeJsonFrame(FrameType.DELETE, inst.id, { before_seq: req.beforeSeq, match: req.match, bound_seq: bound }),
-      cls === 'fsync',
-    );
+    ctx.submit(frameNo, frame, cls === 'fsync');
   }
   // The response describes the topic as the delete left it (head_seq is its point in time).
   const body = jsonOpen({ topic: a.name, deleted, earliest_seq: inst.earliest(), head_seq: bound, count: inst.count, bytes: inst.bytes });
