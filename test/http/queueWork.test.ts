@@ -235,6 +235,15 @@ describe('stream', () => {
     assert.equal(s.frames.filter((f) => f.kind === 'retry' && f.retry === 2000).length, 1, 'one retry block');
   });
 
+  test('x-request-id: the client\'s own echoed, else one made up (docs/API.md "Conventions")', async () => {
+    const q = await queue();
+    const own = await work(q, { node: 'w-a' }, { headers: { 'x-request-id': 'work-req.1' } });
+    assert.equal(own.headers['x-request-id'], 'work-req.1');
+    await own.close();
+    const made = await work(q, { node: 'w-a' });
+    assert.match(made.headers['x-request-id'] ?? '', /^[0-9a-f]{8}-[0-9a-z]+$/);
+  });
+
   test('job frames: id = $seq, event job, the job with lease_id, deadline, deliveries', async () => {
     const q = await queue();
     await appendJobs(c, q, [

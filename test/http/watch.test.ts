@@ -357,6 +357,16 @@ describe('GET /v0/watch/:wid: establishment', () => {
     assert.equal(s.frames.filter((f) => f.retry !== undefined).length, 1, 'retry is sent once');
   });
 
+  test('x-request-id: the client\'s own echoed, else one made up (docs/API.md "Conventions")', async () => {
+    const t = await seeded(1);
+    const w = await watch({ topics: { [t]: {} } });
+    const own = await stream(w.wid, { headers: { 'x-request-id': 'watch-req.1' } });
+    assert.equal(own.headers['x-request-id'], 'watch-req.1');
+    await own.close();
+    const made = await stream(w.wid);
+    assert.match(String(made.headers['x-request-id'] ?? ''), /^[0-9a-f]{8}-[0-9a-z]+$/);
+  });
+
   test('406 not_acceptable unless Accept lists text/event-stream, text/* or */* with q != 0', async () => {
     const t = await seeded(1);
     const w = await watch({ topics: { [t]: {} } });

@@ -14,6 +14,7 @@ import type { WatchOptions } from '../../streams/watch/session.js';
 import type { WatchHub } from '../../streams/watch/hub.js';
 import { clientGone } from '../../streams/sse/sseConnection.js';
 import type { Admission } from '../admission.js';
+import { setCommonHeaders } from '../responseHeaders.js';
 
 const MAX_TOPICS = 256;
 const LIMIT_DEFAULT = 256;
@@ -186,6 +187,9 @@ function streamRoute(app: FastifyInstance, hub: WatchHub, admission: Admission):
         const given = decodeCursor(lastEventId.trim());
         if (given) session.rewind(given); // otherwise ignored without error (docs/API.md "GET /v0/watch/:wid")
       }
+      // The stream's head is written past Fastify, so it gets the common headers here
+      // (x-request-id: docs/API.md "Conventions"); writeHead merges them in.
+      setCommonHeaders(req, (name, value) => reply.raw.setHeader(name, value));
       reply.hijack();
       await hub.open(session, reply.raw);
       return reply;

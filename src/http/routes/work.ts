@@ -13,6 +13,7 @@ import { acceptsEventStream } from '../../streams/sse/wire.js';
 import type { WorkRegistry } from '../../streams/work/workRegistry.js';
 import { clientGone } from '../../streams/sse/sseConnection.js';
 import type { Admission } from '../admission.js';
+import { setCommonHeaders } from '../responseHeaders.js';
 
 export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegistry, admission: Admission): void {
   app.get(
@@ -51,6 +52,8 @@ export function workRoutes(app: FastifyInstance, sup: Supervisor, work: WorkRegi
         stream.fail({ code: opened.status, error: opened.code, message: opened.message, terminal: true }); // releases the slot
         return sendError(req, reply, opened);
       }
+      // The stream's head is written past Fastify: the common headers (x-request-id) go on here.
+      setCommonHeaders(req, (name, value) => reply.raw.setHeader(name, value));
       reply.hijack();
       stream.open();
       return reply;
