@@ -65,9 +65,12 @@ export function totalBytesReached(max: number): ErrorResult {
   return fail('throttled', 'the service holds its maximum of live bytes', { limit: 'max_total_bytes', max });
 }
 
-/** The WAL credit is exhausted (docs/ARCHITECTURE.md "Other decisions"): appends, record deletes and acks are refused, nothing applied. */
+/**
+ * The WAL credit is exhausted (docs/ARCHITECTURE.md "Other decisions"): appends, record deletes and acks are refused, nothing applied.
+ * detail.limit names the cause, as for the caps: it is the `cause` of spool_http_throttled_total (docs/OPERATIONS.md "Metrics").
+ */
 export function walBehind(): ErrorResult {
-  return fail('throttled', 'the WAL is behind; retry shortly', { retry_after_ms: 1000 });
+  return fail('throttled', 'the WAL is behind; retry shortly', { limit: 'wal_inflight', retry_after_ms: 1000 });
 }
 
 export function assertNever(x: never): never {

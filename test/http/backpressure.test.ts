@@ -51,6 +51,11 @@ test('over the WAL credit: 429 throttled with nothing applied', async () => {
   assert.equal(r.body.error.code, 'throttled');
   assert.equal(r.headers.get('retry-after'), '1');
   assert.ok(r.body.error.detail.retry_after_ms > 0);
+  // Its cause is named, in the body and in the metrics (docs/OPERATIONS.md "Metrics", "Monitoring").
+  assert.equal(r.body.error.detail.limit, 'wal_inflight');
+  const metrics = await (await fetch(`${srv.url}/v0/metrics`)).text();
+  const line = metrics.split('\n').find((l) => l.startsWith('spool_http_throttled_total{cause="wal_inflight"}'));
+  assert.ok(line && Number(line.split(' ')[1]) >= refused.length, `a wal_inflight cause is counted (${line})`);
   // Nothing of a refused append was applied: the topic holds exactly the acked records.
   const st = await c.get('/v0/topics/bp.a');
   assert.equal(st.body.count, acked);
