@@ -122,11 +122,14 @@ export function resolveConfig(topic: string, input: unknown): { ok: true; config
   }
   const c = input as Partial<Record<keyof TopicConfig, unknown>>;
   if (typeof c.dead_letter === 'string' && !isTopicName(c.dead_letter)) {
-    return fail('invalid_request', 'dead_letter is not a valid topic name', { dead_letter: c.dead_letter });
+    return fail('invalid_request', 'dead_letter is not a valid topic name', { field: 'dead_letter', dead_letter: c.dead_letter });
   }
   const config = resolve(c);
   if (config.type === 'queue' && config.dead_letter === topic) {
-    return fail('invalid_request', 'dead_letter must differ from the queue topic', { dead_letter: config.dead_letter });
+    return fail('invalid_request', 'dead_letter must differ from the queue topic', {
+      field: 'dead_letter',
+      dead_letter: config.dead_letter,
+    });
   }
   return { ok: true, config };
 }

@@ -664,9 +664,9 @@ describe('queue config fields in PUT (docs/API.md "PUT /v0/topics/:topic")', () 
       invalidMaybe(await c.put(`/v0/topics/${t}`, { type: 'queue', [k]: v }), `${k} ${JSON.stringify(v)}`, k);
     }
     const self = await c.put(`/v0/topics/${t}`, { type: 'queue', dead_letter: t });
-    assert.deepEqual(err(self, 400, 'invalid_request', 'dead_letter = own name'), { dead_letter: t });
+    assert.deepEqual(err(self, 400, 'invalid_request', 'dead_letter = own name'), { field: 'dead_letter', dead_letter: t });
     const badName = await c.put(`/v0/topics/${t}`, { type: 'queue', dead_letter: 'bad name' });
-    assert.deepEqual(err(badName, 400, 'invalid_request', 'dead_letter invalid name'), { dead_letter: 'bad name' });
+    assert.deepEqual(err(badName, 400, 'invalid_request', 'dead_letter invalid name'), { field: 'dead_letter', dead_letter: 'bad name' });
     assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'nothing created');
     await mkQueue(c, t);
     const r = await c.put(`/v0/topics/${t}`, {});

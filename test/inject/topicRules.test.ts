@@ -72,11 +72,17 @@ describe('PUT /v0/topics/:topic (docs/API.md "PUT /v0/topics/:topic")', () => {
         `dead_letter ${JSON.stringify(bad).slice(0, 20)}`,
       );
       assert.equal(d?.dead_letter, bad, 'detail.dead_letter names the bad value');
+      assert.equal(d?.field, 'dead_letter', 'detail.field names the field (docs/API.md "Errors")');
       assertError(await c.get(`/v0/topics/${t}`), 404, 'topic_not_found', 'not created');
     }
     assertInvalid(await c.put(`/v0/topics/${name('dl')}`, { dead_letter: 5 }), 'dead_letter', 'dead_letter number');
     const q = name('dlq');
-    assertInvalid(await c.put(`/v0/topics/${q}`, { type: 'queue', dead_letter: q }), undefined, 'queue dead_letter equal to itself');
+    const self = assertInvalid(
+      await c.put(`/v0/topics/${q}`, { type: 'queue', dead_letter: q }),
+      undefined,
+      'queue dead_letter equal to itself',
+    );
+    assert.deepEqual(self, { field: 'dead_letter', dead_letter: q });
     const nul = await c.put(`/v0/topics/${name('dl')}`, { dead_letter: null });
     assertOk(nul, 201);
     assert.equal(nul.body.config.dead_letter, null);
