@@ -17,6 +17,11 @@
 // Packed placements (a small topic's first segment, docs/FORMAT.md "Pack files") go to the
 // worker's PackStore instead; a topic's packed frames are made durable before its first own
 // segment file is created.
+// What is durable (docs/FORMAT.md "Snapshots", `own`): per topic, the bytes of its newest own file
+// known fsynced (`synced`): the end of the whole frames written when a sync began, set when it
+// succeeds (flushAll, a roll-over's seal), or, for a file no write of this boot has touched, what
+// recovery or a wake found (noteLoaded). Never a size of writes still in flight: a checkpoint
+// records it, and recovery refuses damage below it rather than cut it as a torn tail.
 // Compacted segments (docs/ARCHITECTURE.md "Compaction"): a sealed segment's compacted copy is
 // renamed over it (`swapCompacted`) only while no cold read of that segment is in flight, and its
 // relocation (original offsets → the copy's) is switched in the same turn as the rename
@@ -75,6 +80,10 @@ interface TopicFiles {
   packSealed: boolean;
   /** The topic went to sleep: the entry goes once nothing of it is left to write or sync. */
   released: boolean;
+  /** End of the whole frames in segFirstSeq's file (written, or there when it was loaded). */
+  end: number;
+  /** [first seq, bytes] of a file of the topic known fsynced up to bytes (durableOwn). */
+  synced: readonly [number, number] | undefined;
 }
 
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
@@ -85,6 +94,11 @@ export const DEFAULT_MAX_OPEN_SEGMENTS = 1024;
 
 export class SegmentStore {
   private readonly topics = new Map<number, TopicFiles>();
+  /**
+   * Topics with no entry whose newest own file is durable whole, as recovery loaded it or a wake
+   * read it back: [first seq, bytes] (durableOwn). An entry made later starts from it.
+   */
+  private readonly loaded = new Map<number, readonly [number, number]>();
   /** Topics with an open fd, least recently written first (a Map keeps insertion order). */
   private readonly openFiles = new Map<number, TopicFiles>();
   /** Directories holding a directory created since the last flushAll. */
@@ -150,6 +164,7 @@ export class SegmentStore {
    * a restart. A later append starts afresh: the directory exists, the active file is reopened.
    */
   release(topicId: number): void {
+    this.loaded.delete(topicId); // its row keeps the file's size (dormant.ts)
     const t = this.topics.get(topicId);
     if (!t) return;
     t.released = true;
@@ -158,6 +173,41 @@ export class SegmentStore {
       await this.closeFile(t);
       this.forgetIfIdle(t);
     });
+  }
+
+  /**
+   * The topic's newest own segment file as far as it is known fsynced: [its first seq, bytes]
+   * (bytes 0: the file being written holds nothing fsynced yet), or undefined when the store
+   * knows no file of it. What a checkpoint records (docs/FORMAT.md "Snapshots", `own`): after its
+   * flushAll, at least every frame before its mark. It may name the file before a roll whose new
+   * file holds nothing fsynced yet (the older one is then sealed, and whole).
+   */
+  durableOwn(topicId: number): readonly [number, number] | undefined {
+    const t = this.topics.get(topicId);
+    if (!t) return this.loaded.get(topicId);
+    return t.synced ?? (t.segFirstSeq > 0 ? [t.segFirstSeq, 0] : undefined);
+  }
+
+  /**
+   * Recovery loaded the topic's newest own segment file (`bytes` of whole frames), or a wake read
+   * it back, before any write of this boot: `durable` of them are known fsynced (what the
+   * snapshot recorded; all of them for a sleeping topic's file, synced before its entry went).
+   * Bytes past that came from the page cache of a process that died: they are fsynced by the
+   * next flushAll, so that a checkpoint can record them as durable.
+   */
+  noteLoaded(topicId: number, firstSeq: number, bytes: number, durable: number): void {
+    if (this.topics.has(topicId)) return;
+    if (bytes <= durable) {
+      this.loaded.set(topicId, [firstSeq, bytes]);
+      return;
+    }
+    const t = this.files(topicId);
+    t.segFirstSeq = firstSeq;
+    t.end = bytes;
+    t.synced = durable > 0 ? [firstSeq, durable] : undefined;
+    t.dirty = true;
+    t.dirCreated = true;
+    t.packSealed = true; // its packed frames were durable before this file was made
   }
 
   /** Forgets a released topic with nothing pending, unsynced or retried (on its chain). */
@@ -184,15 +234,22 @@ export class SegmentStore {
     }
   }
 
-  /** fsyncs the file writes went to, through its open fd or a fresh one. */
+  /**
+   * fsyncs the file writes went to, through its open fd or a fresh one; then every whole frame
+   * written to it before is durable (on the topic's chain: no write runs meanwhile).
+   */
   private async syncFile(t: TopicFiles): Promise<void> {
-    if (t.fd) return t.fd.sync();
-    const fh = await this.fsx.open(this.segPath(t), 'r');
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
+    const synced = [t.segFirstSeq, t.end] as const;
+    if (t.fd) await t.fd.sync();
+    else {
+      const fh = await this.fsx.open(this.segPath(t), 'r');
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
     }
+    if (synced[1] > 0) t.synced = synced;
   }
 
   private files(topicId: number): TopicFiles {
@@ -214,7 +271,10 @@ export class SegmentStore {
         retry: undefined,
         packSealed: false,
         released: false,
+        end: 0,
+        synced: this.loaded.get(topicId),
       };
+      this.loaded.delete(topicId);
       this.topics.set(topicId, t);
     }
     return t;
@@ -336,6 +396,7 @@ export class SegmentStore {
         let k = i;
         for (let at = first.offset; k < j && at + batch[k]!.frame.length <= first.offset + done; k++) {
           at += batch[k]!.frame.length;
+          t.end = at;
           t.written++;
           batch[k]!.onWritten?.();
         }
@@ -385,6 +446,8 @@ export class SegmentStore {
       t.dirCreated = true;
     }
     t.fd = await this.fsx.open(this.segPath(t, place.segFirstSeq), 'r+c');
+    // Whole frames lie before the first write of a file: it is new, or loaded whole (recovery).
+    if (t.segFirstSeq !== place.segFirstSeq) t.end = place.offset;
     t.segFirstSeq = place.segFirstSeq;
     t.dirty = true;
     this.touchOpen(t);
@@ -461,6 +524,8 @@ export class SegmentStore {
       t.segFirstSeq = -1;
       await old?.close();
     }
+    if (t?.synced?.[0] === firstSeq) t.synced = undefined;
+    if (this.loaded.get(topicId)?.[0] === firstSeq) this.loaded.delete(topicId);
     await this.sealed.exclusive(topicId, firstSeq, async (gate) => {
       gate.gone = true;
       this.sealed.setRelocation(topicId, firstSeq, undefined);
@@ -511,6 +576,7 @@ export class SegmentStore {
     const t = this.topics.get(topicId);
     this.settle(t);
     this.topics.delete(topicId);
+    this.loaded.delete(topicId);
     this.openFiles.delete(topicId);
     if (t?.retry) clearTimeout(t.retry);
     if (t) this.spaceWaits?.set(t, false); // its frames are not written any more

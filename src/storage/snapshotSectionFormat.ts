@@ -8,8 +8,9 @@
 //   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
 //           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
-//           TTL or a queue) when it was quiet at the cut (it may recover asleep), then "own"
-//           ([first seq, size] of its one own segment file) when such a topic has one.
+//           TTL or a queue) when it was quiet at the cut (it may recover asleep), then "own":
+//           [first seq, size] of its one own segment file when such a topic has one, and for any
+//           other topic [first seq, bytes fsynced at the cut] of its newest own segment file.
 // This file owns the format's shared pieces: the watermark order, the types of a part and of the
 // head line, and the key prefixes of a part line, which the writer writes and the fast line
 // reader matches. The writer is snapshotSectionWriter.ts, the readers snapshotSectionReader.ts.
@@ -70,7 +71,10 @@ export interface SectionPart extends TopicPart {
   runs?: number[];
   /** Watermarks of a quiet topic (it may recover asleep). */
   wm?: Watermarks;
-  /** A quiet topic's own segment file: [first seq, size]. */
+  /**
+   * A quiet topic's own segment file: [first seq, size]; another topic's newest own segment file:
+   * [first seq, bytes of it fsynced at the cut] (docs/FORMAT.md "Snapshots").
+   */
   own?: [number, number];
 }
 

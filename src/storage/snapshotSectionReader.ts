@@ -53,7 +53,10 @@ export class PartCursor {
   last_ts_ms = 0;
   first_ts_ms = 0;
   packed_bytes = 0;
-  /** The own segment file of a quiet topic ("own"), 0 when none. */
+  /**
+   * "own": a quiet topic's own segment file (first seq and size), or a busy topic's newest one
+   * (first seq and the bytes of it fsynced at the cut); 0 when none.
+   */
   own_first_seq = 0;
   own_bytes = 0;
   readonly last_write_ms = null;
@@ -167,7 +170,7 @@ export function sectionPartCount(buf: Buffer): number {
 /** A part line through JSON.parse into `cur`; returns its config index. */
 function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): number {
   const raw = JSON.parse(buf.toString('utf8', off, end)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };
-  if (raw.wm && raw.own) [cur.own_first_seq, cur.own_bytes] = raw.own;
+  if (raw.own) [cur.own_first_seq, cur.own_bytes] = raw.own;
   cur.id = raw.id;
   cur.name = raw.name;
   cur.created_ms = raw.created_ms;
@@ -241,6 +244,7 @@ class LineReader {
     cur.reserved = this.int();
     if (this.lit(L_RUNS) && !this.runs(cur)) return false;
     if (this.lit(L_WM) && !this.watermarks(cur)) return false;
+    if (this.lit(L_OWN) && !this.own(cur)) return false;
     if (this.i !== end - 1 || this.buf[this.i] !== 0x7d) return false; // }
     if (
       Number.isNaN(
@@ -271,7 +275,7 @@ class LineReader {
     return true;
   }
 
-  /** The numbers of "wm" up to its "]" (the key read), then "own" if present. */
+  /** The numbers of "wm" up to its "]" (the key read). */
   private watermarks(cur: PartCursor): boolean {
     cur.head = this.int();
     if (this.buf[this.i++] !== 0x2c) return false;
@@ -291,13 +295,15 @@ class LineReader {
     }
     if (this.buf[this.i++] !== 0x5d) return false;
     cur.hasWm = true;
-    if (this.lit(L_OWN)) {
-      cur.own_first_seq = this.int();
-      if (this.buf[this.i++] !== 0x2c) return false;
-      cur.own_bytes = this.int();
-      if (this.buf[this.i++] !== 0x5d || Number.isNaN(cur.own_first_seq + cur.own_bytes)) return false;
-    }
     return true;
+  }
+
+  /** The two numbers of "own" up to its "]" (the key read). */
+  private own(cur: PartCursor): boolean {
+    cur.own_first_seq = this.int();
+    if (this.buf[this.i++] !== 0x2c) return false;
+    cur.own_bytes = this.int();
+    return this.buf[this.i++] === 0x5d && !Number.isNaN(cur.own_first_seq + cur.own_bytes);
   }
 
   private lit(l: Buffer): boolean {

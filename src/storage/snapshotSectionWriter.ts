@@ -97,22 +97,29 @@ export class SectionWriter {
     return Buffer.concat(parts);
   }
 
-  add(part: TopicPart, runs?: readonly number[], wm?: SectionWatermarks): void {
+  /**
+   * A part; `wm` when the topic is quiet (its own file, if any, in `wm`), else `own`: the first
+   * seq and the fsynced bytes of its newest own segment file, when any are (docs/FORMAT.md "Snapshots").
+   */
+  add(part: TopicPart, runs?: readonly number[], wm?: SectionWatermarks, own?: readonly [number, number]): void {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
     if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
     if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
     if (part.trim_markers !== undefined) this.ascii(`,"trim_markers":${JSON.stringify(part.trim_markers)}`);
-    this.end(runs, runs?.length ?? 0, wm, withFirstTs(part.config));
+    this.end(runs, runs?.length ?? 0, wm, withFirstTs(part.config), own);
   }
 
   /**
    * A sleeping topic's part and watermarks straight from its table row (checkpoints of a million
    * sleeping topics make no record object each), `reserved` as the checkpoint records it.
+   * `unsynced`: its own file is not durable whole yet, only [first seq, bytes] of it: the part is
+   * written as a busy topic's, no watermarks (recovery loads it).
    */
-  addRow(d: SleepingRow, reserved: number, runs: readonly number[], runsLen: number): void {
+  addRow(d: SleepingRow, reserved: number, runs: readonly number[], runsLen: number, unsynced?: readonly [number, number]): void {
     this.head(d.id, d.name, d.config, d.created_ms, reserved, d.retention);
     if (d.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(d.queue)}`);
-    this.end(runs, runsLen, d, withFirstTs(d.config));
+    if (unsynced) this.end(runs, runsLen, undefined, false, unsynced);
+    else this.end(runs, runsLen, d, withFirstTs(d.config));
   }
 
   private head(
@@ -146,7 +153,13 @@ export class SectionWriter {
       );
   }
 
-  private end(runs: readonly number[] | undefined, runsLen: number, wm: SectionWatermarks | undefined, firstTs: boolean): void {
+  private end(
+    runs: readonly number[] | undefined,
+    runsLen: number,
+    wm: SectionWatermarks | undefined,
+    firstTs: boolean,
+    own?: readonly [number, number],
+  ): void {
     if (runs && runsLen > 0) {
       this.ascii(KEY_RUNS);
       for (let i = 0; i < runsLen; i++) {
@@ -174,13 +187,14 @@ export class SectionWriter {
         this.int(wm.first_ts_ms);
       }
       this.byte(0x5d);
-      if (wm.own_first_seq) {
-        this.ascii(KEY_OWN);
-        this.int(wm.own_first_seq);
-        this.byte(0x2c);
-        this.int(wm.own_bytes ?? 0);
-        this.byte(0x5d);
-      }
+      if (wm.own_first_seq) own = [wm.own_first_seq, wm.own_bytes ?? 0];
+    } else if (own?.[1] === 0) own = undefined; // nothing of it fsynced: nothing to record
+    if (own) {
+      this.ascii(KEY_OWN);
+      this.int(own[0]);
+      this.byte(0x2c);
+      this.int(own[1]);
+      this.byte(0x5d);
     }
     this.byte(0x7d);
     this.byte(0x0a);

@@ -6,7 +6,7 @@
 // (verifyRouters.ts). Read-only: it never truncates or repairs.
 // A torn tail (the end of the newest WAL file or segment, a crash's normal leftover) is a
 // note, not damage: recovery drops it. But bytes the newest snapshot records as durable (the runs
-// it places in a pack, the size of a quiet topic's own segment file) were fsynced before it was
+// it places in a pack, the fsynced size of a topic's newest own segment file) were fsynced before it was
 // written: a bad or missing byte there is damage, as recovery refuses it. Anything else found is
 // a problem, and the CLI exits 1. Given where the WAL ends whole (`walEnd`: a backup's point, for
 // `spool restore`), a WAL that does not end exactly there, frames whole up to it, is damage too:
@@ -275,8 +275,9 @@ function noteReservation(buf: Buffer, f: FrameView, topics: Map<number, WalTopic
 function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence, newest: SnapshotBody | undefined): void {
   const root = topicsDir(dataDir);
   if (!fsx.existsSync(root)) return;
-  // What the newest snapshot records of a quiet topic's own file ([first seq, size]): those bytes
-  // were fsynced before it was written, so nothing below them is a torn tail.
+  // What the newest snapshot records of a topic's newest own file ([first seq, bytes]: all of a
+  // quiet topic's file, what a busy topic's checkpoint fsynced of it): those bytes were fsynced
+  // before it was written, so nothing below them is a torn tail.
   const durable = new Map<number, readonly [number, number]>();
   for (const t of newest?.topics ?? []) {
     const own = (t as { own?: readonly [number, number] }).own;

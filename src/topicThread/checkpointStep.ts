@@ -96,6 +96,8 @@ export class WorkerCheckpoints {
         this.reclaimAfter.delete(mark);
       }
     }
+    /** A sleeping topic was encoded whose own file was not durable whole yet (its block's lines are not kept). */
+    let unsynced = false;
     const encode = (name: string, actor: TopicActor | undefined, row: number): void => {
       // Asleep at the list and still (the common case at many topics): straight from its row.
       const still = row >= 0 ? sleeping.rowIf(row, name) : undefined;
@@ -103,7 +105,12 @@ export class WorkerCheckpoints {
       const inst = a?.current;
       if (a && inst) return this.encodeAwake(out, a, inst, final, reclaim, runs);
       const d = still ?? sleeping.row(name);
-      if (d) addSleepingRow(out, d, final, packs?.map, runs);
+      if (!d) return;
+      // Asleep since this checkpoint's flush: its file may hold bytes not fsynced yet.
+      const own = d.own_first_seq ? this.segments.durableOwn(d.id) : undefined;
+      const partly = own && (own[0] !== d.own_first_seq || own[1] !== d.own_bytes) ? own : undefined;
+      unsynced ||= partly !== undefined;
+      addSleepingRow(out, d, final, packs?.map, runs, partly);
     };
     let n = 0;
     for (const a of awake) {
@@ -118,8 +125,12 @@ export class WorkerCheckpoints {
       }
       if (!final) out.beginCapture();
       const before = out.topicCount;
+      unsynced = false;
       for (let i = 0; i < job.rows.length; i++) encode(job.names[i]!, undefined, job.rows[i]!);
-      if (!final) this.lines.keep(job, out.endCapture(), out.topicCount - before);
+      if (!final) {
+        const bytes = out.endCapture();
+        if (!unsynced) this.lines.keep(job, bytes, out.topicCount - before);
+      }
       n += job.rows.length;
       if (n >= TOPICS_PER_TURN) {
         n = 0;
@@ -148,11 +159,19 @@ export class WorkerCheckpoints {
     const reserved = final ? inst.assigned : Math.max(inst.reserve.submitted, inst.assigned);
     // A quiet topic's watermarks let recovery keep it asleep (no read, no index) until used.
     const quiet = packs ? a.dormancy(this.topics.stored(inst.id), this.topics.now()) : 'no';
+    // Its newest own file as far as it is fsynced: every frame before the mark, after flushAll
+    // (docs/FORMAT.md "Snapshots", `own`). Recovery never cuts that file below it.
+    const own = this.segments.durableOwn(inst.id);
+    let wm = typeof quiet === 'object' ? quiet : undefined;
+    // Quiet, but its own file is not durable whole yet (written since the flush): a power loss
+    // could take bytes its watermarks count, so it is recorded as a busy topic is.
+    if (wm?.own_first_seq && (own?.[0] !== wm.own_first_seq || own[1] !== wm.own_bytes)) wm = undefined;
     const n = packs?.map.runsInto(inst.id, runs) ?? 0;
     out.add(
       { id: inst.id, name: inst.name, config: inst.config, created_ms: inst.createdAtMs, reserved, ...retentionPart(inst) },
       n > 0 ? runs.slice(0, n) : undefined,
-      typeof quiet === 'object' ? quiet : undefined,
+      wm,
+      wm ? undefined : own,
     );
   }
 

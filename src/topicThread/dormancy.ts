@@ -59,6 +59,8 @@ export interface DormancyHost {
   stored(topicId: number): StoredFrames;
   /** A topic with own segment files went to sleep: the segment store may forget it (SegmentStore.release). */
   releaseFiles(topicId: number): void;
+  /** A woken topic's newest own segment file, as read back: durable whole (SegmentStore.noteLoaded). */
+  ownLoaded(topicId: number, firstSeq: number, bytes: number): void;
   readonly byTopicId: Map<number, TopicActor>;
   actorFor(name: string): TopicActor;
   /** The actor holding `name`, if any (never made). */
@@ -373,6 +375,10 @@ export class Dormancy {
     for (const frame of frames) this.host.input(actor, { k: 'packed', frame, hot: true });
     // Own segment files after it, indexed cold as recovery indexes them.
     for (const seg of segs) this.host.input(actor, { k: 'segment', seg });
+    // Its newest file is durable whole (it slept with every frame written, and its store entry
+    // went only once synced; or recovery found it as the snapshot recorded it).
+    const newest = segs[segs.length - 1];
+    if (newest && !newest.relocation) this.host.ownLoaded(rec.id, newest.firstSeq, newest.size);
     this.host.input(actor, { k: 'finish' });
     this.host.textsKept(rec.id, frames);
   }

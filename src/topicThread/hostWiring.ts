@@ -115,6 +115,7 @@ export function makeDormancy(host: WiredHost): Dormancy {
       dataDir: host.dataDir,
       stored: (id) => stored(host, id),
       releaseFiles: (id) => host.segments.release(id),
+      ownLoaded: (id, firstSeq, bytes) => host.segments.noteLoaded(id, firstSeq, bytes, bytes),
       byTopicId: host.byTopicId,
       actorFor: (name) => host.actorFor(name),
       actorByName: (name) => host.actorsByName.get(name),

@@ -98,9 +98,10 @@ export class WorkerRecovery {
   /** Own segment files listed (listOwn) ahead of a topic's packed frames, until its segments load. */
   private readonly ownListed = new Map<number, SegmentFile[]>();
   /**
-   * Per loading topic whose snapshot part records its own file (`own`: a topic quiet at the cut),
-   * that file's first seq and the bytes of it that were durable before the cut: damage below them
-   * is not a torn tail (readSegment), until its segments load.
+   * Per loading topic whose snapshot part records its own file (`own`: a topic quiet at the cut,
+   * or the newest file of a busy one), that file's first seq and the bytes of it that were
+   * durable before the cut: damage below them is not a torn tail (readSegment), until its
+   * segments load.
    */
   private readonly ownDurable = new Map<number, { firstSeq: number; bytes: number }>();
 
@@ -277,6 +278,8 @@ export class WorkerRecovery {
         i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1, covered);
       // A compacted file: cold reads map the original offsets the actor indexes through it.
       this.host.segments.sealed.noteLoaded(topicId, seg.firstSeq, seg.relocation);
+      // The newest one's bytes past `covered` are fsynced by the next checkpoint, which records them.
+      if (i === segs.length - 1 && !seg.relocation) this.host.segments.noteLoaded(topicId, seg.firstSeq, seg.size, covered);
       this.host.input(actor, { k: 'segment', seg });
     }
   }

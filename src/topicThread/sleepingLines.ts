@@ -24,11 +24,21 @@ interface Kept {
 /** One block as a checkpoint takes it: its kept lines, or the rows to encode (and maybe keep). */
 export type BlockJob = { block: number; kept: Kept } | { block: number; gen: number; rows: number[]; names: string[] };
 
-/** Writes a sleeping topic's part straight from its row (`final`: its head, not its ceiling, as the reserved seq). */
-export function addSleepingRow(out: SectionWriter, d: DormantRow, final: boolean, map: PackMap | undefined, runs: number[]): void {
+/**
+ * Writes a sleeping topic's part straight from its row (`final`: its head, not its ceiling, as the
+ * reserved seq; `unsynced`: what of its own file is fsynced, when not all of it, SectionWriter.addRow).
+ */
+export function addSleepingRow(
+  out: SectionWriter,
+  d: DormantRow,
+  final: boolean,
+  map: PackMap | undefined,
+  runs: number[],
+  unsynced?: readonly [number, number],
+): void {
   // Every seq up to a sleeping topic's head is durable: a final checkpoint records that head
   // (a clean restart continues at head + 1, as for awake topics), another its ceiling.
-  out.addRow(d, final ? d.head : d.reserved, runs, map?.runsInto(d.id, runs) ?? 0);
+  out.addRow(d, final ? d.head : d.reserved, runs, map?.runsInto(d.id, runs) ?? 0, unsynced);
 }
 
 export class SleepingLines {

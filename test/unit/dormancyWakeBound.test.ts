@@ -19,6 +19,7 @@ function host(now: () => number): DormancyHost & { inputs: [string, ActorInput['
     dataDir: '/nowhere',
     stored: () => ({ packedWritten: 0, ownSettled: true }),
     releaseFiles: () => undefined,
+    ownLoaded: () => undefined,
     byTopicId: new Map(),
     actorFor: (name) => ({ name }) as unknown as TopicActor,
     actorByName: () => undefined,

@@ -235,12 +235,16 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
       { id: 4, name: 'd', config: ttl, created_ms: 8, reserved: 10, runs: [3, 320, 64], wm: ttlWm },
       // A quiet topic with an own segment file: its first seq and size after the watermarks.
       { id: 5, name: 'e', config: disk, created_ms: 9, reserved: 12, runs: [3, 384, 64], wm, own: [7, 2048] },
+      // A busy topic (no watermarks): its newest own segment file and the bytes of it fsynced at the cut.
+      { id: 6, name: 'f', config: disk, created_ms: 10, reserved: 4096, runs: [3, 448, 64], own: [9, 4096] },
+      { id: 7, name: 'g', config: disk, created_ms: 11, reserved: 99, routers_applied: { '2': [5, 5] }, own: [40, 512] },
     ],
     [],
   ];
   const sections = parts.map((ps, i) => {
     const w = new SectionWriter();
-    for (const { runs, wm: m, own, ...part } of ps) w.add(part, runs, m && own ? { ...m, own_first_seq: own[0], own_bytes: own[1] } : m);
+    for (const { runs, wm: m, own, ...part } of ps)
+      w.add(part, runs, m && own ? { ...m, own_first_seq: own[0], own_bytes: own[1] } : m, m ? undefined : own);
     const s = w.finish({
       whole: i === 0 ? ['pack-00000000000000000003-00000-00002.log'] : [],
       tail: i === 0 ? ['pack-00000000000000000004-00000-00002.log', 384] : null,
@@ -251,7 +255,7 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
   return { bytes: Buffer.concat(pieces), parts };
 }
 
-test("a v2 snapshot: each worker's section round-trips (configs by index, runs, watermarks, own files), read whole or by sections", async () => {
+test("a v2 snapshot: each worker's section round-trips (configs by index, runs, watermarks, own files quiet or busy), read whole or by sections", async () => {
   const { bytes, parts } = v2();
   assert.deepEqual(decodeSnapshot(bytes), {
     version: 2,
@@ -267,7 +271,7 @@ test("a v2 snapshot: each worker's section round-trips (configs by index, runs, 
   assert.equal(got.head.workers, 2);
   assert.deepEqual(
     got.head.sections.map((x) => x.topics),
-    [5, 0],
+    [7, 0],
   );
   got.sections.forEach((sec, i) => {
     const read: SectionPart[] = [];
