@@ -1,8 +1,9 @@
 // Reading pack files whole (recovery's scan, `spool verify`): every frame CRC-checked, in order.
 // Only the newest pack of each writer can have a torn tail (its writer fsyncs a pack before it
-// creates the next); recovery truncates it, fsyncs the cut (so that the pack is whole once it is
-// no longer the newest) and gives a last frame missing only its padding its zeros back. Damage
-// anywhere else is an error, never skipped. Runs in topic workers and offline tools.
+// creates the next), and only past what the snapshot records as fsynced of it; recovery
+// truncates it, fsyncs the cut (so that the pack is whole once it is no longer the newest) and
+// gives a last frame missing only its padding its zeros back. Damage anywhere else is an error,
+// never skipped. Runs in topic workers and offline tools.
 import path from 'node:path';
 import type { Fs } from './fs.js';
 import { packsDir, parsePackFileName, type PackName } from '../format/layout.js';
@@ -48,15 +49,29 @@ export function validPrefix(buf: Buffer): { end: number; reason: string | undefi
 
 /**
  * Reads a pack for recovery: its valid frames, padded. A torn tail of the writer's newest pack is
- * cut (when `repair`: one worker repairs a pack, the others only read it); anything else that is
- * not a whole frame is a CorruptionError.
+ * cut (when `repair`: one worker repairs a pack, the others only read it), but never below
+ * `durable`: the bytes of it the snapshot records as fsynced (docs/FORMAT.md "Snapshots", the
+ * section's `tail`). Anything else that is not a whole frame is a CorruptionError, and so is a
+ * pack whose whole frames end below `durable`.
  */
-export async function readPack(fsx: Fs, dataDir: string, pack: ListedPack, repair: boolean, into?: ReuseBuffer, from = 0): Promise<Buffer> {
+export async function readPack(
+  fsx: Fs,
+  dataDir: string,
+  pack: ListedPack,
+  repair: boolean,
+  into?: ReuseBuffer,
+  from = 0,
+  durable = 0,
+): Promise<Buffer> {
   const file = path.join(packsDir(dataDir), pack.name);
   // From `from` on (lazy recovery reads only what was written after a snapshot's cut): offsets
   // below are relative to it, the file's are from + offset.
   const buf = into || from > 0 ? await readInto(fsx, file, into ?? new ReuseBuffer(), from) : await fsx.readFile(file);
   const { end, reason } = validPrefix(buf);
+  if (from + end < durable) {
+    const what = end === buf.length ? 'its whole frames end' : `damaged frame (${reason ?? 'padding missing'})`;
+    throw new CorruptionError(file, `${what} below the ${durable} bytes the snapshot records as fsynced (nothing is cut)`, from + end);
+  }
   if (end === buf.length) return buf;
   const torn =
     reason === undefined || reason === 'end' || reason === 'short' || reason === 'crc' || reason === 'length' || reason === 'type';

@@ -64,6 +64,8 @@ interface CurrentPack {
   tail: number;
   /** Holds bytes not fsynced yet. */
   dirty: boolean;
+  /** Bytes known fsynced: the tail when the last fsync began (sectionPacks). */
+  synced: number;
   /** The pack's directory entry is durable (false between its creation and the dir fsync). */
   nameDurable: boolean;
 }
@@ -243,7 +245,7 @@ export class PackStore {
       }
       const info = this.map.register({ no: this.opts.nextPackNo(), writer: this.opts.workerIndex, workers: this.opts.workers });
       const fd = await this.fsx.open(path.join(this.dir, info.name), 'wx');
-      cur = this.current = { info, fd, tail: 0, dirty: false, nameDurable: false };
+      cur = this.current = { info, fd, tail: 0, dirty: false, synced: 0, nameDurable: false };
     }
     if (!cur.nameDurable) {
       // Before any frame depends on it (a flag, so a retry after a failure here still does it).
@@ -263,11 +265,16 @@ export class PackStore {
       if (this.failed) throw this.failed;
       if (this.waiting(topicId)) throw Object.assign(new Error('packed frames are waiting for disk space'), { code: 'ENOSPC' });
       const cur = this.current;
-      if (cur?.dirty) {
-        await cur.fd.sync();
-        cur.dirty = false;
-      }
+      if (cur?.dirty) await this.syncCurrent(cur);
     });
+  }
+
+  /** fsyncs the pack being written (on the chain: no write runs meanwhile). */
+  private async syncCurrent(cur: CurrentPack): Promise<void> {
+    const tail = cur.tail;
+    await cur.fd.sync();
+    cur.dirty = false;
+    cur.synced = tail;
   }
 
   /**
@@ -280,10 +287,7 @@ export class PackStore {
     const before = this.appended;
     await this.onChain(async () => {
       const cur = this.current;
-      if (cur?.dirty) {
-        await cur.fd.sync();
-        cur.dirty = false;
-      }
+      if (cur?.dirty) await this.syncCurrent(cur);
       if (cur && !cur.nameDurable) {
         await fsyncDir(this.fsx, this.dir);
         cur.nameDurable = true;
@@ -318,10 +322,11 @@ export class PackStore {
   }
 
   /**
-   * What this worker's packs hold at a checkpoint's cut (called in the same turn as its parts are
-   * taken, so every run they name is in a pack below these marks): every registered pack but the
-   * one being written is whole; the one being written holds `tail` bytes. Recovery scans only
-   * what lies past these (snapshotSectionReader.ts).
+   * What this worker's packs hold at a checkpoint's cut (called right after its flush): every
+   * registered pack but the one being written is whole (fsynced before the next was made); the
+   * one being written holds `tail` bytes, of which the flush fsynced the third number. Recovery
+   * scans only what lies past these, and never cuts below the fsynced bytes (docs/FORMAT.md
+   * "Snapshots").
    */
   sectionPacks(): SectionPacks {
     const cur = this.current;
@@ -330,7 +335,7 @@ export class PackStore {
         .all()
         .filter((p) => p.idx !== cur?.info.idx)
         .map((p) => p.name),
-      tail: cur ? [cur.info.name, cur.tail] : null,
+      tail: cur ? [cur.info.name, cur.tail, cur.synced] : null,
     };
   }
 

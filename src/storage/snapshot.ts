@@ -16,6 +16,7 @@ import type { TopicPart } from '../format/topicPart.js';
 import { metaDir } from '../format/layout.js';
 import { fsyncDir, fsyncDirSync, mkdirDurable, type Fs, type FsFile } from './fs.js';
 import { readSection } from './snapshotSectionReader.js';
+import type { SectionPacks } from './snapshotSectionFormat.js';
 
 const MAGIC = 'SPOOLSNP';
 /** Written now. */
@@ -33,6 +34,8 @@ export interface SnapshotBody {
   /** Cut of the previous snapshot: WAL files before it may be unlinked. */
   previousCut: WalPosition | null;
   topics: TopicPart[];
+  /** Version 2: what each section records of its worker's packs at the cut (tools: verify). */
+  packs?: SectionPacks[];
 }
 
 /** A snapshot's file name: its cut, zero-padded, so that names sort in log order. */
@@ -131,8 +134,8 @@ export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
     const l = v2Layout(buf, o.covered);
     if (!l || l.sections.some((sec, i) => crc32(sec) !== l.head.sections[i]!.crc)) return undefined;
     const topics: TopicPart[] = [];
-    for (const sec of l.sections) readSection(sec, (p) => topics.push(p.part()));
-    return { version: 2, epoch: l.head.epoch, cut: l.head.cut, previousCut: l.head.previousCut, topics };
+    const packs = l.sections.map((sec) => readSection(sec, (p) => topics.push(p.part())).packs);
+    return { version: 2, epoch: l.head.epoch, cut: l.head.cut, previousCut: l.head.previousCut, topics, packs };
   } catch {
     return undefined;
   }

@@ -1,10 +1,10 @@
 // A topic worker's section of a v2 snapshot (docs/FORMAT.md "Snapshots"): what one worker's
 // checkpoint step writes and what the same worker reads back at recovery, so the main thread only
 // concatenates and checks bytes and never parses a million topic parts. NDJSON, one object per line:
-//   line 1: {"configs":[...],"packs":{"whole":[name...],"tail":[name,bytes]|null}}: the topic
-//           configs the parts name by index (some may be named by no part), and what the
+//   line 1: {"configs":[...],"packs":{"whole":[name...],"tail":[name,bytes,fsynced]|null}}: the
+//           topic configs the parts name by index (some may be named by no part), and what the
 //           worker's pack files held at the cut (packs wholly covered by the parts' runs, and the
-//           pack being written with the bytes written at the cut);
+//           pack being written with the bytes written at the cut and how many were fsynced);
 //   then a line per topic: its TopicPart with "c" (index into configs) instead of "config", plus
 //           "runs" ([pack no, offset, length, ...]) when it has packed frames and "wm" (its
 //           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
@@ -48,8 +48,12 @@ export type SectionWatermarks = Pick<Watermarks, (typeof WM_FIELDS)[number] | 'f
 export interface SectionPacks {
   /** Packs every frame of which was written before the cut (their live frames are in runs). */
   whole: string[];
-  /** The pack being written at the cut and the bytes written to it by then, or null. */
-  tail: [string, number] | null;
+  /**
+   * The pack being written at the cut, the bytes written to it by then (scanning starts there),
+   * and how many of them its flush fsynced (recovery never cuts below those); or null. Sections
+   * from before have no third number.
+   */
+  tail: [string, number] | [string, number, number] | null;
 }
 
 /** What a section needs of a sleeping topic's table row (topicThread/dormantTable.ts's DormantRow). */

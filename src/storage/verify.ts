@@ -82,6 +82,9 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
   const last = new Map<number, number>();
   /** Per pack number, where its whole frames end. */
   const validEnd = new Map<number, number>();
+  /** Per pack being written at the newest snapshot's cut, the bytes of it fsynced by then. */
+  const fsynced = new Map<string, number>();
+  for (const p of newest?.packs ?? []) if (p.tail?.[2] !== undefined) fsynced.set(p.tail[0], p.tail[2]);
   let repeats = 0;
   for (const p of listPacks(listPackNamesSync(fsx, dataDir))) {
     r.packs++;
@@ -99,8 +102,15 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
       off += f.frame.size;
     }
     validEnd.set(p.no, end);
-    if (end === buf.length) continue;
+    const synced = fsynced.get(p.name) ?? 0;
     const why = reason ?? 'the last frame lacks its padding';
+    if (end < synced) {
+      // Fsynced before the newest snapshot was written: recovery refuses it, as here.
+      const what = end === buf.length ? `whole frames end at ${end}` : `damaged at offset ${end} (${why})`;
+      r.problems.push(`${where}: ${what}, below the ${synced} bytes the newest snapshot records as fsynced`);
+      continue;
+    }
+    if (end === buf.length) continue;
     // The newest pack may be torn anywhere after what a checkpoint fsynced (writeback need not
     // keep order); what the newest snapshot places in it is checked below.
     if (p.newest && (reason === undefined || !reason.startsWith('a frame')))

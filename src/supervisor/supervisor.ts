@@ -476,13 +476,23 @@ export class Supervisor {
       return { table, loadedAll };
     }
     let parts: TopicPart[] = [];
+    // What the sections record as fsynced of each pack being written at the cut: every pack is
+    // scanned whole now, and its torn tail is cut only past those bytes.
+    const fsynced: [string, number][] = [];
     if (loaded?.version === 1) parts = loaded.body.topics;
-    else if (loaded) for (const sec of loaded.sections) readSection(sec, (p) => parts.push(p.part()));
+    else if (loaded)
+      for (const sec of loaded.sections) {
+        const tail = readSection(sec, (p) => parts.push(p.part())).packs.tail;
+        if (tail?.[2] !== undefined) fsynced.push([tail[0], tail[2]]);
+      }
     const byWorker: TopicPart[][] = this.workers.map(() => []);
     for (const part of parts) byWorker[workerOf(part.name, n)]!.push(part);
     this.snapshotTopics.total = parts.length;
     const table = Promise.resolve(byWorker.map((ps) => Float64Array.from(ps, (p) => p.id)));
-    return { table, loadedAll: Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch))) };
+    return {
+      table,
+      loadedAll: Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch, fsynced))),
+    };
   }
 
   /**

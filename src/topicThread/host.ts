@@ -372,11 +372,19 @@ export class ActorHost implements HostServices {
 
   // ---- recovery ----------------------------------------------------------------------------
 
-  /** Recovery step 3 (every topic loads); replayed WAL chunks apply once it settles. */
-  async loadSnapshot(parts: TopicPart[], packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+  /**
+   * Recovery step 3 (every topic loads); replayed WAL chunks apply once it settles. `fsyncedPacks`:
+   * [pack, bytes] the snapshot records as fsynced of each pack being written at its cut.
+   */
+  async loadSnapshot(
+    parts: TopicPart[],
+    packNames: readonly string[],
+    snapshotEpoch: number,
+    fsyncedPacks: readonly [string, number][] = [],
+  ): Promise<void> {
     let failed = true;
     try {
-      await this.recovery.loadSnapshot(parts, packNames, snapshotEpoch);
+      await this.recovery.loadSnapshot(parts, packNames, snapshotEpoch, new Map(fsyncedPacks));
       failed = false;
     } finally {
       this.recovery.snapshotLoaded(failed);

@@ -109,14 +109,16 @@ export class PackRecovery {
   /**
    * Step 3b, after the snapshot's instances exist and before their own segments load: feeds the
    * packed frames of known topics, holds those of topics created at or after the snapshot's boot
-   * (`snapshotEpoch`), skips the rest (deleted instances).
+   * (`snapshotEpoch`), skips the rest (deleted instances). `fsynced`: per pack being written at
+   * the cut, the bytes of it the snapshot records as fsynced (no torn tail below them).
    */
-  async scan(names: readonly string[], snapshotEpoch: number): Promise<void> {
+  async scan(names: readonly string[], snapshotEpoch: number, fsynced?: ReadonlyMap<string, number>): Promise<void> {
     // Frames are fed and indexed cold within the walk of each pack: one buffer serves every pack.
     const scratch = new ReuseBuffer();
     for (const p of listPacks(names)) {
       if (p.workers === this.workers && p.writer !== this.workerIndex) continue; // not ours
-      const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch);
+      const repair = p.writer % this.workers === this.workerIndex;
+      const buf = await readPack(this.host.fsx, this.host.dataDir, p, repair, scratch, 0, fsynced?.get(p.name));
       this.feedPack(this.host.packs.map.register(p).idx, buf, 0, snapshotEpoch);
     }
   }

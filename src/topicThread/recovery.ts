@@ -115,7 +115,12 @@ export class WorkerRecovery {
    * (readdir, open, read, close per topic), which overlap on libuv's pool; each topic's own
    * segments still come in order.
    */
-  async loadSnapshot(parts: TopicPart[], packNames: readonly string[] = [], snapshotEpoch = 0): Promise<void> {
+  async loadSnapshot(
+    parts: TopicPart[],
+    packNames: readonly string[] = [],
+    snapshotEpoch = 0,
+    fsyncedPacks?: ReadonlyMap<string, number>,
+  ): Promise<void> {
     const actors = parts.map((part) => {
       const actor = this.host.actorFor(part.name);
       this.host.input(actor, { k: 'load', part });
@@ -129,7 +134,7 @@ export class WorkerRecovery {
     // Own files listed first: the scan must know which packed frames they supersede.
     await lanes(LOAD_PARALLEL, withDirs, async (i) => void this.ownListed.set(parts[i]!.id, await this.listOwn(parts[i]!.id)));
     // Packed first segments before own segments: each topic's segments load in seq order.
-    await this.packs.scan(packNames, snapshotEpoch);
+    await this.packs.scan(packNames, snapshotEpoch, fsyncedPacks);
     this.snapshotTopicsLoaded = parts.length - withDirs.length; // packed only: indexed by the scan
     await lanes(LOAD_PARALLEL, withDirs, async (i) => {
       await this.loadSegmentsOf(actors[i]!, parts[i]!.id);

@@ -227,9 +227,12 @@ export class WorkerApi {
     await this.w.host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch);
   }
 
-  /** Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's boot epoch. */
-  loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number): Promise<void> {
-    return this.w.host.loadSnapshot(parts, packNames, snapshotEpoch);
+  /**
+   * Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's
+   * boot epoch, and what it records as fsynced of the packs being written at its cut.
+   */
+  loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number, fsyncedPacks: [string, number][] = []): Promise<void> {
+    return this.w.host.loadSnapshot(parts, packNames, snapshotEpoch, fsyncedPacks);
   }
 
   /** Snapshot topics indexed so far (polled by the supervisor while recovering). */

@@ -8,7 +8,8 @@
 //   refuses meanwhile); a short write counts only whole frames; EIO is fatal, reported once;
 // - sealTopic fsyncs the current pack and refuses while the topic's frames wait;
 // - readPack cuts (and fsyncs) a torn tail of a writer's newest pack, gives a last frame its lost
-//   padding back, and refuses damage in a sealed pack.
+//   padding back, and refuses damage in a sealed pack, or below the bytes of the newest one the
+//   snapshot records as fsynced (sectionPacks: what the last flush fsynced, not writes since).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -291,6 +292,36 @@ describe('pack scan', () => {
     }
   });
 
+  test('the newest pack: damage below the bytes the snapshot records as fsynced, or whole frames ending below them, is an error and nothing is cut; a tail past them is torn', async () => {
+    const { disk, names } = await twoPacks();
+    const fsx = disk.fs();
+    const newest = path.join(packsDir(DATA), names.at(-1)!);
+    const whole = fsx.readFileSync(newest);
+    const offs: number[] = [];
+    forEachFrame(whole, (_f, off) => offs.push(off));
+    assert.ok(offs.length >= 3);
+    const listed = () => listPacks(fsx.readdirSync(packsDir(DATA))).at(-1)!;
+    const refused = async (bytes: Buffer, durable: number, at: number, detail: RegExp) => {
+      fsx.writeFileSync(newest, bytes);
+      await assert.rejects(readPack(fsx, DATA, listed(), true, undefined, 0, durable), (err: unknown) => {
+        assert.ok(err instanceof CorruptionError, String(err));
+        assert.equal(err.offset, at);
+        assert.match(err.detail, detail);
+        return true;
+      });
+      assert.deepEqual(fsx.readFileSync(newest), bytes, 'nothing is cut');
+    };
+    const flipped = Buffer.from(whole);
+    flipped[offs[1]! + 30]! ^= 0xff;
+    await refused(flipped, whole.length, offs[1]!, /damaged frame \(crc\) below the \d+ bytes the snapshot records as fsynced/);
+    await refused(whole.subarray(0, offs[2]!), whole.length, offs[2]!, /whole frames end below the \d+ bytes/);
+    // Damage past the fsynced bytes: a torn tail, cut there.
+    fsx.writeFileSync(newest, flipped);
+    const buf = await readPack(fsx, DATA, listed(), true, undefined, 0, offs[1]!);
+    assert.equal(buf.length, offs[1]);
+    assert.equal(fsx.readFileSync(newest).length, offs[1]);
+  });
+
   test('damage in a sealed pack is an error, never skipped; a reader that does not repair leaves the file alone', async () => {
     const { disk, names } = await twoPacks();
     const fsx = disk.fs();
@@ -328,6 +359,24 @@ test("a topic's packed frames are durable before its first own segment file is w
   assert.ok(packSync >= 0 && packSync < ownWrite, `pack fsync (#${packSync}) before the own segment's first write (#${ownWrite})`);
   disk.crash('durable-only');
   assert.deepEqual((await scanAll(disk)).get(T), f1);
+});
+
+test('sectionPacks: the pack being written, its bytes and those its last flush fsynced; a power loss keeps at least those', async () => {
+  const r = rig(1 << 20);
+  for (let i = 0; i < 3; i++) r.append(TOPICS[i]!);
+  await r.store.flush();
+  const [name, bytes, fsynced] = r.store.sectionPacks().tail!;
+  assert.equal(fsynced, bytes, 'all of it, after the flush');
+  // Written since the flush: counted in the tail, not in what is fsynced.
+  r.append(TOPICS[0]!, 400);
+  await until('the frame written', () => r.written.length === 4);
+  const tail = r.store.sectionPacks().tail!;
+  assert.ok(tail[0] === name && tail[1] > bytes && tail[2] === fsynced, JSON.stringify(tail));
+  r.disk.crash('durable-only');
+  const fsx = r.disk.fs();
+  assert.equal(fsx.readFileSync(path.join(packsDir(DATA), name)).length, fsynced);
+  const buf = await readPack(fsx, DATA, listPacks(fsx.readdirSync(packsDir(DATA))).at(-1)!, true, undefined, 0, fsynced);
+  assert.equal(buf.length, fsynced);
 });
 
 test('flush waits only for frames queued before it: frames arriving during its fsync neither wait nor fail it', async () => {

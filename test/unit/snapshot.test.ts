@@ -17,7 +17,7 @@ import {
   writeSnapshotBytes,
   type SnapshotBody,
 } from '../../src/storage/snapshot.js';
-import type { SectionPart } from '../../src/storage/snapshotSectionFormat.js';
+import type { SectionPacks, SectionPart } from '../../src/storage/snapshotSectionFormat.js';
 import { readSection, sectionTopicIds } from '../../src/storage/snapshotSectionReader.js';
 import { SectionWriter } from '../../src/storage/snapshotSectionWriter.js';
 import { metaDir } from '../../src/format/layout.js';
@@ -196,7 +196,7 @@ test('loadNewestSnapshot: no meta dir or no snapshots gives undefined; temp and 
 });
 
 /** A v2 snapshot of two workers' sections (the server's format since lazy recovery, docs/ARCHITECTURE.md "Lazy recovery"). */
-function v2(): { bytes: Buffer; parts: SectionPart[][] } {
+function v2(): { bytes: Buffer; parts: SectionPart[][]; packs: SectionPacks[] } {
   const disk = config({ durability: 'disk' });
   // Recency clocks are not persisted: they come back null whatever they were.
   // first_ts_ms is written for topics with TTL only (read back as 0 for the others).
@@ -241,28 +241,31 @@ function v2(): { bytes: Buffer; parts: SectionPart[][] } {
     ],
     [],
   ];
+  // The pack being written: 384 bytes at the cut, 320 of them fsynced.
+  const packs: SectionPacks[] = [
+    { whole: ['pack-00000000000000000003-00000-00002.log'], tail: ['pack-00000000000000000004-00000-00002.log', 384, 320] },
+    { whole: [], tail: null },
+  ];
   const sections = parts.map((ps, i) => {
     const w = new SectionWriter();
     for (const { runs, wm: m, own, ...part } of ps)
       w.add(part, runs, m && own ? { ...m, own_first_seq: own[0], own_bytes: own[1] } : m, m ? undefined : own);
-    const s = w.finish({
-      whole: i === 0 ? ['pack-00000000000000000003-00000-00002.log'] : [],
-      tail: i === 0 ? ['pack-00000000000000000004-00000-00002.log', 384] : null,
-    });
+    const s = w.finish(packs[i]!);
     return { ...s, crc: crc32(s.bytes) };
   });
   const pieces = encodeSnapshotV2({ epoch: 3, cut: { fileNo: 2, offset: 64 }, previousCut: null, workers: 2 }, sections);
-  return { bytes: Buffer.concat(pieces), parts };
+  return { bytes: Buffer.concat(pieces), parts, packs };
 }
 
 test("a v2 snapshot: each worker's section round-trips (configs by index, runs, watermarks, own files quiet or busy), read whole or by sections", async () => {
-  const { bytes, parts } = v2();
+  const { bytes, parts, packs } = v2();
   assert.deepEqual(decodeSnapshot(bytes), {
     version: 2,
     epoch: 3,
     cut: { fileNo: 2, offset: 64 },
     previousCut: null,
     topics: parts.flat(),
+    packs,
   });
   const dir = tmp();
   await writeSnapshotBytes(nodeFs, dir, { fileNo: 2, offset: 64 }, [bytes.subarray(0, 10), bytes.subarray(10)]);
@@ -277,7 +280,7 @@ test("a v2 snapshot: each worker's section round-trips (configs by index, runs, 
     const read: SectionPart[] = [];
     const head = readSection(sec, (p) => read.push(p.part()));
     assert.deepEqual(read, parts[i]);
-    assert.equal(head.packs.tail?.[1], i === 0 ? 384 : undefined);
+    assert.deepEqual(head.packs, packs[i]);
   });
   // Identical configs come back as one shared (interned) object.
   const [a, , c] = decodeSnapshot(bytes)!.topics;
