@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CLI, client, killServersAfterFile, startServer, type Server } from '../helpers/server.js';
+import { appenders } from '../support/appenders.js';
 import { probeFrame, readAppendHead } from '../../src/format/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
 import { decodeSnapshot } from '../../src/storage/snapshot.js';
@@ -89,30 +90,6 @@ function newestPart(dataDir: string, name: string): SectionPart | undefined {
   return decodeSnapshot(fs.readFileSync(path.join(dir, newest)))?.topics.find((t) => t.name === name) as SectionPart | undefined;
 }
 
-/** Appenders posting batches to `t` until stopped; counts the records acknowledged. */
-function appenders(s: Server, n: number): { acked: () => number; stop: () => Promise<void> } {
-  const c = client(s.url);
-  let acked = 0;
-  let stopped = false;
-  const pad = 'x'.repeat(400);
-  const loops = Array.from({ length: n }, async (_, w) => {
-    for (let b = 0; !stopped; b++) {
-      const r = await c
-        .post('/v0/topics/t', { records: Array.from({ length: 10 }, (_, i) => ({ data: { w, b, i, pad } })) })
-        .catch(() => undefined);
-      if (r?.status === 200) acked += 10;
-      else if (r === undefined) return; // the server is gone
-    }
-  });
-  return {
-    acked: () => acked,
-    stop: async () => {
-      stopped = true;
-      await Promise.all(loops);
-    },
-  };
-}
-
 /**
  * Starts a server on `dataDir`. Resolves with the refused start's stderr when it exits; a server
  * that comes up instead (a cut it should have refused) fails the test with what it serves.
@@ -132,7 +109,7 @@ async function refusedStart(dataDir: string, env: Record<string, string>, acked:
 test('a busy topic: damage in its newest segment below the bytes the checkpoint fsynced refuses the start; a torn tail past them recovers', async () => {
   const s = await startServer({ env: BASE });
   assert.equal((await client(s.url).put('/v0/topics/t', { durability: 'disk' })).status, 201);
-  const load = appenders(s, 4);
+  const load = appenders(s, 4, () => 't', 400);
   // Until the WAL no longer holds the first few hundred records and a checkpoint recorded the
   // file while records were in flight.
   const deadline = Date.now() + 60_000;
@@ -223,7 +200,7 @@ test('SIGKILL during heavy appends, again and again: every restart recovers ever
   assert.equal((await client(s.url).put('/v0/topics/t', { durability: 'disk' })).status, 201);
   let acked = 0;
   for (let round = 0; round < 12; round++) {
-    const load = appenders(s, 4);
+    const load = appenders(s, 4, () => 't', 400);
     await new Promise((r) => setTimeout(r, 300 + ((round * 379) % 900)));
     await s.kill();
     await load.stop();

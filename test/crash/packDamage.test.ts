@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { CLI, client, killServersAfterFile, startServer, type Server } from '../helpers/server.js';
+import { appenders } from '../support/appenders.js';
 import { probeFrame, readAppendHead } from '../../src/format/frame.js';
 import { WAL_HEADER_BYTES } from '../../src/format/constants.js';
 import { decodeSnapshot } from '../../src/storage/snapshot.js';
@@ -70,31 +71,6 @@ function walFileNos(dataDir: string): number[] {
     .map((x) => Number(x.slice(0, -4)));
 }
 
-/** Appenders posting small batches to the topics by turns until stopped; counts the records acknowledged. */
-function appenders(s: Server, n: number): { acked: () => number; stop: () => Promise<void> } {
-  const c = client(s.url);
-  let acked = 0;
-  let stopped = false;
-  const pad = 'y'.repeat(100);
-  const loops = Array.from({ length: n }, async (_, w) => {
-    for (let b = 0; !stopped; b++) {
-      const topic = TOPICS[(b * n + w) % TOPICS.length]!;
-      const r = await c
-        .post(`/v0/topics/${topic}`, { records: Array.from({ length: 10 }, (_, i) => ({ data: { w, b, i, pad } })) })
-        .catch(() => undefined);
-      if (r?.status === 200) acked += 10;
-      else if (r === undefined) return; // the server is gone
-    }
-  });
-  return {
-    acked: () => acked,
-    stop: async () => {
-      stopped = true;
-      await Promise.all(loops);
-    },
-  };
-}
-
 async function total(s: Server): Promise<number> {
   let n = 0;
   for (const t of TOPICS) n += ((await client(s.url).get(`/v0/topics/${t}?touch=false`)).body as { count: number }).count;
@@ -104,7 +80,7 @@ async function total(s: Server): Promise<number> {
 test('the pack being written: damage below the bytes the checkpoint fsynced refuses an eager start; a torn tail past them recovers', async () => {
   const s = await startServer({ env: BASE });
   for (const t of TOPICS) assert.equal((await client(s.url).put(`/v0/topics/${t}`, { durability: 'disk' })).status, 201);
-  const load = appenders(s, 4);
+  const load = appenders(s, 4, (w, b) => TOPICS[(b * 4 + w) % TOPICS.length]!, 100, 'y');
   const deadline = Date.now() + 60_000;
   // Until the first two WAL files are gone (the early frames live only in the pack now).
   while (!(walFileNos(s.dataDir).length > 0 && Math.min(...walFileNos(s.dataDir)) > 2)) {
@@ -186,7 +162,7 @@ test('SIGKILL during heavy appends to packed topics, again and again: every rest
   for (const t of TOPICS) assert.equal((await client(s.url).put(`/v0/topics/${t}`, { durability: 'disk' })).status, 201);
   let acked = 0;
   for (let round = 0; round < 8; round++) {
-    const load = appenders(s, 4);
+    const load = appenders(s, 4, (w, b) => TOPICS[(b * 4 + w) % TOPICS.length]!, 100, 'y');
     await new Promise((r) => setTimeout(r, 300 + ((round * 379) % 700)));
     await s.kill();
     await load.stop();
