@@ -114,6 +114,8 @@ export class GroupCommit {
   private timersStopped = false;
   /** Submissions were left queued by the last flush: they wait for a file or for space. */
   private blocked = false;
+  /** How long the last fdatasync took (µs; none yet: unknown, so the first runs on the pool). */
+  private lastSyncUs = Infinity;
 
   constructor(
     private readonly writer: WalWriter,
@@ -124,6 +126,11 @@ export class GroupCommit {
     private readonly log: (msg: string) => void,
     /** Frees what the newest checkpoint covers when a file cannot be made (none in some tests). */
     private readonly space?: WalSpace,
+    /**
+     * An urgent sync runs on this thread while the last one took less than this (µs); 0: every
+     * sync runs on the libuv pool (see startSync).
+     */
+    private readonly inlineSyncBelowUs = 0,
   ) {
     this.ports = ports.map((port) => ({
       port,
@@ -532,7 +539,7 @@ export class GroupCommit {
   private maybeSync(): void {
     if (this.syncing || this.failed) return;
     const urgent = this.ports.some((p) => p.wantsDurable > p.durable);
-    if (urgent) return this.startSync();
+    if (urgent) return this.startSync(this.lastSyncUs < this.inlineSyncBelowUs);
     if (this.unsyncedBytes > 0 && !this.syncTimer && !this.timersStopped) {
       const wait = Math.max(0, this.syncIntervalMs - (nowMs() - this.unsyncedSince));
       this.syncTimer = setTimeout(() => {
@@ -542,12 +549,29 @@ export class GroupCommit {
     }
   }
 
-  private startSync(): void {
+  /**
+   * One fdatasync of what is written so far. On the libuv pool, so frames go on being written
+   * while it runs; or, `inline`, on this thread: a submitter waits for it, and the pool would
+   * cost two more thread wake-ups (the pool's, then this thread's for the completion) on top of
+   * the disk's own wait, while frames submitted meanwhile wait at most one short sync (inline
+   * only while the last sync was short: docs/PERFORMANCE.md "An urgent fdatasync on the WAL
+   * thread itself").
+   */
+  private startSync(inline = false): void {
     if (this.failed) return; // e.g. the interval timer: a failed WAL is never synced again
     this.syncing = true;
     const targets = this.ports.map((p) => p.written);
     const started = nowMs();
     this.unsyncedBytes = 0;
+    if (inline) {
+      try {
+        this.writer.syncNow();
+      } catch (err) {
+        this.syncing = false;
+        return this.fail(err as Error);
+      }
+      return this.synced(targets, started);
+    }
     this.writer.syncAsync().then(
       () => this.synced(targets, started),
       (err: Error) => {
@@ -572,6 +596,7 @@ export class GroupCommit {
   }
 
   private recordLatency(us: number): void {
+    this.lastSyncUs = us;
     this.fsyncLatency.observe(us);
   }
 

@@ -26,6 +26,12 @@ const REPLAY_WINDOW_BYTES = 32 * 1024 * 1024;
 const CHUNK_BUFFER_BYTES = CHUNK_BYTES + 1024 * 1024;
 /** Chunk buffers kept for reuse at most (per worker, what the flow control lets be in flight). */
 const SPARE_CHUNKS_MAX = 16;
+/**
+ * An urgent fdatasync runs on the WAL thread itself while the last one took less than this
+ * (GroupCommit.startSync): on a disk whose syncs take longer, frames submitted meanwhile would
+ * wait too long behind it, and syncs go back to the libuv pool.
+ */
+const INLINE_SYNC_BELOW_US = 1000;
 
 export interface WalThreadData {
   dataDir: string;
@@ -199,7 +205,15 @@ export class WalApi {
     await prepared?.ready;
     const writer = prepared?.writer ?? this.newWriter(bootEpoch);
     const data = this.data;
-    this.gc = new GroupCommit(writer, data.workerPorts, data.syncIntervalMs, new Int32Array(data.counters), this.log, this.space);
+    this.gc = new GroupCommit(
+      writer,
+      data.workerPorts,
+      data.syncIntervalMs,
+      new Int32Array(data.counters),
+      this.log,
+      this.space,
+      INLINE_SYNC_BELOW_US,
+    );
     this.gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
   }
 

@@ -44,6 +44,8 @@ export interface WalRigOptions {
   hold?: ('fdatasync' | 'mkdir')[];
   /** The spare's size (src/wal/walSpare.ts); absent: none, the reserve alone. */
   spareBytes?: number;
+  /** GroupCommit's inlineSyncBelowUs (urgent syncs on the WAL thread itself); absent: 0, never. */
+  inlineSyncBelowUs?: number;
 }
 
 export class WalRig {
@@ -94,6 +96,8 @@ export class WalRig {
         this.logs.push(m);
         if (/writes are refused until a restart/.test(m)) this.failedAtCall ??= this.ffs.calls;
       },
+      undefined,
+      opts.inlineSyncBelowUs,
     );
   }
 

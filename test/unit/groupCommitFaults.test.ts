@@ -410,6 +410,32 @@ test('EIO on fdatasync: FAILED; the written-not-durable submission is failed, ne
   });
 });
 
+test('an urgent sync runs on the WAL thread while syncs are short; EIO there: FAILED, the submission never acked durable', async () => {
+  await withRig({ fileBytes: FILE_BYTES, inlineSyncBelowUs: 60_000_000 }, async (rig) => {
+    rig.start();
+    await rig.until('reserve ready', () => rig.writer.reserveReady);
+    rig.submit(0, [0]);
+    await rig.until('durable', () => rig.durable(0) === 1);
+    // The BOOT frame's sync measured the disk; this one ran inline, no async fdatasync after it.
+    const ops = rig.ffs.callLog().map((r) => r.op);
+    assert.ok(ops.lastIndexOf('fdatasyncSync') > ops.lastIndexOf('fdatasync'), ops.join(' '));
+    const before = rig.received[0]!.length;
+    rig.ffs.failWhen((c) => c.op === 'fdatasyncSync', 'EIO');
+    rig.submit(0, [1]);
+    await rig.until('failed', () => rig.state === 'failed');
+    await sleep(30);
+    const got = rig.received[0]!.slice(before);
+    assert.deepEqual(got[0], { t: 'ack', writtenThrough: 2, durableThrough: 1 }, 'written, never durable');
+    assert.equal(got[1]?.t, 'failed');
+    assert.equal(got.length, 2);
+    const eio = rig.ffs.callLog().find((r) => r.error === 'EIO')!;
+    rig.submit(0, [2]);
+    await sleep(30);
+    assert.deepEqual(rig.writesAfter(eio.call), [], rig.diag());
+    assert.deepEqual(await rig.scan('durable-only'), [BOOT, 0]);
+  });
+});
+
 test('EIO on the first fdatasync (BOOT), while the reserve is being prepared: FAILED, and the preparation stops writing', async () => {
   await withRig({ fileBytes: FILE_BYTES }, async (rig) => {
     rig.ffs.failWhen((c) => c.op === 'fdatasync', 'EIO');
