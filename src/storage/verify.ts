@@ -22,7 +22,7 @@ import type { WalPosition } from '../protocol/messages/wal.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
 import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
 import { decodeJsonBody, probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
-import { findValidFrameAfter } from '../wal/scanRepair.js';
+import { findValidFrameAfter, laterFileHoldsDataSync } from '../wal/scanRepair.js';
 import { RouterEvidence, checkRouters } from './verifyRouters.js';
 
 export interface VerifyReport {
@@ -240,7 +240,8 @@ function checkWal(
           break;
         }
         if (p.reason === 'end') break;
-        const later = findValidFrameAfter(buf, off) >= 0 || i < files.length - 1;
+        // A pre-created next file (the WAL's reserve) holds only zeros: no sign this one was complete.
+        const later = findValidFrameAfter(buf, off) >= 0 || laterFileHoldsDataSync(fsx, walDir(dataDir), files.slice(i + 1));
         if (later) r.problems.push(`wal ${name}: damaged frame at offset ${off} (${p.reason}) with frames after it`);
         else r.notes.push(`wal ${name}: torn tail at offset ${off} (${p.reason}); recovery drops ${buf.length - off} bytes`);
         break;

@@ -12,7 +12,7 @@ import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
 import { probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
 import { listPackNamesSync, listPacks } from '../storage/packScan.js';
 import { decodeLeases } from '../format/leasesFrame.js';
-import { allZero, findValidFrameAfter } from './scanRepair.js';
+import { findValidFrameAfter, laterFileHoldsDataSync } from './scanRepair.js';
 
 /** Counts the damaged places the listing met (stops with whole frames after them). */
 export interface DumpTally {
@@ -23,15 +23,14 @@ const NAMES = new Map<number, string>(Object.entries(FrameType).map(([k, v]) => 
 
 export function* dumpWal(dataDir: string, fsx: Fs = nodeFs, tally: DumpTally = { damaged: 0 }): Generator<string> {
   const files = listWalFiles(fsx, dataDir);
-  const read = (fileNo: number): Buffer => fsx.readFileSync(path.join(walDir(dataDir), walFileName(fileNo)));
-  // Frames go to a later file only once this one was complete (pre-created files hold zeros).
-  const laterHoldsData = (i: number): boolean => files.slice(i + 1).some((n) => !allZero(read(n), WAL_HEADER_BYTES));
   for (const [i, fileNo] of files.entries()) {
-    const buf = read(fileNo);
+    const buf = fsx.readFileSync(path.join(walDir(dataDir), walFileName(fileNo)));
     const bad = checkWalHeader(buf, fileNo);
     yield `${walFileName(fileNo)}: ${buf.length} bytes${bad ? ` (header: ${bad})` : ''}`;
     if (bad) continue;
-    yield* dumpFrames(buf, WAL_HEADER_BYTES, () => (laterHoldsData(i) ? 'whole' : 'lastWal'), tally);
+    // Frames go to a later file only once this one was complete (a pre-created one holds zeros).
+    const later = files.slice(i + 1);
+    yield* dumpFrames(buf, WAL_HEADER_BYTES, () => (laterFileHoldsDataSync(fsx, walDir(dataDir), later) ? 'whole' : 'lastWal'), tally);
   }
   yield* dumpPacks(dataDir, fsx, tally);
 }

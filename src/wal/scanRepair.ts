@@ -54,6 +54,11 @@ async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promis
   return false;
 }
 
+/** laterFileHoldsData for the offline tools (`spool verify`, `spool wal-dump`), blocking. */
+export function laterFileHoldsDataSync(fsx: Fs, dir: string, later: number[]): boolean {
+  return later.some((n) => !holdsNoData(fsx.readFileSync(path.join(dir, walFileName(n)))));
+}
+
 /** Removes the files `files[from..]` (durably). */
 function dropFilesFrom(s: ScanFiles, from: number): void {
   for (const n of s.files.slice(from)) s.fsx.unlinkSync(path.join(s.dir, walFileName(n)));

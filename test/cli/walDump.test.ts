@@ -96,4 +96,8 @@ test('spool wal-dump tells damage (whole frames after it) from a torn tail, as v
   assert.equal(t.status, 0, t.stderr);
   assert.match(t.lines.join('\n'), new RegExp(`@${appends[2]} torn tail \\(crc\\): \\d+ bytes to the end, no whole frame after it`));
   assert.doesNotMatch(t.lines.join('\n'), /DAMAGE/);
+  // verify applies the same rule: the WAL's pre-created next file (zeros) is no sign of damage.
+  const v = spawnSync(process.execPath, [CLI, 'verify', srv.dataDir], { encoding: 'utf8' });
+  assert.equal(v.status, 0, v.stdout + v.stderr);
+  assert.match(v.stdout, /torn tail at offset/);
 });
