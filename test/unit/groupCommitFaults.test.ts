@@ -436,6 +436,30 @@ test('an urgent sync runs on the WAL thread while syncs are short; EIO there: FA
   });
 });
 
+test('after a slow sync the next urgent one goes to the libuv pool; after a short one it runs inline again', async () => {
+  // Syncs under 10 ms run inline here; the BOOT frame's sync is held for 50 ms, so it counts as slow.
+  await withRig({ fileBytes: FILE_BYTES, inlineSyncBelowUs: 10_000, hold: ['fdatasync'] }, async (rig) => {
+    const syncOps = () =>
+      rig.ffs
+        .callLog()
+        .filter((r) => r.op === 'fdatasync' || r.op === 'fdatasyncSync')
+        .map((r) => r.op);
+    rig.start();
+    await rig.until('the BOOT sync started', () => rig.heldCalls === 1);
+    await sleep(50);
+    rig.release(true); // later pool syncs complete at once (SimDisk: well under 10 ms)
+    await rig.until('reserve ready', () => rig.writer.reserveReady);
+    const afterBoot = syncOps().length;
+    rig.submit(0, [0]);
+    await rig.until('durable', () => rig.durable(0) === 1);
+    assert.deepEqual(syncOps().slice(afterBoot), ['fdatasync'], 'the last sync was slow: on the pool');
+    rig.submit(0, [1]);
+    await rig.until('durable', () => rig.durable(0) === 2);
+    assert.deepEqual(syncOps().slice(afterBoot), ['fdatasync', 'fdatasyncSync'], 'the last sync was short: inline');
+    assert.deepEqual(await rig.scan('durable-only'), [BOOT, 0, 1]);
+  });
+});
+
 test('EIO on the first fdatasync (BOOT), while the reserve is being prepared: FAILED, and the preparation stops writing', async () => {
   await withRig({ fileBytes: FILE_BYTES }, async (rig) => {
     rig.ffs.failWhen((c) => c.op === 'fdatasync', 'EIO');
