@@ -43,6 +43,11 @@ export interface WalThreadData {
   preallocate: boolean;
   /** The supervisor's shared counters: the storage state is written here. */
   counters: SharedArrayBuffer;
+  /**
+   * GroupCommit's inlineSyncBelowUs; absent: INLINE_SYNC_BELOW_US. In-process worlds pass
+   * Infinity so the choice never depends on how long a sync took (their fs calls must repeat).
+   */
+  inlineSyncBelowUs?: number;
 }
 
 export interface RecoverReply extends ScanResult {
@@ -212,7 +217,7 @@ export class WalApi {
       new Int32Array(data.counters),
       this.log,
       this.space,
-      INLINE_SYNC_BELOW_US,
+      data.inlineSyncBelowUs ?? INLINE_SYNC_BELOW_US,
     );
     this.gc.start(fileNo, encodeJsonFrame(FrameType.BOOT, 0, { epoch: bootEpoch, seed: bootSeed }));
   }
