@@ -4,7 +4,9 @@
 // starts at its head: no backfill), then stores the definition (meta/routers.json). It removes
 // routers with a topic (cascade), reinstalls them after a restart, and walks the upstream chain
 // for read-your-writes drains. Changes are serialized, and an online backup holds them while it
-// takes the file (`hold`); per-record traffic never comes here.
+// takes the file (`hold`); per-record traffic never comes here. A save that fails (a full disk)
+// leaves the file stale: it is written again, whole, by the next save and by a retry timer
+// (docs/ARCHITECTURE.md "Deleting on a full disk").
 import { fail, type ErrorResult } from '../protocol/errors.js';
 import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 import type { RouterDef, RouterStats } from '../protocol/messages/router.js';
@@ -12,6 +14,17 @@ import { defaultConfig } from '../protocol/topicConfig.js';
 import type { Fs } from '../storage/fs.js';
 import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from './routerGraph.js';
 import { loadRouters, saveRouters, type StoredRouter } from '../storage/routerStore.js';
+
+const ROUTERS_FILE = 'meta/routers.json';
+
+/** How often a routers file a failed save left stale is written again, until that succeeds. */
+export const ROUTERS_REWRITE_MS = 1000;
+
+/** Where the registry logs (the supervisor's logger). */
+export interface RouterLog {
+  info(msg: string): void;
+  error(msg: string): void;
+}
 
 /** What the registry needs of the supervisor: topic requests, and which topics exist. */
 export interface RouterHost {
@@ -39,12 +52,17 @@ export class RouterRegistry {
   private readonly byDest = new Map<string, Set<string>>();
   private nextId = 1;
   private chain: Promise<unknown> = Promise.resolve();
+  /** A save failed since the last one that succeeded: the file is not the definitions in memory. */
+  private stale = false;
+  private rewriteTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
 
   constructor(
     private readonly host: RouterHost,
     private readonly fsx: Fs,
     private readonly dataDir: string,
     private readonly maxRouters: number,
+    private readonly log: RouterLog,
   ) {}
 
   get size(): number {
@@ -90,28 +108,81 @@ export class RouterRegistry {
     return r;
   }
 
+  /** Stores the definitions as they are in memory (every save writes them whole). */
   private save(): Promise<void> {
-    return saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers: this.all() });
+    return this.write(this.all(), true);
+  }
+
+  /**
+   * Writes the file: `routers` and this.nextId (`whole`: they are all the registry holds). A
+   * failure leaves the file stale and is thrown; the next whole save, or the retry timer,
+   * writes it again (docs/ARCHITECTURE.md "Deleting on a full disk").
+   */
+  private async write(routers: StoredRouter[], whole: boolean): Promise<void> {
+    try {
+      await saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers });
+    } catch (err) {
+      this.stale = true;
+      this.armRewrite();
+      throw err;
+    }
+    if (whole) this.stale = false;
+  }
+
+  /** Every ROUTERS_REWRITE_MS while the file is stale, in the serialization, until a save succeeds. */
+  private armRewrite(): void {
+    if (this.rewriteTimer !== undefined || this.stopped) return;
+    const t = setTimeout(() => {
+      void this.serial(() => this.rewriteStale()).then(() => {
+        if (this.rewriteTimer === t) this.rewriteTimer = undefined;
+        if (this.stale) this.armRewrite();
+      });
+    }, ROUTERS_REWRITE_MS);
+    t.unref();
+    this.rewriteTimer = t;
+  }
+
+  /** Writes the file again if a failed save left it stale; never throws (it stays stale, and is retried). */
+  private async rewriteStale(): Promise<void> {
+    if (!this.stale) return;
+    try {
+      await this.save();
+      this.log.info(`spool: ${ROUTERS_FILE} written again after a failed save; it holds the ${this.routers.size} router(s) there are`);
+    } catch {
+      // Still stale: the timer tries again (the failure that made it stale was logged).
+    }
+  }
+
+  /** Shutdown (or an abandoned supervisor): no more rewrites; a stale file is the next start's (load). */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.rewriteTimer);
+    this.rewriteTimer = undefined;
   }
 
   /**
    * A new router id, stored (as the file's nextId, with `routers` as they are) before any copy
    * batch can carry it: every router id in a topic's progress is below the stored nextId, which
-   * `spool verify` checks (a routers file missing or older than the data).
+   * `spool verify` checks (a routers file missing or older than the data). `routers`: those to
+   * store with it when not the registry's own (load, while it rebuilds them).
    */
-  private async newId(routers: StoredRouter[]): Promise<number> {
+  private async newId(routers?: StoredRouter[]): Promise<number> {
     const id = this.nextId++;
-    await saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers });
+    await this.write(routers ?? this.all(), routers === undefined);
     return id;
   }
 
   /**
    * Runs `fn` while no definition changes: an online backup reads its WAL position and takes
    * the routers file inside, so the file it holds is the one as of that position
-   * (src/supervisor/backup.ts).
+   * (src/supervisor/backup.ts). A stale file is written again first (if it still cannot be,
+   * the backup holds it stale, as a restart would find it).
    */
   hold<T>(fn: () => Promise<T>): Promise<T> {
-    return this.serial(fn);
+    return this.serial(async () => {
+      await this.rewriteStale();
+      return fn();
+    });
   }
 
   /** Startup, after recovery: reinstall every router whose topics survived; drop the rest. */
@@ -123,7 +194,10 @@ export class RouterRegistry {
       const [src, dst] = await this.host.exists([r.source, r.dest]);
       let res = src && dst ? await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(r), start: r.start }) : undefined;
       if (!res?.ok) {
-        changed = true; // a topic deleted before the cascade was stored (a crash in between)
+        // A topic deleted before the cascade was stored (a crash in between, or a file a failed
+        // save left stale: deleteTopic). Its name recreated meanwhile exists again, so such a
+        // router is reinstalled (docs/ARCHITECTURE.md "Deleting on a full disk", Limits).
+        changed = true;
         continue;
       }
       const at = startOf(res.json);
@@ -184,7 +258,7 @@ export class RouterRegistry {
       const r = await this.host.request({ op: 'put', topic, config: defaultConfig(), ensure: true });
       if (!r.ok) return r;
     }
-    const def: RouterDef = { ...wanted, id: had ? had.id : await this.newId(this.all()) };
+    const def: RouterDef = { ...wanted, id: had ? had.id : await this.newId() };
     const res = await this.host.request({ op: 'routerSet', topic: input.source, def, start: had ? had.start : null });
     if (!res.ok) return res;
     const start = had ? had.start : startOf(res.json).start;
@@ -219,7 +293,19 @@ export class RouterRegistry {
       const res = await del(names);
       if (!res.ok || names.length === 0) return res;
       const gone = names.map((n) => this.unindex(n)!);
-      await this.save();
+      try {
+        await this.save();
+      } catch (err) {
+        // The delete is durable, so its cascade goes on and the reply is its own: the routers
+        // are gone here and from the other ends' actors, and the file is written again later
+        // (write). Until then it still lists them: a restart drops them with the missing topic
+        // (load), unless a topic of that name was created meanwhile, which would get them back
+        // (docs/ARCHITECTURE.md "Deleting on a full disk").
+        this.log.error(
+          `spool: topic ${topic} deleted with router(s) ${names.join(', ')}, but ${ROUTERS_FILE} could not be written ` +
+            `(${(err as Error).message}); it still lists them and is written again every ${ROUTERS_REWRITE_MS} ms until that succeeds`,
+        );
+      }
       for (const r of gone) if (r.source !== topic) await this.host.request({ op: 'routerRemove', topic: r.source, router: r.name });
       return res;
     });

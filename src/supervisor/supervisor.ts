@@ -112,6 +112,7 @@ export class Supervisor {
       fsx,
       settings.dataDir,
       settings.maxRouters,
+      log,
     );
     this.gauges = newGauges(settings.workers);
   }
@@ -520,6 +521,7 @@ export class Supervisor {
   abandon(): void {
     this.stopping = true;
     this.checkpointer?.stop();
+    this.routers.stop();
     clearInterval(this.progressPoll);
     for (const w of this.workers) release(w);
     for (const c of this.requestClients) c.abandon();
@@ -572,6 +574,7 @@ export class Supervisor {
   async shutdown(graceLeftMs = ROUTERS_STOP_MS): Promise<void> {
     this.lifecycle = 'draining';
     this.checkpointer?.stop();
+    this.routers.stop();
     // Only a recovered server has a WAL writer and state worth a final checkpoint.
     if (this.checkpointer) {
       // First every forwarder stops, on every worker at once (a worker still serves the others'

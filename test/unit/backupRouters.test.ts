@@ -15,6 +15,7 @@ import { loadRouters, routerFilePath, type RouterFile } from '../../src/storage/
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 
+const quiet = { info: () => undefined, error: () => undefined };
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 
 /** Topic actors that answer at once; `onRouterSet` sees the stored file when a forwarder starts. */
@@ -86,7 +87,7 @@ async function stageWith(
 
 test('a router change while the backup reads its position waits, and is not in this backup', async () => {
   const dir = dataDir();
-  const reg = new RouterRegistry(fakeHost(), nodeFs, dir, 0);
+  const reg = new RouterRegistry(fakeHost(), nodeFs, dir, 0, quiet);
   assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
   assert.equal((await reg.put('b', route('s2', 'd2'))).ok, true);
 
@@ -144,6 +145,7 @@ test('a new router id is stored before its forwarder starts', async () => {
     nodeFs,
     dir,
     0,
+    quiet,
   );
   await reg.put('a', route('s1', 'd1'));
   await reg.put('b', route('s2', 'd2'));

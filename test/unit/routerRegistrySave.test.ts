@@ -1,0 +1,106 @@
+// The routers file on a failed save (docs/ARCHITECTURE.md "Deleting on a full disk"): a topic
+// delete whose rewrite of meta/routers.json fails (ENOSPC, injected with FaultFs) still answers
+// with the delete's own result, its routers are gone from the registry and from the other ends'
+// actors, the failure is logged, and the file, stale meanwhile, is written again without them:
+// by the retry timer, or by the next operation that saves, whichever comes first.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROUTERS_REWRITE_MS, RouterRegistry, type RouterHost, type RouterInput } from '../../src/supervisor/routerRegistry.js';
+import { loadRouters, routerFilePath } from '../../src/storage/routerStore.js';
+import { nodeFs } from '../../src/storage/fs.js';
+import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
+import { FaultFs } from '../support/faultFs.js';
+
+const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const route = (source: string, dest: string): RouterInput => ({
+  source,
+  dest,
+  preserveNode: true,
+  preserveTag: true,
+  createDest: true,
+  filter: null,
+  allowCycle: false,
+  guarantee: 'at_least_once',
+});
+
+/** A registry on a FaultFs over a temp dir, its topic actors faked (every request recorded). */
+function rig() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-rrs-'));
+  const ffs = new FaultFs(nodeFs);
+  const sent: TopicRequest[] = [];
+  const host: RouterHost = {
+    exists: async (names) => names.map(() => true),
+    request: async (req) => {
+      sent.push(req);
+      return ok(req.op === 'routerSet' ? '{"start":0,"head":0' : '{"removed":true');
+    },
+  };
+  const logs = { info: [] as string[], error: [] as string[] };
+  const reg = new RouterRegistry(host, ffs, dir, 0, { info: (m) => logs.info.push(m), error: (m) => logs.error.push(m) });
+  const stored = () => loadRouters(nodeFs, dir).routers.map((r) => r.name);
+  // Every write of the routers file (its temp file, the rename) fails until clear().
+  const failSaves = () => ffs.failWhen((c) => c.kind !== 'other' && (c.path ?? '').startsWith(routerFilePath(dir)), 'ENOSPC');
+  const removes = () => sent.filter((r) => r.op === 'routerRemove').map((r) => `${r.topic}/${(r as { router: string }).router}`);
+  const done = () => (reg.stop(), fs.rmSync(dir, { recursive: true, force: true }));
+  return { reg, ffs, logs, stored, failSaves, removes, done };
+}
+
+test('a topic delete whose routers file save fails answers ok, completes its cascade, and the timer writes the file again', async () => {
+  const { reg, ffs, logs, stored, failSaves, removes, done } = rig();
+  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('b', route('d1', 'x1'))).ok, true);
+  assert.equal((await reg.put('c', route('s3', 'd3'))).ok, true);
+  assert.deepEqual(stored(), ['a', 'b', 'c']);
+
+  failSaves();
+  const deleted = ok('{"topic":"d1","deleted":true,"routers_removed":["a","b"]');
+  let told: string[] = [];
+  const res = await reg.deleteTopic('d1', async (names) => ((told = names), deleted));
+  assert.equal(res, deleted, "the reply is the delete's own result");
+  assert.deepEqual(told, ['a', 'b']);
+  assert.equal(reg.get('a'), undefined);
+  assert.equal(reg.get('b'), undefined);
+  assert.deepEqual(reg.naming('d1'), []);
+  assert.deepEqual(removes(), ['s1/a'], 'the other end (the source of a) stops forwarding; b went with d1 itself');
+  assert.equal(logs.error.length, 1, logs.error.join('\n'));
+  assert.match(logs.error[0]!, /topic d1 deleted with router\(s\) a, b, but meta\/routers\.json could not be written \(ENOSPC/);
+  assert.deepEqual(stored(), ['a', 'b', 'c'], 'the file is stale meanwhile');
+
+  // Still failing: the timer keeps trying, the file stays as it was.
+  await sleep(ROUTERS_REWRITE_MS * 1.5);
+  assert.deepEqual(stored(), ['a', 'b', 'c']);
+  assert.ok(ffs.callLog().filter((c) => c.error === 'ENOSPC').length >= 2, 'the timer tried again');
+
+  ffs.clear();
+  for (const t0 = Date.now(); stored().length !== 1; await sleep(50)) {
+    assert.ok(Date.now() - t0 < 3 * ROUTERS_REWRITE_MS, `written again by the timer (still ${stored().join(', ')})`);
+  }
+  assert.deepEqual(stored(), ['c']);
+  assert.equal(logs.info.length, 1);
+  assert.match(logs.info[0]!, /meta\/routers\.json written again/);
+  done();
+});
+
+test('a stale routers file is written again by the next operation that saves', async () => {
+  const { reg, ffs, logs, stored, failSaves, removes, done } = rig();
+  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  failSaves();
+  const res = await reg.deleteTopic('d1', async () => ok('{"topic":"d1","deleted":true,"routers_removed":["a"]'));
+  assert.equal(res.ok, true);
+  assert.deepEqual(removes(), ['s1/a']);
+  assert.deepEqual(stored(), ['a']);
+
+  // A PUT of another router saves the definitions whole, before the timer's turn.
+  ffs.clear();
+  assert.equal((await reg.put('b', route('s2', 'd2'))).ok, true);
+  assert.deepEqual(stored(), ['b']);
+  await sleep(ROUTERS_REWRITE_MS * 1.5);
+  assert.deepEqual(logs.info, [], 'nothing was left for the timer');
+  assert.deepEqual(stored(), ['b']);
+  done();
+});
