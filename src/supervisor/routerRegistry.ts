@@ -153,7 +153,16 @@ export class RouterRegistry {
     }
   }
 
-  /** Shutdown (or an abandoned supervisor): no more rewrites; a stale file is the next start's (load). */
+  /**
+   * Shutdown: one last rewrite of a stale file (never throws), then no more. A clean restart then
+   * finds the file as the registry was, not one that still lists routers of deleted topics.
+   */
+  async close(): Promise<void> {
+    this.stop();
+    await this.serial(() => this.rewriteStale());
+  }
+
+  /** An abandoned supervisor (or after close): no more rewrites; a stale file is the next start's (load). */
   stop(): void {
     this.stopped = true;
     clearTimeout(this.rewriteTimer);

@@ -574,7 +574,7 @@ export class Supervisor {
   async shutdown(graceLeftMs = ROUTERS_STOP_MS): Promise<void> {
     this.lifecycle = 'draining';
     this.checkpointer?.stop();
-    this.routers.stop();
+    await this.routers.close();
     // Only a recovered server has a WAL writer and state worth a final checkpoint.
     if (this.checkpointer) {
       // First every forwarder stops, on every worker at once (a worker still serves the others'

@@ -104,3 +104,20 @@ test('a stale routers file is written again by the next operation that saves', a
   assert.deepEqual(stored(), ['b']);
   done();
 });
+
+test('closing the registry writes a stale routers file once more, then retries no more', async () => {
+  const { reg, ffs, stored, failSaves, done } = rig();
+  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  failSaves();
+  assert.equal((await reg.deleteTopic('d1', async () => ok('{"topic":"d1","deleted":true,"routers_removed":["a"]'))).ok, true);
+  assert.deepEqual(stored(), ['a']);
+  ffs.clear();
+  await reg.close(); // a clean shutdown, before the timer's turn
+  assert.deepEqual(stored(), [], 'the restart finds the file as the registry was');
+  failSaves();
+  await reg.close(); // nothing stale: no write, nothing thrown
+  const before = ffs.callLog().length;
+  await sleep(ROUTERS_REWRITE_MS * 1.5);
+  assert.equal(ffs.callLog().length, before, 'no timer after close');
+  done();
+});
