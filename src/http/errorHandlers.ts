@@ -1,8 +1,9 @@
 // What answers when no route does or a route throws (main thread): 404, or 405 with Allow for a
 // known path; Fastify's own errors (body too large, media type, bad content length) mapped to
-// the spec's error body; anything else a logged 500 with the URL redacted.
+// the spec's error body; a full disk met by a file main writes (meta/routers.json) the 429
+// `disk_space` every write gets on a full disk; anything else a logged 500 with the URL redacted.
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { fail } from '../protocol/errors.js';
+import { diskFull, fail } from '../protocol/errors.js';
 import { sendError, HttpError } from './reply.js';
 
 /** Known paths and their methods, for 405 with Allow (Fastify only knows "not found"). */
@@ -62,6 +63,10 @@ export function installErrorHandlers(app: FastifyInstance, maxBodyBytes: number)
     if (err.statusCode === 415) return sendError(req, reply, fail('unsupported_media_type', err.message));
     if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500)
       return sendError(req, reply, fail('invalid_request', err.message));
+    if (err.code === 'ENOSPC' || err.code === 'EDQUOT') {
+      req.log.warn({ req_id: req.id }, `${req.method} ${redactUrl(req.url)} refused: ${err.message}`);
+      return sendError(req, reply, diskFull());
+    }
     req.log.error({ err, req_id: req.id }, `internal error on ${req.method} ${redactUrl(req.url)}`);
     return sendError(req, reply, fail('internal', 'internal error'));
   });

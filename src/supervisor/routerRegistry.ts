@@ -242,7 +242,12 @@ export class RouterRegistry {
         existing_dest: had.dest,
       });
     }
-    if (had && sameDef(had, wanted)) return { ok: true, created: false, def: defOf(had) };
+    if (had && sameDef(had, wanted)) {
+      // A retry of a PUT whose definition could not be stored (the router runs, the file is
+      // stale): answered only once the file holds it, so a 2xx always means stored.
+      if (this.stale) await this.save();
+      return { ok: true, created: false, def: defOf(had) };
+    }
     const edges = this.routers.values();
     if (!had && !createDest && !(await this.host.exists([input.dest]))[0]) {
       return fail('topic_not_found', `topic ${input.dest} does not exist`, { topic: input.dest });
@@ -276,12 +281,21 @@ export class RouterRegistry {
     return { ok: true, created: !had, def };
   }
 
-  /** DELETE /v0/routers/:router: true when it existed. Forwarding stops at once. */
+  /**
+   * DELETE /v0/routers/:router: true when it existed. Forwarding stops at once. The file is the
+   * delete's only durable record: when it cannot be written (a full disk) the router stays, as
+   * the file still has it, and the error goes to the caller (429 disk_space over HTTP).
+   */
   delete(name: string): Promise<boolean> {
     return this.serial(async () => {
       const r = this.unindex(name);
       if (!r) return false;
-      await this.save();
+      try {
+        await this.save();
+      } catch (err) {
+        this.index(r);
+        throw err;
+      }
       await this.host.request({ op: 'routerRemove', topic: r.source, router: name });
       return true;
     });

@@ -1,9 +1,10 @@
 // Deleting a router's dest on a full disk (docs/ARCHITECTURE.md "Deleting on a full disk"), on a
-// real small tmpfs filled to the last byte by a filler file: the delete answers 200 with the
-// router in `routers_removed` though meta/routers.json cannot be written, the router is gone
-// (GET 404, no forwarder left in the source: no router metrics), and appends to the source bring
-// no dest back. Once the filler goes the file is written again without the router, and a SIGKILL
-// and restart on the same data dir keep the router and the dest gone.
+// real small tmpfs filled to the last byte by a filler file: a DELETE of the router itself is
+// refused (429 disk_space: the file is its only record) and the router stays; the topic delete
+// answers 200 with the router in `routers_removed` though meta/routers.json cannot be written,
+// the router is gone (GET 404, no forwarder left in the source: no router metrics), and appends
+// to the source bring no dest back. Once the filler goes the file is written again without the
+// router, and a SIGKILL and restart on the same data dir keep the router and the dest gone.
 // Needs root (mount, unshare, nsenter); skipped with a message elsewhere.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -51,6 +52,11 @@ test(
     assert.match((await c.get('/v0/metrics')).text, /spool_router_forwarded_total\{router="r"\} 1/);
 
     const filler = fill(inside, 'filler');
+    // The router's own delete has no record but the file: refused while it cannot be written.
+    const refused = await c.del('/v0/routers/r');
+    assert.equal(refused.status, 429, `router delete on a full disk: ${refused.text}`);
+    assert.deepEqual(refused.body.error.detail, { limit: 'disk_space' });
+    assert.equal((await c.get('/v0/routers/r')).status, 200, 'the router stays');
     const del = await c.del('/v0/topics/dst');
     assert.equal(del.status, 200, `delete on a full disk: ${del.text}`);
     assert.equal(del.body.deleted, true);

@@ -121,3 +121,36 @@ test('closing the registry writes a stale routers file once more, then retries n
   assert.equal(ffs.callLog().length, before, 'no timer after close');
   done();
 });
+
+test('a router delete whose save fails keeps the router (the file still has it) and throws', async () => {
+  const { reg, ffs, stored, failSaves, removes, done } = rig();
+  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  failSaves();
+  await assert.rejects(reg.delete('a'), /ENOSPC/);
+  assert.equal(reg.get('a')?.name, 'a', 'still in the registry');
+  assert.deepEqual(reg.naming('d1'), ['a']);
+  assert.deepEqual(removes(), [], 'its forwarder keeps running');
+  ffs.clear();
+  assert.equal(await reg.delete('a'), true);
+  assert.deepEqual(removes(), ['s1/a']);
+  assert.deepEqual(stored(), []);
+  done();
+});
+
+test('a router PUT whose definition cannot be stored throws, and its retry answers only once the file holds it', async () => {
+  const { reg, ffs, stored, failSaves, done } = rig();
+  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  // The id's save succeeds, the definition's fails: the router runs, the file is stale.
+  let saves = 0;
+  ffs.failWhen((c) => c.kind !== 'other' && (c.path ?? '').endsWith('.tmp') && c.op.startsWith('open') && ++saves === 2, 'ENOSPC');
+  await assert.rejects(reg.put('b', route('s2', 'd2')), /ENOSPC/);
+  assert.equal(reg.get('b')?.name, 'b');
+  assert.deepEqual(stored(), ['a']);
+  failSaves();
+  await assert.rejects(reg.put('b', route('s2', 'd2')), /ENOSPC/, 'the retry while the file cannot be written');
+  ffs.clear();
+  const again = await reg.put('b', route('s2', 'd2'));
+  assert.equal(again.ok && again.created, false);
+  assert.deepEqual(stored(), ['a', 'b'], 'stored before the 200');
+  done();
+});
