@@ -33,6 +33,8 @@ export function ajvFailure(validate: ValidateFunction): ErrorResult {
   // A missing required property has an empty path; ajv names it in params.missingProperty.
   const missing = err?.keyword === 'required' ? (err.params as { missingProperty?: string }).missingProperty : undefined;
   const field = err?.instancePath.replace(/^\//, '').split('/')[0] || missing || undefined;
+  // Worded as the routes that check by hand word it (docs/API.md "Errors": one message per condition).
+  if (missing !== undefined && field === missing) return fail('invalid_request', `${missing} is required`, { field: missing });
   return fail('invalid_request', `invalid ${field ?? 'body'}: ${describeAjvError(err)}`, field ? { field } : undefined);
 }
 

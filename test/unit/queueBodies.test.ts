@@ -45,14 +45,14 @@ test('bad bodies get the 400 the HTTP thread gives, first failure wins', () => {
   assert.deepEqual(err('claimBody', '\ufeff{"node":"w"}'), invalid('body is not valid JSON'));
   assert.deepEqual(err('ackBody', '[1]'), invalid('body must be a JSON object'));
   assert.deepEqual(err('ackBody', 'null'), invalid('body must be a JSON object'));
-  assert.deepEqual(err('claimBody', '{}'), invalid("invalid node: must have required property 'node'", 'node'));
+  assert.deepEqual(err('claimBody', '{}'), invalid('node is required', 'node'));
   assert.deepEqual(err('claimBody', '{"node":"w","max":-1}'), invalid('invalid max: must be >= 0', 'max'));
   assert.deepEqual(err('claimBody', '{"node":"w","max":"3"}'), invalid('invalid max: must be integer', 'max'));
   assert.deepEqual(err('claimBody', '{"node":""}'), invalid('node is required', 'node'));
   assert.deepEqual(err('claimBody', `{"node":"${'n'.repeat(129)}"}`), invalid('node is longer than 128 bytes', 'node'));
   assert.deepEqual(err('claimBody', '{"node":"\\ud800"}'), invalid('node is not well-formed Unicode', 'node'));
   // The schema comes before node: a missing seqs wins over a bad node.
-  assert.deepEqual(err('ackBody', '{"node":""}'), invalid("invalid seqs: must have required property 'seqs'", 'seqs'));
+  assert.deepEqual(err('ackBody', '{"node":""}'), invalid('seqs is required', 'seqs'));
   assert.deepEqual(err('ackBody', '{"node":"","seqs":[]}'), invalid('node is required', 'node'));
   assert.deepEqual(err('ackBody', '{"node":"w","seqs":[]}'), invalid('seqs must name at least one seq', 'seqs'));
   assert.deepEqual(err('ackBody', '{"node":"w","seqs":[1.5]}'), invalid('invalid seqs: must be integer', 'seqs'));
