@@ -325,7 +325,8 @@ export class PackStore {
    * What this worker's packs hold at a checkpoint's cut (called right after its flush): every
    * registered pack but the one being written is whole (fsynced before the next was made); the
    * one being written holds `tail` bytes, of which the flush fsynced the third number. Recovery
-   * scans only what lies past these, and never cuts below the fsynced bytes (docs/FORMAT.md
+   * scans only what lies past the fsynced bytes, trusts the runs of the parts (taken later: they
+   * may name bytes written since) only up to them, and never cuts below them (docs/FORMAT.md
    * "Snapshots").
    */
   sectionPacks(): SectionPacks {

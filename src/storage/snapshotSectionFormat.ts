@@ -18,6 +18,7 @@
 import type { TopicConfig } from '../protocol/topicConfig.js';
 import type { Watermarks } from '../format/watermarks.js';
 import type { TopicPart } from '../format/topicPart.js';
+import { parsePackFileName } from '../format/layout.js';
 
 /**
  * The order of the watermarks in a part's "wm" array. The recency clocks (last write, read and
@@ -49,9 +50,10 @@ export interface SectionPacks {
   /** Packs every frame of which was written before the cut (their live frames are in runs). */
   whole: string[];
   /**
-   * The pack being written at the cut, the bytes written to it by then (scanning starts there),
-   * and how many of them its flush fsynced (recovery never cuts below those); or null. Sections
-   * from before have no third number.
+   * The pack being written at the cut, the bytes written to it by then, and how many of them its
+   * flush fsynced (recovery never cuts below those, trusts runs only up to them and scans the
+   * pack from there: runsClipper); or null. Sections from before have no third number (the
+   * second stands in for it).
    */
   tail: [string, number] | [string, number, number] | null;
 }
@@ -80,6 +82,44 @@ export interface SectionPart extends TopicPart {
    * [first seq, bytes of it fsynced at the cut] (docs/FORMAT.md "Snapshots").
    */
   own?: [number, number];
+}
+
+/**
+ * The runs a reader may trust of the sections whose first lines record `packs` (docs/FORMAT.md
+ * "Snapshots"): a checkpoint takes the runs after its flush, so a topic appended meanwhile names
+ * bytes written to the pack being written after its fsync began (frames after the cut, which the
+ * WAL holds), and a power loss may have taken or garbled them. A run counts in a pack some
+ * section lists `whole`, and in a pack being written up to the bytes its section records as
+ * fsynced (up to its length at the cut in a section without them); the first run that does not
+ * is cut there, or dropped, with every run after it (a topic's runs go in pack order). Returns
+ * a function that clips `runs[0, len)` in place and returns the numbers left; what it drops comes
+ * back from the scan of the pack bytes after the cut and from the WAL replay.
+ */
+export function runsClipper(packs: readonly SectionPacks[]): (runs: number[], len: number) => number {
+  const whole = new Set<number>();
+  /** Per pack being written at the cut, by number: the end of the bytes its runs may name. */
+  const trusted = new Map<number, number>();
+  for (const p of packs) {
+    for (const name of p.whole) {
+      const no = parsePackFileName(name)?.no;
+      if (no !== undefined) whole.add(no);
+    }
+    const no = p.tail ? parsePackFileName(p.tail[0])?.no : undefined;
+    if (no !== undefined) trusted.set(no, p.tail![2] ?? p.tail![1]);
+  }
+  return (runs, len) => {
+    for (let i = 0; i + 2 < len; i += 3) {
+      const no = runs[i]!;
+      if (whole.has(no)) continue;
+      const end = trusted.get(no) ?? 0;
+      const off = runs[i + 1]!;
+      if (off + runs[i + 2]! <= end) continue;
+      if (off >= end) return i;
+      runs[i + 2] = end - off;
+      return i + 3;
+    }
+    return len;
+  };
 }
 
 /** A section's first line. */

@@ -106,16 +106,18 @@ export class PartCursor {
 }
 
 /**
- * Reads a section: its head, and each part to `onPart` in order, through one reused cursor. The
- * lines SectionWriter makes for most topics (id, name, config index, times, runs, watermarks) are
- * read byte by byte; any other line (retention, queue or router fields) with JSON.parse. At a
- * million topics, JSON.parse per line (an object, two arrays and a string each) was most of
- * recovery's time and garbage.
+ * Reads a section: its head (to `onHead` first, when given), and each part to `onPart` in order,
+ * through one reused cursor. Runs come as written: a reader that uses them clips them first
+ * (runsClipper). The lines SectionWriter makes for most topics (id, name, config index, times,
+ * runs, watermarks) are read byte by byte; any other line (retention, queue or router fields)
+ * with JSON.parse. At a million topics, JSON.parse per line (an object, two arrays and a string
+ * each) was most of recovery's time and garbage.
  */
-export function readSection(buf: Buffer, onPart: (p: PartCursor) => void): SectionHead {
+export function readSection(buf: Buffer, onPart: (p: PartCursor) => void, onHead?: (head: SectionHead) => void): SectionHead {
   let nl = buf.indexOf(10);
   if (nl < 0) throw new CorruptionError('snapshot section', 'no head line');
   const head = JSON.parse(buf.toString('utf8', 0, nl)) as SectionHead;
+  onHead?.(head);
   const configs = head.configs.map((c) => internConfig(c));
   const cur = new PartCursor();
   const line = new LineReader(buf);

@@ -17,6 +17,7 @@ import type { Fs } from './fs.js';
 import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody } from './snapshot.js';
+import { runsClipper } from './snapshotSectionFormat.js';
 import type { TopicPart } from '../format/topicPart.js';
 import type { WalPosition } from '../protocol/messages/wal.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
@@ -117,11 +118,15 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
       r.notes.push(`${where}: torn tail at offset ${end} (${why}); recovery truncates it`);
     else r.problems.push(`${where}: damaged at offset ${end} (${why})${p.newest ? '' : ' in a sealed pack'}`);
   }
-  // What the newest snapshot places in the packs was fsynced before it was written, so it must be
-  // there, whole; a torn tail holds only frames written after the snapshot's cut (the WAL has them).
+  // What the newest snapshot places in the packs, as far as recovery trusts it (runsClipper: in
+  // whole packs, and up to the fsynced bytes of the pack being written), was fsynced before it
+  // was written, so it must be there, whole; a torn tail holds only frames written after the
+  // snapshot's cut (the WAL has them), which runs may name too (taken after the flush).
+  const clip = newest?.packs ? runsClipper(newest.packs) : (_: number[], len: number) => len; // version 1: no runs
   for (const t of newest?.topics ?? []) {
-    const runs = (t as { runs?: readonly number[] }).runs ?? [];
-    for (let i = 0; i + 2 < runs.length; i += 3) {
+    const runs = [...((t as { runs?: readonly number[] }).runs ?? [])];
+    const len = clip(runs, runs.length);
+    for (let i = 0; i + 2 < len; i += 3) {
       const [no, off, len] = [runs[i]!, runs[i + 1]!, runs[i + 2]!];
       const end = validEnd.get(no);
       const lost =

@@ -216,7 +216,8 @@ export class PackRecovery {
 
   /**
    * Lazy recovery: scans only what this worker's packs got after the cut (`cut`: the packs the
-   * snapshot's runs cover whole, and the one being written with its length then), as scan does.
+   * snapshot's runs cover whole, and the one being written, from the bytes of it fsynced then,
+   * where the runs recovery trusts end: runsClipper), as scan does.
    * Frames of topics still asleep go to the map, and to their rows when `asleep.absorbAppend`
    * takes them; returns the ids of those with a frame it did not take (they must load).
    */
@@ -233,7 +234,9 @@ export class PackRecovery {
       if (p.workers === this.workers && p.writer !== this.workerIndex) continue; // not ours
       const idx = this.host.packs.map.register(p).idx; // known, so that an emptied pack is reported dead
       if (whole.has(p.name)) continue;
-      const from = cut.tail?.[0] === p.name ? cut.tail[1] : 0;
+      // From what its section records fsynced, where the runs recovery trusts end (runsClipper):
+      // frames past it may be missing from the runs, and a power loss may have garbled them.
+      const from = cut.tail?.[0] === p.name ? (cut.tail[2] ?? cut.tail[1]) : 0;
       const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from);
       this.feedPack(idx, buf, from, snapshotEpoch, asleep, touched);
     }

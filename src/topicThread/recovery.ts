@@ -16,7 +16,7 @@ import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../format/f
 import { FrameType } from '../format/constants.js';
 import type { DormantTopic, TopicPart } from '../format/topicPart.js';
 import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSectionReader.js';
-import type { SectionPart } from '../storage/snapshotSectionFormat.js';
+import { runsClipper, type SectionPart } from '../storage/snapshotSectionFormat.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -165,7 +165,12 @@ export class WorkerRecovery {
     const parts = sectionPartCount(section);
     sleepers.reserve(parts);
     map.reserve(parts);
-    const head = readSection(section, (cur) => {
+    // Runs only as far as the pack bytes they name were fsynced at the cut (runsClipper): a topic
+    // whose runs are cut short loads (its packed size is not its part's), and the scan after the
+    // cut and the WAL replay bring its later frames back.
+    let clip: ((runs: number[], len: number) => number) | undefined;
+    const onPart = (cur: PartCursor): void => {
+      if (cur.runsLen > 0) cur.runsLen = clip!(cur.runs, cur.runsLen);
       if (cur.runsLen > 0) this.packs.addRuns(cur.id, cur.runs, cur.runsLen, listed);
       if (cur.hasWm && map.size(cur.id) === cur.packed_bytes) {
         if (!topicDirs.has(cur.id)) {
@@ -187,7 +192,8 @@ export class WorkerRecovery {
       part.wm = undefined;
       part.own = undefined;
       eager.push({ actor: this.load(part), id: part.id });
-    });
+    };
+    const head = readSection(section, onPart, (h) => (clip = runsClipper([h.packs])));
     // A segment write after the cut is not in the pack scan, and after a power loss its WAL copy
     // may be gone: a topic whose directory is not exactly the one file of the size it had at the
     // cut loads now, reading its files as before. Two file-system calls each instead of reading.
