@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stageBackup, type BackupSource } from '../../src/supervisor/backup.js';
-import { RouterRegistry, type RouterHost, type RouterInput } from '../../src/supervisor/routerRegistry.js';
+import { RouterRegistry, type RouterHost } from '../../src/supervisor/routerRegistry.js';
+import { routerInput } from '../support/routerInput.js';
 import { loadRouters, routerFilePath, type RouterFile } from '../../src/storage/routerStore.js';
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
@@ -28,17 +29,6 @@ function fakeHost(onRouterSet: () => void = () => undefined): RouterHost {
     },
   };
 }
-
-const route = (source: string, dest: string): RouterInput => ({
-  source,
-  dest,
-  preserveNode: true,
-  preserveTag: true,
-  createDest: true,
-  filter: null,
-  allowCycle: false,
-  guarantee: 'at_least_once',
-});
 
 /** A data directory as a checkpoint at cut 1:32 leaves it (one snapshot, one WAL file). */
 function dataDir(): string {
@@ -88,10 +78,10 @@ async function stageWith(
 test('a router change while the backup reads its position waits, and is not in this backup', async () => {
   const dir = dataDir();
   const reg = new RouterRegistry(fakeHost(), nodeFs, dir, 0, quiet);
-  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
-  assert.equal((await reg.put('b', route('s2', 'd2'))).ok, true);
+  assert.equal((await reg.put('a', routerInput('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('b', routerInput('s2', 'd2'))).ok, true);
 
-  const put = await stageWith(dir, reg, () => reg.put('c', route('s3', 'd3')));
+  const put = await stageWith(dir, reg, () => reg.put('c', routerInput('s3', 'd3')));
   assert.equal(put.done, false, 'the PUT waited for the staging');
   assert.deepEqual(
     put.staged.routers.map((r) => r.name),
@@ -147,8 +137,8 @@ test('a new router id is stored before its forwarder starts', async () => {
     0,
     quiet,
   );
-  await reg.put('a', route('s1', 'd1'));
-  await reg.put('b', route('s2', 'd2'));
+  await reg.put('a', routerInput('s1', 'd1'));
+  await reg.put('b', routerInput('s2', 'd2'));
   assert.deepEqual(seen, [2, 3], 'nextId was past the new id when routerSet ran');
   assert.deepEqual(
     reg.all().map((r) => r.id),

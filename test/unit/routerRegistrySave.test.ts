@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROUTERS_REWRITE_MS, RouterRegistry, type RouterHost, type RouterInput } from '../../src/supervisor/routerRegistry.js';
+import { ROUTERS_REWRITE_MS, RouterRegistry, type RouterHost } from '../../src/supervisor/routerRegistry.js';
+import { routerInput } from '../support/routerInput.js';
 import { loadRouters, routerFilePath } from '../../src/storage/routerStore.js';
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
@@ -16,17 +17,6 @@ import { FaultFs } from '../support/faultFs.js';
 
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const route = (source: string, dest: string): RouterInput => ({
-  source,
-  dest,
-  preserveNode: true,
-  preserveTag: true,
-  createDest: true,
-  filter: null,
-  allowCycle: false,
-  guarantee: 'at_least_once',
-});
 
 /** A registry on a FaultFs over a temp dir, its topic actors faked (every request recorded). */
 function rig() {
@@ -52,9 +42,9 @@ function rig() {
 
 test('a topic delete whose routers file save fails answers ok, completes its cascade, and the timer writes the file again', async () => {
   const { reg, ffs, logs, stored, failSaves, removes, done } = rig();
-  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
-  assert.equal((await reg.put('b', route('d1', 'x1'))).ok, true);
-  assert.equal((await reg.put('c', route('s3', 'd3'))).ok, true);
+  assert.equal((await reg.put('a', routerInput('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('b', routerInput('d1', 'x1'))).ok, true);
+  assert.equal((await reg.put('c', routerInput('s3', 'd3'))).ok, true);
   assert.deepEqual(stored(), ['a', 'b', 'c']);
 
   failSaves();
@@ -88,7 +78,7 @@ test('a topic delete whose routers file save fails answers ok, completes its cas
 
 test('a stale routers file is written again by the next operation that saves', async () => {
   const { reg, ffs, logs, stored, failSaves, removes, done } = rig();
-  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('a', routerInput('s1', 'd1'))).ok, true);
   failSaves();
   const res = await reg.deleteTopic('d1', async () => ok('{"topic":"d1","deleted":true,"routers_removed":["a"]'));
   assert.equal(res.ok, true);
@@ -97,7 +87,7 @@ test('a stale routers file is written again by the next operation that saves', a
 
   // A PUT of another router saves the definitions whole, before the timer's turn.
   ffs.clear();
-  assert.equal((await reg.put('b', route('s2', 'd2'))).ok, true);
+  assert.equal((await reg.put('b', routerInput('s2', 'd2'))).ok, true);
   assert.deepEqual(stored(), ['b']);
   await sleep(ROUTERS_REWRITE_MS * 1.5);
   assert.deepEqual(logs.info, [], 'nothing was left for the timer');
@@ -107,7 +97,7 @@ test('a stale routers file is written again by the next operation that saves', a
 
 test('closing the registry writes a stale routers file once more, then retries no more', async () => {
   const { reg, ffs, stored, failSaves, done } = rig();
-  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('a', routerInput('s1', 'd1'))).ok, true);
   failSaves();
   assert.equal((await reg.deleteTopic('d1', async () => ok('{"topic":"d1","deleted":true,"routers_removed":["a"]'))).ok, true);
   assert.deepEqual(stored(), ['a']);
@@ -124,7 +114,7 @@ test('closing the registry writes a stale routers file once more, then retries n
 
 test('a router delete whose save fails keeps the router (the file still has it) and throws', async () => {
   const { reg, ffs, stored, failSaves, removes, done } = rig();
-  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('a', routerInput('s1', 'd1'))).ok, true);
   failSaves();
   await assert.rejects(reg.delete('a'), /ENOSPC/);
   assert.equal(reg.get('a')?.name, 'a', 'still in the registry');
@@ -139,17 +129,17 @@ test('a router delete whose save fails keeps the router (the file still has it) 
 
 test('a router PUT whose definition cannot be stored throws, and its retry answers only once the file holds it', async () => {
   const { reg, ffs, stored, failSaves, done } = rig();
-  assert.equal((await reg.put('a', route('s1', 'd1'))).ok, true);
+  assert.equal((await reg.put('a', routerInput('s1', 'd1'))).ok, true);
   // The id's save succeeds, the definition's fails: the router runs, the file is stale.
   let saves = 0;
   ffs.failWhen((c) => c.kind !== 'other' && (c.path ?? '').endsWith('.tmp') && c.op.startsWith('open') && ++saves === 2, 'ENOSPC');
-  await assert.rejects(reg.put('b', route('s2', 'd2')), /ENOSPC/);
+  await assert.rejects(reg.put('b', routerInput('s2', 'd2')), /ENOSPC/);
   assert.equal(reg.get('b')?.name, 'b');
   assert.deepEqual(stored(), ['a']);
   failSaves();
-  await assert.rejects(reg.put('b', route('s2', 'd2')), /ENOSPC/, 'the retry while the file cannot be written');
+  await assert.rejects(reg.put('b', routerInput('s2', 'd2')), /ENOSPC/, 'the retry while the file cannot be written');
   ffs.clear();
-  const again = await reg.put('b', route('s2', 'd2'));
+  const again = await reg.put('b', routerInput('s2', 'd2'));
   assert.equal(again.ok && again.created, false);
   assert.deepEqual(stored(), ['a', 'b'], 'stored before the 200');
   done();

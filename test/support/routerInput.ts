@@ -1,0 +1,14 @@
+// A router definition as RouterRegistry.put takes it (src/supervisor/routerRegistry.ts), with the
+// API's defaults and create_dest on: what the registry's unit tests register.
+import type { RouterInput } from '../../src/supervisor/routerRegistry.js';
+
+export const routerInput = (source: string, dest: string): RouterInput => ({
+  source,
+  dest,
+  preserveNode: true,
+  preserveTag: true,
+  createDest: true,
+  filter: null,
+  allowCycle: false,
+  guarantee: 'at_least_once',
+});
