@@ -9,9 +9,16 @@ import { metaDir } from '../format/layout.js';
 import { fsyncDir, mkdirDurable, type Fs } from './fs.js';
 import { CorruptionError } from '../core/corruption.js';
 
-/** A router as stored: its definition and where its forwarder started (no backfill). */
+/**
+ * A router as stored: its definition, where its forwarder started (no backfill), and the instance
+ * ids its source and dest had when it was stored (absent in files of older builds: not checked).
+ * A restart drops a router whose topic of that name is now another instance (deleted and created
+ * again while the file still listed the router: docs/ARCHITECTURE.md "Deleting on a full disk").
+ */
 export interface StoredRouter extends RouterDef {
   start: number;
+  sourceInstance?: number;
+  destInstance?: number;
 }
 
 export interface RouterFile {
@@ -37,6 +44,8 @@ function badRouter(r: Record<string, unknown>): string | undefined {
   for (const k of ['preserveNode', 'preserveTag', 'allowCycle'] as const) if (typeof r[k] !== 'boolean') return `${k} is not a boolean`;
   if (!isInt(r.id, 1)) return 'id is not a positive integer';
   if (!isInt(r.start, 0)) return 'start is not a seq';
+  for (const k of ['sourceInstance', 'destInstance'] as const)
+    if (r[k] !== undefined && !isInt(r[k], 1)) return `${k} is not a topic instance id`;
   const f = r.filter as { op?: unknown; value?: unknown } | null;
   if (f !== null && (typeof f !== 'object' || (f.op !== 'Eq' && f.op !== 'Glob') || typeof f.value !== 'string'))
     return 'filter is not a tag match';

@@ -7,8 +7,8 @@
 // (duplicate names or ids, an id not below nextId, a bad name, two sources into one dest) or
 // missing or older than the data (a router id in some topic's progress that the file never
 // handed out: the registry stores nextId before any copy carries a new id), and, as notes,
-// routers naming a topic that does not exist (the server drops them at start). Read-only; CLI
-// process.
+// routers naming a topic that does not exist or is another instance than the one the router was
+// stored with (the server drops them at start). Read-only; CLI process.
 import type { Fs } from './fs.js';
 import type { SnapshotBody } from './snapshot.js';
 import { FrameType } from '../format/constants.js';
@@ -76,6 +76,17 @@ export function checkRouters(fsx: Fs, dataDir: string, ev: RouterEvidence, r: { 
     const missing = [x.source, x.dest].filter((t) => !live.has(t));
     if (missing.length > 0)
       r.notes.push(`${FILE}: router ${x.name} names ${missing.join(' and ')}, which does not exist; the server drops the router at start`);
+    const recreated = (
+      [
+        [x.source, x.sourceInstance],
+        [x.dest, x.destInstance],
+      ] as const
+    ).filter(([t, id]) => id !== undefined && live.has(t) && ev.topics.get(id) !== t);
+    if (recreated.length > 0)
+      r.notes.push(
+        `${FILE}: router ${x.name} names ${recreated.map(([t]) => t).join(' and ')}, deleted and created again since it was stored; ` +
+          'the server drops the router at start',
+      );
   }
   checkProgress(routers, nextId, ev, fsx.existsSync(p), (m) => r.problems.push(m));
 }

@@ -23,13 +23,17 @@ export const ROUTERS_REWRITE_MS = 1000;
 /** Where the registry logs (the supervisor's logger). */
 export interface RouterLog {
   info(msg: string): void;
+  warn(msg: string): void;
   error(msg: string): void;
 }
 
-/** What the registry needs of the supervisor: topic requests, and which topics exist. */
+/**
+ * What the registry needs of the supervisor: topic requests, and the instance id of each named
+ * topic (null when it does not exist), which a router is stored with.
+ */
 export interface RouterHost {
   request(req: TopicRequest): Promise<TopicResult>;
-  exists(topics: string[]): Promise<boolean[]>;
+  instances(topics: string[]): Promise<(number | null)[]>;
 }
 
 /** A PUT body, validated and defaulted on the HTTP thread. */
@@ -199,16 +203,36 @@ export class RouterRegistry {
     const file = loadRouters(this.fsx, this.dataDir);
     this.nextId = file.nextId;
     let changed = false;
-    for (const r of file.routers) {
-      const [src, dst] = await this.host.exists([r.source, r.dest]);
-      let res = src && dst ? await this.host.request({ op: 'routerSet', topic: r.source, def: defOf(r), start: r.start }) : undefined;
-      if (!res?.ok) {
-        // A topic deleted before the cascade was stored (a crash in between, or a file a failed
-        // save left stale: deleteTopic). Its name recreated meanwhile exists again, so such a
-        // router is reinstalled (docs/ARCHITECTURE.md "Deleting on a full disk", Limits).
+    let filled = false;
+    for (const stored of file.routers) {
+      const [src, dst] = await this.host.instances([stored.source, stored.dest]);
+      // A topic deleted before the cascade was stored (a crash in between, or a file a failed
+      // save left stale: deleteTopic) is missing, or, its name created again meanwhile, another
+      // instance than the one the router was stored with: either way the router went with it
+      // (docs/ARCHITECTURE.md "Deleting on a full disk"). No stored id (an older build's file): not checked.
+      const recreated = [
+        stored.sourceInstance !== undefined && src !== null && src !== stored.sourceInstance ? stored.source : undefined,
+        stored.destInstance !== undefined && dst !== null && dst !== stored.destInstance ? stored.dest : undefined,
+      ].filter((t) => t !== undefined);
+      if (recreated.length > 0) {
+        this.log.warn(
+          `spool: router ${stored.name} dropped: ${recreated.join(' and ')} was deleted and created again since it was stored ` +
+            `(${ROUTERS_FILE} still listed it)`,
+        );
         changed = true;
         continue;
       }
+      let res =
+        src !== null && dst !== null
+          ? await this.host.request({ op: 'routerSet', topic: stored.source, def: defOf(stored), start: stored.start })
+          : undefined;
+      if (!res?.ok) {
+        changed = true;
+        continue;
+      }
+      // A router of an older build's file takes the ids now (stored by the save below).
+      const r: StoredRouter = { ...stored, sourceInstance: src!, destInstance: dst! };
+      if (stored.sourceInstance === undefined || stored.destInstance === undefined) filled = true;
       const at = startOf(res.json);
       if (at.head < r.start) {
         // The source's seqs went back (an ephemeral source after a restart): its old seqs mean
@@ -224,6 +248,13 @@ export class RouterRegistry {
       this.index(r);
     }
     if (changed) await this.save();
+    else if (filled) {
+      // Only ids to add: a file that cannot take them now (a full disk) is stale, not a failed
+      // start; the retry timer writes it (write), and until then its routers are not checked.
+      await this.save().catch((err: Error) =>
+        this.log.warn(`spool: ${ROUTERS_FILE} could not be written with its routers' topic instance ids (${err.message}); retrying`),
+      );
+    }
   }
 
   put(name: string, input: RouterInput): Promise<PutOutcome> {
@@ -249,7 +280,7 @@ export class RouterRegistry {
       return { ok: true, created: false, def: defOf(had) };
     }
     const edges = this.routers.values();
-    if (!had && !createDest && !(await this.host.exists([input.dest]))[0]) {
+    if (!had && !createDest && (await this.host.instances([input.dest]))[0] === null) {
       return fail('topic_not_found', `topic ${input.dest} does not exist`, { topic: input.dest });
     }
     if (!had) {
@@ -272,11 +303,13 @@ export class RouterRegistry {
       const r = await this.host.request({ op: 'put', topic, config: defaultConfig(), ensure: true });
       if (!r.ok) return r;
     }
+    const [destInstance] = await this.host.instances([input.dest]);
+    if (destInstance === null) return fail('topic_not_found', `topic ${input.dest} does not exist`, { topic: input.dest });
     const def: RouterDef = { ...wanted, id: had ? had.id : await this.newId() };
     const res = await this.host.request({ op: 'routerSet', topic: input.source, def, start: had ? had.start : null });
     if (!res.ok) return res;
-    const start = had ? had.start : startOf(res.json).start;
-    this.index({ ...def, start });
+    const at = startOf(res.json);
+    this.index({ ...def, start: had ? had.start : at.start, sourceInstance: at.instance, destInstance });
     await this.save();
     return { ok: true, created: !had, def };
   }
@@ -321,9 +354,9 @@ export class RouterRegistry {
       } catch (err) {
         // The delete is durable, so its cascade goes on and the reply is its own: the routers
         // are gone here and from the other ends' actors, and the file is written again later
-        // (write). Until then it still lists them: a restart drops them with the missing topic
-        // (load), unless a topic of that name was created meanwhile, which would get them back
-        // (docs/ARCHITECTURE.md "Deleting on a full disk").
+        // (write). Until then it still lists them: a restart drops them with the missing topic,
+        // or, a topic of that name created meanwhile, by its other instance id (load;
+        // docs/ARCHITECTURE.md "Deleting on a full disk").
         this.log.error(
           `spool: topic ${topic} deleted with router(s) ${names.join(', ')}, but ${ROUTERS_FILE} could not be written ` +
             `(${(err as Error).message}); it still lists them and is written again every ${ROUTERS_REWRITE_MS} ms until that succeeds`,
@@ -361,12 +394,12 @@ export class RouterRegistry {
   }
 }
 
-/** A routerSet reply: where the forwarder starts, and the source head. */
-function startOf(json: Uint8Array): { start: number; head: number } {
-  return JSON.parse(Buffer.from(json).toString('utf8') + '}') as { start: number; head: number };
+/** A routerSet reply: where the forwarder starts, the source head, and the source's instance id. */
+function startOf(json: Uint8Array): { start: number; head: number; instance: number } {
+  return JSON.parse(Buffer.from(json).toString('utf8') + '}') as { start: number; head: number; instance: number };
 }
 
 export function defOf(r: StoredRouter): RouterDef {
-  const { start: _start, ...def } = r;
+  const { start: _start, sourceInstance: _src, destInstance: _dst, ...def } = r;
   return def;
 }

@@ -99,14 +99,14 @@ export class Supervisor {
     this.routers = new RouterRegistry(
       {
         request: (req) => this.workerFor(req.topic).request(req),
-        exists: async (names) => {
+        instances: async (names) => {
           const groups = this.namesByWorker(names);
-          const marks = await Promise.all(
-            this.workers.map((w, i) => (groups[i]!.length > 0 ? w.watermarks(groups[i]!) : Promise.resolve([]))),
+          const ids = await Promise.all(
+            this.workers.map((w, i) => (groups[i]!.length > 0 ? w.instanceIds(groups[i]!) : Promise.resolve([]))),
           );
-          const found = new Set<string>();
-          groups.forEach((g, i) => g.forEach((n, j) => marks[i]![j] && found.add(n)));
-          return names.map((n) => found.has(n));
+          const found = new Map<string, number | null>();
+          groups.forEach((g, i) => g.forEach((n, j) => found.set(n, ids[i]![j] ?? null)));
+          return names.map((n) => found.get(n) ?? null);
         },
       },
       fsx,

@@ -96,6 +96,18 @@ export class HostListings {
     });
   }
 
+  /**
+   * The instance id of each named topic, awake or sleeping (null when absent): the router
+   * registry stores them with a router and checks them at start (docs/FORMAT.md "Router definitions").
+   */
+  instanceIds(names: string[]): (number | null)[] {
+    return names.map((n) => {
+      const a = this.host.actorsByName.get(n);
+      if (a) return a.current?.id ?? null;
+      return this.host.dormancy.get(n)?.id ?? null;
+    });
+  }
+
   /** Records a consumption on each named topic (a list page with touch=true), then re-reports them. */
   touch(names: string[]): TopicSummary[] {
     const out: TopicSummary[] = [];

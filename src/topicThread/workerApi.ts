@@ -209,6 +209,11 @@ export class WorkerApi {
     return this.w.host.listings.watermarks(names);
   }
 
+  /** The instance id of each named topic, null when absent (the router registry's RouterHost.instances). */
+  instanceIds(names: string[]): (number | null)[] {
+    return this.w.host.listings.instanceIds(names);
+  }
+
   /** Metrics figures: totals, the first `firstMax` topics by name, every router. */
   stats(firstMax: number): WorkerStats {
     return this.w.host.listings.stats(firstMax);

@@ -16,16 +16,16 @@ import { loadRouters, routerFilePath, type RouterFile } from '../../src/storage/
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
 
-const quiet = { info: () => undefined, error: () => undefined };
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 
 /** Topic actors that answer at once; `onRouterSet` sees the stored file when a forwarder starts. */
 function fakeHost(onRouterSet: () => void = () => undefined): RouterHost {
   return {
-    exists: async (names) => names.map(() => true),
+    instances: async (names) => names.map(() => 1),
     request: async (req) => {
       if (req.op === 'routerSet') onRouterSet();
-      return ok(req.op === 'routerSet' ? '{"start":0,"head":0' : '{"removed":true');
+      return ok(req.op === 'routerSet' ? '{"start":0,"head":0,"instance":1' : '{"removed":true');
     },
   };
 }

@@ -24,14 +24,18 @@ function rig() {
   const ffs = new FaultFs(nodeFs);
   const sent: TopicRequest[] = [];
   const host: RouterHost = {
-    exists: async (names) => names.map(() => true),
+    instances: async (names) => names.map(() => 1),
     request: async (req) => {
       sent.push(req);
-      return ok(req.op === 'routerSet' ? '{"start":0,"head":0' : '{"removed":true');
+      return ok(req.op === 'routerSet' ? '{"start":0,"head":0,"instance":1' : '{"removed":true');
     },
   };
-  const logs = { info: [] as string[], error: [] as string[] };
-  const reg = new RouterRegistry(host, ffs, dir, 0, { info: (m) => logs.info.push(m), error: (m) => logs.error.push(m) });
+  const logs = { info: [] as string[], warn: [] as string[], error: [] as string[] };
+  const reg = new RouterRegistry(host, ffs, dir, 0, {
+    info: (m) => logs.info.push(m),
+    warn: (m) => logs.warn.push(m),
+    error: (m) => logs.error.push(m),
+  });
   const stored = () => loadRouters(nodeFs, dir).routers.map((r) => r.name);
   // Every write of the routers file (its temp file, the rename) fails until clear().
   const failSaves = () => ffs.failWhen((c) => c.kind !== 'other' && (c.path ?? '').startsWith(routerFilePath(dir)), 'ENOSPC');

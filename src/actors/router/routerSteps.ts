@@ -16,9 +16,10 @@ export function routerStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Rout
       if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
       // An ephemeral source restarts its seqs after a restart: a stored start above the head
       // would skip new records (the registry then reinstalls the router under a new id).
-      if (req.start !== null && req.start > inst.head) return ctx.reply(reqId, okJson(200, `{"start":${req.start},"head":${inst.head}`));
+      if (req.start !== null && req.start > inst.head)
+        return ctx.reply(reqId, okJson(200, `{"start":${req.start},"head":${inst.head},"instance":${inst.id}`));
       const start = installRouter(a, ctx, inst, req.def, req.start);
-      return ctx.reply(reqId, okJson(200, `{"start":${start},"head":${inst.head}`));
+      return ctx.reply(reqId, okJson(200, `{"start":${start},"head":${inst.head},"instance":${inst.id}`));
     }
     case 'routerRemove': {
       const removed = a.current ? removeRouter(ctx, a.current, req.router) : false;
