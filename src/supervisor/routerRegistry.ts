@@ -222,11 +222,15 @@ export class RouterRegistry {
         changed = true;
         continue;
       }
-      let res =
-        src !== null && dst !== null
-          ? await this.host.request({ op: 'routerSet', topic: stored.source, def: defOf(stored), start: stored.start })
-          : undefined;
-      if (!res?.ok) {
+      const missing = [src === null ? stored.source : undefined, dst === null ? stored.dest : undefined].filter((t) => t !== undefined);
+      if (missing.length > 0) {
+        this.log.warn(`spool: router ${stored.name} dropped: ${missing.join(' and ')} does not exist (${ROUTERS_FILE} still listed it)`);
+        changed = true;
+        continue;
+      }
+      let res = await this.host.request({ op: 'routerSet', topic: stored.source, def: defOf(stored), start: stored.start });
+      if (!res.ok) {
+        this.log.warn(`spool: router ${stored.name} dropped: its source ${stored.source} refused it (${res.code}: ${res.message})`);
         changed = true;
         continue;
       }

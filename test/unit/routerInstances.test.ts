@@ -71,7 +71,7 @@ test('a PUT stores the instance ids of the source and the dest', async () => {
   done();
 });
 
-test('load drops a router whose dest or source is another instance now, logs it, and rewrites the file', async () => {
+test('load drops a router whose dest or source is another instance now or missing, logs it, and rewrites the file', async () => {
   const ids = new Map([
     ['s1', 1],
     ['d1', 2],
@@ -83,11 +83,12 @@ test('load drops a router whose dest or source is another instance now, logs it,
   const { dir, logs, registry, stored, installed, done } = rig(ids);
   await saveRouters(nodeFs, dir, {
     version: 1,
-    nextId: 4,
+    nextId: 5,
     routers: [
       { ...def('kept', 's1', 'd1', 1), sourceInstance: 1, destInstance: 2 },
       { ...def('newdest', 's2', 'd2', 2), sourceInstance: 3, destInstance: 40 },
       { ...def('newsource', 's3', 'd3', 3), sourceInstance: 50, destInstance: 6 },
+      { ...def('gone', 's1', 'nowhere', 4), sourceInstance: 1, destInstance: 9 },
     ],
   });
   const reg = registry();
@@ -102,9 +103,10 @@ test('load drops a router whose dest or source is another instance now, logs it,
     ['kept'],
     'the file is rewritten without them',
   );
-  assert.equal(logs.warn.length, 2, logs.warn.join('\n'));
+  assert.equal(logs.warn.length, 3, logs.warn.join('\n'));
   assert.match(logs.warn[0]!, /router newdest dropped: d2 was deleted and created again since it was stored/);
   assert.match(logs.warn[1]!, /router newsource dropped: s3 was deleted and created again since it was stored/);
+  assert.match(logs.warn[2]!, /router gone dropped: nowhere does not exist/);
   done();
 });
 
