@@ -64,6 +64,13 @@ export async function readPack(
   durable = 0,
 ): Promise<Buffer> {
   const file = path.join(packsDir(dataDir), pack.name);
+  // A read from `from` on sees nothing of a file shorter than that: its size tells (lazy
+  // recovery reads from the fsynced bytes themselves).
+  if (from > 0 && durable > 0) {
+    const size = (await fsx.stat(file)).size;
+    if (size < durable)
+      throw new CorruptionError(file, `${size} bytes, below the ${durable} the snapshot records as fsynced (nothing is cut)`, size);
+  }
   // From `from` on (lazy recovery reads only what was written after a snapshot's cut): offsets
   // below are relative to it, the file's are from + offset.
   const buf = into || from > 0 ? await readInto(fsx, file, into ?? new ReuseBuffer(), from) : await fsx.readFile(file);

@@ -237,7 +237,10 @@ export class PackRecovery {
       // From what its section records fsynced, where the runs recovery trusts end (runsClipper):
       // frames past it may be missing from the runs, and a power loss may have garbled them.
       const from = cut.tail?.[0] === p.name ? (cut.tail[2] ?? cut.tail[1]) : 0;
-      const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from);
+      // A pack shorter than its fsynced bytes lost what the snapshot relies on: refused, as the
+      // eager scan refuses it (readPack).
+      const durable = cut.tail?.[0] === p.name ? (cut.tail[2] ?? 0) : 0;
+      const buf = await readPack(this.host.fsx, this.host.dataDir, p, p.writer % this.workers === this.workerIndex, scratch, from, durable);
       this.feedPack(idx, buf, from, snapshotEpoch, asleep, touched);
     }
     return touched;

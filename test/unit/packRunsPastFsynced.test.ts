@@ -249,3 +249,18 @@ for (const how of ['dropped', 'garbled', 'kept'] as const) {
     });
   }
 }
+
+test('a tail pack cut below its fsynced bytes is damage: eager and lazy recovery refuse to start', async () => {
+  for (const lazy of [true, false]) {
+    const cut = await cutWhileAppending(false);
+    crash(cut, 'dropped');
+    const file = path.join(packsDir(SWEEP_DATA_DIR), cut.pack);
+    const fsx = cut.disk.fs();
+    fsx.writeFileSync(file, cut.before.subarray(0, cut.fsynced - 64)); // bytes the snapshot relies on, gone
+    cut.disk.syncAll();
+    // Before the lazy scan checked the size, lazy recovery came up (the sleeping topics whose runs
+    // the cut took failed only at their wake).
+    const started = recover(cut.disk, lazy).then((w) => (w.halt(), w));
+    await assert.rejects(started, /fsynced/, `${lazy ? 'lazy' : 'eager'} recovery`);
+  }
+});
