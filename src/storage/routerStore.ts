@@ -29,6 +29,25 @@ export interface RouterFile {
 
 const FILE = 'routers.json';
 
+/**
+ * The ends of `r` that exist now as another instance than the one it was stored with (a topic
+ * deleted and created again while the file still listed the router): `isNow(topic, id)` says
+ * whether the live topic of that name is instance `id`, `exists(topic)` whether there is one.
+ * An end stored without an id (an older build's file) is not checked. The server drops such a
+ * router at start, and `spool verify` notes it.
+ */
+export function recreatedEnds(
+  r: StoredRouter,
+  exists: (topic: string) => boolean,
+  isNow: (topic: string, id: number) => boolean,
+): string[] {
+  const ends: [string, number | undefined][] = [
+    [r.source, r.sourceInstance],
+    [r.dest, r.destInstance],
+  ];
+  return ends.filter(([t, id]) => id !== undefined && exists(t) && !isNow(t, id)).map(([t]) => t);
+}
+
 export function routerFilePath(dataDir: string): string {
   return path.join(metaDir(dataDir), FILE);
 }

@@ -14,7 +14,7 @@ import type { SnapshotBody } from './snapshot.js';
 import { FrameType } from '../format/constants.js';
 import { decodeJsonBody, readAppendHead, type FrameView } from '../format/frame.js';
 import { isRouterName, isTopicName } from '../core/names.js';
-import { decodeRouterFile, routerFilePath, type StoredRouter } from './routerStore.js';
+import { decodeRouterFile, recreatedEnds, routerFilePath, type StoredRouter } from './routerStore.js';
 
 const FILE = 'meta/routers.json';
 
@@ -76,15 +76,14 @@ export function checkRouters(fsx: Fs, dataDir: string, ev: RouterEvidence, r: { 
     const missing = [x.source, x.dest].filter((t) => !live.has(t));
     if (missing.length > 0)
       r.notes.push(`${FILE}: router ${x.name} names ${missing.join(' and ')}, which does not exist; the server drops the router at start`);
-    const recreated = (
-      [
-        [x.source, x.sourceInstance],
-        [x.dest, x.destInstance],
-      ] as const
-    ).filter(([t, id]) => id !== undefined && live.has(t) && ev.topics.get(id) !== t);
+    const recreated = recreatedEnds(
+      x,
+      (t) => live.has(t),
+      (t, id) => ev.topics.get(id) === t,
+    );
     if (recreated.length > 0)
       r.notes.push(
-        `${FILE}: router ${x.name} names ${recreated.map(([t]) => t).join(' and ')}, deleted and created again since it was stored; ` +
+        `${FILE}: router ${x.name} names ${recreated.join(' and ')}, deleted and created again since it was stored; ` +
           'the server drops the router at start',
       );
   }

@@ -13,7 +13,7 @@ import type { RouterDef, RouterStats } from '../protocol/messages/router.js';
 import { defaultConfig } from '../protocol/topicConfig.js';
 import type { Fs } from '../storage/fs.js';
 import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from './routerGraph.js';
-import { loadRouters, saveRouters, type StoredRouter } from '../storage/routerStore.js';
+import { loadRouters, recreatedEnds, saveRouters, type StoredRouter } from '../storage/routerStore.js';
 
 const ROUTERS_FILE = 'meta/routers.json';
 
@@ -114,23 +114,24 @@ export class RouterRegistry {
 
   /** Stores the definitions as they are in memory (every save writes them whole). */
   private save(): Promise<void> {
-    return this.write(this.all(), true);
+    return this.write();
   }
 
   /**
-   * Writes the file: `routers` and this.nextId (`whole`: they are all the registry holds). A
-   * failure leaves the file stale and is thrown; the next whole save, or the retry timer,
-   * writes it again (docs/ARCHITECTURE.md "Deleting on a full disk").
+   * Writes the file: this.nextId with `routers`, or, when absent, every router the registry
+   * holds (only such a write makes a stale file current). A failure leaves the file stale and
+   * is thrown; the next whole save, or the retry timer, writes it again (docs/ARCHITECTURE.md
+   * "Deleting on a full disk").
    */
-  private async write(routers: StoredRouter[], whole: boolean): Promise<void> {
+  private async write(routers?: StoredRouter[]): Promise<void> {
     try {
-      await saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers });
+      await saveRouters(this.fsx, this.dataDir, { version: 1, nextId: this.nextId, routers: routers ?? this.all() });
     } catch (err) {
       this.stale = true;
       this.armRewrite();
       throw err;
     }
-    if (whole) this.stale = false;
+    if (routers === undefined) this.stale = false;
   }
 
   /** Every ROUTERS_REWRITE_MS while the file is stale, in the serialization, until a save succeeds. */
@@ -181,7 +182,7 @@ export class RouterRegistry {
    */
   private async newId(routers?: StoredRouter[]): Promise<number> {
     const id = this.nextId++;
-    await this.write(routers ?? this.all(), routers === undefined);
+    await this.write(routers);
     return id;
   }
 
@@ -210,10 +211,15 @@ export class RouterRegistry {
       // save left stale: deleteTopic) is missing, or, its name created again meanwhile, another
       // instance than the one the router was stored with: either way the router went with it
       // (docs/ARCHITECTURE.md "Deleting on a full disk"). No stored id (an older build's file): not checked.
-      const recreated = [
-        stored.sourceInstance !== undefined && src !== null && src !== stored.sourceInstance ? stored.source : undefined,
-        stored.destInstance !== undefined && dst !== null && dst !== stored.destInstance ? stored.dest : undefined,
-      ].filter((t) => t !== undefined);
+      const now = new Map([
+        [stored.source, src],
+        [stored.dest, dst],
+      ]);
+      const recreated = recreatedEnds(
+        stored,
+        (t) => now.get(t) != null,
+        (t, id) => now.get(t) === id,
+      );
       if (recreated.length > 0) {
         this.log.warn(
           `spool: router ${stored.name} dropped: ${recreated.join(' and ')} was deleted and created again since it was stored ` +
