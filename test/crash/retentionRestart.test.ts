@@ -4,6 +4,7 @@
 //   earliest_seq) and the same records; earliest_seq/count/bytes are identical;
 // - deleted records stay deleted for fsync, disk and memory topics; ephemeral topics are empty;
 // - a record delete on an fsync topic followed at once by SIGKILL is in effect after restart;
+// - a topic turned ephemeral keeps its stored records, and their deletes and acks;
 // - relaxing a cap or ttl after an eviction and then crashing never resurrects records;
 // - a deleted-and-recreated topic comes back as the new instance;
 // - recovering twice gives the same answers as recovering once.
@@ -235,6 +236,46 @@ for (const v of VARIANTS) {
           for (const r of all.records) assert.notEqual(r.$tag, 'drop');
         }
       }
+      await srv.stop();
+      cleanup(dataDir);
+    });
+
+    // Records appended under a durable class stay in the topic's segments after a change to
+    // `ephemeral` and come back from them: their deletes and acks must come back too (they were
+    // not logged, so deleted records and acked jobs reappeared after a SIGKILL).
+    test('a topic turned ephemeral: its stored records come back, their deletes and acks too', async () => {
+      const dataDir = tempDir('spool-retcrash-');
+      let srv = await startServer({ dataDir, env: v.env });
+      let c = client(srv.url);
+      await ok(c.put('/v0/topics/was-fsync', { durability: 'fsync' }), 'create', 201);
+      await ok(c.post('/v0/topics/was-fsync', { records: range(1, 6).map((i) => ({ data: i })) }), 'append');
+      await ok(c.put('/v0/topics/was-fsync', { durability: 'ephemeral' }), 'to ephemeral', 200);
+      await ok(c.post('/v0/topics/was-fsync', { records: [{ data: 7 }, { data: 8 }] }), 'append ephemeral');
+      const d = await ok(c.post('/v0/topics/was-fsync/delete', { before_seq: 3 }), 'delete', 200);
+      assert.equal(d.deleted, 2);
+      await ok(c.put('/v0/topics/was-disk-q', { type: 'queue', durability: 'disk' }), 'create queue', 201);
+      await ok(c.post('/v0/topics/was-disk-q', { records: range(1, 4).map((i) => ({ data: i })) }), 'enqueue');
+      await ok(c.put('/v0/topics/was-disk-q', { type: 'queue', durability: 'ephemeral' }), 'queue to ephemeral', 200);
+      const cl = await ok(c.post('/v0/topics/was-disk-q/claim', { node: 'w', max: 2 }), 'claim', 200);
+      const acked = await ok(c.post('/v0/topics/was-disk-q/ack', { node: 'w', seqs: cl.claimed.map((j: any) => j.$seq) }), 'ack', 200);
+      assert.equal(acked.acked, 2);
+      srv = await killAndRestart(srv, v.env);
+      c = client(srv.url);
+      const all = await readAll(c, 'was-fsync', 0, 1000);
+      assert.deepEqual(
+        all.records.map((r) => r.data),
+        [3, 4, 5, 6],
+        'the stored records not deleted; the ephemeral ones gone',
+      );
+      const st = await ok(c.get('/v0/topics/was-fsync?touch=false'), 'state', 200);
+      assert.equal(st.config.durability, 'ephemeral');
+      assert.equal(st.count, 4);
+      const q = await ok(c.post('/v0/topics/was-disk-q/claim', { node: 'w', max: 10 }), 'claim after restart', 200);
+      assert.deepEqual(
+        q.claimed.map((j: any) => j.data),
+        [3, 4],
+        'acked jobs stay acked',
+      );
       await srv.stop();
       cleanup(dataDir);
     });

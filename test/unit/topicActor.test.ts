@@ -309,6 +309,34 @@ test('on a full disk a record delete and a topic delete go through while the WAL
   assert.equal(sim.reply(del).body.deleted, true);
 });
 
+// An ephemeral topic logs nothing, unless its segments hold records from an earlier class: they
+// come back after a crash, so a delete of them is logged and answered once written, as on `disk`.
+test('ephemeral: a delete is logged only when records stored under another class may be live', () => {
+  const born = new SimActor();
+  created(born, 'ephemeral');
+  born.append({ records: [{ data: 1 }, { data: 2 }] });
+  born.ackAll();
+  const frames = born.frames.length;
+  const d = born.send({ op: 'deleteRecords', beforeSeq: 2, match: null } as never);
+  assert.equal(born.reply(d).body.deleted, 1, 'answered at once');
+  assert.equal(born.frames.length, frames, 'no frame for a topic ephemeral from its creation');
+
+  const turned = new SimActor();
+  created(turned, 'disk');
+  turned.append({ records: [{ data: 1 }, { data: 2 }] });
+  turned.ackAll();
+  const put = turned.send({ op: 'put', config: cfg('ephemeral') } as never);
+  turned.ackAll();
+  assert.equal(turned.reply(put).status, 200);
+  const rd = turned.send({ op: 'deleteRecords', beforeSeq: 2, match: null } as never);
+  const last = turned.frames.at(-1)!;
+  assert.equal(last.frame.readUInt8(8), FrameType.DELETE, 'the delete is logged');
+  assert.equal(last.durable, false);
+  assert.equal(turned.reply(rd), undefined, 'answered once written');
+  turned.ackAll();
+  assert.equal(turned.reply(rd).body.deleted, 1);
+});
+
 test('invalid bodies are refused before anything is assigned', () => {
   const sim = new SimActor();
   created(sim, 'memory');

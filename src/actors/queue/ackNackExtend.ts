@@ -37,7 +37,7 @@ export function counters(inst: TopicInstance, q: QueueState): string {
 export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: AckRequest): void {
   // An ack writes a DELETE frame: refused on a full disk or past the WAL credit (docs/ARCHITECTURE.md
   // "Other decisions"), with nothing applied (the leases stay; the worker retries).
-  if (inst.config.durability !== 'ephemeral') {
+  if (inst.logClass !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);
   }
@@ -53,7 +53,7 @@ export function ack(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueSt
     }
   }
   deleteSeqs(inst, acked);
-  const cls = inst.config.durability;
+  const cls = inst.logClass;
   let frameNo = 0;
   if (acked.length > 0 && cls !== 'ephemeral') {
     frameNo = a.nextFrame();

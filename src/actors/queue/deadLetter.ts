@@ -107,7 +107,7 @@ export function onDeadLetterReply(
   q.table.inTransit.delete(m.seq);
   const deadLettered = ++q.table.deadLettered;
   deleteSeqs(inst, [m.seq]);
-  const cls = inst.config.durability;
+  const cls = inst.logClass;
   // The counter rides in the frame as an absolute value, so replaying it is idempotent.
   let frameNo = 0;
   if (cls !== 'ephemeral') {

@@ -43,7 +43,7 @@ export class MoveBarrier implements MoveWaiters {
     this.deleteFrameNo = Math.max(this.deleteFrameNo, frameNo);
     if (--this.left > 0) return;
     this.done = true;
-    const cls = this.inst.config.durability;
+    const cls = this.inst.logClass; // the class its DELETE frames were logged with
     const f = this.deleteFrameNo;
     for (const h of this.held) {
       const cond: GateCondition = {

@@ -38,7 +38,7 @@ function replyBody(inst: TopicInstance, q: QueueState, terminated: number, relea
 
 export function term(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, reqId: number, req: TermRequest): void {
   // A term writes (a DELETE frame, or a LEASES frame): refused with nothing applied, as an ack.
-  if (inst.config.durability !== 'ephemeral') {
+  if (inst.logClass !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);
   }
@@ -167,7 +167,7 @@ export function onTermReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q:
   }
   deleteSeqs(inst, live);
   q.table.deadLettered += op.seqs.length;
-  const cls = inst.config.durability;
+  const cls = inst.logClass;
   let frameNo = 0;
   if (cls !== 'ephemeral') {
     frameNo = a.nextFrame();

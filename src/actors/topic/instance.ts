@@ -190,6 +190,17 @@ export class TopicInstance {
     (this.gates === none() ? (this.gates = []) : this.gates).push(g);
   }
 
+  /**
+   * The class a change to this topic's records (a delete, an ack, a dead-letter or redrive move,
+   * new floors) is logged with: its own, except that an `ephemeral` topic whose segments hold
+   * records stored under an earlier class logs it as a `disk` one does (written before the
+   * reply). Those records come back after a crash, so their deletes must too.
+   */
+  get logClass(): TopicConfig['durability'] {
+    const cls = this.cfg.durability;
+    return cls === 'ephemeral' && (this.segment.ordinal > 0 || this.segment.size > 0) ? 'disk' : cls;
+  }
+
   /** The resolved config: a shared, frozen object (interned), replaced whole on a change. */
   get config(): TopicConfig {
     return this.cfg;

@@ -14,7 +14,7 @@ import { refillStreams } from '../queue/queueSteps.js';
 export function deleteRecordsStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: DeleteRecordsRequest): void {
   const inst = a.current;
   if (!inst) return ctx.reply(reqId, fail('topic_not_found', `topic ${a.name} does not exist`, { topic: a.name }));
-  const cls = inst.config.durability;
+  const cls = inst.logClass;
   const bound = inst.head; // TTL expiry below drops records, never the head
   const frame =
     cls === 'ephemeral'

@@ -19,7 +19,7 @@ export function redriveDeleteStep(a: ActorCore, ctx: ActorCtx, reqId: number, re
   // Gone, or recreated since the read: the records the queue copied are gone already.
   if (!inst || inst.id !== req.instanceId) return nothing();
   // After a restart an ephemeral topic holds none of them, and may hand their seqs out again.
-  const cls = inst.config.durability;
+  const cls = inst.logClass;
   if (req.reissue && cls === 'ephemeral') return nothing();
   if (cls !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);

@@ -317,7 +317,7 @@ export class TopicActor implements ActorCore {
    * the next request), so only a tail the class never promised can differ.
    */
   persistFloors(ctx: ActorCtx, inst: TopicInstance): void {
-    if (!inst.floorsDirty || inst.config.durability === 'ephemeral') return;
+    if (!inst.floorsDirty || inst.logClass === 'ephemeral') return;
     inst.floorsDirty = false;
     ctx.submit(
       this.nextFrame(),
