@@ -14,10 +14,13 @@ export const MAX_DEPTH = 512;
 
 export class JsonScanError extends Error {
   readonly offset: number;
-  constructor(message: string, offset: number) {
+  /** The document is well-formed as far as it was read, but nests deeper than MAX_DEPTH. */
+  readonly tooDeep: boolean;
+  constructor(message: string, offset: number, tooDeep = false) {
     super(`${message} at byte ${offset}`);
     this.name = 'JsonScanError';
     this.offset = offset;
+    this.tooDeep = tooDeep;
   }
 }
 
@@ -108,6 +111,11 @@ const stack = new Uint8Array(MAX_DEPTH + 2);
 
 function fail(what: string, pos: number, end: number): never {
   throw new JsonScanError(pos >= end ? `Unexpected end of JSON (${what})` : what, pos);
+}
+
+/** A container opens at pos one level past MAX_DEPTH. */
+function tooDeep(pos: number): never {
+  throw new JsonScanError(`Nesting deeper than ${MAX_DEPTH}`, pos, true);
 }
 
 /** Skips JSON whitespace (space, tab, LF, CR) from pos; returns the first non-ws offset (<= end). */
@@ -337,7 +345,7 @@ export function scanValue(buf: Uint8Array, pos: number, end: number, depth = 0):
     if (c === QUOTE) {
       pos = scanString(buf, pos, end);
     } else if (c === LBRACE || c === LBRACKET) {
-      if (++depth > MAX_DEPTH) fail(`Nesting deeper than ${MAX_DEPTH}`, pos, end);
+      if (++depth > MAX_DEPTH) tooDeep(pos);
       const isObj = c === LBRACE;
       stack[sp++] = isObj ? OBJ : ARR;
       p = ++pos;
@@ -517,7 +525,7 @@ export function walkObject(
   onMember: (keyStart: number, keyEnd: number, valStart: number) => number,
 ): number {
   if (pos >= end || buf[pos] !== LBRACE) fail('Expected "{"', pos, end);
-  if (depth + 1 > MAX_DEPTH) fail(`Nesting deeper than ${MAX_DEPTH}`, pos, end);
+  if (depth + 1 > MAX_DEPTH) tooDeep(pos);
   pos = skipWs(buf, pos + 1, end);
   if (pos < end && buf[pos] === RBRACE) return pos + 1;
   for (;;) {
@@ -548,7 +556,7 @@ export function walkArray(
   onElement: (valStart: number, index: number) => number,
 ): number {
   if (pos >= end || buf[pos] !== LBRACKET) fail('Expected "["', pos, end);
-  if (depth + 1 > MAX_DEPTH) fail(`Nesting deeper than ${MAX_DEPTH}`, pos, end);
+  if (depth + 1 > MAX_DEPTH) tooDeep(pos);
   pos = skipWs(buf, pos + 1, end);
   if (pos < end && buf[pos] === RBRACKET) return pos + 1;
   for (let i = 0; ; i++) {

@@ -142,6 +142,31 @@ describe('per-record caps (docs/API.md "Limits", "Errors")', () => {
   });
 });
 
+describe('nesting depth (docs/API.md "Limits")', () => {
+  test('data and meta nest up to the body limit of 512 levels; one more is 400 max_depth, nothing appended', async () => {
+    const t = name('deep');
+    // The envelope takes three levels (body, records, record): a value may nest 509 more.
+    const nest = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    const body = (data: string, meta = '{}') => `{"records":[{"data":${data},"meta":${meta}}]}`;
+    assertOk(await srv.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: body(nest(509)) }), 201, 'data at the limit');
+    assertOk(
+      await srv.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: body('1', `{"m":${nest(508)}}`) }),
+      200,
+      'meta at the limit',
+    );
+    for (const [what, b] of [
+      ['data', body(nest(510))],
+      ['meta', body('1', `{"m":${nest(509)}}`)],
+    ] as const) {
+      const r = await srv.raw('POST', `/v0/topics/${t}`, { headers: JSON_CT, body: b });
+      const d = assertError(r, 400, 'invalid_request', `${what} one level past`);
+      assert.deepEqual(d, { limit: 'max_depth', max: 512 });
+      assert.match(r.body.error.message, /^body nests deeper than 512 levels/);
+    }
+    assert.equal(await head(t), 2, 'nothing of the refused appends');
+  });
+});
+
 describe('one limit, one message', () => {
   test('a node over 128 bytes gets the same message on an append and on a queue claim', async () => {
     const t = name('onenode');

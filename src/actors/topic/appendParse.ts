@@ -23,6 +23,7 @@ import { BATCH_TOO_LARGE_MESSAGE, idempotencyKeyProblem, nodeTooLongMessage } fr
 import { CONFIG_FIELDS } from '../../protocol/topicConfig.js';
 import {
   JsonScanError,
+  MAX_DEPTH,
   bytesToString,
   releaseWordView,
   decodeStringLiteral,
@@ -130,6 +131,11 @@ interface RecordsState {
 }
 
 function malformed(e: JsonScanError): ParseFailure {
+  if (e.tooDeep)
+    return fail('invalid_request', `body nests deeper than ${MAX_DEPTH} levels (at byte ${e.offset}), this server's limit`, {
+      limit: 'max_depth',
+      max: MAX_DEPTH,
+    });
   return fail('invalid_request', `body is not valid JSON: ${e.message}`);
 }
 
