@@ -3,11 +3,10 @@
 // The libuv pool runs fdatasync, segment I/O and zlib; size it before anything touches it.
 process.env.UV_THREADPOOL_SIZE ??= '8';
 
-// A reader that went away (`spool read t | head`) is not an error: stop quietly, like other tools.
-process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(0);
-  throw e;
-});
+// A reader that went away (`spool read t | head`) is not an error: stop quietly, like other tools
+// (unless stdout is the command's product: a backup). Other write errors are one line, exit 1.
+const { onStdoutError } = await import('./cli/common.js');
+process.stdout.on('error', onStdoutError);
 
 const { run } = await import('./cli/program.js');
 const outcome = await run(process.argv.slice(2));

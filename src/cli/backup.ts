@@ -8,25 +8,32 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable, Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { CliError, EXIT, note, serverUrl, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+import { retryDelayMs, sleep } from '../client/backoff.js';
+import { errorFromResponse } from '../client/errors.js';
+import { CliError, EXIT, note, serverUrl, stdoutIsTheProduct, withClientOptions, type ClientOpts, type Outcome } from './common.js';
+
+/** Retries of a 429 or 503 (a server still recovering, or busy), as every other command's requests. */
+const BACKUP_RETRIES = 4;
+const BACKUP_BACKOFF = { baseMs: 100, maxMs: 5000 };
 
 async function fetchBackup(o: ClientOpts): Promise<Readable> {
   const url = serverUrl(o);
-  let res: Response;
-  try {
-    res = await fetch(`${url.replace(/\/$/, '')}/v0/backup`, { headers: o.key ? { authorization: `Bearer ${o.key}` } : {} });
-  } catch (err) {
-    throw new CliError(`cannot reach ${o.url}: ${(err as Error).message}`, EXIT.unavailable);
+  for (let attempt = 0; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(`${url.replace(/\/$/, '')}/v0/backup`, { headers: o.key ? { authorization: `Bearer ${o.key}` } : {} });
+    } catch (err) {
+      throw new CliError(`cannot reach ${o.url}: ${(err as Error).message}`, EXIT.unavailable);
+    }
+    if (res.ok && res.body) {
+      note(`backup as of WAL position ${res.headers.get('spool-backup-point') ?? '?'}`);
+      return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
+    }
+    // Refused: one line with the server's code and message (reportError), after the retries for 429/503.
+    const err = errorFromResponse(res.status, res.headers.get('retry-after'), await res.text().catch(() => ''), Date.now());
+    if ((res.status !== 429 && res.status !== 503) || attempt >= BACKUP_RETRIES) throw err;
+    await sleep(retryDelayMs(BACKUP_BACKOFF, attempt, err));
   }
-  if (!res.ok || !res.body) {
-    const text = await res.text().catch(() => '');
-    throw new CliError(
-      `backup refused: HTTP ${res.status} ${text}`,
-      res.status === 503 ? EXIT.unavailable : res.status === 404 ? EXIT.notFound : EXIT.rejected,
-    );
-  }
-  note(`backup as of WAL position ${res.headers.get('spool-backup-point') ?? '?'}`);
-  return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream);
 }
 
 /** Bytes of a tar's end the check keeps: BACKUP_POINT's header and content, and the two zero blocks after. */
@@ -80,6 +87,7 @@ export function backupCommand(outcome: Outcome): Command {
   ).action(async (dest: string, o: ClientOpts) => {
     const { assertEmptyTarget, untar } = await import('./untar.js');
     if (dest === '-') {
+      stdoutIsTheProduct('the reader of the backup went away before its end: what it got is not a whole backup');
       // Through a stand-in, so that a failed stream does not destroy stdout itself (its error
       // would surface as an uncaught one) and the refusal is one line, as for a file.
       const toStdout = new Writable({
@@ -88,9 +96,18 @@ export function backupCommand(outcome: Outcome): Command {
       await streamBackup(o, toStdout);
     } else if (dest.endsWith('.tar')) {
       if (fs.existsSync(dest)) throw new CliError(`${dest} exists`, EXIT.usage);
+      // Missing parents are made, as for a directory; the file is opened before the request, so a
+      // path that cannot be written is one line (exit 2) and asks the server for nothing.
+      fs.mkdirSync(path.dirname(dest), { recursive: true });
       const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.${process.pid}.tmp`);
+      let fd: number;
       try {
-        await streamBackup(o, fs.createWriteStream(tmp));
+        fd = fs.openSync(tmp, 'wx');
+      } catch (err) {
+        throw new CliError(`cannot write ${dest}: ${(err as Error).message}`, EXIT.usage);
+      }
+      try {
+        await streamBackup(o, fs.createWriteStream('', { fd }));
         fs.renameSync(tmp, dest);
       } finally {
         fs.rmSync(tmp, { force: true });

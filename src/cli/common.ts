@@ -134,6 +134,26 @@ export function parseJsonArg(v: string): unknown {
 
 // ---- output --------------------------------------------------------------------------------
 
+/** Set by a command whose stdout is its product (a backup): a reader gone early is a failure. */
+let productOnStdout: string | undefined;
+
+/** This command's stdout must reach its end: a reader that goes away early fails it with `why`. */
+export function stdoutIsTheProduct(why: string): void {
+  productOnStdout = why;
+}
+
+/**
+ * What a failed write to stdout does (cli.ts listens for it). A reader that went away (`spool read
+ * t | head`) is not an error: stop quietly, like other tools, unless stdout is the product. Any
+ * other write error (a full disk behind a redirect) is one line and exit 1, not a stack trace.
+ */
+export function onStdoutError(e: NodeJS.ErrnoException): never {
+  if (e.code === 'EPIPE' && productOnStdout === undefined) process.exit(EXIT.ok);
+  const why = e.code === 'EPIPE' ? productOnStdout : `cannot write to stdout: ${e.message}`;
+  process.stderr.write(`spool: ${why}\n`);
+  process.exit(EXIT.failure);
+}
+
 /** Writes to stdout, waiting when the pipe is full (a slow reader makes us slow, never lossy). */
 export function out(text: string): Promise<void> | void {
   if (!process.stdout.write(text)) return new Promise((r) => process.stdout.once('drain', () => r()));

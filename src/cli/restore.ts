@@ -14,6 +14,10 @@ export function restoreCommand(outcome: Outcome): Command {
     .argument('<dataDir>', 'a new or empty directory')
     .action(async (src: string, dir: string) => {
       if (src !== '-' && !fs.existsSync(src)) throw usageError(`no such backup file: ${src}`);
+      if (src !== '-' && fs.statSync(src).isDirectory())
+        throw usageError(
+          `${src} is a directory: a backup made to a directory is a data directory already (start a server on it, or copy it)`,
+        );
       const { assertEmptyTarget, untar } = await import('./untar.js');
       const { liveLockHolder } = await import('../storage/lock.js');
       const { nodeFs } = await import('../storage/fs.js');
