@@ -67,6 +67,8 @@ export class KeyRing {
   static parse(raw: string | undefined): KeyRing {
     const digests: Buffer[] = [];
     const keys: ApiKey[] = [];
+    /** Entry number by secret digest: a secret given twice is refused (one key would silently win). */
+    const seen = new Map<string, number>();
     const entries = (raw ?? '').split(',');
     entries.forEach((rawEntry, i) => {
       const entry = rawEntry.trim();
@@ -82,8 +84,15 @@ export class KeyRing {
         .split('|')
         .map((p) => p.trim())
         .filter((p) => p !== '');
+      const digest = sha256(secret);
+      const first = seen.get(digest.toString('hex'));
+      if (first !== undefined)
+        throw new KeySyntaxError(
+          `SERVICE_API_KEYS entries ${first} and ${i + 1} have the same secret (one entry per key: join scopes with +)`,
+        );
+      seen.set(digest.toString('hex'), i + 1);
       const id = keys.length + 1;
-      digests.push(sha256(secret));
+      digests.push(digest);
       keys.push({ id, label: `key#${id}`, scopes, prefixes: items.length > 0 ? items : null });
     });
     return new KeyRing(digests, keys);

@@ -55,6 +55,15 @@ test('an unknown scope is a startup error naming the token, never the secret', (
   assert.throws(() => KeyRing.parse('ok, other-secret:read+bogus'), /unknown scope "bogus"/);
 });
 
+test('a secret given twice is a startup error naming the entries, never the secret', () => {
+  assert.throws(
+    () => KeyRing.parse('k-secret-1:read, other:admin , k-secret-1:write'),
+    (e: Error) =>
+      e instanceof KeySyntaxError && /entries 1 and 3 have the same secret/.test(e.message) && !e.message.includes('k-secret-1'),
+  );
+  assert.equal(KeyRing.parse('k-secret-1:read+write,k-secret-2:read').keys.length, 2);
+});
+
 test('authenticate compares the token with every digest, whichever matches (no early exit)', () => {
   const ring = KeyRing.parse('first, second, third, fourth, fifth');
   for (const token of ['first', 'third', 'fifth', 'nobody']) {
