@@ -200,9 +200,9 @@ test('depth limit applies to the whole body', () => {
   // body object (1) + records array (2) + record object (3) + data nesting
   const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
   ok(body([`{"data":${deep(509)}}`]));
-  err(body([`{"data":${deep(510)}}`]), 'invalid_request', undefined);
+  err(body([`{"data":${deep(510)}}`]), 'invalid_request', { limit: 'max_depth', max: 512 });
   ok(`{"records":[{"data":1}],"x":${deep(511)}}`);
-  err(`{"records":[{"data":1}],"x":${deep(512)}}`, 'invalid_request', undefined);
+  err(`{"records":[{"data":1}],"x":${deep(512)}}`, 'invalid_request', { limit: 'max_depth', max: 512 });
 });
 
 test('records: missing, not an array, empty', () => {
