@@ -8,6 +8,12 @@ export const BATCH_RECORDS_MAX = 10_000;
 export const NODE_MAX_BYTES = 128;
 /** Characters in an idempotency key, from the body or the `Idempotency-Key` header. */
 export const IDEMPOTENCY_KEY_MAX_CHARS = 256;
+/**
+ * Routers a copy travels at most (docs/API.md "Routers"): a router PUT that would make a longer
+ * chain is refused, and a copy past it is not forwarded (the guard for copies a re-wired cycle
+ * could otherwise carry round forever; the origin rule stops every other loop).
+ */
+export const ROUTER_HOPS_MAX = 64;
 
 export const BATCH_TOO_LARGE_MESSAGE = `a batch may hold at most ${BATCH_RECORDS_MAX} records`;
 export const IDEMPOTENCY_KEY_TOO_LONG_MESSAGE = `idempotency_key is longer than ${IDEMPOTENCY_KEY_MAX_CHARS} characters`;

@@ -41,6 +41,49 @@ export function cycleThrough(edges: Iterable<Edge>, source: string, dest: string
   return null;
 }
 
+/**
+ * The longest chain of routers a copy could travel if `source → dest` were added, as its topics
+ * (one more than its routers), cut off once it holds more than `maxHops` routers: the routers
+ * into `source` back up the chain (fan-in is refused, so there is one such chain), the new
+ * router, then the longest way on from `dest`; no topic twice (a cycle ends where it meets
+ * itself, as the origin rule ends a copy there).
+ */
+export function longestChainThrough(edges: Iterable<Edge>, source: string, dest: string, maxHops: number): string[] {
+  const into = new Map<string, string>();
+  const out = new Map<string, Set<string>>();
+  for (const e of edges) {
+    if (!into.has(e.dest)) into.set(e.dest, e.source);
+    let l = out.get(e.source);
+    if (!l) out.set(e.source, (l = new Set()));
+    l.add(e.dest);
+  }
+  const up = [source];
+  const onChain = new Set([source, dest]);
+  for (let at = into.get(source); at !== undefined && !onChain.has(at) && up.length <= maxHops; at = into.get(at)) {
+    up.unshift(at);
+    onChain.add(at);
+  }
+  // Depth-first from dest, stopping as soon as the chain is longer than the limit.
+  let best: string[] = [];
+  const path: string[] = [];
+  const walk = (t: string): boolean => {
+    path.push(t);
+    if (path.length > best.length) best = [...path];
+    if (up.length + best.length - 1 > maxHops) return true;
+    for (const n of [...(out.get(t) ?? [])].sort()) {
+      if (onChain.has(n)) continue;
+      onChain.add(n);
+      const done = walk(n);
+      onChain.delete(n);
+      if (done) return true;
+    }
+    path.pop();
+    return false;
+  };
+  walk(dest);
+  return [...up, ...best];
+}
+
 /** A router from another source into `dest` (fan-in is refused), or undefined. */
 export function fanInConflict(edges: Iterable<Edge>, source: string, dest: string, except?: string): Edge | undefined {
   for (const e of edges) if (e.name !== except && e.dest === dest && e.source !== source) return e;

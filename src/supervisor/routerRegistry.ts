@@ -12,7 +12,8 @@ import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
 import type { RouterDef, RouterStats } from '../protocol/messages/router.js';
 import { defaultConfig } from '../protocol/topicConfig.js';
 import type { Fs } from '../storage/fs.js';
-import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from './routerGraph.js';
+import { cycleThrough, fanInConflict, longestChainThrough, upstreamOrder, type Edge } from './routerGraph.js';
+import { ROUTER_HOPS_MAX } from '../protocol/limits.js';
 import { loadRouters, recreatedEnds, saveRouters, type StoredRouter } from '../storage/routerStore.js';
 
 const ROUTERS_FILE = 'meta/routers.json';
@@ -301,9 +302,20 @@ export class RouterRegistry {
           reason: 'router_dest_fan_in',
         });
     }
-    if (!input.allowCycle) {
+    // A re-PUT keeps its edge: it makes no chain longer, and closes a cycle only as far as it
+    // turns allow_cycle off (a router inside a cycle that never had it may still be changed).
+    if (!input.allowCycle && (!had || had.allowCycle)) {
       const cycle = cycleThrough(this.routers.values(), input.source, input.dest, name);
       if (cycle) return fail('router_cycle', `router ${name} would close the cycle ${cycle.join(' -> ')}`, { cycle });
+    }
+    if (!had) {
+      const chain = longestChainThrough(this.routers.values(), input.source, input.dest, ROUTER_HOPS_MAX);
+      if (chain.length - 1 > ROUTER_HOPS_MAX)
+        return fail(
+          'topic_exists_incompatible',
+          `router ${name} would make a chain of more than ${ROUTER_HOPS_MAX} routers (${chain[0]} -> ... -> ${chain.at(-1)}); a copy travels at most ${ROUTER_HOPS_MAX}`,
+          { topic: input.dest, reason: 'router_chain_too_long', max: ROUTER_HOPS_MAX, chain },
+        );
     }
     if (!had && this.maxRouters > 0 && this.routers.size >= this.maxRouters) {
       return fail('throttled', 'too many routers', { limit: 'max_routers', max: this.maxRouters });

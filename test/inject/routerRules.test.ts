@@ -67,6 +67,36 @@ describe('PUT /v0/routers/:router', () => {
     assertOk(await put(r, { source: cc, dest: a, allow_cycle: true }), 201);
     // Turning allow_cycle off on a router inside a cycle is refused the same way.
     assertError(await put(r, { source: cc, dest: a, allow_cycle: false }), 409, 'router_cycle');
+    // A router of the cycle that never had allow_cycle (the cycle was closed by another) may still
+    // be changed: its PUT closes nothing.
+    const first = await c.get(`/v0/routers?source=${enc(a)}`);
+    const ab = assertOk(first, 200).routers[0].router as string;
+    assert.equal(assertOk(await put(ab, { source: a, dest: b, filter: ['tag', 'Glob', 'x*'] }), 200).created, false);
+    assert.equal(assertOk(await put(ab, { source: a, dest: b, guarantee: 'exactly_once' }), 200).created, false);
+  });
+
+  test('a chain of more than 64 routers is refused (409 router_chain_too_long); within it, copies reach the end', async () => {
+    const t = Array.from({ length: 66 }, (_, i) => name(`h${i}`));
+    // Built from both ends towards the middle, so the refused router joins two chains.
+    for (let i = 0; i < 32; i++) assertOk(await put(name('r'), { source: t[i], dest: t[i + 1] }), 201);
+    for (let i = 33; i < 65; i++) assertOk(await put(name('r'), { source: t[i], dest: t[i + 1] }), 201);
+    const r = name('r');
+    const d = assertError(await put(r, { source: t[32], dest: t[33] }), 409, 'topic_exists_incompatible');
+    assert.equal(d.reason, 'router_chain_too_long');
+    assert.equal(d.max, 64);
+    assert.deepEqual(d.chain, t);
+    assertError(await c.get(`/v0/routers/${enc(r)}`), 404, 'router_not_found');
+    // Without the chain's last router the join is 64 routers: allowed, and a record written at
+    // the head reaches the end (read-your-writes drains the chain).
+    const last = assertOk(await c.get(`/v0/routers?source=${enc(t[64]!)}`), 200).routers[0].router as string;
+    assertOk(await c.del(`/v0/routers/${enc(last)}`), 200);
+    assertOk(await put(r, { source: t[32], dest: t[33] }), 201);
+    assertOk(await c.post(`/v0/topics/${t[0]}`, { records: [{ data: 'far' }] }), 200);
+    const end = assertOk(await c.post(`/v0/topics/${t[64]}/diff`, {}), 200);
+    assert.deepEqual(
+      end.records.map((x: { data: unknown }) => x.data),
+      ['far'],
+    );
   });
 
   test('create_dest false with an absent dest is 404 topic_not_found and creates nothing', async () => {

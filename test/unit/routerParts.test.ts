@@ -5,7 +5,7 @@
 // in meta, preserve_* honoured) and its limit checks on the dest.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cycleThrough, fanInConflict, upstreamOrder, type Edge } from '../../src/supervisor/routerGraph.js';
+import { cycleThrough, fanInConflict, longestChainThrough, upstreamOrder, type Edge } from '../../src/supervisor/routerGraph.js';
 import { filterTuple, passesFilter } from '../../src/actors/router/filter.js';
 import { Provenance } from '../../src/actors/router/provenance.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
@@ -37,6 +37,19 @@ test('cycle path: the new source, then the shortest path from its dest back to i
   // A router being updated (allow_cycle turned off) is judged against the others.
   assert.deepEqual(cycleThrough([...edges, e('r3', 'c', 'a')], 'c', 'a', 'r3'), ['c', 'a', 'b', 'c']);
   assert.deepEqual(cycleThrough([e('1', 'a', 'b'), e('2', 'b', 'c'), e('3', 'c', 'd'), e('4', 'b', 'd')], 'd', 'a'), ['d', 'a', 'b', 'd']);
+});
+
+test('longest chain through a new router: up the one chain into its source, the longest way on from its dest', () => {
+  const chain = (n: number, p = 't') => Array.from({ length: n }, (_, i) => e(`r${p}${i}`, `${p}${i}`, `${p}${i + 1}`));
+  // t0 -> ... -> t3 upstream, a new t3 -> u0, u0 -> u1 -> u2 and a longer branch u0 -> v1 -> v2 -> v3.
+  const edges = [...chain(3), e('a', 'u0', 'u1'), e('b', 'u1', 'u2'), e('c', 'u0', 'v1'), e('d', 'v1', 'v2'), e('f', 'v2', 'v3')];
+  assert.deepEqual(longestChainThrough(edges, 't3', 'u0', 64), ['t0', 't1', 't2', 't3', 'u0', 'v1', 'v2', 'v3']);
+  assert.deepEqual(longestChainThrough([], 'a', 'b', 64), ['a', 'b']);
+  // Cut off once longer than the limit: 10 routers and the new one, limit 8.
+  assert.equal(longestChainThrough(chain(10), 't10', 'x', 8).length, 10);
+  // A cycle ends where it meets itself: with a -> b -> c, adding c -> a (allow_cycle), a copy
+  // travels two routers at most before the next one would take it back to where it started.
+  assert.deepEqual(longestChainThrough([e('1', 'a', 'b'), e('2', 'b', 'c')], 'c', 'a', 64), ['b', 'c', 'a']);
 });
 
 test('fan-in: another source into the same dest conflicts; the same source does not', () => {

@@ -18,11 +18,10 @@ import { CopySection } from './copySection.js';
 import { passesFilter } from './filter.js';
 import { RoutingState, type Forwarder } from './routingState.js';
 import { settleDrains } from './drain.js';
+import { ROUTER_HOPS_MAX } from '../../protocol/limits.js';
 
 export const FORWARD_RECORDS_MAX = 1000;
 export const FORWARD_BYTES_MAX = 1024 * 1024;
-/** Loop prevention (docs/ARCHITECTURE.md "Routers": the hop limit): a copy travels at most this many routers. */
-export const HOPS_MAX = 8;
 const RETRY_FIRST_MS = 50;
 const RETRY_MAX_MS = 2000;
 /** Texts read back from segments at a time for a lagging forwarder. */
@@ -187,8 +186,8 @@ function sendBatch(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, f: Forwarde
     // The tag is decoded only for a filter to judge (no string per copied record otherwise).
     const tag =
       f.def.filter !== null && t.tagLen > 0 ? inst.nodes.tagOfLiteral(t.buf.toString('latin1', t.tagOff, t.tagOff + t.tagLen)) : undefined;
-    // Never back to its origin, never past 8 hops, only what the filter passes.
-    if (origin === f.def.dest || hops > HOPS_MAX || !passesFilter(f.def.filter, tag)) {
+    // Never back to its origin, never past the hop limit, only what the filter passes.
+    if (origin === f.def.dest || hops > ROUTER_HOPS_MAX || !passesFilter(f.def.filter, tag)) {
       last = s;
       continue;
     }
