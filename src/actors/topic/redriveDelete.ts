@@ -18,9 +18,11 @@ export function redriveDeleteStep(a: ActorCore, ctx: ActorCtx, reqId: number, re
   const nothing = () => ctx.reply(reqId, okJson(200, `{"topic":${JSON.stringify(a.name)},"deleted":0`));
   // Gone, or recreated since the read: the records the queue copied are gone already.
   if (!inst || inst.id !== req.instanceId) return nothing();
-  // After a restart an ephemeral topic holds none of them, and may hand their seqs out again.
+  // After a restart an ephemeral topic may hand their seqs out again: a reissued delete could hit
+  // new records, so it deletes nothing (one turned ephemeral may then keep stored copies: a
+  // duplicate, never a loss).
+  if (req.reissue && inst.config.durability === 'ephemeral') return nothing();
   const cls = inst.logClass;
-  if (req.reissue && cls === 'ephemeral') return nothing();
   if (cls !== 'ephemeral') {
     const refused = writeRefusal(ctx) ?? (ctx.walCreditExhausted() ? walBehind() : undefined);
     if (refused) return ctx.reply(reqId, refused);
