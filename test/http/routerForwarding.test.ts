@@ -174,6 +174,30 @@ for (const same of [false, true]) {
       );
     });
 
+    test('a batch larger than the room a full reject dest has left: what fits goes on, the rest waits', async () => {
+      const [s, d] = pair(same);
+      assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 5 }), 201);
+      assertOk(await route(s, d), 201);
+      assertOk(
+        await append(
+          s,
+          [1, 2, 3, 4].map((data) => ({ data })),
+        ),
+        200,
+      );
+      assertOk(await append(s, [{ data: 5 }, { data: 6 }]), 200);
+      // The read drains the forwarder: 5 fits (the batch of two is halved), 6 waits for room.
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [1, 2, 3, 4, 5],
+      );
+      assertOk(await c.post(`/v0/topics/${d}/delete`, { before_seq: 2 }), 200);
+      assert.deepEqual(
+        (await diff(d)).map((r: any) => r.data),
+        [2, 3, 4, 5, 6],
+      );
+    });
+
     test('a diff on a dest applies a refused forward at once once room is freed, not at the next backoff', async () => {
       const [s, d] = pair(same);
       assertOk(await c.put(`/v0/topics/${d}`, { discard: 'reject', cap_records: 2 }), 201);

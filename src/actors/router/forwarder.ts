@@ -243,8 +243,11 @@ export function onRouterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance |
   f.inflight = null;
   if (!result.ok || !result.forward) {
     f.lastError = result.ok ? 'internal' : result.code;
-    // A batch larger than a `discard: reject` dest's cap can never fit whole: send less at once.
-    if (!result.ok && result.code === 'record_too_large' && sent.count > 1) {
+    // A batch larger than a `discard: reject` dest's cap can never fit whole, and one larger than
+    // the room a full one has left does not fit now: send less at once, down to one record, which
+    // then waits with backoff for room (the records that fit go on meanwhile, so a source's own
+    // cap does not evict them first).
+    if (!result.ok && (result.code === 'record_too_large' || result.code === 'topic_full') && sent.count > 1) {
       f.batchMax = Math.max(1, Math.floor(sent.count / 2));
       pump(a, ctx, inst, f);
       return true;
