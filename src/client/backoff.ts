@@ -43,6 +43,21 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/**
+ * Runs `onAbort` once when `signal` aborts, at once if it already has (an `abort` listener alone
+ * would never hear it); returns the undo, which takes the listener off the caller's signal again,
+ * so one signal shared by many watches or workers does not gather theirs.
+ */
+export function onAbortOf(signal: AbortSignal | undefined, onAbort: () => void): () => void {
+  if (signal === undefined) return () => undefined;
+  if (signal.aborted) {
+    onAbort();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
 export function abortError(signal: AbortSignal): SpoolError {
   return signal.reason instanceof SpoolError
     ? signal.reason

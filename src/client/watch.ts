@@ -9,7 +9,7 @@
 // subscription again with `cursor` = that map (docs/API.md "POST /v0/watch"). Records at or below a topic's cursor
 // are dropped as duplicates; a frame starting above the cursor would be a silent gap and throws
 // SpoolError `stream_gap` instead. docs/CLIENT.md "Watch".
-import { abortError, backoffMs, retryDelayMs, sleep } from './backoff.js';
+import { abortError, backoffMs, onAbortOf, retryDelayMs, sleep } from './backoff.js';
 import { CLIENT_CODES, SpoolError } from './errors.js';
 import { encodeCursor } from './json.js';
 import { readSse, SseDecoder, type SseEvent } from './sse.js';
@@ -43,12 +43,14 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
   private readonly ctl = new AbortController();
   private closed = false;
   private started = false;
+  /** Takes our listener off the caller's signal (when the watch ends). */
+  private readonly unlink: () => void;
 
   constructor(
     private readonly client: ClientCore<S>,
     private readonly opts: WatchOptions<S>,
   ) {
-    opts.signal?.addEventListener('abort', () => this.ctl.abort(opts.signal!.reason), { once: true });
+    this.unlink = onAbortOf(opts.signal, () => this.ctl.abort(opts.signal!.reason));
   }
 
   /** The composite cursor after the last event handed out; pass it as `cursor` to resume later. */
@@ -60,6 +62,7 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
   close(): void {
     this.closed = true;
     this.ctl.abort();
+    this.unlink();
   }
 
   [Symbol.asyncIterator](): AsyncIterator<WatchEvent<S, R>> {
@@ -154,6 +157,7 @@ export class WatchStream<S extends Seq, R> implements AsyncIterable<WatchEvent<S
       }
     } finally {
       this.ctl.abort();
+      this.unlink();
     }
   }
 

@@ -13,7 +13,8 @@ export interface WorkStreamOptions {
   max?: number;
   lease_ms?: number;
   raw?: boolean;
-  signal: AbortSignal;
+  /** Closes the connection (its leases are released); ending the iteration closes it too. */
+  signal?: AbortSignal;
 }
 
 export type WorkEvent<S, D> = { type: 'open' } | { type: 'job'; job: Job<S, D, unknown> };
@@ -22,20 +23,28 @@ export type WorkEvent<S, D> = { type: 'open' } | { type: 'job'; job: Job<S, D, u
 const WORK_IDLE_MS = 32_000;
 
 export async function* openWork<S>(client: ClientCore<S>, queue: string, opts: WorkStreamOptions): AsyncGenerator<WorkEvent<S, unknown>> {
-  const res = await client.transport.openStream(
-    `/v0/topics/${encodeURIComponent(queue)}/work`,
-    { node: opts.node, max: opts.max, lease_ms: opts.lease_ms },
-    {},
-    opts.signal,
-  );
-  yield { type: 'open' };
-  for await (const ev of readSse(res, new SseDecoder(), { idleMs: WORK_IDLE_MS, signal: opts.signal })) {
-    if (ev.type === 'job') {
-      yield { type: 'job', job: client.decode<Job<S, unknown, unknown>>(ev.data, opts.raw === true, true) };
-    } else if (ev.type === 'error') {
-      const p = JSON.parse(ev.data) as ErrorFramePayload;
-      if (p.terminal) throw new SpoolError({ code: p.error, message: p.message, status: p.code, retryAfterMs: p.retry_after_ms });
+  // Ours ends the connection when the iteration ends however it ends (a break, an error), with or
+  // without the caller's signal.
+  const own = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, own.signal]) : own.signal;
+  try {
+    const res = await client.transport.openStream(
+      `/v0/topics/${encodeURIComponent(queue)}/work`,
+      { node: opts.node, max: opts.max, lease_ms: opts.lease_ms },
+      {},
+      signal,
+    );
+    yield { type: 'open' };
+    for await (const ev of readSse(res, new SseDecoder(), { idleMs: WORK_IDLE_MS, signal })) {
+      if (ev.type === 'job') {
+        yield { type: 'job', job: client.decode<Job<S, unknown, unknown>>(ev.data, opts.raw === true, true) };
+      } else if (ev.type === 'error') {
+        const p = JSON.parse(ev.data) as ErrorFramePayload;
+        if (p.terminal) throw new SpoolError({ code: p.error, message: p.message, status: p.code, retryAfterMs: p.retry_after_ms });
+      }
     }
+    throw new SpoolError({ code: CLIENT_CODES.network_error, message: 'the server closed the work stream' });
+  } finally {
+    own.abort();
   }
-  throw new SpoolError({ code: CLIENT_CODES.network_error, message: 'the server closed the work stream' });
 }

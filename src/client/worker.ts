@@ -13,7 +13,7 @@
 // A handler that throws an UnrecoverableError fails its job for good: the job is termed (sent to
 // the queue's dead-letter topic at once, the error's message as its reason) instead of nacked.
 // Poll mode uses blocking claims (`wait_ms`), so an idle worker waits on the server, not in a loop.
-import { backoffMs, sleep } from './backoff.js';
+import { backoffMs, onAbortOf, sleep } from './backoff.js';
 import { CLIENT_CODES, SpoolError } from './errors.js';
 import { randomHex } from './ids.js';
 import { LeaseKeeper } from './leaseKeeper.js';
@@ -121,9 +121,15 @@ export class Worker<S> {
   ) {
     this.node = opts.node ?? `worker-${randomHex(6)}`;
     this.concurrency = Math.max(1, Math.floor(opts.concurrency ?? 1));
-    opts.signal?.addEventListener('abort', () => void this.stop(), { once: true });
+    // A signal aborted already stops the worker before it asks for anything.
+    if (opts.signal?.aborted) {
+      this.draining = true;
+      this.stopCtl.abort();
+    }
     this.done = this.main();
     this.done.catch(() => undefined); // callers who never look at `done` get no unhandled rejection
+    const unlink = onAbortOf(opts.signal, () => void this.stop());
+    this.done.then(unlink, unlink);
   }
 
   /**
@@ -141,6 +147,19 @@ export class Worker<S> {
       await this.done.catch(() => undefined);
       clearTimeout(t);
     } else await this.done.catch(() => undefined);
+  }
+
+  /**
+   * Hands an error to the caller's `onError`. A callback that throws must not stop the worker or
+   * leave a job unsettled (it ran before the job's nack), nor become an unhandled rejection: what
+   * it threw goes to the console.
+   */
+  private report(err: unknown, job?: { seq: unknown; deliveries: number }): void {
+    try {
+      this.opts.onError?.(err, job);
+    } catch (thrown) {
+      console.error('spool worker: onError threw', thrown);
+    }
   }
 
   private abortAll(why: string): void {
@@ -172,7 +191,7 @@ export class Worker<S> {
         return (await this.client.getTopic(this.queue, { touch: false })).config.lease_ms;
       } catch (e) {
         if (this.isFatal(e)) throw e;
-        this.opts.onError?.(e);
+        this.report(e);
         await sleep(backoffMs(RECONNECT, failures), this.stopCtl.signal).catch(() => undefined);
       }
     }
@@ -212,7 +231,7 @@ export class Worker<S> {
         failures = 0;
       } catch (e) {
         if (this.isFatal(e)) throw e;
-        this.opts.onError?.(e);
+        this.report(e);
         await sleep(backoffMs(RECONNECT, failures++), this.stopCtl.signal).catch(() => undefined);
         continue;
       }
@@ -257,7 +276,7 @@ export class Worker<S> {
       } catch (e) {
         if (conn.signal.aborted && this.draining) break;
         if (this.isFatal(e)) throw e;
-        this.opts.onError?.(e);
+        this.report(e);
       } finally {
         // The server released every lease delivered on this connection.
         for (const r of mine) this.lose(r, 'its /work connection closed (the server released the lease)');
@@ -289,6 +308,22 @@ export class Worker<S> {
     return r;
   }
 
+  /**
+   * A job whose ack was skipped is gone when no live record holds its seq any more: the ack was
+   * applied, and its answer lost (the client resends an ack, and the resend finds nothing held),
+   * or another holder acked it. Either way it is done and not delivered again: not `lost`.
+   */
+  private async gone(seq: S): Promise<boolean> {
+    try {
+      const before = (typeof seq === 'bigint' ? seq - 1n : (seq as number) - 1) as S;
+      const r = await this.client.diff(this.queue, { from_seq: before, limit: 1 });
+      const first = r.records[0] as { $seq: S } | undefined;
+      return first === undefined || first.$seq !== seq;
+    } catch {
+      return false;
+    }
+  }
+
   private lose(r: Running, why: string): void {
     if (r.lost !== undefined) return;
     r.lost = why;
@@ -306,7 +341,7 @@ export class Worker<S> {
       leaseId: job.lease_id,
       leaseMs: this.leaseMs,
       onLost: (why) => this.lose(r, why),
-      onError: (e) => this.opts.onError?.(e, info),
+      onError: (e) => this.report(e, info),
     });
     keeper.start();
     let failure: { err: unknown } | undefined;
@@ -318,24 +353,24 @@ export class Worker<S> {
     await keeper.stop();
     if (r.lost !== undefined) {
       this.stats.lost++;
-      this.opts.onError?.(new SpoolError({ code: 'lease_lost', message: `job ${String(job.$seq)} not settled: ${r.lost}` }), info);
+      this.report(new SpoolError({ code: 'lease_lost', message: `job ${String(job.$seq)} not settled: ${r.lost}` }), info);
       return;
     }
     const fence = { node: this.node, seqs: [job.$seq], lease_ids: [job.lease_id] };
     try {
       if (!failure) {
         const a = await this.client.ack(this.queue, fence);
-        if (a.acked === 1) this.stats.acked++;
+        if (a.acked === 1 || (await this.gone(job.$seq))) this.stats.acked++;
         else this.stats.lost++;
       } else if (isUnrecoverable(failure.err)) {
-        this.opts.onError?.(failure.err, info);
+        this.report(failure.err, info);
         const t = await this.client.term(this.queue, { ...fence, reason: reasonOf(failure.err) });
         if (t.terminated === 1) this.stats.terminated++;
         else if (t.released === 1)
           this.stats.nacked++; // no dead-letter topic: back in the queue
         else this.stats.lost++;
       } else {
-        this.opts.onError?.(failure.err, info);
+        this.report(failure.err, info);
         const delay = this.opts.nackDelayMs?.(job.deliveries, failure.err) ?? backoffMs(NACK_BACKOFF, job.deliveries - 1);
         const n = await this.client.nack(this.queue, { ...fence, delay_ms: Math.max(0, Math.round(delay)) });
         if (n.nacked === 1) this.stats.nacked++;
@@ -344,7 +379,7 @@ export class Worker<S> {
     } catch (e) {
       // The lease expires on its own and the job is delivered again.
       this.stats.lost++;
-      this.opts.onError?.(e, info);
+      this.report(e, info);
     }
   }
 }
