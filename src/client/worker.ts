@@ -162,9 +162,13 @@ export class Worker<S> {
     }
   }
 
+  /**
+   * Aborts the running handlers' signals. The `/work` connection stays open until they settle (as
+   * in a stop without a timeout): closing it now would release their leases, so a handler that
+   * returns after the abort could not ack its job, where a polling worker's would.
+   */
   private abortAll(why: string): void {
     for (const r of this.running.values()) r.ctl.abort(new SpoolError({ code: CLIENT_CODES.aborted, message: why }));
-    this.conn?.abort();
   }
 
   private async main(): Promise<void> {

@@ -119,3 +119,24 @@ test('an ack whose answer was lost: the resend finds the job gone, and it counts
   assert.deepEqual({ acked: w.stats.acked, lost: w.stats.lost }, { acked: 1, lost: 0 });
   assert.equal((await client.getTopic('sig.aq', { touch: false })).count, 0);
 });
+
+test('stop({ timeoutMs }): a handler that returns after its signal aborted acks its job, in push and poll mode alike', async () => {
+  for (const mode of ['push', 'poll'] as const) {
+    const q = `sig.stop-${mode}`;
+    await spool.putTopic(q, { type: 'queue' });
+    await spool.append(q, [{ data: 'slow' }]);
+    let started = false;
+    const w = spool.worker(
+      q,
+      async (_job, { signal }) => {
+        started = true;
+        await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+      },
+      { mode },
+    );
+    await until('the job started', () => started);
+    await w.stop({ timeoutMs: 200 });
+    assert.deepEqual({ acked: w.stats.acked, lost: w.stats.lost }, { acked: 1, lost: 0 }, mode);
+    assert.equal((await spool.getTopic(q, { touch: false })).count, 0, `${mode}: the job is done`);
+  }
+});
