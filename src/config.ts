@@ -60,6 +60,8 @@ export interface Settings {
   lazyRecovery: boolean;
   recoveryTruncate: boolean;
   shutdownGraceMs: number;
+  /** How long a request's head and body may take to arrive (then 400, connection closed). */
+  requestTimeoutMs: number;
   watchSessionTtlMs: number;
   maxWatchSessions: number;
   maxSseConnections: number;
@@ -152,6 +154,7 @@ export function readSettings(env: Env = process.env): Settings {
     lazyRecovery: str(env, 'SERVICE_LAZY_RECOVERY') === undefined ? true : bool(env, 'SERVICE_LAZY_RECOVERY'),
     recoveryTruncate: bool(env, 'SERVICE_RECOVERY_TRUNCATE'),
     shutdownGraceMs: num(env, 'SERVICE_SHUTDOWN_GRACE_MS', 10_000),
+    requestTimeoutMs: num(env, 'SERVICE_REQUEST_TIMEOUT_MS', 300_000),
     watchSessionTtlMs: num(env, 'SERVICE_WATCH_SESSION_TTL_MS', 300_000),
     maxWatchSessions: num(env, 'SERVICE_MAX_WATCH_SESSIONS', 10_000),
     maxSseConnections: num(env, 'SERVICE_MAX_SSE_CONNECTIONS', 10_000),

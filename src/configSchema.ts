@@ -59,6 +59,7 @@ export const SETTINGS: readonly SettingDef[] = [
   { env: 'SERVICE_LAZY_RECOVERY', kind: 'bool', readme: '`1`' },
   { env: 'SERVICE_RECOVERY_TRUNCATE', kind: 'bool', readme: 'unset' },
   { env: 'SERVICE_SHUTDOWN_GRACE_MS', kind: 'int', readme: '`10000`' },
+  { env: 'SERVICE_REQUEST_TIMEOUT_MS', kind: 'int', readme: '`300000`', min: 1000 },
   { env: 'SERVICE_WATCH_SESSION_TTL_MS', kind: 'int', readme: '`300000`' },
   { env: 'SERVICE_MAX_WATCH_SESSIONS', kind: 'int', readme: '`10000`' },
   { env: 'SERVICE_MAX_SSE_CONNECTIONS', kind: 'int', readme: '`10000`' },

@@ -3,7 +3,8 @@
 // route runs (a malformed URL, a malformed or oversized request head).
 import crypto from 'node:crypto';
 import type { Socket } from 'node:net';
-import { LogController, type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import { LogController, type FastifyBaseLogger, type FastifyHttpOptions } from 'fastify';
 import { fail } from '../protocol/errors.js';
 import { sendError } from './reply.js';
 import { lazyChildLogger } from './lazyLogger.js';
@@ -31,7 +32,11 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
 }
 
 /** The options `buildServer` makes its Fastify instance with. */
-export function fastifyOptions(maxBodyBytes: number, logger: FastifyBaseLogger | undefined): FastifyServerOptions {
+export function fastifyOptions(
+  maxBodyBytes: number,
+  requestTimeoutMs: number,
+  logger: FastifyBaseLogger | undefined,
+): FastifyHttpOptions<Server> {
   return {
     // pino (src/log.ts); Fastify's own per-request lines are off, onResponse below logs one.
     loggerInstance: logger,
@@ -51,8 +56,23 @@ export function fastifyOptions(maxBodyBytes: number, logger: FastifyBaseLogger |
     routerOptions: { maxParamLength: 65_536 },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // A request whose head and body have not all arrived within SERVICE_REQUEST_TIMEOUT_MS is
+    // answered 400 and its connection closed (Node's own default, 300 s, which Fastify's 0 turns
+    // off): a client that stalls mid-body would otherwise hold its connection, and its key's
+    // in-flight slot, for ever. Requests received whole (a long-poll, a stream) are not affected.
+    // Node looks at its connections every connectionsCheckingInterval, so that is kept a
+    // fraction of the timeout; and it times nothing at all while headersTimeout (60 s) is longer
+    // than requestTimeout, so the head's limit is never more than the whole request's.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(60_000, requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(250, Math.floor(requestTimeoutMs / 4))),
+    },
     clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket) {
       if (err.code === 'ECONNRESET' || !socket.writable) return socket.destroy();
+      if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+        return socket.end(clientErrorResponse(400, 'Bad Request', `the request did not arrive whole within ${requestTimeoutMs} ms`));
       const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
       socket.end(
         clientErrorResponse(

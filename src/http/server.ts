@@ -64,7 +64,7 @@ export async function buildServer(
     },
     { gate, book, now: Date.now },
   );
-  const app = Fastify(fastifyOptions(s.maxBodyBytes, logger));
+  const app = Fastify(fastifyOptions(s.maxBodyBytes, s.requestTimeoutMs, logger));
   const { hub, work, slots, streamPacer } = streamParts(app, sup, monitor, book);
   const metrics = new Metrics(sup, hub, slots);
   registerPressureMetrics(metrics, monitor, gate);
