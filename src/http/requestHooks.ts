@@ -10,6 +10,7 @@ import { stageClock } from '../core/stageClock.js';
 import { sendError } from './reply.js';
 import { RequestMetrics } from './requestMetrics.js';
 import { levelEnabled } from './lazyLogger.js';
+import { redactUrl } from './errorHandlers.js';
 import { setCommonHeaders, watchDraining } from './responseHeaders.js';
 import { ruleFor, type Admission } from './admission.js';
 
@@ -47,9 +48,11 @@ export function installRequestHooks(app: FastifyInstance, sup: Supervisor, admis
     metrics.requests.observe(req, reply);
     // The line is built only when it will be written (a 5xx, or the debug level).
     if (reply.statusCode < 500 && !levelEnabled(req.log, 'debug')) return done();
+    // A `?token=` (an API key, on the SSE routes) never reaches a log line.
+    const url = redactUrl(req.url);
     const line = {
       method: req.method,
-      url: req.url,
+      url,
       route: RequestMetrics.route(req),
       status: reply.statusCode,
       ms: Math.round((nowMs() - req.startedAt) * 1000) / 1000,
@@ -57,8 +60,8 @@ export function installRequestHooks(app: FastifyInstance, sup: Supervisor, admis
     };
     if (reply.statusCode < 500 || RequestMetrics.probeNotReady(line.route, reply.statusCode)) req.log.debug(line, 'request');
     // Refused while recovering: counted as a server error, but the server is doing as it should.
-    else if (line.error === 'not_ready') req.log.warn(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
-    else req.log.error(line, `${req.method} ${req.url} answered ${reply.statusCode}`);
+    else if (line.error === 'not_ready') req.log.warn(line, `${req.method} ${url} answered ${reply.statusCode}`);
+    else req.log.error(line, `${req.method} ${url} answered ${reply.statusCode}`);
     done();
   });
 }

@@ -22,7 +22,9 @@ declare module 'fastify' {
 }
 
 export function stageKind(req: FastifyRequest): string {
-  return `${req.method} ${req.routeOptions.url ?? req.url}${req.stageTag ? ` ${req.stageTag}` : ''}`;
+  // A request no route matched is `unmatched`, as in the metrics: its URL may name any tenant's
+  // topic (or carry a `?token=`), and one kind per URL would grow the table without bound.
+  return `${req.method} ${req.routeOptions.url ?? 'unmatched'}${req.stageTag ? ` ${req.stageTag}` : ''}`;
 }
 
 export function registerStageClock(app: FastifyInstance, sup: Supervisor): void {

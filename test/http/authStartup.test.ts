@@ -42,6 +42,27 @@ test('a non-loopback bind without keys refuses; the override or keys let it star
   assert.ok(!b.stderr().includes('zz-secret-1'));
 });
 
+test('a key in ?token= never reaches the log: not in the 503 line while recovering, nor at debug', async () => {
+  const srv = await startServer({
+    env: { SERVICE_API_KEYS: 'tok-secret-42', SERVICE_TEST_RECOVERY_DELAY_MS: '2000', SERVICE_LOG_LEVEL: 'debug', SERVICE_WORKERS: '1' },
+    waitReady: false,
+  });
+  servers.push(srv);
+  const early = await req(srv.url, 'GET', '/v0/topics/q/work?node=n&token=tok-secret-42', undefined, { accept: 'text/event-stream' });
+  assert.equal(early.status, 503, 'still recovering');
+  const deadline = Date.now() + 30_000;
+  while ((await req(srv.url, 'GET', '/v0/ready')).status !== 200) {
+    assert.ok(Date.now() < deadline, 'ready');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal((await req(srv.url, 'GET', '/v0/topics/x?token=tok-secret-42')).status, 401, 'a token on a route that takes none');
+  await new Promise((r) => setTimeout(r, 200));
+  const out = srv.stderr();
+  assert.match(out, /answered 503/, 'the recovery refusal was logged');
+  assert.match(out, /token=<redacted>/);
+  assert.ok(!out.includes('tok-secret-42'), 'the key is not in the log');
+});
+
 test('dev mode ignores the Authorization header', async () => {
   const a = servers.find((s) => s.stderr().includes('listening'))!;
   assert.equal((await req(a.url, 'GET', '/v0/topics', undefined, { authorization: 'Bearer whatever' })).status, 200);
