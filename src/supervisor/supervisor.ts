@@ -324,6 +324,18 @@ export class Supervisor {
           (scan.quarantinedBytes ? ` (${scan.quarantinedBytes} bytes quarantined)` : ''),
         { topics, frames: scan.frames, bytes: scan.bytes, ms: Date.now() - started },
       );
+      // Not the clean end a crash leaves: whole frames followed the bad one, or whole files were
+      // dropped. Loud, with where, so an operator can tell a power loss from damage.
+      for (const d of scan.damage)
+        this.log.warn(
+          `WAL ${d.file} at offset ${d.offset}: a frame did not check (${d.reason}) and whole frames follow it in that file; ` +
+            `taken as a torn tail (a power loss can leave one): the frames after it were dropped, their bytes kept in wal/quarantine/ ` +
+            `(spool wal-dump lists them; unless the machine lost power, this is damage and acknowledged writes may be missing)`,
+        );
+      if (scan.droppedFileBytes)
+        this.log.warn(
+          `SERVICE_RECOVERY_TRUNCATE: ${scan.droppedFileBytes} bytes of whole WAL files after the damage were dropped (moved to wal/quarantine/); writes they held are gone`,
+        );
     } finally {
       clearInterval(this.progressPoll);
     }

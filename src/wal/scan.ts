@@ -54,6 +54,10 @@ export interface ScanResult {
   bytes: number;
   tornBytes: number;
   quarantinedBytes: number;
+  /** Whole WAL files moved to quarantine/ under SERVICE_RECOVERY_TRUNCATE, in bytes. */
+  droppedFileBytes: number;
+  /** Bad frames that had whole frames after them in the same file (docs/ARCHITECTURE.md "Torn tails versus corruption"). */
+  damage: { file: string; offset: number; reason: string }[];
 }
 
 export const CHUNK_BYTES = 4 * 1024 * 1024;
@@ -154,7 +158,7 @@ export async function scanWal(
   windowBytes = WINDOW_BYTES,
 ): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
-  return new WalScan({ fsx, dir: walDir(dataDir), files }, from, truncateOnCorruption, sink, windowBytes).run();
+  return new WalScan({ fsx, dir: walDir(dataDir), files, droppedBytes: 0 }, from, truncateOnCorruption, sink, windowBytes).run();
 }
 
 /** One recovery scan: the files in order, the frames of each, the repair where a file stops. */
@@ -178,7 +182,15 @@ class WalScan {
   ) {
     this.sizes = s.files.map((n) => s.fsx.statSync(path.join(s.dir, walFileName(n))).size);
     this.total = this.sizes.reduce((a, b) => a + b, 0) || 1;
-    this.result = { lastFileNo: s.files.at(-1) ?? from?.fileNo ?? 0, frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 };
+    this.result = {
+      lastFileNo: s.files.at(-1) ?? from?.fileNo ?? 0,
+      frames: 0,
+      bytes: 0,
+      tornBytes: 0,
+      quarantinedBytes: 0,
+      droppedFileBytes: 0,
+      damage: [],
+    };
     this.batches = new FrameBatches(sink);
     this.win = new FileWindow(windowBytes);
   }
@@ -193,6 +205,7 @@ class WalScan {
     await this.batches.flushAll();
     freeZeroTails(this.s.fsx, this.zeroTails);
     this.sink.progress(1);
+    this.result.droppedFileBytes = this.s.droppedBytes;
     return this.result;
   }
 
@@ -224,6 +237,7 @@ class WalScan {
       const repair = await repairTail(this.s, i, stopped.off, stopped.reason, this.truncateOnCorruption);
       this.result.tornBytes += repair.tornBytes;
       this.result.quarantinedBytes += repair.quarantinedBytes;
+      if (repair.damage) this.result.damage.push(repair.damage);
       if (repair.endsLog) {
         this.result.lastFileNo = fileNo;
         next = 'end';

@@ -18,6 +18,8 @@ export interface ScanFiles {
   fsx: Fs;
   dir: string;
   files: number[];
+  /** Bytes of whole WAL files dropped (moved to quarantine/) under SERVICE_RECOVERY_TRUNCATE. */
+  droppedBytes: number;
 }
 
 const ZEROS = Buffer.alloc(64 * 1024);
@@ -60,9 +62,25 @@ export function laterFileHoldsDataSync(fsx: Fs, dir: string, later: number[]): b
 }
 
 /** Removes the files `files[from..]` (durably). */
-function dropFilesFrom(s: ScanFiles, from: number): void {
-  for (const n of s.files.slice(from)) s.fsx.unlinkSync(path.join(s.dir, walFileName(n)));
+/**
+ * Ends the log before `files[from]` (SERVICE_RECOVERY_TRUNCATE): that file and every later one
+ * are moved into wal/quarantine/, not deleted, so what they held can still be looked at (`spool
+ * wal-dump`) after the server started without it. Returns their bytes.
+ */
+function dropFilesFrom(s: ScanFiles, from: number): number {
+  let bytes = 0;
+  const dropped = s.files.slice(from);
+  if (dropped.length === 0) return 0;
+  const qdir = path.join(s.dir, 'quarantine');
+  mkdirDurableSync(s.fsx, qdir);
+  for (const n of dropped) {
+    const name = walFileName(n);
+    bytes += s.fsx.statSync(path.join(s.dir, name)).size;
+    s.fsx.renameSync(path.join(s.dir, name), path.join(qdir, `${name}.dropped`));
+  }
+  fsyncDirSync(s.fsx, qdir);
   fsyncDirSync(s.fsx, s.dir);
+  return bytes;
 }
 
 /**
@@ -88,7 +106,7 @@ export async function onBadHeader(
   }
   // Truncating mode (or a file that held nothing): keep the prefix, i.e. every earlier file;
   // drop this one and later ones.
-  dropFilesFrom(s, i);
+  s.droppedBytes += dropFilesFrom(s, i);
   return i > 0 ? s.files[i - 1]! : fileNoBefore;
 }
 
@@ -96,6 +114,11 @@ export async function onBadHeader(
 export interface TailRepair {
   tornBytes: number;
   quarantinedBytes: number;
+  /**
+   * Where the bad frame was, when whole frames followed it in the same file: not the clean end a
+   * crash leaves, so the start says so loudly (a power loss can leave it; so can damage).
+   */
+  damage?: { file: string; offset: number; reason: string };
   /** True when the later files were dropped too: the log ends with this file. */
   endsLog: boolean;
 }
@@ -127,13 +150,14 @@ export async function repairTail(s: ScanFiles, i: number, off: number, reason: s
   // (writing always continues in a new file), and the next recovery tries again.
   let keepTail = false;
   if (later >= 0) {
+    repair.damage = { file, offset: off, reason };
     if (quarantineTail(fsx, dir, fileNo, buf, off)) repair.quarantinedBytes = buf.length - off;
     else keepTail = true;
   }
   if (!keepTail) cutFile(fsx, dir, file, off);
   if (laterFileValid) {
-    // Truncating mode: drop every later file too, keeping only the prefix.
-    dropFilesFrom(s, i + 1);
+    // Truncating mode: drop every later file too (into quarantine/), keeping only the prefix.
+    s.droppedBytes += dropFilesFrom(s, i + 1);
     repair.endsLog = true;
   }
   return repair;

@@ -164,7 +164,15 @@ test('clean log over several files: every frame delivered in order, only the zer
   const s1 = size(p1);
   const s2 = size(p2);
   const { res, c } = await scan(dir);
-  assert.deepEqual(res, { lastFileNo: 2, frames: f1.length + f2.length, bytes: sum(f1) + sum(f2), tornBytes: 0, quarantinedBytes: 0 });
+  assert.deepEqual(res, {
+    lastFileNo: 2,
+    frames: f1.length + f2.length,
+    bytes: sum(f1) + sum(f2),
+    tornBytes: 0,
+    quarantinedBytes: 0,
+    droppedFileBytes: 0,
+    damage: [],
+  });
   const all = [...f1, ...f2];
   for (const w of [0, 1]) {
     const want = hexes(all.filter((f) => probeOk(f).topicId !== 0 && probeOk(f).topicId % 2 === w));
@@ -185,7 +193,15 @@ test('clean log over several files: every frame delivered in order, only the zer
 
 test('empty directory and header-only newest file scan clean', async () => {
   const dir = tmp();
-  assert.deepEqual((await scan(dir)).res, { lastFileNo: 0, frames: 0, bytes: 0, tornBytes: 0, quarantinedBytes: 0 });
+  assert.deepEqual((await scan(dir)).res, {
+    lastFileNo: 0,
+    frames: 0,
+    bytes: 0,
+    tornBytes: 0,
+    quarantinedBytes: 0,
+    droppedFileBytes: 0,
+    damage: [],
+  });
   writeWal(dir, 1, [bootFrame(1), createFrame()]);
   writeWal(dir, 2, []); // rotated, then crashed before any frame
   const { res } = await scan(dir);
@@ -254,6 +270,8 @@ test('garbage followed by a valid frame later in the same last file: quarantined
   assert.equal(res.frames, before.length, 'frames after the bad spot are not delivered');
   assert.equal(res.tornBytes, fileBytes - validEnd);
   assert.equal(res.quarantinedBytes, fileBytes - validEnd);
+  assert.equal(res.damage.length, 1, 'reported as damage, not a clean end');
+  assert.equal(res.damage[0]!.offset, validEnd);
   assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
   assert.equal(size(p), validEnd);
   const qdir = path.join(walDir(dir), 'quarantine');
@@ -263,7 +281,7 @@ test('garbage followed by a valid frame later in the same last file: quarantined
   assert.deepEqual(saved, Buffer.concat([torn, Buffer.alloc(8), ...after]), 'the quarantine holds exactly the dropped bytes');
   // Idempotent: nothing new is torn or quarantined on the next scan.
   const second = await scan(dir);
-  assert.deepEqual(second.res, { ...res, tornBytes: 0, quarantinedBytes: 0 });
+  assert.deepEqual(second.res, { ...res, tornBytes: 0, quarantinedBytes: 0, damage: [] });
   assert.deepEqual(fs.readdirSync(qdir), q);
   assert.equal(size(p), validEnd);
 });
@@ -308,11 +326,28 @@ test('a bad frame in a non-last file while a later file holds valid frames: Corr
   assert.equal(res.lastFileNo, 1);
   assert.equal(size(p1), badOff);
   assert.deepEqual(listWal(dir), [walFileName(1)]);
+  // The later files are kept aside, whole, not deleted.
+  assert.deepEqual(
+    fs
+      .readdirSync(path.join(walDir(dir), 'quarantine'))
+      .filter((f) => f.endsWith('.dropped'))
+      .sort(),
+    [`${walFileName(2)}.dropped`, `${walFileName(3)}.dropped`],
+  );
+  assert.equal(res.droppedFileBytes, sizes[1]! + sizes[2]!);
   assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
   // Idempotent afterwards, also without the override.
   for (const truncate of [true, false]) {
     const again = await scan(dir, { truncate });
-    assert.deepEqual(again.res, { lastFileNo: 1, frames: pre.length, bytes: sum(pre), tornBytes: 0, quarantinedBytes: 0 });
+    assert.deepEqual(again.res, {
+      lastFileNo: 1,
+      frames: pre.length,
+      bytes: sum(pre),
+      tornBytes: 0,
+      quarantinedBytes: 0,
+      droppedFileBytes: 0,
+      damage: [],
+    });
     assert.deepEqual(again.c.emitted, c.emitted);
   }
 });
@@ -350,7 +385,15 @@ test('a header-less empty file between files with frames is skipped (a creation 
   fs.writeFileSync(walPath(dir, 2), Buffer.alloc(0));
   writeWal(dir, 3, f3);
   const { res } = await scan(dir);
-  assert.deepEqual(res, { lastFileNo: 3, frames: f1.length + f3.length, bytes: sum(f1) + sum(f3), tornBytes: 0, quarantinedBytes: 0 });
+  assert.deepEqual(res, {
+    lastFileNo: 3,
+    frames: f1.length + f3.length,
+    bytes: sum(f1) + sum(f3),
+    tornBytes: 0,
+    quarantinedBytes: 0,
+    droppedFileBytes: 0,
+    damage: [],
+  });
 });
 
 test('a torn tail followed by a later file holding anything but zeros after its header is still corruption', async () => {
@@ -376,6 +419,11 @@ test('a damaged header in a non-last file: CorruptionError; with truncateOnCorru
   // a file numbered after lastFileNo) are not hidden behind the damaged file on the next boot.
   assert.equal(res.lastFileNo, 1, 'lastFileNo is the last kept file');
   assert.deepEqual(listWal(dir), [walFileName(1)], 'later files removed');
+  assert.deepEqual(
+    fs.readdirSync(path.join(walDir(dir), 'quarantine')).sort(),
+    [`${walFileName(2)}.dropped`, `${walFileName(3)}.dropped`],
+    'into quarantine, whole',
+  );
   const again = await scan(dir);
   assert.equal(again.res.frames, f1.length);
 });
