@@ -12,7 +12,7 @@ import { FrameType, WAL_HEADER_BYTES } from '../format/constants.js';
 import { probeFrame, readAppendHead, readU64, type FrameView } from '../format/frame.js';
 import { listPackNamesSync, listPacks } from '../storage/packScan.js';
 import { decodeLeases } from '../format/leasesFrame.js';
-import { findValidFrameAfter, laterFileHoldsDataSync } from './scanRepair.js';
+import { findValidFrameAfter, holdsNoData, laterFileHoldsDataSync } from './scanRepair.js';
 
 /** Counts the damaged places the listing met (stops with whole frames after them). */
 export interface DumpTally {
@@ -27,7 +27,15 @@ export function* dumpWal(dataDir: string, fsx: Fs = nodeFs, tally: DumpTally = {
     const buf = fsx.readFileSync(path.join(walDir(dataDir), walFileName(fileNo)));
     const bad = checkWalHeader(buf, fileNo);
     yield `${walFileName(fileNo)}: ${buf.length} bytes${bad ? ` (header: ${bad})` : ''}`;
-    if (bad) continue;
+    if (bad) {
+      // A header that never became durable, with only zeros after it, held no frame (a creation
+      // cut short); one in front of data is damage, as for spool verify and a start.
+      if (!holdsNoData(buf)) {
+        tally.damaged++;
+        yield `  @0 DAMAGE (header: ${bad}): the file's frames cannot be read`;
+      }
+      continue;
+    }
     // Frames go to a later file only once this one was complete (a pre-created one holds zeros).
     const later = files.slice(i + 1);
     yield* dumpFrames(buf, WAL_HEADER_BYTES, () => (laterFileHoldsDataSync(fsx, walDir(dataDir), later) ? 'whole' : 'lastWal'), tally);

@@ -42,7 +42,7 @@ export function findValidFrameAfter(buf: Buffer, off: number): number {
 }
 
 /** True when the file holds nothing after its header but zeros: no frame was ever written to it. */
-function holdsNoData(buf: Buffer): boolean {
+export function holdsNoData(buf: Buffer): boolean {
   return buf.length <= WAL_HEADER_BYTES || allZero(buf, WAL_HEADER_BYTES);
 }
 

@@ -100,4 +100,12 @@ test('spool wal-dump tells damage (whole frames after it) from a torn tail, as v
   const v = spawnSync(process.execPath, [CLI, 'verify', srv.dataDir], { encoding: 'utf8' });
   assert.equal(v.status, 0, v.stdout + v.stderr);
   assert.match(v.stdout, /torn tail at offset/);
+
+  // A damaged header in front of frames: the file cannot be read, damage (exit 1), as for verify.
+  const header = Buffer.from(bytes);
+  header[20]! ^= 0xff;
+  fs.writeFileSync(walFile, header);
+  const h = walDump(srv.dataDir);
+  assert.equal(h.status, 1, 'a damaged header is exit 1');
+  assert.match(h.lines.join('\n'), /\(header: [^)]+\)\n {2}@0 DAMAGE \(header: /);
 });
