@@ -74,10 +74,16 @@ function deleteTopicRoute(app: FastifyInstance, sup: Supervisor, admission: Admi
     withHttpErrors(async (req, reply) => {
       const topic = topicParam(req);
       const ifEmpty = queryBool(req, 'if_empty', false);
-      // The cascade (docs/API.md "Topic lifecycle"): the routers naming the topic go with it, echoed in routers_removed.
-      const r = await sup.routers.deleteTopic(topic, (routersRemoved) =>
-        sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved }),
-      );
+      // The cascade (docs/API.md "Topic lifecycle"): the routers naming the topic go with it, echoed in
+      // routers_removed; a key with prefixes is told only of those it could list (name and both ends
+      // allowed), though all of them go.
+      const r = await sup.routers.deleteTopic(topic, (removed) => {
+        const routersRemoved = removed.filter((n) => {
+          const def = sup.routers.get(n);
+          return def !== undefined && admission.routerVisible(req, def);
+        });
+        return sup.workerFor(topic).request({ op: 'deleteTopic', topic, ifEmpty, routersRemoved });
+      });
       if (r.ok) admission.pressure.book.forget(topic);
       return sendResult(req, reply, r);
     }),
