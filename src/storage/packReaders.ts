@@ -3,6 +3,7 @@
 // cost a pread each instead of open + pread + close. A descriptor in use is never closed under
 // its reader (reference counts); a dropped pack's descriptor closes once its reads end.
 import type { Fs, FsFile } from './fs.js';
+import { CorruptionError } from '../core/corruption.js';
 
 /** Pack read descriptors kept open per worker. */
 export const PACK_READERS_MAX = 16;
@@ -30,7 +31,14 @@ export class PackReaders {
       const fd = await r.fd;
       for (let done = 0; done < len;) {
         const n = await fd.read(buf, at + done, len - done, position + done);
-        if (n <= 0) throw new Error(`short pack read ${done}/${len} at ${position} of ${this.pathOf(idx)}`);
+        // The file ends before bytes a snapshot's runs or a topic's index name: it was cut short,
+        // which is damage (a start refuses it in one line naming the file and where it ends).
+        if (n <= 0)
+          throw new CorruptionError(
+            this.pathOf(idx),
+            `the file ends before the ${len - done} more bytes its records need (${len} from offset ${position}): cut short`,
+            position + done,
+          );
         done += n;
       }
     } catch (err) {
