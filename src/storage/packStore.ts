@@ -14,6 +14,7 @@
 //   while any frame waits, so the WAL is never trimmed past a frame that lives only there.
 // Packs are append-only: bytes in a pack never change once written.
 import path from 'node:path';
+import { CorruptionError } from '../core/corruption.js';
 import { fsyncDir, isDiskFull, mkdirDurable, unwritten, type Fs, type FsFile } from './fs.js';
 import { packsDir } from '../format/layout.js';
 import { PackMap, type PackInfo } from './packMap.js';
@@ -309,6 +310,20 @@ export class PackStore {
       at += p.len;
     }
     return out;
+  }
+
+  /**
+   * Damage found at logical byte `offset` of a topic's packed segment, as a CorruptionError
+   * naming the pack file and the byte in it (what `spool verify` names), the topic in the detail.
+   */
+  damageAt(topicId: number, what: string, offset: number, detail: string): CorruptionError {
+    const [p] = offset < this.map.size(topicId) ? this.map.pieces(topicId, offset, 1) : [];
+    if (!p) return new CorruptionError(`${what} packed segment`, detail, offset);
+    return new CorruptionError(
+      path.join(this.dir, this.map.pack(p.idx).name),
+      `${detail} (${what}, byte ${offset} of its packed segment)`,
+      p.offset,
+    );
   }
 
   /** Forgets a topic's packed segment (after its queued writes; waiting frames are dropped). */

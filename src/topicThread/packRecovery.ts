@@ -196,7 +196,7 @@ export class PackRecovery {
     const buf = await this.host.packs.read(topicId, 0, size);
     for (let off = 0; off < buf.length;) {
       const p = probeFrame(buf, off, buf.length);
-      if (!p.ok) throw new CorruptionError(`topic ${topicId.toString(16)} packed segment`, `frame does not check (${p.reason})`, off);
+      if (!p.ok) throw this.host.packs.damageAt(topicId, `topic ${topicId.toString(16)}`, off, `frame does not check (${p.reason})`);
       const head = readAppendHead(buf, p.frame);
       if (this.superseded(topicId, head.firstSeq)) {
         // Moved to an own file (compaction), whole: the runs are not the topic's any more.

@@ -414,3 +414,19 @@ test('with a write delay, frames wait to share a writev; flush and sealTopic wri
   for (const t of TOPICS) assert.deepEqual(got.get(t), r.expected(t), `topic ${t.toString(16)} is durable`);
   assert.deepEqual(r.fatal, []);
 });
+
+test('damageAt names the pack file and the byte in it for a logical offset of a packed segment', async () => {
+  const r = rig(1 << 20);
+  const T = TOPICS[0]!;
+  r.append(T);
+  r.append(T);
+  await r.store.flush();
+  const second = frame(T, 1).length; // the second frame starts here in the topic's packed segment
+  const e = r.store.damageAt(T, 'topic x', second, 'frame does not check (crc)');
+  assert.ok(e instanceof CorruptionError);
+  assert.match(e.where, /packs\/pack-[0-9-]+\.log$/);
+  assert.equal(e.offset, second, 'the only pack holds the segment from its start');
+  assert.match(e.detail, /frame does not check \(crc\) \(topic x, byte \d+ of its packed segment\)/);
+  // Past what the map holds: named by the topic, as before.
+  assert.equal(r.store.damageAt(T, 'topic x', 1 << 30, 'gone').where, 'topic x packed segment');
+});
