@@ -71,8 +71,10 @@ export async function serve(): Promise<void> {
     // Damage found by recovery (a CorruptionError, also as it comes back from a worker or the WAL
     // thread, where it keeps only its name) is a refused start: one line naming the file and
     // offset, no stack (docs/OPERATIONS.md "Exit codes"). Anything else keeps its stack.
+    const layout = layoutRefusal(err);
     if (err instanceof CorruptionError || err?.name === 'CorruptionError')
       logger.error(`refused to start: recovery failed: ${err.message}`);
+    else if (layout) logger.error(`refused to start: ${layout}`);
     else logger.error({ err }, `recovery failed: ${err.message}`);
     process.exit(1);
   });
@@ -238,13 +240,31 @@ function pathRefusal(err: unknown, setting: string, where: string): SettingsErro
   return reason === undefined ? undefined : new SettingsError(`cannot use ${where} (${setting}): ${reason} (${code})`);
 }
 
+/**
+ * An entry of the data directory of the wrong kind (a file where `wal/`, `meta/`, `packs/` or
+ * `topics/` go, a directory where a file goes): one line naming it, or undefined. The error may
+ * come back from a worker thread as its message only ("ENOTDIR: ..., scandir '<path>'").
+ */
+function layoutRefusal(err: unknown): string | undefined {
+  const e = err as NodeJS.ErrnoException | undefined;
+  const m = /^(ENOTDIR|EISDIR): [^,]*, \w+ '([^']+)'/.exec(e?.message ?? '');
+  const code = e?.code ?? m?.[1];
+  const where = e?.path ?? m?.[2];
+  if (code === 'ENOTDIR') return `${where ?? 'the data directory'}: a file is where a directory should be (ENOTDIR)`;
+  // A read of a directory's fd names no path: the one file read that way at the start is LOCK.
+  if (code === 'EISDIR') return `${where ?? 'LOCK'}: a directory is where a file should be (EISDIR)`;
+  return undefined;
+}
+
 /** A server that could not start, logged at error: a known cause is one line, anything else keeps its stack. */
 export function reportServeFailure(err: unknown): number {
   if (err instanceof SettingsError) {
     logger.error({ refused: 'settings' }, `refused to start: ${err.message}`);
     return 2;
   }
+  const layout = layoutRefusal(err);
   if (err instanceof DataDirLockedError || err instanceof CorruptionError) logger.error(`refused to start: ${err.message}`);
+  else if (layout) logger.error(`refused to start: ${layout}`);
   else logger.error({ err }, `fatal: ${(err as Error).message}`);
   return 1;
 }

@@ -212,6 +212,26 @@ test('damage found by recovery refuses the start in one line, without a stack', 
   assert.deepEqual(refusedStart({ SERVICE_DATA_DIR: srv.dataDir }, 1), [`refused to start: recovery failed: ${file}: checksum mismatch`]);
 });
 
+test('an entry of the wrong kind in the data dir refuses the start in one line naming it', async () => {
+  const srv = await startServer();
+  assert.equal((await fetch(`${srv.url}/v0/topics/lay.a`, { method: 'PUT' })).status, 201);
+  assert.equal(await srv.stop(), 0);
+  const wal = path.join(srv.dataDir, 'wal');
+  fs.renameSync(wal, `${wal}.aside`);
+  fs.writeFileSync(wal, 'x');
+  assert.deepEqual(refusedStart({ SERVICE_DATA_DIR: srv.dataDir }, 1), [
+    `refused to start: ${wal}: a file is where a directory should be (ENOTDIR)`,
+  ]);
+  fs.rmSync(wal);
+  fs.renameSync(`${wal}.aside`, wal);
+  const lock = path.join(srv.dataDir, 'LOCK');
+  fs.rmSync(lock);
+  fs.mkdirSync(lock);
+  assert.deepEqual(refusedStart({ SERVICE_DATA_DIR: srv.dataDir }, 1), [
+    'refused to start: LOCK: a directory is where a file should be (EISDIR)',
+  ]);
+});
+
 test('a drain that runs out of grace closes what is still open, finishes (final checkpoint) and exits 0', async () => {
   const s = await startServer({ env: { SERVICE_SHUTDOWN_GRACE_MS: '300' } });
   try {
