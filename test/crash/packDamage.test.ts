@@ -77,7 +77,7 @@ async function total(s: Server): Promise<number> {
   return n;
 }
 
-test('the pack being written: damage below the bytes the checkpoint fsynced refuses an eager start; a torn tail past them recovers', async () => {
+test('the pack being written: damage below the bytes the checkpoint fsynced refuses an eager start; a torn tail past them recovers', async (t) => {
   const s = await startServer({ env: BASE });
   for (const t of TOPICS) assert.equal((await client(s.url).put(`/v0/topics/${t}`, { durability: 'disk' })).status, 201);
   const load = appenders(s, 4, (w, b) => TOPICS[(b * 4 + w) % TOPICS.length]!, 100, 'y');
@@ -131,7 +131,7 @@ test('the pack being written: damage below the bytes the checkpoint fsynced refu
     const tail = decodeSnapshot(fs.readFileSync(path.join(meta, newest)))?.packs?.[0]?.tail;
     assert.ok(tail && tail[0] === packs[0] && tail[2] !== undefined, `the pack's fsynced bytes recorded: ${JSON.stringify(tail)}`);
     const fsynced = tail[2];
-    assert.ok(victim.end <= fsynced && tornAt.off >= fsynced, `victim at ${victim.off}, last frame at ${tornAt.off}, fsynced ${fsynced}`);
+    assert.ok(victim.end <= fsynced, `victim at ${victim.off}, fsynced ${fsynced}`);
     const errors = refusal.split('\n').filter((l) => l.includes('"level":"error"'));
     assert.equal(errors.length, 1, refusal);
     assert.match(
@@ -144,7 +144,12 @@ test('the pack being written: damage below the bytes the checkpoint fsynced refu
     assert.equal(v.status, 1, v.stdout);
     assert.match(v.stdout, new RegExp(`DAMAGE: pack ${packs[0]}: damaged at offset ${victim.off} \\(crc\\), below the ${fsynced} bytes`));
 
-    // The same crash with a torn tail past the fsynced bytes instead: cut, every record back.
+    // The same crash with a torn tail past the fsynced bytes instead: cut, every record back. (A
+    // SIGKILL right after a checkpoint's flush leaves no frame past them: nothing to tear then.)
+    if (tornAt.off < fsynced) {
+      t.diagnostic(`the last frame (at ${tornAt.off}) is below the fsynced ${fsynced} bytes: no torn tail to try`);
+      return;
+    }
     fs.truncateSync(path.join(copy, 'packs', packs[0]!), tornAt.off + Math.floor((tornAt.end - tornAt.off) / 2));
     for (const env of [EAGER, BASE]) {
       const s2 = await startServer({ dataDir: copy, env });
