@@ -9,20 +9,13 @@ import assert from 'node:assert/strict';
 import type { Server } from '../helpers/server.js';
 import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool, UnrecoverableError } from '../../src/client/index.js';
+import { until } from '../helpers/until.js';
 
 let srv: Server;
 let spool: Spool;
 useSpoolServer((s, c) => ((srv = s), (spool = c)));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 async function dlqRecords(dlq: string): Promise<{ data: unknown; meta?: Record<string, unknown> }[]> {
   return (await spool.diff(dlq, { include_meta: true })).records as { data: unknown; meta?: Record<string, unknown> }[];

@@ -7,6 +7,9 @@ import assert from 'node:assert/strict';
 import { startServer, killServersAfterFile, type Server } from '../helpers/server.js';
 import { startTcpProxy } from '../helpers/tcpProxy.js';
 import { Spool, SpoolError, type WatchEvent } from '../../src/client/index.js';
+import { until as untilWithin } from '../helpers/until.js';
+
+const until = (what: string, ok: () => boolean, ms = 15_000) => untilWithin(what, ok, ms);
 
 killServersAfterFile();
 const servers: Server[] = [];
@@ -113,14 +116,6 @@ function collect(
     }
   })();
   return { seqs, count: () => n, done };
-}
-
-async function until(what: string, ok: () => boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 test(

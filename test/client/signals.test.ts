@@ -10,6 +10,7 @@ import { getEventListeners } from 'node:events';
 import { killServersAfterFile, type Server } from '../helpers/server.js';
 import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool, SpoolError } from '../../src/client/index.js';
+import { until } from '../helpers/until.js';
 
 killServersAfterFile();
 let srv: Server;
@@ -17,14 +18,6 @@ let spool: Spool;
 useSpoolServer((s, c) => ((srv = s), (spool = c)));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 test('a signal aborted already: watch ends with aborted, a worker stops without taking a job', async () => {
   await spool.putTopic('sig.log');

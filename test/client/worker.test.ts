@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { killServersAfterFile, tempDir, type Server } from '../helpers/server.js';
 import { useSpoolServer } from '../helpers/spoolServer.js';
 import { Spool, SpoolError, type Job } from '../../src/client/index.js';
+import { until } from '../helpers/until.js';
 
 killServersAfterFile();
 let srv: Server;
@@ -31,14 +32,6 @@ async function queue(name: string, config: Record<string, unknown> = {}, jobs = 
       name,
       Array.from({ length: jobs }, (_, i) => ({ data: { job: i + 1 } })),
     );
-}
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 /** Claims in a loop as another worker would; anything it gets means a lease was not kept. */

@@ -153,6 +153,11 @@ function listWal(dataDir: string): string[] {
 
 // ---- tests ---------------------------------------------------------------------------------
 
+/** What a scan that met no damage returns. */
+function clean(lastFileNo: number, frames: number, bytes: number) {
+  return { lastFileNo, frames, bytes, tornBytes: 0, quarantinedBytes: 0, droppedFileBytes: 0, damage: [] };
+}
+
 test('clean log over several files: every frame delivered in order, only the zeros after the last frame given back', async () => {
   const dir = tmp();
   const f1 = [bootFrame(1), createFrame(), appendFrame(1), appendFrame(4, 10), encodeSeqReserve(TOPIC, 1024)];
@@ -164,15 +169,7 @@ test('clean log over several files: every frame delivered in order, only the zer
   const s1 = size(p1);
   const s2 = size(p2);
   const { res, c } = await scan(dir);
-  assert.deepEqual(res, {
-    lastFileNo: 2,
-    frames: f1.length + f2.length,
-    bytes: sum(f1) + sum(f2),
-    tornBytes: 0,
-    quarantinedBytes: 0,
-    droppedFileBytes: 0,
-    damage: [],
-  });
+  assert.deepEqual(res, clean(2, f1.length + f2.length, sum(f1) + sum(f2)));
   const all = [...f1, ...f2];
   for (const w of [0, 1]) {
     const want = hexes(all.filter((f) => probeOk(f).topicId !== 0 && probeOk(f).topicId % 2 === w));
@@ -193,15 +190,7 @@ test('clean log over several files: every frame delivered in order, only the zer
 
 test('empty directory and header-only newest file scan clean', async () => {
   const dir = tmp();
-  assert.deepEqual((await scan(dir)).res, {
-    lastFileNo: 0,
-    frames: 0,
-    bytes: 0,
-    tornBytes: 0,
-    quarantinedBytes: 0,
-    droppedFileBytes: 0,
-    damage: [],
-  });
+  assert.deepEqual((await scan(dir)).res, clean(0, 0, 0));
   writeWal(dir, 1, [bootFrame(1), createFrame()]);
   writeWal(dir, 2, []); // rotated, then crashed before any frame
   const { res } = await scan(dir);
@@ -339,15 +328,7 @@ test('a bad frame in a non-last file while a later file holds valid frames: Corr
   // Idempotent afterwards, also without the override.
   for (const truncate of [true, false]) {
     const again = await scan(dir, { truncate });
-    assert.deepEqual(again.res, {
-      lastFileNo: 1,
-      frames: pre.length,
-      bytes: sum(pre),
-      tornBytes: 0,
-      quarantinedBytes: 0,
-      droppedFileBytes: 0,
-      damage: [],
-    });
+    assert.deepEqual(again.res, clean(1, pre.length, sum(pre)));
     assert.deepEqual(again.c.emitted, c.emitted);
   }
 });
@@ -385,15 +366,7 @@ test('a header-less empty file between files with frames is skipped (a creation 
   fs.writeFileSync(walPath(dir, 2), Buffer.alloc(0));
   writeWal(dir, 3, f3);
   const { res } = await scan(dir);
-  assert.deepEqual(res, {
-    lastFileNo: 3,
-    frames: f1.length + f3.length,
-    bytes: sum(f1) + sum(f3),
-    tornBytes: 0,
-    quarantinedBytes: 0,
-    droppedFileBytes: 0,
-    damage: [],
-  });
+  assert.deepEqual(res, clean(3, f1.length + f3.length, sum(f1) + sum(f3)));
 });
 
 test('a torn tail followed by a later file holding anything but zeros after its header is still corruption', async () => {
