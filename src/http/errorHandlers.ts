@@ -2,7 +2,7 @@
 // known path; Fastify's own errors (body too large, media type, bad content length) mapped to
 // the spec's error body; a full disk met by a file main writes (meta/routers.json) the 429
 // `disk_space` every write gets on a full disk; anything else a logged 500 with the URL redacted.
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { diskFull, fail } from '../protocol/errors.js';
 import { sendError, HttpError } from './reply.js';
 
@@ -36,7 +36,7 @@ export function redactUrl(url: string): string {
 
 /** Installs the not-found and error handlers on `app`. */
 export function installErrorHandlers(app: FastifyInstance, maxBodyBytes: number): void {
-  app.setNotFoundHandler((req, reply) => {
+  const notFound = (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0]!;
     for (const [re, methods] of ROUTE_TABLE) {
       if (re.test(path)) {
@@ -45,7 +45,16 @@ export function installErrorHandlers(app: FastifyInstance, maxBodyBytes: number)
       }
     }
     return sendError(req, reply, new HttpError('not_found', `no route for ${req.method} ${path}`), false);
+  };
+  // 404 and 405 come before 413 and 415 (docs/API.md "Which error wins"): answered in onRequest,
+  // after the lifecycle gate and the 401 (hooks run in the order they were added), before Fastify
+  // reads the body, whose size and type it would judge first. The handler stays for Fastify's own
+  // way there (a request it routes nowhere without passing the hooks).
+  app.addHook('onRequest', (req, reply, done) => {
+    if (req.routeOptions.url !== undefined) return done();
+    notFound(req, reply);
   });
+  app.setNotFoundHandler(notFound);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof HttpError) return sendError(req, reply, err);

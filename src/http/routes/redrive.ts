@@ -15,8 +15,11 @@ export function redriveRoutes(app: FastifyInstance, sup: Supervisor, admission: 
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, true); // an empty body means {}: every dead letter of the queue
       const topic = topicParam(req);
-      const request = redriveRequest(topic, parseSmallBody(raw, req), admission.allowlist(req));
-      if (request.from !== null) admission.requireNames(req, 'topic', [request.from]);
+      const body = parseSmallBody(raw, req);
+      // `from` against the key's allowlist right after the parse, before the body's other 400s.
+      const from = (body as { from?: unknown } | null)?.from;
+      if (typeof from === 'string') admission.requireNames(req, 'topic', [from]);
+      const request = redriveRequest(topic, body, admission.allowlist(req));
       return sendResult(req, reply, await sup.workerFor(topic).request(request));
     }),
   );

@@ -117,14 +117,19 @@ function createSessionRoute(app: FastifyInstance, sup: Supervisor, hub: WatchHub
     '/v0/watch',
     withHttpErrors(async (req, reply) => {
       const raw = checkBody(req, false);
-      const b = check(validateWatch, parseSmallBody(raw, req));
+      const parsed = parseSmallBody(raw, req);
+      // docs/API.md "Authentication": every key of topics against the key's allowlist, right after
+      // the parse, before the body's other 400s ("Which error wins").
+      const given = (parsed as { topics?: unknown } | null)?.topics;
+      if (given !== null && typeof given === 'object' && !Array.isArray(given))
+        admission.requireNames(req, 'topic', Object.keys(given).sort());
+      const b = check(validateWatch, parsed);
       const names = Object.keys(b.topics).sort();
       if (names.length === 0) throw new HttpError('invalid_request', 'topics must name at least one topic', { field: 'topics' });
       if (names.length > MAX_TOPICS)
         throw new HttpError('invalid_request', `a session watches at most ${MAX_TOPICS} topics`, { field: 'topics' });
       for (const name of names) if (!isTopicName(name)) throw new HttpError('invalid_request', 'invalid topic name', { topic: name });
       for (const name of names) checkOneStart(b.topics[name]!, `topics.${name}.from_ts`);
-      admission.requireNames(req, 'topic', names); // docs/API.md "Authentication": every key of topics, right after the parse
       let cursor: Map<string, number> | undefined;
       if (b.cursor !== undefined) {
         cursor = decodeCursor(b.cursor);
