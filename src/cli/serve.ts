@@ -199,6 +199,10 @@ function apiKeys(settings: Settings): KeyRing {
   if (!isLoopback(settings.host) && !keys.enabled && !settings.allowInsecureNoAuth) {
     throw new SettingsError(`refusing to bind ${settings.host} without SERVICE_API_KEYS; set SERVICE_ALLOW_INSECURE_NO_AUTH=1 to override`);
   }
+  // Every entry skipped (no secret before its first `:`): the setting's own rule leaves auth off,
+  // which an operator who set it cannot have meant, so the start says so.
+  if (!keys.enabled && (settings.apiKeys ?? '').replace(/[\s,]/g, '') !== '')
+    logger.warn('SERVICE_API_KEYS is set, but none of its entries has a secret (each is skipped): auth is OFF (dev mode)');
   return keys;
 }
 

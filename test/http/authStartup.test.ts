@@ -63,6 +63,13 @@ test('a key in ?token= never reaches the log: not in the 503 line while recoveri
   assert.ok(!out.includes('tok-secret-42'), 'the key is not in the log');
 });
 
+test('SERVICE_API_KEYS whose every entry lacks a secret: auth stays off, and the start warns', async () => {
+  const srv = await startServer({ env: { SERVICE_API_KEYS: ':r, :w:tenant.', SERVICE_WORKERS: '1' } });
+  servers.push(srv);
+  assert.equal((await req(srv.url, 'GET', '/v0/topics')).status, 200, 'no key needed: every entry was skipped');
+  assert.match(srv.stderr(), /SERVICE_API_KEYS is set, but none of its entries has a secret.*auth is OFF/);
+});
+
 test('dev mode ignores the Authorization header', async () => {
   const a = servers.find((s) => s.stderr().includes('listening'))!;
   assert.equal((await req(a.url, 'GET', '/v0/topics', undefined, { authorization: 'Bearer whatever' })).status, 200);
