@@ -125,8 +125,8 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
   const clip = newest?.packs ? runsClipper(newest.packs) : (_: number[], len: number) => len; // version 1: no runs
   for (const t of newest?.topics ?? []) {
     const runs = [...((t as { runs?: readonly number[] }).runs ?? [])];
-    const len = clip(runs, runs.length);
-    for (let i = 0; i + 2 < len; i += 3) {
+    const trusted = clip(runs, runs.length);
+    for (let i = 0; i + 2 < trusted; i += 3) {
       const [no, off, len] = [runs[i]!, runs[i + 1]!, runs[i + 2]!];
       const end = validEnd.get(no);
       const lost =

@@ -330,7 +330,7 @@ export class Supervisor {
         this.log.warn(
           `WAL ${d.file} at offset ${d.offset}: a frame did not check (${d.reason}) and whole frames follow it in that file; ` +
             `taken as a torn tail (a power loss can leave one): the frames after it were dropped, their bytes kept in wal/quarantine/ ` +
-            `(spool wal-dump lists them; unless the machine lost power, this is damage and acknowledged writes may be missing)`,
+            `(spool verify on a copy taken before the start reports it; unless the machine lost power, this is damage and acknowledged writes may be missing)`,
         );
       if (scan.droppedFileBytes)
         this.log.warn(

@@ -61,11 +61,10 @@ export function laterFileHoldsDataSync(fsx: Fs, dir: string, later: number[]): b
   return later.some((n) => !holdsNoData(fsx.readFileSync(path.join(dir, walFileName(n)))));
 }
 
-/** Removes the files `files[from..]` (durably). */
 /**
  * Ends the log before `files[from]` (SERVICE_RECOVERY_TRUNCATE): that file and every later one
- * are moved into wal/quarantine/, not deleted, so what they held can still be looked at (`spool
- * wal-dump`) after the server started without it. Returns their bytes.
+ * are moved into wal/quarantine/ (as `<file>.dropped`), not deleted: what they held is kept, byte
+ * for byte, after the server started without it. Returns their bytes.
  */
 function dropFilesFrom(s: ScanFiles, from: number): number {
   let bytes = 0;

@@ -86,6 +86,20 @@ test('spool wal-dump tells damage (whole frames after it) from a torn tail, as v
   assert.match(d.lines.join('\n'), new RegExp(`@${appends[0]} DAMAGE \\(crc\\): whole frames follow from @${next}\n`));
   assert.equal(d.lines.filter((l) => / APPEND topic /.test(l)).length, 2, 'the listing goes on after the damage');
   assert.match(d.stderr, /1 damaged place/);
+  // A start on that damage takes it as a torn tail (a power loss can leave one), but says so at
+  // warn with the file and offset, and keeps the bytes after it in wal/quarantine/.
+  const copy = `${srv.dataDir}-started`;
+  fs.cpSync(srv.dataDir, copy, { recursive: true });
+  const started = await startServer({ dataDir: copy });
+  assert.equal(await started.stop(), 0);
+  const warn = started
+    .stderr()
+    .split('\n')
+    .find((l) => l.includes('"level":"warn"') && l.includes('a frame did not check'));
+  assert.ok(warn, started.stderr());
+  assert.ok(warn.includes(`${path.basename(walFile)} at offset ${appends[0]}`), warn);
+  assert.ok(fs.readdirSync(path.join(copy, 'wal', 'quarantine')).includes(`${path.basename(walFile)}.${appends[0]}`));
+  fs.rmSync(copy, { recursive: true, force: true });
 
   // The last frame cut short (its second half zeroed, as a crash mid-write leaves it): a torn tail.
   const torn = Buffer.from(bytes);
