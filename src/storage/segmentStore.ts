@@ -86,6 +86,9 @@ interface TopicFiles {
   synced: readonly [number, number] | undefined;
 }
 
+/** What a deleted topic's directory is renamed to (its own name plus this) before it is removed. */
+export const DELETED_DIR_SUFFIX = '.deleted';
+
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
 export const FLUSH_LANES = 64;
 
@@ -583,7 +586,19 @@ export class SegmentStore {
     const dir = topicDir(this.dataDir, topicId);
     const drop = async () => {
       if (t) await this.closeFile(t);
-      await this.fsx.rm(dir);
+      // Renamed away whole first (durably), then removed: a crash part-way never leaves the
+      // topic's directory with some of its files gone, which recovery would take for lost files
+      // of a live topic (docs/FORMAT.md "Snapshots", `files`). A leftover is not a topic's
+      // directory by its name: the next start removes it (orphans.ts).
+      const gone = `${dir}${DELETED_DIR_SUFFIX}`;
+      try {
+        await this.fsx.rename(dir, gone);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // it never had own files
+        throw err;
+      }
+      await fsyncDir(this.fsx, path.dirname(dir));
+      await this.fsx.rm(gone);
     };
     (t ? t.chain.then(drop) : drop()).catch(() => undefined);
   }

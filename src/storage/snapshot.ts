@@ -142,7 +142,13 @@ export function decodeSnapshot(buf: Buffer): SnapshotBody | undefined {
 }
 
 /** What recovery reads of the newest valid snapshot: v1's parts, or v2's head and checked sections. */
-export type LoadedSnapshot = { version: 1; body: SnapshotBody } | { version: 2; head: SnapshotHead; sections: Buffer[] };
+export type LoadedSnapshot = ({ version: 1; body: SnapshotBody } | { version: 2; head: SnapshotHead; sections: Buffer[] }) & {
+  /**
+   * A newer snapshot was damaged and skipped: the segment files this one lists may have been
+   * unlinked since (by a checkpoint after it), so their absence is no damage (docs/FORMAT.md "Snapshots", `files`).
+   */
+  olderThanNewest?: boolean;
+};
 
 /**
  * The newest valid snapshot for recovery, falling back to older ones when the newest is damaged.
@@ -178,9 +184,9 @@ export function removeSnapshotsBefore(fsx: Fs, dataDir: string, cut: WalPosition
 export async function readNewestSnapshot(fsx: Fs, dataDir: string, warn: (m: string) => void): Promise<LoadedSnapshot | undefined> {
   const dir = metaDir(dataDir);
   const names = listSnapshotNames(fsx, dataDir);
-  for (const n of names) {
+  for (const [i, n] of names.entries()) {
     const got = await readChecked(await fsx.readFile(path.join(dir, n)));
-    if (got) return got;
+    if (got) return i > 0 ? { ...got, olderThanNewest: true } : got;
     warn(`spool: snapshot ${n} is damaged; trying an older one`);
   }
   return undefined;

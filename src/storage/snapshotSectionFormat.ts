@@ -10,7 +10,8 @@
 //           watermarks in WM_FIELDS order, no recency clocks, then first_ts_ms for a topic with
 //           TTL or a queue) when it was quiet at the cut (it may recover asleep), then "own":
 //           [first seq, size] of its one own segment file when such a topic has one, and for any
-//           other topic [first seq, bytes fsynced at the cut] of its newest own segment file.
+//           other topic [first seq, bytes fsynced at the cut] of its newest own segment file, then
+//           for such a topic "files": [first seq, bytes, ...] of the own files that must be there.
 // This file owns the format's shared pieces: the watermark order, the types of a part and of the
 // head line, and the key prefixes of a part line, which the writer writes and the fast line
 // reader matches. The writer is snapshotSectionWriter.ts, the readers snapshotSectionReader.ts.
@@ -82,6 +83,11 @@ export interface SectionPart extends TopicPart {
    * [first seq, bytes of it fsynced at the cut] (docs/FORMAT.md "Snapshots").
    */
   own?: [number, number];
+  /**
+   * A busy topic's own segment files that must be there, [first seq, bytes, ...]: each with at
+   * least those bytes of whole frames (0: any, a compacted file) (docs/FORMAT.md "Snapshots").
+   */
+  files?: number[];
 }
 
 /**
@@ -138,3 +144,4 @@ export const KEY_RESERVED = ',"reserved":';
 export const KEY_RUNS = ',"runs":[';
 export const KEY_WM = ',"wm":[';
 export const KEY_OWN = ',"own":[';
+export const KEY_FILES = ',"files":[';

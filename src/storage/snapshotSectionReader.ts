@@ -14,6 +14,7 @@ import {
   KEY_ID,
   KEY_NAME,
   KEY_OWN,
+  KEY_FILES,
   KEY_RESERVED,
   KEY_RUNS,
   KEY_WM,
@@ -59,6 +60,8 @@ export class PartCursor {
    */
   own_first_seq = 0;
   own_bytes = 0;
+  /** "files": a busy topic's own segment files that must be there, [first seq, bytes, ...]. */
+  files: number[] | undefined;
   readonly last_write_ms = null;
   readonly last_read_ms = null;
   readonly last_consumed_ms = null;
@@ -92,6 +95,7 @@ export class PartCursor {
         packed_bytes: this.packed_bytes,
       };
     if (this.own_first_seq > 0) p.own = [this.own_first_seq, this.own_bytes];
+    if (this.files !== undefined) p.files = this.files;
     return p;
   }
 
@@ -102,6 +106,7 @@ export class PartCursor {
     this.first_ts_ms = 0;
     this.own_first_seq = 0;
     this.own_bytes = 0;
+    this.files = undefined;
   }
 }
 
@@ -173,6 +178,7 @@ export function sectionPartCount(buf: Buffer): number {
 function parsedLine(buf: Buffer, off: number, end: number, cur: PartCursor): number {
   const raw = JSON.parse(buf.toString('utf8', off, end)) as Omit<SectionPart, 'config' | 'wm'> & { c: number; wm?: number[] };
   if (raw.own) [cur.own_first_seq, cur.own_bytes] = raw.own;
+  if (Array.isArray(raw.files)) cur.files = raw.files;
   cur.id = raw.id;
   cur.name = raw.name;
   cur.created_ms = raw.created_ms;
@@ -213,6 +219,7 @@ const L_RESERVED = lit(KEY_RESERVED);
 const L_RUNS = lit(KEY_RUNS);
 const L_WM = lit(KEY_WM);
 const L_OWN = lit(KEY_OWN);
+const L_FILES = lit(KEY_FILES);
 
 /** Reads the common shape of a part line byte by byte; false when the line has anything else. */
 class LineReader {
@@ -247,6 +254,7 @@ class LineReader {
     if (this.lit(L_RUNS) && !this.runs(cur)) return false;
     if (this.lit(L_WM) && !this.watermarks(cur)) return false;
     if (this.lit(L_OWN) && !this.own(cur)) return false;
+    if (this.lit(L_FILES) && !this.files(cur)) return false;
     if (this.i !== end - 1 || this.buf[this.i] !== 0x7d) return false; // }
     if (
       Number.isNaN(
@@ -297,6 +305,21 @@ class LineReader {
     }
     if (this.buf[this.i++] !== 0x5d) return false;
     cur.hasWm = true;
+    return true;
+  }
+
+  /** The numbers of "files" up to its "]" (the key read). */
+  private files(cur: PartCursor): boolean {
+    const files: number[] = [];
+    for (;;) {
+      const v = this.int();
+      if (Number.isNaN(v)) return false;
+      files.push(v);
+      const ch = this.buf[this.i++];
+      if (ch === 0x5d) break; // ]
+      if (ch !== 0x2c) return false;
+    }
+    cur.files = files;
     return true;
   }
 

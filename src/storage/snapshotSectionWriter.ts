@@ -14,6 +14,7 @@ import {
   KEY_ID,
   KEY_NAME,
   KEY_OWN,
+  KEY_FILES,
   KEY_RESERVED,
   KEY_RUNS,
   KEY_WM,
@@ -101,12 +102,12 @@ export class SectionWriter {
    * A part; `wm` when the topic is quiet (its own file, if any, in `wm`), else `own`: the first
    * seq and the fsynced bytes of its newest own segment file, when any are (docs/FORMAT.md "Snapshots").
    */
-  add(part: TopicPart, runs?: readonly number[], wm?: SectionWatermarks, own?: readonly [number, number]): void {
+  add(part: TopicPart, runs?: readonly number[], wm?: SectionWatermarks, own?: readonly [number, number], files?: readonly number[]): void {
     this.head(part.id, part.name, part.config, part.created_ms, part.reserved, part);
     if (part.queue !== undefined) this.ascii(`,"queue":${JSON.stringify(part.queue)}`);
     if (part.routers_applied !== undefined) this.ascii(`,"routers_applied":${JSON.stringify(part.routers_applied)}`);
     if (part.trim_markers !== undefined) this.ascii(`,"trim_markers":${JSON.stringify(part.trim_markers)}`);
-    this.end(runs, runs?.length ?? 0, wm, withFirstTs(part.config), own);
+    this.end(runs, runs?.length ?? 0, wm, withFirstTs(part.config), own, files);
   }
 
   /**
@@ -159,6 +160,7 @@ export class SectionWriter {
     wm: SectionWatermarks | undefined,
     firstTs: boolean,
     own?: readonly [number, number],
+    files?: readonly number[],
   ): void {
     if (runs && runsLen > 0) {
       this.ascii(KEY_RUNS);
@@ -194,6 +196,14 @@ export class SectionWriter {
       this.int(own[0]);
       this.byte(0x2c);
       this.int(own[1]);
+      this.byte(0x5d);
+    }
+    if (files && files.length > 0) {
+      this.ascii(KEY_FILES);
+      for (let i = 0; i < files.length; i++) {
+        if (i > 0) this.byte(0x2c);
+        this.int(files[i]!);
+      }
       this.byte(0x5d);
     }
     this.byte(0x7d);

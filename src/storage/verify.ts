@@ -14,10 +14,19 @@
 // crash's leftover.
 import path from 'node:path';
 import type { Fs } from './fs.js';
-import { metaDir, packsDir, parseSegmentFileName, parseTopicDirName, topicsDir, walDir, walFileName } from '../format/layout.js';
+import {
+  metaDir,
+  packsDir,
+  parseSegmentFileName,
+  parseTopicDirName,
+  segmentFileName,
+  topicsDir,
+  walDir,
+  walFileName,
+} from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody } from './snapshot.js';
-import { runsClipper } from './snapshotSectionFormat.js';
+import { runsClipper, type SectionPart } from './snapshotSectionFormat.js';
 import type { TopicPart } from '../format/topicPart.js';
 import type { WalPosition } from '../protocol/messages/wal.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
@@ -69,10 +78,11 @@ export function verifyDataDir(fsx: Fs, dataDir: string, opts: VerifyOptions = {}
     topics: 0,
   };
   const ev = new RouterEvidence();
-  const newest = checkSnapshots(fsx, dataDir, r);
+  const { newest, fellBack } = checkSnapshots(fsx, dataDir, r);
   ev.snapshot(newest);
-  checkWal(fsx, dataDir, r, newest, ev, opts.walEnd);
-  checkSegments(fsx, dataDir, r, ev, newest);
+  const deleted = new Set<number>();
+  checkWal(fsx, dataDir, r, newest, ev, deleted, opts.walEnd);
+  checkSegments(fsx, dataDir, r, ev, newest, fellBack ? undefined : deleted);
   checkPacks(fsx, dataDir, r, ev, newest);
   checkRouters(fsx, dataDir, ev, r);
   return r;
@@ -143,27 +153,30 @@ function checkPacks(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidenc
   if (repeats > 0) r.notes.push(`packs: ${repeats} frame(s) repeat seqs of an earlier frame of their topic; recovery keeps the first copy`);
 }
 
-function checkSnapshots(fsx: Fs, dataDir: string, r: VerifyReport): SnapshotBody | undefined {
+/** The newest snapshot that reads; `fellBack` when a newer one is damaged (recovery would use this one too). */
+function checkSnapshots(fsx: Fs, dataDir: string, r: VerifyReport): { newest: SnapshotBody | undefined; fellBack: boolean } {
   const dir = metaDir(dataDir);
-  if (!fsx.existsSync(dir)) return undefined;
+  if (!fsx.existsSync(dir)) return { newest: undefined, fellBack: false };
   const names = fsx
     .readdirSync(dir)
     .filter((n) => SNAPSHOT_RE.test(n))
     .sort()
     .reverse();
   let newest: SnapshotBody | undefined;
+  let fellBack = false;
   for (const n of names) {
     r.snapshots++;
     const body = decodeSnapshot(fsx.readFileSync(path.join(dir, n)));
     if (!body) {
       r.problems.push(`snapshot ${n}: damaged (bad magic, version, length or CRC)`);
+      fellBack ||= newest === undefined;
       continue;
     }
     newest ??= body;
     checkSnapshotBody(n, body, r);
   }
   r.topics = newest?.topics.length ?? 0;
-  return newest;
+  return { newest, fellBack };
 }
 
 function checkSnapshotBody(n: string, body: SnapshotBody, r: VerifyReport): void {
@@ -212,6 +225,8 @@ function checkWal(
   r: VerifyReport,
   snap: SnapshotBody | undefined,
   ev: RouterEvidence,
+  /** Filled with the ids of the topic instances a TOPIC_DELETE frame in the WAL deletes. */
+  deleted: Set<number>,
   walEnd?: WalPosition,
 ): void {
   const files = listWalFiles(fsx, dataDir);
@@ -252,6 +267,7 @@ function checkWal(
         break;
       }
       r.walFrames++;
+      if (p.frame.type === FrameType.TOPIC_DELETE) deleted.add(p.frame.topicId);
       noteReservation(buf, p.frame, topics);
       ev.frame(buf, p.frame, true);
       off += p.frame.size;
@@ -288,18 +304,42 @@ function noteReservation(buf: Buffer, f: FrameView, topics: Map<number, WalTopic
   }
 }
 
-function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvidence, newest: SnapshotBody | undefined): void {
+/**
+ * `deleted`: the topic instances the WAL deletes, when the files the newest snapshot lists must
+ * be there (undefined: a newer snapshot is damaged, and recovery, falling back, does not ask).
+ */
+function checkSegments(
+  fsx: Fs,
+  dataDir: string,
+  r: VerifyReport,
+  ev: RouterEvidence,
+  newest: SnapshotBody | undefined,
+  deleted: ReadonlySet<number> | undefined,
+): void {
   const root = topicsDir(dataDir);
-  if (!fsx.existsSync(root)) return;
   // What the newest snapshot records of a topic's newest own file ([first seq, bytes]: all of a
   // quiet topic's file, what a busy topic's checkpoint fsynced of it): those bytes were fsynced
-  // before it was written, so nothing below them is a torn tail.
+  // before it was written, so nothing below them is a torn tail. And the files it lists as
+  // holding live records (`files`; a quiet topic's one file), which must be there, each with at
+  // least those bytes (docs/FORMAT.md "Snapshots").
   const durable = new Map<number, readonly [number, number]>();
+  const must = new Map<number, readonly number[]>();
   for (const t of newest?.topics ?? []) {
-    const own = (t as { own?: readonly [number, number] }).own;
+    const { own, files, wm } = t as SectionPart;
     if (own) durable.set(t.id, own);
+    if (files) must.set(t.id, files);
+    else if (wm && own) must.set(t.id, own);
   }
-  for (const dirName of fsx.readdirSync(root).sort()) {
+  const dirNames = fsx.existsSync(root) ? fsx.readdirSync(root).sort() : [];
+  if (deleted) {
+    const dirs = new Set(dirNames.map(parseTopicDirName));
+    for (const id of must.keys())
+      if (!dirs.has(id) && !deleted.has(id))
+        r.problems.push(
+          `topic ${id.toString(16).padStart(12, '0')}: its directory is missing, with the segment files the newest snapshot lists`,
+        );
+  }
+  for (const dirName of dirNames) {
     const topicId = parseTopicDirName(dirName);
     if (topicId === undefined) continue;
     const segs = fsx
@@ -309,11 +349,19 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
       .sort((a, b) => a.first - b.first);
     let lastSeq = 0;
     const own = durable.get(topicId);
+    const listed = must.get(topicId) ?? [];
+    if (deleted)
+      for (let i = 0; i < listed.length; i += 2)
+        if (!segs.some((s) => s.first === listed[i]))
+          r.problems.push(
+            `segment ${dirName}/${segmentFileName(listed[i]!)}: missing; the newest snapshot lists it as a segment file of a live topic`,
+          );
     segs.forEach((s, k) => {
       r.segments++;
       const where = `segment ${dirName}/${s.n}`;
       const buf = fsx.readFileSync(path.join(root, dirName, s.n));
-      const covered = own?.[0] === s.first ? own[1] : 0;
+      let covered = own?.[0] === s.first ? own[1] : 0;
+      for (let i = 0; i < listed.length; i += 2) if (listed[i] === s.first) covered = Math.max(covered, listed[i + 1]!);
       let off = 0;
       let first = true;
       let compacted = false;
@@ -354,7 +402,9 @@ function checkSegments(fsx: Fs, dataDir: string, r: VerifyReport, ev: RouterEvid
       }
       // Whole frames, but fewer bytes than the snapshot records as durable: a file cut short.
       if (off === buf.length && off < covered && !compacted)
-        r.problems.push(`${where}: whole frames end at ${off}, below the ${covered} bytes the newest snapshot records as durable`);
+        r.problems.push(
+          `${where}: whole frames end at ${off}, below the ${covered} bytes the newest snapshot records as durable (cut short)`,
+        );
     });
   }
 }

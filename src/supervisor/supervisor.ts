@@ -469,6 +469,8 @@ export class Supervisor {
   ): { table: Promise<Float64Array[]>; loadedAll: Promise<unknown> } {
     const n = this.workers.length;
     const epoch = loaded ? (loaded.version === 1 ? loaded.body.epoch : loaded.head.epoch) : 0;
+    // The segment files it lists must be there, unless a newer snapshot was skipped (damaged).
+    const filesTrusted = !loaded?.olderThanNewest;
     if (loaded?.version === 2 && loaded.head.workers === n && this.settings.lazyRecovery) {
       this.snapshotTopics.total = loaded.head.sections.reduce((t, x) => t + x.topics, 0);
       // Each section moves to its worker in a buffer of its own. One worker's is the file's own
@@ -480,7 +482,7 @@ export class Supervisor {
           ? [new Uint8Array(sec[0]!.buffer, sec[0]!.byteOffset, sec[0]!.length)]
           : sec.map((x) => new Uint8Array(x));
       const loadedAll = Promise.all(
-        this.workers.map((w, i) => w.loadSection(transfer(own[i]!, [own[i]!.buffer as ArrayBuffer]), packNames, epoch)),
+        this.workers.map((w, i) => w.loadSection(transfer(own[i]!, [own[i]!.buffer as ArrayBuffer]), packNames, epoch, filesTrusted)),
       );
       const table =
         n === 1
@@ -504,7 +506,7 @@ export class Supervisor {
     const table = Promise.resolve(byWorker.map((ps) => Float64Array.from(ps, (p) => p.id)));
     return {
       table,
-      loadedAll: Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch, fsynced))),
+      loadedAll: Promise.all(this.workers.map((w, i) => w.loadSnapshot(byWorker[i]!, packNames, epoch, fsynced, filesTrusted))),
     };
   }
 

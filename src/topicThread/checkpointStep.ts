@@ -172,7 +172,34 @@ export class WorkerCheckpoints {
       n > 0 ? runs.slice(0, n) : undefined,
       wm,
       wm ? undefined : own,
+      wm ? undefined : this.mustExist(inst, own),
     );
+  }
+
+  /**
+   * The topic's own segment files that must still be there when recovery reads this snapshot
+   * (docs/FORMAT.md "Snapshots", `files`), as [first seq, bytes, ...]: every file that holds a
+   * live record (a file of dead records alone may be unlinked: reclaimed, or by a compaction),
+   * with no compaction waiting to swap or unlink it, and durable: sealed before the newest file
+   * known fsynced (`own`, whole then, with the bytes it was sealed at; 0 for a compacted one,
+   * whose size is not those), and that one up to its fsynced bytes. A record never lives again,
+   * so only a later checkpoint can unlink a listed file, after a snapshot that no longer lists it.
+   */
+  private mustExist(inst: TopicInstance, own: readonly [number, number] | undefined): number[] | undefined {
+    if (!own || own[1] === 0) return undefined;
+    const seg = inst.segment;
+    const gates = this.segments.sealed;
+    let out: number[] | undefined;
+    for (let k = seg.reclaimed; k < seg.firstSeqs.length; k++) {
+      const first = seg.firstSeqs[k]!;
+      if (first > own[0]) break;
+      if ((k === 0 && seg.packed) || gates.isCompacting(inst.id, first)) continue;
+      const last = k + 1 < seg.firstSeqs.length ? seg.firstSeqs[k + 1]! - 1 : inst.assigned;
+      if (inst.index.nextLive(first, last) > last) continue;
+      const bytes = first === own[0] ? own[1] : gates.relocationOf(inst.id, first) ? 0 : (seg.sealedBytes?.[k] ?? 0);
+      (out ??= []).push(first, bytes);
+    }
+    return out;
   }
 
   async committed(markId: number, removedPacks: readonly string[]): Promise<number> {

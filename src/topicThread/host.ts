@@ -381,9 +381,11 @@ export class ActorHost implements HostServices {
     packNames: readonly string[],
     snapshotEpoch: number,
     fsyncedPacks: readonly [string, number][] = [],
+    filesTrusted = true,
   ): Promise<void> {
     let failed = true;
     try {
+      this.recovery.filesTrusted = filesTrusted;
       await this.recovery.loadSnapshot(parts, packNames, snapshotEpoch, new Map(fsyncedPacks));
       failed = false;
     } finally {
@@ -392,9 +394,10 @@ export class ActorHost implements HostServices {
   }
 
   /** Recovery step 3 from this worker's section of a v2 snapshot (lazy: quiet topics stay asleep); replay waits for it too. */
-  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number): Promise<void> {
+  async loadSection(section: Buffer, packNames: readonly string[], snapshotEpoch: number, filesTrusted = true): Promise<void> {
     let failed = true;
     try {
+      this.recovery.filesTrusted = filesTrusted;
       await this.recovery.loadSection(section, packNames, snapshotEpoch);
       failed = false;
     } finally {

@@ -24,6 +24,8 @@ import type { Fs } from '../storage/fs.js';
 import { listSegments, listTopicDirs, readSegment, type LoadedSegment } from '../storage/segmentLoad.js';
 import { PackRecovery, type AsleepAfterCut, type HeldFrames } from './packRecovery.js';
 import { CorruptionError } from '../core/corruption.js';
+import path from 'node:path';
+import { segmentFileName, topicDir } from '../format/layout.js';
 
 /** Topics whose segments load at once during recovery. */
 const LOAD_PARALLEL = 16;
@@ -104,6 +106,15 @@ export class WorkerRecovery {
    * segments load.
    */
   private readonly ownDurable = new Map<number, { firstSeq: number; bytes: number }>();
+  /**
+   * Per loading topic, the own segment files its snapshot part says must be there, [first seq,
+   * bytes, ...] (docs/FORMAT.md "Snapshots", `files`; a quiet topic's one file), until its
+   * segments load. One missing, or with fewer bytes of whole frames, is damage: reads would skip
+   * its records without a word.
+   */
+  private readonly mustExist = new Map<number, readonly number[]>();
+  /** The snapshot's `files` are checked (false when a newer, damaged snapshot was skipped). */
+  filesTrusted = true;
 
   constructor(private readonly host: RecoveryHost) {
     this.packs = new PackRecovery({ ...host, packs: host.segments.packs! }, host.workerIndex, host.workers);
@@ -125,8 +136,9 @@ export class WorkerRecovery {
       const actor = this.host.actorFor(part.name);
       this.host.input(actor, { k: 'load', part });
       this.host.byTopicId.set(part.id, actor);
-      const own = (part as SectionPart).own;
+      const { own, files } = part as SectionPart;
       if (own) this.ownDurable.set(part.id, { firstSeq: own[0], bytes: own[1] });
+      if (files) this.mustExist.set(part.id, files);
       return actor;
     });
     this.topicDirs = await topicDirIds(this.host.fsx, this.host.dataDir);
@@ -188,9 +200,11 @@ export class WorkerRecovery {
       }
       const part = cur.part();
       if (part.own) this.ownDurable.set(part.id, { firstSeq: part.own[0], bytes: part.own[1] });
+      if (part.files) this.mustExist.set(part.id, part.files);
       part.runs = undefined; // the load input (and its trace line) carries the part alone
       part.wm = undefined;
       part.own = undefined;
+      part.files = undefined;
       eager.push({ actor: this.load(part), id: part.id });
     };
     const head = readSection(section, onPart, (h) => (clip = runsClipper([h.packs])));
@@ -269,7 +283,10 @@ export class WorkerRecovery {
 
   /** A loading topic's own file as its snapshot record has it (the bytes durable at the cut), if any. */
   private noteOwnDurable(rec: DormantTopic): void {
-    if (rec.own_first_seq) this.ownDurable.set(rec.id, { firstSeq: rec.own_first_seq, bytes: rec.own_bytes ?? 0 });
+    if (!rec.own_first_seq) return;
+    this.ownDurable.set(rec.id, { firstSeq: rec.own_first_seq, bytes: rec.own_bytes ?? 0 });
+    // A quiet topic's one file, whole: it must be there as it was (a wake reads nothing else).
+    this.mustExist.set(rec.id, [rec.own_first_seq, rec.own_bytes ?? 0]);
   }
 
   /**
@@ -282,9 +299,14 @@ export class WorkerRecovery {
     this.ownListed.delete(topicId);
     const durable = this.ownDurable.get(topicId);
     this.ownDurable.delete(topicId);
+    const must = this.mustExist.get(topicId);
+    this.mustExist.delete(topicId);
     const segs = ahead?.segs ?? listed ?? (await this.listOwn(topicId));
+    if (must && this.filesTrusted) this.checkPresent(topicId, must, segs);
     for (let i = 0; i < segs.length; i++) {
-      const covered = durable?.firstSeq === segs[i]!.firstSeq ? durable.bytes : 0;
+      const first = segs[i]!.firstSeq;
+      // Below what the snapshot records of the file nothing is a torn tail: those bytes were durable.
+      const covered = Math.max(durable?.firstSeq === first ? durable.bytes : 0, must ? listedBytes(must, first) : 0);
       const seg =
         i === 0 && ahead?.first ? await ahead.first : await readSegment(this.host.fsx, topicId, segs[i]!, i === segs.length - 1, covered);
       // A compacted file: cold reads map the original offsets the actor indexes through it.
@@ -292,6 +314,23 @@ export class WorkerRecovery {
       // The newest one's bytes past `covered` are fsynced by the next checkpoint, which records them.
       if (i === segs.length - 1 && !seg.relocation) this.host.segments.noteLoaded(topicId, seg.firstSeq, seg.size, covered);
       this.host.input(actor, { k: 'segment', seg });
+    }
+  }
+
+  /**
+   * Every file of `must` ([first seq, bytes, ...]) is among the topic's segment files. Checked
+   * before any is read: the replay must not write a topic's frames after a gap. The topic's
+   * directory is there, and a delete renames it away whole (SegmentStore.dropTopic), so a file
+   * of it that is missing is lost, not deleted.
+   */
+  private checkPresent(topicId: number, must: readonly number[], segs: readonly SegmentFile[]): void {
+    for (let i = 0; i < must.length; i += 2) {
+      if (segs.some((s) => s.firstSeq === must[i])) continue;
+      const file = path.join(topicDir(this.host.dataDir, topicId), segmentFileName(must[i]!));
+      throw new CorruptionError(
+        file,
+        `missing: the snapshot lists it as a segment file of a live topic (${must[i + 1]} bytes); its records would be skipped`,
+      );
     }
   }
 
@@ -448,6 +487,15 @@ export class WorkerRecovery {
   finish(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
     let loaded = 0;
     this.ownDurable.clear(); // parts of topics with no directory left
+    // A topic whose part lists files but that has no directory: deleted since the cut (the replay
+    // dropped it), or its directory was lost.
+    if (this.filesTrusted)
+      for (const [id, must] of this.mustExist) {
+        if (this.host.byTopicId.get(id)?.current?.id !== id) continue;
+        const file = path.join(topicDir(this.host.dataDir, id), segmentFileName(must[0]!));
+        throw new CorruptionError(file, `missing with its whole directory: the snapshot lists it as a segment file of a live topic`);
+      }
+    this.mustExist.clear();
     this.host.resetRngs();
     for (const a of this.host.actors) {
       if (!a.current) continue;
@@ -499,6 +547,12 @@ async function ownFileAsAtCut(fsx: Fs, dataDir: string, rec: DormantTopic): Prom
   if (segs.length !== 1 || segs[0]!.firstSeq !== rec.own_first_seq) return false;
   // A file that cannot be looked at loads: the load reports what is wrong with it.
   return (await fsx.stat(segs[0]!.file).catch(() => undefined))?.size === rec.own_bytes;
+}
+
+/** The bytes `must` ([first seq, bytes, ...]) lists for the file that starts at `first`, or 0. */
+function listedBytes(must: readonly number[], first: number): number {
+  for (let i = 0; i < must.length; i += 2) if (must[i] === first) return must[i + 1]!;
+  return 0;
 }
 
 /** Ids of the topic directories under topics/ (the topics that have own segment files). */

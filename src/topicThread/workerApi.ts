@@ -228,16 +228,28 @@ export class WorkerApi {
    * Recovery step 3 from a v2 snapshot: this worker's section (moved here), every pack file's
    * name, the snapshot's boot epoch. (The WAL thread has the section's topic ids from main.)
    */
-  async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number): Promise<void> {
-    await this.w.host.loadSection(Buffer.from(section.buffer, section.byteOffset, section.byteLength), packNames, snapshotEpoch);
+  async loadSection(section: Uint8Array, packNames: string[], snapshotEpoch: number, filesTrusted = true): Promise<void> {
+    await this.w.host.loadSection(
+      Buffer.from(section.buffer, section.byteOffset, section.byteLength),
+      packNames,
+      snapshotEpoch,
+      filesTrusted,
+    );
   }
 
   /**
    * Recovery step 3: the snapshot's topics of this worker, every pack file's name, the snapshot's
    * boot epoch, and what it records as fsynced of the packs being written at its cut.
+   * `filesTrusted`: the segment files the snapshot lists must be there (no newer one was skipped).
    */
-  loadSnapshot(parts: TopicPart[], packNames: string[], snapshotEpoch: number, fsyncedPacks: [string, number][] = []): Promise<void> {
-    return this.w.host.loadSnapshot(parts, packNames, snapshotEpoch, fsyncedPacks);
+  loadSnapshot(
+    parts: TopicPart[],
+    packNames: string[],
+    snapshotEpoch: number,
+    fsyncedPacks: [string, number][] = [],
+    filesTrusted = true,
+  ): Promise<void> {
+    return this.w.host.loadSnapshot(parts, packNames, snapshotEpoch, fsyncedPacks, filesTrusted);
   }
 
   /** Snapshot topics indexed so far (polled by the supervisor while recovering). */

@@ -260,6 +260,7 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
   const tooManyFrames =
     packed && seg.frames >= (limits.packFramesMax ?? Infinity) && seg.size + frameLen > (limits.packFramesFromBytes ?? 0);
   if (seg.size > 0 && (seg.size + frameLen > limit || tooManyFrames)) {
+    (seg.sealedBytes ??= [])[seg.ordinal] = seg.size;
     seg.firstSeq = firstSeq;
     seg.size = 0;
     seg.frames = 0;
@@ -280,6 +281,7 @@ export function placeInSegment(inst: TopicInstance, firstSeq: number, frameLen: 
 export function sealActive(inst: TopicInstance): void {
   const seg = inst.segment;
   if (seg.size === 0) return;
+  (seg.sealedBytes ??= [])[seg.ordinal] = seg.size;
   seg.firstSeq = inst.assigned + 1;
   seg.size = 0;
   seg.frames = 0;

@@ -69,6 +69,12 @@ export interface SegmentCursor {
   /** Segments (by ordinal) already unlinked because every record in them is gone. */
   reclaimed: number;
   /**
+   * Bytes of each sealed segment by ordinal, as sealed (made at the topic's first roll; a
+   * compacted file loaded at recovery: 0). A checkpoint lists the own files that must be there
+   * (docs/FORMAT.md "Snapshots", `files`).
+   */
+  sealedBytes?: number[];
+  /**
    * The segment of ordinal 0 lives in the worker's shared pack files, not a file of its own
    * (docs/FORMAT.md "Pack files"); it rolls over to an own file at the pack threshold.
    */

@@ -75,6 +75,10 @@ export function loadSegment(inst: TopicInstance, seg: LoadedSegment): void {
   if (ordinal === 0) {
     inst.segment.firstSeqs = [];
     inst.segment.packed = false; // no packed frames came first: the first segment is a file
+  } else {
+    // The one before is sealed: its bytes as loaded (a compacted file's are not its size: 0).
+    const prev = inst.segment.size;
+    (inst.segment.sealedBytes ??= [])[ordinal - 1] = prev === TWO_32 ? 0 : prev;
   }
   // A compacted file's frames are indexed at the original bytes their EXTENT stands for, so the
   // records' locations are the ones the topic had before the compaction (and its cold reads map).
