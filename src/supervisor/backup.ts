@@ -4,7 +4,9 @@
 //      nothing S needs is trimmed or unlinked;
 //   2. every segment file and pack file is hard-linked into a staging directory and its size
 //      noted: a frame reaches a segment or a pack only after the WAL wrote it, so these prefixes
-//      hold frames before P (packs are append-only, so a prefix is a valid pack);
+//      hold frames before P (packs are append-only, so a prefix is a valid pack); a topic deleted
+//      meanwhile (its directory renamed away whole after its TOPIC_DELETE was durable) is left
+//      out whole, never with part of its files;
 //   3. with router definition changes held (RouterRegistry.hold): P = the WAL writer's position,
 //      read after the sizes;
 //   4. S and the WAL files from C's file to P's file are linked, the last one to be read up to P,
@@ -28,7 +30,16 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import type { WalPosition } from '../protocol/messages/wal.js';
 import { routerFilePath } from '../storage/routerStore.js';
-import { metaDir, packsDir, parsePackFileName, parseSegmentFileName, parseWalFileName, topicsDir, walDir } from '../format/layout.js';
+import {
+  metaDir,
+  packsDir,
+  parsePackFileName,
+  parseSegmentFileName,
+  parseTopicDirName,
+  parseWalFileName,
+  topicsDir,
+  walDir,
+} from '../format/layout.js';
 
 export const STAGING_PREFIX = 'backup-staging-';
 
@@ -90,13 +101,22 @@ export async function stageBackup(dataDir: string, src: BackupSource): Promise<S
       if (!link(path.join(metaDir(dataDir), snap), `meta/${snap}`)) throw new Error(`the checkpoint's snapshot ${snap} vanished`);
       const troot = topicsDir(dataDir);
       for (const t of fs.existsSync(troot) ? fs.readdirSync(troot).sort() : []) {
+        if (parseTopicDirName(t) === undefined) continue; // a deleted topic's directory on its way out
         let names: string[];
         try {
           names = fs.readdirSync(path.join(troot, t));
         } catch {
           continue; // the topic was deleted meanwhile: its TOPIC_DELETE is in the WAL copy
         }
-        for (const s of names.filter((x) => parseSegmentFileName(x) !== undefined).sort()) link(path.join(troot, t, s), `topics/${t}/${s}`);
+        const from = files.length;
+        for (const s of names.filter((x) => parseSegmentFileName(x) !== undefined).sort()) {
+          if (link(path.join(troot, t, s), `topics/${t}/${s}`)) continue;
+          // Deleted meanwhile (its directory renamed away whole, after its TOPIC_DELETE was
+          // durable: in the WAL copy). None of its files go in: recovery takes a topic directory
+          // with some of its listed files missing for damage (docs/FORMAT.md "Snapshots", `files`).
+          files.length = from;
+          break;
+        }
       }
       const proot = packsDir(dataDir);
       for (const name of fs.existsSync(proot) ? fs.readdirSync(proot).sort() : []) {
