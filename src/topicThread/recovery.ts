@@ -136,9 +136,7 @@ export class WorkerRecovery {
       const actor = this.host.actorFor(part.name);
       this.host.input(actor, { k: 'load', part });
       this.host.byTopicId.set(part.id, actor);
-      const { own, files } = part as SectionPart;
-      if (own) this.ownDurable.set(part.id, { firstSeq: own[0], bytes: own[1] });
-      if (files) this.mustExist.set(part.id, files);
+      this.noteMustExist(part as SectionPart);
       return actor;
     });
     this.topicDirs = await topicDirIds(this.host.fsx, this.host.dataDir);
@@ -187,8 +185,9 @@ export class WorkerRecovery {
       if (cur.hasWm && map.size(cur.id) === cur.packed_bytes) {
         if (!topicDirs.has(cur.id)) {
           // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery),
-          // unless its TTL expiry began since: it loads below.
-          if (sleepers.restore(cur)) {
+          // unless its TTL expiry began since: it loads below. Not without the own file it had
+          // (its directory gone: it loads, and the end of recovery asks for it).
+          if (cur.own_first_seq === 0 && sleepers.restore(cur)) {
             asleep.push(cur.name);
             this.snapshotTopicsLoaded++;
             return;
@@ -199,8 +198,7 @@ export class WorkerRecovery {
         }
       }
       const part = cur.part();
-      if (part.own) this.ownDurable.set(part.id, { firstSeq: part.own[0], bytes: part.own[1] });
-      if (part.files) this.mustExist.set(part.id, part.files);
+      this.noteMustExist(part);
       part.runs = undefined; // the load input (and its trace line) carries the part alone
       part.wm = undefined;
       part.own = undefined;
@@ -279,6 +277,17 @@ export class WorkerRecovery {
     for (const file of leftovers) await this.host.fsx.rm(file);
     if (segs.length > 0) this.packs.ownStartsAt(topicId, segs[0]!.firstSeq);
     return segs;
+  }
+
+  /**
+   * What a loading topic's part records of its own files: the newest one's durable bytes (`own`),
+   * and the files that must be there (`files`; a quiet topic's one file, whole).
+   */
+  private noteMustExist(part: SectionPart): void {
+    const { own, files } = part;
+    if (own) this.ownDurable.set(part.id, { firstSeq: own[0], bytes: own[1] });
+    if (files) this.mustExist.set(part.id, files);
+    else if (own && part.wm) this.mustExist.set(part.id, own);
   }
 
   /** A loading topic's own file as its snapshot record has it (the bytes durable at the cut), if any. */

@@ -154,16 +154,25 @@ test("a live topic's whole directory missing refuses the start", async () => {
   assert.match(refusedStart(s.dataDir), /missing with its whole directory/);
 });
 
-test("a quiet topic's one own file missing refuses the start (it is not restored asleep without it)", async () => {
+/** A quiet topic `t` with two records in its one own segment file, cleanly stopped. */
+async function quiet(): Promise<Server> {
   const s = await startServer({ env: BASE });
   const c = client(s.url);
   assert.equal((await c.put('/v0/topics/t', {})).status, 201);
   assert.equal((await c.post('/v0/topics/t', { records: [{ data: { a: 1 } }, { data: { a: 2 } }] })).status, 200);
   assert.equal(await s.stop(), 0);
-  const segs = segments(s.dataDir);
-  assert.equal(segs.length, 1);
-  fs.rmSync(segs[0]!);
+  assert.equal(segments(s.dataDir).length, 1);
+  return s;
+}
+
+test("a quiet topic's one own file missing, or its directory, refuses the start (it is not restored asleep without it)", async () => {
+  let s = await quiet();
+  fs.rmSync(segments(s.dataDir)[0]!);
   assert.match(refusedStart(s.dataDir), /missing: the snapshot lists it/);
+  s = await quiet();
+  fs.rmSync(path.dirname(segments(s.dataDir)[0]!), { recursive: true });
+  assert.equal(verify(s.dataDir).status, 1);
+  assert.match(refusedStart(s.dataDir), /missing with its whole directory/);
 });
 
 test('segments reclaimed below the first live seq, and a topic deleted before a SIGKILL, start as before', async () => {
