@@ -259,7 +259,9 @@ function checkWal(
           );
           break;
         }
-        if (p.reason === 'end') break;
+        // The log's end: only zeros from here on (a pre-allocated file). A stray byte in them is
+        // what recovery takes for a torn tail (it scans to the file's end), so it is one here too.
+        if (p.reason === 'end' && buf.subarray(off).every((b) => b === 0)) break;
         // A pre-created next file (the WAL's reserve) holds only zeros: no sign this one was complete.
         const later = findValidFrameAfter(buf, off) >= 0 || laterFileHoldsDataSync(fsx, walDir(dataDir), files.slice(i + 1));
         if (later) r.problems.push(`wal ${name}: damaged frame at offset ${off} (${p.reason}) with frames after it`);

@@ -133,6 +133,26 @@ test('a flipped byte in a WAL frame is damage', () => {
   assert.match(r.stdout, new RegExp(`DAMAGE: wal ${path.basename(file)}: damaged frame at offset ${frames[3]!.off} \\(crc\\)`));
 });
 
+test("a stray byte in the newest WAL file's zeros is a torn tail, as recovery takes it", () => {
+  const d = copy();
+  const walDir = path.join(d, 'wal');
+  const file = fs
+    .readdirSync(walDir)
+    .sort()
+    .map((n) => path.join(walDir, n))
+    .filter((f) => appendFrames(fs.readFileSync(f), WAL_HEADER_BYTES).length > 0)
+    .pop()!;
+  const buf = fs.readFileSync(file);
+  let end = WAL_HEADER_BYTES;
+  for (let p = probeFrame(buf, end, buf.length); p.ok; p = probeFrame(buf, end, buf.length)) end += p.frame.size;
+  assert.ok(buf.length > end + 100 && buf.subarray(end).every((b) => b === 0), 'pre-allocated zeros after its frames');
+  buf[end + 50] = 0x41;
+  fs.writeFileSync(file, buf);
+  const r = spool(['verify', d]);
+  assert.equal(r.status, 0, r.stdout);
+  assert.match(r.stdout, new RegExp(`note: wal ${path.basename(file)}: torn tail at offset ${end} \\(end\\)`));
+});
+
 test('a flipped byte in a segment frame is damage', () => {
   const d = copy();
   const topics = path.join(d, 'topics');
