@@ -9,12 +9,12 @@
 // (docs/ARCHITECTURE.md "Deleting on a full disk").
 import { fail, type ErrorResult } from '../protocol/errors.js';
 import type { TopicRequest, TopicResult } from '../protocol/messages/rpc.js';
-import type { RouterDef, RouterStats } from '../protocol/messages/router.js';
+import type { RouterDef, RouterIdFloor, RouterStats } from '../protocol/messages/router.js';
 import { defaultConfig } from '../protocol/topicConfig.js';
 import type { Fs } from '../storage/fs.js';
 import { cycleThrough, fanInConflict, longestChainThrough, upstreamOrder, type Edge } from './routerGraph.js';
 import { ROUTER_HOPS_MAX } from '../protocol/limits.js';
-import { loadRouters, recreatedEnds, saveRouters, type StoredRouter } from '../storage/routerStore.js';
+import { loadRouters, recreatedEnds, routerFilePath, saveRouters, type StoredRouter } from '../storage/routerStore.js';
 
 const ROUTERS_FILE = 'meta/routers.json';
 
@@ -200,10 +200,30 @@ export class RouterRegistry {
     });
   }
 
-  /** Startup, after recovery: reinstall every router whose topics survived; drop the rest. */
-  async load(): Promise<void> {
+  /**
+   * Startup, after recovery: reinstall every router whose topics survived; drop the rest.
+   * `floor`: the highest router id any topic holds progress of, gathered by recovery. No id at or
+   * below it (nor at or below a stored router's) is handed out again, whatever the file's nextId
+   * says: a dest keys its progress by router id alone, so a new router given the id of one that
+   * fed it would find its first records "already applied" and skip them (docs/ARCHITECTURE.md
+   * "Routers", the id floor). A file that is missing or older than the data is logged at warn level:
+   * the routers it does not list are not reinstalled.
+   */
+  async load(floor: RouterIdFloor | null = null): Promise<void> {
+    const present = this.fsx.existsSync(routerFilePath(this.dataDir));
     const file = loadRouters(this.fsx, this.dataDir);
-    this.nextId = file.nextId;
+    this.nextId = file.routers.reduce((n, r) => Math.max(n, r.id + 1), Math.max(file.nextId, (floor?.id ?? 0) + 1));
+    if (floor !== null && floor.id >= file.nextId) {
+      const why = present
+        ? `${ROUTERS_FILE} is older than the data (its nextId is ${file.nextId}, but topic ${floor.topic} holds the progress of router id ${floor.id}): ` +
+          'routers created after it was written are not reinstalled'
+        : `${ROUTERS_FILE} is missing, but topic ${floor.topic} holds the progress of router id ${floor.id}: ` +
+          'the router definitions were lost and no router is reinstalled';
+      this.log.warn(
+        `spool: ${why}; create the routers again (PUT /v0/routers/...); new router ids start at ${this.nextId}, ` +
+          'so none resumes the progress of an old one',
+      );
+    }
     let changed = false;
     let filled = false;
     for (const stored of file.routers) {

@@ -35,6 +35,7 @@ import { listPackNamesSync } from '../storage/packScan.js';
 import { parsePackFileName } from '../format/layout.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 import { RouterRegistry } from './routerRegistry.js';
+import { higherFloor, type RouterIdFloor } from '../protocol/messages/router.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
 
@@ -312,10 +313,10 @@ export class Supervisor {
     this.progressPoll = this.pollRecoveryProgress(started, loading);
     try {
       const { scan, epoch, walFileNo, cut } = await this.replay(loading);
-      const topics = await this.finishRecovery(epoch, walFileNo, cut);
+      const { topics, routerIdFloor } = await this.finishRecovery(epoch, walFileNo, cut);
       this.startCheckpoints(epoch, cut);
       this.topicCount = topics;
-      await this.routers.load();
+      await this.routers.load(routerIdFloor);
       this.lifecycle = 'ready';
       for (const f of this.onReady) f();
       this.log.info(
@@ -408,18 +409,25 @@ export class Supervisor {
    * Recovery's writing half: the workers pad reservations and report the topic directories they
    * hold, a new WAL file starts with a durable BOOT frame, the workers serve each other, and
    * topic directories no topic holds (and a backup's staging cut short by a crash) go. Returns
-   * the count of topics.
+   * the count of topics, and the highest router id any topic holds progress of (the registry's
+   * id floor, docs/ARCHITECTURE.md "Routers").
    */
-  private async finishRecovery(epoch: number, walFileNo: number, cut: WalPosition | undefined): Promise<number> {
+  private async finishRecovery(
+    epoch: number,
+    walFileNo: number,
+    cut: WalPosition | undefined,
+  ): Promise<{ topics: number; routerIdFloor: RouterIdFloor | null }> {
     const seed = this.newBootSeed();
     const dirs = await listTopicDirs(this.fsx, this.settings.dataDir);
     const dirIds = dirs.flatMap((d) => (d.id === undefined ? [] : [d.id]));
     const liveDirs = new Set<number>();
     let topics = 0;
+    let routerIdFloor: RouterIdFloor | null = null;
     for (const w of this.workers) {
       const r = await w.finishRecovery(epoch, seed, dirIds);
       topics += r.topics;
       for (const id of r.liveDirIds) liveDirs.add(id);
+      routerIdFloor = higherFloor(routerIdFloor, r.routerIdFloor);
     }
     await this.wal.start(walFileNo, epoch, seed, cut);
     // Peer requests between workers wait until now (a queue's recovery may ask another
@@ -427,7 +435,7 @@ export class Supervisor {
     await Promise.all(this.workers.map((w) => w.serve()));
     await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
     if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
-    return topics;
+    return { topics, routerIdFloor };
   }
 
   /**

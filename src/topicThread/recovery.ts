@@ -26,6 +26,7 @@ import { PackRecovery, type AsleepAfterCut, type HeldFrames } from './packRecove
 import { CorruptionError } from '../core/corruption.js';
 import path from 'node:path';
 import { segmentFileName, topicDir } from '../format/layout.js';
+import type { RouterIdFloor } from '../protocol/messages/router.js';
 
 /** Topics whose segments load at once during recovery. */
 const LOAD_PARALLEL = 16;
@@ -79,6 +80,15 @@ export interface RecoveryHost {
   readonly workerIndex: number;
   readonly workers: number;
   readonly sleepers: RecoverySleepers;
+}
+
+/** What a worker's end of recovery reports to main (WorkerRecovery.finish). */
+export interface RecoveryFinish {
+  topics: number;
+  appends: number;
+  liveDirIds: number[];
+  /** The highest router id in any of its topics' progress, and a topic holding it; null: none. */
+  routerIdFloor: RouterIdFloor | null;
 }
 
 export class WorkerRecovery {
@@ -182,7 +192,9 @@ export class WorkerRecovery {
     const onPart = (cur: PartCursor): void => {
       if (cur.runsLen > 0) cur.runsLen = clip!(cur.runs, cur.runsLen);
       if (cur.runsLen > 0) this.packs.addRuns(cur.id, cur.runs, cur.runsLen, listed);
-      if (cur.hasWm && map.size(cur.id) === cur.packed_bytes) {
+      // A part with router progress always loads (a router dest never sleeps, dormant.ts, so a
+      // checkpoint writes none with watermarks): its progress must reach the id floor (finish).
+      if (cur.hasWm && cur.routers_applied === undefined && map.size(cur.id) === cur.packed_bytes) {
         if (!topicDirs.has(cur.id)) {
           // Asleep as it was at the cut (its head padded when recovery ends: Dormancy.endRecovery),
           // unless its TTL expiry began since: it loads below. Not without the own file it had
@@ -491,10 +503,12 @@ export class WorkerRecovery {
    * `dirIds` (the ids of the topic directories on disk, from main) are live topics of this
    * worker; main removes the directories no worker claims (orphans.ts). Only those few ids cross
    * back: a list of every live id (a million at times) took main most of a second to gather into
-   * a Set.
+   * a Set. Also the highest router id any of its topics holds progress of (RouterIdFloor), one
+   * number, not the tables.
    */
-  finish(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
+  finish(dirIds: readonly number[]): RecoveryFinish {
     let loaded = 0;
+    let floor: RouterIdFloor | null = null;
     this.ownDurable.clear(); // parts of topics with no directory left
     // A topic whose part lists files but that has no directory: deleted since the cut (the replay
     // dropped it), or its directory was lost.
@@ -508,6 +522,9 @@ export class WorkerRecovery {
     this.host.resetRngs();
     for (const a of this.host.actors) {
       if (!a.current) continue;
+      // Router progress lives only in loaded topics (a router dest never sleeps: dormant.ts).
+      const max = a.current.applied?.maxId() ?? 0;
+      if (max > (floor?.id ?? 0)) floor = { id: max, topic: a.current.name };
       this.host.input(a, { k: 'finish' });
       this.host.byTopicId.set(a.current.id, a);
       loaded++;
@@ -518,7 +535,7 @@ export class WorkerRecovery {
     const { sleepers } = this.host;
     const liveDirIds = dirIds.filter((id) => this.host.byTopicId.has(id) || sleepers.isRestoredAsleep(id));
     const asleep = sleepers.endRecovery();
-    return { topics: loaded + asleep, appends: this.stats.appends, liveDirIds };
+    return { topics: loaded + asleep, appends: this.stats.appends, liveDirIds, routerIdFloor: floor };
   }
 }
 

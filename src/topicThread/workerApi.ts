@@ -15,6 +15,7 @@ import { serveRequests } from '../protocol/requestServer.js';
 import type { Clock } from '../core/clock.js';
 import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../protocol/messages/rpc.js';
 import { ActorHost } from './host.js';
+import type { RecoveryFinish } from './recovery.js';
 import type { HostOptions } from './options.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
@@ -261,7 +262,7 @@ export class WorkerApi {
     await this.w.replayed;
   }
 
-  finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): { topics: number; appends: number; liveDirIds: number[] } {
+  finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): RecoveryFinish {
     this.w.hostOpts.bootEpoch = bootEpoch;
     this.w.hostOpts.bootSeed = bootSeed;
     return this.w.host.finishRecovery(dirIds);

@@ -21,6 +21,17 @@ export class AppliedTable {
     if (!cur || srcLast > cur.srcLast) this.byId.set(routerId, { srcLast, total });
   }
 
+  /**
+   * The highest router id this topic holds progress of (0: none). Recovery gathers the maximum
+   * over every topic, and the registry hands out no id at or below it (docs/ARCHITECTURE.md
+   * "Routers": a lost or older meta/routers.json must not give an id with progress here again).
+   */
+  maxId(): number {
+    let max = 0;
+    for (const id of this.byId.keys()) if (id > max) max = id;
+    return max;
+  }
+
   part(): AppliedPart | undefined {
     if (this.byId.size === 0) return undefined;
     const out: AppliedPart = {};

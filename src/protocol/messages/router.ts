@@ -23,6 +23,22 @@ export interface RouterDef {
   guarantee: Guarantee;
 }
 
+/**
+ * The highest router id some topic holds progress of (its `routers_applied`), and one topic that
+ * holds it: what each worker reports at the end of recovery, so the registry never hands that id
+ * out again (docs/ARCHITECTURE.md "Routers", the id floor).
+ */
+export interface RouterIdFloor {
+  id: number;
+  topic: string;
+}
+
+/** The larger of two floors (either may be absent). */
+export function higherFloor(a: RouterIdFloor | null, b: RouterIdFloor | null): RouterIdFloor | null {
+  if (a === null) return b;
+  return b !== null && b.id > a.id ? b : a;
+}
+
 /** One run of forwarded records with the same origin topic and hop count. */
 export type OriginRun = [count: number, origin: string, hops: number];
 
