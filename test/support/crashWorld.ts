@@ -6,7 +6,7 @@
 import type { Settings } from '../../src/config.js';
 import { readSettings } from '../../src/config.js';
 import { FakeClock } from '../../src/core/clock.js';
-import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
+import type { DiffRequest, TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 import { Supervisor } from '../../src/supervisor/supervisor.js';
 import { InProcessThreads } from './inProcessThreads.js';
 import type { SimDisk } from './simDisk.js';
@@ -94,4 +94,20 @@ export class CrashWorld {
 export function replyBody(r: TopicResult): Record<string, unknown> {
   if (!r.ok) throw new Error(`expected a success, got ${r.status} ${r.code}: ${r.message}`);
   return JSON.parse(`${Buffer.from(r.json.buffer, r.json.byteOffset, r.json.byteLength).toString('utf8')}}`) as Record<string, unknown>;
+}
+
+/** A diff of `topic` as the HTTP route sends it: from the start, a page of 1000, no tags or meta unless `over` says. */
+export function diffRequest(topic: string, over: Partial<DiffRequest> = {}): DiffRequest {
+  return {
+    op: 'diff',
+    topic,
+    fromSeq: 0,
+    limit: 1000,
+    nodes: null,
+    includeTags: false,
+    includeMeta: false,
+    waitMs: 0,
+    maxBatchBytes: 0,
+    ...over,
+  };
 }

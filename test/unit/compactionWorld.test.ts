@@ -20,7 +20,7 @@ import type { TopicRequest } from '../../src/protocol/messages/rpc.js';
 import { resolveConfig } from '../../src/protocol/topicConfig.js';
 import { packsDir, topicsDir } from '../../src/format/layout.js';
 import { SimDisk } from '../support/simDisk.js';
-import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
+import { CrashWorld, diffRequest, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
 
 const Q = 'q';
 const OTHER = 'other';
@@ -84,28 +84,8 @@ class Rig {
 
   /** What a client sees of the queue and the other topic. */
   async view(): Promise<unknown> {
-    const q = await this.ok({
-      op: 'diff',
-      topic: Q,
-      fromSeq: 0,
-      limit: 1000,
-      nodes: null,
-      includeTags: false,
-      includeMeta: false,
-      waitMs: 0,
-      maxBatchBytes: 0,
-    });
-    const o = await this.ok({
-      op: 'diff',
-      topic: OTHER,
-      fromSeq: 0,
-      limit: 1000,
-      nodes: null,
-      includeTags: false,
-      includeMeta: false,
-      waitMs: 0,
-      maxBatchBytes: 0,
-    });
+    const q = await this.ok(diffRequest(Q));
+    const o = await this.ok(diffRequest(OTHER));
     const s = await this.ok({ op: 'state', topic: Q, touch: false });
     const records = (d: Record<string, unknown>) => (d.records as { $seq: number; data: unknown }[]).map((r) => [r.$seq, r.data]);
     return { q: records(q), other: records(o), count: s.count, earliest: s.earliest_seq, queue: s.queue };

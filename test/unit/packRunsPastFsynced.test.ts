@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import type { Fs, FsFile } from '../../src/storage/fs.js';
 import { SimDisk } from '../support/simDisk.js';
-import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
+import { CrashWorld, diffRequest, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
 import { metaDir, packsDir } from '../../src/format/layout.js';
 import { decodeSnapshot } from '../../src/storage/snapshot.js';
 import type { SectionPart } from '../../src/storage/snapshotSectionFormat.js';
@@ -87,17 +87,7 @@ async function append(world: CrashWorld, acked: Acked, topic: string, pad = 20):
 }
 
 async function readAll(world: CrashWorld, topic: string): Promise<string[]> {
-  const r = await world.request({
-    op: 'diff',
-    topic,
-    fromSeq: 0,
-    limit: 1000,
-    nodes: null,
-    includeTags: false,
-    includeMeta: true,
-    waitMs: 0,
-    maxBatchBytes: 0,
-  });
+  const r = await world.request(diffRequest(topic, { includeMeta: true }));
   const body = replyBody(r) as { records: { $seq: number; data: unknown }[] };
   body.records.forEach((rec, i) => assert.ok(i === 0 || rec.$seq > body.records[i - 1]!.$seq, `${topic}: seqs in order`));
   return body.records.map((rec) => JSON.stringify(rec.data));

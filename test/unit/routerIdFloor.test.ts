@@ -14,15 +14,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { RouterRegistry, type RouterHost } from '../../src/supervisor/routerRegistry.js';
-import { routerInput } from '../support/routerInput.js';
-import { loadRouters, routerFilePath, saveRouters, type StoredRouter } from '../../src/storage/routerStore.js';
+import { routerInput, storedRouter } from '../support/routerInput.js';
+import { loadRouters, routerFilePath, saveRouters } from '../../src/storage/routerStore.js';
 import { nodeFs } from '../../src/storage/fs.js';
 import { AppliedTable } from '../../src/actors/router/appliedTable.js';
 import { higherFloor } from '../../src/protocol/messages/router.js';
 import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
 import { workerOf } from '../../src/core/names.js';
 import { SimDisk } from '../support/simDisk.js';
-import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
+import { CrashWorld, diffRequest, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
 
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 
@@ -47,18 +47,7 @@ function rig() {
   return { dir, warn, registry, newId, done: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-const stored = (name: string, id: number, source: string, dest: string): StoredRouter => ({
-  name,
-  id,
-  source,
-  dest,
-  preserveNode: true,
-  preserveTag: true,
-  allowCycle: false,
-  guarantee: 'at_least_once',
-  filter: null,
-  start: 0,
-});
+const stored = storedRouter;
 
 test('AppliedTable.maxId is the highest router id with progress; higherFloor keeps the larger', () => {
   const t = new AppliedTable();
@@ -153,17 +142,7 @@ async function appendTo(world: CrashWorld, topic: string, tag: string, n: number
 /** The data of every record of `topic`, after draining the routers into it. */
 async function datasOf(world: CrashWorld, topic: string): Promise<string[]> {
   await world.sup.routers.drainInto(topic);
-  const r = await world.request({
-    op: 'diff',
-    topic,
-    fromSeq: 0,
-    limit: 1000,
-    nodes: null,
-    includeTags: false,
-    includeMeta: false,
-    waitMs: 0,
-    maxBatchBytes: 0,
-  });
+  const r = await world.request(diffRequest(topic));
   return (replyBody(r) as { records: { data: string }[] }).records.map((x) => x.data);
 }
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { RouterRegistry, type RouterHost } from '../../src/supervisor/routerRegistry.js';
-import { routerInput } from '../support/routerInput.js';
+import { routerInput, storedRouter } from '../support/routerInput.js';
 import { decodeRouterFile, loadRouters, saveRouters, type StoredRouter } from '../../src/storage/routerStore.js';
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicRequest, TopicResult } from '../../src/protocol/messages/rpc.js';
@@ -46,18 +46,7 @@ function rig(ids: Map<string, number>) {
   return { dir, logs, registry, stored, installed, done };
 }
 
-const def = (name: string, source: string, dest: string, id: number): StoredRouter => ({
-  name,
-  id,
-  source,
-  dest,
-  preserveNode: true,
-  preserveTag: true,
-  allowCycle: false,
-  guarantee: 'at_least_once',
-  filter: null,
-  start: 0,
-});
+const def = (name: string, source: string, dest: string, id: number): StoredRouter => storedRouter(name, id, source, dest);
 
 test('a PUT stores the instance ids of the source and the dest', async () => {
   const ids = new Map([['s', 7]]);
