@@ -27,7 +27,7 @@ import { EventsOutbox } from './eventsOutbox.js';
 import { PeerLink } from './peers.js';
 import type { WalLink } from './walLink.js';
 import { HostEffects, type HostServices } from './hostEffects.js';
-import type { WorkerRecovery } from './recovery.js';
+import type { RecoveryFinish, WorkerRecovery } from './recovery.js';
 import type { WorkerCheckpoints } from './checkpointStep.js';
 import type { WorkerCompaction, CompactionOptions } from './compaction.js';
 
@@ -406,7 +406,7 @@ export class ActorHost implements HostServices {
    * Ends recovery: pads reservations and counts topics. Returns the count, and which of `dirIds`
    * (the topic directories on disk) are live topics of this worker.
    */
-  finishRecovery(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
+  finishRecovery(dirIds: readonly number[]): RecoveryFinish {
     const r = this.recovery.finish(dirIds);
     Atomics.add(this.opts.counters, TOPICS_SLOT, r.topics);
     this.dormancy.start();

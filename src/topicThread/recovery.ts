@@ -79,6 +79,16 @@ export interface RecoveryHost {
   readonly sleepers: RecoverySleepers;
 }
 
+/** What a worker's recovery ends with (WorkerRecovery.finish). */
+export interface RecoveryFinish {
+  topics: number;
+  appends: number;
+  /** Of the topic directory ids main listed, those of this worker's live topics. */
+  liveDirIds: number[];
+  /** Packs holding frames no recovered topic claims (PackRecovery.unclaimedPacks). */
+  unclaimedPacks: string[];
+}
+
 export class WorkerRecovery {
   private readonly stats: ReplayStats = { appends: 0, skipped: 0 };
   /** Snapshot topics whose segments are indexed (recovery progress, `/v0/ready`). */
@@ -439,13 +449,22 @@ export class WorkerRecovery {
   }
 
   /**
+   * The highest boot epoch of a topic whose packed frames are held (-1: none): once the pack scan
+   * is done (step 3 settled), for the boot epoch after a WAL scan that dropped frames.
+   */
+  get heldEpochMax(): number {
+    return this.packs.heldEpochMax;
+  }
+
+  /**
    * Step 5: pads reservations and counts topics. Returns how many topics are live, and which of
    * `dirIds` (the ids of the topic directories on disk, from main) are live topics of this
    * worker; main removes the directories no worker claims (orphans.ts). Only those few ids cross
    * back: a list of every live id (a million at times) took main most of a second to gather into
-   * a Set.
+   * a Set. Also the packs holding frames no topic claimed, which main keeps when the WAL scan
+   * dropped frames (orphans.ts).
    */
-  finish(dirIds: readonly number[]): { topics: number; appends: number; liveDirIds: number[] } {
+  finish(dirIds: readonly number[]): RecoveryFinish {
     let loaded = 0;
     this.ownDurable.clear(); // parts of topics with no directory left
     this.host.resetRngs();
@@ -461,7 +480,7 @@ export class WorkerRecovery {
     const { sleepers } = this.host;
     const liveDirIds = dirIds.filter((id) => this.host.byTopicId.has(id) || sleepers.isRestoredAsleep(id));
     const asleep = sleepers.endRecovery();
-    return { topics: loaded + asleep, appends: this.stats.appends, liveDirIds };
+    return { topics: loaded + asleep, appends: this.stats.appends, liveDirIds, unclaimedPacks: [...this.packs.unclaimedPacks] };
   }
 }
 

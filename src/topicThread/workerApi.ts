@@ -15,6 +15,7 @@ import { serveRequests } from '../protocol/requestServer.js';
 import type { Clock } from '../core/clock.js';
 import type { CheckpointParts, DrainResult, TopicSummary, WorkerStats } from '../protocol/messages/rpc.js';
 import { ActorHost } from './host.js';
+import type { RecoveryFinish } from './recovery.js';
 import type { HostOptions } from './options.js';
 import { SegmentStore } from '../storage/segmentStore.js';
 import { PackStore } from '../storage/packStore.js';
@@ -249,7 +250,16 @@ export class WorkerApi {
     await this.w.replayed;
   }
 
-  finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): { topics: number; appends: number; liveDirIds: number[] } {
+  /**
+   * The highest boot epoch of a topic id among the packed frames recovery holds for topics made
+   * after the snapshot (-1: none), once step 3 settled (the supervisor's boot epoch, after a WAL
+   * scan that dropped frames).
+   */
+  heldEpochMax(): number {
+    return this.w.host.recovery.heldEpochMax;
+  }
+
+  finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): RecoveryFinish {
     this.w.hostOpts.bootEpoch = bootEpoch;
     this.w.hostOpts.bootSeed = bootSeed;
     return this.w.host.finishRecovery(dirIds);
