@@ -1,5 +1,5 @@
 // Paths inside SERVICE_DATA_DIR (docs/FORMAT.md): wal/, meta/, topics/<id hex>/seg-<first>.log,
-// packs/pack-<no>-<writer>-<workers>.log.
+// packs/pack-<no>-<writer>-<workers>.log, quarantine/.
 import path from 'node:path';
 
 export function walDir(dataDir: string): string {
@@ -54,6 +54,24 @@ export function parseCompactTempName(name: string): number | undefined {
 /** Shared pack files of small topics' first segments (docs/FORMAT.md "Pack files"). */
 export function packsDir(dataDir: string): string {
   return path.join(dataDir, 'packs');
+}
+
+/**
+ * What a recovery that dropped WAL frames kept instead of removing it (docs/FORMAT.md;
+ * docs/ARCHITECTURE.md "Checkpoints and recovery"): never read by the server, nor by the offline
+ * tools or a backup, which look only at the folders above.
+ */
+export function quarantineDir(dataDir: string): string {
+  return path.join(dataDir, 'quarantine');
+}
+
+/**
+ * Present from the moment a WAL scan drops frames until that start has moved what only they
+ * could claim into quarantine/ (docs/ARCHITECTURE.md "Checkpoints and recovery"): a start that
+ * finds it does the same, though its own scan drops nothing.
+ */
+export function quarantinePendingFile(dataDir: string): string {
+  return path.join(quarantineDir(dataDir), 'pending');
 }
 
 /** A pack's name: its number (one sequence for the whole data dir), writer and worker count. */

@@ -52,6 +52,8 @@ export interface Fs {
   /** Removes a file or a directory tree; no error if absent. */
   rm(path: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
+  /** A second name for a file (a hard link); EEXIST if `to` exists. */
+  link(from: string, to: string): Promise<void>;
   truncate(path: string, length: number): Promise<void>;
 }
 
@@ -164,6 +166,7 @@ export const nodeFs: Fs = {
   mkdir: (p) => makeDirs(p),
   rm: (p) => fsp.rm(p, { recursive: true, force: true }),
   rename: (from, to) => fsp.rename(from, to),
+  link: (from, to) => fsp.link(from, to),
   truncate: (p, length) => fsp.truncate(p, length),
 };
 

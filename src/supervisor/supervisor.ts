@@ -29,15 +29,28 @@ import { freeBytes } from '../storage/freeSpace.js';
 import { mib, sizeWal, type WalSizing } from '../wal/walSizing.js';
 import { RecoveryProgressLog, recoveryFraction, type TopicsStatus } from './recoveryProgress.js';
 import { removeStaleStaging, type BackupSource } from './backup.js';
-import { removeOrphanTopicDirs } from './orphans.js';
+import { clearPendingOrphans, keepOrphans, pendingOrphans, removeOrphanTopicDirs, type KeptOrphans } from './orphans.js';
 import { listTopicDirs } from '../storage/segmentLoad.js';
 import { listPackNamesSync } from '../storage/packScan.js';
-import { parsePackFileName } from '../format/layout.js';
+import { parsePackFileName, quarantineDir } from '../format/layout.js';
+import { CorruptionError } from '../core/corruption.js';
 import { workerThreads, type SpawnedThread, type ThreadEvents, type ThreadSpawner } from './threads.js';
 import { RouterRegistry } from './routerRegistry.js';
 import { higherFloor, type RouterIdFloor } from '../protocol/messages/router.js';
 
 export type Lifecycle = 'recovering' | 'ready' | 'draining';
+
+/** The warn line of a start that kept orphans in quarantine/ (orphans.ts). */
+function keptLine(k: KeptOrphans): string {
+  const what = [
+    k.topicDirs > 0 ? `${k.topicDirs} topic ${k.topicDirs === 1 ? 'directory' : 'directories'} moved to ${k.dir}/topics/` : '',
+    k.packs > 0 ? `${k.packs} pack ${k.packs === 1 ? 'file' : 'files'} linked into ${k.dir}/packs/` : '',
+  ].filter((x) => x !== '');
+  return (
+    `recovery dropped WAL frames, so it removed nothing that may hold records of topics only they created: ${what.join(', ')}; ` +
+    `no topic serves those bytes (they are kept for a manual recovery; delete ${k.dir} once they are not needed)`
+  );
+}
 
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -305,15 +318,16 @@ export class Supervisor {
   /**
    * Recovery (docs/ARCHITECTURE.md "Checkpoints and recovery"): snapshot parts to the workers (who index their segments), then the WAL
    * from the snapshot's cut, then reservations padded, a new WAL file with a durable BOOT frame,
-   * orphan topic directories removed, and a first checkpoint.
+   * orphan topic directories removed (kept in quarantine/ when the scan dropped frames), and a
+   * first checkpoint.
    */
   async recover(): Promise<void> {
     const started = Date.now();
     const loading = { now: true }; // the workers are indexing the snapshot's topics
     this.progressPoll = this.pollRecoveryProgress(started, loading);
     try {
-      const { scan, epoch, walFileNo, cut } = await this.replay(loading);
-      const { topics, routerIdFloor } = await this.finishRecovery(epoch, walFileNo, cut);
+      const { scan, epoch, walFileNo, cut, keep } = await this.replay(loading);
+      const { topics, kept, routerIdFloor } = await this.finishRecovery(epoch, walFileNo, cut, keep);
       this.startCheckpoints(epoch, cut);
       this.topicCount = topics;
       await this.routers.load(routerIdFloor);
@@ -337,6 +351,7 @@ export class Supervisor {
         this.log.warn(
           `SERVICE_RECOVERY_TRUNCATE: ${scan.droppedFileBytes} bytes of whole WAL files after the damage were dropped (moved to wal/quarantine/); writes they held are gone`,
         );
+      if (kept && kept.topicDirs + kept.packs > 0) this.log.warn(keptLine(kept));
     } finally {
       clearInterval(this.progressPoll);
     }
@@ -371,7 +386,7 @@ export class Supervisor {
    */
   private async replay(loading: {
     now: boolean;
-  }): Promise<{ scan: RecoverReply; epoch: number; walFileNo: number; cut: WalPosition | undefined }> {
+  }): Promise<{ scan: RecoverReply; epoch: number; walFileNo: number; cut: WalPosition | undefined; keep: boolean }> {
     const loaded = await readNewestSnapshot(this.fsx, this.settings.dataDir, (m) => this.log.error(m));
     if (!loaded) assertWalFromStart(this.fsx, this.settings.dataDir);
     const snap = loaded && (loaded.version === 1 ? loaded.body : loaded.head);
@@ -398,29 +413,51 @@ export class Supervisor {
     loading.now = false;
     this.snapshotTopics.loaded = this.snapshotTopics.total;
     const scan = await scanned;
-    const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0) + 1;
+    // Frames dropped (now, or by a start that died before keeping its orphans): what only they
+    // could claim is kept (finishRecovery), and no topic id of a boot they held (the boot epoch
+    // of an orphan directory or of held packed frames) is handed out again.
+    const keep = scan.framesDropped || pendingOrphans(this.fsx, this.settings.dataDir);
+    const floor = keep ? await this.droppedEpochFloor() : 0;
+    const epoch = Math.max(scan.maxEpoch, snap?.epoch ?? 0, floor) + 1;
     const walFileNo = Math.max(scan.lastFileNo, snap?.cut.fileNo ?? 0) + 1;
     void this.wal.prepareStart(walFileNo, epoch); // zero-filled while the replay applies
     await Promise.all(this.workers.map((w) => w.awaitReplay()));
-    return { scan, epoch, walFileNo, cut: snap?.cut };
+    return { scan, epoch, walFileNo, cut: snap?.cut, keep };
+  }
+
+  /**
+   * The highest boot epoch in a topic id on disk that recovery may not know from the WAL it kept:
+   * of an entry of topics/, or of the packed frames the workers hold for topics made after the
+   * snapshot. A topic id is its creator's epoch × 2^24 + a counter (hostEffects.ts newTopicId).
+   */
+  private async droppedEpochFloor(): Promise<number> {
+    let floor = 0;
+    for (const d of await listTopicDirs(this.fsx, this.settings.dataDir))
+      if (d.id !== undefined) floor = Math.max(floor, Math.floor(d.id / 0x100_0000));
+    for (const e of await Promise.all(this.workers.map((w) => w.heldEpochMax()))) floor = Math.max(floor, e);
+    return floor;
   }
 
   /**
    * Recovery's writing half: the workers pad reservations and report the topic directories they
    * hold, a new WAL file starts with a durable BOOT frame, the workers serve each other, and
-   * topic directories no topic holds (and a backup's staging cut short by a crash) go. Returns
-   * the count of topics, and the highest router id any topic holds progress of (the registry's
-   * id floor, docs/ARCHITECTURE.md "Routers").
+   * topic directories no topic holds (and a backup's staging cut short by a crash) go. With
+   * `keep` (the WAL scan dropped frames) those directories, and the packs holding frames no
+   * topic claimed, are kept in quarantine/ instead (orphans.ts). Returns the count of topics,
+   * what was kept, and the highest router id any topic holds progress of (the registry's id
+   * floor, docs/ARCHITECTURE.md "Routers").
    */
   private async finishRecovery(
     epoch: number,
     walFileNo: number,
     cut: WalPosition | undefined,
-  ): Promise<{ topics: number; routerIdFloor: RouterIdFloor | null }> {
+    keep: boolean,
+  ): Promise<{ topics: number; kept: KeptOrphans | undefined; routerIdFloor: RouterIdFloor | null }> {
     const seed = this.newBootSeed();
     const dirs = await listTopicDirs(this.fsx, this.settings.dataDir);
     const dirIds = dirs.flatMap((d) => (d.id === undefined ? [] : [d.id]));
     const liveDirs = new Set<number>();
+    const unclaimedPacks = new Set<string>();
     let topics = 0;
     let routerIdFloor: RouterIdFloor | null = null;
     for (const w of this.workers) {
@@ -428,14 +465,29 @@ export class Supervisor {
       topics += r.topics;
       for (const id of r.liveDirIds) liveDirs.add(id);
       routerIdFloor = higherFloor(routerIdFloor, r.routerIdFloor);
+      for (const p of r.unclaimedPacks) unclaimedPacks.add(p);
     }
     await this.wal.start(walFileNo, epoch, seed, cut);
     // Peer requests between workers wait until now (a queue's recovery may ask another
     // worker's dead-letter topic to delete what a redrive copied back).
     await Promise.all(this.workers.map((w) => w.serve()));
-    await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
+    let kept: KeptOrphans | undefined;
+    if (keep) {
+      // Before the first checkpoint, which may unlink those packs (nothing live is in them).
+      try {
+        kept = await keepOrphans(this.fsx, this.settings.dataDir, dirs, liveDirs, [...unclaimedPacks].sort(), `boot-${epoch}`);
+      } catch (err) {
+        if (!isDiskFull(err)) throw err;
+        // Nothing was removed, and the marker (or the damage, left in place) has the next start keep them.
+        throw new CorruptionError(
+          quarantineDir(this.settings.dataDir),
+          `the WAL scan dropped frames, and what only they knew of cannot be kept here while the disk is full (${(err as Error).message}); nothing was removed: free some space and start again`,
+        );
+      }
+      await clearPendingOrphans(this.fsx, this.settings.dataDir);
+    } else await removeOrphanTopicDirs(this.fsx, this.settings.dataDir, dirs, liveDirs);
     if (this.fsx === nodeFs) removeStaleStaging(this.settings.dataDir); // a backup cut short by a crash
-    return { topics, routerIdFloor };
+    return { topics, kept, routerIdFloor };
   }
 
   /**

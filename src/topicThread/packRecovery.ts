@@ -4,7 +4,9 @@
 // cold) and its place noted in the PackMap. Frames of topics not known yet are held by position:
 // a topic created after the snapshot gets them when the WAL replay reaches its TOPIC_CREATE,
 // before any of its replayed appends (which then skip what the packs hold, so replay never
-// writes a second copy). Held frames nobody claims by the end of the replay are dead bytes.
+// writes a second copy). Held frames nobody claims by the end of the replay are dead bytes,
+// unless the WAL scan dropped frames: then their packs are kept in quarantine/ (endReplay names
+// them; docs/ARCHITECTURE.md "Checkpoints and recovery").
 // A held topic without own segment files (the common case: many small topics made since the
 // last checkpoint) is not read back at all: its held frames are byte-for-byte the APPEND frames
 // the replay is about to apply, so each replayed frame that matches the next held one (same
@@ -88,6 +90,10 @@ export class PackRecovery {
    * buffer per topic was ~2.5 KB of garbage per topic created since the snapshot (docs/ARCHITECTURE.md "Many topics").
    */
   private readonly spares: Buffer[] = [];
+  /** The highest boot epoch of a held frame's topic id (-1: none held). */
+  private epochHeldMax = -1;
+  /** Names of the packs holding held frames no topic claimed, once the replay is over. */
+  private unclaimed: string[] = [];
 
   constructor(
     private readonly host: PackRecoveryHost,
@@ -145,6 +151,7 @@ export class PackRecovery {
         else if (touched!.has(f.topicId) || !asleep!.absorbAppend(f.topicId, buf, f, head)) touched!.add(f.topicId);
         packs.map.add(f.topicId, idx, off, f.size);
       } else if (Math.floor(f.topicId / EPOCH_UNIT) >= snapshotEpoch) {
+        this.epochHeldMax = Math.max(this.epochHeldMax, Math.floor(f.topicId / EPOCH_UNIT));
         let h = this.held.get(f.topicId);
         if (!h) this.held.set(f.topicId, (h = []));
         h.push(idx, off, f.size, head.firstSeq, head.firstSeq + head.count, frameCrc(buf, rel));
@@ -357,9 +364,31 @@ export class PackRecovery {
     this.feed(d.actor, topicId, rest, await this.readFrames(rest), d.next);
   }
 
-  /** The replay is over: deferred topics take their unmatched frames; frames nobody claimed are dead. */
+  /**
+   * The highest boot epoch among the topics of held frames (-1: none): after the WAL scan dropped
+   * frames, a topic id of a dropped boot must never be handed out again (its frames stay in packs).
+   */
+  get heldEpochMax(): number {
+    return this.epochHeldMax;
+  }
+
+  /**
+   * The replay is over: deferred topics take their unmatched frames; frames nobody claimed are
+   * dead (their packs are named by unclaimedPacks).
+   */
   async endReplay(): Promise<void> {
     for (const id of [...this.deferred.keys()]) await this.settleDeferred(id);
+    const packs = new Set<string>();
+    for (const h of this.held.values()) for (let i = 0; i < h.length; i += HELD_FIELDS) packs.add(this.host.packs.map.pack(h[i]!).name);
+    this.unclaimed = [...packs].sort();
     this.held.clear();
+  }
+
+  /**
+   * The packs that hold frames of topics no snapshot part and no replayed TOPIC_CREATE knew
+   * (topics a create of which never became durable, or whose WAL the scan dropped), after endReplay.
+   */
+  get unclaimedPacks(): readonly string[] {
+    return this.unclaimed;
   }
 }

@@ -86,9 +86,12 @@ export interface RecoveryHost {
 export interface RecoveryFinish {
   topics: number;
   appends: number;
+  /** Of the topic directory ids main listed, those of this worker's live topics. */
   liveDirIds: number[];
   /** The highest router id in any of its topics' progress, and a topic holding it; null: none. */
   routerIdFloor: RouterIdFloor | null;
+  /** Packs holding frames no recovered topic claims (PackRecovery.unclaimedPacks). */
+  unclaimedPacks: string[];
 }
 
 export class WorkerRecovery {
@@ -499,12 +502,21 @@ export class WorkerRecovery {
   }
 
   /**
+   * The highest boot epoch of a topic whose packed frames are held (-1: none): once the pack scan
+   * is done (step 3 settled), for the boot epoch after a WAL scan that dropped frames.
+   */
+  get heldEpochMax(): number {
+    return this.packs.heldEpochMax;
+  }
+
+  /**
    * Step 5: pads reservations and counts topics. Returns how many topics are live, and which of
    * `dirIds` (the ids of the topic directories on disk, from main) are live topics of this
    * worker; main removes the directories no worker claims (orphans.ts). Only those few ids cross
    * back: a list of every live id (a million at times) took main most of a second to gather into
    * a Set. Also the highest router id any of its topics holds progress of (RouterIdFloor), one
-   * number, not the tables.
+   * number, not the tables, and the packs holding frames no topic claimed, which main keeps when
+   * the WAL scan dropped frames (orphans.ts).
    */
   finish(dirIds: readonly number[]): RecoveryFinish {
     let loaded = 0;
@@ -535,7 +547,13 @@ export class WorkerRecovery {
     const { sleepers } = this.host;
     const liveDirIds = dirIds.filter((id) => this.host.byTopicId.has(id) || sleepers.isRestoredAsleep(id));
     const asleep = sleepers.endRecovery();
-    return { topics: loaded + asleep, appends: this.stats.appends, liveDirIds, routerIdFloor: floor };
+    return {
+      topics: loaded + asleep,
+      appends: this.stats.appends,
+      liveDirIds,
+      routerIdFloor: floor,
+      unclaimedPacks: [...this.packs.unclaimedPacks],
+    };
   }
 }
 

@@ -262,6 +262,15 @@ export class WorkerApi {
     await this.w.replayed;
   }
 
+  /**
+   * The highest boot epoch of a topic id among the packed frames recovery holds for topics made
+   * after the snapshot (-1: none), once step 3 settled (the supervisor's boot epoch, after a WAL
+   * scan that dropped frames).
+   */
+  heldEpochMax(): number {
+    return this.w.host.recovery.heldEpochMax;
+  }
+
   finishRecovery(bootEpoch: number, bootSeed: string, dirIds: number[]): RecoveryFinish {
     this.w.hostOpts.bootEpoch = bootEpoch;
     this.w.hostOpts.bootSeed = bootSeed;

@@ -56,6 +56,11 @@ export interface ScanResult {
   quarantinedBytes: number;
   /** Whole WAL files moved to quarantine/ under SERVICE_RECOVERY_TRUNCATE, in bytes. */
   droppedFileBytes: number;
+  /**
+   * Whole frames were dropped: WAL files that held data (SERVICE_RECOVERY_TRUNCATE), or frames
+   * after a bad one (`damage`). Orphans are then kept, not removed (src/supervisor/orphans.ts).
+   */
+  framesDropped: boolean;
   /** Bad frames that had whole frames after them in the same file (docs/ARCHITECTURE.md "Torn tails versus corruption"). */
   damage: { file: string; offset: number; reason: string }[];
 }
@@ -158,7 +163,8 @@ export async function scanWal(
   windowBytes = WINDOW_BYTES,
 ): Promise<ScanResult> {
   const files = listWalFiles(fsx, dataDir).filter((n) => !from || n >= from.fileNo);
-  return new WalScan({ fsx, dir: walDir(dataDir), files, droppedBytes: 0 }, from, truncateOnCorruption, sink, windowBytes).run();
+  const s: ScanFiles = { fsx, dataDir, dir: walDir(dataDir), files, droppedBytes: 0, framesDropped: false };
+  return new WalScan(s, from, truncateOnCorruption, sink, windowBytes).run();
 }
 
 /** One recovery scan: the files in order, the frames of each, the repair where a file stops. */
@@ -189,6 +195,7 @@ class WalScan {
       tornBytes: 0,
       quarantinedBytes: 0,
       droppedFileBytes: 0,
+      framesDropped: false,
       damage: [],
     };
     this.batches = new FrameBatches(sink);
@@ -206,6 +213,7 @@ class WalScan {
     freeZeroTails(this.s.fsx, this.zeroTails);
     this.sink.progress(1);
     this.result.droppedFileBytes = this.s.droppedBytes;
+    this.result.framesDropped = this.s.framesDropped;
     return this.result;
   }
 

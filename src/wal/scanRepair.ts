@@ -6,9 +6,12 @@
 //   valid frames after the cut copied to wal/quarantine/ first) or mid-log corruption (refused,
 //   or with SERVICE_RECOVERY_TRUNCATE=1 the later files are dropped too);
 // - the pre-allocated zeros after the log's end, given back once the scan is done.
+// Whenever whole frames are dropped (those two cases but a plain torn tail), the scan first
+// leaves the durable quarantine/pending marker: that start, or the next one if it dies first,
+// keeps what only the dropped frames could claim (docs/ARCHITECTURE.md "Checkpoints and recovery").
 import path from 'node:path';
 import { fsyncDirSync, isDiskFull, mkdirDurableSync, writeAllSync, type Fs } from '../storage/fs.js';
-import { walFileName } from '../format/layout.js';
+import { quarantineDir, quarantinePendingFile, walFileName } from '../format/layout.js';
 import { FRAME_ALIGN, WAL_HEADER_BYTES } from '../format/constants.js';
 import { probeFrame } from '../format/frame.js';
 import { CorruptionError } from '../core/corruption.js';
@@ -16,10 +19,13 @@ import { CorruptionError } from '../core/corruption.js';
 /** The WAL files a scan covers, in order, and their directory. */
 export interface ScanFiles {
   fsx: Fs;
+  dataDir: string;
   dir: string;
   files: number[];
   /** Bytes of whole WAL files dropped (moved to quarantine/) under SERVICE_RECOVERY_TRUNCATE. */
   droppedBytes: number;
+  /** Whole frames were dropped (markFramesDropped). */
+  framesDropped: boolean;
 }
 
 const ZEROS = Buffer.alloc(64 * 1024);
@@ -59,6 +65,43 @@ async function laterFileHoldsData(fsx: Fs, dir: string, later: number[]): Promis
 /** laterFileHoldsData for the offline tools (`spool verify`, `spool wal-dump`), blocking. */
 export function laterFileHoldsDataSync(fsx: Fs, dir: string, later: number[]): boolean {
   return later.some((n) => !holdsNoData(fsx.readFileSync(path.join(dir, walFileName(n)))));
+}
+
+/**
+ * The scan is about to drop whole frames (`why`): WAL files that held data, or frames after a bad
+ * one. Any of them may have created a topic whose segment or pack bytes are on disk with no
+ * other record of it, so recovery must not remove those as orphans (src/supervisor/orphans.ts).
+ * The marker is durable before anything is dropped for good; the supervisor removes it once it
+ * has moved them into quarantine/. False on a full disk (no marker): the caller drops nothing
+ * for good then (this start still keeps the orphans, from the scan's result).
+ */
+function markFramesDropped(s: ScanFiles, why: string): boolean {
+  s.framesDropped = true;
+  const file = quarantinePendingFile(s.dataDir);
+  try {
+    if (s.fsx.existsSync(file)) return true;
+    mkdirDurableSync(s.fsx, quarantineDir(s.dataDir));
+    const fd = s.fsx.openSync(file, 'w');
+    try {
+      writeAllSync(s.fsx, fd, Buffer.from(`${why}\n`));
+      s.fsx.fsyncSync(fd);
+    } finally {
+      s.fsx.closeSync(fd);
+    }
+    fsyncDirSync(s.fsx, quarantineDir(s.dataDir));
+    return true;
+  } catch (err) {
+    if (!isDiskFull(err)) throw err;
+    return false;
+  }
+}
+
+/** SERVICE_RECOVERY_TRUNCATE cannot drop WAL files for good without the marker: the start is refused. */
+function noRoomToDrop(file: string, what: string): CorruptionError {
+  return new CorruptionError(
+    file,
+    `${what}; SERVICE_RECOVERY_TRUNCATE cannot drop it while the disk is full (quarantine/pending cannot be written): free some space and start again`,
+  );
 }
 
 /**
@@ -102,6 +145,8 @@ export async function onBadHeader(
     if (await laterFileHoldsData(s.fsx, s.dir, s.files.slice(i + 1))) return 'skip';
   } else if (!truncateOnCorruption) {
     throw new CorruptionError(`WAL file ${file}`, headerErr);
+  } else if (!markFramesDropped(s, `SERVICE_RECOVERY_TRUNCATE: ${file}: ${headerErr}; dropped with the WAL files after it`)) {
+    throw noRoomToDrop(file, headerErr);
   }
   // Truncating mode (or a file that held nothing): keep the prefix, i.e. every earlier file;
   // drop this one and later ones.
@@ -148,9 +193,14 @@ export async function repairTail(s: ScanFiles, i: number, off: number, reason: s
   // space for the copy (a full disk) the tail is left as it is: it is never read as data
   // (writing always continues in a new file), and the next recovery tries again.
   let keepTail = false;
+  const marked =
+    later < 0 && !laterFileValid ? true : markFramesDropped(s, `${file} at offset ${off}: ${reason}; the whole frames after it dropped`);
+  if (!marked && laterFileValid) throw noRoomToDrop(file, `mid-log corruption (${reason}) at offset ${off}`);
   if (later >= 0) {
     repair.damage = { file, offset: off, reason };
-    if (quarantineTail(fsx, dir, fileNo, buf, off)) repair.quarantinedBytes = buf.length - off;
+    // Without the marker the frames after it stay in the file (as without room for the copy):
+    // the next start meets them again, and keeps the orphans again.
+    if (marked && quarantineTail(fsx, dir, fileNo, buf, off)) repair.quarantinedBytes = buf.length - off;
     else keepTail = true;
   }
   if (!keepTail) cutFile(fsx, dir, file, off);

@@ -166,6 +166,9 @@ export class FaultFs implements Fs {
   rename(from: string, to: string): Promise<void> {
     return this.runAsync('rename', { path: from, to }, () => this.inner.rename(from, to));
   }
+  link(from: string, to: string): Promise<void> {
+    return this.runAsync('link', { path: from, to }, () => this.inner.link(from, to));
+  }
   truncate(p: string, length: number): Promise<void> {
     return this.runAsync('truncate', { path: p }, () => this.inner.truncate(p, length));
   }

@@ -54,6 +54,7 @@ const WRITE_OPS = new Set([
   'mkdir',
   'rm',
   'rename',
+  'link',
   'truncate',
   'file.writev',
   'file.writeFile',
@@ -99,6 +100,7 @@ const SYSCALLS: Record<string, string> = {
   unlinkSync: 'unlink',
   renameSync: 'rename',
   rename: 'rename',
+  link: 'link',
   rm: 'rm',
 };
 

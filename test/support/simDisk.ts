@@ -431,6 +431,10 @@ class SimFs implements Fs {
     const [a, b] = [normalize(from), normalize(to)];
     return this.a('rename', { path: a, to: b }, (t) => t.rename(a, b));
   }
+  link(from: string, to: string): Promise<void> {
+    const [a, b] = [normalize(from), normalize(to)];
+    return this.a('link', { path: a, to: b }, (t) => t.link(a, b));
+  }
   truncate(p: string, length: number): Promise<void> {
     const path = normalize(p);
     return this.a('truncate', { path }, (t) => t.truncate(path, length));

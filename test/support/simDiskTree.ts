@@ -253,6 +253,16 @@ export class SimTree {
     b.dir.entries.set(b.name, src);
   }
 
+  /** A second name for a file: both names are the one node (a hard link). */
+  link(from: string, to: string): void {
+    const src = this.lookup(from, 'link');
+    if (!src) throw fsError('ENOENT', 'link', from, to);
+    if (src.kind === 'dir') throw fsError('EPERM', 'link', from, to);
+    const b = this.parentOf(to, 'link');
+    if (b.dir.entries.has(b.name)) throw fsError('EEXIST', 'link', from, to);
+    b.dir.entries.set(b.name, src);
+  }
+
   /** A file or a directory tree; silent if absent. */
   rm(p: string): void {
     let node: SimNode | undefined;

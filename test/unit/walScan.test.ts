@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { scanWal, type ScanSink, type ScanResult } from '../../src/wal/scan.js';
 import { CorruptionError } from '../../src/core/corruption.js';
+import { FaultFs } from '../support/faultFs.js';
 import { createWalFile, encodeWalHeader } from '../../src/wal/files.js';
 import {
   encodeAppend,
@@ -21,7 +22,7 @@ import {
   type FrameView,
 } from '../../src/format/frame.js';
 import { FrameType, WAL_HEADER_BYTES } from '../../src/format/constants.js';
-import { walDir, walFileName } from '../../src/format/layout.js';
+import { quarantinePendingFile, walDir, walFileName } from '../../src/format/layout.js';
 import { defaultConfig } from '../../src/protocol/topicConfig.js';
 import type { WalPosition } from '../../src/protocol/messages/wal.js';
 
@@ -155,7 +156,7 @@ function listWal(dataDir: string): string[] {
 
 /** What a scan that met no damage returns. */
 function clean(lastFileNo: number, frames: number, bytes: number) {
-  return { lastFileNo, frames, bytes, tornBytes: 0, quarantinedBytes: 0, droppedFileBytes: 0, damage: [] };
+  return { lastFileNo, frames, bytes, tornBytes: 0, quarantinedBytes: 0, droppedFileBytes: 0, framesDropped: false, damage: [] };
 }
 
 test('clean log over several files: every frame delivered in order, only the zeros after the last frame given back', async () => {
@@ -227,6 +228,9 @@ test('torn tail in the last file: frames before it delivered, file truncated at 
     assert.equal(size(p2), validEnd, `file truncated at the valid end (cut ${cut})`);
     assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1), ...good]));
     assert.equal(fs.existsSync(path.join(walDir(d), 'quarantine')), false);
+    // A torn tail drops no whole frame: recovery removes orphans as ever (no quarantine/pending).
+    assert.equal(res.framesDropped, false);
+    assert.equal(fs.existsSync(quarantinePendingFile(d)), false);
     // Idempotent: a second scan sees the same frames and nothing torn.
     const second = await scan(d);
     assert.deepEqual(second.res, { ...res, tornBytes: 0 });
@@ -268,9 +272,13 @@ test('garbage followed by a valid frame later in the same last file: quarantined
   assert.deepEqual(q, [`${walFileName(1)}.${validEnd}`]);
   const saved = fs.readFileSync(path.join(qdir, q[0]!));
   assert.deepEqual(saved, Buffer.concat([torn, Buffer.alloc(8), ...after]), 'the quarantine holds exactly the dropped bytes');
+  // Whole frames dropped: recovery keeps the orphans they might have created (the marker says so
+  // until it has, src/supervisor/orphans.ts).
+  assert.equal(res.framesDropped, true);
+  assert.match(fs.readFileSync(quarantinePendingFile(dir), 'utf8'), /the whole frames after it dropped/);
   // Idempotent: nothing new is torn or quarantined on the next scan.
   const second = await scan(dir);
-  assert.deepEqual(second.res, { ...res, tornBytes: 0, quarantinedBytes: 0, damage: [] });
+  assert.deepEqual(second.res, { ...res, tornBytes: 0, quarantinedBytes: 0, framesDropped: false, damage: [] });
   assert.deepEqual(fs.readdirSync(qdir), q);
   assert.equal(size(p), validEnd);
 });
@@ -308,6 +316,7 @@ test('a bad frame in a non-last file while a later file holds valid frames: Corr
   // Refusing to start changes nothing on disk.
   assert.deepEqual([size(p1), size(p2), size(p3)], sizes);
   assert.deepEqual(listWal(dir), [walFileName(1), walFileName(2), walFileName(3)]);
+  assert.equal(fs.existsSync(quarantinePendingFile(dir)), false);
 
   // truncateOnCorruption: keep the prefix, drop the rest of that file and every later file.
   const { res, c } = await scan(dir, { truncate: true });
@@ -324,6 +333,8 @@ test('a bad frame in a non-last file while a later file holds valid frames: Corr
     [`${walFileName(2)}.dropped`, `${walFileName(3)}.dropped`],
   );
   assert.equal(res.droppedFileBytes, sizes[1]! + sizes[2]!);
+  assert.equal(res.framesDropped, true);
+  assert.ok(fs.existsSync(quarantinePendingFile(dir)), 'the marker is left for recovery');
   assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
   // Idempotent afterwards, also without the override.
   for (const truncate of [true, false]) {
@@ -355,6 +366,9 @@ test('a torn tail followed only by later files that hold no frame (the pre-alloc
     const lastKept = { reserve: 2, 'header-only': 2, 'header-less': 1, 'all three': 3 }[later];
     assert.equal(res.lastFileNo, lastKept, later);
     assert.equal(listWal(dir).at(-1), walFileName(lastKept), later);
+    // Files that held no frame drop nothing: orphans go as in any start.
+    assert.equal(res.framesDropped, false, later);
+    assert.equal(fs.existsSync(quarantinePendingFile(dir)), false, later);
   }
 });
 
@@ -386,8 +400,11 @@ test('a damaged header in a non-last file: CorruptionError; with truncateOnCorru
   b[3] = b[3]! ^ 0xff; // bad magic
   fs.writeFileSync(p2, b);
   await assert.rejects(scan(dir), (err: unknown) => err instanceof CorruptionError && err.message.includes(p2));
+  assert.equal(fs.existsSync(quarantinePendingFile(dir)), false, 'a refused start leaves no marker');
   const { res } = await scan(dir, { truncate: true });
   assert.equal(res.frames, f1.length);
+  assert.equal(res.framesDropped, true);
+  assert.match(fs.readFileSync(quarantinePendingFile(dir), 'utf8'), /^SERVICE_RECOVERY_TRUNCATE: .*dropped with the WAL files after it/);
   // Everything from the damaged file on is dropped, so that frames written after this boot (in
   // a file numbered after lastFileNo) are not hidden behind the damaged file on the next boot.
   assert.equal(res.lastFileNo, 1, 'lastFileNo is the last kept file');
@@ -399,6 +416,40 @@ test('a damaged header in a non-last file: CorruptionError; with truncateOnCorru
   );
   const again = await scan(dir);
   assert.equal(again.res.frames, f1.length);
+});
+
+test('on a disk too full for the quarantine/pending marker nothing is dropped for good', async () => {
+  const full = () => {
+    const ffs = new FaultFs(nodeFs);
+    ffs.failWhen((c) => c.op === 'openSync' && (c.path ?? '').endsWith(`${path.sep}quarantine${path.sep}pending`), 'ENOSPC');
+    return ffs;
+  };
+  // SERVICE_RECOVERY_TRUNCATE over a damaged header: refused, every file where it was.
+  const dir = tmp();
+  writeWal(dir, 1, [bootFrame(1), createFrame(), appendFrame(1)]);
+  const p2 = writeWal(dir, 2, [appendFrame(4, 2)]);
+  writeWal(dir, 3, [appendFrame(6, 2)]);
+  const b = fs.readFileSync(p2);
+  b[3] = b[3]! ^ 0xff;
+  fs.writeFileSync(p2, b);
+  await assert.rejects(scanWal(full(), dir, undefined, true, collector().sink, 40), (err: unknown) => {
+    assert.ok(err instanceof CorruptionError, String(err));
+    assert.match(err.message, /cannot drop it while the disk is full/);
+    return true;
+  });
+  assert.deepEqual(listWal(dir), [walFileName(1), walFileName(2), walFileName(3)]);
+  assert.equal(fs.existsSync(quarantinePendingFile(dir)), false);
+  // Whole frames after a bad one in the last file: reported, and left in the file for the next start.
+  const d = tmp();
+  const before = [bootFrame(1), createFrame()];
+  const p = writeWal(d, 1, [...before, Buffer.alloc(64), appendFrame(1)]);
+  const bytes = size(p);
+  const res = await scanWal(full(), d, undefined, false, collector().sink, 40);
+  assert.equal(res.frames, before.length);
+  assert.equal(res.framesDropped, true, 'this start keeps the orphans all the same');
+  assert.equal(res.damage.length, 1);
+  assert.equal(res.quarantinedBytes, 0);
+  assert.equal(size(p), bytes, 'not cut');
 });
 
 test('scanning from a checkpoint position skips earlier files and the prefix of the cut file', async () => {
