@@ -57,6 +57,8 @@ export class RouterRegistry {
   private readonly byDest = new Map<string, Set<string>>();
   private nextId = 1;
   private chain: Promise<unknown> = Promise.resolve();
+  /** Topics named by a router PUT that waits or runs (deleteTopic), with how many name each. */
+  private readonly putEnds = new Map<string, number>();
   /** A save failed since the last one that succeeded: the file is not the definitions in memory. */
   private stale = false;
   private rewriteTimer: NodeJS.Timeout | undefined;
@@ -289,7 +291,17 @@ export class RouterRegistry {
   }
 
   put(name: string, input: RouterInput): Promise<PutOutcome> {
-    return this.serial(() => this.putNow(name, input));
+    // Its ends are named from now on, for deleteTopic: a delete of either while this PUT waits or
+    // runs (its topics made, its router not indexed yet) waits for it and takes the router along.
+    const ends = [input.source, input.dest];
+    for (const t of ends) this.putEnds.set(t, (this.putEnds.get(t) ?? 0) + 1);
+    return this.serial(() => this.putNow(name, input)).finally(() => {
+      for (const t of ends) {
+        const n = this.putEnds.get(t)! - 1;
+        if (n > 0) this.putEnds.set(t, n);
+        else this.putEnds.delete(t);
+      }
+    });
   }
 
   private async putNow(name: string, input: RouterInput): Promise<PutOutcome> {
@@ -382,10 +394,14 @@ export class RouterRegistry {
    * success they leave the file and the other ends' actors. A topic some router names is deleted
    * inside the registry's serialization, so no backup (nor router change) falls between the
    * topic's durable delete and the file update: a backup never holds routers naming a topic that
-   * was deleted and, meanwhile, recreated. Other topics are deleted at once, concurrently.
+   * was deleted and, meanwhile, recreated. So is a topic a router PUT names while it waits or
+   * runs (`putEnds`): it has made the topics and installed the forwarder before it indexes the
+   * router, and a delete between those steps left a router with a deleted end (still listed,
+   * forwarding into the recreated dest or from nothing). Other topics are deleted at once,
+   * concurrently.
    */
   deleteTopic(topic: string, del: (routers: string[]) => Promise<TopicResult>): Promise<TopicResult> {
-    if (this.naming(topic).length === 0) return del([]);
+    if (this.naming(topic).length === 0 && !this.putEnds.has(topic)) return del([]);
     return this.serial(async () => {
       const names = this.naming(topic);
       const res = await del(names);

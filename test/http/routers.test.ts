@@ -133,6 +133,27 @@ describe('topic delete cascade', () => {
     assert.equal(d2state.count, 0);
     assert.equal(assertOk(await c.get(`/v0/routers?source=${s}`), 200).routers.length, 0);
   });
+
+  test('a router PUT racing the delete of its source or dest never leaves a router with a deleted end', async () => {
+    for (let i = 0; i < 16; i++) {
+      const [s, d] = [name('s'), name('d')];
+      const r = `${s}->${d}`;
+      assertOk(await c.put(`/v0/topics/${s}`, {}), 201);
+      assertOk(await c.put(`/v0/topics/${d}`, {}), 201);
+      const victim = i % 2 === 0 ? d : s;
+      const [pr, dr] = await Promise.all([
+        put(r, { source: s, dest: d }),
+        new Promise((w) => setTimeout(w, i % 4)).then(() => c.del(`/v0/topics/${victim}`)),
+      ]);
+      // Either order is fine; a mix of both is not: a 201 router whose end is gone.
+      assert.equal(pr.status, 201, pr.text);
+      assert.equal(dr.status, 200, dr.text);
+      const listed = (await c.get(`/v0/routers/${enc(r)}`)).status === 200;
+      const victimLives = (await c.get(`/v0/topics/${victim}`)).status === 200;
+      if (dr.body.routers_removed.length === 0) assert.ok(listed && victimLives, `round ${i}: the delete came first`);
+      else assert.ok(!listed && !victimLives, `round ${i}: the delete took the router along`);
+    }
+  });
 });
 
 describe('limits and restarts', () => {
