@@ -143,13 +143,17 @@ export async function onBadHeader(
   // never sits in the middle; elsewhere (left by an older version) it is skipped.
   if (holdsNoData(await s.fsx.readFile(file))) {
     if (await laterFileHoldsData(s.fsx, s.dir, s.files.slice(i + 1))) return 'skip';
+    // Nothing to keep: this file and the ones after it held no frame. Unlinked, not quarantined
+    // (a whole pre-allocated file each, and a normal crash's leftover: no damage to report).
+    for (const n of s.files.slice(i)) s.fsx.unlinkSync(path.join(s.dir, walFileName(n)));
+    fsyncDirSync(s.fsx, s.dir);
+    return i > 0 ? s.files[i - 1]! : fileNoBefore;
   } else if (!truncateOnCorruption) {
     throw new CorruptionError(`WAL file ${file}`, headerErr);
   } else if (!markFramesDropped(s, `SERVICE_RECOVERY_TRUNCATE: ${file}: ${headerErr}; dropped with the WAL files after it`)) {
     throw noRoomToDrop(file, headerErr);
   }
-  // Truncating mode (or a file that held nothing): keep the prefix, i.e. every earlier file;
-  // drop this one and later ones.
+  // Truncating mode: keep the prefix, i.e. every earlier file; drop this one and later ones.
   s.droppedBytes += dropFilesFrom(s, i);
   return i > 0 ? s.files[i - 1]! : fileNoBefore;
 }

@@ -347,7 +347,7 @@ test('a bad frame in a non-last file while a later file holds valid frames: Corr
 test('a torn tail followed only by later files that hold no frame (the pre-allocated reserve, a header-less file) is a torn tail, not corruption', async () => {
   // The WAL writer keeps the next file pre-allocated (header + zeros) while it writes the
   // current one, so a torn tail in the current file always has a "later file" after it.
-  for (const later of ['reserve', 'header-only', 'header-less', 'all three'] as const) {
+  for (const later of ['reserve', 'header-only', 'header-less', 'zeroed', 'all three'] as const) {
     const dir = tmp();
     const good = [bootFrame(1), createFrame(), appendFrame(1)];
     const torn = appendFrame(4, 3).subarray(0, 30);
@@ -356,6 +356,8 @@ test('a torn tail followed only by later files that hold no frame (the pre-alloc
     if (later === 'header-only' || later === 'all three') writeWal(dir, later === 'all three' ? 3 : 2, []);
     // A creation cut short before its header (or a preparation stopped after a WAL failure).
     if (later === 'header-less' || later === 'all three') fs.writeFileSync(walPath(dir, later === 'all three' ? 4 : 2), Buffer.alloc(0));
+    // A pre-allocation whose header never became durable: zeros only.
+    if (later === 'zeroed') fs.writeFileSync(walPath(dir, 2), Buffer.alloc(4096));
     const { res, c } = await scan(dir);
     assert.equal(res.frames, good.length, later);
     assert.equal(res.tornBytes, torn.length + 512, later);
@@ -363,11 +365,14 @@ test('a torn tail followed only by later files that hold no frame (the pre-alloc
     assert.deepEqual(c.emitted.get(TOPIC % 2), hexes([createFrame(), appendFrame(1)]));
     // A header-less file at the end is removed (the next run reuses its number); a file with a
     // durable header stays, and the next run starts after it.
-    const lastKept = { reserve: 2, 'header-only': 2, 'header-less': 1, 'all three': 3 }[later];
+    const lastKept = { reserve: 2, 'header-only': 2, 'header-less': 1, zeroed: 1, 'all three': 3 }[later];
     assert.equal(res.lastFileNo, lastKept, later);
     assert.equal(listWal(dir).at(-1), walFileName(lastKept), later);
-    // Files that held no frame drop nothing: orphans go as in any start.
+    // Files that held no frame drop nothing: orphans go as in any start, and nothing is reported
+    // dropped or kept in quarantine (they are unlinked).
     assert.equal(res.framesDropped, false, later);
+    assert.equal(res.droppedFileBytes, 0, later);
+    assert.equal(fs.existsSync(path.join(dir, 'wal', 'quarantine')), false, later);
     assert.equal(fs.existsSync(quarantinePendingFile(dir)), false, later);
   }
 });
