@@ -118,7 +118,10 @@ function dropFilesFrom(s: ScanFiles, from: number): number {
   for (const n of dropped) {
     const name = walFileName(n);
     bytes += s.fsx.statSync(path.join(s.dir, name)).size;
-    s.fsx.renameSync(path.join(s.dir, name), path.join(qdir, `${name}.dropped`));
+    // The next start may reuse a dropped file's number: an earlier drop's copy is never replaced.
+    let to = path.join(qdir, `${name}.dropped`);
+    for (let k = 2; s.fsx.existsSync(to); k++) to = path.join(qdir, `${name}.dropped.${k}`);
+    s.fsx.renameSync(path.join(s.dir, name), to);
   }
   fsyncDirSync(s.fsx, qdir);
   fsyncDirSync(s.fsx, s.dir);

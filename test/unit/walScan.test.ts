@@ -342,6 +342,20 @@ test('a bad frame in a non-last file while a later file holds valid frames: Corr
     assert.deepEqual(again.res, clean(1, pre.length, sum(pre)));
     assert.deepEqual(again.c.emitted, c.emitted);
   }
+  // A later start that reuses a dropped file's number and drops it again keeps both copies.
+  const p2again = writeWal(dir, 2, [appendFrame(20, 1)]);
+  writeWal(dir, 3, [appendFrame(21, 1)]);
+  const damaged = fs.readFileSync(p2again);
+  damaged[0] = damaged[0]! ^ 0x40; // its header's magic
+  fs.writeFileSync(p2again, damaged);
+  await scan(dir, { truncate: true });
+  assert.deepEqual(
+    fs
+      .readdirSync(path.join(walDir(dir), 'quarantine'))
+      .filter((f) => f.includes('.dropped'))
+      .sort(),
+    [`${walFileName(2)}.dropped`, `${walFileName(2)}.dropped.2`, `${walFileName(3)}.dropped`, `${walFileName(3)}.dropped.2`],
+  );
 });
 
 test('a torn tail followed only by later files that hold no frame (the pre-allocated reserve, a header-less file) is a torn tail, not corruption', async () => {
