@@ -331,8 +331,11 @@ export class Supervisor {
       this.startCheckpoints(epoch, cut);
       this.topicCount = topics;
       await this.routers.load(routerIdFloor);
-      this.lifecycle = 'ready';
-      for (const f of this.onReady) f();
+      // A drain that began during recovery stays one (its 503s and Connection: close go on).
+      if (this.lifecycle === 'recovering') {
+        this.lifecycle = 'ready';
+        for (const f of this.onReady) f();
+      }
       this.log.info(
         `recovered ${topics} topic(s), ${scan.frames} WAL frame(s), ${(scan.bytes / 1048576).toFixed(1)} MiB in ${Date.now() - started} ms` +
           (scan.tornBytes ? `; dropped a torn tail of ${scan.tornBytes} bytes` : '') +

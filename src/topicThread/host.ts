@@ -192,6 +192,7 @@ export class ActorHost implements HostServices {
   // ---- inputs and replies ------------------------------------------------------------------
 
   request(req: TopicRequest): Promise<TopicResult> {
+    if (this.draining) withoutWait(req);
     // After a WAL failure the actors refuse writes themselves (storage FAILED); reads go on.
     return new Promise((resolve) => {
       const reqId = this.replies.add(resolve);
@@ -232,6 +233,7 @@ export class ActorHost implements HostServices {
    * no reply waiting; the channel answers it `internal`.
    */
   requestTo(req: TopicRequest, token: number, answer: (token: number, r: TopicResult) => void): void {
+    if (this.draining) withoutWait(req);
     const reqId = this.replies.add(new ChannelAnswer(token, answer));
     try {
       // A sleeping topic wakes first; requests that find it waking wait for the same wake, in order.
@@ -342,9 +344,19 @@ export class ActorHost implements HostServices {
     this.compaction.stop();
   }
 
+  /**
+   * Shutdown (docs/ARCHITECTURE.md "Startup and shutdown"): parked long-polls and blocking claims
+   * answer now, and so, from now on, does every one that arrives later (a request main let in
+   * before the drain whose body, pressure gate or jitter window held it): the drain waits for
+   * no wait_ms.
+   */
   releaseLongPolls(): void {
+    this.draining = true;
     for (const a of this.actorsByName.values()) this.input(a, { k: 'release' });
   }
+
+  /** releaseLongPolls ran: requests are answered without waiting (withoutWait). */
+  private draining = false;
 
   /** Source actors whose forwarders stopRouters stopped. */
   private routersStopped: TopicActor[] = [];
@@ -459,5 +471,14 @@ class StepSlot {
   bind(actor: TopicActor): void {
     this.actor = actor;
     this.effects.bind(actor);
+  }
+}
+
+/** A long-poll or blocking claim that arrives while the server drains answers at once (releaseLongPolls). */
+function withoutWait(req: TopicRequest): void {
+  if (req.op === 'diff') req.waitMs = 0;
+  else if (req.op === 'claim') {
+    req.waitMs = 0;
+    req.now = true;
   }
 }

@@ -142,3 +142,25 @@ test('a tick while a /work stream waits for its actor: the stream gets its advis
     await s.close();
   }
 });
+
+test("the drain's closeAll while a /work stream waits for its actor: the stream still gets its one terminal 503 frame", async () => {
+  const { sup } = fakeSupervisor();
+  const { work } = pacing(sup, 'wq');
+  const { url, res } = await serve();
+  const client = openStream(url, '', { path: '/' });
+  const stream = work.create('wq', await res);
+  await work.closeAll(); // SIGTERM: the actor has not accepted the stream yet
+  stream.open(); // ... and now it has: the route opens it
+  const s = await Promise.race([
+    client,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no response: the request was left unanswered')), 3000)),
+  ]);
+  try {
+    const end = await s.nextEvent('error', 2000);
+    assert.equal(end.data.error, 'shutting_down');
+    assert.equal(end.data.terminal, true);
+    assert.equal(s.headers['content-type'], 'text/event-stream; charset=utf-8');
+  } finally {
+    await s.close();
+  }
+});

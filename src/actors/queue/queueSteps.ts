@@ -48,7 +48,7 @@ export function queueStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Queue
         timerId: 0,
         waitId: req.waitId ?? 0,
       };
-      if (inst.config.claim_jitter_ms > 0) return joinCohort(a, ctx, inst, q, c);
+      if (inst.config.claim_jitter_ms > 0 && !req.now) return joinCohort(a, ctx, inst, q, c);
       runPass(a, ctx, inst, q, [c]);
       return refill(a, ctx, inst, q); // the pass's sweep may have given streams room
     }
@@ -128,8 +128,15 @@ export function afterQueueRecovery(a: ActorCore, ctx: ActorCtx, inst: TopicInsta
 }
 
 /** Shutdown: blocking claims answer now with what they have (no job). */
-export function releaseQueueWaits(ctx: ActorCtx, inst: TopicInstance | undefined): void {
-  if (inst?.queue) releaseWaiting(ctx, inst, inst.queue);
+export function releaseQueueWaits(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined): void {
+  const q = inst?.queue;
+  if (!inst || !q) return;
+  // The jitter window's cohort is served now, not when its timer fires.
+  if (q.cohortTimerId !== 0) {
+    ctx.cancelTimer(q.cohortTimerId);
+    serveCohort(a, ctx, inst, q);
+  }
+  releaseWaiting(ctx, inst, q);
 }
 
 /** Lazy expiry before a state read or stats; streams get room for what expired. */

@@ -411,7 +411,7 @@ export class TopicActor implements ActorCore {
   /** Shutdown: every parked long-poll and blocking claim answers now with what it has. */
   releaseParked(ctx: ActorCtx): void {
     this.readsState?.releaseAll(ctx);
-    releaseQueueWaits(ctx, this.current);
+    releaseQueueWaits(this, ctx, this.current);
   }
 
   onTimer(ctx: ActorCtx, timerId: number): void {

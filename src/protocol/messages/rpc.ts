@@ -139,6 +139,8 @@ export interface ClaimRequest {
   waitMs?: number;
   /** Main's id for the claim (from 1): `cancelWait` with it ends the claim's wait when its client leaves. */
   waitId?: number;
+  /** The server drains: no jitter window either, the claim answers at once with what it has. */
+  now?: true;
 }
 
 /** ack, nack and extend: `leaseIds[i]` ("" = no token) fences `seqs[i]`, or null when absent. */

@@ -25,11 +25,13 @@ export class WorkStream {
   private isOpen = false;
   private early: Buffer[] = [];
   private isClosed = false;
+  /** The terminal frame of a fail() that came before the actor accepted the stream. */
+  private failedEarly: ErrorFrame | undefined;
 
   constructor(
     readonly connId: number,
     readonly topic: string,
-    res: ServerResponse,
+    private readonly res: ServerResponse,
     pacer: FlushPacer,
     private readonly deps: WorkStreamDeps,
   ) {
@@ -54,9 +56,21 @@ export class WorkStream {
     return this.isOpen;
   }
 
-  /** The actor accepted the stream: send the head, `retry:`, `: hb`, then any early jobs. */
+  /**
+   * The actor accepted the stream: send the head, `retry:`, `: hb`, then any early jobs. Failed
+   * meanwhile (the drain's closeAll while the actor was opening it): the head and that one
+   * terminal frame, so the request is answered (docs/API.md "Error frames").
+   */
   open(): void {
-    if (this.isClosed) return;
+    if (this.isClosed) {
+      const e = this.failedEarly;
+      this.failedEarly = undefined;
+      if (e && !this.res.destroyed && !this.res.headersSent) {
+        this.conn.open();
+        this.conn.fail(e);
+      }
+      return;
+    }
     this.isOpen = true;
     this.conn.open({ initialHeartbeat: true });
     for (const f of this.early) this.conn.write(f);
@@ -78,8 +92,9 @@ export class WorkStream {
   /** A terminal `error` frame (docs/API.md "Error frames"), then close. */
   fail(e: ErrorFrame): void {
     if (this.isClosed) return;
-    if (this.isOpen) this.conn.fail(e);
-    else this.onClose();
+    if (this.isOpen) return this.conn.fail(e);
+    this.failedEarly = e; // for open(), if the actor accepts it after all
+    this.onClose();
   }
 
   private onClose(): void {
