@@ -258,7 +258,7 @@ test('a trace with compaction replays identically: the `seal` input, and a resta
     assert.equal((await c.post('/v0/topics/tc.a/delete', { match: 'x' })).body.deleted, 30);
     await eventually(
       async () => ((await c.get('/v0/metrics', { accept: 'application/json' })).body.compaction.segments_rewritten >= 1 ? true : 'not yet'),
-      10_000,
+      30_000, // a plan, a paced copy and a checkpoint: seconds on a loaded 2-core machine
       'the sealed segment swapped',
     );
     assert.equal((await c.post('/v0/topics/tc.a', { records: [{ data: 'after' }] })).status, 200);
