@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CLI, client, killServersAfterFile, startServer, type Server } from '../helpers/server.js';
+import { CLI, client, killServersAfterFile, startServer, tempDir, type Server } from '../helpers/server.js';
 import { probeFrame } from '../../src/format/frame.js';
 
 killServersAfterFile();
@@ -53,18 +53,28 @@ function frameOffsets(file: string): number[] {
   return offs;
 }
 
-/** Topic `t` with BATCHES batches of ten ~1 KB records in several own segment files, cleanly stopped. */
-async function filled(env: Record<string, string> = {}): Promise<Server> {
-  const s = await startServer({ env: { ...BASE, ...env } });
-  const c = client(s.url);
-  assert.equal((await c.put('/v0/topics/t', {})).status, 201);
-  for (let b = 1; b <= BATCHES; b++) {
-    const r = await c.post('/v0/topics/t', { records: Array.from({ length: 10 }, (_, n) => ({ data: { b, n, pad: PAD } })) });
-    assert.equal(r.status, 200, r.text);
-  }
-  assert.equal(await s.stop(), 0, 'a clean stop: its final checkpoint lists the files');
-  assert.ok(segments(s.dataDir).length >= 4, 'several segment files');
-  return s;
+let filledOnce: Promise<string> | undefined;
+
+/**
+ * A copy of one data dir: topic `t` with BATCHES batches of ten ~1 KB records in several own
+ * segment files, cleanly stopped (made once per file, copied for each test).
+ */
+async function filled(): Promise<{ dataDir: string }> {
+  filledOnce ??= (async () => {
+    const s = await startServer({ env: BASE });
+    const c = client(s.url);
+    assert.equal((await c.put('/v0/topics/t', {})).status, 201);
+    for (let b = 1; b <= BATCHES; b++) {
+      const r = await c.post('/v0/topics/t', { records: Array.from({ length: 10 }, (_, n) => ({ data: { b, n, pad: PAD } })) });
+      assert.equal(r.status, 200, r.text);
+    }
+    assert.equal(await s.stop(), 0, 'a clean stop: its final checkpoint lists the files');
+    assert.ok(segments(s.dataDir).length >= 4, 'several segment files');
+    return s.dataDir;
+  })();
+  const dataDir = tempDir();
+  fs.cpSync(await filledOnce, dataDir, { recursive: true });
+  return { dataDir };
 }
 
 /** A start on the data dir: refused with one error line (returned), no stack. */
