@@ -20,7 +20,7 @@ import { clearPendingOrphans, keepOrphans, pendingOrphans, removeOrphanTopicDirs
 import { listTopicDirs } from '../../src/storage/segmentLoad.js';
 import { metaDir, packsDir, quarantineDir, quarantinePendingFile, topicsDir, walDir, walFileName } from '../../src/format/layout.js';
 import { SimDisk } from '../support/simDisk.js';
-import { CrashWorld, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
+import { CrashWorld, diffRequest, replyBody, sweepSettings, SWEEP_DATA_DIR } from '../support/crashWorld.js';
 import type { TopicRequest } from '../../src/protocol/messages/rpc.js';
 import { until } from '../helpers/until.js';
 
@@ -116,17 +116,7 @@ async function append(world: CrashWorld, topic: string, n: number, pad: number):
 }
 
 async function count(world: CrashWorld, topic: string): Promise<number | undefined> {
-  const r = await world.request({
-    op: 'diff',
-    topic,
-    fromSeq: 0,
-    limit: 1000,
-    nodes: null,
-    includeTags: false,
-    includeMeta: false,
-    waitMs: 0,
-    maxBatchBytes: 0,
-  });
+  const r = await world.request(diffRequest(topic));
   if (!r.ok) return undefined;
   return (replyBody(r) as { records: unknown[] }).records.length;
 }
