@@ -27,6 +27,14 @@ export function topicDir(dataDir: string, topicId: number): string {
   return path.join(topicsDir(dataDir), topicId.toString(16).padStart(12, '0'));
 }
 
+/**
+ * What a deleted topic's directory is renamed to before it is removed (SegmentStore.dropTopic):
+ * not a topic directory by its name, so a leftover goes at the next start (orphans.ts).
+ */
+export function deletedTopicDir(dataDir: string, topicId: number): string {
+  return `${topicDir(dataDir, topicId)}.deleted`;
+}
+
 /** The topic id a directory name under topics/ stands for (topicDir's), or undefined. */
 export function parseTopicDirName(name: string): number | undefined {
   return /^[0-9a-f]{12}$/.test(name) ? parseInt(name, 16) : undefined;

@@ -34,12 +34,12 @@ import path from 'node:path';
 import type { Relocation } from './compactFrames.js';
 import type { PackStore } from './packStore.js';
 import { SegmentGates } from './segmentGates.js';
-import { fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } from './fs.js';
+import { errnoOf, fsyncDir, isDiskFull, newDirParents, unwritten, type Fs, type FsFile } from './fs.js';
 
 /** How soon a segment write that hit a full disk is tried again. */
 const SEGMENT_RETRY_MS = 500;
 import type { SegmentPlacement } from '../format/layout.js';
-import { compactTempName, segmentFileName, topicDir } from '../format/layout.js';
+import { compactTempName, deletedTopicDir, segmentFileName, topicDir } from '../format/layout.js';
 import { DELAYED_DRAIN_BYTES } from './writeDelay.js';
 import type { SpaceWaits } from './storageState.js';
 import { lanes } from '../core/lanes.js';
@@ -85,9 +85,6 @@ interface TopicFiles {
   /** [first seq, bytes] of a file of the topic known fsynced up to bytes (durableOwn). */
   synced: readonly [number, number] | undefined;
 }
-
-/** What a deleted topic's directory is renamed to (its own name plus this) before it is removed. */
-export const DELETED_DIR_SUFFIX = '.deleted';
 
 /** Topics flushAll syncs at a time (each may reopen its file: a bound on descriptors). */
 export const FLUSH_LANES = 64;
@@ -590,11 +587,11 @@ export class SegmentStore {
       // topic's directory with some of its files gone, which recovery would take for lost files
       // of a live topic (docs/FORMAT.md "Snapshots", `files`). A leftover is not a topic's
       // directory by its name: the next start removes it (orphans.ts).
-      const gone = `${dir}${DELETED_DIR_SUFFIX}`;
+      const gone = deletedTopicDir(this.dataDir, topicId);
       try {
         await this.fsx.rename(dir, gone);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // it never had own files
+        if (errnoOf(err) === 'ENOENT') return; // it never had own files
         throw err;
       }
       await fsyncDir(this.fsx, path.dirname(dir));

@@ -91,6 +91,15 @@ export interface SectionPart extends TopicPart {
 }
 
 /**
+ * The own segment files a part says must be there, [first seq, bytes, ...] (docs/FORMAT.md
+ * "Snapshots"): a busy topic's `files`, or a quiet topic's one file (`own`, whole). Recovery
+ * refuses a start without them, and `spool verify` reports it.
+ */
+export function filesThatMustExist(part: SectionPart): readonly number[] | undefined {
+  return part.files ?? (part.wm && part.own ? part.own : undefined);
+}
+
+/**
  * The runs a reader may trust of the sections whose first lines record `packs` (docs/FORMAT.md
  * "Snapshots"): a checkpoint takes the runs after its flush, so a topic appended meanwhile names
  * bytes written to the pack being written after its fsync began (frames after the cut, which the

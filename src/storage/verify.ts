@@ -26,7 +26,7 @@ import {
 } from '../format/layout.js';
 import { listPackNamesSync, listPacks, validPrefix } from './packScan.js';
 import { decodeSnapshot, type SnapshotBody } from './snapshot.js';
-import { runsClipper, type SectionPart } from './snapshotSectionFormat.js';
+import { filesThatMustExist, runsClipper, type SectionPart } from './snapshotSectionFormat.js';
 import type { TopicPart } from '../format/topicPart.js';
 import type { WalPosition } from '../protocol/messages/wal.js';
 import { checkWalHeader, listWalFiles } from '../wal/files.js';
@@ -327,10 +327,10 @@ function checkSegments(
   const durable = new Map<number, readonly [number, number]>();
   const must = new Map<number, readonly number[]>();
   for (const t of newest?.topics ?? []) {
-    const { own, files, wm } = t as SectionPart;
+    const { own } = t as SectionPart;
     if (own) durable.set(t.id, own);
+    const files = filesThatMustExist(t as SectionPart);
     if (files) must.set(t.id, files);
-    else if (wm && own) must.set(t.id, own);
   }
   const dirNames = fsx.existsSync(root) ? fsx.readdirSync(root).sort() : [];
   if (deleted) {

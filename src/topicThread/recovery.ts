@@ -16,7 +16,7 @@ import { decodeJsonBody, probeFrame, readAppendHead, readU64 } from '../format/f
 import { FrameType } from '../format/constants.js';
 import type { DormantTopic, TopicPart } from '../format/topicPart.js';
 import { readSection, sectionPartCount, type PartCursor } from '../storage/snapshotSectionReader.js';
-import { runsClipper, type SectionPart } from '../storage/snapshotSectionFormat.js';
+import { filesThatMustExist, runsClipper, type SectionPart } from '../storage/snapshotSectionFormat.js';
 import { partOf } from '../actors/topic/dormant.js';
 import { listPacks } from '../storage/packScan.js';
 import type { SegmentStore } from '../storage/segmentStore.js';
@@ -299,10 +299,10 @@ export class WorkerRecovery {
    * and the files that must be there (`files`; a quiet topic's one file, whole).
    */
   private noteMustExist(part: SectionPart): void {
-    const { own, files } = part;
+    const { own } = part;
     if (own) this.ownDurable.set(part.id, { firstSeq: own[0], bytes: own[1] });
-    if (files) this.mustExist.set(part.id, files);
-    else if (own && part.wm) this.mustExist.set(part.id, own);
+    const must = filesThatMustExist(part);
+    if (must) this.mustExist.set(part.id, must);
   }
 
   /** A loading topic's own file as its snapshot record has it (the bytes durable at the cut), if any. */
