@@ -208,3 +208,44 @@ test('segments reclaimed below the first live seq, and a topic deleted before a 
   await s4.stop();
   assert.deepEqual(fs.readdirSync(path.join(s.dataDir, 'topics')), [], 'no directory or leftover of it');
 });
+
+test('a start that falls back to an older snapshot does not ask for the files it lists (a later checkpoint reclaimed them)', async () => {
+  const s = await filled();
+  const meta = path.join(s.dataDir, 'meta');
+  const snaps = () => fs.readdirSync(meta).filter((n) => n.startsWith('snapshot-') && n.endsWith('.snap'));
+  const s2 = await startServer({ dataDir: s.dataDir, env: { ...BASE, SERVICE_CHECKPOINT_MS: '200' } });
+  const c = client(s2.url);
+  // A checkpoint of this run that lists every file (the one of the clean stop went with its WAL).
+  const first = new Set(snaps());
+  assert.equal((await c.post('/v0/topics/t', { records: [{ data: { last: true } }] })).status, 200);
+  for (let i = 0; i < 100 && snaps().every((n) => first.has(n)); i++) await new Promise((r) => setTimeout(r, 100));
+  const older = snaps().find((n) => !first.has(n));
+  assert.ok(older, 'a checkpoint after the append');
+  const del = await c.post('/v0/topics/t/delete', { before_seq: (BATCHES - 1) * 10 + 1 });
+  assert.equal(del.status, 200, del.text);
+  const before = segments(s.dataDir).length;
+  for (let i = 0; i < 100 && segments(s.dataDir).length === before; i++) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(segments(s.dataDir).length < before, 'reclaimed: files the older snapshot lists are gone');
+  assert.equal(await s2.stop(), 0);
+  const newer = snaps().filter((n) => n > older);
+  assert.ok(snaps().includes(older) && newer.length > 0, `the older snapshot kept beside newer ones: ${snaps().join(', ')}`);
+  // Every newer snapshot damaged: recovery takes the older one and replays the WAL since it.
+  for (const n of newer) {
+    const f = path.join(meta, n);
+    const buf = fs.readFileSync(f);
+    buf[buf.length - 3]! ^= 0xff;
+    fs.writeFileSync(f, buf);
+  }
+  const v = verify(s.dataDir);
+  assert.doesNotMatch(v.stdout, /DAMAGE: segment/, v.stdout);
+  const s3 = await startServer({ dataDir: s.dataDir, env: BASE });
+  assert.match(s3.stderr(), /is damaged; trying an older one/);
+  const d = await client(s3.url).post('/v0/topics/t/diff', { from_seq: 0, limit: 1000 });
+  assert.equal(d.status, 200, d.text);
+  assert.deepEqual(
+    (d.body.records as { $seq: number }[]).map((r) => r.$seq),
+    Array.from({ length: 11 }, (_, i) => (BATCHES - 1) * 10 + 1 + i),
+    'the delete replayed from the WAL',
+  );
+  await s3.stop();
+});
