@@ -249,3 +249,29 @@ test('a start that falls back to an older snapshot does not ask for the files it
   );
   await s3.stop();
 });
+
+test("a deleted topic's directory left renamed by a crash goes at the next start, even when the replay writes the topic again", async () => {
+  const s = await startServer({ env: BASE });
+  const c = client(s.url);
+  assert.equal((await c.put('/v0/topics/t', {})).status, 201);
+  for (let b = 1; b <= 3; b++)
+    assert.equal(
+      (await c.post('/v0/topics/t', { records: Array.from({ length: 10 }, (_, n) => ({ data: { b, n, pad: PAD } })) })).status,
+      200,
+    );
+  const dir = path.dirname(segments(s.dataDir)[0]!);
+  const copy = `${dir}.copy`;
+  fs.cpSync(dir, copy, { recursive: true });
+  assert.equal((await c.del('/v0/topics/t')).status, 200);
+  for (let i = 0; i < 100 && (fs.existsSync(dir) || fs.existsSync(`${dir}.deleted`)); i++) await new Promise((r) => setTimeout(r, 50));
+  await s.kill();
+  // What a SIGKILL between the rename and the removal leaves (the files still in it).
+  fs.renameSync(copy, `${dir}.deleted`);
+  // No checkpoint since the start: the replay writes the topic's records again, then deletes it.
+  const s2 = await startServer({ dataDir: s.dataDir, env: BASE });
+  assert.equal((await client(s2.url).get('/v0/topics/t')).status, 404);
+  for (let i = 0; i < 100 && fs.readdirSync(path.join(s.dataDir, 'topics')).length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(fs.readdirSync(path.join(s.dataDir, 'topics')), [], 'neither the directory nor its leftover');
+  assert.equal(await s2.stop(), 0);
+  assert.equal(verify(s.dataDir).status, 0);
+});

@@ -6,6 +6,7 @@
 // recovers on it (optionally crashing once more during that recovery). The oracle (test/support/crashOracle.ts) then checks
 // the recovered world against what was acked. Cases are deterministic: a CrashCase (seed, mode,
 // call) reproduces one exactly (`npm run fuzz -- --storage --case '<json>'`).
+import path from 'node:path';
 import type { Settings } from '../../src/config.js';
 import { SimDisk, type CrashMode, type FreezeInfo } from './simDisk.js';
 import { CrashWorld, sweepSettings } from './crashWorld.js';
@@ -174,6 +175,12 @@ async function recoverAndCheck(disk: SimDisk, settings: Settings, history: Histo
     await Promise.race([world.boot(), hung]);
     recovered = true;
     log.violations.push(...(await checkRecovered(world, history)));
+    // A topic delete renames the directory to `<dir>.deleted` before removing it: a crash
+    // between the two leaves it, and the recovery removes it (it is no topic's directory).
+    const topics = path.join(settings.dataDir, 'topics');
+    const fsx = disk.fs();
+    const left = fsx.existsSync(topics) ? fsx.readdirSync(topics).filter((n) => n.endsWith('.deleted')) : [];
+    if (left.length > 0) log.violations.push(`a deleted topic's directory is left after the recovery: ${left.join(', ')}`);
   } catch (err) {
     log.violations.push(
       `${recovered ? 'the recovered server failed a request' : 'recovery threw'}: ${(err as Error).stack ?? String(err)}`,
