@@ -14,6 +14,7 @@ import { Supervisor, type Logger as SupLogger } from '../supervisor/supervisor.j
 import { DataDirLockedError } from '../storage/lock.js';
 import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
+import { keepEarlyStops, takeEarlyStop } from './earlyStop.js';
 import type { FrontEnd } from '../http/server.js';
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
@@ -36,13 +37,9 @@ function writePortFile(file: string, port: number): void {
 
 export async function serve(): Promise<void> {
   // A stop asked for before the HTTP server is up (recovery may already be running: it starts
-  // first) is kept and drained once it is, instead of the default action killing the process.
-  let stopAsked: string | undefined;
-  const early = (signal: string) => () => void (stopAsked ??= signal);
-  const earlyTerm = early('SIGTERM');
-  const earlyInt = early('SIGINT');
-  process.on('SIGTERM', earlyTerm);
-  process.on('SIGINT', earlyInt);
+  // first) is kept and drained once it is, instead of the default action killing the process
+  // (src/cli.ts keeps them from before this module loaded).
+  keepEarlyStops();
   const settings = readSettings();
   logger = createLogger(settings.logLevel);
   for (const u of unknownSettings(process.env)) {
@@ -101,8 +98,7 @@ export async function serve(): Promise<void> {
   // Node closes the signal's handle, and a SIGTERM pending then was dropped (the server served on).
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.off('SIGTERM', earlyTerm);
-  process.off('SIGINT', earlyInt);
+  const stopAsked = takeEarlyStop();
   if (stopAsked) void shutdown(stopAsked);
 
   portOpen();

@@ -109,6 +109,43 @@ test('SIGTERM before the port opens (recovery already running) drains and exits 
   );
 });
 
+test("SIGTERM while the server's modules still load is kept, then drained: exit 0", async () => {
+  const dir = tempDir();
+  const marker = path.join(dir, 'serve-loading');
+  // A module hook holds the load of the server's module (src/cli/serve.ts) for 3 s and says so
+  // in a file: the signal lands while only src/cli.ts and the command parser have run.
+  const hooks = `export async function load(url, ctx, next) {
+    if (url.endsWith('/cli/serve.js')) {
+      (await import('node:fs')).writeFileSync(${JSON.stringify(marker)}, '');
+      await new Promise((r) => setTimeout(r, 3000));
+    }
+    return next(url, ctx);
+  }`;
+  const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
+  const proc = spawn(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, CLI, 'serve'], {
+    env: { ...process.env, SERVICE_DATA_DIR: path.join(dir, 'data'), SERVICE_PORT: '0' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<[number | null, string | null]>((resolve) => proc.once('exit', (code, sig) => resolve([code, sig])));
+  for (let i = 0; i < 600 && !fs.existsSync(marker); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(fs.existsSync(marker), `the server's module was asked for: ${err}`);
+  proc.kill('SIGTERM');
+  const [code, sig] = await exited;
+  assert.equal(sig, null, `not killed by the signal: ${err}`);
+  assert.equal(code, 0, err);
+  const lines = parseLines(err);
+  assert.ok(
+    lines.find((l) => l.msg === 'draining' && l.signal === 'SIGTERM'),
+    err,
+  );
+  assert.ok(
+    lines.find((l) => l.msg === 'stopped'),
+    'shutdown summary',
+  );
+});
+
 test('a bad setting refuses the start at error with exit 2, and the key value is never printed', () => {
   const dir = tempDir();
   const r = spawnSync(process.execPath, [CLI, 'serve'], {
