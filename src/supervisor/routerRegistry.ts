@@ -35,6 +35,8 @@ export interface RouterLog {
 export interface RouterHost {
   request(req: TopicRequest): Promise<TopicResult>;
   instances(topics: string[]): Promise<(number | null)[]>;
+  /** Live topics and the max_topics cap (0: none), so a PUT refuses before it makes any topic. */
+  topicCount(): { live: number; max: number };
 }
 
 /** A PUT body, validated and defaulted on the HTTP thread. */
@@ -353,9 +355,19 @@ export class RouterRegistry {
       return fail('throttled', 'too many routers', { limit: 'max_routers', max: this.maxRouters });
     }
     // Topics first (the source always, the dest with create_dest), then the forwarder.
-    for (const topic of had ? [] : createDest ? [input.source, input.dest] : [input.source]) {
+    const ends = had ? [] : createDest ? [input.source, input.dest] : [input.source];
+    const refused = await this.topicRoomFor(ends);
+    if (refused) return refused;
+    const made: string[] = [];
+    for (const topic of ends) {
       const r = await this.host.request({ op: 'put', topic, config: defaultConfig(), ensure: true });
-      if (!r.ok) return r;
+      if (!r.ok) {
+        // A topic created meanwhile took the last slot: the PUT is refused whole, so what it made
+        // goes again (only while empty: a writer may already have found it).
+        for (const t of made) await this.host.request({ op: 'deleteTopic', topic: t, ifEmpty: true });
+        return r;
+      }
+      if (r.status === 201) made.push(topic);
     }
     const [destInstance] = await this.host.instances([input.dest]);
     if (destInstance === null) return fail('topic_not_found', `topic ${input.dest} does not exist`, { topic: input.dest });
@@ -366,6 +378,15 @@ export class RouterRegistry {
     this.index({ ...def, start: had ? had.start : at.start, sourceInstance: at.instance, destInstance });
     await this.save();
     return { ok: true, created: !had, def };
+  }
+
+  /** The max_topics refusal when the topics a PUT would make do not all fit (docs/API.md "Limits"). */
+  private async topicRoomFor(ends: string[]): Promise<ErrorResult | undefined> {
+    const { live, max } = this.host.topicCount();
+    if (max === 0 || ends.length === 0) return undefined;
+    const absent = (await this.host.instances(ends)).filter((id) => id === null).length;
+    if (live + absent <= max) return undefined;
+    return fail('throttled', 'too many topics', { limit: 'max_topics', max });
   }
 
   /**

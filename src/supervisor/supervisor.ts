@@ -122,6 +122,7 @@ export class Supervisor {
           groups.forEach((g, i) => g.forEach((n, j) => found.set(n, ids[i]![j] ?? null)));
           return names.map((n) => found.get(n) ?? null);
         },
+        topicCount: () => ({ live: this.liveTopics(), max: settings.maxTopics }),
       },
       fsx,
       settings.dataDir,

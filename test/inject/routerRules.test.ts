@@ -138,4 +138,23 @@ describe('limits and restarts', () => {
       await s2.stop();
     }
   });
+
+  test('SERVICE_MAX_TOPICS: a PUT whose topics do not all fit is 429 max_topics and makes none of them', async () => {
+    const s2 = await startInjectServer({ SERVICE_MAX_TOPICS: '2' });
+    try {
+      const c2 = s2.client;
+      assertOk(await c2.put('/v0/topics/a', {}), 201);
+      // Two new topics for one slot: refused before the source is made.
+      const r = await c2.put('/v0/routers/r1', { source: 'x', dest: 'y' });
+      assert.deepEqual(assertError(r, 429, 'throttled'), { limit: 'max_topics', max: 2 });
+      assertError(await c2.get('/v0/topics/x'), 404, 'topic_not_found');
+      assertError(await c2.get('/v0/topics/y'), 404, 'topic_not_found');
+      assert.deepEqual(assertOk(await c2.get('/v0/routers'), 200).routers, []);
+      // One new topic fits.
+      assertOk(await c2.put('/v0/routers/r2', { source: 'a', dest: 'y' }), 201);
+      assertOk(await c2.get('/v0/topics/y'), 200);
+    } finally {
+      await s2.stop();
+    }
+  });
 });

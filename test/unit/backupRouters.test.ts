@@ -23,6 +23,7 @@ const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer
 function fakeHost(onRouterSet: () => void = () => undefined): RouterHost {
   return {
     instances: async (names) => names.map(() => 1),
+    topicCount: () => ({ live: 0, max: 0 }),
     request: async (req) => {
       if (req.op === 'routerSet') onRouterSet();
       return ok(req.op === 'routerSet' ? '{"start":0,"head":0,"instance":1' : '{"removed":true');

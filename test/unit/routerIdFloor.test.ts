@@ -33,6 +33,7 @@ function rig() {
   const idOf = (t: string) => ids.get(t) ?? (ids.set(t, 100 + ids.size), ids.get(t)!);
   const host: RouterHost = {
     instances: async (names) => names.map(idOf),
+    topicCount: () => ({ live: 0, max: 0 }),
     request: async (req) =>
       ok(req.op === 'routerSet' ? `{"start":0,"head":0,"instance":${idOf(req.topic)}` : req.op === 'put' ? '{"created":true' : '{}'),
   };

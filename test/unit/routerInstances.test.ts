@@ -24,6 +24,7 @@ function rig(ids: Map<string, number>) {
   const sent: TopicRequest[] = [];
   const host: RouterHost = {
     instances: async (names) => names.map((n) => ids.get(n) ?? null),
+    topicCount: () => ({ live: 0, max: 0 }),
     request: async (req) => {
       sent.push(req);
       if (req.op === 'put') {

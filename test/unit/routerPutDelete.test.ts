@@ -11,6 +11,7 @@ import { RouterRegistry, type RouterHost } from '../../src/supervisor/routerRegi
 import { routerInput } from '../support/routerInput.js';
 import { nodeFs } from '../../src/storage/fs.js';
 import type { TopicResult } from '../../src/protocol/messages/rpc.js';
+import { fail } from '../../src/protocol/errors.js';
 
 const ok = (text: string): TopicResult => ({ ok: true, status: 200, json: Buffer.from(text, 'utf8'), perf: {} });
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
@@ -23,6 +24,7 @@ test('a topic delete that arrives while a router PUT naming it runs waits for it
   const started = new Promise<void>((r) => (putStarted = r));
   const host: RouterHost = {
     instances: async (names) => names.map(() => 1),
+    topicCount: () => ({ live: 0, max: 0 }),
     request: async (req) => {
       if (req.op === 'put') {
         putStarted();
@@ -48,6 +50,31 @@ test('a topic delete that arrives while a router PUT naming it runs waits for it
     let other: string[] | undefined;
     await reg.deleteTopic('x', async (names) => ((other = names), ok('{"deleted":true')));
     assert.deepEqual(other, []);
+  } finally {
+    reg.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a router PUT whose dest no longer fits under max_topics (a topic made meanwhile) deletes the source it made, if still empty', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spool-rpd-'));
+  const calls: string[] = [];
+  const host: RouterHost = {
+    instances: async (names) => names.map(() => null),
+    topicCount: () => ({ live: 0, max: 2 }), // room for both when asked
+    request: async (req) => {
+      calls.push(req.op === 'deleteTopic' ? `deleteTopic ${req.topic} ifEmpty=${req.ifEmpty}` : `${req.op} ${req.topic}`);
+      if (req.op === 'put' && req.topic === 's') return { ...ok('{"created":true'), status: 201 };
+      if (req.op === 'put') return fail('throttled', 'too many topics', { limit: 'max_topics', max: 2 });
+      return ok('{"deleted":true');
+    },
+  };
+  const reg = new RouterRegistry(host, nodeFs, dir, 0, quiet);
+  try {
+    const r = await reg.put('r', routerInput('s', 'd'));
+    assert.equal(r.ok, false);
+    assert.deepEqual(calls, ['put s', 'put d', 'deleteTopic s ifEmpty=true']);
+    assert.equal(reg.get('r'), undefined);
   } finally {
     reg.stop();
     fs.rmSync(dir, { recursive: true, force: true });

@@ -25,6 +25,7 @@ function rig() {
   const sent: TopicRequest[] = [];
   const host: RouterHost = {
     instances: async (names) => names.map(() => 1),
+    topicCount: () => ({ live: 0, max: 0 }),
     request: async (req) => {
       sent.push(req);
       return ok(req.op === 'routerSet' ? '{"start":0,"head":0,"instance":1' : '{"removed":true');
