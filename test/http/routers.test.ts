@@ -113,6 +113,25 @@ describe('GET, list and DELETE', () => {
     assert.equal(assertOk(await c.del(`/v0/routers/${r}`), 200).deleted, false);
     assertError(await c.get(`/v0/routers/${r}`), 404, 'router_not_found');
   });
+
+  test('after DELETE answers, no copy lands in the dest any more, with appends to the source racing it', async () => {
+    for (let round = 0; round < 8; round++) {
+      const [s, d] = [name('s'), name('d')];
+      const r = `${s}->${d}`;
+      assertOk(await put(r, { source: s, dest: d }), 201);
+      let writing = true;
+      const writer = (async () => {
+        for (let i = 0; writing; i++) assertOk(await c.post(`/v0/topics/${s}`, { records: [{ data: { i } }] }), 200);
+      })();
+      await new Promise((res) => setTimeout(res, 20 + round * 5));
+      assertOk(await c.del(`/v0/routers/${enc(r)}`), 200);
+      const head = assertOk(await c.get(`/v0/topics/${d}`), 200).head_seq;
+      writing = false;
+      await writer;
+      await new Promise((res) => setTimeout(res, 150));
+      assert.equal(assertOk(await c.get(`/v0/topics/${d}`), 200).head_seq, head, `round ${round}: a copy landed after the delete`);
+    }
+  });
 });
 
 describe('topic delete cascade', () => {

@@ -10,7 +10,7 @@ import type { TopicResult } from '../../protocol/messages/rpc.js';
 import type { ForwardInfo, OriginRun, RouterDef } from '../../protocol/messages/router.js';
 import { copyHeadroom } from '../topic/appendOp.js';
 import type { ActorCtx } from '../ctx.js';
-import type { ActorCore } from '../topic/actorCore.js';
+import { okJson, type ActorCore } from '../topic/actorCore.js';
 import type { TopicInstance } from '../topic/instance.js';
 import { SlotState } from '../topic/seqIndex.js';
 import { coldRanges, installCold } from '../topic/coldRead.js';
@@ -39,7 +39,7 @@ export function installRouter(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, 
     had.def = def; // preserve_*, filter, allow_cycle and guarantee apply from the next batch
     return had.cursor;
   }
-  if (had) removeRouter(ctx, inst, def.name);
+  if (had) dropForwarder(ctx, inst, def.name);
   const f: Forwarder = {
     def,
     cursor: start ?? inst.head,
@@ -58,14 +58,27 @@ export function installRouter(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, 
   return f.cursor;
 }
 
-export function removeRouter(ctx: ActorCtx, inst: TopicInstance, name: string): boolean {
+/**
+ * routerRemove: the forwarder goes at once and sends nothing more. A copy batch it still has out
+ * may yet land in the dest, so the remove is answered once the dest has answered that batch
+ * (`a.routerLeaving`, onRouterReply): DELETE /v0/routers returns after the last copy the router
+ * makes, and a read of the dest after it sees everything the router will ever forward.
+ */
+export function removeRouter(a: ActorCore, ctx: ActorCtx, reqId: number, inst: TopicInstance | undefined, name: string): void {
+  const f = inst && dropForwarder(ctx, inst, name);
+  if (f?.inflight?.kind !== 'forward') return ctx.reply(reqId, okJson(200, `{"removed":${f !== undefined}`));
+  (a.routerLeaving ??= new Map()).set(f.inflight.token, reqId);
+}
+
+/** Stops a forwarder and forgets it; returns it (undefined when the topic has none of the name). */
+function dropForwarder(ctx: ActorCtx, inst: TopicInstance, name: string): Forwarder | undefined {
   const r = inst.routing;
   const f = r?.forwarders.get(name);
-  if (!r || !f) return false;
+  if (!r || !f) return undefined;
   if (f.retryTimerId) ctx.cancelTimer(f.retryTimerId);
   r.forwarders.delete(name);
   settleDrains(ctx, inst);
-  return true;
+  return f;
 }
 
 /**
@@ -237,6 +250,13 @@ function byToken(inst: TopicInstance, token: number): Forwarder | undefined {
 
 /** The dest answered a probe or a forward. Returns false when the token is not a router's. */
 export function onRouterReply(a: ActorCore, ctx: ActorCtx, inst: TopicInstance | undefined, token: number, result: TopicResult): boolean {
+  const removing = a.routerLeaving?.get(token);
+  if (removing !== undefined) {
+    a.routerLeaving!.delete(token);
+    if (a.routerLeaving!.size === 0) a.routerLeaving = undefined;
+    ctx.reply(removing, okJson(200, '{"removed":true'));
+    return true;
+  }
   const f = inst && byToken(inst, token);
   if (!inst || !f) return false;
   const sent = f.inflight!;

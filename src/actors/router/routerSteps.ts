@@ -21,10 +21,8 @@ export function routerStep(a: ActorCore, ctx: ActorCtx, reqId: number, req: Rout
       const start = installRouter(a, ctx, inst, req.def, req.start);
       return ctx.reply(reqId, okJson(200, `{"start":${start},"head":${inst.head},"instance":${inst.id}`));
     }
-    case 'routerRemove': {
-      const removed = a.current ? removeRouter(ctx, a.current, req.router) : false;
-      return ctx.reply(reqId, okJson(200, `{"removed":${removed}`));
-    }
+    case 'routerRemove':
+      return removeRouter(a, ctx, reqId, a.current, req.router);
     case 'routerDrain':
       if (req.wait && a.current) retryBlocked(a, ctx, a.current, req.routers);
       return drainStep(a, ctx, reqId, req);

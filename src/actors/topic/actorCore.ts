@@ -40,6 +40,11 @@ export interface ActorCore {
   nextTimerId(): number;
   /** The lease counter of lease ids (per actor, so a recreated queue never repeats one). */
   nextLeaseNo(): number;
+  /**
+   * Router removes waiting for a copy batch their forwarder still had out (token → the remove's
+   * request id), else undefined: forwarder.ts removeRouter. The actor is not idle meanwhile.
+   */
+  routerLeaving: Map<number, number> | undefined;
   /** Holds `send` until the head and the named frames allow it; runs it at once if they do. */
   gate(ctx: ActorCtx, inst: TopicInstance, cond: GateCondition, send: (c: ActorCtx) => void): void;
   /** A deleted instance whose frames are still in flight: its gates drain as acks arrive. */

@@ -51,6 +51,7 @@ export class TopicActor implements ActorCore {
   durableFrameNo = 0;
   private timerIds = 1;
   private leaseNo = 0;
+  routerLeaving: Map<number, number> | undefined = undefined;
   /** Made at the first read: most of a worker's topics are idle, and idle state is memory. */
   private readsState: TopicReads | undefined = undefined;
   /**
@@ -88,6 +89,7 @@ export class TopicActor implements ActorCore {
       this.deleteGates === undefined &&
       this.durableFrameNo === this.frameNo &&
       this.leaseNo === 0 &&
+      this.routerLeaving === undefined &&
       (this.readsState === undefined || this.readsState.idle())
     );
   }
@@ -98,7 +100,13 @@ export class TopicActor implements ActorCore {
    */
   dormancy(stored: StoredFrames, now: number): DormantTopic | 'later' | 'no' {
     if (!this.current) return 'no';
-    if (this.retired || this.deleteGates || this.durableFrameNo !== this.frameNo || (this.readsState && !this.readsState.idle()))
+    if (
+      this.retired ||
+      this.deleteGates ||
+      this.routerLeaving ||
+      this.durableFrameNo !== this.frameNo ||
+      (this.readsState && !this.readsState.idle())
+    )
       return 'later';
     const d = dormantOf(this.current, stored, now);
     if (typeof d === 'object' && this.leaseNo !== 0) d.lease_no = this.leaseNo;
