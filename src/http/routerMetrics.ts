@@ -26,7 +26,11 @@ export class RouterMetrics {
       labelNames: ['router'],
       registers: [registry],
     });
-    this.lag = gauge('spool_router_lag_records', 'Source records each router has not handled yet.', ['router']);
+    this.lag = gauge(
+      'spool_router_lag_records',
+      'Source seqs each router has not passed yet: an upper bound on the records it has still to forward (seqs a crash skipped count until passed).',
+      ['router'],
+    );
     this.blocked = gauge('spool_router_blocked', '1 while a router backs off after a refused forward (label code: the refusal), else 0.', [
       'router',
       'code',
