@@ -130,6 +130,17 @@ test('by seq, by tag match, max and more', async () => {
   assert.deepEqual([r.redriven, r.more], [0, false]);
 });
 
+test("a redrive's counts judge lease expiry first, as the other queue replies do", async () => {
+  const { q, dlq } = pair();
+  await mkQueue(c, q, { dead_letter: dlq });
+  assertOk(await c.put(`/v0/topics/${dlq}`, {}), 201);
+  await appendJobs(c, q, [{ data: 1 }, { data: 2 }]);
+  assert.equal((await claim(c, q, { node: 'w', max: 1, lease_ms: 100 })).body.claimed.length, 1);
+  await new Promise((r) => setTimeout(r, 300)); // the lease expired; no request judged it yet
+  const r = await redrive(q, { seqs: [1] });
+  assert.deepEqual([r.redriven, r.ready, r.in_flight], [0, 2, 0]);
+});
+
 test('2,500 jobs in one call (several batches), and two redrives at once move each job once', async () => {
   const { q, dlq } = pair();
   await mkQueue(c, q, { lease_ms: 60_000, dead_letter: dlq });

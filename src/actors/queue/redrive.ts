@@ -205,6 +205,7 @@ function stop(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, o
 
 function finish(a: ActorCore, ctx: ActorCtx, inst: TopicInstance, q: QueueState, op: RedriveOp): boolean {
   q.redriveOp = undefined;
+  q.table.sweep(ctx.now); // the counts judge expiry first, as every queue reply's do
   const skipped = [...new Set(op.skipped)].sort((x, y) => x - y);
   const body = `{"topic":${JSON.stringify(inst.name)},"from":${JSON.stringify(op.from)},"redriven":${op.moved},"skipped":[${skipped.join(',')}],"more":${!op.done},${counters(inst, q)}`;
   ctx.reply(op.reqId, okJson(200, body));
