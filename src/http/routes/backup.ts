@@ -17,6 +17,9 @@ async function writeEntries(pack: tar.Pack, staged: StagedBackup): Promise<void>
       const entry = pack.entry({ name: f.name, size: f.size, mode: 0o644 }, cb);
       const rs = fs.createReadStream(f.source, { start: 0, end: f.size - 1 });
       rs.on('error', reject);
+      // A pack destroyed under it (the client went away) fails the entry too: without a listener
+      // that error would end the process.
+      entry.on('error', (err) => (rs.destroy(), reject(err)));
       rs.pipe(entry);
     });
   }
@@ -29,6 +32,12 @@ export function backupRoutes(app: FastifyInstance, sup: Supervisor): void {
     '/v0/backup',
     withHttpErrors(async (req, reply) => {
       const staged = await stageBackup(sup.settings.dataDir, sup.backupSource());
+      if (reply.raw.destroyed || req.raw.destroyed) {
+        // The client went away while the checkpoint ran: its 'close' has come and gone.
+        staged.remove();
+        req.log.warn({ point: staged.point }, 'backup not sent: the client went away before it started');
+        return reply.hijack();
+      }
       const pack = tar.pack();
       let closed = false;
       // However the reply ends (finished, client gone, HEAD), the tar stops and the links go.
