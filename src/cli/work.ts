@@ -180,12 +180,20 @@ export function workCommand(outcome: Outcome): Command {
 }
 
 /**
- * The delay before a failed job is delivered again: none for a job not run, a command that
- * cannot start (neither is the job's fault) or a failure on the job's last delivery (the server
- * dead-letters it at once); else 1 s doubling per delivery, at most a minute.
+ * A job given back unrun comes back after this: the worker is stopping, and its `/work` stream,
+ * open until the give-backs are answered, would otherwise be leased the job again (a second
+ * delivery spent on a job never run, which can dead-letter a healthy one).
+ */
+const GIVE_BACK_DELAY_MS = 1000;
+
+/**
+ * The delay before a failed job is delivered again: GIVE_BACK_DELAY_MS for a job not run; none
+ * for a command that cannot start (not the job's fault) or a failure on the job's last delivery
+ * (the server dead-letters it at once); else 1 s doubling per delivery, at most a minute.
  */
 function retryDelayMs(deliveries: number, err: unknown, lastDelivery: (deliveries: number) => boolean): number {
-  if (err instanceof CommandMissing || err instanceof NotRun || lastDelivery(deliveries)) return 0;
+  if (err instanceof NotRun) return GIVE_BACK_DELAY_MS;
+  if (err instanceof CommandMissing || lastDelivery(deliveries)) return 0;
   return Math.min(60_000, 1000 * 2 ** Math.max(0, deliveries - 1));
 }
 
@@ -213,7 +221,9 @@ async function runWork(queue: string, argv: string[], o: WorkOpts, outcome: Outc
     jobHandler(argv, queue, o, budget, counts, lastDelivery, () => void stopFor('max-jobs')),
     {
       node: o.node,
-      concurrency: o.concurrency,
+      // Never more at once than --max-jobs: the budget would not run them, and each job pushed
+      // beyond it would be leased, given back unrun and leased again (two deliveries spent).
+      concurrency: Math.min(o.concurrency, o.maxJobs ?? Infinity),
       leaseMs: o.leaseMs ?? config.lease_ms,
       mode: o.poll ? 'poll' : 'push',
       raw: true,

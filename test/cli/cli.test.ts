@@ -644,6 +644,12 @@ test(
     assert.equal(w.lines.length, 2);
     const st = await spool.getTopic(q);
     assert.deepEqual([st.count, st.queue!.in_flight], [4, 0], 'the other four are back in the queue');
+    // A job pushed to the worker and given back unrun spent one delivery at most (this claim is
+    // the next): the stream asked for no more jobs than --max-jobs lets run.
+    await new Promise((r) => setTimeout(r, 1200)); // a job given back unrun is ready again after 1 s
+    const back = (await spool.claim(q, { node: 'check', max: 10 })).claimed;
+    assert.equal(back.length, 4);
+    for (const j of back) assert.ok(j.deliveries <= 2, `job ${j.$seq} delivered ${j.deliveries} times`);
   },
 );
 
