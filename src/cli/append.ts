@@ -11,6 +11,7 @@ import {
   EXIT,
   clientFor,
   note,
+  onStopSignal,
   parsePositive,
   printJson,
   usageError,
@@ -139,6 +140,24 @@ interface Totals {
   lastSeq: bigint | undefined;
   /** The (one) batch matched an earlier one by its --idempotency-key: nothing was appended. */
   deduped: boolean;
+  /** The input line of the last record appended (0: none). */
+  lastLineNo: number;
+}
+
+/**
+ * SIGINT/SIGTERM while NDJSON input is appended: no more input is read, the lines read so far are
+ * appended (the batch in flight, then the one being built), and the message says how far the
+ * input got, so a script can resume after that line (exit 130 / 143).
+ */
+function interrupted(signal: NodeJS.Signals, totals: Totals, label: string): CliError {
+  const n = totals.count;
+  const landed =
+    n === 0
+      ? 'nothing was appended'
+      : `${n} record${n === 1 ? '' : 's'} through ${label} line ${totals.lastLineNo} ${n === 1 ? 'was' : 'were'} appended (seqs ${totals.firstSeq}..${totals.lastSeq}), none after`;
+  const e = new CliError(`interrupted by ${signal}: ${landed}`, signal === 'SIGINT' ? EXIT.sigint : EXIT.sigterm, 'interrupted');
+  e.detail = { appended: n, first_seq: totals.firstSeq ?? null, last_seq: totals.lastSeq ?? null, last_line: totals.lastLineNo };
+  return e;
 }
 
 async function send(spool: Spool<'bigint'>, topic: string, builder: BodyBuilder, b: Batch, totals: Totals, o: AppendOpts): Promise<void> {
@@ -169,12 +188,13 @@ async function send(spool: Spool<'bigint'>, topic: string, builder: BodyBuilder,
   if (r.deduped) totals.deduped = true;
   totals.firstSeq ??= r.first_seq;
   totals.lastSeq = r.last_seq;
+  totals.lastLineNo = b.lastLineNo;
 }
 
 async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals> {
   const spool = clientFor(o);
   const builder = new BodyBuilder(o);
-  const totals: Totals = { count: 0, batches: 0, firstSeq: undefined, lastSeq: undefined, deduped: false };
+  const totals: Totals = { count: 0, batches: 0, firstSeq: undefined, lastSeq: undefined, deduped: false, lastLineNo: 0 };
   if (args.length) {
     if (o.file !== undefined) throw usageError('give records as arguments or with --file, not both');
     const texts = args.map((a, i) => (o.string ? JSON.stringify(a) : checkLine(a, () => `argument ${i + 1}`, o.records === true)));
@@ -201,8 +221,22 @@ async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals
     inflight?.catch(() => undefined); // awaited below; never an unhandled rejection meanwhile
     progress.update(totals.count, source.readBytes());
   };
+  const stop = onStopSignal();
+  let stopped: NodeJS.Signals | undefined;
+  const signalled = stop.promise.then((sig) => void (stopped = sig));
+  const chunks = source.chunks()[Symbol.asyncIterator]();
   try {
-    for await (const { lines, firstLineNo } of source.chunks()) {
+    for (;;) {
+      const next = await Promise.race([chunks.next(), signalled]);
+      if (stopped !== undefined) {
+        void chunks.return?.(undefined);
+        // What was read is appended (from a pipe it cannot be read again), nothing more.
+        await flush().catch(() => undefined);
+        await flush().catch(() => undefined);
+        throw interrupted(stopped, totals, label);
+      }
+      if (!next || next.done) break;
+      const { lines, firstLineNo } = next.value;
       for (let i = 0; i < lines.length; i++) {
         const line = lines[i]!;
         if (isBlank(line)) continue;
@@ -222,6 +256,7 @@ async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals
     if (inflight) await inflight.catch(() => undefined);
     throw e;
   } finally {
+    stop.dispose();
     progress.clear();
   }
   return totals;

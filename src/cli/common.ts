@@ -21,6 +21,9 @@ export const EXIT = {
   notFound: 4,
   /** No answer, or 429 / 503 still after the retries. */
   unavailable: 5,
+  /** Stopped by SIGINT (128 + 2) or SIGTERM (128 + 15) part-way, after saying how far it got. */
+  sigint: 130,
+  sigterm: 143,
 } as const;
 
 /** Each action stores its exit code here (commander actions cannot return one). */

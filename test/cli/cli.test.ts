@@ -467,6 +467,35 @@ async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void
   }
 }
 
+test('append: SIGINT part-way appends what was read, says how far it got, and exits 130', { timeout: 60_000 }, async () => {
+  const topic = 'cli.append.int';
+  const p = spawn(process.execPath, [CLI, 'append', topic], {
+    env: { ...process.env, SPOOL_URL: srv.url },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  p.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<[number | null, string | null]>((r) => p.once('exit', (code, sig) => r([code, sig])));
+  // One whole batch (10,000 lines) goes at once; two lines more wait in the next one.
+  p.stdin!.write(Array.from({ length: 10_002 }, (_, i) => `{"i":${i}}\n`).join(''));
+  for (let i = 0; i < 400; i++) {
+    const st = await spool.getTopic(topic).catch(() => undefined);
+    if (st && st.count >= 10_000) break;
+    await sleep(25);
+  }
+  await sleep(300);
+  p.kill('SIGINT');
+  const [code, sig] = await exit;
+  assert.deepEqual([code, sig], [130, null], stderr);
+  const n = (await spool.getTopic(topic)).count;
+  assert.equal(n, 10_002, 'the lines read were appended');
+  assert.match(
+    stderr,
+    new RegExp(`interrupted by SIGINT: ${n} records through stdin line ${n} were appended \\(seqs 1\\.\\.${n}\\), none after`),
+  );
+  p.stdin!.destroy();
+});
+
 test(
   'tail -f follows several topics across a server restart: every record once, in order; SIGTERM exits 0',
   { timeout: 90_000 },
