@@ -1,5 +1,7 @@
 // Single-writer guard for a data directory (docs/ARCHITECTURE.md "Other decisions"): LOCK is created with O_EXCL and holds
-// "pid start-ms pid-namespace". A lock left by a dead process is taken over. A pid says nothing
+// "pid start-ms pid-namespace identity". A lock left by a dead process is taken over; so is one
+// whose pid now belongs to another process (a reboot, or the pid reused after a crash): the
+// identity is the boot's id and the holder's start time, which a reused pid does not repeat. A pid says nothing
 // across PID namespaces (two containers on one volume are both pid 1), so the holder also touches
 // LOCK every LOCK_REFRESH_MS, and a lock of another namespace is live while that mtime is fresh.
 // Release keeps the file and writes pid 0 into it (never alive) rather than removing it: a
@@ -50,11 +52,29 @@ interface LockHolder {
   pid: number;
   /** The holder's PID namespace ("" in a LOCK written before namespaces were recorded). */
   ns: string;
+  /** processIdentity of the holder ("" in a LOCK written before it was recorded). */
+  ident: string;
 }
 
 function holderOf(text: string): LockHolder {
-  const [pid, , ns] = text.trim().split(' ');
-  return { pid: Number(pid), ns: ns ?? '' };
+  const [pid, , ns, ident] = text.trim().split(' ');
+  return { pid: Number(pid), ns: ns ?? '', ident: ident ?? '' };
+}
+
+/**
+ * What tells a process apart from a later one given the same pid: the boot's id and the
+ * process's start time (clock ticks since boot, /proc/<pid>/stat field 22); "" where /proc does
+ * not say (then only the pid is judged, as before).
+ */
+export function processIdentity(pid: number | 'self'): string {
+  try {
+    const boot = fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]; // field 22; field 3 is index 0
+    return boot && start ? `${boot}/${start}` : '';
+  } catch {
+    return '';
+  }
 }
 
 /**
@@ -89,7 +109,12 @@ function lockAgeMs(file: string): number | undefined {
  */
 function held(h: LockHolder, ns: string, ageMs: number | undefined): boolean {
   if (!Number.isInteger(h.pid) || h.pid <= 0) return false; // released
-  if (h.ns === '' || h.ns === ns) return h.pid !== process.pid && alive(h.pid);
+  if (h.ns === '' || h.ns === ns) {
+    if (h.pid === process.pid || !alive(h.pid)) return false;
+    // Alive, but perhaps as another process now: only a known identity that differs says so.
+    const now = h.ident === '' ? '' : processIdentity(h.pid);
+    return now === '' || now === h.ident;
+  }
   return ageMs === undefined || ageMs < LOCK_STALE_MS;
 }
 
@@ -114,7 +139,7 @@ export function acquireLock(fsx: Fs, dataDir: string): ReleaseLock {
   mkdirDurableSync(fsx, dataDir);
   const file = path.join(dataDir, 'LOCK');
   const ns = pidNamespace();
-  const content = `${process.pid} ${Date.now()} ${ns}\n`;
+  const content = `${process.pid} ${Date.now()} ${ns} ${processIdentity('self')}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = fsx.openSync(file, 'wx');

@@ -1,5 +1,6 @@
 // Single-writer guard of a data directory (src/storage/lock.ts, docs/ARCHITECTURE.md "Other decisions"): LOCK holds
-// "pid start-ms"; a lock naming a dead process is taken over, one naming a live process refuses
+// "pid start-ms pid-namespace identity"; a lock naming a dead process is taken over (as is one
+// whose pid a later process has: a reboot, a reused pid), one naming a live process refuses
 // with DataDirLockedError, and release removes only our own lock.
 import { after, test } from 'node:test';
 import { nodeFs } from '../../src/storage/fs.js';
@@ -8,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { acquireLock, DataDirLockedError, liveLockHolder } from '../../src/storage/lock.js';
+import { acquireLock, DataDirLockedError, liveLockHolder, processIdentity } from '../../src/storage/lock.js';
 
 const dirs: string[] = [];
 function tmp(): string {
@@ -35,12 +36,13 @@ async function deadPid(): Promise<number> {
   return pid;
 }
 
-test('acquireLock creates LOCK with "pid start-ms pid-namespace"; release marks it free (pid 0) and keeps the file', () => {
+test('acquireLock creates LOCK with "pid start-ms pid-namespace identity"; release marks it free (pid 0) and keeps the file', () => {
   const dir = path.join(tmp(), 'data'); // created if missing
   const release = acquireLock(nodeFs, dir);
   const file = path.join(dir, 'LOCK');
   const content = fs.readFileSync(file, 'utf8');
-  assert.match(content, /^\d+ \d+ pid:\[\d+\]\n$/);
+  assert.match(content, /^\d+ \d+ pid:\[\d+\] [0-9a-f-]+\/\d+\n$/);
+  assert.equal(content.trim().split(' ')[3], processIdentity('self'));
   assert.equal(Number(content.split(' ')[0]), process.pid);
   release();
   // Kept (a restart on a full disk takes it over without needing new space), naming no one.
@@ -136,6 +138,34 @@ test('a LOCK naming a live other process throws DataDirLockedError and is left a
     release();
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited(child);
+  }
+});
+
+test('a LOCK whose pid is now another process (reused after a crash or a reboot) is taken over; its own holder is not', async () => {
+  const dir = tmp();
+  const file = path.join(dir, 'LOCK');
+  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+  try {
+    const pid = child.pid!;
+    const ns = fs.readlinkSync('/proc/self/ns/pid');
+    const ident = processIdentity(pid);
+    assert.match(ident, /\//);
+    // The live process that wrote it: held.
+    fs.writeFileSync(file, `${pid} ${Date.now()} ${ns} ${ident}\n`);
+    assert.equal(liveLockHolder(nodeFs, dir), pid);
+    assert.throws(() => acquireLock(nodeFs, dir), DataDirLockedError);
+    // Written by an earlier process with that pid (another start time), or in another boot.
+    const [boot, start] = ident.split('/');
+    for (const other of [`${boot}/${Number(start) - 1}`, `00000000-0000-0000-0000-000000000000/${start}`]) {
+      fs.writeFileSync(file, `${pid} ${Date.now()} ${ns} ${other}\n`);
+      assert.equal(liveLockHolder(nodeFs, dir), undefined, other);
+      const release = acquireLock(nodeFs, dir);
+      assert.equal(Number(fs.readFileSync(file, 'utf8').split(' ')[0]), process.pid);
+      release({ remove: true });
+    }
+  } finally {
+    child.kill('SIGKILL');
     await exited(child);
   }
 });
