@@ -237,7 +237,10 @@ function pathRefusal(err: unknown, setting: string, where: string): SettingsErro
     ENOENT: 'a directory on its path is missing or cannot be made',
   };
   const reason = code === undefined ? undefined : why[code];
-  return reason === undefined ? undefined : new SettingsError(`cannot use ${where} (${setting}): ${reason} (${code})`);
+  // An entry inside it (a subdirectory another user made) is named too.
+  const at = (err as NodeJS.ErrnoException).path;
+  const inside = at !== undefined && at !== where && at.startsWith(`${where}${path.sep}`) ? `: ${at}` : '';
+  return reason === undefined ? undefined : new SettingsError(`cannot use ${where} (${setting})${inside}: ${reason} (${code})`);
 }
 
 /**

@@ -12,6 +12,7 @@ import { workerOf } from '../core/names.js';
 import type { WorkerApi, WorkerThreadData } from '../topicThread/workerApi.js';
 import type { RecoverReply, WalApi, WalThreadData } from '../wal/walApi.js';
 import type { WalPosition } from '../protocol/messages/wal.js';
+import { assertWritableLayout } from '../storage/writableLayout.js';
 import { acquireLock } from '../storage/lock.js';
 import { isDiskFull, nodeFs, type Fs } from '../storage/fs.js';
 import { StorageState, storageStateOf } from '../storage/storageState.js';
@@ -234,6 +235,14 @@ export class Supervisor {
   async start(): Promise<void> {
     const s = this.settings;
     this.releaseLock = acquireLock(this.fsx, s.dataDir);
+    if (this.fsx === nodeFs) {
+      try {
+        assertWritableLayout(s.dataDir);
+      } catch (err) {
+        this.releaseLock();
+        throw err;
+      }
+    }
     this.walSize = sizeWal(s.walFileBytes, s.checkpointWalBytes, this.fsx === nodeFs ? freeBytes(s.dataDir) : undefined);
     if (this.walSize.shrunk) {
       this.log.warn(

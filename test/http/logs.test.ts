@@ -146,6 +146,35 @@ test("SIGTERM while the server's modules still load is kept, then drained: exit 
   );
 });
 
+test(
+  'a data dir whose subdirectories another user made is refused at the start (exit 2), naming the one',
+  { skip: process.getuid?.() !== 0 && 'needs root to start a server as another user' },
+  async () => {
+    const dir = tempDir();
+    fs.chmodSync(dir, 0o755);
+    const data = path.join(dir, 'data');
+    const s = await startServer({ dataDir: data }); // run once as root: wal/, meta/, ... are root's
+    assert.equal(await s.stop(), 0);
+    const NOBODY = 65534;
+    fs.chownSync(data, NOBODY, NOBODY); // the top level is the service user's, what is inside is not
+    const r = spawnSync(process.execPath, [CLI, 'serve'], {
+      env: { ...process.env, SERVICE_DATA_DIR: data, SERVICE_PORT: '0' },
+      uid: NOBODY,
+      gid: NOBODY,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 2, r.stderr);
+    const errors = parseLines(r.stderr).filter((l) => l.level === 'error' || l.level === 'fatal');
+    assert.equal(errors.length, 1, r.stderr);
+    assert.match(
+      errors[0]!.msg,
+      new RegExp(`cannot use ${data} \\(SERVICE_DATA_DIR\\): ${data}/\\w+: this process may not write there \\(EACCES\\)`),
+    );
+    assert.doesNotMatch(r.stderr, /"stack"/);
+  },
+);
+
 test('a bad setting refuses the start at error with exit 2, and the key value is never printed', () => {
   const dir = tempDir();
   const r = spawnSync(process.execPath, [CLI, 'serve'], {

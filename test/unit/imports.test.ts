@@ -65,6 +65,7 @@ const NODE_FS_ALLOWED = new Set([
   'cli/workLimits.ts', // `spool work` looks its job command up on PATH before it starts
   'core/threadCpu.ts', // /proc/thread-self/stat: the stage clock's per-thread CPU (debug)
   'storage/freeSpace.ts', // statfs of the data volume: a measurement, never the data path
+  'storage/writableLayout.ts', // access(2) of this process's rights at the start: only a real disk has them
   'replay/replayer.ts', // trace files
   'replay/traceWriter.ts',
 ]);
