@@ -15,6 +15,7 @@ import { DataDirLockedError } from '../storage/lock.js';
 import { CorruptionError } from '../core/corruption.js';
 import { createLogger, type Logger } from '../log.js';
 import { keepEarlyStops, takeEarlyStop } from './earlyStop.js';
+import { makeDirsSync } from '../storage/fs.js';
 import type { FrontEnd } from '../http/server.js';
 
 /** Replaced by one at SERVICE_LOG_LEVEL once settings are read; errors before that use this. */
@@ -31,8 +32,24 @@ function supervisorLog(l: Logger): SupLogger {
 
 function writePortFile(file: string, port: number): void {
   const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
-  fs.writeFileSync(tmp, String(port));
-  fs.renameSync(tmp, file);
+  try {
+    fs.writeFileSync(tmp, String(port));
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true }); // a directory where the file goes: no temp file left
+    throw err;
+  }
+}
+
+/** SERVICE_TRACE_DIR made and writable before any thread starts (the workers write traces there). */
+function ensureTraceDir(dir: string | undefined): void {
+  if (!dir) return;
+  try {
+    makeDirsSync(dir); // not { recursive: true }: on /proc/x it retries for ever
+    fs.accessSync(dir, fs.constants.W_OK | fs.constants.X_OK);
+  } catch (err) {
+    throw pathRefusal(err, 'SERVICE_TRACE_DIR', dir) ?? err;
+  }
 }
 
 export async function serve(): Promise<void> {
@@ -48,6 +65,7 @@ export async function serve(): Promise<void> {
   logger.info({ config: effectiveSettings(settings) }, 'effective config');
   const keys = apiKeys(settings);
   if (settings.stageClock) startStageClock(stageOriginNs()); // before the threads spawn
+  ensureTraceDir(settings.traceDir);
   const sup = new Supervisor(settings, supervisorLog(logger));
   await sup.start().catch((err: unknown) => {
     throw pathRefusal(err, 'SERVICE_DATA_DIR', settings.dataDir) ?? err;
@@ -235,6 +253,7 @@ function pathRefusal(err: unknown, setting: string, where: string): SettingsErro
     EACCES: 'this process may not write there',
     EPERM: 'this process may not write there',
     ENOENT: 'a directory on its path is missing or cannot be made',
+    EISDIR: 'a directory is where the file should be',
   };
   const reason = code === undefined ? undefined : why[code];
   // An entry inside it (a subdirectory another user made) is named too.

@@ -258,8 +258,22 @@ test('a data dir or port file the server cannot use refuses the start in one lin
       env: { SERVICE_DATA_DIR: path.join(dir, 'data'), SERVICE_PORT_FILE: path.join(dir, 'missing', 'port') },
       msg: `refused to start: cannot use ${path.join(dir, 'missing', 'port')} (SERVICE_PORT_FILE): a directory on its path is missing or cannot be made (ENOENT)`,
     },
+    {
+      env: { SERVICE_DATA_DIR: path.join(dir, 'data'), SERVICE_PORT_FILE: dir },
+      msg: `refused to start: cannot use ${dir} (SERVICE_PORT_FILE): a directory is where the file should be (EISDIR)`,
+    },
+    {
+      // Node's recursive mkdir retries for ever on /proc/x: refused before any thread starts.
+      env: { SERVICE_DATA_DIR: path.join(dir, 'data'), SERVICE_TRACE_DIR: '/proc/spool-nope' },
+      msg: 'refused to start: cannot use /proc/spool-nope (SERVICE_TRACE_DIR): a directory on its path is missing or cannot be made (ENOENT)',
+    },
   ];
   for (const c of cases) assert.deepEqual(refusedStart(c.env, 2), [c.msg]);
+  assert.deepEqual(
+    fs.readdirSync(path.dirname(dir)).filter((n) => n.startsWith(`.${path.basename(dir)}.`)),
+    [],
+    "no port file's temp file left",
+  );
 });
 
 test('damage found by recovery refuses the start in one line, without a stack', async () => {
