@@ -106,6 +106,8 @@ export async function serve(): Promise<void> {
     try {
       writePortFile(settings.portFile, port);
     } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EISDIR')
+        throw new SettingsError(`cannot use ${settings.portFile} (SERVICE_PORT_FILE): a directory is where the file should be (EISDIR)`);
       throw pathRefusal(err, 'SERVICE_PORT_FILE', settings.portFile) ?? err;
     }
   }
@@ -253,7 +255,6 @@ function pathRefusal(err: unknown, setting: string, where: string): SettingsErro
     EACCES: 'this process may not write there',
     EPERM: 'this process may not write there',
     ENOENT: 'a directory on its path is missing or cannot be made',
-    EISDIR: 'a directory is where the file should be',
   };
   const reason = code === undefined ? undefined : why[code];
   // An entry inside it (a subdirectory another user made) is named too.
