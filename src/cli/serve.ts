@@ -106,9 +106,7 @@ export async function serve(): Promise<void> {
     try {
       writePortFile(settings.portFile, port);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EISDIR')
-        throw new SettingsError(`cannot use ${settings.portFile} (SERVICE_PORT_FILE): a directory is where the file should be (EISDIR)`);
-      throw pathRefusal(err, 'SERVICE_PORT_FILE', settings.portFile) ?? err;
+      throw pathRefusal(err, 'SERVICE_PORT_FILE', settings.portFile, { EISDIR: 'a directory is where the file should be' }) ?? err;
     }
   }
   logger.info({ host: settings.host, port }, `listening on http://${settings.host}:${port}`);
@@ -246,7 +244,7 @@ function bindRefusal(err: unknown, host: string, port: number): SettingsError | 
  * A path setting the server cannot use (a file where a directory goes, a read-only or missing
  * place, no permission): one `refused to start` line and exit 2, as for a bad value, not a stack.
  */
-function pathRefusal(err: unknown, setting: string, where: string): SettingsError | undefined {
+function pathRefusal(err: unknown, setting: string, where: string, also: Record<string, string> = {}): SettingsError | undefined {
   const code = (err as NodeJS.ErrnoException).code;
   const why: Record<string, string> = {
     EEXIST: 'a file is in the way of a directory',
@@ -255,6 +253,7 @@ function pathRefusal(err: unknown, setting: string, where: string): SettingsErro
     EACCES: 'this process may not write there',
     EPERM: 'this process may not write there',
     ENOENT: 'a directory on its path is missing or cannot be made',
+    ...also, // codes only this setting can meet (EISDIR at the data dir is the layout's line)
   };
   const reason = code === undefined ? undefined : why[code];
   // An entry inside it (a subdirectory another user made) is named too.

@@ -9,10 +9,11 @@ import { metaDir, packsDir, quarantineDir, topicsDir, walDir } from '../format/l
 
 /** Throws the EACCES/EPERM/EROFS of the first entry this process may not write (its path in the error). */
 export function assertWritableLayout(dataDir: string): void {
-  for (const dir of [walDir(dataDir), metaDir(dataDir), packsDir(dataDir), topicsDir(dataDir), quarantineDir(dataDir)]) {
+  const withFiles = [walDir(dataDir), metaDir(dataDir)];
+  for (const dir of [...withFiles, packsDir(dataDir), topicsDir(dataDir), quarantineDir(dataDir)]) {
     if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) continue; // a file there: the layout check names it
     fs.accessSync(dir, fs.constants.W_OK | fs.constants.X_OK);
-    if (dir !== walDir(dataDir) && dir !== metaDir(dataDir)) continue;
+    if (!withFiles.includes(dir)) continue;
     for (const name of fs.readdirSync(dir)) {
       const p = path.join(dir, name);
       if (fs.statSync(p).isFile()) fs.accessSync(p, fs.constants.W_OK);
