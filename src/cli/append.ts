@@ -84,14 +84,19 @@ function recordShapeProblem(r: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** Sends the batch being built, after the one in flight, and waits for it (`flush` twice). */
+async function sendWhatWasRead(flush: () => Promise<void>): Promise<void> {
+  await flush();
+  await flush(); // nothing left to send: waits for that batch
+}
+
 /**
  * Ends the input at a bad line: the records read before it are appended (the batch being built
  * is sent first), none after it, and the message says how many landed. `flush` sends the batch
  * being built (it waits for the one in flight); an earlier batch that failed is the error then.
  */
 async function endAtBadLine(e: BadLine, flush: () => Promise<void>, totals: Totals): Promise<BadLine> {
-  await flush(); // sends the batch being built, after the one in flight
-  await flush(); // nothing left to send: waits for that batch
+  await sendWhatWasRead(flush);
   const n = totals.count;
   const landed =
     n === 0
@@ -231,8 +236,7 @@ async function run(topic: string, args: string[], o: AppendOpts): Promise<Totals
       if (stopped !== undefined) {
         void chunks.return?.(undefined);
         // What was read is appended (from a pipe it cannot be read again), nothing more.
-        await flush().catch(() => undefined);
-        await flush().catch(() => undefined);
+        await sendWhatWasRead(flush).catch(() => undefined); // a failed batch: not in the totals
         throw interrupted(stopped, totals, label);
       }
       if (!next || next.done) break;
